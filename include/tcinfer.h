@@ -1,0 +1,181 @@
+/* tcinfer: run ONNX networks; the whole public C API.
+ *
+ * Usage in brief:
+ *   tci_engine_options opts;
+ *   tci_engine_options_init(&opts);
+ *   tci_engine *engine = NULL;
+ *   if (tci_engine_create_from_file("model.onnx", &opts, &engine) != TCI_OK)
+ *       fprintf(stderr, "%s\n", tci_last_error());
+ *   tci_context *ctx = NULL;
+ *   tci_context_create(engine, &ctx);
+ *   tci_tensor in = {...};               // one per engine input, in engine order
+ *   tci_context_run(ctx, &in, 1);
+ *   tci_tensor out;
+ *   tci_context_output(ctx, 0, &out);    // valid until the next run or destroy
+ *   tci_context_destroy(ctx);
+ *   tci_engine_destroy(engine);
+ *
+ * Ownership: whoever creates an object destroys it; every *_destroy(NULL) is a no-op.
+ * Thread safety: an engine is immutable after creation and may be shared by threads; each thread
+ * runs through its own context. Error text is per thread (tci_last_error).
+ */
+#ifndef TCINFER_H
+#define TCINFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TCI_VERSION_MAJOR 0
+#define TCI_VERSION_MINOR 1
+#define TCI_VERSION_PATCH 0
+
+/* Library version as "major.minor.patch". */
+const char *tci_version(void);
+
+/* Every function that can fail returns one of these; the detail is in tci_last_error(). */
+#define TCI_STATUS_LIST(X)                                                                        \
+    X(TCI_OK, "ok")                                                                               \
+    X(TCI_ERR_INVALID_ARGUMENT, "invalid argument")                                               \
+    X(TCI_ERR_IO, "input/output error")                                                           \
+    X(TCI_ERR_PARSE, "malformed model file")                                                      \
+    X(TCI_ERR_INVALID_MODEL, "invalid model")                                                     \
+    X(TCI_ERR_UNSUPPORTED, "unsupported")                                                         \
+    X(TCI_ERR_OUT_OF_MEMORY, "out of memory")                                                     \
+    X(TCI_ERR_NO_DEVICE, "no GPU device")                                                         \
+    X(TCI_ERR_CUDA, "CUDA error")                                                                 \
+    X(TCI_ERR_INTERNAL, "internal error")
+
+typedef enum tci_status {
+#define TCI_STATUS_ENUM(name, text) name,
+    TCI_STATUS_LIST(TCI_STATUS_ENUM)
+#undef TCI_STATUS_ENUM
+} tci_status;
+
+/* Short fixed text of a status ("invalid model"). */
+const char *tci_status_string(tci_status status);
+
+/* Detailed message of the last failure on the calling thread ("" if none). The pointer stays
+ * valid until the next failing call on the same thread. */
+const char *tci_last_error(void);
+
+/* Element types; the values are ONNX's TensorProto.DataType numbers. */
+typedef enum tci_dtype {
+    TCI_DTYPE_UNDEFINED = 0,
+    TCI_DTYPE_FLOAT = 1,
+    TCI_DTYPE_UINT8 = 2,
+    TCI_DTYPE_INT8 = 3,
+    TCI_DTYPE_INT32 = 6,
+    TCI_DTYPE_INT64 = 7,
+    TCI_DTYPE_BOOL = 9,
+    TCI_DTYPE_FLOAT16 = 10,
+    TCI_DTYPE_DOUBLE = 11,
+} tci_dtype;
+
+/* Name of a dtype ("float", "int64", ...); "undefined" for anything else. */
+const char *tci_dtype_name(tci_dtype dtype);
+/* Bytes per element; 0 for an unknown dtype. */
+size_t tci_dtype_size(tci_dtype dtype);
+
+#define TCI_MAX_RANK 8
+
+/* A dense row-major (C order) tensor in host memory, not owned by the struct. */
+typedef struct tci_tensor {
+    const char *name;             /* informational; may be NULL for inputs */
+    tci_dtype dtype;
+    int rank;
+    int64_t dims[TCI_MAX_RANK];
+    void *data;
+} tci_tensor;
+
+/* Element count of a tensor's dims; 0 when any dim is 0. */
+int64_t tci_tensor_count(const tci_tensor *tensor);
+
+/* Description of an engine input or output. A dim of -1 is symbolic (its name in dim_names). */
+typedef struct tci_tensor_info {
+    const char *name;
+    tci_dtype dtype;
+    int rank;                      /* -1 when the model does not say */
+    int64_t dims[TCI_MAX_RANK];
+    const char *dim_names[TCI_MAX_RANK]; /* NULL where the dim is fixed */
+} tci_tensor_info;
+
+typedef enum tci_backend {
+    TCI_BACKEND_CPU = 0, /* fp32 reference executor */
+} tci_backend;
+
+/* Fixes the shape of one input, overriding the model's (symbolic) dims. */
+typedef struct tci_shape_override {
+    const char *name;
+    int rank;
+    int64_t dims[TCI_MAX_RANK];
+} tci_shape_override;
+
+typedef struct tci_engine_options {
+    tci_backend backend;
+    const tci_shape_override *shapes; /* not copied beyond tci_engine_create_* */
+    size_t num_shapes;
+} tci_engine_options;
+
+/* Sets the defaults: CPU backend, no shape overrides. */
+void tci_engine_options_init(tci_engine_options *options);
+
+typedef struct tci_engine tci_engine;
+typedef struct tci_context tci_context;
+
+/* Loads and optimises a model. External data is resolved relative to the model's folder and
+ * may not leave it. options may be NULL for the defaults. *out_engine is NULL on failure. */
+tci_status tci_engine_create_from_file(const char *path, const tci_engine_options *options,
+                                       tci_engine **out_engine);
+
+/* Same from a serialized ModelProto in memory; base_dir (may be NULL) is where external data
+ * lives. The bytes are not needed after the call. */
+tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const char *base_dir,
+                                         const tci_engine_options *options,
+                                         tci_engine **out_engine);
+
+void tci_engine_destroy(tci_engine *engine);
+
+size_t tci_engine_input_count(const tci_engine *engine);
+size_t tci_engine_output_count(const tci_engine *engine);
+/* The info's strings live as long as the engine. */
+tci_status tci_engine_input_info(const tci_engine *engine, size_t index, tci_tensor_info *out_info);
+tci_status tci_engine_output_info(const tci_engine *engine, size_t index,
+                                  tci_tensor_info *out_info);
+
+/* Counts of the optimised graph, for reports. */
+typedef struct tci_engine_stats {
+    size_t num_nodes;
+    size_t num_initializers;
+    int64_t num_parameters; /* elements of all float initializers */
+    int64_t parameter_bytes;
+} tci_engine_stats;
+tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out_stats);
+
+/* Op histogram of the optimised graph: calls fn once per distinct op type. */
+typedef void (*tci_op_count_fn)(const char *op_type, size_t count, void *user);
+tci_status tci_engine_op_histogram(const tci_engine *engine, tci_op_count_fn fn, void *user);
+
+/* Every op tcinfer supports, with the opset range: calls fn once per op. */
+typedef void (*tci_op_info_fn)(const char *op_type, int min_opset, int max_opset, void *user);
+void tci_list_ops(tci_op_info_fn fn, void *user);
+
+tci_status tci_context_create(const tci_engine *engine, tci_context **out_context);
+void tci_context_destroy(tci_context *context);
+
+/* Runs the network. inputs[i] is engine input i (same dtype; dims must match the fixed dims of
+ * the engine's input and fill in its symbolic ones). Data is read during the call only. */
+tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs);
+
+/* Output `index` of the last run. Its data belongs to the context and stays valid until the next
+ * run or tci_context_destroy. */
+tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TCINFER_H */

@@ -1,0 +1,147 @@
+/* The graph IR: tensors, nodes and attributes of one model, all in one arena. */
+#ifndef TCI_GRAPH_IR_H
+#define TCI_GRAPH_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcinfer.h"
+#include "util/arena.h"
+#include "util/status.h"
+
+/* Newest ONNX opset whose operator history the registry knows (onnx 1.23). */
+#define IR_MAX_KNOWN_OPSET 28
+
+struct op_desc;
+struct ir_node;
+
+typedef struct ir_tensor {
+    const char *name;
+    tci_dtype dtype;                         /* TCI_DTYPE_UNDEFINED until inferred */
+    int rank;                                /* -1 while unknown */
+    int64_t dims[TCI_MAX_RANK];              /* -1 where unknown or symbolic */
+    const char *dim_names[TCI_MAX_RANK];     /* symbolic dim names, NULL otherwise */
+    void *data;                              /* known value (initializer or folded), else NULL */
+    struct ir_node *producer;                /* NULL for graph inputs and constants */
+    bool is_graph_input;
+    bool is_graph_output;
+    size_t index;                            /* position in graph->tensors */
+} ir_tensor;
+
+/* Values follow ONNX's AttributeProto.AttributeType. */
+typedef enum ir_attr_type {
+    IR_ATTR_UNDEFINED = 0,
+    IR_ATTR_FLOAT = 1,
+    IR_ATTR_INT = 2,
+    IR_ATTR_STRING = 3,
+    IR_ATTR_TENSOR = 4,
+    IR_ATTR_GRAPH = 5,
+    IR_ATTR_FLOATS = 6,
+    IR_ATTR_INTS = 7,
+    IR_ATTR_STRINGS = 8,
+    IR_ATTR_TENSORS = 9,
+    IR_ATTR_GRAPHS = 10,
+} ir_attr_type;
+
+typedef struct ir_attr {
+    const char *name;
+    ir_attr_type type;
+    int64_t i;
+    float f;
+    const char *s;           /* NUL-terminated copy of the string */
+    const int64_t *ints;     /* IR_ATTR_INTS */
+    const float *floats;     /* IR_ATTR_FLOATS */
+    const char **strings;    /* IR_ATTR_STRINGS */
+    size_t count;            /* element count of ints/floats/strings */
+    ir_tensor *tensor;       /* IR_ATTR_TENSOR: a constant tensor (data set) */
+} ir_attr;
+
+typedef struct ir_node {
+    const char *name;        /* never NULL: the loader names unnamed nodes "<op>_<index>" */
+    const char *op_type;
+    const char *domain;      /* "" for the default ONNX domain */
+    int opset;               /* opset the model imports for the node's domain */
+    int since_version;       /* the version of the op's definition that opset selects */
+    const struct op_desc *desc;
+    ir_tensor **inputs;      /* NULL entries for omitted optional inputs */
+    int num_inputs;
+    ir_tensor **outputs;     /* NULL entries for omitted optional outputs */
+    int num_outputs;
+    ir_attr *attrs;
+    int num_attrs;
+    void *params;            /* op-specific parsed attributes, in the graph arena */
+    size_t index;            /* position in graph->nodes, kept by ir_graph_sort */
+} ir_node;
+
+typedef struct ir_opset {
+    const char *domain;
+    int64_t version;
+} ir_opset;
+
+typedef struct ir_graph {
+    tci_arena *arena;
+    const char *name;
+    ir_node **nodes;         /* topological order once ir_graph_sort succeeded */
+    size_t num_nodes, cap_nodes;
+    ir_tensor **tensors;     /* every tensor, named ones unique */
+    size_t num_tensors, cap_tensors;
+    ir_tensor **inputs;      /* graph inputs that are not initializers */
+    size_t num_inputs;
+    ir_tensor **outputs;
+    size_t num_outputs;
+    ir_opset *opsets;
+    size_t num_opsets;
+    int64_t ir_version;
+} ir_graph;
+
+tci_status ir_graph_create(ir_graph **out_graph);
+void ir_graph_destroy(ir_graph *graph);
+
+/* Finds a tensor by name; NULL if none. */
+ir_tensor *ir_graph_find_tensor(const ir_graph *graph, const char *name);
+/* Adds a tensor with that name (copied); error if one exists. name may be NULL for an anonymous
+ * temporary. */
+tci_status ir_graph_add_tensor(ir_graph *graph, const char *name, ir_tensor **out_tensor);
+/* Adds a node; inputs/outputs arrays are allocated (NULL-filled) with the given counts. */
+tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_type,
+                             const char *domain, int num_inputs, int num_outputs,
+                             ir_node **out_node);
+
+/* Orders nodes topologically; a cycle, or an input produced by no node, no initializer and no
+ * graph input, is an error naming the node. Also sets each tensor's producer. */
+tci_status ir_graph_sort(ir_graph *graph);
+
+/* Element count of a tensor with known dims: -1 if the rank or any dim is unknown; an error if
+ * the product overflows int64. */
+tci_status ir_count_elements(int rank, const int64_t *dims, int64_t *out_count);
+
+/* Attribute access. Absent attributes give the default; a present attribute of another type is
+ * an error naming the node. */
+const ir_attr *ir_node_attr(const ir_node *node, const char *name);
+tci_status ir_attr_int(const ir_node *node, const char *name, int64_t def, int64_t *out);
+tci_status ir_attr_float(const ir_node *node, const char *name, float def, float *out);
+tci_status ir_attr_string(const ir_node *node, const char *name, const char *def,
+                          const char **out);
+/* Absent: *out = NULL, *count = 0. */
+tci_status ir_attr_ints(const ir_node *node, const char *name, const int64_t **out,
+                        size_t *count);
+tci_status ir_attr_floats(const ir_node *node, const char *name, const float **out,
+                          size_t *count);
+/* Refuses any attribute not in the NULL-terminated list `known` (TCI_ERR_UNSUPPORTED, naming
+ * node and attribute). */
+tci_status ir_check_attrs(const ir_node *node, const char *const *known);
+
+/* Records an error prefixed with "node 'NAME' (OP): ". */
+tci_status ir_node_error(const ir_node *node, tci_status status, const char *fmt, ...)
+    TCI_PRINTF(3, 4);
+
+/* Sets a tensor's dtype/rank/dims from another (not data). */
+void ir_tensor_copy_shape(ir_tensor *dst, const tci_tensor *src);
+/* Fills a tci_tensor view of an IR tensor (data included). */
+void ir_tensor_view(const ir_tensor *t, tci_tensor *out);
+
+/* "1x3x224x224" or "?x3x224x224" into buf. */
+const char *ir_format_dims(int rank, const int64_t *dims, char *buf, size_t size);
+
+#endif

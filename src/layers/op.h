@@ -1,0 +1,106 @@
+/* The op descriptor: what every supported ONNX op provides, and helpers its family files share. */
+#ifndef TCI_LAYERS_OP_H
+#define TCI_LAYERS_OP_H
+
+#include "graph/ir.h"
+
+/* Flags of a descriptor. */
+enum {
+    /* Output value follows from the input's shape alone (Shape, Size): constant folding may run
+     * cpu_forward with in[0]->data == NULL once the input's dims are known. */
+    OP_FOLD_FROM_SHAPE = 1u << 0,
+    /* The op never needs evaluation: the executor forwards input 0 as output 0 (Identity,
+     * inference-mode Dropout). Passes remove such nodes. */
+    OP_PASSTHROUGH = 1u << 1,
+};
+
+/* In infer and cpu_forward, in[] has node->num_inputs entries and out[] node->num_outputs; an
+ * omitted optional input or output is NULL. */
+typedef struct op_desc {
+    const char *op_type;
+    /* The ONNX since-versions this descriptor implements, ascending, 0-terminated. It must list
+     * every version ONNX defined from its first entry up to IR_MAX_KNOWN_OPSET, so that the
+     * version a model's opset selects is always the largest entry <= that opset. */
+    const int *versions;
+    /* Validates input/output counts and attributes (ir_check_attrs first, then values), and
+     * stores parsed attributes in node->params (allocated from arena). Runs once at load. */
+    tci_status (*parse)(ir_node *node, tci_arena *arena);
+    /* Sets dtype, rank and dims of every non-NULL out[] from in[]. in[i]->data is non-NULL when
+     * the value is known (always at run time; for constants during the build). rank may be -1
+     * and dims -1 while unknown at build: produce what can be known and -1 elsewhere. Every
+     * inconsistency that the known values show is an error naming the node. */
+    tci_status (*infer)(const ir_node *node, const tci_tensor *const *in, tci_tensor *const *out);
+    /* fp32 reference forward. Shapes are fully known and out[]->data is allocated (not zeroed)
+     * for the inferred shape. */
+    tci_status (*cpu_forward)(const ir_node *node, const tci_tensor *const *in,
+                              tci_tensor *const *out);
+    unsigned flags;
+} op_desc;
+
+/* ---- helpers shared by family files (src/layers/op_util.c) ---- */
+
+/* Checks min <= num_inputs <= max and that required inputs (indices < min) are present; same for
+ * outputs. Errors name the node. */
+tci_status op_check_arity(const ir_node *node, int min_in, int max_in, int min_out, int max_out);
+
+/* Requires in->dtype to be one of the listed types (0-terminated); UNSUPPORTED otherwise, naming
+ * node, input index and dtype. An UNDEFINED dtype passes (not yet known). */
+tci_status op_check_dtype(const ir_node *node, const tci_tensor *in, int index,
+                          const tci_dtype *allowed);
+
+/* Numpy-style multidirectional broadcast of a and b into out's rank/dims. Unknown dims (-1)
+ * broadcast to -1 unless the other side fixes them. Incompatible dims are an error. */
+tci_status op_broadcast_shape(const ir_node *node, int rank_a, const int64_t *dims_a, int rank_b,
+                              const int64_t *dims_b, int *out_rank, int64_t *out_dims);
+
+/* Element count of a fully known tensor (0 if any dim is 0). */
+int64_t op_count(const tci_tensor *t);
+
+/* Normalises an axis in [-rank, rank) to [0, rank); error naming the node otherwise. */
+tci_status op_normalize_axis(const ir_node *node, int64_t axis, int rank, int *out_axis);
+
+/* Reads element i of an integer tensor (int32 or int64) as int64. */
+int64_t op_read_int(const tci_tensor *t, int64_t i);
+/* Reads element i of any numeric tensor as double / writes value to element i. */
+double op_read_number(const tci_tensor *t, int64_t i);
+void op_write_number(tci_tensor *t, int64_t i, double value);
+
+/* IEEE fp16 <-> fp32, round to nearest even. */
+float op_half_to_float(uint16_t h);
+uint16_t op_float_to_half(float f);
+
+/* Row-major strides of dims. */
+void op_strides(int rank, const int64_t *dims, int64_t *strides);
+
+/* Sets out to the same dtype/rank/dims as in (data untouched). */
+void op_same_shape(tci_tensor *out, const tci_tensor *in);
+
+/* Lists of dtypes for op_check_dtype. */
+extern const tci_dtype op_float_types[];   /* float */
+extern const tci_dtype op_numeric_types[]; /* float, double, float16, int8/32/64, uint8 */
+extern const tci_dtype op_index_types[];   /* int32, int64 */
+
+/* ---- registry (src/layers/registry.c) ---- */
+
+/* Finds the descriptor for op_type in domain at the model's opset; sets *out_since to the
+ * version selected. Errors name the node: unknown op, unknown domain, opset out of range. */
+tci_status op_registry_resolve(const ir_node *node, const op_desc **out_desc, int *out_since);
+
+/* Resolves node->desc and node->since_version, then runs the descriptor's parse. */
+tci_status op_prepare_node(ir_node *node, tci_arena *arena);
+
+/* Calls fn for every registered descriptor. */
+void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
+
+/* Each family file exports a NULL-terminated table of its descriptors. */
+extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
+extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
+extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: unary, binary, variadic, Where,
+                                                      Equal, Cast, Clip, PRelu */
+extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Transpose, Concat ... */
+extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
+extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
+                                                      Softmax, LogSoftmax, ReduceMean/Sum */
+extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
+
+#endif

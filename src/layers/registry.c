@@ -1,0 +1,56 @@
+/* The op registry: family tables joined, and the opset resolution every node goes through. */
+#include <string.h>
+
+#include "layers/op.h"
+
+static const op_desc *const *const families[] = {
+    layer_conv_ops,   layer_pool_ops,   layer_eltwise_ops, layer_shape_ops,
+    layer_linear_ops, layer_norm_ops,   layer_resize_ops,
+};
+
+void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user) {
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const op_desc *const *d = families[f]; *d; d++) fn(*d, user);
+}
+
+static const op_desc *find(const char *op_type) {
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+        for (const op_desc *const *d = families[f]; *d; d++)
+            if (strcmp((*d)->op_type, op_type) == 0) return *d;
+    return NULL;
+}
+
+tci_status op_registry_resolve(const ir_node *node, const op_desc **out_desc, int *out_since) {
+    *out_desc = NULL;
+    *out_since = 0;
+    if (node->domain[0] && strcmp(node->domain, "ai.onnx") != 0)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "op domain '%s' is not supported (only the default ONNX domain)",
+                             node->domain);
+    const op_desc *d = find(node->op_type);
+    if (!d)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "op '%s' (opset %d) is not supported; `tcinfer --list-ops` lists "
+                             "the supported ops",
+                             node->op_type, node->opset);
+    if (node->opset > IR_MAX_KNOWN_OPSET)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "opset %d is newer than the newest tcinfer knows (%d)", node->opset,
+                             IR_MAX_KNOWN_OPSET);
+    int since = 0;
+    for (const int *v = d->versions; *v; v++)
+        if (*v <= node->opset) since = *v;
+    if (!since)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "opset %d selects a version of %s older than tcinfer supports "
+                             "(from opset %d)",
+                             node->opset, node->op_type, d->versions[0]);
+    *out_desc = d;
+    *out_since = since;
+    return TCI_OK;
+}
+
+tci_status op_prepare_node(ir_node *node, tci_arena *arena) {
+    TCI_TRY(op_registry_resolve(node, &node->desc, &node->since_version));
+    return node->desc->parse(node, arena);
+}

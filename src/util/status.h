@@ -1,0 +1,29 @@
+/* Internal error reporting: set the per-thread message and return the status in one step. */
+#ifndef TCI_UTIL_STATUS_H
+#define TCI_UTIL_STATUS_H
+
+#include "tcinfer.h"
+
+#if defined(__GNUC__)
+#define TCI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TCI_PRINTF(a, b)
+#endif
+
+/* Records a printf-style message for tci_last_error() and returns status. */
+tci_status tci_error(tci_status status, const char *fmt, ...) TCI_PRINTF(2, 3);
+
+/* Prepends "context: " to the current message, keeping the status; for adding the node or file
+ * name on the way up. */
+tci_status tci_error_prefix(tci_status status, const char *fmt, ...) TCI_PRINTF(2, 3);
+
+void tci_error_clear(void);
+
+/* Propagates a failing status. */
+#define TCI_TRY(expr)                                                                             \
+    do {                                                                                          \
+        tci_status tci_try_status_ = (expr);                                                      \
+        if (tci_try_status_ != TCI_OK) return tci_try_status_;                                    \
+    } while (0)
+
+#endif

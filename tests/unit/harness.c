@@ -1,0 +1,127 @@
+/* Shared bits of the Check unit tests. */
+#include "harness.h"
+
+#include <stdlib.h>
+
+int tci_test_run_suite(Suite *suite) {
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#include <stdio.h>
+
+#include "graph/exec_cpu.h"
+#include "layers/op.h"
+
+ir_node *th_node(ir_graph *graph, const char *op_type, int opset, int num_inputs,
+                 int num_outputs) {
+    ir_node *node = NULL;
+    ck_assert_tci_ok(ir_graph_add_node(graph, NULL, op_type, "", num_inputs, num_outputs, &node));
+    node->opset = opset;
+    for (int i = 0; i < num_inputs; i++) {
+        ck_assert_tci_ok(ir_graph_add_tensor(graph, NULL, &node->inputs[i]));
+        node->inputs[i]->is_graph_input = true;
+    }
+    for (int i = 0; i < num_outputs; i++) {
+        ck_assert_tci_ok(ir_graph_add_tensor(graph, NULL, &node->outputs[i]));
+        node->outputs[i]->producer = node;
+    }
+    return node;
+}
+
+static ir_attr *add_attr(ir_graph *graph, ir_node *node, const char *name, ir_attr_type type) {
+    ir_attr *attrs = tci_arena_alloc(graph->arena, sizeof(ir_attr) * (size_t)(node->num_attrs + 1));
+    ck_assert_ptr_nonnull(attrs);
+    if (node->num_attrs) memcpy(attrs, node->attrs, sizeof(ir_attr) * (size_t)node->num_attrs);
+    node->attrs = attrs;
+    ir_attr *a = &attrs[node->num_attrs++];
+    a->name = tci_arena_strdup(graph->arena, name);
+    a->type = type;
+    return a;
+}
+
+void th_attr_int(ir_graph *graph, ir_node *node, const char *name, int64_t value) {
+    add_attr(graph, node, name, IR_ATTR_INT)->i = value;
+}
+
+void th_attr_ints(ir_graph *graph, ir_node *node, const char *name, const int64_t *values,
+                  size_t count) {
+    ir_attr *a = add_attr(graph, node, name, IR_ATTR_INTS);
+    a->ints = tci_arena_memdup(graph->arena, values, count * sizeof *values);
+    a->count = count;
+}
+
+void th_attr_float(ir_graph *graph, ir_node *node, const char *name, float value) {
+    add_attr(graph, node, name, IR_ATTR_FLOAT)->f = value;
+}
+
+void th_attr_floats(ir_graph *graph, ir_node *node, const char *name, const float *values,
+                    size_t count) {
+    ir_attr *a = add_attr(graph, node, name, IR_ATTR_FLOATS);
+    a->floats = tci_arena_memdup(graph->arena, values, count * sizeof *values);
+    a->count = count;
+}
+
+void th_attr_string(ir_graph *graph, ir_node *node, const char *name, const char *value) {
+    add_attr(graph, node, name, IR_ATTR_STRING)->s = tci_arena_strdup(graph->arena, value);
+}
+
+void th_attr_tensor(ir_graph *graph, ir_node *node, const char *name, const tci_tensor *value) {
+    ir_attr *a = add_attr(graph, node, name, IR_ATTR_TENSOR);
+    ck_assert_tci_ok(ir_graph_add_tensor(graph, NULL, &a->tensor));
+    ir_tensor_copy_shape(a->tensor, value);
+    size_t bytes = (size_t)tci_tensor_count(value) * tci_dtype_size(value->dtype);
+    a->tensor->data = tci_arena_memdup(graph->arena, value->data, bytes ? bytes : 1);
+}
+
+tci_tensor th_tensor(tci_dtype dtype, int rank, const int64_t *dims, const void *data) {
+    tci_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = dtype;
+    t.rank = rank;
+    for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
+    t.data = (void *)data;
+    return t;
+}
+
+tci_status th_run(ir_graph *graph, ir_node *node, const tci_tensor *inputs, tci_tensor *outputs) {
+    const tci_tensor *in[16] = {0};
+    tci_tensor *out[16] = {0};
+    ck_assert_int_le(node->num_inputs, 16);
+    ck_assert_int_le(node->num_outputs, 16);
+    for (int i = 0; i < node->num_inputs; i++) {
+        if (inputs[i].dtype == TCI_DTYPE_UNDEFINED) {
+            node->inputs[i] = NULL;
+        } else {
+            in[i] = &inputs[i];
+            ir_tensor_copy_shape(node->inputs[i], &inputs[i]);
+        }
+    }
+    for (int i = 0; i < node->num_outputs; i++) {
+        memset(&outputs[i], 0, sizeof outputs[i]);
+        out[i] = node->outputs[i] ? &outputs[i] : NULL;
+    }
+    tci_status st = op_prepare_node(node, graph->arena);
+    if (st != TCI_OK) return st;
+    return exec_cpu_node(node, in, out);
+}
+
+void th_free(tci_tensor *outputs, int count) {
+    for (int i = 0; i < count; i++) {
+        free(outputs[i].data);
+        outputs[i].data = NULL;
+    }
+}
+
+void th_assert_near(const float *got, const float *want, size_t count, float tol) {
+    for (size_t i = 0; i < count; i++) {
+        float d = got[i] - want[i];
+        if (d < 0) d = -d;
+        ck_assert_msg(d <= tol || (got[i] != got[i] && want[i] != want[i]),
+                      "element %zu: got %.9g, want %.9g (tolerance %g)", i, (double)got[i],
+                      (double)want[i], (double)tol);
+    }
+}

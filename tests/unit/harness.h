@@ -1,0 +1,58 @@
+/* Shared bits of the Check unit tests. */
+#ifndef TCI_TEST_HARNESS_H
+#define TCI_TEST_HARNESS_H
+
+#include <check.h>
+#include <string.h>
+
+#include "tcinfer.h"
+
+/* Runs one suite and returns the process exit code. */
+int tci_test_run_suite(Suite *suite);
+
+/* Asserts that expr fails with status and that tci_last_error() contains text. */
+#define ck_assert_tci_error(expr, status, text)                                                   \
+    do {                                                                                          \
+        tci_status ck_st_ = (expr);                                                               \
+        ck_assert_msg(ck_st_ == (status), "expected status %s, got %s (%s)",                      \
+                      tci_status_string(status), tci_status_string(ck_st_), tci_last_error());    \
+        ck_assert_msg(strstr(tci_last_error(), (text)) != NULL,                                   \
+                      "error message '%s' lacks '%s'", tci_last_error(), (text));              \
+    } while (0)
+
+#define ck_assert_tci_ok(expr)                                                                    \
+    do {                                                                                          \
+        tci_status ck_st_ = (expr);                                                               \
+        ck_assert_msg(ck_st_ == TCI_OK, "%s failed: %s: %s", #expr, tci_status_string(ck_st_),    \
+                      tci_last_error());                                                          \
+    } while (0)
+
+#endif
+
+/* ---- one-node graphs for op tests ---- */
+#include "graph/ir.h"
+
+/* A node with num_inputs/num_outputs fresh tensors, op from the default domain at opset. */
+ir_node *th_node(ir_graph *graph, const char *op_type, int opset, int num_inputs,
+                 int num_outputs);
+void th_attr_int(ir_graph *graph, ir_node *node, const char *name, int64_t value);
+void th_attr_ints(ir_graph *graph, ir_node *node, const char *name, const int64_t *values,
+                  size_t count);
+void th_attr_float(ir_graph *graph, ir_node *node, const char *name, float value);
+void th_attr_floats(ir_graph *graph, ir_node *node, const char *name, const float *values,
+                    size_t count);
+void th_attr_string(ir_graph *graph, ir_node *node, const char *name, const char *value);
+/* A tensor attribute (Constant's value); value's data is copied. */
+void th_attr_tensor(ir_graph *graph, ir_node *node, const char *name, const tci_tensor *value);
+
+/* A view of caller memory; dims has `rank` entries. */
+tci_tensor th_tensor(tci_dtype dtype, int rank, const int64_t *dims, const void *data);
+
+/* Prepares (resolve + parse) and runs the node on the CPU reference path. inputs has
+ * node->num_inputs entries; one with dtype TCI_DTYPE_UNDEFINED is an omitted optional input.
+ * outputs (node->num_outputs entries) receive malloc'd data: release with th_free. */
+tci_status th_run(ir_graph *graph, ir_node *node, const tci_tensor *inputs, tci_tensor *outputs);
+void th_free(tci_tensor *outputs, int count);
+
+/* Asserts |got[i] - want[i]| <= tol for all i, reporting the first index that differs. */
+void th_assert_near(const float *got, const float *want, size_t count, float tol);
