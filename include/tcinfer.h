@@ -174,6 +174,19 @@ tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_
  * run or tci_context_destroy. */
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor);
 
+/* ---- tensor files ---- */
+
+/* Reads a tensor from a .npy file (C order; float32/64, float16, int8/32/64, uint8, bool) or,
+ * for any other extension, from a serialized ONNX TensorProto (.pb). out_tensor->data is
+ * malloc'd and belongs to the caller: release it with tci_tensor_release. */
+tci_status tci_tensor_read_file(const char *path, tci_tensor *out_tensor);
+
+/* Writes a tensor as .npy (version 1.0, C order). */
+tci_status tci_tensor_write_npy(const char *path, const tci_tensor *tensor);
+
+/* Frees data obtained from tci_tensor_read_file and clears the struct; NULL is a no-op. */
+void tci_tensor_release(tci_tensor *tensor);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,1 +1,482 @@
-int main(void){return 0;}
+/* tcinfer: the command line. Argument parsing, input files and reports only; all work goes
+ * through the public API in tcinfer.h. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tcinfer.h"
+
+enum { EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3, MAX_ITEMS = 64 };
+
+typedef struct cli_input {
+    const char *name; /* NULL: the first input */
+    const char *path;
+} cli_input;
+
+typedef struct cli_args {
+    const char *model;
+    cli_input inputs[MAX_ITEMS];
+    int num_inputs;
+    tci_shape_override shapes[MAX_ITEMS];
+    char *shape_names[MAX_ITEMS];
+    int num_shapes;
+    const char *output_file;
+    const char *output_dir;
+    bool quiet, info, list_ops, random;
+    uint64_t seed;
+} cli_args;
+
+static const char usage_text[] =
+    "usage: tcinfer [options] MODEL.onnx [INPUT...]\n"
+    "\n"
+    "Runs an ONNX model. INPUT is FILE (feeds the first input) or NAME=FILE; FILE is .npy,\n"
+    ".pb (ONNX TensorProto), or raw little-endian data in the input's dtype (fp32 for float)\n"
+    "whose shape comes from the model or --shape.\n"
+    "\n"
+    "options:\n"
+    "  --shape NAME:DxDx...  fix the shape of input NAME (symbolic dims such as the batch)\n"
+    "  -o, --output FILE     write output 0 to FILE (.npy, or raw data for other extensions)\n"
+    "  --output-dir DIR      write every output i to DIR/output_<i>.npy\n"
+    "  --backend cpu         the fp32 CPU reference executor (the only backend so far)\n"
+    "  --random SEED         feed seeded uniform [-1,1) random inputs instead of files\n"
+    "  --quiet               no report of the outputs\n"
+    "  --info                describe the model (inputs, outputs, ops, parameters) and exit\n"
+    "  --list-ops            list the supported ops and opsets and exit\n"
+    "  --version             print the version and exit\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "exit status: 0 ok, 1 failure, 2 usage error, 3 the model uses something unsupported\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "tcinfer: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(tcinfer --help shows the usage)\n");
+    return EXIT_USAGE;
+}
+
+static int fail(tci_status st) {
+    fprintf(stderr, "tcinfer: %s\n", tci_last_error()[0] ? tci_last_error() : tci_status_string(st));
+    return st == TCI_ERR_UNSUPPORTED ? EXIT_UNSUPPORTED : EXIT_FAILURE;
+}
+
+/* "name:1x3x224x224" */
+static bool parse_shape(char *text, tci_shape_override *o, char **name_out) {
+    char *colon = strrchr(text, ':');
+    if (!colon || colon == text) return false;
+    *colon = '\0';
+    *name_out = text;
+    o->name = text;
+    o->rank = 0;
+    char *p = colon + 1;
+    if (strcmp(p, "scalar") == 0) return true;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long long d = strtoll(p, &end, 10);
+        if (end == p || d < 0 || errno || o->rank == TCI_MAX_RANK) return false;
+        o->dims[o->rank++] = d;
+        if (*end == 'x' || *end == 'X' || *end == ',') end++;
+        else if (*end) return false;
+        p = end;
+    }
+    return o->rank > 0;
+}
+
+static int parse_args(int argc, char **argv, cli_args *a) {
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool has_value = i + 1 < argc;
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(usage_text, stdout);
+            exit(0);
+        } else if (strcmp(arg, "--version") == 0) {
+            printf("tcinfer %s\n", tci_version());
+            exit(0);
+        } else if (strcmp(arg, "--quiet") == 0) {
+            a->quiet = true;
+        } else if (strcmp(arg, "--info") == 0) {
+            a->info = true;
+        } else if (strcmp(arg, "--list-ops") == 0) {
+            a->list_ops = true;
+        } else if (strcmp(arg, "--shape") == 0 || strcmp(arg, "-o") == 0 ||
+                   strcmp(arg, "--output") == 0 || strcmp(arg, "--output-dir") == 0 ||
+                   strcmp(arg, "--backend") == 0 || strcmp(arg, "--random") == 0) {
+            if (!has_value) return usage_error("%s needs a value", arg);
+            char *value = argv[++i];
+            if (strcmp(arg, "--shape") == 0) {
+                if (a->num_shapes == MAX_ITEMS) return usage_error("too many %s", arg);
+                tci_shape_override *o = &a->shapes[a->num_shapes];
+                if (!parse_shape(value, o, &a->shape_names[a->num_shapes]))
+                    return usage_error("--shape wants NAME:DxDx..., got '%s'", value);
+                a->num_shapes++;
+            } else if (strcmp(arg, "--output-dir") == 0) {
+                a->output_dir = value;
+            } else if (strcmp(arg, "--backend") == 0) {
+                if (strcmp(value, "cpu") != 0)
+                    return usage_error("unknown backend '%s' (this build has: cpu)", value);
+            } else if (strcmp(arg, "--random") == 0) {
+                char *end;
+                errno = 0;
+                a->seed = strtoull(value, &end, 10);
+                if (*end || end == value || errno)
+                    return usage_error("--random wants an integer seed, got '%s'", value);
+                a->random = true;
+            } else {
+                a->output_file = value;
+            }
+        } else if (arg[0] == '-' && arg[1]) {
+            return usage_error("unknown option '%s'", arg);
+        } else if (!a->model) {
+            a->model = arg;
+        } else {
+            if (a->num_inputs == MAX_ITEMS) return usage_error("too many inputs%s", "");
+            cli_input *in = &a->inputs[a->num_inputs++];
+            char *eq = strchr(argv[i], '=');
+            if (eq) {
+                *eq = '\0';
+                in->name = argv[i];
+                in->path = eq + 1;
+            } else {
+                in->path = arg;
+            }
+        }
+    }
+    if (a->list_ops) return 0;
+    if (!a->model) return usage_error("no model given%s", "");
+    if (a->random && a->num_inputs)
+        return usage_error("give either input files or --random%s", "");
+    return 0;
+}
+
+static void print_op(const char *op_type, int min_opset, int max_opset, void *user) {
+    (void)user;
+    printf("%s %d-%d\n", op_type, min_opset, max_opset);
+}
+
+static const char *format_info_dims(const tci_tensor_info *info, char *buf, size_t size) {
+    if (info->rank < 0) return "(unknown rank)";
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < info->rank && pos < size; i++) {
+        int w;
+        if (info->dims[i] >= 0)
+            w = snprintf(buf + pos, size - pos, "%s%" PRId64, i ? "x" : "", info->dims[i]);
+        else
+            w = snprintf(buf + pos, size - pos, "%s%s", i ? "x" : "",
+                         info->dim_names[i] ? info->dim_names[i] : "?");
+        if (w < 0) break;
+        pos += (size_t)w;
+    }
+    return info->rank == 0 ? "scalar" : buf;
+}
+
+static const char *format_dims(const tci_tensor *t, char *buf, size_t size) {
+    tci_tensor_info info;
+    memset(&info, 0, sizeof info);
+    info.rank = t->rank;
+    for (int i = 0; i < t->rank; i++) info.dims[i] = t->dims[i];
+    return format_info_dims(&info, buf, size);
+}
+
+static void print_histogram_entry(const char *op_type, size_t count, void *user) {
+    (void)user;
+    printf("    %-24s %zu\n", op_type, count);
+}
+
+static void print_info(const tci_engine *engine) {
+    char dims[256];
+    tci_tensor_info info;
+    printf("inputs:\n");
+    for (size_t i = 0; i < tci_engine_input_count(engine); i++) {
+        tci_engine_input_info(engine, i, &info);
+        printf("  %-24s %-8s %s\n", info.name, tci_dtype_name(info.dtype),
+               format_info_dims(&info, dims, sizeof dims));
+    }
+    printf("outputs:\n");
+    for (size_t i = 0; i < tci_engine_output_count(engine); i++) {
+        tci_engine_output_info(engine, i, &info);
+        printf("  %-24s %-8s %s\n", info.name, tci_dtype_name(info.dtype),
+               format_info_dims(&info, dims, sizeof dims));
+    }
+    tci_engine_stats stats;
+    tci_engine_stats_get(engine, &stats);
+    printf("nodes after optimisation: %zu\n", stats.num_nodes);
+    printf("ops:\n");
+    tci_engine_op_histogram(engine, print_histogram_entry, NULL);
+    printf("parameters: %" PRId64 " (%zu constant tensors, %.2f MB)\n", stats.num_parameters,
+           stats.num_initializers, (double)stats.parameter_bytes / 1e6);
+}
+
+/* splitmix64: seeded, portable random inputs */
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static tci_status make_random(const tci_tensor_info *info, uint64_t *state, tci_tensor *t) {
+    memset(t, 0, sizeof *t);
+    t->dtype = info->dtype;
+    t->rank = info->rank;
+    for (int i = 0; i < info->rank; i++) {
+        if (info->dims[i] < 0) {
+            fprintf(stderr, "tcinfer: note: input '%s' dim %d (%s) set to 1; use --shape to choose\n",
+                    info->name, i, info->dim_names[i] ? info->dim_names[i] : "?");
+        }
+        t->dims[i] = info->dims[i] < 0 ? 1 : info->dims[i];
+    }
+    int64_t count = tci_tensor_count(t);
+    t->data = malloc((size_t)count * tci_dtype_size(t->dtype) + 1);
+    if (!t->data) return TCI_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < count; i++) {
+        double u = (double)(next_random(state) >> 11) / 9007199254740992.0; /* [0,1) */
+        switch (t->dtype) {
+        case TCI_DTYPE_FLOAT: ((float *)t->data)[i] = (float)(2 * u - 1); break;
+        case TCI_DTYPE_DOUBLE: ((double *)t->data)[i] = 2 * u - 1; break;
+        case TCI_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(u * 10); break;
+        case TCI_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(u * 10); break;
+        case TCI_DTYPE_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
+        case TCI_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(u * 256); break;
+        case TCI_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(u * 256 - 128); break;
+        default: memset(t->data, 0, (size_t)count * tci_dtype_size(t->dtype)); i = count; break;
+        }
+    }
+    return TCI_OK;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Raw little-endian data in the input's dtype; the shape must be fully known. */
+static tci_status read_raw(const char *path, const tci_tensor_info *info, tci_tensor *t) {
+    char dims[256];
+    memset(t, 0, sizeof *t);
+    t->dtype = info->dtype;
+    t->rank = info->rank;
+    for (int i = 0; i < info->rank; i++) {
+        if (info->dims[i] < 0) {
+            fprintf(stderr,
+                    "tcinfer: input '%s' has shape %s with symbolic dims; a raw file needs "
+                    "--shape %s:... (or use .npy / .pb)\n",
+                    info->name, format_info_dims(info, dims, sizeof dims), info->name);
+            return TCI_ERR_INVALID_ARGUMENT;
+        }
+        t->dims[i] = info->dims[i];
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tcinfer: cannot open '%s': %s\n", path, strerror(errno));
+        return TCI_ERR_IO;
+    }
+    struct stat st;
+    long long got = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : -1;
+    long long want = (long long)tci_tensor_count(t) * (long long)tci_dtype_size(t->dtype);
+    if (got != want) {
+        fprintf(stderr,
+                "tcinfer: input '%s': '%s' has %lld bytes, expected %lld bytes (shape %s, %s)\n",
+                info->name, path, got, want, format_info_dims(info, dims, sizeof dims),
+                tci_dtype_name(info->dtype));
+        fclose(f);
+        return TCI_ERR_INVALID_ARGUMENT;
+    }
+    t->data = malloc((size_t)want + 1);
+    bool ok = t->data && fread(t->data, 1, (size_t)want, f) == (size_t)want;
+    fclose(f);
+    if (!ok) {
+        fprintf(stderr, "tcinfer: error reading '%s'\n", path);
+        return TCI_ERR_IO;
+    }
+    return TCI_OK;
+}
+
+static int load_inputs(const cli_args *a, const tci_engine *engine, tci_tensor *tensors) {
+    size_t n = tci_engine_input_count(engine);
+    uint64_t state = a->seed;
+    bool given[MAX_ITEMS] = {false};
+    if (n > MAX_ITEMS) {
+        fprintf(stderr, "tcinfer: the model has %zu inputs; at most %d are supported here\n", n,
+                MAX_ITEMS);
+        return EXIT_FAILURE;
+    }
+    for (int k = 0; k < a->num_inputs; k++) {
+        const cli_input *in = &a->inputs[k];
+        size_t index = n;
+        tci_tensor_info info;
+        if (!in->name) {
+            if (k != 0 || a->num_inputs != 1) {
+                fprintf(stderr, "tcinfer: with several inputs, name each one: NAME=FILE\n");
+                return EXIT_USAGE;
+            }
+            index = 0;
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                tci_engine_input_info(engine, i, &info);
+                if (strcmp(info.name, in->name) == 0) index = i;
+            }
+        }
+        if (index >= n) {
+            fprintf(stderr, "tcinfer: the model has no input named '%s'\n",
+                    in->name ? in->name : "(first)");
+            return EXIT_USAGE;
+        }
+        tci_engine_input_info(engine, index, &info);
+        tci_status st;
+        if (has_suffix(in->path, ".npy") || has_suffix(in->path, ".pb")) {
+            st = tci_tensor_read_file(in->path, &tensors[index]);
+            if (st != TCI_OK) return fail(st);
+        } else {
+            st = read_raw(in->path, &info, &tensors[index]);
+            if (st != TCI_OK) return EXIT_FAILURE;
+        }
+        given[index] = true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (given[i]) continue;
+        tci_tensor_info info;
+        tci_engine_input_info(engine, i, &info);
+        if (!a->random) {
+            fprintf(stderr, "tcinfer: no data for input '%s' (give NAME=FILE or --random SEED)\n",
+                    info.name);
+            return EXIT_USAGE;
+        }
+        if (make_random(&info, &state, &tensors[i]) != TCI_OK) {
+            fprintf(stderr, "tcinfer: out of memory\n");
+            return EXIT_FAILURE;
+        }
+    }
+    return 0;
+}
+
+/* Top-5 classes of each row of an NxC float output. */
+static void print_top5(const tci_tensor *t) {
+    int64_t rows = t->dims[0], cols = t->dims[1];
+    const float *p = t->data;
+    for (int64_t r = 0; r < rows && r < 8; r++) {
+        const float *row = p + r * cols;
+        int64_t best[5];
+        int nb = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            if (nb == 5 && !(row[c] > row[best[4]])) continue;
+            int pos = nb < 5 ? nb++ : 4;
+            while (pos > 0 && row[c] > row[best[pos - 1]]) {
+                best[pos] = best[pos - 1];
+                pos--;
+            }
+            best[pos] = c;
+        }
+        printf("  row %" PRId64 " top-5:", r);
+        for (int k = 0; k < nb; k++) printf("  class %" PRId64 " (%.4f)", best[k], (double)row[best[k]]);
+        printf("\n");
+    }
+    if (rows > 8) printf("  ... %" PRId64 " more rows\n", rows - 8);
+}
+
+static void print_summary(const tci_tensor *t) {
+    char dims[256];
+    printf("output '%s': %s %s\n", t->name, tci_dtype_name(t->dtype), format_dims(t, dims, sizeof dims));
+    if (t->dtype == TCI_DTYPE_FLOAT && t->rank == 2 && t->dims[1] > 1 && t->dims[0] > 0) {
+        print_top5(t);
+        return;
+    }
+    if (t->dtype != TCI_DTYPE_FLOAT) return;
+    int64_t n = tci_tensor_count(t);
+    double sum = 0, mn = INFINITY, mx = -INFINITY;
+    const float *p = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        sum += p[i];
+        if (p[i] < mn) mn = p[i];
+        if (p[i] > mx) mx = p[i];
+    }
+    if (n) printf("  min %.6g  max %.6g  mean %.6g\n", mn, mx, sum / (double)n);
+}
+
+static int write_outputs(const cli_args *a, const tci_context *ctx, size_t num_outputs) {
+    if (a->output_file) {
+        if (num_outputs != 1 && has_suffix(a->output_file, ".npy"))
+            fprintf(stderr, "tcinfer: note: the model has %zu outputs; -o writes output 0 "
+                            "(--output-dir writes all)\n", num_outputs);
+        tci_tensor t;
+        tci_context_output(ctx, 0, &t);
+        if (has_suffix(a->output_file, ".npy")) {
+            tci_status st = tci_tensor_write_npy(a->output_file, &t);
+            if (st != TCI_OK) return fail(st);
+        } else {
+            FILE *f = fopen(a->output_file, "wb");
+            size_t bytes = (size_t)tci_tensor_count(&t) * tci_dtype_size(t.dtype);
+            bool ok = f && fwrite(t.data, 1, bytes, f) == bytes;
+            if (f && fclose(f) != 0) ok = false;
+            if (!ok) {
+                fprintf(stderr, "tcinfer: cannot write '%s'\n", a->output_file);
+                return EXIT_FAILURE;
+            }
+        }
+    }
+    if (a->output_dir) {
+        mkdir(a->output_dir, 0777);
+        for (size_t i = 0; i < num_outputs; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/output_%zu.npy", a->output_dir, i);
+            tci_tensor t;
+            tci_context_output(ctx, i, &t);
+            tci_status st = tci_tensor_write_npy(path, &t);
+            if (st != TCI_OK) return fail(st);
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    cli_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc;
+    if (a.list_ops) {
+        tci_list_ops(print_op, NULL);
+        return 0;
+    }
+    tci_engine_options options;
+    tci_engine_options_init(&options);
+    options.shapes = a.shapes;
+    options.num_shapes = (size_t)a.num_shapes;
+    tci_engine *engine = NULL;
+    tci_status st = tci_engine_create_from_file(a.model, &options, &engine);
+    if (st != TCI_OK) return fail(st);
+    if (a.info) {
+        print_info(engine);
+        tci_engine_destroy(engine);
+        return 0;
+    }
+    size_t num_inputs = tci_engine_input_count(engine);
+    tci_tensor *inputs = calloc(num_inputs + 1, sizeof *inputs);
+    tci_context *ctx = NULL;
+    rc = inputs ? load_inputs(&a, engine, inputs) : EXIT_FAILURE;
+    if (rc == 0) {
+        st = tci_context_create(engine, &ctx);
+        if (st == TCI_OK) st = tci_context_run(ctx, inputs, num_inputs);
+        if (st != TCI_OK) rc = fail(st);
+    }
+    if (rc == 0) {
+        size_t num_outputs = tci_engine_output_count(engine);
+        if (!a.quiet)
+            for (size_t i = 0; i < num_outputs; i++) {
+                tci_tensor t;
+                tci_context_output(ctx, i, &t);
+                print_summary(&t);
+            }
+        rc = write_outputs(&a, ctx, num_outputs);
+    }
+    for (size_t i = 0; inputs && i < num_inputs; i++) tci_tensor_release(&inputs[i]);
+    free(inputs);
+    tci_context_destroy(ctx);
+    tci_engine_destroy(engine);
+    return rc;
+}

@@ -20,4 +20,8 @@ tci_status onnx_load_model(const void *bytes, size_t size, const char *base_dir,
 /* Reads path and loads it with the file's folder as base_dir. */
 tci_status onnx_load_file(const char *path, ir_graph **out_graph);
 
+/* Decodes a serialized TensorProto (an input or output file of ONNX's test data) into a tensor
+ * whose data is malloc'd. */
+tci_status onnx_decode_tensor_file(const void *bytes, size_t size, tci_tensor *out_tensor);
+
 #endif

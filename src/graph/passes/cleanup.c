@@ -1,0 +1,83 @@
+/* Pass-through removal, dead-node elimination, and the pass pipeline. */
+#include <stdlib.h>
+
+#include "graph/passes.h"
+#include "layers/op.h"
+
+static void compact(ir_graph *g, const bool *remove) {
+    size_t kept = 0;
+    for (size_t i = 0; i < g->num_nodes; i++)
+        if (!remove[i]) g->nodes[kept++] = g->nodes[i];
+    g->num_nodes = kept;
+    for (size_t i = 0; i < kept; i++) g->nodes[i]->index = i;
+}
+
+static bool is_read(const ir_graph *g, const ir_tensor *t) {
+    if (t->is_graph_output) return true;
+    for (size_t i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            if (g->nodes[i]->inputs[k] == t) return true;
+    return false;
+}
+
+tci_status pass_remove_passthrough(ir_graph *g) {
+    if (g->num_nodes == 0) return TCI_OK;
+    bool *remove = calloc(g->num_nodes, sizeof *remove);
+    if (!remove) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        ir_node *n = g->nodes[i];
+        if (!(n->desc->flags & OP_PASSTHROUGH) || !n->inputs[0] || !n->outputs[0]) continue;
+        ir_tensor *src = n->inputs[0], *dst = n->outputs[0];
+        /* a graph output must keep its name, and extra outputs (Dropout's mask) must be made */
+        bool extra = false;
+        for (int o = 1; o < n->num_outputs; o++)
+            if (n->outputs[o] && is_read(g, n->outputs[o])) extra = true;
+        if (extra || dst->is_graph_output) continue;
+        for (size_t j = 0; j < g->num_nodes; j++)
+            for (int k = 0; k < g->nodes[j]->num_inputs; k++)
+                if (g->nodes[j]->inputs[k] == dst) g->nodes[j]->inputs[k] = src;
+        remove[i] = true;
+    }
+    compact(g, remove);
+    free(remove);
+    return TCI_OK;
+}
+
+tci_status pass_eliminate_dead_nodes(ir_graph *g) {
+    if (g->num_nodes == 0) return TCI_OK;
+    bool *remove = calloc(g->num_nodes, sizeof *remove);
+    size_t *readers = calloc(g->num_tensors, sizeof *readers);
+    if (!remove || !readers) {
+        free(remove);
+        free(readers);
+        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
+    }
+    for (size_t i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            if (g->nodes[i]->inputs[k]) readers[g->nodes[i]->inputs[k]->index]++;
+    /* backwards, so removing a node can free its producers in the same sweep */
+    for (size_t i = g->num_nodes; i-- > 0;) {
+        ir_node *n = g->nodes[i];
+        bool live = false;
+        for (int o = 0; o < n->num_outputs; o++) {
+            const ir_tensor *t = n->outputs[o];
+            if (t && (t->is_graph_output || readers[t->index])) live = true;
+        }
+        if (live) continue;
+        remove[i] = true;
+        for (int k = 0; k < n->num_inputs; k++)
+            if (n->inputs[k]) readers[n->inputs[k]->index]--;
+    }
+    compact(g, remove);
+    free(remove);
+    free(readers);
+    return TCI_OK;
+}
+
+tci_status pass_optimize(ir_graph *g) {
+    TCI_TRY(ir_graph_sort(g));
+    for (size_t i = 0; i < g->num_nodes; i++) TCI_TRY(op_prepare_node(g->nodes[i], g->arena));
+    TCI_TRY(pass_infer_and_fold(g));
+    TCI_TRY(pass_remove_passthrough(g));
+    return pass_eliminate_dead_nodes(g);
+}

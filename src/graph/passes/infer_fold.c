@@ -1,0 +1,128 @@
+/* Shape inference and constant folding in one topological sweep: folding a node can make the
+ * next node's shape known, so the two cannot run as separate passes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/exec_cpu.h"
+#include "graph/passes.h"
+#include "layers/op.h"
+
+/* Upper bound on a folded constant; beyond it the node stays in the graph and runs at run time,
+ * so a ConstantOfShape of a huge activation does not bloat the engine. */
+enum { FOLD_MAX_BYTES = 64 << 20 };
+
+static bool shape_known(const ir_tensor *t) {
+    if (t->rank < 0) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) return false;
+    return true;
+}
+
+static bool foldable(const ir_node *n) {
+    if (n->desc->flags & OP_PASSTHROUGH) return false; /* removed by its own pass */
+    for (int i = 0; i < n->num_inputs; i++) {
+        const ir_tensor *t = n->inputs[i];
+        if (!t || t->data) continue;
+        if ((n->desc->flags & OP_FOLD_FROM_SHAPE) && i == 0 && shape_known(t)) continue;
+        return false;
+    }
+    return true;
+}
+
+/* Merges the inferred shape into the tensor, keeping what a declaration already fixed. */
+static tci_status merge_shape(const ir_node *n, ir_tensor *t, const tci_tensor *inferred) {
+    if (inferred->rank < 0) {
+        if (t->dtype == TCI_DTYPE_UNDEFINED) t->dtype = inferred->dtype;
+        return TCI_OK;
+    }
+    /* where a declaration disagrees in rank, inference wins; where ranks agree, a dim the
+     * declaration fixes fills one inference left unknown */
+    int64_t dims[TCI_MAX_RANK];
+    for (int i = 0; i < inferred->rank; i++) {
+        dims[i] = inferred->dims[i];
+        if (dims[i] < -1)
+            return ir_node_error(n, TCI_ERR_INVALID_MODEL, "inferred negative dim for '%s'",
+                                 t->name ? t->name : "?");
+        if (dims[i] < 0 && t->rank == inferred->rank && t->dims[i] >= 0) dims[i] = t->dims[i];
+    }
+    t->dtype = inferred->dtype;
+    t->rank = inferred->rank;
+    for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = i < inferred->rank ? dims[i] : -1;
+    return TCI_OK;
+}
+
+static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in, bool *folded) {
+    tci_tensor outs[16];
+    tci_tensor *out[16] = {0};
+    *folded = false;
+    if (n->num_outputs > 16) return TCI_OK;
+    /* Shape-only ops get a view whose data is NULL: their forward reads dims only. */
+    for (int o = 0; o < n->num_outputs; o++) out[o] = n->outputs[o] ? &outs[o] : NULL;
+    TCI_TRY(exec_cpu_node(n, in, out));
+    tci_status st = TCI_OK;
+    for (int o = 0; o < n->num_outputs; o++) {
+        if (!out[o]) continue;
+        size_t bytes = (size_t)op_count(out[o]) * tci_dtype_size(out[o]->dtype);
+        if (st == TCI_OK) {
+            ir_tensor *t = n->outputs[o];
+            st = merge_shape(n, t, out[o]);
+            if (st == TCI_OK) {
+                t->data = tci_arena_memdup(g->arena, out[o]->data, bytes ? bytes : 1);
+                if (!t->data) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding '%s'", n->name);
+            }
+        }
+        free(out[o]->data);
+    }
+    if (st == TCI_OK) *folded = true;
+    return st;
+}
+
+static int64_t output_bytes_bound(const ir_node *n) {
+    int64_t total = 0;
+    for (int o = 0; o < n->num_outputs; o++) {
+        const ir_tensor *t = n->outputs[o];
+        if (!t) continue;
+        int64_t c;
+        if (ir_count_elements(t->rank, t->dims, &c) != TCI_OK || c < 0) return -1;
+        total += c * (int64_t)(tci_dtype_size(t->dtype) ? tci_dtype_size(t->dtype) : 8);
+    }
+    return total;
+}
+
+tci_status pass_infer_and_fold(ir_graph *g) {
+    size_t kept = 0;
+    tci_tensor views[16], outs[16];
+    const tci_tensor *in[16];
+    tci_tensor *out[16];
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        ir_node *n = g->nodes[i];
+        if (n->num_inputs > 16 || n->num_outputs > 16)
+            return ir_node_error(n, TCI_ERR_UNSUPPORTED, "more than 16 inputs or outputs");
+        for (int k = 0; k < n->num_inputs; k++) {
+            in[k] = NULL;
+            if (!n->inputs[k]) continue;
+            ir_tensor_view(n->inputs[k], &views[k]);
+            in[k] = &views[k];
+        }
+        for (int o = 0; o < n->num_outputs; o++) {
+            out[o] = NULL;
+            if (!n->outputs[o]) continue;
+            memset(&outs[o], 0, sizeof outs[o]);
+            outs[o].rank = -1;
+            for (int d = 0; d < TCI_MAX_RANK; d++) outs[o].dims[d] = -1;
+            out[o] = &outs[o];
+        }
+        TCI_TRY(n->desc->infer(n, in, out));
+        for (int o = 0; o < n->num_outputs; o++)
+            if (out[o]) TCI_TRY(merge_shape(n, n->outputs[o], out[o]));
+        bool folded = false;
+        if (foldable(n)) {
+            int64_t bytes = output_bytes_bound(n);
+            if (bytes >= 0 && bytes <= FOLD_MAX_BYTES) TCI_TRY(fold_node(g, n, in, &folded));
+        }
+        if (!folded) g->nodes[kept++] = n;
+    }
+    g->num_nodes = kept;
+    for (size_t i = 0; i < kept; i++) g->nodes[i]->index = i;
+    return TCI_OK;
+}
