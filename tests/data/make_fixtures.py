@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Writes the tiny ONNX fixtures of tests/unit/test_loader.c into tests/data/loader/.
+
+Run from anywhere: python3 tests/data/make_fixtures.py (needs the onnx and numpy packages).
+Many fixtures are deliberately invalid, so protos are built field by field and never checked.
+"""
+import os
+import struct
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loader")
+T = TensorProto
+
+
+def tensor(name, dtype, dims, **fields):
+    """A TensorProto with exactly the given storage fields (no validation)."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = dtype
+    t.dims.extend(dims)
+    for key, value in fields.items():
+        if key == "raw_data":
+            t.raw_data = value
+        else:
+            getattr(t, key).extend(value)
+    return t
+
+
+def external(name, dtype, dims, **entries):
+    t = tensor(name, dtype, dims)
+    t.data_location = T.EXTERNAL
+    for key, value in entries.items():
+        e = t.external_data.add()
+        e.key, e.value = key, str(value)
+    return t
+
+
+def model(nodes=(), inits=(), inputs=(), outputs=(), opsets=(("", 13),), ir_version=8,
+          name="g"):
+    g = helper.make_graph(list(nodes), name, list(inputs), list(outputs), list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+    m.ir_version = ir_version
+    return m
+
+
+def out(name, dtype=T.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def save(m, filename):
+    with open(os.path.join(OUT, filename), "wb") as f:
+        f.write(m.SerializeToString() if hasattr(m, "SerializeToString") else m)
+
+
+def le(fmt, values):
+    return struct.pack("<" + fmt * len(values), *values)
+
+
+def initializers():
+    """Every dtype in raw_data and in its typed field, plus an empty and a scalar tensor."""
+    f16 = np.array([1.0, -2.5, 65504.0], dtype=np.float16).view(np.uint16).tolist()
+    inits = [
+        tensor("f32_raw", T.FLOAT, [2, 2], raw_data=le("f", [1.5, -2.0, 3.25, 0.0])),
+        tensor("f32_typed", T.FLOAT, [2, 2], float_data=[1.5, -2.0, 3.25, 0.0]),
+        tensor("f16_raw", T.FLOAT16, [3], raw_data=le("H", f16)),
+        tensor("f16_typed", T.FLOAT16, [3], int32_data=f16),
+        tensor("f64_raw", T.DOUBLE, [2], raw_data=le("d", [0.1, -1e300])),
+        tensor("f64_typed", T.DOUBLE, [2], double_data=[0.1, -1e300]),
+        tensor("i64_raw", T.INT64, [2], raw_data=le("q", [-(2**40), 7])),
+        tensor("i64_typed", T.INT64, [2], int64_data=[-(2**40), 7]),
+        tensor("i32_raw", T.INT32, [3], raw_data=le("i", [-(2**31), 5, 2**31 - 1])),
+        tensor("i32_typed", T.INT32, [3], int32_data=[-(2**31), 5, 2**31 - 1]),
+        tensor("i8_raw", T.INT8, [3], raw_data=le("b", [-128, 0, 127])),
+        tensor("i8_typed", T.INT8, [3], int32_data=[-128, 0, 127]),
+        tensor("u8_raw", T.UINT8, [3], raw_data=le("B", [0, 128, 255])),
+        tensor("u8_typed", T.UINT8, [3], int32_data=[0, 128, 255]),
+        tensor("bool_raw", T.BOOL, [3], raw_data=bytes([1, 0, 1])),
+        tensor("bool_typed", T.BOOL, [3], int32_data=[1, 0, 7]),
+        tensor("empty", T.FLOAT, [2, 0]),
+        tensor("scalar", T.INT64, [], int64_data=[42]),
+    ]
+    save(model(inits=inits, outputs=[out("f32_raw")]), "initializers.onnx")
+
+
+def graph():
+    """Inputs (one an initializer, as old exporters write), symbolic and unknown dims, nodes with
+    every attribute kind, omitted optional tensors, domains and opsets."""
+    x_type = helper.make_tensor_type_proto(T.FLOAT, ["N", 3, None, 4])
+    inputs = [helper.make_value_info("x", x_type), out("W", T.FLOAT, [2, 3]),
+              out("noshape", T.INT64, None)]
+    sub = helper.make_graph([], "body", [], [])
+    sparse = helper.make_sparse_tensor(tensor("v", T.FLOAT, [1], float_data=[1.0]),
+                                       tensor("i", T.INT64, [1], int64_data=[0]), [2])
+    attrs = helper.make_node(
+        "Custom", ["x", "", "W"], ["y", ""], domain="com.example",
+        f=0.5, i=-3, s=b"hello", t=tensor("y", T.INT32, [2], int32_data=[4, 5]),
+        floats=[1.0, 2.0], ints=[1, -2, 3], strings=[b"a", b"bc"], g=sub,
+        sp=sparse)
+    relu = helper.make_node("Relu", ["y"], ["z"], domain="ai.onnx")  # unnamed
+    const = helper.make_node("Constant", [], ["c"], name="const",
+                             value=tensor("c", T.FLOAT16, [1], int32_data=[0x3C00]))
+    m = model(nodes=[attrs, relu, const], inits=[tensor("W", T.FLOAT, [2, 3],
+                                                        float_data=[1, 2, 3, 4, 5, 6])],
+              inputs=inputs, outputs=[out("z"), out("c", T.FLOAT16, [1]), out("W")],
+              opsets=[("", 13), ("com.example", 2)], ir_version=7, name="main_graph")
+    save(m, "graph.onnx")
+
+
+def newer_ir():
+    """A model as onnx 1.23 writes it: newest IR version, fields onnx.proto of IR 8 lacks."""
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    node.metadata_props.add(key="origin", value="test")
+    g = helper.make_graph([node], "g", [out("x", T.FLOAT, [1])], [out("y", T.FLOAT, [1])])
+    g.metadata_props.add(key="k", value="v")
+    g.input[0].metadata_props.add(key="k", value="v")
+    fn = helper.make_function("local", "Fn", ["a"], ["b"],
+                              [helper.make_node("Relu", ["a"], ["b"])],
+                              [helper.make_opsetid("", 23)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23),
+                                            helper.make_opsetid("local", 1)],
+                          functions=[fn])
+    assert m.ir_version >= 10
+    save(m, "newer_ir.onnx")
+
+
+def external_data():
+    with open(os.path.join(OUT, "ext_weights.bin"), "wb") as f:
+        f.write(le("f", [1.0, 2.0, 3.0, 4.0]) + le("q", [-1, 9]))  # 32 bytes
+    os.makedirs(os.path.join(OUT, "ext_sub"), exist_ok=True)
+    with open(os.path.join(OUT, "ext_sub", "half.bin"), "wb") as f:
+        f.write(le("H", [0x3C00, 0xC000]))
+    good = [external("w", T.FLOAT, [2, 2], location="ext_weights.bin", offset=0, length=16),
+            external("tail", T.INT64, [2], location="ext_weights.bin", offset=16),  # to the end
+            external("h", T.FLOAT16, [2], location="ext_sub/half.bin")]
+    save(model(inits=good, outputs=[out("w")]), "ext_good.onnx")
+
+    def single(filename, **entries):
+        t = external("w", T.FLOAT, [4], **entries)
+        save(model(inits=[t], outputs=[out("w")]), filename)
+
+    single("ext_dotdot.onnx", location="ext_sub/../../loader/ext_weights.bin", length=16)
+    single("ext_absolute.onnx", location="/etc/passwd", length=16)
+    single("ext_link.onnx", location="link.bin", length=16)
+    single("ext_short.onnx", location="ext_weights.bin", offset=24, length=16)
+    single("ext_length.onnx", location="ext_weights.bin", offset=0, length=12)
+    single("ext_missing.onnx", location="missing.bin")
+    single("ext_bad_offset.onnx", location="ext_weights.bin", offset="-4")
+
+
+def invalid_models():
+    m = model(outputs=[out("y")])
+    m.ClearField("graph")
+    save(m, "no_graph.onnx")
+
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+    x = out("x", T.FLOAT, [1])
+    save(model([relu], inputs=[x], outputs=[out("ghost")]), "undefined_output.onnx")
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.unknown")],
+               inputs=[x], outputs=[out("y")]), "unknown_domain.onnx")
+    save(model([relu], inputs=[x], outputs=[out("y")], opsets=[("", 13), ("ai.onnx", 11)]),
+         "conflicting_opsets.onnx")
+    one = tensor("w", T.FLOAT, [1], float_data=[1])
+    save(model(inits=[one, one], outputs=[out("w")]), "dup_initializer.onnx")
+    save(model([relu], inputs=[x, x], outputs=[out("y")]), "dup_input.onnx")
+    save(model([relu], inputs=[helper.make_value_info(
+        "x", helper.make_sequence_type_proto(helper.make_tensor_type_proto(T.FLOAT, [1])))],
+        outputs=[out("y")]), "sequence_input.onnx")
+    save(model([relu], inputs=[helper.make_value_info(
+        "x", helper.make_map_type_proto(T.INT64, helper.make_tensor_type_proto(T.FLOAT, [1])))],
+        outputs=[out("y")]), "map_input.onnx")
+    save(model([relu], inputs=[out("x", T.BFLOAT16, [1])], outputs=[out("y")]),
+         "bfloat16_input.onnx")
+
+    def bad_init(filename, t):
+        save(model(inits=[t], outputs=[out(t.name)]), filename)
+
+    bad_init("raw_length.onnx", tensor("w", T.FLOAT, [2, 3], raw_data=bytes(20)))
+    bad_init("typed_length.onnx", tensor("w", T.INT64, [2, 3], int64_data=[1, 2, 3, 4, 5]))
+    bad_init("wrong_field.onnx", tensor("w", T.FLOAT, [2], int32_data=[1, 2]))
+    bad_init("negative_dim.onnx", tensor("w", T.FLOAT, [2, -3], float_data=[]))
+    bad_init("overflow_dims.onnx", tensor("w", T.FLOAT, [2**40, 2**40], float_data=[]))
+    bad_init("int8_range.onnx", tensor("w", T.INT8, [2], int32_data=[1, 300]))
+    bad_init("bfloat16_init.onnx", tensor("w", T.BFLOAT16, [1], raw_data=bytes(2)))
+    bad_init("string_init.onnx", tensor("w", T.STRING, [1], string_data=[b"s"]))
+    bad_init("float8_init.onnx", tensor("w", 17, [1], raw_data=bytes(1)))
+    bad_init("uint16_init.onnx", tensor("w", T.UINT16, [1], int32_data=[1]))
+    const = helper.make_node("Constant", [], ["c"], name="k",
+                             value=tensor("", T.COMPLEX64, [1], float_data=[1, 2]))
+    save(model([const], outputs=[out("c")]), "bad_attr_tensor.onnx")
+
+
+def more_invalid_models():
+    """One fixture per remaining error path, each named after it."""
+    x = out("x", T.FLOAT, [1])
+
+    def relu_model(filename, relu=None, inputs=None, outputs=None, **kw):
+        relu = relu or helper.make_node("Relu", ["x"], ["y"], name="r")
+        save(model([relu], inputs=inputs or [x], outputs=outputs or [out("y")], **kw), filename)
+
+    def bad_init(filename, t):
+        save(model(inits=[t], outputs=[out(t.name or "y")]), filename)
+
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r", alpha=1.0)
+    relu.attribute.extend([relu.attribute[0]])
+    relu_model("dup_attr.onnx", relu)
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+    relu.attribute.add(name="alpha", ref_attr_name="outer", type=onnx.AttributeProto.FLOAT)
+    relu_model("ref_attr.onnx", relu)
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+    relu.attribute.add(type=onnx.AttributeProto.INT, i=1)
+    relu_model("attr_no_name.onnx", relu)
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+    relu.attribute.add(name="value", type=onnx.AttributeProto.TENSOR)
+    relu_model("attr_tensor_missing.onnx", relu)
+    relu = helper.make_node("Relu", ["x"], ["y"], name="r")
+    relu.attribute.add(name="count", i=5)  # IR version 1: no type field
+    relu.attribute.add(name="names", strings=[b"p", b"q"])
+    relu_model("untyped_attrs.onnx", relu)
+    relu_model("no_op_type.onnx", helper.make_node("", ["x"], ["y"], name="n"))
+    relu_model("bad_opset_version.onnx", opsets=[("", 0)])
+    relu_model("input_no_type.onnx", inputs=[onnx.ValueInfoProto(name="x")])
+    relu_model("input_no_elem.onnx", inputs=[helper.make_value_info(
+        "x", helper.make_tensor_type_proto(0, [1]))])
+    relu_model("optional_input.onnx", inputs=[helper.make_value_info(
+        "x", helper.make_optional_type_proto(helper.make_tensor_type_proto(T.FLOAT, [1])))])
+    relu_model("sparse_input.onnx", inputs=[helper.make_value_info(
+        "x", helper.make_sparse_tensor_type_proto(T.FLOAT, [1]))])
+    relu_model("rank9_input.onnx", inputs=[out("x", T.FLOAT, [1] * 9)])
+    relu_model("unnamed_input.onnx", inputs=[out("", T.FLOAT, [1])])
+    relu_model("unnamed_output.onnx", outputs=[out("", T.FLOAT, [1])])
+    relu_model("sequence_output.onnx", outputs=[helper.make_value_info(
+        "y", helper.make_sequence_type_proto(helper.make_tensor_type_proto(T.FLOAT, [1])))])
+    bad_init("unnamed_init.onnx", tensor("", T.FLOAT, [1], float_data=[1]))
+    bad_init("no_dtype.onnx", tensor("w", 0, [1], float_data=[1]))
+    bad_init("rank9_init.onnx", tensor("w", T.FLOAT, [1] * 9, float_data=[1]))
+    seg = tensor("w", T.FLOAT, [1], float_data=[1])
+    seg.segment.begin, seg.segment.end = 0, 1
+    bad_init("segment.onnx", seg)
+    bad_init("uint8_range.onnx", tensor("w", T.UINT8, [1], int32_data=[-1]))
+    bad_init("ext_no_location.onnx", external("w", T.FLOAT, [1], offset=0))
+    bad_init("ext_directory.onnx", external("w", T.FLOAT, [1], location="ext_sub"))
+    sparse = helper.make_sparse_tensor(tensor("s", T.FLOAT, [1], float_data=[1.0]),
+                                       tensor("i", T.INT64, [1], int64_data=[0]), [2])
+    m = model(outputs=[out("y")])
+    m.graph.sparse_initializer.extend([sparse])
+    save(m, "sparse_initializer.onnx")
+
+
+def tensor_files():
+    t = tensor("f16", T.FLOAT16, [2], raw_data=le("H", [0x3C00, 0x4200]))  # 1.0, 3.0
+    save(t, "tensor_f16.pb")
+    save(external("e", T.FLOAT, [1], location="x.bin"), "tensor_external.pb")
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    initializers()
+    graph()
+    newer_ir()
+    external_data()
+    invalid_models()
+    more_invalid_models()
+    tensor_files()
+
+
+if __name__ == "__main__":
+    main()
