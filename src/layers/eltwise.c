@@ -1,4 +1,1062 @@
-/* Op family 'eltwise' (being implemented). */
+/* Op family 'eltwise': activations, numpy-broadcast arithmetic (binary and variadic), Equal,
+ * Where, Clip, PRelu and Cast, with the fp32 reference kernels. */
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
 #include "layers/op.h"
 
-const op_desc *const layer_eltwise_ops[] = {NULL};
+/* ---------------------------------------------------------------------------------------------
+ * Broadcast walk
+ * ------------------------------------------------------------------------------------------- */
+
+#define BCAST_MAX_OPS 3
+
+/* Hands out the output in rows. Size-1 dims are dropped and neighbouring dims that every operand
+ * walks as one are merged, so a row is as long as possible and each operand moves through it
+ * with stride 0 (broadcast) or 1; the same-shape case becomes a single row. */
+typedef struct bcast_iter {
+    int num_ops;
+    int outer_rank;
+    int64_t outer_dims[TCI_MAX_RANK];
+    int64_t outer_strides[BCAST_MAX_OPS][TCI_MAX_RANK];
+    int64_t row;                        /* elements per row */
+    int64_t row_stride[BCAST_MAX_OPS];  /* 0 or 1 */
+    int64_t rows, next;
+    int64_t index[TCI_MAX_RANK];
+    int64_t offset[BCAST_MAX_OPS];
+} bcast_iter;
+
+/* out's dims must be the broadcast of the operands' dims. */
+static void bcast_init(bcast_iter *it, const tci_tensor *out, const tci_tensor *const *ops,
+                       int num_ops) {
+    memset(it, 0, sizeof *it);
+    it->num_ops = num_ops;
+    int64_t dims[TCI_MAX_RANK], st[BCAST_MAX_OPS][TCI_MAX_RANK], own[BCAST_MAX_OPS][TCI_MAX_RANK];
+    for (int k = 0; k < num_ops; k++) op_strides(ops[k]->rank, ops[k]->dims, own[k]);
+    int r = 0;
+    for (int i = 0; i < out->rank; i++) {
+        if (out->dims[i] == 1) continue;
+        dims[r] = out->dims[i];
+        for (int k = 0; k < num_ops; k++) {
+            int j = i - (out->rank - ops[k]->rank);
+            st[k][r] = j >= 0 && ops[k]->dims[j] != 1 ? own[k][j] : 0;
+        }
+        r++;
+    }
+    int c = 0;
+    for (int i = 0; i < r; i++) {
+        bool merge = c > 0;
+        for (int k = 0; k < num_ops && merge; k++)
+            if (st[k][c - 1] != st[k][i] * dims[i]) merge = false;
+        if (merge) {
+            dims[c - 1] *= dims[i];
+            for (int k = 0; k < num_ops; k++) st[k][c - 1] = st[k][i];
+            continue;
+        }
+        dims[c] = dims[i];
+        for (int k = 0; k < num_ops; k++) st[k][c] = st[k][i];
+        c++;
+    }
+    int64_t count = op_count(out);
+    if (c == 0) {
+        it->row = 1;
+    } else {
+        it->row = dims[c - 1];
+        for (int k = 0; k < num_ops; k++) it->row_stride[k] = st[k][c - 1];
+        it->outer_rank = c - 1;
+        for (int d = 0; d < c - 1; d++) {
+            it->outer_dims[d] = dims[d];
+            for (int k = 0; k < num_ops; k++) it->outer_strides[k][d] = st[k][d];
+        }
+    }
+    it->rows = count > 0 ? count / it->row : 0;
+}
+
+/* Next row: its output element offset and each operand's element offset; false when done. */
+static bool bcast_next(bcast_iter *it, int64_t *out_offset, int64_t *op_offsets) {
+    if (it->next >= it->rows) return false;
+    *out_offset = it->next * it->row;
+    for (int k = 0; k < it->num_ops; k++) op_offsets[k] = it->offset[k];
+    it->next++;
+    for (int d = it->outer_rank - 1; d >= 0; d--) {
+        it->index[d]++;
+        for (int k = 0; k < it->num_ops; k++) it->offset[k] += it->outer_strides[k][d];
+        if (it->index[d] < it->outer_dims[d]) break;
+        for (int k = 0; k < it->num_ops; k++)
+            it->offset[k] -= it->outer_strides[k][d] * it->outer_dims[d];
+        it->index[d] = 0;
+    }
+    return true;
+}
+
+static const char *at(const tci_tensor *t, int64_t offset) {
+    return (const char *)t->data + offset * (int64_t)tci_dtype_size(t->dtype);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Scalar helpers
+ * ------------------------------------------------------------------------------------------- */
+
+/* Float to integer as x86 onnxruntime does it (cvttss2si): truncation, and the "integer
+ * indefinite" minimum for NaN and out-of-range values; narrower types keep the low bits. */
+static int64_t float_to_int64(double v) {
+    if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) return (int64_t)v;
+    return INT64_MIN;
+}
+
+static int32_t float_to_int32(double v) {
+    if (v > -2147483649.0 && v < 2147483648.0) return (int32_t)v;
+    return INT32_MIN;
+}
+
+static double load_number(tci_dtype dtype, const void *p, int64_t i) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT: return ((const float *)p)[i];
+    case TCI_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case TCI_DTYPE_FLOAT16: return op_half_to_float(((const uint16_t *)p)[i]);
+    case TCI_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case TCI_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case TCI_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case TCI_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case TCI_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+static void store_number(tci_dtype dtype, void *p, int64_t i, double v) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case TCI_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case TCI_DTYPE_FLOAT16: ((uint16_t *)p)[i] = op_float_to_half((float)v); break;
+    case TCI_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)float_to_int32(v); break;
+    case TCI_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)float_to_int32(v); break;
+    case TCI_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case TCI_DTYPE_INT32: ((int32_t *)p)[i] = float_to_int32(v); break;
+    case TCI_DTYPE_INT64: ((int64_t *)p)[i] = float_to_int64(v); break;
+    default: break;
+    }
+}
+
+static tci_status check_same_dtype(const ir_node *node, const tci_tensor *a, int ia,
+                                   const tci_tensor *b, int ib) {
+    if (a->dtype != TCI_DTYPE_UNDEFINED && b->dtype != TCI_DTYPE_UNDEFINED &&
+        a->dtype != b->dtype)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "input %d has dtype %s but input %d has %s", ib,
+                             tci_dtype_name(b->dtype), ia, tci_dtype_name(a->dtype));
+    return TCI_OK;
+}
+
+/* Declares var, allocates it from the arena as node->params, or returns the error. */
+#define ALLOC_PARAMS(node, arena, type, var)                                                      \
+    type *var = tci_arena_alloc((arena), sizeof(type));                                           \
+    if (!var) return ir_node_error((node), TCI_ERR_OUT_OF_MEMORY, "out of memory for parameters"); \
+    (node)->params = var
+
+static const char *const no_attrs[] = {NULL};
+
+/* ---------------------------------------------------------------------------------------------
+ * Unary float activations
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum unary_kind {
+    UNARY_RELU,
+    UNARY_LEAKY_RELU,
+    UNARY_SIGMOID,
+    UNARY_HARD_SIGMOID,
+    UNARY_HARD_SWISH,
+    UNARY_TANH,
+    UNARY_ELU,
+    UNARY_SELU,
+    UNARY_SOFTPLUS,
+    UNARY_SQRT,
+    UNARY_ERF,
+    UNARY_GELU,
+    UNARY_GELU_TANH,
+} unary_kind;
+
+typedef struct unary_params {
+    unary_kind kind;
+    float alpha, beta, gamma;
+} unary_params;
+
+typedef struct unary_spec {
+    const char *op_type;
+    unary_kind kind;
+    const char *attrs[3];
+    float alpha, beta, gamma; /* ONNX defaults */
+} unary_spec;
+
+static const unary_spec unary_specs[] = {
+    {"Relu", UNARY_RELU, {NULL}, 0, 0, 0},
+    {"LeakyRelu", UNARY_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0, 0},
+    {"Sigmoid", UNARY_SIGMOID, {NULL}, 0, 0, 0},
+    {"HardSigmoid", UNARY_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f, 0},
+    {"HardSwish", UNARY_HARD_SWISH, {NULL}, 1.0f / 6.0f, 0.5f, 0},
+    {"Tanh", UNARY_TANH, {NULL}, 0, 0, 0},
+    {"Elu", UNARY_ELU, {"alpha", NULL}, 1.0f, 0, 0},
+    {"Selu", UNARY_SELU, {"alpha", "gamma", NULL}, 1.67326319217681884765625f, 0,
+     1.05070102214813232421875f},
+    {"Softplus", UNARY_SOFTPLUS, {NULL}, 0, 0, 0},
+    {"Sqrt", UNARY_SQRT, {NULL}, 0, 0, 0},
+    {"Erf", UNARY_ERF, {NULL}, 0, 0, 0},
+    {"Gelu", UNARY_GELU, {"approximate", NULL}, 0, 0, 0},
+};
+
+static tci_status unary_parse(ir_node *node, tci_arena *arena) {
+    const unary_spec *spec = NULL;
+    for (size_t i = 0; i < sizeof unary_specs / sizeof unary_specs[0]; i++)
+        if (strcmp(unary_specs[i].op_type, node->op_type) == 0) spec = &unary_specs[i];
+    if (!spec) return ir_node_error(node, TCI_ERR_INTERNAL, "not a unary op");
+    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    TCI_TRY(ir_check_attrs(node, spec->attrs));
+    ALLOC_PARAMS(node, arena, unary_params, p);
+    p->kind = spec->kind;
+    p->alpha = spec->alpha;
+    p->beta = spec->beta;
+    p->gamma = spec->gamma;
+    for (int i = 0; spec->attrs[i]; i++) {
+        const char *name = spec->attrs[i];
+        if (strcmp(name, "alpha") == 0) TCI_TRY(ir_attr_float(node, name, p->alpha, &p->alpha));
+        if (strcmp(name, "beta") == 0) TCI_TRY(ir_attr_float(node, name, p->beta, &p->beta));
+        if (strcmp(name, "gamma") == 0) TCI_TRY(ir_attr_float(node, name, p->gamma, &p->gamma));
+    }
+    if (spec->kind == UNARY_GELU) {
+        const char *approximate;
+        TCI_TRY(ir_attr_string(node, "approximate", "none", &approximate));
+        if (strcmp(approximate, "tanh") == 0)
+            p->kind = UNARY_GELU_TANH;
+        else if (strcmp(approximate, "none") != 0)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "attribute 'approximate' value '%s' is not supported (none, "
+                                 "tanh)",
+                                 approximate);
+    }
+    return TCI_OK;
+}
+
+static tci_status unary_infer(const ir_node *node, const tci_tensor *const *in,
+                              tci_tensor *const *out) {
+    TCI_TRY(op_check_dtype(node, in[0], 0, op_float_types));
+    op_same_shape(out[0], in[0]);
+    out[0]->dtype = TCI_DTYPE_FLOAT;
+    return TCI_OK;
+}
+
+static tci_status unary_forward(const ir_node *node, const tci_tensor *const *in,
+                                tci_tensor *const *out) {
+    const unary_params *p = node->params;
+    const float *x = in[0]->data;
+    float *y = out[0]->data;
+    const int64_t n = op_count(in[0]);
+    const float alpha = p->alpha, beta = p->beta, gamma = p->gamma;
+    switch (p->kind) {
+    case UNARY_RELU:
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
+        break;
+    case UNARY_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i];
+        break;
+    case UNARY_SIGMOID:
+        /* exp of -|x| never overflows; selecting instead of branching keeps mixed-sign data
+         * from mispredicting */
+        for (int64_t i = 0; i < n; i++) {
+            float e = expf(-fabsf(x[i])), r = 1.0f / (1.0f + e);
+            y[i] = x[i] >= 0 ? r : e * r;
+        }
+        break;
+    case UNARY_HARD_SIGMOID:
+    case UNARY_HARD_SWISH:
+        for (int64_t i = 0; i < n; i++) {
+            float v = alpha * x[i] + beta;
+            v = v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+            y[i] = p->kind == UNARY_HARD_SWISH ? x[i] * v : v;
+        }
+        break;
+    case UNARY_TANH:
+        for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+        break;
+    case UNARY_ELU:
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * expm1f(x[i]) : x[i];
+        break;
+    case UNARY_SELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = x[i] > 0 ? gamma * x[i] : gamma * (alpha * expf(x[i]) - alpha);
+        break;
+    case UNARY_SOFTPLUS:
+        /* log(1 + e^x) without overflowing e^x for large x */
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i];
+            y[i] = v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
+        }
+        break;
+    case UNARY_SQRT:
+        for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
+        break;
+    case UNARY_ERF:
+        for (int64_t i = 0; i < n; i++) y[i] = erff(x[i]);
+        break;
+    case UNARY_GELU:
+        for (int64_t i = 0; i < n; i++)
+            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+        break;
+    case UNARY_GELU_TANH:
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i];
+            y[i] = 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+        }
+        break;
+    }
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Binary kernels: one per (operation, dtype), over a row with operand strides 0 or 1
+ * ------------------------------------------------------------------------------------------- */
+
+/* Returns nonzero when an element could not be computed (integer division by zero). */
+typedef int (*binary_kernel)(void *out, const void *a, int64_t sa, const void *b, int64_t sb,
+                             int64_t n);
+
+/* The four loops let the compiler vectorise the same-shape and scalar-operand cases. */
+#define BINARY_KERNEL(NAME, T, OT, FN)                                                            \
+    static int NAME(void *out, const void *pa, int64_t sa, const void *pb, int64_t sb,            \
+                    int64_t n) {                                                                  \
+        OT *o = out;                                                                              \
+        const T *a = pa, *b = pb;                                                                 \
+        int bad = 0;                                                                              \
+        if (sa && sb) {                                                                           \
+            for (int64_t i = 0; i < n; i++) o[i] = FN(a[i], b[i], &bad);                          \
+        } else if (sa) {                                                                          \
+            const T y = b[0];                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = FN(a[i], y, &bad);                             \
+        } else if (sb) {                                                                          \
+            const T x = a[0];                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = FN(x, b[i], &bad);                             \
+        } else {                                                                                  \
+            const OT v = FN(a[0], b[0], &bad);                                                    \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                             \
+        }                                                                                         \
+        return bad;                                                                               \
+    }
+
+/* Float types: IEEE semantics; Max/Min propagate NaN like numpy and onnxruntime. */
+#define FLOAT_OPS(T, S)                                                                           \
+    static inline T add_##S(T x, T y, int *bad) { (void)bad; return x + y; }                     \
+    static inline T sub_##S(T x, T y, int *bad) { (void)bad; return x - y; }                     \
+    static inline T mul_##S(T x, T y, int *bad) { (void)bad; return x * y; }                     \
+    static inline T div_##S(T x, T y, int *bad) { (void)bad; return x / y; }                     \
+    static inline T max_##S(T x, T y, int *bad) { (void)bad; return (x != x || x > y) ? x : y; } \
+    static inline T min_##S(T x, T y, int *bad) { (void)bad; return (x != x || x < y) ? x : y; } \
+    static inline uint8_t eq_##S(T x, T y, int *bad) { (void)bad; return x == y; }
+
+/* Integer types: wrap-around like onnxruntime (computed unsigned: signed overflow is undefined in
+ * C); division truncates toward zero as onnxruntime does (not numpy's floor). */
+#define INT_OPS(T, UT, S)                                                                         \
+    static inline T add_##S(T x, T y, int *bad) { (void)bad; return (T)((UT)x + (UT)y); }        \
+    static inline T sub_##S(T x, T y, int *bad) { (void)bad; return (T)((UT)x - (UT)y); }        \
+    static inline T mul_##S(T x, T y, int *bad) { (void)bad; return (T)((UT)x * (UT)y); }        \
+    static inline T max_##S(T x, T y, int *bad) { (void)bad; return x > y ? x : y; }             \
+    static inline T min_##S(T x, T y, int *bad) { (void)bad; return x < y ? x : y; }             \
+    static inline uint8_t eq_##S(T x, T y, int *bad) { (void)bad; return x == y; }
+
+#define SIGNED_DIV(T, UT, S)                                                                      \
+    static inline T div_##S(T x, T y, int *bad) {                                                 \
+        if (y == 0) {                                                                             \
+            *bad = 1;                                                                             \
+            return 0;                                                                             \
+        }                                                                                         \
+        if (y == -1) return (T)((UT)0 - (UT)x); /* MIN / -1 wraps instead of trapping */          \
+        return (T)(x / y);                                                                        \
+    }
+
+#define UNSIGNED_DIV(T, S)                                                                        \
+    static inline T div_##S(T x, T y, int *bad) {                                                 \
+        if (y == 0) {                                                                             \
+            *bad = 1;                                                                             \
+            return 0;                                                                             \
+        }                                                                                         \
+        return (T)(x / y);                                                                        \
+    }
+
+FLOAT_OPS(float, f32)
+FLOAT_OPS(double, f64)
+INT_OPS(int8_t, uint8_t, i8)
+INT_OPS(uint8_t, uint8_t, u8)
+INT_OPS(int32_t, uint32_t, i32)
+INT_OPS(int64_t, uint64_t, i64)
+SIGNED_DIV(int8_t, uint8_t, i8)
+UNSIGNED_DIV(uint8_t, u8)
+SIGNED_DIV(int32_t, uint32_t, i32)
+SIGNED_DIV(int64_t, uint64_t, i64)
+
+static inline uint8_t eq_bool(uint8_t x, uint8_t y, int *bad) {
+    (void)bad;
+    return (x != 0) == (y != 0);
+}
+static inline float pow_f32(float x, float y, int *bad) {
+    (void)bad;
+    return powf(x, y);
+}
+static inline double pow_f64(double x, double y, int *bad) {
+    (void)bad;
+    return pow(x, y);
+}
+static inline float prelu_f32(float x, float slope, int *bad) {
+    (void)bad;
+    return x < 0 ? x * slope : x;
+}
+
+#define KERNELS_FOR_TYPE(T, S)                                                                    \
+    BINARY_KERNEL(k_add_##S, T, T, add_##S)                                                       \
+    BINARY_KERNEL(k_sub_##S, T, T, sub_##S)                                                       \
+    BINARY_KERNEL(k_mul_##S, T, T, mul_##S)                                                       \
+    BINARY_KERNEL(k_div_##S, T, T, div_##S)                                                       \
+    BINARY_KERNEL(k_max_##S, T, T, max_##S)                                                       \
+    BINARY_KERNEL(k_min_##S, T, T, min_##S)                                                       \
+    BINARY_KERNEL(k_eq_##S, T, uint8_t, eq_##S)
+
+KERNELS_FOR_TYPE(float, f32)
+KERNELS_FOR_TYPE(double, f64)
+KERNELS_FOR_TYPE(int8_t, i8)
+KERNELS_FOR_TYPE(uint8_t, u8)
+KERNELS_FOR_TYPE(int32_t, i32)
+KERNELS_FOR_TYPE(int64_t, i64)
+BINARY_KERNEL(k_eq_bool, uint8_t, uint8_t, eq_bool)
+BINARY_KERNEL(k_pow_f32, float, float, pow_f32)
+BINARY_KERNEL(k_pow_f64, double, double, pow_f64)
+BINARY_KERNEL(k_prelu_f32, float, float, prelu_f32)
+
+typedef enum binary_kind {
+    BINARY_ADD,
+    BINARY_SUB,
+    BINARY_MUL,
+    BINARY_DIV,
+    BINARY_MAX,
+    BINARY_MIN,
+    BINARY_EQUAL,
+    BINARY_POW,
+    BINARY_KIND_COUNT,
+} binary_kind;
+
+/* Slots of the kernel table by dtype. */
+enum { SLOT_F32, SLOT_F64, SLOT_I8, SLOT_U8, SLOT_I32, SLOT_I64, SLOT_BOOL, SLOT_COUNT };
+
+static int dtype_slot(tci_dtype dtype) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT: return SLOT_F32;
+    case TCI_DTYPE_DOUBLE: return SLOT_F64;
+    case TCI_DTYPE_INT8: return SLOT_I8;
+    case TCI_DTYPE_UINT8: return SLOT_U8;
+    case TCI_DTYPE_INT32: return SLOT_I32;
+    case TCI_DTYPE_INT64: return SLOT_I64;
+    case TCI_DTYPE_BOOL: return SLOT_BOOL;
+    default: return -1;
+    }
+}
+
+#define TYPED_ROW(op)                                                                             \
+    {k_##op##_f32, k_##op##_f64, k_##op##_i8, k_##op##_u8, k_##op##_i32, k_##op##_i64, NULL}
+
+static const binary_kernel binary_kernels[BINARY_KIND_COUNT][SLOT_COUNT] = {
+    [BINARY_ADD] = TYPED_ROW(add),
+    [BINARY_SUB] = TYPED_ROW(sub),
+    [BINARY_MUL] = TYPED_ROW(mul),
+    [BINARY_DIV] = TYPED_ROW(div),
+    [BINARY_MAX] = TYPED_ROW(max),
+    [BINARY_MIN] = TYPED_ROW(min),
+    [BINARY_EQUAL] = {k_eq_f32, k_eq_f64, k_eq_i8, k_eq_u8, k_eq_i32, k_eq_i64, k_eq_bool},
+    [BINARY_POW] = {k_pow_f32, k_pow_f64, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* Runs kernel over out = a (op) b with broadcasting; *bad is set when a row reported a failure. */
+static void run_binary(binary_kernel kernel, tci_tensor *out, const tci_tensor *a,
+                       const tci_tensor *b, int *bad) {
+    const tci_tensor *ops[2] = {a, b};
+    bcast_iter it;
+    bcast_init(&it, out, ops, 2);
+    int64_t o, off[2];
+    size_t out_size = tci_dtype_size(out->dtype);
+    while (bcast_next(&it, &o, off))
+        *bad |= kernel((char *)out->data + o * (int64_t)out_size, at(a, off[0]),
+                       it.row_stride[0], at(b, off[1]), it.row_stride[1], it.row);
+}
+
+/* Pow of mixed dtypes (opset 12+): rare and small (shape arithmetic), so computed through double
+ * like onnxruntime's std::pow. */
+static void run_pow_generic(tci_tensor *out, const tci_tensor *a, const tci_tensor *b) {
+    const tci_tensor *ops[2] = {a, b};
+    bcast_iter it;
+    bcast_init(&it, out, ops, 2);
+    int64_t o, off[2];
+    while (bcast_next(&it, &o, off))
+        for (int64_t i = 0; i < it.row; i++) {
+            double x = load_number(a->dtype, a->data, off[0] + i * it.row_stride[0]);
+            double y = load_number(b->dtype, b->data, off[1] + i * it.row_stride[1]);
+            store_number(out->dtype, out->data, o + i, pow(x, y));
+        }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Binary ops: Add, Sub, Mul, Div, Pow, Equal; variadic: Sum, Max, Min
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct binary_params {
+    binary_kind kind;
+} binary_params;
+
+static const struct {
+    const char *op_type;
+    binary_kind kind;
+} binary_names[] = {
+    {"Add", BINARY_ADD}, {"Sub", BINARY_SUB},     {"Mul", BINARY_MUL}, {"Div", BINARY_DIV},
+    {"Pow", BINARY_POW}, {"Equal", BINARY_EQUAL}, {"Sum", BINARY_ADD}, {"Max", BINARY_MAX},
+    {"Min", BINARY_MIN},
+};
+
+static const tci_dtype arith_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
+                                        TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64, 0};
+static const tci_dtype equal_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
+                                        TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64,
+                                        TCI_DTYPE_BOOL,  0};
+static const tci_dtype pow_base_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT32,
+                                           TCI_DTYPE_INT64, 0};
+
+static tci_status binary_kind_parse(ir_node *node, tci_arena *arena) {
+    ALLOC_PARAMS(node, arena, binary_params, p);
+    for (size_t i = 0; i < sizeof binary_names / sizeof binary_names[0]; i++)
+        if (strcmp(binary_names[i].op_type, node->op_type) == 0) {
+            p->kind = binary_names[i].kind;
+            return ir_check_attrs(node, no_attrs);
+        }
+    return ir_node_error(node, TCI_ERR_INTERNAL, "not a binary op");
+}
+
+static tci_status binary_parse(ir_node *node, tci_arena *arena) {
+    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+    return binary_kind_parse(node, arena);
+}
+
+static tci_status binary_infer(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const binary_params *p = node->params;
+    if (p->kind == BINARY_POW) {
+        TCI_TRY(op_check_dtype(node, in[0], 0, pow_base_types));
+        TCI_TRY(op_check_dtype(node, in[1], 1, arith_types));
+        /* the exponent got its own type constraint in opset 12 */
+        if (node->since_version < 12) TCI_TRY(check_same_dtype(node, in[0], 0, in[1], 1));
+    } else {
+        const tci_dtype *allowed = p->kind == BINARY_EQUAL ? equal_types : arith_types;
+        TCI_TRY(op_check_dtype(node, in[0], 0, allowed));
+        TCI_TRY(op_check_dtype(node, in[1], 1, allowed));
+        TCI_TRY(check_same_dtype(node, in[0], 0, in[1], 1));
+    }
+    TCI_TRY(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims,
+                               &out[0]->rank, out[0]->dims));
+    if (p->kind == BINARY_EQUAL)
+        out[0]->dtype = TCI_DTYPE_BOOL;
+    else if (p->kind == BINARY_POW || in[0]->dtype != TCI_DTYPE_UNDEFINED)
+        out[0]->dtype = in[0]->dtype;
+    else
+        out[0]->dtype = in[1]->dtype;
+    return TCI_OK;
+}
+
+static tci_status binary_forward(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    const binary_params *p = node->params;
+    int bad = 0;
+    if (p->kind == BINARY_POW &&
+        (in[0]->dtype != in[1]->dtype || dtype_slot(in[0]->dtype) > SLOT_F64)) {
+        run_pow_generic(out[0], in[0], in[1]);
+        return TCI_OK;
+    }
+    int slot = dtype_slot(in[0]->dtype);
+    binary_kernel kernel = slot >= 0 ? binary_kernels[p->kind][slot] : NULL;
+    if (!kernel)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
+                             tci_dtype_name(in[0]->dtype));
+    run_binary(kernel, out[0], in[0], in[1], &bad);
+    if (bad)
+        return ir_node_error(node, TCI_ERR_INVALID_ARGUMENT, "integer division by zero");
+    return TCI_OK;
+}
+
+static tci_status variadic_parse(ir_node *node, tci_arena *arena) {
+    TCI_TRY(op_check_arity(node, 1, 1 << 20, 1, 1));
+    for (int i = 0; i < node->num_inputs; i++)
+        if (!node->inputs[i])
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input %d is missing", i);
+    return binary_kind_parse(node, arena);
+}
+
+/* Opsets 6 and 7 required equal shapes; broadcasting them too is a superset that changes no
+ * valid model. */
+static tci_status variadic_infer(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    for (int i = 0; i < node->num_inputs; i++) {
+        TCI_TRY(op_check_dtype(node, in[i], i, arith_types));
+        if (i > 0) TCI_TRY(check_same_dtype(node, in[0], 0, in[i], i));
+    }
+    op_same_shape(out[0], in[0]);
+    for (int i = 1; i < node->num_inputs; i++) {
+        int rank = out[0]->rank;
+        int64_t dims[TCI_MAX_RANK];
+        memcpy(dims, out[0]->dims, sizeof dims);
+        TCI_TRY(op_broadcast_shape(node, rank, dims, in[i]->rank, in[i]->dims, &out[0]->rank,
+                                   out[0]->dims));
+        if (out[0]->dtype == TCI_DTYPE_UNDEFINED) out[0]->dtype = in[i]->dtype;
+    }
+    return TCI_OK;
+}
+
+static tci_status variadic_forward(const ir_node *node, const tci_tensor *const *in,
+                                   tci_tensor *const *out) {
+    const binary_params *p = node->params;
+    int slot = dtype_slot(in[0]->dtype);
+    binary_kernel kernel = slot >= 0 ? binary_kernels[p->kind][slot] : NULL;
+    if (!kernel)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
+                             tci_dtype_name(in[0]->dtype));
+    int bad = 0;
+    if (node->num_inputs == 1) {
+        size_t bytes = (size_t)op_count(in[0]) * tci_dtype_size(in[0]->dtype);
+        if (bytes) memcpy(out[0]->data, in[0]->data, bytes);
+        return TCI_OK;
+    }
+    /* fold left into the output: kernels read each element before writing it, so out may be an
+     * operand of its own row */
+    run_binary(kernel, out[0], in[0], in[1], &bad);
+    for (int i = 2; i < node->num_inputs; i++) run_binary(kernel, out[0], out[0], in[i], &bad);
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Where
+ * ------------------------------------------------------------------------------------------- */
+
+static const tci_dtype bool_types[] = {TCI_DTYPE_BOOL, 0};
+static const tci_dtype any_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_FLOAT16,
+                                      TCI_DTYPE_INT8,  TCI_DTYPE_UINT8,  TCI_DTYPE_INT32,
+                                      TCI_DTYPE_INT64, TCI_DTYPE_BOOL,   0};
+
+#define WHERE_ROW(NAME, T)                                                                        \
+    static void NAME(void *out, const uint8_t *c, const void *px, const void *py,                 \
+                     const int64_t *s, int64_t n) {                                               \
+        T *o = out;                                                                               \
+        const T *x = px, *y = py;                                                                 \
+        if (s[0] && s[1] && s[2])                                                                 \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];                            \
+        else                                                                                      \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]];       \
+    }
+
+WHERE_ROW(where_1, uint8_t)
+WHERE_ROW(where_2, uint16_t)
+WHERE_ROW(where_4, uint32_t)
+WHERE_ROW(where_8, uint64_t)
+
+static tci_status where_parse(ir_node *node, tci_arena *arena) {
+    (void)arena;
+    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
+    return ir_check_attrs(node, no_attrs);
+}
+
+static tci_status where_infer(const ir_node *node, const tci_tensor *const *in,
+                              tci_tensor *const *out) {
+    TCI_TRY(op_check_dtype(node, in[0], 0, bool_types));
+    TCI_TRY(op_check_dtype(node, in[1], 1, any_types));
+    TCI_TRY(op_check_dtype(node, in[2], 2, any_types));
+    TCI_TRY(check_same_dtype(node, in[1], 1, in[2], 2));
+    int rank;
+    int64_t dims[TCI_MAX_RANK];
+    TCI_TRY(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims, &rank,
+                               dims));
+    TCI_TRY(op_broadcast_shape(node, rank, dims, in[2]->rank, in[2]->dims, &out[0]->rank,
+                               out[0]->dims));
+    out[0]->dtype = in[1]->dtype != TCI_DTYPE_UNDEFINED ? in[1]->dtype : in[2]->dtype;
+    return TCI_OK;
+}
+
+static tci_status where_forward(const ir_node *node, const tci_tensor *const *in,
+                                tci_tensor *const *out) {
+    void (*row)(void *, const uint8_t *, const void *, const void *, const int64_t *, int64_t);
+    size_t size = tci_dtype_size(out[0]->dtype);
+    switch (size) {
+    case 1: row = where_1; break;
+    case 2: row = where_2; break;
+    case 4: row = where_4; break;
+    case 8: row = where_8; break;
+    default:
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
+                             tci_dtype_name(out[0]->dtype));
+    }
+    bcast_iter it;
+    bcast_init(&it, out[0], in, 3);
+    int64_t o, off[3];
+    while (bcast_next(&it, &o, off))
+        row((char *)out[0]->data + o * (int64_t)size, (const uint8_t *)at(in[0], off[0]),
+            at(in[1], off[1]), at(in[2], off[2]), it.row_stride, it.row);
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Clip
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct clip_params {
+    float min, max; /* attributes before opset 11 */
+} clip_params;
+
+static const tci_dtype clip_float_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, 0};
+static const tci_dtype clip_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
+                                       TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64, 0};
+
+static tci_status clip_parse(ir_node *node, tci_arena *arena) {
+    ALLOC_PARAMS(node, arena, clip_params, p);
+    if (node->since_version < 11) {
+        static const char *const known[] = {"min", "max", NULL};
+        TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+        TCI_TRY(ir_check_attrs(node, known));
+        TCI_TRY(ir_attr_float(node, "min", -FLT_MAX, &p->min));
+        TCI_TRY(ir_attr_float(node, "max", FLT_MAX, &p->max));
+        return TCI_OK;
+    }
+    TCI_TRY(op_check_arity(node, 1, 3, 1, 1));
+    return ir_check_attrs(node, no_attrs);
+}
+
+static tci_status clip_infer(const ir_node *node, const tci_tensor *const *in,
+                             tci_tensor *const *out) {
+    /* integer inputs arrived in opset 12 */
+    TCI_TRY(op_check_dtype(node, in[0], 0,
+                           node->since_version >= 12 ? clip_types : clip_float_types));
+    for (int i = 1; i < node->num_inputs; i++) {
+        if (!in[i]) continue;
+        TCI_TRY(check_same_dtype(node, in[0], 0, in[i], i));
+        int64_t count;
+        TCI_TRY(ir_count_elements(in[i]->rank, in[i]->dims, &count));
+        if (count >= 0 && count != 1)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "input %d (%s) must be a scalar, it has %lld elements", i,
+                                 i == 1 ? "min" : "max", (long long)count);
+    }
+    op_same_shape(out[0], in[0]);
+    return TCI_OK;
+}
+
+#define CLIP_LOOP(T, lo_value, hi_value)                                                          \
+    do {                                                                                          \
+        const T *x = in[0]->data, lo = (T)(lo_value), hi = (T)(hi_value);                         \
+        T *y = out[0]->data;                                                                      \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            T v = x[i] < lo ? lo : x[i];                                                          \
+            y[i] = v > hi ? hi : v;                                                               \
+        }                                                                                         \
+    } while (0)
+
+static tci_status clip_forward(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const clip_params *p = node->params;
+    const int64_t n = op_count(in[0]);
+    const tci_tensor *tmin = node->num_inputs > 1 ? in[1] : NULL;
+    const tci_tensor *tmax = node->num_inputs > 2 ? in[2] : NULL;
+    bool old = node->since_version < 11;
+    /* bounds default to the dtype's lowest and highest values (ONNX's numeric_limits) */
+    switch (in[0]->dtype) {
+    case TCI_DTYPE_FLOAT:
+        CLIP_LOOP(float, old ? p->min : tmin ? op_read_number(tmin, 0) : -FLT_MAX,
+                  old ? p->max : tmax ? op_read_number(tmax, 0) : FLT_MAX);
+        break;
+    case TCI_DTYPE_DOUBLE:
+        CLIP_LOOP(double, old ? p->min : tmin ? op_read_number(tmin, 0) : -DBL_MAX,
+                  old ? p->max : tmax ? op_read_number(tmax, 0) : DBL_MAX);
+        break;
+    case TCI_DTYPE_INT8:
+        CLIP_LOOP(int8_t, tmin ? op_read_int(tmin, 0) : INT8_MIN,
+                  tmax ? op_read_int(tmax, 0) : INT8_MAX);
+        break;
+    case TCI_DTYPE_UINT8:
+        CLIP_LOOP(uint8_t, tmin ? op_read_int(tmin, 0) : 0,
+                  tmax ? op_read_int(tmax, 0) : UINT8_MAX);
+        break;
+    case TCI_DTYPE_INT32:
+        CLIP_LOOP(int32_t, tmin ? op_read_int(tmin, 0) : INT32_MIN,
+                  tmax ? op_read_int(tmax, 0) : INT32_MAX);
+        break;
+    case TCI_DTYPE_INT64:
+        CLIP_LOOP(int64_t, tmin ? op_read_int(tmin, 0) : INT64_MIN,
+                  tmax ? op_read_int(tmax, 0) : INT64_MAX);
+        break;
+    default:
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
+                             tci_dtype_name(in[0]->dtype));
+    }
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * PRelu
+ * ------------------------------------------------------------------------------------------- */
+
+static tci_status prelu_parse(ir_node *node, tci_arena *arena) {
+    (void)arena;
+    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+    return ir_check_attrs(node, no_attrs);
+}
+
+/* The slope broadcasts to X one way (opset 7+): the output always has X's shape. */
+static tci_status prelu_infer(const ir_node *node, const tci_tensor *const *in,
+                              tci_tensor *const *out) {
+    const tci_tensor *x = in[0], *slope = in[1];
+    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    TCI_TRY(op_check_dtype(node, slope, 1, op_float_types));
+    if (x->rank >= 0 && slope->rank >= 0) {
+        bool ok = slope->rank <= x->rank;
+        for (int i = 0; ok && i < slope->rank; i++) {
+            int64_t s = slope->dims[i], d = x->dims[i + x->rank - slope->rank];
+            if (s != 1 && s >= 0 && d >= 0 && s != d) ok = false;
+        }
+        if (!ok) {
+            char xs[96], ss[96];
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "slope of shape %s does not broadcast to X of shape %s",
+                                 ir_format_dims(slope->rank, slope->dims, ss, sizeof ss),
+                                 ir_format_dims(x->rank, x->dims, xs, sizeof xs));
+        }
+    }
+    op_same_shape(out[0], x);
+    out[0]->dtype = TCI_DTYPE_FLOAT;
+    return TCI_OK;
+}
+
+static tci_status prelu_forward(const ir_node *node, const tci_tensor *const *in,
+                                tci_tensor *const *out) {
+    (void)node;
+    int bad = 0;
+    run_binary(k_prelu_f32, out[0], in[0], in[1], &bad);
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Cast
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cast_params {
+    tci_dtype to;
+} cast_params;
+
+static const tci_dtype cast_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_FLOAT16,
+                                       TCI_DTYPE_INT8,  TCI_DTYPE_UINT8,  TCI_DTYPE_INT32,
+                                       TCI_DTYPE_INT64, TCI_DTYPE_BOOL,   0};
+
+/* TensorProto.DataType names, for messages about types we do not hold. */
+static const char *const onnx_type_names[] = {
+    "UNDEFINED", "FLOAT",       "UINT8",         "INT8",       "UINT16",         "INT16",
+    "INT32",     "INT64",       "STRING",        "BOOL",       "FLOAT16",        "DOUBLE",
+    "UINT32",    "UINT64",      "COMPLEX64",     "COMPLEX128", "BFLOAT16",       "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",          "FLOAT4E2M1",
+    "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
+};
+
+static tci_status cast_parse(ir_node *node, tci_arena *arena) {
+    static const char *const known_v6[] = {"to", NULL};
+    static const char *const known_v19[] = {"to", "saturate", NULL};
+    static const char *const known_v24[] = {"to", "saturate", "round_mode", NULL};
+    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    TCI_TRY(ir_check_attrs(node, node->since_version >= 24   ? known_v24
+                                 : node->since_version >= 19 ? known_v19
+                                                             : known_v6));
+    if (!ir_node_attr(node, "to"))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'to' is required");
+    int64_t to, saturate;
+    const char *round_mode;
+    TCI_TRY(ir_attr_int(node, "to", 0, &to));
+    /* saturate and round_mode only change float8 results, and float8 is refused below */
+    TCI_TRY(ir_attr_int(node, "saturate", 1, &saturate));
+    TCI_TRY(ir_attr_string(node, "round_mode", "up", &round_mode));
+    if (strcmp(round_mode, "up") != 0 && strcmp(round_mode, "down") != 0 &&
+        strcmp(round_mode, "nearest") != 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute 'round_mode' value '%s' is not one of up, down, nearest",
+                             round_mode);
+    const int64_t num_names = (int64_t)(sizeof onnx_type_names / sizeof onnx_type_names[0]);
+    if (to <= 0 || to >= num_names)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute 'to' value %lld is not an ONNX data type", (long long)to);
+    bool held = false;
+    for (const tci_dtype *d = cast_types; *d; d++)
+        if ((int64_t)*d == to) held = true;
+    if (!held)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "attribute 'to' value %lld (%s) is not supported", (long long)to,
+                             onnx_type_names[to]);
+    ALLOC_PARAMS(node, arena, cast_params, p);
+    p->to = (tci_dtype)to;
+    return TCI_OK;
+}
+
+static tci_status cast_infer(const ir_node *node, const tci_tensor *const *in,
+                             tci_tensor *const *out) {
+    const cast_params *p = node->params;
+    TCI_TRY(op_check_dtype(node, in[0], 0, cast_types));
+    op_same_shape(out[0], in[0]);
+    out[0]->dtype = p->to;
+    return TCI_OK;
+}
+
+static bool is_float_type(tci_dtype d) {
+    return d == TCI_DTYPE_FLOAT || d == TCI_DTYPE_DOUBLE || d == TCI_DTYPE_FLOAT16;
+}
+
+/* Loads n elements from src + start as double (float sources) or int64 (integer and bool
+ * sources: int64 to float must round once, not through double). */
+static void cast_load(tci_dtype dtype, const void *src, int64_t start, int64_t n, double *f,
+                      int64_t *i) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT:
+        for (int64_t k = 0; k < n; k++) f[k] = ((const float *)src)[start + k];
+        break;
+    case TCI_DTYPE_DOUBLE:
+        for (int64_t k = 0; k < n; k++) f[k] = ((const double *)src)[start + k];
+        break;
+    case TCI_DTYPE_FLOAT16:
+        for (int64_t k = 0; k < n; k++) f[k] = op_half_to_float(((const uint16_t *)src)[start + k]);
+        break;
+    case TCI_DTYPE_INT8:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const int8_t *)src)[start + k];
+        break;
+    case TCI_DTYPE_UINT8:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const uint8_t *)src)[start + k];
+        break;
+    case TCI_DTYPE_BOOL:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const uint8_t *)src)[start + k] != 0;
+        break;
+    case TCI_DTYPE_INT32:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const int32_t *)src)[start + k];
+        break;
+    case TCI_DTYPE_INT64:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const int64_t *)src)[start + k];
+        break;
+    default: break;
+    }
+}
+
+static void cast_store_float(tci_dtype dtype, void *dst, int64_t start, int64_t n,
+                             const double *f) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT:
+        for (int64_t k = 0; k < n; k++) ((float *)dst)[start + k] = (float)f[k];
+        break;
+    case TCI_DTYPE_DOUBLE:
+        for (int64_t k = 0; k < n; k++) ((double *)dst)[start + k] = f[k];
+        break;
+    default:
+        for (int64_t k = 0; k < n; k++) store_number(dtype, dst, start + k, f[k]);
+        break;
+    }
+}
+
+/* Integers narrow by keeping the low bits (two's complement), as ONNX specifies. */
+static void cast_store_int(tci_dtype dtype, void *dst, int64_t start, int64_t n,
+                           const int64_t *v) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT:
+        for (int64_t k = 0; k < n; k++) ((float *)dst)[start + k] = (float)v[k];
+        break;
+    case TCI_DTYPE_DOUBLE:
+        for (int64_t k = 0; k < n; k++) ((double *)dst)[start + k] = (double)v[k];
+        break;
+    case TCI_DTYPE_FLOAT16:
+        for (int64_t k = 0; k < n; k++)
+            ((uint16_t *)dst)[start + k] = op_float_to_half((float)v[k]);
+        break;
+    case TCI_DTYPE_INT8:
+        for (int64_t k = 0; k < n; k++) ((int8_t *)dst)[start + k] = (int8_t)(uint8_t)v[k];
+        break;
+    case TCI_DTYPE_UINT8:
+        for (int64_t k = 0; k < n; k++) ((uint8_t *)dst)[start + k] = (uint8_t)v[k];
+        break;
+    case TCI_DTYPE_BOOL:
+        for (int64_t k = 0; k < n; k++) ((uint8_t *)dst)[start + k] = v[k] != 0;
+        break;
+    case TCI_DTYPE_INT32:
+        for (int64_t k = 0; k < n; k++) ((int32_t *)dst)[start + k] = (int32_t)(uint32_t)v[k];
+        break;
+    case TCI_DTYPE_INT64:
+        for (int64_t k = 0; k < n; k++) ((int64_t *)dst)[start + k] = v[k];
+        break;
+    default: break;
+    }
+}
+
+static tci_status cast_forward(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    (void)node;
+    const tci_tensor *x = in[0];
+    tci_tensor *y = out[0];
+    const int64_t n = op_count(x);
+    if (x->dtype == y->dtype) {
+        if (n) memcpy(y->data, x->data, (size_t)n * tci_dtype_size(x->dtype));
+        return TCI_OK;
+    }
+    /* blocks keep the per-dtype switches out of the element loops */
+    enum { BLOCK = 256 };
+    double f[BLOCK];
+    int64_t v[BLOCK];
+    bool from_float = is_float_type(x->dtype);
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        int64_t len = n - start < BLOCK ? n - start : BLOCK;
+        cast_load(x->dtype, x->data, start, len, f, v);
+        if (from_float)
+            cast_store_float(y->dtype, y->data, start, len, f);
+        else
+            cast_store_int(y->dtype, y->data, start, len, v);
+    }
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Descriptors
+ * ------------------------------------------------------------------------------------------- */
+
+#define OP(var, name, family, ...)                                                                \
+    static const int var##_versions[] = {__VA_ARGS__, 0};                                         \
+    static const op_desc var = {name, var##_versions, family##_parse, family##_infer,             \
+                                family##_forward, 0}
+
+OP(relu_op, "Relu", unary, 6, 13, 14);
+OP(leaky_relu_op, "LeakyRelu", unary, 6, 16);
+OP(sigmoid_op, "Sigmoid", unary, 6, 13);
+OP(hard_sigmoid_op, "HardSigmoid", unary, 6, 22);
+OP(hard_swish_op, "HardSwish", unary, 14, 22);
+OP(tanh_op, "Tanh", unary, 6, 13);
+OP(elu_op, "Elu", unary, 6, 22);
+OP(selu_op, "Selu", unary, 6, 22);
+OP(softplus_op, "Softplus", unary, 1, 22);
+OP(sqrt_op, "Sqrt", unary, 6, 13);
+OP(erf_op, "Erf", unary, 9, 13);
+OP(gelu_op, "Gelu", unary, 20);
+OP(clip_op, "Clip", clip, 6, 11, 12, 13);
+OP(prelu_op, "PRelu", prelu, 7, 9, 16);
+OP(add_op, "Add", binary, 7, 13, 14);
+OP(sub_op, "Sub", binary, 7, 13, 14);
+OP(mul_op, "Mul", binary, 7, 13, 14);
+OP(div_op, "Div", binary, 7, 13, 14);
+OP(pow_op, "Pow", binary, 7, 12, 13, 15);
+OP(equal_op, "Equal", binary, 7, 11, 13, 19);
+OP(where_op, "Where", where, 9, 16);
+OP(sum_op, "Sum", variadic, 6, 8, 13);
+OP(max_op, "Max", variadic, 6, 8, 12, 13);
+OP(min_op, "Min", variadic, 6, 8, 12, 13);
+OP(cast_op, "Cast", cast, 6, 9, 13, 19, 21, 23, 24, 25, 28);
+
+const op_desc *const layer_eltwise_ops[] = {
+    &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,
+    &elu_op,   &selu_op,       &softplus_op, &sqrt_op,        &erf_op,        &gelu_op,
+    &clip_op,  &prelu_op,      &add_op,     &sub_op,          &mul_op,        &div_op,
+    &pow_op,   &equal_op,      &where_op,   &sum_op,          &max_op,        &min_op,
+    &cast_op,  NULL,
+};
