@@ -1,0 +1,55 @@
+/* Shared bits of the GPU tests. */
+#include "gpu_harness.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/device.h"
+#include "layers/op.h"
+
+void gpu_require_device(const char *suite) {
+    int n = 0;
+    char name[256];
+    if (kern_device_count(&n, name, sizeof name) != TCI_OK || n == 0) {
+        printf("SKIP: %s: no CUDA GPU on this machine (tests/gpu run on the GPU machine)\n", suite);
+        exit(GPU_SKIP_CODE);
+    }
+    printf("%s: running on %s\n", suite, name);
+}
+
+void *gpu_upload(const void *host, size_t bytes) {
+    void *d = NULL;
+    ck_assert_int_eq(cudaMalloc(&d, bytes ? bytes : 1), cudaSuccess);
+    if (host)
+        ck_assert_int_eq(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    else
+        ck_assert_int_eq(cudaMemset(d, 0xff, bytes), cudaSuccess);
+    return d;
+}
+
+void gpu_download(void *host, const void *device, size_t bytes) {
+    ck_assert_int_eq(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
+void gpu_free(void *device) { cudaFree(device); }
+
+void gpu_sync(void) { ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess); }
+
+void gpu_to_half(const float *src, uint16_t *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = op_float_to_half(src[i]);
+}
+
+void gpu_from_half(const uint16_t *src, float *dst, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = op_half_to_float(src[i]);
+}
+
+void gpu_fill_random(float *dst, size_t n, uint64_t seed, float lo, float hi) {
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        dst[i] = lo + (hi - lo) * (float)((s >> 11) * (1.0 / 9007199254740992.0));
+    }
+}

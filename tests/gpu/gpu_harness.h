@@ -1,0 +1,30 @@
+/* Shared bits of the GPU tests: skip visibly without a GPU, device buffers, fp16 helpers. */
+#ifndef TCI_GPU_HARNESS_H
+#define TCI_GPU_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness.h"
+
+/* Exit code ctest reads as "skipped". */
+#define GPU_SKIP_CODE 77
+
+/* Prints "SKIP: <suite>: no CUDA GPU (...)" and exits 77 when no GPU is usable. */
+void gpu_require_device(const char *suite);
+
+/* Device buffer from host bytes (NULL host: uninitialised, then filled with 0xFF bytes so
+ * unwritten outputs show as NaN in fp16/fp32). Freed with gpu_free. Asserts on failure. */
+void *gpu_upload(const void *host, size_t bytes);
+void gpu_download(void *host, const void *device, size_t bytes);
+void gpu_free(void *device);
+void gpu_sync(void);
+
+/* fp32 arrays <-> fp16 bits (round to nearest even). */
+void gpu_to_half(const float *src, uint16_t *dst, size_t n);
+void gpu_from_half(const uint16_t *src, float *dst, size_t n);
+
+/* Deterministic uniform [lo, hi) floats. */
+void gpu_fill_random(float *dst, size_t n, uint64_t seed, float lo, float hi);
+
+#endif
