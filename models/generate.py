@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Writes the test models (and, with --demo, the committed demo assets) with onnx's helper API.
+
+Every weight comes from a fixed-seed generator, so two runs with the same onnx/numpy versions
+write byte-identical files. The test models need only onnx and numpy; --demo also uses
+onnxruntime for the expected output.
+
+  generate.py OUT_DIR           all test models (what tests/models/run_models.py runs)
+  generate.py --demo OUT_DIR    the tiny demo classifier and its input (models/demo/)
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+FLOAT_MIN = float(np.finfo(np.float32).min)
+
+
+class Builder:
+    """Accumulates nodes and initializers of one graph; layer helpers return output names."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes = []
+        self.initializers = []
+        self.counter = {}
+
+    def unique(self, prefix):
+        n = self.counter.get(prefix, 0)
+        self.counter[prefix] = n + 1
+        return f"{prefix}_{n}"
+
+    def const(self, array, prefix="const"):
+        name = self.unique(prefix)
+        self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def ints(self, values, prefix="shape"):
+        return self.const(np.array(values, dtype=np.int64), prefix)
+
+    def scalar(self, value, prefix="scalar"):
+        return self.const(np.array(value, dtype=np.float32), prefix)
+
+    def weight(self, shape, fan_in, gain=2.0, prefix="w"):
+        # He-style scale so activations neither vanish nor explode through the depth
+        std = math.sqrt(gain / fan_in)
+        return self.const((self.rng.standard_normal(shape) * std).astype(np.float32), prefix)
+
+    def bias(self, n, prefix="b"):
+        return self.const((self.rng.standard_normal(n) * 0.05).astype(np.float32), prefix)
+
+    def node(self, op, inputs, outputs=1, name=None, **attrs):
+        name = name or self.unique(op.lower())
+        outs = [f"{name}_out{i}" if outputs > 1 else f"{name}_out" for i in range(outputs)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=name, **attrs))
+        return outs if outputs > 1 else outs[0]
+
+    # layers --------------------------------------------------------------------------------
+    def conv(self, x, cin, cout, k, stride=1, pad=None, group=1, dilation=1, bias=True,
+             gain=2.0):
+        pad = (k // 2) * dilation if pad is None else pad
+        w = self.weight((cout, cin // group, k, k), cin // group * k * k, gain, "conv_w")
+        inputs = [x, w] + ([self.bias(cout, "conv_b")] if bias else [])
+        attrs = dict(kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+        if group != 1:
+            attrs["group"] = group
+        if dilation != 1:
+            attrs["dilations"] = [dilation, dilation]
+        return self.node("Conv", inputs, **attrs)
+
+    def bn(self, x, c):
+        r = self.rng
+        scale = self.const(r.uniform(0.5, 1.5, c).astype(np.float32), "bn_scale")
+        shift = self.const((r.standard_normal(c) * 0.1).astype(np.float32), "bn_bias")
+        mean = self.const((r.standard_normal(c) * 0.1).astype(np.float32), "bn_mean")
+        var = self.const(r.uniform(0.5, 1.5, c).astype(np.float32), "bn_var")
+        return self.node("BatchNormalization", [x, scale, shift, mean, var], epsilon=1e-5)
+
+    def relu6(self, x):
+        return self.node("Clip", [x, self.scalar(0.0, "clip_min"), self.scalar(6.0, "clip_max")])
+
+    def linear(self, x, din, dout, prefix="fc"):
+        """PyTorch nn.Linear on a 3-D activation: MatMul by W^T stored [din, dout], then Add."""
+        w = self.weight((din, dout), din, 1.0, f"{prefix}_w")
+        return self.node("Add", [self.node("MatMul", [x, w]), self.bias(dout, f"{prefix}_b")])
+
+    def gemm(self, x, din, dout, gain=2.0):
+        """PyTorch nn.Linear on a 2-D activation: Gemm with the weight stored [dout, din]."""
+        w = self.weight((dout, din), din, gain, "fc_w")
+        return self.node("Gemm", [x, w, self.bias(dout, "fc_b")], transB=1)
+
+    def model(self, name, inputs, outputs, opset, doc):
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, self.initializers)
+        opsets = [helper.make_opsetid("", opset)]
+        m = helper.make_model(graph, opset_imports=opsets, producer_name="tcinfer-generate",
+                              ir_version=helper.find_min_ir_version_for(opsets))
+        m.doc_string = doc
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+
+def tensor(name, dims, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, dims)
+
+
+# models --------------------------------------------------------------------------------------
+def small_cnn():
+    b = Builder(1)
+    x = b.conv("input", 3, 16, 3)
+    x = b.node("Relu", [b.bn(x, 16)])
+    x = b.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = b.conv(x, 16, 32, 3)
+    x = b.node("Relu", [b.bn(x, 32)])
+    x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = b.node("Relu", [b.conv(x, 32, 64, 3)])
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
+    b.node("Gemm", [x, b.weight((10, 64), 64, 1.0), b.bias(10)], name="logits", transB=1)
+    return b.model("small_cnn", [tensor("input", ["N", 3, 32, 32])],
+                   [tensor("logits_out", ["N", 10])], 9,
+                   "Small CNN, opset 9, symbolic batch.")
+
+
+def bottleneck(b, x, cin, mid, cout, stride):
+    y = b.node("Relu", [b.bn(b.conv(x, cin, mid, 1, bias=False), mid)])
+    y = b.node("Relu", [b.bn(b.conv(y, mid, mid, 3, stride=stride, bias=False), mid)])
+    y = b.bn(b.conv(y, mid, cout, 1, bias=False, gain=1.0), cout)
+    if stride != 1 or cin != cout:
+        x = b.bn(b.conv(x, cin, cout, 1, stride=stride, pad=0, bias=False, gain=1.0), cout)
+    return b.node("Relu", [b.node("Add", [y, x])])
+
+
+def resnet_mini():
+    b = Builder(2)
+    x = b.node("Relu", [b.bn(b.conv("input", 3, 16, 7, stride=2, bias=False), 16)])
+    x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    x = bottleneck(b, x, 16, 16, 64, 1)    # projection: channels change
+    x = bottleneck(b, x, 64, 16, 64, 1)    # identity
+    x = bottleneck(b, x, 64, 32, 128, 2)   # strided, projection
+    x = bottleneck(b, x, 128, 32, 128, 1)
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
+    b.node("Gemm", [x, b.weight((10, 128), 128, 1.0), b.bias(10)], name="fc", transB=1)
+    return b.model("resnet_mini", [tensor("input", [1, 3, 64, 64])],
+                   [tensor("fc_out", [1, 10])], 17,
+                   "ResNet-style bottleneck network, opset 17.")
+
+
+def mobilenetv2_mini():
+    b = Builder(3)
+    x = b.relu6(b.bn(b.conv("input", 3, 16, 3, stride=2, bias=False), 16))
+    cin = 16
+    # (expansion, out channels, repeats, first stride), as in the MobileNetV2 paper's table
+    for t, c, n, s in [(1, 8, 1, 1), (6, 12, 2, 2), (6, 16, 2, 2), (6, 24, 2, 1)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = cin * t
+            y = x
+            if t != 1:
+                y = b.relu6(b.bn(b.conv(y, cin, hidden, 1, bias=False), hidden))
+            y = b.relu6(b.bn(b.conv(y, hidden, hidden, 3, stride=stride, group=hidden,
+                                    bias=False), hidden))
+            y = b.bn(b.conv(y, hidden, c, 1, bias=False, gain=1.0), c)  # linear bottleneck
+            x = b.node("Add", [x, y]) if stride == 1 and cin == c else y
+            cin = c
+    x = b.relu6(b.bn(b.conv(x, cin, 128, 1, bias=False), 128))
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
+    b.node("Gemm", [x, b.weight((10, 128), 128, 1.0), b.bias(10)], name="classifier",
+           transB=1)
+    return b.model("mobilenetv2_mini", [tensor("input", [1, 3, 64, 64])],
+                   [tensor("classifier_out", [1, 10])], 13,
+                   "MobileNetV2-style network: depthwise convs, ReLU6 as Clip, opset 13.")
+
+
+def mlp():
+    b = Builder(4)
+    x = b.node("Relu", [b.gemm("input", 784, 256)])
+    x = b.node("Relu", [b.gemm(x, 256, 128)])
+    x = b.gemm(x, 128, 10, gain=1.0)
+    b.node("Softmax", [x], name="probs", axis=1)
+    return b.model("mlp", [tensor("input", ["N", 784])], [tensor("probs_out", ["N", 10])], 13,
+                   "MLP classifier, opset 13, symbolic batch.")
+
+
+D_MODEL, HEADS, D_FF = 64, 4, 256
+D_HEAD = D_MODEL // HEADS
+
+
+def heads_shape(b, x):
+    """PyTorch's dynamic view(): [N, S, H, Dh] built from Shape(x) at run time."""
+    shape = b.node("Shape", [x])
+    n = b.node("Unsqueeze", [b.node("Gather", [shape, b.ints(0, "idx")], axis=0),
+                             b.ints([0], "axes")])
+    s = b.node("Unsqueeze", [b.node("Gather", [shape, b.ints(1, "idx")], axis=0),
+                             b.ints([0], "axes")])
+    return b.node("Concat", [n, s, b.ints([HEADS, D_HEAD])], axis=0)
+
+
+def gelu_erf(b, x):
+    inner = b.node("Erf", [b.node("Div", [x, b.scalar(math.sqrt(2.0))])])
+    return b.node("Mul", [b.node("Mul", [x, b.node("Add", [inner, b.scalar(1.0)])]),
+                          b.scalar(0.5)])
+
+
+def layer_norm(b, x):
+    gamma = b.const((1.0 + 0.1 * b.rng.standard_normal(D_MODEL)).astype(np.float32), "ln_g")
+    beta = b.const((0.1 * b.rng.standard_normal(D_MODEL)).astype(np.float32), "ln_b")
+    return b.node("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-5)
+
+
+def layer_norm_decomposed(b, x):
+    """LayerNorm as exported before opset 17: ReduceMean/Sub/Pow/Sqrt/Div (axes as input)."""
+    axes = b.ints([-1], "axes")
+    centered = b.node("Sub", [x, b.node("ReduceMean", [x, axes], keepdims=1)])
+    var = b.node("ReduceMean", [b.node("Pow", [centered, b.scalar(2.0)]), axes], keepdims=1)
+    std = b.node("Sqrt", [b.node("Add", [var, b.scalar(1e-5)])])
+    gamma = b.const((1.0 + 0.1 * b.rng.standard_normal(D_MODEL)).astype(np.float32), "ln_g")
+    beta = b.const((0.1 * b.rng.standard_normal(D_MODEL)).astype(np.float32), "ln_b")
+    return b.node("Add", [b.node("Mul", [b.node("Div", [centered, std]), gamma]), beta])
+
+
+def encoder_block(b, x, mask_bias_cond, variant):
+    shape = heads_shape(b, x)
+    q = b.node("Transpose", [b.node("Reshape", [b.linear(x, D_MODEL, D_MODEL, "q"), shape])],
+               perm=[0, 2, 1, 3])
+    k = b.node("Transpose", [b.node("Reshape", [b.linear(x, D_MODEL, D_MODEL, "k"), shape])],
+               perm=[0, 2, 3, 1])
+    v = b.node("Transpose", [b.node("Reshape", [b.linear(x, D_MODEL, D_MODEL, "v"), shape])],
+               perm=[0, 2, 1, 3])
+    scores = b.node("Div", [b.node("MatMul", [q, k]), b.scalar(math.sqrt(D_HEAD))])
+    scores = b.node("Where", [mask_bias_cond, b.scalar(FLOAT_MIN, "mask_value"), scores])
+    probs = b.node("Softmax", [scores], axis=-1)
+    ctx = b.node("Transpose", [b.node("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+    ctx = b.node("Reshape", [ctx, b.ints([0, 0, -1])])  # merge heads, batch/seq copied
+    h = b.node("Add", [x, b.linear(ctx, D_MODEL, D_MODEL, "o")])
+    h = layer_norm(b, h) if variant == "erf" else layer_norm_decomposed(b, h)
+    f = b.linear(h, D_MODEL, D_FF, "ff1")
+    f = gelu_erf(b, f) if variant == "erf" else b.node("Gelu", [f])
+    f = b.linear(f, D_FF, D_MODEL, "ff2")
+    return b.node("Add", [h, f]), probs
+
+
+def transformer_block():
+    b = Builder(5)
+    # mask [N, S]: 1 keeps a key position, 0 masks it; broadcast as [N, 1, 1, S]
+    pad = b.node("Equal", ["mask", b.const(np.array(0, dtype=np.int64), "zero")])
+    cond = b.node("Unsqueeze", [pad, b.ints([1, 2], "axes")])
+    h, probs = encoder_block(b, "input", cond, "erf")
+    h = layer_norm(b, h)
+    h2, _ = encoder_block(b, h, cond, "gelu_op")
+    b.node("Identity", [layer_norm(b, h2)], name="hidden")
+    b.node("Identity", [probs], name="attention")
+    return b.model("transformer_block",
+                   [tensor("input", ["N", "S", D_MODEL]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", D_MODEL]),
+                    tensor("attention_out", ["N", HEADS, "S", "S"])], 20,
+                   "Two post-LN encoder blocks (Erf-GELU and Gelu op), opset 20, symbolic "
+                   "batch and sequence.")
+
+
+def segmentation_decoder():
+    b = Builder(6)
+    e1 = b.node("Relu", [b.bn(b.conv("input", 3, 16, 3), 16)])               # 16 x 64 x 64
+    e2 = b.node("Relu", [b.conv(e1, 16, 32, 3, stride=2)])                   # 32 x 32 x 32
+    e3 = b.node("Relu", [b.conv(e2, 32, 64, 3, stride=2)])                   # 64 x 16 x 16
+    e4 = b.node("Relu", [b.conv(e3, 64, 64, 3, dilation=2)])                 # atrous
+    empty = b.const(np.zeros(0, dtype=np.float32), "empty")
+    up = b.node("Resize", [e4, empty, b.const(np.array([1, 1, 2, 2], np.float32), "scales")],
+                mode="linear", coordinate_transformation_mode="half_pixel")
+    d3 = b.node("Relu", [b.conv(b.node("Concat", [up, e2], axis=1), 96, 32, 3)])
+    w = b.weight((32, 16, 4, 4), 32 * 4, 2.0, "deconv_w")
+    up2 = b.node("ConvTranspose", [d3, w, b.bias(16)], kernel_shape=[4, 4], strides=[2, 2],
+                 pads=[1, 1, 1, 1])
+    d2 = b.node("Relu", [b.conv(b.node("Concat", [up2, e1], axis=1), 32, 16, 3)])
+    aux = b.conv(e3, 64, 1, 1, gain=1.0)
+    aux = b.node("Resize", [aux, empty, empty, b.ints([1, 1, 64, 64], "sizes")],
+                 mode="nearest", coordinate_transformation_mode="asymmetric",
+                 nearest_mode="floor")
+    logits = b.node("Add", [b.conv(d2, 16, 1, 1, gain=1.0), aux])
+    b.node("Sigmoid", [logits], name="mask")
+    return b.model("segmentation_decoder", [tensor("input", [1, 3, 64, 64])],
+                   [tensor("mask_out", [1, 1, 64, 64])], 18,
+                   "U-Net-like segmentation: strided/dilated encoder, Resize and ConvTranspose "
+                   "decoder with skip connections, opset 18.")
+
+
+MODELS = {
+    "small_cnn": small_cnn,
+    "resnet_mini": resnet_mini,
+    "mobilenetv2_mini": mobilenetv2_mini,
+    "mlp": mlp,
+    "transformer_block": transformer_block,
+    "segmentation_decoder": segmentation_decoder,
+}
+
+
+def write_all(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for name, make in MODELS.items():
+        model = make()
+        onnx.save_model(model, os.path.join(out_dir, f"{name}.onnx"))
+        if name == "resnet_mini":
+            # same weights again, stored beside the model, so the loader's external-data path
+            # is checked against the identical inline model
+            ext = onnx.ModelProto()
+            ext.CopyFrom(model)
+            data = "resnet_mini_external.onnx.data"
+            if os.path.exists(os.path.join(out_dir, data)):
+                os.remove(os.path.join(out_dir, data))  # save_model appends to an existing file
+            onnx.save_model(ext, os.path.join(out_dir, "resnet_mini_external.onnx"),
+                            save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=data, size_threshold=256)
+        print(f"wrote {name}.onnx")
+
+
+# demo ----------------------------------------------------------------------------------------
+def demo_cnn():
+    b = Builder(7)
+    x = b.node("Relu", [b.bn(b.conv("image", 3, 8, 3, stride=2), 8)])       # 8 x 32 x 32
+    x = b.node("Relu", [b.conv(x, 8, 16, 3, stride=2)])                       # 16 x 16 x 16
+    x = b.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])           # 16 x 8 x 8
+    x = b.node("Relu", [b.conv(x, 16, 32, 3)])
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
+    x = b.node("Gemm", [x, b.weight((10, 32), 32, 4.0), b.bias(10)], transB=1)
+    b.node("Softmax", [x], name="probabilities", axis=1)
+    return b.model("tiny_cnn", [tensor("image", [1, 3, 64, 64])],
+                   [tensor("probabilities_out", [1, 10])], 13,
+                   "Tiny demo classifier with fixed random weights (10 classes).")
+
+
+def demo_image():
+    """A synthetic 64x64 RGB pattern (stripes, a disc, a gradient), normalised like ImageNet."""
+    yy, xx = np.mgrid[0:64, 0:64].astype(np.float32) / 63.0
+    r = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * xx)
+    g = ((xx - 0.6) ** 2 + (yy - 0.4) ** 2 < 0.08).astype(np.float32)
+    bl = yy
+    img = np.stack([r, g, bl])
+    mean = np.array([0.485, 0.456, 0.406], np.float32)[:, None, None]
+    std = np.array([0.229, 0.224, 0.225], np.float32)[:, None, None]
+    return ((img - mean) / std)[None].astype(np.float32)
+
+
+def write_demo(out_dir):
+    # onnxruntime, not onnx.reference: the latter runs BatchNormalization-9..14 in training
+    # mode whenever momentum has its default, which is wrong for inference
+    import onnxruntime
+
+    os.makedirs(out_dir, exist_ok=True)
+    model = demo_cnn()
+    image = demo_image()
+    onnx.save_model(model, os.path.join(out_dir, "tiny_cnn.onnx"))
+    np.save(os.path.join(out_dir, "input.npy"), image)
+    session = onnxruntime.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    (probs,) = session.run(None, {"image": image})
+    np.save(os.path.join(out_dir, "expected_output.npy"), probs.astype(np.float32))
+    print(f"wrote tiny_cnn.onnx, input.npy, expected_output.npy (top class {int(probs.argmax())})")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out_dir")
+    p.add_argument("--demo", action="store_true", help="write the demo assets instead")
+    args = p.parse_args(argv)
+    if args.demo:
+        write_demo(args.out_dir)
+    else:
+        write_all(args.out_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Tests of the tcinfer command line: input formats, outputs, and every error path's exit status
+and message. Builds its own tiny models, so it needs no generated files.
+
+  test_cli.py --tcinfer build/tcinfer [--demo-dir models/demo] [unittest options]
+
+Exit statuses (the CLI's contract): 0 ok, 1 failure, 2 usage error, 3 unsupported model.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TCINFER = None
+DEMO_DIR = None
+# ops that a tiny elementwise model may use, first supported one wins
+UNARY_CANDIDATES = ["Relu", "Identity", "Abs", "Neg", "Sigmoid"]
+# real ONNX ops outside tcinfer's coverage; the first one --list-ops does not name is used
+UNSUPPORTED_CANDIDATES = ["Det", "Einsum", "Hardmax", "NonMaxSuppression", "Mish", "Celu"]
+NUMPY_OF = {"Relu": lambda x: np.maximum(x, 0), "Identity": lambda x: x, "Abs": np.abs,
+            "Neg": np.negative, "Sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+
+
+def run(*args, timeout=60):
+    proc = subprocess.run([TCINFER, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def make_model(nodes, inputs, outputs, opset=13, initializers=()):
+    graph = helper.make_graph(nodes, "cli_test", inputs, outputs, list(initializers))
+    opsets = [helper.make_opsetid("", opset)]
+    return helper.make_model(graph, opset_imports=opsets,
+                             ir_version=helper.find_min_ir_version_for(opsets))
+
+
+def value(name, dims, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, dims)
+
+
+def external_tensor(name, dims, **entries):
+    """A float initializer whose data is in a file (entries: location, offset, length)."""
+    t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=dims,
+                    data_location=TensorProto.EXTERNAL)
+    for key, val in entries.items():
+        entry = t.external_data.add()
+        entry.key, entry.value = key, val
+    return t
+
+
+class CliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="tci_cli_")
+        cls.dir = cls.tmp.name
+        rc, out, err = run("--list-ops")
+        cls.list_ops_result = (rc, out, err)
+        cls.ops = {line.split()[0] for line in out.splitlines() if line.strip()} if rc == 0 \
+            else set()
+        cls.unary = next((op for op in UNARY_CANDIDATES if op in cls.ops), None)
+        cls.unsupported = next((op for op in UNSUPPORTED_CANDIDATES if op not in cls.ops),
+                               "TcinferNoSuchOp")
+        cls.rng = np.random.default_rng(0)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, f"{self._testMethodName}_{name}")
+
+    def save(self, model, name="model.onnx"):
+        path = self.path(name)
+        onnx.save_model(model, path)
+        return path
+
+    def unary_model(self, dims, name="model.onnx"):
+        """y = Op(x) for the first supported elementwise op; skips the test if none is."""
+        if not self.unary:
+            self.skipTest(f"none of {UNARY_CANDIDATES} in --list-ops yet")
+        node = helper.make_node(self.unary, ["x"], ["y"], name="act")
+        return self.save(make_model([node], [value("x", dims)], [value("y", dims)]), name)
+
+    def expected(self, x):
+        return NUMPY_OF[self.unary](x).astype(np.float32)
+
+    def assert_error(self, result, codes, *patterns):
+        """The run failed with one of codes and a 'tcinfer: ...' message matching patterns."""
+        rc, out, err = result
+        codes = (codes,) if isinstance(codes, int) else codes
+        self.assertIn(rc, codes, f"exit {rc}, expected {codes}; stderr: {err!r}")
+        self.assertTrue(err.startswith("tcinfer: "), f"message not 'tcinfer: ...': {err!r}")
+        for pattern in patterns:
+            self.assertRegex(err, pattern)
+        return err
+
+    # informational options -----------------------------------------------------------------
+    def test_help(self):
+        rc, out, err = run("--help")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("usage", out.lower())
+        for option in ("--shape", "--output-dir", "--backend", "--quiet", "--random",
+                       "--list-ops", "--version"):
+            self.assertIn(option, out)
+
+    def test_version(self):
+        rc, out, err = run("--version")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"\d+\.\d+\.\d+")
+
+    def test_list_ops_format(self):
+        rc, out, err = self.list_ops_result
+        self.assertEqual(rc, 0, err)
+        for line in out.splitlines():
+            m = re.fullmatch(r"(\w+) (\d+)-(\d+)", line)
+            self.assertIsNotNone(m, f"--list-ops line {line!r} is not 'OpType min-max'")
+            self.assertLessEqual(int(m.group(2)), int(m.group(3)), line)
+
+    def test_info(self):
+        path = self.unary_model([1, 3, 4, 4])
+        rc, out, err = run("--info", path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("x", out)
+        self.assertIn("y", out)
+
+    # usage errors: exit 2 -------------------------------------------------------------------
+    def test_no_arguments(self):
+        self.assert_error(run(), 2)
+
+    def test_unknown_option(self):
+        self.assert_error(run("--no-such-option", "m.onnx"), 2, "--no-such-option")
+
+    def test_option_missing_value(self):
+        self.assert_error(run("--random"), 2)
+
+    def test_malformed_shape(self):
+        path = self.unary_model([1, 3, 4, 4])
+        for spec in ("x:1xbadx4x4", "x:1x3x", "x:", "x:-1x3", "x"):
+            self.assert_error(run("--shape", spec, path), 2, re.escape(f"'{spec}'"))
+
+    def test_unknown_backend(self):
+        path = self.unary_model([1, 3, 4, 4])
+        self.assert_error(run("--backend", "tpu", path), 2, "tpu")
+
+    # running ------------------------------------------------------------------------------
+    def test_npy_in_npy_out(self):
+        path = self.unary_model([1, 3, 4, 4])
+        x = self.rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        rc, out, err = run("--quiet", "-o", self.path("y.npy"), path, self.path("x.npy"))
+        self.assertEqual(rc, 0, err)
+        y = np.load(self.path("y.npy"))
+        self.assertEqual(y.dtype, np.float32)
+        self.assertEqual(y.shape, (1, 3, 4, 4))
+        np.testing.assert_allclose(y, self.expected(x), rtol=1e-6, atol=1e-7)
+
+    def test_raw_in_raw_out(self):
+        path = self.unary_model([2, 5])
+        x = self.rng.standard_normal((2, 5)).astype(np.float32)
+        x.tofile(self.path("x.bin"))
+        rc, out, err = run("--quiet", "-o", self.path("y.bin"), path, self.path("x.bin"))
+        self.assertEqual(rc, 0, err)
+        y = np.fromfile(self.path("y.bin"), dtype=np.float32)
+        np.testing.assert_allclose(y.reshape(2, 5), self.expected(x), rtol=1e-6, atol=1e-7)
+
+    def test_pb_input_by_name(self):
+        path = self.unary_model([3, 4])
+        x = self.rng.standard_normal((3, 4)).astype(np.float32)
+        with open(self.path("x.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(x, "x").SerializeToString())
+        rc, out, err = run("--quiet", "--output-dir", self.dir, path, f"x={self.path('x.pb')}")
+        self.assertEqual(rc, 0, err)
+        y = np.load(os.path.join(self.dir, "output_0.npy"))
+        np.testing.assert_allclose(y, self.expected(x), rtol=1e-6, atol=1e-7)
+
+    def test_output_dir_every_output_with_dtype(self):
+        if not self.unary or "Shape" not in self.ops:
+            self.skipTest("needs a unary op and Shape")
+        nodes = [helper.make_node(self.unary, ["x"], ["y"], name="act"),
+                 helper.make_node("Shape", ["x"], ["s"], name="shape")]
+        path = self.save(make_model(nodes, [value("x", [2, 3])],
+                                    [value("y", [2, 3]), value("s", [2], TensorProto.INT64)]))
+        out_dir = self.path("out")
+        os.makedirs(out_dir)
+        x = self.rng.standard_normal((2, 3)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        rc, out, err = run("--quiet", "--output-dir", out_dir, path, self.path("x.npy"))
+        self.assertEqual(rc, 0, err)
+        np.testing.assert_allclose(np.load(os.path.join(out_dir, "output_0.npy")),
+                                   self.expected(x), rtol=1e-6)
+        s = np.load(os.path.join(out_dir, "output_1.npy"))
+        self.assertEqual(s.dtype, np.int64)
+        np.testing.assert_array_equal(s, [2, 3])
+
+    def test_random_is_seeded(self):
+        path = self.unary_model([4, 4])
+        outs = []
+        for seed in (7, 7, 8):
+            rc, out, err = run("--quiet", "--random", seed, "-o", self.path(f"y{len(outs)}.npy"),
+                               path)
+            self.assertEqual(rc, 0, err)
+            outs.append(np.load(self.path(f"y{len(outs)}.npy")))
+        np.testing.assert_array_equal(outs[0], outs[1])
+        self.assertFalse(np.array_equal(outs[0], outs[2]), "seeds 7 and 8 gave the same data")
+
+    def test_symbolic_batch_with_shape(self):
+        path = self.unary_model(["N", 3])
+        x = self.rng.standard_normal((5, 3)).astype(np.float32)
+        x.tofile(self.path("x.bin"))
+        rc, out, err = run("--quiet", "--shape", "x:5x3", "-o", self.path("y.npy"), path,
+                           self.path("x.bin"))
+        self.assertEqual(rc, 0, err)
+        np.testing.assert_allclose(np.load(self.path("y.npy")), self.expected(x), rtol=1e-6)
+
+    def test_top5_report(self):
+        path = self.unary_model([1, 10])
+        x = np.arange(10, dtype=np.float32)[None] - 3
+        np.save(self.path("x.npy"), x)
+        rc, out, err = run(path, self.path("x.npy"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("9", out)  # the largest value's index heads the top-5
+
+    def test_demo_model(self):
+        model = os.path.join(DEMO_DIR, "tiny_cnn.onnx")
+        if not DEMO_DIR or not os.path.exists(model):
+            self.skipTest("no --demo-dir")
+        missing = {"Conv", "BatchNormalization", "Relu", "MaxPool", "GlobalAveragePool",
+                   "Flatten", "Gemm", "Softmax"} - self.ops
+        if missing:
+            self.skipTest(f"ops not listed yet: {sorted(missing)}")
+        rc, out, err = run("--quiet", "-o", self.path("probs.npy"), model,
+                           os.path.join(DEMO_DIR, "input.npy"))
+        self.assertEqual(rc, 0, err)
+        want = np.load(os.path.join(DEMO_DIR, "expected_output.npy"))
+        np.testing.assert_allclose(np.load(self.path("probs.npy")), want, rtol=1e-4, atol=1e-6)
+
+    # input errors ---------------------------------------------------------------------------
+    def test_wrong_input_size(self):
+        path = self.unary_model([2, 3, 5, 7])  # 210 floats = 840 bytes
+        with open(self.path("x.bin"), "wb") as f:
+            f.write(b"\0" * 100)
+        err = self.assert_error(run("--quiet", path, self.path("x.bin")), (1, 2),
+                                r"\b840\b", r"\b100\b", r"2\D{1,3}3\D{1,3}5\D{1,3}7")
+        self.assertRegex(err.lower(), "expect")
+
+    def test_npy_wrong_shape(self):
+        path = self.unary_model([2, 3])
+        np.save(self.path("x.npy"), np.zeros((3, 2), np.float32))
+        self.assert_error(run("--quiet", path, self.path("x.npy")), (1, 2), "x",
+                          r"2\D{1,3}3", r"3\D{1,3}2")
+
+    def test_npy_wrong_dtype(self):
+        path = self.unary_model([2, 3])
+        np.save(self.path("x.npy"), np.zeros((2, 3), np.float64))
+        self.assert_error(run("--quiet", path, self.path("x.npy")), (1, 2), "float|double")
+
+    def test_input_outside_shape(self):
+        path = self.unary_model(["N", 3])
+        np.save(self.path("x.npy"), np.zeros((4, 3), np.float32))
+        self.assert_error(run("--quiet", "--shape", "x:2x3", path, self.path("x.npy")), (1, 2),
+                          r"2\D{1,3}3", r"4\D{1,3}3")
+        np.zeros((4, 3), np.float32).tofile(self.path("x.bin"))
+        self.assert_error(run("--quiet", "--shape", "x:2x3", path, self.path("x.bin")), (1, 2),
+                          r"\b24\b", r"\b48\b")
+
+    def test_shape_contradicts_model(self):
+        path = self.unary_model([1, 3, 4, 4])
+        self.assert_error(run("--quiet", "--random", 1, "--shape", "x:1x3x5x5", path), (1, 2),
+                          "x")
+
+    def test_shape_for_unknown_input(self):
+        path = self.unary_model([2, 3])
+        self.assert_error(run("--quiet", "--random", 1, "--shape", "nosuch:2x3", path), (1, 2),
+                          "nosuch")
+
+    def test_unknown_input_name(self):
+        path = self.unary_model([2, 3])
+        np.save(self.path("x.npy"), np.zeros((2, 3), np.float32))
+        self.assert_error(run("--quiet", path, f"nosuch={self.path('x.npy')}"), (1, 2), "nosuch")
+
+    def test_missing_input(self):
+        path = self.unary_model([2, 3])
+        self.assert_error(run("--quiet", path), (1, 2), "x")
+
+    def test_too_many_inputs(self):
+        path = self.unary_model([2, 3])
+        np.save(self.path("x.npy"), np.zeros((2, 3), np.float32))
+        self.assert_error(run("--quiet", path, self.path("x.npy"), self.path("x.npy")), (1, 2))
+
+    def test_input_file_not_found(self):
+        path = self.unary_model([2, 3])
+        self.assert_error(run("--quiet", path, self.path("absent.npy")), 1, "absent.npy")
+
+    def test_malformed_npy(self):
+        path = self.unary_model([2, 3])
+        with open(self.path("x.npy"), "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00garbage")
+        self.assert_error(run("--quiet", path, self.path("x.npy")), (1, 2), "x.npy")
+
+    # broken models: exit 1 -------------------------------------------------------------------
+    def test_model_not_found(self):
+        self.assert_error(run("--quiet", "--random", 1, self.path("absent.onnx")), 1,
+                          "absent.onnx")
+
+    def test_not_onnx(self):
+        path = self.path("text.onnx")
+        with open(path, "w") as f:
+            f.write("this is not a protobuf, just some text\n" * 20)
+        self.assert_error(run("--quiet", "--random", 1, path), 1, "text.onnx")
+
+    def test_empty_file(self):
+        path = self.path("empty.onnx")
+        open(path, "wb").close()
+        self.assert_error(run("--quiet", "--random", 1, path), 1)
+
+    def test_truncated_model(self):
+        w = self.rng.standard_normal((64, 64)).astype(np.float32)
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+        model = make_model(nodes, [value("x", [1, 64])], [value("y", [1, 64])],
+                           initializers=[numpy_helper.from_array(w, "w")])
+        data = model.SerializeToString()
+        for cut in (len(data) // 2, len(data) - 7, 10):
+            path = self.path(f"cut{cut}.onnx")
+            with open(path, "wb") as f:
+                f.write(data[:cut])
+            self.assert_error(run("--quiet", "--random", 1, path), 1)
+
+    def test_external_data_outside_model_folder(self):
+        t = external_tensor("w", [4], location="../outside.bin", offset="0", length="16")
+        nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+        sub = os.path.join(self.dir, "sub")
+        os.makedirs(sub, exist_ok=True)
+        with open(os.path.join(self.dir, "outside.bin"), "wb") as f:
+            f.write(b"\0" * 16)
+        path = os.path.join(sub, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(make_model(nodes, [value("x", [4])], [value("y", [4])],
+                               initializers=[t]).SerializeToString())
+        self.assert_error(run("--quiet", "--random", 1, path), (1, 3), "outside.bin")
+
+    def test_external_data_missing_file(self):
+        t = external_tensor("w", [4], location="weights.bin")
+        nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add")]
+        path = self.save(make_model(nodes, [value("x", [4])], [value("y", [4])],
+                                    initializers=[t]))
+        self.assert_error(run("--quiet", "--random", 1, path), 1, "weights.bin")
+
+    # unsupported models: exit 3 ---------------------------------------------------------------
+    def test_unsupported_op(self):
+        op = self.unsupported
+        node = helper.make_node(op, ["x"], ["y"], name="the_node")
+        path = self.save(make_model([node], [value("x", [2, 2])], [value("y", None)], opset=17))
+        err = self.assert_error(run("--quiet", "--random", 1, path), 3, op, "the_node", r"\b17\b")
+        self.assertEqual(len(err.strip().splitlines()), 1, f"one message line expected: {err!r}")
+
+    def test_unsupported_attribute(self):
+        if not self.unary:
+            self.skipTest("no unary op listed yet")
+        node = helper.make_node(self.unary, ["x"], ["y"], name="odd", foo_bar=1)
+        path = self.save(make_model([node], [value("x", [2])], [value("y", [2])]))
+        self.assert_error(run("--quiet", "--random", 1, path), 3, "foo_bar", "odd")
+
+    def test_unsupported_domain(self):
+        node = helper.make_node("Relu", ["x"], ["y"], name="custom", domain="com.example")
+        graph = helper.make_graph([node], "g", [value("x", [2])], [value("y", [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                        helper.make_opsetid("com.example", 1)])
+        self.assert_error(run("--quiet", "--random", 1, self.save(model)), 3, "com.example")
+
+    def test_opset_too_new(self):
+        if not self.unary:
+            self.skipTest("no unary op listed yet")
+        node = helper.make_node(self.unary, ["x"], ["y"], name="act")
+        graph = helper.make_graph([node], "g", [value("x", [2])], [value("y", [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 99)])
+        self.assert_error(run("--quiet", "--random", 1, self.save(model)), 3, r"\b99\b")
+
+
+def main():
+    global TCINFER, DEMO_DIR
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tcinfer", required=True, help="path of the tcinfer binary")
+    p.add_argument("--demo-dir", help="models/demo, to check the committed demo model")
+    args, rest = p.parse_known_args()
+    TCINFER = os.path.abspath(args.tcinfer)
+    DEMO_DIR = args.demo_dir
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
