@@ -65,27 +65,32 @@ static int fail(tci_status st) {
     return st == TCI_ERR_UNSUPPORTED ? EXIT_UNSUPPORTED : EXIT_FAILURE;
 }
 
-/* "name:1x3x224x224" */
+/* "name:1x3x224x224"; text is left intact so errors can quote it */
 static bool parse_shape(char *text, tci_shape_override *o, char **name_out) {
     char *colon = strrchr(text, ':');
     if (!colon || colon == text) return false;
-    *colon = '\0';
-    *name_out = text;
-    o->name = text;
     o->rank = 0;
-    char *p = colon + 1;
-    if (strcmp(p, "scalar") == 0) return true;
-    while (*p) {
-        char *end;
-        errno = 0;
-        long long d = strtoll(p, &end, 10);
-        if (end == p || d < 0 || errno || o->rank == TCI_MAX_RANK) return false;
-        o->dims[o->rank++] = d;
-        if (*end == 'x' || *end == 'X' || *end == ',') end++;
-        else if (*end) return false;
-        p = end;
+    const char *p = colon + 1;
+    if (strcmp(p, "scalar") != 0) {
+        while (*p) {
+            char *end;
+            errno = 0;
+            long long d = strtoll(p, &end, 10);
+            if (end == p || d < 0 || errno || o->rank == TCI_MAX_RANK) return false;
+            o->dims[o->rank++] = d;
+            if (*end == 'x' || *end == 'X' || *end == ',') {
+                end++;
+                if (!*end) return false; /* trailing separator */
+            } else if (*end) {
+                return false;
+            }
+            p = end;
+        }
+        if (o->rank == 0) return false;
     }
-    return o->rank > 0;
+    *name_out = strndup(text, (size_t)(colon - text));
+    o->name = *name_out;
+    return *name_out != NULL;
 }
 
 static int parse_args(int argc, char **argv, cli_args *a) {
@@ -475,6 +480,7 @@ int main(int argc, char **argv) {
         rc = write_outputs(&a, ctx, num_outputs);
     }
     for (size_t i = 0; inputs && i < num_inputs; i++) tci_tensor_release(&inputs[i]);
+    for (int i = 0; i < a.num_shapes; i++) free(a.shape_names[i]);
     free(inputs);
     tci_context_destroy(ctx);
     tci_engine_destroy(engine);

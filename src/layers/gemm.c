@@ -1,4 +1,292 @@
-/* Op family 'linear' (being implemented). */
+/* Op family 'linear': Gemm and MatMul, fp32 via OpenBLAS cblas_sgemm.
+ * MatMul follows numpy.matmul: 1-D operands are promoted and the added dim removed again. */
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
+
 #include "layers/op.h"
 
-const op_desc *const layer_linear_ops[] = {NULL};
+typedef struct gemm_params {
+    int trans_a, trans_b;
+    float alpha, beta;
+} gemm_params;
+
+/* Reads a 0/1 attribute, refusing other values so that a typo is not silently taken as true. */
+static tci_status read_flag(const ir_node *node, const char *name, int64_t def, int *out) {
+    int64_t v;
+    TCI_TRY(ir_attr_int(node, name, def, &v));
+    if (v != 0 && v != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute '%s' must be 0 or 1, got %lld",
+                             name, (long long)v);
+    *out = (int)v;
+    return TCI_OK;
+}
+
+/* cblas takes int sizes (OpenBLAS without INTERFACE64). */
+static tci_status check_blas_size(const ir_node *node, int64_t m, int64_t n, int64_t k) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "matrix dims %lldx%lldx%lld exceed the BLAS int range", (long long)m,
+                             (long long)n, (long long)k);
+    return TCI_OK;
+}
+
+static void set_unknown(tci_tensor *t, tci_dtype dtype) {
+    t->dtype = dtype;
+    t->rank = -1;
+    for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = -1;
+}
+
+static tci_dtype first_dtype(const tci_tensor *a, const tci_tensor *b) {
+    return a->dtype != TCI_DTYPE_UNDEFINED ? a->dtype : b->dtype;
+}
+
+/* ---- Gemm ---- */
+
+static const int gemm_versions[] = {7, 9, 11, 13, 0};
+
+static tci_status gemm_parse(ir_node *node, tci_arena *arena) {
+    /* C became optional in opset 11 */
+    TCI_TRY(op_check_arity(node, node->since_version >= 11 ? 2 : 3, 3, 1, 1));
+    static const char *const known[] = {"transA", "transB", "alpha", "beta", NULL};
+    TCI_TRY(ir_check_attrs(node, known));
+    gemm_params *p = tci_arena_alloc(arena, sizeof *p);
+    if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
+    TCI_TRY(read_flag(node, "transA", 0, &p->trans_a));
+    TCI_TRY(read_flag(node, "transB", 0, &p->trans_b));
+    TCI_TRY(ir_attr_float(node, "alpha", 1.0f, &p->alpha));
+    TCI_TRY(ir_attr_float(node, "beta", 1.0f, &p->beta));
+    node->params = p;
+    return TCI_OK;
+}
+
+static tci_status gemm_infer(const ir_node *node, const tci_tensor *const *in,
+                             tci_tensor *const *out) {
+    const gemm_params *p = node->params;
+    const tci_tensor *a = in[0], *b = in[1], *c = node->num_inputs > 2 ? in[2] : NULL;
+    TCI_TRY(op_check_dtype(node, a, 0, op_float_types));
+    TCI_TRY(op_check_dtype(node, b, 1, op_float_types));
+    if (c) TCI_TRY(op_check_dtype(node, c, 2, op_float_types));
+    if (a->rank >= 0 && a->rank != 2)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input A must be 2-D, got rank %d",
+                             a->rank);
+    if (b->rank >= 0 && b->rank != 2)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input B must be 2-D, got rank %d",
+                             b->rank);
+    int64_t m = -1, ka = -1, kb = -1, n = -1;
+    if (a->rank == 2) {
+        m = a->dims[p->trans_a ? 1 : 0];
+        ka = a->dims[p->trans_a ? 0 : 1];
+    }
+    if (b->rank == 2) {
+        kb = b->dims[p->trans_b ? 1 : 0];
+        n = b->dims[p->trans_b ? 0 : 1];
+    }
+    if (ka >= 0 && kb >= 0 && ka != kb)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "inner dimensions differ: A gives K=%lld, B gives K=%lld",
+                             (long long)ka, (long long)kb);
+    if (c && c->rank >= 0) {
+        if (c->rank > 2)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "input C must have rank <= 2 to broadcast to (M, N), got rank %d",
+                                 c->rank);
+        int64_t target[2] = {m, n};
+        for (int i = 0; i < c->rank; i++) {
+            int64_t cd = c->dims[i], td = target[2 - c->rank + i];
+            if (cd >= 0 && td >= 0 && cd != 1 && cd != td) {
+                char cs[64];
+                return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                     "input C of shape %s does not broadcast to (M, N) = "
+                                     "(%lld, %lld)",
+                                     ir_format_dims(c->rank, c->dims, cs, sizeof cs),
+                                     (long long)m, (long long)n);
+            }
+        }
+    }
+    tci_tensor *y = out[0];
+    set_unknown(y, first_dtype(a, b));
+    y->rank = 2;
+    y->dims[0] = m;
+    y->dims[1] = n;
+    return TCI_OK;
+}
+
+/* Writes C broadcast to (m, n) into y. */
+static void broadcast_c(const tci_tensor *c, int64_t m, int64_t n, float *y) {
+    const float *cd = c->data;
+    int64_t rows = c->rank == 2 ? c->dims[0] : 1;
+    int64_t cols = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+    int64_t row_stride = rows == 1 ? 0 : cols;
+    for (int64_t i = 0; i < m; i++) {
+        const float *src = cd + i * row_stride;
+        float *dst = y + i * n;
+        if (cols == n) {
+            memcpy(dst, src, (size_t)n * sizeof *dst);
+        } else {
+            for (int64_t j = 0; j < n; j++) dst[j] = src[0];
+        }
+    }
+}
+
+static tci_status gemm_forward(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const gemm_params *p = node->params;
+    const tci_tensor *a = in[0], *b = in[1], *c = node->num_inputs > 2 ? in[2] : NULL;
+    int64_t m = out[0]->dims[0], n = out[0]->dims[1];
+    int64_t k = a->dims[p->trans_a ? 0 : 1];
+    float *y = out[0]->data;
+    if (m == 0 || n == 0) return TCI_OK;
+    TCI_TRY(check_blas_size(node, m, n, k));
+    bool use_c = c && p->beta != 0.0f;
+    if (use_c) broadcast_c(c, m, n, y);
+    if (k == 0) { /* empty product: BLAS leaves lda undefined here, so do it by hand */
+        for (int64_t i = 0; i < m * n; i++) y[i] = use_c ? p->beta * y[i] : 0.0f;
+        return TCI_OK;
+    }
+    cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans,
+                p->trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, p->alpha,
+                a->data, (int)a->dims[1], b->data, (int)b->dims[1], use_c ? p->beta : 0.0f, y,
+                (int)n);
+    return TCI_OK;
+}
+
+static const op_desc gemm_desc = {
+    .op_type = "Gemm",
+    .versions = gemm_versions,
+    .parse = gemm_parse,
+    .infer = gemm_infer,
+    .cpu_forward = gemm_forward,
+};
+
+/* ---- MatMul ---- */
+
+static const int matmul_versions[] = {1, 9, 13, 0};
+
+static tci_status matmul_parse(ir_node *node, tci_arena *arena) {
+    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+    static const char *const known[] = {NULL};
+    return ir_check_attrs(node, known);
+}
+
+/* The matrix view of one operand: batch dims, rows and cols after 1-D promotion. */
+typedef struct matmul_side {
+    int batch_rank;
+    const int64_t *batch;
+    int64_t rows, cols;
+} matmul_side;
+
+static void matmul_side_of(const tci_tensor *t, bool is_b, matmul_side *s) {
+    int r = t->rank;
+    s->batch = t->dims;
+    if (r == 1) { /* A (K) -> (1, K); B (K) -> (K, 1) */
+        s->batch_rank = 0;
+        s->rows = is_b ? t->dims[0] : 1;
+        s->cols = is_b ? 1 : t->dims[0];
+    } else {
+        s->batch_rank = r - 2;
+        s->rows = t->dims[r - 2];
+        s->cols = t->dims[r - 1];
+    }
+}
+
+static tci_status matmul_infer(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const tci_tensor *a = in[0], *b = in[1];
+    TCI_TRY(op_check_dtype(node, a, 0, op_float_types));
+    TCI_TRY(op_check_dtype(node, b, 1, op_float_types));
+    if (a->rank == 0 || b->rank == 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "operands must have rank >= 1, got ranks %d and %d", a->rank,
+                             b->rank);
+    tci_tensor *y = out[0];
+    set_unknown(y, first_dtype(a, b));
+    if (a->rank < 0 || b->rank < 0) return TCI_OK;
+    matmul_side sa, sb;
+    matmul_side_of(a, false, &sa);
+    matmul_side_of(b, true, &sb);
+    if (sa.cols >= 0 && sb.rows >= 0 && sa.cols != sb.rows) {
+        char as[128], bs[128];
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "inner dimensions differ: %s times %s (K=%lld vs %lld)",
+                             ir_format_dims(a->rank, a->dims, as, sizeof as),
+                             ir_format_dims(b->rank, b->dims, bs, sizeof bs),
+                             (long long)sa.cols, (long long)sb.rows);
+    }
+    int batch_rank;
+    TCI_TRY(op_broadcast_shape(node, sa.batch_rank, sa.batch, sb.batch_rank, sb.batch,
+                               &batch_rank, y->dims));
+    int r = batch_rank;
+    if (a->rank != 1) y->dims[r++] = sa.rows;
+    if (b->rank != 1) y->dims[r++] = sb.cols;
+    y->rank = r;
+    return TCI_OK;
+}
+
+/* Offsets (in matrices) of one operand's batch index, broadcast against the output's batch. */
+static void batch_strides(const matmul_side *s, int out_batch_rank, int64_t *strides) {
+    int64_t st = 1;
+    for (int i = out_batch_rank - 1; i >= 0; i--) {
+        int j = i - (out_batch_rank - s->batch_rank);
+        int64_t d = j >= 0 ? s->batch[j] : 1;
+        strides[i] = d == 1 ? 0 : st;
+        st *= d;
+    }
+}
+
+static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    const tci_tensor *a = in[0], *b = in[1];
+    tci_tensor *y = out[0];
+    matmul_side sa, sb;
+    matmul_side_of(a, false, &sa);
+    matmul_side_of(b, true, &sb);
+    int64_t m = sa.rows, k = sa.cols, n = sb.cols;
+    int out_batch_rank = y->rank - (a->rank != 1) - (b->rank != 1);
+    int64_t batches = 1, b_batches = 1;
+    for (int i = 0; i < out_batch_rank; i++) batches *= y->dims[i];
+    for (int i = 0; i < sb.batch_rank; i++) b_batches *= sb.batch[i];
+    float *yd = y->data;
+    const float *ad = a->data, *bd = b->data;
+    if (batches == 0 || m == 0 || n == 0) return TCI_OK;
+    if (k == 0) {
+        memset(yd, 0, (size_t)(batches * m * n) * sizeof *yd);
+        return TCI_OK;
+    }
+    if (b_batches == 1) {
+        /* one weight matrix for every batch: A's batches stack into one tall matrix */
+        TCI_TRY(check_blas_size(node, batches * m, n, k));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(batches * m), (int)n, (int)k,
+                    1.0f, ad, (int)k, bd, (int)n, 0.0f, yd, (int)n);
+        return TCI_OK;
+    }
+    TCI_TRY(check_blas_size(node, m, n, k));
+    int64_t sta[TCI_MAX_RANK], stb[TCI_MAX_RANK], idx[TCI_MAX_RANK] = {0};
+    batch_strides(&sa, out_batch_rank, sta);
+    batch_strides(&sb, out_batch_rank, stb);
+    int64_t offa = 0, offb = 0;
+    for (int64_t bi = 0; bi < batches; bi++) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
+                    ad + offa * m * k, (int)k, bd + offb * k * n, (int)n, 0.0f,
+                    yd + bi * m * n, (int)n);
+        for (int d = out_batch_rank - 1; d >= 0; d--) { /* odometer over the output batch */
+            offa += sta[d];
+            offb += stb[d];
+            if (++idx[d] < y->dims[d]) break;
+            offa -= sta[d] * idx[d];
+            offb -= stb[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    return TCI_OK;
+}
+
+static const op_desc matmul_desc = {
+    .op_type = "MatMul",
+    .versions = matmul_versions,
+    .parse = matmul_parse,
+    .infer = matmul_infer,
+    .cpu_forward = matmul_forward,
+};
+
+const op_desc *const layer_linear_ops[] = {&gemm_desc, &matmul_desc, NULL};

@@ -1,4 +1,698 @@
-/* Op family 'norm' (being implemented). */
+/* Op family 'norm': BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax,
+ * ReduceMean and ReduceSum. Sums accumulate in double so long rows stay close to onnxruntime. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "layers/op.h"
 
-const op_desc *const layer_norm_ops[] = {NULL};
+static tci_status read_flag(const ir_node *node, const char *name, int64_t def, int *out) {
+    int64_t v;
+    TCI_TRY(ir_attr_int(node, name, def, &v));
+    if (v != 0 && v != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute '%s' must be 0 or 1, got %lld",
+                             name, (long long)v);
+    *out = (int)v;
+    return TCI_OK;
+}
+
+static void *alloc_params(ir_node *node, tci_arena *arena, size_t size) {
+    void *p = tci_arena_alloc(arena, size);
+    if (!p) ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
+    return p;
+}
+
+static void set_unknown(tci_tensor *t, tci_dtype dtype) {
+    t->dtype = dtype;
+    t->rank = -1;
+    for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = -1;
+}
+
+static int64_t prod(const int64_t *dims, int from, int to) {
+    int64_t c = 1;
+    for (int i = from; i < to; i++) c *= dims[i];
+    return c;
+}
+
+/* Checks that t broadcasts unidirectionally to target (rank <= target's, each dim 1 or equal);
+ * unknown dims pass. */
+static tci_status check_unidirectional(const ir_node *node, const char *what, const tci_tensor *t,
+                                       const tci_tensor *target) {
+    if (t->rank < 0 || target->rank < 0) return TCI_OK;
+    bool ok = t->rank <= target->rank;
+    for (int i = 0; ok && i < t->rank; i++) {
+        int64_t d = t->dims[i], td = target->dims[target->rank - t->rank + i];
+        if (d >= 0 && td >= 0 && d != 1 && d != td) ok = false;
+    }
+    if (ok) return TCI_OK;
+    char ts[128], xs[128];
+    return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s of shape %s does not broadcast to %s",
+                         what, ir_format_dims(t->rank, t->dims, ts, sizeof ts),
+                         ir_format_dims(target->rank, target->dims, xs, sizeof xs));
+}
+
+/* ---- BatchNormalization ---- */
+
+typedef struct batchnorm_params {
+    float epsilon;
+    int spatial;
+} batchnorm_params;
+
+static const int batchnorm_versions[] = {1, 6, 7, 9, 14, 15, 0};
+
+static tci_status batchnorm_parse(ir_node *node, tci_arena *arena) {
+    int v = node->since_version;
+    TCI_TRY(op_check_arity(node, 5, 5, 1, v >= 14 ? 3 : 5));
+    static const char *const known_v1[] = {"consumed_inputs", "epsilon", "is_test", "momentum",
+                                           "spatial", NULL};
+    static const char *const known_v6[] = {"epsilon", "is_test", "momentum", "spatial", NULL};
+    static const char *const known_v7[] = {"epsilon", "momentum", "spatial", NULL};
+    static const char *const known_v9[] = {"epsilon", "momentum", NULL};
+    static const char *const known_v14[] = {"epsilon", "momentum", "training_mode", NULL};
+    TCI_TRY(ir_check_attrs(node, v >= 14  ? known_v14
+                                 : v >= 9 ? known_v9
+                                 : v >= 7 ? known_v7
+                                 : v >= 6 ? known_v6
+                                          : known_v1));
+    batchnorm_params *p = alloc_params(node, arena, sizeof *p);
+    if (!p) return TCI_ERR_OUT_OF_MEMORY;
+    TCI_TRY(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
+    float momentum = 0.0f;
+    TCI_TRY(ir_attr_float(node, "momentum", 0.9f, &momentum)); /* training only; type-checked */
+    p->spatial = 1;
+    if (v < 9) TCI_TRY(read_flag(node, "spatial", 1, &p->spatial));
+    if (v < 7) {
+        int is_test = 0;
+        TCI_TRY(read_flag(node, "is_test", 0, &is_test));
+    }
+    int extra_outputs = 0;
+    for (int i = 1; i < node->num_outputs; i++) extra_outputs += node->outputs[i] != NULL;
+    if (v >= 14) {
+        int training = 0;
+        TCI_TRY(read_flag(node, "training_mode", 0, &training));
+        if (training)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "training_mode=1 is not supported (inference only)");
+        if (extra_outputs)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "outputs running_mean/running_var are only valid with "
+                                 "training_mode=1");
+    } else if (extra_outputs) {
+        /* before opset 14 the statistics outputs are what marks training mode */
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "training mode (%d statistics outputs) is not supported (inference "
+                             "only)",
+                             extra_outputs);
+    }
+    node->params = p;
+    return TCI_OK;
+}
+
+static tci_status batchnorm_infer(const ir_node *node, const tci_tensor *const *in,
+                                  tci_tensor *const *out) {
+    const batchnorm_params *p = node->params;
+    static const char *const names[] = {"X", "scale", "B", "mean", "var"};
+    for (int i = 0; i < 5; i++) TCI_TRY(op_check_dtype(node, in[i], i, op_float_types));
+    const tci_tensor *x = in[0];
+    if (x->rank == 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input X must have rank >= 1");
+    if (x->rank > 0) {
+        /* statistics are per channel (dim 1), or per element of dims[1:] when not spatial */
+        int want_rank = p->spatial ? 1 : x->rank - 1;
+        int64_t want[TCI_MAX_RANK];
+        if (p->spatial)
+            want[0] = x->rank >= 2 ? x->dims[1] : 1;
+        else
+            for (int i = 1; i < x->rank; i++) want[i - 1] = x->dims[i];
+        for (int i = 1; i < 5; i++) {
+            const tci_tensor *s = in[i];
+            if (s->rank < 0) continue;
+            bool ok = s->rank == want_rank;
+            for (int d = 0; ok && d < want_rank; d++)
+                if (s->dims[d] >= 0 && want[d] >= 0 && s->dims[d] != want[d]) ok = false;
+            if (!ok) {
+                char ss[128], ws[128], xs[128];
+                return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                     "input %s has shape %s, expected %s for X of shape %s",
+                                     names[i], ir_format_dims(s->rank, s->dims, ss, sizeof ss),
+                                     ir_format_dims(want_rank, want, ws, sizeof ws),
+                                     ir_format_dims(x->rank, x->dims, xs, sizeof xs));
+            }
+        }
+    }
+    op_same_shape(out[0], x);
+    if (x->rank < 0) set_unknown(out[0], x->dtype);
+    return TCI_OK;
+}
+
+static tci_status batchnorm_forward(const ir_node *node, const tci_tensor *const *in,
+                                    tci_tensor *const *out) {
+    const batchnorm_params *p = node->params;
+    const tci_tensor *x = in[0];
+    const float *xd = x->data, *scale = in[1]->data, *bias = in[2]->data, *mean = in[3]->data,
+                *var = in[4]->data;
+    float *y = out[0]->data;
+    int64_t batch = x->dims[0];
+    int64_t channels, inner;
+    if (p->spatial) {
+        channels = x->rank >= 2 ? x->dims[1] : 1;
+        inner = prod(x->dims, 2, x->rank);
+    } else {
+        channels = prod(x->dims, 1, x->rank);
+        inner = 1;
+    }
+    for (int64_t c = 0; c < channels; c++) {
+        /* folded to y = x * a + b; the double keeps a and b within one rounding each */
+        double a = scale[c] / sqrt((double)var[c] + (double)p->epsilon);
+        float fa = (float)a, fb = (float)(bias[c] - mean[c] * a);
+        for (int64_t n = 0; n < batch; n++) {
+            const float *src = xd + (n * channels + c) * inner;
+            float *dst = y + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; i++) dst[i] = src[i] * fa + fb;
+        }
+    }
+    return TCI_OK;
+}
+
+static const op_desc batchnorm_desc = {
+    .op_type = "BatchNormalization",
+    .versions = batchnorm_versions,
+    .parse = batchnorm_parse,
+    .infer = batchnorm_infer,
+    .cpu_forward = batchnorm_forward,
+};
+
+/* ---- LayerNormalization ---- */
+
+typedef struct layernorm_params {
+    int64_t axis;
+    float epsilon;
+} layernorm_params;
+
+static const int layernorm_versions[] = {17, 0};
+
+static tci_status layernorm_parse(ir_node *node, tci_arena *arena) {
+    TCI_TRY(op_check_arity(node, 2, 3, 1, 3));
+    static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
+    TCI_TRY(ir_check_attrs(node, known));
+    layernorm_params *p = alloc_params(node, arena, sizeof *p);
+    if (!p) return TCI_ERR_OUT_OF_MEMORY;
+    TCI_TRY(ir_attr_int(node, "axis", -1, &p->axis));
+    TCI_TRY(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
+    int64_t stash;
+    TCI_TRY(ir_attr_int(node, "stash_type", 1, &stash));
+    if (stash != TCI_DTYPE_FLOAT)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "stash_type=%lld is not supported (only 1, float)", (long long)stash);
+    node->params = p;
+    return TCI_OK;
+}
+
+static tci_status layernorm_infer(const ir_node *node, const tci_tensor *const *in,
+                                  tci_tensor *const *out) {
+    const layernorm_params *p = node->params;
+    const tci_tensor *x = in[0], *scale = in[1], *bias = node->num_inputs > 2 ? in[2] : NULL;
+    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    TCI_TRY(op_check_dtype(node, scale, 1, op_float_types));
+    if (bias) TCI_TRY(op_check_dtype(node, bias, 2, op_float_types));
+    TCI_TRY(check_unidirectional(node, "Scale", scale, x));
+    if (bias) TCI_TRY(check_unidirectional(node, "B", bias, x));
+    for (int o = 0; o < node->num_outputs; o++)
+        if (out[o]) set_unknown(out[o], o == 0 ? x->dtype : TCI_DTYPE_FLOAT);
+    if (x->rank < 0) return TCI_OK;
+    int axis;
+    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    bool known = true;
+    for (int i = axis; i < x->rank; i++) known = known && x->dims[i] >= 0;
+    if (known && prod(x->dims, axis, x->rank) == 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "the normalized dims X.shape[%d:] hold no elements", axis);
+    op_same_shape(out[0], x);
+    for (int o = 1; o < node->num_outputs; o++) {
+        if (!out[o]) continue;
+        out[o]->rank = x->rank;
+        for (int i = 0; i < x->rank; i++) out[o]->dims[i] = i < axis ? x->dims[i] : 1;
+    }
+    return TCI_OK;
+}
+
+/* Expands t (broadcastable to dims) into a full tensor of shape dims; caller frees. */
+static float *expand_to(const tci_tensor *t, int rank, const int64_t *dims, int64_t count) {
+    float *dst = malloc((size_t)count * sizeof *dst);
+    if (!dst) return NULL;
+    int64_t st[TCI_MAX_RANK], idx[TCI_MAX_RANK] = {0}, s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        int j = i - (rank - t->rank);
+        int64_t d = j >= 0 ? t->dims[j] : 1;
+        st[i] = d == 1 ? 0 : s;
+        s *= d;
+    }
+    const float *src = t->data;
+    int64_t off = 0;
+    for (int64_t e = 0; e < count; e++) {
+        dst[e] = src[off];
+        for (int d = rank - 1; d >= 0; d--) {
+            off += st[d];
+            if (++idx[d] < dims[d]) break;
+            off -= st[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    return dst;
+}
+
+/* True when t, right-aligned to x, varies only over x's dims [axis:] and matches them there, so
+ * that one row of t serves every row of x. */
+static bool per_row(const tci_tensor *t, const tci_tensor *x, int axis) {
+    for (int xi = 0; xi < x->rank; xi++) {
+        int ti = xi - (x->rank - t->rank);
+        int64_t d = ti >= 0 ? t->dims[ti] : 1;
+        if (xi < axis ? d != 1 : d != x->dims[xi]) return false;
+    }
+    return true;
+}
+
+static tci_status layernorm_forward(const ir_node *node, const tci_tensor *const *in,
+                                    tci_tensor *const *out) {
+    const layernorm_params *p = node->params;
+    const tci_tensor *x = in[0], *scale = in[1], *bias = node->num_inputs > 2 ? in[2] : NULL;
+    int axis;
+    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    int64_t rows = prod(x->dims, 0, axis), n = prod(x->dims, axis, x->rank), total = rows * n;
+    const float *xd = x->data;
+    float *y = out[0]->data;
+    float *mean_out = node->num_outputs > 1 && out[1] ? out[1]->data : NULL;
+    float *inv_out = node->num_outputs > 2 && out[2] ? out[2]->data : NULL;
+    /* a Scale or B that differs between rows (rare) is expanded to X's shape */
+    const float *sd = scale->data, *bd = bias ? bias->data : NULL;
+    float *scale_full = NULL, *bias_full = NULL;
+    int64_t scale_step = 0, bias_step = 0;
+    if (!per_row(scale, x, axis)) {
+        sd = scale_full = expand_to(scale, x->rank, x->dims, total);
+        scale_step = n;
+    }
+    if (bias && !per_row(bias, x, axis)) {
+        bd = bias_full = expand_to(bias, x->rank, x->dims, total);
+        bias_step = n;
+    }
+    if ((!sd && total) || (bias && !bd && total)) {
+        free(scale_full);
+        free(bias_full);
+        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory expanding Scale/B");
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = xd + r * n;
+        float *dst = y + r * n;
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; i++) sum += src[i];
+        double mean = sum / (double)n, sq = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            double d = src[i] - mean;
+            sq += d * d;
+        }
+        float inv = (float)(1.0 / sqrt(sq / (double)n + (double)p->epsilon));
+        float fmean = (float)mean;
+        const float *srow = sd + r * scale_step, *brow = bd ? bd + r * bias_step : NULL;
+        if (brow)
+            for (int64_t i = 0; i < n; i++) dst[i] = (src[i] - fmean) * inv * srow[i] + brow[i];
+        else
+            for (int64_t i = 0; i < n; i++) dst[i] = (src[i] - fmean) * inv * srow[i];
+        if (mean_out) mean_out[r] = fmean;
+        if (inv_out) inv_out[r] = inv;
+    }
+    free(scale_full);
+    free(bias_full);
+    return TCI_OK;
+}
+
+static const op_desc layernorm_desc = {
+    .op_type = "LayerNormalization",
+    .versions = layernorm_versions,
+    .parse = layernorm_parse,
+    .infer = layernorm_infer,
+    .cpu_forward = layernorm_forward,
+};
+
+/* ---- Softmax, LogSoftmax ---- */
+
+typedef struct softmax_params {
+    int64_t axis;
+    bool log;
+    bool coerce_2d; /* before opset 13: normalise over all of dims[axis:] as one row */
+} softmax_params;
+
+static const int softmax_versions[] = {1, 11, 13, 0};
+
+static tci_status softmax_parse(ir_node *node, tci_arena *arena) {
+    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    static const char *const known[] = {"axis", NULL};
+    TCI_TRY(ir_check_attrs(node, known));
+    softmax_params *p = alloc_params(node, arena, sizeof *p);
+    if (!p) return TCI_ERR_OUT_OF_MEMORY;
+    p->coerce_2d = node->since_version < 13;
+    p->log = strcmp(node->op_type, "LogSoftmax") == 0;
+    TCI_TRY(ir_attr_int(node, "axis", p->coerce_2d ? 1 : -1, &p->axis));
+    node->params = p;
+    return TCI_OK;
+}
+
+static tci_status softmax_infer(const ir_node *node, const tci_tensor *const *in,
+                                tci_tensor *const *out) {
+    const softmax_params *p = node->params;
+    TCI_TRY(op_check_dtype(node, in[0], 0, op_float_types));
+    if (in[0]->rank == 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input must have rank >= 1");
+    if (in[0]->rank > 0) {
+        int axis;
+        TCI_TRY(op_normalize_axis(node, p->axis, in[0]->rank, &axis));
+        op_same_shape(out[0], in[0]);
+    } else {
+        set_unknown(out[0], in[0]->dtype);
+    }
+    return TCI_OK;
+}
+
+/* One contiguous row; sums in double (fp32 sums drift on long rows). */
+static void softmax_row(const float *x, float *y, int64_t n, bool log_out) {
+    float max = x[0];
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > max) max = x[i];
+    double sum = 0.0;
+    if (log_out) {
+        for (int64_t i = 0; i < n; i++) sum += expf(x[i] - max);
+        /* (x - max) - log(sum): folding max and log(sum) first would round away small terms */
+        float log_sum = (float)log(sum);
+        for (int64_t i = 0; i < n; i++) y[i] = (x[i] - max) - log_sum;
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            y[i] = expf(x[i] - max);
+            sum += y[i];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < n; i++) y[i] *= inv;
+    }
+}
+
+/* n values spaced `inner` apart, for `inner` interleaved rows at once so that the inner loops
+ * stay contiguous. max and sum are scratch of `inner` entries. */
+static void softmax_strided(const float *x, float *y, int64_t n, int64_t inner, bool log_out,
+                            float *max, double *sum) {
+    memcpy(max, x, (size_t)inner * sizeof *max);
+    for (int64_t k = 1; k < n; k++)
+        for (int64_t j = 0; j < inner; j++)
+            if (x[k * inner + j] > max[j]) max[j] = x[k * inner + j];
+    for (int64_t j = 0; j < inner; j++) sum[j] = 0.0;
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t j = 0; j < inner; j++) {
+            float e = expf(x[k * inner + j] - max[j]);
+            if (!log_out) y[k * inner + j] = e;
+            sum[j] += e;
+        }
+    if (log_out) {
+        for (int64_t j = 0; j < inner; j++) sum[j] = (float)log(sum[j]);
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t j = 0; j < inner; j++)
+                y[k * inner + j] = (x[k * inner + j] - max[j]) - (float)sum[j];
+    } else {
+        for (int64_t j = 0; j < inner; j++) max[j] = (float)(1.0 / sum[j]);
+        for (int64_t k = 0; k < n; k++)
+            for (int64_t j = 0; j < inner; j++) y[k * inner + j] *= max[j];
+    }
+}
+
+static tci_status softmax_forward(const ir_node *node, const tci_tensor *const *in,
+                                  tci_tensor *const *out) {
+    const softmax_params *p = node->params;
+    const tci_tensor *x = in[0];
+    int axis;
+    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    int64_t outer = prod(x->dims, 0, axis), n, inner;
+    if (p->coerce_2d) {
+        n = prod(x->dims, axis, x->rank);
+        inner = 1;
+    } else {
+        n = x->dims[axis];
+        inner = prod(x->dims, axis + 1, x->rank);
+    }
+    if (outer == 0 || n == 0 || inner == 0) return TCI_OK;
+    const float *xd = x->data;
+    float *y = out[0]->data;
+    if (inner == 1) {
+        for (int64_t r = 0; r < outer; r++) softmax_row(xd + r * n, y + r * n, n, p->log);
+        return TCI_OK;
+    }
+    float *max = malloc((size_t)inner * sizeof *max);
+    double *sum = malloc((size_t)inner * sizeof *sum);
+    if (!max || !sum) {
+        free(max);
+        free(sum);
+        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for softmax scratch");
+    }
+    for (int64_t r = 0; r < outer; r++)
+        softmax_strided(xd + r * n * inner, y + r * n * inner, n, inner, p->log, max, sum);
+    free(max);
+    free(sum);
+    return TCI_OK;
+}
+
+static const op_desc softmax_desc = {
+    .op_type = "Softmax",
+    .versions = softmax_versions,
+    .parse = softmax_parse,
+    .infer = softmax_infer,
+    .cpu_forward = softmax_forward,
+};
+
+static const op_desc logsoftmax_desc = {
+    .op_type = "LogSoftmax",
+    .versions = softmax_versions,
+    .parse = softmax_parse,
+    .infer = softmax_infer,
+    .cpu_forward = softmax_forward,
+};
+
+/* ---- ReduceMean, ReduceSum ---- */
+
+typedef struct reduce_params {
+    bool mean;
+    int keepdims;
+    int noop_with_empty_axes;
+    bool axes_from_input; /* ReduceSum 13+, ReduceMean 18+ */
+    const int64_t *axes;  /* from the attribute, before that */
+    size_t num_axes;
+} reduce_params;
+
+static const int reduce_sum_versions[] = {1, 11, 13, 0};
+static const int reduce_mean_versions[] = {1, 11, 13, 18, 0};
+static const tci_dtype reduce_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT32, TCI_DTYPE_INT64, 0};
+
+static tci_status reduce_parse(ir_node *node, tci_arena *arena) {
+    reduce_params *p = alloc_params(node, arena, sizeof *p);
+    if (!p) return TCI_ERR_OUT_OF_MEMORY;
+    p->mean = strcmp(node->op_type, "ReduceMean") == 0;
+    p->axes_from_input = node->since_version >= (p->mean ? 18 : 13);
+    TCI_TRY(op_check_arity(node, 1, p->axes_from_input ? 2 : 1, 1, 1));
+    static const char *const known_attr[] = {"axes", "keepdims", NULL};
+    static const char *const known_input[] = {"keepdims", "noop_with_empty_axes", NULL};
+    TCI_TRY(ir_check_attrs(node, p->axes_from_input ? known_input : known_attr));
+    TCI_TRY(read_flag(node, "keepdims", 1, &p->keepdims));
+    TCI_TRY(read_flag(node, "noop_with_empty_axes", 0, &p->noop_with_empty_axes));
+    if (!p->axes_from_input) TCI_TRY(ir_attr_ints(node, "axes", &p->axes, &p->num_axes));
+    node->params = p;
+    return TCI_OK;
+}
+
+typedef enum reduce_plan_kind {
+    REDUCE_UNKNOWN, /* axes come from an input whose value is not known yet */
+    REDUCE_NOOP,    /* empty axes with noop_with_empty_axes: identity */
+    REDUCE_AXES,    /* reduce the dims flagged in mask */
+} reduce_plan_kind;
+
+/* Works out which dims of in[0] (rank known) are reduced. Duplicate axes count once, as in
+ * onnxruntime. */
+static tci_status reduce_plan(const ir_node *node, const tci_tensor *const *in,
+                              reduce_plan_kind *kind, bool *mask) {
+    const reduce_params *p = node->params;
+    int rank = in[0]->rank;
+    const tci_tensor *axes_in = p->axes_from_input && node->num_inputs > 1 ? in[1] : NULL;
+    int64_t count = (int64_t)p->num_axes;
+    if (axes_in) {
+        TCI_TRY(op_check_dtype(node, axes_in, 1, op_index_types));
+        if (axes_in->rank > 1)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input axes must be 1-D, got rank %d",
+                                 axes_in->rank);
+        TCI_TRY(ir_count_elements(axes_in->rank, axes_in->dims, &count));
+        if (count != 0 && !axes_in->data) {
+            *kind = REDUCE_UNKNOWN;
+            return TCI_OK;
+        }
+    }
+    for (int i = 0; i < rank; i++) mask[i] = count == 0;
+    if (count == 0) {
+        *kind = p->noop_with_empty_axes ? REDUCE_NOOP : REDUCE_AXES;
+        return TCI_OK;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        int64_t a = axes_in ? op_read_int(axes_in, i) : p->axes[i];
+        int axis;
+        TCI_TRY(op_normalize_axis(node, a, rank, &axis));
+        mask[axis] = true;
+    }
+    *kind = REDUCE_AXES;
+    return TCI_OK;
+}
+
+static tci_status reduce_infer(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const reduce_params *p = node->params;
+    const tci_tensor *x = in[0];
+    TCI_TRY(op_check_dtype(node, x, 0, reduce_types));
+    tci_tensor *y = out[0];
+    set_unknown(y, x->dtype);
+    if (x->rank < 0) return TCI_OK;
+    reduce_plan_kind kind;
+    bool mask[TCI_MAX_RANK];
+    TCI_TRY(reduce_plan(node, in, &kind, mask));
+    if (kind == REDUCE_NOOP) {
+        op_same_shape(y, x);
+    } else if (kind == REDUCE_UNKNOWN) {
+        /* which dims go is unknown; with keepdims the rank survives and 1s stay 1 */
+        if (p->keepdims) {
+            y->rank = x->rank;
+            for (int i = 0; i < x->rank; i++) y->dims[i] = x->dims[i] == 1 ? 1 : -1;
+        }
+    } else {
+        int r = 0;
+        for (int i = 0; i < x->rank; i++) {
+            if (!mask[i]) y->dims[r++] = x->dims[i];
+            else if (p->keepdims) y->dims[r++] = 1;
+        }
+        y->rank = r;
+    }
+    return TCI_OK;
+}
+
+/* The input with size-1 dims dropped and neighbouring dims of the same kind (reduced or kept)
+ * merged, so the innermost loop runs over as many contiguous elements as possible. */
+typedef struct reduce_walk {
+    int rank;
+    int64_t dims[TCI_MAX_RANK];
+    int64_t out_strides[TCI_MAX_RANK]; /* 0 for reduced dims */
+    bool inner_reduced;
+} reduce_walk;
+
+static void reduce_walk_of(const tci_tensor *x, const bool *mask, reduce_walk *w) {
+    bool reduced[TCI_MAX_RANK];
+    w->rank = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (x->dims[i] == 1) continue;
+        if (w->rank > 0 && reduced[w->rank - 1] == mask[i]) {
+            w->dims[w->rank - 1] *= x->dims[i];
+        } else {
+            w->dims[w->rank] = x->dims[i];
+            reduced[w->rank++] = mask[i];
+        }
+    }
+    int64_t s = 1;
+    for (int i = w->rank - 1; i >= 0; i--) {
+        w->out_strides[i] = reduced[i] ? 0 : s;
+        if (!reduced[i]) s *= w->dims[i];
+    }
+    w->inner_reduced = w->rank > 0 && reduced[w->rank - 1];
+}
+
+/* Adds every input element into acc[its output index], in input order. */
+#define DEFINE_REDUCE_ACCUMULATE(NAME, T, ACC)                                                    \
+    static void NAME(const reduce_walk *w, const T *x, ACC *acc) {                                \
+        if (w->rank == 0) {                                                                       \
+            acc[0] += (ACC)x[0];                                                                  \
+            return;                                                                               \
+        }                                                                                         \
+        int last = w->rank - 1;                                                                   \
+        int64_t n = w->dims[last], outer = 1, idx[TCI_MAX_RANK] = {0}, off = 0;                   \
+        for (int i = 0; i < last; i++) outer *= w->dims[i];                                       \
+        for (int64_t o = 0; o < outer; o++, x += n) {                                             \
+            if (w->inner_reduced) {                                                               \
+                ACC s = 0;                                                                        \
+                for (int64_t j = 0; j < n; j++) s += (ACC)x[j];                                   \
+                acc[off] += s;                                                                    \
+            } else {                                                                              \
+                for (int64_t j = 0; j < n; j++) acc[off + j] += (ACC)x[j];                        \
+            }                                                                                     \
+            for (int d = last - 1; d >= 0; d--) {                                                 \
+                off += w->out_strides[d];                                                         \
+                if (++idx[d] < w->dims[d]) break;                                                 \
+                off -= w->out_strides[d] * idx[d];                                                \
+                idx[d] = 0;                                                                       \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+DEFINE_REDUCE_ACCUMULATE(reduce_accumulate_float, float, double)
+DEFINE_REDUCE_ACCUMULATE(reduce_accumulate_int32, int32_t, int64_t)
+DEFINE_REDUCE_ACCUMULATE(reduce_accumulate_int64, int64_t, int64_t)
+
+static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    const reduce_params *p = node->params;
+    const tci_tensor *x = in[0];
+    tci_tensor *y = out[0];
+    reduce_plan_kind kind;
+    bool mask[TCI_MAX_RANK];
+    TCI_TRY(reduce_plan(node, in, &kind, mask));
+    if (kind == REDUCE_UNKNOWN)
+        return ir_node_error(node, TCI_ERR_INTERNAL, "input axes has no value at run time");
+    int64_t in_count = op_count(x), out_count = op_count(y);
+    size_t elem = tci_dtype_size(x->dtype);
+    if (kind == REDUCE_NOOP) {
+        if (in_count) memcpy(y->data, x->data, (size_t)in_count * elem);
+        return TCI_OK;
+    }
+    if (out_count == 0) return TCI_OK;
+    /* an empty reduction gives 0 for the mean too, as onnxruntime does */
+    int64_t group = in_count / out_count;
+    bool is_float = x->dtype == TCI_DTYPE_FLOAT;
+    void *acc = calloc((size_t)out_count, is_float ? sizeof(double) : sizeof(int64_t));
+    if (!acc) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for accumulators");
+    if (in_count) {
+        reduce_walk w;
+        reduce_walk_of(x, mask, &w);
+        if (is_float) reduce_accumulate_float(&w, x->data, acc);
+        else if (x->dtype == TCI_DTYPE_INT32) reduce_accumulate_int32(&w, x->data, acc);
+        else reduce_accumulate_int64(&w, x->data, acc);
+    }
+    for (int64_t i = 0; i < out_count; i++) {
+        if (is_float) {
+            double v = ((double *)acc)[i];
+            ((float *)y->data)[i] = (float)(p->mean && group ? v / (double)group : v);
+        } else {
+            /* integer mean truncates toward zero, like onnxruntime */
+            int64_t v = ((int64_t *)acc)[i];
+            if (p->mean && group) v /= group;
+            if (x->dtype == TCI_DTYPE_INT32) ((int32_t *)y->data)[i] = (int32_t)v;
+            else ((int64_t *)y->data)[i] = v;
+        }
+    }
+    free(acc);
+    return TCI_OK;
+}
+
+static const op_desc reduce_sum_desc = {
+    .op_type = "ReduceSum",
+    .versions = reduce_sum_versions,
+    .parse = reduce_parse,
+    .infer = reduce_infer,
+    .cpu_forward = reduce_forward,
+};
+
+static const op_desc reduce_mean_desc = {
+    .op_type = "ReduceMean",
+    .versions = reduce_mean_versions,
+    .parse = reduce_parse,
+    .infer = reduce_infer,
+    .cpu_forward = reduce_forward,
+};
+
+const op_desc *const layer_norm_ops[] = {&batchnorm_desc, &layernorm_desc, &softmax_desc,
+                                         &logsoftmax_desc, &reduce_sum_desc, &reduce_mean_desc,
+                                         NULL};

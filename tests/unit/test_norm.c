@@ -1,0 +1,785 @@
+/* BatchNormalization, LayerNormalization, Softmax, LogSoftmax, ReduceSum, ReduceMean:
+ * hand-computed results, opset differences, shape inference, error paths. */
+#include <math.h>
+
+#include "harness.h"
+#include "layers/op.h"
+
+#define F TCI_DTYPE_FLOAT
+
+/* Prepares the node and runs only its shape inference; in[] may hold NULL for omitted inputs. */
+static tci_status infer(ir_graph *g, ir_node *n, const tci_tensor *const *in, tci_tensor *out) {
+    TCI_TRY(op_prepare_node(n, g->arena));
+    tci_tensor *o[4] = {0};
+    for (int k = 0; k < n->num_outputs; k++) {
+        memset(&out[k], 0, sizeof out[k]);
+        o[k] = n->outputs[k] ? &out[k] : NULL;
+    }
+    return n->desc->infer(n, in, o);
+}
+
+static tci_tensor shape_only(tci_dtype dtype, int rank, const int64_t *dims) {
+    tci_tensor t = th_tensor(dtype, rank < 0 ? 0 : rank, dims, NULL);
+    t.rank = rank;
+    return t;
+}
+
+static void assert_dims(const tci_tensor *t, int rank, const int64_t *dims) {
+    ck_assert_int_eq(t->rank, rank);
+    for (int i = 0; i < rank; i++) ck_assert_int_eq(t->dims[i], dims[i]);
+}
+
+/* ---- BatchNormalization ---- */
+
+/* X (1,2,1,2); channel 0: (x-1)/2, channel 1: (x-2)*2+1 */
+static const float bn_x[] = {1, 2, 3, 4}, bn_scale[] = {1, 2}, bn_bias[] = {0, 1},
+                   bn_mean[] = {1, 2}, bn_var[] = {4, 1}, bn_want[] = {0, 0.5f, 3, 5};
+static const int64_t bn_xd[] = {1, 2, 1, 2}, bn_cd[] = {2};
+
+static void bn_inputs(tci_tensor *in) {
+    in[0] = th_tensor(F, 4, bn_xd, bn_x);
+    in[1] = th_tensor(F, 1, bn_cd, bn_scale);
+    in[2] = th_tensor(F, 1, bn_cd, bn_bias);
+    in[3] = th_tensor(F, 1, bn_cd, bn_mean);
+    in[4] = th_tensor(F, 1, bn_cd, bn_var);
+}
+
+START_TEST(test_batchnorm_every_version) {
+    const int opsets[] = {1, 6, 7, 9, 14, 15, 28};
+    const int since[] = {1, 6, 7, 9, 14, 15, 15};
+    for (int v = 0; v < 7; v++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        ir_node *n = th_node(g, "BatchNormalization", opsets[v], 5, 1);
+        th_attr_float(g, n, "epsilon", 0.0f);
+        th_attr_float(g, n, "momentum", 0.5f);
+        if (opsets[v] == 1) {
+            const int64_t consumed[] = {0, 0, 0, 1, 1};
+            th_attr_ints(g, n, "consumed_inputs", consumed, 5);
+        }
+        if (opsets[v] < 7) th_attr_int(g, n, "is_test", 1);
+        if (opsets[v] < 9) th_attr_int(g, n, "spatial", 1);
+        if (opsets[v] >= 14) th_attr_int(g, n, "training_mode", 0);
+        tci_tensor in[5], out[1];
+        bn_inputs(in);
+        ck_assert_tci_ok(th_run(g, n, in, out));
+        ck_assert_int_eq(n->since_version, since[v]);
+        assert_dims(&out[0], 4, bn_xd);
+        th_assert_near(out[0].data, bn_want, 4, 1e-6f);
+        th_free(out, 1);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
+START_TEST(test_batchnorm_epsilon_and_rank2) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "BatchNormalization", 15, 5, 1);
+    th_attr_float(g, n, "epsilon", 0.5f);
+    /* X (2,2) as after a Gemm: (x - mean) / sqrt(var + 0.5) * scale + B */
+    const float x[] = {1, 2, 3, 4}, var[] = {0.5f, 3.5f};
+    const int64_t xd[] = {2, 2};
+    tci_tensor in[5], out[1];
+    bn_inputs(in);
+    in[0] = th_tensor(F, 2, xd, x);
+    in[4] = th_tensor(F, 1, bn_cd, var);
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    const float want[] = {0, 1, 2, 3};
+    th_assert_near(out[0].data, want, 4, 1e-6f);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_batchnorm_non_spatial) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "BatchNormalization", 7, 5, 1);
+    th_attr_int(g, n, "spatial", 0);
+    th_attr_float(g, n, "epsilon", 0.0f);
+    /* statistics per element of dims[1:] = (2,2) */
+    const float x[] = {1, 2, 3, 4}, ones[] = {1, 1, 1, 1}, zeros[] = {0, 0, 0, 0},
+                mean[] = {0, 1, 2, 3}, var[] = {1, 1, 4, 4};
+    const int64_t xd[] = {1, 2, 2}, pd[] = {2, 2};
+    tci_tensor in[5] = {th_tensor(F, 3, xd, x), th_tensor(F, 2, pd, ones),
+                        th_tensor(F, 2, pd, zeros), th_tensor(F, 2, pd, mean),
+                        th_tensor(F, 2, pd, var)};
+    tci_tensor out[1];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    const float want[] = {1, 1, 0.5f, 0.5f};
+    th_assert_near(out[0].data, want, 4, 1e-6f);
+    th_free(out, 1);
+
+    /* the same statistics with spatial=1 do not fit */
+    ir_node *s = th_node(g, "BatchNormalization", 7, 5, 1);
+    ck_assert_tci_error(th_run(g, s, in, out), TCI_ERR_INVALID_MODEL,
+                        "input scale has shape 2x2, expected 2 for X of shape 1x2x2");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_batchnorm_training_refused) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *t = th_node(g, "BatchNormalization", 15, 5, 1);
+    th_attr_int(g, t, "training_mode", 1);
+    ck_assert_tci_error(op_prepare_node(t, g->arena), TCI_ERR_UNSUPPORTED,
+                        "training_mode=1 is not supported (inference only)");
+    ir_node *e = th_node(g, "BatchNormalization", 14, 5, 3);
+    ck_assert_tci_error(op_prepare_node(e, g->arena), TCI_ERR_INVALID_MODEL,
+                        "outputs running_mean/running_var are only valid with training_mode=1");
+    ir_node *old = th_node(g, "BatchNormalization", 9, 5, 5);
+    old->outputs[1] = NULL; /* omitted optional outputs do not count */
+    old->outputs[2] = NULL;
+    ck_assert_tci_error(op_prepare_node(old, g->arena), TCI_ERR_UNSUPPORTED,
+                        "training mode (2 statistics outputs) is not supported");
+    ir_node *many = th_node(g, "BatchNormalization", 15, 5, 4);
+    ck_assert_tci_error(op_prepare_node(many, g->arena), TCI_ERR_INVALID_MODEL,
+                        "has 4 outputs, expected 1 to 3");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_batchnorm_attribute_errors) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *sp = th_node(g, "BatchNormalization", 9, 5, 1);
+    th_attr_int(g, sp, "spatial", 1);
+    ck_assert_tci_error(op_prepare_node(sp, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'spatial'");
+    ir_node *it = th_node(g, "BatchNormalization", 7, 5, 1);
+    th_attr_int(g, it, "is_test", 1);
+    ck_assert_tci_error(op_prepare_node(it, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'is_test'");
+    ir_node *tm = th_node(g, "BatchNormalization", 13, 5, 1);
+    th_attr_int(g, tm, "training_mode", 0);
+    ck_assert_tci_error(op_prepare_node(tm, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'training_mode'");
+    ir_node *bad = th_node(g, "BatchNormalization", 7, 5, 1);
+    th_attr_int(g, bad, "spatial", 3);
+    ck_assert_tci_error(op_prepare_node(bad, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'spatial' must be 0 or 1, got 3");
+    ir_node *ci = th_node(g, "BatchNormalization", 6, 5, 1);
+    th_attr_ints(g, ci, "consumed_inputs", NULL, 0);
+    ck_assert_tci_error(op_prepare_node(ci, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'consumed_inputs'");
+    ir_node *eps = th_node(g, "BatchNormalization", 15, 5, 1);
+    th_attr_int(g, eps, "epsilon", 1);
+    ck_assert_tci_error(op_prepare_node(eps, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'epsilon' is int, expected float");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_batchnorm_shape_errors_and_infer) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "BatchNormalization", 15, 5, 1);
+    tci_tensor out[1];
+    const int64_t xd[] = {-1, 3, -1}, c3[] = {3}, c4[] = {4}, cu[] = {-1};
+    tci_tensor x = shape_only(F, 3, xd), p3 = shape_only(F, 1, c3), p4 = shape_only(F, 1, c4),
+               pu = shape_only(F, 1, cu), unk = shape_only(F, -1, NULL),
+               scalar = shape_only(F, 0, NULL),
+               dbl = shape_only(TCI_DTYPE_DOUBLE, 1, c3);
+    const tci_tensor *ok[] = {&x, &p3, &pu, &unk, &p3};
+    ck_assert_tci_ok(infer(g, n, ok, out));
+    assert_dims(&out[0], 3, xd);
+    ck_assert_int_eq(out[0].dtype, F);
+    const tci_tensor *all_unknown[] = {&unk, &unk, &unk, &unk, &unk};
+    ck_assert_tci_ok(infer(g, n, all_unknown, out));
+    ck_assert_int_eq(out[0].rank, -1);
+    const tci_tensor *bad[] = {&x, &p3, &p3, &p4, &p3};
+    ck_assert_tci_error(infer(g, n, bad, out), TCI_ERR_INVALID_MODEL,
+                        "input mean has shape 4, expected 3 for X of shape ?x3x?");
+    const tci_tensor *rank0[] = {&scalar, &p3, &p3, &p3, &p3};
+    ck_assert_tci_error(infer(g, n, rank0, out), TCI_ERR_INVALID_MODEL,
+                        "input X must have rank >= 1");
+    const tci_tensor *d[] = {&x, &p3, &p3, &p3, &dbl};
+    ck_assert_tci_error(infer(g, n, d, out), TCI_ERR_UNSUPPORTED,
+                        "input 4 has unsupported dtype double");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- LayerNormalization ---- */
+
+static const float ln_x[] = {1, 2, 3, 2, 4, 6};
+static const int64_t ln_xd[] = {2, 3};
+
+START_TEST(test_layernorm_last_axis) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "LayerNormalization", 17, 3, 3);
+    th_attr_float(g, n, "epsilon", 0.0f);
+    const float scale[] = {1, 1, 2}, bias[] = {0, 0, 1};
+    const int64_t cd[] = {3};
+    tci_tensor in[3] = {th_tensor(F, 2, ln_xd, ln_x), th_tensor(F, 1, cd, scale),
+                        th_tensor(F, 1, cd, bias)};
+    tci_tensor out[3];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    /* row 0: mean 2, var 2/3; row 1: mean 4, var 8/3 */
+    const float want[] = {-1.2247449f, 0, 3.4494897f, -1.2247449f, 0, 3.4494897f};
+    const float want_mean[] = {2, 4}, want_inv[] = {1.2247449f, 0.61237244f};
+    const int64_t stat_dims[] = {2, 1};
+    assert_dims(&out[0], 2, ln_xd);
+    th_assert_near(out[0].data, want, 6, 1e-6f);
+    assert_dims(&out[1], 2, stat_dims);
+    ck_assert_int_eq(out[1].dtype, F);
+    th_assert_near(out[1].data, want_mean, 2, 1e-6f);
+    assert_dims(&out[2], 2, stat_dims);
+    th_assert_near(out[2].data, want_inv, 2, 1e-6f);
+    th_free(out, 3);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_layernorm_axis0_no_bias_one_output) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "LayerNormalization", 21, 2, 1);
+    th_attr_int(g, n, "axis", 0);
+    th_attr_float(g, n, "epsilon", 0.0f);
+    /* whole tensor: mean 3, var 16/6; Scale (3) broadcast over both rows */
+    const float scale[] = {1, 2, 1};
+    const int64_t cd[] = {3};
+    tci_tensor in[2] = {th_tensor(F, 2, ln_xd, ln_x), th_tensor(F, 1, cd, scale)};
+    tci_tensor out[1];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    const float inv = 0.61237244f;
+    const float want[] = {-2 * inv, -2 * inv, 0, -inv, 2 * inv, 3 * inv};
+    th_assert_near(out[0].data, want, 6, 1e-6f);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_layernorm_scale_per_row) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "LayerNormalization", 17, 3, 3);
+    th_attr_float(g, n, "epsilon", 0.0f);
+    n->outputs[1] = NULL;
+    /* Scale (2,3) and B (2,1) vary between rows */
+    const float scale[] = {1, 1, 1, 2, 2, 2}, bias[] = {0, 10};
+    const int64_t sd[] = {2, 3}, bd[] = {2, 1};
+    tci_tensor in[3] = {th_tensor(F, 2, ln_xd, ln_x), th_tensor(F, 2, sd, scale),
+                        th_tensor(F, 2, bd, bias)};
+    tci_tensor out[3];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    const float want[] = {-1.2247449f, 0, 1.2247449f, 10 - 2.4494897f, 10, 10 + 2.4494897f};
+    th_assert_near(out[0].data, want, 6, 1e-5f);
+    const float want_inv[] = {1.2247449f, 0.61237244f};
+    th_assert_near(out[2].data, want_inv, 2, 1e-6f);
+    th_free(out, 3);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_layernorm_errors) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *st = th_node(g, "LayerNormalization", 17, 2, 1);
+    th_attr_int(g, st, "stash_type", 11);
+    ck_assert_tci_error(op_prepare_node(st, g->arena), TCI_ERR_UNSUPPORTED,
+                        "stash_type=11 is not supported (only 1, float)");
+    ir_node *old = th_node(g, "LayerNormalization", 16, 2, 1);
+    ck_assert_tci_error(op_prepare_node(old, g->arena), TCI_ERR_UNSUPPORTED,
+                        "older than tcinfer supports (from opset 17)");
+    ir_node *at = th_node(g, "LayerNormalization", 17, 2, 1);
+    th_attr_int(g, at, "axes", 1);
+    ck_assert_tci_error(op_prepare_node(at, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'axes'");
+
+    tci_tensor out[3];
+    const int64_t c3[] = {3}, c4[] = {4}, c0[] = {0}, xe[] = {2, 0};
+    tci_tensor x = shape_only(F, 2, ln_xd), s3 = shape_only(F, 1, c3), s4 = shape_only(F, 1, c4),
+               s0 = shape_only(F, 1, c0), empty = shape_only(F, 2, xe),
+               h = shape_only(TCI_DTYPE_FLOAT16, 2, ln_xd);
+    ir_node *ax = th_node(g, "LayerNormalization", 17, 2, 1);
+    th_attr_int(g, ax, "axis", 2);
+    const tci_tensor *in1[] = {&x, &s3};
+    ck_assert_tci_error(infer(g, ax, in1, out), TCI_ERR_INVALID_MODEL,
+                        "axis 2 out of range for rank 2");
+    ir_node *n = th_node(g, "LayerNormalization", 17, 3, 1);
+    const tci_tensor *in2[] = {&x, &s3, &s4};
+    ck_assert_tci_error(infer(g, n, in2, out), TCI_ERR_INVALID_MODEL,
+                        "B of shape 4 does not broadcast to 2x3");
+    const tci_tensor *in3[] = {&x, &s4, NULL};
+    ck_assert_tci_error(infer(g, n, in3, out), TCI_ERR_INVALID_MODEL,
+                        "Scale of shape 4 does not broadcast to 2x3");
+    const tci_tensor *in4[] = {&empty, &s0, NULL};
+    ck_assert_tci_error(infer(g, n, in4, out), TCI_ERR_INVALID_MODEL,
+                        "the normalized dims X.shape[1:] hold no elements");
+    const tci_tensor *in5[] = {&h, &s3, NULL};
+    ck_assert_tci_error(infer(g, n, in5, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype float16");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_layernorm_infer_unknown) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "LayerNormalization", 17, 2, 3);
+    th_attr_int(g, n, "axis", -2);
+    tci_tensor out[3];
+    const int64_t xd[] = {-1, 5, 4}, sd[] = {-1, 4};
+    tci_tensor x = shape_only(F, 3, xd), s = shape_only(F, 2, sd), unk = shape_only(F, -1, NULL);
+    const tci_tensor *in1[] = {&x, &s};
+    ck_assert_tci_ok(infer(g, n, in1, out));
+    assert_dims(&out[0], 3, xd);
+    const int64_t stat[] = {-1, 1, 1};
+    assert_dims(&out[1], 3, stat);
+    assert_dims(&out[2], 3, stat);
+    ck_assert_int_eq(out[2].dtype, F);
+    const tci_tensor *in2[] = {&unk, &s};
+    ck_assert_tci_ok(infer(g, n, in2, out));
+    ck_assert_int_eq(out[0].rank, -1);
+    ck_assert_int_eq(out[1].rank, -1);
+    ck_assert_int_eq(out[1].dtype, F);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- Softmax, LogSoftmax ---- */
+
+static void run_softmax_tol(const char *op, int opset, int64_t axis, bool set_axis, int rank,
+                            const int64_t *dims, const float *x, const float *want, size_t count,
+                            float tol) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, op, opset, 1, 1);
+    if (set_axis) th_attr_int(g, n, "axis", axis);
+    tci_tensor in[1] = {th_tensor(F, rank, dims, x)}, out[1];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    assert_dims(&out[0], rank, dims);
+    th_assert_near(out[0].data, want, count, tol);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+
+static void run_softmax(const char *op, int opset, int64_t axis, bool set_axis, int rank,
+                        const int64_t *dims, const float *x, const float *want, size_t count) {
+    run_softmax_tol(op, opset, axis, set_axis, rank, dims, x, want, count, 1e-6f);
+}
+
+static const float sm_x[] = {0, 1, 2, 3, 0, 0, 0, 0};
+static const int64_t sm_d222[] = {2, 2, 2};
+
+START_TEST(test_softmax_last_axis) {
+    const float x[] = {0, 1, 2, 0, 0, 0};
+    const int64_t d[] = {2, 3};
+    const float t = 1.0f / 3;
+    const float want[] = {0.09003057f, 0.24472847f, 0.66524096f, t, t, t};
+    run_softmax("Softmax", 13, 0, false, 2, d, x, want, 6);
+    run_softmax("Softmax", 13, -1, true, 2, d, x, want, 6);
+    run_softmax("Softmax", 11, 1, false, 2, d, x, want, 6);
+    const float log_want[] = {-2.40760596f, -1.40760596f, -0.40760596f,
+                              -1.09861229f, -1.09861229f, -1.09861229f};
+    run_softmax("LogSoftmax", 13, 0, false, 2, d, x, log_want, 6);
+    run_softmax("LogSoftmax", 1, 0, false, 2, d, x, log_want, 6);
+}
+END_TEST
+
+START_TEST(test_softmax_coerced_2d_before_13) {
+    /* opset < 13, axis 1 of (2,2,2): each batch is one row of 4 */
+    const float want[] = {0.0320586f, 0.08714432f, 0.23688282f, 0.64391426f,
+                          0.25f,      0.25f,       0.25f,       0.25f};
+    run_softmax("Softmax", 11, 0, false, 3, sm_d222, sm_x, want, 8);
+    run_softmax("Softmax", 1, 1, true, 3, sm_d222, sm_x, want, 8);
+    run_softmax("Softmax", 11, -2, true, 3, sm_d222, sm_x, want, 8);
+    /* axis 0: the whole tensor is one row */
+    const float s = 1 + 2.71828183f + 7.3890561f + 20.0855369f + 4;
+    const float whole[] = {1 / s, 2.71828183f / s, 7.3890561f / s, 20.0855369f / s,
+                           1 / s, 1 / s,           1 / s,          1 / s};
+    run_softmax("Softmax", 11, 0, true, 3, sm_d222, sm_x, whole, 8);
+}
+END_TEST
+
+START_TEST(test_softmax_inner_axis_from_13) {
+    /* opset 13, axis 1 of (2,2,2): pairs (x[b,0,j], x[b,1,j]) */
+    const float want[] = {0.11920292f, 0.11920292f, 0.88079708f, 0.88079708f,
+                          0.5f,        0.5f,        0.5f,        0.5f};
+    run_softmax("Softmax", 13, 1, true, 3, sm_d222, sm_x, want, 8);
+    const float log_want[] = {-2.12692801f, -2.12692801f, -0.12692801f, -0.12692801f,
+                              -0.69314718f, -0.69314718f, -0.69314718f, -0.69314718f};
+    run_softmax("LogSoftmax", 13, -2, true, 3, sm_d222, sm_x, log_want, 8);
+}
+END_TEST
+
+START_TEST(test_softmax_stable_and_long) {
+    const float big[] = {1000, 1000, -1000};
+    const int64_t d3[] = {3};
+    const float want[] = {0.5f, 0.5f, 0};
+    run_softmax("Softmax", 13, 0, false, 1, d3, big, want, 3);
+    /* the shift by the max keeps the small terms exact next to the large one */
+    const float log_want[] = {-0.69314718f, -0.69314718f, -2000.6931f};
+    run_softmax_tol("LogSoftmax", 13, 0, false, 1, d3, big, log_want, 3, 2e-4f);
+    const float near[] = {1000, 1000, 999};
+    const float near_want[] = {-0.86199480f, -0.86199480f, -1.86199480f};
+    run_softmax("LogSoftmax", 13, 0, false, 1, d3, near, near_want, 3);
+    /* a long row of equal values: every output is exactly 1/n */
+    enum { N = 100000 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 0.25f;
+        y[i] = 1.0f / N;
+    }
+    const int64_t dn[] = {N};
+    run_softmax("Softmax", 13, 0, false, 1, dn, x, y, N);
+    /* empty tensor along the axis */
+    const int64_t d0[] = {2, 0};
+    run_softmax("Softmax", 13, 1, true, 2, d0, x, y, 0);
+}
+END_TEST
+
+START_TEST(test_softmax_errors_and_infer) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    tci_tensor out[1];
+    const int64_t d[] = {2, -1};
+    tci_tensor x = shape_only(F, 2, d), s = shape_only(F, 0, NULL), unk = shape_only(F, -1, NULL),
+               dbl = shape_only(TCI_DTYPE_DOUBLE, 2, d);
+    ir_node *n = th_node(g, "Softmax", 13, 1, 1);
+    const tci_tensor *in1[] = {&x};
+    ck_assert_tci_ok(infer(g, n, in1, out));
+    assert_dims(&out[0], 2, d);
+    const tci_tensor *in2[] = {&unk};
+    ck_assert_tci_ok(infer(g, n, in2, out));
+    ck_assert_int_eq(out[0].rank, -1);
+    ck_assert_int_eq(out[0].dtype, F);
+    const tci_tensor *in3[] = {&s};
+    ck_assert_tci_error(infer(g, n, in3, out), TCI_ERR_INVALID_MODEL, "input must have rank >= 1");
+    const tci_tensor *in4[] = {&dbl};
+    ck_assert_tci_error(infer(g, n, in4, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype double");
+    ir_node *ax = th_node(g, "LogSoftmax", 11, 1, 1);
+    th_attr_int(g, ax, "axis", -3);
+    ck_assert_tci_error(infer(g, ax, in1, out), TCI_ERR_INVALID_MODEL,
+                        "axis -3 out of range for rank 2");
+    ir_node *at = th_node(g, "Softmax", 13, 1, 1);
+    th_attr_float(g, at, "beta", 1.0f);
+    ck_assert_tci_error(op_prepare_node(at, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'beta'");
+    ir_node *ar = th_node(g, "LogSoftmax", 13, 2, 1);
+    ck_assert_tci_error(op_prepare_node(ar, g->arena), TCI_ERR_INVALID_MODEL,
+                        "has 2 inputs, expected 1 to 1");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- ReduceSum, ReduceMean ---- */
+
+static const float rd_x[] = {1, 2, 3, 4, 5, 6};
+static const int64_t rd_xd[] = {2, 3};
+
+/* Runs a reduction of rd_x (2x3) with axes from the attribute (axes_count >= 0), from an input
+ * (axes_count < 0 and axes_in set) or none. */
+static void run_reduce(const char *op, int opset, int keepdims, int noop, const int64_t *axes,
+                       int axes_count, bool as_input, int want_rank, const int64_t *want_dims,
+                       const float *want) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, op, opset, as_input ? 2 : 1, 1);
+    if (keepdims >= 0) th_attr_int(g, n, "keepdims", keepdims);
+    if (noop >= 0) th_attr_int(g, n, "noop_with_empty_axes", noop);
+    if (!as_input && axes_count >= 0) th_attr_ints(g, n, "axes", axes, (size_t)axes_count);
+    const int64_t ad[] = {axes_count};
+    tci_tensor in[2] = {th_tensor(F, 2, rd_xd, rd_x),
+                        th_tensor(TCI_DTYPE_INT64, 1, ad, axes_count ? axes : rd_xd)};
+    tci_tensor out[1];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    assert_dims(&out[0], want_rank, want_dims);
+    th_assert_near(out[0].data, want, (size_t)tci_tensor_count(&out[0]), 1e-6f);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_reduce_sum_attribute_axes) {
+    const int64_t ax1[] = {1}, ax0[] = {0}, axm1[] = {-1}, ax01[] = {0, 1}, dup[] = {1, 1};
+    const int64_t d21[] = {2, 1}, d3[] = {3}, d11[] = {1, 1}, d2[] = {2};
+    const float rows[] = {6, 15}, cols[] = {5, 7, 9}, all[] = {21};
+    for (int opset = 1; opset <= 11; opset += 10) {
+        run_reduce("ReduceSum", opset, -1, -1, ax1, 1, false, 2, d21, rows);
+        run_reduce("ReduceSum", opset, 0, -1, ax0, 1, false, 1, d3, cols);
+        run_reduce("ReduceSum", opset, 0, -1, axm1, 1, false, 1, d2, rows);
+        run_reduce("ReduceSum", opset, 1, -1, NULL, -1, false, 2, d11, all);
+        run_reduce("ReduceSum", opset, 0, -1, NULL, -1, false, 0, NULL, all);
+        run_reduce("ReduceSum", opset, 0, -1, ax01, 2, false, 0, NULL, all);
+        /* an empty axes list also means all */
+        run_reduce("ReduceSum", opset, 1, -1, NULL, 0, false, 2, d11, all);
+        /* a repeated axis counts once, as in onnxruntime */
+        run_reduce("ReduceSum", opset, 1, -1, dup, 2, false, 2, d21, rows);
+    }
+}
+END_TEST
+
+START_TEST(test_reduce_axes_input) {
+    const int64_t ax1[] = {1}, axm2[] = {-2};
+    const int64_t d21[] = {2, 1}, d3[] = {3}, d11[] = {1, 1};
+    const float rows[] = {6, 15}, cols[] = {5, 7, 9}, all[] = {21}, mean_rows[] = {2, 5},
+                mean_all[] = {3.5f};
+    run_reduce("ReduceSum", 13, 1, -1, ax1, 1, true, 2, d21, rows);
+    run_reduce("ReduceSum", 13, 0, 0, axm2, 1, true, 1, d3, cols);
+    /* axes absent or empty: all, or nothing with noop_with_empty_axes */
+    run_reduce("ReduceSum", 13, 1, 0, NULL, -1, false, 2, d11, all);
+    run_reduce("ReduceSum", 13, 1, 0, NULL, 0, true, 2, d11, all);
+    run_reduce("ReduceSum", 13, 0, 1, NULL, 0, true, 2, rd_xd, rd_x);
+    run_reduce("ReduceSum", 13, 0, 1, NULL, -1, false, 2, rd_xd, rd_x);
+    run_reduce("ReduceMean", 18, 1, -1, ax1, 1, true, 2, d21, mean_rows);
+    run_reduce("ReduceMean", 18, 0, 0, NULL, 0, true, 0, NULL, mean_all);
+    run_reduce("ReduceMean", 18, 1, 1, NULL, -1, false, 2, rd_xd, rd_x);
+    /* ReduceMean keeps the attribute until opset 18 */
+    run_reduce("ReduceMean", 13, 1, -1, ax1, 1, false, 2, d21, mean_rows);
+    run_reduce("ReduceMean", 17, 0, -1, NULL, -1, false, 0, NULL, mean_all);
+}
+END_TEST
+
+START_TEST(test_reduce_middle_axes) {
+    /* (2,3,2) reduced over axes 0 and 2 */
+    float x[12];
+    for (int i = 0; i < 12; i++) x[i] = (float)i;
+    const int64_t xd[] = {2, 3, 2}, axes[] = {0, 2}, wd[] = {1, 3, 1}, ad[] = {2};
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "ReduceMean", 18, 2, 1);
+    tci_tensor in[2] = {th_tensor(F, 3, xd, x), th_tensor(TCI_DTYPE_INT64, 1, ad, axes)};
+    tci_tensor out[1];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    assert_dims(&out[0], 3, wd);
+    const float want[] = {(0 + 1 + 6 + 7) / 4.0f, (2 + 3 + 8 + 9) / 4.0f, (4 + 5 + 10 + 11) / 4.0f};
+    th_assert_near(out[0].data, want, 3, 1e-6f);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_reduce_integers) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int32_t x32[] = {1, 2, 4, 3, 5, 8};
+    const int64_t x64[] = {-1, -2, -4, 3, 5, 8}, axes[] = {1};
+    tci_tensor out[1];
+    /* integer mean truncates toward zero: 7/3 -> 2, -7/3 -> -2 */
+    ir_node *m = th_node(g, "ReduceMean", 11, 1, 1);
+    th_attr_ints(g, m, "axes", axes, 1);
+    tci_tensor in32[1] = {th_tensor(TCI_DTYPE_INT32, 2, rd_xd, x32)};
+    ck_assert_tci_ok(th_run(g, m, in32, out));
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+    ck_assert_int_eq(((int32_t *)out[0].data)[0], 2);
+    ck_assert_int_eq(((int32_t *)out[0].data)[1], 5);
+    th_free(out, 1);
+    ir_node *m64 = th_node(g, "ReduceMean", 11, 1, 1);
+    th_attr_ints(g, m64, "axes", axes, 1);
+    tci_tensor in64[1] = {th_tensor(TCI_DTYPE_INT64, 2, rd_xd, x64)};
+    ck_assert_tci_ok(th_run(g, m64, in64, out));
+    ck_assert_int_eq(((int64_t *)out[0].data)[0], -2);
+    ck_assert_int_eq(((int64_t *)out[0].data)[1], 5);
+    th_free(out, 1);
+    /* shape arithmetic: the product-free sum of a shape vector */
+    ir_node *s = th_node(g, "ReduceSum", 13, 1, 1);
+    th_attr_int(g, s, "keepdims", 0);
+    const int64_t big[] = {INT64_C(1) << 40, 3};
+    const int64_t bd[] = {2};
+    tci_tensor inb[1] = {th_tensor(TCI_DTYPE_INT64, 1, bd, big)};
+    ck_assert_tci_ok(th_run(g, s, inb, out));
+    ck_assert_int_eq(out[0].rank, 0);
+    ck_assert_int_eq(((int64_t *)out[0].data)[0], (INT64_C(1) << 40) + 3);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_reduce_empty_and_scalar) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const float dummy[1] = {0}, five[] = {5};
+    const int64_t xd[] = {2, 0, 2}, axes[] = {1}, ad[] = {1}, wd[] = {2, 1, 2}, w0[] = {2, 0, 1},
+                  axes2[] = {2};
+    tci_tensor out[1];
+    /* summing an empty set gives 0; the mean too, as in onnxruntime */
+    const float zeros[] = {0, 0, 0, 0};
+    const char *ops[] = {"ReduceSum", "ReduceMean"};
+    for (int o = 0; o < 2; o++) {
+        ir_node *n = th_node(g, ops[o], 18, 2, 1);
+        tci_tensor in[2] = {th_tensor(F, 3, xd, dummy), th_tensor(TCI_DTYPE_INT64, 1, ad, axes)};
+        ck_assert_tci_ok(th_run(g, n, in, out));
+        assert_dims(&out[0], 3, wd);
+        th_assert_near(out[0].data, zeros, 4, 0);
+        th_free(out, 1);
+    }
+    /* a zero dim that is kept: empty output */
+    ir_node *k = th_node(g, "ReduceSum", 13, 2, 1);
+    tci_tensor in_k[2] = {th_tensor(F, 3, xd, dummy), th_tensor(TCI_DTYPE_INT64, 1, ad, axes2)};
+    ck_assert_tci_ok(th_run(g, k, in_k, out));
+    assert_dims(&out[0], 3, w0);
+    th_free(out, 1);
+    /* rank 0 input: reducing all of nothing is the value itself */
+    ir_node *s = th_node(g, "ReduceMean", 13, 1, 1);
+    tci_tensor in_s[1] = {th_tensor(F, 0, NULL, five)};
+    ck_assert_tci_ok(th_run(g, s, in_s, out));
+    ck_assert_int_eq(out[0].rank, 0);
+    th_assert_near(out[0].data, five, 1, 0);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_reduce_long_sum_accurate) {
+    /* 0.1f a million times: a plain fp32 running sum drifts by about 1%, double does not */
+    enum { N = 1000000 };
+    static float x[N];
+    for (int i = 0; i < N; i++) x[i] = 0.1f;
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "ReduceSum", 11, 1, 1);
+    const int64_t xd[] = {N};
+    tci_tensor in[1] = {th_tensor(F, 1, xd, x)}, out[1];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    const float want[] = {(float)(N * (double)0.1f)};
+    th_assert_near(out[0].data, want, 1, 0);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_reduce_errors) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *kd = th_node(g, "ReduceSum", 11, 1, 1);
+    th_attr_int(g, kd, "keepdims", 2);
+    ck_assert_tci_error(op_prepare_node(kd, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'keepdims' must be 0 or 1, got 2");
+    const int64_t axes[] = {1};
+    ir_node *at = th_node(g, "ReduceSum", 13, 1, 1);
+    th_attr_ints(g, at, "axes", axes, 1);
+    ck_assert_tci_error(op_prepare_node(at, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'axes'");
+    ir_node *at18 = th_node(g, "ReduceMean", 18, 1, 1);
+    th_attr_ints(g, at18, "axes", axes, 1);
+    ck_assert_tci_error(op_prepare_node(at18, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'axes'");
+    ir_node *noop = th_node(g, "ReduceMean", 13, 1, 1);
+    th_attr_int(g, noop, "noop_with_empty_axes", 1);
+    ck_assert_tci_error(op_prepare_node(noop, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'noop_with_empty_axes'");
+    ir_node *two = th_node(g, "ReduceSum", 11, 2, 1);
+    ck_assert_tci_error(op_prepare_node(two, g->arena), TCI_ERR_INVALID_MODEL,
+                        "has 2 inputs, expected 1 to 1");
+
+    tci_tensor out[1];
+    const int64_t a3[] = {3}, ad[] = {1}, a2d[] = {1, 1}, fd[] = {1};
+    const float fa[] = {1};
+    tci_tensor x = shape_only(F, 2, rd_xd), dbl = shape_only(TCI_DTYPE_DOUBLE, 2, rd_xd),
+               axes3 = th_tensor(TCI_DTYPE_INT64, 1, ad, a3),
+               axes_2d = th_tensor(TCI_DTYPE_INT64, 2, a2d, a3),
+               axes_f = th_tensor(F, 1, fd, fa);
+    ir_node *range = th_node(g, "ReduceSum", 13, 2, 1);
+    const tci_tensor *in1[] = {&x, &axes3};
+    ck_assert_tci_error(infer(g, range, in1, out), TCI_ERR_INVALID_MODEL,
+                        "axis 3 out of range for rank 2");
+    const tci_tensor *in2[] = {&x, &axes_2d};
+    ck_assert_tci_error(infer(g, range, in2, out), TCI_ERR_INVALID_MODEL,
+                        "input axes must be 1-D, got rank 2");
+    const tci_tensor *in3[] = {&x, &axes_f};
+    ck_assert_tci_error(infer(g, range, in3, out), TCI_ERR_UNSUPPORTED,
+                        "input 1 has unsupported dtype float");
+    const tci_tensor *in4[] = {&dbl, NULL};
+    ck_assert_tci_error(infer(g, range, in4, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype double");
+    ir_node *attr_range = th_node(g, "ReduceMean", 11, 1, 1);
+    const int64_t neg[] = {-3};
+    th_attr_ints(g, attr_range, "axes", neg, 1);
+    const tci_tensor *in5[] = {&x};
+    ck_assert_tci_error(infer(g, attr_range, in5, out), TCI_ERR_INVALID_MODEL,
+                        "axis -3 out of range for rank 2");
+
+    /* at run time the axes must have a value */
+    ir_node *rt = th_node(g, "ReduceSum", 13, 2, 1);
+    ck_assert_tci_ok(op_prepare_node(rt, g->arena));
+    float xv[6] = {0}, yv[6];
+    tci_tensor xt = th_tensor(F, 2, rd_xd, xv), at_unknown = shape_only(TCI_DTYPE_INT64, 1, ad),
+               yt = th_tensor(F, 2, rd_xd, yv);
+    const tci_tensor *in6[] = {&xt, &at_unknown};
+    tci_tensor *o6[] = {&yt};
+    ck_assert_tci_error(rt->desc->cpu_forward(rt, in6, o6), TCI_ERR_INTERNAL,
+                        "input axes has no value at run time");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_reduce_infer_unknown) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    tci_tensor out[1];
+    const int64_t xd[] = {2, 1, -1}, ad[] = {1}, a0[] = {0}, axes[] = {-1};
+    tci_tensor x = shape_only(F, 3, xd), axes_unknown = shape_only(TCI_DTYPE_INT64, 1, ad),
+               axes_empty = shape_only(TCI_DTYPE_INT64, 1, a0),
+               axes_known = th_tensor(TCI_DTYPE_INT64, 1, ad, axes),
+               unk = shape_only(TCI_DTYPE_UNDEFINED, -1, NULL);
+    /* axes not known yet: keepdims keeps the rank, and dims of 1 stay 1 */
+    ir_node *k = th_node(g, "ReduceSum", 13, 2, 1);
+    const tci_tensor *in1[] = {&x, &axes_unknown};
+    ck_assert_tci_ok(infer(g, k, in1, out));
+    const int64_t w1[] = {-1, 1, -1};
+    assert_dims(&out[0], 3, w1);
+    ir_node *nk = th_node(g, "ReduceSum", 13, 2, 1);
+    th_attr_int(g, nk, "keepdims", 0);
+    ck_assert_tci_ok(infer(g, nk, in1, out));
+    ck_assert_int_eq(out[0].rank, -1);
+    ck_assert_int_eq(out[0].dtype, F);
+    /* an empty axes input is known from its shape alone */
+    ir_node *np = th_node(g, "ReduceSum", 13, 2, 1);
+    th_attr_int(g, np, "noop_with_empty_axes", 1);
+    const tci_tensor *in2[] = {&x, &axes_empty};
+    ck_assert_tci_ok(infer(g, np, in2, out));
+    assert_dims(&out[0], 3, xd);
+    /* known axes over an unknown dim */
+    const tci_tensor *in3[] = {&x, &axes_known};
+    ck_assert_tci_ok(infer(g, nk, in3, out));
+    const int64_t w3[] = {2, 1};
+    assert_dims(&out[0], 2, w3);
+    const tci_tensor *in4[] = {&unk, &axes_known};
+    ck_assert_tci_ok(infer(g, nk, in4, out));
+    ck_assert_int_eq(out[0].rank, -1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("norm");
+    TCase *bn = tcase_create("batchnorm");
+    tcase_add_test(bn, test_batchnorm_every_version);
+    tcase_add_test(bn, test_batchnorm_epsilon_and_rank2);
+    tcase_add_test(bn, test_batchnorm_non_spatial);
+    tcase_add_test(bn, test_batchnorm_training_refused);
+    tcase_add_test(bn, test_batchnorm_attribute_errors);
+    tcase_add_test(bn, test_batchnorm_shape_errors_and_infer);
+    suite_add_tcase(s, bn);
+    TCase *ln = tcase_create("layernorm");
+    tcase_add_test(ln, test_layernorm_last_axis);
+    tcase_add_test(ln, test_layernorm_axis0_no_bias_one_output);
+    tcase_add_test(ln, test_layernorm_scale_per_row);
+    tcase_add_test(ln, test_layernorm_errors);
+    tcase_add_test(ln, test_layernorm_infer_unknown);
+    suite_add_tcase(s, ln);
+    TCase *sm = tcase_create("softmax");
+    tcase_add_test(sm, test_softmax_last_axis);
+    tcase_add_test(sm, test_softmax_coerced_2d_before_13);
+    tcase_add_test(sm, test_softmax_inner_axis_from_13);
+    tcase_add_test(sm, test_softmax_stable_and_long);
+    tcase_add_test(sm, test_softmax_errors_and_infer);
+    suite_add_tcase(s, sm);
+    TCase *rd = tcase_create("reduce");
+    tcase_add_test(rd, test_reduce_sum_attribute_axes);
+    tcase_add_test(rd, test_reduce_axes_input);
+    tcase_add_test(rd, test_reduce_middle_axes);
+    tcase_add_test(rd, test_reduce_integers);
+    tcase_add_test(rd, test_reduce_empty_and_scalar);
+    tcase_add_test(rd, test_reduce_long_sum_accurate);
+    tcase_add_test(rd, test_reduce_errors);
+    tcase_add_test(rd, test_reduce_infer_unknown);
+    suite_add_tcase(s, rd);
+    return tci_test_run_suite(s);
+}
