@@ -1,4 +1,541 @@
-/* Op family 'pool' (being implemented). */
+/* Op family 'pool': MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool and LRN over
+ * N x C x spatial tensors (1 to 6 spatial axes): the fp32 reference the GPU kernels answer to. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "layers/op.h"
 
-const op_desc *const layer_pool_ops[] = {NULL};
+#define POOL_MAX_SPATIAL (TCI_MAX_RANK - 2)
+/* Attribute values beyond this are nonsense and would let window arithmetic overflow. */
+#define POOL_ATTR_LIMIT INT64_C(0x7fffffff)
+
+typedef enum pool_auto_pad {
+    POOL_PAD_NOTSET,
+    POOL_PAD_SAME_UPPER,
+    POOL_PAD_SAME_LOWER,
+    POOL_PAD_VALID,
+} pool_auto_pad;
+
+typedef struct pool_params {
+    bool is_max;
+    int num_spatial;
+    int64_t kernel[POOL_MAX_SPATIAL];
+    int64_t strides[POOL_MAX_SPATIAL];
+    int64_t dilations[POOL_MAX_SPATIAL];
+    int64_t pads[2 * POOL_MAX_SPATIAL]; /* begins then ends, as in the attribute */
+    pool_auto_pad auto_pad;
+    bool ceil_mode;
+    bool count_include_pad;
+    bool column_major_indices; /* storage_order = 1 */
+} pool_params;
+
+typedef struct lrn_params {
+    float alpha, beta, bias;
+    int64_t size;
+} lrn_params;
+
+static const tci_dtype max_pool_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT8, TCI_DTYPE_UINT8, 0};
+
+/* ---- attribute parsing ---- */
+
+static tci_status read_bool_attr(const ir_node *node, const char *name, bool *out) {
+    int64_t v;
+    TCI_TRY(ir_attr_int(node, name, 0, &v));
+    if (v != 0 && v != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s is %lld; must be 0 or 1", name,
+                             (long long)v);
+    *out = v != 0;
+    return TCI_OK;
+}
+
+/* Reads an INTS attribute of exactly `want` entries, each >= min; absent gives def everywhere. */
+static tci_status read_axis_ints(const ir_node *node, const char *name, int want, int64_t min,
+                                 int64_t def, int64_t *out) {
+    const int64_t *v;
+    size_t n;
+    TCI_TRY(ir_attr_ints(node, name, &v, &n));
+    if (!v) {
+        for (int i = 0; i < want; i++) out[i] = def;
+        return TCI_OK;
+    }
+    if (n != (size_t)want)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "%s has %zu entries, expected %d (kernel_shape has %d spatial axes)",
+                             name, n, want, want / (strcmp(name, "pads") == 0 ? 2 : 1));
+    for (int i = 0; i < want; i++) {
+        if (v[i] < min)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s[%d] is %lld; must be %s", name,
+                                 i, (long long)v[i], min > 0 ? "positive" : "non-negative");
+        if (v[i] > POOL_ATTR_LIMIT)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s[%d] is %lld, too large", name, i,
+                                 (long long)v[i]);
+        out[i] = v[i];
+    }
+    return TCI_OK;
+}
+
+static tci_status parse_window(ir_node *node, tci_arena *arena, bool is_max) {
+    int v = node->since_version;
+    bool has_indices = is_max && v >= 8;
+    TCI_TRY(op_check_arity(node, 1, 1, 1, has_indices ? 2 : 1));
+    const char *known[8];
+    int n = 0;
+    known[n++] = "auto_pad";
+    known[n++] = "kernel_shape";
+    known[n++] = "pads";
+    known[n++] = "strides";
+    if (v >= 10) known[n++] = "ceil_mode";
+    if (is_max ? v >= 10 : v >= 19) known[n++] = "dilations";
+    if (is_max && v >= 8) known[n++] = "storage_order";
+    if (!is_max && v >= 7) known[n++] = "count_include_pad";
+    known[n] = NULL;
+    TCI_TRY(ir_check_attrs(node, known));
+
+    pool_params *p = tci_arena_alloc(arena, sizeof *p);
+    if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    memset(p, 0, sizeof *p);
+    p->is_max = is_max;
+
+    const int64_t *kernel;
+    size_t k;
+    TCI_TRY(ir_attr_ints(node, "kernel_shape", &kernel, &k));
+    if (!kernel || k == 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'kernel_shape' is required");
+    if (k > POOL_MAX_SPATIAL)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "kernel_shape has %zu axes; at most %d spatial axes are supported", k,
+                             POOL_MAX_SPATIAL);
+    p->num_spatial = (int)k;
+    TCI_TRY(read_axis_ints(node, "kernel_shape", (int)k, 1, 1, p->kernel));
+    TCI_TRY(read_axis_ints(node, "strides", (int)k, 1, 1, p->strides));
+    TCI_TRY(read_axis_ints(node, "dilations", (int)k, 1, 1, p->dilations));
+    TCI_TRY(read_axis_ints(node, "pads", 2 * (int)k, 0, 0, p->pads));
+
+    const char *auto_pad;
+    TCI_TRY(ir_attr_string(node, "auto_pad", "NOTSET", &auto_pad));
+    if (strcmp(auto_pad, "NOTSET") == 0) p->auto_pad = POOL_PAD_NOTSET;
+    else if (strcmp(auto_pad, "SAME_UPPER") == 0) p->auto_pad = POOL_PAD_SAME_UPPER;
+    else if (strcmp(auto_pad, "SAME_LOWER") == 0) p->auto_pad = POOL_PAD_SAME_LOWER;
+    else if (strcmp(auto_pad, "VALID") == 0) p->auto_pad = POOL_PAD_VALID;
+    else
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+                             auto_pad);
+
+    TCI_TRY(read_bool_attr(node, "ceil_mode", &p->ceil_mode));
+    TCI_TRY(read_bool_attr(node, "count_include_pad", &p->count_include_pad));
+    TCI_TRY(read_bool_attr(node, "storage_order", &p->column_major_indices));
+    node->params = p;
+    return TCI_OK;
+}
+
+static tci_status parse_max_pool(ir_node *node, tci_arena *arena) {
+    return parse_window(node, arena, true);
+}
+
+static tci_status parse_average_pool(ir_node *node, tci_arena *arena) {
+    return parse_window(node, arena, false);
+}
+
+static tci_status parse_global(ir_node *node, tci_arena *arena) {
+    (void)arena;
+    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    const char *known[] = {NULL};
+    return ir_check_attrs(node, known);
+}
+
+static tci_status parse_lrn(ir_node *node, tci_arena *arena) {
+    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    const char *known[] = {"alpha", "beta", "bias", "size", NULL};
+    TCI_TRY(ir_check_attrs(node, known));
+    lrn_params *p = tci_arena_alloc(arena, sizeof *p);
+    if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    TCI_TRY(ir_attr_float(node, "alpha", 0.0001f, &p->alpha));
+    TCI_TRY(ir_attr_float(node, "beta", 0.75f, &p->beta));
+    TCI_TRY(ir_attr_float(node, "bias", 1.0f, &p->bias));
+    if (!ir_node_attr(node, "size"))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'size' is required");
+    TCI_TRY(ir_attr_int(node, "size", 0, &p->size));
+    if (p->size < 1 || p->size > POOL_ATTR_LIMIT)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "size is %lld; must be positive",
+                             (long long)p->size);
+    node->params = p;
+    return TCI_OK;
+}
+
+/* ---- window geometry ---- */
+
+/* Output extent and the padding applied on spatial axis d for input extent `in` (< 0: unknown).
+ * SAME pads depend on the input, so run time recomputes them here rather than at parse. */
+static tci_status window_axis(const ir_node *node, const pool_params *p, int d, int64_t in,
+                              int64_t *out, int64_t *pad_begin, int64_t *pad_end) {
+    int64_t s = p->strides[d], extent = (p->kernel[d] - 1) * p->dilations[d] + 1;
+    int64_t pb = p->pads[d], pe = p->pads[d + p->num_spatial];
+    if (p->auto_pad == POOL_PAD_VALID) pb = pe = 0;
+    *pad_begin = pb;
+    *pad_end = pe;
+    if (in < 0) {
+        *out = -1;
+        return TCI_OK;
+    }
+    if (p->auto_pad == POOL_PAD_SAME_UPPER || p->auto_pad == POOL_PAD_SAME_LOWER) {
+        int64_t o = (in + s - 1) / s; /* ceil(in / stride), ceil_mode or not */
+        int64_t total = (o - 1) * s + extent - in;
+        if (total < 0) total = 0;
+        *pad_begin = p->auto_pad == POOL_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        *pad_end = total - *pad_begin;
+        *out = o;
+        return TCI_OK;
+    }
+    int64_t span = in + pb + pe - extent;
+    if (span < 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "kernel extent %lld (kernel_shape %lld, dilation %lld) is larger than "
+                             "the padded input %lld on spatial axis %d",
+                             (long long)extent, (long long)p->kernel[d],
+                             (long long)p->dilations[d], (long long)(in + pb + pe), d);
+    int64_t o = span / s + 1;
+    /* the spec's VALID formula for ceil_mode reduces to the floor one */
+    if (p->ceil_mode && p->auto_pad == POOL_PAD_NOTSET) {
+        o = (span + s - 1) / s + 1;
+        /* the last window must start inside the input or its leading padding */
+        if ((o - 1) * s >= in + pb) o--;
+    }
+    *out = o;
+    return TCI_OK;
+}
+
+static tci_status infer_window(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const pool_params *p = node->params;
+    const tci_tensor *x = in[0];
+    TCI_TRY(op_check_dtype(node, x, 0, p->is_max ? max_pool_types : op_float_types));
+    int k = p->num_spatial;
+    if (x->rank >= 0 && x->rank != k + 2)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "input has rank %d; kernel_shape has %d spatial axes, so rank %d is "
+                             "expected",
+                             x->rank, k, k + 2);
+    tci_tensor *y = out[0];
+    y->dtype = x->dtype;
+    y->rank = k + 2;
+    y->dims[0] = x->rank >= 0 ? x->dims[0] : -1;
+    y->dims[1] = x->rank >= 0 ? x->dims[1] : -1;
+    for (int d = 0; d < k; d++) {
+        int64_t pad_begin, pad_end;
+        TCI_TRY(window_axis(node, p, d, x->rank >= 0 ? x->dims[2 + d] : -1, &y->dims[2 + d],
+                            &pad_begin, &pad_end));
+    }
+    if (node->num_outputs > 1 && out[1]) {
+        op_same_shape(out[1], y);
+        out[1]->dtype = TCI_DTYPE_INT64;
+    }
+    return TCI_OK;
+}
+
+/* ---- windowed pooling ---- */
+
+typedef struct window_plan {
+    int k;
+    int64_t in[POOL_MAX_SPATIAL], out[POOL_MAX_SPATIAL];
+    int64_t pad_begin[POOL_MAX_SPATIAL], pad_end[POOL_MAX_SPATIAL];
+    int64_t in_strides[POOL_MAX_SPATIAL];     /* row-major, within one plane */
+    int64_t column_strides[POOL_MAX_SPATIAL]; /* for storage_order = 1 indices */
+    int64_t in_plane, out_plane, planes;
+} window_plan;
+
+/* Taps k in [first, last) of one axis land inside the input; `counted` taps land inside the
+ * input or its explicit padding (count_include_pad's divisor). */
+typedef struct axis_window {
+    int64_t start, first, last, counted;
+} axis_window;
+
+static axis_window axis_window_at(const pool_params *p, const window_plan *w, int d, int64_t o) {
+    axis_window a;
+    int64_t dil = p->dilations[d], kernel = p->kernel[d], in = w->in[d];
+    a.start = o * p->strides[d] - w->pad_begin[d];
+    a.first = a.start >= 0 ? 0 : (-a.start + dil - 1) / dil;
+    a.last = in > a.start ? (in - a.start + dil - 1) / dil : 0;
+    if (a.last > kernel) a.last = kernel;
+    if (a.first > a.last) a.first = a.last;
+    int64_t limit = in + w->pad_end[d]; /* windows never start before -pad_begin */
+    a.counted = limit > a.start ? (limit - a.start + dil - 1) / dil : 0;
+    if (a.counted > kernel) a.counted = kernel;
+    return a;
+}
+
+static void pool_window_plane(const pool_params *p, const window_plan *w, const float *x,
+                              float *y, int64_t *indices, int64_t plane_base) {
+    int k = w->k;
+    int64_t o[POOL_MAX_SPATIAL] = {0};
+    for (int64_t oi = 0; oi < w->out_plane; oi++) {
+        axis_window a[POOL_MAX_SPATIAL];
+        bool empty = false;
+        int64_t counted = 1;
+        for (int d = 0; d < k; d++) {
+            a[d] = axis_window_at(p, w, d, o[d]);
+            if (a[d].first >= a[d].last) empty = true;
+            counted *= a[d].counted;
+        }
+        float best = -INFINITY, sum = 0.0f;
+        int64_t best_at = -1, taps = 0;
+        if (!empty) {
+            /* odometer over the outer kernel axes, contiguous loop over the last one */
+            int64_t kk[POOL_MAX_SPATIAL];
+            for (int d = 0; d < k; d++) kk[d] = a[d].first;
+            int last = k - 1;
+            int64_t dil_last = p->dilations[last];
+            for (;;) {
+                int64_t base = 0;
+                for (int d = 0; d < last; d++)
+                    base += (a[d].start + kk[d] * p->dilations[d]) * w->in_strides[d];
+                int64_t pos = a[last].start + a[last].first * dil_last;
+                const float *row = x + base;
+                if (p->is_max) {
+                    for (int64_t t = a[last].first; t < a[last].last; t++, pos += dil_last) {
+                        float v = row[pos];
+                        if (best_at < 0 || v > best) {
+                            best = v;
+                            best_at = base + pos;
+                        }
+                    }
+                } else {
+                    for (int64_t t = a[last].first; t < a[last].last; t++, pos += dil_last)
+                        sum += row[pos];
+                    taps += a[last].last - a[last].first;
+                }
+                int d = last - 1;
+                while (d >= 0 && ++kk[d] == a[d].last) {
+                    kk[d] = a[d].first;
+                    d--;
+                }
+                if (d < 0) break;
+            }
+        }
+        if (p->is_max) {
+            /* a window that misses the input (pads or dilation) gives the lowest value, as
+             * onnxruntime does */
+            y[oi] = best_at < 0 ? -FLT_MAX : best;
+            if (indices) {
+                int64_t at = best_at;
+                if (at >= 0 && p->column_major_indices) {
+                    int64_t rest = at;
+                    at = 0;
+                    for (int d = 0; d < k; d++) {
+                        at += rest / w->in_strides[d] * w->column_strides[d];
+                        rest %= w->in_strides[d];
+                    }
+                }
+                indices[oi] = at >= 0 ? plane_base + at : -1;
+            }
+        } else {
+            /* a dilated window can miss the input entirely: 0 as onnxruntime, not 0/0 */
+            int64_t divisor = p->count_include_pad ? counted : taps;
+            y[oi] = divisor ? sum / (float)divisor : 0.0f;
+        }
+        for (int d = k - 1; d >= 0; d--) {
+            if (++o[d] < w->out[d]) break;
+            o[d] = 0;
+        }
+    }
+}
+
+static tci_status forward_window(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    const pool_params *p = node->params;
+    const tci_tensor *x = in[0];
+    tci_tensor *y = out[0];
+    tci_tensor *ind = node->num_outputs > 1 ? out[1] : NULL;
+    window_plan w;
+    w.k = p->num_spatial;
+    w.planes = x->dims[0] * x->dims[1];
+    w.in_plane = w.out_plane = 1;
+    for (int d = w.k - 1; d >= 0; d--) {
+        w.in[d] = x->dims[2 + d];
+        w.out[d] = y->dims[2 + d];
+        int64_t extent;
+        TCI_TRY(window_axis(node, p, d, w.in[d], &extent, &w.pad_begin[d], &w.pad_end[d]));
+        w.in_strides[d] = w.in_plane;
+        w.in_plane *= w.in[d];
+        w.out_plane *= w.out[d];
+    }
+    int64_t c = 1;
+    for (int d = 0; d < w.k; d++) {
+        w.column_strides[d] = c;
+        c *= w.in[d];
+    }
+    if (w.planes == 0 || w.out_plane == 0) return TCI_OK;
+
+    /* int8/uint8 are exact in float: pool a float copy rather than keeping a second loop */
+    const float *xf = x->data;
+    float *yf = y->data, *x_copy = NULL, *y_copy = NULL;
+    if (x->dtype != TCI_DTYPE_FLOAT) {
+        int64_t nx = w.planes * w.in_plane, ny = w.planes * w.out_plane;
+        x_copy = malloc((size_t)(nx ? nx : 1) * sizeof *x_copy);
+        y_copy = malloc((size_t)ny * sizeof *y_copy);
+        if (!x_copy || !y_copy) {
+            free(x_copy);
+            free(y_copy);
+            return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        for (int64_t i = 0; i < nx; i++) x_copy[i] = (float)op_read_number(x, i);
+        xf = x_copy;
+        yf = y_copy;
+    }
+    for (int64_t plane = 0; plane < w.planes; plane++)
+        pool_window_plane(p, &w, xf + plane * w.in_plane, yf + plane * w.out_plane,
+                          ind ? (int64_t *)ind->data + plane * w.out_plane : NULL,
+                          plane * w.in_plane);
+    if (y_copy) {
+        float lo = x->dtype == TCI_DTYPE_INT8 ? -128.0f : 0.0f;
+        for (int64_t i = 0; i < w.planes * w.out_plane; i++)
+            op_write_number(y, i, yf[i] < lo ? lo : yf[i]);
+    }
+    free(x_copy);
+    free(y_copy);
+    return TCI_OK;
+}
+
+/* ---- global pooling ---- */
+
+static tci_status infer_global(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const tci_tensor *x = in[0];
+    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    if (x->rank >= 0 && x->rank < 2)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "input has rank %d; expected N x C x spatial (rank >= 2)", x->rank);
+    op_same_shape(out[0], x);
+    for (int d = 2; d < x->rank; d++) out[0]->dims[d] = 1;
+    return TCI_OK;
+}
+
+static tci_status forward_global(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out, bool is_max) {
+    (void)node;
+    const tci_tensor *x = in[0];
+    int64_t planes = x->dims[0] * x->dims[1], size = 1;
+    for (int d = 2; d < x->rank; d++) size *= x->dims[d];
+    const float *xp = x->data;
+    float *yp = out[0]->data;
+    for (int64_t c = 0; c < planes; c++) {
+        const float *row = xp + c * size;
+        if (is_max) {
+            float best = -INFINITY;
+            for (int64_t i = 0; i < size; i++)
+                if (i == 0 || row[i] > best) best = row[i];
+            yp[c] = best;
+        } else {
+            double sum = 0.0;
+            for (int64_t i = 0; i < size; i++) sum += row[i];
+            yp[c] = (float)(sum / (double)size);
+        }
+    }
+    return TCI_OK;
+}
+
+static tci_status forward_global_average(const ir_node *node, const tci_tensor *const *in,
+                                         tci_tensor *const *out) {
+    return forward_global(node, in, out, false);
+}
+
+static tci_status forward_global_max(const ir_node *node, const tci_tensor *const *in,
+                                     tci_tensor *const *out) {
+    return forward_global(node, in, out, true);
+}
+
+/* ---- LRN ---- */
+
+static tci_status infer_lrn(const ir_node *node, const tci_tensor *const *in,
+                            tci_tensor *const *out) {
+    const tci_tensor *x = in[0];
+    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    if (x->rank >= 0 && x->rank < 2)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "input has rank %d; expected N x C x ... (rank >= 2)", x->rank);
+    op_same_shape(out[0], x);
+    return TCI_OK;
+}
+
+static tci_status forward_lrn(const ir_node *node, const tci_tensor *const *in,
+                              tci_tensor *const *out) {
+    const lrn_params *p = node->params;
+    const tci_tensor *x = in[0];
+    int64_t batch = x->dims[0], channels = x->dims[1], size = 1;
+    for (int d = 2; d < x->rank; d++) size *= x->dims[d];
+    int64_t before = (p->size - 1) / 2, after = p->size - 1 - before;
+    float scale = p->alpha / (float)p->size;
+    const float *xp = x->data;
+    float *yp = out[0]->data;
+    for (int64_t n = 0; n < batch; n++) {
+        const float *xn = xp + n * channels * size;
+        float *yn = yp + n * channels * size;
+        for (int64_t c = 0; c < channels; c++) {
+            int64_t lo = c - before < 0 ? 0 : c - before;
+            int64_t hi = c + after > channels - 1 ? channels - 1 : c + after;
+            for (int64_t i = 0; i < size; i++) {
+                float sq = 0.0f;
+                for (int64_t j = lo; j <= hi; j++) {
+                    float v = xn[j * size + i];
+                    sq += v * v;
+                }
+                yn[c * size + i] = xn[c * size + i] / powf(p->bias + scale * sq, p->beta);
+            }
+        }
+    }
+    return TCI_OK;
+}
+
+/* ---- descriptors ---- */
+
+static const int max_pool_versions[] = {1, 8, 10, 11, 12, 22, 0};
+static const int average_pool_versions[] = {1, 7, 10, 11, 19, 22, 0};
+static const int global_versions[] = {1, 22, 0};
+static const int lrn_versions[] = {1, 13, 0};
+
+static const op_desc max_pool_desc = {
+    .op_type = "MaxPool",
+    .versions = max_pool_versions,
+    .parse = parse_max_pool,
+    .infer = infer_window,
+    .cpu_forward = forward_window,
+};
+
+static const op_desc average_pool_desc = {
+    .op_type = "AveragePool",
+    .versions = average_pool_versions,
+    .parse = parse_average_pool,
+    .infer = infer_window,
+    .cpu_forward = forward_window,
+};
+
+static const op_desc global_average_pool_desc = {
+    .op_type = "GlobalAveragePool",
+    .versions = global_versions,
+    .parse = parse_global,
+    .infer = infer_global,
+    .cpu_forward = forward_global_average,
+};
+
+static const op_desc global_max_pool_desc = {
+    .op_type = "GlobalMaxPool",
+    .versions = global_versions,
+    .parse = parse_global,
+    .infer = infer_global,
+    .cpu_forward = forward_global_max,
+};
+
+static const op_desc lrn_desc = {
+    .op_type = "LRN",
+    .versions = lrn_versions,
+    .parse = parse_lrn,
+    .infer = infer_lrn,
+    .cpu_forward = forward_lrn,
+};
+
+const op_desc *const layer_pool_ops[] = {
+    &max_pool_desc, &average_pool_desc, &global_average_pool_desc, &global_max_pool_desc,
+    &lrn_desc,      NULL,
+};

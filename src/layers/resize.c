@@ -1,4 +1,625 @@
-/* Op family 'resize' (being implemented). */
+/* Op family 'resize': Resize (opsets 10-19) and Upsample (7-10), nearest / N-linear / N-cubic,
+ * with every coordinate transformation of the spec. Coordinates and weights are computed in double
+ * as ONNX's reference does, so rounding ties in nearest mode land on the same pixel. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "layers/op.h"
 
-const op_desc *const layer_resize_ops[] = {NULL};
+typedef enum resize_mode { RESIZE_NEAREST, RESIZE_LINEAR, RESIZE_CUBIC } resize_mode;
+
+typedef enum resize_coords {
+    COORDS_HALF_PIXEL,
+    COORDS_HALF_PIXEL_SYMMETRIC,
+    COORDS_PYTORCH_HALF_PIXEL,
+    COORDS_ALIGN_CORNERS,
+    COORDS_ASYMMETRIC,
+    COORDS_TF_HALF_PIXEL_FOR_NN,
+    COORDS_TF_CROP_AND_RESIZE,
+} resize_coords;
+
+typedef enum resize_rounding {
+    ROUND_PREFER_FLOOR,
+    ROUND_PREFER_CEIL,
+    ROUND_FLOOR,
+    ROUND_CEIL,
+    /* Upsample and Resize-10 had no nearest_mode: onnxruntime truncates when upsampling and takes
+     * the ceiling when downsampling, which is what models of that era were checked against */
+    ROUND_LEGACY,
+} resize_rounding;
+
+typedef enum resize_keep {
+    KEEP_STRETCH,
+    KEEP_NOT_LARGER,
+    KEEP_NOT_SMALLER,
+} resize_keep;
+
+typedef struct resize_params {
+    bool is_upsample;
+    resize_mode mode;
+    resize_coords coords;
+    resize_rounding rounding;
+    resize_keep keep;
+    float cubic_a;
+    float extrapolation;
+    bool exclude_outside;
+    int num_axes; /* 0: every axis */
+    int64_t axes[TCI_MAX_RANK];
+    int roi_input, scales_input, sizes_input; /* -1 where the version has no such input */
+    const float *attr_scales;                 /* Upsample-7 */
+    size_t num_attr_scales;
+} resize_params;
+
+/* What the node resolves to for given inputs. */
+typedef struct resize_target {
+    int rank; /* -1 unknown */
+    int64_t out[TCI_MAX_RANK]; /* -1 unknown */
+    double scale[TCI_MAX_RANK];
+    double roi_start[TCI_MAX_RANK], roi_end[TCI_MAX_RANK];
+} resize_target;
+
+static const tci_dtype scale_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_FLOAT16, 0};
+static const tci_dtype sizes_types[] = {TCI_DTYPE_INT64, 0};
+
+/* ---- parsing ---- */
+
+typedef struct named_value {
+    const char *name;
+    int value;
+} named_value;
+
+/* Looks name up in a NULL-terminated table; false if absent. */
+static bool find_named(const named_value *table, const char *name, int *out) {
+    for (; table->name; table++)
+        if (strcmp(table->name, name) == 0) {
+            *out = table->value;
+            return true;
+        }
+    return false;
+}
+
+static const named_value mode_names[] = {
+    {"nearest", RESIZE_NEAREST},
+    {"linear", RESIZE_LINEAR},
+    {"cubic", RESIZE_CUBIC},
+    {NULL, 0},
+};
+
+static const named_value coords_names[] = {
+    {"half_pixel", COORDS_HALF_PIXEL},
+    {"half_pixel_symmetric", COORDS_HALF_PIXEL_SYMMETRIC},
+    {"pytorch_half_pixel", COORDS_PYTORCH_HALF_PIXEL},
+    {"align_corners", COORDS_ALIGN_CORNERS},
+    {"asymmetric", COORDS_ASYMMETRIC},
+    {"tf_half_pixel_for_nn", COORDS_TF_HALF_PIXEL_FOR_NN},
+    {"tf_crop_and_resize", COORDS_TF_CROP_AND_RESIZE},
+    {NULL, 0},
+};
+
+static const named_value rounding_names[] = {
+    {"round_prefer_floor", ROUND_PREFER_FLOOR},
+    {"round_prefer_ceil", ROUND_PREFER_CEIL},
+    {"floor", ROUND_FLOOR},
+    {"ceil", ROUND_CEIL},
+    {NULL, 0},
+};
+
+static const named_value keep_names[] = {
+    {"stretch", KEEP_STRETCH},
+    {"not_larger", KEEP_NOT_LARGER},
+    {"not_smaller", KEEP_NOT_SMALLER},
+    {NULL, 0},
+};
+
+static tci_status parse_mode(ir_node *node, resize_params *p, bool allow_cubic) {
+    const char *name;
+    int mode;
+    TCI_TRY(ir_attr_string(node, "mode", "nearest", &name));
+    /* "bilinear" is Upsample-1's name for linear, still written by some exporters */
+    if (p->is_upsample && strcmp(name, "bilinear") == 0) name = "linear";
+    if (!find_named(mode_names, name, &mode) || (mode == RESIZE_CUBIC && !allow_cubic))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "mode '%s' is not supported (%s)", name,
+                             allow_cubic ? "nearest, linear or cubic" : "nearest or linear");
+    p->mode = (resize_mode)mode;
+    return TCI_OK;
+}
+
+static tci_status parse_resize_11(ir_node *node, resize_params *p) {
+    int v = node->since_version, value;
+    const char *s;
+    TCI_TRY(ir_attr_string(node, "coordinate_transformation_mode", "half_pixel", &s));
+    /* half_pixel_symmetric came in 19; tf_half_pixel_for_nn left in 13 */
+    if (!find_named(coords_names, s, &value) ||
+        (value == COORDS_HALF_PIXEL_SYMMETRIC && v < 19) ||
+        (value == COORDS_TF_HALF_PIXEL_FOR_NN && v >= 13))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "coordinate_transformation_mode '%s' is not supported at opset %d", s,
+                             node->opset);
+    p->coords = (resize_coords)value;
+
+    TCI_TRY(ir_attr_string(node, "nearest_mode", "round_prefer_floor", &s));
+    if (!find_named(rounding_names, s, &value))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "nearest_mode '%s' is not supported", s);
+    p->rounding = (resize_rounding)value;
+
+    int64_t flag;
+    TCI_TRY(ir_attr_int(node, "exclude_outside", 0, &flag));
+    if (flag != 0 && flag != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "exclude_outside is %lld; must be 0 or 1",
+                             (long long)flag);
+    p->exclude_outside = flag != 0;
+    TCI_TRY(ir_attr_float(node, "cubic_coeff_a", -0.75f, &p->cubic_a));
+    TCI_TRY(ir_attr_float(node, "extrapolation_value", 0.0f, &p->extrapolation));
+
+    TCI_TRY(ir_attr_int(node, "antialias", 0, &flag));
+    if (flag != 0 && flag != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "antialias is %lld; must be 0 or 1",
+                             (long long)flag);
+    if (flag)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "antialias=1 is not supported");
+
+    TCI_TRY(ir_attr_string(node, "keep_aspect_ratio_policy", "stretch", &s));
+    if (!find_named(keep_names, s, &value))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "keep_aspect_ratio_policy '%s' is not supported", s);
+    p->keep = (resize_keep)value;
+
+    const int64_t *axes;
+    size_t n;
+    TCI_TRY(ir_attr_ints(node, "axes", &axes, &n));
+    if (axes) {
+        if (n == 0 || n > TCI_MAX_RANK)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "axes has %zu entries", n);
+        p->num_axes = (int)n;
+        memcpy(p->axes, axes, n * sizeof *axes);
+    }
+    return TCI_OK;
+}
+
+static tci_status parse_resize(ir_node *node, tci_arena *arena) {
+    int v = node->since_version;
+    resize_params *p = tci_arena_alloc(arena, sizeof *p);
+    if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    memset(p, 0, sizeof *p);
+    p->roi_input = p->sizes_input = -1;
+    p->coords = COORDS_ASYMMETRIC;
+    p->rounding = ROUND_LEGACY;
+    p->cubic_a = -0.75f;
+    if (v < 11) {
+        TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+        const char *known[] = {"mode", NULL};
+        TCI_TRY(ir_check_attrs(node, known));
+        p->scales_input = 1;
+        TCI_TRY(parse_mode(node, p, false));
+    } else {
+        /* roi and scales are required at 11 but may be given the empty name; checked per run */
+        TCI_TRY(op_check_arity(node, 1, 4, 1, 1));
+        const char *known_11[] = {"coordinate_transformation_mode", "cubic_coeff_a",
+                                  "exclude_outside", "extrapolation_value", "mode", "nearest_mode",
+                                  NULL};
+        const char *known_18[] = {"antialias", "axes", "coordinate_transformation_mode",
+                                  "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                                  "keep_aspect_ratio_policy", "mode", "nearest_mode", NULL};
+        TCI_TRY(ir_check_attrs(node, v >= 18 ? known_18 : known_11));
+        p->roi_input = 1;
+        p->scales_input = 2;
+        p->sizes_input = 3;
+        TCI_TRY(parse_mode(node, p, true));
+        TCI_TRY(parse_resize_11(node, p));
+    }
+    node->params = p;
+    return TCI_OK;
+}
+
+static tci_status parse_upsample(ir_node *node, tci_arena *arena) {
+    int v = node->since_version;
+    resize_params *p = tci_arena_alloc(arena, sizeof *p);
+    if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    memset(p, 0, sizeof *p);
+    p->is_upsample = true;
+    p->roi_input = p->sizes_input = p->scales_input = -1;
+    p->coords = COORDS_ASYMMETRIC;
+    p->rounding = ROUND_LEGACY;
+    if (v < 9) {
+        TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+        const char *known[] = {"mode", "scales", NULL};
+        TCI_TRY(ir_check_attrs(node, known));
+        TCI_TRY(ir_attr_floats(node, "scales", &p->attr_scales, &p->num_attr_scales));
+        if (!p->attr_scales || p->num_attr_scales == 0)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'scales' is required");
+    } else {
+        TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+        const char *known[] = {"mode", NULL};
+        TCI_TRY(ir_check_attrs(node, known));
+        p->scales_input = 1;
+    }
+    TCI_TRY(parse_mode(node, p, false));
+    node->params = p;
+    return TCI_OK;
+}
+
+/* ---- target shape ---- */
+
+/* Entries of a 1-D input: -1 while unknown, 0 for an absent or empty one. */
+static tci_status input_length(const ir_node *node, const tci_tensor *t, const char *what,
+                               int64_t *out_len) {
+    *out_len = 0;
+    if (!t) return TCI_OK;
+    if (t->rank < 0) {
+        *out_len = -1;
+        return TCI_OK;
+    }
+    if (t->rank != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s must be 1-D, got rank %d", what,
+                             t->rank);
+    *out_len = t->dims[0];
+    return TCI_OK;
+}
+
+static const tci_tensor *optional_input(const ir_node *node, const tci_tensor *const *in,
+                                        int index) {
+    return index >= 0 && index < node->num_inputs ? in[index] : NULL;
+}
+
+/* Works out output dims (and, when the values are known, scales and roi) per axis. Unknown
+ * values leave -1 dims; every inconsistency the known values show is an error. */
+static tci_status resolve_target(const ir_node *node, const tci_tensor *const *in,
+                                 resize_target *t) {
+    const resize_params *p = node->params;
+    const tci_tensor *x = in[0];
+    const tci_tensor *scales = optional_input(node, in, p->scales_input);
+    const tci_tensor *sizes = optional_input(node, in, p->sizes_input);
+    const tci_tensor *roi = optional_input(node, in, p->roi_input);
+    if (scales) TCI_TRY(op_check_dtype(node, scales, p->scales_input, scale_types));
+    if (sizes) TCI_TRY(op_check_dtype(node, sizes, p->sizes_input, sizes_types));
+    if (roi) TCI_TRY(op_check_dtype(node, roi, p->roi_input, scale_types));
+
+    int64_t num_scales, num_sizes, num_roi;
+    TCI_TRY(input_length(node, scales, "scales", &num_scales));
+    TCI_TRY(input_length(node, sizes, "sizes", &num_sizes));
+    TCI_TRY(input_length(node, roi, "roi", &num_roi));
+    if (p->attr_scales) num_scales = (int64_t)p->num_attr_scales;
+    if (num_scales == 0) scales = NULL;
+    if (num_sizes == 0) sizes = NULL;
+    if (num_roi == 0) roi = NULL;
+    bool has_scales = p->attr_scales || scales;
+    if (!has_scales && !sizes)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             p->sizes_input >= 0 ? "needs a non-empty 'scales' or 'sizes' input"
+                                                 : "needs a non-empty 'scales' input");
+    if (has_scales && sizes && num_scales > 0 && num_sizes > 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "has both 'scales' and 'sizes'; exactly one may be non-empty");
+
+    int rank = x->rank;
+    int64_t given = has_scales && sizes ? -1 : has_scales ? num_scales : num_sizes;
+    if (rank < 0 && p->num_axes == 0 && given > 0 && given <= TCI_MAX_RANK) rank = (int)given;
+    t->rank = rank;
+    if (rank < 0) return TCI_OK;
+
+    int axes[TCI_MAX_RANK], num_axes = p->num_axes ? p->num_axes : rank;
+    bool used[TCI_MAX_RANK] = {false};
+    for (int i = 0; i < num_axes; i++) {
+        if (p->num_axes) TCI_TRY(op_normalize_axis(node, p->axes[i], rank, &axes[i]));
+        else axes[i] = i;
+        if (used[axes[i]])
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "axis %lld is repeated in axes",
+                                 (long long)p->axes[i]);
+        used[axes[i]] = true;
+    }
+    for (int d = 0; d < rank; d++) {
+        t->out[d] = x->rank >= 0 ? x->dims[d] : -1;
+        t->scale[d] = 1.0;
+        t->roi_start[d] = 0.0;
+        t->roi_end[d] = 1.0;
+    }
+    for (int i = 0; i < num_axes; i++) t->out[axes[i]] = -1;
+    if (given >= 0 && given != num_axes)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "%s has %lld entries, expected %d (%s)",
+                             has_scales ? "scales" : "sizes", (long long)given, num_axes,
+                             p->num_axes ? "one per entry of axes" : "one per input axis");
+
+    if (p->coords == COORDS_TF_CROP_AND_RESIZE && roi) {
+        if (num_roi >= 0 && num_roi != 2 * num_axes)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "roi has %lld entries, expected %d (starts then ends)",
+                                 (long long)num_roi, 2 * num_axes);
+        if (roi->data)
+            for (int i = 0; i < num_axes; i++) {
+                t->roi_start[axes[i]] = op_read_number(roi, i);
+                t->roi_end[axes[i]] = op_read_number(roi, num_axes + i);
+            }
+    }
+
+    if (has_scales && sizes) return TCI_OK; /* which one applies is not known yet */
+    if (has_scales) {
+        if (!p->attr_scales && !scales->data) return TCI_OK;
+        for (int i = 0; i < num_axes; i++) {
+            double s = p->attr_scales ? p->attr_scales[i] : op_read_number(scales, i);
+            if (!(s > 0.0) || isinf(s))
+                return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                     "scales[%d] is %g; must be positive and finite", i, s);
+            if (p->is_upsample && s < 1.0)
+                return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                     "scales[%d] is %g; Upsample needs scales >= 1", i, s);
+            int a = axes[i];
+            t->scale[a] = s;
+            if (x->rank < 0 || x->dims[a] < 0) continue;
+            double extent = floor(s * (double)x->dims[a]);
+            if (extent > (double)(INT64_C(1) << 53))
+                return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                     "scales[%d] = %g makes axis %d too large", i, s, a);
+            t->out[a] = (int64_t)extent;
+        }
+        return TCI_OK;
+    }
+    if (!sizes->data) return TCI_OK;
+    for (int i = 0; i < num_axes; i++) {
+        int64_t size = op_read_int(sizes, i);
+        if (size < 0)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "sizes[%d] is %lld; must be >= 0",
+                                 i, (long long)size);
+        int a = axes[i];
+        int64_t extent = x->rank >= 0 ? x->dims[a] : -1;
+        if (extent == 0 && size > 0)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "sizes[%d] is %lld but input axis %d is empty", i,
+                                 (long long)size, a);
+        if (p->keep == KEEP_STRETCH) t->out[a] = size;
+        if (extent > 0) t->scale[a] = (double)size / (double)extent;
+    }
+    if (p->keep != KEEP_STRETCH) {
+        double scale = 0.0;
+        for (int i = 0; i < num_axes; i++) {
+            int a = axes[i];
+            if (x->rank < 0 || x->dims[a] < 0) return TCI_OK;
+            if (x->dims[a] == 0) continue;
+            double s = t->scale[a];
+            if (scale == 0.0 || (p->keep == KEEP_NOT_LARGER ? s < scale : s > scale)) scale = s;
+        }
+        for (int i = 0; i < num_axes; i++) {
+            int a = axes[i];
+            t->scale[a] = scale;
+            t->out[a] = (int64_t)(scale * (double)x->dims[a] + 0.5); /* round half up */
+        }
+    }
+    return TCI_OK;
+}
+
+static tci_status infer_resize(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const resize_params *p = node->params;
+    const tci_tensor *x = in[0];
+    /* nearest only moves elements, so any dtype; the interpolating modes compute in fp32 */
+    if (p->mode != RESIZE_NEAREST) TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    else if (x->dtype != TCI_DTYPE_UNDEFINED && tci_dtype_size(x->dtype) == 0)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "input 0 has unsupported dtype %s",
+                             tci_dtype_name(x->dtype));
+    resize_target t;
+    TCI_TRY(resolve_target(node, in, &t));
+    tci_tensor *y = out[0];
+    y->dtype = x->dtype;
+    y->rank = t.rank;
+    for (int d = 0; d < t.rank; d++) y->dims[d] = t.out[d];
+    return TCI_OK;
+}
+
+/* ---- forward ---- */
+
+/* Per output index of one axis: `taps` input offsets (already times the axis stride) and
+ * weights, and whether tf_crop_and_resize extrapolates there. */
+typedef struct axis_table {
+    int taps; /* 0: identity axis, output index i reads input index i */
+    int64_t *offsets;
+    double *weights;
+    bool *outside;
+} axis_table;
+
+static double source_coordinate(const resize_params *p, const resize_target *t, int a,
+                                int64_t o, int64_t in, int64_t out) {
+    double scale = t->scale[a], x = (double)o;
+    /* the reference measures the output length as scale * input, fractional or not */
+    double length = scale * (double)in;
+    bool single = fabs(length - 1.0) < 1e-9;
+    switch (p->coords) {
+    case COORDS_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
+    case COORDS_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)out / length;
+        double offset = (double)in / 2.0 * (1.0 - adjustment);
+        return offset + (x + 0.5) / scale - 0.5;
+    }
+    case COORDS_PYTORCH_HALF_PIXEL: return single ? 0.0 : (x + 0.5) / scale - 0.5;
+    case COORDS_ALIGN_CORNERS: return single ? 0.0 : x * (double)(in - 1) / (length - 1.0);
+    case COORDS_ASYMMETRIC: return x / scale;
+    case COORDS_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    case COORDS_TF_CROP_AND_RESIZE: {
+        /* roi arithmetic in float as the reference does, so coordinates that land on a pixel
+         * there land on it here too */
+        float start = (float)t->roi_start[a], span = (float)t->roi_end[a] - start;
+        float last = (float)(in - 1);
+        double c = single ? (double)(span * last / 2.0f)
+                          : x * (double)span * (double)(in - 1) / (length - 1.0);
+        return c + (double)(start * last);
+    }
+    }
+    return x;
+}
+
+static int64_t nearest_index(const resize_params *p, double scale, double x) {
+    double base = floor(x), frac = x - base;
+    int64_t i = (int64_t)base;
+    if (frac == 0.0) return i;
+    switch (p->rounding) {
+    case ROUND_PREFER_FLOOR: return frac <= 0.5 ? i : i + 1;
+    case ROUND_PREFER_CEIL: return frac < 0.5 ? i : i + 1;
+    case ROUND_FLOOR: return i;
+    case ROUND_CEIL: return i + 1;
+    case ROUND_LEGACY: return scale < 1.0 ? i + 1 : i;
+    }
+    return i;
+}
+
+static void cubic_weights(double a, double r, double *w) {
+    double s = r + 1.0, u = 1.0 - r, v = u + 1.0;
+    w[0] = ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a;
+    w[1] = ((a + 2.0) * r - (a + 3.0)) * r * r + 1.0;
+    w[2] = ((a + 2.0) * u - (a + 3.0)) * u * u + 1.0;
+    w[3] = ((a * v - 5.0 * a) * v + 8.0 * a) * v - 4.0 * a;
+}
+
+static tci_status build_axis(const ir_node *node, const resize_target *t, int a, int64_t in,
+                             int64_t out, int64_t stride, axis_table *table) {
+    const resize_params *p = node->params;
+    memset(table, 0, sizeof *table);
+    bool default_roi = p->coords != COORDS_TF_CROP_AND_RESIZE ||
+                       (t->roi_start[a] == 0.0 && t->roi_end[a] == 1.0);
+    if (out == in && fabs(t->scale[a] - 1.0) <= 1e-9 && default_roi) return TCI_OK;
+
+    int taps = p->mode == RESIZE_NEAREST ? 1 : p->mode == RESIZE_LINEAR ? 2 : 4;
+    size_t n = (size_t)(out ? out : 1);
+    table->taps = taps;
+    table->offsets = malloc(n * (size_t)taps * sizeof *table->offsets);
+    table->weights = malloc(n * (size_t)taps * sizeof *table->weights);
+    table->outside = malloc(n * sizeof *table->outside);
+    if (!table->offsets || !table->weights || !table->outside)
+        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t o = 0; o < out; o++) {
+        double x = source_coordinate(p, t, a, o, in, out);
+        int64_t *off = table->offsets + o * taps;
+        double *w = table->weights + o * taps;
+        table->outside[o] =
+            p->coords == COORDS_TF_CROP_AND_RESIZE && (x < 0.0 || x > (double)(in - 1));
+        int64_t first;
+        if (p->mode == RESIZE_NEAREST) {
+            first = nearest_index(p, t->scale[a], x);
+            w[0] = 1.0;
+        } else {
+            double base = floor(x), r = x - base;
+            if (p->mode == RESIZE_LINEAR) {
+                first = (int64_t)base;
+                w[0] = 1.0 - r;
+                w[1] = r;
+            } else {
+                first = (int64_t)base - 1;
+                cubic_weights(p->cubic_a, r, w);
+            }
+        }
+        double sum = 0.0;
+        for (int k = 0; k < taps; k++) {
+            int64_t i = first + k;
+            if (p->exclude_outside && (i < 0 || i >= in)) w[k] = 0.0;
+            sum += w[k];
+            /* samples beyond the edge repeat the edge */
+            off[k] = (i < 0 ? 0 : i >= in ? in - 1 : i) * stride;
+        }
+        if (p->exclude_outside && sum != 0.0)
+            for (int k = 0; k < taps; k++) w[k] /= sum;
+    }
+    return TCI_OK;
+}
+
+static void free_tables(axis_table *tables, int rank) {
+    for (int d = 0; d < rank; d++) {
+        free(tables[d].offsets);
+        free(tables[d].weights);
+        free(tables[d].outside);
+    }
+}
+
+static void resize_elements(const resize_params *p, const tci_tensor *x, tci_tensor *y,
+                            const axis_table *tables, const int64_t *in_strides) {
+    int rank = y->rank;
+    int active[TCI_MAX_RANK], num_active = 0;
+    for (int d = 0; d < rank; d++)
+        if (tables[d].taps) active[num_active++] = d;
+    size_t elem = tci_dtype_size(x->dtype);
+    bool interpolate = p->mode != RESIZE_NEAREST;
+    const float *xf = x->data;
+    float *yf = y->data;
+    int64_t count = op_count(y), o[TCI_MAX_RANK] = {0};
+    for (int64_t i = 0; i < count; i++) {
+        /* offset of the identity axes, and extrapolation on any resized one */
+        int64_t base = 0;
+        bool outside = false;
+        for (int d = 0; d < rank; d++) {
+            if (!tables[d].taps) base += o[d] * in_strides[d];
+            else if (tables[d].outside[o[d]]) outside = true;
+        }
+        if (outside) {
+            op_write_number(y, i, p->extrapolation);
+        } else if (!interpolate) {
+            int64_t at = base;
+            for (int j = 0; j < num_active; j++) at += tables[active[j]].offsets[o[active[j]]];
+            memcpy((char *)y->data + (size_t)i * elem, (const char *)x->data + (size_t)at * elem,
+                   elem);
+        } else {
+            /* sum over the product of every resized axis's taps */
+            int k[TCI_MAX_RANK] = {0};
+            double acc = 0.0;
+            for (;;) {
+                int64_t at = base;
+                double w = 1.0;
+                for (int j = 0; j < num_active; j++) {
+                    const axis_table *tb = &tables[active[j]];
+                    int64_t slot = o[active[j]] * tb->taps + k[j];
+                    at += tb->offsets[slot];
+                    w *= tb->weights[slot];
+                }
+                if (w != 0.0) acc += w * (double)xf[at];
+                int j = num_active - 1;
+                while (j >= 0 && ++k[j] == tables[active[j]].taps) k[j--] = 0;
+                if (j < 0) break;
+            }
+            yf[i] = (float)acc;
+        }
+        for (int d = rank - 1; d >= 0; d--) {
+            if (++o[d] < y->dims[d]) break;
+            o[d] = 0;
+        }
+    }
+}
+
+static tci_status forward_resize(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    const resize_params *p = node->params;
+    const tci_tensor *x = in[0];
+    tci_tensor *y = out[0];
+    resize_target t;
+    TCI_TRY(resolve_target(node, in, &t));
+    if (op_count(y) == 0) return TCI_OK;
+    int64_t in_strides[TCI_MAX_RANK];
+    op_strides(x->rank, x->dims, in_strides);
+    axis_table tables[TCI_MAX_RANK];
+    memset(tables, 0, sizeof tables);
+    tci_status st = TCI_OK;
+    for (int d = 0; d < x->rank && st == TCI_OK; d++)
+        st = build_axis(node, &t, d, x->dims[d], y->dims[d], in_strides[d], &tables[d]);
+    if (st == TCI_OK) resize_elements(p, x, y, tables, in_strides);
+    free_tables(tables, x->rank);
+    return st;
+}
+
+/* ---- descriptors ---- */
+
+static const int resize_versions[] = {10, 11, 13, 18, 19, 0};
+static const int upsample_versions[] = {7, 9, 10, 0};
+
+static const op_desc resize_desc = {
+    .op_type = "Resize",
+    .versions = resize_versions,
+    .parse = parse_resize,
+    .infer = infer_resize,
+    .cpu_forward = forward_resize,
+};
+
+static const op_desc upsample_desc = {
+    .op_type = "Upsample",
+    .versions = upsample_versions,
+    .parse = parse_upsample,
+    .infer = infer_resize,
+    .cpu_forward = forward_resize,
+};
+
+const op_desc *const layer_resize_ops[] = {&resize_desc, &upsample_desc, NULL};
