@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layers/op.h"
+#include "layers/window.h"
 
 /* X, W and Y carry N and C besides the spatial dims. */
 #define CONV_MAX_SPATIAL (TCI_MAX_RANK - 2)
@@ -319,6 +320,29 @@ static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in
         g->stride[i] = list_at(&p->strides, (size_t)i, 1);
         g->dilation[i] = list_at(&p->dilations, (size_t)i, 1);
         TCI_TRY(p->transpose ? conv_transpose_axis(node, p, g, i) : conv_axis(node, p, g, i));
+    }
+    return TCI_OK;
+}
+
+tci_status layer_conv_window(const ir_node *node, const tci_tensor *const *in,
+                             layer_window *out_window) {
+    conv_geom g;
+    TCI_TRY(conv_geometry(node, in, &g));
+    const conv_params *p = node->params;
+    memset(out_window, 0, sizeof *out_window);
+    out_window->spatial = g.spatial;
+    out_window->batch = g.batch;
+    out_window->in_channels = g.in_channels;
+    out_window->out_channels = g.out_channels;
+    out_window->group = p->group;
+    for (int i = 0; i < g.spatial; i++) {
+        out_window->in[i] = g.in[i];
+        out_window->out[i] = g.out[i];
+        out_window->kernel[i] = g.kernel[i];
+        out_window->stride[i] = g.stride[i];
+        out_window->dilation[i] = g.dilation[i];
+        out_window->pad_begin[i] = g.pad_begin[i];
+        out_window->pad_end[i] = g.pad_end[i];
     }
     return TCI_OK;
 }

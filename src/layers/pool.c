@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layers/op.h"
+#include "layers/window.h"
 
 #define POOL_MAX_SPATIAL (TCI_MAX_RANK - 2)
 /* Attribute values beyond this are nonsense and would let window arithmetic overflow. */
@@ -231,6 +232,31 @@ static tci_status infer_window(const ir_node *node, const tci_tensor *const *in,
     if (node->num_outputs > 1 && out[1]) {
         op_same_shape(out[1], y);
         out[1]->dtype = TCI_DTYPE_INT64;
+    }
+    return TCI_OK;
+}
+
+tci_status layer_pool_window(const ir_node *node, const tci_tensor *const *in,
+                             layer_window *out_window) {
+    const pool_params *p = node->params;
+    const tci_tensor *x = in[0];
+    memset(out_window, 0, sizeof *out_window);
+    if (x->rank != p->num_spatial + 2)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input has rank %d, expected %d",
+                             x->rank, p->num_spatial + 2);
+    out_window->spatial = p->num_spatial;
+    out_window->batch = x->dims[0];
+    out_window->in_channels = out_window->out_channels = x->dims[1];
+    out_window->is_max = p->is_max;
+    out_window->count_include_pad = p->count_include_pad;
+    out_window->ceil_mode = p->ceil_mode;
+    for (int d = 0; d < p->num_spatial; d++) {
+        out_window->in[d] = x->dims[2 + d];
+        out_window->kernel[d] = p->kernel[d];
+        out_window->stride[d] = p->strides[d];
+        out_window->dilation[d] = p->dilations[d];
+        TCI_TRY(window_axis(node, p, d, x->dims[2 + d], &out_window->out[d],
+                            &out_window->pad_begin[d], &out_window->pad_end[d]));
     }
     return TCI_OK;
 }
