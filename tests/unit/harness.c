@@ -126,3 +126,45 @@ void th_assert_near(const float *got, const float *want, size_t count, float tol
                       (double)want[i], (double)tol);
     }
 }
+
+ir_tensor *th_named(ir_graph *graph, const char *name, tci_dtype dtype, int rank,
+                    const int64_t *dims, const void *data) {
+    ir_tensor *t = NULL;
+    ck_assert_tci_ok(ir_graph_add_tensor(graph, name, &t));
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
+    if (data) {
+        int64_t count = 1;
+        for (int i = 0; i < rank; i++) count *= dims[i];
+        size_t bytes = (size_t)count * tci_dtype_size(dtype);
+        t->data = tci_arena_memdup(graph->arena, data, bytes ? bytes : 1);
+    }
+    return t;
+}
+
+ir_node *th_node_io(ir_graph *graph, const char *name, const char *op_type, int opset,
+                    ir_tensor **inputs, int num_inputs, ir_tensor **outputs, int num_outputs) {
+    ir_node *n = NULL;
+    ck_assert_tci_ok(ir_graph_add_node(graph, name, op_type, "", num_inputs, num_outputs, &n));
+    n->opset = opset;
+    for (int i = 0; i < num_inputs; i++) n->inputs[i] = inputs[i];
+    for (int i = 0; i < num_outputs; i++) n->outputs[i] = outputs[i];
+    return n;
+}
+
+void th_graph_io(ir_graph *graph, ir_tensor **inputs, int num_inputs, ir_tensor **outputs,
+                 int num_outputs) {
+    graph->inputs = tci_arena_alloc(graph->arena, sizeof(ir_tensor *) * (size_t)(num_inputs + 1));
+    graph->outputs = tci_arena_alloc(graph->arena, sizeof(ir_tensor *) * (size_t)(num_outputs + 1));
+    for (int i = 0; i < num_inputs; i++) {
+        graph->inputs[i] = inputs[i];
+        inputs[i]->is_graph_input = true;
+    }
+    for (int i = 0; i < num_outputs; i++) {
+        graph->outputs[i] = outputs[i];
+        outputs[i]->is_graph_output = true;
+    }
+    graph->num_inputs = (size_t)num_inputs;
+    graph->num_outputs = (size_t)num_outputs;
+}

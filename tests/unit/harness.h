@@ -56,3 +56,16 @@ void th_free(tci_tensor *outputs, int count);
 
 /* Asserts |got[i] - want[i]| <= tol for all i, reporting the first index that differs. */
 void th_assert_near(const float *got, const float *want, size_t count, float tol);
+
+/* ---- whole graphs for pass and plan tests ---- */
+
+/* A named tensor; data (count * dtype size bytes) is copied into the graph arena when given,
+ * making it a constant. */
+ir_tensor *th_named(ir_graph *graph, const char *name, tci_dtype dtype, int rank,
+                    const int64_t *dims, const void *data);
+/* A node wired to existing tensors. */
+ir_node *th_node_io(ir_graph *graph, const char *name, const char *op_type, int opset,
+                    ir_tensor **inputs, int num_inputs, ir_tensor **outputs, int num_outputs);
+/* Declares the graph's inputs and outputs. */
+void th_graph_io(ir_graph *graph, ir_tensor **inputs, int num_inputs, ir_tensor **outputs,
+                 int num_outputs);

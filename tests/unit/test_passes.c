@@ -5,28 +5,11 @@
 #include "layers/op.h"
 
 static ir_tensor *named(ir_graph *g, const char *name) {
-    ir_tensor *t = NULL;
-    ck_assert_tci_ok(ir_graph_add_tensor(g, name, &t));
-    return t;
+    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
 }
 
 static ir_tensor *const_i64(ir_graph *g, const char *name, const int64_t *v, int64_t n) {
-    ir_tensor *t = named(g, name);
-    t->dtype = TCI_DTYPE_INT64;
-    t->rank = 1;
-    t->dims[0] = n;
-    t->data = tci_arena_memdup(g->arena, v, (size_t)n * sizeof *v);
-    return t;
-}
-
-static ir_node *node(ir_graph *g, const char *name, const char *op, int opset,
-                     ir_tensor **in, int nin, ir_tensor **out, int nout) {
-    ir_node *n = NULL;
-    ck_assert_tci_ok(ir_graph_add_node(g, name, op, "", nin, nout, &n));
-    n->opset = opset;
-    for (int i = 0; i < nin; i++) n->inputs[i] = in[i];
-    for (int i = 0; i < nout; i++) n->outputs[i] = out[i];
-    return n;
+    return th_named(g, name, TCI_DTYPE_INT64, 1, &n, v);
 }
 
 /* x[N,3,4] -> Shape -> Gather(0) -> Unsqueeze -> Concat(.., [-1]) -> Reshape(x) -> Identity
@@ -35,16 +18,8 @@ static ir_node *node(ir_graph *g, const char *name, const char *op, int opset,
 START_TEST(test_pytorch_shape_chain_folds) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
-    ir_tensor *x = named(g, "x");
-    x->is_graph_input = true;
-    x->dtype = TCI_DTYPE_FLOAT;
-    x->rank = 3;
-    x->dims[0] = 2;
-    x->dims[1] = 3;
-    x->dims[2] = 4;
-    g->inputs = tci_arena_alloc(g->arena, sizeof(ir_tensor *));
-    g->inputs[0] = x;
-    g->num_inputs = 1;
+    int64_t xdims[3] = {2, 3, 4};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xdims, NULL);
     const int64_t zero = 0, minus_one = -1;
     ir_tensor *idx = const_i64(g, "idx", &zero, 1);
     idx->rank = 0; /* scalar index: Gather drops the axis */
@@ -53,23 +28,20 @@ START_TEST(test_pytorch_shape_chain_folds) {
     ir_tensor *s = named(g, "s"), *gathered = named(g, "g"), *u = named(g, "u"),
               *shape = named(g, "shape"), *r = named(g, "r"), *id = named(g, "id"),
               *y = named(g, "y"), *dead = named(g, "dead");
-    y->is_graph_output = true;
-    g->outputs = tci_arena_alloc(g->arena, sizeof(ir_tensor *));
-    g->outputs[0] = y;
-    g->num_outputs = 1;
+    th_graph_io(g, &x, 1, &y, 1);
     /* deliberately out of order: the sort must fix it */
-    node(g, "relu", "Relu", 17, (ir_tensor *[]){id}, 1, (ir_tensor *[]){y}, 1);
-    node(g, "shape", "Shape", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){s}, 1);
-    node(g, "gather", "Gather", 17, (ir_tensor *[]){s, idx}, 2, (ir_tensor *[]){gathered}, 1);
-    ir_node *unsq = node(g, "unsqueeze", "Unsqueeze", 17, (ir_tensor *[]){gathered, axes}, 2,
+    th_node_io(g, "relu", "Relu", 17, (ir_tensor *[]){id}, 1, (ir_tensor *[]){y}, 1);
+    th_node_io(g, "shape", "Shape", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){s}, 1);
+    th_node_io(g, "gather", "Gather", 17, (ir_tensor *[]){s, idx}, 2, (ir_tensor *[]){gathered}, 1);
+    ir_node *unsq = th_node_io(g, "unsqueeze", "Unsqueeze", 17, (ir_tensor *[]){gathered, axes}, 2,
                          (ir_tensor *[]){u}, 1);
     (void)unsq;
-    ir_node *concat = node(g, "concat", "Concat", 17, (ir_tensor *[]){u, rest}, 2,
+    ir_node *concat = th_node_io(g, "concat", "Concat", 17, (ir_tensor *[]){u, rest}, 2,
                            (ir_tensor *[]){shape}, 1);
     th_attr_int(g, concat, "axis", 0);
-    node(g, "reshape", "Reshape", 17, (ir_tensor *[]){x, shape}, 2, (ir_tensor *[]){r}, 1);
-    node(g, "identity", "Identity", 17, (ir_tensor *[]){r}, 1, (ir_tensor *[]){id}, 1);
-    node(g, "unused", "Sigmoid", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){dead}, 1);
+    th_node_io(g, "reshape", "Reshape", 17, (ir_tensor *[]){x, shape}, 2, (ir_tensor *[]){r}, 1);
+    th_node_io(g, "identity", "Identity", 17, (ir_tensor *[]){r}, 1, (ir_tensor *[]){id}, 1);
+    th_node_io(g, "unused", "Sigmoid", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){dead}, 1);
 
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_uint_eq(g->num_nodes, 2);
@@ -116,7 +88,7 @@ START_TEST(test_identity_to_graph_output_kept) {
     x->rank = 1;
     x->dims[0] = 3;
     y->is_graph_output = true;
-    node(g, "id", "Identity", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){y}, 1);
+    th_node_io(g, "id", "Identity", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){y}, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_uint_eq(g->num_nodes, 1);
     ck_assert_int_eq(y->dims[0], 3);
@@ -129,8 +101,8 @@ START_TEST(test_duplicate_producer_rejected) {
     ck_assert_tci_ok(ir_graph_create(&g));
     ir_tensor *x = named(g, "x"), *y = named(g, "y");
     x->is_graph_input = true;
-    node(g, "a", "Relu", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){y}, 1);
-    node(g, "b", "Relu", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){y}, 1);
+    th_node_io(g, "a", "Relu", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){y}, 1);
+    th_node_io(g, "b", "Relu", 17, (ir_tensor *[]){x}, 1, (ir_tensor *[]){y}, 1);
     ck_assert_tci_error(pass_optimize(g), TCI_ERR_INVALID_MODEL,
                         "output 'y' is also produced by node 'a'");
     ir_graph_destroy(g);
