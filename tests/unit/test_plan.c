@@ -1,0 +1,209 @@
+/* GPU plan lowering, run on the CPU: layouts, BN folding, epilogue fusion, conversions, memory. */
+#include <math.h>
+#include <stdio.h>
+
+#include "graph/passes.h"
+#include "graph/plan.h"
+#include "harness.h"
+#include "layers/op.h"
+
+static ir_tensor *act(ir_graph *g, const char *name) {
+    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+}
+
+static ir_tensor *vec(ir_graph *g, const char *name, const float *v, int64_t n) {
+    return th_named(g, name, TCI_DTYPE_FLOAT, 1, &n, v);
+}
+
+static const plan_step *find_step(const plan *p, plan_step_kind kind, int nth) {
+    for (int i = 0; i < p->num_steps; i++)
+        if (p->steps[i].kind == kind && nth-- == 0) return &p->steps[i];
+    return NULL;
+}
+
+/* x[1,3,5,5] -> Conv(4 out, 3x3, pad 1) -> BN -> Add(x2) -> Relu -> y, where x2 = Conv1x1(x):
+ * the second conv's output is computed first, so the 3x3 conv takes it as its residual. */
+START_TEST(test_conv_bn_add_relu_fuse) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 3, 5, 5}, wd[4] = {4, 3, 3, 3}, w1d[4] = {4, 3, 1, 1};
+    float w[108], w1[12];
+    for (int i = 0; i < 108; i++) w[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < 12; i++) w1[i] = 0.5f;
+    const float gamma[4] = {1, 2, 3, 4}, beta[4] = {0.5f, 0, 0, -1}, mean[4] = {1, 0, 0, 0},
+                var[4] = {3, 1, 1, 1}, bias[4] = {2, 0, 0, 0};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
+    ir_tensor *w1t = th_named(g, "w1", TCI_DTYPE_FLOAT, 4, w1d, w1);
+    ir_tensor *b = vec(g, "b", bias, 4);
+    ir_tensor *ga = vec(g, "gamma", gamma, 4), *be = vec(g, "beta", beta, 4),
+              *me = vec(g, "mean", mean, 4), *va = vec(g, "var", var, 4);
+    ir_tensor *short_cut = act(g, "shortcut"), *c = act(g, "c"), *bn = act(g, "bn"),
+              *sum = act(g, "sum"), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "proj", "Conv", 17, (ir_tensor *[]){x, w1t}, 2, &short_cut, 1);
+    ir_node *conv = th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt, b}, 3, &c, 1);
+    th_attr_ints(g, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+    th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){c, ga, be, me, va}, 5, &bn, 1);
+    th_node_io(g, "add", "Add", 14, (ir_tensor *[]){bn, short_cut}, 2, &sum, 1);
+    th_node_io(g, "relu", "Relu", 14, &sum, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 2);
+    const plan_step *s = find_step(p, PLAN_STEP_CONV, 1);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s->label, "Conv+BatchNormalization+Add+Relu");
+    ck_assert(s->u.conv.has_residual);
+    ck_assert_int_eq(s->u.conv.act.kind, PLAN_ACT_RELU);
+    ck_assert_int_eq(s->u.conv.pad_top, 1);
+    ck_assert_int_eq(s->u.conv.out_h, 5);
+    /* folded weights: w * gamma / sqrt(var + eps), laid out (Kp, R, S, Cp) */
+    const plan_tensor *pw = &p->tensors[s->inputs[1]];
+    ck_assert_int_eq(pw->dims[0], 8);
+    ck_assert_int_eq(pw->dims[1], 8);
+    const uint16_t *hw = pw->host_data;
+    double sc0 = 1.0 / sqrt(3.0 + 1e-5);
+    ck_assert_float_eq_tol(op_half_to_float(hw[0]), (float)(w[0] * sc0), 2e-3f);
+    /* input channel 2 of output 1, tap (0, 1) */
+    float want = w[((1 * 3 + 2) * 3 + 0) * 3 + 1] * (float)(2.0 / sqrt(1.0 + 1e-5));
+    ck_assert_float_eq_tol(op_half_to_float(hw[((1 * 3 + 0) * 3 + 1) * 8 + 2]), want, 2e-2f);
+    ck_assert_uint_eq(hw[((5 * 3 + 0) * 3 + 0) * 8 + 0], 0); /* padded output channel */
+    ck_assert_uint_eq(hw[((0 * 3 + 0) * 3 + 0) * 8 + 3], 0); /* padded input channel */
+    const float *hb = p->tensors[s->inputs[2]].host_data;
+    ck_assert_float_eq_tol(hb[0], (float)((2.0 - 1.0) * sc0 + 0.5), 1e-5f);
+    ck_assert_float_eq_tol(hb[3], -1.0f, 1e-5f);
+    ck_assert_float_eq(hb[5], 0.0f);
+    /* layouts: everything NHWC8, no conversions */
+    ck_assert_int_eq(p->num_layout_conversions, 0);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].padded_channels, 8);
+    ck_assert_int_eq(p->tensors[p->output_tensors[0]].output_index, 0);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* CNN head: GlobalAveragePool -> Flatten -> Gemm(+bias) -> Relu: one NHWC8 -> dense conversion,
+ * the bias and ReLU in the GEMM step. */
+START_TEST(test_head_conversion_and_gemm_fusion) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {2, 12, 7, 7}, wd[2] = {5, 12};
+    float w[60], bias[5] = {1, 2, 3, 4, 5};
+    for (int i = 0; i < 60; i++) w[i] = 0.01f * (float)i;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wt = th_named(g, "fc.w", TCI_DTYPE_FLOAT, 2, wd, w), *bt = vec(g, "fc.b", bias, 5);
+    ir_tensor *gap = act(g, "gap"), *flat = act(g, "flat"), *fc = act(g, "fc"), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "gap", "GlobalAveragePool", 17, &x, 1, &gap, 1);
+    th_node_io(g, "flatten", "Flatten", 17, &gap, 1, &flat, 1);
+    ir_node *gemm = th_node_io(g, "fc", "Gemm", 17, (ir_tensor *[]){flat, wt, bt}, 3, &fc, 1);
+    th_attr_int(g, gemm, "transB", 1);
+    th_node_io(g, "relu", "Relu", 14, &fc, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_layout_conversions, 1);
+    ck_assert_ptr_nonnull(find_step(p, PLAN_STEP_GLOBAL_POOL, 0));
+    ck_assert_ptr_nonnull(find_step(p, PLAN_STEP_LAYOUT, 0));
+    const plan_step *s = find_step(p, PLAN_STEP_GEMM, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s->label, "Gemm+Relu");
+    ck_assert(s->u.gemm.has_bias);
+    ck_assert(s->u.gemm.trans_b);
+    ck_assert_int_eq(s->u.gemm.m, 2);
+    ck_assert_int_eq(s->u.gemm.n, 5);
+    ck_assert_int_eq(s->u.gemm.k, 12);
+    ck_assert_int_eq(s->u.gemm.act.kind, PLAN_ACT_RELU);
+    ck_assert_int_eq(p->num_steps, 3);
+    /* the input feeds a pooling op, so it arrives NHWC8 */
+    ck_assert_int_eq(p->tensors[p->input_tensors[0]].layout, PLAN_LAYOUT_NHWC8);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* A chain of element-wise ops reuses memory: the arena is far below the naive sum, and the
+ * broadcast strides of a per-channel operand are zero where it broadcasts. */
+START_TEST(test_eltwise_chain_memory_and_strides) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 10, 4, 4}, wd[4] = {10, 10, 1, 1}, cd[4] = {1, 10, 1, 1};
+    float w[100] = {0}, chan[10];
+    for (int i = 0; i < 10; i++) chan[i] = (float)i;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
+    ir_tensor *ct = th_named(g, "chan", TCI_DTYPE_FLOAT, 4, cd, chan);
+    ir_tensor *t[8];
+    char name[8];
+    for (int i = 0; i < 8; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        t[i] = act(g, name);
+    }
+    th_graph_io(g, &x, 1, &t[7], 1);
+    th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &t[0], 1);
+    for (int i = 1; i < 8; i++) {
+        snprintf(name, sizeof name, "mul%d", i);
+        th_node_io(g, name, i % 2 ? "Mul" : "Sigmoid", 14, (ir_tensor *[]){t[i - 1], ct},
+                   i % 2 ? 2 : 1, &t[i], 1);
+    }
+    ck_assert_tci_ok(pass_optimize(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
+    ck_assert_ptr_nonnull(mul);
+    ck_assert_int_eq(mul->u.eltwise.op, PLAN_BIN_MUL);
+    ck_assert_int_eq(mul->u.eltwise.view.rank, 4);
+    ck_assert_int_eq(mul->u.eltwise.view.dims[3], 16); /* N, H, W, Cp */
+    ck_assert_int_eq(mul->u.eltwise.view.pad_dim, 3);
+    ck_assert_int_eq(mul->u.eltwise.view.real_channels, 10);
+    ck_assert_int_eq(mul->u.eltwise.view.dims[0], 1);
+    ck_assert_int_eq(mul->u.eltwise.view.strides[1][1], 0);
+    ck_assert_int_eq(mul->u.eltwise.view.strides[1][2], 0);
+    ck_assert_int_eq(mul->u.eltwise.view.strides[1][3], 1);
+    ck_assert_int_eq(mul->u.eltwise.view.strides[0][1], 4 * 16);
+    ck_assert_uint_gt(p->naive_bytes, 0);
+    ck_assert_uint_le(p->arena_bytes * 3, p->naive_bytes);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_no_gpu_path_names_node) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 4, 3, 3};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    ir_node *lrn = th_node_io(g, "norm1", "LRN", 13, &x, 1, &y, 1);
+    th_attr_int(g, lrn, "size", 3);
+    ck_assert_tci_ok(pass_optimize(g));
+    plan *p;
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'norm1' (LRN): op LRN has no GPU path");
+    ck_assert_ptr_null(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_pad8) {
+    ck_assert_int_eq(plan_pad8(1), 8);
+    ck_assert_int_eq(plan_pad8(8), 8);
+    ck_assert_int_eq(plan_pad8(9), 16);
+    ck_assert_int_eq(plan_pad8(2048), 2048);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("plan");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_conv_bn_add_relu_fuse);
+    tcase_add_test(tc, test_head_conversion_and_gemm_fusion);
+    tcase_add_test(tc, test_eltwise_chain_memory_and_strides);
+    tcase_add_test(tc, test_no_gpu_path_names_node);
+    tcase_add_test(tc, test_pad8);
+    suite_add_tcase(s, tc);
+    return tci_test_run_suite(s);
+}
