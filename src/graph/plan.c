@@ -393,10 +393,34 @@ static tci_status fuse_activation(builder *b, const ir_tensor *t, plan_activatio
     return TCI_OK;
 }
 
+/* A float host constant of the given dims, fp32 (bias) or converted to fp16. */
+static tci_status host_constant(builder *b, const char *name, const float *values, int rank,
+                                const int64_t *dims, tci_dtype dtype, plan_layout layout,
+                                int *out_index) {
+    int idx;
+    TCI_TRY(new_tensor(b, intern(b, name), dtype, layout, rank, dims, &idx));
+    plan_tensor *pt = &b->p->tensors[idx];
+    pt->memory = PLAN_MEM_CONSTANT;
+    void *host = tci_arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
+    if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
+    int64_t count = 1;
+    for (int i = 0; i < rank; i++) count *= dims[i];
+    if (dtype == TCI_DTYPE_FLOAT) {
+        memcpy(host, values, (size_t)count * sizeof(float));
+    } else if (layout == PLAN_LAYOUT_DENSE) {
+        for (int64_t i = 0; i < count; i++) ((uint16_t *)host)[i] = op_float_to_half(values[i]);
+    } else { /* NHWC8 of a (1, C, 1, 1) per-channel vector */
+        for (int64_t c = 0; c < dims[1]; c++) ((uint16_t *)host)[c] = op_float_to_half(values[c]);
+    }
+    pt->host_data = host;
+    b->p->weight_bytes += pt->bytes;
+    *out_index = idx;
+    return TCI_OK;
+}
+
 /* ---- Conv ---- */
 
-/* Weights (K, C/group, R, S) fp32 -> fp16 (Kp, R, S, Cg') as cuDNN's NHWC filters want them:
- * Cg' = C/group padded to 8 for dense convs; depthwise convs run as Cp groups of 1 channel. */
+/* Conv (+BatchNormalization) (+Add) (+activation) as one step. */
 static tci_status lower_conv(builder *b, ir_node *node) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
@@ -421,8 +445,7 @@ static tci_status lower_conv(builder *b, ir_node *node) {
                              "grouped convolution with %lld channels per group: the GPU path "
                              "needs multiples of 8 (or depthwise)",
                              (long long)cg);
-    int64_t kp = plan_pad8(k), cp = plan_pad8(c);
-    int64_t cgp = depthwise ? 1 : (group == 1 ? cp : cg);
+    int64_t kp = plan_pad8(k);
 
     /* fold a following BatchNormalization into weights and bias */
     const float *wsrc = const_floats(w);
@@ -483,38 +506,22 @@ static tci_status lower_conv(builder *b, ir_node *node) {
     }
     if (st == TCI_OK) st = fuse_activation(b, out, &act, &out, label, sizeof label);
 
-    /* weights in (Kp, R, S, cgp) fp16 */
+    /* folded fp32 weights (K, C/group, R, S) and bias (K); the executor packs them into the
+     * layout the convolution library wants */
     int wt = -1, bt = -1, xt = -1, yt = -1;
     if (st == TCI_OK) {
-        int64_t wdims[4] = {kp, cgp, r, s};
-        st = new_tensor(b, w->name, TCI_DTYPE_FLOAT16, PLAN_LAYOUT_DENSE, 4, wdims, &wt);
+        int64_t wdims[4] = {k, cg, r, s};
+        float *folded = malloc((size_t)(k * cg * r * s) * sizeof(float));
+        if (!folded) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
+        for (int64_t i = 0; st == TCI_OK && i < k * cg * r * s; i++)
+            folded[i] = wsrc[i] * scale[i / (cg * r * s)];
+        if (st == TCI_OK)
+            st = host_constant(b, w->name, folded, 4, wdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &wt);
+        free(folded);
     }
     if (st == TCI_OK) {
-        plan_tensor *pw = &b->p->tensors[wt];
-        pw->memory = PLAN_MEM_CONSTANT;
-        uint16_t *host = tci_arena_alloc(b->p->arena, pw->bytes);
-        if (!host) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting weights");
-        for (int64_t ik = 0; st == TCI_OK && ik < k; ik++)
-            for (int64_t ic = 0; ic < cg; ic++)
-                for (int64_t ir = 0; ir < r; ir++)
-                    for (int64_t is = 0; is < s; is++)
-                        host[((ik * r + ir) * s + is) * cgp + (depthwise ? 0 : ic)] =
-                            op_float_to_half(wsrc[((ik * cg + ic) * r + ir) * s + is] * scale[ik]);
-        if (st == TCI_OK) {
-            pw->host_data = host;
-            b->p->weight_bytes += pw->bytes;
-        }
-    }
-    if (st == TCI_OK) {
-        int64_t bdims[1] = {kp};
-        st = new_tensor(b, intern(b, "bias"), TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, 1, bdims, &bt);
-    }
-    if (st == TCI_OK) {
-        plan_tensor *pb = &b->p->tensors[bt];
-        pb->memory = PLAN_MEM_CONSTANT;
-        pb->host_data = tci_arena_memdup(b->p->arena, shift, (size_t)kp * sizeof(float));
-        b->p->weight_bytes += pb->bytes;
-        if (!pb->host_data) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        int64_t bdims[1] = {k};
+        st = host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
     }
     free(scale);
     free(shift);
@@ -541,7 +548,7 @@ static tci_status lower_conv(builder *b, ir_node *node) {
     pc->stride_w = win.stride[1];
     pc->dilation_h = win.dilation[0];
     pc->dilation_w = win.dilation[1];
-    pc->groups = depthwise ? cp : group;
+    pc->groups = group;
     pc->has_bias = true;
     pc->has_residual = residual >= 0;
     pc->fused = step->label;
@@ -559,31 +566,6 @@ static tci_status lower_conv(builder *b, ir_node *node) {
 }
 
 /* ---- GEMM ---- */
-
-/* A float host constant of the given dims, fp32 (bias) or converted to fp16. */
-static tci_status host_constant(builder *b, const char *name, const float *values, int rank,
-                                const int64_t *dims, tci_dtype dtype, plan_layout layout,
-                                int *out_index) {
-    int idx;
-    TCI_TRY(new_tensor(b, intern(b, name), dtype, layout, rank, dims, &idx));
-    plan_tensor *pt = &b->p->tensors[idx];
-    pt->memory = PLAN_MEM_CONSTANT;
-    void *host = tci_arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
-    if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
-    int64_t count = 1;
-    for (int i = 0; i < rank; i++) count *= dims[i];
-    if (dtype == TCI_DTYPE_FLOAT) {
-        memcpy(host, values, (size_t)count * sizeof(float));
-    } else if (layout == PLAN_LAYOUT_DENSE) {
-        for (int64_t i = 0; i < count; i++) ((uint16_t *)host)[i] = op_float_to_half(values[i]);
-    } else { /* NHWC8 of a (1, C, 1, 1) per-channel vector */
-        for (int64_t c = 0; c < dims[1]; c++) ((uint16_t *)host)[c] = op_float_to_half(values[c]);
-    }
-    pt->host_data = host;
-    b->p->weight_bytes += pt->bytes;
-    *out_index = idx;
-    return TCI_OK;
-}
 
 /* A following Add of a constant vector of length n (a Linear layer's bias), as bias values. */
 static tci_status fuse_bias(builder *b, const ir_tensor *t, int64_t n, float scale,
