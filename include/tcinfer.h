@@ -105,6 +105,7 @@ typedef struct tci_tensor_info {
 
 typedef enum tci_backend {
     TCI_BACKEND_CPU = 0, /* fp32 reference executor */
+    TCI_BACKEND_GPU = 1, /* fp16 tensor-core executor (needs a CUDA GPU) */
 } tci_backend;
 
 /* Fixes the shape of one input, overriding the model's (symbolic) dims. */
@@ -118,9 +119,11 @@ typedef struct tci_engine_options {
     tci_backend backend;
     const tci_shape_override *shapes; /* not copied beyond tci_engine_create_* */
     size_t num_shapes;
+    /* GPU: run without capturing the plan in a CUDA graph (for comparison and debugging). */
+    int no_cuda_graph;
 } tci_engine_options;
 
-/* Sets the defaults: CPU backend, no shape overrides. */
+/* Sets the defaults: CPU backend, no shape overrides, CUDA graphs on. */
 void tci_engine_options_init(tci_engine_options *options);
 
 typedef struct tci_engine tci_engine;
@@ -173,6 +176,57 @@ tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_
 /* Output `index` of the last run. Its data belongs to the context and stays valid until the next
  * run or tci_context_destroy. */
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor);
+
+/* ---- GPU ---- */
+
+/* Number of usable CUDA GPUs (0 where there is none or the build has no CUDA); name (may be NULL)
+ * receives device 0's name. */
+int tci_gpu_count(char *name, size_t name_size);
+
+/* Memory and layout figures of a GPU engine's plan. */
+typedef struct tci_gpu_report {
+    size_t num_steps;              /* kernel launches per run (fused layers count once) */
+    size_t weight_bytes;           /* constants on the device */
+    size_t arena_bytes;            /* planned activation arena */
+    size_t naive_activation_bytes; /* one buffer per activation: what the plan saves against */
+    size_t layout_conversions;     /* NHWC8 <-> dense conversions the plan had to insert */
+} tci_gpu_report;
+/* TCI_ERR_INVALID_ARGUMENT for a CPU engine. */
+tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_report);
+
+/* One line per GPU step: index, the first node it implements, the ops fused into it (e.g.
+ * "Conv+BatchNormalization+Add+Relu"), the kernel or library algorithm, and the layout of its
+ * output ("NHWC8" or "dense"). */
+typedef void (*tci_layer_fn)(size_t index, const char *node, const char *fused_ops,
+                             const char *kernel, const char *layout, void *user);
+tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *user);
+
+/* Times `iterations` runs on the inputs of the last tci_context_run, after `warmup` untimed ones:
+ * GPU: device time of the whole plan by CUDA events (no host copies); CPU: wall time of a run.
+ * times_ms receives `iterations` values. */
+tci_status tci_context_benchmark(tci_context *context, int iterations, int warmup,
+                                 float *times_ms);
+
+/* GPU: runs the plan step by step `iterations` times on the last inputs and reports each step's
+ * median time through fn (index and names as tci_engine_layers). */
+typedef void (*tci_profile_fn)(size_t index, const char *node, const char *fused_ops,
+                               const char *kernel, float median_ms, void *user);
+tci_status tci_context_profile(tci_context *context, int iterations, tci_profile_fn fn,
+                               void *user);
+
+/* ---- accuracy ---- */
+
+/* Error of `test` against `baseline` (same dims; float). top-1/top-5 only for 2-D (N x C) with
+ * C > 1, else rows = 0. */
+typedef struct tci_compare_result {
+    double max_abs, mean_abs, relative_l2, cosine;
+    size_t non_finite;   /* NaN/Inf in test where the baseline is finite */
+    size_t rows;         /* N of an N x C output, else 0 */
+    size_t top1_agree;   /* rows whose arg-max matches */
+    size_t top5_agree;   /* rows whose baseline top-1 is within the test's top-5 */
+} tci_compare_result;
+tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
+                       tci_compare_result *out_result);
 
 /* ---- tensor files ---- */
 

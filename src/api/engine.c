@@ -1,25 +1,47 @@
 /* The public engine and context: load, optimise, and run through the chosen executor. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "graph/compare.h"
 #include "graph/exec_cpu.h"
 #include "graph/passes.h"
+#include "kernels/device.h"
 #include "layers/op.h"
 #include "onnx/loader.h"
+#if TCI_HAVE_CUDA
+#include "graph/exec_gpu.h"
+#endif
 
 struct tci_engine {
     ir_graph *graph;
     tci_backend backend;
+    bool use_cuda_graph;
+#if TCI_HAVE_CUDA
+    exec_gpu_engine *gpu;
+#endif
 };
 
 struct tci_context {
     const tci_engine *engine;
     exec_cpu *cpu;
+#if TCI_HAVE_CUDA
+    exec_gpu_context *gpu;
+#endif
+    tci_tensor *last_inputs; /* CPU benchmark: deep copies of the last run's inputs */
+    size_t num_last_inputs;
 };
 
 void tci_engine_options_init(tci_engine_options *options) {
     memset(options, 0, sizeof *options);
     options->backend = TCI_BACKEND_CPU;
+}
+
+int tci_gpu_count(char *name, size_t name_size) {
+    int n = 0;
+    if (kern_device_count(&n, name, name_size) != TCI_OK) return 0;
+    return n;
 }
 
 static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o) {
@@ -68,20 +90,36 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
         options = &defaults;
     }
     tci_status st = TCI_OK;
-    if (options->backend != TCI_BACKEND_CPU)
+    if (options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
         st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
+#if !TCI_HAVE_CUDA
+    if (st == TCI_OK && options->backend == TCI_BACKEND_GPU)
+        st = tci_error(TCI_ERR_NO_DEVICE,
+                       "this build has no CUDA support; use --backend cpu for the fp32 "
+                       "reference executor");
+#endif
     if (st == TCI_OK) st = build(g, options);
     tci_engine *e = NULL;
     if (st == TCI_OK) {
         e = calloc(1, sizeof *e);
         if (!e) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
     }
+    if (st == TCI_OK) {
+        e->graph = g;
+        e->backend = options->backend;
+        e->use_cuda_graph = !options->no_cuda_graph;
+#if TCI_HAVE_CUDA
+        if (e->backend == TCI_BACKEND_GPU) st = exec_gpu_engine_create(g, NULL, &e->gpu);
+#endif
+    }
     if (st != TCI_OK) {
+        if (e) {
+            e->graph = NULL;
+            tci_engine_destroy(e);
+        }
         ir_graph_destroy(g);
         return st;
     }
-    e->graph = g;
-    e->backend = options->backend;
     *out_engine = e;
     return TCI_OK;
 }
@@ -111,6 +149,9 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
 
 void tci_engine_destroy(tci_engine *engine) {
     if (!engine) return;
+#if TCI_HAVE_CUDA
+    exec_gpu_engine_destroy(engine->gpu);
+#endif
     ir_graph_destroy(engine->graph);
     free(engine);
 }
@@ -213,7 +254,13 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
     tci_context *c = calloc(1, sizeof *c);
     if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating context");
     c->engine = engine;
-    tci_status st = exec_cpu_create(engine->graph, &c->cpu);
+    tci_status st;
+#if TCI_HAVE_CUDA
+    if (engine->gpu)
+        st = exec_gpu_context_create(engine->gpu, engine->use_cuda_graph, &c->gpu);
+    else
+#endif
+        st = exec_cpu_create(engine->graph, &c->cpu);
     if (st != TCI_OK) {
         free(c);
         return st;
@@ -222,25 +269,166 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
     return TCI_OK;
 }
 
+static void release_inputs(tci_context *c) {
+    for (size_t i = 0; i < c->num_last_inputs; i++) free(c->last_inputs[i].data);
+    free(c->last_inputs);
+    c->last_inputs = NULL;
+    c->num_last_inputs = 0;
+}
+
 void tci_context_destroy(tci_context *context) {
     if (!context) return;
     exec_cpu_destroy(context->cpu);
+#if TCI_HAVE_CUDA
+    exec_gpu_context_destroy(context->gpu);
+#endif
+    release_inputs(context);
     free(context);
+}
+
+/* The CPU benchmark re-runs the last inputs, which the caller may have freed: keep copies. */
+static tci_status keep_inputs(tci_context *c, const tci_tensor *inputs, size_t n) {
+    release_inputs(c);
+    c->last_inputs = calloc(n + 1, sizeof *c->last_inputs);
+    if (!c->last_inputs) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    c->num_last_inputs = n;
+    for (size_t i = 0; i < n; i++) {
+        size_t bytes = (size_t)tci_tensor_count(&inputs[i]) * tci_dtype_size(inputs[i].dtype);
+        c->last_inputs[i] = inputs[i];
+        c->last_inputs[i].data = malloc(bytes ? bytes : 1);
+        if (!c->last_inputs[i].data) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (bytes) memcpy(c->last_inputs[i].data, inputs[i].data, bytes);
+    }
+    return TCI_OK;
 }
 
 tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs) {
     if (!context) return tci_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
     if (num_inputs && !inputs) return tci_error(TCI_ERR_INVALID_ARGUMENT, "inputs is NULL");
-    return exec_cpu_run(context->cpu, inputs, num_inputs);
+#if TCI_HAVE_CUDA
+    if (context->gpu) return exec_gpu_run(context->gpu, inputs, num_inputs);
+#endif
+    TCI_TRY(exec_cpu_run(context->cpu, inputs, num_inputs));
+    return keep_inputs(context, inputs, num_inputs);
 }
 
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor) {
     if (!context || !out_tensor) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     if (index >= context->engine->graph->num_outputs)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
-    const tci_tensor *t = exec_cpu_output(context->cpu, index);
+    const tci_tensor *t;
+#if TCI_HAVE_CUDA
+    if (context->gpu)
+        t = exec_gpu_output(context->gpu, index);
+    else
+#endif
+        t = exec_cpu_output(context->cpu, index);
     if (!t->data) return tci_error(TCI_ERR_INVALID_ARGUMENT, "no run has produced outputs yet");
     *out_tensor = *t;
     out_tensor->name = context->engine->graph->outputs[index]->name;
+    return TCI_OK;
+}
+
+tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_report) {
+    if (!engine || !out_report) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    memset(out_report, 0, sizeof *out_report);
+#if TCI_HAVE_CUDA
+    if (engine->gpu) {
+        const plan *p = exec_gpu_engine_plan(engine->gpu);
+        out_report->num_steps = (size_t)p->num_steps;
+        out_report->weight_bytes = p->weight_bytes;
+        out_report->arena_bytes = p->arena_bytes;
+        out_report->naive_activation_bytes = p->naive_bytes;
+        out_report->layout_conversions = (size_t)p->num_layout_conversions;
+        return TCI_OK;
+    }
+#endif
+    return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+}
+
+tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *user) {
+    if (!engine || !fn) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+#if TCI_HAVE_CUDA
+    if (engine->gpu) {
+        const plan *p = exec_gpu_engine_plan(engine->gpu);
+        for (int i = 0; i < p->num_steps; i++) {
+            const plan_step *s = &p->steps[i];
+            const char *layout = "-";
+            if (s->num_outputs)
+                layout = p->tensors[s->outputs[0]].layout == PLAN_LAYOUT_NHWC8 ? "NHWC8" : "dense";
+            fn((size_t)i, s->node->name, s->label, exec_gpu_step_kernel(engine->gpu, i), layout,
+               user);
+        }
+        return TCI_OK;
+    }
+#endif
+    return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+}
+
+tci_status tci_context_benchmark(tci_context *context, int iterations, int warmup,
+                                 float *times_ms) {
+    if (!context || !times_ms || iterations < 1 || warmup < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "bad benchmark arguments");
+#if TCI_HAVE_CUDA
+    if (context->gpu) return exec_gpu_bench(context->gpu, iterations, warmup, times_ms);
+#endif
+    if (!context->last_inputs) return tci_error(TCI_ERR_INVALID_ARGUMENT, "run once before benchmarking");
+    for (int i = 0; i < warmup + iterations; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        TCI_TRY(exec_cpu_run(context->cpu, context->last_inputs, context->num_last_inputs));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (i >= warmup)
+            times_ms[i - warmup] = (float)((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+    }
+    return TCI_OK;
+}
+
+tci_status tci_context_profile(tci_context *context, int iterations, tci_profile_fn fn,
+                               void *user) {
+    if (!context || !fn) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+#if TCI_HAVE_CUDA
+    if (context->gpu) {
+        const exec_gpu_engine *ge = context->engine->gpu;
+        const plan *p = exec_gpu_engine_plan(ge);
+        float *ms = calloc((size_t)p->num_steps + 1, sizeof(float));
+        if (!ms) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        tci_status st = exec_gpu_profile(context->gpu, iterations, ms);
+        for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
+            fn((size_t)i, p->steps[i].node->name, p->steps[i].label, exec_gpu_step_kernel(ge, i),
+               ms[i], user);
+        free(ms);
+        return st;
+    }
+#endif
+    (void)iterations;
+    (void)user;
+    return tci_error(TCI_ERR_INVALID_ARGUMENT, "per-layer profiles are for GPU engines");
+}
+
+tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
+                       tci_compare_result *out_result) {
+    if (!test || !baseline || !out_result) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    memset(out_result, 0, sizeof *out_result);
+    if (test->dtype != TCI_DTYPE_FLOAT || baseline->dtype != TCI_DTYPE_FLOAT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare needs float tensors");
+    bool same = test->rank == baseline->rank;
+    for (int i = 0; same && i < test->rank; i++) same = test->dims[i] == baseline->dims[i];
+    if (!same) return tci_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors differ in shape");
+    compare_metrics m;
+    TCI_TRY(compare_arrays(test->data, baseline->data, (size_t)tci_tensor_count(test), &m));
+    out_result->max_abs = m.max_abs_error;
+    out_result->mean_abs = m.mean_abs_error;
+    out_result->relative_l2 = m.relative_l2_error;
+    out_result->cosine = m.cosine_similarity;
+    out_result->non_finite = m.nonfinite_count;
+    if (test->rank == 2 && test->dims[1] > 1) {
+        compare_topk k;
+        TCI_TRY(compare_classification(test->data, baseline->data, (size_t)test->dims[0],
+                                       (size_t)test->dims[1], &k));
+        out_result->rows = k.rows;
+        out_result->top1_agree = k.top1_matches;
+        out_result->top5_agree = k.top5_hits;
+    }
     return TCI_OK;
 }

@@ -28,8 +28,12 @@ typedef struct cli_args {
     int num_shapes;
     const char *output_file;
     const char *output_dir;
-    bool quiet, info, list_ops, random;
+    bool quiet, info, list_ops, random, compare, no_graph;
     uint64_t seed;
+    int backend; /* -1: GPU where one exists, else CPU */
+    double tolerance; /* < 0: none */
+    int bench, warmup;
+    const char *profile;
 } cli_args;
 
 static const char usage_text[] =
@@ -43,7 +47,15 @@ static const char usage_text[] =
     "  --shape NAME:DxDx...  fix the shape of input NAME (symbolic dims such as the batch)\n"
     "  -o, --output FILE     write output 0 to FILE (.npy, or raw data for other extensions)\n"
     "  --output-dir DIR      write every output i to DIR/output_<i>.npy\n"
-    "  --backend cpu         the fp32 CPU reference executor (the only backend so far)\n"
+    "  --backend gpu|cpu     fp16 tensor-core GPU engine (the default where a GPU exists)\n"
+    "                        or the fp32 CPU reference executor\n"
+    "  --compare             run the GPU engine and the fp32 CPU baseline on the same input and\n"
+    "                        print max/mean abs error, relative L2, cosine, top-1/top-5\n"
+    "  --tolerance X         with --compare: exit 1 when a relative L2 error exceeds X\n"
+    "  --bench N             time N runs (after --warmup W, default 10): median/p90/p99\n"
+    "  --warmup W            untimed runs before --bench\n"
+    "  --profile FILE        per-layer GPU times: a table sorted by time and a Chrome trace\n"
+    "  --no-graph            GPU: launch the steps one by one instead of a CUDA graph\n"
     "  --random SEED         feed seeded uniform [-1,1) random inputs instead of files\n"
     "  --quiet               no report of the outputs\n"
     "  --info                describe the model (inputs, outputs, ops, parameters) and exit\n"
@@ -95,6 +107,9 @@ static bool parse_shape(char *text, tci_shape_override *o, char **name_out) {
 
 static int parse_args(int argc, char **argv, cli_args *a) {
     memset(a, 0, sizeof *a);
+    a->backend = -1;
+    a->tolerance = -1;
+    a->warmup = 10;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool has_value = i + 1 < argc;
@@ -110,6 +125,28 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             a->info = true;
         } else if (strcmp(arg, "--list-ops") == 0) {
             a->list_ops = true;
+        } else if (strcmp(arg, "--compare") == 0) {
+            a->compare = true;
+        } else if (strcmp(arg, "--no-graph") == 0) {
+            a->no_graph = true;
+        } else if (strcmp(arg, "--tolerance") == 0 || strcmp(arg, "--bench") == 0 ||
+                   strcmp(arg, "--warmup") == 0 || strcmp(arg, "--profile") == 0) {
+            if (!has_value) return usage_error("%s needs a value", arg);
+            char *value = argv[++i], *end;
+            errno = 0;
+            if (strcmp(arg, "--profile") == 0) {
+                a->profile = value;
+            } else if (strcmp(arg, "--tolerance") == 0) {
+                a->tolerance = strtod(value, &end);
+                if (*end || end == value || errno || a->tolerance < 0)
+                    return usage_error("--tolerance wants a non-negative number, got '%s'", value);
+            } else {
+                long v = strtol(value, &end, 10);
+                if (*end || end == value || errno || v < 0 || v > 1000000)
+                    return usage_error("--bench and --warmup want a count, got '%s'", value);
+                if (strcmp(arg, "--bench") == 0) a->bench = (int)v;
+                else a->warmup = (int)v;
+            }
         } else if (strcmp(arg, "--shape") == 0 || strcmp(arg, "-o") == 0 ||
                    strcmp(arg, "--output") == 0 || strcmp(arg, "--output-dir") == 0 ||
                    strcmp(arg, "--backend") == 0 || strcmp(arg, "--random") == 0) {
@@ -124,8 +161,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             } else if (strcmp(arg, "--output-dir") == 0) {
                 a->output_dir = value;
             } else if (strcmp(arg, "--backend") == 0) {
-                if (strcmp(value, "cpu") != 0)
-                    return usage_error("unknown backend '%s' (this build has: cpu)", value);
+                if (strcmp(value, "cpu") == 0) a->backend = TCI_BACKEND_CPU;
+                else if (strcmp(value, "gpu") == 0) a->backend = TCI_BACKEND_GPU;
+                else return usage_error("unknown backend '%s' (gpu or cpu)", value);
             } else if (strcmp(arg, "--random") == 0) {
                 char *end;
                 errno = 0;
@@ -157,6 +195,10 @@ static int parse_args(int argc, char **argv, cli_args *a) {
     if (!a->model) return usage_error("no model given%s", "");
     if (a->random && a->num_inputs)
         return usage_error("give either input files or --random%s", "");
+    if (a->tolerance >= 0 && !a->compare) return usage_error("--tolerance goes with --compare%s", "");
+    if (a->compare && a->backend == TCI_BACKEND_CPU)
+        return usage_error("--compare measures the GPU engine against the CPU baseline; drop "
+                           "--backend cpu%s", "");
     return 0;
 }
 
@@ -440,6 +482,189 @@ static int write_outputs(const cli_args *a, const tci_context *ctx, size_t num_o
     return 0;
 }
 
+static void print_layer(size_t index, const char *node, const char *fused_ops, const char *kernel,
+                        const char *layout, void *user) {
+    (void)user;
+    printf("  %4zu  %-28s %-40s %-6s %s\n", index, node, fused_ops, layout, kernel);
+}
+
+static void print_gpu_info(const tci_engine *engine) {
+    tci_gpu_report r;
+    if (tci_engine_gpu_report(engine, &r) != TCI_OK) return;
+    printf("GPU plan: %zu steps, %zu layout conversions\n", r.num_steps, r.layout_conversions);
+    printf("  weights on the device: %.2f MB\n", (double)r.weight_bytes / 1e6);
+    printf("  activation arena: %.2f MB (naive sum of activations %.2f MB, %.1f%%)\n",
+           (double)r.arena_bytes / 1e6, (double)r.naive_activation_bytes / 1e6,
+           r.naive_activation_bytes ? 100.0 * (double)r.arena_bytes / (double)r.naive_activation_bytes : 100.0);
+    printf("  step  node                         fused ops                                output kernel\n");
+    tci_engine_layers(engine, print_layer, NULL);
+}
+
+static int compare_floats(const void *x, const void *y) {
+    float a = *(const float *)x, b = *(const float *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int run_bench(const cli_args *a, tci_context *ctx, const tci_tensor *inputs) {
+    float *ms = calloc((size_t)a->bench, sizeof(float));
+    if (!ms) return EXIT_FAILURE;
+    tci_status st = tci_context_benchmark(ctx, a->bench, a->warmup, ms);
+    if (st != TCI_OK) {
+        free(ms);
+        return fail(st);
+    }
+    qsort(ms, (size_t)a->bench, sizeof(float), compare_floats);
+    int n = a->bench;
+    double median = ms[n / 2], p90 = ms[(int)(0.9 * (n - 1))], p99 = ms[(int)(0.99 * (n - 1))];
+    int64_t batch = inputs[0].rank > 0 ? inputs[0].dims[0] : 1;
+    printf("bench: %d runs after %d warm-up: median %.3f ms, p90 %.3f ms, p99 %.3f ms, "
+           "throughput %.1f/s (batch %lld)\n",
+           n, a->warmup, median, p90, p99, median > 0 ? 1000.0 * (double)batch / median : 0.0,
+           (long long)batch);
+    free(ms);
+    return 0;
+}
+
+typedef struct profile_row {
+    size_t index;
+    char node[128], fused[128], kernel[128];
+    float ms;
+} profile_row;
+
+typedef struct profile_table {
+    profile_row *rows;
+    size_t count, cap;
+} profile_table;
+
+static void collect_profile(size_t index, const char *node, const char *fused_ops,
+                            const char *kernel, float median_ms, void *user) {
+    profile_table *t = user;
+    if (t->count == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        profile_row *r = realloc(t->rows, cap * sizeof *r);
+        if (!r) return;
+        t->rows = r;
+        t->cap = cap;
+    }
+    profile_row *r = &t->rows[t->count++];
+    r->index = index;
+    snprintf(r->node, sizeof r->node, "%s", node);
+    snprintf(r->fused, sizeof r->fused, "%s", fused_ops);
+    snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
+    r->ms = median_ms;
+}
+
+static int by_time(const void *x, const void *y) {
+    const profile_row *a = x, *b = y;
+    return a->ms > b->ms ? -1 : a->ms < b->ms;
+}
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int run_profile(const cli_args *a, tci_context *ctx) {
+    profile_table t = {0};
+    tci_status st = tci_context_profile(ctx, 20, collect_profile, &t);
+    if (st != TCI_OK) {
+        free(t.rows);
+        return fail(st);
+    }
+    FILE *f = fopen(a->profile, "w");
+    if (!f) {
+        fprintf(stderr, "tcinfer: cannot write '%s': %s\n", a->profile, strerror(errno));
+        free(t.rows);
+        return EXIT_FAILURE;
+    }
+    /* Chrome trace: steps laid end to end in execution order, median times */
+    fprintf(f, "{\"traceEvents\": [\n");
+    double ts = 0, total = 0;
+    for (size_t i = 0; i < t.count; i++) {
+        const profile_row *r = &t.rows[i];
+        fprintf(f, "%s  {\"name\": ", i ? ",\n" : "");
+        json_string(f, r->fused);
+        fprintf(f, ", \"cat\": \"layer\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": %.3f, "
+                   "\"dur\": %.3f, \"args\": {\"node\": ", ts, r->ms * 1000.0);
+        json_string(f, r->node);
+        fprintf(f, ", \"kernel\": ");
+        json_string(f, r->kernel);
+        fprintf(f, "}}");
+        ts += r->ms * 1000.0;
+        total += r->ms;
+    }
+    fprintf(f, "\n], \"displayTimeUnit\": \"ms\"}\n");
+    bool ok = fclose(f) == 0;
+    qsort(t.rows, t.count, sizeof *t.rows, by_time);
+    printf("profile: %zu steps, %.3f ms in total (median of 20 step-by-step runs); trace in %s\n",
+           t.count, total, a->profile);
+    printf("  %8s %6s  %-5s %-28s %-40s %s\n", "ms", "%", "step", "node", "fused ops", "kernel");
+    for (size_t i = 0; i < t.count; i++) {
+        const profile_row *r = &t.rows[i];
+        printf("  %8.4f %5.1f%%  %-5zu %-28s %-40s %s\n", r->ms, total > 0 ? 100.0 * r->ms / total : 0,
+               r->index, r->node, r->fused, r->kernel);
+    }
+    free(t.rows);
+    if (!ok) {
+        fprintf(stderr, "tcinfer: error writing '%s'\n", a->profile);
+        return EXIT_FAILURE;
+    }
+    return 0;
+}
+
+/* The fp32 CPU baseline on the same inputs, and the error of every float output. */
+static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor *inputs,
+                       size_t num_inputs) {
+    tci_engine_options options;
+    tci_engine_options_init(&options);
+    options.shapes = a->shapes;
+    options.num_shapes = (size_t)a->num_shapes;
+    options.backend = TCI_BACKEND_CPU;
+    tci_engine *cpu = NULL;
+    tci_context *base = NULL;
+    tci_status st = tci_engine_create_from_file(a->model, &options, &cpu);
+    if (st == TCI_OK) st = tci_context_create(cpu, &base);
+    if (st == TCI_OK) st = tci_context_run(base, inputs, num_inputs);
+    int rc = st == TCI_OK ? 0 : fail(st);
+    for (size_t i = 0; rc == 0 && i < tci_engine_output_count(cpu); i++) {
+        tci_tensor test, ref;
+        tci_context_output(ctx, i, &test);
+        tci_context_output(base, i, &ref);
+        if (test.dtype != TCI_DTYPE_FLOAT) {
+            size_t bytes = (size_t)tci_tensor_count(&ref) * tci_dtype_size(ref.dtype);
+            bool same = test.dtype == ref.dtype && memcmp(test.data, ref.data, bytes) == 0;
+            printf("compare '%s' (%s): %s\n", test.name, tci_dtype_name(test.dtype),
+                   same ? "identical" : "DIFFERENT");
+            if (!same && a->tolerance >= 0) rc = EXIT_FAILURE;
+            continue;
+        }
+        tci_compare_result r;
+        st = tci_compare(&test, &ref, &r);
+        if (st != TCI_OK) {
+            rc = fail(st);
+            break;
+        }
+        printf("compare '%s' (fp16 GPU vs fp32 CPU): max abs %.3g, mean abs %.3g, rel L2 %.3g, "
+               "cosine %.6f",
+               test.name, r.max_abs, r.mean_abs, r.relative_l2, r.cosine);
+        if (r.rows) printf(", top-1 %zu/%zu, top-5 %zu/%zu", r.top1_agree, r.rows, r.top5_agree, r.rows);
+        if (r.non_finite) printf(", %zu non-finite", r.non_finite);
+        printf("\n");
+        if (a->tolerance >= 0 && !(r.relative_l2 <= a->tolerance)) {
+            fprintf(stderr, "tcinfer: output '%s': relative L2 error %.3g exceeds --tolerance %g\n",
+                    test.name, r.relative_l2, a->tolerance);
+            rc = EXIT_FAILURE;
+        }
+    }
+    tci_context_destroy(base);
+    tci_engine_destroy(cpu);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     cli_args a;
     int rc = parse_args(argc, argv, &a);
@@ -452,11 +677,17 @@ int main(int argc, char **argv) {
     tci_engine_options_init(&options);
     options.shapes = a.shapes;
     options.num_shapes = (size_t)a.num_shapes;
+    options.no_cuda_graph = a.no_graph;
+    if (a.backend < 0) a.backend = tci_gpu_count(NULL, 0) > 0 || a.compare ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
+    options.backend = (tci_backend)a.backend;
+    if (a.profile && a.backend != TCI_BACKEND_GPU)
+        return usage_error("--profile times GPU layers; use --backend gpu%s", "");
     tci_engine *engine = NULL;
     tci_status st = tci_engine_create_from_file(a.model, &options, &engine);
     if (st != TCI_OK) return fail(st);
     if (a.info) {
         print_info(engine);
+        print_gpu_info(engine);
         tci_engine_destroy(engine);
         return 0;
     }
@@ -479,6 +710,9 @@ int main(int argc, char **argv) {
             }
         rc = write_outputs(&a, ctx, num_outputs);
     }
+    if (rc == 0 && a.compare) rc = run_compare(&a, ctx, inputs, num_inputs);
+    if (rc == 0 && a.bench) rc = run_bench(&a, ctx, inputs);
+    if (rc == 0 && a.profile) rc = run_profile(&a, ctx);
     for (size_t i = 0; inputs && i < num_inputs; i++) tci_tensor_release(&inputs[i]);
     for (int i = 0; i < a.num_shapes; i++) free(a.shape_names[i]);
     free(inputs);

@@ -1575,6 +1575,7 @@ static tci_status lower_resize(builder *b, ir_node *node) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "Resize coordinate mode '%s' / nearest mode '%s' has no GPU path",
                              coord, nearest);
+    if (!resize || node->since_version < 11) ni = PLAN_NEAREST_LEGACY;
     /* scales: given ones (the spec computes coordinates from them), else output/input */
     float sh = (float)y->dims[2] / (float)x->dims[2], sw = (float)y->dims[3] / (float)x->dims[3];
     int scales_input = !resize ? (node->since_version >= 9 ? 1 : -1)

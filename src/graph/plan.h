@@ -97,6 +97,7 @@ typedef enum plan_step_kind {
 } plan_step_kind;
 
 #define PLAN_MAX_STEP_INPUTS 4
+#define PLAN_NEAREST_LEGACY 4
 #define PLAN_MAX_PHYS_RANK 6
 
 /* Physical view for strided kernels: shape of the output and the strides of each operand (in
@@ -189,8 +190,10 @@ typedef struct plan_step {
         struct {
             int64_t n, c, h, w, out_h, out_w;
             bool linear;
-            int coord_mode;   /* kernel's enum, set by the lowering */
-            int nearest_mode;
+            int coord_mode;   /* half_pixel, pytorch_half_pixel, align_corners, asymmetric,
+                                 half_pixel_symmetric: 0..4 */
+            int nearest_mode; /* round_prefer_floor, round_prefer_ceil, floor, ceil: 0..3, or
+                                 PLAN_NEAREST_LEGACY (Upsample, Resize-10) */
             float scale_h, scale_w;
         } resize;
         struct {

@@ -10,6 +10,10 @@
 #define TCI_PRINTF(a, b)
 #endif
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Records a printf-style message for tci_last_error() and returns status. */
 tci_status tci_error(tci_status status, const char *fmt, ...) TCI_PRINTF(2, 3);
 
@@ -18,6 +22,10 @@ tci_status tci_error(tci_status status, const char *fmt, ...) TCI_PRINTF(2, 3);
 tci_status tci_error_prefix(tci_status status, const char *fmt, ...) TCI_PRINTF(2, 3);
 
 void tci_error_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 /* Propagates a failing status. */
 #define TCI_TRY(expr)                                                                             \

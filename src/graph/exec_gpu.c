@@ -1,0 +1,799 @@
+/* The GPU executor: uploads and packs constants, creates the cuDNN/cuBLASLt plans by timing them
+ * on the real buffers, and runs the plan's steps on a context's stream, captured once in a CUDA
+ * graph. Host-side C over the kernels' C launchers. */
+#include "graph/exec_gpu.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cast.h"
+#include "kernels/conv_cudnn.h"
+#include "kernels/copy.h"
+#include "kernels/cuda_check.h"
+#include "kernels/eltwise.h"
+#include "kernels/gemm_cublas.h"
+#include "kernels/layout.h"
+#include "kernels/norm.h"
+#include "kernels/pool.h"
+#include "kernels/resize.h"
+#include "layers/op.h"
+
+/* Largest workspace one convolution or GEMM algorithm may ask for. */
+enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8 };
+
+struct exec_gpu_engine {
+    plan *plan;
+    void **constants;          /* by plan tensor: device copy of a constant, else NULL */
+    void **step_weights;       /* by step: packed conv weights */
+    void **step_bias;          /* by step: packed conv bias / fp16 GEMM bias */
+    kern_conv_plan **conv;     /* by step */
+    kern_gemm_plan **gemm;     /* by step */
+    const char **kernel_name;  /* by step */
+    size_t workspace_bytes;
+};
+
+struct exec_gpu_context {
+    const exec_gpu_engine *engine;
+    cudaStream_t stream;
+    cudnnHandle_t cudnn;
+    cublasLtHandle_t lt;
+    void *arena;
+    void *workspace;
+    void **input_staging;      /* by engine input: the caller's data as given (fp32, int64...) */
+    void **output_staging;     /* by engine output: fp32 / int64 / bool, dense NCHW */
+    tci_tensor *outputs;       /* host copies */
+    int *gather_error;         /* device flag for out-of-range Gather indices */
+    bool use_graph;
+    cudaGraphExec_t graph;
+    bool captured;
+    cudaEvent_t *events;       /* 2 per step, for profiling */
+};
+
+/* ---- small helpers ---- */
+
+static const plan_tensor *tensor_of(const plan *p, int index) { return &p->tensors[index]; }
+
+static void *device_ptr(const exec_gpu_engine *e, void *arena, int index) {
+    const plan_tensor *t = &e->plan->tensors[index];
+    if (t->memory == PLAN_MEM_CONSTANT) return e->constants[index];
+    return (char *)arena + t->offset;
+}
+
+/* Host dtype of an engine input/output: float stays fp32 on the host. */
+static tci_dtype host_dtype(const plan_tensor *t) {
+    return t->dtype == TCI_DTYPE_FLOAT16 ? TCI_DTYPE_FLOAT : t->dtype;
+}
+
+static int64_t count_of(const plan_tensor *t) {
+    int64_t c = 1;
+    for (int i = 0; i < t->rank; i++) c *= t->dims[i];
+    return c;
+}
+
+static uint64_t fill_bits(tci_dtype dtype, double value) {
+    uint64_t bits = 0;
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT16: bits = op_float_to_half((float)value); break;
+    case TCI_DTYPE_FLOAT: {
+        float f = (float)value;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        bits = u;
+        break;
+    }
+    case TCI_DTYPE_INT32: bits = (uint32_t)(int32_t)value; break;
+    case TCI_DTYPE_INT64: bits = (uint64_t)(int64_t)value; break;
+    default: bits = value != 0; break;
+    }
+    return bits;
+}
+
+static kern_act act_of(plan_act a) {
+    switch (a) {
+    case PLAN_ACT_RELU: return KERN_ACT_RELU;
+    case PLAN_ACT_LEAKY_RELU: return KERN_ACT_LEAKY_RELU;
+    case PLAN_ACT_CLIP: return KERN_ACT_CLIP;
+    case PLAN_ACT_SIGMOID: return KERN_ACT_SIGMOID;
+    case PLAN_ACT_HARD_SIGMOID: return KERN_ACT_HARD_SIGMOID;
+    case PLAN_ACT_HARD_SWISH: return KERN_ACT_HARD_SWISH;
+    case PLAN_ACT_TANH: return KERN_ACT_TANH;
+    case PLAN_ACT_ELU: return KERN_ACT_ELU;
+    case PLAN_ACT_SELU: return KERN_ACT_SELU;
+    case PLAN_ACT_SOFTPLUS: return KERN_ACT_SOFTPLUS;
+    case PLAN_ACT_SILU: return KERN_ACT_SILU;
+    case PLAN_ACT_GELU: return KERN_ACT_GELU;
+    case PLAN_ACT_GELU_TANH: return KERN_ACT_GELU_TANH;
+    case PLAN_ACT_SQRT: return KERN_ACT_SQRT;
+    case PLAN_ACT_ERF: return KERN_ACT_ERF;
+    default: return KERN_ACT_NONE;
+    }
+}
+
+static kern_eltwise_op binary_op_of(plan_binary b) {
+    switch (b) {
+    case PLAN_BIN_ADD: return KERN_ELTWISE_ADD;
+    case PLAN_BIN_SUB: return KERN_ELTWISE_SUB;
+    case PLAN_BIN_MUL: return KERN_ELTWISE_MUL;
+    case PLAN_BIN_DIV: return KERN_ELTWISE_DIV;
+    case PLAN_BIN_POW: return KERN_ELTWISE_POW;
+    case PLAN_BIN_MAX: return KERN_ELTWISE_MAX;
+    case PLAN_BIN_MIN: return KERN_ELTWISE_MIN;
+    case PLAN_BIN_PRELU: return KERN_ELTWISE_PRELU;
+    case PLAN_BIN_EQUAL: return KERN_ELTWISE_EQUAL;
+    case PLAN_BIN_WHERE: return KERN_ELTWISE_WHERE;
+    default: return KERN_ELTWISE_UNARY;
+    }
+}
+
+/* An in-place activation over a whole NHWC8 or dense tensor (what an epilogue cannot fuse). */
+static tci_status run_activation(const plan_tensor *t, void *data, plan_activation act,
+                                 cudaStream_t stream) {
+    int64_t dims[PLAN_MAX_PHYS_RANK];
+    int rank;
+    if (t->layout == PLAN_LAYOUT_NHWC8) {
+        dims[0] = t->dims[0];
+        dims[1] = t->dims[2];
+        dims[2] = t->dims[3];
+        dims[3] = t->padded_channels;
+        rank = 4;
+    } else {
+        dims[0] = count_of(t);
+        rank = 1;
+    }
+    kern_eltwise_desc d;
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, t->dtype, rank, dims);
+    d.act = act_of(act.kind);
+    d.act_alpha = act.alpha;
+    d.act_beta = act.beta;
+    if (t->layout == PLAN_LAYOUT_NHWC8) {
+        d.pad_dim = 3;
+        d.real_c = t->dims[1];
+    }
+    const void *in[1] = {data};
+    return kern_eltwise(&d, in, data, stream);
+}
+
+static void conv_desc_of(const plan_conv *c, kern_conv_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->n = (int)c->n;
+    d->c = (int)c->c;
+    d->h = (int)c->h;
+    d->w = (int)c->w;
+    d->k = (int)c->k;
+    d->r = (int)c->r;
+    d->s = (int)c->s;
+    d->pads[0] = (int)c->pad_top;
+    d->pads[1] = (int)c->pad_left;
+    d->pads[2] = (int)c->pad_bottom;
+    d->pads[3] = (int)c->pad_right;
+    d->strides[0] = (int)c->stride_h;
+    d->strides[1] = (int)c->stride_w;
+    d->dilations[0] = (int)c->dilation_h;
+    d->dilations[1] = (int)c->dilation_w;
+    d->groups = (int)c->groups;
+    d->activation = c->act.kind == PLAN_ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
+    d->has_bias = c->has_bias;
+    d->has_residual = c->has_residual;
+    d->mode = KERN_CONV_FP16_NHWC8;
+    d->workspace_limit = WORKSPACE_LIMIT;
+}
+
+static kern_gemm_epilogue gemm_epilogue(const plan_gemm *g) {
+    if (g->act.kind == PLAN_ACT_RELU) return g->has_bias ? KERN_GEMM_EPILOGUE_RELU_BIAS : KERN_GEMM_EPILOGUE_RELU;
+    if (g->act.kind == PLAN_ACT_GELU_TANH)
+        return g->has_bias ? KERN_GEMM_EPILOGUE_GELU_BIAS : KERN_GEMM_EPILOGUE_GELU;
+    return g->has_bias ? KERN_GEMM_EPILOGUE_BIAS : KERN_GEMM_EPILOGUE_NONE;
+}
+
+static void gemm_desc_of(const plan_gemm *g, kern_gemm_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->m = g->m;
+    d->n = g->n;
+    d->k = g->k;
+    d->trans_a = g->trans_a;
+    d->trans_b = g->trans_b;
+    d->lda = g->lda;
+    d->ldb = g->ldb;
+    d->ldc = g->ldc;
+    d->batch_count = (int)(g->batch > 0 ? g->batch : 1);
+    d->stride_a = g->stride_a;
+    d->stride_b = g->stride_b;
+    d->stride_c = g->stride_c;
+    d->alpha = g->alpha;
+    d->beta = 0.0f;
+    d->epilogue = gemm_epilogue(g);
+    d->dtype = KERN_GEMM_FP16;
+    d->workspace_limit = WORKSPACE_LIMIT;
+    d->alignment = 0;
+    d->candidates = GEMM_CANDIDATES;
+}
+
+/* ---- one step ---- */
+
+static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
+                           cudaStream_t stream) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    void *in[PLAN_MAX_STEP_INPUTS] = {0};
+    for (int k = 0; k < s->num_inputs; k++)
+        if (s->inputs[k] >= 0) in[k] = device_ptr(e, arena, s->inputs[k]);
+    void *out = s->num_outputs ? device_ptr(e, arena, s->outputs[0]) : NULL;
+    const plan_tensor *y = s->num_outputs ? tensor_of(p, s->outputs[0]) : NULL;
+    switch (s->kind) {
+    case PLAN_STEP_CONV:
+        TCI_TRY(kern_conv_run(e->conv[index], c->cudnn, stream, (int)s->u.conv.n, in[0],
+                              e->step_weights[index], e->step_bias[index],
+                              s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
+                              e->workspace_bytes));
+        if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
+            TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
+        return TCI_OK;
+    case PLAN_STEP_GEMM:
+        return kern_gemm_run(e->gemm[index], c->lt, stream, 0, 0, in[0], in[1], NULL, out,
+                             e->step_bias[index], c->workspace, e->workspace_bytes);
+    case PLAN_STEP_ELTWISE: {
+        const plan_strided *v = &s->u.eltwise.view;
+        int value_input = s->u.eltwise.op == PLAN_BIN_WHERE ? 1 : 0;
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, binary_op_of(s->u.eltwise.op),
+                               tensor_of(p, s->inputs[value_input])->dtype, v->rank, v->dims);
+        d.act = act_of(s->u.eltwise.act.kind);
+        d.act_alpha = s->u.eltwise.act.alpha;
+        d.act_beta = s->u.eltwise.act.beta;
+        for (int k = 0; k < s->num_inputs; k++)
+            for (int i = 0; i < v->rank; i++) d.strides[k][i] = v->strides[k][i];
+        d.pad_dim = v->pad_dim;
+        d.real_c = v->real_channels;
+        return kern_eltwise(&d, (const void *const *)in, out, stream);
+    }
+    case PLAN_STEP_POOL: {
+        const plan_pool *pp = &s->u.pool;
+        kern_pool2d_desc d = {0};
+        d.mode = pp->max ? KERN_POOL_MAX : KERN_POOL_AVG;
+        d.count_include_pad = pp->count_include_pad;
+        d.n = pp->n;
+        d.c = pp->c;
+        d.in_h = pp->h;
+        d.in_w = pp->w;
+        d.out_h = pp->out_h;
+        d.out_w = pp->out_w;
+        d.kernel_h = pp->kernel_h;
+        d.kernel_w = pp->kernel_w;
+        d.stride_h = pp->stride_h;
+        d.stride_w = pp->stride_w;
+        d.dilation_h = pp->dilation_h;
+        d.dilation_w = pp->dilation_w;
+        d.pad_top = pp->pad_top;
+        d.pad_left = pp->pad_left;
+        /* what the output size implies beyond the input: the end padding (or ceil overhang) */
+        d.pad_bottom = (pp->out_h - 1) * pp->stride_h + (pp->kernel_h - 1) * pp->dilation_h + 1 -
+                       pp->h - pp->pad_top;
+        d.pad_right = (pp->out_w - 1) * pp->stride_w + (pp->kernel_w - 1) * pp->dilation_w + 1 -
+                      pp->w - pp->pad_left;
+        if (d.pad_bottom < 0) d.pad_bottom = 0;
+        if (d.pad_right < 0) d.pad_right = 0;
+        return kern_pool2d(&d, in[0], out, stream);
+    }
+    case PLAN_STEP_GLOBAL_POOL:
+        return kern_global_pool(s->u.pool.max ? KERN_POOL_MAX : KERN_POOL_AVG, in[0], out,
+                                s->u.pool.n, s->u.pool.c, s->u.pool.h, s->u.pool.w, stream);
+    case PLAN_STEP_COPY: {
+        const plan_strided *v = &s->u.copy.view;
+        kern_copy_desc d = {0};
+        d.rank = v->rank;
+        d.elem_size = (int)s->u.copy.elem_size;
+        for (int i = 0; i < v->rank; i++) {
+            d.shape[i] = v->dims[i];
+            d.src_strides[i] = v->strides[0][i];
+            d.dst_strides[i] = v->out_strides[i];
+        }
+        const char *src = (const char *)in[0] + v->in_offset[0] * (int64_t)s->u.copy.elem_size;
+        char *dst = (char *)out + v->out_offset * (int64_t)s->u.copy.elem_size;
+        return kern_strided_copy(dst, src, &d, stream);
+    }
+    case PLAN_STEP_FILL:
+        return kern_fill(out, s->u.fill.count, (int)tci_dtype_size(y->dtype),
+                         fill_bits(y->dtype, s->u.fill.value), stream);
+    case PLAN_STEP_LAYOUT: {
+        const plan_tensor *x = tensor_of(p, s->inputs[0]);
+        const plan_tensor *nhwc = s->u.layout.to_dense ? x : y;
+        if (s->u.layout.to_dense)
+            return kern_nhwc8_to_nchw_f16(in[0], out, nhwc->dims[0], nhwc->dims[1], nhwc->dims[2],
+                                          nhwc->dims[3], stream);
+        return kern_nchw_f16_to_nhwc8(in[0], out, nhwc->dims[0], nhwc->dims[1], nhwc->dims[2],
+                                      nhwc->dims[3], stream);
+    }
+    case PLAN_STEP_CAST:
+        return kern_cast(in[0], tensor_of(p, s->inputs[0])->dtype, out, y->dtype,
+                         s->u.cast.count, stream);
+    case PLAN_STEP_SOFTMAX:
+        return s->u.softmax.log
+                   ? kern_log_softmax_rows(in[0], out, s->u.softmax.rows, s->u.softmax.length, stream)
+                   : kern_softmax_rows(in[0], out, s->u.softmax.rows, s->u.softmax.length, stream);
+    case PLAN_STEP_LAYERNORM:
+        return kern_layernorm_rows(in[0], in[1], s->u.layernorm.has_bias ? in[2] : NULL, out, NULL,
+                                   NULL, s->u.layernorm.rows, s->u.layernorm.length,
+                                   s->u.layernorm.epsilon, stream);
+    case PLAN_STEP_REDUCE: {
+        unsigned mask = 0;
+        for (int i = 0; i < s->u.reduce.view.rank; i++)
+            if (s->u.reduce.reduce_dim[i]) mask |= 1u << i;
+        return kern_reduce(in[0], out, s->u.reduce.view.rank, s->u.reduce.view.dims, mask,
+                           s->u.reduce.mean ? KERN_REDUCE_MEAN : KERN_REDUCE_SUM, stream);
+    }
+    case PLAN_STEP_RESIZE: {
+        static const kern_resize_coord coords[] = {
+            KERN_RESIZE_HALF_PIXEL, KERN_RESIZE_PYTORCH_HALF_PIXEL, KERN_RESIZE_ALIGN_CORNERS,
+            KERN_RESIZE_ASYMMETRIC, KERN_RESIZE_HALF_PIXEL_SYMMETRIC};
+        static const kern_resize_rounding roundings[] = {
+            KERN_RESIZE_ROUND_PREFER_FLOOR, KERN_RESIZE_ROUND_PREFER_CEIL, KERN_RESIZE_FLOOR,
+            KERN_RESIZE_CEIL, KERN_RESIZE_ROUND_LEGACY};
+        kern_resize_desc d;
+        memset(&d, 0, sizeof d);
+        d.n = s->u.resize.n;
+        d.c = s->u.resize.c;
+        d.in_h = s->u.resize.h;
+        d.in_w = s->u.resize.w;
+        d.out_h = s->u.resize.out_h;
+        d.out_w = s->u.resize.out_w;
+        d.scale_h = s->u.resize.scale_h;
+        d.scale_w = s->u.resize.scale_w;
+        d.mode = s->u.resize.linear ? KERN_RESIZE_LINEAR : KERN_RESIZE_NEAREST;
+        d.coord = coords[s->u.resize.coord_mode];
+        d.rounding = roundings[s->u.resize.nearest_mode];
+        return kern_resize_nhwc8(in[0], out, &d, stream);
+    }
+    case PLAN_STEP_GATHER:
+        return kern_gather(out, in[0], in[1], tensor_of(p, s->inputs[1])->dtype == TCI_DTYPE_INT32,
+                           s->u.gather.outer, s->u.gather.axis_dim, s->u.gather.inner,
+                           s->u.gather.num_indices, (int)s->u.gather.elem_size, c->gather_error,
+                           stream);
+    case PLAN_STEP_PAD: {
+        static const kern_pad_mode modes[] = {KERN_PAD_CONSTANT, KERN_PAD_REFLECT, KERN_PAD_EDGE};
+        return kern_pad(out, in[0], s->u.pad.rank, s->u.pad.dims, s->u.pad.pads_begin,
+                        s->u.pad.pads_end, modes[s->u.pad.mode],
+                        fill_bits(y->dtype, s->u.pad.value), (int)s->u.pad.elem_size, stream);
+    }
+    }
+    return tci_error(TCI_ERR_INTERNAL, "unknown plan step kind %d", (int)s->kind);
+}
+
+static tci_status step_error(const plan_step *s, tci_status st) {
+    if (st == TCI_OK) return st;
+    return tci_error_prefix(st, "GPU step '%s' (%s) of node '%s'", s->label, s->node->op_type,
+                            s->node->name);
+}
+
+/* ---- engine ---- */
+
+static tci_status upload(const void *host, size_t bytes, void **out) {
+    *out = NULL;
+    KERN_CUDA_CHECK(cudaMalloc(out, bytes ? bytes : 1));
+    if (bytes) KERN_CUDA_CHECK(cudaMemcpy(*out, host, bytes, cudaMemcpyHostToDevice));
+    return TCI_OK;
+}
+
+static tci_status pack_conv(exec_gpu_engine *e, int index) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    kern_conv_desc d;
+    conv_desc_of(&s->u.conv, &d);
+    kern_conv_info info;
+    TCI_TRY(kern_conv_shapes(&d, &info));
+    size_t wbytes = info.weight_elements * 2, bbytes = info.bias_elements * 2;
+    void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
+    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    if (st == TCI_OK) st = kern_conv_pack_weights(&d, tensor_of(p, s->inputs[1])->host_data, hw);
+    if (st == TCI_OK) st = kern_conv_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
+    if (st == TCI_OK) st = upload(hw, wbytes, &e->step_weights[index]);
+    if (st == TCI_OK) st = upload(hb, bbytes, &e->step_bias[index]);
+    free(hw);
+    free(hb);
+    return st;
+}
+
+static tci_status pack_gemm_bias(exec_gpu_engine *e, int index) {
+    const plan_step *s = &e->plan->steps[index];
+    if (s->inputs[2] < 0) return TCI_OK;
+    const plan_tensor *t = tensor_of(e->plan, s->inputs[2]);
+    int64_t n = count_of(t);
+    uint16_t *h = malloc((size_t)(n ? n : 1) * 2);
+    if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; i < n; i++) h[i] = op_float_to_half(((const float *)t->host_data)[i]);
+    tci_status st = upload(h, (size_t)n * 2, &e->step_bias[index]);
+    free(h);
+    return st;
+}
+
+/* Library plans are chosen by timing them on real buffers: a scratch arena stands in for a
+ * context's. */
+static tci_status create_library_plans(exec_gpu_engine *e) {
+    const plan *p = e->plan;
+    cudaStream_t stream = NULL;
+    cudnnHandle_t cudnn = NULL;
+    cublasLtHandle_t lt = NULL;
+    void *arena = NULL, *workspace = NULL;
+    tci_status st = TCI_OK;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudnnCreate(&cudnn) != CUDNN_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS ||
+        cudaMalloc(&arena, p->arena_bytes ? p->arena_bytes : 1) != cudaSuccess ||
+        cudaMalloc(&workspace, WORKSPACE_LIMIT) != cudaSuccess)
+        st = tci_error(TCI_ERR_CUDA, "cannot create the CUDA stream, library handles or scratch "
+                                     "buffers (%zu + %d bytes) for tuning",
+                       p->arena_bytes, WORKSPACE_LIMIT);
+    if (st == TCI_OK && cudaMemset(arena, 0, p->arena_bytes ? p->arena_bytes : 1) != cudaSuccess)
+        st = tci_error(TCI_ERR_CUDA, "cudaMemset of the tuning arena failed");
+    for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        if (s->kind == PLAN_STEP_CONV) {
+            kern_conv_desc d;
+            conv_desc_of(&s->u.conv, &d);
+            kern_conv_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->step_weights[i],
+                                         e->step_bias[i],
+                                         s->u.conv.has_residual ? device_ptr(e, arena, s->inputs[3]) : NULL,
+                                         device_ptr(e, arena, s->outputs[0]), workspace,
+                                         WORKSPACE_LIMIT};
+            st = kern_conv_create(cudnn, stream, &d, &scratch, &e->conv[i]);
+            if (st == TCI_OK) {
+                kern_conv_info info;
+                kern_conv_get_info(e->conv[i], &info);
+                e->kernel_name[i] = info.algorithm;
+                if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
+            }
+        } else if (s->kind == PLAN_STEP_GEMM) {
+            kern_gemm_desc d;
+            gemm_desc_of(&s->u.gemm, &d);
+            kern_gemm_scratch scratch = {device_ptr(e, arena, s->inputs[0]),
+                                         device_ptr(e, arena, s->inputs[1]), NULL, e->step_bias[i],
+                                         device_ptr(e, arena, s->outputs[0]), workspace,
+                                         WORKSPACE_LIMIT};
+            st = kern_gemm_create(lt, stream, &d, &scratch, &e->gemm[i]);
+            if (st == TCI_OK) {
+                kern_gemm_info info;
+                kern_gemm_get_info(e->gemm[i], &info);
+                e->kernel_name[i] = info.algorithm;
+                if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
+            }
+        }
+        if (st != TCI_OK) st = step_error(s, st);
+    }
+    cudaFree(workspace);
+    cudaFree(arena);
+    if (lt) cublasLtDestroy(lt);
+    if (cudnn) cudnnDestroy(cudnn);
+    if (stream) cudaStreamDestroy(stream);
+    return st;
+}
+
+static const char *builtin_kernel_name(plan_step_kind kind) {
+    switch (kind) {
+    case PLAN_STEP_ELTWISE: return "tcinfer eltwise";
+    case PLAN_STEP_POOL: return "tcinfer pool2d";
+    case PLAN_STEP_GLOBAL_POOL: return "tcinfer global_pool";
+    case PLAN_STEP_COPY: return "tcinfer strided_copy";
+    case PLAN_STEP_FILL: return "tcinfer fill";
+    case PLAN_STEP_LAYOUT: return "tcinfer layout";
+    case PLAN_STEP_CAST: return "tcinfer cast";
+    case PLAN_STEP_SOFTMAX: return "tcinfer softmax";
+    case PLAN_STEP_LAYERNORM: return "tcinfer layernorm";
+    case PLAN_STEP_REDUCE: return "tcinfer reduce";
+    case PLAN_STEP_RESIZE: return "tcinfer resize";
+    case PLAN_STEP_GATHER: return "tcinfer gather";
+    case PLAN_STEP_PAD: return "tcinfer pad";
+    default: return "?";
+    }
+}
+
+tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *options,
+                                  exec_gpu_engine **out_engine) {
+    *out_engine = NULL;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        cudaGetLastError();
+        return tci_error(TCI_ERR_NO_DEVICE,
+                         "no CUDA GPU is available here; use --backend cpu for the fp32 "
+                         "reference executor");
+    }
+    exec_gpu_engine *e = calloc(1, sizeof *e);
+    if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+    tci_status st = plan_build(graph, options, &e->plan);
+    if (st == TCI_OK) {
+        size_t nt = (size_t)e->plan->num_tensors + 1, ns = (size_t)e->plan->num_steps + 1;
+        e->constants = calloc(nt, sizeof(void *));
+        e->step_weights = calloc(ns, sizeof(void *));
+        e->step_bias = calloc(ns, sizeof(void *));
+        e->conv = calloc(ns, sizeof(kern_conv_plan *));
+        e->gemm = calloc(ns, sizeof(kern_gemm_plan *));
+        e->kernel_name = calloc(ns, sizeof(char *));
+        if (!e->constants || !e->step_weights || !e->step_bias || !e->conv || !e->gemm ||
+            !e->kernel_name)
+            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+    }
+    const plan *p = e->plan;
+    /* conv weights/bias are packed per step; every other constant is uploaded as laid out */
+    for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
+        e->kernel_name[i] = builtin_kernel_name(p->steps[i].kind);
+        if (p->steps[i].kind == PLAN_STEP_CONV) st = step_error(&p->steps[i], pack_conv(e, i));
+        else if (p->steps[i].kind == PLAN_STEP_GEMM) st = pack_gemm_bias(e, i);
+    }
+    for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
+        const plan_tensor *pt = &p->tensors[t];
+        if (pt->memory != PLAN_MEM_CONSTANT || pt->dtype == TCI_DTYPE_FLOAT) continue;
+        st = upload(pt->host_data, pt->bytes, &e->constants[t]);
+    }
+    if (st == TCI_OK) st = create_library_plans(e);
+    if (st != TCI_OK) {
+        exec_gpu_engine_destroy(e);
+        return st;
+    }
+    *out_engine = e;
+    return TCI_OK;
+}
+
+void exec_gpu_engine_destroy(exec_gpu_engine *e) {
+    if (!e) return;
+    if (e->plan) {
+        for (int i = 0; i < e->plan->num_steps; i++) {
+            if (e->conv) kern_conv_destroy(e->conv[i]);
+            if (e->gemm) kern_gemm_destroy(e->gemm[i]);
+            if (e->step_weights) cudaFree(e->step_weights[i]);
+            if (e->step_bias) cudaFree(e->step_bias[i]);
+        }
+        for (int t = 0; e->constants && t < e->plan->num_tensors; t++) cudaFree(e->constants[t]);
+    }
+    free(e->constants);
+    free(e->step_weights);
+    free(e->step_bias);
+    free(e->conv);
+    free(e->gemm);
+    free(e->kernel_name);
+    plan_destroy(e->plan);
+    free(e);
+}
+
+const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine) { return engine->plan; }
+
+const char *exec_gpu_step_kernel(const exec_gpu_engine *engine, int step) {
+    const char *k = engine->kernel_name[step];
+    return k ? k : "?";
+}
+
+/* ---- context ---- */
+
+tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
+                                   exec_gpu_context **out_context) {
+    *out_context = NULL;
+    const plan *p = e->plan;
+    exec_gpu_context *c = calloc(1, sizeof *c);
+    if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+    c->engine = e;
+    c->use_graph = use_graph;
+    tci_status st = TCI_OK;
+    c->input_staging = calloc((size_t)p->num_inputs + 1, sizeof(void *));
+    c->output_staging = calloc((size_t)p->num_outputs + 1, sizeof(void *));
+    c->outputs = calloc((size_t)p->num_outputs + 1, sizeof(tci_tensor));
+    c->events = calloc((size_t)p->num_steps * 2 + 2, sizeof(cudaEvent_t));
+    if (!c->input_staging || !c->output_staging || !c->outputs || !c->events)
+        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+#define CTX_CHECK(call)                                                                           \
+    if (st == TCI_OK && (call) != 0)                                                              \
+        st = tci_error(TCI_ERR_CUDA, "%s failed creating a GPU context", #call);
+    CTX_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CTX_CHECK(cudnnCreate(&c->cudnn));
+    CTX_CHECK(cublasLtCreate(&c->lt));
+    CTX_CHECK(cudaMalloc(&c->arena, p->arena_bytes ? p->arena_bytes : 1));
+    CTX_CHECK(cudaMalloc(&c->workspace, e->workspace_bytes ? e->workspace_bytes : 1));
+    CTX_CHECK(cudaMalloc((void **)&c->gather_error, sizeof(int)));
+    CTX_CHECK(cudaMemset(c->gather_error, 0, sizeof(int)));
+    for (int i = 0; i < p->num_inputs; i++) {
+        const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
+        CTX_CHECK(cudaMalloc(&c->input_staging[i],
+                             (size_t)count_of(t) * tci_dtype_size(host_dtype(t)) + 1));
+    }
+    for (int i = 0; i < p->num_outputs; i++) {
+        const plan_tensor *t = tensor_of(p, p->output_tensors[i]);
+        size_t bytes = (size_t)count_of(t) * tci_dtype_size(host_dtype(t));
+        CTX_CHECK(cudaMalloc(&c->output_staging[i], bytes + 1));
+        tci_tensor *o = &c->outputs[i];
+        o->name = t->name;
+        o->dtype = host_dtype(t);
+        o->rank = t->rank;
+        for (int d = 0; d < t->rank; d++) o->dims[d] = t->dims[d];
+        o->data = malloc(bytes + 1);
+        if (st == TCI_OK && !o->data) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < p->num_steps * 2 + 2; i++) CTX_CHECK(cudaEventCreate(&c->events[i]));
+#undef CTX_CHECK
+    if (st != TCI_OK) {
+        exec_gpu_context_destroy(c);
+        return st;
+    }
+    *out_context = c;
+    return TCI_OK;
+}
+
+void exec_gpu_context_destroy(exec_gpu_context *c) {
+    if (!c) return;
+    const plan *p = c->engine->plan;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->captured) cudaGraphExecDestroy(c->graph);
+    for (int i = 0; c->events && i < p->num_steps * 2 + 2; i++)
+        if (c->events[i]) cudaEventDestroy(c->events[i]);
+    for (int i = 0; c->input_staging && i < p->num_inputs; i++) cudaFree(c->input_staging[i]);
+    for (int i = 0; c->output_staging && i < p->num_outputs; i++) cudaFree(c->output_staging[i]);
+    for (int i = 0; c->outputs && i < p->num_outputs; i++) free(c->outputs[i].data);
+    cudaFree(c->gather_error);
+    cudaFree(c->workspace);
+    cudaFree(c->arena);
+    if (c->lt) cublasLtDestroy(c->lt);
+    if (c->cudnn) cudnnDestroy(c->cudnn);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c->input_staging);
+    free(c->output_staging);
+    free(c->outputs);
+    free(c->events);
+    free(c);
+}
+
+/* The caller's layout -> the plan's, for every input. */
+static tci_status convert_inputs(exec_gpu_context *c) {
+    const plan *p = c->engine->plan;
+    for (int i = 0; i < p->num_inputs; i++) {
+        const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
+        void *dst = device_ptr(c->engine, c->arena, p->input_tensors[i]);
+        if (t->dtype != TCI_DTYPE_FLOAT16) {
+            KERN_CUDA_CHECK(cudaMemcpyAsync(dst, c->input_staging[i], t->bytes,
+                                            cudaMemcpyDeviceToDevice, c->stream));
+        } else if (t->layout == PLAN_LAYOUT_NHWC8) {
+            TCI_TRY(kern_nchw_f32_to_nhwc8(c->input_staging[i], dst, t->dims[0], t->dims[1],
+                                           t->dims[2], t->dims[3], c->stream));
+        } else {
+            TCI_TRY(kern_f32_to_f16(c->input_staging[i], dst, count_of(t), c->stream));
+        }
+    }
+    return TCI_OK;
+}
+
+static tci_status convert_outputs(exec_gpu_context *c) {
+    const plan *p = c->engine->plan;
+    for (int i = 0; i < p->num_outputs; i++) {
+        const plan_tensor *t = tensor_of(p, p->output_tensors[i]);
+        const void *src = device_ptr(c->engine, c->arena, p->output_tensors[i]);
+        if (t->dtype != TCI_DTYPE_FLOAT16) {
+            KERN_CUDA_CHECK(cudaMemcpyAsync(c->output_staging[i], src, t->bytes,
+                                            cudaMemcpyDeviceToDevice, c->stream));
+        } else if (t->layout == PLAN_LAYOUT_NHWC8) {
+            TCI_TRY(kern_nhwc8_to_nchw_f32(src, c->output_staging[i], t->dims[0], t->dims[1],
+                                           t->dims[2], t->dims[3], c->stream));
+        } else {
+            TCI_TRY(kern_f16_to_f32(src, c->output_staging[i], count_of(t), c->stream));
+        }
+    }
+    return TCI_OK;
+}
+
+/* Everything between the staging buffers: what the CUDA graph captures. */
+static tci_status enqueue_all(exec_gpu_context *c) {
+    const exec_gpu_engine *e = c->engine;
+    TCI_TRY(convert_inputs(c));
+    for (int i = 0; i < e->plan->num_steps; i++)
+        TCI_TRY(step_error(&e->plan->steps[i], run_step(e, c, c->arena, i, c->stream)));
+    return convert_outputs(c);
+}
+
+static tci_status launch(exec_gpu_context *c) {
+    if (!c->use_graph) return enqueue_all(c);
+    if (!c->captured) {
+        cudaGraph_t graph;
+        KERN_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+        tci_status st = enqueue_all(c);
+        cudaError_t end = cudaStreamEndCapture(c->stream, &graph);
+        if (st != TCI_OK) {
+            if (end == cudaSuccess) cudaGraphDestroy(graph);
+            return st;
+        }
+        KERN_CUDA_CHECK(end);
+        cudaError_t inst = cudaGraphInstantiate(&c->graph, graph, 0);
+        cudaGraphDestroy(graph);
+        KERN_CUDA_CHECK(inst);
+        c->captured = true;
+    }
+    KERN_CUDA_CHECK(cudaGraphLaunch(c->graph, c->stream));
+    return TCI_OK;
+}
+
+tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t num_inputs) {
+    const plan *p = c->engine->plan;
+    char want[128], got[128];
+    if (num_inputs != (size_t)p->num_inputs)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %d", num_inputs,
+                         p->num_inputs);
+    for (int i = 0; i < p->num_inputs; i++) {
+        const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
+        const tci_tensor *in = &inputs[i];
+        bool ok = in->dtype == host_dtype(t) && in->rank == t->rank;
+        for (int d = 0; ok && d < t->rank; d++) ok = in->dims[d] == t->dims[d];
+        if (!ok)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "input '%s' is %s %s; the GPU engine was built for %s %s (rebuild "
+                             "with --shape for another batch)",
+                             t->name, tci_dtype_name(in->dtype),
+                             ir_format_dims(in->rank, in->dims, got, sizeof got),
+                             tci_dtype_name(host_dtype(t)),
+                             ir_format_dims(t->rank, t->dims, want, sizeof want));
+        size_t bytes = (size_t)count_of(t) * tci_dtype_size(host_dtype(t));
+        if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(c->input_staging[i], in->data, bytes,
+                                                   cudaMemcpyHostToDevice, c->stream));
+    }
+    TCI_TRY(launch(c));
+    for (int i = 0; i < p->num_outputs; i++) {
+        tci_tensor *o = &c->outputs[i];
+        size_t bytes = (size_t)tci_tensor_count(o) * tci_dtype_size(o->dtype);
+        if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(o->data, c->output_staging[i], bytes,
+                                                   cudaMemcpyDeviceToHost, c->stream));
+    }
+    int gather_error = 0;
+    KERN_CUDA_CHECK(cudaMemcpyAsync(&gather_error, c->gather_error, sizeof gather_error,
+                                    cudaMemcpyDeviceToHost, c->stream));
+    KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    if (gather_error) {
+        cudaMemset(c->gather_error, 0, sizeof(int));
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "a Gather index was out of range");
+    }
+    return TCI_OK;
+}
+
+const tci_tensor *exec_gpu_output(const exec_gpu_context *c, size_t index) {
+    return &c->outputs[index];
+}
+
+tci_status exec_gpu_bench(exec_gpu_context *c, int iterations, int warmup, float *times_ms) {
+    for (int i = 0; i < warmup; i++) TCI_TRY(launch(c));
+    cudaEvent_t start = c->events[0], stop = c->events[1];
+    for (int i = 0; i < iterations; i++) {
+        KERN_CUDA_CHECK(cudaEventRecord(start, c->stream));
+        TCI_TRY(launch(c));
+        KERN_CUDA_CHECK(cudaEventRecord(stop, c->stream));
+        KERN_CUDA_CHECK(cudaEventSynchronize(stop));
+        KERN_CUDA_CHECK(cudaEventElapsedTime(&times_ms[i], start, stop));
+    }
+    return TCI_OK;
+}
+
+static int compare_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+tci_status exec_gpu_profile(exec_gpu_context *c, int iterations, float *step_ms) {
+    const exec_gpu_engine *e = c->engine;
+    int n = e->plan->num_steps;
+    if (iterations < 1) iterations = 1;
+    float *samples = calloc((size_t)n * (size_t)iterations + 1, sizeof(float));
+    if (!samples) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory profiling");
+    tci_status st = convert_inputs(c);
+    for (int it = 0; st == TCI_OK && it < iterations; it++) {
+        for (int i = 0; st == TCI_OK && i < n; i++) {
+            if (cudaEventRecord(c->events[2 * i], c->stream) != cudaSuccess)
+                st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
+            if (st == TCI_OK) st = step_error(&e->plan->steps[i], run_step(e, c, c->arena, i, c->stream));
+            if (st == TCI_OK && cudaEventRecord(c->events[2 * i + 1], c->stream) != cudaSuccess)
+                st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
+        }
+        if (st == TCI_OK && cudaStreamSynchronize(c->stream) != cudaSuccess)
+            st = tci_error(TCI_ERR_CUDA, "cudaStreamSynchronize failed while profiling");
+        for (int i = 0; st == TCI_OK && i < n; i++)
+            cudaEventElapsedTime(&samples[(size_t)i * (size_t)iterations + (size_t)it],
+                                 c->events[2 * i], c->events[2 * i + 1]);
+    }
+    for (int i = 0; st == TCI_OK && i < n; i++) {
+        float *row = &samples[(size_t)i * (size_t)iterations];
+        qsort(row, (size_t)iterations, sizeof(float), compare_float);
+        step_ms[i] = row[iterations / 2];
+    }
+    free(samples);
+    return st;
+}

@@ -1,0 +1,40 @@
+/* The GPU executor: a logical plan made real (packed weights on the device, cuDNN and cuBLASLt
+ * plans chosen by timing), and contexts that run it on a stream, captured once in a CUDA graph. */
+#ifndef TCI_GRAPH_EXEC_GPU_H
+#define TCI_GRAPH_EXEC_GPU_H
+
+#include <stdbool.h>
+
+#include "graph/plan.h"
+
+typedef struct exec_gpu_engine exec_gpu_engine;
+typedef struct exec_gpu_context exec_gpu_context;
+
+/* Builds from an optimised graph with fully known shapes. Needs a GPU: TCI_ERR_NO_DEVICE
+ * otherwise. The graph must outlive the engine. */
+tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *options,
+                                  exec_gpu_engine **out_engine);
+void exec_gpu_engine_destroy(exec_gpu_engine *engine);
+const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);
+/* What ran a plan step: the library algorithm or our kernel's name. */
+const char *exec_gpu_step_kernel(const exec_gpu_engine *engine, int step);
+
+/* use_graph: capture the plan in a CUDA graph on the first run and replay it afterwards. */
+tci_status exec_gpu_context_create(const exec_gpu_engine *engine, bool use_graph,
+                                   exec_gpu_context **out_context);
+void exec_gpu_context_destroy(exec_gpu_context *context);
+
+/* Host inputs in engine order (fp32 NCHW for float inputs) -> outputs on the host (fp32 for
+ * float outputs), valid until the next run. */
+tci_status exec_gpu_run(exec_gpu_context *context, const tci_tensor *inputs, size_t num_inputs);
+const tci_tensor *exec_gpu_output(const exec_gpu_context *context, size_t index);
+
+/* Times `iterations` executions of the plan on the inputs of the last run (after `warmup`
+ * untimed ones), each with CUDA events; times_ms has `iterations` entries. */
+tci_status exec_gpu_bench(exec_gpu_context *context, int iterations, int warmup, float *times_ms);
+
+/* Runs the plan step by step `iterations` times with events around each step; step_ms has
+ * plan->num_steps entries and receives the median time of each step. */
+tci_status exec_gpu_profile(exec_gpu_context *context, int iterations, float *step_ms);
+
+#endif

@@ -1,0 +1,23 @@
+/* Element type conversion on the device (Cast on the GPU path). */
+#ifndef TCI_KERNELS_CAST_H
+#define TCI_KERNELS_CAST_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "tcinfer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dst[i] = (to) src[i] for count elements; dtypes among FLOAT16, FLOAT, INT32, INT64, BOOL (one
+ * byte, 0/1). Float to integer truncates toward zero; anything to BOOL is (x != 0). */
+tci_status kern_cast(const void *src, tci_dtype from, void *dst, tci_dtype to, int64_t count,
+                     cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
