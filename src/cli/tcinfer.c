@@ -60,6 +60,7 @@ static const char usage_text[] =
     "  --quiet               no report of the outputs\n"
     "  --info                describe the model (inputs, outputs, ops, parameters) and exit\n"
     "  --list-ops            list the supported ops and opsets and exit\n"
+    "  --devices             print the number of usable CUDA GPUs and exit\n"
     "  --version             print the version and exit\n"
     "  -h, --help            this text\n"
     "\n"
@@ -118,6 +119,13 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             exit(0);
         } else if (strcmp(arg, "--version") == 0) {
             printf("tcinfer %s\n", tci_version());
+            exit(0);
+        } else if (strcmp(arg, "--devices") == 0) {
+            char name[256];
+            int n = tci_gpu_count(name, sizeof name);
+            printf("GPUs: %d", n);
+            if (n) printf(" (device 0: %s)", name);
+            printf("\n");
             exit(0);
         } else if (strcmp(arg, "--quiet") == 0) {
             a->quiet = true;

@@ -75,8 +75,8 @@ def run_onnxruntime(path, feeds):
     return names, session.run(None, feeds)
 
 
-def run_tcinfer(tcinfer, path, feeds, shapes, work, timeout):
-    args = [tcinfer, "--backend", "cpu", "--quiet", "--output-dir", work]
+def run_tcinfer(tcinfer, path, feeds, shapes, work, timeout, backend="cpu"):
+    args = [tcinfer, "--backend", backend, "--quiet", "--output-dir", work]
     for name, shape in shapes.items():
         args += ["--shape", f"{name}:{'x'.join(str(d) for d in shape)}"]
     args.append(path)
@@ -133,11 +133,14 @@ def check_model(args, name, rows):
     ok = True
     for seed, (label, sizes, pass_shapes) in enumerate(runs):
         feeds = make_inputs(specs, sizes, seed)
+        # the GPU engine is built for fixed shapes: it always needs them
+        pass_shapes = pass_shapes or args.backend == "gpu"
         shapes = {n: feeds[n].shape for n, _, dims in specs
                   if pass_shapes and any(isinstance(d, str) for d in dims)}
         out_names, expected = run_onnxruntime(path, feeds)
         with tempfile.TemporaryDirectory(prefix=f"tci_{name}_") as work:
-            actual, error = run_tcinfer(args.tcinfer, path, feeds, shapes, work, args.timeout)
+            actual, error = run_tcinfer(args.tcinfer, path, feeds, shapes, work, args.timeout,
+                                        args.backend)
         if error:
             rows.append((name, label, "-", "-", "-", f"FAIL: {error}"))
             ok = False
@@ -173,7 +176,14 @@ def main(argv):
     p.add_argument("--only", help="comma-separated model names (default: all)")
     p.add_argument("--tolerance", type=float, default=1e-5, help="relative L2 bound")
     p.add_argument("--timeout", type=float, default=120, help="seconds per tcinfer run")
+    p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
+                   help="gpu: the fp16 engine (exit 77, skipped, where there is no GPU)")
     args = p.parse_args(argv)
+    if args.backend == "gpu":
+        probe = subprocess.run([args.tcinfer, "--devices"], capture_output=True, text=True)
+        if probe.returncode != 0 or probe.stdout.startswith("GPUs: 0"):
+            print(f"SKIP: no CUDA GPU on this machine ({probe.stdout.strip()})")
+            return 77
     names = args.only.split(",") if args.only else MODELS
     unknown = [n for n in names if n not in MODELS]
     if unknown:
