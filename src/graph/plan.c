@@ -203,7 +203,7 @@ static tci_status get_input(builder *b, const ir_node *node, const ir_tensor *t,
     if (pt->dtype != TCI_DTYPE_FLOAT16)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "'%s' (%s) cannot change layout",
                              t->name, tci_dtype_name(pt->dtype));
-    int64_t dims[4];
+    int64_t dims[4] = {0};
     int rank = pt->rank;
     if (want == PLAN_LAYOUT_NHWC8) {
         if (rank > 4)

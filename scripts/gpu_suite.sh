@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU test suite, for the GPU machine: kernel tests, the generated models on the fp16 engine
+# against onnxruntime, and compute-sanitizer memcheck on a model run.
+# usage: scripts/gpu_suite.sh BUILD_DIR WORK_DIR
+set -uo pipefail
+build=${1:?build folder}
+work=${2:?work folder}
+mkdir -p "$work"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export CK_FORK=no
+passed=0
+failed=0
+run() {
+    local name=$1
+    shift
+    echo "=== $name"
+    if "$@"; then passed=$((passed + 1)); else echo "FAILED: $name"; failed=$((failed + 1)); fi
+}
+"$build/tcinfer" --devices
+for t in "$build"/tests/gpu/gpu_test_*; do
+    run "$(basename "$t")" "$t"
+done
+run generate python3 models/generate.py "$work/models"
+run models python3 tests/models/run_models.py --backend gpu --tolerance 5e-3 \
+    --tcinfer "$build/tcinfer" --models-dir "$work/models"
+run conformance python3 tests/conformance/run_conformance.py --backend gpu \
+    --tcinfer "$build/tcinfer" --jobs 8
+if command -v compute-sanitizer >/dev/null; then
+    for m in resnet_mini transformer_block; do
+        shape=""
+        [ "$m" = transformer_block ] && shape="--shape input:2x16x64 --shape mask:2x16"
+        # shellcheck disable=SC2086
+        run "memcheck $m" compute-sanitizer --tool memcheck --error-exitcode 9 \
+            "$build/tcinfer" --backend gpu --random 0 --quiet $shape "$work/models/$m.onnx"
+    done
+fi
+echo "gpu suite: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
