@@ -1,0 +1,610 @@
+// Softmax, LayerNormalization and Reduce{Sum,Mean} on fp16 storage with fp32 arithmetic; see
+// norm.h for the contracts. Rows up to 1024 elements get a warp each, longer rows a block.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/copy.h"
+// util/status.h has no extern "C" guard of its own; cuda_check.h includes it after this
+extern "C" {
+#include "util/status.h"
+}
+#include "kernels/cuda_check.h"
+#include "kernels/norm.h"
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kWarpRowsMax = 1024; // longest row given to one warp
+constexpr int kRowsPerBlock = 8;   // warps (rows) per 256-thread block in the warp-per-row paths
+constexpr int64_t kMaxGridX = 1 << 20;
+constexpr int64_t kMaxGridY = 65535;
+constexpr int kMaxRank = 6;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+__device__ __forceinline__ int64_t div_fast(int64_t a, int64_t b) {
+    if (((uint64_t)a | (uint64_t)b) >> 32 == 0) return (int64_t)((uint32_t)a / (uint32_t)b);
+    return a / b;
+}
+
+// VEC consecutive fp16 values as fp32; VEC is 8 (one 16-byte access) or 1.
+template <int VEC>
+__device__ __forceinline__ void load_half(const __half *p, float *f) {
+    if constexpr (VEC == 8) {
+        uint4 u = *reinterpret_cast<const uint4 *>(p);
+        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float2 t = __half22float2(h[k]);
+            f[2 * k] = t.x;
+            f[2 * k + 1] = t.y;
+        }
+    } else {
+        f[0] = __half2float(*p);
+    }
+}
+
+template <int VEC>
+__device__ __forceinline__ void store_half(__half *p, const float *f) {
+    if constexpr (VEC == 8) {
+        uint4 u;
+        __half2 *h = reinterpret_cast<__half2 *>(&u);
+#pragma unroll
+        for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+        *reinterpret_cast<uint4 *>(p) = u;
+    } else {
+        *p = __float2half_rn(f[0]);
+    }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum over aligned groups of `group` lanes (a power of two <= 32); every lane of the warp must
+// take part, including lanes whose row is past the end.
+__device__ __forceinline__ float group_sum(float v, int group) {
+    for (int o = group / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Every thread gets the total. Starts with a barrier so `shared` may be reused call after call.
+__device__ __forceinline__ float block_sum(float v, float *shared) {
+    v = warp_sum(v);
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const int warps = (blockDim.x + kWarp - 1) / kWarp;
+    __syncthreads();
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    float t = 0.0f;
+    for (int w = 0; w < warps; w++) t += shared[w];
+    return t;
+}
+
+// Running (max, sum of exp(x - max)). A -inf max means "nothing seen yet" and adds nothing, so
+// -inf inputs and idle lanes never make exp(-inf - -inf) = NaN.
+__device__ __forceinline__ void online_add(float &m, float &s, float x) {
+    if (x > m) {
+        s = s * expf(m - x) + 1.0f;
+        m = x;
+    } else if (m != -INFINITY) {
+        s += expf(x - m);
+    }
+}
+
+__device__ __forceinline__ void online_combine(float &m, float &s, float m2, float s2) {
+    float mx = fmaxf(m, m2);
+    float a = m == -INFINITY ? 0.0f : s * expf(m - mx);
+    float b = m2 == -INFINITY ? 0.0f : s2 * expf(m2 - mx);
+    m = mx;
+    s = a + b;
+}
+
+__device__ __forceinline__ void group_combine(float &m, float &s, int group) {
+    for (int o = group / 2; o > 0; o /= 2) {
+        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        online_combine(m, s, m2, s2);
+    }
+}
+
+__device__ __forceinline__ void block_combine(float &m, float &s, float *shared_m, float *shared_s) {
+    group_combine(m, s, kWarp);
+    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    const int warps = (blockDim.x + kWarp - 1) / kWarp;
+    __syncthreads();
+    if (lane == 0) shared_m[warp] = m, shared_s[warp] = s;
+    __syncthreads();
+    m = -INFINITY, s = 0.0f;
+    for (int w = 0; w < warps; w++) online_combine(m, s, shared_m[w], shared_s[w]);
+}
+
+// Row-walking geometry: `group` lanes per row (a power of two <= 32, several rows per warp) or a
+// whole block per row (BLOCK). Iterations run over whole warps (or blocks), so shuffles and
+// barriers see every thread; `valid` marks the threads whose row exists.
+template <bool BLOCK>
+struct RowWalk {
+    int tid, threads, sub;
+    int64_t first, step;
+    __device__ explicit RowWalk(int group) {
+        if (BLOCK) {
+            tid = threadIdx.x, threads = blockDim.x, sub = 0;
+            first = blockIdx.x, step = gridDim.x;
+        } else {
+            const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
+            const int per_warp = kWarp / group;
+            tid = lane % group, threads = group, sub = lane / group;
+            first = ((int64_t)blockIdx.x * warps + threadIdx.x / kWarp) * per_warp;
+            step = (int64_t)gridDim.x * warps * per_warp;
+        }
+    }
+};
+
+// Lanes per row for the warp paths: enough for one access each, up to a warp.
+int row_group(int64_t accesses) {
+    int g = 1;
+    while (g < kWarp && g < accesses) g *= 2;
+    return g;
+}
+
+// ---------------------------------------------------------------- softmax
+
+template <int VEC, bool BLOCK, bool LOG>
+__global__ void softmax_rows_kernel(const __half *x, __half *y, int64_t rows, int64_t len,
+                                    int group) {
+    __shared__ float shared_m[kWarp], shared_s[kWarp];
+    const RowWalk<BLOCK> w(group);
+    for (int64_t base = w.first; base < rows; base += w.step) {
+        const int64_t row = base + w.sub;
+        const bool valid = row < rows;
+        const __half *xr = x + row * len;
+        __half *yr = y + row * len;
+        float m = -INFINITY, s = 0.0f;
+        if (valid)
+            for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
+                float f[VEC];
+                load_half<VEC>(xr + i, f);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) online_add(m, s, f[k]);
+            }
+        if (BLOCK) block_combine(m, s, shared_m, shared_s);
+        else group_combine(m, s, group);
+        if (!valid) continue;
+        const float shift = LOG ? m + logf(s) : m, inv = 1.0f / s;
+        for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
+            float f[VEC];
+            load_half<VEC>(xr + i, f);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) f[k] = LOG ? f[k] - shift : expf(f[k] - shift) * inv;
+            store_half<VEC>(yr + i, f);
+        }
+    }
+}
+
+template <bool LOG>
+__global__ void softmax_strided_kernel(const __half *x, __half *y, int64_t outer, int64_t len,
+                                       int64_t inner) {
+    const int64_t columns = outer * inner;
+    for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < columns;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        int64_t o = div_fast(c, inner), k = c - o * inner;
+        const __half *xc = x + o * len * inner + k;
+        __half *yc = y + o * len * inner + k;
+        float m = -INFINITY, s = 0.0f;
+        for (int64_t i = 0; i < len; i++) online_add(m, s, __half2float(xc[i * inner]));
+        const float shift = LOG ? m + logf(s) : m, inv = 1.0f / s;
+        for (int64_t i = 0; i < len; i++) {
+            float f = __half2float(xc[i * inner]);
+            yc[i * inner] = __float2half_rn(LOG ? f - shift : expf(f - shift) * inv);
+        }
+    }
+}
+
+// Threads for a block-per-row kernel: about four accesses each, 128..1024.
+int block_threads(int64_t accesses) {
+    int t = 128;
+    while (t < 1024 && (int64_t)t * 4 < accesses) t *= 2;
+    return t;
+}
+
+bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
+
+// Grid for the group-per-row paths: 8 warps per block, 32 / group rows per warp.
+unsigned group_grid(int64_t rows, int group) {
+    return (unsigned)min64(ceil_div(rows, (int64_t)kRowsPerBlock * (kWarp / group)), kMaxGridX);
+}
+
+template <int VEC, bool LOG>
+tci_status launch_softmax(const void *x, void *y, int64_t rows, int64_t len, cudaStream_t stream) {
+    if (len <= kWarpRowsMax) {
+        int group = row_group(ceil_div(len, VEC));
+        softmax_rows_kernel<VEC, false, LOG><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
+                                               stream>>>((const __half *)x, (__half *)y, rows,
+                                                         len, group);
+    } else {
+        unsigned grid = (unsigned)min64(rows, kMaxGridX);
+        softmax_rows_kernel<VEC, true, LOG><<<grid, block_threads(len / VEC), 0, stream>>>(
+            (const __half *)x, (__half *)y, rows, len, kWarp);
+    }
+    KERN_LAUNCH_CHECK("softmax_rows_kernel");
+    return TCI_OK;
+}
+
+tci_status softmax_rows(const char *who, const void *x, void *y, int64_t rows, int64_t len,
+                        bool log, cudaStream_t stream) {
+    if (rows < 0 || len < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative extent (rows %lld, len %lld)",
+                         who, (long long)rows, (long long)len);
+    if (rows == 0 || len == 0) return TCI_OK;
+    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
+    bool vec = len % 8 == 0 && aligned16(x) && aligned16(y);
+    if (vec)
+        return log ? launch_softmax<8, true>(x, y, rows, len, stream)
+                   : launch_softmax<8, false>(x, y, rows, len, stream);
+    return log ? launch_softmax<1, true>(x, y, rows, len, stream)
+               : launch_softmax<1, false>(x, y, rows, len, stream);
+}
+
+// ---------------------------------------------------------------- layer normalisation
+
+template <int VEC, bool BLOCK>
+__global__ void layernorm_rows_kernel(const __half *x, const __half *gamma, const __half *beta,
+                                      __half *y, float *mean_out, float *inv_std_out,
+                                      int64_t rows, int64_t len, float epsilon, int group) {
+    __shared__ float shared[kWarp];
+    const RowWalk<BLOCK> w(group);
+    const float inv_len = 1.0f / (float)len;
+    for (int64_t base = w.first; base < rows; base += w.step) {
+        const int64_t row = base + w.sub;
+        const bool valid = row < rows;
+        const __half *xr = x + row * len;
+        __half *yr = y + row * len;
+        float sum = 0.0f;
+        if (valid)
+            for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
+                float f[VEC];
+                load_half<VEC>(xr + i, f);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) sum += f[k];
+            }
+        sum = BLOCK ? block_sum(sum, shared) : group_sum(sum, group);
+        const float mean = sum * inv_len;
+        float sq = 0.0f;
+        if (valid)
+            for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
+                float f[VEC];
+                load_half<VEC>(xr + i, f);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) sq += (f[k] - mean) * (f[k] - mean);
+            }
+        sq = BLOCK ? block_sum(sq, shared) : group_sum(sq, group);
+        if (!valid) continue;
+        const float inv_std = 1.0f / sqrtf(sq * inv_len + epsilon);
+        if (w.tid == 0) {
+            if (mean_out) mean_out[row] = mean;
+            if (inv_std_out) inv_std_out[row] = inv_std;
+        }
+        for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
+            float f[VEC], g[VEC], b[VEC];
+            load_half<VEC>(xr + i, f);
+            load_half<VEC>(gamma + i, g);
+            if (beta) load_half<VEC>(beta + i, b);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) f[k] = (f[k] - mean) * inv_std * g[k] + (beta ? b[k] : 0.0f);
+            store_half<VEC>(yr + i, f);
+        }
+    }
+}
+
+template <int VEC>
+tci_status launch_layernorm(const void *x, const void *gamma, const void *beta, void *y,
+                            float *mean_out, float *inv_std_out, int64_t rows, int64_t len,
+                            float epsilon, cudaStream_t stream) {
+    if (len <= kWarpRowsMax) {
+        int group = row_group(ceil_div(len, VEC));
+        layernorm_rows_kernel<VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
+                                            stream>>>(
+            (const __half *)x, (const __half *)gamma, (const __half *)beta, (__half *)y, mean_out,
+            inv_std_out, rows, len, epsilon, group);
+    } else {
+        unsigned grid = (unsigned)min64(rows, kMaxGridX);
+        layernorm_rows_kernel<VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
+            (const __half *)x, (const __half *)gamma, (const __half *)beta, (__half *)y, mean_out,
+            inv_std_out, rows, len, epsilon, kWarp);
+    }
+    KERN_LAUNCH_CHECK("layernorm_rows_kernel");
+    return TCI_OK;
+}
+
+// ---------------------------------------------------------------- reductions
+
+template <int VEC, bool BLOCK>
+__global__ void reduce_rows_kernel(const __half *x, __half *y, int64_t rows, int64_t len,
+                                   float scale, int group) {
+    __shared__ float shared[kWarp];
+    const RowWalk<BLOCK> w(group);
+    for (int64_t base = w.first; base < rows; base += w.step) {
+        const int64_t row = base + w.sub;
+        const bool valid = row < rows;
+        const __half *xr = x + row * len;
+        float sum = 0.0f;
+        if (valid)
+            for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
+                float f[VEC];
+                load_half<VEC>(xr + i, f);
+#pragma unroll
+                for (int k = 0; k < VEC; k++) sum += f[k];
+            }
+        sum = BLOCK ? block_sum(sum, shared) : group_sum(sum, group);
+        if (valid && w.tid == 0) y[row] = __float2half_rn(sum * scale);
+    }
+}
+
+// x viewed as (outer, len, inner), reduced over len. threadIdx.x walks inner in VEC-wide vectors
+// (coalesced), threadIdx.y splits len; partial sums meet in shared memory, laid out [k][ty][tx]
+// so that neighbouring lanes hit neighbouring banks. Block sizes are powers of two, at most
+// kColumnThreads threads.
+constexpr int kColumnThreads = 1024;
+
+template <int VEC>
+__global__ void reduce_columns_kernel(const __half *x, __half *y, int64_t outer, int64_t len,
+                                      int64_t inner, float scale) {
+    __shared__ float part[kColumnThreads * VEC];
+    const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+    for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+        for (int64_t kb = (int64_t)blockIdx.x * bx * VEC; kb < inner;
+             kb += (int64_t)gridDim.x * bx * VEC) {
+            const int64_t k = kb + (int64_t)tx * VEC;
+            float sum[VEC];
+#pragma unroll
+            for (int v = 0; v < VEC; v++) sum[v] = 0.0f;
+            if (k < inner) {
+                const __half *col = x + o * len * inner + k;
+#pragma unroll 4
+                for (int64_t r = ty; r < len; r += by) {
+                    float f[VEC];
+                    load_half<VEC>(col + r * inner, f);
+#pragma unroll
+                    for (int v = 0; v < VEC; v++) sum[v] += f[v];
+                }
+            }
+#pragma unroll
+            for (int v = 0; v < VEC; v++) part[(v * by + ty) * bx + tx] = sum[v];
+            __syncthreads();
+            for (int h = by / 2; h > 0; h /= 2) {
+                if (ty < h) {
+#pragma unroll
+                    for (int v = 0; v < VEC; v++)
+                        part[(v * by + ty) * bx + tx] += part[(v * by + ty + h) * bx + tx];
+                }
+                __syncthreads();
+            }
+            if (ty == 0 && k < inner) {
+                float r[VEC];
+#pragma unroll
+                for (int v = 0; v < VEC; v++) r[v] = part[v * by * bx + tx] * scale;
+                store_half<VEC>(y + o * inner + k, r);
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <int VEC>
+tci_status launch_reduce_columns(const void *x, void *y, int64_t outer, int64_t len,
+                                 int64_t inner, float scale, cudaStream_t stream) {
+    const int64_t vectors = inner / VEC;
+    int bx = 1;
+    while (bx < kWarp && bx < vectors) bx *= 2;
+    const int64_t column_blocks = ceil_div(vectors, bx);
+    // few blocks: make each one deep, so that enough loads are in flight
+    const int threads = column_blocks * outer < 4 * 132 ? kColumnThreads : 256;
+    int by = threads / bx;
+    while (by > 1 && by / 2 >= len) by /= 2;
+    dim3 block((unsigned)bx, (unsigned)by);
+    dim3 grid((unsigned)min64(column_blocks, kMaxGridX), (unsigned)min64(outer, kMaxGridY));
+    reduce_columns_kernel<VEC><<<grid, block, 0, stream>>>((const __half *)x, (__half *)y, outer,
+                                                          len, inner, scale);
+    KERN_LAUNCH_CHECK("reduce_columns_kernel");
+    return TCI_OK;
+}
+
+struct ReduceGeneric {
+    int kept_rank, reduced_rank;
+    int64_t kept_shape[kMaxRank], kept_stride[kMaxRank];
+    int64_t reduced_shape[kMaxRank], reduced_stride[kMaxRank];
+    int64_t outputs, count;
+    float scale;
+};
+
+__device__ __forceinline__ int64_t unravel(int64_t i, int rank, const int64_t *shape,
+                                           const int64_t *stride) {
+    int64_t off = 0;
+#pragma unroll
+    for (int k = kMaxRank - 1; k >= 0; k--) {
+        if (k >= rank) continue;
+        int64_t q = div_fast(i, shape[k]);
+        off += (i - q * shape[k]) * stride[k];
+        i = q;
+    }
+    return off;
+}
+
+// Any other pattern (e.g. reducing dims 0 and 2 of three): a warp per output element.
+__global__ void reduce_generic_kernel(const __half *x, __half *y, ReduceGeneric d) {
+    const int lane = threadIdx.x % kWarp, warps = blockDim.x / kWarp;
+    for (int64_t out = (int64_t)blockIdx.x * warps + threadIdx.x / kWarp; out < d.outputs;
+         out += (int64_t)gridDim.x * warps) {
+        const int64_t base = unravel(out, d.kept_rank, d.kept_shape, d.kept_stride);
+        float sum = 0.0f;
+        for (int64_t j = lane; j < d.count; j += kWarp)
+            sum += __half2float(x[base + unravel(j, d.reduced_rank, d.reduced_shape, d.reduced_stride)]);
+        sum = warp_sum(sum);
+        if (lane == 0) y[out] = __float2half_rn(sum * d.scale);
+    }
+}
+
+template <int VEC>
+tci_status launch_reduce_rows(const void *x, void *y, int64_t rows, int64_t len, float scale,
+                              cudaStream_t stream) {
+    if (len <= kWarpRowsMax) {
+        int group = row_group(ceil_div(len, VEC));
+        reduce_rows_kernel<VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
+                                         stream>>>((const __half *)x, (__half *)y, rows, len,
+                                                   scale, group);
+    } else {
+        unsigned grid = (unsigned)min64(rows, kMaxGridX);
+        reduce_rows_kernel<VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
+            (const __half *)x, (__half *)y, rows, len, scale, kWarp);
+    }
+    KERN_LAUNCH_CHECK("reduce_rows_kernel");
+    return TCI_OK;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- launchers
+
+extern "C" tci_status kern_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
+                                        cudaStream_t stream) {
+    return softmax_rows("kern_softmax_rows", x, y, rows, len, false, stream);
+}
+
+extern "C" tci_status kern_log_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
+                                            cudaStream_t stream) {
+    return softmax_rows("kern_log_softmax_rows", x, y, rows, len, true, stream);
+}
+
+extern "C" tci_status kern_softmax_strided(const void *x, void *y, int64_t outer, int64_t len,
+                                           int64_t inner, int log, cudaStream_t stream) {
+    if (outer < 0 || len < 0 || inner < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_softmax_strided: negative extent (outer %lld, len %lld, inner %lld)",
+                         (long long)outer, (long long)len, (long long)inner);
+    if (outer == 0 || len == 0 || inner == 0) return TCI_OK;
+    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_softmax_strided: NULL buffer");
+    if (inner == 1) return softmax_rows("kern_softmax_strided", x, y, outer, len, log != 0, stream);
+    const int block = 256;
+    unsigned grid = (unsigned)min64(ceil_div(outer * inner, block), kMaxGridX);
+    if (log)
+        softmax_strided_kernel<true><<<grid, block, 0, stream>>>((const __half *)x, (__half *)y,
+                                                                 outer, len, inner);
+    else
+        softmax_strided_kernel<false><<<grid, block, 0, stream>>>((const __half *)x, (__half *)y,
+                                                                  outer, len, inner);
+    KERN_LAUNCH_CHECK("softmax_strided_kernel");
+    return TCI_OK;
+}
+
+extern "C" tci_status kern_layernorm_rows(const void *x, const void *gamma, const void *beta,
+                                          void *y, float *mean_out, float *inv_std_out,
+                                          int64_t rows, int64_t len, float epsilon,
+                                          cudaStream_t stream) {
+    if (rows < 0 || len < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_layernorm_rows: negative extent (rows %lld, len %lld)",
+                         (long long)rows, (long long)len);
+    if (!(epsilon >= 0.0f))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: epsilon %g is not >= 0",
+                         (double)epsilon);
+    if (rows == 0 || len == 0) return TCI_OK;
+    if (!x || !y || !gamma)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: NULL %s",
+                         !gamma ? "gamma" : "buffer");
+    bool vec = len % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(gamma) &&
+               (!beta || aligned16(beta));
+    if (vec)
+        return launch_layernorm<8>(x, gamma, beta, y, mean_out, inv_std_out, rows, len, epsilon,
+                                   stream);
+    return launch_layernorm<1>(x, gamma, beta, y, mean_out, inv_std_out, rows, len, epsilon,
+                               stream);
+}
+
+extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
+                                  unsigned reduce_mask, kern_reduce_op op, cudaStream_t stream) {
+    if (rank < 0 || rank > kMaxRank)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: rank %d is outside 0..%d", rank,
+                         kMaxRank);
+    if (reduce_mask >> rank)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_reduce: reduce mask 0x%x names dims beyond rank %d", reduce_mask,
+                         rank);
+    if (op != KERN_REDUCE_SUM && op != KERN_REDUCE_MEAN)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
+    if (rank > 0 && !dims) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims is NULL");
+    int64_t outputs = 1, count = 1;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims[%d] is %lld", d,
+                             (long long)dims[d]);
+        if (reduce_mask >> d & 1) count *= dims[d];
+        else outputs *= dims[d];
+    }
+    if (outputs == 0) return TCI_OK;
+    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: NULL buffer");
+    if (count == 0) // the empty sum; its mean is 0/0
+        return kern_fill(y, outputs, 2, op == KERN_REDUCE_SUM ? 0x0000u : 0x7e00u, stream);
+    const float scale = op == KERN_REDUCE_MEAN ? 1.0f / (float)count : 1.0f;
+
+    // groups of adjacent dims of one kind, size-1 dims dropped
+    int groups = 0;
+    int64_t size[kMaxRank];
+    bool reduced[kMaxRank];
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 1) continue;
+        bool r = reduce_mask >> d & 1;
+        if (groups > 0 && reduced[groups - 1] == r) {
+            size[groups - 1] *= dims[d];
+            continue;
+        }
+        size[groups] = dims[d];
+        reduced[groups] = r;
+        groups++;
+    }
+    int reduced_groups = 0, where = -1;
+    for (int g = 0; g < groups; g++)
+        if (reduced[g]) reduced_groups++, where = g;
+    if (reduced_groups == 0) {
+        if (x != y)
+            KERN_CUDA_CHECK(cudaMemcpyAsync(y, x, (size_t)outputs * 2, cudaMemcpyDeviceToDevice, stream));
+        return TCI_OK;
+    }
+    if (reduced_groups == 1 && where == groups - 1) {
+        if (count % 8 == 0 && aligned16(x))
+            return launch_reduce_rows<8>(x, y, outputs, count, scale, stream);
+        return launch_reduce_rows<1>(x, y, outputs, count, scale, stream);
+    }
+    if (reduced_groups == 1) {
+        int64_t inner = 1;
+        for (int g = where + 1; g < groups; g++) inner *= size[g];
+        int64_t outer = outputs / inner;
+        if (inner % 8 == 0 && aligned16(x) && aligned16(y))
+            return launch_reduce_columns<8>(x, y, outer, count, inner, scale, stream);
+        return launch_reduce_columns<1>(x, y, outer, count, inner, scale, stream);
+    }
+    ReduceGeneric rg;
+    memset(&rg, 0, sizeof rg);
+    int64_t stride = 1;
+    int64_t strides[kMaxRank];
+    for (int g = groups - 1; g >= 0; g--) strides[g] = stride, stride *= size[g];
+    for (int g = 0; g < groups; g++) {
+        if (reduced[g]) {
+            rg.reduced_shape[rg.reduced_rank] = size[g];
+            rg.reduced_stride[rg.reduced_rank++] = strides[g];
+        } else {
+            rg.kept_shape[rg.kept_rank] = size[g];
+            rg.kept_stride[rg.kept_rank++] = strides[g];
+        }
+    }
+    rg.outputs = outputs, rg.count = count, rg.scale = scale;
+    unsigned grid = (unsigned)min64(ceil_div(outputs, kRowsPerBlock), kMaxGridX);
+    reduce_generic_kernel<<<grid, kRowsPerBlock * kWarp, 0, stream>>>((const __half *)x,
+                                                                      (__half *)y, rg);
+    KERN_LAUNCH_CHECK("reduce_generic_kernel");
+    return TCI_OK;
+}

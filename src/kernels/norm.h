@@ -1,0 +1,62 @@
+/* Row-wise normalisations and reductions on dense fp16 tensors: softmax, log-softmax,
+ * LayerNormalization, ReduceSum/ReduceMean. Storage is fp16 (passed as void *); every sum,
+ * maximum and statistic is kept in fp32 and rounded to fp16 once on output.
+ *
+ * Launchers validate their arguments, enqueue on `stream` and return without synchronising (they
+ * may be captured into a CUDA graph); a launch failure is TCI_ERR_CUDA with the call in
+ * tci_last_error(). Empty work enqueues nothing. Unless said otherwise, y may equal x (each
+ * element is read before the same thread overwrites it) but must not partly overlap it. */
+#ifndef TCI_KERNELS_NORM_H
+#define TCI_KERNELS_NORM_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "tcinfer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Softmax over each of `rows` contiguous rows of `len` elements, max-subtracted, one pass for
+ * (max, sum) and one for the output. Up to len 1024 a row gets 1..32 lanes of a warp (several
+ * short rows share a warp), above that a block (any len; tested to 32768). A row holding +inf or only -inf gives NaN, as
+ * exp(inf - inf) does. */
+tci_status kern_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
+                             cudaStream_t stream);
+/* log_softmax: x - max - log(sum(exp(x - max))), same layout and paths. */
+tci_status kern_log_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
+                                 cudaStream_t stream);
+
+/* Softmax (log_softmax when log != 0) along the middle axis of x viewed as (outer, len, inner),
+ * row-major: for a non-innermost axis, without a transpose. One thread per (outer, inner) column,
+ * reads coalesced across inner; efficient when outer * inner is in the thousands or more. */
+tci_status kern_softmax_strided(const void *x, void *y, int64_t outer, int64_t len,
+                                int64_t inner, int log, cudaStream_t stream);
+
+/* LayerNormalization over each of `rows` contiguous rows of `len` elements:
+ *   y = (x - mean) / sqrt(var + epsilon) * gamma + beta,   var = mean((x - mean)^2)
+ * (two-pass statistics in fp32, as ONNX's function body computes them). gamma (len fp16
+ * values) is required; beta (len fp16) may be NULL. mean_out and inv_std_out (rows fp32 values
+ * each, 1/sqrt(var + epsilon)) may be NULL. */
+tci_status kern_layernorm_rows(const void *x, const void *gamma, const void *beta, void *y,
+                               float *mean_out, float *inv_std_out, int64_t rows, int64_t len,
+                               float epsilon, cudaStream_t stream);
+
+typedef enum kern_reduce_op { KERN_REDUCE_SUM, KERN_REDUCE_MEAN } kern_reduce_op;
+
+/* ReduceSum / ReduceMean of a row-major fp16 tensor of `rank` (0..6) dims over the dims whose
+ * bit is set in reduce_mask (bit d = dim d). y is row-major over the kept dims (the keepdims
+ * layout; without keepdims the bytes are the same). Reducing over an empty dim gives 0 (sum) or
+ * NaN (mean). Paths: rows when the reduced dims are the innermost, columns when they sit
+ * outside a kept innermost run (e.g. NHWC over H and W), a warp per output otherwise.
+ * y must not overlap x. */
+tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
+                       unsigned reduce_mask, kern_reduce_op op, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

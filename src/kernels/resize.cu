@@ -1,0 +1,190 @@
+// Resize of NHWC8 fp16 tensors over H and W: one thread per output pixel and 8-channel vector.
+// Source coordinates are computed in double as the ONNX reference does, so that coordinates
+// landing exactly on .5 round the same way here and on the CPU.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+// util/status.h has no extern "C" guard of its own; cuda_check.h includes it after this
+extern "C" {
+#include "util/status.h"
+}
+#include "kernels/cuda_check.h"
+#include "kernels/resize.h"
+
+namespace {
+
+constexpr int64_t kMaxGrid = 1 << 20;
+
+struct Axis {
+    int64_t in, out;
+    double scale;
+    bool identity;
+};
+
+struct ResizeParams {
+    int64_t n, chunks; // chunks: Cp / 8 vectors per pixel
+    int64_t last_chunk_channels; // live channels in the last chunk (1..8)
+    Axis h, w;
+    int mode, coord, rounding;
+};
+
+__device__ __forceinline__ int64_t div_fast(int64_t a, int64_t b) {
+    if (((uint64_t)a | (uint64_t)b) >> 32 == 0) return (int64_t)((uint32_t)a / (uint32_t)b);
+    return a / b;
+}
+
+// Products are rounded on their own (__dmul_rn) so that nvcc does not fuse them into FMAs: the
+// coordinates must round exactly as the CPU reference's, or ties at .5 would pick other pixels.
+__device__ double source_coordinate(int coord, const Axis &a, int64_t o) {
+    const double x = (double)o, scale = a.scale;
+    const double length = __dmul_rn(scale, (double)a.in); // fractional where the scale does not divide
+    const bool single = fabs(length - 1.0) < 1e-9;
+    switch (coord) {
+    case KERN_RESIZE_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
+    case KERN_RESIZE_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)a.out / length;
+        double offset = __dmul_rn((double)a.in / 2.0, 1.0 - adjustment);
+        return offset + (x + 0.5) / scale - 0.5;
+    }
+    case KERN_RESIZE_PYTORCH_HALF_PIXEL: return single ? 0.0 : (x + 0.5) / scale - 0.5;
+    case KERN_RESIZE_ALIGN_CORNERS:
+        return single ? 0.0 : __dmul_rn(x, (double)(a.in - 1)) / (length - 1.0);
+    case KERN_RESIZE_ASYMMETRIC: return x / scale;
+    default: return (x + 0.5) / scale; // tf_half_pixel_for_nn
+    }
+}
+
+__device__ __forceinline__ int64_t clamp_index(int64_t i, int64_t n) {
+    return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+// The two taps along one axis and the weight of the second; nearest gives one tap twice.
+__device__ void axis_taps(const ResizeParams &p, const Axis &a, int64_t o, int64_t &i0,
+                          int64_t &i1, float &w1) {
+    if (a.identity) {
+        i0 = i1 = o;
+        w1 = 0.0f;
+        return;
+    }
+    const double x = source_coordinate(p.coord, a, o);
+    const double base = floor(x), frac = x - base;
+    int64_t i = (int64_t)base;
+    if (p.mode == KERN_RESIZE_NEAREST) {
+        if (frac != 0.0) {
+            switch (p.rounding) {
+            case KERN_RESIZE_ROUND_PREFER_FLOOR: i += frac <= 0.5 ? 0 : 1; break;
+            case KERN_RESIZE_ROUND_PREFER_CEIL: i += frac < 0.5 ? 0 : 1; break;
+            case KERN_RESIZE_FLOOR: break;
+            case KERN_RESIZE_CEIL: i += 1; break;
+            default: i += a.scale < 1.0 ? 1 : 0; break;
+            }
+        }
+        i0 = i1 = clamp_index(i, a.in);
+        w1 = 0.0f;
+        return;
+    }
+    i0 = clamp_index(i, a.in);
+    i1 = clamp_index(i + 1, a.in);
+    w1 = (float)frac;
+}
+
+__device__ __forceinline__ void unpack(uint4 u, float *f) {
+    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float2 t = __half22float2(h[k]);
+        f[2 * k] = t.x;
+        f[2 * k + 1] = t.y;
+    }
+}
+
+__global__ void resize_nhwc8_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y,
+                                    ResizeParams p) {
+    const int64_t total = p.n * p.h.out * p.w.out * p.chunks;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t pix = div_fast(e, p.chunks), chunk = e - pix * p.chunks;
+        int64_t t = div_fast(pix, p.w.out), ow = pix - t * p.w.out;
+        int64_t n = div_fast(t, p.h.out), oh = t - n * p.h.out;
+        int64_t h0, h1, w0, w1;
+        float fh, fw;
+        axis_taps(p, p.h, oh, h0, h1, fh);
+        axis_taps(p, p.w, ow, w0, w1, fw);
+        const uint4 *plane = x + n * p.h.in * p.w.in * p.chunks + chunk;
+        uint4 out;
+        if (p.mode == KERN_RESIZE_NEAREST) {
+            out = plane[(h0 * p.w.in + w0) * p.chunks];
+        } else {
+            float a[8], b[8], c[8], d[8], r[8];
+            unpack(plane[(h0 * p.w.in + w0) * p.chunks], a);
+            unpack(plane[(h0 * p.w.in + w1) * p.chunks], b);
+            unpack(plane[(h1 * p.w.in + w0) * p.chunks], c);
+            unpack(plane[(h1 * p.w.in + w1) * p.chunks], d);
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                float top = a[k] + fw * (b[k] - a[k]), bottom = c[k] + fw * (d[k] - c[k]);
+                r[k] = top + fh * (bottom - top);
+            }
+            __half2 *h = reinterpret_cast<__half2 *>(&out);
+#pragma unroll
+            for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(r[2 * k], r[2 * k + 1]);
+        }
+        if (chunk == p.chunks - 1 && p.last_chunk_channels < 8) { // keep padded channels zero
+            uint16_t *lanes = reinterpret_cast<uint16_t *>(&out);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (k >= p.last_chunk_channels) lanes[k] = 0;
+        }
+        y[e] = out;
+    }
+}
+
+} // namespace
+
+extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resize_desc *d,
+                                        cudaStream_t stream) {
+    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: desc is NULL");
+    if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_resize_nhwc8: negative extent (n %lld, c %lld, %lldx%lld -> "
+                         "%lldx%lld)",
+                         (long long)d->n, (long long)d->c, (long long)d->in_h, (long long)d->in_w,
+                         (long long)d->out_h, (long long)d->out_w);
+    if (d->mode != KERN_RESIZE_NEAREST && d->mode != KERN_RESIZE_LINEAR)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown mode %d", (int)d->mode);
+    if ((int)d->coord < KERN_RESIZE_HALF_PIXEL || d->coord > KERN_RESIZE_TF_HALF_PIXEL_FOR_NN)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_resize_nhwc8: unknown coordinate transformation %d", (int)d->coord);
+    if ((int)d->rounding < KERN_RESIZE_ROUND_PREFER_FLOOR || d->rounding > KERN_RESIZE_ROUND_LEGACY)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown nearest mode %d",
+                         (int)d->rounding);
+    if (!(d->scale_h > 0.0 && d->scale_w > 0.0 && isfinite(d->scale_h) && isfinite(d->scale_w)))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_resize_nhwc8: scales %g and %g must be positive and finite",
+                         d->scale_h, d->scale_w);
+    if (d->n == 0 || d->c == 0 || d->out_h == 0 || d->out_w == 0) return TCI_OK;
+    if (d->in_h == 0 || d->in_w == 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_resize_nhwc8: empty input %lldx%lld for a non-empty output",
+                         (long long)d->in_h, (long long)d->in_w);
+    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: NULL buffer");
+    if ((uintptr_t)x % 16 || (uintptr_t)y % 16)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_resize_nhwc8: buffers must be 16-byte aligned");
+    ResizeParams p;
+    p.n = d->n;
+    p.chunks = (d->c + 7) / 8;
+    p.last_chunk_channels = d->c - (p.chunks - 1) * 8;
+    p.h = Axis{d->in_h, d->out_h, d->scale_h, d->in_h == d->out_h && fabs(d->scale_h - 1.0) <= 1e-9};
+    p.w = Axis{d->in_w, d->out_w, d->scale_w, d->in_w == d->out_w && fabs(d->scale_w - 1.0) <= 1e-9};
+    p.mode = d->mode, p.coord = d->coord, p.rounding = d->rounding;
+    const int64_t total = p.n * p.h.out * p.w.out * p.chunks;
+    const int block = 256;
+    int64_t blocks = (total + block - 1) / block;
+    unsigned grid = (unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid);
+    resize_nhwc8_kernel<<<grid, block, 0, stream>>>((const uint4 *)x, (uint4 *)y, p);
+    KERN_LAUNCH_CHECK("resize_nhwc8_kernel");
+    return TCI_OK;
+}

@@ -1,0 +1,65 @@
+/* ONNX Resize (and Upsample) of an NHWC8 fp16 tensor over H and W, nearest or bilinear, with the
+ * coordinate formulas of the ONNX reference (and of the CPU reference, src/layers/resize.c).
+ *
+ * The launcher validates, enqueues on `stream` and returns without synchronising (it may be
+ * captured into a CUDA graph); a launch failure is TCI_ERR_CUDA. Not covered here (the planner
+ * keeps such nodes elsewhere): cubic, tf_crop_and_resize, exclude_outside, antialias, and resizing
+ * N or C. */
+#ifndef TCI_KERNELS_RESIZE_H
+#define TCI_KERNELS_RESIZE_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "tcinfer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kern_resize_mode { KERN_RESIZE_NEAREST, KERN_RESIZE_LINEAR } kern_resize_mode;
+
+/* coordinate_transformation_mode */
+typedef enum kern_resize_coord {
+    KERN_RESIZE_HALF_PIXEL,
+    KERN_RESIZE_HALF_PIXEL_SYMMETRIC,
+    KERN_RESIZE_PYTORCH_HALF_PIXEL,
+    KERN_RESIZE_ALIGN_CORNERS,
+    KERN_RESIZE_ASYMMETRIC,
+    KERN_RESIZE_TF_HALF_PIXEL_FOR_NN, /* Resize-11 only */
+} kern_resize_coord;
+
+/* nearest_mode */
+typedef enum kern_resize_rounding {
+    KERN_RESIZE_ROUND_PREFER_FLOOR,
+    KERN_RESIZE_ROUND_PREFER_CEIL,
+    KERN_RESIZE_FLOOR,
+    KERN_RESIZE_CEIL,
+    KERN_RESIZE_ROUND_LEGACY, /* Upsample, Resize-10: ceil when the scale is < 1, else floor */
+} kern_resize_rounding;
+
+typedef struct kern_resize_desc {
+    int64_t n, c; /* logical channels; the buffers hold Cp = round_up(c, 8) */
+    int64_t in_h, in_w, out_h, out_w;
+    /* The ONNX scale per axis: the `scales` input, or out / in where `sizes` was given. As in
+     * the reference, align_corners, pytorch_half_pixel and half_pixel_symmetric measure the
+     * output length as scale * in (fractional or not); an axis with out == in and scale 1 is an
+     * identity. */
+    double scale_h, scale_w;
+    kern_resize_mode mode;
+    kern_resize_coord coord;
+    kern_resize_rounding rounding; /* nearest only */
+} kern_resize_desc;
+
+/* y (n, out_h, out_w, Cp) from x (n, in_h, in_w, Cp), both NHWC8 fp16 and 16-byte aligned. Linear
+ * blends the (up to) four neighbours in fp32, neighbours beyond an edge repeating the edge.
+ * Channels c..Cp-1 of y are written as zeros. */
+tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resize_desc *desc,
+                             cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,506 @@
+/* GPU softmax, LayerNormalization, Reduce and Resize kernels (src/kernels/norm.h, resize.h)
+ * against double-precision C references on the same fp16-rounded inputs. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "kernels/norm.h"
+#include "kernels/resize.h"
+
+/* n random fp16 values in [lo, hi): bits in *out_bits, their exact values as floats in *out. */
+static void random_half(size_t n, uint64_t seed, float lo, float hi, uint16_t **out_bits,
+                        float **out) {
+    float *f = malloc(sizeof(float) * (n ? n : 1));
+    uint16_t *h = malloc(sizeof(uint16_t) * (n ? n : 1));
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(h);
+    gpu_fill_random(f, n, seed, lo, hi);
+    gpu_to_half(f, h, n);
+    gpu_from_half(h, f, n);
+    *out_bits = h;
+    *out = f;
+}
+
+/* Downloads n fp16 values as floats. */
+static float *download_half(const void *device, size_t n) {
+    uint16_t *h = malloc(2 * (n ? n : 1));
+    float *f = malloc(sizeof(float) * (n ? n : 1));
+    gpu_download(h, device, 2 * n);
+    gpu_from_half(h, f, n);
+    free(h);
+    return f;
+}
+
+/* |got - want| <= rel * max(floor, |want|) everywhere (NaN matches NaN only). */
+static void assert_close(const float *got, const double *want, size_t n, double rel, double floor_,
+                         const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(want[i])) {
+            ck_assert_msg(isnan(got[i]), "%s[%zu] = %g, want NaN", what, i, (double)got[i]);
+            continue;
+        }
+        double scale = fabs(want[i]) > floor_ ? fabs(want[i]) : floor_;
+        ck_assert_msg(fabs((double)got[i] - want[i]) <= rel * scale, "%s[%zu] = %.6g, want %.6g",
+                      what, i, (double)got[i], want[i]);
+    }
+}
+
+/* ---- softmax ---- */
+
+static void softmax_reference(const float *x, double *y, int64_t outer, int64_t len,
+                              int64_t inner, int log_) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < inner; k++) {
+            const float *xc = x + o * len * inner + k;
+            double m = -INFINITY, s = 0.0;
+            for (int64_t i = 0; i < len; i++)
+                if (xc[i * inner] > m) m = xc[i * inner];
+            for (int64_t i = 0; i < len; i++) s += exp((double)xc[i * inner] - m);
+            for (int64_t i = 0; i < len; i++) {
+                double v = (double)xc[i * inner] - m;
+                y[o * len * inner + k + i * inner] = log_ ? v - log(s) : exp(v) / s;
+            }
+        }
+}
+
+/* Rows (inner == 1 through kern_*softmax_rows, else kern_softmax_strided); a few -inf inputs
+ * (masked positions) when mask is set. */
+static void check_softmax(int64_t outer, int64_t len, int64_t inner, int log_, int mask,
+                          uint64_t seed) {
+    size_t n = (size_t)(outer * len * inner);
+    uint16_t *xh;
+    float *x;
+    random_half(n, seed, -8.0f, 8.0f, &xh, &x);
+    if (mask)
+        for (size_t i = 3; i < n; i += 7) xh[i] = 0xfc00, x[i] = -INFINITY;
+    double *want = malloc(sizeof(double) * n);
+    softmax_reference(x, want, outer, len, inner, log_);
+    void *dx = gpu_upload(xh, 2 * n), *dy = gpu_upload(NULL, 2 * n);
+    if (inner == 1 && log_) ck_assert_tci_ok(kern_log_softmax_rows(dx, dy, outer, len, 0));
+    else if (inner == 1) ck_assert_tci_ok(kern_softmax_rows(dx, dy, outer, len, 0));
+    else ck_assert_tci_ok(kern_softmax_strided(dx, dy, outer, len, inner, log_, 0));
+    gpu_sync();
+    float *got = download_half(dy, n);
+    if (log_) { /* -inf in, -inf out */
+        for (size_t i = 0; i < n; i++)
+            if (isinf(want[i])) ck_assert_msg(isinf(got[i]) && got[i] < 0, "log_softmax[%zu]", i);
+            else ck_assert_msg(fabs(got[i] - want[i]) <= 2e-3 * fmax(1.0, fabs(want[i])),
+                               "log_softmax[%zu] = %g, want %g", i, (double)got[i], want[i]);
+    } else {
+        assert_close(got, want, n, 2e-3, 1e-3, "softmax");
+    }
+    gpu_free(dx);
+    gpu_free(dy);
+    free(xh);
+    free(x);
+    free(want);
+    free(got);
+}
+
+START_TEST(test_softmax_rows) {
+    check_softmax(37, 7, 1, 0, 0, 1);      /* warp per row, scalar loads */
+    check_softmax(13, 1000, 1, 0, 0, 2);   /* warp per row, vectors */
+    check_softmax(5, 4096, 1, 0, 0, 3);    /* block per row */
+    check_softmax(3, 32768, 1, 0, 0, 4);
+    check_softmax(4, 1001, 1, 0, 1, 5);    /* block, scalar, masked */
+    check_softmax(9, 64, 1, 0, 1, 6);
+    /* several rows per warp: 8, 4, 2 and 1 lanes per row, rows not filling the last block */
+    check_softmax(77, 3, 1, 0, 0, 7);
+    check_softmax(1001, 32, 1, 0, 0, 8);
+    check_softmax(45, 16, 1, 0, 1, 9);
+    check_softmax(50, 1, 1, 0, 0, 10);
+}
+END_TEST
+
+START_TEST(test_log_softmax_rows) {
+    check_softmax(37, 7, 1, 1, 0, 11);
+    check_softmax(13, 1000, 1, 1, 0, 12);
+    check_softmax(5, 4096, 1, 1, 1, 13);
+    check_softmax(2, 5003, 1, 1, 0, 14);
+}
+END_TEST
+
+START_TEST(test_softmax_strided) {
+    check_softmax(3, 19, 37, 0, 0, 21);
+    check_softmax(2, 1000, 9, 1, 0, 22);
+    check_softmax(4, 5, 300, 0, 1, 23);
+}
+END_TEST
+
+START_TEST(test_softmax_errors) {
+    ck_assert_tci_error(kern_softmax_rows(NULL, NULL, -1, 3, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "negative extent");
+    ck_assert_tci_error(kern_log_softmax_rows(NULL, NULL, 2, 3, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "kern_log_softmax_rows: NULL buffer");
+    ck_assert_tci_ok(kern_softmax_rows(NULL, NULL, 0, 3, 0));
+    ck_assert_tci_error(kern_softmax_strided(NULL, NULL, 2, 3, -4, 0, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "negative extent");
+}
+END_TEST
+
+/* ---- layer normalisation ---- */
+
+static void check_layernorm(int64_t rows, int64_t len, int with_beta, int with_stats,
+                            uint64_t seed) {
+    size_t n = (size_t)(rows * len);
+    uint16_t *xh, *gh, *bh;
+    float *x, *g, *b;
+    random_half(n, seed, -3.0f, 5.0f, &xh, &x);
+    random_half((size_t)len, seed + 1, 0.5f, 1.5f, &gh, &g);
+    random_half((size_t)len, seed + 2, -1.0f, 1.0f, &bh, &b);
+    const float eps = 1e-5f;
+    double *want = malloc(sizeof(double) * n), *want_mean = malloc(sizeof(double) * (size_t)rows),
+           *want_inv = malloc(sizeof(double) * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0.0, var = 0.0;
+        for (int64_t i = 0; i < len; i++) mean += x[r * len + i];
+        mean /= (double)len;
+        for (int64_t i = 0; i < len; i++) var += (x[r * len + i] - mean) * (x[r * len + i] - mean);
+        var /= (double)len;
+        double inv = 1.0 / sqrt(var + eps);
+        want_mean[r] = mean, want_inv[r] = inv;
+        for (int64_t i = 0; i < len; i++)
+            want[r * len + i] = (x[r * len + i] - mean) * inv * g[i] + (with_beta ? b[i] : 0.0);
+    }
+    void *dx = gpu_upload(xh, 2 * n), *dy = gpu_upload(NULL, 2 * n);
+    void *dg = gpu_upload(gh, 2 * (size_t)len), *db = gpu_upload(bh, 2 * (size_t)len);
+    float *dmean = gpu_upload(NULL, sizeof(float) * (size_t)rows);
+    float *dinv = gpu_upload(NULL, sizeof(float) * (size_t)rows);
+    ck_assert_tci_ok(kern_layernorm_rows(dx, dg, with_beta ? db : NULL, dy,
+                                         with_stats ? dmean : NULL, with_stats ? dinv : NULL,
+                                         rows, len, eps, 0));
+    gpu_sync();
+    float *got = download_half(dy, n);
+    assert_close(got, want, n, 4e-3, 1.0, "layernorm");
+    if (with_stats) {
+        float *mean = malloc(sizeof(float) * (size_t)rows), *inv = malloc(sizeof(float) * (size_t)rows);
+        gpu_download(mean, dmean, sizeof(float) * (size_t)rows);
+        gpu_download(inv, dinv, sizeof(float) * (size_t)rows);
+        assert_close(mean, want_mean, (size_t)rows, 1e-4, 1e-2, "mean");
+        assert_close(inv, want_inv, (size_t)rows, 1e-4, 1.0, "inv_std");
+        free(mean);
+        free(inv);
+    }
+    gpu_free(dx);
+    gpu_free(dy);
+    gpu_free(dg);
+    gpu_free(db);
+    gpu_free(dmean);
+    gpu_free(dinv);
+    free(xh), free(gh), free(bh), free(x), free(g), free(b);
+    free(want), free(want_mean), free(want_inv), free(got);
+}
+
+START_TEST(test_layernorm) {
+    check_layernorm(33, 768, 1, 1, 31);   /* warp per row, vectors */
+    check_layernorm(33, 768, 0, 0, 32);   /* no beta */
+    check_layernorm(10, 7, 1, 1, 33);     /* scalar */
+    check_layernorm(5, 3000, 1, 1, 34);   /* block per row */
+    check_layernorm(3, 2053, 0, 1, 35);   /* block, scalar */
+    check_layernorm(45, 16, 1, 1, 36);    /* two lanes per row */
+    check_layernorm(301, 3, 0, 1, 37);
+    ck_assert_tci_error(kern_layernorm_rows((void *)16, NULL, NULL, (void *)16, NULL, NULL, 2, 8,
+                                            1e-5f, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "NULL gamma");
+    ck_assert_tci_error(kern_layernorm_rows(NULL, NULL, NULL, NULL, NULL, NULL, 2, 8, -1.0f, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "epsilon");
+}
+END_TEST
+
+/* ---- reduce ---- */
+
+static void check_reduce(int rank, const int64_t *dims, unsigned mask, kern_reduce_op op,
+                         uint64_t seed) {
+    int64_t n = 1, outputs = 1, count = 1, out_dims[6], strides[6];
+    for (int d = rank - 1; d >= 0; d--) strides[d] = n, n *= dims[d];
+    for (int d = 0; d < rank; d++) {
+        out_dims[d] = mask >> d & 1 ? 1 : dims[d];
+        outputs *= out_dims[d];
+        if (mask >> d & 1) count *= dims[d];
+    }
+    uint16_t *xh;
+    float *x;
+    random_half((size_t)n, seed, -1.0f, 1.0f, &xh, &x);
+    double *want = calloc((size_t)(outputs ? outputs : 1), sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = i, o = 0;
+        for (int d = rank - 1, s = 1; d >= 0; d--) {
+            int64_t idx = r % dims[d];
+            r /= dims[d];
+            if (!(mask >> d & 1)) o += idx * s, s *= (int)out_dims[d];
+        }
+        want[o] += x[i];
+    }
+    for (int64_t o = 0; o < outputs; o++)
+        if (op == KERN_REDUCE_MEAN) want[o] = count ? want[o] / (double)count : NAN;
+    void *dx = gpu_upload(xh, 2 * (size_t)n), *dy = gpu_upload(NULL, 2 * (size_t)outputs);
+    ck_assert_tci_ok(kern_reduce(dx, dy, rank, dims, mask, op, 0));
+    gpu_sync();
+    float *got = download_half(dy, (size_t)outputs);
+    assert_close(got, want, (size_t)outputs, 3e-3, 1.0, "reduce");
+    (void)strides;
+    gpu_free(dx);
+    gpu_free(dy);
+    free(xh), free(x), free(want), free(got);
+}
+
+START_TEST(test_reduce_inner) {
+    check_reduce(3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);   /* rows, scalar */
+    check_reduce(3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);  /* rows of 624, vectors */
+    check_reduce(2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);     /* block per row */
+    check_reduce(4, (int64_t[]){2, 3, 1, 7}, 0xd, KERN_REDUCE_MEAN, 44); /* size-1 dims */
+    check_reduce(2, (int64_t[]){7, 9}, 3, KERN_REDUCE_SUM, 45);         /* everything */
+    check_reduce(2, (int64_t[]){100, 8}, 2, KERN_REDUCE_SUM, 46);       /* one lane per row */
+    check_reduce(2, (int64_t[]){37, 3}, 2, KERN_REDUCE_MEAN, 47);
+}
+END_TEST
+
+START_TEST(test_reduce_outer) {
+    check_reduce(3, (int64_t[]){50, 7, 3}, 1, KERN_REDUCE_SUM, 51);          /* columns */
+    check_reduce(4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);     /* NHWC over H, W */
+    check_reduce(3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);       /* long columns */
+    check_reduce(2, (int64_t[]){300, 37}, 1, KERN_REDUCE_SUM, 54);
+    check_reduce(3, (int64_t[]){3, 2000, 64}, 2, KERN_REDUCE_SUM, 55);       /* vectors, deep */
+    check_reduce(3, (int64_t[]){4, 3, 16}, 2, KERN_REDUCE_MEAN, 56);         /* short columns */
+    check_reduce(3, (int64_t[]){40, 50, 264}, 2, KERN_REDUCE_MEAN, 57);      /* many blocks */
+}
+END_TEST
+
+START_TEST(test_reduce_generic_and_edges) {
+    check_reduce(3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);          /* dims 0 and 2 */
+    check_reduce(5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, KERN_REDUCE_MEAN, 62);
+    check_reduce(3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63);         /* empty: NaN */
+    check_reduce(3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);          /* empty: 0 */
+    check_reduce(2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);             /* nothing reduced */
+    check_reduce(0, NULL, 0, KERN_REDUCE_MEAN, 66);                         /* scalar */
+    ck_assert_tci_error(kern_reduce(NULL, NULL, 2, (int64_t[]){2, 2}, 4, KERN_REDUCE_SUM, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "beyond rank 2");
+    ck_assert_tci_error(kern_reduce(NULL, NULL, 7, NULL, 0, KERN_REDUCE_SUM, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "rank 7");
+}
+END_TEST
+
+/* ---- resize ---- */
+
+/* Source coordinate per the ONNX reference (onnx/reference/ops/op_resize.py), output length
+ * measured as scale * in. */
+static double ref_coordinate(kern_resize_coord coord, double x, double scale, int64_t in,
+                             int64_t out) {
+    double length = scale * (double)in;
+    int single = fabs(length - 1.0) < 1e-9;
+    switch (coord) {
+    case KERN_RESIZE_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
+    case KERN_RESIZE_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)out / length, center = (double)in / 2.0;
+        return center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5;
+    }
+    case KERN_RESIZE_PYTORCH_HALF_PIXEL: return single ? 0.0 : (x + 0.5) / scale - 0.5;
+    case KERN_RESIZE_ALIGN_CORNERS: return single ? 0.0 : x * (double)(in - 1) / (length - 1.0);
+    case KERN_RESIZE_ASYMMETRIC: return x / scale;
+    case KERN_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    }
+    return 0.0;
+}
+
+static int64_t clampi(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+/* Taps and weights along one axis: nearest gives one index; linear two with weights. */
+static void ref_axis(const kern_resize_desc *d, int64_t o, double scale, int64_t in, int64_t out,
+                     int64_t *i0, int64_t *i1, double *w1) {
+    if (in == out && scale == 1.0) {
+        *i0 = *i1 = o, *w1 = 0.0;
+        return;
+    }
+    double x = ref_coordinate(d->coord, (double)o, scale, in, out), base = floor(x), r = x - base;
+    if (d->mode == KERN_RESIZE_LINEAR) {
+        *i0 = clampi((int64_t)base, in), *i1 = clampi((int64_t)base + 1, in), *w1 = r;
+        return;
+    }
+    int up = 0;
+    if (r != 0.0) switch (d->rounding) {
+        case KERN_RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
+        case KERN_RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
+        case KERN_RESIZE_FLOOR: up = 0; break;
+        case KERN_RESIZE_CEIL: up = 1; break;
+        case KERN_RESIZE_ROUND_LEGACY: up = scale < 1.0; break;
+        }
+    *i0 = *i1 = clampi((int64_t)base + up, in), *w1 = 0.0;
+}
+
+static int resize_cases_run;
+
+static void check_resize(kern_resize_desc d, uint64_t seed) {
+    int64_t cp = (d.c + 7) / 8 * 8;
+    size_t nin = (size_t)(d.n * d.in_h * d.in_w * cp), nout = (size_t)(d.n * d.out_h * d.out_w * cp);
+    uint16_t *xh;
+    float *x;
+    random_half(nin, seed, -2.0f, 2.0f, &xh, &x);
+    for (size_t i = 0; i < nin; i++)
+        if ((int64_t)(i % (size_t)cp) >= d.c) xh[i] = 0, x[i] = 0.0f;
+    double *want = malloc(sizeof(double) * nout);
+    for (int64_t n = 0; n < d.n; n++)
+        for (int64_t oh = 0; oh < d.out_h; oh++)
+            for (int64_t ow = 0; ow < d.out_w; ow++) {
+                int64_t h0, h1, w0, w1;
+                double fh, fw;
+                ref_axis(&d, oh, d.scale_h, d.in_h, d.out_h, &h0, &h1, &fh);
+                ref_axis(&d, ow, d.scale_w, d.in_w, d.out_w, &w0, &w1, &fw);
+                for (int64_t c = 0; c < cp; c++) {
+#define AT(h, w) ((double)x[(((n * d.in_h) + (h)) * d.in_w + (w)) * cp + c])
+                    double v = (1 - fh) * ((1 - fw) * AT(h0, w0) + fw * AT(h0, w1)) +
+                               fh * ((1 - fw) * AT(h1, w0) + fw * AT(h1, w1));
+#undef AT
+                    want[((n * d.out_h + oh) * d.out_w + ow) * cp + c] = c < d.c ? v : 0.0;
+                }
+            }
+    void *dx = gpu_upload(xh, 2 * nin), *dy = gpu_upload(NULL, 2 * nout);
+    ck_assert_tci_ok(kern_resize_nhwc8(dx, dy, &d, 0));
+    gpu_sync();
+    uint16_t *bits = malloc(2 * nout);
+    gpu_download(bits, dy, 2 * nout);
+    float *got = download_half(dy, nout);
+    for (size_t i = 0; i < nout; i++) {
+        int64_t c = (int64_t)(i % (size_t)cp);
+        if (c >= d.c) {
+            ck_assert_msg(bits[i] == 0, "padded channel %lld at %zu is 0x%04x", (long long)c, i,
+                          bits[i]);
+            continue;
+        }
+        double tol = d.mode == KERN_RESIZE_NEAREST ? 0.0 : 2e-3 * fmax(1.0, fabs(want[i]));
+        ck_assert_msg(fabs((double)got[i] - want[i]) <= tol,
+                      "mode %d coord %d rounding %d %lldx%lld->%lldx%lld: [%zu] = %g, want %g",
+                      (int)d.mode, (int)d.coord, (int)d.rounding, (long long)d.in_h,
+                      (long long)d.in_w, (long long)d.out_h, (long long)d.out_w, i,
+                      (double)got[i], want[i]);
+    }
+    resize_cases_run++;
+    gpu_free(dx);
+    gpu_free(dy);
+    free(xh), free(x), free(want), free(bits), free(got);
+}
+
+/* Shapes: fractional up- and down-scales, exact 2x (ties at .5), sizes giving a 1-pixel axis,
+ * an identity axis; C = 5 (one padded chunk) and 13 (two chunks). */
+static void resize_shapes(kern_resize_desc d, uint64_t seed) {
+    static const struct {
+        int64_t in_h, in_w, out_h, out_w;
+        double sh, sw;
+    } shapes[] = {
+        {7, 9, 13, 20, 1.9, 2.25},
+        {7, 9, 4, 4, 0.6, 0.5},
+        {7, 9, 1, 5, 1.0 / 7.0, 5.0 / 9.0},
+        {5, 6, 10, 12, 2.0, 2.0},
+        {7, 9, 7, 18, 1.0, 2.0},
+        {4, 4, 3, 7, 0.75, 1.75},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        d.in_h = shapes[s].in_h, d.in_w = shapes[s].in_w;
+        d.out_h = shapes[s].out_h, d.out_w = shapes[s].out_w;
+        d.scale_h = shapes[s].sh, d.scale_w = shapes[s].sw;
+        d.n = 2, d.c = s % 2 ? 13 : 5;
+        check_resize(d, seed + s);
+    }
+}
+
+START_TEST(test_resize_nearest) {
+    resize_cases_run = 0;
+    for (int coord = KERN_RESIZE_HALF_PIXEL; coord <= KERN_RESIZE_TF_HALF_PIXEL_FOR_NN; coord++)
+        for (int r = KERN_RESIZE_ROUND_PREFER_FLOOR; r <= KERN_RESIZE_ROUND_LEGACY; r++) {
+            kern_resize_desc d = {.mode = KERN_RESIZE_NEAREST, .coord = (kern_resize_coord)coord,
+                                  .rounding = (kern_resize_rounding)r};
+            resize_shapes(d, 100 + (uint64_t)(coord * 10 + r));
+        }
+    ck_assert_int_eq(resize_cases_run, 6 * 5 * 6);
+}
+END_TEST
+
+START_TEST(test_resize_linear) {
+    resize_cases_run = 0;
+    for (int coord = KERN_RESIZE_HALF_PIXEL; coord <= KERN_RESIZE_ASYMMETRIC; coord++) {
+        kern_resize_desc d = {.mode = KERN_RESIZE_LINEAR, .coord = (kern_resize_coord)coord};
+        resize_shapes(d, 200 + (uint64_t)coord);
+    }
+    ck_assert_int_eq(resize_cases_run, 5 * 6);
+}
+END_TEST
+
+/* Spot values from the ONNX backend tests, independent of the reference above. */
+START_TEST(test_resize_onnx_cases) {
+    /* resize_upsample_scales_nearest: 2x2 -> 4x6 (scales 2, 3), half_pixel, round_prefer_floor
+     * gives each input pixel as a 2x3 block. In channel 0; channel 1 (padding) must stay 0. */
+    float in[4] = {1, 2, 3, 4};
+    uint16_t x[4 * 8] = {0}, y[24 * 8];
+    for (int i = 0; i < 4; i++) gpu_to_half(&in[i], &x[i * 8], 1);
+    void *dx = gpu_upload(x, sizeof x), *dy = gpu_upload(NULL, sizeof y);
+    kern_resize_desc d = {.n = 1, .c = 1, .in_h = 2, .in_w = 2, .out_h = 4, .out_w = 6,
+                          .scale_h = 2.0, .scale_w = 3.0, .mode = KERN_RESIZE_NEAREST,
+                          .coord = KERN_RESIZE_HALF_PIXEL,
+                          .rounding = KERN_RESIZE_ROUND_PREFER_FLOOR};
+    ck_assert_tci_ok(kern_resize_nhwc8(dx, dy, &d, 0));
+    gpu_sync();
+    gpu_download(y, dy, sizeof y);
+    for (int h = 0; h < 4; h++)
+        for (int w = 0; w < 6; w++) {
+            float v;
+            gpu_from_half(&y[(h * 6 + w) * 8], &v, 1);
+            ck_assert_float_eq(v, in[(h / 2) * 2 + w / 3]);
+            ck_assert_uint_eq(y[(h * 6 + w) * 8 + 1], 0);
+        }
+    /* resize_upsample_scales_linear_align_corners: 2x2 -> 4x4; first row 1, 1.333, 1.667, 2 */
+    d.out_w = 4, d.scale_w = 2.0, d.mode = KERN_RESIZE_LINEAR, d.coord = KERN_RESIZE_ALIGN_CORNERS;
+    ck_assert_tci_ok(kern_resize_nhwc8(dx, dy, &d, 0));
+    gpu_sync();
+    gpu_download(y, dy, 16 * 8 * 2);
+    const float row0[4] = {1.0f, 1.3333333f, 1.6666667f, 2.0f};
+    for (int w = 0; w < 4; w++) {
+        float v;
+        gpu_from_half(&y[w * 8], &v, 1);
+        ck_assert_float_eq_tol(v, row0[w], 1e-3f);
+    }
+    gpu_free(dx);
+    gpu_free(dy);
+}
+END_TEST
+
+START_TEST(test_resize_errors) {
+    kern_resize_desc d = {.n = 1, .c = 3, .in_h = 2, .in_w = 2, .out_h = 4, .out_w = 4,
+                          .scale_h = 2.0, .scale_w = 0.0};
+    ck_assert_tci_error(kern_resize_nhwc8((void *)16, (void *)16, &d, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "must be positive");
+    d.scale_w = 2.0;
+    ck_assert_tci_error(kern_resize_nhwc8((void *)8, (void *)16, &d, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "16-byte aligned");
+    d.mode = (kern_resize_mode)7;
+    ck_assert_tci_error(kern_resize_nhwc8((void *)16, (void *)16, &d, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "unknown mode 7");
+    d.mode = KERN_RESIZE_LINEAR;
+    d.in_h = 0;
+    ck_assert_tci_error(kern_resize_nhwc8((void *)16, (void *)16, &d, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "empty input");
+    ck_assert_tci_error(kern_resize_nhwc8(NULL, NULL, NULL, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "desc is NULL");
+}
+END_TEST
+
+int main(void) {
+    gpu_require_device("gpu_norm_resize");
+    Suite *s = suite_create("gpu_norm_resize");
+    TCase *tc = tcase_create("norm_resize");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_softmax_rows);
+    tcase_add_test(tc, test_log_softmax_rows);
+    tcase_add_test(tc, test_softmax_strided);
+    tcase_add_test(tc, test_softmax_errors);
+    tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_reduce_inner);
+    tcase_add_test(tc, test_reduce_outer);
+    tcase_add_test(tc, test_reduce_generic_and_edges);
+    tcase_add_test(tc, test_resize_nearest);
+    tcase_add_test(tc, test_resize_linear);
+    tcase_add_test(tc, test_resize_onnx_cases);
+    tcase_add_test(tc, test_resize_errors);
+    suite_add_tcase(s, tc);
+    return tci_test_run_suite(s);
+}
