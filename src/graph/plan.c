@@ -865,6 +865,15 @@ static tci_status lower_eltwise(builder *b, ir_node *node) {
     plan_binary op = binary_of(node->op_type);
     if (op == PLAN_BIN_NONE)
         return ir_node_error(node, TCI_ERR_INTERNAL, "not an element-wise op");
+    /* the kernels take one value dtype (Where's condition aside) */
+    for (int i = op == PLAN_BIN_WHERE ? 2 : 1; i < node->num_inputs; i++) {
+        const ir_tensor *first = node->inputs[op == PLAN_BIN_WHERE ? 1 : 0];
+        if (node->inputs[i] && node->inputs[i]->dtype != first->dtype)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "inputs of dtypes %s and %s: mixed dtypes have no GPU path",
+                                 tci_dtype_name(first->dtype),
+                                 tci_dtype_name(node->inputs[i]->dtype));
+    }
     if (op == PLAN_BIN_WHERE)
         return eltwise_step(b, node, op, (const ir_tensor *const *)node->inputs, 3, out, act,
                             intern(b, label), -1, PLAN_LAYOUT_DENSE);
@@ -1065,6 +1074,23 @@ static tci_status lower_global_pool(builder *b, ir_node *node) {
 
 /* Identity, Dropout: the output is the input. */
 static tci_status lower_passthrough(builder *b, ir_node *node) {
+    if (op_is(node, "Dropout")) {
+        /* inference only: training mode with a non-zero ratio drops values, and the mask output
+         * would need a kernel of its own */
+        for (int o = 1; o < node->num_outputs; o++)
+            if (node->outputs[o] && b->consumers[node->outputs[o]->index])
+                return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                     "the Dropout mask output has no GPU path");
+        if (node->num_inputs > 2 && node->inputs[2]) {
+            const ir_tensor *mode = node->inputs[2], *ratio = node->num_inputs > 1 ? node->inputs[1] : NULL;
+            float r = 0.5f;
+            if (ratio && is_constant(ratio) && ratio->dtype == TCI_DTYPE_FLOAT) r = *(const float *)ratio->data;
+            bool training = !is_constant(mode) || *(const uint8_t *)mode->data;
+            if (training && (r != 0.0f || (ratio && !is_constant(ratio))))
+                return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                     "training-mode Dropout has no GPU path (inference only)");
+        }
+    }
     int src;
     TCI_TRY(get_input(b, node, node->inputs[0], -1, &src));
     const plan_tensor copy = b->p->tensors[src];

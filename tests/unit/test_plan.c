@@ -185,6 +185,37 @@ START_TEST(test_no_gpu_path_names_node) {
 }
 END_TEST
 
+/* Found on the GPU: the Dropout mask and integer Pow exponents must be refused, not run wrongly. */
+START_TEST(test_gpu_refusals) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {3, 4};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *y = act(g, "y"),
+              *mask = act(g, "mask");
+    ir_tensor *outs[2] = {y, mask};
+    th_graph_io(g, &x, 1, outs, 2);
+    th_node_io(g, "drop", "Dropout", 13, &x, 1, outs, 2);
+    ck_assert_tci_ok(pass_optimize(g));
+    plan *p;
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'drop' (Dropout): the Dropout mask output has no GPU path");
+    ir_graph_destroy(g);
+
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int32_t two = 2;
+    int64_t one = 1;
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL);
+    ir_tensor *e = th_named(g, "e", TCI_DTYPE_INT32, 1, &one, &two);
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "pow", "Pow", 15, (ir_tensor *[]){x, e}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "inputs of dtypes float and int32: mixed dtypes have no GPU path");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_pad8) {
     ck_assert_int_eq(plan_pad8(1), 8);
     ck_assert_int_eq(plan_pad8(8), 8);
@@ -200,6 +231,7 @@ int main(void) {
     tcase_add_test(tc, test_head_conversion_and_gemm_fusion);
     tcase_add_test(tc, test_eltwise_chain_memory_and_strides);
     tcase_add_test(tc, test_no_gpu_path_names_node);
+    tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_pad8);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
