@@ -1,0 +1,859 @@
+// Generic strided elementwise kernels: a vectorised path for contiguous / scalar / last-dim-vector
+// inputs and a general strided path (rank <= 6, collapsed on the host first) for the rest.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+extern "C" {
+#include "util/status.h"
+}
+#include "kernels/cuda_check.h"
+#include "kernels/eltwise.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 20;
+constexpr int kMaxRank = KERN_ELTWISE_MAX_RANK;
+constexpr int kMaxInputs = KERN_ELTWISE_MAX_INPUTS;
+// 32-bit index math when every index fits with room for a grid-stride step (at most
+// kMaxBlocks * kThreads * kUnroll = 2^30) on top.
+constexpr int64_t kMax32 = (int64_t)1 << 30;
+
+enum InputKind { kFull = 0, kScalar = 1, kLastVec = 2 };
+
+// ------------------------------------------------------------------------------------------------
+// Element math (fp32; int64 separately)
+
+// Every activation, for the host-side dispatch that instantiates each kernel once per activation:
+// a runtime switch per element made the vector kernel too large and slow (seen: 0.8 TB/s for
+// fp16 sigmoid against 3.4 TB/s for a copy).
+// clang-format off
+#define ELTWISE_ACTS(X)                                                                            \
+    X(KERN_ACT_NONE) X(KERN_ACT_RELU) X(KERN_ACT_LEAKY_RELU) X(KERN_ACT_CLIP)                      \
+    X(KERN_ACT_SIGMOID) X(KERN_ACT_HARD_SIGMOID) X(KERN_ACT_HARD_SWISH) X(KERN_ACT_TANH)           \
+    X(KERN_ACT_ELU) X(KERN_ACT_SELU) X(KERN_ACT_SOFTPLUS) X(KERN_ACT_SQRT) X(KERN_ACT_ERF)         \
+    X(KERN_ACT_GELU) X(KERN_ACT_GELU_TANH) X(KERN_ACT_SILU) X(KERN_ACT_NEG) X(KERN_ACT_ABS)        \
+    X(KERN_ACT_EXP) X(KERN_ACT_LOG) X(KERN_ACT_RECIPROCAL)
+// clang-format on
+
+#define ELTWISE_COUNT_ONE(A) +1
+static_assert(0 ELTWISE_ACTS(ELTWISE_COUNT_ONE) == KERN_ACT_COUNT,
+              "ELTWISE_ACTS misses an activation");
+#undef ELTWISE_COUNT_ONE
+
+// FAST (the fp16 kernels): hardware exp/log/reciprocal approximations, whose few-ulp fp32
+// errors vanish in the fp16 rounding of the result; the fp32 kernels keep the precise functions.
+template <bool FAST> __device__ __forceinline__ float exp_(float x) {
+    return FAST ? __expf(x) : expf(x);
+}
+template <bool FAST> __device__ __forceinline__ float log_(float x) {
+    return FAST ? __logf(x) : logf(x);
+}
+template <bool FAST> __device__ __forceinline__ float rcp_(float x) {
+    return FAST ? __frcp_rn(x) : 1.0f / x;
+}
+
+template <int ACT, bool FAST>
+__device__ __forceinline__ float act_apply(float x, float alpha, float beta) {
+    if constexpr (ACT == KERN_ACT_RELU)
+        return x < 0.0f ? 0.0f : x;
+    else if constexpr (ACT == KERN_ACT_LEAKY_RELU)
+        return x < 0.0f ? alpha * x : x;
+    else if constexpr (ACT == KERN_ACT_CLIP)
+        return x < alpha ? alpha : (x > beta ? beta : x);
+    else if constexpr (ACT == KERN_ACT_SIGMOID)
+        return rcp_<FAST>(1.0f + exp_<FAST>(-x));
+    else if constexpr (ACT == KERN_ACT_HARD_SIGMOID)
+        return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
+    else if constexpr (ACT == KERN_ACT_HARD_SWISH)
+        return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
+    else if constexpr (ACT == KERN_ACT_TANH)
+        return tanhf(x);
+    else if constexpr (ACT == KERN_ACT_ELU)
+        return x < 0.0f ? alpha * expm1f(x) : x;
+    else if constexpr (ACT == KERN_ACT_SELU)
+        return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
+    // max(x,0) + log1p(exp(-|x|)) neither overflows for large x nor loses small results
+    else if constexpr (ACT == KERN_ACT_SOFTPLUS)
+        return fmaxf(x, 0.0f) + log1pf(exp_<FAST>(-fabsf(x)));
+    else if constexpr (ACT == KERN_ACT_SQRT)
+        return sqrtf(x);
+    else if constexpr (ACT == KERN_ACT_ERF)
+        return erff(x);
+    else if constexpr (ACT == KERN_ACT_GELU)
+        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    else if constexpr (ACT == KERN_ACT_GELU_TANH)
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    else if constexpr (ACT == KERN_ACT_SILU)
+        return x * rcp_<FAST>(1.0f + exp_<FAST>(-x));
+    else if constexpr (ACT == KERN_ACT_NEG)
+        return -x;
+    else if constexpr (ACT == KERN_ACT_ABS)
+        return fabsf(x);
+    else if constexpr (ACT == KERN_ACT_EXP)
+        return exp_<FAST>(x);
+    else if constexpr (ACT == KERN_ACT_LOG)
+        return log_<FAST>(x);
+    else if constexpr (ACT == KERN_ACT_RECIPROCAL)
+        return rcp_<FAST>(x);
+    else
+        return x;
+}
+
+template <bool FAST> __device__ __forceinline__ float binary_apply(int op, float a, float b) {
+    switch (op) {
+    case KERN_ELTWISE_ADD: return a + b;
+    case KERN_ELTWISE_SUB: return a - b;
+    case KERN_ELTWISE_MUL: return a * b;
+    case KERN_ELTWISE_DIV: return FAST ? __fdividef(a, b) : a / b;
+    case KERN_ELTWISE_POW: return powf(a, b);
+    case KERN_ELTWISE_MAX: return (a != a || a > b) ? a : b;
+    case KERN_ELTWISE_MIN: return (a != a || a < b) ? a : b;
+    case KERN_ELTWISE_PRELU: return a < 0.0f ? b * a : a;
+    default: return a;
+    }
+}
+
+// The op switch outside the element loop: one uniform branch per vector.
+template <int N, bool FAST>
+__device__ __forceinline__ void binary_vec(int op, float *a, const float *b) {
+    switch (op) {
+    case KERN_ELTWISE_ADD:
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            a[j] = a[j] + b[j];
+        break;
+    case KERN_ELTWISE_SUB:
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            a[j] = a[j] - b[j];
+        break;
+    case KERN_ELTWISE_MUL:
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            a[j] = a[j] * b[j];
+        break;
+    default:
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            a[j] = binary_apply<FAST>(op, a[j], b[j]);
+        break;
+    }
+}
+
+// Wrapping arithmetic through uint64 (signed overflow is undefined in C++).
+__device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
+    const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch (op) {
+    case KERN_ELTWISE_ADD: return (int64_t)(ua + ub);
+    case KERN_ELTWISE_SUB: return (int64_t)(ua - ub);
+    case KERN_ELTWISE_MUL: return (int64_t)(ua * ub);
+    case KERN_ELTWISE_DIV:
+        if (b == 0)
+            return 0;
+        if (b == -1)
+            return (int64_t)(0 - ua);
+        return a / b;
+    case KERN_ELTWISE_MAX: return a > b ? a : b;
+    case KERN_ELTWISE_MIN: return a < b ? a : b;
+    default: return a;
+    }
+}
+
+__device__ __forceinline__ int64_t act_i64(int act, int64_t x) {
+    switch (act) {
+    case KERN_ACT_NEG: return (int64_t)(0 - (uint64_t)x);
+    case KERN_ACT_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case KERN_ACT_RELU: return x < 0 ? 0 : x;
+    default: return x;
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Loads and stores
+
+template <typename T> __device__ __forceinline__ float ld(const void *p, int64_t i);
+template <> __device__ __forceinline__ float ld<float>(const void *p, int64_t i) {
+    return static_cast<const float *>(p)[i];
+}
+template <> __device__ __forceinline__ float ld<__half>(const void *p, int64_t i) {
+    return __half2float(static_cast<const __half *>(p)[i]);
+}
+
+template <typename T> __device__ __forceinline__ void st(void *p, int64_t i, float v);
+template <> __device__ __forceinline__ void st<float>(void *p, int64_t i, float v) {
+    static_cast<float *>(p)[i] = v;
+}
+template <> __device__ __forceinline__ void st<__half>(void *p, int64_t i, float v) {
+    static_cast<__half *>(p)[i] = __float2half_rn(v);
+}
+
+template <typename T> constexpr bool kFastMath = false;
+template <> constexpr bool kFastMath<__half> = true;
+
+// 16 bytes per vector: 8 halves or 4 floats.
+template <typename T> struct Vec;
+template <> struct Vec<__half> { static constexpr int n = 8; };
+template <> struct Vec<float> { static constexpr int n = 4; };
+
+// Pairs convert in one instruction each way (cvt.rn.f16x2.f32 / the f16x2 -> f32 pair); eight
+// single conversions per 16 bytes made the fp16 kernels conversion-bound.
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+__device__ __forceinline__ float2 unpack2(uint32_t bits) {
+    return __half22float2(*reinterpret_cast<const __half2 *>(&bits));
+}
+
+// element_index must be a multiple of Vec<T>::n and the buffer 16-byte aligned
+template <typename T>
+__device__ __forceinline__ void ld_vec(const void *p, int64_t element_index, float *v);
+template <>
+__device__ __forceinline__ void ld_vec<__half>(const void *p, int64_t element_index, float *v) {
+    const uint4 u = static_cast<const uint4 *>(p)[element_index / 8];
+    const float2 f0 = unpack2(u.x), f1 = unpack2(u.y), f2 = unpack2(u.z), f3 = unpack2(u.w);
+    v[0] = f0.x, v[1] = f0.y, v[2] = f1.x, v[3] = f1.y, v[4] = f2.x, v[5] = f2.y, v[6] = f3.x,
+    v[7] = f3.y;
+}
+template <>
+__device__ __forceinline__ void ld_vec<float>(const void *p, int64_t element_index, float *v) {
+    const float4 f = static_cast<const float4 *>(p)[element_index / 4];
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+}
+
+template <typename T>
+__device__ __forceinline__ void st_vec(void *p, int64_t element_index, const float *v);
+template <>
+__device__ __forceinline__ void st_vec<__half>(void *p, int64_t element_index, const float *v) {
+    uint4 u;
+    u.x = pack2(v[0], v[1]);
+    u.y = pack2(v[2], v[3]);
+    u.z = pack2(v[4], v[5]);
+    u.w = pack2(v[6], v[7]);
+    static_cast<uint4 *>(p)[element_index / 8] = u;
+}
+template <>
+__device__ __forceinline__ void st_vec<float>(void *p, int64_t element_index, const float *v) {
+    static_cast<float4 *>(p)[element_index / 4] = make_float4(v[0], v[1], v[2], v[3]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// General strided path
+
+// n / d for 0 <= n < 2^31 by a multiply-high and a shift (the 32-bit path's index math would
+// otherwise be dominated by integer divisions); plain division in the 64-bit path.
+template <typename IdxT> struct Divider;
+template <> struct Divider<int32_t> {
+    int32_t d;
+    uint32_t mul, shift;
+    __device__ __forceinline__ int32_t div(int32_t n) const {
+        const uint32_t t = __umulhi((uint32_t)n, mul);
+        return (int32_t)((t + (uint32_t)n) >> shift);
+    }
+};
+template <> struct Divider<int64_t> {
+    int64_t d;
+    __device__ __forceinline__ int64_t div(int64_t n) const { return n / d; }
+};
+
+Divider<int64_t> make_divider64(int64_t d) { return Divider<int64_t>{d}; }
+Divider<int32_t> make_divider32(int64_t d) {
+    uint32_t shift = 0;
+    while (shift < 31 && ((uint64_t)1 << shift) < (uint64_t)d)
+        shift++;
+    const uint64_t magic =
+        ((((uint64_t)1 << 32) * (((uint64_t)1 << shift) - (uint64_t)d)) / (uint64_t)d) + 1;
+    return Divider<int32_t>{(int32_t)d, (uint32_t)magic, shift};
+}
+template <typename IdxT> Divider<IdxT> make_divider(int64_t d);
+template <> Divider<int32_t> make_divider<int32_t>(int64_t d) { return make_divider32(d); }
+template <> Divider<int64_t> make_divider<int64_t>(int64_t d) { return make_divider64(d); }
+
+template <typename IdxT> struct General {
+    int op, rank, pad_dim;
+    float alpha, beta;
+    float scale[kMaxInputs];
+    IdxT total, real_c;
+    Divider<IdxT> dims[kMaxRank];
+    IdxT strides[kMaxInputs][kMaxRank];
+    const void *in[kMaxInputs];
+    void *out;
+};
+
+// Input offsets of output element i; false when i lies in the channel padding.
+template <typename IdxT> __device__ __forceinline__ bool
+general_offsets(const General<IdxT> &p, IdxT i, IdxT off[kMaxInputs]) {
+    bool valid = true;
+#pragma unroll
+    for (int k = 0; k < kMaxInputs; k++)
+        off[k] = 0;
+    IdxT rem = i;
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; d--) {
+        if (d >= p.rank)
+            continue;
+        const IdxT q = p.dims[d].div(rem);
+        const IdxT coord = rem - q * p.dims[d].d;
+        rem = q;
+        if (d == p.pad_dim && coord >= p.real_c)
+            valid = false;
+#pragma unroll
+        for (int k = 0; k < kMaxInputs; k++)
+            off[k] += coord * p.strides[k][d];
+    }
+    return valid;
+}
+
+// Each thread takes kUnroll elements a block apart (coalesced) and issues all their loads
+// before using any: one 2-byte load in flight per thread left this path latency-bound.
+constexpr int kUnroll = 4;
+
+template <typename T, typename IdxT, int ACT>
+__global__ void eltwise_general_float(const General<IdxT> p) {
+    const IdxT tile = (IdxT)blockDim.x * kUnroll;
+    for (IdxT start = (IdxT)blockIdx.x * tile; start < p.total; start += (IdxT)gridDim.x * tile) {
+        float a[kUnroll], b[kUnroll];
+        bool valid[kUnroll], cond[kUnroll];
+#pragma unroll
+        for (int j = 0; j < kUnroll; j++) {
+            const IdxT i = start + (IdxT)(j * blockDim.x + threadIdx.x);
+            a[j] = b[j] = 0.0f;
+            valid[j] = cond[j] = false;
+            if (i >= p.total)
+                continue;
+            IdxT off[kMaxInputs];
+            valid[j] = general_offsets(p, i, off);
+            if (!valid[j])
+                continue;
+            if (p.op == KERN_ELTWISE_WHERE) {
+                cond[j] = static_cast<const uint8_t *>(p.in[0])[off[0]] != 0;
+                a[j] = p.scale[1] * ld<T>(p.in[1], off[1]);
+                b[j] = p.scale[2] * ld<T>(p.in[2], off[2]);
+            } else {
+                a[j] = p.scale[0] * ld<T>(p.in[0], off[0]);
+                if (p.op != KERN_ELTWISE_UNARY)
+                    b[j] = p.scale[1] * ld<T>(p.in[1], off[1]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kUnroll; j++) {
+            const IdxT i = start + (IdxT)(j * blockDim.x + threadIdx.x);
+            if (i >= p.total)
+                continue;
+            if (p.op == KERN_ELTWISE_EQUAL) {
+                static_cast<uint8_t *>(p.out)[i] = valid[j] && a[j] == b[j];
+                continue;
+            }
+            float r = 0.0f;
+            if (valid[j]) {
+                if (p.op == KERN_ELTWISE_WHERE)
+                    r = cond[j] ? a[j] : b[j];
+                else
+                    r = p.op == KERN_ELTWISE_UNARY ? a[j]
+                                                   : binary_apply<kFastMath<T>>(p.op, a[j], b[j]);
+                r = act_apply<ACT, kFastMath<T>>(r, p.alpha, p.beta);
+            }
+            st<T>(p.out, i, r);
+        }
+    }
+}
+
+template <typename IdxT> __global__ void eltwise_general_i64(const General<IdxT> p, int act) {
+    const IdxT step = (IdxT)gridDim.x * (IdxT)blockDim.x;
+    for (IdxT i = (IdxT)blockIdx.x * (IdxT)blockDim.x + (IdxT)threadIdx.x; i < p.total; i += step) {
+        IdxT off[kMaxInputs];
+        const bool valid = general_offsets(p, i, off);
+        const int64_t *a = static_cast<const int64_t *>(p.in[0]);
+        const int64_t *b = static_cast<const int64_t *>(p.in[1]);
+        if (p.op == KERN_ELTWISE_EQUAL) {
+            static_cast<uint8_t *>(p.out)[i] = valid ? (uint8_t)(a[off[0]] == b[off[1]]) : 0;
+            continue;
+        }
+        int64_t r = 0;
+        if (valid) {
+            if (p.op == KERN_ELTWISE_WHERE) {
+                const bool cond = static_cast<const uint8_t *>(p.in[0])[off[0]] != 0;
+                r = cond ? static_cast<const int64_t *>(p.in[1])[off[1]]
+                         : static_cast<const int64_t *>(p.in[2])[off[2]];
+            } else {
+                r = a[off[0]];
+                if (p.op != KERN_ELTWISE_UNARY)
+                    r = binary_i64(p.op, r, b[off[1]]);
+            }
+            r = act_i64(act, r);
+        }
+        static_cast<int64_t *>(p.out)[i] = r;
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Vectorised path: the output and each full / last-dim-vector input move 16 bytes at a time.
+
+template <typename IdxT> struct Fast {
+    int op;
+    float alpha, beta;
+    float scale[2];
+    int kind[2];
+    // pad_mode 1: a whole vector shares one index along the padded dim (inner % n == 0);
+    // 2: the padded dim is the last one and a vector spans n consecutive channels
+    int pad_mode;
+    IdxT total, real_c;
+    Divider<IdxT> last, pad_inner, pad_size;
+    const void *in[2];
+    void *out;
+};
+
+template <typename IdxT> __device__ __forceinline__ IdxT mod(IdxT n, const Divider<IdxT> &d) {
+    return n - d.div(n) * d.d;
+}
+
+template <typename IdxT> __device__ __forceinline__ IdxT pad_index(const Fast<IdxT> &p, IdxT i) {
+    return mod(p.pad_inner.div(i), p.pad_size);
+}
+
+template <typename IdxT>
+__device__ __forceinline__ IdxT fast_offset(const Fast<IdxT> &p, int k, IdxT i) {
+    return p.kind[k] == kFull ? i : (p.kind[k] == kScalar ? 0 : mod(i, p.last));
+}
+
+template <typename T, typename IdxT, int ACT>
+__device__ float fast_element(const Fast<IdxT> &p, IdxT i) {
+    if (p.pad_mode != 0 && pad_index(p, i) >= p.real_c)
+        return 0.0f;
+    float r = p.scale[0] * ld<T>(p.in[0], fast_offset(p, 0, i));
+    if (p.op != KERN_ELTWISE_UNARY)
+        r = binary_apply<kFastMath<T>>(p.op, r, p.scale[1] * ld<T>(p.in[1], fast_offset(p, 1, i)));
+    return act_apply<ACT, kFastMath<T>>(r, p.alpha, p.beta);
+}
+
+// Loads elements [base, base + n) of input k; only the first `valid` are needed. A full input
+// spans the padding physically, so it is read whole; a last-dim vector may hold only the real
+// channels, so a partial vector of it is read element by element.
+template <typename T, typename IdxT> __device__ __forceinline__ void
+fast_load(const Fast<IdxT> &p, int k, IdxT base, int valid, float *v) {
+    constexpr int n = Vec<T>::n;
+    if (p.kind[k] == kScalar) {
+        const float s = ld<T>(p.in[k], 0);
+#pragma unroll
+        for (int j = 0; j < n; j++)
+            v[j] = s;
+    } else if (p.kind[k] == kFull) {
+        ld_vec<T>(p.in[k], base, v);
+    } else if (valid == n) {
+        ld_vec<T>(p.in[k], mod(base, p.last), v);
+    } else {
+        const IdxT at = mod(base, p.last);
+#pragma unroll
+        for (int j = 0; j < n; j++)
+            v[j] = j < valid ? ld<T>(p.in[k], at + j) : 0.0f;
+    }
+}
+
+template <typename T, typename IdxT, int ACT> __global__ void eltwise_fast(const Fast<IdxT> p) {
+    constexpr int n = Vec<T>::n;
+    const IdxT vecs = (p.total + n - 1) / n;
+    const IdxT step = (IdxT)gridDim.x * (IdxT)blockDim.x;
+    for (IdxT v = (IdxT)blockIdx.x * (IdxT)blockDim.x + (IdxT)threadIdx.x; v < vecs; v += step) {
+        const IdxT base = v * n;
+        int valid = n; // the valid elements of a vector are always a prefix
+        if (base + n > p.total) {
+            valid = -1; // tail
+        } else if (p.pad_mode == 1) {
+            if (pad_index(p, base) >= p.real_c)
+                valid = 0;
+        } else if (p.pad_mode == 2) {
+            const IdxT left = p.real_c - mod(base, p.pad_size);
+            valid = left <= 0 ? 0 : (left >= n ? n : (int)left);
+        }
+        float a[n];
+        if (valid > 0) {
+            fast_load<T>(p, 0, base, valid, a);
+            if (p.scale[0] != 1.0f) {
+#pragma unroll
+                for (int j = 0; j < n; j++)
+                    a[j] *= p.scale[0];
+            }
+            if (p.op != KERN_ELTWISE_UNARY) {
+                float b[n];
+                fast_load<T>(p, 1, base, valid, b);
+                if (p.scale[1] != 1.0f) {
+#pragma unroll
+                    for (int j = 0; j < n; j++)
+                        b[j] *= p.scale[1];
+                }
+                binary_vec<n, kFastMath<T>>(p.op, a, b);
+            }
+#pragma unroll
+            for (int j = 0; j < n; j++) {
+                a[j] = act_apply<ACT, kFastMath<T>>(a[j], p.alpha, p.beta);
+                if (j >= valid)
+                    a[j] = 0.0f;
+            }
+            st_vec<T>(p.out, base, a);
+        } else if (valid == 0) {
+#pragma unroll
+            for (int j = 0; j < n; j++)
+                a[j] = 0.0f;
+            st_vec<T>(p.out, base, a);
+        } else {
+            for (int j = 0; j < n; j++) {
+                const IdxT i = base + j;
+                if (i < p.total)
+                    st<T>(p.out, i, fast_element<T, IdxT, ACT>(p, i));
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Host side
+
+unsigned blocks_for(int64_t work) {
+    int64_t b = (work + kThreads - 1) / kThreads;
+    if (b < 1)
+        b = 1;
+    if (b > kMaxBlocks)
+        b = kMaxBlocks;
+    return (unsigned)b;
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+// The desc's shape with size-1 dims dropped and neighbouring dims merged where every input walks
+// them as one; the padded dim is never merged, so its index stays one coordinate.
+struct Shape {
+    int rank, pad_dim;
+    int64_t real_c, total;
+    int64_t dims[kMaxRank];
+    int64_t strides[kMaxInputs][kMaxRank];
+};
+
+void collapse(const kern_eltwise_desc *d, int num_inputs, Shape *s) {
+    int pad = d->pad_dim;
+    if (pad >= 0 && d->real_c >= d->dims[pad])
+        pad = -1;
+    int r = 0;
+    s->pad_dim = -1;
+    for (int i = 0; i < d->rank; i++) {
+        if (d->dims[i] == 1 && i != pad)
+            continue;
+        const bool merge_ok = r > 0 && i != pad && r - 1 != s->pad_dim;
+        bool merge = merge_ok;
+        for (int k = 0; k < num_inputs && merge; k++)
+            if (s->strides[k][r - 1] != d->strides[k][i] * d->dims[i])
+                merge = false;
+        if (merge) {
+            s->dims[r - 1] *= d->dims[i];
+            for (int k = 0; k < num_inputs; k++)
+                s->strides[k][r - 1] = d->strides[k][i];
+            continue;
+        }
+        if (i == pad)
+            s->pad_dim = r;
+        s->dims[r] = d->dims[i];
+        for (int k = 0; k < kMaxInputs; k++)
+            s->strides[k][r] = k < num_inputs ? d->strides[k][i] : 0;
+        r++;
+    }
+    s->rank = r;
+    s->real_c = d->real_c;
+    s->total = 1;
+    for (int i = 0; i < r; i++)
+        s->total *= s->dims[i];
+}
+
+bool fits_32(const Shape &s, int num_inputs) {
+    if (s.total > kMax32)
+        return false;
+    for (int k = 0; k < num_inputs; k++) {
+        int64_t span = 0;
+        for (int i = 0; i < s.rank; i++) {
+            const int64_t st = s.strides[k][i] < 0 ? -s.strides[k][i] : s.strides[k][i];
+            if (st > kMax32)
+                return false;
+            span += st * (s.dims[i] - 1);
+            if (span > kMax32)
+                return false;
+        }
+    }
+    return true;
+}
+
+template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, const Shape &s,
+                                                   const void *const *inputs, int num_inputs,
+                                                   void *out, cudaStream_t stream) {
+    General<IdxT> p;
+    memset(&p, 0, sizeof p);
+    p.op = d->op;
+    p.rank = s.rank;
+    p.pad_dim = s.pad_dim;
+    p.alpha = d->act_alpha;
+    p.beta = d->act_beta;
+    p.total = (IdxT)s.total;
+    p.real_c = (IdxT)s.real_c;
+    for (int i = 0; i < s.rank; i++)
+        p.dims[i] = make_divider<IdxT>(s.dims[i]);
+    for (int k = 0; k < kMaxInputs; k++) {
+        p.scale[k] = d->input_scale[k];
+        p.in[k] = k < num_inputs ? inputs[k] : NULL;
+        for (int i = 0; i < s.rank; i++)
+            p.strides[k][i] = (IdxT)s.strides[k][i];
+    }
+    p.out = out;
+    const unsigned blocks = blocks_for((s.total + kUnroll - 1) / kUnroll);
+    if (d->dtype == TCI_DTYPE_INT64) {
+        eltwise_general_i64<IdxT><<<blocks_for(s.total), kThreads, 0, stream>>>(p, (int)d->act);
+    } else if (d->dtype == TCI_DTYPE_FLOAT16) {
+        switch (d->act) {
+#define GENERAL_CASE(A)                                                                            \
+    case A: eltwise_general_float<__half, IdxT, A><<<blocks, kThreads, 0, stream>>>(p); break;
+            ELTWISE_ACTS(GENERAL_CASE)
+#undef GENERAL_CASE
+        default: break;
+        }
+    } else {
+        switch (d->act) {
+#define GENERAL_CASE(A)                                                                            \
+    case A: eltwise_general_float<float, IdxT, A><<<blocks, kThreads, 0, stream>>>(p); break;
+            ELTWISE_ACTS(GENERAL_CASE)
+#undef GENERAL_CASE
+        default: break;
+        }
+    }
+    KERN_LAUNCH_CHECK("kern_eltwise");
+    return TCI_OK;
+}
+
+// Fills the vectorised path's parameters when the shape, op and buffers allow it.
+template <typename IdxT> bool plan_fast(const kern_eltwise_desc *d, const Shape &s,
+                                        const void *const *inputs, int num_inputs, void *out,
+                                        Fast<IdxT> *p) {
+    if (d->op == KERN_ELTWISE_EQUAL || d->op == KERN_ELTWISE_WHERE)
+        return false;
+    if (d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_FLOAT)
+        return false;
+    const int n = d->dtype == TCI_DTYPE_FLOAT16 ? 8 : 4;
+    if (!aligned16(out))
+        return false;
+    memset(p, 0, sizeof *p);
+    const int64_t last = s.rank > 0 ? s.dims[s.rank - 1] : 1;
+    int64_t contiguous[kMaxRank];
+    int64_t acc = 1;
+    for (int i = s.rank - 1; i >= 0; i--) {
+        contiguous[i] = acc;
+        acc *= s.dims[i];
+    }
+    for (int k = 0; k < num_inputs; k++) {
+        bool full = true, scalar = true, last_vec = s.rank > 0 && last % n == 0;
+        for (int i = 0; i < s.rank; i++) {
+            const int64_t st = s.strides[k][i];
+            if (st != contiguous[i])
+                full = false;
+            if (st != 0)
+                scalar = false;
+            if (i < s.rank - 1 ? st != 0 : st != 1)
+                last_vec = false;
+        }
+        if (full)
+            p->kind[k] = kFull;
+        else if (scalar)
+            p->kind[k] = kScalar;
+        else if (last_vec)
+            p->kind[k] = kLastVec;
+        else
+            return false;
+        if (p->kind[k] != kScalar && !aligned16(inputs[k]))
+            return false;
+        p->in[k] = inputs[k];
+        p->scale[k] = d->input_scale[k];
+    }
+    if (s.pad_dim >= 0) {
+        int64_t inner = 1;
+        for (int i = s.pad_dim + 1; i < s.rank; i++)
+            inner *= s.dims[i];
+        if (inner % n == 0)
+            p->pad_mode = 1;
+        else if (inner == 1 && s.dims[s.pad_dim] % n == 0)
+            p->pad_mode = 2;
+        else
+            return false;
+        p->pad_inner = make_divider<IdxT>(inner);
+        p->pad_size = make_divider<IdxT>(s.dims[s.pad_dim]);
+        p->real_c = (IdxT)s.real_c;
+    }
+    p->op = d->op;
+    p->alpha = d->act_alpha;
+    p->beta = d->act_beta;
+    p->total = (IdxT)s.total;
+    p->last = make_divider<IdxT>(last);
+    p->out = out;
+    return true;
+}
+
+template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Shape &s,
+                                           const void *const *inputs, int num_inputs, void *out,
+                                           cudaStream_t stream) {
+    Fast<IdxT> f;
+    if (plan_fast<IdxT>(d, s, inputs, num_inputs, out, &f)) {
+        const bool half = d->dtype == TCI_DTYPE_FLOAT16;
+        const unsigned blocks = blocks_for(half ? (s.total + 7) / 8 : (s.total + 3) / 4);
+        switch (d->act) {
+#define FAST_CASE(A)                                                                               \
+    case A:                                                                                        \
+        if (half)                                                                                  \
+            eltwise_fast<__half, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                     \
+        else                                                                                       \
+            eltwise_fast<float, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                      \
+        break;
+            ELTWISE_ACTS(FAST_CASE)
+#undef FAST_CASE
+        default: break;
+        }
+        KERN_LAUNCH_CHECK("kern_eltwise");
+        return TCI_OK;
+    }
+    return launch_general<IdxT>(d, s, inputs, num_inputs, out, stream);
+}
+
+bool float_dtype(tci_dtype t) { return t == TCI_DTYPE_FLOAT16 || t == TCI_DTYPE_FLOAT; }
+
+tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void *out,
+                    int64_t *total) {
+    if (!d || !inputs)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: NULL desc or inputs");
+    if ((int)d->op < 0 || d->op >= KERN_ELTWISE_OP_COUNT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown op %d", (int)d->op);
+    if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown activation %d",
+                         (int)d->act);
+    if (d->rank < 0 || d->rank > kMaxRank)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: rank %d is outside 0..%d",
+                         d->rank, kMaxRank);
+    int64_t n = 1;
+    for (int i = 0; i < d->rank; i++) {
+        if (d->dims[i] < 0)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: dim %d is negative (%lld)", i,
+                             (long long)d->dims[i]);
+        if (__builtin_mul_overflow(n, d->dims[i], &n) || n > INT64_MAX / 16)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: output too large");
+    }
+    if (d->pad_dim < -1 || d->pad_dim >= (d->rank > 0 ? d->rank : 0))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: pad_dim %d is outside -1..%d",
+                         d->pad_dim, d->rank - 1);
+    if (d->pad_dim >= 0 && d->real_c < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: real_c %lld is negative",
+                         (long long)d->real_c);
+    const bool is_int = d->dtype == TCI_DTYPE_INT64;
+    if (!float_dtype(d->dtype) && !is_int)
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "kern_eltwise: dtype %s is not supported (float16, float, int64)",
+                         tci_dtype_name(d->dtype));
+    if (d->op == KERN_ELTWISE_EQUAL && d->act != KERN_ACT_NONE)
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "kern_eltwise: Equal writes uint8 and takes no activation");
+    const int num_inputs = kern_eltwise_num_inputs(d->op);
+    if (is_int) {
+        if (d->op == KERN_ELTWISE_POW || d->op == KERN_ELTWISE_PRELU)
+            return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: op %d is not provided for int64",
+                             (int)d->op);
+        if (d->act != KERN_ACT_NONE && d->act != KERN_ACT_NEG && d->act != KERN_ACT_ABS &&
+            d->act != KERN_ACT_RELU)
+            return tci_error(TCI_ERR_UNSUPPORTED,
+                             "kern_eltwise: activation %d is not provided for int64", (int)d->act);
+        for (int k = 0; k < num_inputs; k++)
+            if (d->input_scale[k] != 1.0f && !(d->op == KERN_ELTWISE_WHERE && k == 0))
+                return tci_error(TCI_ERR_UNSUPPORTED,
+                                 "kern_eltwise: int64 inputs take no scale (input %d: %g)", k,
+                                 (double)d->input_scale[k]);
+    }
+    *total = d->rank > 0 ? n : 1;
+    if (*total == 0)
+        return TCI_OK;
+    for (int k = 0; k < num_inputs; k++)
+        if (!inputs[k])
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: input %d is NULL", k);
+    if (!out)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: output is NULL");
+    return TCI_OK;
+}
+
+} // namespace
+
+extern "C" int kern_eltwise_num_inputs(kern_eltwise_op op) {
+    if (op == KERN_ELTWISE_UNARY)
+        return 1;
+    if (op == KERN_ELTWISE_WHERE)
+        return 3;
+    return 2;
+}
+
+extern "C" void kern_eltwise_desc_init(kern_eltwise_desc *desc, kern_eltwise_op op, tci_dtype dtype,
+                                       int rank, const int64_t *dims) {
+    memset(desc, 0, sizeof *desc);
+    desc->op = op;
+    desc->act = KERN_ACT_NONE;
+    desc->dtype = dtype;
+    if (rank < 0)
+        rank = 0;
+    if (rank > kMaxRank)
+        rank = kMaxRank;
+    desc->rank = rank;
+    for (int i = 0; i < rank; i++)
+        desc->dims[i] = dims[i];
+    int64_t acc = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        for (int k = 0; k < kMaxInputs; k++)
+            desc->strides[k][i] = acc;
+        acc *= dims[i];
+    }
+    for (int k = 0; k < kMaxInputs; k++)
+        desc->input_scale[k] = 1.0f;
+    desc->pad_dim = -1;
+}
+
+extern "C" tci_status kern_eltwise_broadcast_strides(kern_eltwise_desc *desc, int input, int rank,
+                                                     const int64_t *dims) {
+    if (input < 0 || input >= kMaxInputs)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_eltwise_broadcast_strides: input %d is outside 0..%d", input,
+                         kMaxInputs - 1);
+    if (rank < 0 || rank > desc->rank)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_eltwise_broadcast_strides: input rank %d exceeds the output's %d",
+                         rank, desc->rank);
+    int64_t acc = 1;
+    for (int i = desc->rank - 1; i >= 0; i--) {
+        const int j = i - (desc->rank - rank);
+        if (j < 0) {
+            desc->strides[input][i] = 0;
+            continue;
+        }
+        if (dims[j] != 1 && dims[j] != desc->dims[i])
+            return tci_error(
+                TCI_ERR_INVALID_ARGUMENT,
+                "kern_eltwise_broadcast_strides: input dim %d (%lld) does not broadcast to %lld", j,
+                (long long)dims[j], (long long)desc->dims[i]);
+        desc->strides[input][i] = dims[j] == 1 ? 0 : acc;
+        acc *= dims[j];
+    }
+    return TCI_OK;
+}
+
+extern "C" tci_status kern_eltwise(const kern_eltwise_desc *desc, const void *const *inputs,
+                                   void *out, cudaStream_t stream) {
+    int64_t total = 0;
+    TCI_TRY(validate(desc, inputs, out, &total));
+    if (total == 0)
+        return TCI_OK;
+    const int num_inputs = kern_eltwise_num_inputs(desc->op);
+    Shape s;
+    memset(&s, 0, sizeof s);
+    collapse(desc, num_inputs, &s);
+    if (fits_32(s, num_inputs))
+        return launch<int32_t>(desc, s, inputs, num_inputs, out, stream);
+    return launch<int64_t>(desc, s, inputs, num_inputs, out, stream);
+}

@@ -1,0 +1,341 @@
+// Pooling on NHWC8 fp16: one thread per output pixel and 8-channel chunk (16-byte loads) for
+// windowed pools; a block-per-channel-group tree reduction over h*w for the global ones.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+extern "C" {
+#include "util/status.h"
+}
+#include "kernels/cuda_check.h"
+#include "kernels/pool.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 20;
+constexpr int64_t kMax32 = (int64_t)1 << 30;
+constexpr float kLowestHalf = -65504.0f;
+
+// Pairs convert in one instruction each way (cvt.rn.f16x2.f32 / the f16x2 -> f32 pair).
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+__device__ __forceinline__ float2 unpack2(uint32_t bits) {
+    return __half22float2(*reinterpret_cast<const __half2 *>(&bits));
+}
+__device__ __forceinline__ void unpack8(uint4 u, float v[8]) {
+    const float2 f0 = unpack2(u.x), f1 = unpack2(u.y), f2 = unpack2(u.z), f3 = unpack2(u.w);
+    v[0] = f0.x, v[1] = f0.y, v[2] = f1.x, v[3] = f1.y, v[4] = f2.x, v[5] = f2.y, v[6] = f3.x,
+    v[7] = f3.y;
+}
+__device__ __forceinline__ uint4 pack8(const float v[8]) {
+    uint4 u;
+    u.x = pack2(v[0], v[1]);
+    u.y = pack2(v[2], v[3]);
+    u.z = pack2(v[4], v[5]);
+    u.w = pack2(v[6], v[7]);
+    return u;
+}
+
+template <typename IdxT> struct Pool2d {
+    IdxT total, c, chunks, in_h, in_w, out_h, out_w;
+    IdxT kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
+    IdxT pad_top, pad_left, pad_bottom, pad_right;
+    int is_max, count_include_pad;
+};
+
+// Taps i < kernel with start + i*dilation < limit (start >= -pad, so the lower bound holds).
+template <typename IdxT>
+__device__ __forceinline__ IdxT taps_below(IdxT start, IdxT limit, IdxT dilation, IdxT kernel) {
+    if (limit <= start)
+        return 0;
+    const IdxT t = (limit - start + dilation - 1) / dilation;
+    return t < kernel ? t : kernel;
+}
+
+template <typename IdxT> __global__ void
+pool2d_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ dst, const Pool2d<IdxT> p) {
+    const IdxT step = (IdxT)gridDim.x * (IdxT)blockDim.x;
+    for (IdxT i = (IdxT)blockIdx.x * (IdxT)blockDim.x + (IdxT)threadIdx.x; i < p.total; i += step) {
+        const IdxT chunk = i % p.chunks;
+        IdxT rest = i / p.chunks;
+        const IdxT ow = rest % p.out_w;
+        rest /= p.out_w;
+        const IdxT oh = rest % p.out_h;
+        const IdxT img = rest / p.out_h;
+        const IdxT hs = oh * p.stride_h - p.pad_top, ws = ow * p.stride_w - p.pad_left;
+        float acc[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            acc[k] = p.is_max ? -INFINITY : 0.0f;
+        // first/last taps inside the input along each axis
+        const IdxT h_first = hs >= 0 ? 0 : (-hs + p.dilation_h - 1) / p.dilation_h;
+        const IdxT h_last = taps_below(hs, p.in_h, p.dilation_h, p.kernel_h);
+        const IdxT w_first = ws >= 0 ? 0 : (-ws + p.dilation_w - 1) / p.dilation_w;
+        const IdxT w_last = taps_below(ws, p.in_w, p.dilation_w, p.kernel_w);
+        IdxT taps = 0;
+        if (chunk * 8 < p.c && h_first < h_last && w_first < w_last) {
+            taps = (h_last - h_first) * (w_last - w_first);
+            for (IdxT a = h_first; a < h_last; a++) {
+                const IdxT ih = hs + a * p.dilation_h;
+                const uint4 *row = src + (img * p.in_h + ih) * p.in_w * p.chunks + chunk;
+                for (IdxT b = w_first; b < w_last; b++) {
+                    float v[8];
+                    unpack8(row[(ws + b * p.dilation_w) * p.chunks], v);
+                    if (p.is_max) {
+#pragma unroll
+                        for (int k = 0; k < 8; k++)
+                            acc[k] = fmaxf(acc[k], v[k]);
+                    } else {
+#pragma unroll
+                        for (int k = 0; k < 8; k++)
+                            acc[k] += v[k];
+                    }
+                }
+            }
+        }
+        if (p.is_max) {
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                acc[k] = taps ? acc[k] : kLowestHalf;
+        } else {
+            const IdxT divisor =
+                p.count_include_pad
+                    ? taps_below(hs, p.in_h + p.pad_bottom, p.dilation_h, p.kernel_h) *
+                          taps_below(ws, p.in_w + p.pad_right, p.dilation_w, p.kernel_w)
+                    : taps;
+            const float inv = divisor ? 1.0f / (float)divisor : 0.0f;
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                acc[k] *= inv;
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            if (chunk * 8 + k >= p.c)
+                acc[k] = 0.0f;
+        dst[i] = pack8(acc);
+    }
+}
+
+// Block = cpb chunks (threadIdx.x) by rows (threadIdx.y) pixels; cpb is a power of two <= 32 so a
+// warp's lanes with the same threadIdx.x meet under xor shuffles of distance >= cpb.
+__global__ void global_pool_kernel(const uint4 *__restrict__ src, __half *__restrict__ dst,
+                                   int64_t n, int64_t c, int64_t hw, int64_t chunks, int64_t groups,
+                                   int is_max) {
+    extern __shared__ float partial[]; // [warps][cpb][8]
+    const int cpb = blockDim.x, rows = blockDim.y;
+    const int tid = threadIdx.y * cpb + threadIdx.x;
+    const int lane = tid % 32, warp = tid / 32, warps = (cpb * rows + 31) / 32;
+    const float init = is_max ? -INFINITY : 0.0f;
+    for (int64_t b = blockIdx.x; b < n * groups; b += gridDim.x) {
+        const int64_t img = b / groups, group = b % groups;
+        const int64_t chunk = group * cpb + threadIdx.x;
+        float acc[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            acc[k] = init;
+        if (chunk < chunks) {
+            const uint4 *plane = src + img * hw * chunks + chunk;
+            for (int64_t s = threadIdx.y; s < hw; s += rows) {
+                float v[8];
+                unpack8(plane[s * chunks], v);
+                if (is_max) {
+#pragma unroll
+                    for (int k = 0; k < 8; k++)
+                        acc[k] = fmaxf(acc[k], v[k]);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < 8; k++)
+                        acc[k] += v[k];
+                }
+            }
+        }
+        for (int off = 16; off >= cpb; off >>= 1) {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const float o = __shfl_xor_sync(0xffffffffu, acc[k], off);
+                acc[k] = is_max ? fmaxf(acc[k], o) : acc[k] + o;
+            }
+        }
+        if (lane < cpb) {
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                partial[(warp * cpb + lane) * 8 + k] = acc[k];
+        }
+        __syncthreads();
+        if (tid < cpb * 8) {
+            const int local = tid / 8, k = tid % 8;
+            float r = init;
+            for (int w = 0; w < warps; w++) {
+                const float o = partial[(w * cpb + local) * 8 + k];
+                r = is_max ? fmaxf(r, o) : r + o;
+            }
+            const int64_t ch = (group * cpb + local) * 8 + k;
+            if (ch < chunks * 8) {
+                const float out = ch < c ? (is_max ? r : r / (float)hw) : 0.0f;
+                dst[img * chunks * 8 + ch] = __float2half_rn(out);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+unsigned blocks_for(int64_t work, int64_t per_block) {
+    int64_t b = (work + per_block - 1) / per_block;
+    if (b < 1)
+        b = 1;
+    if (b > kMaxBlocks)
+        b = kMaxBlocks;
+    return (unsigned)b;
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+int64_t next_pow2(int64_t v) {
+    int64_t p = 1;
+    while (p < v && p < ((int64_t)1 << 40))
+        p <<= 1;
+    return p;
+}
+
+template <typename IdxT> tci_status launch_pool2d(const kern_pool2d_desc *d, int64_t chunks,
+                                                  int64_t total, const void *src, void *dst,
+                                                  cudaStream_t stream) {
+    Pool2d<IdxT> p;
+    p.total = (IdxT)total;
+    p.c = (IdxT)d->c;
+    p.chunks = (IdxT)chunks;
+    p.in_h = (IdxT)d->in_h, p.in_w = (IdxT)d->in_w, p.out_h = (IdxT)d->out_h,
+    p.out_w = (IdxT)d->out_w;
+    p.kernel_h = (IdxT)d->kernel_h, p.kernel_w = (IdxT)d->kernel_w;
+    p.stride_h = (IdxT)d->stride_h, p.stride_w = (IdxT)d->stride_w;
+    p.dilation_h = (IdxT)d->dilation_h, p.dilation_w = (IdxT)d->dilation_w;
+    p.pad_top = (IdxT)d->pad_top, p.pad_left = (IdxT)d->pad_left;
+    p.pad_bottom = (IdxT)d->pad_bottom, p.pad_right = (IdxT)d->pad_right;
+    p.is_max = d->mode == KERN_POOL_MAX;
+    p.count_include_pad = d->count_include_pad != 0;
+    pool2d_kernel<IdxT><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<const uint4 *>(src), static_cast<uint4 *>(dst), p);
+    KERN_LAUNCH_CHECK("kern_pool2d");
+    return TCI_OK;
+}
+
+// a*b, or -1 on overflow past INT64_MAX / 16
+int64_t checked_mul(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r) || r > INT64_MAX / 16)
+        return -1;
+    return r;
+}
+
+} // namespace
+
+extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src_f16, void *dst_f16,
+                                  cudaStream_t stream) {
+    if (!d)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL desc");
+    if (d->mode != KERN_POOL_MAX && d->mode != KERN_POOL_AVG)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: unknown mode %d", (int)d->mode);
+    if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_pool2d: negative size (n %lld, c %lld, in %lldx%lld, out %lldx%lld)",
+                         (long long)d->n, (long long)d->c, (long long)d->in_h, (long long)d->in_w,
+                         (long long)d->out_h, (long long)d->out_w);
+    if (d->kernel_h < 1 || d->kernel_w < 1 || d->stride_h < 1 || d->stride_w < 1 ||
+        d->dilation_h < 1 || d->dilation_w < 1)
+        return tci_error(
+            TCI_ERR_INVALID_ARGUMENT,
+            "kern_pool2d: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1",
+            (long long)d->kernel_h, (long long)d->kernel_w, (long long)d->stride_h,
+            (long long)d->stride_w, (long long)d->dilation_h, (long long)d->dilation_w);
+    if (d->pad_top < 0 || d->pad_left < 0 || d->pad_bottom < 0 || d->pad_right < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_pool2d: negative pads (%lld, %lld, %lld, %lld)",
+                         (long long)d->pad_top, (long long)d->pad_left, (long long)d->pad_bottom,
+                         (long long)d->pad_right);
+    const int64_t chunks = (d->c + 7) / 8;
+    const int64_t in_total = checked_mul(checked_mul(checked_mul(d->n, d->in_h), d->in_w), chunks);
+    const int64_t total = checked_mul(checked_mul(checked_mul(d->n, d->out_h), d->out_w), chunks);
+    // every index the kernel forms along an axis is bounded by in + pads + out*stride +
+    // kernel*dilation
+    const int64_t parts[] = {checked_mul(d->out_h, d->stride_h),
+                             checked_mul(d->kernel_h, d->dilation_h),
+                             checked_mul(d->out_w, d->stride_w),
+                             checked_mul(d->kernel_w, d->dilation_w),
+                             d->in_h,
+                             d->in_w,
+                             d->pad_top,
+                             d->pad_bottom,
+                             d->pad_left,
+                             d->pad_right};
+    bool too_large = in_total < 0 || total < 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (parts[i] < 0 || parts[i] > INT64_MAX / 64)
+            too_large = true;
+    if (too_large)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: sizes too large");
+    const int64_t reach_h = parts[0] + parts[1] + d->in_h + d->pad_top + d->pad_bottom;
+    const int64_t reach_w = parts[2] + parts[3] + d->in_w + d->pad_left + d->pad_right;
+    if (total == 0)
+        return TCI_OK;
+    if (!src_f16 || !dst_f16)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL buffer");
+    if (!aligned16(src_f16) || !aligned16(dst_f16))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: buffers must be 16-byte aligned");
+    const int64_t big = in_total > total ? in_total : total;
+    const bool small = big <= kMax32 && reach_h <= kMax32 && reach_w <= kMax32;
+    if (small)
+        return launch_pool2d<int32_t>(d, chunks, total, src_f16, dst_f16, stream);
+    return launch_pool2d<int64_t>(d, chunks, total, src_f16, dst_f16, stream);
+}
+
+extern "C" tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16, void *dst_f16,
+                                       int64_t n, int64_t c, int64_t h, int64_t w,
+                                       cudaStream_t stream) {
+    if (mode != KERN_POOL_MAX && mode != KERN_POOL_AVG)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: unknown mode %d", (int)mode);
+    if (n < 0 || c < 0 || h < 0 || w < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_global_pool: negative dims (%lld, %lld, %lld, %lld)", (long long)n,
+                         (long long)c, (long long)h, (long long)w);
+    const int64_t chunks = (c + 7) / 8;
+    const int64_t hw = checked_mul(h, w);
+    const int64_t total = checked_mul(checked_mul(n, hw), chunks);
+    if (hw < 0 || total < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: sizes too large");
+    if (n == 0 || c == 0)
+        return TCI_OK;
+    if (hw == 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: empty plane (%lld x %lld)",
+                         (long long)h, (long long)w);
+    if (!src_f16 || !dst_f16)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: NULL buffer");
+    if (!aligned16(src_f16) || !aligned16(dst_f16))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_global_pool: buffers must be 16-byte aligned");
+    // Enough rows per block to cover small planes in one pass; large planes get 1024 threads so
+    // a few channel groups still keep many loads in flight. At least 2 chunks (32 bytes, a full
+    // sector) per pixel row when there are 2.
+    const int threads = hw >= 1024 ? 1024 : kThreads;
+    const int64_t rows_wanted = next_pow2(hw);
+    int64_t cpb = rows_wanted >= threads ? 1 : threads / rows_wanted;
+    if (cpb > 32)
+        cpb = 32;
+    const int64_t cap = next_pow2(chunks) < 32 ? next_pow2(chunks) : 32;
+    if (cpb > cap)
+        cpb = cap;
+    if (cpb < 2 && chunks >= 2)
+        cpb = 2;
+    const int rows = (int)(threads / cpb);
+    const int64_t groups = (chunks + cpb - 1) / cpb;
+    const size_t smem = (size_t)(threads / 32) * (size_t)cpb * 8 * sizeof(float);
+    global_pool_kernel<<<blocks_for(n * groups, 1), dim3((unsigned)cpb, (unsigned)rows), smem,
+                         stream>>>(static_cast<const uint4 *>(src_f16),
+                                   static_cast<__half *>(dst_f16), n, c, hw, chunks, groups,
+                                   mode == KERN_POOL_MAX);
+    KERN_LAUNCH_CHECK("kern_global_pool");
+    return TCI_OK;
+}

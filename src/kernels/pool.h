@@ -1,0 +1,48 @@
+/* 2-D max/average pooling and global pooling on NHWC8 fp16 tensors (fp32 accumulation). C API
+ * over src/kernels/pool.cu. */
+#ifndef TCI_KERNELS_POOL_H
+#define TCI_KERNELS_POOL_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "tcinfer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kern_pool_mode { KERN_POOL_MAX = 0, KERN_POOL_AVG = 1 } kern_pool_mode;
+
+/* Window (oh, ow) covers input rows oh*stride_h - pad_top + i*dilation_h (i < kernel_h), likewise
+ * for columns; taps outside the input are skipped. out_h/out_w are the engine's (floor or ceil
+ * mode); pad_bottom/pad_right are the explicit ONNX pads and only set the divisor of
+ * count_include_pad: taps inside the input or its explicit padding are counted, taps a ceil-mode
+ * window adds beyond that are not (as onnxruntime). A max window that misses the input gives the
+ * lowest fp16 value (-65504); an average one gives 0. */
+typedef struct kern_pool2d_desc {
+    kern_pool_mode mode;
+    int count_include_pad; /* average only */
+    int64_t n, c;          /* logical channels; the tensors have Cp = round_up(c, 8) */
+    int64_t in_h, in_w, out_h, out_w;
+    int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
+    int64_t pad_top, pad_left, pad_bottom, pad_right;
+} kern_pool2d_desc;
+
+/* src (n, in_h, in_w, Cp) -> dst (n, out_h, out_w, Cp), both NHWC8 fp16, 16-byte aligned,
+ * not overlapping; padded channels of dst are written as zeros. Errors:
+ * TCI_ERR_INVALID_ARGUMENT (bad sizes, NULL or misaligned buffer), TCI_ERR_CUDA. */
+tci_status kern_pool2d(const kern_pool2d_desc *desc, const void *src_f16, void *dst_f16,
+                       cudaStream_t stream);
+
+/* GlobalAveragePool / GlobalMaxPool: src (n, h, w, Cp) -> dst (n, 1, 1, Cp), NHWC8 fp16, 16-byte
+ * aligned; h*w must be > 0. One block reduces a group of channels of one image over h*w, so large
+ * (56x56) and small (7x7) planes both spread over the GPU. */
+tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16, void *dst_f16, int64_t n,
+                            int64_t c, int64_t h, int64_t w, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

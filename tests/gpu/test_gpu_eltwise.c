@@ -1,0 +1,813 @@
+/* GPU tests of kern_eltwise against a plain C reference (double math on the values the kernel
+ * sees): every activation, every binary op, broadcasting (same shape, per-channel, scalar, row,
+ * general, rank 6), fused op+activation with input scales, NHWC8 channel padding, strided copies,
+ * Equal/Where, int64, 64-bit indexing and the argument errors. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "kernels/eltwise.h"
+#include "layers/op.h"
+
+#define MAX_IN KERN_ELTWISE_MAX_INPUTS
+
+/* ---- reference ---------------------------------------------------------------------------- */
+
+static double act_ref(kern_act act, double x, double a, double b) {
+    switch (act) {
+    case KERN_ACT_NONE: return x;
+    case KERN_ACT_RELU: return x < 0 ? 0 : x;
+    case KERN_ACT_LEAKY_RELU: return x < 0 ? a * x : x;
+    case KERN_ACT_CLIP: return x < a ? a : (x > b ? b : x);
+    case KERN_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case KERN_ACT_HARD_SIGMOID: return fmin(1, fmax(0, a * x + b));
+    case KERN_ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
+    case KERN_ACT_TANH: return tanh(x);
+    case KERN_ACT_ELU: return x < 0 ? a * (exp(x) - 1) : x;
+    case KERN_ACT_SELU: return x <= 0 ? b * (a * exp(x) - a) : b * x;
+    case KERN_ACT_SOFTPLUS: return log(1 + exp(x));
+    case KERN_ACT_SQRT: return sqrt(x);
+    case KERN_ACT_ERF: return erf(x);
+    case KERN_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case KERN_ACT_GELU_TANH:
+        return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case KERN_ACT_SILU: return x / (1 + exp(-x));
+    case KERN_ACT_NEG: return -x;
+    case KERN_ACT_ABS: return fabs(x);
+    case KERN_ACT_EXP: return exp(x);
+    case KERN_ACT_LOG: return log(x);
+    case KERN_ACT_RECIPROCAL: return 1 / x;
+    default: ck_abort_msg("no reference for act %d", (int)act); return 0;
+    }
+}
+
+static double binary_ref(kern_eltwise_op op, double a, double b) {
+    switch (op) {
+    case KERN_ELTWISE_ADD: return a + b;
+    case KERN_ELTWISE_SUB: return a - b;
+    case KERN_ELTWISE_MUL: return a * b;
+    case KERN_ELTWISE_DIV: return a / b;
+    case KERN_ELTWISE_POW: return pow(a, b);
+    case KERN_ELTWISE_MAX: return a > b ? a : b;
+    case KERN_ELTWISE_MIN: return a < b ? a : b;
+    case KERN_ELTWISE_PRELU: return a < 0 ? b * a : a;
+    default: ck_abort_msg("no reference for op %d", (int)op); return 0;
+    }
+}
+
+static int64_t total_of(const kern_eltwise_desc *d) {
+    int64_t n = 1;
+    for (int i = 0; i < d->rank; i++)
+        n *= d->dims[i];
+    return n;
+}
+
+/* Offsets of output element i into each input; false in the channel padding. */
+static bool ref_offsets(const kern_eltwise_desc *d, int64_t i, int64_t off[MAX_IN]) {
+    bool valid = true;
+    for (int k = 0; k < MAX_IN; k++)
+        off[k] = 0;
+    for (int j = d->rank - 1; j >= 0; j--) {
+        int64_t coord = i % d->dims[j];
+        i /= d->dims[j];
+        if (j == d->pad_dim && coord >= d->real_c)
+            valid = false;
+        for (int k = 0; k < MAX_IN; k++)
+            off[k] += coord * d->strides[k][j];
+    }
+    return valid;
+}
+
+/* ---- running ------------------------------------------------------------------------------- */
+
+/* Uploads each input at `misalign` bytes past a cudaMalloc'd (256-aligned) address, runs, and
+ * downloads the output (which is poisoned first). base[k] is the element the desc's index 0 maps
+ * to, counted from the start of host_in[k] (non-zero for negative strides). */
+static void run_raw(const kern_eltwise_desc *d, const void *const *host_in, const size_t *in_bytes,
+                    const size_t *base_bytes, void *host_out, size_t out_bytes, size_t misalign) {
+    int nin = kern_eltwise_num_inputs(d->op);
+    void *dev[MAX_IN] = {NULL, NULL, NULL};
+    const void *ptrs[MAX_IN] = {NULL, NULL, NULL};
+    for (int k = 0; k < nin; k++) {
+        unsigned char *tmp = calloc(in_bytes[k] + misalign + 1, 1);
+        ck_assert_ptr_nonnull(tmp);
+        memcpy(tmp + misalign, host_in[k], in_bytes[k]);
+        dev[k] = gpu_upload(tmp, in_bytes[k] + misalign);
+        free(tmp);
+        ptrs[k] = (const unsigned char *)dev[k] + misalign + (base_bytes ? base_bytes[k] : 0);
+    }
+    unsigned char *out = gpu_upload(NULL, out_bytes + misalign);
+    ck_assert_tci_ok(kern_eltwise(d, ptrs, out + misalign, 0));
+    gpu_sync();
+    gpu_download(host_out, out + misalign, out_bytes);
+    for (int k = 0; k < nin; k++)
+        gpu_free(dev[k]);
+    gpu_free(out);
+}
+
+static bool near(double got, double want, double tol) {
+    if (isnan(want))
+        return isnan(got);
+    if (isinf(want))
+        return got == want;
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want));
+}
+
+static double float_tol(tci_dtype t) { return t == TCI_DTYPE_FLOAT16 ? 2e-3 : 2e-5; }
+
+/* Runs a float-dtype case. vals[k] (counts[k] floats, physical layout of input k) are rounded
+ * to fp16 in place when the dtype is fp16, so the reference sees what the kernel sees. cond is
+ * WHERE's uint8 input 0. base[k]: element offset of index 0 within vals[k] (NULL: 0). */
+static void check_float_base(const kern_eltwise_desc *d, float *const *vals, const size_t *counts,
+                             const uint8_t *cond, const int64_t *base, size_t misalign) {
+    int nin = kern_eltwise_num_inputs(d->op);
+    bool half = d->dtype == TCI_DTYPE_FLOAT16;
+    size_t esize = half ? 2 : 4;
+    const void *raw[MAX_IN] = {NULL, NULL, NULL};
+    void *owned[MAX_IN] = {NULL, NULL, NULL};
+    size_t bytes[MAX_IN] = {0, 0, 0}, base_bytes[MAX_IN] = {0, 0, 0};
+    for (int k = 0; k < nin; k++) {
+        if (d->op == KERN_ELTWISE_WHERE && k == 0) {
+            raw[k] = cond;
+            bytes[k] = counts[k];
+            base_bytes[k] = base ? (size_t)base[k] : 0;
+            continue;
+        }
+        bytes[k] = counts[k] * esize;
+        base_bytes[k] = base ? (size_t)base[k] * esize : 0;
+        if (half) {
+            uint16_t *h = malloc(bytes[k] + 1);
+            gpu_to_half(vals[k], h, counts[k]);
+            gpu_from_half(h, vals[k], counts[k]);
+            raw[k] = owned[k] = h;
+        } else {
+            raw[k] = vals[k];
+        }
+    }
+    int64_t total = total_of(d);
+    bool equal = d->op == KERN_ELTWISE_EQUAL;
+    size_t out_esize = equal ? 1 : esize;
+    unsigned char *out = malloc((size_t)total * out_esize + 1);
+    run_raw(d, raw, bytes, base_bytes, out, (size_t)total * out_esize, misalign);
+
+    double tol = float_tol(d->dtype);
+    for (int64_t i = 0; i < total; i++) {
+        int64_t off[MAX_IN];
+        bool valid = ref_offsets(d, i, off);
+        for (int k = 0; k < MAX_IN; k++)
+            off[k] += base ? base[k] : 0;
+        if (equal) {
+            uint8_t want =
+                valid && d->input_scale[0] * vals[0][off[0]] == d->input_scale[1] * vals[1][off[1]];
+            ck_assert_msg(out[i] == want, "Equal element %lld: got %d want %d", (long long)i,
+                          out[i], want);
+            continue;
+        }
+        double got = half ? op_half_to_float(((uint16_t *)out)[i]) : ((float *)out)[i];
+        double want = 0;
+        if (valid) {
+            if (d->op == KERN_ELTWISE_WHERE) {
+                want = cond[off[0]] ? (double)d->input_scale[1] * vals[1][off[1]]
+                                    : (double)d->input_scale[2] * vals[2][off[2]];
+            } else {
+                want = (double)(d->input_scale[0] * vals[0][off[0]]);
+                if (d->op != KERN_ELTWISE_UNARY)
+                    want = binary_ref(d->op, want, (double)(d->input_scale[1] * vals[1][off[1]]));
+            }
+            want = act_ref(d->act, want, d->act_alpha, d->act_beta);
+            if (half && fabs(want) > 65504)
+                want = want > 0 ? INFINITY : -INFINITY;
+        } else {
+            ck_assert_msg(got == 0.0 && !signbit(got),
+                          "element %lld in the channel padding is %g, not 0", (long long)i, got);
+        }
+        ck_assert_msg(near(got, want, tol), "op %d act %d %s element %lld: got %.7g want %.7g",
+                      (int)d->op, (int)d->act, half ? "f16" : "f32", (long long)i, got, want);
+    }
+    free(out);
+    for (int k = 0; k < MAX_IN; k++)
+        free(owned[k]);
+}
+
+static void check_float(const kern_eltwise_desc *d, float *const *vals, const size_t *counts,
+                        const uint8_t *cond, size_t misalign) {
+    check_float_base(d, vals, counts, cond, NULL, misalign);
+}
+
+static float *random_floats(size_t n, uint64_t seed, float lo, float hi) {
+    float *v = malloc(n * sizeof *v + 1);
+    gpu_fill_random(v, n, seed, lo, hi);
+    return v;
+}
+
+/* Zeroes the padded channels of a (rows, cp) NHWC8-like buffer. */
+static void zero_padding(float *v, int64_t rows, int64_t cp, int64_t c) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t ch = c; ch < cp; ch++)
+            v[r * cp + ch] = 0.0f;
+}
+
+static const tci_dtype float_types[] = {TCI_DTYPE_FLOAT16, TCI_DTYPE_FLOAT};
+
+/* Input range where the activation is defined and well conditioned in fp16. */
+static void act_range(kern_act act, float *lo, float *hi) {
+    *lo = -4.0f, *hi = 4.0f;
+    if (act == KERN_ACT_SQRT || act == KERN_ACT_LOG || act == KERN_ACT_RECIPROCAL)
+        *lo = 0.25f;
+}
+
+static void set_act_params(kern_eltwise_desc *d, kern_act act) {
+    d->act = act;
+    d->act_alpha = 0.0f, d->act_beta = 0.0f;
+    switch (act) {
+    case KERN_ACT_LEAKY_RELU: d->act_alpha = 0.1f; break;
+    case KERN_ACT_CLIP: d->act_alpha = -1.5f, d->act_beta = 2.25f; break;
+    case KERN_ACT_HARD_SIGMOID: d->act_alpha = 0.2f, d->act_beta = 0.5f; break;
+    case KERN_ACT_ELU: d->act_alpha = 0.7f; break;
+    case KERN_ACT_SELU: d->act_alpha = 1.67326319f, d->act_beta = 1.05070102f; break;
+    default: break;
+    }
+}
+
+/* ---- activations --------------------------------------------------------------------------- */
+
+START_TEST(test_every_activation_dense) {
+    const int64_t dims[4] = {2, 13, 7, 9};
+    const size_t n = 2 * 13 * 7 * 9;
+    for (int t = 0; t < 2; t++)
+        for (int act = 0; act < KERN_ACT_COUNT; act++)
+            for (size_t misalign = 0; misalign <= 4; misalign += 4) { /* 4: general path */
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 4, dims);
+                set_act_params(&d, (kern_act)act);
+                d.input_scale[0] = act == KERN_ACT_RELU ? 0.5f : 1.0f;
+                float lo, hi;
+                act_range((kern_act)act, &lo, &hi);
+                float *a = random_floats(n, 100 + (uint64_t)act, lo, hi);
+                float *vals[1] = {a};
+                size_t counts[1] = {n};
+                check_float(&d, vals, counts, NULL, misalign);
+                free(a);
+            }
+}
+END_TEST
+
+/* NHWC8: physical (2, 7, 9, 16), 13 real channels; sigmoid, exp and hard-sigmoid map the zero
+ * padding to non-zero values, so the padding must be masked, on the fast and general paths. */
+START_TEST(test_activation_nhwc8_padding) {
+    const int64_t dims[4] = {2, 7, 9, 16};
+    const int64_t rows = 2 * 7 * 9;
+    const size_t n = (size_t)rows * 16;
+    const kern_act acts[] = {KERN_ACT_NONE,         KERN_ACT_SIGMOID,    KERN_ACT_EXP,
+                             KERN_ACT_HARD_SIGMOID, KERN_ACT_HARD_SWISH, KERN_ACT_GELU};
+    for (int t = 0; t < 2; t++)
+        for (size_t a_i = 0; a_i < sizeof acts / sizeof acts[0]; a_i++)
+            for (size_t misalign = 0; misalign <= 4; misalign += 4) {
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 4, dims);
+                set_act_params(&d, acts[a_i]);
+                d.pad_dim = 3;
+                d.real_c = 13;
+                float *a = random_floats(n, 7 + a_i, -3, 3);
+                zero_padding(a, rows, 16, 13);
+                float *vals[1] = {a};
+                size_t counts[1] = {n};
+                check_float(&d, vals, counts, NULL, misalign);
+                free(a);
+            }
+}
+END_TEST
+
+/* Padding on a dim that is not last, and a last dim that is no multiple of the vector width:
+ * both take the general path. */
+START_TEST(test_padding_general_path) {
+    const int64_t dims_a[3] = {2, 16, 5}; /* pad_dim 1 */
+    const int64_t dims_b[3] = {3, 5, 12}; /* pad_dim 2, 12 % 8 != 0 */
+    for (int t = 0; t < 2; t++) {
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 3, dims_a);
+        set_act_params(&d, KERN_ACT_SIGMOID);
+        d.pad_dim = 1;
+        d.real_c = 13;
+        float *a = random_floats(180, 3, -2, 2); /* enough for both shapes */
+        float *vals[1] = {a};
+        size_t counts[1] = {180};
+        check_float(&d, vals, counts, NULL, 0);
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 3, dims_b);
+        set_act_params(&d, KERN_ACT_EXP);
+        d.pad_dim = 2;
+        d.real_c = 10;
+        check_float(&d, vals, counts, NULL, 0);
+        free(a);
+    }
+}
+END_TEST
+
+/* ---- binary ops ---------------------------------------------------------------------------- */
+
+static void binary_ranges(kern_eltwise_op op, float r[4]) {
+    r[0] = -3, r[1] = 3, r[2] = -3, r[3] = 3;
+    if (op == KERN_ELTWISE_DIV)
+        r[2] = 0.5f, r[3] = 3; /* divisor away from 0 */
+    if (op == KERN_ELTWISE_POW)
+        r[0] = 0.5f, r[1] = 2, r[2] = -2, r[3] = 2;
+}
+
+START_TEST(test_binary_same_shape) {
+    const int64_t dims4[4] = {2, 13, 7, 9};
+    const int64_t dims3[3] = {3, 5, 7}; /* 105: a tail after the vectors */
+    for (int t = 0; t < 2; t++)
+        for (int op = KERN_ELTWISE_ADD; op <= KERN_ELTWISE_PRELU; op++)
+            for (int shape = 0; shape < 2; shape++)
+                for (size_t misalign = 0; misalign <= 4; misalign += 4) {
+                    kern_eltwise_desc d;
+                    if (shape == 0)
+                        kern_eltwise_desc_init(&d, (kern_eltwise_op)op, float_types[t], 4, dims4);
+                    else
+                        kern_eltwise_desc_init(&d, (kern_eltwise_op)op, float_types[t], 3, dims3);
+                    size_t n = (size_t)total_of(&d);
+                    float r[4];
+                    binary_ranges((kern_eltwise_op)op, r);
+                    float *a = random_floats(n, 11 + (uint64_t)op, r[0], r[1]);
+                    float *b = random_floats(n, 31 + (uint64_t)op, r[2], r[3]);
+                    float *vals[2] = {a, b};
+                    size_t counts[2] = {n, n};
+                    check_float(&d, vals, counts, NULL, misalign);
+                    free(a);
+                    free(b);
+                }
+}
+END_TEST
+
+/* Per-channel scale/bias into NHWC8: b is a padded vector of Cp (strides 0,0,0,1) or an
+ * unpadded one of C elements (only its C elements may be read). */
+START_TEST(test_binary_per_channel_nhwc8) {
+    const int64_t dims[4] = {2, 7, 9, 16};
+    const int64_t rows = 2 * 7 * 9;
+    const size_t n = (size_t)rows * 16;
+    const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD, KERN_ELTWISE_MUL, KERN_ELTWISE_SUB,
+                                   KERN_ELTWISE_PRELU, KERN_ELTWISE_DIV};
+    for (int t = 0; t < 2; t++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+            for (int padded_vec = 0; padded_vec < 2; padded_vec++)
+                for (size_t misalign = 0; misalign <= 4; misalign += 4) {
+                    kern_eltwise_desc d;
+                    kern_eltwise_desc_init(&d, ops[o], float_types[t], 4, dims);
+                    d.pad_dim = 3;
+                    d.real_c = 13;
+                    d.strides[1][0] = d.strides[1][1] = d.strides[1][2] = 0;
+                    d.strides[1][3] = 1;
+                    if (ops[o] == KERN_ELTWISE_ADD)
+                        set_act_params(&d, KERN_ACT_RELU);
+                    float *a = random_floats(n, 5 + o, -2, 2);
+                    zero_padding(a, rows, 16, 13);
+                    size_t vec = padded_vec ? 16 : 13;
+                    float *b = random_floats(vec, 9 + o, 0.5f, 2);
+                    if (padded_vec)
+                        zero_padding(b, 1, 16, 13);
+                    float *vals[2] = {a, b};
+                    size_t counts[2] = {n, vec};
+                    check_float(&d, vals, counts, NULL, misalign);
+                    free(a);
+                    free(b);
+                }
+}
+END_TEST
+
+/* A scalar on either side (strides all 0). */
+START_TEST(test_binary_scalar) {
+    const int64_t dims[2] = {5, 33};
+    const size_t n = 5 * 33;
+    const kern_eltwise_op ops[] = {KERN_ELTWISE_MUL, KERN_ELTWISE_SUB, KERN_ELTWISE_DIV,
+                                   KERN_ELTWISE_POW, KERN_ELTWISE_MAX};
+    for (int t = 0; t < 2; t++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+            for (int side = 0; side < 2; side++) {
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, ops[o], float_types[t], 2, dims);
+                d.strides[side][0] = d.strides[side][1] = 0;
+                float r[4];
+                binary_ranges(ops[o], r);
+                float *a = random_floats(side == 0 ? 1 : n, 41 + o, r[0], r[1]);
+                float *b = random_floats(side == 1 ? 1 : n, 43 + o, r[2], r[3]);
+                float *vals[2] = {a, b};
+                size_t counts[2] = {side == 0 ? 1 : n, side == 1 ? 1 : n};
+                check_float(&d, vals, counts, NULL, 0);
+                free(a);
+                free(b);
+            }
+}
+END_TEST
+
+/* Dense row broadcasts through kern_eltwise_broadcast_strides: (5,7,40)+(40) is a last-dim
+ * vector (fast path), (5,7,33)+(33) and (5,7,33)+(5,1,33) take the general path. */
+START_TEST(test_binary_row_broadcast) {
+    struct {
+        int64_t out[3];
+        int b_rank;
+        int64_t b[3];
+    } cases[] = {{{5, 7, 40}, 1, {40}},
+                 {{5, 7, 33}, 1, {33}},
+                 {{5, 7, 33}, 3, {5, 1, 33}},
+                 {{5, 7, 33}, 2, {7, 1}}};
+    for (int t = 0; t < 2; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            kern_eltwise_desc d;
+            kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, float_types[t], 3, cases[c].out);
+            ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, cases[c].b_rank, cases[c].b));
+            size_t n = (size_t)total_of(&d), nb = 1;
+            for (int i = 0; i < cases[c].b_rank; i++)
+                nb *= (size_t)cases[c].b[i];
+            float *a = random_floats(n, 51 + c, -2, 2);
+            float *b = random_floats(nb, 53 + c, -2, 2);
+            float *vals[2] = {a, b};
+            size_t counts[2] = {n, nb};
+            check_float(&d, vals, counts, NULL, 0);
+            free(a);
+            free(b);
+        }
+}
+END_TEST
+
+/* Both sides broadcast: (2,1,9) * (1,7,1), and a rank-6 pattern. */
+START_TEST(test_binary_general_broadcast) {
+    for (int t = 0; t < 2; t++) {
+        const int64_t out[3] = {2, 7, 9}, ad[3] = {2, 1, 9}, bd[3] = {1, 7, 1};
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_MUL, float_types[t], 3, out);
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 3, ad));
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 3, bd));
+        float *a = random_floats(18, 61, -2, 2), *b = random_floats(7, 62, -2, 2);
+        float *vals[2] = {a, b};
+        size_t counts[2] = {18, 7};
+        check_float(&d, vals, counts, NULL, 0);
+        free(a);
+        free(b);
+
+        const int64_t out6[6] = {2, 3, 4, 5, 3, 2}, a6[6] = {2, 1, 4, 1, 3, 2},
+                      b6[5] = {3, 1, 5, 1, 2};
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_SUB, float_types[t], 6, out6);
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 6, a6));
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 5, b6));
+        set_act_params(&d, KERN_ACT_TANH);
+        a = random_floats(48, 63, -2, 2), b = random_floats(30, 64, -2, 2);
+        float *vals6[2] = {a, b};
+        size_t counts6[2] = {48, 30};
+        check_float(&d, vals6, counts6, NULL, 0);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
+/* y = act(binary(s0*a, s1*b)) in one launch: Add+Relu, Sub+Clip(0,6), Mul+Sigmoid. */
+START_TEST(test_fused_binary_activation_scales) {
+    const int64_t dims[4] = {2, 13, 7, 9};
+    const size_t n = 2 * 13 * 7 * 9;
+    const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD, KERN_ELTWISE_SUB, KERN_ELTWISE_MUL};
+    const kern_act acts[] = {KERN_ACT_RELU, KERN_ACT_CLIP, KERN_ACT_SIGMOID};
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 3; i++)
+            for (size_t misalign = 0; misalign <= 4; misalign += 4) {
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, ops[i], float_types[t], 4, dims);
+                set_act_params(&d, acts[i]);
+                if (acts[i] == KERN_ACT_CLIP)
+                    d.act_alpha = 0.0f, d.act_beta = 6.0f;
+                d.input_scale[0] = 0.5f;
+                d.input_scale[1] = -2.0f;
+                float *a = random_floats(n, 71 + (uint64_t)i, -8, 8);
+                float *b = random_floats(n, 73 + (uint64_t)i, -4, 4);
+                float *vals[2] = {a, b};
+                size_t counts[2] = {n, n};
+                check_float(&d, vals, counts, NULL, misalign);
+                free(a);
+                free(b);
+            }
+}
+END_TEST
+
+/* UNARY as a strided copy: NHWC8 (2,7,9,16) read into dense NCHW (2,13,7,9), and a copy
+ * that reverses W through a negative stride. */
+START_TEST(test_strided_copy) {
+    for (int t = 0; t < 2; t++) {
+        const int64_t out[4] = {2, 13, 7, 9};
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 4, out);
+        d.strides[0][0] = 7 * 9 * 16, d.strides[0][1] = 1, d.strides[0][2] = 9 * 16,
+        d.strides[0][3] = 16;
+        size_t n = 2 * 7 * 9 * 16;
+        float *a = random_floats(n, 81, -2, 2);
+        float *vals[1] = {a};
+        size_t counts[1] = {n};
+        check_float(&d, vals, counts, NULL, 0);
+
+        const int64_t out2[2] = {6, 11};
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 2, out2);
+        d.strides[0][1] = -1;
+        int64_t base[MAX_IN] = {10, 0, 0}; /* index 0 maps to the last element of a row */
+        check_float_base(&d, vals, (size_t[]){66}, NULL, base, 0);
+        free(a);
+    }
+}
+END_TEST
+
+START_TEST(test_equal_and_where) {
+    for (int t = 0; t < 2; t++) {
+        /* Equal on small integers (so that equal values occur) with a row broadcast */
+        const int64_t out[2] = {9, 13}, bd[1] = {13};
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_EQUAL, float_types[t], 2, out);
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
+        float *a = random_floats(117, 91, 0, 3), *b = random_floats(13, 92, 0, 3);
+        for (int i = 0; i < 117; i++)
+            a[i] = floorf(a[i]);
+        for (int i = 0; i < 13; i++)
+            b[i] = floorf(b[i]);
+        float *vals[2] = {a, b};
+        size_t counts[2] = {117, 13};
+        check_float(&d, vals, counts, NULL, 0);
+        free(a);
+        free(b);
+
+        /* Where with cond (9,1) broadcast, x (9,13), y scalar, and an activation after */
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_WHERE, float_types[t], 2, out);
+        const int64_t cd[2] = {9, 1};
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 2, cd));
+        d.strides[2][0] = d.strides[2][1] = 0;
+        set_act_params(&d, KERN_ACT_RELU);
+        d.input_scale[1] = 2.0f;
+        uint8_t cond[9] = {1, 0, 1, 1, 0, 0, 1, 0, 1};
+        float *x = random_floats(117, 93, -2, 2), *y = random_floats(1, 94, -2, 2);
+        y[0] = 1.25f;
+        float *wvals[3] = {NULL, x, y};
+        size_t wcounts[3] = {9, 117, 1};
+        check_float(&d, wvals, wcounts, cond, 0);
+        free(x);
+        free(y);
+    }
+}
+END_TEST
+
+/* ---- int64 --------------------------------------------------------------------------------- */
+
+static int64_t i64_ref(kern_eltwise_op op, int64_t a, int64_t b) {
+    switch (op) {
+    case KERN_ELTWISE_ADD: return a + b;
+    case KERN_ELTWISE_SUB: return a - b;
+    case KERN_ELTWISE_MUL: return a * b;
+    case KERN_ELTWISE_DIV: return b == 0 ? 0 : a / b;
+    case KERN_ELTWISE_MAX: return a > b ? a : b;
+    case KERN_ELTWISE_MIN: return a < b ? a : b;
+    case KERN_ELTWISE_EQUAL: return a == b;
+    default: return a;
+    }
+}
+
+START_TEST(test_int64_ops) {
+    const int64_t out[2] = {4, 11}, bd[1] = {11};
+    int64_t a[44], b[11];
+    for (int i = 0; i < 44; i++)
+        a[i] = (i * 37) % 23 - 11;
+    for (int i = 0; i < 11; i++)
+        b[i] = i - 5; /* includes 0: x/0 gives 0 */
+    const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD,  KERN_ELTWISE_SUB, KERN_ELTWISE_MUL,
+                                   KERN_ELTWISE_DIV,  KERN_ELTWISE_MAX, KERN_ELTWISE_MIN,
+                                   KERN_ELTWISE_EQUAL};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, ops[o], TCI_DTYPE_INT64, 2, out);
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
+        const void *raw[2] = {a, b};
+        size_t bytes[2] = {sizeof a, sizeof b};
+        bool equal = ops[o] == KERN_ELTWISE_EQUAL;
+        int64_t got[44];
+        uint8_t got8[44];
+        run_raw(&d, raw, bytes, NULL, equal ? (void *)got8 : (void *)got, equal ? 44 : sizeof got,
+                0);
+        for (int i = 0; i < 44; i++) {
+            int64_t want = i64_ref(ops[o], a[i], b[i % 11]);
+            int64_t g = equal ? got8[i] : got[i];
+            ck_assert_msg(g == want, "int64 op %d element %d (%lld, %lld): got %lld want %lld",
+                          (int)ops[o], i, (long long)a[i], (long long)b[i % 11], (long long)g,
+                          (long long)want);
+        }
+    }
+    /* truncation toward zero */
+    ck_assert_int_eq(i64_ref(KERN_ELTWISE_DIV, -7, 2), -3);
+
+    /* unary Neg / Abs / copy with a strided (transposed) read */
+    const kern_act acts[] = {KERN_ACT_NONE, KERN_ACT_NEG, KERN_ACT_ABS, KERN_ACT_RELU};
+    const int64_t tout[2] = {11, 4};
+    for (size_t i = 0; i < 4; i++) {
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, TCI_DTYPE_INT64, 2, tout);
+        d.act = acts[i];
+        d.strides[0][0] = 1, d.strides[0][1] = 11;
+        const void *raw[1] = {a};
+        size_t bytes[1] = {sizeof a};
+        int64_t got[44];
+        run_raw(&d, raw, bytes, NULL, got, sizeof got, 0);
+        for (int r = 0; r < 11; r++)
+            for (int c = 0; c < 4; c++) {
+                int64_t x = a[c * 11 + r];
+                int64_t want = acts[i] == KERN_ACT_NEG    ? -x
+                               : acts[i] == KERN_ACT_ABS  ? (x < 0 ? -x : x)
+                               : acts[i] == KERN_ACT_RELU ? (x < 0 ? 0 : x)
+                                                          : x;
+                ck_assert_int_eq(got[r * 4 + c], want);
+            }
+    }
+    /* Where on int64 with a broadcast cond */
+    kern_eltwise_desc d;
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_WHERE, TCI_DTYPE_INT64, 2, out);
+    ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 1, bd));
+    ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 2, 1, bd));
+    uint8_t cond[11] = {1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0};
+    const void *raw[3] = {cond, a, b};
+    size_t bytes[3] = {sizeof cond, sizeof a, sizeof b};
+    int64_t got[44];
+    run_raw(&d, raw, bytes, NULL, got, sizeof got, 0);
+    for (int i = 0; i < 44; i++)
+        ck_assert_int_eq(got[i], cond[i % 11] ? a[i] : b[i % 11]);
+}
+END_TEST
+
+/* ---- sizes --------------------------------------------------------------------------------- */
+
+/* A larger NHWC8 bias+ReLU (many grid-stride blocks) and an in-place update. */
+START_TEST(test_large_and_in_place) {
+    const int64_t dims[4] = {4, 56, 56, 72};
+    const int64_t rows = 4 * 56 * 56;
+    const size_t n = (size_t)rows * 72;
+    kern_eltwise_desc d;
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    d.pad_dim = 3;
+    d.real_c = 67;
+    d.strides[1][0] = d.strides[1][1] = d.strides[1][2] = 0;
+    set_act_params(&d, KERN_ACT_RELU);
+    float *a = random_floats(n, 101, -2, 2), *b = random_floats(72, 102, -1, 1);
+    zero_padding(a, rows, 72, 67);
+    float *vals[2] = {a, b};
+    size_t counts[2] = {n, 72};
+    check_float(&d, vals, counts, NULL, 0);
+
+    /* in place: out == input 0 */
+    uint16_t *h = malloc(n * 2);
+    gpu_to_half(a, h, n);
+    void *buf = gpu_upload(h, n * 2);
+    kern_eltwise_desc u;
+    kern_eltwise_desc_init(&u, KERN_ELTWISE_UNARY, TCI_DTYPE_FLOAT16, 4, dims);
+    set_act_params(&u, KERN_ACT_NEG);
+    const void *in[1] = {buf};
+    ck_assert_tci_ok(kern_eltwise(&u, in, buf, 0));
+    gpu_sync();
+    gpu_download(h, buf, n * 2);
+    for (size_t i = 0; i < n; i += 97)
+        ck_assert_float_eq(op_half_to_float(h[i]), -op_half_to_float(op_float_to_half(a[i])));
+    gpu_free(buf);
+    free(h);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* More than 2^30 elements: the 64-bit index variants of both paths. Only the first and last
+ * megabytes are read back. */
+START_TEST(test_64bit_indexing) {
+    size_t free_bytes = 0, total_bytes = 0;
+    ck_assert_int_eq(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+    if (free_bytes < ((size_t)6 << 30)) {
+        printf("test_64bit_indexing: skipped, only %zu MiB free\n", free_bytes >> 20);
+        return;
+    }
+    const int64_t rows = ((int64_t)1 << 27) + 5;
+    const int64_t dims[2] = {rows, 8};
+    const size_t n = (size_t)rows * 8, bytes = n * 2;
+    float vecf[9] = {0.5f, -1, 2, -3, 4, 0.25f, -0.5f, 1.5f, 0};
+    uint16_t vech[9];
+    gpu_to_half(vecf, vech, 9);
+    unsigned char *vdev = gpu_upload(vech, sizeof vech);
+    unsigned char *out = gpu_upload(NULL, bytes + 16);
+    const size_t chunk = (size_t)1 << 20;
+    uint16_t *host = malloc(chunk * 2);
+    for (int general = 0; general < 2; general++) {
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, TCI_DTYPE_FLOAT16, 2, dims);
+        d.strides[0][0] = 0;
+        d.pad_dim = 1;
+        d.real_c = 5;
+        set_act_params(&d, KERN_ACT_ABS);
+        /* misaligned vector and output force the general path */
+        const void *in[1] = {vdev + (general ? 2 : 0)};
+        unsigned char *o = out + (general ? 2 : 0);
+        ck_assert_tci_ok(kern_eltwise(&d, in, o, 0));
+        gpu_sync();
+        for (int part = 0; part < 2; part++) {
+            size_t first = part == 0 ? 0 : n - chunk;
+            gpu_download(host, o + first * 2, chunk * 2);
+            for (size_t i = 0; i < chunk; i++) {
+                size_t c = (first + i) % 8;
+                float want = c < 5 ? fabsf(vecf[c + (general ? 1 : 0)]) : 0.0f;
+                ck_assert_msg(op_half_to_float(host[i]) == want, "element %zu: got %g want %g",
+                              first + i, op_half_to_float(host[i]), want);
+            }
+        }
+    }
+    free(host);
+    gpu_free(vdev);
+    gpu_free(out);
+}
+END_TEST
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+START_TEST(test_errors) {
+    const int64_t dims[4] = {2, 3, 4, 8};
+    kern_eltwise_desc d;
+    float dummy_host[1] = {0};
+    void *dev = gpu_upload(dummy_host, sizeof dummy_host);
+    const void *in[3] = {dev, dev, dev};
+
+    ck_assert_tci_error(kern_eltwise(NULL, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "NULL desc");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    d.rank = 7;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "rank 7");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    d.dims[1] = -2;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "dim 1 is negative");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    d.pad_dim = 4;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "pad_dim 4");
+    d.pad_dim = 3;
+    d.real_c = -1;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "real_c -1");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_DOUBLE, 4, dims);
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "dtype double");
+    kern_eltwise_desc_init(&d, (kern_eltwise_op)99, TCI_DTYPE_FLOAT16, 4, dims);
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "unknown op 99");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    d.act = (kern_act)-1;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "unknown activation -1");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_EQUAL, TCI_DTYPE_FLOAT16, 4, dims);
+    d.act = KERN_ACT_RELU;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "Equal");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_POW, TCI_DTYPE_INT64, 4, dims);
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "int64");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, TCI_DTYPE_INT64, 4, dims);
+    d.act = KERN_ACT_SIGMOID;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
+                        "activation 4 is not provided for int64");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_INT64, 4, dims);
+    d.input_scale[1] = 2.0f;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "take no scale");
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    const void *missing[3] = {dev, NULL, NULL};
+    ck_assert_tci_error(kern_eltwise(&d, missing, dev, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "input 1 is NULL");
+    ck_assert_tci_error(kern_eltwise(&d, in, NULL, 0), TCI_ERR_INVALID_ARGUMENT, "output is NULL");
+    const int64_t bad[1] = {5};
+    ck_assert_tci_error(kern_eltwise_broadcast_strides(&d, 1, 1, bad), TCI_ERR_INVALID_ARGUMENT,
+                        "does not broadcast");
+    ck_assert_tci_error(kern_eltwise_broadcast_strides(&d, 3, 1, bad), TCI_ERR_INVALID_ARGUMENT,
+                        "input 3");
+    /* an empty output enqueues nothing and needs no buffers */
+    const int64_t empty[2] = {0, 5};
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 2, empty);
+    const void *none[3] = {NULL, NULL, NULL};
+    ck_assert_tci_ok(kern_eltwise(&d, none, NULL, 0));
+    ck_assert_int_eq(kern_eltwise_num_inputs(KERN_ELTWISE_WHERE), 3);
+    ck_assert_int_eq(kern_eltwise_num_inputs(KERN_ELTWISE_UNARY), 1);
+    gpu_free(dev);
+}
+END_TEST
+
+int main(void) {
+    gpu_require_device("gpu_eltwise");
+    Suite *s = suite_create("gpu_eltwise");
+    TCase *tc = tcase_create("eltwise");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_every_activation_dense);
+    tcase_add_test(tc, test_activation_nhwc8_padding);
+    tcase_add_test(tc, test_padding_general_path);
+    tcase_add_test(tc, test_binary_same_shape);
+    tcase_add_test(tc, test_binary_per_channel_nhwc8);
+    tcase_add_test(tc, test_binary_scalar);
+    tcase_add_test(tc, test_binary_row_broadcast);
+    tcase_add_test(tc, test_binary_general_broadcast);
+    tcase_add_test(tc, test_fused_binary_activation_scales);
+    tcase_add_test(tc, test_strided_copy);
+    tcase_add_test(tc, test_equal_and_where);
+    tcase_add_test(tc, test_int64_ops);
+    tcase_add_test(tc, test_large_and_in_place);
+    tcase_add_test(tc, test_64bit_indexing);
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    return tci_test_run_suite(s);
+}

@@ -1,0 +1,435 @@
+/* GPU tests of the layout conversions (NCHW fp32/fp16 <-> NHWC8, dense casts) and of the NHWC8
+ * pooling kernels (windowed max/average, global) against plain C references. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "kernels/layout.h"
+#include "kernels/pool.h"
+#include "layers/op.h"
+
+static int64_t round8(int64_t c) { return (c + 7) / 8 * 8; }
+
+static float *random_floats(size_t n, uint64_t seed, float lo, float hi) {
+    float *v = malloc(n * sizeof *v + 1);
+    gpu_fill_random(v, n, seed, lo, hi);
+    return v;
+}
+
+static float round_half(float v) { return op_half_to_float(op_float_to_half(v)); }
+
+/* Host NCHW -> NHWC8 of fp16 bits (padding zero). */
+static uint16_t *host_to_nhwc8(const float *x, int64_t n, int64_t c, int64_t h, int64_t w) {
+    int64_t cp = round8(c);
+    uint16_t *y = calloc((size_t)(n * h * w * cp) + 1, sizeof *y);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t s = 0; s < h * w; s++)
+                y[(i * h * w + s) * cp + ch] = op_float_to_half(x[(i * c + ch) * h * w + s]);
+    return y;
+}
+
+/* ---- layout -------------------------------------------------------------------------------- */
+
+static const int64_t layout_shapes[][4] = {
+    {2, 13, 7, 9},   /* direct path (Cp 16), C not a multiple of 8 */
+    {1, 3, 31, 37},  /* Cp 8, image-like */
+    {3, 70, 11, 13}, /* tiled path, C not a multiple of 64, h*w not a multiple of 32 */
+    {1, 256, 5, 5},  /* tiled, several channel tiles */
+    {2, 8, 1, 1},    /* exactly one chunk */
+    {1, 129, 33, 2},
+};
+
+START_TEST(test_nchw_f32_nhwc8_round_trip) {
+    for (size_t t = 0; t < sizeof layout_shapes / sizeof layout_shapes[0]; t++) {
+        int64_t n = layout_shapes[t][0], c = layout_shapes[t][1], h = layout_shapes[t][2],
+                w = layout_shapes[t][3], cp = round8(c);
+        size_t dense = (size_t)(n * c * h * w), padded = (size_t)(n * h * w * cp);
+        float *x = random_floats(dense, 200 + t, -3, 3);
+        float *dx = gpu_upload(x, dense * 4);
+        void *dy = gpu_upload(NULL, padded * 2);
+        float *dz = gpu_upload(NULL, dense * 4);
+        ck_assert_tci_ok(kern_nchw_f32_to_nhwc8(dx, dy, n, c, h, w, 0));
+        ck_assert_tci_ok(kern_nhwc8_to_nchw_f32(dy, dz, n, c, h, w, 0));
+        gpu_sync();
+        uint16_t *y = malloc(padded * 2);
+        float *z = malloc(dense * 4);
+        gpu_download(y, dy, padded * 2);
+        gpu_download(z, dz, dense * 4);
+        uint16_t *want = host_to_nhwc8(x, n, c, h, w);
+        for (size_t i = 0; i < padded; i++)
+            ck_assert_msg(y[i] == want[i],
+                          "shape %zu NHWC8 element %zu (channel %lld): got 0x%04x want 0x%04x", t,
+                          i, (long long)(i % (size_t)cp), y[i], want[i]);
+        for (size_t i = 0; i < dense; i++)
+            ck_assert_msg(z[i] == round_half(x[i]), "shape %zu NCHW element %zu: got %g want %g", t,
+                          i, z[i], round_half(x[i]));
+        free(want);
+        free(x);
+        free(y);
+        free(z);
+        gpu_free(dx);
+        gpu_free(dy);
+        gpu_free(dz);
+    }
+}
+END_TEST
+
+START_TEST(test_nchw_f16_nhwc8_round_trip) {
+    for (size_t t = 0; t < sizeof layout_shapes / sizeof layout_shapes[0]; t++) {
+        int64_t n = layout_shapes[t][0], c = layout_shapes[t][1], h = layout_shapes[t][2],
+                w = layout_shapes[t][3], cp = round8(c);
+        size_t dense = (size_t)(n * c * h * w), padded = (size_t)(n * h * w * cp);
+        float *x = random_floats(dense, 300 + t, -3, 3);
+        uint16_t *xh = malloc(dense * 2);
+        gpu_to_half(x, xh, dense);
+        void *dx = gpu_upload(xh, dense * 2);
+        void *dy = gpu_upload(NULL, padded * 2);
+        void *dz = gpu_upload(NULL, dense * 2);
+        ck_assert_tci_ok(kern_nchw_f16_to_nhwc8(dx, dy, n, c, h, w, 0));
+        ck_assert_tci_ok(kern_nhwc8_to_nchw_f16(dy, dz, n, c, h, w, 0));
+        gpu_sync();
+        uint16_t *y = malloc(padded * 2), *z = malloc(dense * 2);
+        gpu_download(y, dy, padded * 2);
+        gpu_download(z, dz, dense * 2);
+        uint16_t *want = host_to_nhwc8(x, n, c, h, w);
+        ck_assert_msg(memcmp(y, want, padded * 2) == 0, "shape %zu: NHWC8 differs", t);
+        ck_assert_msg(memcmp(z, xh, dense * 2) == 0, "shape %zu: NCHW round trip differs", t);
+        free(want);
+        free(x);
+        free(xh);
+        free(y);
+        free(z);
+        gpu_free(dx);
+        gpu_free(dy);
+        gpu_free(dz);
+    }
+}
+END_TEST
+
+/* Dense casts: odd counts (a tail after the 8-wide vectors), misaligned buffers (scalar path),
+ * values that round, overflow to infinity and underflow to subnormals. */
+START_TEST(test_dense_casts) {
+    const int64_t counts[] = {1, 7, 8, 1001, 65536 + 3};
+    for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++)
+        for (size_t misalign = 0; misalign <= 4; misalign += 4) {
+            int64_t n = counts[t];
+            float *x = random_floats((size_t)n, 400 + t, -100, 100);
+            if (n > 3)
+                x[0] = 70000.0f, x[1] = -1e-6f, x[2] = 1.0f + 1.0f / 2048,
+                x[3] = 1.0f + 3.0f / 2048; /* inf, subnormal, ties */
+            unsigned char *dx = gpu_upload(NULL, (size_t)n * 4 + 8);
+            unsigned char *dh = gpu_upload(NULL, (size_t)n * 2 + 8);
+            unsigned char *dz = gpu_upload(NULL, (size_t)n * 4 + 8);
+            ck_assert_int_eq(cudaMemcpy(dx + misalign, x, (size_t)n * 4, cudaMemcpyHostToDevice),
+                             cudaSuccess);
+            ck_assert_tci_ok(
+                kern_f32_to_f16((const float *)(dx + misalign), dh + misalign / 2, n, 0));
+            ck_assert_tci_ok(kern_f16_to_f32(dh + misalign / 2, (float *)(dz + misalign), n, 0));
+            gpu_sync();
+            uint16_t *h = malloc((size_t)n * 2);
+            float *z = malloc((size_t)n * 4);
+            gpu_download(h, dh + misalign / 2, (size_t)n * 2);
+            gpu_download(z, dz + misalign, (size_t)n * 4);
+            for (int64_t i = 0; i < n; i++) {
+                ck_assert_msg(h[i] == op_float_to_half(x[i]),
+                              "count %lld element %lld: 0x%04x vs 0x%04x", (long long)n,
+                              (long long)i, h[i], op_float_to_half(x[i]));
+                ck_assert_msg(z[i] == op_half_to_float(h[i]),
+                              "count %lld element %lld back: %g vs %g", (long long)n, (long long)i,
+                              z[i], op_half_to_float(h[i]));
+            }
+            free(x);
+            free(h);
+            free(z);
+            gpu_free(dx);
+            gpu_free(dh);
+            gpu_free(dz);
+        }
+}
+END_TEST
+
+START_TEST(test_layout_errors) {
+    static const unsigned char zeros[128];
+    void *d = gpu_upload(zeros, sizeof zeros);
+    ck_assert_tci_error(kern_nchw_f32_to_nhwc8(d, d, 1, -1, 2, 2, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "negative dims");
+    ck_assert_tci_error(kern_nchw_f32_to_nhwc8(NULL, d, 1, 1, 2, 2, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "NULL buffer");
+    ck_assert_tci_error(kern_nhwc8_to_nchw_f16((char *)d + 2, d, 1, 1, 2, 2, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "not 16-byte aligned");
+    ck_assert_tci_error(kern_nchw_f16_to_nhwc8(d, d, INT64_MAX / 2, 9, 4, 4, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "too large");
+    ck_assert_tci_error(kern_f32_to_f16(d, d, -1, 0), TCI_ERR_INVALID_ARGUMENT, "negative count");
+    ck_assert_tci_error(kern_f16_to_f32(NULL, d, 4, 0), TCI_ERR_INVALID_ARGUMENT, "NULL buffer");
+    /* empty tensors enqueue nothing */
+    ck_assert_tci_ok(kern_nchw_f32_to_nhwc8(NULL, NULL, 0, 3, 4, 4, 0));
+    ck_assert_tci_ok(kern_f16_to_f32(NULL, NULL, 0, 0));
+    gpu_free(d);
+}
+END_TEST
+
+/* ---- pooling ------------------------------------------------------------------------------- */
+
+/* Output size as the engine computes it (ONNX explicit pads, floor or ceil mode). */
+static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
+                        bool ceil_mode) {
+    int64_t span = in + pb + pe - ((k - 1) * d + 1);
+    int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    if (ceil_mode && (o - 1) * s >= in + pb)
+        o--; /* the last window must start inside input or pad */
+    return o;
+}
+
+/* The fp32 reference on NCHW data (the semantics of src/layers/pool.c). */
+static float pool_ref(const kern_pool2d_desc *p, const float *x, int64_t img, int64_t ch,
+                      int64_t oh, int64_t ow) {
+    int64_t hs = oh * p->stride_h - p->pad_top, ws = ow * p->stride_w - p->pad_left;
+    double acc = p->mode == KERN_POOL_MAX ? -INFINITY : 0;
+    int64_t taps = 0, counted_h = 0, counted_w = 0;
+    for (int64_t a = 0; a < p->kernel_h; a++) {
+        int64_t ih = hs + a * p->dilation_h;
+        if (ih < p->in_h + p->pad_bottom)
+            counted_h++;
+        for (int64_t b = 0; b < p->kernel_w; b++) {
+            int64_t iw = ws + b * p->dilation_w;
+            if (a == 0 && iw < p->in_w + p->pad_right)
+                counted_w++;
+            if (ih < 0 || ih >= p->in_h || iw < 0 || iw >= p->in_w)
+                continue;
+            float v = x[((img * p->c + ch) * p->in_h + ih) * p->in_w + iw];
+            acc = p->mode == KERN_POOL_MAX ? fmax(acc, v) : acc + v;
+            taps++;
+        }
+    }
+    if (p->mode == KERN_POOL_MAX)
+        return taps ? (float)acc : -65504.0f;
+    int64_t divisor = p->count_include_pad ? counted_h * counted_w : taps;
+    return divisor ? (float)(acc / (double)divisor) : 0.0f;
+}
+
+typedef struct pool_case {
+    int64_t n, c, h, w, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    bool ceil_mode;
+} pool_case;
+
+static void check_pool(const pool_case *pc, kern_pool_mode mode, int count_include_pad,
+                       uint64_t seed) {
+    kern_pool2d_desc p;
+    memset(&p, 0, sizeof p);
+    p.mode = mode;
+    p.count_include_pad = count_include_pad;
+    p.n = pc->n, p.c = pc->c, p.in_h = pc->h, p.in_w = pc->w;
+    p.kernel_h = pc->kh, p.kernel_w = pc->kw, p.stride_h = pc->sh, p.stride_w = pc->sw;
+    p.dilation_h = pc->dh, p.dilation_w = pc->dw;
+    p.pad_top = pc->pt, p.pad_left = pc->pl, p.pad_bottom = pc->pb, p.pad_right = pc->pr;
+    p.out_h = pool_out(pc->h, pc->kh, pc->sh, pc->dh, pc->pt, pc->pb, pc->ceil_mode);
+    p.out_w = pool_out(pc->w, pc->kw, pc->sw, pc->dw, pc->pl, pc->pr, pc->ceil_mode);
+    int64_t cp = round8(pc->c);
+    size_t dense = (size_t)(pc->n * pc->c * pc->h * pc->w);
+    size_t in_padded = (size_t)(pc->n * pc->h * pc->w * cp),
+           out_padded = (size_t)(pc->n * p.out_h * p.out_w * cp);
+    float *x = random_floats(dense, seed, -3, 3);
+    for (size_t i = 0; i < dense; i++)
+        x[i] = round_half(x[i]);
+    uint16_t *xh = host_to_nhwc8(x, pc->n, pc->c, pc->h, pc->w);
+    void *dx = gpu_upload(xh, in_padded * 2);
+    void *dy = gpu_upload(NULL, out_padded * 2);
+    ck_assert_tci_ok(kern_pool2d(&p, dx, dy, 0));
+    gpu_sync();
+    uint16_t *y = malloc(out_padded * 2 + 2);
+    gpu_download(y, dy, out_padded * 2);
+    for (int64_t img = 0; img < pc->n; img++)
+        for (int64_t oh = 0; oh < p.out_h; oh++)
+            for (int64_t ow = 0; ow < p.out_w; ow++)
+                for (int64_t ch = 0; ch < cp; ch++) {
+                    float got =
+                        op_half_to_float(y[((img * p.out_h + oh) * p.out_w + ow) * cp + ch]);
+                    if (ch >= pc->c) {
+                        ck_assert_msg(y[((img * p.out_h + oh) * p.out_w + ow) * cp + ch] == 0,
+                                      "padded channel %lld is %g", (long long)ch, got);
+                        continue;
+                    }
+                    float want = pool_ref(&p, x, img, ch, oh, ow);
+                    ck_assert_msg(
+                        fabsf(got - want) <= 2e-3f * fmaxf(1.0f, fabsf(want)),
+                        "%s cip %d out %lldx%lld at (%lld,%lld,%lld,%lld): got %g want %g",
+                        mode == KERN_POOL_MAX ? "max" : "avg", count_include_pad,
+                        (long long)p.out_h, (long long)p.out_w, (long long)img, (long long)ch,
+                        (long long)oh, (long long)ow, got, want);
+                }
+    free(x);
+    free(xh);
+    free(y);
+    gpu_free(dx);
+    gpu_free(dy);
+}
+
+static const pool_case pool_cases[] = {
+    /* n  c   h   w  kh kw sh sw dh dw pt pl pb pr ceil */
+    {2, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},  /* 3x3 s1 same-padded */
+    {2, 13, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false},  /* ResNet stem style */
+    {2, 13, 7, 9, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true},   /* ceil mode: windows past the end */
+    {1, 21, 12, 11, 2, 3, 2, 3, 1, 1, 1, 0, 0, 2, true}, /* asymmetric pads, ceil */
+    {2, 5, 9, 10, 3, 2, 1, 2, 2, 3, 2, 1, 1, 2, false},  /* dilations */
+    {1, 70, 15, 14, 5, 5, 3, 3, 2, 1, 2, 2, 2, 2, true}, /* dilation + ceil, C > 64 */
+    {3, 8, 6, 6, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, false},   /* exact 2x2 */
+    {1, 3, 4, 5, 1, 1, 3, 2, 1, 1, 0, 0, 0, 0, true},    /* 1x1 strided */
+    {1, 9, 3, 3, 2, 2, 1, 1, 4, 4, 2, 2, 2, 2, false},   /* dilated windows that miss the input */
+};
+
+START_TEST(test_pool2d) {
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
+        check_pool(&pool_cases[i], KERN_POOL_MAX, 0, 500 + i);
+        check_pool(&pool_cases[i], KERN_POOL_AVG, 0, 600 + i);
+        check_pool(&pool_cases[i], KERN_POOL_AVG, 1, 700 + i);
+    }
+}
+END_TEST
+
+/* Ceil-mode output sizes the helper above gives (as ONNX / onnxruntime). */
+START_TEST(test_pool_out_sizes) {
+    ck_assert_int_eq(pool_out(7, 3, 2, 1, 0, 0, false), 3);
+    ck_assert_int_eq(pool_out(7, 3, 2, 1, 0, 0, true), 3);
+    ck_assert_int_eq(pool_out(8, 3, 2, 1, 0, 0, true), 4);
+    ck_assert_int_eq(pool_out(8, 3, 2, 1, 0, 0, false), 3);
+    ck_assert_int_eq(pool_out(112, 3, 2, 1, 1, 1, false), 56);
+    ck_assert_int_eq(pool_out(5, 2, 2, 1, 1, 1, true),
+                     3); /* a 4th window would start in the end pad */
+}
+END_TEST
+
+static void check_global(kern_pool_mode mode, int64_t n, int64_t c, int64_t h, int64_t w,
+                         uint64_t seed) {
+    int64_t cp = round8(c);
+    size_t dense = (size_t)(n * c * h * w), padded = (size_t)(n * h * w * cp);
+    float *x = random_floats(dense, seed, -2, 3);
+    for (size_t i = 0; i < dense; i++)
+        x[i] = round_half(x[i]);
+    uint16_t *xh = host_to_nhwc8(x, n, c, h, w);
+    void *dx = gpu_upload(xh, padded * 2);
+    void *dy = gpu_upload(NULL, (size_t)(n * cp) * 2);
+    ck_assert_tci_ok(kern_global_pool(mode, dx, dy, n, c, h, w, 0));
+    gpu_sync();
+    uint16_t *y = malloc((size_t)(n * cp) * 2);
+    gpu_download(y, dy, (size_t)(n * cp) * 2);
+    for (int64_t img = 0; img < n; img++)
+        for (int64_t ch = 0; ch < cp; ch++) {
+            uint16_t bits = y[img * cp + ch];
+            if (ch >= c) {
+                ck_assert_msg(bits == 0, "global pool %lldx%lld padded channel %lld: 0x%04x",
+                              (long long)h, (long long)w, (long long)ch, bits);
+                continue;
+            }
+            double acc = mode == KERN_POOL_MAX ? -INFINITY : 0;
+            const float *plane = x + (img * c + ch) * h * w;
+            for (int64_t s = 0; s < h * w; s++)
+                acc = mode == KERN_POOL_MAX ? fmax(acc, plane[s]) : acc + plane[s];
+            if (mode == KERN_POOL_AVG)
+                acc /= (double)(h * w);
+            float got = op_half_to_float(bits);
+            ck_assert_msg(fabs(got - acc) <= 2e-3 * fmax(1.0, fabs(acc)),
+                          "global %s %lldx%lldx%lld image %lld channel %lld: got %g want %g",
+                          mode == KERN_POOL_MAX ? "max" : "avg", (long long)c, (long long)h,
+                          (long long)w, (long long)img, (long long)ch, got, acc);
+        }
+    free(x);
+    free(xh);
+    free(y);
+    gpu_free(dx);
+    gpu_free(dy);
+}
+
+START_TEST(test_global_pool) {
+    const int64_t shapes[][4] = {
+        {2, 13, 56, 56}, {1, 64, 56, 56}, {2, 2048, 7, 7},  {3, 13, 7, 7},
+        {1, 70, 1, 1},   {2, 5, 3, 11},   {1, 300, 33, 31}, {65, 8, 2, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int mode = 0; mode < 2; mode++)
+            check_global((kern_pool_mode)mode, shapes[i][0], shapes[i][1], shapes[i][2],
+                         shapes[i][3], 800 + i);
+}
+END_TEST
+
+/* An average over a large plane of equal values must stay exact-ish: fp32 accumulation, not fp16.
+ */
+START_TEST(test_global_avg_accumulates_fp32) {
+    const int64_t n = 1, c = 16, h = 112, w = 112;
+    size_t padded = (size_t)(n * h * w * c);
+    uint16_t *xh = malloc(padded * 2);
+    for (size_t i = 0; i < padded; i++)
+        xh[i] = op_float_to_half(1.001f);
+    void *dx = gpu_upload(xh, padded * 2);
+    void *dy = gpu_upload(NULL, (size_t)c * 2);
+    ck_assert_tci_ok(kern_global_pool(KERN_POOL_AVG, dx, dy, n, c, h, w, 0));
+    gpu_sync();
+    uint16_t y[16];
+    gpu_download(y, dy, sizeof y);
+    for (int ch = 0; ch < 16; ch++)
+        ck_assert_uint_eq(y[ch], xh[0]);
+    free(xh);
+    gpu_free(dx);
+    gpu_free(dy);
+}
+END_TEST
+
+START_TEST(test_pool_errors) {
+    static const unsigned char zeros[128];
+    char *d = gpu_upload(zeros, sizeof zeros);
+    kern_pool2d_desc p;
+    memset(&p, 0, sizeof p);
+    p.mode = KERN_POOL_MAX;
+    p.n = 1, p.c = 8, p.in_h = p.in_w = 2, p.out_h = p.out_w = 1;
+    p.kernel_h = p.kernel_w = 2, p.stride_h = p.stride_w = 1, p.dilation_h = p.dilation_w = 1;
+    ck_assert_tci_ok(kern_pool2d(&p, d, d + 64, 0));
+    gpu_sync();
+    ck_assert_tci_error(kern_pool2d(NULL, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "NULL desc");
+    p.stride_w = 0;
+    ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "must be >= 1");
+    p.stride_w = 1;
+    p.pad_right = -1;
+    ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "negative pads");
+    p.pad_right = 0;
+    p.out_h = -1;
+    ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "negative size");
+    p.out_h = 1;
+    p.mode = (kern_pool_mode)7;
+    ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "unknown mode 7");
+    p.mode = KERN_POOL_AVG;
+    ck_assert_tci_error(kern_pool2d(&p, d + 2, d, 0), TCI_ERR_INVALID_ARGUMENT, "16-byte aligned");
+    ck_assert_tci_error(kern_pool2d(&p, NULL, d, 0), TCI_ERR_INVALID_ARGUMENT, "NULL buffer");
+    p.stride_h = INT64_MAX / 2;
+    ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "too large");
+    ck_assert_tci_error(kern_global_pool(KERN_POOL_AVG, d, d, 1, 8, 0, 3, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "empty plane");
+    ck_assert_tci_error(kern_global_pool(KERN_POOL_MAX, d, d + 8, 1, 8, 2, 3, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "16-byte aligned");
+    ck_assert_tci_error(kern_global_pool(KERN_POOL_MAX, d, d, -1, 8, 2, 3, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "negative dims");
+    ck_assert_tci_ok(kern_global_pool(KERN_POOL_MAX, NULL, NULL, 0, 8, 2, 3, 0));
+    gpu_free(d);
+}
+END_TEST
+
+int main(void) {
+    gpu_require_device("gpu_layout_pool");
+    Suite *s = suite_create("gpu_layout_pool");
+    TCase *tc = tcase_create("layout_pool");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_nchw_f32_nhwc8_round_trip);
+    tcase_add_test(tc, test_nchw_f16_nhwc8_round_trip);
+    tcase_add_test(tc, test_dense_casts);
+    tcase_add_test(tc, test_layout_errors);
+    tcase_add_test(tc, test_pool_out_sizes);
+    tcase_add_test(tc, test_pool2d);
+    tcase_add_test(tc, test_global_pool);
+    tcase_add_test(tc, test_global_avg_accumulates_fp32);
+    tcase_add_test(tc, test_pool_errors);
+    suite_add_tcase(s, tc);
+    return tci_test_run_suite(s);
+}
