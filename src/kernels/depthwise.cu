@@ -1,0 +1,549 @@
+// Depthwise convolution on NHWC8 fp16. In the tiled kernels each thread owns 8 channels (4 for
+// 5x5) of one output column and slides down several output rows, so each input row it loads feeds
+// every output row that needs it and the fp32 weights stay in registers; neighbouring threads take
+// neighbouring channels and columns, so loads coalesce and the horizontal overlap hits L1. Other
+// shapes take a plain one-thread-per-output kernel.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+extern "C" {
+#include "util/status.h"
+}
+#include "kernels/cuda_check.h"
+#include "kernels/depthwise.h"
+
+namespace {
+
+constexpr int kMaxThreads = 256;
+// Threads per tiled block: those kernels want ~120-175 registers; with blocks of <= 6 warps and
+// launch bounds asking for 2 of them (<= 168 registers), an SM runs 12 warps where one 8-warp
+// block would leave it at 8.
+constexpr int kTiledThreads = 192;
+constexpr int kShortRows = 2;
+constexpr int kTallRows = 7;
+// Below this many threads the tall tiles leave an H200 (132 SMs) mostly idle; the short ones make
+// 3.5x more threads for about 1.6x the loads per output.
+constexpr int64_t kTallMinThreads = 132 * 1024;
+constexpr int64_t kMaxGrid = (int64_t)1 << 30;
+// Spatial sizes and reaches are int in the kernels.
+constexpr int64_t kMaxSpatial = (int64_t)1 << 28;
+
+struct Params {
+    const void *x, *w; // vectors of CH fp16 channels
+    const float4 *bias;
+    const void *z; // may equal y: read with plain loads, just before the same thread writes
+    void *y;
+    int64_t n;
+    int c, vecs; // vecs: Cp / CH vectors per pixel
+    int in_h, in_w, out_h, out_w;
+    int kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+    int act;
+    float alpha, beta;
+    // tiled kernel: a block is vpb vectors x cols columns x tiles_per_block row tiles
+    int vpb, cols, tiles_per_block, groups, col_tiles, row_groups;
+    int64_t blocks;
+};
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    return (uint32_t)__half_as_ushort(__float2half_rn(lo)) |
+           ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
+}
+__device__ __forceinline__ float2 unpack2(uint32_t bits) {
+    __half2 h;
+    memcpy(&h, &bits, sizeof h);
+    return __half22float2(h);
+}
+// 8 channels travel as uint4, 4 as uint2
+template <int CH> struct VecOf;
+template <> struct VecOf<8> { using type = uint4; };
+template <> struct VecOf<4> { using type = uint2; };
+
+__device__ __forceinline__ void unpack(uint4 u, float (&v)[8]) {
+    const float2 a = unpack2(u.x), b = unpack2(u.y), c = unpack2(u.z), d = unpack2(u.w);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y, v[4] = c.x, v[5] = c.y, v[6] = d.x, v[7] = d.y;
+}
+__device__ __forceinline__ void unpack(uint2 u, float (&v)[4]) {
+    const float2 a = unpack2(u.x), b = unpack2(u.y);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+__device__ __forceinline__ uint4 pack(const float (&v)[8]) {
+    return make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+}
+__device__ __forceinline__ uint2 pack(const float (&v)[4]) {
+    return make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
+}
+
+template <int CH> struct Floats {
+    float v[CH];
+};
+
+// The activations that need more than a few instructions and are rare after a depthwise layer:
+// out of line, so that the tiled kernels' unrolled bodies (one epilogue per output row) stay
+// small enough to unroll fully.
+template <int CH>
+__device__ __noinline__ Floats<CH> apply_act_rare(Floats<CH> f, int act, float alpha, float beta) {
+#pragma unroll
+    for (int k = 0; k < CH; k++) {
+        const float x = f.v[k];
+        float r = x;
+        switch (act) {
+        case KERN_ACT_TANH: r = tanhf(x); break;
+        case KERN_ACT_ELU: r = x < 0.0f ? alpha * expm1f(x) : x; break;
+        case KERN_ACT_SELU: r = x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x; break;
+        case KERN_ACT_SOFTPLUS: r = fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); break;
+        case KERN_ACT_SQRT: r = sqrtf(x); break;
+        case KERN_ACT_ERF: r = erff(x); break;
+        case KERN_ACT_GELU: r = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); break;
+        case KERN_ACT_GELU_TANH:
+            r = 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+            break;
+        case KERN_ACT_NEG: r = -x; break;
+        case KERN_ACT_ABS: r = fabsf(x); break;
+        case KERN_ACT_EXP: r = expf(x); break;
+        case KERN_ACT_LOG: r = logf(x); break;
+        case KERN_ACT_RECIPROCAL: r = 1.0f / x; break;
+        default: break;
+        }
+        f.v[k] = r;
+    }
+    return f;
+}
+
+// One uniform switch per output vector; the formulas are eltwise.cu's so fused and unfused
+// activations agree.
+template <int CH> __device__ __forceinline__ void apply_act(float (&v)[CH], int act, float alpha, float beta) {
+    switch (act) {
+    case KERN_ACT_NONE: break;
+    case KERN_ACT_RELU:
+#pragma unroll
+        for (int k = 0; k < CH; k++) v[k] = v[k] < 0.0f ? 0.0f : v[k];
+        break;
+    case KERN_ACT_LEAKY_RELU:
+#pragma unroll
+        for (int k = 0; k < CH; k++) v[k] = v[k] < 0.0f ? alpha * v[k] : v[k];
+        break;
+    case KERN_ACT_CLIP:
+#pragma unroll
+        for (int k = 0; k < CH; k++) v[k] = v[k] < alpha ? alpha : (v[k] > beta ? beta : v[k]);
+        break;
+    case KERN_ACT_HARD_SIGMOID:
+#pragma unroll
+        for (int k = 0; k < CH; k++) v[k] = fminf(1.0f, fmaxf(0.0f, alpha * v[k] + beta));
+        break;
+    case KERN_ACT_HARD_SWISH:
+#pragma unroll
+        for (int k = 0; k < CH; k++) v[k] = v[k] * fminf(1.0f, fmaxf(0.0f, v[k] * (1.0f / 6.0f) + 0.5f));
+        break;
+    case KERN_ACT_SIGMOID:
+    case KERN_ACT_SILU: {
+        const bool silu = act == KERN_ACT_SILU;
+#pragma unroll
+        for (int k = 0; k < CH; k++) {
+            const float s = 1.0f / (1.0f + expf(-v[k]));
+            v[k] = silu ? v[k] * s : s;
+        }
+        break;
+    }
+    default: {
+        Floats<CH> f;
+#pragma unroll
+        for (int k = 0; k < CH; k++) f.v[k] = v[k];
+        f = apply_act_rare<CH>(f, act, alpha, beta);
+#pragma unroll
+        for (int k = 0; k < CH; k++) v[k] = f.v[k];
+        break;
+    }
+    }
+}
+
+// CH bias values of vector `vec` (fp32, Cp of them, 16-byte aligned); zeros without a bias.
+template <int CH> __device__ __forceinline__ void load_bias(const Params &p, int vec, float (&b)[CH]) {
+#pragma unroll
+    for (int q = 0; q < CH / 4; q++) {
+        const float4 f =
+            p.bias ? __ldg(p.bias + (int64_t)vec * (CH / 4) + q) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        b[4 * q] = f.x, b[4 * q + 1] = f.y, b[4 * q + 2] = f.z, b[4 * q + 3] = f.w;
+    }
+}
+
+// acc + bias + z, activation, zeros in the padded channels, one rounding, store vector out_index.
+template <int CH>
+__device__ __forceinline__ void finish(const Params &p, const float (&acc)[CH], const float (&b)[CH], int vec,
+                                       int64_t out_index) {
+    using Vec = typename VecOf<CH>::type;
+    float v[CH];
+#pragma unroll
+    for (int k = 0; k < CH; k++) v[k] = acc[k] + b[k];
+    if (p.z) {
+        float r[CH];
+        unpack(static_cast<const Vec *>(p.z)[out_index], r);
+#pragma unroll
+        for (int k = 0; k < CH; k++) v[k] += r[k];
+    }
+    apply_act<CH>(v, p.act, p.alpha, p.beta);
+    const int real = p.c - vec * CH;
+    if (real < CH) {
+#pragma unroll
+        for (int k = 0; k < CH; k++)
+            if (k >= real) v[k] = 0.0f;
+    }
+    static_cast<Vec *>(p.y)[out_index] = pack(v);
+}
+
+// One input row of a thread's window: S vectors, zeros outside the input. Each load is
+// unconditional at a clamped, always valid address (the host sends empty inputs elsewhere), so
+// the loads are never branched around and can be in flight together.
+template <int S, typename Vec>
+__device__ __forceinline__ void load_row(const Vec *__restrict__ xi, int row_off, bool row_ok,
+                                         const int (&col_off)[S], const bool (&col_ok)[S], Vec (&u)[S]) {
+#pragma unroll
+    for (int s = 0; s < S; s++) {
+        const Vec v = __ldg(xi + (row_off + col_off[s]));
+        u[s] = row_ok && col_ok[s] ? v : Vec{};
+    }
+}
+
+// TH output rows per thread, R x S kernel, stride ST both ways, dilation 1, CH channels per
+// thread (p.vecs vectors of CH per pixel). Weights widened to fp32 once, in registers: 3x3 takes
+// 8 channels (72 values), 5x5 takes 4 (100 values) to stay clear of spills. The next input row
+// is loaded before the current one is used, so a row of loads is in flight during the math and
+// the stores; x and w are __restrict__ (y never overlaps them) so the compiler may move them
+// further.
+template <int R, int S, int ST, int TH, int CH>
+__global__ void __launch_bounds__(kTiledThreads, 2)
+    depthwise_tiled(const Params p, const typename VecOf<CH>::type *__restrict__ x,
+                    const typename VecOf<CH>::type *__restrict__ w) {
+    using Vec = typename VecOf<CH>::type;
+    constexpr int kInRows = (TH - 1) * ST + R;
+    const int tx = threadIdx.x, ty = threadIdx.y, tz = threadIdx.z;
+    for (int64_t b = blockIdx.x; b < p.blocks; b += gridDim.x) {
+        int64_t rest = b;
+        const int group = (int)(rest % p.groups);
+        rest /= p.groups;
+        const int col_tile = (int)(rest % p.col_tiles);
+        rest /= p.col_tiles;
+        const int row_group = (int)(rest % p.row_groups);
+        const int64_t img = rest / p.row_groups;
+        const int vec = group * p.vpb + tx;
+        const int ow = col_tile * p.cols + ty;
+        const int oh0 = (row_group * p.tiles_per_block + tz) * TH;
+        if (vec >= p.vecs || ow >= p.out_w || oh0 >= p.out_h) continue;
+
+        // offsets within one image fit in int (checked on the host)
+        const int iw0 = ow * ST - p.pad_left;
+        int col_off[S];
+        bool col_ok[S];
+#pragma unroll
+        for (int s = 0; s < S; s++) {
+            const int iw = iw0 + s;
+            col_ok[s] = iw >= 0 && iw < p.in_w;
+            col_off[s] = min(max(iw, 0), p.in_w - 1) * p.vecs;
+        }
+        const int rows_valid = min(TH, p.out_h - oh0);
+        const int rows_needed = (rows_valid - 1) * ST + R; // input rows past these feed no valid output
+        const int ih0 = oh0 * ST - p.pad_top;
+        const int in_row = p.in_w * p.vecs;
+        const Vec *xi = x + img * p.in_h * in_row + vec;
+        const int out_row = p.out_w * p.vecs;
+        const int64_t out_base = img * p.out_h * out_row + vec;
+        const int out0 = (oh0 * p.out_w + ow) * p.vecs;
+        // Rows past rows_needed reload the last needed row (a cache hit) and are zeroed.
+        auto row_offset = [&](int i) { return min(max(ih0 + min(i, rows_needed - 1), 0), p.in_h - 1) * in_row; };
+        auto row_ok = [&](int i) { return i < rows_needed && ih0 + i >= 0 && ih0 + i < p.in_h; };
+
+        Vec u[2][S];
+        load_row<S>(xi, row_offset(0), row_ok(0), col_off, col_ok, u[0]);
+        float wf[R * S][CH];
+#pragma unroll
+        for (int k = 0; k < R * S; k++) unpack(__ldg(w + (k * p.vecs + vec)), wf[k]);
+        float bias[CH];
+        load_bias<CH>(p, vec, bias);
+
+        float acc[TH][CH];
+#pragma unroll
+        for (int t = 0; t < TH; t++)
+#pragma unroll
+            for (int k = 0; k < CH; k++) acc[t][k] = 0.0f;
+
+#pragma unroll
+        for (int i = 0; i < kInRows; i++) {
+            if (i + 1 < kInRows)
+                load_row<S>(xi, row_offset(i + 1), row_ok(i + 1), col_off, col_ok, u[(i + 1) & 1]);
+#pragma unroll
+            for (int s = 0; s < S; s++) {
+                float v[CH];
+                unpack(u[i & 1][s], v);
+#pragma unroll
+                for (int t = 0; t < TH; t++) {
+                    const int r = i - t * ST; // kernel row by which input row i reaches output row t
+                    if (r < 0 || r >= R) continue;
+#pragma unroll
+                    for (int k = 0; k < CH; k++) acc[t][k] = fmaf(v[k], wf[r * S + s][k], acc[t][k]);
+                }
+            }
+            // output rows whose last kernel row was input row i are complete: store them now so
+            // their accumulators die
+#pragma unroll
+            for (int t = 0; t < TH; t++)
+                if (i == t * ST + R - 1 && t < rows_valid)
+                    finish<CH>(p, acc[t], bias, vec, out_base + (out0 + t * out_row));
+        }
+    }
+}
+
+// Any shape: one thread per output pixel and 8 channels, channels fastest.
+__global__ void __launch_bounds__(kMaxThreads) depthwise_generic(const Params p, int64_t total) {
+    const uint4 *x = static_cast<const uint4 *>(p.x), *w = static_cast<const uint4 *>(p.w);
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+        const int vec = (int)(i % p.vecs);
+        int64_t rest = i / p.vecs;
+        const int ow = (int)(rest % p.out_w);
+        rest /= p.out_w;
+        const int oh = (int)(rest % p.out_h);
+        const int64_t img = rest / p.out_h;
+        const int ih0 = oh * p.stride_h - p.pad_top, iw0 = ow * p.stride_w - p.pad_left;
+        const uint4 *xi = x + img * p.in_h * p.in_w * p.vecs + vec;
+        float acc[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) acc[k] = 0.0f;
+        for (int r = 0; r < p.kernel_h; r++) {
+            const int ih = ih0 + r * p.dilation_h;
+            if (ih < 0 || ih >= p.in_h) continue;
+            for (int s = 0; s < p.kernel_w; s++) {
+                const int iw = iw0 + s * p.dilation_w;
+                if (iw < 0 || iw >= p.in_w) continue;
+                float v[8], wv[8];
+                unpack(__ldg(xi + ((int64_t)ih * p.in_w + iw) * p.vecs), v);
+                unpack(__ldg(w + ((int64_t)r * p.kernel_w + s) * p.vecs + vec), wv);
+#pragma unroll
+                for (int k = 0; k < 8; k++) acc[k] = fmaf(v[k], wv[k], acc[k]);
+            }
+        }
+        float bias[8];
+        load_bias<8>(p, vec, bias);
+        finish<8>(p, acc, bias, vec, i);
+    }
+}
+
+template <int R, int S, int ST, int TH, int CH>
+tci_status launch_tiled(const Params &p, dim3 block, cudaStream_t stream) {
+    const unsigned grid = (unsigned)(p.blocks < kMaxGrid ? p.blocks : kMaxGrid);
+    using Vec = typename VecOf<CH>::type;
+    depthwise_tiled<R, S, ST, TH, CH>
+        <<<grid, block, 0, stream>>>(p, static_cast<const Vec *>(p.x), static_cast<const Vec *>(p.w));
+    KERN_LAUNCH_CHECK("kern_depthwise_conv");
+    return TCI_OK;
+}
+
+// Channels per thread of the tiled kernel for a kernel size (see depthwise_tiled).
+int tiled_channels(int64_t kernel) { return kernel == 3 ? 8 : 4; }
+
+template <int TH> tci_status dispatch_tiled(const Params &p, dim3 block, cudaStream_t stream) {
+    const int key = p.kernel_h * 100 + p.stride_h;
+    switch (key) {
+    case 301: return launch_tiled<3, 3, 1, TH, 8>(p, block, stream);
+    case 302: return launch_tiled<3, 3, 2, TH, 8>(p, block, stream);
+    case 501: return launch_tiled<5, 5, 1, TH, 4>(p, block, stream);
+    case 502: return launch_tiled<5, 5, 2, TH, 4>(p, block, stream);
+    default: return tci_error(TCI_ERR_UNSUPPORTED, "kern_depthwise_conv: no tiled kernel for %dx%d stride %d",
+                              p.kernel_h, p.kernel_w, p.stride_h);
+    }
+}
+
+bool tiled_shape(const kern_depthwise_desc *d) {
+    return d->kernel_h == d->kernel_w && (d->kernel_h == 3 || d->kernel_h == 5) && d->stride_h == d->stride_w &&
+           (d->stride_h == 1 || d->stride_h == 2) && d->dilation_h == 1 && d->dilation_w == 1;
+}
+
+// a*b, or -1 on overflow past INT64_MAX / 16 (room for byte counts)
+int64_t checked_mul(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > INT64_MAX / 16) return -1;
+    return r;
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+// Byte ranges [a, a+an) and [b, b+bn) share a byte.
+bool overlaps(const void *a, int64_t an, const void *b, int64_t bn) {
+    const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+    return an > 0 && bn > 0 && pa < pb + (uintptr_t)bn && pb < pa + (uintptr_t)an;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The tiled kernels index within one image in int (check_desc has bounded every term) and clamp
+// their loads into a non-empty input.
+bool tiled_fits(const kern_depthwise_desc *d) {
+    const int64_t vecs = (d->c + 7) / 8 * 8 / tiled_channels(d->kernel_h);
+    const int64_t reach_h = d->in_h + d->pad_top + (d->out_h + kTallRows) * d->stride_h + d->kernel_h;
+    const int64_t reach_w = d->in_w + d->pad_left + d->out_w * d->stride_w + d->kernel_w;
+    const int64_t limit = (int64_t)1 << 30;
+    const int64_t in = checked_mul(checked_mul(reach_h, d->in_w + 1), vecs);
+    const int64_t col = checked_mul(reach_w, vecs);
+    const int64_t out = checked_mul(checked_mul(d->out_h + kTallRows, d->out_w + 1), vecs);
+    const int64_t weights = checked_mul(checked_mul(d->kernel_h, d->kernel_w), vecs);
+    return d->in_h > 0 && d->in_w > 0 && in >= 0 && in <= limit && col >= 0 && col <= limit && out >= 0 &&
+           out <= limit && weights >= 0 && weights <= limit;
+}
+
+tci_status check_desc(const kern_depthwise_desc *d, const char *who) {
+    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: negative size (n %lld, c %lld, in %lldx%lld, out %lldx%lld)", who, (long long)d->n,
+                         (long long)d->c, (long long)d->in_h, (long long)d->in_w, (long long)d->out_h,
+                         (long long)d->out_w);
+    if (d->kernel_h < 1 || d->kernel_w < 1 || d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 ||
+        d->dilation_w < 1)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1", who,
+                         (long long)d->kernel_h, (long long)d->kernel_w, (long long)d->stride_h,
+                         (long long)d->stride_w, (long long)d->dilation_h, (long long)d->dilation_w);
+    if (d->pad_top < 0 || d->pad_left < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pads (top %lld, left %lld)", who,
+                         (long long)d->pad_top, (long long)d->pad_left);
+    // every coordinate and index the generic kernel forms in int stays below 2 * kMaxSpatial
+    const int64_t parts[] = {d->c, d->in_h, d->in_w, d->pad_top, d->pad_left,
+                             checked_mul(d->out_h, d->stride_h), checked_mul(d->out_w, d->stride_w),
+                             checked_mul(d->kernel_h, d->dilation_h), checked_mul(d->kernel_w, d->dilation_w),
+                             checked_mul(d->kernel_h, d->kernel_w)};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (parts[i] < 0 || parts[i] > kMaxSpatial)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
+    return TCI_OK;
+}
+
+} // namespace
+
+extern "C" int kern_depthwise_is_tiled(const kern_depthwise_desc *d) { return d && tiled_shape(d) ? 1 : 0; }
+
+extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const void *x, const void *w,
+                                          const void *bias, const void *z, void *y, cudaStream_t stream) {
+    static const char who[] = "kern_depthwise_conv";
+    tci_status st = check_desc(d, who);
+    if (st != TCI_OK) return st;
+    if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
+    if ((int)d->path < 0 || d->path >= KERN_DEPTHWISE_PATH_COUNT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown path %d", who, (int)d->path);
+    const bool forced = d->path == KERN_DEPTHWISE_TILED_SHORT || d->path == KERN_DEPTHWISE_TILED_TALL;
+    if (forced && !tiled_shape(d))
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: no tiled kernel for kernel %lldx%lld, strides %lldx%lld, dilations %lldx%lld "
+                         "(tiled: 3x3 or 5x5, equal strides 1 or 2, dilation 1)",
+                         who, (long long)d->kernel_h, (long long)d->kernel_w, (long long)d->stride_h,
+                         (long long)d->stride_w, (long long)d->dilation_h, (long long)d->dilation_w);
+    const bool tiled = tiled_shape(d) && tiled_fits(d);
+    if (forced && !tiled)
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: the tiled kernel needs a non-empty, not huge input (%lldx%lld, c %lld)", who,
+                         (long long)d->in_h, (long long)d->in_w, (long long)d->c);
+    const int64_t chunks = (d->c + 7) / 8;
+    const int64_t in_elems = checked_mul(checked_mul(checked_mul(d->n, d->in_h), d->in_w), chunks * 8);
+    const int64_t out_elems = checked_mul(checked_mul(checked_mul(d->n, d->out_h), d->out_w), chunks * 8);
+    if (in_elems < 0 || out_elems < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
+    if (out_elems == 0) return TCI_OK;
+    if (!w || !y || (!x && in_elems > 0)) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
+    if (!aligned16(x) || !aligned16(w) || !aligned16(y) || !aligned16(bias) || !aligned16(z))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: buffers must be 16-byte aligned", who);
+    if (overlaps(x, in_elems * 2, y, out_elems * 2))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps x", who);
+    if (overlaps(w, d->kernel_h * d->kernel_w * chunks * 16, y, out_elems * 2))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps w", who);
+    if (z && z != y && overlaps(z, out_elems * 2, y, out_elems * 2))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: z partly overlaps y (only z == y is allowed)", who);
+
+    Params p;
+    memset(&p, 0, sizeof p);
+    p.x = x, p.w = w, p.z = z, p.y = y;
+    p.bias = static_cast<const float4 *>(bias);
+    p.n = d->n;
+    p.c = (int)d->c;
+    p.in_h = (int)d->in_h, p.in_w = (int)d->in_w, p.out_h = (int)d->out_h, p.out_w = (int)d->out_w;
+    p.kernel_h = (int)d->kernel_h, p.kernel_w = (int)d->kernel_w;
+    p.stride_h = (int)d->stride_h, p.stride_w = (int)d->stride_w;
+    p.dilation_h = (int)d->dilation_h, p.dilation_w = (int)d->dilation_w;
+    p.pad_top = (int)d->pad_top, p.pad_left = (int)d->pad_left;
+    p.act = (int)d->act;
+    p.alpha = d->act_alpha, p.beta = d->act_beta;
+
+    if (!tiled || d->path == KERN_DEPTHWISE_GENERIC) {
+        p.vecs = (int)chunks;
+        const int64_t total = out_elems / 8;
+        const int64_t blocks = ceil_div(total, kMaxThreads);
+        depthwise_generic<<<(unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid), kMaxThreads, 0, stream>>>(p, total);
+        KERN_LAUNCH_CHECK(who);
+        return TCI_OK;
+    }
+
+    const int64_t vecs = chunks * 8 / tiled_channels(d->kernel_h);
+    int rows = d->path == KERN_DEPTHWISE_TILED_SHORT ? kShortRows : kTallRows;
+    if (d->path == KERN_DEPTHWISE_AUTO &&
+        checked_mul(checked_mul(d->n, ceil_div(d->out_h, kTallRows)), d->out_w * vecs) < kTallMinThreads)
+        rows = kShortRows;
+    // vectors split evenly into groups of <= 32 (a warp spans at most two pixels' channels), then
+    // as many columns as fit, split evenly too, then row tiles stacked while threads remain
+    const int64_t groups = ceil_div(vecs, 32);
+    const int64_t vpb = ceil_div(vecs, groups);
+    const int64_t col_tiles = ceil_div(d->out_w, kTiledThreads / vpb);
+    const int64_t cols = ceil_div(d->out_w, col_tiles);
+    const int64_t row_tiles = ceil_div(d->out_h, rows);
+    int64_t stack = kTiledThreads / (vpb * cols);
+    if (stack > 64) stack = 64; // blockDim.z limit
+    if (stack > row_tiles) stack = row_tiles;
+    if (stack < 1) stack = 1;
+    const int64_t row_groups = ceil_div(row_tiles, stack);
+    p.vecs = (int)vecs;
+    p.vpb = (int)vpb, p.cols = (int)cols, p.tiles_per_block = (int)stack;
+    p.groups = (int)groups, p.col_tiles = (int)col_tiles, p.row_groups = (int)row_groups;
+    p.blocks = checked_mul(checked_mul(checked_mul(d->n, row_groups), col_tiles), groups);
+    if (p.blocks < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
+    const dim3 block((unsigned)vpb, (unsigned)cols, (unsigned)stack);
+    return rows == kTallRows ? dispatch_tiled<kTallRows>(p, block, stream)
+                             : dispatch_tiled<kShortRows>(p, block, stream);
+}
+
+namespace {
+uint16_t host_half_bits(float v) {
+    const __half_raw raw = static_cast<__half_raw>(__float2half_rn(v));
+    return raw.x;
+}
+
+tci_status check_pack_desc(const kern_depthwise_desc *d, const char *who) {
+    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (d->c < 0 || d->kernel_h < 1 || d->kernel_w < 1 || d->c > kMaxSpatial || d->kernel_h > kMaxSpatial ||
+        d->kernel_w > kMaxSpatial || checked_mul(checked_mul(d->kernel_h, d->kernel_w), d->c + 8) < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad sizes (c %lld, kernel %lldx%lld)", who,
+                         (long long)d->c, (long long)d->kernel_h, (long long)d->kernel_w);
+    return TCI_OK;
+}
+} // namespace
+
+extern "C" tci_status kern_depthwise_pack_weights(const kern_depthwise_desc *d, const float *w_c1rs,
+                                                  uint16_t *out) {
+    static const char who[] = "kern_depthwise_pack_weights";
+    tci_status st = check_pack_desc(d, who);
+    if (st != TCI_OK) return st;
+    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
+    for (int64_t t = 0; t < taps; t++)
+        for (int64_t ch = 0; ch < cp; ch++)
+            out[t * cp + ch] = ch < d->c ? host_half_bits(w_c1rs[ch * taps + t]) : 0;
+    return TCI_OK;
+}
+
+extern "C" tci_status kern_depthwise_pack_bias(const kern_depthwise_desc *d, const float *bias_c, float *out) {
+    static const char who[] = "kern_depthwise_pack_bias";
+    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (d->c < 0 || d->c > kMaxSpatial)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad channel count %lld", who, (long long)d->c);
+    if (!out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    const int64_t cp = (d->c + 7) / 8 * 8;
+    for (int64_t ch = 0; ch < cp; ch++) out[ch] = bias_c && ch < d->c ? bias_c[ch] : 0.0f;
+    return TCI_OK;
+}
