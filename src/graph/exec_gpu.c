@@ -11,7 +11,9 @@
 
 #include "kernels/cast.h"
 #include "kernels/conv_cudnn.h"
+#include "kernels/conv_transpose_cudnn.h"
 #include "kernels/copy.h"
+#include "kernels/depthwise.h"
 #include "kernels/cuda_check.h"
 #include "kernels/eltwise.h"
 #include "kernels/gemm_cublas.h"
@@ -31,6 +33,7 @@ struct exec_gpu_engine {
     void **step_bias;          /* by step: packed conv bias / fp16 GEMM bias */
     kern_conv_plan **conv;     /* by step */
     kern_gemm_plan **gemm;     /* by step */
+    kern_convt_plan **convt;   /* by step */
     const char **kernel_name;  /* by step */
     size_t workspace_bytes;
 };
@@ -156,6 +159,27 @@ static tci_status run_activation(const plan_tensor *t, void *data, plan_activati
     return kern_eltwise(&d, in, data, stream);
 }
 
+static void depthwise_desc_of(const plan_conv *c, kern_depthwise_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->n = c->n;
+    d->c = c->c;
+    d->in_h = c->h;
+    d->in_w = c->w;
+    d->out_h = c->out_h;
+    d->out_w = c->out_w;
+    d->kernel_h = c->r;
+    d->kernel_w = c->s;
+    d->stride_h = c->stride_h;
+    d->stride_w = c->stride_w;
+    d->dilation_h = c->dilation_h;
+    d->dilation_w = c->dilation_w;
+    d->pad_top = c->pad_top;
+    d->pad_left = c->pad_left;
+    d->act = act_of(c->act.kind);
+    d->act_alpha = c->act.alpha;
+    d->act_beta = c->act.beta;
+}
+
 static void conv_desc_of(const plan_conv *c, kern_conv_desc *d) {
     memset(d, 0, sizeof *d);
     d->n = (int)c->n;
@@ -178,6 +202,30 @@ static void conv_desc_of(const plan_conv *c, kern_conv_desc *d) {
     d->has_bias = c->has_bias;
     d->has_residual = c->has_residual;
     d->mode = KERN_CONV_FP16_NHWC8;
+    d->workspace_limit = WORKSPACE_LIMIT;
+}
+
+static void convt_desc_of(const plan_conv *c, kern_convt_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->n = (int)c->n;
+    d->c = (int)c->c;
+    d->h = (int)c->h;
+    d->w = (int)c->w;
+    d->k = (int)c->k;
+    d->r = (int)c->r;
+    d->s = (int)c->s;
+    d->out_h = (int)c->out_h;
+    d->out_w = (int)c->out_w;
+    d->pads[0] = (int)c->pad_top;
+    d->pads[1] = (int)c->pad_left;
+    d->pads[2] = (int)c->pad_bottom;
+    d->pads[3] = (int)c->pad_right;
+    d->strides[0] = (int)c->stride_h;
+    d->strides[1] = (int)c->stride_w;
+    d->dilations[0] = (int)c->dilation_h;
+    d->dilations[1] = (int)c->dilation_w;
+    d->groups = (int)c->groups;
+    d->has_bias = 1;
     d->workspace_limit = WORKSPACE_LIMIT;
 }
 
@@ -224,10 +272,23 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
     const plan_tensor *y = s->num_outputs ? tensor_of(p, s->outputs[0]) : NULL;
     switch (s->kind) {
     case PLAN_STEP_CONV:
+        if (s->u.conv.depthwise) {
+            kern_depthwise_desc d;
+            depthwise_desc_of(&s->u.conv, &d);
+            return kern_depthwise_conv(&d, in[0], e->step_weights[index], e->step_bias[index],
+                                       s->u.conv.has_residual ? in[3] : NULL, out, stream);
+        }
         TCI_TRY(kern_conv_run(e->conv[index], c->cudnn, stream, (int)s->u.conv.n, in[0],
                               e->step_weights[index], e->step_bias[index],
                               s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                               e->workspace_bytes));
+        if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
+            TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
+        return TCI_OK;
+    case PLAN_STEP_CONV_TRANSPOSE:
+        TCI_TRY(kern_convt_run(e->convt[index], c->cudnn, stream, (int)s->u.conv.n, in[0],
+                               e->step_weights[index], e->step_bias[index], out, c->workspace,
+                               e->workspace_bytes));
         if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
@@ -376,9 +437,29 @@ static tci_status upload(const void *host, size_t bytes, void **out) {
     return TCI_OK;
 }
 
+static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    kern_depthwise_desc d;
+    depthwise_desc_of(&s->u.conv, &d);
+    int64_t cp = plan_pad8(s->u.conv.c);
+    size_t wbytes = (size_t)(s->u.conv.r * s->u.conv.s * cp) * 2, bbytes = (size_t)cp * 4;
+    uint16_t *hw = malloc(wbytes);
+    float *hb = malloc(bbytes);
+    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    if (st == TCI_OK) st = kern_depthwise_pack_weights(&d, tensor_of(p, s->inputs[1])->host_data, hw);
+    if (st == TCI_OK) st = kern_depthwise_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
+    if (st == TCI_OK) st = upload(hw, wbytes, &e->step_weights[index]);
+    if (st == TCI_OK) st = upload(hb, bbytes, &e->step_bias[index]);
+    free(hw);
+    free(hb);
+    return st;
+}
+
 static tci_status pack_conv(exec_gpu_engine *e, int index) {
     const plan *p = e->plan;
     const plan_step *s = &p->steps[index];
+    if (s->u.conv.depthwise) return pack_depthwise(e, index);
     kern_conv_desc d;
     conv_desc_of(&s->u.conv, &d);
     kern_conv_info info;
@@ -388,6 +469,25 @@ static tci_status pack_conv(exec_gpu_engine *e, int index) {
     tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
     if (st == TCI_OK) st = kern_conv_pack_weights(&d, tensor_of(p, s->inputs[1])->host_data, hw);
     if (st == TCI_OK) st = kern_conv_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
+    if (st == TCI_OK) st = upload(hw, wbytes, &e->step_weights[index]);
+    if (st == TCI_OK) st = upload(hb, bbytes, &e->step_bias[index]);
+    free(hw);
+    free(hb);
+    return st;
+}
+
+static tci_status pack_conv_transpose(exec_gpu_engine *e, int index) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    kern_convt_desc d;
+    convt_desc_of(&s->u.conv, &d);
+    kern_convt_info info;
+    TCI_TRY(kern_convt_shapes(&d, &info));
+    size_t wbytes = info.weight_elements * 2, bbytes = info.bias_elements * 2;
+    void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
+    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    if (st == TCI_OK) st = kern_convt_pack_weights(&d, tensor_of(p, s->inputs[1])->host_data, hw);
+    if (st == TCI_OK) st = kern_convt_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
     if (st == TCI_OK) st = upload(hw, wbytes, &e->step_weights[index]);
     if (st == TCI_OK) st = upload(hb, bbytes, &e->step_bias[index]);
     free(hw);
@@ -428,7 +528,9 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
         st = tci_error(TCI_ERR_CUDA, "cudaMemset of the tuning arena failed");
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
-        if (s->kind == PLAN_STEP_CONV) {
+        if (s->kind == PLAN_STEP_CONV && s->u.conv.depthwise) {
+            e->kernel_name[i] = "tcinfer depthwise";
+        } else if (s->kind == PLAN_STEP_CONV) {
             kern_conv_desc d;
             conv_desc_of(&s->u.conv, &d);
             kern_conv_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->step_weights[i],
@@ -440,6 +542,19 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
             if (st == TCI_OK) {
                 kern_conv_info info;
                 kern_conv_get_info(e->conv[i], &info);
+                e->kernel_name[i] = info.algorithm;
+                if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
+            }
+        } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE) {
+            kern_convt_desc d;
+            convt_desc_of(&s->u.conv, &d);
+            kern_convt_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->step_weights[i],
+                                          e->step_bias[i], device_ptr(e, arena, s->outputs[0]),
+                                          workspace, WORKSPACE_LIMIT};
+            st = kern_convt_create(cudnn, stream, &d, &scratch, &e->convt[i]);
+            if (st == TCI_OK) {
+                kern_convt_info info;
+                kern_convt_get_info(e->convt[i], &info);
                 e->kernel_name[i] = info.algorithm;
                 if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
             }
@@ -507,9 +622,10 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *opt
         e->step_bias = calloc(ns, sizeof(void *));
         e->conv = calloc(ns, sizeof(kern_conv_plan *));
         e->gemm = calloc(ns, sizeof(kern_gemm_plan *));
+        e->convt = calloc(ns, sizeof(kern_convt_plan *));
         e->kernel_name = calloc(ns, sizeof(char *));
         if (!e->constants || !e->step_weights || !e->step_bias || !e->conv || !e->gemm ||
-            !e->kernel_name)
+            !e->convt || !e->kernel_name)
             st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
     }
     const plan *p = e->plan;
@@ -517,6 +633,8 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *opt
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
         e->kernel_name[i] = builtin_kernel_name(p->steps[i].kind);
         if (p->steps[i].kind == PLAN_STEP_CONV) st = step_error(&p->steps[i], pack_conv(e, i));
+        else if (p->steps[i].kind == PLAN_STEP_CONV_TRANSPOSE)
+            st = step_error(&p->steps[i], pack_conv_transpose(e, i));
         else if (p->steps[i].kind == PLAN_STEP_GEMM) st = pack_gemm_bias(e, i);
     }
     for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
@@ -539,6 +657,7 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
         for (int i = 0; i < e->plan->num_steps; i++) {
             if (e->conv) kern_conv_destroy(e->conv[i]);
             if (e->gemm) kern_gemm_destroy(e->gemm[i]);
+            if (e->convt) kern_convt_destroy(e->convt[i]);
             if (e->step_weights) cudaFree(e->step_weights[i]);
             if (e->step_bias) cudaFree(e->step_bias[i]);
         }
@@ -549,6 +668,7 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
     free(e->step_bias);
     free(e->conv);
     free(e->gemm);
+    free(e->convt);
     free(e->kernel_name);
     plan_destroy(e->plan);
     free(e);

@@ -552,14 +552,85 @@ static tci_status lower_conv(builder *b, ir_node *node) {
     pc->has_bias = true;
     pc->has_residual = residual >= 0;
     pc->fused = step->label;
-    /* cuDNN's fused call applies ReLU (or nothing); other activations run after it */
-    if (act.kind == PLAN_ACT_RELU || act.kind == PLAN_ACT_NONE) pc->act = act;
+    /* cuDNN's fused call applies ReLU (or nothing); other activations run after it. The
+     * depthwise kernel (cuDNN's NHWC depthwise is far off bandwidth) fuses any of them. */
+    pc->depthwise = depthwise;
+    if (depthwise || act.kind == PLAN_ACT_RELU || act.kind == PLAN_ACT_NONE) pc->act = act;
     else pc->post_act = act;
     step->inputs[0] = xt;
     step->inputs[1] = wt;
     step->inputs[2] = bt;
     step->inputs[3] = residual;
     step->num_inputs = 4;
+    step->outputs[0] = yt;
+    step->num_outputs = 1;
+    return TCI_OK;
+}
+
+/* 2-D ConvTranspose: cuDNN's backward data; weights stay in ONNX order for the executor to
+ * pack, activations follow as an in-place step. */
+static tci_status lower_conv_transpose(builder *b, ir_node *node) {
+    const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
+    const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    TCI_TRY(require_known(node, x));
+    if (x->rank != 4)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 2-D ConvTranspose runs on the GPU");
+    if (!is_constant(w) || w->dtype != TCI_DTYPE_FLOAT || (bias && !is_constant(bias)))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "the GPU path needs constant float weights and bias");
+    tci_tensor vx, vw, vb;
+    ir_tensor_view(x, &vx);
+    ir_tensor_view(w, &vw);
+    if (bias) ir_tensor_view(bias, &vb);
+    const tci_tensor *views[3] = {&vx, &vw, bias ? &vb : NULL};
+    layer_window win;
+    TCI_TRY(layer_conv_window(node, views, &win));
+    int64_t k = win.out_channels;
+    float *shift = calloc((size_t)k, sizeof(float));
+    if (!shift) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; bias && i < k; i++) shift[i] = const_floats(bias)[i];
+    int wt = -1, bt = -1, xt = -1, yt = -1;
+    tci_status st = host_constant(b, w->name, const_floats(w), 4, w->dims, TCI_DTYPE_FLOAT,
+                                  PLAN_LAYOUT_DENSE, &wt);
+    int64_t bdims[1] = {k};
+    if (st == TCI_OK)
+        st = host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
+    free(shift);
+    TCI_TRY(st);
+    char label[256] = "ConvTranspose";
+    plan_activation act;
+    const ir_tensor *out = node->outputs[0];
+    TCI_TRY(fuse_activation(b, out, &act, &out, label, sizeof label));
+    TCI_TRY(get_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
+    TCI_TRY(make_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    plan_step *step;
+    TCI_TRY(add_step(b, PLAN_STEP_CONV_TRANSPOSE, node, intern(b, label), &step));
+    plan_conv *pc = &step->u.conv;
+    pc->n = win.batch;
+    pc->c = win.in_channels;
+    pc->h = win.in[0];
+    pc->w = win.in[1];
+    pc->k = k;
+    pc->r = win.kernel[0];
+    pc->s = win.kernel[1];
+    pc->out_h = win.out[0];
+    pc->out_w = win.out[1];
+    pc->pad_top = win.pad_begin[0];
+    pc->pad_left = win.pad_begin[1];
+    pc->pad_bottom = win.pad_end[0];
+    pc->pad_right = win.pad_end[1];
+    pc->stride_h = win.stride[0];
+    pc->stride_w = win.stride[1];
+    pc->dilation_h = win.dilation[0];
+    pc->dilation_w = win.dilation[1];
+    pc->groups = win.group;
+    pc->has_bias = true;
+    pc->post_act = act;
+    pc->fused = step->label;
+    step->inputs[0] = xt;
+    step->inputs[1] = wt;
+    step->inputs[2] = bt;
+    step->num_inputs = 3;
     step->outputs[0] = yt;
     step->num_outputs = 1;
     return TCI_OK;
@@ -1653,6 +1724,7 @@ static const struct {
     lower_fn fn;
 } lowerings[] = {
     {"Conv", lower_conv},
+    {"ConvTranspose", lower_conv_transpose},
     {"Gemm", lower_gemm},
     {"MatMul", lower_matmul},
     {"BatchNormalization", lower_batchnorm},

@@ -94,6 +94,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_RESIZE,     /* NHWC8 2-D nearest/linear */
     PLAN_STEP_GATHER,
     PLAN_STEP_PAD,
+    PLAN_STEP_CONV_TRANSPOSE, /* y = conv_transpose(x, w) + bias, then post_act */
 } plan_step_kind;
 
 #define PLAN_MAX_STEP_INPUTS 4
@@ -118,6 +119,7 @@ typedef struct plan_conv {
     int64_t pad_top, pad_left, pad_bottom, pad_right;
     int64_t stride_h, stride_w, dilation_h, dilation_w, groups;
     bool has_bias, has_residual;
+    bool depthwise;           /* groups == C == K: our own kernel, any activation fused */
     plan_activation act;      /* applied after bias and residual */
     plan_activation post_act; /* what the library cannot fuse runs as an extra eltwise step */
     const char *fused;        /* e.g. "Conv+BatchNormalization+Add+Relu" (for reports) */
