@@ -121,6 +121,9 @@ typedef struct tci_engine_options {
     size_t num_shapes;
     /* GPU: run without capturing the plan in a CUDA graph (for comparison and debugging). */
     int no_cuda_graph;
+    /* GPU: only build the plan (steps, fusion, layouts, memory) for tci_engine_gpu_report and
+     * tci_engine_layers; needs no GPU, and no context can run the engine. */
+    int plan_only;
 } tci_engine_options;
 
 /* Sets the defaults: CPU backend, no shape overrides, CUDA graphs on. */

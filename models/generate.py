@@ -148,6 +148,23 @@ def resnet_mini():
                    "ResNet-style bottleneck network, opset 17.")
 
 
+def resnet50():
+    """ResNet-50 v1.5 as torchvision lays it out (stride on the 3x3 conv), random weights: the
+    memory planner's reference network, planned without a GPU by `tcinfer --plan`."""
+    b = Builder(50)
+    x = b.node("Relu", [b.bn(b.conv("input", 3, 64, 7, stride=2, bias=False), 64)])
+    x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin = 64
+    for mid, blocks, stride in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]:
+        for i in range(blocks):
+            x = bottleneck(b, x, cin, mid, mid * 4, stride if i == 0 else 1)
+            cin = mid * 4
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
+    b.node("Gemm", [x, b.weight((1000, 2048), 2048, 1.0), b.bias(1000)], name="fc", transB=1)
+    return b.model("resnet50", [tensor("input", ["N", 3, 224, 224])],
+                   [tensor("fc_out", ["N", 1000])], 17, "ResNet-50 v1.5 layout, opset 17.")
+
+
 def mobilenetv2_mini():
     b = Builder(3)
     x = b.relu6(b.bn(b.conv("input", 3, 16, 3, stride=2, bias=False), 16))
@@ -365,9 +382,14 @@ def main(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir")
     p.add_argument("--demo", action="store_true", help="write the demo assets instead")
+    p.add_argument("--resnet50", action="store_true",
+                   help="write only resnet50.onnx (about 100 MB)")
     args = p.parse_args(argv)
     if args.demo:
         write_demo(args.out_dir)
+    elif args.resnet50:
+        os.makedirs(args.out_dir, exist_ok=True)
+        onnx.save_model(resnet50(), os.path.join(args.out_dir, "resnet50.onnx"))
     else:
         write_all(args.out_dir)
     return 0

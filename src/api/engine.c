@@ -7,6 +7,7 @@
 #include "graph/compare.h"
 #include "graph/exec_cpu.h"
 #include "graph/passes.h"
+#include "graph/plan.h"
 #include "kernels/device.h"
 #include "layers/op.h"
 #include "onnx/loader.h"
@@ -18,6 +19,7 @@ struct tci_engine {
     ir_graph *graph;
     tci_backend backend;
     bool use_cuda_graph;
+    plan *plan_only; /* a GPU plan built without a device (tci_engine_options.plan_only) */
 #if TCI_HAVE_CUDA
     exec_gpu_engine *gpu;
 #endif
@@ -93,7 +95,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     if (options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
         st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
 #if !TCI_HAVE_CUDA
-    if (st == TCI_OK && options->backend == TCI_BACKEND_GPU)
+    if (st == TCI_OK && options->backend == TCI_BACKEND_GPU && !options->plan_only)
         st = tci_error(TCI_ERR_NO_DEVICE,
                        "this build has no CUDA support; use --backend cpu for the fp32 "
                        "reference executor");
@@ -108,8 +110,11 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
         e->graph = g;
         e->backend = options->backend;
         e->use_cuda_graph = !options->no_cuda_graph;
+        if (e->backend == TCI_BACKEND_GPU && options->plan_only)
+            st = plan_build(g, NULL, &e->plan_only);
 #if TCI_HAVE_CUDA
-        if (e->backend == TCI_BACKEND_GPU) st = exec_gpu_engine_create(g, NULL, &e->gpu);
+        else if (e->backend == TCI_BACKEND_GPU)
+            st = exec_gpu_engine_create(g, NULL, &e->gpu);
 #endif
     }
     if (st != TCI_OK) {
@@ -152,6 +157,7 @@ void tci_engine_destroy(tci_engine *engine) {
 #if TCI_HAVE_CUDA
     exec_gpu_engine_destroy(engine->gpu);
 #endif
+    plan_destroy(engine->plan_only);
     ir_graph_destroy(engine->graph);
     free(engine);
 }
@@ -251,6 +257,9 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
     if (!out_context) return tci_error(TCI_ERR_INVALID_ARGUMENT, "out_context is NULL");
     *out_context = NULL;
     if (!engine) return tci_error(TCI_ERR_INVALID_ARGUMENT, "engine is NULL");
+    if (engine->plan_only)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "the engine was built with plan_only and cannot run");
     tci_context *c = calloc(1, sizeof *c);
     if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating context");
     c->engine = engine;
@@ -329,40 +338,45 @@ tci_status tci_context_output(const tci_context *context, size_t index, tci_tens
     return TCI_OK;
 }
 
+static const plan *engine_plan(const tci_engine *engine) {
+#if TCI_HAVE_CUDA
+    if (engine->gpu) return exec_gpu_engine_plan(engine->gpu);
+#endif
+    return engine->plan_only;
+}
+
+static const char *step_kernel(const tci_engine *engine, int step) {
+#if TCI_HAVE_CUDA
+    if (engine->gpu) return exec_gpu_step_kernel(engine->gpu, step);
+#endif
+    return plan_step_kernel(&engine->plan_only->steps[step]);
+}
+
 tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_report) {
     if (!engine || !out_report) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     memset(out_report, 0, sizeof *out_report);
-#if TCI_HAVE_CUDA
-    if (engine->gpu) {
-        const plan *p = exec_gpu_engine_plan(engine->gpu);
-        out_report->num_steps = (size_t)p->num_steps;
-        out_report->weight_bytes = p->weight_bytes;
-        out_report->arena_bytes = p->arena_bytes;
-        out_report->naive_activation_bytes = p->naive_bytes;
-        out_report->layout_conversions = (size_t)p->num_layout_conversions;
-        return TCI_OK;
-    }
-#endif
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+    const plan *p = engine_plan(engine);
+    if (!p) return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+    out_report->num_steps = (size_t)p->num_steps;
+    out_report->weight_bytes = p->weight_bytes;
+    out_report->arena_bytes = p->arena_bytes;
+    out_report->naive_activation_bytes = p->naive_bytes;
+    out_report->layout_conversions = (size_t)p->num_layout_conversions;
+    return TCI_OK;
 }
 
 tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *user) {
     if (!engine || !fn) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-#if TCI_HAVE_CUDA
-    if (engine->gpu) {
-        const plan *p = exec_gpu_engine_plan(engine->gpu);
-        for (int i = 0; i < p->num_steps; i++) {
-            const plan_step *s = &p->steps[i];
-            const char *layout = "-";
-            if (s->num_outputs)
-                layout = p->tensors[s->outputs[0]].layout == PLAN_LAYOUT_NHWC8 ? "NHWC8" : "dense";
-            fn((size_t)i, s->node->name, s->label, exec_gpu_step_kernel(engine->gpu, i), layout,
-               user);
-        }
-        return TCI_OK;
+    const plan *p = engine_plan(engine);
+    if (!p) return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+    for (int i = 0; i < p->num_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        const char *layout = "-";
+        if (s->num_outputs)
+            layout = p->tensors[s->outputs[0]].layout == PLAN_LAYOUT_NHWC8 ? "NHWC8" : "dense";
+        fn((size_t)i, s->node->name, s->label, step_kernel(engine, i), layout, user);
     }
-#endif
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+    return TCI_OK;
 }
 
 tci_status tci_context_benchmark(tci_context *context, int iterations, int warmup,

@@ -28,7 +28,7 @@ typedef struct cli_args {
     int num_shapes;
     const char *output_file;
     const char *output_dir;
-    bool quiet, info, list_ops, random, compare, no_graph;
+    bool quiet, info, list_ops, random, compare, no_graph, plan;
     uint64_t seed;
     int backend; /* -1: GPU where one exists, else CPU */
     double tolerance; /* < 0: none */
@@ -56,6 +56,8 @@ static const char usage_text[] =
     "  --warmup W            untimed runs before --bench\n"
     "  --profile FILE        per-layer GPU times: a table sorted by time and a Chrome trace\n"
     "  --no-graph            GPU: launch the steps one by one instead of a CUDA graph\n"
+    "  --plan                describe the GPU plan (fusion, layouts, memory) and exit; needs\n"
+    "                        no GPU\n"
     "  --random SEED         feed seeded uniform [-1,1) random inputs instead of files\n"
     "  --quiet               no report of the outputs\n"
     "  --info                describe the model (inputs, outputs, ops, parameters) and exit\n"
@@ -137,6 +139,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             a->compare = true;
         } else if (strcmp(arg, "--no-graph") == 0) {
             a->no_graph = true;
+        } else if (strcmp(arg, "--plan") == 0) {
+            a->plan = true;
         } else if (strcmp(arg, "--tolerance") == 0 || strcmp(arg, "--bench") == 0 ||
                    strcmp(arg, "--warmup") == 0 || strcmp(arg, "--profile") == 0) {
             if (!has_value) return usage_error("%s needs a value", arg);
@@ -686,6 +690,11 @@ int main(int argc, char **argv) {
     options.shapes = a.shapes;
     options.num_shapes = (size_t)a.num_shapes;
     options.no_cuda_graph = a.no_graph;
+    if (a.plan) {
+        a.backend = TCI_BACKEND_GPU;
+        a.info = true;
+        options.plan_only = 1;
+    }
     if (a.backend < 0) a.backend = tci_gpu_count(NULL, 0) > 0 || a.compare ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
     options.backend = (tci_backend)a.backend;
     if (a.profile && a.backend != TCI_BACKEND_GPU)

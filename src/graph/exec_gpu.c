@@ -583,25 +583,6 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
     return st;
 }
 
-static const char *builtin_kernel_name(plan_step_kind kind) {
-    switch (kind) {
-    case PLAN_STEP_ELTWISE: return "tcinfer eltwise";
-    case PLAN_STEP_POOL: return "tcinfer pool2d";
-    case PLAN_STEP_GLOBAL_POOL: return "tcinfer global_pool";
-    case PLAN_STEP_COPY: return "tcinfer strided_copy";
-    case PLAN_STEP_FILL: return "tcinfer fill";
-    case PLAN_STEP_LAYOUT: return "tcinfer layout";
-    case PLAN_STEP_CAST: return "tcinfer cast";
-    case PLAN_STEP_SOFTMAX: return "tcinfer softmax";
-    case PLAN_STEP_LAYERNORM: return "tcinfer layernorm";
-    case PLAN_STEP_REDUCE: return "tcinfer reduce";
-    case PLAN_STEP_RESIZE: return "tcinfer resize";
-    case PLAN_STEP_GATHER: return "tcinfer gather";
-    case PLAN_STEP_PAD: return "tcinfer pad";
-    default: return "?";
-    }
-}
-
 tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *options,
                                   exec_gpu_engine **out_engine) {
     *out_engine = NULL;
@@ -631,7 +612,7 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *opt
     const plan *p = e->plan;
     /* conv weights/bias are packed per step; every other constant is uploaded as laid out */
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
-        e->kernel_name[i] = builtin_kernel_name(p->steps[i].kind);
+        e->kernel_name[i] = plan_step_kernel(&p->steps[i]);
         if (p->steps[i].kind == PLAN_STEP_CONV) st = step_error(&p->steps[i], pack_conv(e, i));
         else if (p->steps[i].kind == PLAN_STEP_CONV_TRANSPOSE)
             st = step_error(&p->steps[i], pack_conv_transpose(e, i));

@@ -413,7 +413,8 @@ static tci_status host_constant(builder *b, const char *name, const float *value
         for (int64_t c = 0; c < dims[1]; c++) ((uint16_t *)host)[c] = op_float_to_half(values[c]);
     }
     pt->host_data = host;
-    b->p->weight_bytes += pt->bytes;
+    /* fp32 host constants (conv weights, biases) go to the device packed as fp16 */
+    b->p->weight_bytes += dtype == TCI_DTYPE_FLOAT ? pt->bytes / 2 : pt->bytes;
     *out_index = idx;
     return TCI_OK;
 }
@@ -1713,6 +1714,28 @@ static tci_status lower_resize(builder *b, ir_node *node) {
     s->outputs[0] = yt;
     s->num_outputs = 1;
     return TCI_OK;
+}
+
+const char *plan_step_kernel(const plan_step *step) {
+    switch (step->kind) {
+    case PLAN_STEP_ELTWISE: return "tcinfer eltwise";
+    case PLAN_STEP_POOL: return "tcinfer pool2d";
+    case PLAN_STEP_GLOBAL_POOL: return "tcinfer global_pool";
+    case PLAN_STEP_COPY: return "tcinfer strided_copy";
+    case PLAN_STEP_FILL: return "tcinfer fill";
+    case PLAN_STEP_LAYOUT: return "tcinfer layout";
+    case PLAN_STEP_CAST: return "tcinfer cast";
+    case PLAN_STEP_SOFTMAX: return "tcinfer softmax";
+    case PLAN_STEP_LAYERNORM: return "tcinfer layernorm";
+    case PLAN_STEP_REDUCE: return "tcinfer reduce";
+    case PLAN_STEP_RESIZE: return "tcinfer resize";
+    case PLAN_STEP_GATHER: return "tcinfer gather";
+    case PLAN_STEP_PAD: return "tcinfer pad";
+    case PLAN_STEP_CONV: return step->u.conv.depthwise ? "tcinfer depthwise" : "cuDNN convolution";
+    case PLAN_STEP_CONV_TRANSPOSE: return "cuDNN backward-data convolution";
+    case PLAN_STEP_GEMM: return "cuBLASLt GEMM";
+    }
+    return "?";
 }
 
 /* ---- the build ---- */

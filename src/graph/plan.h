@@ -240,6 +240,10 @@ typedef struct plan_options {
 tci_status plan_build(const ir_graph *graph, const plan_options *options, plan **out_plan);
 void plan_destroy(plan *p);
 
+/* The kernel family a step runs on ("cuDNN convolution", "tcinfer eltwise", ...); the executor
+ * replaces library families with the algorithm it chose. */
+const char *plan_step_kernel(const plan_step *step);
+
 /* round_up(c, 8) */
 int64_t plan_pad8(int64_t c);
 
