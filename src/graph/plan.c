@@ -421,6 +421,28 @@ static tci_status host_constant(builder *b, const char *name, const float *value
 
 /* ---- Conv ---- */
 
+/* The 2-D geometry of a Conv or ConvTranspose step from its window. */
+static void conv_geometry(plan_conv *pc, const layer_window *win) {
+    pc->n = win->batch;
+    pc->c = win->in_channels;
+    pc->h = win->in[0];
+    pc->w = win->in[1];
+    pc->k = win->out_channels;
+    pc->r = win->kernel[0];
+    pc->s = win->kernel[1];
+    pc->out_h = win->out[0];
+    pc->out_w = win->out[1];
+    pc->pad_top = win->pad_begin[0];
+    pc->pad_left = win->pad_begin[1];
+    pc->pad_bottom = win->pad_end[0];
+    pc->pad_right = win->pad_end[1];
+    pc->stride_h = win->stride[0];
+    pc->stride_w = win->stride[1];
+    pc->dilation_h = win->dilation[0];
+    pc->dilation_w = win->dilation[1];
+    pc->groups = win->group;
+}
+
 /* Conv (+BatchNormalization) (+Add) (+activation) as one step. */
 static tci_status lower_conv(builder *b, ir_node *node) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
@@ -532,24 +554,7 @@ static tci_status lower_conv(builder *b, ir_node *node) {
     plan_step *step;
     TCI_TRY(add_step(b, PLAN_STEP_CONV, node, intern(b, label), &step));
     plan_conv *pc = &step->u.conv;
-    pc->n = win.batch;
-    pc->c = c;
-    pc->h = win.in[0];
-    pc->w = win.in[1];
-    pc->k = k;
-    pc->r = r;
-    pc->s = s;
-    pc->out_h = win.out[0];
-    pc->out_w = win.out[1];
-    pc->pad_top = win.pad_begin[0];
-    pc->pad_left = win.pad_begin[1];
-    pc->pad_bottom = win.pad_end[0];
-    pc->pad_right = win.pad_end[1];
-    pc->stride_h = win.stride[0];
-    pc->stride_w = win.stride[1];
-    pc->dilation_h = win.dilation[0];
-    pc->dilation_w = win.dilation[1];
-    pc->groups = group;
+    conv_geometry(pc, &win);
     pc->has_bias = true;
     pc->has_residual = residual >= 0;
     pc->fused = step->label;
@@ -607,24 +612,7 @@ static tci_status lower_conv_transpose(builder *b, ir_node *node) {
     plan_step *step;
     TCI_TRY(add_step(b, PLAN_STEP_CONV_TRANSPOSE, node, intern(b, label), &step));
     plan_conv *pc = &step->u.conv;
-    pc->n = win.batch;
-    pc->c = win.in_channels;
-    pc->h = win.in[0];
-    pc->w = win.in[1];
-    pc->k = k;
-    pc->r = win.kernel[0];
-    pc->s = win.kernel[1];
-    pc->out_h = win.out[0];
-    pc->out_w = win.out[1];
-    pc->pad_top = win.pad_begin[0];
-    pc->pad_left = win.pad_begin[1];
-    pc->pad_bottom = win.pad_end[0];
-    pc->pad_right = win.pad_end[1];
-    pc->stride_h = win.stride[0];
-    pc->stride_w = win.stride[1];
-    pc->dilation_h = win.dilation[0];
-    pc->dilation_w = win.dilation[1];
-    pc->groups = win.group;
+    conv_geometry(pc, &win);
     pc->has_bias = true;
     pc->post_act = act;
     pc->fused = step->label;
