@@ -124,6 +124,10 @@ typedef struct tci_engine_options {
     /* GPU: only build the plan (steps, fusion, layouts, memory) for tci_engine_gpu_report and
      * tci_engine_layers; needs no GPU, and no context can run the engine. */
     int plan_only;
+    /* Makes the first output of every node an engine output too (after the model's own), as
+     * Polygraphy's "mark all" does, for per-layer comparisons. Fusion does not cross a marked
+     * tensor, so the engine runs unfused. */
+    int mark_all_outputs;
 } tci_engine_options;
 
 /* Sets the defaults: CPU backend, no shape overrides, CUDA graphs on. */
@@ -230,6 +234,12 @@ typedef struct tci_compare_result {
 } tci_compare_result;
 tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
                        tci_compare_result *out_result);
+
+/* Where per-layer errors (relative L2, in execution order) break: the first layer whose error
+ * exceeds threshold and is more than `factor` times the previous layer's (*out_first_jump), and
+ * the first that exceeds threshold at all (*out_first_over); -1 where none. */
+tci_status tci_find_error_jump(const double *errors, size_t count, double threshold,
+                               double factor, int *out_first_jump, int *out_first_over);
 
 /* ---- tensor files ---- */
 

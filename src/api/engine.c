@@ -71,9 +71,27 @@ static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o)
     return TCI_OK;
 }
 
+/* Appends the first output of every node to the graph outputs (see mark_all_outputs). */
+static tci_status mark_all_outputs(ir_graph *g) {
+    size_t n = g->num_outputs;
+    ir_tensor **outputs = tci_arena_alloc(g->arena, (n + g->num_nodes + 1) * sizeof *outputs);
+    if (!outputs) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory marking outputs");
+    for (size_t i = 0; i < n; i++) outputs[i] = g->outputs[i];
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        ir_tensor *t = g->nodes[i]->num_outputs ? g->nodes[i]->outputs[0] : NULL;
+        if (!t || !t->name || t->is_graph_output) continue;
+        t->is_graph_output = true;
+        outputs[n++] = t;
+    }
+    g->outputs = outputs;
+    g->num_outputs = n;
+    return TCI_OK;
+}
+
 static tci_status build(ir_graph *g, const tci_engine_options *options) {
     for (size_t i = 0; i < options->num_shapes; i++)
         TCI_TRY(apply_shape_override(g, &options->shapes[i]));
+
     for (size_t i = 0; i < g->num_inputs; i++) {
         const ir_tensor *t = g->inputs[i];
         if (t->dtype == TCI_DTYPE_UNDEFINED || t->rank < 0)
@@ -81,7 +99,9 @@ static tci_status build(ir_graph *g, const tci_engine_options *options) {
                              "input '%s' has no declared type or shape; give it with --shape",
                              t->name);
     }
-    return pass_optimize(g);
+    TCI_TRY(pass_optimize(g));
+    /* after the passes: in execution order, and only tensors that are really computed */
+    return options->mark_all_outputs ? mark_all_outputs(g) : TCI_OK;
 }
 
 static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
@@ -444,5 +464,16 @@ tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
         out_result->top1_agree = k.top1_matches;
         out_result->top5_agree = k.top5_hits;
     }
+    return TCI_OK;
+}
+
+tci_status tci_find_error_jump(const double *errors, size_t count, double threshold,
+                               double factor, int *out_first_jump, int *out_first_over) {
+    if (!out_first_jump || !out_first_over)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    compare_jump j;
+    TCI_TRY(compare_find_jump(errors, count, threshold, factor, &j));
+    *out_first_jump = j.first_jump;
+    *out_first_over = j.first_over_threshold;
     return TCI_OK;
 }

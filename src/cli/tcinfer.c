@@ -28,7 +28,7 @@ typedef struct cli_args {
     int num_shapes;
     const char *output_file;
     const char *output_dir;
-    bool quiet, info, list_ops, random, compare, no_graph, plan;
+    bool quiet, info, list_ops, random, compare, compare_layers, no_graph, plan;
     uint64_t seed;
     int backend; /* -1: GPU where one exists, else CPU */
     double tolerance; /* < 0: none */
@@ -52,6 +52,8 @@ static const char usage_text[] =
     "  --compare             run the GPU engine and the fp32 CPU baseline on the same input and\n"
     "                        print max/mean abs error, relative L2, cosine, top-1/top-5\n"
     "  --tolerance X         with --compare: exit 1 when a relative L2 error exceeds X\n"
+    "  --compare-layers      --compare for every layer's output (unfused), naming the first\n"
+    "                        layer whose error jumps (past --tolerance, default 1e-2)\n"
     "  --bench N             time N runs (after --warmup W, default 10): median/p90/p99\n"
     "  --warmup W            untimed runs before --bench\n"
     "  --profile FILE        per-layer GPU times: a table sorted by time and a Chrome trace\n"
@@ -137,6 +139,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             a->list_ops = true;
         } else if (strcmp(arg, "--compare") == 0) {
             a->compare = true;
+        } else if (strcmp(arg, "--compare-layers") == 0) {
+            a->compare = a->compare_layers = true;
         } else if (strcmp(arg, "--no-graph") == 0) {
             a->no_graph = true;
         } else if (strcmp(arg, "--plan") == 0) {
@@ -636,13 +640,19 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
     options.shapes = a->shapes;
     options.num_shapes = (size_t)a->num_shapes;
     options.backend = TCI_BACKEND_CPU;
+    options.mark_all_outputs = a->compare_layers;
     tci_engine *cpu = NULL;
     tci_context *base = NULL;
     tci_status st = tci_engine_create_from_file(a->model, &options, &cpu);
     if (st == TCI_OK) st = tci_context_create(cpu, &base);
     if (st == TCI_OK) st = tci_context_run(base, inputs, num_inputs);
     int rc = st == TCI_OK ? 0 : fail(st);
-    for (size_t i = 0; rc == 0 && i < tci_engine_output_count(cpu); i++) {
+    size_t n = rc == 0 ? tci_engine_output_count(cpu) : 0;
+    double *errors = calloc(n + 1, sizeof *errors);
+    const char **names = calloc(n + 1, sizeof *names);
+    size_t layers = 0;
+    if (!errors || !names) rc = EXIT_FAILURE;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         tci_tensor test, ref;
         tci_context_output(ctx, i, &test);
         tci_context_output(base, i, &ref);
@@ -660,6 +670,13 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
             rc = fail(st);
             break;
         }
+        errors[layers] = r.relative_l2;
+        names[layers++] = test.name;
+        if (a->compare_layers) {
+            printf("  %4zu  %-40s rel L2 %-10.3g max abs %.3g\n", i, test.name, r.relative_l2,
+                   r.max_abs);
+            continue;
+        }
         printf("compare '%s' (fp16 GPU vs fp32 CPU): max abs %.3g, mean abs %.3g, rel L2 %.3g, "
                "cosine %.6f",
                test.name, r.max_abs, r.mean_abs, r.relative_l2, r.cosine);
@@ -672,6 +689,23 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
             rc = EXIT_FAILURE;
         }
     }
+    if (rc == 0 && a->compare_layers) {
+        double threshold = a->tolerance >= 0 ? a->tolerance : 1e-2;
+        int jump = -1, over = -1;
+        st = tci_find_error_jump(errors, layers, threshold, 10.0, &jump, &over);
+        if (st != TCI_OK) rc = fail(st);
+        else if (jump >= 0)
+            printf("first layer whose error jumps past %g: '%s' (rel L2 %.3g%s)\n", threshold,
+                   names[jump], errors[jump], jump ? ", 10x the layer before" : "");
+        else if (over >= 0)
+            printf("no jump; the error first exceeds %g at '%s' (rel L2 %.3g)\n", threshold,
+                   names[over], errors[over]);
+        else
+            printf("every layer within relative L2 %g of the fp32 baseline\n", threshold);
+        if (over >= 0 && a->tolerance >= 0) rc = EXIT_FAILURE;
+    }
+    free(errors);
+    free(names);
     tci_context_destroy(base);
     tci_engine_destroy(cpu);
     return rc;
@@ -690,6 +724,7 @@ int main(int argc, char **argv) {
     options.shapes = a.shapes;
     options.num_shapes = (size_t)a.num_shapes;
     options.no_cuda_graph = a.no_graph;
+    options.mark_all_outputs = a.compare_layers;
     if (a.plan) {
         a.backend = TCI_BACKEND_GPU;
         a.info = true;
@@ -719,7 +754,7 @@ int main(int argc, char **argv) {
     }
     if (rc == 0) {
         size_t num_outputs = tci_engine_output_count(engine);
-        if (!a.quiet)
+        if (!a.quiet && !a.compare_layers)
             for (size_t i = 0; i < num_outputs; i++) {
                 tci_tensor t;
                 tci_context_output(ctx, i, &t);
