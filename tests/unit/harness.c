@@ -168,3 +168,25 @@ void th_graph_io(ir_graph *graph, ir_tensor **inputs, int num_inputs, ir_tensor 
     graph->num_inputs = (size_t)num_inputs;
     graph->num_outputs = (size_t)num_outputs;
 }
+
+tci_status th_infer(ir_graph *graph, ir_node *node, const tci_tensor *const *in, tci_tensor *out) {
+    TCI_TRY(op_prepare_node(node, graph->arena));
+    tci_tensor *o[4] = {0};
+    ck_assert_int_le(node->num_outputs, 4);
+    for (int k = 0; k < node->num_outputs; k++) {
+        memset(&out[k], 0, sizeof out[k]);
+        o[k] = node->outputs[k] ? &out[k] : NULL;
+    }
+    return node->desc->infer(node, in, o);
+}
+
+tci_tensor th_shape_only(tci_dtype dtype, int rank, const int64_t *dims) {
+    tci_tensor t = th_tensor(dtype, rank < 0 ? 0 : rank, dims, NULL);
+    t.rank = rank;
+    return t;
+}
+
+void th_assert_dims(const tci_tensor *t, int rank, const int64_t *dims) {
+    ck_assert_int_eq(t->rank, rank);
+    for (int i = 0; i < rank; i++) ck_assert_int_eq(t->dims[i], dims[i]);
+}

@@ -69,3 +69,10 @@ ir_node *th_node_io(ir_graph *graph, const char *name, const char *op_type, int 
 /* Declares the graph's inputs and outputs. */
 void th_graph_io(ir_graph *graph, ir_tensor **inputs, int num_inputs, ir_tensor **outputs,
                  int num_outputs);
+
+/* Prepares the node and runs only its shape inference (static shapes: in[] may hold NULL for
+ * omitted inputs, data NULL, dims -1); out has node->num_outputs entries (at most 4). */
+tci_status th_infer(ir_graph *graph, ir_node *node, const tci_tensor *const *in, tci_tensor *out);
+/* A tensor known by dtype and shape only; rank -1 is an unknown rank. */
+tci_tensor th_shape_only(tci_dtype dtype, int rank, const int64_t *dims);
+void th_assert_dims(const tci_tensor *t, int rank, const int64_t *dims);

@@ -155,10 +155,6 @@ static tci_status infer_only(ir_graph *g, ir_node *n, const tci_tensor *in, tci_
     return n->desc->infer(n, ins, outs);
 }
 
-static void check_dims(const tci_tensor *y, int rank, const int64_t *dims) {
-    ck_assert_int_eq(y->rank, rank);
-    for (int i = 0; i < rank; i++) ck_assert_int_eq(y->dims[i], dims[i]);
-}
 
 static const float ones9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
 
@@ -374,26 +370,26 @@ START_TEST(test_conv_infer_unknown) {
     n = th_node(g, "Conv", 17, 2, 1);
     th_attr_ints(g, n, "strides", INTS(2, 2));
     ck_assert_tci_ok(infer_only(g, n, none, &y));
-    check_dims(&y, 4, DIMS(-1, -1, -1, -1));
+    th_assert_dims(&y, 4, DIMS(-1, -1, -1, -1));
     /* W known, X rank unknown */
     tci_tensor wk[2] = {unknown_rank(), ft(4, DIMS(8, 3, 3, 3), NULL)};
     n = th_node(g, "Conv", 17, 2, 1);
     ck_assert_tci_ok(infer_only(g, n, wk, &y));
-    check_dims(&y, 4, DIMS(-1, 8, -1, -1));
+    th_assert_dims(&y, 4, DIMS(-1, 8, -1, -1));
     /* symbolic batch and height */
     tci_tensor part[2] = {ft(4, DIMS(-1, 3, -1, 32), NULL), ft(4, DIMS(8, 3, 3, 3), NULL)};
     n = th_node(g, "Conv", 17, 2, 1);
     th_attr_ints(g, n, "pads", INTS(1, 1, 1, 1));
     th_attr_ints(g, n, "strides", INTS(1, 2));
     ck_assert_tci_ok(infer_only(g, n, part, &y));
-    check_dims(&y, 4, DIMS(-1, 8, -1, 16));
+    th_assert_dims(&y, 4, DIMS(-1, 8, -1, 16));
     /* SAME needs no kernel size; the bias gives M */
     tci_tensor same[3] = {ft(4, DIMS(1, 3, 15, -1), NULL), unknown_rank(), ft(1, DIMS(5), NULL)};
     n = th_node(g, "Conv", 17, 3, 1);
     th_attr_string(g, n, "auto_pad", "SAME_UPPER");
     th_attr_ints(g, n, "strides", INTS(2, 2));
     ck_assert_tci_ok(infer_only(g, n, same, &y));
-    check_dims(&y, 4, DIMS(1, 5, 8, -1));
+    th_assert_dims(&y, 4, DIMS(1, 5, 8, -1));
     /* a known mismatch is an error already at build time */
     tci_tensor bad[2] = {ft(4, DIMS(-1, 4, -1, -1), NULL), ft(4, DIMS(8, 3, 3, 3), NULL)};
     n = th_node(g, "Conv", 17, 2, 1);
@@ -716,19 +712,19 @@ START_TEST(test_convt_infer_unknown) {
     th_attr_ints(g, n, "output_shape", INTS(10, 8));
     th_attr_int(g, n, "group", 3);
     ck_assert_tci_ok(infer_only(g, n, in, &y));
-    check_dims(&y, 4, DIMS(-1, 6, 10, 8));
+    th_assert_dims(&y, 4, DIMS(-1, 6, 10, 8));
     tci_tensor part[2] = {ft(4, DIMS(-1, 3, 7, -1), NULL), ft(4, DIMS(3, 2, 3, 3), NULL)};
     n = th_node(g, "ConvTranspose", 17, 2, 1);
     th_attr_ints(g, n, "strides", INTS(2, 2));
     ck_assert_tci_ok(infer_only(g, n, part, &y));
-    check_dims(&y, 4, DIMS(-1, 2, 15, -1));
+    th_assert_dims(&y, 4, DIMS(-1, 2, 15, -1));
     /* SAME: X * stride, whatever the kernel */
     tci_tensor same[2] = {ft(3, DIMS(1, 3, 7), NULL), unknown_rank()};
     n = th_node(g, "ConvTranspose", 17, 2, 1);
     th_attr_string(g, n, "auto_pad", "SAME_UPPER");
     th_attr_ints(g, n, "strides", INTS(3));
     ck_assert_tci_ok(infer_only(g, n, same, &y));
-    check_dims(&y, 3, DIMS(1, -1, 21));
+    th_assert_dims(&y, 3, DIMS(1, -1, 21));
     ir_graph_destroy(g);
 }
 END_TEST

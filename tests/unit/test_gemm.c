@@ -13,27 +13,6 @@ static const float mat_b[] = {1, 0, 0, 1, 1, 1};
 static const float mat_b_t[] = {1, 0, 1, 0, 1, 1};
 static const int64_t dims_23[] = {2, 3}, dims_32[] = {3, 2};
 
-/* Prepares the node and runs only its shape inference; in[] may hold NULL for omitted inputs. */
-static tci_status infer(ir_graph *g, ir_node *n, const tci_tensor *const *in, tci_tensor *out) {
-    TCI_TRY(op_prepare_node(n, g->arena));
-    tci_tensor *o[4] = {0};
-    for (int k = 0; k < n->num_outputs; k++) {
-        memset(&out[k], 0, sizeof out[k]);
-        o[k] = n->outputs[k] ? &out[k] : NULL;
-    }
-    return n->desc->infer(n, in, o);
-}
-
-static tci_tensor unknown_tensor(tci_dtype dtype, int rank, const int64_t *dims) {
-    tci_tensor t = th_tensor(dtype, rank < 0 ? 0 : rank, dims, NULL);
-    t.rank = rank;
-    return t;
-}
-
-static void assert_dims(const tci_tensor *t, int rank, const int64_t *dims) {
-    ck_assert_int_eq(t->rank, rank);
-    for (int i = 0; i < rank; i++) ck_assert_int_eq(t->dims[i], dims[i]);
-}
 
 /* ---- Gemm ---- */
 
@@ -50,7 +29,7 @@ START_TEST(test_gemm_alpha_beta_bias_row) {
     tci_tensor out[1];
     ck_assert_tci_ok(th_run(g, n, in, out));
     const int64_t want_dims[] = {2, 2};
-    assert_dims(&out[0], 2, want_dims);
+    th_assert_dims(&out[0], 2, want_dims);
     const float want[] = {13, 20, 25, 32};
     th_assert_near(out[0].data, want, 4, 1e-6f);
     th_free(out, 1);
@@ -139,7 +118,7 @@ START_TEST(test_gemm_empty_k_and_m) {
     tci_tensor in0[2] = {th_tensor(F, 2, ad0, dummy), th_tensor(F, 2, dims_32, mat_b)};
     ck_assert_tci_ok(th_run(g, m, in0, out));
     const int64_t want_dims[] = {0, 2};
-    assert_dims(&out[0], 2, want_dims);
+    th_assert_dims(&out[0], 2, want_dims);
     th_free(out, 1);
     ir_graph_destroy(g);
 }
@@ -190,34 +169,34 @@ START_TEST(test_gemm_shape_errors) {
     tci_tensor out[1];
     const int64_t d3[] = {2, 3, 4}, d43[] = {4, 3}, d34[] = {3, 4}, c3[] = {1, 2, 4}, c5[] = {5},
                   c32[] = {3, 2};
-    tci_tensor a = unknown_tensor(F, 2, dims_23), a3 = unknown_tensor(F, 3, d3),
-               b = unknown_tensor(F, 2, d34), b_bad = unknown_tensor(F, 2, d43),
-               cr3 = unknown_tensor(F, 3, c3), cbad = unknown_tensor(F, 1, c5),
-               cbad2 = unknown_tensor(F, 2, c32), dbl = unknown_tensor(TCI_DTYPE_DOUBLE, 2, d34);
+    tci_tensor a = th_shape_only(F, 2, dims_23), a3 = th_shape_only(F, 3, d3),
+               b = th_shape_only(F, 2, d34), b_bad = th_shape_only(F, 2, d43),
+               cr3 = th_shape_only(F, 3, c3), cbad = th_shape_only(F, 1, c5),
+               cbad2 = th_shape_only(F, 2, c32), dbl = th_shape_only(TCI_DTYPE_DOUBLE, 2, d34);
 
     ir_node *n = th_node(g, "Gemm", 13, 2, 1);
     const tci_tensor *in1[] = {&a3, &b};
-    ck_assert_tci_error(infer(g, n, in1, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in1, out), TCI_ERR_INVALID_MODEL,
                         "input A must be 2-D, got rank 3");
     const tci_tensor *in2[] = {&a, &a3};
-    ck_assert_tci_error(infer(g, n, in2, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in2, out), TCI_ERR_INVALID_MODEL,
                         "input B must be 2-D, got rank 3");
     const tci_tensor *in3[] = {&a, &b_bad};
-    ck_assert_tci_error(infer(g, n, in3, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in3, out), TCI_ERR_INVALID_MODEL,
                         "inner dimensions differ: A gives K=3, B gives K=4");
     const tci_tensor *in4[] = {&a, &dbl};
-    ck_assert_tci_error(infer(g, n, in4, out), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(th_infer(g, n, in4, out), TCI_ERR_UNSUPPORTED,
                         "input 1 has unsupported dtype");
 
     ir_node *c = th_node(g, "Gemm", 13, 3, 1);
     const tci_tensor *in5[] = {&a, &b, &cr3};
-    ck_assert_tci_error(infer(g, c, in5, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, c, in5, out), TCI_ERR_INVALID_MODEL,
                         "input C must have rank <= 2 to broadcast to (M, N), got rank 3");
     const tci_tensor *in6[] = {&a, &b, &cbad};
-    ck_assert_tci_error(infer(g, c, in6, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, c, in6, out), TCI_ERR_INVALID_MODEL,
                         "input C of shape 5 does not broadcast to (M, N) = (2, 4)");
     const tci_tensor *in7[] = {&a, &b, &cbad2};
-    ck_assert_tci_error(infer(g, c, in7, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, c, in7, out), TCI_ERR_INVALID_MODEL,
                         "input C of shape 3x2 does not broadcast to (M, N) = (2, 4)");
     ir_graph_destroy(g);
 }
@@ -228,24 +207,24 @@ START_TEST(test_gemm_infer_unknown) {
     ck_assert_tci_ok(ir_graph_create(&g));
     tci_tensor out[1];
     const int64_t bd[] = {4, 5}, ad[] = {-1, 3};
-    tci_tensor a_unk = unknown_tensor(TCI_DTYPE_UNDEFINED, -1, NULL);
-    tci_tensor b = unknown_tensor(F, 2, bd);
+    tci_tensor a_unk = th_shape_only(TCI_DTYPE_UNDEFINED, -1, NULL);
+    tci_tensor b = th_shape_only(F, 2, bd);
     ir_node *n = th_node(g, "Gemm", 13, 2, 1);
     const tci_tensor *in1[] = {&a_unk, &b};
-    ck_assert_tci_ok(infer(g, n, in1, out));
+    ck_assert_tci_ok(th_infer(g, n, in1, out));
     const int64_t want1[] = {-1, 5};
-    assert_dims(&out[0], 2, want1);
+    th_assert_dims(&out[0], 2, want1);
     ck_assert_int_eq(out[0].dtype, F);
 
     /* transA: M comes from A's second dim, which is known */
     ir_node *t = th_node(g, "Gemm", 13, 2, 1);
     th_attr_int(g, t, "transA", 1);
     th_attr_int(g, t, "transB", 1);
-    tci_tensor a = unknown_tensor(F, 2, ad), b_unk = unknown_tensor(F, -1, NULL);
+    tci_tensor a = th_shape_only(F, 2, ad), b_unk = th_shape_only(F, -1, NULL);
     const tci_tensor *in2[] = {&a, &b_unk};
-    ck_assert_tci_ok(infer(g, t, in2, out));
+    ck_assert_tci_ok(th_infer(g, t, in2, out));
     const int64_t want2[] = {3, -1};
-    assert_dims(&out[0], 2, want2);
+    th_assert_dims(&out[0], 2, want2);
     ir_graph_destroy(g);
 }
 END_TEST
@@ -278,7 +257,7 @@ static void run_matmul(int opset, int ra, const int64_t *da, const float *a, int
     tci_tensor in[2] = {th_tensor(F, ra, da, a), th_tensor(F, rb, db, b)};
     tci_tensor out[1];
     ck_assert_tci_ok(th_run(g, n, in, out));
-    assert_dims(&out[0], want_rank, want_dims);
+    th_assert_dims(&out[0], want_rank, want_dims);
     th_assert_near(out[0].data, want, (size_t)tci_tensor_count(&out[0]), 1e-6f);
     th_free(out, 1);
     ir_graph_destroy(g);
@@ -344,22 +323,22 @@ START_TEST(test_matmul_infer_unknown) {
     tci_tensor out[1];
     ir_node *n = th_node(g, "MatMul", 13, 2, 1);
     const int64_t da[] = {-1, 3, 4}, db[] = {4, -1}, d5[] = {5, 1, 4, 2}, d1[] = {-1, 2, 3, 4};
-    tci_tensor a = unknown_tensor(F, 3, da), b = unknown_tensor(F, 2, db),
-               unk = unknown_tensor(F, -1, NULL), b5 = unknown_tensor(F, 4, d5),
-               a1 = unknown_tensor(F, 4, d1);
+    tci_tensor a = th_shape_only(F, 3, da), b = th_shape_only(F, 2, db),
+               unk = th_shape_only(F, -1, NULL), b5 = th_shape_only(F, 4, d5),
+               a1 = th_shape_only(F, 4, d1);
     const tci_tensor *in1[] = {&a, &b};
-    ck_assert_tci_ok(infer(g, n, in1, out));
+    ck_assert_tci_ok(th_infer(g, n, in1, out));
     const int64_t w1[] = {-1, 3, -1};
-    assert_dims(&out[0], 3, w1);
+    th_assert_dims(&out[0], 3, w1);
     const tci_tensor *in2[] = {&unk, &b};
-    ck_assert_tci_ok(infer(g, n, in2, out));
+    ck_assert_tci_ok(th_infer(g, n, in2, out));
     ck_assert_int_eq(out[0].rank, -1);
     ck_assert_int_eq(out[0].dtype, F);
     /* batch: (-1, 2) vs (5, 1) -> (5, 2) */
     const tci_tensor *in3[] = {&a1, &b5};
-    ck_assert_tci_ok(infer(g, n, in3, out));
+    ck_assert_tci_ok(th_infer(g, n, in3, out));
     const int64_t w3[] = {5, 2, 3, 2};
-    assert_dims(&out[0], 4, w3);
+    th_assert_dims(&out[0], 4, w3);
     ir_graph_destroy(g);
 }
 END_TEST
@@ -370,20 +349,20 @@ START_TEST(test_matmul_errors) {
     tci_tensor out[1];
     ir_node *n = th_node(g, "MatMul", 13, 2, 1);
     const int64_t d23[] = {2, 3}, d43[] = {4, 3}, d223[] = {2, 2, 3}, d332[] = {3, 3, 2};
-    tci_tensor s = unknown_tensor(F, 0, NULL), a = unknown_tensor(F, 2, d23),
-               b_bad = unknown_tensor(F, 2, d43), a3 = unknown_tensor(F, 3, d223),
-               b3 = unknown_tensor(F, 3, d332), i32 = unknown_tensor(TCI_DTYPE_INT32, 2, d23);
+    tci_tensor s = th_shape_only(F, 0, NULL), a = th_shape_only(F, 2, d23),
+               b_bad = th_shape_only(F, 2, d43), a3 = th_shape_only(F, 3, d223),
+               b3 = th_shape_only(F, 3, d332), i32 = th_shape_only(TCI_DTYPE_INT32, 2, d23);
     const tci_tensor *in1[] = {&s, &a};
-    ck_assert_tci_error(infer(g, n, in1, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in1, out), TCI_ERR_INVALID_MODEL,
                         "operands must have rank >= 1, got ranks 0 and 2");
     const tci_tensor *in2[] = {&a, &b_bad};
-    ck_assert_tci_error(infer(g, n, in2, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in2, out), TCI_ERR_INVALID_MODEL,
                         "inner dimensions differ: 2x3 times 4x3 (K=3 vs 4)");
     const tci_tensor *in3[] = {&a3, &b3};
-    ck_assert_tci_error(infer(g, n, in3, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in3, out), TCI_ERR_INVALID_MODEL,
                         "shapes do not broadcast: dim 0 is 2 vs 3");
     const tci_tensor *in4[] = {&i32, &b3};
-    ck_assert_tci_error(infer(g, n, in4, out), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(th_infer(g, n, in4, out), TCI_ERR_UNSUPPORTED,
                         "input 0 has unsupported dtype int32");
     ir_node *attr = th_node(g, "MatMul", 13, 2, 1);
     th_attr_int(g, attr, "transA", 1);

@@ -7,27 +7,6 @@
 
 #define F TCI_DTYPE_FLOAT
 
-/* Prepares the node and runs only its shape inference; in[] may hold NULL for omitted inputs. */
-static tci_status infer(ir_graph *g, ir_node *n, const tci_tensor *const *in, tci_tensor *out) {
-    TCI_TRY(op_prepare_node(n, g->arena));
-    tci_tensor *o[4] = {0};
-    for (int k = 0; k < n->num_outputs; k++) {
-        memset(&out[k], 0, sizeof out[k]);
-        o[k] = n->outputs[k] ? &out[k] : NULL;
-    }
-    return n->desc->infer(n, in, o);
-}
-
-static tci_tensor shape_only(tci_dtype dtype, int rank, const int64_t *dims) {
-    tci_tensor t = th_tensor(dtype, rank < 0 ? 0 : rank, dims, NULL);
-    t.rank = rank;
-    return t;
-}
-
-static void assert_dims(const tci_tensor *t, int rank, const int64_t *dims) {
-    ck_assert_int_eq(t->rank, rank);
-    for (int i = 0; i < rank; i++) ck_assert_int_eq(t->dims[i], dims[i]);
-}
 
 /* ---- BatchNormalization ---- */
 
@@ -64,7 +43,7 @@ START_TEST(test_batchnorm_every_version) {
         bn_inputs(in);
         ck_assert_tci_ok(th_run(g, n, in, out));
         ck_assert_int_eq(n->since_version, since[v]);
-        assert_dims(&out[0], 4, bn_xd);
+        th_assert_dims(&out[0], 4, bn_xd);
         th_assert_near(out[0].data, bn_want, 4, 1e-6f);
         th_free(out, 1);
         ir_graph_destroy(g);
@@ -178,25 +157,25 @@ START_TEST(test_batchnorm_shape_errors_and_infer) {
     ir_node *n = th_node(g, "BatchNormalization", 15, 5, 1);
     tci_tensor out[1];
     const int64_t xd[] = {-1, 3, -1}, c3[] = {3}, c4[] = {4}, cu[] = {-1};
-    tci_tensor x = shape_only(F, 3, xd), p3 = shape_only(F, 1, c3), p4 = shape_only(F, 1, c4),
-               pu = shape_only(F, 1, cu), unk = shape_only(F, -1, NULL),
-               scalar = shape_only(F, 0, NULL),
-               dbl = shape_only(TCI_DTYPE_DOUBLE, 1, c3);
+    tci_tensor x = th_shape_only(F, 3, xd), p3 = th_shape_only(F, 1, c3), p4 = th_shape_only(F, 1, c4),
+               pu = th_shape_only(F, 1, cu), unk = th_shape_only(F, -1, NULL),
+               scalar = th_shape_only(F, 0, NULL),
+               dbl = th_shape_only(TCI_DTYPE_DOUBLE, 1, c3);
     const tci_tensor *ok[] = {&x, &p3, &pu, &unk, &p3};
-    ck_assert_tci_ok(infer(g, n, ok, out));
-    assert_dims(&out[0], 3, xd);
+    ck_assert_tci_ok(th_infer(g, n, ok, out));
+    th_assert_dims(&out[0], 3, xd);
     ck_assert_int_eq(out[0].dtype, F);
     const tci_tensor *all_unknown[] = {&unk, &unk, &unk, &unk, &unk};
-    ck_assert_tci_ok(infer(g, n, all_unknown, out));
+    ck_assert_tci_ok(th_infer(g, n, all_unknown, out));
     ck_assert_int_eq(out[0].rank, -1);
     const tci_tensor *bad[] = {&x, &p3, &p3, &p4, &p3};
-    ck_assert_tci_error(infer(g, n, bad, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, bad, out), TCI_ERR_INVALID_MODEL,
                         "input mean has shape 4, expected 3 for X of shape ?x3x?");
     const tci_tensor *rank0[] = {&scalar, &p3, &p3, &p3, &p3};
-    ck_assert_tci_error(infer(g, n, rank0, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, rank0, out), TCI_ERR_INVALID_MODEL,
                         "input X must have rank >= 1");
     const tci_tensor *d[] = {&x, &p3, &p3, &p3, &dbl};
-    ck_assert_tci_error(infer(g, n, d, out), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(th_infer(g, n, d, out), TCI_ERR_UNSUPPORTED,
                         "input 4 has unsupported dtype double");
     ir_graph_destroy(g);
 }
@@ -222,12 +201,12 @@ START_TEST(test_layernorm_last_axis) {
     const float want[] = {-1.2247449f, 0, 3.4494897f, -1.2247449f, 0, 3.4494897f};
     const float want_mean[] = {2, 4}, want_inv[] = {1.2247449f, 0.61237244f};
     const int64_t stat_dims[] = {2, 1};
-    assert_dims(&out[0], 2, ln_xd);
+    th_assert_dims(&out[0], 2, ln_xd);
     th_assert_near(out[0].data, want, 6, 1e-6f);
-    assert_dims(&out[1], 2, stat_dims);
+    th_assert_dims(&out[1], 2, stat_dims);
     ck_assert_int_eq(out[1].dtype, F);
     th_assert_near(out[1].data, want_mean, 2, 1e-6f);
-    assert_dims(&out[2], 2, stat_dims);
+    th_assert_dims(&out[2], 2, stat_dims);
     th_assert_near(out[2].data, want_inv, 2, 1e-6f);
     th_free(out, 3);
     ir_graph_destroy(g);
@@ -293,26 +272,26 @@ START_TEST(test_layernorm_errors) {
 
     tci_tensor out[3];
     const int64_t c3[] = {3}, c4[] = {4}, c0[] = {0}, xe[] = {2, 0};
-    tci_tensor x = shape_only(F, 2, ln_xd), s3 = shape_only(F, 1, c3), s4 = shape_only(F, 1, c4),
-               s0 = shape_only(F, 1, c0), empty = shape_only(F, 2, xe),
-               h = shape_only(TCI_DTYPE_FLOAT16, 2, ln_xd);
+    tci_tensor x = th_shape_only(F, 2, ln_xd), s3 = th_shape_only(F, 1, c3), s4 = th_shape_only(F, 1, c4),
+               s0 = th_shape_only(F, 1, c0), empty = th_shape_only(F, 2, xe),
+               h = th_shape_only(TCI_DTYPE_FLOAT16, 2, ln_xd);
     ir_node *ax = th_node(g, "LayerNormalization", 17, 2, 1);
     th_attr_int(g, ax, "axis", 2);
     const tci_tensor *in1[] = {&x, &s3};
-    ck_assert_tci_error(infer(g, ax, in1, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, ax, in1, out), TCI_ERR_INVALID_MODEL,
                         "axis 2 out of range for rank 2");
     ir_node *n = th_node(g, "LayerNormalization", 17, 3, 1);
     const tci_tensor *in2[] = {&x, &s3, &s4};
-    ck_assert_tci_error(infer(g, n, in2, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in2, out), TCI_ERR_INVALID_MODEL,
                         "B of shape 4 does not broadcast to 2x3");
     const tci_tensor *in3[] = {&x, &s4, NULL};
-    ck_assert_tci_error(infer(g, n, in3, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in3, out), TCI_ERR_INVALID_MODEL,
                         "Scale of shape 4 does not broadcast to 2x3");
     const tci_tensor *in4[] = {&empty, &s0, NULL};
-    ck_assert_tci_error(infer(g, n, in4, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, n, in4, out), TCI_ERR_INVALID_MODEL,
                         "the normalized dims X.shape[1:] hold no elements");
     const tci_tensor *in5[] = {&h, &s3, NULL};
-    ck_assert_tci_error(infer(g, n, in5, out), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(th_infer(g, n, in5, out), TCI_ERR_UNSUPPORTED,
                         "input 0 has unsupported dtype float16");
     ir_graph_destroy(g);
 }
@@ -325,16 +304,16 @@ START_TEST(test_layernorm_infer_unknown) {
     th_attr_int(g, n, "axis", -2);
     tci_tensor out[3];
     const int64_t xd[] = {-1, 5, 4}, sd[] = {-1, 4};
-    tci_tensor x = shape_only(F, 3, xd), s = shape_only(F, 2, sd), unk = shape_only(F, -1, NULL);
+    tci_tensor x = th_shape_only(F, 3, xd), s = th_shape_only(F, 2, sd), unk = th_shape_only(F, -1, NULL);
     const tci_tensor *in1[] = {&x, &s};
-    ck_assert_tci_ok(infer(g, n, in1, out));
-    assert_dims(&out[0], 3, xd);
+    ck_assert_tci_ok(th_infer(g, n, in1, out));
+    th_assert_dims(&out[0], 3, xd);
     const int64_t stat[] = {-1, 1, 1};
-    assert_dims(&out[1], 3, stat);
-    assert_dims(&out[2], 3, stat);
+    th_assert_dims(&out[1], 3, stat);
+    th_assert_dims(&out[2], 3, stat);
     ck_assert_int_eq(out[2].dtype, F);
     const tci_tensor *in2[] = {&unk, &s};
-    ck_assert_tci_ok(infer(g, n, in2, out));
+    ck_assert_tci_ok(th_infer(g, n, in2, out));
     ck_assert_int_eq(out[0].rank, -1);
     ck_assert_int_eq(out[1].rank, -1);
     ck_assert_int_eq(out[1].dtype, F);
@@ -353,7 +332,7 @@ static void run_softmax_tol(const char *op, int opset, int64_t axis, bool set_ax
     if (set_axis) th_attr_int(g, n, "axis", axis);
     tci_tensor in[1] = {th_tensor(F, rank, dims, x)}, out[1];
     ck_assert_tci_ok(th_run(g, n, in, out));
-    assert_dims(&out[0], rank, dims);
+    th_assert_dims(&out[0], rank, dims);
     th_assert_near(out[0].data, want, count, tol);
     th_free(out, 1);
     ir_graph_destroy(g);
@@ -439,24 +418,24 @@ START_TEST(test_softmax_errors_and_infer) {
     ck_assert_tci_ok(ir_graph_create(&g));
     tci_tensor out[1];
     const int64_t d[] = {2, -1};
-    tci_tensor x = shape_only(F, 2, d), s = shape_only(F, 0, NULL), unk = shape_only(F, -1, NULL),
-               dbl = shape_only(TCI_DTYPE_DOUBLE, 2, d);
+    tci_tensor x = th_shape_only(F, 2, d), s = th_shape_only(F, 0, NULL), unk = th_shape_only(F, -1, NULL),
+               dbl = th_shape_only(TCI_DTYPE_DOUBLE, 2, d);
     ir_node *n = th_node(g, "Softmax", 13, 1, 1);
     const tci_tensor *in1[] = {&x};
-    ck_assert_tci_ok(infer(g, n, in1, out));
-    assert_dims(&out[0], 2, d);
+    ck_assert_tci_ok(th_infer(g, n, in1, out));
+    th_assert_dims(&out[0], 2, d);
     const tci_tensor *in2[] = {&unk};
-    ck_assert_tci_ok(infer(g, n, in2, out));
+    ck_assert_tci_ok(th_infer(g, n, in2, out));
     ck_assert_int_eq(out[0].rank, -1);
     ck_assert_int_eq(out[0].dtype, F);
     const tci_tensor *in3[] = {&s};
-    ck_assert_tci_error(infer(g, n, in3, out), TCI_ERR_INVALID_MODEL, "input must have rank >= 1");
+    ck_assert_tci_error(th_infer(g, n, in3, out), TCI_ERR_INVALID_MODEL, "input must have rank >= 1");
     const tci_tensor *in4[] = {&dbl};
-    ck_assert_tci_error(infer(g, n, in4, out), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(th_infer(g, n, in4, out), TCI_ERR_UNSUPPORTED,
                         "input 0 has unsupported dtype double");
     ir_node *ax = th_node(g, "LogSoftmax", 11, 1, 1);
     th_attr_int(g, ax, "axis", -3);
-    ck_assert_tci_error(infer(g, ax, in1, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, ax, in1, out), TCI_ERR_INVALID_MODEL,
                         "axis -3 out of range for rank 2");
     ir_node *at = th_node(g, "Softmax", 13, 1, 1);
     th_attr_float(g, at, "beta", 1.0f);
@@ -490,7 +469,7 @@ static void run_reduce(const char *op, int opset, int keepdims, int noop, const 
                         th_tensor(TCI_DTYPE_INT64, 1, ad, axes_count ? axes : rd_xd)};
     tci_tensor out[1];
     ck_assert_tci_ok(th_run(g, n, in, out));
-    assert_dims(&out[0], want_rank, want_dims);
+    th_assert_dims(&out[0], want_rank, want_dims);
     th_assert_near(out[0].data, want, (size_t)tci_tensor_count(&out[0]), 1e-6f);
     th_free(out, 1);
     ir_graph_destroy(g);
@@ -547,7 +526,7 @@ START_TEST(test_reduce_middle_axes) {
     tci_tensor in[2] = {th_tensor(F, 3, xd, x), th_tensor(TCI_DTYPE_INT64, 1, ad, axes)};
     tci_tensor out[1];
     ck_assert_tci_ok(th_run(g, n, in, out));
-    assert_dims(&out[0], 3, wd);
+    th_assert_dims(&out[0], 3, wd);
     const float want[] = {(0 + 1 + 6 + 7) / 4.0f, (2 + 3 + 8 + 9) / 4.0f, (4 + 5 + 10 + 11) / 4.0f};
     th_assert_near(out[0].data, want, 3, 1e-6f);
     th_free(out, 1);
@@ -605,7 +584,7 @@ START_TEST(test_reduce_empty_and_scalar) {
         ir_node *n = th_node(g, ops[o], 18, 2, 1);
         tci_tensor in[2] = {th_tensor(F, 3, xd, dummy), th_tensor(TCI_DTYPE_INT64, 1, ad, axes)};
         ck_assert_tci_ok(th_run(g, n, in, out));
-        assert_dims(&out[0], 3, wd);
+        th_assert_dims(&out[0], 3, wd);
         th_assert_near(out[0].data, zeros, 4, 0);
         th_free(out, 1);
     }
@@ -613,7 +592,7 @@ START_TEST(test_reduce_empty_and_scalar) {
     ir_node *k = th_node(g, "ReduceSum", 13, 2, 1);
     tci_tensor in_k[2] = {th_tensor(F, 3, xd, dummy), th_tensor(TCI_DTYPE_INT64, 1, ad, axes2)};
     ck_assert_tci_ok(th_run(g, k, in_k, out));
-    assert_dims(&out[0], 3, w0);
+    th_assert_dims(&out[0], 3, w0);
     th_free(out, 1);
     /* rank 0 input: reducing all of nothing is the value itself */
     ir_node *s = th_node(g, "ReduceMean", 13, 1, 1);
@@ -671,35 +650,35 @@ START_TEST(test_reduce_errors) {
     tci_tensor out[1];
     const int64_t a3[] = {3}, ad[] = {1}, a2d[] = {1, 1}, fd[] = {1};
     const float fa[] = {1};
-    tci_tensor x = shape_only(F, 2, rd_xd), dbl = shape_only(TCI_DTYPE_DOUBLE, 2, rd_xd),
+    tci_tensor x = th_shape_only(F, 2, rd_xd), dbl = th_shape_only(TCI_DTYPE_DOUBLE, 2, rd_xd),
                axes3 = th_tensor(TCI_DTYPE_INT64, 1, ad, a3),
                axes_2d = th_tensor(TCI_DTYPE_INT64, 2, a2d, a3),
                axes_f = th_tensor(F, 1, fd, fa);
     ir_node *range = th_node(g, "ReduceSum", 13, 2, 1);
     const tci_tensor *in1[] = {&x, &axes3};
-    ck_assert_tci_error(infer(g, range, in1, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, range, in1, out), TCI_ERR_INVALID_MODEL,
                         "axis 3 out of range for rank 2");
     const tci_tensor *in2[] = {&x, &axes_2d};
-    ck_assert_tci_error(infer(g, range, in2, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, range, in2, out), TCI_ERR_INVALID_MODEL,
                         "input axes must be 1-D, got rank 2");
     const tci_tensor *in3[] = {&x, &axes_f};
-    ck_assert_tci_error(infer(g, range, in3, out), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(th_infer(g, range, in3, out), TCI_ERR_UNSUPPORTED,
                         "input 1 has unsupported dtype float");
     const tci_tensor *in4[] = {&dbl, NULL};
-    ck_assert_tci_error(infer(g, range, in4, out), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(th_infer(g, range, in4, out), TCI_ERR_UNSUPPORTED,
                         "input 0 has unsupported dtype double");
     ir_node *attr_range = th_node(g, "ReduceMean", 11, 1, 1);
     const int64_t neg[] = {-3};
     th_attr_ints(g, attr_range, "axes", neg, 1);
     const tci_tensor *in5[] = {&x};
-    ck_assert_tci_error(infer(g, attr_range, in5, out), TCI_ERR_INVALID_MODEL,
+    ck_assert_tci_error(th_infer(g, attr_range, in5, out), TCI_ERR_INVALID_MODEL,
                         "axis -3 out of range for rank 2");
 
     /* at run time the axes must have a value */
     ir_node *rt = th_node(g, "ReduceSum", 13, 2, 1);
     ck_assert_tci_ok(op_prepare_node(rt, g->arena));
     float xv[6] = {0}, yv[6];
-    tci_tensor xt = th_tensor(F, 2, rd_xd, xv), at_unknown = shape_only(TCI_DTYPE_INT64, 1, ad),
+    tci_tensor xt = th_tensor(F, 2, rd_xd, xv), at_unknown = th_shape_only(TCI_DTYPE_INT64, 1, ad),
                yt = th_tensor(F, 2, rd_xd, yv);
     const tci_tensor *in6[] = {&xt, &at_unknown};
     tci_tensor *o6[] = {&yt};
@@ -714,34 +693,34 @@ START_TEST(test_reduce_infer_unknown) {
     ck_assert_tci_ok(ir_graph_create(&g));
     tci_tensor out[1];
     const int64_t xd[] = {2, 1, -1}, ad[] = {1}, a0[] = {0}, axes[] = {-1};
-    tci_tensor x = shape_only(F, 3, xd), axes_unknown = shape_only(TCI_DTYPE_INT64, 1, ad),
-               axes_empty = shape_only(TCI_DTYPE_INT64, 1, a0),
+    tci_tensor x = th_shape_only(F, 3, xd), axes_unknown = th_shape_only(TCI_DTYPE_INT64, 1, ad),
+               axes_empty = th_shape_only(TCI_DTYPE_INT64, 1, a0),
                axes_known = th_tensor(TCI_DTYPE_INT64, 1, ad, axes),
-               unk = shape_only(TCI_DTYPE_UNDEFINED, -1, NULL);
+               unk = th_shape_only(TCI_DTYPE_UNDEFINED, -1, NULL);
     /* axes not known yet: keepdims keeps the rank, and dims of 1 stay 1 */
     ir_node *k = th_node(g, "ReduceSum", 13, 2, 1);
     const tci_tensor *in1[] = {&x, &axes_unknown};
-    ck_assert_tci_ok(infer(g, k, in1, out));
+    ck_assert_tci_ok(th_infer(g, k, in1, out));
     const int64_t w1[] = {-1, 1, -1};
-    assert_dims(&out[0], 3, w1);
+    th_assert_dims(&out[0], 3, w1);
     ir_node *nk = th_node(g, "ReduceSum", 13, 2, 1);
     th_attr_int(g, nk, "keepdims", 0);
-    ck_assert_tci_ok(infer(g, nk, in1, out));
+    ck_assert_tci_ok(th_infer(g, nk, in1, out));
     ck_assert_int_eq(out[0].rank, -1);
     ck_assert_int_eq(out[0].dtype, F);
     /* an empty axes input is known from its shape alone */
     ir_node *np = th_node(g, "ReduceSum", 13, 2, 1);
     th_attr_int(g, np, "noop_with_empty_axes", 1);
     const tci_tensor *in2[] = {&x, &axes_empty};
-    ck_assert_tci_ok(infer(g, np, in2, out));
-    assert_dims(&out[0], 3, xd);
+    ck_assert_tci_ok(th_infer(g, np, in2, out));
+    th_assert_dims(&out[0], 3, xd);
     /* known axes over an unknown dim */
     const tci_tensor *in3[] = {&x, &axes_known};
-    ck_assert_tci_ok(infer(g, nk, in3, out));
+    ck_assert_tci_ok(th_infer(g, nk, in3, out));
     const int64_t w3[] = {2, 1};
-    assert_dims(&out[0], 2, w3);
+    th_assert_dims(&out[0], 2, w3);
     const tci_tensor *in4[] = {&unk, &axes_known};
-    ck_assert_tci_ok(infer(g, nk, in4, out));
+    ck_assert_tci_ok(th_infer(g, nk, in4, out));
     ck_assert_int_eq(out[0].rank, -1);
     ir_graph_destroy(g);
 }
