@@ -177,8 +177,46 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
 void tci_context_destroy(tci_context *context);
 
 /* Runs the network. inputs[i] is engine input i (same dtype; dims must match the fixed dims of
- * the engine's input and fill in its symbolic ones). Data is read during the call only. */
+ * the engine's input and fill in its symbolic ones). Data is read during the call only.
+ * GPU engines also run a smaller leading dim (batch) than they were built for, every other dim
+ * as built: the first run at a new batch plans it (keeping the built weights and library
+ * algorithms), later runs at that batch replay it. */
 tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs);
+
+/* ---- device buffers (GPU engines): zero-copy pipelines ---- */
+
+typedef enum tci_device_layout {
+    TCI_DEVICE_DENSE = 0, /* row-major in the logical (ONNX) order */
+    TCI_DEVICE_NHWC8 = 1, /* 4-D (N,C,H,W) stored N,H,W,Cp with Cp = C rounded up to a multiple
+                             of 8; channels C..Cp-1 are zero on input and written as zero */
+} tci_device_layout;
+
+/* How an engine input or output is held on the device: float tensors as fp16 (FLOAT16), 4-D
+ * ones in NHWC8; other dtypes dense in their own dtype (BOOL as one byte). */
+typedef struct tci_device_format {
+    tci_dtype dtype;
+    tci_device_layout layout;
+    int rank;
+    int64_t dims[TCI_MAX_RANK]; /* logical dims, as built */
+    int64_t padded_channels;    /* NHWC8: Cp; else 0 */
+    size_t bytes;               /* size as built; a smaller batch needs proportionally less */
+} tci_device_format;
+
+tci_status tci_engine_device_format(const tci_engine *engine, int is_output, size_t index,
+                                    tci_device_format *out_format);
+
+/* Runs on device buffers in the engine's device formats: inputs are read where they are and
+ * outputs written where they are (an output that is a view of an input or constant, or that
+ * shares its storage with another output, is copied there). The work is ordered after what is
+ * already queued on `cuda_stream` (a cudaStream_t; NULL for the legacy default stream) and before
+ * what is queued on it afterwards; the call returns without waiting for the GPU, and the buffers
+ * must stay valid until the stream has passed this work. leading_dims: the batch of each input
+ * (NULL = as built; see tci_context_run). The context's CUDA graph is captured for the buffers
+ * given and re-captured when they change: reuse buffers for the fastest replay. An out-of-range
+ * Gather index (clamped into range) is reported by the next tci_context_run, not here. */
+tci_status tci_context_run_device(tci_context *context, const void *const *inputs,
+                                  size_t num_inputs, void *const *outputs, size_t num_outputs,
+                                  const int64_t *leading_dims, void *cuda_stream);
 
 /* Output `index` of the last run. Its data belongs to the context and stays valid until the next
  * run or tci_context_destroy. */

@@ -17,10 +17,11 @@ run() {
     if "$@"; then passed=$((passed + 1)); else echo "FAILED: $name"; failed=$((failed + 1)); fi
 }
 "$build/tcinfer" --devices
+run generate python3 models/generate.py "$work/models"
+export TCI_TEST_MODELS_DIR=$work/models
 for t in "$build"/tests/gpu/gpu_test_*; do
     run "$(basename "$t")" "$t"
 done
-run generate python3 models/generate.py "$work/models"
 run models python3 tests/models/run_models.py --backend gpu --tolerance 5e-3 \
     --tcinfer "$build/tcinfer" --models-dir "$work/models"
 run conformance python3 tests/conformance/run_conformance.py --backend gpu \

@@ -20,6 +20,8 @@ struct tci_engine {
     tci_backend backend;
     bool use_cuda_graph;
     plan *plan_only; /* a GPU plan built without a device (tci_engine_options.plan_only) */
+    /* the GPU engine's graph before the passes, shapes as built: smaller batches re-plan a copy */
+    ir_graph *pristine;
 #if TCI_HAVE_CUDA
     exec_gpu_engine *gpu;
 #endif
@@ -88,7 +90,7 @@ static tci_status mark_all_outputs(ir_graph *g) {
     return TCI_OK;
 }
 
-static tci_status build(ir_graph *g, const tci_engine_options *options) {
+static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph **pristine) {
     for (size_t i = 0; i < options->num_shapes; i++)
         TCI_TRY(apply_shape_override(g, &options->shapes[i]));
 
@@ -99,6 +101,7 @@ static tci_status build(ir_graph *g, const tci_engine_options *options) {
                              "input '%s' has no declared type or shape; give it with --shape",
                              t->name);
     }
+    if (pristine) TCI_TRY(ir_graph_clone(g, pristine));
     TCI_TRY(pass_optimize(g));
     /* after the passes: in execution order, and only tensors that are really computed */
     return options->mark_all_outputs ? mark_all_outputs(g) : TCI_OK;
@@ -120,12 +123,16 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
                        "this build has no CUDA support; use --backend cpu for the fp32 "
                        "reference executor");
 #endif
-    if (st == TCI_OK) st = build(g, options);
     tci_engine *e = NULL;
     if (st == TCI_OK) {
         e = calloc(1, sizeof *e);
         if (!e) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
     }
+    /* batches below the built one re-plan the graph as it was before the passes; the layer
+     * marking of mark_all_outputs is for comparisons at one shape and is not replayed */
+    bool keep_pristine = TCI_HAVE_CUDA && options->backend == TCI_BACKEND_GPU &&
+                         !options->plan_only && !options->mark_all_outputs;
+    if (st == TCI_OK) st = build(g, options, keep_pristine ? &e->pristine : NULL);
     if (st == TCI_OK) {
         e->graph = g;
         e->backend = options->backend;
@@ -134,7 +141,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
             st = plan_build(g, NULL, &e->plan_only);
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
-            st = exec_gpu_engine_create(g, NULL, &e->gpu);
+            st = exec_gpu_engine_create(g, e->pristine, NULL, &e->gpu);
 #endif
     }
     if (st != TCI_OK) {
@@ -178,6 +185,7 @@ void tci_engine_destroy(tci_engine *engine) {
     exec_gpu_engine_destroy(engine->gpu);
 #endif
     plan_destroy(engine->plan_only);
+    ir_graph_destroy(engine->pristine);
     ir_graph_destroy(engine->graph);
     free(engine);
 }
@@ -339,6 +347,51 @@ tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_
 #endif
     TCI_TRY(exec_cpu_run(context->cpu, inputs, num_inputs));
     return keep_inputs(context, inputs, num_inputs);
+}
+
+tci_status tci_engine_device_format(const tci_engine *engine, int is_output, size_t index,
+                                    tci_device_format *out_format) {
+    if (!engine || !out_format) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    memset(out_format, 0, sizeof *out_format);
+#if TCI_HAVE_CUDA
+    if (engine->gpu) {
+        const plan_tensor *t = exec_gpu_io_tensor(engine->gpu, is_output != 0, index);
+        if (!t) return tci_error(TCI_ERR_INVALID_ARGUMENT, "no %s %zu", is_output ? "output" : "input", index);
+        out_format->dtype = t->dtype;
+        out_format->layout = t->layout == PLAN_LAYOUT_NHWC8 ? TCI_DEVICE_NHWC8 : TCI_DEVICE_DENSE;
+        out_format->rank = t->rank;
+        for (int i = 0; i < t->rank; i++) out_format->dims[i] = t->dims[i];
+        out_format->padded_channels = t->layout == PLAN_LAYOUT_NHWC8 ? t->padded_channels : 0;
+        out_format->bytes = t->bytes;
+        return TCI_OK;
+    }
+#endif
+    (void)is_output;
+    (void)index;
+    return tci_error(TCI_ERR_INVALID_ARGUMENT, "device formats belong to GPU engines; this one runs on the %s",
+                     engine->plan_only ? "GPU planner only (plan_only)" : "CPU");
+}
+
+tci_status tci_context_run_device(tci_context *context, const void *const *inputs,
+                                  size_t num_inputs, void *const *outputs, size_t num_outputs,
+                                  const int64_t *leading_dims, void *cuda_stream) {
+    if (!context) return tci_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
+    const ir_graph *g = context->engine->graph;
+    if (num_inputs != g->num_inputs || num_outputs != g->num_outputs)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "got %zu inputs and %zu outputs; the model has %zu and %zu", num_inputs,
+                         num_outputs, g->num_inputs, g->num_outputs);
+    if ((num_inputs && !inputs) || (num_outputs && !outputs))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "inputs or outputs is NULL");
+#if TCI_HAVE_CUDA
+    if (context->gpu)
+        return exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
+                                   (cudaStream_t)cuda_stream);
+#endif
+    (void)leading_dims;
+    (void)cuda_stream;
+    return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                     "device buffers need a GPU engine; this context runs on the CPU");
 }
 
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor) {

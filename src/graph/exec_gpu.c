@@ -6,6 +6,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@
 #include "kernels/norm.h"
 #include "kernels/pool.h"
 #include "kernels/resize.h"
+#include "graph/passes.h"
 #include "layers/op.h"
 
 /* Largest workspace one convolution or GEMM algorithm may ask for. */
@@ -28,6 +30,14 @@ enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8 };
 
 struct exec_gpu_engine {
     plan *plan;
+    /* A batch variant (a smaller batch than the engine was built for) is planned anew from
+     * the pristine graph but borrows its parent's packed weights, library plans and every
+     * constant whose bytes are the same; the step arrays below are then the parent's. */
+    const exec_gpu_engine *parent;
+    const ir_graph *pristine;  /* base engine: the graph before the passes, or NULL */
+    ir_graph *graph;           /* variant: its optimised copy of the graph (steps point into it) */
+    plan_options options;      /* what the plan was built with; variants are planned alike */
+    bool *owns_constant;       /* by plan tensor: constants[t] is this engine's to free */
     void **constants;          /* by plan tensor: device copy of a constant, else NULL */
     void **step_weights;       /* by step: packed conv weights */
     void **step_bias;          /* by step: packed conv bias / fp16 GEMM bias */
@@ -38,21 +48,40 @@ struct exec_gpu_engine {
     size_t workspace_bytes;
 };
 
+/* One batch size a context has run: the base engine's, or a variant planned on first use. */
+typedef struct batch_variant {
+    int64_t *dim0;             /* leading dim of each engine input */
+    exec_gpu_engine *engine;   /* owned; NULL for the base (the context's base engine) */
+    cudaGraphExec_t graph;
+    bool captured;
+    void **captured_io;        /* the device I/O buffers the graph was captured with (NULLs:
+                                  the staging buffers), inputs then outputs */
+} batch_variant;
+
 struct exec_gpu_context {
-    const exec_gpu_engine *engine;
+    const exec_gpu_engine *base;
+    const exec_gpu_engine *engine; /* the current batch's: base or a variant */
+    batch_variant *variants;   /* [0] is the base */
+    int num_variants, current;
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasLtHandle_t lt;
     void *arena;
+    size_t arena_bytes;
     void *workspace;
     void **input_staging;      /* by engine input: the caller's data as given (fp32, int64...) */
     void **output_staging;     /* by engine output: fp32 / int64 / bool, dense NCHW */
     tci_tensor *outputs;       /* host copies */
     int *gather_error;         /* device flag for out-of-range Gather indices */
     bool use_graph;
-    cudaGraphExec_t graph;
-    bool captured;
     cudaEvent_t *events;       /* 2 per step, for profiling */
+    /* device I/O (exec_gpu_run_device): the caller's buffers, inputs then outputs, or NULLs */
+    void **device_io;
+    void **redirect;           /* by plan tensor of the current engine: the caller's buffer that
+                                  replaces its arena storage, or NULL */
+    int redirect_count;        /* entries of redirect */
+    bool *copy_output;         /* by output: written to the caller's buffer by a copy */
+    cudaEvent_t caller_ready, done;
 };
 
 /* ---- small helpers ---- */
@@ -261,14 +290,24 @@ static void gemm_desc_of(const plan_gemm *g, kern_gemm_desc *d) {
 
 /* ---- one step ---- */
 
+/* device_ptr, with the caller's buffers in place of redirected tensors (device I/O) */
+static void *tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
+                        int index) {
+    if (c && c->redirect && index < c->redirect_count) {
+        int root = e->plan->tensors[index].alias_of >= 0 ? e->plan->tensors[index].alias_of : index;
+        if (c->redirect[root]) return c->redirect[root];
+    }
+    return device_ptr(e, arena, index);
+}
+
 static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
                            cudaStream_t stream) {
     const plan *p = e->plan;
     const plan_step *s = &p->steps[index];
     void *in[PLAN_MAX_STEP_INPUTS] = {0};
     for (int k = 0; k < s->num_inputs; k++)
-        if (s->inputs[k] >= 0) in[k] = device_ptr(e, arena, s->inputs[k]);
-    void *out = s->num_outputs ? device_ptr(e, arena, s->outputs[0]) : NULL;
+        if (s->inputs[k] >= 0) in[k] = tensor_ptr(e, c, arena, s->inputs[k]);
+    void *out = s->num_outputs ? tensor_ptr(e, c, arena, s->outputs[0]) : NULL;
     const plan_tensor *y = s->num_outputs ? tensor_of(p, s->outputs[0]) : NULL;
     switch (s->kind) {
     case PLAN_STEP_CONV:
@@ -293,8 +332,10 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_GEMM:
-        return kern_gemm_run(e->gemm[index], c->lt, stream, 0, 0, in[0], in[1], NULL, out,
-                             e->step_bias[index], c->workspace, e->workspace_bytes);
+        /* a batch variant runs the parent's plan on its own (smaller) m and batch count */
+        return kern_gemm_run(e->gemm[index], c->lt, stream, s->u.gemm.m,
+                             (int)(s->u.gemm.batch > 0 ? s->u.gemm.batch : 1), in[0], in[1], NULL,
+                             out, e->step_bias[index], c->workspace, e->workspace_bytes);
     case PLAN_STEP_ELTWISE: {
         const plan_strided *v = &s->u.eltwise.view;
         int value_input = s->u.eltwise.op == PLAN_BIN_WHERE ? 1 : 0;
@@ -583,8 +624,8 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
     return st;
 }
 
-tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *options,
-                                  exec_gpu_engine **out_engine) {
+tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
+                                  const plan_options *options, exec_gpu_engine **out_engine) {
     *out_engine = NULL;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -595,18 +636,21 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *opt
     }
     exec_gpu_engine *e = calloc(1, sizeof *e);
     if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+    e->pristine = pristine;
+    if (options) e->options = *options;
     tci_status st = plan_build(graph, options, &e->plan);
     if (st == TCI_OK) {
         size_t nt = (size_t)e->plan->num_tensors + 1, ns = (size_t)e->plan->num_steps + 1;
         e->constants = calloc(nt, sizeof(void *));
+        e->owns_constant = calloc(nt, sizeof(bool));
         e->step_weights = calloc(ns, sizeof(void *));
         e->step_bias = calloc(ns, sizeof(void *));
         e->conv = calloc(ns, sizeof(kern_conv_plan *));
         e->gemm = calloc(ns, sizeof(kern_gemm_plan *));
         e->convt = calloc(ns, sizeof(kern_convt_plan *));
         e->kernel_name = calloc(ns, sizeof(char *));
-        if (!e->constants || !e->step_weights || !e->step_bias || !e->conv || !e->gemm ||
-            !e->convt || !e->kernel_name)
+        if (!e->constants || !e->owns_constant || !e->step_weights || !e->step_bias || !e->conv ||
+            !e->gemm || !e->convt || !e->kernel_name)
             st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
     }
     const plan *p = e->plan;
@@ -620,8 +664,9 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *opt
     }
     for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
         const plan_tensor *pt = &p->tensors[t];
-        if (pt->memory != PLAN_MEM_CONSTANT || pt->dtype == TCI_DTYPE_FLOAT) continue;
+        if (pt->memory != PLAN_MEM_CONSTANT || pt->packed_source) continue;
         st = upload(pt->host_data, pt->bytes, &e->constants[t]);
+        e->owns_constant[t] = true;
     }
     if (st == TCI_OK) st = create_library_plans(e);
     if (st != TCI_OK) {
@@ -634,7 +679,7 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *opt
 
 void exec_gpu_engine_destroy(exec_gpu_engine *e) {
     if (!e) return;
-    if (e->plan) {
+    if (e->plan && !e->parent) {
         for (int i = 0; i < e->plan->num_steps; i++) {
             if (e->conv) kern_conv_destroy(e->conv[i]);
             if (e->gemm) kern_gemm_destroy(e->gemm[i]);
@@ -642,17 +687,152 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
             if (e->step_weights) cudaFree(e->step_weights[i]);
             if (e->step_bias) cudaFree(e->step_bias[i]);
         }
-        for (int t = 0; e->constants && t < e->plan->num_tensors; t++) cudaFree(e->constants[t]);
+    }
+    for (int t = 0; e->plan && e->constants && e->owns_constant && t < e->plan->num_tensors; t++)
+        if (e->owns_constant[t]) cudaFree(e->constants[t]);
+    if (!e->parent) {
+        free(e->step_weights);
+        free(e->step_bias);
+        free(e->conv);
+        free(e->gemm);
+        free(e->convt);
+        free(e->kernel_name);
     }
     free(e->constants);
-    free(e->step_weights);
-    free(e->step_bias);
-    free(e->conv);
-    free(e->gemm);
-    free(e->convt);
-    free(e->kernel_name);
+    free(e->owns_constant);
     plan_destroy(e->plan);
+    ir_graph_destroy(e->graph);
     free(e);
+}
+
+/* ---- batch variants ---- */
+
+static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
+    return b->n <= a->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
+           a->r == b->r && a->s == b->s && a->out_h == b->out_h && a->out_w == b->out_w &&
+           a->pad_top == b->pad_top && a->pad_left == b->pad_left &&
+           a->pad_bottom == b->pad_bottom && a->pad_right == b->pad_right &&
+           a->stride_h == b->stride_h && a->stride_w == b->stride_w &&
+           a->dilation_h == b->dilation_h && a->dilation_w == b->dilation_w &&
+           a->groups == b->groups && a->has_bias == b->has_bias &&
+           a->has_residual == b->has_residual && a->depthwise == b->depthwise &&
+           a->act.kind == b->act.kind && a->act.alpha == b->act.alpha &&
+           a->act.beta == b->act.beta && a->post_act.kind == b->post_act.kind &&
+           a->post_act.alpha == b->post_act.alpha && a->post_act.beta == b->post_act.beta;
+}
+
+static bool same_gemm_but_batch(const plan_gemm *a, const plan_gemm *b) {
+    kern_gemm_desc x, y; /* memset by gemm_desc_of, so padding compares equal */
+    gemm_desc_of(a, &x);
+    gemm_desc_of(b, &y);
+    if (y.m > x.m || y.batch_count > x.batch_count) return false;
+    y.m = x.m;
+    y.batch_count = x.batch_count;
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+/* Whether the variant's step can run on the parent's packed weights and library plan. */
+static bool step_matches(const plan_step *a, const plan_step *b) {
+    if (a->kind != b->kind || strcmp(a->node->name, b->node->name) != 0 ||
+        strcmp(a->label, b->label) != 0)
+        return false;
+    switch (a->kind) {
+    case PLAN_STEP_CONV:
+    case PLAN_STEP_CONV_TRANSPOSE: return same_conv_but_batch(&a->u.conv, &b->u.conv);
+    case PLAN_STEP_GEMM: return same_gemm_but_batch(&a->u.gemm, &b->u.gemm);
+    default: return true;
+    }
+}
+
+/* The parent's device copy of constant t when the variant's is the same bytes in the same
+ * layout (weights always are; shape-derived constants may differ with the batch). */
+static void *borrow_constant(const exec_gpu_engine *parent, const plan_tensor *t, int index) {
+    const plan *p = parent->plan;
+    if (index >= p->num_tensors) return NULL;
+    const plan_tensor *u = &p->tensors[index];
+    if (u->memory != PLAN_MEM_CONSTANT || !parent->constants[index] || u->dtype != t->dtype ||
+        u->layout != t->layout || u->bytes != t->bytes || strcmp(u->name, t->name) != 0)
+        return NULL;
+    if (t->bytes && (!u->host_data || !t->host_data || memcmp(u->host_data, t->host_data, t->bytes)))
+        return NULL;
+    return parent->constants[index];
+}
+
+/* Plans the pristine graph with input i's leading dim set to dim0[i] and ties the result to
+ * the base engine's weights and library plans. A plan whose steps differ from the base's other
+ * than in the batch (a model whose structure depends on the batch) is refused. */
+static tci_status variant_create(const exec_gpu_engine *base, const int64_t *dim0,
+                                 exec_gpu_engine **out) {
+    *out = NULL;
+    const plan *bp = base->plan;
+    exec_gpu_engine *e = calloc(1, sizeof *e);
+    if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+    e->parent = base;
+    tci_status st = ir_graph_clone(base->pristine, &e->graph);
+    for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
+        const char *name = bp->tensors[bp->input_tensors[i]].name;
+        ir_tensor *t = ir_graph_find_tensor(e->graph, name);
+        if (!t || !t->is_graph_input || t->rank < 1)
+            st = tci_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy", name);
+        else
+            t->dims[0] = dim0[i];
+    }
+    if (st == TCI_OK) st = pass_optimize(e->graph);
+    if (st == TCI_OK) st = plan_build(e->graph, &base->options, &e->plan);
+    const plan *p = e->plan;
+    if (st == TCI_OK && (p->num_steps != bp->num_steps || p->num_inputs != bp->num_inputs ||
+                         p->num_outputs != bp->num_outputs))
+        st = tci_error(TCI_ERR_UNSUPPORTED,
+                       "the plan for batch %" PRId64 " has %d steps, the built one %d: the model's "
+                       "structure depends on the batch; build the engine for this batch (--shape)",
+                       dim0[0], p->num_steps, bp->num_steps);
+    /* the context's staging buffers are sized for the base engine's inputs and outputs */
+    for (int i = 0; st == TCI_OK && i < p->num_inputs + p->num_outputs; i++) {
+        bool in = i < p->num_inputs;
+        int k = in ? i : i - p->num_inputs;
+        const plan_tensor *t = &p->tensors[in ? p->input_tensors[k] : p->output_tensors[k]];
+        const plan_tensor *u = &bp->tensors[in ? bp->input_tensors[k] : bp->output_tensors[k]];
+        if (count_of(t) > count_of(u) || t->dtype != u->dtype || t->rank != u->rank)
+            st = tci_error(TCI_ERR_UNSUPPORTED,
+                           "at batch %" PRId64 ", %s '%s' does not shrink with the batch; build "
+                           "the engine for this batch (--shape)",
+                           dim0[0], in ? "input" : "output", t->name);
+    }
+    for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
+        if (!step_matches(&bp->steps[i], &p->steps[i]))
+            st = tci_error(TCI_ERR_UNSUPPORTED,
+                           "at batch %" PRId64 ", step %d ('%s', node '%s') differs from the built "
+                           "plan's other than in the batch; build the engine for this batch "
+                           "(--shape)",
+                           dim0[0], i, p->steps[i].label, p->steps[i].node->name);
+    if (st == TCI_OK) {
+        e->step_weights = base->step_weights;
+        e->step_bias = base->step_bias;
+        e->conv = base->conv;
+        e->gemm = base->gemm;
+        e->convt = base->convt;
+        e->kernel_name = base->kernel_name;
+        e->workspace_bytes = base->workspace_bytes;
+        e->options = base->options;
+        e->constants = calloc((size_t)p->num_tensors + 1, sizeof(void *));
+        e->owns_constant = calloc((size_t)p->num_tensors + 1, sizeof(bool));
+        if (!e->constants || !e->owns_constant)
+            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+    }
+    for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
+        const plan_tensor *pt = &p->tensors[t];
+        if (pt->memory != PLAN_MEM_CONSTANT || pt->packed_source) continue;
+        e->constants[t] = borrow_constant(base, pt, t);
+        if (e->constants[t]) continue;
+        st = upload(pt->host_data, pt->bytes, &e->constants[t]);
+        e->owns_constant[t] = st == TCI_OK;
+    }
+    if (st != TCI_OK) {
+        exec_gpu_engine_destroy(e);
+        return st;
+    }
+    *out = e;
+    return TCI_OK;
 }
 
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine) { return engine->plan; }
@@ -670,14 +850,30 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     const plan *p = e->plan;
     exec_gpu_context *c = calloc(1, sizeof *c);
     if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+    c->base = e;
     c->engine = e;
     c->use_graph = use_graph;
+    c->arena_bytes = p->arena_bytes;
     tci_status st = TCI_OK;
+    c->variants = calloc(1, sizeof *c->variants);
+    if (c->variants) {
+        c->num_variants = 1;
+        c->variants[0].dim0 = calloc((size_t)p->num_inputs + 1, sizeof(int64_t));
+        for (int i = 0; c->variants[0].dim0 && i < p->num_inputs; i++) {
+            const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
+            c->variants[0].dim0[i] = t->rank ? t->dims[0] : 1;
+        }
+    }
+    if (!c->variants || !c->variants[0].dim0)
+        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
     c->input_staging = calloc((size_t)p->num_inputs + 1, sizeof(void *));
     c->output_staging = calloc((size_t)p->num_outputs + 1, sizeof(void *));
     c->outputs = calloc((size_t)p->num_outputs + 1, sizeof(tci_tensor));
     c->events = calloc((size_t)p->num_steps * 2 + 2, sizeof(cudaEvent_t));
-    if (!c->input_staging || !c->output_staging || !c->outputs || !c->events)
+    c->device_io = calloc((size_t)(p->num_inputs + p->num_outputs) + 1, sizeof(void *));
+    c->copy_output = calloc((size_t)p->num_outputs + 1, sizeof(bool));
+    if (!c->input_staging || !c->output_staging || !c->outputs || !c->events || !c->device_io ||
+        !c->copy_output)
         st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
 #define CTX_CHECK(call)                                                                           \
     if (st == TCI_OK && (call) != 0)                                                              \
@@ -707,6 +903,8 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
         if (st == TCI_OK && !o->data) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (int i = 0; i < p->num_steps * 2 + 2; i++) CTX_CHECK(cudaEventCreate(&c->events[i]));
+    CTX_CHECK(cudaEventCreateWithFlags(&c->caller_ready, cudaEventDisableTiming));
+    CTX_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
 #undef CTX_CHECK
     if (st != TCI_OK) {
         exec_gpu_context_destroy(c);
@@ -716,11 +914,23 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     return TCI_OK;
 }
 
+static void drop_graphs(exec_gpu_context *c) {
+    for (int v = 0; v < c->num_variants; v++) {
+        if (c->variants[v].captured) cudaGraphExecDestroy(c->variants[v].graph);
+        c->variants[v].captured = false;
+    }
+}
+
 void exec_gpu_context_destroy(exec_gpu_context *c) {
     if (!c) return;
-    const plan *p = c->engine->plan;
+    const plan *p = c->base->plan;
     if (c->stream) cudaStreamSynchronize(c->stream);
-    if (c->captured) cudaGraphExecDestroy(c->graph);
+    if (c->variants) drop_graphs(c);
+    for (int v = 0; c->variants && v < c->num_variants; v++) {
+        free(c->variants[v].dim0);
+        free(c->variants[v].captured_io);
+        exec_gpu_engine_destroy(c->variants[v].engine);
+    }
     for (int i = 0; c->events && i < p->num_steps * 2 + 2; i++)
         if (c->events[i]) cudaEventDestroy(c->events[i]);
     for (int i = 0; c->input_staging && i < p->num_inputs; i++) cudaFree(c->input_staging[i]);
@@ -732,6 +942,12 @@ void exec_gpu_context_destroy(exec_gpu_context *c) {
     if (c->lt) cublasLtDestroy(c->lt);
     if (c->cudnn) cudnnDestroy(c->cudnn);
     if (c->stream) cudaStreamDestroy(c->stream);
+    if (c->caller_ready) cudaEventDestroy(c->caller_ready);
+    if (c->done) cudaEventDestroy(c->done);
+    free(c->variants);
+    free(c->device_io);
+    free(c->redirect);
+    free(c->copy_output);
     free(c->input_staging);
     free(c->output_staging);
     free(c->outputs);
@@ -776,18 +992,73 @@ static tci_status convert_outputs(exec_gpu_context *c) {
     return TCI_OK;
 }
 
-/* Everything between the staging buffers: what the CUDA graph captures. */
+/* Points the current engine's inputs and outputs at the caller's device buffers (io: inputs
+ * then outputs), or back at the arena and staging buffers (io NULL). */
+static tci_status set_device_io(exec_gpu_context *c, void *const *io) {
+    const plan *p = c->engine->plan;
+    if (c->redirect_count < p->num_tensors) {
+        void **grown = realloc(c->redirect, (size_t)p->num_tensors * sizeof *grown);
+        if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        c->redirect = grown;
+        c->redirect_count = p->num_tensors;
+    }
+    memset(c->redirect, 0, (size_t)c->redirect_count * sizeof *c->redirect);
+    for (int i = 0; i < p->num_inputs + p->num_outputs; i++) c->device_io[i] = io ? io[i] : NULL;
+    if (!io) return TCI_OK;
+    for (int i = 0; i < p->num_inputs; i++) c->redirect[p->input_tensors[i]] = io[i];
+    for (int k = 0; k < p->num_outputs; k++) {
+        int t = p->output_tensors[k];
+        int root = p->tensors[t].alias_of >= 0 ? p->tensors[t].alias_of : t;
+        /* written in place where the output owns arena storage no other output claimed; views
+         * of inputs or constants and shared storage are copied at the end */
+        c->copy_output[k] = p->tensors[root].memory != PLAN_MEM_ARENA || c->redirect[root];
+        if (!c->copy_output[k]) c->redirect[root] = io[p->num_inputs + k];
+    }
+    return TCI_OK;
+}
+
+/* inputs and outputs are the caller's device buffers (all set, or none) */
+static bool device_mode(const exec_gpu_context *c) {
+    const plan *p = c->engine->plan;
+    return p->num_inputs + p->num_outputs > 0 && c->device_io[0] != NULL;
+}
+
+/* Everything between the staging (or the caller's) buffers: what the CUDA graph captures. */
 static tci_status enqueue_all(exec_gpu_context *c) {
     const exec_gpu_engine *e = c->engine;
-    TCI_TRY(convert_inputs(c));
-    for (int i = 0; i < e->plan->num_steps; i++)
-        TCI_TRY(step_error(&e->plan->steps[i], run_step(e, c, c->arena, i, c->stream)));
-    return convert_outputs(c);
+    const plan *p = e->plan;
+    bool device = device_mode(c);
+    if (!device) TCI_TRY(convert_inputs(c));
+    for (int i = 0; i < p->num_steps; i++)
+        TCI_TRY(step_error(&p->steps[i], run_step(e, c, c->arena, i, c->stream)));
+    if (!device) return convert_outputs(c);
+    for (int k = 0; k < p->num_outputs; k++) {
+        const plan_tensor *t = tensor_of(p, p->output_tensors[k]);
+        if (c->copy_output[k] && t->bytes)
+            KERN_CUDA_CHECK(cudaMemcpyAsync(c->device_io[p->num_inputs + k],
+                                            tensor_ptr(e, c, c->arena, p->output_tensors[k]),
+                                            t->bytes, cudaMemcpyDeviceToDevice, c->stream));
+    }
+    return TCI_OK;
 }
 
 static tci_status launch(exec_gpu_context *c) {
     if (!c->use_graph) return enqueue_all(c);
-    if (!c->captured) {
+    batch_variant *v = &c->variants[c->current];
+    size_t io_bytes = (size_t)(c->base->plan->num_inputs + c->base->plan->num_outputs) *
+                      sizeof(void *);
+    if (v->captured && memcmp(v->captured_io, c->device_io, io_bytes) != 0) {
+        /* other device buffers than the graph was captured with */
+        KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        cudaGraphExecDestroy(v->graph);
+        v->captured = false;
+    }
+    if (!v->captured) {
+        if (!v->captured_io) {
+            v->captured_io = calloc(1, io_bytes + sizeof(void *));
+            if (!v->captured_io) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        memcpy(v->captured_io, c->device_io, io_bytes);
         cudaGraph_t graph;
         KERN_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
         tci_status st = enqueue_all(c);
@@ -797,37 +1068,98 @@ static tci_status launch(exec_gpu_context *c) {
             return st;
         }
         KERN_CUDA_CHECK(end);
-        cudaError_t inst = cudaGraphInstantiate(&c->graph, graph, 0);
+        cudaError_t inst = cudaGraphInstantiate(&v->graph, graph, 0);
         cudaGraphDestroy(graph);
         KERN_CUDA_CHECK(inst);
-        c->captured = true;
+        v->captured = true;
     }
-    KERN_CUDA_CHECK(cudaGraphLaunch(c->graph, c->stream));
+    KERN_CUDA_CHECK(cudaGraphLaunch(v->graph, c->stream));
+    return TCI_OK;
+}
+
+/* Makes the variant for the inputs' leading dims current, planning it on first use, and grows
+ * the arena when it needs more (the captured graphs then point at the old one: dropped). */
+static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
+    const plan *bp = c->base->plan;
+    size_t dims_bytes = (size_t)bp->num_inputs * sizeof(int64_t);
+    int found = -1;
+    for (int v = 0; v < c->num_variants && found < 0; v++)
+        if (memcmp(c->variants[v].dim0, dim0, dims_bytes) == 0) found = v;
+    if (found < 0) {
+        if (!c->base->pristine)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "this GPU engine runs only the batch it was built for (engines that "
+                             "mark every layer as an output do not re-plan)");
+        batch_variant *grown = realloc(c->variants, (size_t)(c->num_variants + 1) * sizeof *grown);
+        if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        c->variants = grown;
+        batch_variant *v = &c->variants[c->num_variants];
+        memset(v, 0, sizeof *v);
+        v->dim0 = malloc(dims_bytes + 1);
+        if (!v->dim0) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        memcpy(v->dim0, dim0, dims_bytes);
+        tci_status st = variant_create(c->base, dim0, &v->engine);
+        if (st != TCI_OK) {
+            free(v->dim0);
+            return st;
+        }
+        found = c->num_variants++;
+    }
+    const exec_gpu_engine *e = found ? c->variants[found].engine : c->base;
+    if (e->plan->arena_bytes > c->arena_bytes) {
+        KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        drop_graphs(c);
+        cudaFree(c->arena);
+        c->arena = NULL;
+        c->arena_bytes = 0;
+        KERN_CUDA_CHECK(cudaMalloc(&c->arena, e->plan->arena_bytes));
+        c->arena_bytes = e->plan->arena_bytes;
+    }
+    c->current = found;
+    c->engine = e;
     return TCI_OK;
 }
 
 tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t num_inputs) {
-    const plan *p = c->engine->plan;
+    const plan *bp = c->base->plan;
     char want[128], got[128];
-    if (num_inputs != (size_t)p->num_inputs)
+    if (num_inputs != (size_t)bp->num_inputs)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %d", num_inputs,
-                         p->num_inputs);
-    for (int i = 0; i < p->num_inputs; i++) {
-        const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
+                         bp->num_inputs);
+    /* every dim as built, except that the leading one may be smaller: another batch size */
+    int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof(int64_t));
+    if (!dim0) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    tci_status st = TCI_OK;
+    for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
+        const plan_tensor *t = tensor_of(bp, bp->input_tensors[i]);
         const tci_tensor *in = &inputs[i];
         bool ok = in->dtype == host_dtype(t) && in->rank == t->rank;
-        for (int d = 0; ok && d < t->rank; d++) ok = in->dims[d] == t->dims[d];
+        for (int d = 0; ok && d < t->rank; d++)
+            ok = d ? in->dims[d] == t->dims[d] : in->dims[0] >= 1 && in->dims[0] <= t->dims[0];
+        dim0[i] = t->rank ? in->dims[0] : 1;
         if (!ok)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "input '%s' is %s %s; the GPU engine was built for %s %s (rebuild "
-                             "with --shape for another batch)",
-                             t->name, tci_dtype_name(in->dtype),
-                             ir_format_dims(in->rank, in->dims, got, sizeof got),
-                             tci_dtype_name(host_dtype(t)),
-                             ir_format_dims(t->rank, t->dims, want, sizeof want));
+            st = tci_error(TCI_ERR_INVALID_ARGUMENT,
+                           "input '%s' is %s %s; the GPU engine was built for %s %s (a smaller "
+                           "leading dim runs too; rebuild with --shape for anything else)",
+                           t->name, tci_dtype_name(in->dtype),
+                           ir_format_dims(in->rank, in->dims, got, sizeof got),
+                           tci_dtype_name(host_dtype(t)),
+                           ir_format_dims(t->rank, t->dims, want, sizeof want));
+    }
+    if (st == TCI_OK) st = select_batch(c, dim0);
+    free(dim0);
+    TCI_TRY(st);
+    TCI_TRY(set_device_io(c, NULL));
+    const plan *p = c->engine->plan;
+    for (int i = 0; i < p->num_inputs; i++) {
+        const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
         size_t bytes = (size_t)count_of(t) * tci_dtype_size(host_dtype(t));
-        if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(c->input_staging[i], in->data, bytes,
+        if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(c->input_staging[i], inputs[i].data, bytes,
                                                    cudaMemcpyHostToDevice, c->stream));
+    }
+    for (int i = 0; i < p->num_outputs; i++) {
+        const plan_tensor *t = tensor_of(p, p->output_tensors[i]);
+        for (int d = 0; d < t->rank; d++) c->outputs[i].dims[d] = t->dims[d];
     }
     TCI_TRY(launch(c));
     for (int i = 0; i < p->num_outputs; i++) {
@@ -849,6 +1181,48 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
 
 const tci_tensor *exec_gpu_output(const exec_gpu_context *c, size_t index) {
     return &c->outputs[index];
+}
+
+const plan_tensor *exec_gpu_io_tensor(const exec_gpu_engine *e, bool output, size_t index) {
+    const plan *p = e->plan;
+    if (output) return index < (size_t)p->num_outputs ? &p->tensors[p->output_tensors[index]] : NULL;
+    return index < (size_t)p->num_inputs ? &p->tensors[p->input_tensors[index]] : NULL;
+}
+
+tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, void *const *outputs,
+                               const int64_t *leading_dims, cudaStream_t caller) {
+    const plan *bp = c->base->plan;
+    int nio = bp->num_inputs + bp->num_outputs;
+    void **io = calloc((size_t)nio + 1, sizeof *io);
+    int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof *dim0);
+    tci_status st = io && dim0 ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; st == TCI_OK && i < nio; i++) {
+        bool in = i < bp->num_inputs;
+        io[i] = in ? (void *)(uintptr_t)inputs[i] : outputs[i - bp->num_inputs];
+        if (!io[i] || ((uintptr_t)io[i] & 15u))
+            st = tci_error(TCI_ERR_INVALID_ARGUMENT, "device %s %d is %s", in ? "input" : "output",
+                           in ? i : i - bp->num_inputs, io[i] ? "not 16-byte aligned" : "NULL");
+    }
+    for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
+        const plan_tensor *t = tensor_of(bp, bp->input_tensors[i]);
+        dim0[i] = t->rank ? t->dims[0] : 1;
+        if (leading_dims && t->rank) dim0[i] = leading_dims[i];
+        if (dim0[i] < 1 || dim0[i] > (t->rank ? t->dims[0] : 1))
+            st = tci_error(TCI_ERR_INVALID_ARGUMENT,
+                           "leading dim %" PRId64 " of input '%s' is outside 1..%" PRId64, dim0[i],
+                           t->name, t->rank ? t->dims[0] : 1);
+    }
+    if (st == TCI_OK) st = select_batch(c, dim0);
+    if (st == TCI_OK) st = set_device_io(c, io);
+    free(io);
+    free(dim0);
+    TCI_TRY(st);
+    KERN_CUDA_CHECK(cudaEventRecord(c->caller_ready, caller));
+    KERN_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->caller_ready, 0));
+    TCI_TRY(launch(c));
+    KERN_CUDA_CHECK(cudaEventRecord(c->done, c->stream));
+    KERN_CUDA_CHECK(cudaStreamWaitEvent(caller, c->done, 0));
+    return TCI_OK;
 }
 
 tci_status exec_gpu_bench(exec_gpu_context *c, int iterations, int warmup, float *times_ms) {
@@ -875,12 +1249,13 @@ tci_status exec_gpu_profile(exec_gpu_context *c, int iterations, float *step_ms)
     if (iterations < 1) iterations = 1;
     float *samples = calloc((size_t)n * (size_t)iterations + 1, sizeof(float));
     if (!samples) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory profiling");
-    tci_status st = convert_inputs(c);
+    tci_status st = device_mode(c) ? TCI_OK : convert_inputs(c);
     for (int it = 0; st == TCI_OK && it < iterations; it++) {
         for (int i = 0; st == TCI_OK && i < n; i++) {
             if (cudaEventRecord(c->events[2 * i], c->stream) != cudaSuccess)
                 st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
-            if (st == TCI_OK) st = step_error(&e->plan->steps[i], run_step(e, c, c->arena, i, c->stream));
+            if (st == TCI_OK)
+                st = step_error(&e->plan->steps[i], run_step(e, c, c->arena, i, c->stream));
             if (st == TCI_OK && cudaEventRecord(c->events[2 * i + 1], c->stream) != cudaSuccess)
                 st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
         }

@@ -3,6 +3,7 @@
 #ifndef TCI_GRAPH_EXEC_GPU_H
 #define TCI_GRAPH_EXEC_GPU_H
 
+#include <cuda_runtime_api.h>
 #include <stdbool.h>
 
 #include "graph/plan.h"
@@ -11,9 +12,13 @@ typedef struct exec_gpu_engine exec_gpu_engine;
 typedef struct exec_gpu_context exec_gpu_context;
 
 /* Builds from an optimised graph with fully known shapes. Needs a GPU: TCI_ERR_NO_DEVICE
- * otherwise. The graph must outlive the engine. */
-tci_status exec_gpu_engine_create(const ir_graph *graph, const plan_options *options,
-                                  exec_gpu_engine **out_engine);
+ * otherwise. The graph must outlive the engine. pristine (may be NULL) is the same graph before
+ * the passes, with the built input shapes: with it, a context also runs inputs whose leading
+ * dim is smaller than built (another batch size), re-planning a copy of it for that batch on
+ * first use while keeping the built engine's weights and library plans. It must outlive the
+ * engine, and so must options->fp32_layers. */
+tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
+                                  const plan_options *options, exec_gpu_engine **out_engine);
 void exec_gpu_engine_destroy(exec_gpu_engine *engine);
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);
 /* What ran a plan step: the library algorithm or our kernel's name. */
@@ -25,9 +30,21 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *engine, bool use_graph
 void exec_gpu_context_destroy(exec_gpu_context *context);
 
 /* Host inputs in engine order (fp32 NCHW for float inputs) -> outputs on the host (fp32 for
- * float outputs), valid until the next run. */
+ * float outputs), valid until the next run. Each input has the built shape, except that its
+ * leading dim may be smaller (see exec_gpu_engine_create); the outputs then have that batch's
+ * shapes. */
 tci_status exec_gpu_run(exec_gpu_context *context, const tci_tensor *inputs, size_t num_inputs);
 const tci_tensor *exec_gpu_output(const exec_gpu_context *context, size_t index);
+
+/* The plan tensor of engine input / output index (its device dtype, layout and dims as built),
+ * or NULL. */
+const plan_tensor *exec_gpu_io_tensor(const exec_gpu_engine *engine, bool output, size_t index);
+
+/* Runs on the caller's device buffers (engine inputs, then outputs; in the plan tensors'
+ * dtype and layout), ordered on the caller's stream; see tci_context_run_device. */
+tci_status exec_gpu_run_device(exec_gpu_context *context, const void *const *inputs,
+                               void *const *outputs, const int64_t *leading_dims,
+                               cudaStream_t stream);
 
 /* Times `iterations` executions of the plan on the inputs of the last run (after `warmup`
  * untimed ones), each with CUDA events; times_ms has `iterations` entries. */

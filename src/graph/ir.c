@@ -29,6 +29,63 @@ void ir_graph_destroy(ir_graph *graph) {
     free(graph);
 }
 
+tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
+    *out_graph = NULL;
+    ir_graph *g = NULL;
+    TCI_TRY(ir_graph_create(&g));
+    tci_arena *a = g->arena;
+    g->name = src->name;
+    g->ir_version = src->ir_version;
+    g->opsets = src->opsets;
+    g->num_opsets = src->num_opsets;
+    g->tensors = malloc((src->num_tensors + 1) * sizeof *g->tensors);
+    g->nodes = malloc((src->num_nodes + 1) * sizeof *g->nodes);
+    g->inputs = tci_arena_alloc(a, (src->num_inputs + 1) * sizeof *g->inputs);
+    g->outputs = tci_arena_alloc(a, (src->num_outputs + 1) * sizeof *g->outputs);
+    bool ok = g->tensors && g->nodes && g->inputs && g->outputs;
+    g->cap_tensors = g->tensors ? src->num_tensors + 1 : 0;
+    g->cap_nodes = g->nodes ? src->num_nodes + 1 : 0;
+    for (size_t i = 0; ok && i < src->num_tensors; i++) {
+        ir_tensor *t = tci_arena_memdup(a, src->tensors[i], sizeof *t);
+        ok = t != NULL;
+        if (ok) {
+            t->producer = NULL; /* relinked below */
+            t->index = i;
+            g->tensors[g->num_tensors++] = t;
+        }
+    }
+    for (size_t i = 0; ok && i < src->num_nodes; i++) {
+        const ir_node *s = src->nodes[i];
+        ir_node *n = tci_arena_memdup(a, s, sizeof *n);
+        ok = n != NULL;
+        if (ok) {
+            n->params = NULL;
+            n->index = i;
+            n->inputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_inputs + 1));
+            n->outputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_outputs + 1));
+            ok = n->inputs && n->outputs;
+        }
+        for (int k = 0; ok && k < s->num_inputs; k++)
+            n->inputs[k] = s->inputs[k] ? g->tensors[s->inputs[k]->index] : NULL;
+        for (int k = 0; ok && k < s->num_outputs; k++) {
+            n->outputs[k] = s->outputs[k] ? g->tensors[s->outputs[k]->index] : NULL;
+            if (n->outputs[k]) n->outputs[k]->producer = n;
+        }
+        if (ok) g->nodes[g->num_nodes++] = n;
+    }
+    for (size_t i = 0; ok && i < src->num_inputs; i++) g->inputs[i] = g->tensors[src->inputs[i]->index];
+    for (size_t i = 0; ok && i < src->num_outputs; i++)
+        g->outputs[i] = g->tensors[src->outputs[i]->index];
+    g->num_inputs = src->num_inputs;
+    g->num_outputs = src->num_outputs;
+    if (!ok) {
+        ir_graph_destroy(g);
+        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory copying the graph");
+    }
+    *out_graph = g;
+    return TCI_OK;
+}
+
 static tci_status grow(void **array, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return TCI_OK;
     size_t n = *cap ? *cap * 2 : 64;

@@ -98,6 +98,13 @@ typedef struct ir_graph {
 tci_status ir_graph_create(ir_graph **out_graph);
 void ir_graph_destroy(ir_graph *graph);
 
+/* A structural copy: its own tensors, nodes and arrays, so that passes may run on it
+ * independently (the GPU engine re-plans a pristine copy for another batch size). Names,
+ * attributes and constant data are shared with src, read-only: src must outlive the copy, and
+ * passes must not write into existing constant data (they allocate folded values anew). Node
+ * params (made by op_prepare_node) are not copied. */
+tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph);
+
 /* Finds a tensor by name; NULL if none. */
 ir_tensor *ir_graph_find_tensor(const ir_graph *graph, const char *name);
 /* Adds a tensor with that name (copied); error if one exists. name may be NULL for an anonymous

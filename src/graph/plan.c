@@ -20,12 +20,17 @@ typedef struct builder {
     const ir_graph *g;
     const plan_options *options;
     int *primary;      /* by IR tensor index: its plan tensor, -1 until produced */
-    int *converted;    /* by IR tensor index: the same value in the other layout, -1 if none */
+    int *converted;    /* by IR tensor index * 4 + layout * 2 + fp32: the same value in another
+                          layout and/or float precision, -1 if none */
     int *consumers;    /* by IR tensor index: node inputs reading it (+1 for a graph output) */
     bool *fused;       /* by node index: lowered as part of an earlier node's step */
-    int *dense_const;  /* by IR tensor index: constant uploaded dense */
-    int *nhwc_const;   /* by IR tensor index: constant uploaded NHWC8 */
+    bool *fp32_node;   /* by node index: computes and stores its float outputs in fp32 */
+    bool fp32;         /* the node being lowered does (its float outputs are FLOAT) */
+    int *dense_const;  /* by IR tensor index * 2 + fp32: constant uploaded dense */
+    int *nhwc_const;   /* by IR tensor index * 2 + fp32: constant uploaded NHWC8 */
 } builder;
+
+static bool is_float(tci_dtype d) { return d == TCI_DTYPE_FLOAT16 || d == TCI_DTYPE_FLOAT; }
 
 int64_t plan_pad8(int64_t c) { return (c + 7) / 8 * 8; }
 
@@ -88,9 +93,13 @@ static const char *intern(builder *b, const char *text) {
     return tci_arena_strdup(b->p->arena, text);
 }
 
-static tci_status device_dtype(const ir_node *node, tci_dtype dtype, tci_dtype *out) {
+/* Device float dtype of what the node being lowered produces: fp16, or fp32 in fp32 layers. */
+static tci_dtype float_dtype(const builder *b) { return b->fp32 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16; }
+
+static tci_status device_dtype(const builder *b, const ir_node *node, tci_dtype dtype,
+                               tci_dtype *out) {
     switch (dtype) {
-    case TCI_DTYPE_FLOAT: *out = TCI_DTYPE_FLOAT16; return TCI_OK;
+    case TCI_DTYPE_FLOAT: *out = float_dtype(b); return TCI_OK;
     case TCI_DTYPE_INT64:
     case TCI_DTYPE_INT32:
     case TCI_DTYPE_BOOL: *out = dtype; return TCI_OK;
@@ -131,12 +140,13 @@ static int64_t ir_count(const ir_tensor *t) {
 static tci_status constant_tensor(builder *b, const ir_node *node, const ir_tensor *t,
                                   plan_layout layout, int *out_index) {
     int *cache = layout == PLAN_LAYOUT_NHWC8 ? b->nhwc_const : b->dense_const;
-    if (cache[t->index] >= 0) {
-        *out_index = cache[t->index];
+    size_t key = t->index * 2 + (b->fp32 ? 1 : 0);
+    if (cache[key] >= 0) {
+        *out_index = cache[key];
         return TCI_OK;
     }
     tci_dtype dtype = TCI_DTYPE_UNDEFINED;
-    TCI_TRY(device_dtype(node, t->dtype, &dtype));
+    TCI_TRY(device_dtype(b, node, t->dtype, &dtype));
     int64_t dims[TCI_MAX_RANK];
     int rank = t->rank;
     for (int i = 0; i < rank; i++) dims[i] = t->dims[i];
@@ -154,8 +164,18 @@ static tci_status constant_tensor(builder *b, const ir_node *node, const ir_tens
     void *host = tci_arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
     if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
     int64_t count = ir_count(t);
-    if (t->dtype != TCI_DTYPE_FLOAT) {
+    if (t->dtype != TCI_DTYPE_FLOAT || (dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE)) {
         memcpy(host, t->data, (size_t)count * tci_dtype_size(t->dtype));
+    } else if (dtype == TCI_DTYPE_FLOAT) {
+        const float *src = t->data;
+        float *dst = host;
+        int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3], cp = pt->padded_channels;
+        memset(dst, 0, pt->bytes);
+        for (int64_t in = 0; in < n; in++)
+            for (int64_t ic = 0; ic < c; ic++)
+                for (int64_t ih = 0; ih < h; ih++)
+                    for (int64_t iw = 0; iw < w; iw++)
+                        dst[((in * h + ih) * w + iw) * cp + ic] = src[((in * c + ic) * h + ih) * w + iw];
     } else if (layout == PLAN_LAYOUT_DENSE) {
         const float *src = t->data;
         uint16_t *dst = host;
@@ -173,15 +193,60 @@ static tci_status constant_tensor(builder *b, const ir_node *node, const ir_tens
     }
     pt->host_data = host;
     b->p->weight_bytes += pt->bytes;
-    cache[t->index] = idx;
+    cache[key] = idx;
     *out_index = idx;
     return TCI_OK;
 }
 
 static bool is_constant(const ir_tensor *t) { return t && t->data; }
 
-/* The plan tensor holding IR tensor t in the wanted layout (-1: whatever it has), inserting a
- * layout conversion the first time one is needed. */
+/* A new plan tensor holding src in another layout (same dtype) or another float dtype (same
+ * layout), and the step that fills it. */
+static tci_status convert_step(builder *b, const ir_node *node, const ir_tensor *t, int src,
+                               plan_layout layout, tci_dtype dtype, int *out_index) {
+    const plan_tensor *pt = &b->p->tensors[src];
+    int64_t dims[TCI_MAX_RANK] = {0};
+    int rank = pt->rank;
+    bool relayout = layout != pt->layout;
+    if (relayout && layout == PLAN_LAYOUT_NHWC8) {
+        if (rank > 4)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "'%s' has rank %d and cannot be laid out NHWC", t->name, rank);
+        for (int i = 3; i >= 0; i--) dims[i] = i - (4 - rank) >= 0 ? pt->dims[i - (4 - rank)] : 1;
+        rank = 4;
+    } else {
+        for (int i = 0; i < rank; i++) dims[i] = pt->dims[i];
+    }
+    char name[256];
+    snprintf(name, sizeof name, "%s:%s%s", t->name,
+             layout == PLAN_LAYOUT_NHWC8 ? "nhwc8" : "dense",
+             dtype == TCI_DTYPE_FLOAT ? ":fp32" : "");
+    int conv;
+    TCI_TRY(new_tensor(b, intern(b, name), dtype, layout, rank, dims, &conv));
+    plan_step *s;
+    const char *label = !relayout                      ? (dtype == TCI_DTYPE_FLOAT ? "cast fp16->fp32"
+                                                                                   : "cast fp32->fp16")
+                        : layout == PLAN_LAYOUT_NHWC8 ? "layout dense->NHWC8"
+                                                      : "layout NHWC8->dense";
+    TCI_TRY(add_step(b, relayout ? PLAN_STEP_LAYOUT : PLAN_STEP_CAST, node, label, &s));
+    s->inputs[0] = src;
+    s->num_inputs = 1;
+    s->outputs[0] = conv;
+    s->num_outputs = 1;
+    if (relayout) {
+        s->u.layout.to_dense = layout == PLAN_LAYOUT_DENSE;
+        b->p->num_layout_conversions++;
+    } else {
+        /* padded channels are zeros and stay zeros */
+        s->u.cast.count = (int64_t)(b->p->tensors[conv].bytes / tci_dtype_size(dtype));
+    }
+    *out_index = conv;
+    return TCI_OK;
+}
+
+/* The plan tensor holding IR tensor t in the wanted layout (-1: whatever it has) and, for float
+ * values, in the float precision of the node being lowered, inserting a layout conversion
+ * and/or a cast the first time one is needed. */
 static tci_status get_input(builder *b, const ir_node *node, const ir_tensor *t, int want,
                             int *out_index) {
     if (is_constant(t)) {
@@ -192,43 +257,35 @@ static tci_status get_input(builder *b, const ir_node *node, const ir_tensor *t,
     if (idx < 0)
         return ir_node_error(node, TCI_ERR_INTERNAL, "input '%s' has not been lowered", t->name);
     const plan_tensor *pt = &b->p->tensors[idx];
-    if (want < 0 || (int)pt->layout == want) {
+    plan_layout layout = want < 0 ? pt->layout : (plan_layout)want;
+    tci_dtype dtype = is_float(pt->dtype) ? float_dtype(b) : pt->dtype;
+    if (pt->layout == layout && pt->dtype == dtype) {
         *out_index = idx;
         return TCI_OK;
     }
-    if (b->converted[t->index] >= 0) {
-        *out_index = b->converted[t->index];
-        return TCI_OK;
-    }
-    if (pt->dtype != TCI_DTYPE_FLOAT16)
+    if (pt->layout != layout && !is_float(pt->dtype))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "'%s' (%s) cannot change layout",
                              t->name, tci_dtype_name(pt->dtype));
-    int64_t dims[4] = {0};
-    int rank = pt->rank;
-    if (want == PLAN_LAYOUT_NHWC8) {
-        if (rank > 4)
-            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "'%s' has rank %d and cannot be laid out NHWC", t->name, rank);
-        for (int i = 3; i >= 0; i--) dims[i] = i - (4 - rank) >= 0 ? pt->dims[i - (4 - rank)] : 1;
-        rank = 4;
-    } else {
-        for (int i = 0; i < rank; i++) dims[i] = pt->dims[i];
+    int *cache = &b->converted[t->index * 4];
+    int want_key = (int)layout * 2 + (dtype == TCI_DTYPE_FLOAT);
+    if (cache[want_key] >= 0) {
+        *out_index = cache[want_key];
+        return TCI_OK;
     }
-    char name[256];
-    snprintf(name, sizeof name, "%s:%s", t->name, want == PLAN_LAYOUT_NHWC8 ? "nhwc8" : "dense");
-    int conv;
-    TCI_TRY(new_tensor(b, intern(b, name), TCI_DTYPE_FLOAT16, (plan_layout)want, rank, dims, &conv));
-    plan_step *s;
-    TCI_TRY(add_step(b, PLAN_STEP_LAYOUT, node,
-                     want == PLAN_LAYOUT_NHWC8 ? "layout dense->NHWC8" : "layout NHWC8->dense", &s));
-    s->inputs[0] = idx;
-    s->num_inputs = 1;
-    s->outputs[0] = conv;
-    s->num_outputs = 1;
-    s->u.layout.to_dense = want == PLAN_LAYOUT_DENSE;
-    b->converted[t->index] = conv;
-    b->p->num_layout_conversions++;
-    *out_index = conv;
+    /* the layout first, in the stored precision, then the cast */
+    int src = idx;
+    if (pt->layout != layout) {
+        int key = (int)layout * 2 + (pt->dtype == TCI_DTYPE_FLOAT);
+        if (cache[key] < 0) TCI_TRY(convert_step(b, node, t, idx, layout, pt->dtype, &cache[key]));
+        src = cache[key];
+    }
+    if (b->p->tensors[src].dtype != dtype) {
+        int cast;
+        TCI_TRY(convert_step(b, node, t, src, layout, dtype, &cast));
+        src = cast;
+    }
+    cache[want_key] = src;
+    *out_index = src;
     return TCI_OK;
 }
 
@@ -237,8 +294,8 @@ static tci_status make_output(builder *b, const ir_node *node, const ir_tensor *
                               plan_layout layout, int *out_index) {
     TCI_TRY(require_known(node, t));
     tci_dtype dtype = TCI_DTYPE_UNDEFINED;
-    TCI_TRY(device_dtype(node, t->dtype, &dtype));
-    if (layout == PLAN_LAYOUT_NHWC8 && (t->rank != 4 || dtype != TCI_DTYPE_FLOAT16))
+    TCI_TRY(device_dtype(b, node, t->dtype, &dtype));
+    if (layout == PLAN_LAYOUT_NHWC8 && (t->rank != 4 || !is_float(dtype)))
         layout = PLAN_LAYOUT_DENSE;
     TCI_TRY(new_tensor(b, t->name, dtype, layout, t->rank, t->dims, out_index));
     b->primary[t->index] = *out_index;
@@ -393,7 +450,8 @@ static tci_status fuse_activation(builder *b, const ir_tensor *t, plan_activatio
     return TCI_OK;
 }
 
-/* A float host constant of the given dims, fp32 (bias) or converted to fp16. */
+/* A float host constant of the given dims: fp32 (dense: a packing source, see below) or
+ * converted to fp16. */
 static tci_status host_constant(builder *b, const char *name, const float *values, int rank,
                                 const int64_t *dims, tci_dtype dtype, plan_layout layout,
                                 int *out_index) {
@@ -405,16 +463,21 @@ static tci_status host_constant(builder *b, const char *name, const float *value
     if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
     int64_t count = 1;
     for (int i = 0; i < rank; i++) count *= dims[i];
-    if (dtype == TCI_DTYPE_FLOAT) {
+    if (dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE) {
         memcpy(host, values, (size_t)count * sizeof(float));
+    } else if (dtype == TCI_DTYPE_FLOAT) { /* NHWC8 of a (1, C, 1, 1) per-channel vector */
+        memset(host, 0, pt->bytes);
+        memcpy(host, values, (size_t)dims[1] * sizeof(float));
     } else if (layout == PLAN_LAYOUT_DENSE) {
         for (int64_t i = 0; i < count; i++) ((uint16_t *)host)[i] = op_float_to_half(values[i]);
     } else { /* NHWC8 of a (1, C, 1, 1) per-channel vector */
         for (int64_t c = 0; c < dims[1]; c++) ((uint16_t *)host)[c] = op_float_to_half(values[c]);
     }
     pt->host_data = host;
-    /* fp32 host constants (conv weights, biases) go to the device packed as fp16 */
-    b->p->weight_bytes += dtype == TCI_DTYPE_FLOAT ? pt->bytes / 2 : pt->bytes;
+    /* dense fp32 host constants are what the executor packs for Conv, ConvTranspose and GEMM
+     * bias (fp16 on the device, fp32 in fp32 layers); the NHWC8 ones are uploaded as they are */
+    pt->packed_source = dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE;
+    b->p->weight_bytes += pt->packed_source && !b->fp32 ? pt->bytes / 2 : pt->bytes;
     *out_index = idx;
     return TCI_OK;
 }
@@ -954,7 +1017,7 @@ static tci_status lower_eltwise(builder *b, ir_node *node) {
         if (i == 1) {
             int yt = -1;
             if (!last) {
-                TCI_TRY(new_tensor(b, intern(b, "partial"), TCI_DTYPE_FLOAT16, layout, out->rank,
+                TCI_TRY(new_tensor(b, intern(b, "partial"), float_dtype(b), layout, out->rank,
                                    out->dims, &yt));
             }
             TCI_TRY(eltwise_step(b, node, op, pair, 2, final_out, last ? act : none,
@@ -968,7 +1031,7 @@ static tci_status lower_eltwise(builder *b, ir_node *node) {
         int yt = -1;
         if (last) TCI_TRY(make_output(b, node, final_out, layout, &yt));
         else
-            TCI_TRY(new_tensor(b, intern(b, "partial"), TCI_DTYPE_FLOAT16, layout, out->rank,
+            TCI_TRY(new_tensor(b, intern(b, "partial"), float_dtype(b), layout, out->rank,
                                out->dims, &yt));
         plan_step *s;
         TCI_TRY(add_step(b, PLAN_STEP_ELTWISE, node, intern(b, label), &s));
@@ -1016,16 +1079,15 @@ static tci_status lower_batchnorm(builder *b, ir_node *node) {
     }
     int64_t dims[4] = {1, c, 1, 1};
     int si = -1, hi = -1, xi = -1, tmp = -1, yt = -1;
-    tci_status st = host_constant(b, "bn_scale", scale, 4, dims, TCI_DTYPE_FLOAT16,
+    tci_status st = host_constant(b, "bn_scale", scale, 4, dims, float_dtype(b),
                                   PLAN_LAYOUT_NHWC8, &si);
     if (st == TCI_OK)
-        st = host_constant(b, "bn_shift", shift, 4, dims, TCI_DTYPE_FLOAT16, PLAN_LAYOUT_NHWC8,
-                           &hi);
+        st = host_constant(b, "bn_shift", shift, 4, dims, float_dtype(b), PLAN_LAYOUT_NHWC8, &hi);
     free(scale);
     free(shift);
     TCI_TRY(st);
     TCI_TRY(get_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
-    TCI_TRY(new_tensor(b, intern(b, "bn_scaled"), TCI_DTYPE_FLOAT16, PLAN_LAYOUT_NHWC8, 4, x->dims,
+    TCI_TRY(new_tensor(b, intern(b, "bn_scaled"), float_dtype(b), PLAN_LAYOUT_NHWC8, 4, x->dims,
                        &tmp));
     char label[256] = "BatchNormalization";
     plan_activation act;
@@ -1451,7 +1513,7 @@ static tci_status lower_cast(builder *b, ir_node *node) {
     int xi, yt;
     TCI_TRY(get_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     tci_dtype to = TCI_DTYPE_UNDEFINED;
-    TCI_TRY(device_dtype(node, y->dtype, &to));
+    TCI_TRY(device_dtype(b, node, y->dtype, &to));
     if (to == b->p->tensors[xi].dtype) return alias_output(b, node, y, xi, &yt);
     TCI_TRY(make_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
     plan_step *s;
@@ -1806,8 +1868,14 @@ static tci_status lower_inputs(builder *b) {
                                  "input '%s' has a symbolic dim %d; the GPU engine is built for "
                                  "fixed (maximum) shapes: give --shape %s:...",
                                  t->name, d, t->name);
+        /* a float input is fp32 where an fp32 node reads it (so that no precision is lost
+         * before it; fp16 readers get a cast) */
+        bool fp32 = false;
+        for (size_t n = 0; n < g->num_nodes && !fp32; n++)
+            for (int k = 0; k < g->nodes[n]->num_inputs; k++)
+                if (g->nodes[n]->inputs[k] == t && b->fp32_node[n]) fp32 = true;
         tci_dtype dtype;
-        if (t->dtype == TCI_DTYPE_FLOAT) dtype = TCI_DTYPE_FLOAT16;
+        if (t->dtype == TCI_DTYPE_FLOAT) dtype = fp32 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;
         else if (t->dtype == TCI_DTYPE_INT64 || t->dtype == TCI_DTYPE_INT32 ||
                  t->dtype == TCI_DTYPE_BOOL) dtype = t->dtype;
         else
@@ -1815,7 +1883,7 @@ static tci_status lower_inputs(builder *b) {
                              t->name, tci_dtype_name(t->dtype));
         /* 4-D float inputs feeding spatial ops arrive NHWC8 straight from the input kernel */
         plan_layout layout = PLAN_LAYOUT_DENSE;
-        if (t->rank == 4 && dtype == TCI_DTYPE_FLOAT16) {
+        if (t->rank == 4 && is_float(dtype)) {
             for (size_t n = 0; n < g->num_nodes; n++) {
                 const ir_node *node = g->nodes[n];
                 if (node->inputs[0] == t &&
@@ -1917,12 +1985,50 @@ void plan_destroy(plan *p) {
     free(p);
 }
 
+/* Ops that only move or select data: exact in any precision, so they keep their input's. */
+static bool moves_data(const ir_node *n) {
+    static const char *const ops[] = {"Identity", "Dropout", "Reshape", "Flatten", "Squeeze",
+                                      "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
+                                      "Expand", "Gather", "Pad"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (op_is(n, ops[i])) return true;
+    return false;
+}
+
+/* Marks the nodes that run in fp32 (plan_options). */
+static tci_status mark_fp32_nodes(builder *b) {
+    const ir_graph *g = b->g;
+    const plan_options *o = b->options;
+    if (!o) return TCI_OK;
+    for (size_t i = 0; i < g->num_nodes; i++) b->fp32_node[i] = o->all_fp32;
+    for (const char *const *name = o->fp32_layers; name && *name; name++) {
+        bool found = false;
+        for (size_t i = 0; i < g->num_nodes; i++)
+            if (strcmp(g->nodes[i]->name, *name) == 0 || strcmp(g->nodes[i]->op_type, *name) == 0) {
+                b->fp32_node[i] = true;
+                found = true;
+            }
+        if (!found)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "fp32 layers: no node is named '%s' and no node has that op type "
+                             "(after optimisation: BatchNormalization folded into Conv, "
+                             "Identity and Dropout removed)",
+                             *name);
+    }
+    return TCI_OK;
+}
+
 static tci_status build(builder *b) {
     const ir_graph *g = b->g;
+    TCI_TRY(mark_fp32_nodes(b));
     TCI_TRY(lower_inputs(b));
     for (size_t i = 0; i < g->num_nodes; i++) {
         ir_node *node = g->nodes[i];
         if (b->fused[i]) continue;
+        b->fp32 = b->fp32_node[i];
+        if (!b->fp32 && moves_data(node) && node->num_inputs && node->inputs[0] &&
+            !is_constant(node->inputs[0]) && b->primary[node->inputs[0]->index] >= 0)
+            b->fp32 = b->p->tensors[b->primary[node->inputs[0]->index]].dtype == TCI_DTYPE_FLOAT;
         lower_fn fn = find_lowering(node->op_type);
         if (!fn)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
@@ -1963,17 +2069,21 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
         p->output_tensors = calloc(graph->num_outputs + 1, sizeof(int));
     }
     b.primary = malloc(nt * sizeof(int));
-    b.converted = malloc(nt * sizeof(int));
-    b.dense_const = malloc(nt * sizeof(int));
-    b.nhwc_const = malloc(nt * sizeof(int));
+    b.converted = malloc(nt * 4 * sizeof(int));
+    b.dense_const = malloc(nt * 2 * sizeof(int));
+    b.nhwc_const = malloc(nt * 2 * sizeof(int));
     b.consumers = calloc(nt, sizeof(int));
     b.fused = calloc(nn, sizeof(bool));
+    b.fp32_node = calloc(nn, sizeof(bool));
     tci_status st = TCI_OK;
     if (!p || !p->arena || !p->input_tensors || !p->output_tensors || !b.primary ||
-        !b.converted || !b.dense_const || !b.nhwc_const || !b.consumers || !b.fused)
+        !b.converted || !b.dense_const || !b.nhwc_const || !b.consumers || !b.fused ||
+        !b.fp32_node)
         st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
     if (st == TCI_OK) {
-        for (size_t i = 0; i < nt; i++) b.primary[i] = b.converted[i] = b.dense_const[i] = b.nhwc_const[i] = -1;
+        for (size_t i = 0; i < nt; i++) b.primary[i] = -1;
+        for (size_t i = 0; i < nt * 4; i++) b.converted[i] = -1;
+        for (size_t i = 0; i < nt * 2; i++) b.dense_const[i] = b.nhwc_const[i] = -1;
         for (size_t i = 0; i < nn; i++)
             for (int k = 0; k < graph->nodes[i]->num_inputs; k++)
                 if (graph->nodes[i]->inputs[k]) b.consumers[graph->nodes[i]->inputs[k]->index]++;
@@ -1986,6 +2096,7 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     free(b.nhwc_const);
     free(b.consumers);
     free(b.fused);
+    free(b.fp32_node);
     if (st != TCI_OK) {
         plan_destroy(p);
         return st;

@@ -33,6 +33,8 @@ typedef struct plan_tensor {
     size_t bytes;
     plan_memory memory;
     const void *host_data;       /* PLAN_MEM_CONSTANT: bytes in device dtype and layout */
+    bool packed_source;          /* PLAN_MEM_CONSTANT fp32 weights / bias a Conv, ConvTranspose or
+                                    GEMM step packs for its kernel: not uploaded as such */
     int alias_of;                /* shares the memory of this tensor (Reshape of dense), or -1 */
     int input_index;             /* PLAN_MEM_INPUT: engine input index */
     int output_index;            /* an engine output: its index, else -1 */
@@ -230,8 +232,14 @@ typedef struct plan {
 } plan;
 
 typedef struct plan_options {
-    /* Names of nodes kept in fp32 (--fp32-layers); NULL-terminated, may be NULL. */
+    /* Nodes kept in fp32 (--fp32-layers): each entry is a node name or an op type (every node of
+     * that type); NULL-terminated, may be NULL. An entry matching no node is an error. Such a
+     * node computes in fp32 and stores its float outputs as FLOAT; nodes fused into its step
+     * follow it, data-movement nodes (Reshape, Concat, Slice...) keep the precision of their
+     * first input, every other node reads fp16 (a cast step where needed). */
     const char *const *fp32_layers;
+    /* Every node in fp32, with tensor-op math off in the libraries: the GPU fp32 baseline. */
+    bool all_fp32;
 } plan_options;
 
 /* Lowers an optimised graph (pass_optimize done; every dim of every tensor known) to a plan.

@@ -216,6 +216,103 @@ START_TEST(test_gpu_refusals) {
 }
 END_TEST
 
+/* x[2,12,7,7] -> GlobalAveragePool -> Flatten -> Gemm "fc" -> Softmax "sm" -> y, and x -> Relu
+ * "r" -> z (a second output). */
+static ir_graph *head_graph(void) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {2, 12, 7, 7}, wd[2] = {5, 12};
+    static float w[60], bias[5] = {1, 2, 3, 4, 5};
+    for (int i = 0; i < 60; i++) w[i] = 0.01f * (float)i;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wt = th_named(g, "fc.w", TCI_DTYPE_FLOAT, 2, wd, w), *bt = vec(g, "fc.b", bias, 5);
+    ir_tensor *gap = act(g, "gap"), *flat = act(g, "flat"), *fc = act(g, "fc"), *y = act(g, "y"),
+              *z = act(g, "z");
+    th_graph_io(g, &x, 1, (ir_tensor *[]){y, z}, 2);
+    th_node_io(g, "gap", "GlobalAveragePool", 17, &x, 1, &gap, 1);
+    th_node_io(g, "flatten", "Flatten", 17, &gap, 1, &flat, 1);
+    ir_node *gemm = th_node_io(g, "fc", "Gemm", 17, (ir_tensor *[]){flat, wt, bt}, 3, &fc, 1);
+    th_attr_int(g, gemm, "transB", 1);
+    th_node_io(g, "sm", "Softmax", 13, &fc, 1, &y, 1);
+    th_node_io(g, "r", "Relu", 14, &x, 1, &z, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    return g;
+}
+
+static int count_steps(const plan *p, plan_step_kind kind) {
+    int n = 0;
+    for (int i = 0; i < p->num_steps; i++) n += p->steps[i].kind == kind;
+    return n;
+}
+
+/* --fp32-layers: the named node computes and stores in fp32, a cast feeds it, its neighbours
+ * stay fp16; an op type selects every node of that type; unknown names are refused. */
+START_TEST(test_fp32_layers) {
+    ir_graph *g = head_graph();
+    const char *names[] = {"sm", NULL};
+    plan_options o = {.fp32_layers = names};
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, &o, &p));
+    const plan_step *sm = find_step(p, PLAN_STEP_SOFTMAX, 0), *fc = find_step(p, PLAN_STEP_GEMM, 0);
+    ck_assert_ptr_nonnull(sm);
+    ck_assert_int_eq(p->tensors[sm->inputs[0]].dtype, TCI_DTYPE_FLOAT);
+    ck_assert_int_eq(p->tensors[sm->outputs[0]].dtype, TCI_DTYPE_FLOAT);
+    ck_assert_int_eq(p->tensors[fc->outputs[0]].dtype, TCI_DTYPE_FLOAT16);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_CAST), 1);
+    const plan_step *cast = find_step(p, PLAN_STEP_CAST, 0);
+    ck_assert_str_eq(cast->label, "cast fp16->fp32");
+    ck_assert_int_eq(cast->inputs[0], fc->outputs[0]);
+    ck_assert_int_eq(cast->outputs[0], sm->inputs[0]);
+    ck_assert_int_eq(cast->u.cast.count, 10);
+    /* the engine input is fp16: no fp32 node reads it */
+    ck_assert_int_eq(p->tensors[p->input_tensors[0]].dtype, TCI_DTYPE_FLOAT16);
+    plan_destroy(p);
+
+    const char *types[] = {"Relu", NULL};
+    o.fp32_layers = types;
+    ck_assert_tci_ok(plan_build(g, &o, &p));
+    /* x is read by the fp32 Relu: it arrives fp32 (NHWC8 for the pooling), and the fp16 pooling
+     * gets a cast */
+    const plan_tensor *x = &p->tensors[p->input_tensors[0]];
+    ck_assert_int_eq(x->dtype, TCI_DTYPE_FLOAT);
+    ck_assert_int_eq(x->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_uint_eq(x->bytes, 2 * 16 * 7 * 7 * 4);
+    const plan_step *pool = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
+    ck_assert_int_eq(p->tensors[pool->inputs[0]].dtype, TCI_DTYPE_FLOAT16);
+    ck_assert_int_eq(p->tensors[p->output_tensors[1]].dtype, TCI_DTYPE_FLOAT);
+    ck_assert_int_eq(p->tensors[p->output_tensors[0]].dtype, TCI_DTYPE_FLOAT16);
+    plan_destroy(p);
+
+    const char *unknown[] = {"nope", NULL};
+    o.fp32_layers = unknown;
+    ck_assert_tci_error(plan_build(g, &o, &p), TCI_ERR_INVALID_ARGUMENT, "'nope'");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* The GPU fp32 baseline: every float tensor fp32, no casts, the GEMM bias still a packing source
+ * and counted at fp32 size. */
+START_TEST(test_all_fp32) {
+    ir_graph *g = head_graph();
+    plan_options o = {.all_fp32 = true};
+    plan *p, *half;
+    ck_assert_tci_ok(plan_build(g, &o, &p));
+    ck_assert_tci_ok(plan_build(g, NULL, &half));
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_CAST), 0);
+    for (int t = 0; t < p->num_tensors; t++)
+        ck_assert_msg(p->tensors[t].dtype == TCI_DTYPE_FLOAT, "tensor %s is %s", p->tensors[t].name,
+                      tci_dtype_name(p->tensors[t].dtype));
+    const plan_step *fc = find_step(p, PLAN_STEP_GEMM, 0);
+    ck_assert(p->tensors[fc->inputs[2]].packed_source);
+    ck_assert(!p->tensors[fc->inputs[1]].packed_source);
+    ck_assert_uint_eq(p->weight_bytes, 2 * half->weight_bytes);
+    ck_assert_int_eq(p->num_steps, half->num_steps);
+    plan_destroy(half);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_pad8) {
     ck_assert_int_eq(plan_pad8(1), 8);
     ck_assert_int_eq(plan_pad8(8), 8);
@@ -232,6 +329,8 @@ int main(void) {
     tcase_add_test(tc, test_eltwise_chain_memory_and_strides);
     tcase_add_test(tc, test_no_gpu_path_names_node);
     tcase_add_test(tc, test_gpu_refusals);
+    tcase_add_test(tc, test_fp32_layers);
+    tcase_add_test(tc, test_all_fp32);
     tcase_add_test(tc, test_pad8);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);

@@ -1,0 +1,260 @@
+/* GPU tests of the engine's run-time flexibility through the public API, on the generated test
+ * models (TCI_TEST_MODELS_DIR): batches below the built one without rebuilding (CNN and
+ * transformer, switching back and forth), device-buffer runs in the engine's device formats on
+ * a caller's stream (zero-copy), re-capture when the buffers change, and the refusals. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "tcinfer.h"
+
+static const char *model_path(const char *name) {
+    static char path[4096];
+    const char *dir = getenv("TCI_TEST_MODELS_DIR");
+    ck_assert_msg(dir && dir[0], "TCI_TEST_MODELS_DIR (the generated test models) is not set");
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    return path;
+}
+
+static tci_engine *gpu_engine(const char *model, const tci_shape_override *shapes, size_t n) {
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    o.backend = TCI_BACKEND_GPU;
+    o.shapes = shapes;
+    o.num_shapes = n;
+    tci_engine *e = NULL;
+    tci_status st = tci_engine_create_from_file(model_path(model), &o, &e);
+    ck_assert_msg(st == TCI_OK, "%s: %s", model, tci_last_error());
+    return e;
+}
+
+/* Output `index` of the last run, copied (fp32 or int64 as the engine gives it). */
+static float *output_copy(tci_context *c, size_t index, int64_t *count) {
+    tci_tensor t;
+    ck_assert_msg(tci_context_output(c, index, &t) == TCI_OK, "%s", tci_last_error());
+    ck_assert_int_eq(t.dtype, TCI_DTYPE_FLOAT);
+    *count = tci_tensor_count(&t);
+    float *copy = malloc((size_t)*count * sizeof(float) + 1);
+    memcpy(copy, t.data, (size_t)*count * sizeof(float));
+    return copy;
+}
+
+/* got (a batch of rows) against the same rows of want: fp16 engines may pick other kernels
+ * for another batch only in the way the rounding falls, so the bound is fp16-sized relative to
+ * the output's scale */
+static void expect_rows(const float *got, const float *want, int64_t count, const char *what) {
+    double scale = 0.0, worst = 0.0;
+    for (int64_t i = 0; i < count; i++) scale = fmax(scale, fabs(want[i]));
+    for (int64_t i = 0; i < count; i++) {
+        ck_assert_msg(isfinite(got[i]), "%s: element %lld is %g", what, (long long)i, got[i]);
+        worst = fmax(worst, fabs((double)got[i] - want[i]));
+    }
+    ck_assert_msg(worst <= 2e-3 * (scale > 0 ? scale : 1.0),
+                  "%s: max abs difference %g against an output scale of %g", what, worst, scale);
+}
+
+START_TEST(test_smaller_batches_cnn) {
+    enum { B = 4, C = 3, H = 32, W = 32 };
+    tci_shape_override shape = {"input", 4, {B, C, H, W}};
+    tci_engine *e = gpu_engine("small_cnn", &shape, 1);
+    tci_context *c = NULL;
+    ck_assert(tci_context_create(e, &c) == TCI_OK);
+    size_t image = (size_t)C * H * W;
+    float *x = malloc(B * image * sizeof(float));
+    gpu_fill_random(x, B * image, 11, -1.0f, 1.0f);
+    tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {B, C, H, W}, x};
+    ck_assert_msg(tci_context_run(c, &in, 1) == TCI_OK, "%s", tci_last_error());
+    int64_t full_count;
+    float *full = output_copy(c, 0, &full_count);
+    int64_t row = full_count / B;
+
+    /* batch 1 (image 0), batch 3 (images 1..3), then the built batch again, then 3 again */
+    const int64_t starts[] = {0, 1, 0, 1}, sizes[] = {1, 3, B, 3};
+    for (int r = 0; r < 4; r++) {
+        tci_tensor part = {"input", TCI_DTYPE_FLOAT, 4, {sizes[r], C, H, W}, x + starts[r] * image};
+        ck_assert_msg(tci_context_run(c, &part, 1) == TCI_OK, "batch %lld: %s",
+                      (long long)sizes[r], tci_last_error());
+        tci_tensor out;
+        ck_assert(tci_context_output(c, 0, &out) == TCI_OK);
+        ck_assert_int_eq(out.dims[0], sizes[r]);
+        ck_assert_int_eq(tci_tensor_count(&out), sizes[r] * row);
+        char what[64];
+        snprintf(what, sizeof what, "small_cnn batch %lld", (long long)sizes[r]);
+        expect_rows(out.data, full + starts[r] * row, sizes[r] * row, what);
+    }
+
+    /* a larger batch, and other dims, are still refused */
+    tci_tensor big = {"input", TCI_DTYPE_FLOAT, 4, {B + 1, C, H, W}, x};
+    ck_assert_int_eq(tci_context_run(c, &big, 1), TCI_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(tci_last_error(), "built for"));
+    tci_tensor wide = {"input", TCI_DTYPE_FLOAT, 4, {1, C, H, W - 8}, x};
+    ck_assert_int_eq(tci_context_run(c, &wide, 1), TCI_ERR_INVALID_ARGUMENT);
+    free(full);
+    free(x);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+START_TEST(test_smaller_batches_transformer) {
+    enum { B = 3, S = 16, D = 64 };
+    tci_shape_override shapes[] = {{"input", 3, {B, S, D}}, {"mask", 2, {B, S}}};
+    tci_engine *e = gpu_engine("transformer_block", shapes, 2);
+    tci_context *c = NULL;
+    ck_assert(tci_context_create(e, &c) == TCI_OK);
+    float *x = malloc(sizeof(float) * B * S * D);
+    int64_t mask[B * S];
+    gpu_fill_random(x, (size_t)B * S * D, 5, -1.0f, 1.0f);
+    for (int i = 0; i < B * S; i++) mask[i] = (i % S) < S - 1 - (i / S) * 3; /* ragged lengths */
+    tci_tensor in[2] = {{"input", TCI_DTYPE_FLOAT, 3, {B, S, D}, x},
+                        {"mask", TCI_DTYPE_INT64, 2, {B, S}, mask}};
+    ck_assert_msg(tci_context_run(c, in, 2) == TCI_OK, "%s", tci_last_error());
+    int64_t n_hidden, n_attn;
+    float *hidden = output_copy(c, 0, &n_hidden);
+    float *attn = output_copy(c, 1, &n_attn);
+
+    /* batch 2 = sequences 1 and 2 */
+    tci_tensor part[2] = {{"input", TCI_DTYPE_FLOAT, 3, {2, S, D}, x + S * D},
+                          {"mask", TCI_DTYPE_INT64, 2, {2, S}, mask + S}};
+    ck_assert_msg(tci_context_run(c, part, 2) == TCI_OK, "%s", tci_last_error());
+    tci_tensor out;
+    ck_assert(tci_context_output(c, 0, &out) == TCI_OK);
+    ck_assert_int_eq(out.dims[0], 2);
+    expect_rows(out.data, hidden + n_hidden / B, 2 * n_hidden / B, "transformer hidden, batch 2");
+    ck_assert(tci_context_output(c, 1, &out) == TCI_OK);
+    ck_assert_int_eq(out.dims[0], 2);
+    expect_rows(out.data, attn + n_attn / B, 2 * n_attn / B, "transformer attention, batch 2");
+    free(hidden);
+    free(attn);
+    free(x);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+/* NCHW fp32 -> NHWC8 fp16 bits on the host, as a caller's pipeline would produce it */
+static void to_nhwc8(const float *x, uint16_t *y, int64_t n, int64_t c, int64_t h, int64_t w) {
+    int64_t cp = (c + 7) / 8 * 8;
+    memset(y, 0, (size_t)(n * h * w * cp) * 2);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t i = 0; i < h * w; i++) {
+                float v = x[(b * c + ch) * h * w + i];
+                gpu_to_half(&v, &y[(b * h * w + i) * cp + ch], 1);
+            }
+}
+
+START_TEST(test_device_buffers) {
+    enum { B = 4, C = 3, H = 32, W = 32 };
+    tci_shape_override shape = {"input", 4, {B, C, H, W}};
+    tci_engine *e = gpu_engine("small_cnn", &shape, 1);
+    tci_device_format fin, fout;
+    ck_assert_msg(tci_engine_device_format(e, 0, 0, &fin) == TCI_OK, "%s", tci_last_error());
+    ck_assert_msg(tci_engine_device_format(e, 1, 0, &fout) == TCI_OK, "%s", tci_last_error());
+    ck_assert_int_eq(fin.dtype, TCI_DTYPE_FLOAT16);
+    ck_assert_int_eq(fin.layout, TCI_DEVICE_NHWC8);
+    ck_assert_int_eq(fin.padded_channels, 8);
+    ck_assert_uint_eq(fin.bytes, (size_t)B * H * W * 8 * 2);
+    ck_assert_int_eq(fout.dtype, TCI_DTYPE_FLOAT16);
+    ck_assert_int_eq(fout.layout, TCI_DEVICE_DENSE);
+    ck_assert_int_eq(fout.rank, 2);
+    int64_t classes = fout.dims[1];
+    ck_assert_int_eq(tci_engine_device_format(e, 1, 1, &fout), TCI_ERR_INVALID_ARGUMENT);
+
+    tci_context *c = NULL;
+    ck_assert(tci_context_create(e, &c) == TCI_OK);
+    size_t image = (size_t)C * H * W;
+    float *x = malloc(B * image * sizeof(float));
+    gpu_fill_random(x, B * image, 3, -1.0f, 1.0f);
+    tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {B, C, H, W}, x};
+    ck_assert(tci_context_run(c, &in, 1) == TCI_OK);
+    int64_t count;
+    float *want = output_copy(c, 0, &count);
+    ck_assert_int_eq(count, B * classes);
+
+    uint16_t *host_in = malloc(fin.bytes);
+    to_nhwc8(x, host_in, B, C, H, W);
+    void *d_in = gpu_upload(host_in, fin.bytes);
+    void *d_out[2] = {gpu_upload(NULL, fout.bytes), gpu_upload(NULL, fout.bytes)};
+    cudaStream_t stream;
+    ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    uint16_t *bits = malloc(fout.bytes);
+    float *got = malloc((size_t)count * sizeof(float));
+    /* the same buffers twice (captured once, replayed), then another output buffer (re-capture),
+     * then batch 2 into the first buffer */
+    for (int r = 0; r < 4; r++) {
+        const void *ins[1] = {d_in};
+        void *outs[1] = {d_out[r == 2]};
+        int64_t lead[1] = {r == 3 ? 2 : B};
+        ck_assert_msg(tci_context_run_device(c, ins, 1, outs, 1, r == 3 ? lead : NULL, stream) ==
+                          TCI_OK,
+                      "run %d: %s", r, tci_last_error());
+        ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
+        int64_t rows = lead[0];
+        ck_assert_int_eq(cudaMemcpy(bits, outs[0], (size_t)(rows * classes) * 2,
+                                    cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        gpu_from_half(bits, got, (size_t)(rows * classes));
+        expect_rows(got, want, rows * classes, "device-buffer run");
+    }
+
+    /* refusals: misaligned or NULL buffers, too large a batch, wrong counts */
+    const void *bad_in[1] = {(const char *)d_in + 2};
+    void *outs[1] = {d_out[0]};
+    ck_assert_int_eq(tci_context_run_device(c, bad_in, 1, outs, 1, NULL, stream),
+                     TCI_ERR_INVALID_ARGUMENT);
+    const void *ins[1] = {d_in};
+    int64_t too_many[1] = {B + 1};
+    ck_assert_int_eq(tci_context_run_device(c, ins, 1, outs, 1, too_many, stream),
+                     TCI_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(tci_context_run_device(c, ins, 1, outs, 0, NULL, stream),
+                     TCI_ERR_INVALID_ARGUMENT);
+    /* host runs still work after device runs */
+    ck_assert(tci_context_run(c, &in, 1) == TCI_OK);
+    float *again = output_copy(c, 0, &count);
+    expect_rows(again, want, count, "host run after device runs");
+
+    cudaStreamDestroy(stream);
+    free(again);
+    free(bits);
+    free(got);
+    free(host_in);
+    free(want);
+    free(x);
+    gpu_free(d_in);
+    gpu_free(d_out[0]);
+    gpu_free(d_out[1]);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+START_TEST(test_device_format_needs_gpu_engine) {
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    tci_shape_override shape = {"input", 4, {1, 3, 32, 32}};
+    o.shapes = &shape;
+    o.num_shapes = 1;
+    tci_engine *e = NULL;
+    ck_assert(tci_engine_create_from_file(model_path("small_cnn"), &o, &e) == TCI_OK);
+    tci_device_format f;
+    ck_assert_int_eq(tci_engine_device_format(e, 0, 0, &f), TCI_ERR_INVALID_ARGUMENT);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+int main(void) {
+    gpu_require_device("gpu_engine_io");
+    Suite *s = suite_create("gpu_engine_io");
+    TCase *tc = tcase_create("engine_io");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_smaller_batches_cnn);
+    tcase_add_test(tc, test_smaller_batches_transformer);
+    tcase_add_test(tc, test_device_buffers);
+    tcase_add_test(tc, test_device_format_needs_gpu_engine);
+    suite_add_tcase(s, tc);
+    return tci_test_run_suite(s);
+}
