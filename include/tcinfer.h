@@ -115,6 +115,12 @@ typedef struct tci_shape_override {
     int64_t dims[TCI_MAX_RANK];
 } tci_shape_override;
 
+/* Precision of float tensors on the GPU. */
+typedef enum tci_precision {
+    TCI_PRECISION_FP16 = 0, /* fp16 storage, fp32 accumulation, tensor cores */
+    TCI_PRECISION_FP32 = 1, /* fp32 storage and math, tensor-op math off: the GPU fp32 baseline */
+} tci_precision;
+
 typedef struct tci_engine_options {
     tci_backend backend;
     const tci_shape_override *shapes; /* not copied beyond tci_engine_create_* */
@@ -128,6 +134,12 @@ typedef struct tci_engine_options {
      * Polygraphy's "mark all" does, for per-layer comparisons. Fusion does not cross a marked
      * tensor, so the engine runs unfused. */
     int mark_all_outputs;
+    /* GPU: precision of the whole engine (TCI_PRECISION_FP16 by default). */
+    tci_precision precision;
+    /* GPU, fp16: nodes kept in fp32 (computed and stored), each a node name or an op type;
+     * NULL-terminated, copied at creation. Against fp16 overflow: casts are inserted at the
+     * boundaries. A name that matches no node is an error. */
+    const char *const *fp32_layers;
 } tci_engine_options;
 
 /* Sets the defaults: CPU backend, no shape overrides, CUDA graphs on. */

@@ -22,6 +22,8 @@ struct tci_engine {
     plan *plan_only; /* a GPU plan built without a device (tci_engine_options.plan_only) */
     /* the GPU engine's graph before the passes, shapes as built: smaller batches re-plan a copy */
     ir_graph *pristine;
+    char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
+    plan_options plan_options;
 #if TCI_HAVE_CUDA
     exec_gpu_engine *gpu;
 #endif
@@ -107,6 +109,22 @@ static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph
     return options->mark_all_outputs ? mark_all_outputs(g) : TCI_OK;
 }
 
+/* A NULL-terminated deep copy (NULL for NULL). */
+static tci_status copy_strings(const char *const *src, char ***out) {
+    *out = NULL;
+    if (!src) return TCI_OK;
+    size_t n = 0;
+    while (src[n]) n++;
+    char **copy = calloc(n + 1, sizeof *copy);
+    if (!copy) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    *out = copy;
+    for (size_t i = 0; i < n; i++) {
+        copy[i] = strdup(src[i]);
+        if (!copy[i]) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return TCI_OK;
+}
+
 static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
                                 tci_engine **out_engine) {
     tci_engine_options defaults;
@@ -132,16 +150,24 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
      * marking of mark_all_outputs is for comparisons at one shape and is not replayed */
     bool keep_pristine = TCI_HAVE_CUDA && options->backend == TCI_BACKEND_GPU &&
                          !options->plan_only && !options->mark_all_outputs;
+    if (st == TCI_OK && options->precision != TCI_PRECISION_FP16 &&
+        options->precision != TCI_PRECISION_FP32)
+        st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)options->precision);
+    if (st == TCI_OK) st = copy_strings(options->fp32_layers, &e->fp32_layers);
+    if (st == TCI_OK) {
+        e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
+        e->plan_options.all_fp32 = options->precision == TCI_PRECISION_FP32;
+    }
     if (st == TCI_OK) st = build(g, options, keep_pristine ? &e->pristine : NULL);
     if (st == TCI_OK) {
         e->graph = g;
         e->backend = options->backend;
         e->use_cuda_graph = !options->no_cuda_graph;
         if (e->backend == TCI_BACKEND_GPU && options->plan_only)
-            st = plan_build(g, NULL, &e->plan_only);
+            st = plan_build(g, &e->plan_options, &e->plan_only);
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
-            st = exec_gpu_engine_create(g, e->pristine, NULL, &e->gpu);
+            st = exec_gpu_engine_create(g, e->pristine, &e->plan_options, &e->gpu);
 #endif
     }
     if (st != TCI_OK) {
@@ -186,6 +212,8 @@ void tci_engine_destroy(tci_engine *engine) {
 #endif
     plan_destroy(engine->plan_only);
     ir_graph_destroy(engine->pristine);
+    for (char **s = engine->fp32_layers; s && *s; s++) free(*s);
+    free(engine->fp32_layers);
     ir_graph_destroy(engine->graph);
     free(engine);
 }
@@ -445,8 +473,12 @@ tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *us
     for (int i = 0; i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
         const char *layout = "-";
-        if (s->num_outputs)
-            layout = p->tensors[s->outputs[0]].layout == PLAN_LAYOUT_NHWC8 ? "NHWC8" : "dense";
+        if (s->num_outputs) {
+            const plan_tensor *y = &p->tensors[s->outputs[0]];
+            bool fp32 = y->dtype == TCI_DTYPE_FLOAT;
+            layout = y->layout == PLAN_LAYOUT_NHWC8 ? (fp32 ? "NHWC8 fp32" : "NHWC8")
+                                                    : (fp32 ? "dense fp32" : "dense");
+        }
         fn((size_t)i, s->node->name, s->label, step_kernel(engine, i), layout, user);
     }
     return TCI_OK;

@@ -34,6 +34,10 @@ typedef struct cli_args {
     double tolerance; /* < 0: none */
     int bench, warmup;
     const char *profile;
+    tci_precision precision;
+    bool baseline_gpu;       /* --baseline gpu-fp32 */
+    char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
+    const char *fp32_layers[MAX_ITEMS + 1];
 } cli_args;
 
 static const char usage_text[] =
@@ -49,8 +53,13 @@ static const char usage_text[] =
     "  --output-dir DIR      write every output i to DIR/output_<i>.npy\n"
     "  --backend gpu|cpu     fp16 tensor-core GPU engine (the default where a GPU exists)\n"
     "                        or the fp32 CPU reference executor\n"
-    "  --compare             run the GPU engine and the fp32 CPU baseline on the same input and\n"
+    "  --compare             run the GPU engine and the fp32 baseline on the same input and\n"
     "                        print max/mean abs error, relative L2, cosine, top-1/top-5\n"
+    "  --baseline cpu|gpu-fp32  the --compare baseline: the fp32 CPU reference (default) or\n"
+    "                        the GPU engine in fp32 with tensor-op math off\n"
+    "  --precision fp16|fp32 GPU storage and math of float tensors (default fp16)\n"
+    "  --fp32-layers A,B     GPU: keep these nodes (names or op types) in fp32, against fp16\n"
+    "                        overflow\n"
     "  --tolerance X         with --compare: exit 1 when a relative L2 error exceeds X\n"
     "  --compare-layers      --compare for every layer's output (unfused), naming the first\n"
     "                        layer whose error jumps (past --tolerance, default 1e-2)\n"
@@ -165,7 +174,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             }
         } else if (strcmp(arg, "--shape") == 0 || strcmp(arg, "-o") == 0 ||
                    strcmp(arg, "--output") == 0 || strcmp(arg, "--output-dir") == 0 ||
-                   strcmp(arg, "--backend") == 0 || strcmp(arg, "--random") == 0) {
+                   strcmp(arg, "--backend") == 0 || strcmp(arg, "--random") == 0 ||
+                   strcmp(arg, "--precision") == 0 || strcmp(arg, "--baseline") == 0 ||
+                   strcmp(arg, "--fp32-layers") == 0) {
             if (!has_value) return usage_error("%s needs a value", arg);
             char *value = argv[++i];
             if (strcmp(arg, "--shape") == 0) {
@@ -180,6 +191,23 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                 if (strcmp(value, "cpu") == 0) a->backend = TCI_BACKEND_CPU;
                 else if (strcmp(value, "gpu") == 0) a->backend = TCI_BACKEND_GPU;
                 else return usage_error("unknown backend '%s' (gpu or cpu)", value);
+            } else if (strcmp(arg, "--precision") == 0) {
+                if (strcmp(value, "fp16") == 0) a->precision = TCI_PRECISION_FP16;
+                else if (strcmp(value, "fp32") == 0) a->precision = TCI_PRECISION_FP32;
+                else return usage_error("unknown precision '%s' (fp16 or fp32)", value);
+            } else if (strcmp(arg, "--baseline") == 0) {
+                if (strcmp(value, "cpu") == 0) a->baseline_gpu = false;
+                else if (strcmp(value, "gpu-fp32") == 0) a->baseline_gpu = true;
+                else return usage_error("unknown baseline '%s' (cpu or gpu-fp32)", value);
+            } else if (strcmp(arg, "--fp32-layers") == 0) {
+                int n = 0;
+                for (char *tok = strtok(value, ","); tok; tok = strtok(NULL, ",")) {
+                    if (n == MAX_ITEMS) return usage_error("too many %s", arg);
+                    a->fp32_layers[n++] = tok;
+                }
+                if (n == 0) return usage_error("--fp32-layers wants names, got '%s'", value);
+                a->fp32_layers[n] = NULL;
+                a->fp32_text = value;
             } else if (strcmp(arg, "--random") == 0) {
                 char *end;
                 errno = 0;
@@ -215,6 +243,10 @@ static int parse_args(int argc, char **argv, cli_args *a) {
     if (a->compare && a->backend == TCI_BACKEND_CPU)
         return usage_error("--compare measures the GPU engine against the CPU baseline; drop "
                            "--backend cpu%s", "");
+    if (a->baseline_gpu && !a->compare) return usage_error("--baseline goes with --compare%s", "");
+    if ((a->fp32_text || a->precision != TCI_PRECISION_FP16) && a->backend == TCI_BACKEND_CPU)
+        return usage_error("--precision and --fp32-layers set the GPU engine; the CPU backend "
+                           "is fp32 already%s", "");
     return 0;
 }
 
@@ -501,7 +533,7 @@ static int write_outputs(const cli_args *a, const tci_context *ctx, size_t num_o
 static void print_layer(size_t index, const char *node, const char *fused_ops, const char *kernel,
                         const char *layout, void *user) {
     (void)user;
-    printf("  %4zu  %-28s %-40s %-6s %s\n", index, node, fused_ops, layout, kernel);
+    printf("  %4zu  %-28s %-40s %-10s %s\n", index, node, fused_ops, layout, kernel);
 }
 
 static void print_gpu_info(const tci_engine *engine) {
@@ -512,7 +544,7 @@ static void print_gpu_info(const tci_engine *engine) {
     printf("  activation arena: %.2f MB (naive sum of activations %.2f MB, %.1f%%)\n",
            (double)r.arena_bytes / 1e6, (double)r.naive_activation_bytes / 1e6,
            r.naive_activation_bytes ? 100.0 * (double)r.arena_bytes / (double)r.naive_activation_bytes : 100.0);
-    printf("  step  node                         fused ops                                output kernel\n");
+    printf("  step  node                         fused ops                                output     kernel\n");
     tci_engine_layers(engine, print_layer, NULL);
 }
 
@@ -639,7 +671,8 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
     tci_engine_options_init(&options);
     options.shapes = a->shapes;
     options.num_shapes = (size_t)a->num_shapes;
-    options.backend = TCI_BACKEND_CPU;
+    options.backend = a->baseline_gpu ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
+    options.precision = TCI_PRECISION_FP32;
     options.mark_all_outputs = a->compare_layers;
     tci_engine *cpu = NULL;
     tci_context *base = NULL;
@@ -677,9 +710,13 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
                    r.max_abs);
             continue;
         }
-        printf("compare '%s' (fp16 GPU vs fp32 CPU): max abs %.3g, mean abs %.3g, rel L2 %.3g, "
+        printf("compare '%s' (%s GPU vs fp32 %s): max abs %.3g, mean abs %.3g, rel L2 %.3g, "
                "cosine %.6f",
-               test.name, r.max_abs, r.mean_abs, r.relative_l2, r.cosine);
+               test.name,
+               a->precision == TCI_PRECISION_FP32 ? "fp32"
+               : a->fp32_text                     ? "fp16+fp32-layers"
+                                                  : "fp16",
+               a->baseline_gpu ? "GPU" : "CPU", r.max_abs, r.mean_abs, r.relative_l2, r.cosine);
         if (r.rows) printf(", top-1 %zu/%zu, top-5 %zu/%zu", r.top1_agree, r.rows, r.top5_agree, r.rows);
         if (r.non_finite) printf(", %zu non-finite", r.non_finite);
         printf("\n");
@@ -725,6 +762,8 @@ int main(int argc, char **argv) {
     options.num_shapes = (size_t)a.num_shapes;
     options.no_cuda_graph = a.no_graph;
     options.mark_all_outputs = a.compare_layers;
+    options.precision = a.precision;
+    options.fp32_layers = a.fp32_text ? a.fp32_layers : NULL;
     if (a.plan) {
         a.backend = TCI_BACKEND_GPU;
         a.info = true;

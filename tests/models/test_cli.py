@@ -149,6 +149,28 @@ class CliTest(unittest.TestCase):
         path = self.unary_model([1, 3, 4, 4])
         self.assert_error(run("--backend", "tpu", path), 2, "tpu")
 
+    def test_precision_options(self):
+        path = self.unary_model([1, 3, 4, 4])
+        self.assert_error(run("--precision", "fp8", path), 2, "fp8")
+        self.assert_error(run("--baseline", "tpu", "--compare", path), 2, "tpu")
+        self.assert_error(run("--baseline", "gpu-fp32", path), 2, "--compare")
+        self.assert_error(run("--backend", "cpu", "--fp32-layers", "act", path), 2, "GPU")
+        self.assert_error(run("--backend", "cpu", "--precision", "fp32", path), 2, "GPU")
+
+    def test_plan_fp32_layers(self):
+        """--fp32-layers by node name and by op type, in the GPU plan (no GPU needed)."""
+        path = self.unary_model([1, 3, 4, 4])
+        rc, out, err = run("--plan", "--fp32-layers", "act", path)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"act\s+cast fp16->fp32\s+NHWC8 fp32|act\s+.*fp32")
+        rc, out, err = run("--plan", "--fp32-layers", self.unary, path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("fp32", out)
+        rc, out, err = run("--plan", "--precision", "fp32", path)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("cast", out)
+        self.assert_error(run("--plan", "--fp32-layers", "nope", path), 1, "'nope'")
+
     # running ------------------------------------------------------------------------------
     def test_npy_in_npy_out(self):
         path = self.unary_model([1, 3, 4, 4])
