@@ -138,7 +138,7 @@ typedef struct tci_engine_options {
     tci_precision precision;
     /* GPU, fp16: nodes kept in fp32 (computed and stored), each a node name or an op type;
      * NULL-terminated, copied at creation. Against fp16 overflow: casts are inserted at the
-     * boundaries. A name that matches no node is an error. */
+     * boundaries. An entry that is neither a node name nor an op type is an error. */
     const char *const *fp32_layers;
 } tci_engine_options;
 

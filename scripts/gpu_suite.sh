@@ -26,6 +26,18 @@ run models python3 tests/models/run_models.py --backend gpu --tolerance 5e-3 \
     --tcinfer "$build/tcinfer" --models-dir "$work/models"
 run conformance python3 tests/conformance/run_conformance.py --backend gpu \
     --tcinfer "$build/tcinfer" --jobs 8
+# the GPU fp32 baseline (tensor-op math off) is held to fp32 bounds: 1e-4 relative L2 on the
+# models (cuDNN's fp32 algorithms sum in other orders than the CPU, FFT/Winograd ones included)
+# and each conformance case's own rtol/atol
+run "models fp32" python3 tests/models/run_models.py --backend gpu --tolerance 1e-4 \
+    --tcinfer-arg=--precision --tcinfer-arg=fp32 --tcinfer "$build/tcinfer" \
+    --models-dir "$work/models"
+run "conformance fp32" python3 tests/conformance/run_conformance.py --backend gpu --l2-bound 0 \
+    --tcinfer-arg=--precision --tcinfer-arg=fp32 --tcinfer "$build/tcinfer" --jobs 8
+# inputs near 10^4 that fp16 cannot hold: passing with the softmax layers kept in fp32
+run "fp32 layers: softmax of large numbers" python3 tests/conformance/run_conformance.py \
+    --backend gpu --filter softmax_large_number --min-passed 2 \
+    --tcinfer-arg=--fp32-layers --tcinfer-arg=Softmax,LogSoftmax --tcinfer "$build/tcinfer"
 if command -v compute-sanitizer >/dev/null; then
     for m in resnet_mini transformer_block; do
         shape=""

@@ -1995,6 +1995,16 @@ static bool moves_data(const ir_node *n) {
     return false;
 }
 
+typedef struct op_lookup {
+    const char *op_type;
+    bool found;
+} op_lookup;
+
+static void match_op(const op_desc *d, void *user) {
+    op_lookup *l = user;
+    if (strcmp(d->op_type, l->op_type) == 0) l->found = true;
+}
+
 /* Marks the nodes that run in fp32 (plan_options). */
 static tci_status mark_fp32_nodes(builder *b) {
     const ir_graph *g = b->g;
@@ -2008,11 +2018,13 @@ static tci_status mark_fp32_nodes(builder *b) {
                 b->fp32_node[i] = true;
                 found = true;
             }
-        if (!found)
+        op_lookup known = {*name, false};
+        if (!found) op_registry_each(match_op, &known);
+        if (!found && !known.found)
             return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "fp32 layers: no node is named '%s' and no node has that op type "
-                             "(after optimisation: BatchNormalization folded into Conv, "
-                             "Identity and Dropout removed)",
+                             "fp32 layers: no node is named '%s' and it is no op type "
+                             "(node names are those after optimisation: BatchNormalization "
+                             "folded into Conv, Identity and Dropout removed)",
                              *name);
     }
     return TCI_OK;

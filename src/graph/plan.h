@@ -233,7 +233,8 @@ typedef struct plan {
 
 typedef struct plan_options {
     /* Nodes kept in fp32 (--fp32-layers): each entry is a node name or an op type (every node of
-     * that type); NULL-terminated, may be NULL. An entry matching no node is an error. Such a
+     * that type); NULL-terminated, may be NULL. An entry that is neither a node's name nor an op
+     * type is an error (an op type the model lacks selects nothing). Such a
      * node computes in fp32 and stores its float outputs as FLOAT; nodes fused into its step
      * follow it, data-movement nodes (Reshape, Concat, Slice...) keep the precision of their
      * first input, every other node reads fp16 (a cast step where needed). */

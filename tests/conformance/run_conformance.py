@@ -150,7 +150,7 @@ def compare(index, name, actual, expected, rtol, atol, l2_bound=None):
             f"expected {expected[first].item()!r}")
 
 
-def run_case(case, tcinfer, root, timeout, backend="cpu", l2_bound=None):
+def run_case(case, tcinfer, root, timeout, backend="cpu", l2_bound=None, extra=()):
     """(status, reason) for one case whose ops tcinfer lists."""
     reason = non_tensor_reason(case)
     if reason:
@@ -164,7 +164,7 @@ def run_case(case, tcinfer, root, timeout, backend="cpu", l2_bound=None):
     out_dir = os.path.join(folder, "out")
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
-    args = [tcinfer, "--backend", backend, "--quiet", "--output-dir", out_dir, model_path]
+    args = [tcinfer, "--backend", backend, *extra, "--quiet", "--output-dir", out_dir, model_path]
     for i, (value, info) in enumerate(zip(inputs, runtime_inputs(case.model))):
         tensor = value if isinstance(value, onnx.TensorProto) else \
             numpy_helper.from_array(np.asarray(value))
@@ -227,7 +227,11 @@ def main(argv):
     p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                    help="gpu: the fp16 engine, float outputs held to --l2-bound")
     p.add_argument("--l2-bound", type=float, default=5e-3,
-                   help="relative L2 bound of float outputs on the GPU backend")
+                   help="relative L2 bound of float outputs on the GPU backend; 0: the cases' "
+                        "own rtol/atol, as on the CPU (for --precision fp32)")
+    p.add_argument("--tcinfer-arg", action="append", default=[],
+                   help="one more tcinfer argument (repeatable), e.g. --tcinfer-arg=--precision "
+                        "--tcinfer-arg=fp32")
     args = p.parse_args(argv)
 
     start = time.time()
@@ -254,9 +258,9 @@ def main(argv):
     try:
         # threads suffice: each one waits on its own tcinfer process, which does the work
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            l2 = args.l2_bound if args.backend == "gpu" else None
+            l2 = args.l2_bound if args.backend == "gpu" and args.l2_bound > 0 else None
             futures = {pool.submit(run_case, c, args.tcinfer, root, args.timeout, args.backend,
-                                   l2): c
+                                   l2, args.tcinfer_arg): c
                        for c in runnable}
             for future in concurrent.futures.as_completed(futures):
                 case = futures[future]

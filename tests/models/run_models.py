@@ -75,8 +75,8 @@ def run_onnxruntime(path, feeds):
     return names, session.run(None, feeds)
 
 
-def run_tcinfer(tcinfer, path, feeds, shapes, work, timeout, backend="cpu"):
-    args = [tcinfer, "--backend", backend, "--quiet", "--output-dir", work]
+def run_tcinfer(tcinfer, path, feeds, shapes, work, timeout, backend="cpu", extra=()):
+    args = [tcinfer, "--backend", backend, *extra, "--quiet", "--output-dir", work]
     for name, shape in shapes.items():
         args += ["--shape", f"{name}:{'x'.join(str(d) for d in shape)}"]
     args.append(path)
@@ -140,7 +140,7 @@ def check_model(args, name, rows):
         out_names, expected = run_onnxruntime(path, feeds)
         with tempfile.TemporaryDirectory(prefix=f"tci_{name}_") as work:
             actual, error = run_tcinfer(args.tcinfer, path, feeds, shapes, work, args.timeout,
-                                        args.backend)
+                                        args.backend, args.tcinfer_arg)
         if error:
             rows.append((name, label, "-", "-", "-", f"FAIL: {error}"))
             ok = False
@@ -178,6 +178,9 @@ def main(argv):
     p.add_argument("--timeout", type=float, default=120, help="seconds per tcinfer run")
     p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                    help="gpu: the fp16 engine (exit 77, skipped, where there is no GPU)")
+    p.add_argument("--tcinfer-arg", action="append", default=[],
+                   help="one more tcinfer argument (repeatable), e.g. --tcinfer-arg=--precision "
+                        "--tcinfer-arg=fp32")
     args = p.parse_args(argv)
     if args.backend == "gpu":
         probe = subprocess.run([args.tcinfer, "--devices"], capture_output=True, text=True)
