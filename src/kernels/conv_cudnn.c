@@ -70,7 +70,7 @@ static tci_status validate(const kern_conv_desc *d) {
         return tci_error(TCI_ERR_UNSUPPORTED, "conv plan: activation %d (cuDNN fuses ReLU only)",
                          (int)d->activation);
     if (d->mode != KERN_CONV_FP16_NHWC8 && d->mode != KERN_CONV_FP32_NCHW &&
-        d->mode != KERN_CONV_FP32_NHWC)
+        d->mode != KERN_CONV_FP32_NHWC && d->mode != KERN_CONV_FP32_NHWC8)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: unknown mode %d", (int)d->mode);
     if (d->pads[0] != d->pads[2] || d->pads[1] != d->pads[3])
         return tci_error(TCI_ERR_UNSUPPORTED,
@@ -93,7 +93,9 @@ static tci_status plan_shapes(const kern_conv_desc *d, kern_conv_info *info) {
     info->out_h = (int)((ph - eh) / d->strides[0] + 1);
     info->out_w = (int)((pw - ew) / d->strides[1] + 1);
     int cg = d->c / d->groups;
-    if (d->mode != KERN_CONV_FP16_NHWC8) {
+    /* both NHWC8 modes pad channels the same way; only the element size differs */
+    int padded = d->mode == KERN_CONV_FP16_NHWC8 || d->mode == KERN_CONV_FP32_NHWC8;
+    if (!padded) {
         info->input_channels = d->c;
         info->output_channels = d->k;
         info->weight_k = d->k;
@@ -121,7 +123,7 @@ static tci_status plan_shapes(const kern_conv_desc *d, kern_conv_info *info) {
     } else {
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "conv plan: groups %d with %d input and %d output channels: padding to "
-                         "multiples of 8 would break the groups (fp16 needs groups == 1, depthwise "
+                         "multiples of 8 would break the groups (NHWC8 needs groups == 1, depthwise "
                          "groups == C == K, or C and K multiples of 8)",
                          d->groups, d->c, d->k);
     }

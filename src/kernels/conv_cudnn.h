@@ -20,6 +20,10 @@ typedef enum {
     /* fp32 tensors with exactly C / K channels, FMA math (no TF32): the GPU fp32 baseline. */
     KERN_CONV_FP32_NCHW = 1,
     KERN_CONV_FP32_NHWC = 2,
+    /* fp32 tensors in the NHWC8 layout: channels padded exactly as KERN_CONV_FP16_NHWC8 (Cp / Kp,
+     * the same weight layout and groupings) with 4-byte elements, fp32 bias (Kp values), FMA math
+     * (no TF32): fp32 layers between fp16 NHWC8 ones without a layout change. */
+    KERN_CONV_FP32_NHWC8 = 3,
 } kern_conv_mode;
 
 /* cuDNN's fused call offers only these two. */
@@ -58,11 +62,11 @@ typedef struct {
     size_t workspace_bytes; /* workspace kern_conv_run needs at desc.n */
     int fused;              /* 1: one cudnnConvolutionBiasActivationForward call (single rounding);
                              * 0: convolution then separate bias / residual / ReLU passes */
-    int input_channels;     /* channels of x as stored: Cp (fp16) or C (fp32) */
-    int output_channels;    /* channels of y (and z) as stored: Kp (fp16) or K (fp32) */
+    int input_channels;     /* channels of x as stored: Cp (NHWC8 modes) or C (NCHW / NHWC) */
+    int output_channels;    /* channels of y (and z) as stored: Kp (NHWC8 modes) or K */
     int out_h, out_w;
-    int weight_k, weight_c; /* the filter cuDNN sees: weight_k x R x S x weight_c (fp16, fp32
-                             * NHWC) or weight_k x weight_c x R x S (fp32 NCHW) */
+    int weight_k, weight_c; /* the filter cuDNN sees: weight_k x R x S x weight_c (NHWC8 modes,
+                             * fp32 NHWC) or weight_k x weight_c x R x S (fp32 NCHW) */
     int cudnn_groups;       /* group count handed to cuDNN (Cp for padded depthwise) */
     size_t weight_elements; /* weight_k * R * S * weight_c */
     size_t bias_elements;   /* output_channels */
@@ -75,7 +79,8 @@ typedef struct kern_conv_plan kern_conv_plan;
  * timing the actual call on stream (which is set on handle, and synchronised); without scratch
  * (NULL), by cudnnGetConvolutionForwardAlgorithm_v7 heuristics. Not capturable: call at build.
  *
- * Layout rules, fp16 mode (kern_conv_shapes tells them; kern_conv_pack_weights applies them):
+ * Layout rules, NHWC8 modes (fp16 and fp32 alike; kern_conv_shapes tells them;
+ * kern_conv_pack_weights applies them):
  * - groups == 1: weights Kp x R x S x Cp, zero where k >= K or c >= C.
  * - depthwise (groups == C == K): run as Cp groups of one channel; weights Cp x R x S x 1, zero
  *   for k >= C. Padded channels stay zero in y because their weights and bias are zero.

@@ -124,9 +124,13 @@ static tci_status plan_shapes(const kern_convt_desc *d, kern_convt_info *info) {
     return TCI_OK;
 }
 
-static tci_status set_tensor(cudnnTensorDescriptor_t t, int n, int c, int h, int w) {
-    KERN_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, n, c, h, w));
+static cudnnDataType_t data_type(const kern_convt_desc *d) {
+    return d->fp32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF;
+}
+
+static tci_status set_tensor(const kern_convt_desc *d, cudnnTensorDescriptor_t t, int n, int c,
+                             int h, int w) {
+    KERN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NHWC, data_type(d), n, c, h, w));
     return TCI_OK;
 }
 
@@ -138,18 +142,19 @@ static tci_status build_descriptors(kern_convt_plan *p) {
     KERN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->bias_desc));
     KERN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w_desc));
     KERN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv_desc));
-    TCI_TRY(set_tensor(p->x_desc, d->n, in->input_channels, d->h, d->w));
-    TCI_TRY(set_tensor(p->y_desc, d->n, in->output_channels, in->out_h, in->out_w));
-    TCI_TRY(set_tensor(p->bias_desc, 1, in->output_channels, 1, 1));
+    TCI_TRY(set_tensor(d, p->x_desc, d->n, in->input_channels, d->h, d->w));
+    TCI_TRY(set_tensor(d, p->y_desc, d->n, in->output_channels, in->out_h, in->out_w));
+    TCI_TRY(set_tensor(d, p->bias_desc, 1, in->output_channels, 1, 1));
     /* filter dims are the forward convolution's (K = dy channels, C = dx channels per group);
      * NHWC format stores them K x R x S x C */
-    KERN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w_desc, CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC,
+    KERN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w_desc, data_type(d), CUDNN_TENSOR_NHWC,
                                                 in->weight_k, in->weight_c, d->r, d->s));
     KERN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
         p->conv_desc, d->pads[0], d->pads[1], d->strides[0], d->strides[1], d->dilations[0],
         d->dilations[1], CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     KERN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv_desc, in->cudnn_groups));
-    KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, CUDNN_TENSOR_OP_MATH));
+    KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(
+        p->conv_desc, d->fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     /* the forward convolution of y must give x's shape, or cuDNN refuses the backward call */
     int on, oc, oh, ow;
     KERN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv_desc, p->y_desc, p->w_desc, &on,
@@ -213,9 +218,10 @@ static tci_status list_candidates(kern_convt_plan *p, cudnnHandle_t h,
     if (returned > max_count) returned = max_count;
     for (int i = 0; i < returned; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+        /* fp32: DEFAULT math would allow TF32 on Ampere and later; the baseline stays FMA */
+        cudnnMathType_t math = p->desc.fp32 ? CUDNN_FMA_MATH : perf[i].mathType;
         /* the workspace size is asked for with the math type the candidate runs with */
-        if (cudnnSetConvolutionMathType(p->conv_desc, perf[i].mathType) != CUDNN_STATUS_SUCCESS)
-            continue;
+        if (cudnnSetConvolutionMathType(p->conv_desc, math) != CUDNN_STATUS_SUCCESS) continue;
         size_t need = 0;
         /* the heuristics' memory field is not a promise; ask for the exact size */
         if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w_desc, p->x_desc, p->conv_desc,
@@ -227,9 +233,9 @@ static tci_status list_candidates(kern_convt_plan *p, cudnnHandle_t h,
         if (sc && need > sc->workspace_bytes) continue;
         int dup = 0;
         for (int j = 0; j < *out_count; j++)
-            dup |= out[j].algo == perf[i].algo && out[j].math == perf[i].mathType;
+            dup |= out[j].algo == perf[i].algo && out[j].math == math;
         if (dup) continue;
-        out[*out_count] = (candidate){perf[i].algo, perf[i].mathType, need, perf[i].time};
+        out[*out_count] = (candidate){perf[i].algo, math, need, perf[i].time};
         (*out_count)++;
     }
     return TCI_OK;
@@ -333,8 +339,8 @@ static tci_status run_with(const kern_convt_plan *p, cudnnHandle_t handle,
                            void *workspace, size_t workspace_bytes) {
     size_t need = p->info.workspace_bytes;
     if (n != p->desc.n) {
-        TCI_TRY(set_tensor(xd, n, p->info.input_channels, p->desc.h, p->desc.w));
-        TCI_TRY(set_tensor(yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
+        TCI_TRY(set_tensor(&p->desc, xd, n, p->info.input_channels, p->desc.h, p->desc.w));
+        TCI_TRY(set_tensor(&p->desc, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
         KERN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
             handle, p->w_desc, xd, p->conv_desc, yd, p->algo, &need));
     }
@@ -407,8 +413,9 @@ tci_status kern_convt_pack_weights(const kern_convt_desc *d, const float *weight
                     float v = ci < d->c && co < kg
                                   ? weights_onnx[((size_t)ci * kg + co) * rs + (size_t)r * d->s + s]
                                   : 0.0f;
-                    o16[(((size_t)ci * d->r + r) * d->s + s) * in.weight_c + co] =
-                        op_float_to_half(v);
+                    size_t at = (((size_t)ci * d->r + r) * d->s + s) * in.weight_c + co;
+                    if (d->fp32) ((float *)out)[at] = v;
+                    else o16[at] = op_float_to_half(v);
                 }
     return TCI_OK;
 }
@@ -417,8 +424,11 @@ tci_status kern_convt_pack_bias(const kern_convt_desc *d, const float *bias, voi
     kern_convt_info in;
     TCI_TRY(kern_convt_shapes(d, &in));
     uint16_t *o16 = out;
-    for (int k = 0; k < in.output_channels; k++)
-        o16[k] = op_float_to_half(k < d->k ? bias[k] : 0.0f);
+    for (int k = 0; k < in.output_channels; k++) {
+        float v = k < d->k ? bias[k] : 0.0f;
+        if (d->fp32) ((float *)out)[k] = v;
+        else o16[k] = op_float_to_half(v);
+    }
     return TCI_OK;
 }
 

@@ -19,7 +19,8 @@ extern "C" {
  * convolution's filter (K = C_in, C = C_out / groups), so it needs no flipping or transposing.
  *
  * Tensors are fp16 NHWC8 (see GPU conventions): x has round_up(C_in, 8) channels, y
- * round_up(C_out, 8), padded channels zero; tensor-op math with fp32 accumulation. */
+ * round_up(C_out, 8), padded channels zero; tensor-op math with fp32 accumulation. With
+ * desc.fp32 the same layouts hold fp32 values (weights and bias packed as floats). */
 typedef struct {
     int n, c, h, w;       /* input X, logical: n is the largest batch the plan will run, c = C_in */
     int k;                /* output channels C_out */
@@ -31,6 +32,8 @@ typedef struct {
     int dilations[2];     /* vertical, horizontal */
     int groups;
     int has_bias;         /* bias input given to kern_convt_run */
+    int fp32;             /* 1: fp32 tensors, weights and bias in the same NHWC8 layouts, FMA math
+                           * (no TF32): the fp32 layers and GPU fp32 baseline; 0: fp16 */
     size_t workspace_limit; /* the largest workspace (bytes) the chosen algorithm may need */
 } kern_convt_desc;
 

@@ -10,6 +10,9 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
+
+using namespace kern_util;
 
 namespace {
 
@@ -19,17 +22,7 @@ constexpr int kTileRows = 8;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxGridX = 1 << 20; // beyond this, threads loop; keeps launches cheap to size
 
-// Integer division dominates index math in copies of small elements; most extents fit 32 bits.
-__device__ __forceinline__ int64_t div_fast(int64_t a, int64_t b) {
-    if (((uint64_t)a | (uint64_t)b) >> 32 == 0) return (int64_t)((uint32_t)a / (uint32_t)b);
-    return a / b;
-}
-
 bool valid_elem_size(int s) { return s == 1 || s == 2 || s == 4 || s == 8; }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 int64_t abs64(int64_t a) { return a < 0 ? -a : a; }
 

@@ -1,4 +1,4 @@
-// Depthwise convolution on NHWC8 fp16. In the tiled kernels each thread owns 8 channels (4 for
+// Depthwise convolution on NHWC8 fp16 or fp32. In the tiled kernels each thread owns 8 channels (4 for
 // 5x5) of one output column and slides down several output rows, so each input row it loads feeds
 // every output row that needs it and the fp32 weights stay in registers; neighbouring threads take
 // neighbouring channels and columns, so loads coalesce and the horizontal overlap hits L1. Other
@@ -14,6 +14,9 @@ extern "C" {
 }
 #include "kernels/cuda_check.h"
 #include "kernels/depthwise.h"
+#include "kernels/kern_util.cuh"
+
+using namespace kern_util;
 
 namespace {
 
@@ -32,7 +35,7 @@ constexpr int64_t kMaxGrid = (int64_t)1 << 30;
 constexpr int64_t kMaxSpatial = (int64_t)1 << 28;
 
 struct Params {
-    const void *x, *w; // vectors of CH fp16 channels
+    const void *x, *w; // vectors of CH channels (fp16 or fp32)
     const float4 *bias;
     const void *z; // may equal y: read with plain loads, just before the same thread writes
     void *y;
@@ -47,19 +50,17 @@ struct Params {
     int64_t blocks;
 };
 
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    return (uint32_t)__half_as_ushort(__float2half_rn(lo)) |
-           ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
-}
-__device__ __forceinline__ float2 unpack2(uint32_t bits) {
-    __half2 h;
-    memcpy(&h, &bits, sizeof h);
-    return __half22float2(h);
-}
-// 8 channels travel as uint4, 4 as uint2
-template <int CH> struct VecOf;
-template <> struct VecOf<8> { using type = uint4; };
-template <> struct VecOf<4> { using type = uint2; };
+// fp16: 8 channels travel as uint4, 4 as uint2; fp32: 8 as float8 (two float4), 4 as float4
+template <typename T, int CH> struct VecOf;
+template <> struct VecOf<__half, 8> { using type = uint4; };
+template <> struct VecOf<__half, 4> { using type = uint2; };
+template <> struct VecOf<float, 8> { using type = float8; };
+template <> struct VecOf<float, 4> { using type = float4; };
+
+__device__ __forceinline__ uint4 ldg_vec(const uint4 *p) { return __ldg(p); }
+__device__ __forceinline__ uint2 ldg_vec(const uint2 *p) { return __ldg(p); }
+__device__ __forceinline__ float4 ldg_vec(const float4 *p) { return __ldg(p); }
+__device__ __forceinline__ float8 ldg_vec(const float8 *p) { return ldg_chunk(p); }
 
 __device__ __forceinline__ void unpack(uint4 u, float (&v)[8]) {
     const float2 a = unpack2(u.x), b = unpack2(u.y), c = unpack2(u.z), d = unpack2(u.w);
@@ -74,6 +75,22 @@ __device__ __forceinline__ uint4 pack(const float (&v)[8]) {
 }
 __device__ __forceinline__ uint2 pack(const float (&v)[4]) {
     return make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
+}
+__device__ __forceinline__ void unpack(const float8 &u, float (&v)[8]) { unpack8(u, v); }
+__device__ __forceinline__ void unpack(float4 u, float (&v)[4]) {
+    v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
+}
+template <typename V, int CH> __device__ __forceinline__ V pack_as(const float (&v)[CH]);
+template <> __device__ __forceinline__ uint4 pack_as<uint4, 8>(const float (&v)[8]) { return pack(v); }
+template <> __device__ __forceinline__ uint2 pack_as<uint2, 4>(const float (&v)[4]) { return pack(v); }
+template <> __device__ __forceinline__ float8 pack_as<float8, 8>(const float (&v)[8]) {
+    float8 u;
+    u.lo = make_float4(v[0], v[1], v[2], v[3]);
+    u.hi = make_float4(v[4], v[5], v[6], v[7]);
+    return u;
+}
+template <> __device__ __forceinline__ float4 pack_as<float4, 4>(const float (&v)[4]) {
+    return make_float4(v[0], v[1], v[2], v[3]);
 }
 
 template <int CH> struct Floats {
@@ -170,10 +187,10 @@ template <int CH> __device__ __forceinline__ void load_bias(const Params &p, int
 }
 
 // acc + bias + z, activation, zeros in the padded channels, one rounding, store vector out_index.
-template <int CH>
+template <typename T, int CH>
 __device__ __forceinline__ void finish(const Params &p, const float (&acc)[CH], const float (&b)[CH], int vec,
                                        int64_t out_index) {
-    using Vec = typename VecOf<CH>::type;
+    using Vec = typename VecOf<T, CH>::type;
     float v[CH];
 #pragma unroll
     for (int k = 0; k < CH; k++) v[k] = acc[k] + b[k];
@@ -190,7 +207,7 @@ __device__ __forceinline__ void finish(const Params &p, const float (&acc)[CH], 
         for (int k = 0; k < CH; k++)
             if (k >= real) v[k] = 0.0f;
     }
-    static_cast<Vec *>(p.y)[out_index] = pack(v);
+    static_cast<Vec *>(p.y)[out_index] = pack_as<Vec, CH>(v);
 }
 
 // One input row of a thread's window: S vectors, zeros outside the input. Each load is
@@ -201,7 +218,7 @@ __device__ __forceinline__ void load_row(const Vec *__restrict__ xi, int row_off
                                          const int (&col_off)[S], const bool (&col_ok)[S], Vec (&u)[S]) {
 #pragma unroll
     for (int s = 0; s < S; s++) {
-        const Vec v = __ldg(xi + (row_off + col_off[s]));
+        const Vec v = ldg_vec(xi + (row_off + col_off[s]));
         u[s] = row_ok && col_ok[s] ? v : Vec{};
     }
 }
@@ -212,11 +229,11 @@ __device__ __forceinline__ void load_row(const Vec *__restrict__ xi, int row_off
 // is loaded before the current one is used, so a row of loads is in flight during the math and
 // the stores; x and w are __restrict__ (y never overlaps them) so the compiler may move them
 // further.
-template <int R, int S, int ST, int TH, int CH>
+template <typename T, int R, int S, int ST, int TH, int CH>
 __global__ void __launch_bounds__(kTiledThreads, 2)
-    depthwise_tiled(const Params p, const typename VecOf<CH>::type *__restrict__ x,
-                    const typename VecOf<CH>::type *__restrict__ w) {
-    using Vec = typename VecOf<CH>::type;
+    depthwise_tiled(const Params p, const typename VecOf<T, CH>::type *__restrict__ x,
+                    const typename VecOf<T, CH>::type *__restrict__ w) {
+    using Vec = typename VecOf<T, CH>::type;
     constexpr int kInRows = (TH - 1) * ST + R;
     const int tx = threadIdx.x, ty = threadIdx.y, tz = threadIdx.z;
     for (int64_t b = blockIdx.x; b < p.blocks; b += gridDim.x) {
@@ -258,7 +275,7 @@ __global__ void __launch_bounds__(kTiledThreads, 2)
         load_row<S>(xi, row_offset(0), row_ok(0), col_off, col_ok, u[0]);
         float wf[R * S][CH];
 #pragma unroll
-        for (int k = 0; k < R * S; k++) unpack(__ldg(w + (k * p.vecs + vec)), wf[k]);
+        for (int k = 0; k < R * S; k++) unpack(ldg_vec(w + (k * p.vecs + vec)), wf[k]);
         float bias[CH];
         load_bias<CH>(p, vec, bias);
 
@@ -289,14 +306,16 @@ __global__ void __launch_bounds__(kTiledThreads, 2)
 #pragma unroll
             for (int t = 0; t < TH; t++)
                 if (i == t * ST + R - 1 && t < rows_valid)
-                    finish<CH>(p, acc[t], bias, vec, out_base + (out0 + t * out_row));
+                    finish<T, CH>(p, acc[t], bias, vec, out_base + (out0 + t * out_row));
         }
     }
 }
 
 // Any shape: one thread per output pixel and 8 channels, channels fastest.
+template <typename T>
 __global__ void __launch_bounds__(kMaxThreads) depthwise_generic(const Params p, int64_t total) {
-    const uint4 *x = static_cast<const uint4 *>(p.x), *w = static_cast<const uint4 *>(p.w);
+    using Vec = typename VecOf<T, 8>::type;
+    const Vec *x = static_cast<const Vec *>(p.x), *w = static_cast<const Vec *>(p.w);
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
         const int vec = (int)(i % p.vecs);
@@ -306,7 +325,7 @@ __global__ void __launch_bounds__(kMaxThreads) depthwise_generic(const Params p,
         const int oh = (int)(rest % p.out_h);
         const int64_t img = rest / p.out_h;
         const int ih0 = oh * p.stride_h - p.pad_top, iw0 = ow * p.stride_w - p.pad_left;
-        const uint4 *xi = x + img * p.in_h * p.in_w * p.vecs + vec;
+        const Vec *xi = x + img * p.in_h * p.in_w * p.vecs + vec;
         float acc[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) acc[k] = 0.0f;
@@ -317,38 +336,40 @@ __global__ void __launch_bounds__(kMaxThreads) depthwise_generic(const Params p,
                 const int iw = iw0 + s * p.dilation_w;
                 if (iw < 0 || iw >= p.in_w) continue;
                 float v[8], wv[8];
-                unpack(__ldg(xi + ((int64_t)ih * p.in_w + iw) * p.vecs), v);
-                unpack(__ldg(w + ((int64_t)r * p.kernel_w + s) * p.vecs + vec), wv);
+                unpack(ldg_vec(xi + ((int64_t)ih * p.in_w + iw) * p.vecs), v);
+                unpack(ldg_vec(w + ((int64_t)r * p.kernel_w + s) * p.vecs + vec), wv);
 #pragma unroll
                 for (int k = 0; k < 8; k++) acc[k] = fmaf(v[k], wv[k], acc[k]);
             }
         }
         float bias[8];
         load_bias<8>(p, vec, bias);
-        finish<8>(p, acc, bias, vec, i);
+        finish<T, 8>(p, acc, bias, vec, i);
     }
 }
 
-template <int R, int S, int ST, int TH, int CH>
+template <typename T, int R, int S, int ST, int TH, int CH>
 tci_status launch_tiled(const Params &p, dim3 block, cudaStream_t stream) {
     const unsigned grid = (unsigned)(p.blocks < kMaxGrid ? p.blocks : kMaxGrid);
-    using Vec = typename VecOf<CH>::type;
-    depthwise_tiled<R, S, ST, TH, CH>
+    using Vec = typename VecOf<T, CH>::type;
+    depthwise_tiled<T, R, S, ST, TH, CH>
         <<<grid, block, 0, stream>>>(p, static_cast<const Vec *>(p.x), static_cast<const Vec *>(p.w));
     KERN_LAUNCH_CHECK("kern_depthwise_conv");
     return TCI_OK;
 }
 
-// Channels per thread of the tiled kernel for a kernel size (see depthwise_tiled).
-int tiled_channels(int64_t kernel) { return kernel == 3 ? 8 : 4; }
+// Channels per thread of the tiled kernel for a kernel size (see depthwise_tiled); fp32 takes 4
+// channels (one 16-byte vector, as fp16's 8) so that its registers stay within the same budget.
+int tiled_channels(int64_t kernel, bool fp32) { return !fp32 && kernel == 3 ? 8 : 4; }
 
-template <int TH> tci_status dispatch_tiled(const Params &p, dim3 block, cudaStream_t stream) {
+template <typename T, int TH> tci_status dispatch_tiled(const Params &p, dim3 block, cudaStream_t stream) {
+    constexpr int kCh3 = sizeof(T) == 2 ? 8 : 4; // tiled_channels(3, ...)
     const int key = p.kernel_h * 100 + p.stride_h;
     switch (key) {
-    case 301: return launch_tiled<3, 3, 1, TH, 8>(p, block, stream);
-    case 302: return launch_tiled<3, 3, 2, TH, 8>(p, block, stream);
-    case 501: return launch_tiled<5, 5, 1, TH, 4>(p, block, stream);
-    case 502: return launch_tiled<5, 5, 2, TH, 4>(p, block, stream);
+    case 301: return launch_tiled<T, 3, 3, 1, TH, kCh3>(p, block, stream);
+    case 302: return launch_tiled<T, 3, 3, 2, TH, kCh3>(p, block, stream);
+    case 501: return launch_tiled<T, 5, 5, 1, TH, 4>(p, block, stream);
+    case 502: return launch_tiled<T, 5, 5, 2, TH, 4>(p, block, stream);
     default: return tci_error(TCI_ERR_UNSUPPORTED, "kern_depthwise_conv: no tiled kernel for %dx%d stride %d",
                               p.kernel_h, p.kernel_w, p.stride_h);
     }
@@ -366,20 +387,16 @@ int64_t checked_mul(int64_t a, int64_t b) {
     return r;
 }
 
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 // Byte ranges [a, a+an) and [b, b+bn) share a byte.
 bool overlaps(const void *a, int64_t an, const void *b, int64_t bn) {
     const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
     return an > 0 && bn > 0 && pa < pb + (uintptr_t)bn && pb < pa + (uintptr_t)an;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // The tiled kernels index within one image in int (check_desc has bounded every term) and clamp
 // their loads into a non-empty input.
-bool tiled_fits(const kern_depthwise_desc *d) {
-    const int64_t vecs = (d->c + 7) / 8 * 8 / tiled_channels(d->kernel_h);
+bool tiled_fits(const kern_depthwise_desc *d, bool fp32) {
+    const int64_t vecs = (d->c + 7) / 8 * 8 / tiled_channels(d->kernel_h, fp32);
     const int64_t reach_h = d->in_h + d->pad_top + (d->out_h + kTallRows) * d->stride_h + d->kernel_h;
     const int64_t reach_w = d->in_w + d->pad_left + d->out_w * d->stride_w + d->kernel_w;
     const int64_t limit = (int64_t)1 << 30;
@@ -427,6 +444,9 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     static const char who[] = "kern_depthwise_conv";
     tci_status st = check_desc(d, who);
     if (st != TCI_OK) return st;
+    bool fp32 = false;
+    TCI_TRY(storage_dtype(who, d->dtype, &fp32));
+    const int64_t esize = fp32 ? 4 : 2;
     if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
     if ((int)d->path < 0 || d->path >= KERN_DEPTHWISE_PATH_COUNT)
@@ -438,7 +458,7 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
                          "(tiled: 3x3 or 5x5, equal strides 1 or 2, dilation 1)",
                          who, (long long)d->kernel_h, (long long)d->kernel_w, (long long)d->stride_h,
                          (long long)d->stride_w, (long long)d->dilation_h, (long long)d->dilation_w);
-    const bool tiled = tiled_shape(d) && tiled_fits(d);
+    const bool tiled = tiled_shape(d) && tiled_fits(d, fp32);
     if (forced && !tiled)
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "%s: the tiled kernel needs a non-empty, not huge input (%lldx%lld, c %lld)", who,
@@ -451,11 +471,11 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     if (!w || !y || (!x && in_elems > 0)) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
     if (!aligned16(x) || !aligned16(w) || !aligned16(y) || !aligned16(bias) || !aligned16(z))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: buffers must be 16-byte aligned", who);
-    if (overlaps(x, in_elems * 2, y, out_elems * 2))
+    if (overlaps(x, in_elems * esize, y, out_elems * esize))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps x", who);
-    if (overlaps(w, d->kernel_h * d->kernel_w * chunks * 16, y, out_elems * 2))
+    if (overlaps(w, d->kernel_h * d->kernel_w * chunks * 8 * esize, y, out_elems * esize))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps w", who);
-    if (z && z != y && overlaps(z, out_elems * 2, y, out_elems * 2))
+    if (z && z != y && overlaps(z, out_elems * esize, y, out_elems * esize))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: z partly overlaps y (only z == y is allowed)", who);
 
     Params p;
@@ -476,12 +496,16 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
         p.vecs = (int)chunks;
         const int64_t total = out_elems / 8;
         const int64_t blocks = ceil_div(total, kMaxThreads);
-        depthwise_generic<<<(unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid), kMaxThreads, 0, stream>>>(p, total);
+        const unsigned grid = (unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid);
+        if (fp32)
+            depthwise_generic<float><<<grid, kMaxThreads, 0, stream>>>(p, total);
+        else
+            depthwise_generic<__half><<<grid, kMaxThreads, 0, stream>>>(p, total);
         KERN_LAUNCH_CHECK(who);
         return TCI_OK;
     }
 
-    const int64_t vecs = chunks * 8 / tiled_channels(d->kernel_h);
+    const int64_t vecs = chunks * 8 / tiled_channels(d->kernel_h, fp32);
     int rows = d->path == KERN_DEPTHWISE_TILED_SHORT ? kShortRows : kTallRows;
     if (d->path == KERN_DEPTHWISE_AUTO &&
         checked_mul(checked_mul(d->n, ceil_div(d->out_h, kTallRows)), d->out_w * vecs) < kTallMinThreads)
@@ -504,8 +528,11 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     p.blocks = checked_mul(checked_mul(checked_mul(d->n, row_groups), col_tiles), groups);
     if (p.blocks < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     const dim3 block((unsigned)vpb, (unsigned)cols, (unsigned)stack);
-    return rows == kTallRows ? dispatch_tiled<kTallRows>(p, block, stream)
-                             : dispatch_tiled<kShortRows>(p, block, stream);
+    if (fp32)
+        return rows == kTallRows ? dispatch_tiled<float, kTallRows>(p, block, stream)
+                                 : dispatch_tiled<float, kShortRows>(p, block, stream);
+    return rows == kTallRows ? dispatch_tiled<__half, kTallRows>(p, block, stream)
+                             : dispatch_tiled<__half, kShortRows>(p, block, stream);
 }
 
 namespace {
@@ -534,6 +561,18 @@ extern "C" tci_status kern_depthwise_pack_weights(const kern_depthwise_desc *d, 
     for (int64_t t = 0; t < taps; t++)
         for (int64_t ch = 0; ch < cp; ch++)
             out[t * cp + ch] = ch < d->c ? host_half_bits(w_c1rs[ch * taps + t]) : 0;
+    return TCI_OK;
+}
+
+extern "C" tci_status kern_depthwise_pack_weights_f32(const kern_depthwise_desc *d, const float *w_c1rs,
+                                                      float *out) {
+    static const char who[] = "kern_depthwise_pack_weights_f32";
+    tci_status st = check_pack_desc(d, who);
+    if (st != TCI_OK) return st;
+    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
+    for (int64_t t = 0; t < taps; t++)
+        for (int64_t ch = 0; ch < cp; ch++) out[t * cp + ch] = ch < d->c ? w_c1rs[ch * taps + t] : 0.0f;
     return TCI_OK;
 }
 

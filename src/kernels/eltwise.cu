@@ -11,11 +11,13 @@ extern "C" {
 }
 #include "kernels/cuda_check.h"
 #include "kernels/eltwise.h"
+#include "kernels/kern_util.cuh"
+
+using namespace kern_util;
 
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 1 << 20;
 constexpr int kMaxRank = KERN_ELTWISE_MAX_RANK;
 constexpr int kMaxInputs = KERN_ELTWISE_MAX_INPUTS;
 // 32-bit index math when every index fits with room for a grid-stride step (at most
@@ -198,16 +200,6 @@ template <> constexpr bool kFastMath<__half> = true;
 template <typename T> struct Vec;
 template <> struct Vec<__half> { static constexpr int n = 8; };
 template <> struct Vec<float> { static constexpr int n = 4; };
-
-// Pairs convert in one instruction each way (cvt.rn.f16x2.f32 / the f16x2 -> f32 pair); eight
-// single conversions per 16 bytes made the fp16 kernels conversion-bound.
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t *>(&h);
-}
-__device__ __forceinline__ float2 unpack2(uint32_t bits) {
-    return __half22float2(*reinterpret_cast<const __half2 *>(&bits));
-}
 
 // element_index must be a multiple of Vec<T>::n and the buffer 16-byte aligned
 template <typename T>
@@ -512,17 +504,6 @@ template <typename T, typename IdxT, int ACT> __global__ void eltwise_fast(const
 // ------------------------------------------------------------------------------------------------
 // Host side
 
-unsigned blocks_for(int64_t work) {
-    int64_t b = (work + kThreads - 1) / kThreads;
-    if (b < 1)
-        b = 1;
-    if (b > kMaxBlocks)
-        b = kMaxBlocks;
-    return (unsigned)b;
-}
-
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 // The desc's shape with size-1 dims dropped and neighbouring dims merged where every input walks
 // them as one; the padded dim is never merged, so its index stays one coordinate.
 struct Shape {
@@ -604,9 +585,10 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
             p.strides[k][i] = (IdxT)s.strides[k][i];
     }
     p.out = out;
-    const unsigned blocks = blocks_for((s.total + kUnroll - 1) / kUnroll);
+    const unsigned blocks = blocks_for((s.total + kUnroll - 1) / kUnroll, kThreads);
     if (d->dtype == TCI_DTYPE_INT64) {
-        eltwise_general_i64<IdxT><<<blocks_for(s.total), kThreads, 0, stream>>>(p, (int)d->act);
+        eltwise_general_i64<IdxT>
+            <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p, (int)d->act);
     } else if (d->dtype == TCI_DTYPE_FLOAT16) {
         switch (d->act) {
 #define GENERAL_CASE(A)                                                                            \
@@ -700,7 +682,7 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
     Fast<IdxT> f;
     if (plan_fast<IdxT>(d, s, inputs, num_inputs, out, &f)) {
         const bool half = d->dtype == TCI_DTYPE_FLOAT16;
-        const unsigned blocks = blocks_for(half ? (s.total + 7) / 8 : (s.total + 3) / 4);
+        const unsigned blocks = blocks_for(half ? (s.total + 7) / 8 : (s.total + 3) / 4, kThreads);
         switch (d->act) {
 #define FAST_CASE(A)                                                                               \
     case A:                                                                                        \

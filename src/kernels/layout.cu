@@ -1,5 +1,6 @@
-// NCHW <-> NHWC8 conversions (tiled transposes through shared memory, 16-byte pixel chunks of 8
-// channels on the NHWC8 side) and dense fp32 <-> fp16 casts.
+// NCHW <-> NHWC8 conversions (tiled transposes through shared memory, chunks of 8 channels on the
+// NHWC8 side: 16 bytes in fp16, 32 in fp32; either side fp16 or fp32) and dense fp32 <-> fp16
+// casts.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -8,7 +9,10 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
 #include "kernels/layout.h"
+
+using namespace kern_util;
 
 namespace {
 
@@ -21,45 +25,11 @@ constexpr int kChunksPerTile = kTileC / 8;
 // Below this many padded channels most of a 64-channel tile would be idle: one thread per pixel
 // chunk reads its 8 channel planes directly (consecutive threads = consecutive pixels, coalesced).
 constexpr int64_t kDirectMaxCp = 16;
-constexpr int64_t kMaxBlocks = 1 << 20;
 
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-
-template <typename T> __device__ __forceinline__ T from_float(float v);
-template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_float<__half>(float v) {
-    return __float2half_rn(v);
-}
-
-// Pairs convert in one instruction each way (cvt.rn.f16x2.f32 / the f16x2 -> f32 pair).
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t *>(&h);
-}
-__device__ __forceinline__ float2 unpack2(uint32_t bits) {
-    return __half22float2(*reinterpret_cast<const __half2 *>(&bits));
-}
-
-__device__ __forceinline__ uint4 pack8(const float v[8]) {
-    uint4 u;
-    u.x = pack2(v[0], v[1]);
-    u.y = pack2(v[2], v[3]);
-    u.z = pack2(v[4], v[5]);
-    u.w = pack2(v[6], v[7]);
-    return u;
-}
-
-__device__ __forceinline__ void unpack8(uint4 u, float v[8]) {
-    const float2 f0 = unpack2(u.x), f1 = unpack2(u.y), f2 = unpack2(u.z), f3 = unpack2(u.w);
-    v[0] = f0.x, v[1] = f0.y, v[2] = f1.x, v[3] = f1.y, v[4] = f2.x, v[5] = f2.y, v[6] = f3.x,
-    v[7] = f3.y;
-}
-
-template <typename Tin> __global__ void nchw_to_nhwc8_tiled(const Tin *__restrict__ src,
-                                                            uint4 *__restrict__ dst, int64_t n,
-                                                            int64_t c, int64_t hw, int64_t chunks,
-                                                            int64_t c_tiles, int64_t s_tiles) {
+template <typename Tin, typename C>
+__global__ void nchw_to_nhwc8_tiled(const Tin *__restrict__ src, C *__restrict__ dst, int64_t n,
+                                    int64_t c, int64_t hw, int64_t chunks, int64_t c_tiles,
+                                    int64_t s_tiles) {
     __shared__ float tile[kTileC][kTileS + 1];
     const int tid = threadIdx.x;
     const int64_t tiles = n * c_tiles * s_tiles;
@@ -88,15 +58,15 @@ template <typename Tin> __global__ void nchw_to_nhwc8_tiled(const Tin *__restric
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     v[k] = tile[chunk * 8 + k][sl];
-                dst[(img * hw + s) * chunks + gchunk] = pack8(v);
+                store8(dst + ((img * hw + s) * chunks + gchunk), v);
             }
         }
         __syncthreads();
     }
 }
 
-template <typename Tin>
-__global__ void nchw_to_nhwc8_direct(const Tin *__restrict__ src, uint4 *__restrict__ dst,
+template <typename Tin, typename C>
+__global__ void nchw_to_nhwc8_direct(const Tin *__restrict__ src, C *__restrict__ dst,
                                      int64_t n, int64_t c, int64_t hw, int64_t chunks) {
     const int64_t total = n * hw * chunks;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
@@ -109,14 +79,14 @@ __global__ void nchw_to_nhwc8_direct(const Tin *__restrict__ src, uint4 *__restr
             const int64_t ch = chunk * 8 + k;
             v[k] = ch < c ? to_float(src[(img * c + ch) * hw + s]) : 0.0f;
         }
-        dst[i] = pack8(v);
+        store8(dst + i, v);
     }
 }
 
-template <typename Tout> __global__ void nhwc8_to_nchw_tiled(const uint4 *__restrict__ src,
-                                                             Tout *__restrict__ dst, int64_t n,
-                                                             int64_t c, int64_t hw, int64_t chunks,
-                                                             int64_t c_tiles, int64_t s_tiles) {
+template <typename Tout, typename C>
+__global__ void nhwc8_to_nchw_tiled(const C *__restrict__ src, Tout *__restrict__ dst, int64_t n,
+                                    int64_t c, int64_t hw, int64_t chunks, int64_t c_tiles,
+                                    int64_t s_tiles) {
     __shared__ float tile[kTileC][kTileS + 1];
     const int tid = threadIdx.x;
     const int64_t tiles = n * c_tiles * s_tiles;
@@ -132,7 +102,7 @@ template <typename Tout> __global__ void nhwc8_to_nchw_tiled(const uint4 *__rest
             // chunks entirely past c are never read back out of the tile: skip their loads
             if (s < hw && gchunk * 8 < c) {
                 float v[8];
-                unpack8(src[(img * hw + s) * chunks + gchunk], v);
+                load8(src + ((img * hw + s) * chunks + gchunk), v);
 #pragma unroll
                 for (int k = 0; k < 8; k++)
                     tile[chunk * 8 + k][sl] = v[k];
@@ -153,8 +123,8 @@ template <typename Tout> __global__ void nhwc8_to_nchw_tiled(const uint4 *__rest
     }
 }
 
-template <typename Tout>
-__global__ void nhwc8_to_nchw_direct(const uint4 *__restrict__ src, Tout *__restrict__ dst,
+template <typename Tout, typename C>
+__global__ void nhwc8_to_nchw_direct(const C *__restrict__ src, Tout *__restrict__ dst,
                                      int64_t n, int64_t c, int64_t hw, int64_t chunks) {
     const int64_t total = n * hw * chunks;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
@@ -162,7 +132,7 @@ __global__ void nhwc8_to_nchw_direct(const uint4 *__restrict__ src, Tout *__rest
         const int64_t chunk = i % chunks, pixel = i / chunks;
         const int64_t s = pixel % hw, img = pixel / hw;
         float v[8];
-        unpack8(src[i], v);
+        load8(src + i, v);
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             const int64_t ch = chunk * 8 + k;
@@ -219,17 +189,6 @@ template <bool kVector> __global__ void f16_to_f32_kernel(const __half *__restri
         dst[i] = __half2float(src[i]);
 }
 
-unsigned blocks_for(int64_t work, int64_t per_block) {
-    int64_t b = (work + per_block - 1) / per_block;
-    if (b < 1)
-        b = 1;
-    if (b > kMaxBlocks)
-        b = kMaxBlocks;
-    return (unsigned)b;
-}
-
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
 // Validates the four dims and the buffers; *out_pixels = n*h*w and *out_chunks = Cp/8 for the
 // launch, *out_empty when there is nothing to do.
 tci_status check_nchw(const char *what, const void *src, const void *dst, const void *nhwc8,
@@ -259,44 +218,49 @@ tci_status check_nchw(const char *what, const void *src, const void *dst, const 
     return TCI_OK;
 }
 
-template <typename Tin> tci_status to_nhwc8(const char *what, const Tin *src, void *dst, int64_t n,
-                                            int64_t c, int64_t h, int64_t w, cudaStream_t stream) {
+template <typename Tin, typename T8>
+tci_status to_nhwc8(const char *what, const Tin *src, void *dst, int64_t n, int64_t c, int64_t h,
+                    int64_t w, cudaStream_t stream) {
+    using C = typename Chunk8<T8>::type;
     int64_t hw = 0, chunks = 0;
     bool empty = false;
     TCI_TRY(check_nchw(what, src, dst, dst, n, c, h, w, &hw, &chunks, &empty));
     if (empty)
         return TCI_OK;
-    uint4 *d = static_cast<uint4 *>(dst);
+    C *d = static_cast<C *>(dst);
     if (chunks * 8 <= kDirectMaxCp) {
-        nchw_to_nhwc8_direct<Tin><<<blocks_for(n * hw * chunks, kThreads), kThreads, 0, stream>>>(
-            src, d, n, c, hw, chunks);
+        nchw_to_nhwc8_direct<Tin, C>
+            <<<blocks_for(n * hw * chunks, kThreads), kThreads, 0, stream>>>(src, d, n, c, hw,
+                                                                              chunks);
     } else {
         const int64_t c_tiles = (chunks * 8 + kTileC - 1) / kTileC,
                       s_tiles = (hw + kTileS - 1) / kTileS;
-        nchw_to_nhwc8_tiled<Tin><<<blocks_for(n * c_tiles * s_tiles, 1), kThreads, 0, stream>>>(
+        nchw_to_nhwc8_tiled<Tin, C><<<blocks_for(n * c_tiles * s_tiles, 1), kThreads, 0, stream>>>(
             src, d, n, c, hw, chunks, c_tiles, s_tiles);
     }
     KERN_LAUNCH_CHECK(what);
     return TCI_OK;
 }
 
-template <typename Tout> tci_status from_nhwc8(const char *what, const void *src, Tout *dst,
-                                               int64_t n, int64_t c, int64_t h, int64_t w,
-                                               cudaStream_t stream) {
+template <typename Tout, typename T8>
+tci_status from_nhwc8(const char *what, const void *src, Tout *dst, int64_t n, int64_t c,
+                      int64_t h, int64_t w, cudaStream_t stream) {
+    using C = typename Chunk8<T8>::type;
     int64_t hw = 0, chunks = 0;
     bool empty = false;
     TCI_TRY(check_nchw(what, src, dst, src, n, c, h, w, &hw, &chunks, &empty));
     if (empty || c == 0)
         return TCI_OK;
-    const uint4 *s = static_cast<const uint4 *>(src);
+    const C *s = static_cast<const C *>(src);
     if (chunks * 8 <= kDirectMaxCp) {
-        nhwc8_to_nchw_direct<Tout><<<blocks_for(n * hw * chunks, kThreads), kThreads, 0, stream>>>(
-            s, dst, n, c, hw, chunks);
+        nhwc8_to_nchw_direct<Tout, C>
+            <<<blocks_for(n * hw * chunks, kThreads), kThreads, 0, stream>>>(s, dst, n, c, hw,
+                                                                              chunks);
     } else {
         const int64_t c_tiles = (chunks * 8 + kTileC - 1) / kTileC,
                       s_tiles = (hw + kTileS - 1) / kTileS;
-        nhwc8_to_nchw_tiled<Tout><<<blocks_for(n * c_tiles * s_tiles, 1), kThreads, 0, stream>>>(
-            s, dst, n, c, hw, chunks, c_tiles, s_tiles);
+        nhwc8_to_nchw_tiled<Tout, C><<<blocks_for(n * c_tiles * s_tiles, 1), kThreads, 0,
+                                       stream>>>(s, dst, n, c, hw, chunks, c_tiles, s_tiles);
     }
     KERN_LAUNCH_CHECK(what);
     return TCI_OK;
@@ -313,26 +277,71 @@ tci_status check_count(const char *what, const void *src, const void *dst, int64
 
 } // namespace
 
+extern "C" tci_status kern_nchw_to_nhwc8(const void *src, tci_dtype src_dtype, void *dst,
+                                         tci_dtype dst_dtype, int64_t n, int64_t c, int64_t h,
+                                         int64_t w, cudaStream_t stream) {
+    static const char who[] = "kern_nchw_to_nhwc8";
+    bool src32 = false, dst32 = false;
+    TCI_TRY(storage_dtype(who, src_dtype, &src32));
+    TCI_TRY(storage_dtype(who, dst_dtype, &dst32));
+    if (src32) {
+        const float *s = static_cast<const float *>(src);
+        return dst32 ? to_nhwc8<float, float>(who, s, dst, n, c, h, w, stream)
+                     : to_nhwc8<float, __half>(who, s, dst, n, c, h, w, stream);
+    }
+    const __half *s = static_cast<const __half *>(src);
+    return dst32 ? to_nhwc8<__half, float>(who, s, dst, n, c, h, w, stream)
+                 : to_nhwc8<__half, __half>(who, s, dst, n, c, h, w, stream);
+}
+
+extern "C" tci_status kern_nhwc8_to_nchw(const void *src, tci_dtype src_dtype, void *dst,
+                                         tci_dtype dst_dtype, int64_t n, int64_t c, int64_t h,
+                                         int64_t w, cudaStream_t stream) {
+    static const char who[] = "kern_nhwc8_to_nchw";
+    bool src32 = false, dst32 = false;
+    TCI_TRY(storage_dtype(who, src_dtype, &src32));
+    TCI_TRY(storage_dtype(who, dst_dtype, &dst32));
+    if (dst32) {
+        float *d = static_cast<float *>(dst);
+        return src32 ? from_nhwc8<float, float>(who, src, d, n, c, h, w, stream)
+                     : from_nhwc8<float, __half>(who, src, d, n, c, h, w, stream);
+    }
+    __half *d = static_cast<__half *>(dst);
+    return src32 ? from_nhwc8<__half, float>(who, src, d, n, c, h, w, stream)
+                 : from_nhwc8<__half, __half>(who, src, d, n, c, h, w, stream);
+}
+
 extern "C" tci_status kern_nchw_f32_to_nhwc8(const float *src, void *dst_f16, int64_t n, int64_t c,
                                              int64_t h, int64_t w, cudaStream_t stream) {
-    return to_nhwc8("kern_nchw_f32_to_nhwc8", src, dst_f16, n, c, h, w, stream);
+    return to_nhwc8<float, __half>("kern_nchw_f32_to_nhwc8", src, dst_f16, n, c, h, w, stream);
 }
 
 extern "C" tci_status kern_nchw_f16_to_nhwc8(const void *src_f16, void *dst_f16, int64_t n,
                                              int64_t c, int64_t h, int64_t w, cudaStream_t stream) {
-    return to_nhwc8("kern_nchw_f16_to_nhwc8", static_cast<const __half *>(src_f16), dst_f16, n, c,
-                    h, w, stream);
+    return to_nhwc8<__half, __half>("kern_nchw_f16_to_nhwc8",
+                                    static_cast<const __half *>(src_f16), dst_f16, n, c, h, w,
+                                    stream);
 }
 
 extern "C" tci_status kern_nhwc8_to_nchw_f32(const void *src_f16, float *dst, int64_t n, int64_t c,
                                              int64_t h, int64_t w, cudaStream_t stream) {
-    return from_nhwc8("kern_nhwc8_to_nchw_f32", src_f16, dst, n, c, h, w, stream);
+    return from_nhwc8<float, __half>("kern_nhwc8_to_nchw_f32", src_f16, dst, n, c, h, w, stream);
 }
 
 extern "C" tci_status kern_nhwc8_to_nchw_f16(const void *src_f16, void *dst_f16, int64_t n,
                                              int64_t c, int64_t h, int64_t w, cudaStream_t stream) {
-    return from_nhwc8("kern_nhwc8_to_nchw_f16", src_f16, static_cast<__half *>(dst_f16), n, c, h, w,
-                      stream);
+    return from_nhwc8<__half, __half>("kern_nhwc8_to_nchw_f16", src_f16,
+                                      static_cast<__half *>(dst_f16), n, c, h, w, stream);
+}
+
+extern "C" tci_status kern_nchw_f32_to_nhwc8_f32(const float *src, float *dst, int64_t n, int64_t c,
+                                                 int64_t h, int64_t w, cudaStream_t stream) {
+    return to_nhwc8<float, float>("kern_nchw_f32_to_nhwc8_f32", src, dst, n, c, h, w, stream);
+}
+
+extern "C" tci_status kern_nhwc8_f32_to_nchw_f32(const float *src, float *dst, int64_t n, int64_t c,
+                                                 int64_t h, int64_t w, cudaStream_t stream) {
+    return from_nhwc8<float, float>("kern_nhwc8_f32_to_nchw_f32", src, dst, n, c, h, w, stream);
 }
 
 extern "C" tci_status kern_f32_to_f16(const float *src, void *dst_f16, int64_t count,

@@ -1,4 +1,4 @@
-/* Layout conversions of the GPU engine: host-facing NCHW fp32 and dense fp16 <-> NHWC8 fp16, and
+/* Layout conversions of the GPU engine: dense NCHW (fp32 or fp16) <-> NHWC8 (fp16 or fp32), and
  * dense fp32 <-> fp16 casts. C API over src/kernels/layout.cu. */
 #ifndef TCI_KERNELS_LAYOUT_H
 #define TCI_KERNELS_LAYOUT_H
@@ -33,6 +33,23 @@ tci_status kern_nchw_f16_to_nhwc8(const void *src_f16, void *dst_f16, int64_t n,
                                   int64_t h, int64_t w, cudaStream_t stream);
 tci_status kern_nhwc8_to_nchw_f16(const void *src_f16, void *dst_f16, int64_t n, int64_t c,
                                   int64_t h, int64_t w, cudaStream_t stream);
+
+/* The same conversions for any pairing of element types: src_dtype / dst_dtype are each
+ * TCI_DTYPE_FLOAT16 (or 0, which means fp16) or TCI_DTYPE_FLOAT; anything else is
+ * TCI_ERR_UNSUPPORTED. An fp32 NHWC8 tensor has the same layout with 4-byte elements (Cp*4 bytes
+ * per pixel, padded channels zero); it must be 16-byte aligned too. The dense side needs no
+ * alignment. Padded channels are written as zeros (to NHWC8) or dropped (from NHWC8); values
+ * convert with round to nearest even where the destination is fp16. */
+tci_status kern_nchw_to_nhwc8(const void *src, tci_dtype src_dtype, void *dst, tci_dtype dst_dtype,
+                              int64_t n, int64_t c, int64_t h, int64_t w, cudaStream_t stream);
+tci_status kern_nhwc8_to_nchw(const void *src, tci_dtype src_dtype, void *dst, tci_dtype dst_dtype,
+                              int64_t n, int64_t c, int64_t h, int64_t w, cudaStream_t stream);
+
+/* fp32 on both sides: host-order NCHW fp32 <-> NHWC8 fp32 (the fp32 layers and baseline). */
+tci_status kern_nchw_f32_to_nhwc8_f32(const float *src, float *dst, int64_t n, int64_t c, int64_t h,
+                                      int64_t w, cudaStream_t stream);
+tci_status kern_nhwc8_f32_to_nchw_f32(const float *src, float *dst, int64_t n, int64_t c, int64_t h,
+                                      int64_t w, cudaStream_t stream);
 
 /* Dense casts of count elements (round to nearest even; no alignment needed, aligned buffers go
  * faster). */

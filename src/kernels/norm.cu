@@ -12,53 +12,38 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
 #include "kernels/norm.h"
+
+using namespace kern_util;
 
 namespace {
 
 constexpr int kWarp = 32;
 constexpr int kWarpRowsMax = 1024; // longest row given to one warp
 constexpr int kRowsPerBlock = 8;   // warps (rows) per 256-thread block in the warp-per-row paths
-constexpr int64_t kMaxGridX = 1 << 20;
+constexpr int64_t kMaxGridX = kMaxBlocks;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int kMaxRank = 6;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-__device__ __forceinline__ int64_t div_fast(int64_t a, int64_t b) {
-    if (((uint64_t)a | (uint64_t)b) >> 32 == 0) return (int64_t)((uint32_t)a / (uint32_t)b);
-    return a / b;
+// VEC consecutive fp16 or fp32 values as fp32; VEC is 8 (one 16-byte access in fp16, two in
+// fp32) or 1.
+template <int VEC> __device__ __forceinline__ void load_vec(const __half *p, float *f) {
+    if constexpr (VEC == 8) unpack8(*reinterpret_cast<const uint4 *>(p), f);
+    else f[0] = __half2float(*p);
+}
+template <int VEC> __device__ __forceinline__ void load_vec(const float *p, float *f) {
+    if constexpr (VEC == 8) load8(reinterpret_cast<const float8 *>(p), f);
+    else f[0] = *p;
 }
 
-// VEC consecutive fp16 values as fp32; VEC is 8 (one 16-byte access) or 1.
-template <int VEC>
-__device__ __forceinline__ void load_half(const __half *p, float *f) {
-    if constexpr (VEC == 8) {
-        uint4 u = *reinterpret_cast<const uint4 *>(p);
-        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            float2 t = __half22float2(h[k]);
-            f[2 * k] = t.x;
-            f[2 * k + 1] = t.y;
-        }
-    } else {
-        f[0] = __half2float(*p);
-    }
+template <int VEC> __device__ __forceinline__ void store_vec(__half *p, const float *f) {
+    if constexpr (VEC == 8) store8(reinterpret_cast<uint4 *>(p), f);
+    else *p = __float2half_rn(f[0]);
 }
-
-template <int VEC>
-__device__ __forceinline__ void store_half(__half *p, const float *f) {
-    if constexpr (VEC == 8) {
-        uint4 u;
-        __half2 *h = reinterpret_cast<__half2 *>(&u);
-#pragma unroll
-        for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-        *reinterpret_cast<uint4 *>(p) = u;
-    } else {
-        *p = __float2half_rn(f[0]);
-    }
+template <int VEC> __device__ __forceinline__ void store_vec(float *p, const float *f) {
+    if constexpr (VEC == 8) store8(reinterpret_cast<float8 *>(p), f);
+    else *p = f[0];
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -154,21 +139,21 @@ int row_group(int64_t accesses) {
 
 // ---------------------------------------------------------------- softmax
 
-template <int VEC, bool BLOCK, bool LOG>
-__global__ void softmax_rows_kernel(const __half *x, __half *y, int64_t rows, int64_t len,
+template <typename T, int VEC, bool BLOCK, bool LOG>
+__global__ void softmax_rows_kernel(const T *x, T *y, int64_t rows, int64_t len,
                                     int group) {
     __shared__ float shared_m[kWarp], shared_s[kWarp];
     const RowWalk<BLOCK> w(group);
     for (int64_t base = w.first; base < rows; base += w.step) {
         const int64_t row = base + w.sub;
         const bool valid = row < rows;
-        const __half *xr = x + row * len;
-        __half *yr = y + row * len;
+        const T *xr = x + row * len;
+        T *yr = y + row * len;
         float m = -INFINITY, s = 0.0f;
         if (valid)
             for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
                 float f[VEC];
-                load_half<VEC>(xr + i, f);
+                load_vec<VEC>(xr + i, f);
 #pragma unroll
                 for (int k = 0; k < VEC; k++) online_add(m, s, f[k]);
             }
@@ -178,29 +163,29 @@ __global__ void softmax_rows_kernel(const __half *x, __half *y, int64_t rows, in
         const float shift = LOG ? m + logf(s) : m, inv = 1.0f / s;
         for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
             float f[VEC];
-            load_half<VEC>(xr + i, f);
+            load_vec<VEC>(xr + i, f);
 #pragma unroll
             for (int k = 0; k < VEC; k++) f[k] = LOG ? f[k] - shift : expf(f[k] - shift) * inv;
-            store_half<VEC>(yr + i, f);
+            store_vec<VEC>(yr + i, f);
         }
     }
 }
 
-template <bool LOG>
-__global__ void softmax_strided_kernel(const __half *x, __half *y, int64_t outer, int64_t len,
+template <typename T, bool LOG>
+__global__ void softmax_strided_kernel(const T *x, T *y, int64_t outer, int64_t len,
                                        int64_t inner) {
     const int64_t columns = outer * inner;
     for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < columns;
          c += (int64_t)gridDim.x * blockDim.x) {
         int64_t o = div_fast(c, inner), k = c - o * inner;
-        const __half *xc = x + o * len * inner + k;
-        __half *yc = y + o * len * inner + k;
+        const T *xc = x + o * len * inner + k;
+        T *yc = y + o * len * inner + k;
         float m = -INFINITY, s = 0.0f;
-        for (int64_t i = 0; i < len; i++) online_add(m, s, __half2float(xc[i * inner]));
+        for (int64_t i = 0; i < len; i++) online_add(m, s, to_float(xc[i * inner]));
         const float shift = LOG ? m + logf(s) : m, inv = 1.0f / s;
         for (int64_t i = 0; i < len; i++) {
-            float f = __half2float(xc[i * inner]);
-            yc[i * inner] = __float2half_rn(LOG ? f - shift : expf(f - shift) * inv);
+            float f = to_float(xc[i * inner]);
+            yc[i * inner] = from_float<T>(LOG ? f - shift : expf(f - shift) * inv);
         }
     }
 }
@@ -212,49 +197,56 @@ int block_threads(int64_t accesses) {
     return t;
 }
 
-bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
-
 // Grid for the group-per-row paths: 8 warps per block, 32 / group rows per warp.
 unsigned group_grid(int64_t rows, int group) {
     return (unsigned)min64(ceil_div(rows, (int64_t)kRowsPerBlock * (kWarp / group)), kMaxGridX);
 }
 
-template <int VEC, bool LOG>
+template <typename T, int VEC, bool LOG>
 tci_status launch_softmax(const void *x, void *y, int64_t rows, int64_t len, cudaStream_t stream) {
     if (len <= kWarpRowsMax) {
         int group = row_group(ceil_div(len, VEC));
-        softmax_rows_kernel<VEC, false, LOG><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
-                                               stream>>>((const __half *)x, (__half *)y, rows,
+        softmax_rows_kernel<T, VEC, false, LOG><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
+                                               stream>>>((const T *)x, (T *)y, rows,
                                                          len, group);
     } else {
         unsigned grid = (unsigned)min64(rows, kMaxGridX);
-        softmax_rows_kernel<VEC, true, LOG><<<grid, block_threads(len / VEC), 0, stream>>>(
-            (const __half *)x, (__half *)y, rows, len, kWarp);
+        softmax_rows_kernel<T, VEC, true, LOG><<<grid, block_threads(len / VEC), 0, stream>>>(
+            (const T *)x, (T *)y, rows, len, kWarp);
     }
     KERN_LAUNCH_CHECK("softmax_rows_kernel");
     return TCI_OK;
 }
 
+template <typename T>
+tci_status softmax_rows_typed(const void *x, void *y, int64_t rows, int64_t len, bool log,
+                              cudaStream_t stream) {
+    bool vec = len % 8 == 0 && aligned16(x) && aligned16(y);
+    if (vec)
+        return log ? launch_softmax<T, 8, true>(x, y, rows, len, stream)
+                   : launch_softmax<T, 8, false>(x, y, rows, len, stream);
+    return log ? launch_softmax<T, 1, true>(x, y, rows, len, stream)
+               : launch_softmax<T, 1, false>(x, y, rows, len, stream);
+}
+
 tci_status softmax_rows(const char *who, const void *x, void *y, int64_t rows, int64_t len,
-                        bool log, cudaStream_t stream) {
+                        bool log, tci_dtype dtype, cudaStream_t stream) {
+    bool fp32 = false;
+    TCI_TRY(storage_dtype(who, dtype, &fp32));
     if (rows < 0 || len < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative extent (rows %lld, len %lld)",
                          who, (long long)rows, (long long)len);
     if (rows == 0 || len == 0) return TCI_OK;
     if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
-    bool vec = len % 8 == 0 && aligned16(x) && aligned16(y);
-    if (vec)
-        return log ? launch_softmax<8, true>(x, y, rows, len, stream)
-                   : launch_softmax<8, false>(x, y, rows, len, stream);
-    return log ? launch_softmax<1, true>(x, y, rows, len, stream)
-               : launch_softmax<1, false>(x, y, rows, len, stream);
+    return fp32 ? softmax_rows_typed<float>(x, y, rows, len, log, stream)
+                : softmax_rows_typed<__half>(x, y, rows, len, log, stream);
 }
 
 // ---------------------------------------------------------------- layer normalisation
 
-template <int VEC, bool BLOCK>
-__global__ void layernorm_rows_kernel(const __half *x, const __half *gamma, const __half *beta,
-                                      __half *y, float *mean_out, float *inv_std_out,
+template <typename T, int VEC, bool BLOCK>
+__global__ void layernorm_rows_kernel(const T *x, const T *gamma, const T *beta,
+                                      T *y, float *mean_out, float *inv_std_out,
                                       int64_t rows, int64_t len, float epsilon, int group) {
     __shared__ float shared[kWarp];
     const RowWalk<BLOCK> w(group);
@@ -262,13 +254,13 @@ __global__ void layernorm_rows_kernel(const __half *x, const __half *gamma, cons
     for (int64_t base = w.first; base < rows; base += w.step) {
         const int64_t row = base + w.sub;
         const bool valid = row < rows;
-        const __half *xr = x + row * len;
-        __half *yr = y + row * len;
+        const T *xr = x + row * len;
+        T *yr = y + row * len;
         float sum = 0.0f;
         if (valid)
             for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
                 float f[VEC];
-                load_half<VEC>(xr + i, f);
+                load_vec<VEC>(xr + i, f);
 #pragma unroll
                 for (int k = 0; k < VEC; k++) sum += f[k];
             }
@@ -278,7 +270,7 @@ __global__ void layernorm_rows_kernel(const __half *x, const __half *gamma, cons
         if (valid)
             for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
                 float f[VEC];
-                load_half<VEC>(xr + i, f);
+                load_vec<VEC>(xr + i, f);
 #pragma unroll
                 for (int k = 0; k < VEC; k++) sq += (f[k] - mean) * (f[k] - mean);
             }
@@ -291,30 +283,30 @@ __global__ void layernorm_rows_kernel(const __half *x, const __half *gamma, cons
         }
         for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
             float f[VEC], g[VEC], b[VEC];
-            load_half<VEC>(xr + i, f);
-            load_half<VEC>(gamma + i, g);
-            if (beta) load_half<VEC>(beta + i, b);
+            load_vec<VEC>(xr + i, f);
+            load_vec<VEC>(gamma + i, g);
+            if (beta) load_vec<VEC>(beta + i, b);
 #pragma unroll
             for (int k = 0; k < VEC; k++) f[k] = (f[k] - mean) * inv_std * g[k] + (beta ? b[k] : 0.0f);
-            store_half<VEC>(yr + i, f);
+            store_vec<VEC>(yr + i, f);
         }
     }
 }
 
-template <int VEC>
+template <typename T, int VEC>
 tci_status launch_layernorm(const void *x, const void *gamma, const void *beta, void *y,
                             float *mean_out, float *inv_std_out, int64_t rows, int64_t len,
                             float epsilon, cudaStream_t stream) {
     if (len <= kWarpRowsMax) {
         int group = row_group(ceil_div(len, VEC));
-        layernorm_rows_kernel<VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
+        layernorm_rows_kernel<T, VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
                                             stream>>>(
-            (const __half *)x, (const __half *)gamma, (const __half *)beta, (__half *)y, mean_out,
+            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean_out,
             inv_std_out, rows, len, epsilon, group);
     } else {
         unsigned grid = (unsigned)min64(rows, kMaxGridX);
-        layernorm_rows_kernel<VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
-            (const __half *)x, (const __half *)gamma, (const __half *)beta, (__half *)y, mean_out,
+        layernorm_rows_kernel<T, VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
+            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean_out,
             inv_std_out, rows, len, epsilon, kWarp);
     }
     KERN_LAUNCH_CHECK("layernorm_rows_kernel");
@@ -323,25 +315,25 @@ tci_status launch_layernorm(const void *x, const void *gamma, const void *beta, 
 
 // ---------------------------------------------------------------- reductions
 
-template <int VEC, bool BLOCK>
-__global__ void reduce_rows_kernel(const __half *x, __half *y, int64_t rows, int64_t len,
+template <typename T, int VEC, bool BLOCK>
+__global__ void reduce_rows_kernel(const T *x, T *y, int64_t rows, int64_t len,
                                    float scale, int group) {
     __shared__ float shared[kWarp];
     const RowWalk<BLOCK> w(group);
     for (int64_t base = w.first; base < rows; base += w.step) {
         const int64_t row = base + w.sub;
         const bool valid = row < rows;
-        const __half *xr = x + row * len;
+        const T *xr = x + row * len;
         float sum = 0.0f;
         if (valid)
             for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
                 float f[VEC];
-                load_half<VEC>(xr + i, f);
+                load_vec<VEC>(xr + i, f);
 #pragma unroll
                 for (int k = 0; k < VEC; k++) sum += f[k];
             }
         sum = BLOCK ? block_sum(sum, shared) : group_sum(sum, group);
-        if (valid && w.tid == 0) y[row] = __float2half_rn(sum * scale);
+        if (valid && w.tid == 0) y[row] = from_float<T>(sum * scale);
     }
 }
 
@@ -351,8 +343,8 @@ __global__ void reduce_rows_kernel(const __half *x, __half *y, int64_t rows, int
 // kColumnThreads threads.
 constexpr int kColumnThreads = 1024;
 
-template <int VEC>
-__global__ void reduce_columns_kernel(const __half *x, __half *y, int64_t outer, int64_t len,
+template <typename T, int VEC>
+__global__ void reduce_columns_kernel(const T *x, T *y, int64_t outer, int64_t len,
                                       int64_t inner, float scale) {
     __shared__ float part[kColumnThreads * VEC];
     const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
@@ -364,11 +356,11 @@ __global__ void reduce_columns_kernel(const __half *x, __half *y, int64_t outer,
 #pragma unroll
             for (int v = 0; v < VEC; v++) sum[v] = 0.0f;
             if (k < inner) {
-                const __half *col = x + o * len * inner + k;
+                const T *col = x + o * len * inner + k;
 #pragma unroll 4
                 for (int64_t r = ty; r < len; r += by) {
                     float f[VEC];
-                    load_half<VEC>(col + r * inner, f);
+                    load_vec<VEC>(col + r * inner, f);
 #pragma unroll
                     for (int v = 0; v < VEC; v++) sum[v] += f[v];
                 }
@@ -388,14 +380,14 @@ __global__ void reduce_columns_kernel(const __half *x, __half *y, int64_t outer,
                 float r[VEC];
 #pragma unroll
                 for (int v = 0; v < VEC; v++) r[v] = part[v * by * bx + tx] * scale;
-                store_half<VEC>(y + o * inner + k, r);
+                store_vec<VEC>(y + o * inner + k, r);
             }
             __syncthreads();
         }
     }
 }
 
-template <int VEC>
+template <typename T, int VEC>
 tci_status launch_reduce_columns(const void *x, void *y, int64_t outer, int64_t len,
                                  int64_t inner, float scale, cudaStream_t stream) {
     const int64_t vectors = inner / VEC;
@@ -408,7 +400,7 @@ tci_status launch_reduce_columns(const void *x, void *y, int64_t outer, int64_t 
     while (by > 1 && by / 2 >= len) by /= 2;
     dim3 block((unsigned)bx, (unsigned)by);
     dim3 grid((unsigned)min64(column_blocks, kMaxGridX), (unsigned)min64(outer, kMaxGridY));
-    reduce_columns_kernel<VEC><<<grid, block, 0, stream>>>((const __half *)x, (__half *)y, outer,
+    reduce_columns_kernel<T, VEC><<<grid, block, 0, stream>>>((const T *)x, (T *)y, outer,
                                                           len, inner, scale);
     KERN_LAUNCH_CHECK("reduce_columns_kernel");
     return TCI_OK;
@@ -436,119 +428,46 @@ __device__ __forceinline__ int64_t unravel(int64_t i, int rank, const int64_t *s
 }
 
 // Any other pattern (e.g. reducing dims 0 and 2 of three): a warp per output element.
-__global__ void reduce_generic_kernel(const __half *x, __half *y, ReduceGeneric d) {
+template <typename T>
+__global__ void reduce_generic_kernel(const T *x, T *y, ReduceGeneric d) {
     const int lane = threadIdx.x % kWarp, warps = blockDim.x / kWarp;
     for (int64_t out = (int64_t)blockIdx.x * warps + threadIdx.x / kWarp; out < d.outputs;
          out += (int64_t)gridDim.x * warps) {
         const int64_t base = unravel(out, d.kept_rank, d.kept_shape, d.kept_stride);
         float sum = 0.0f;
         for (int64_t j = lane; j < d.count; j += kWarp)
-            sum += __half2float(x[base + unravel(j, d.reduced_rank, d.reduced_shape, d.reduced_stride)]);
+            sum += to_float(
+                x[base + unravel(j, d.reduced_rank, d.reduced_shape, d.reduced_stride)]);
         sum = warp_sum(sum);
-        if (lane == 0) y[out] = __float2half_rn(sum * d.scale);
+        if (lane == 0) y[out] = from_float<T>(sum * d.scale);
     }
 }
 
-template <int VEC>
+template <typename T, int VEC>
 tci_status launch_reduce_rows(const void *x, void *y, int64_t rows, int64_t len, float scale,
                               cudaStream_t stream) {
     if (len <= kWarpRowsMax) {
         int group = row_group(ceil_div(len, VEC));
-        reduce_rows_kernel<VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
-                                         stream>>>((const __half *)x, (__half *)y, rows, len,
+        reduce_rows_kernel<T, VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
+                                         stream>>>((const T *)x, (T *)y, rows, len,
                                                    scale, group);
     } else {
         unsigned grid = (unsigned)min64(rows, kMaxGridX);
-        reduce_rows_kernel<VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
-            (const __half *)x, (__half *)y, rows, len, scale, kWarp);
+        reduce_rows_kernel<T, VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
+            (const T *)x, (T *)y, rows, len, scale, kWarp);
     }
     KERN_LAUNCH_CHECK("reduce_rows_kernel");
     return TCI_OK;
 }
 
-} // namespace
-
-// ---------------------------------------------------------------- launchers
-
-extern "C" tci_status kern_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
-                                        cudaStream_t stream) {
-    return softmax_rows("kern_softmax_rows", x, y, rows, len, false, stream);
-}
-
-extern "C" tci_status kern_log_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
-                                            cudaStream_t stream) {
-    return softmax_rows("kern_log_softmax_rows", x, y, rows, len, true, stream);
-}
-
-extern "C" tci_status kern_softmax_strided(const void *x, void *y, int64_t outer, int64_t len,
-                                           int64_t inner, int log, cudaStream_t stream) {
-    if (outer < 0 || len < 0 || inner < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "kern_softmax_strided: negative extent (outer %lld, len %lld, inner %lld)",
-                         (long long)outer, (long long)len, (long long)inner);
-    if (outer == 0 || len == 0 || inner == 0) return TCI_OK;
-    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_softmax_strided: NULL buffer");
-    if (inner == 1) return softmax_rows("kern_softmax_strided", x, y, outer, len, log != 0, stream);
-    const int block = 256;
-    unsigned grid = (unsigned)min64(ceil_div(outer * inner, block), kMaxGridX);
-    if (log)
-        softmax_strided_kernel<true><<<grid, block, 0, stream>>>((const __half *)x, (__half *)y,
-                                                                 outer, len, inner);
-    else
-        softmax_strided_kernel<false><<<grid, block, 0, stream>>>((const __half *)x, (__half *)y,
-                                                                  outer, len, inner);
-    KERN_LAUNCH_CHECK("softmax_strided_kernel");
-    return TCI_OK;
-}
-
-extern "C" tci_status kern_layernorm_rows(const void *x, const void *gamma, const void *beta,
-                                          void *y, float *mean_out, float *inv_std_out,
-                                          int64_t rows, int64_t len, float epsilon,
-                                          cudaStream_t stream) {
-    if (rows < 0 || len < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "kern_layernorm_rows: negative extent (rows %lld, len %lld)",
-                         (long long)rows, (long long)len);
-    if (!(epsilon >= 0.0f))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: epsilon %g is not >= 0",
-                         (double)epsilon);
-    if (rows == 0 || len == 0) return TCI_OK;
-    if (!x || !y || !gamma)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: NULL %s",
-                         !gamma ? "gamma" : "buffer");
-    bool vec = len % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(gamma) &&
-               (!beta || aligned16(beta));
-    if (vec)
-        return launch_layernorm<8>(x, gamma, beta, y, mean_out, inv_std_out, rows, len, epsilon,
-                                   stream);
-    return launch_layernorm<1>(x, gamma, beta, y, mean_out, inv_std_out, rows, len, epsilon,
-                               stream);
-}
-
-extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
-                                  unsigned reduce_mask, kern_reduce_op op, cudaStream_t stream) {
-    if (rank < 0 || rank > kMaxRank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: rank %d is outside 0..%d", rank,
-                         kMaxRank);
-    if (reduce_mask >> rank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "kern_reduce: reduce mask 0x%x names dims beyond rank %d", reduce_mask,
-                         rank);
-    if (op != KERN_REDUCE_SUM && op != KERN_REDUCE_MEAN)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
-    if (rank > 0 && !dims) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims is NULL");
-    int64_t outputs = 1, count = 1;
-    for (int d = 0; d < rank; d++) {
-        if (dims[d] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims[%d] is %lld", d,
-                             (long long)dims[d]);
-        if (reduce_mask >> d & 1) count *= dims[d];
-        else outputs *= dims[d];
-    }
-    if (outputs == 0) return TCI_OK;
-    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: NULL buffer");
+// kern_reduce_dtype after validation: outputs > 0 values of count inputs each.
+template <typename T>
+tci_status reduce_typed(const void *x, void *y, int rank, const int64_t *dims, unsigned reduce_mask,
+                        kern_reduce_op op, int64_t outputs, int64_t count, cudaStream_t stream) {
     if (count == 0) // the empty sum; its mean is 0/0
-        return kern_fill(y, outputs, 2, op == KERN_REDUCE_SUM ? 0x0000u : 0x7e00u, stream);
+        return kern_fill(y, outputs, (int)sizeof(T),
+                         op == KERN_REDUCE_SUM ? 0u : sizeof(T) == 2 ? 0x7e00u : 0x7fc00000u,
+                         stream);
     const float scale = op == KERN_REDUCE_MEAN ? 1.0f / (float)count : 1.0f;
 
     // groups of adjacent dims of one kind, size-1 dims dropped
@@ -571,21 +490,22 @@ extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_
         if (reduced[g]) reduced_groups++, where = g;
     if (reduced_groups == 0) {
         if (x != y)
-            KERN_CUDA_CHECK(cudaMemcpyAsync(y, x, (size_t)outputs * 2, cudaMemcpyDeviceToDevice, stream));
+            KERN_CUDA_CHECK(cudaMemcpyAsync(y, x, (size_t)outputs * sizeof(T),
+                                            cudaMemcpyDeviceToDevice, stream));
         return TCI_OK;
     }
     if (reduced_groups == 1 && where == groups - 1) {
         if (count % 8 == 0 && aligned16(x))
-            return launch_reduce_rows<8>(x, y, outputs, count, scale, stream);
-        return launch_reduce_rows<1>(x, y, outputs, count, scale, stream);
+            return launch_reduce_rows<T, 8>(x, y, outputs, count, scale, stream);
+        return launch_reduce_rows<T, 1>(x, y, outputs, count, scale, stream);
     }
     if (reduced_groups == 1) {
         int64_t inner = 1;
         for (int g = where + 1; g < groups; g++) inner *= size[g];
         int64_t outer = outputs / inner;
         if (inner % 8 == 0 && aligned16(x) && aligned16(y))
-            return launch_reduce_columns<8>(x, y, outer, count, inner, scale, stream);
-        return launch_reduce_columns<1>(x, y, outer, count, inner, scale, stream);
+            return launch_reduce_columns<T, 8>(x, y, outer, count, inner, scale, stream);
+        return launch_reduce_columns<T, 1>(x, y, outer, count, inner, scale, stream);
     }
     ReduceGeneric rg;
     memset(&rg, 0, sizeof rg);
@@ -603,8 +523,143 @@ extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_
     }
     rg.outputs = outputs, rg.count = count, rg.scale = scale;
     unsigned grid = (unsigned)min64(ceil_div(outputs, kRowsPerBlock), kMaxGridX);
-    reduce_generic_kernel<<<grid, kRowsPerBlock * kWarp, 0, stream>>>((const __half *)x,
-                                                                      (__half *)y, rg);
+    reduce_generic_kernel<T><<<grid, kRowsPerBlock * kWarp, 0, stream>>>((const T *)x, (T *)y,
+                                                                         rg);
     KERN_LAUNCH_CHECK("reduce_generic_kernel");
     return TCI_OK;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- launchers
+
+extern "C" tci_status kern_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
+                                        cudaStream_t stream) {
+    return softmax_rows("kern_softmax_rows", x, y, rows, len, false, TCI_DTYPE_FLOAT16, stream);
+}
+
+extern "C" tci_status kern_log_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
+                                            cudaStream_t stream) {
+    return softmax_rows("kern_log_softmax_rows", x, y, rows, len, true, TCI_DTYPE_FLOAT16,
+                        stream);
+}
+
+extern "C" tci_status kern_softmax_rows_dtype(const void *x, void *y, int64_t rows, int64_t len,
+                                              tci_dtype dtype, cudaStream_t stream) {
+    return softmax_rows("kern_softmax_rows", x, y, rows, len, false, dtype, stream);
+}
+
+extern "C" tci_status kern_log_softmax_rows_dtype(const void *x, void *y, int64_t rows,
+                                                  int64_t len, tci_dtype dtype,
+                                                  cudaStream_t stream) {
+    return softmax_rows("kern_log_softmax_rows", x, y, rows, len, true, dtype, stream);
+}
+
+extern "C" tci_status kern_softmax_strided(const void *x, void *y, int64_t outer, int64_t len,
+                                           int64_t inner, int log, cudaStream_t stream) {
+    return kern_softmax_strided_dtype(x, y, outer, len, inner, log, TCI_DTYPE_FLOAT16, stream);
+}
+
+extern "C" tci_status kern_softmax_strided_dtype(const void *x, void *y, int64_t outer,
+                                                 int64_t len, int64_t inner, int log,
+                                                 tci_dtype dtype, cudaStream_t stream) {
+    bool fp32 = false;
+    TCI_TRY(storage_dtype("kern_softmax_strided", dtype, &fp32));
+    if (outer < 0 || len < 0 || inner < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_softmax_strided: negative extent (outer %lld, len %lld, inner %lld)",
+                         (long long)outer, (long long)len, (long long)inner);
+    if (outer == 0 || len == 0 || inner == 0) return TCI_OK;
+    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_softmax_strided: NULL buffer");
+    if (inner == 1)
+        return softmax_rows("kern_softmax_strided", x, y, outer, len, log != 0, dtype, stream);
+    const int block = 256;
+    unsigned grid = (unsigned)min64(ceil_div(outer * inner, block), kMaxGridX);
+    if (fp32 && log)
+        softmax_strided_kernel<float, true>
+            <<<grid, block, 0, stream>>>((const float *)x, (float *)y, outer, len, inner);
+    else if (fp32)
+        softmax_strided_kernel<float, false>
+            <<<grid, block, 0, stream>>>((const float *)x, (float *)y, outer, len, inner);
+    else if (log)
+        softmax_strided_kernel<__half, true>
+            <<<grid, block, 0, stream>>>((const __half *)x, (__half *)y, outer, len, inner);
+    else
+        softmax_strided_kernel<__half, false>
+            <<<grid, block, 0, stream>>>((const __half *)x, (__half *)y, outer, len, inner);
+    KERN_LAUNCH_CHECK("softmax_strided_kernel");
+    return TCI_OK;
+}
+
+extern "C" tci_status kern_layernorm_rows(const void *x, const void *gamma, const void *beta,
+                                          void *y, float *mean_out, float *inv_std_out,
+                                          int64_t rows, int64_t len, float epsilon,
+                                          cudaStream_t stream) {
+    return kern_layernorm_rows_dtype(x, gamma, beta, y, mean_out, inv_std_out, rows, len, epsilon,
+                                     TCI_DTYPE_FLOAT16, stream);
+}
+
+extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma,
+                                                const void *beta, void *y, float *mean_out,
+                                                float *inv_std_out, int64_t rows, int64_t len,
+                                                float epsilon, tci_dtype dtype,
+                                                cudaStream_t stream) {
+    bool fp32 = false;
+    TCI_TRY(storage_dtype("kern_layernorm_rows", dtype, &fp32));
+    if (rows < 0 || len < 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_layernorm_rows: negative extent (rows %lld, len %lld)",
+                         (long long)rows, (long long)len);
+    if (!(epsilon >= 0.0f))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: epsilon %g is not >= 0",
+                         (double)epsilon);
+    if (rows == 0 || len == 0) return TCI_OK;
+    if (!x || !y || !gamma)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: NULL %s",
+                         !gamma ? "gamma" : "buffer");
+    bool vec = len % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(gamma) &&
+               (!beta || aligned16(beta));
+    if (fp32)
+        return vec ? launch_layernorm<float, 8>(x, gamma, beta, y, mean_out, inv_std_out, rows,
+                                                len, epsilon, stream)
+                   : launch_layernorm<float, 1>(x, gamma, beta, y, mean_out, inv_std_out, rows,
+                                                len, epsilon, stream);
+    return vec ? launch_layernorm<__half, 8>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
+                                             epsilon, stream)
+               : launch_layernorm<__half, 1>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
+                                             epsilon, stream);
+}
+
+extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *dims,
+                                        unsigned reduce_mask, kern_reduce_op op, tci_dtype dtype,
+                                        cudaStream_t stream) {
+    bool fp32 = false;
+    TCI_TRY(storage_dtype("kern_reduce", dtype, &fp32));
+    if (rank < 0 || rank > kMaxRank)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: rank %d is outside 0..%d", rank,
+                         kMaxRank);
+    if (reduce_mask >> rank)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_reduce: reduce mask 0x%x names dims beyond rank %d", reduce_mask,
+                         rank);
+    if (op != KERN_REDUCE_SUM && op != KERN_REDUCE_MEAN)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
+    if (rank > 0 && !dims) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims is NULL");
+    int64_t outputs = 1, count = 1;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims[%d] is %lld", d,
+                             (long long)dims[d]);
+        if (reduce_mask >> d & 1) count *= dims[d];
+        else outputs *= dims[d];
+    }
+    if (outputs == 0) return TCI_OK;
+    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: NULL buffer");
+    return fp32 ? reduce_typed<float>(x, y, rank, dims, reduce_mask, op, outputs, count, stream)
+                : reduce_typed<__half>(x, y, rank, dims, reduce_mask, op, outputs, count, stream);
+}
+
+extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
+                                  unsigned reduce_mask, kern_reduce_op op, cudaStream_t stream) {
+    return kern_reduce_dtype(x, y, rank, dims, reduce_mask, op, TCI_DTYPE_FLOAT16, stream);
 }

@@ -2,6 +2,11 @@
  * LayerNormalization, ReduceSum/ReduceMean. Storage is fp16 (passed as void *); every sum,
  * maximum and statistic is kept in fp32 and rounded to fp16 once on output.
  *
+ * Each launcher has a *_dtype twin taking the storage type of its tensors (x, y, and gamma /
+ * beta): 0 or TCI_DTYPE_FLOAT16 is exactly the fp16 launcher, TCI_DTYPE_FLOAT reads and writes
+ * fp32 with the same arithmetic (fp32 throughout, no rounding on output); any other dtype is
+ * TCI_ERR_UNSUPPORTED. Layouts, paths and alignment rules are the same in both.
+ *
  * Launchers validate their arguments, enqueue on `stream` and return without synchronising (they
  * may be captured into a CUDA graph); a launch failure is TCI_ERR_CUDA with the call in
  * tci_last_error(). Empty work enqueues nothing. Unless said otherwise, y may equal x (each
@@ -28,12 +33,19 @@ tci_status kern_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
 /* log_softmax: x - max - log(sum(exp(x - max))), same layout and paths. */
 tci_status kern_log_softmax_rows(const void *x, void *y, int64_t rows, int64_t len,
                                  cudaStream_t stream);
+tci_status kern_softmax_rows_dtype(const void *x, void *y, int64_t rows, int64_t len,
+                                   tci_dtype dtype, cudaStream_t stream);
+tci_status kern_log_softmax_rows_dtype(const void *x, void *y, int64_t rows, int64_t len,
+                                       tci_dtype dtype, cudaStream_t stream);
 
 /* Softmax (log_softmax when log != 0) along the middle axis of x viewed as (outer, len, inner),
  * row-major: for a non-innermost axis, without a transpose. One thread per (outer, inner) column,
  * reads coalesced across inner; efficient when outer * inner is in the thousands or more. */
 tci_status kern_softmax_strided(const void *x, void *y, int64_t outer, int64_t len,
                                 int64_t inner, int log, cudaStream_t stream);
+tci_status kern_softmax_strided_dtype(const void *x, void *y, int64_t outer, int64_t len,
+                                      int64_t inner, int log, tci_dtype dtype,
+                                      cudaStream_t stream);
 
 /* LayerNormalization over each of `rows` contiguous rows of `len` elements:
  *   y = (x - mean) / sqrt(var + epsilon) * gamma + beta,   var = mean((x - mean)^2)
@@ -43,6 +55,11 @@ tci_status kern_softmax_strided(const void *x, void *y, int64_t outer, int64_t l
 tci_status kern_layernorm_rows(const void *x, const void *gamma, const void *beta, void *y,
                                float *mean_out, float *inv_std_out, int64_t rows, int64_t len,
                                float epsilon, cudaStream_t stream);
+/* gamma and beta have the dtype of x and y; mean_out / inv_std_out are fp32 either way. */
+tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma, const void *beta, void *y,
+                                     float *mean_out, float *inv_std_out, int64_t rows,
+                                     int64_t len, float epsilon, tci_dtype dtype,
+                                     cudaStream_t stream);
 
 typedef enum kern_reduce_op { KERN_REDUCE_SUM, KERN_REDUCE_MEAN } kern_reduce_op;
 
@@ -54,6 +71,9 @@ typedef enum kern_reduce_op { KERN_REDUCE_SUM, KERN_REDUCE_MEAN } kern_reduce_op
  * y must not overlap x. */
 tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
                        unsigned reduce_mask, kern_reduce_op op, cudaStream_t stream);
+tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *dims,
+                             unsigned reduce_mask, kern_reduce_op op, tci_dtype dtype,
+                             cudaStream_t stream);
 
 #ifdef __cplusplus
 }

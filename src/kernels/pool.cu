@@ -1,4 +1,4 @@
-// Pooling on NHWC8 fp16: one thread per output pixel and 8-channel chunk (16-byte loads) for
+// Pooling on NHWC8 fp16 or fp32: one thread per output pixel and 8-channel chunk for
 // windowed pools; a block-per-channel-group tree reduction over h*w for the global ones.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -9,36 +9,18 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
 #include "kernels/pool.h"
+
+using namespace kern_util;
 
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 1 << 20;
 constexpr int64_t kMax32 = (int64_t)1 << 30;
-constexpr float kLowestHalf = -65504.0f;
-
-// Pairs convert in one instruction each way (cvt.rn.f16x2.f32 / the f16x2 -> f32 pair).
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t *>(&h);
-}
-__device__ __forceinline__ float2 unpack2(uint32_t bits) {
-    return __half22float2(*reinterpret_cast<const __half2 *>(&bits));
-}
-__device__ __forceinline__ void unpack8(uint4 u, float v[8]) {
-    const float2 f0 = unpack2(u.x), f1 = unpack2(u.y), f2 = unpack2(u.z), f3 = unpack2(u.w);
-    v[0] = f0.x, v[1] = f0.y, v[2] = f1.x, v[3] = f1.y, v[4] = f2.x, v[5] = f2.y, v[6] = f3.x,
-    v[7] = f3.y;
-}
-__device__ __forceinline__ uint4 pack8(const float v[8]) {
-    uint4 u;
-    u.x = pack2(v[0], v[1]);
-    u.y = pack2(v[2], v[3]);
-    u.z = pack2(v[4], v[5]);
-    u.w = pack2(v[6], v[7]);
-    return u;
-}
+// What a max window that misses the input gives: the lowest finite value of the storage type.
+template <typename T> constexpr float kLowest = -65504.0f;
+template <> constexpr float kLowest<float> = -3.402823466e38f;
 
 template <typename IdxT> struct Pool2d {
     IdxT total, c, chunks, in_h, in_w, out_h, out_w;
@@ -56,8 +38,10 @@ __device__ __forceinline__ IdxT taps_below(IdxT start, IdxT limit, IdxT dilation
     return t < kernel ? t : kernel;
 }
 
-template <typename IdxT> __global__ void
-pool2d_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ dst, const Pool2d<IdxT> p) {
+template <typename T, typename IdxT>
+__global__ void pool2d_kernel(const typename Chunk8<T>::type *__restrict__ src,
+                              typename Chunk8<T>::type *__restrict__ dst, const Pool2d<IdxT> p) {
+    using C = typename Chunk8<T>::type;
     const IdxT step = (IdxT)gridDim.x * (IdxT)blockDim.x;
     for (IdxT i = (IdxT)blockIdx.x * (IdxT)blockDim.x + (IdxT)threadIdx.x; i < p.total; i += step) {
         const IdxT chunk = i % p.chunks;
@@ -81,10 +65,10 @@ pool2d_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ dst, const Pool
             taps = (h_last - h_first) * (w_last - w_first);
             for (IdxT a = h_first; a < h_last; a++) {
                 const IdxT ih = hs + a * p.dilation_h;
-                const uint4 *row = src + (img * p.in_h + ih) * p.in_w * p.chunks + chunk;
+                const C *row = src + (img * p.in_h + ih) * p.in_w * p.chunks + chunk;
                 for (IdxT b = w_first; b < w_last; b++) {
                     float v[8];
-                    unpack8(row[(ws + b * p.dilation_w) * p.chunks], v);
+                    load8(row + (ws + b * p.dilation_w) * p.chunks, v);
                     if (p.is_max) {
 #pragma unroll
                         for (int k = 0; k < 8; k++)
@@ -100,7 +84,7 @@ pool2d_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ dst, const Pool
         if (p.is_max) {
 #pragma unroll
             for (int k = 0; k < 8; k++)
-                acc[k] = taps ? acc[k] : kLowestHalf;
+                acc[k] = taps ? acc[k] : kLowest<T>;
         } else {
             const IdxT divisor =
                 p.count_include_pad
@@ -116,15 +100,17 @@ pool2d_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ dst, const Pool
         for (int k = 0; k < 8; k++)
             if (chunk * 8 + k >= p.c)
                 acc[k] = 0.0f;
-        dst[i] = pack8(acc);
+        store8(dst + i, acc);
     }
 }
 
 // Block = cpb chunks (threadIdx.x) by rows (threadIdx.y) pixels; cpb is a power of two <= 32 so a
 // warp's lanes with the same threadIdx.x meet under xor shuffles of distance >= cpb.
-__global__ void global_pool_kernel(const uint4 *__restrict__ src, __half *__restrict__ dst,
-                                   int64_t n, int64_t c, int64_t hw, int64_t chunks, int64_t groups,
-                                   int is_max) {
+template <typename T>
+__global__ void global_pool_kernel(const typename Chunk8<T>::type *__restrict__ src,
+                                   T *__restrict__ dst, int64_t n, int64_t c, int64_t hw,
+                                   int64_t chunks, int64_t groups, int is_max) {
+    using C = typename Chunk8<T>::type;
     extern __shared__ float partial[]; // [warps][cpb][8]
     const int cpb = blockDim.x, rows = blockDim.y;
     const int tid = threadIdx.y * cpb + threadIdx.x;
@@ -138,10 +124,10 @@ __global__ void global_pool_kernel(const uint4 *__restrict__ src, __half *__rest
         for (int k = 0; k < 8; k++)
             acc[k] = init;
         if (chunk < chunks) {
-            const uint4 *plane = src + img * hw * chunks + chunk;
+            const C *plane = src + img * hw * chunks + chunk;
             for (int64_t s = threadIdx.y; s < hw; s += rows) {
                 float v[8];
-                unpack8(plane[s * chunks], v);
+                load8(plane + s * chunks, v);
                 if (is_max) {
 #pragma unroll
                     for (int k = 0; k < 8; k++)
@@ -176,23 +162,12 @@ __global__ void global_pool_kernel(const uint4 *__restrict__ src, __half *__rest
             const int64_t ch = (group * cpb + local) * 8 + k;
             if (ch < chunks * 8) {
                 const float out = ch < c ? (is_max ? r : r / (float)hw) : 0.0f;
-                dst[img * chunks * 8 + ch] = __float2half_rn(out);
+                dst[img * chunks * 8 + ch] = from_float<T>(out);
             }
         }
         __syncthreads();
     }
 }
-
-unsigned blocks_for(int64_t work, int64_t per_block) {
-    int64_t b = (work + per_block - 1) / per_block;
-    if (b < 1)
-        b = 1;
-    if (b > kMaxBlocks)
-        b = kMaxBlocks;
-    return (unsigned)b;
-}
-
-bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 int64_t next_pow2(int64_t v) {
     int64_t p = 1;
@@ -201,9 +176,10 @@ int64_t next_pow2(int64_t v) {
     return p;
 }
 
-template <typename IdxT> tci_status launch_pool2d(const kern_pool2d_desc *d, int64_t chunks,
-                                                  int64_t total, const void *src, void *dst,
-                                                  cudaStream_t stream) {
+template <typename T, typename IdxT>
+tci_status launch_pool2d(const kern_pool2d_desc *d, int64_t chunks, int64_t total, const void *src,
+                         void *dst, cudaStream_t stream) {
+    using C = typename Chunk8<T>::type;
     Pool2d<IdxT> p;
     p.total = (IdxT)total;
     p.c = (IdxT)d->c;
@@ -217,8 +193,8 @@ template <typename IdxT> tci_status launch_pool2d(const kern_pool2d_desc *d, int
     p.pad_bottom = (IdxT)d->pad_bottom, p.pad_right = (IdxT)d->pad_right;
     p.is_max = d->mode == KERN_POOL_MAX;
     p.count_include_pad = d->count_include_pad != 0;
-    pool2d_kernel<IdxT><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(
-        static_cast<const uint4 *>(src), static_cast<uint4 *>(dst), p);
+    pool2d_kernel<T, IdxT><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<const C *>(src), static_cast<C *>(dst), p);
     KERN_LAUNCH_CHECK("kern_pool2d");
     return TCI_OK;
 }
@@ -233,10 +209,12 @@ int64_t checked_mul(int64_t a, int64_t b) {
 
 } // namespace
 
-extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src_f16, void *dst_f16,
+extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src, void *dst,
                                   cudaStream_t stream) {
     if (!d)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL desc");
+    bool fp32 = false;
+    TCI_TRY(storage_dtype("kern_pool2d", d->dtype, &fp32));
     if (d->mode != KERN_POOL_MAX && d->mode != KERN_POOL_AVG)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: unknown mode %d", (int)d->mode);
     if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
@@ -281,20 +259,24 @@ extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src_f16
     const int64_t reach_w = parts[2] + parts[3] + d->in_w + d->pad_left + d->pad_right;
     if (total == 0)
         return TCI_OK;
-    if (!src_f16 || !dst_f16)
+    if (!src || !dst)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL buffer");
-    if (!aligned16(src_f16) || !aligned16(dst_f16))
+    if (!aligned16(src) || !aligned16(dst))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: buffers must be 16-byte aligned");
     const int64_t big = in_total > total ? in_total : total;
     const bool small = big <= kMax32 && reach_h <= kMax32 && reach_w <= kMax32;
-    if (small)
-        return launch_pool2d<int32_t>(d, chunks, total, src_f16, dst_f16, stream);
-    return launch_pool2d<int64_t>(d, chunks, total, src_f16, dst_f16, stream);
+    if (fp32)
+        return small ? launch_pool2d<float, int32_t>(d, chunks, total, src, dst, stream)
+                     : launch_pool2d<float, int64_t>(d, chunks, total, src, dst, stream);
+    return small ? launch_pool2d<__half, int32_t>(d, chunks, total, src, dst, stream)
+                 : launch_pool2d<__half, int64_t>(d, chunks, total, src, dst, stream);
 }
 
-extern "C" tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16, void *dst_f16,
-                                       int64_t n, int64_t c, int64_t h, int64_t w,
-                                       cudaStream_t stream) {
+extern "C" tci_status kern_global_pool_dtype(kern_pool_mode mode, const void *src, void *dst,
+                                             int64_t n, int64_t c, int64_t h, int64_t w,
+                                             tci_dtype dtype, cudaStream_t stream) {
+    bool fp32 = false;
+    TCI_TRY(storage_dtype("kern_global_pool", dtype, &fp32));
     if (mode != KERN_POOL_MAX && mode != KERN_POOL_AVG)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: unknown mode %d", (int)mode);
     if (n < 0 || c < 0 || h < 0 || w < 0)
@@ -311,9 +293,9 @@ extern "C" tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16,
     if (hw == 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: empty plane (%lld x %lld)",
                          (long long)h, (long long)w);
-    if (!src_f16 || !dst_f16)
+    if (!src || !dst)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: NULL buffer");
-    if (!aligned16(src_f16) || !aligned16(dst_f16))
+    if (!aligned16(src) || !aligned16(dst))
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_global_pool: buffers must be 16-byte aligned");
     // Enough rows per block to cover small planes in one pass; large planes get 1024 threads so
@@ -332,10 +314,20 @@ extern "C" tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16,
     const int rows = (int)(threads / cpb);
     const int64_t groups = (chunks + cpb - 1) / cpb;
     const size_t smem = (size_t)(threads / 32) * (size_t)cpb * 8 * sizeof(float);
-    global_pool_kernel<<<blocks_for(n * groups, 1), dim3((unsigned)cpb, (unsigned)rows), smem,
-                         stream>>>(static_cast<const uint4 *>(src_f16),
-                                   static_cast<__half *>(dst_f16), n, c, hw, chunks, groups,
-                                   mode == KERN_POOL_MAX);
+    const dim3 grid(blocks_for(n * groups, 1)), block((unsigned)cpb, (unsigned)rows);
+    if (fp32)
+        global_pool_kernel<float><<<grid, block, smem, stream>>>(
+            static_cast<const float8 *>(src), static_cast<float *>(dst), n, c, hw, chunks, groups,
+            mode == KERN_POOL_MAX);
+    else
+        global_pool_kernel<__half><<<grid, block, smem, stream>>>(
+            static_cast<const uint4 *>(src), static_cast<__half *>(dst), n, c, hw, chunks, groups,
+            mode == KERN_POOL_MAX);
     KERN_LAUNCH_CHECK("kern_global_pool");
     return TCI_OK;
+}
+
+extern "C" tci_status kern_global_pool(kern_pool_mode mode, const void *src, void *dst, int64_t n,
+                                       int64_t c, int64_t h, int64_t w, cudaStream_t stream) {
+    return kern_global_pool_dtype(mode, src, dst, n, c, h, w, TCI_DTYPE_FLOAT16, stream);
 }

@@ -1,4 +1,5 @@
-// Resize of NHWC8 fp16 tensors over H and W: one thread per output pixel and 8-channel vector.
+// Resize of NHWC8 fp16 or fp32 tensors over H and W: one thread per output pixel and 8-channel
+// vector.
 // Source coordinates are computed in double as the ONNX reference does, so that coordinates
 // landing exactly on .5 round the same way here and on the CPU.
 #include <cuda_fp16.h>
@@ -11,7 +12,10 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
 #include "kernels/resize.h"
+
+using namespace kern_util;
 
 namespace {
 
@@ -29,11 +33,6 @@ struct ResizeParams {
     Axis h, w;
     int mode, coord, rounding;
 };
-
-__device__ __forceinline__ int64_t div_fast(int64_t a, int64_t b) {
-    if (((uint64_t)a | (uint64_t)b) >> 32 == 0) return (int64_t)((uint32_t)a / (uint32_t)b);
-    return a / b;
-}
 
 // Products are rounded on their own (__dmul_rn) so that nvcc does not fuse them into FMAs: the
 // coordinates must round exactly as the CPU reference's, or ties at .5 would pick other pixels.
@@ -90,18 +89,22 @@ __device__ void axis_taps(const ResizeParams &p, const Axis &a, int64_t o, int64
     w1 = (float)frac;
 }
 
-__device__ __forceinline__ void unpack(uint4 u, float *f) {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+// Zeroes the lanes of a chunk from `live` on (the padded channels of the last chunk).
+__device__ __forceinline__ void zero_lanes_from(uint4 &u, int64_t live) {
+    uint16_t *lanes = reinterpret_cast<uint16_t *>(&u);
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        float2 t = __half22float2(h[k]);
-        f[2 * k] = t.x;
-        f[2 * k + 1] = t.y;
-    }
+    for (int k = 0; k < 8; k++)
+        if (k >= live) lanes[k] = 0;
+}
+__device__ __forceinline__ void zero_lanes_from(float8 &u, int64_t live) {
+    float *lanes = reinterpret_cast<float *>(&u);
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        if (k >= live) lanes[k] = 0.0f;
 }
 
-__global__ void resize_nhwc8_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y,
-                                    ResizeParams p) {
+template <typename C>
+__global__ void resize_nhwc8_kernel(const C *__restrict__ x, C *__restrict__ y, ResizeParams p) {
     const int64_t total = p.n * p.h.out * p.w.out * p.chunks;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
@@ -112,31 +115,25 @@ __global__ void resize_nhwc8_kernel(const uint4 *__restrict__ x, uint4 *__restri
         float fh, fw;
         axis_taps(p, p.h, oh, h0, h1, fh);
         axis_taps(p, p.w, ow, w0, w1, fw);
-        const uint4 *plane = x + n * p.h.in * p.w.in * p.chunks + chunk;
-        uint4 out;
+        const C *plane = x + n * p.h.in * p.w.in * p.chunks + chunk;
+        C out;
         if (p.mode == KERN_RESIZE_NEAREST) {
             out = plane[(h0 * p.w.in + w0) * p.chunks];
         } else {
             float a[8], b[8], c[8], d[8], r[8];
-            unpack(plane[(h0 * p.w.in + w0) * p.chunks], a);
-            unpack(plane[(h0 * p.w.in + w1) * p.chunks], b);
-            unpack(plane[(h1 * p.w.in + w0) * p.chunks], c);
-            unpack(plane[(h1 * p.w.in + w1) * p.chunks], d);
+            load8(plane + (h0 * p.w.in + w0) * p.chunks, a);
+            load8(plane + (h0 * p.w.in + w1) * p.chunks, b);
+            load8(plane + (h1 * p.w.in + w0) * p.chunks, c);
+            load8(plane + (h1 * p.w.in + w1) * p.chunks, d);
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 float top = a[k] + fw * (b[k] - a[k]), bottom = c[k] + fw * (d[k] - c[k]);
                 r[k] = top + fh * (bottom - top);
             }
-            __half2 *h = reinterpret_cast<__half2 *>(&out);
-#pragma unroll
-            for (int k = 0; k < 4; k++) h[k] = __floats2half2_rn(r[2 * k], r[2 * k + 1]);
+            store8(&out, r);
         }
-        if (chunk == p.chunks - 1 && p.last_chunk_channels < 8) { // keep padded channels zero
-            uint16_t *lanes = reinterpret_cast<uint16_t *>(&out);
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                if (k >= p.last_chunk_channels) lanes[k] = 0;
-        }
+        if (chunk == p.chunks - 1 && p.last_chunk_channels < 8) // keep padded channels zero
+            zero_lanes_from(out, p.last_chunk_channels);
         y[e] = out;
     }
 }
@@ -146,6 +143,8 @@ __global__ void resize_nhwc8_kernel(const uint4 *__restrict__ x, uint4 *__restri
 extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resize_desc *d,
                                         cudaStream_t stream) {
     if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: desc is NULL");
+    bool fp32 = false;
+    TCI_TRY(storage_dtype("kern_resize_nhwc8", d->dtype, &fp32));
     if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: negative extent (n %lld, c %lld, %lldx%lld -> "
@@ -184,7 +183,10 @@ extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resiz
     const int block = 256;
     int64_t blocks = (total + block - 1) / block;
     unsigned grid = (unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid);
-    resize_nhwc8_kernel<<<grid, block, 0, stream>>>((const uint4 *)x, (uint4 *)y, p);
+    if (fp32)
+        resize_nhwc8_kernel<float8><<<grid, block, 0, stream>>>((const float8 *)x, (float8 *)y, p);
+    else
+        resize_nhwc8_kernel<uint4><<<grid, block, 0, stream>>>((const uint4 *)x, (uint4 *)y, p);
     KERN_LAUNCH_CHECK("resize_nhwc8_kernel");
     return TCI_OK;
 }

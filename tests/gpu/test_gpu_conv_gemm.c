@@ -391,6 +391,56 @@ START_TEST(conv_fp32_modes) {
 }
 END_TEST
 
+/* fp32 in the NHWC8 layout: channel tails padded as in fp16 mode, FMA math, fp32 bias. The bound
+ * is the other fp32 modes' (cuDNN may pick a Winograd-style algorithm). */
+START_TEST(conv_fp32_nhwc8) {
+    const kern_conv_mode F8 = KERN_CONV_FP32_NHWC8;
+    conv_case c1 = {.n = 2, .c = 3, .h = 11, .w = 10, .k = 13, .r = 3, .s = 3, .pad = 1,
+                    .act = RELU, .bias = 1, .residual = 1, .mode = F8};
+    check_conv("fp32 NHWC8 3->13 bias relu residual", &c1);
+    conv_case c2 = {.n = 2, .c = 13, .h = 9, .w = 9, .k = 5, .r = 1, .s = 1, .stride = 2,
+                    .bias = 1, .mode = F8, .untimed = 1};
+    check_conv("fp32 NHWC8 1x1 s2 13->5 untimed", &c2);
+    conv_case c3 = {.n = 2, .c = 13, .h = 8, .w = 8, .k = 13, .r = 3, .s = 3, .pad = 1,
+                    .groups = 13, .bias = 1, .mode = F8, .graph = 1};
+    check_conv("fp32 NHWC8 depthwise 13, graph", &c3);
+    conv_case c4 = {.n = 2, .c = 16, .h = 7, .w = 7, .k = 24, .r = 3, .s = 3, .pad = 1,
+                    .groups = 2, .act = RELU, .bias = 1, .mode = F8};
+    check_conv("fp32 NHWC8 groups 2", &c4);
+    conv_case c5 = {.n = 3, .c = 3, .h = 9, .w = 9, .k = 13, .r = 3, .s = 3, .pad = 1,
+                    .act = RELU, .bias = 1, .residual = 1, .inplace = 1, .mode = F8};
+    check_conv("fp32 NHWC8 residual in place", &c5);
+    conv_case c6 = {.n = 2, .c = 3, .h = 9, .w = 9, .k = 13, .r = 3, .s = 3, .pad = 1,
+                    .act = RELU, .bias = 1, .residual = 1, .mode = F8, .unfused = 1};
+    check_conv("fp32 NHWC8 unfused", &c6);
+
+    /* the same shapes and weight layout as fp16 NHWC8, 4-byte values */
+    kern_conv_desc d16 = conv_desc_of(&c1), d32 = conv_desc_of(&c1);
+    d16.mode = KERN_CONV_FP16_NHWC8;
+    kern_conv_info i16, i32;
+    ck_assert_tci_ok(kern_conv_shapes(&d16, &i16));
+    ck_assert_tci_ok(kern_conv_shapes(&d32, &i32));
+    ck_assert_int_eq(i32.input_channels, 8);
+    ck_assert_int_eq(i32.output_channels, 16);
+    ck_assert_int_eq(i32.weight_k, i16.weight_k);
+    ck_assert_int_eq(i32.weight_c, i16.weight_c);
+    ck_assert_uint_eq(i32.weight_elements, i16.weight_elements);
+    ck_assert_uint_eq(i32.bias_elements, 16);
+    size_t nw = (size_t)c1.k * c1.c * c1.r * c1.s;
+    float *w = random_floats(nw, 5, -1.0f, 1.0f), *bias = random_floats(13, 6, -1.0f, 1.0f);
+    uint16_t *w16 = malloc(i16.weight_elements * 2);
+    float *w32 = malloc(i32.weight_elements * 4), *b32 = malloc(i32.bias_elements * 4);
+    ck_assert_tci_ok(kern_conv_pack_weights(&d16, w, w16));
+    ck_assert_tci_ok(kern_conv_pack_weights(&d32, w, w32));
+    ck_assert_tci_ok(kern_conv_pack_bias(&d32, bias, b32));
+    for (size_t i = 0; i < i32.weight_elements; i++)
+        ck_assert_msg(op_float_to_half(w32[i]) == w16[i], "weight %zu: fp32 %g, fp16 0x%04x", i,
+                      (double)w32[i], w16[i]);
+    for (int k = 0; k < 16; k++) ck_assert(b32[k] == (k < 13 ? bias[k] : 0.0f));
+    free(w), free(bias), free(w16), free(w32), free(b32);
+}
+END_TEST
+
 START_TEST(conv_heuristics_smaller_batch_graph) {
     conv_case ch = {.n = 4, .c = 16, .h = 12, .w = 12, .k = 16, .r = 3, .s = 3, .pad = 1,
                     .act = RELU, .bias = 1, .residual = 1, .mode = H, .untimed = 1};
@@ -756,6 +806,7 @@ int main(void) {
     tcase_add_test(tc, conv_inplace_residual);
     tcase_add_test(tc, conv_unfused_fallback);
     tcase_add_test(tc, conv_fp32_modes);
+    tcase_add_test(tc, conv_fp32_nhwc8);
     tcase_add_test(tc, conv_heuristics_smaller_batch_graph);
     tcase_add_test(tc, conv_errors);
     suite_add_tcase(s, tc);
