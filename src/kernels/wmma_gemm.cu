@@ -1,0 +1,805 @@
+// tcinfer's WMMA GEMMs: the cp.async-pipelined fp16 family (one kernel template, several tile
+// configurations) and simpler shared-memory-tiled kernels for every other WMMA type and shape.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <mma.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+extern "C" {
+#include "util/status.h"
+}
+#include "kernels/cuda_check.h"
+#include "kernels/wmma_gemm.h"
+
+using namespace nvcuda;
+
+namespace {
+
+// ------------------------------------------------------------------------------------------------
+// Epilogue, shared by every kernel with a floating-point output: alpha * acc + beta * C + bias,
+// the activation, one rounding.
+
+struct Epilogue {
+    const float *bias;
+    float alpha, beta, act_alpha, act_beta;
+    int act, has_bias, has_c, out_f32;
+};
+
+// The precise fp32 forms of eltwise.cu's activations (a runtime switch: it runs once per output
+// element, after a K-long dot product, so it costs nothing measurable here).
+__device__ __forceinline__ float act_apply(int act, float x, float alpha, float beta) {
+    switch (act) {
+    case KERN_ACT_RELU: return x < 0.0f ? 0.0f : x;
+    case KERN_ACT_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
+    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
+    case KERN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case KERN_ACT_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
+    case KERN_ACT_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
+    case KERN_ACT_TANH: return tanhf(x);
+    case KERN_ACT_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
+    case KERN_ACT_SELU: return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
+    case KERN_ACT_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
+    case KERN_ACT_SQRT: return sqrtf(x);
+    case KERN_ACT_ERF: return erff(x);
+    case KERN_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case KERN_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case KERN_ACT_SILU: return x / (1.0f + expf(-x));
+    case KERN_ACT_NEG: return -x;
+    case KERN_ACT_ABS: return fabsf(x);
+    case KERN_ACT_EXP: return expf(x);
+    case KERN_ACT_LOG: return logf(x);
+    case KERN_ACT_RECIPROCAL: return 1.0f / x;
+    default: return x;
+    }
+}
+
+// One element; off is its index in C and D (which share a layout and the output type).
+__device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, void *d,
+                                             int64_t off, int col, float acc) {
+    float v = e.alpha * acc;
+    if (e.has_c)
+        v += e.beta * (e.out_f32 ? static_cast<const float *>(c)[off]
+                                 : __half2float(static_cast<const __half *>(c)[off]));
+    if (e.has_bias) v += e.bias[col];
+    if (e.act != KERN_ACT_NONE) v = act_apply(e.act, v, e.act_alpha, e.act_beta);
+    if (e.out_f32)
+        static_cast<float *>(d)[off] = v;
+    else
+        static_cast<__half *>(d)[off] = __float2half_rn(v);
+}
+
+// Eight consecutive columns starting at col; 16-byte accesses when all eight are inside the
+// matrix (off and col are multiples of 8 and the buffers 16-byte aligned: checked on the host).
+__device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c, void *d,
+                                               int64_t off, int col, int cols_left,
+                                               const float *acc) {
+    if (cols_left < 8) {
+        for (int i = 0; i < cols_left; ++i) epilogue_one(e, c, d, off + i, col + i, acc[i]);
+        return;
+    }
+    float v[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = e.alpha * acc[i];
+    if (e.has_c) {
+        float cv[8];
+        if (e.out_f32) {
+            const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(c) + off);
+            const float4 x = p[0], y = p[1];
+            cv[0] = x.x, cv[1] = x.y, cv[2] = x.z, cv[3] = x.w;
+            cv[4] = y.x, cv[5] = y.y, cv[6] = y.z, cv[7] = y.w;
+        } else {
+            const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __half *>(c) + off);
+            const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float2 f = __half22float2(h[i]);
+                cv[2 * i] = f.x, cv[2 * i + 1] = f.y;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] += e.beta * cv[i];
+    }
+    if (e.has_bias) {
+        const float4 *p = reinterpret_cast<const float4 *>(e.bias + col);
+        const float4 x = p[0], y = p[1];
+        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+        v[4] += y.x, v[5] += y.y, v[6] += y.z, v[7] += y.w;
+    }
+    if (e.act != KERN_ACT_NONE) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = act_apply(e.act, v[i], e.act_alpha, e.act_beta);
+    }
+    if (e.out_f32) {
+        float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
+        p[0] = make_float4(v[0], v[1], v[2], v[3]);
+        p[1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+        uint4 raw;
+        __half2 *h = reinterpret_cast<__half2 *>(&raw);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+        *reinterpret_cast<uint4 *>(static_cast<__half *>(d) + off) = raw;
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// The fp16 family
+
+struct GemmParams {
+    const __half *a, *b;
+    const void *c;
+    void *d;
+    int m, n, k;
+    int tiles_m, tiles_n;
+    int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+    Epilogue epi;
+};
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    // src_bytes < 16 zero-fills the rest: that is how every tail (M, N, K) is padded
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB> struct Tile {
+    static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN, kWarps = kWarpsM * kWarpsN;
+    static constexpr int kThreads = kWarps * 32;
+    static constexpr int kFragsM = WM / 16, kFragsN = WN / 16;
+    // 16 bytes of padding per shared row: consecutive rows start 4 banks apart, so the eight
+    // 16-byte rows a fragment load (or a cp.async phase) touches fall into distinct banks
+    static constexpr int kPad = 8;
+    // A is kept as stored: M x K rows when not transposed (row_major fragments), K x M when
+    // transposed (col_major fragments); likewise B
+    static constexpr int kARows = TA ? BK : BM, kACols = TA ? BM : BK, kALd = kACols + kPad;
+    static constexpr int kBRows = TB ? BN : BK, kBCols = TB ? BK : BN, kBLd = kBCols + kPad;
+    static constexpr int kAStage = kARows * kALd, kBStage = kBRows * kBLd; // halves
+    static constexpr int kPipeBytes = STAGES * (kAStage + kBStage) * 2;
+    static constexpr int kEpiLd = WN + 4; // floats
+    static constexpr int kEpiBytes = kWarps * 16 * kEpiLd * 4;
+    static constexpr int kSmemBytes = kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes;
+    static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
+    static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "16x16x16 fragments");
+    static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
+};
+
+// One operand tile of ROWS x COLS halves (COLS contiguous in memory) from rows row0.. and
+// columns col0.. of a matrix with row stride ld, zero outside row_lim x col_lim.
+template <int ROWS, int COLS, int LD, int THREADS>
+__device__ __forceinline__ void load_tile(__half *s, const __half *g, int64_t ld, int row0,
+                                          int row_lim, int col0, int col_lim, int tid) {
+    constexpr int kChunksPerRow = COLS / 8, kChunks = ROWS * kChunksPerRow;
+#pragma unroll
+    for (int i = 0; i < (kChunks + THREADS - 1) / THREADS; ++i) {
+        const int chunk = tid + i * THREADS;
+        if (kChunks % THREADS == 0 || chunk < kChunks) {
+            const int r = chunk / kChunksPerRow, cc = (chunk % kChunksPerRow) * 8;
+            const int grow = row0 + r, gcol = col0 + cc;
+            int valid = col_lim - gcol;
+            valid = valid < 0 ? 0 : (valid > 8 ? 8 : valid);
+            if (grow >= row_lim) valid = 0;
+            // nothing is read when valid == 0; the matrix base is just a harmless address
+            const __half *src = valid ? g + static_cast<int64_t>(grow) * ld + gcol : g;
+            cp_async16(s + r * LD + cc, src, valid * 2);
+        }
+    }
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB>
+__global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThreads)
+    wmma_gemm_f16(const GemmParams p) {
+    using T = Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>;
+    using ALayout = std::conditional_t<TA, wmma::col_major, wmma::row_major>;
+    using BLayout = std::conditional_t<TB, wmma::col_major, wmma::row_major>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __half *sa = reinterpret_cast<__half *>(smem);
+    __half *sb = sa + STAGES * T::kAStage;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp / T::kWarpsN, wn = warp % T::kWarpsN;
+
+    // Grouped order: consecutive blocks sweep the N tiles of a band of kGroup M tiles, so the
+    // band's A rows and the B columns in use stay in L2 together.
+    constexpr int kGroup = 8;
+    const int pid = blockIdx.x;
+    const int per_group = kGroup * p.tiles_n;
+    const int first_m = (pid / per_group) * kGroup;
+    const int group_rows = min(p.tiles_m - first_m, kGroup);
+    const int tm = first_m + (pid % per_group) % group_rows;
+    const int tn = (pid % per_group) / group_rows;
+    const int m0 = tm * BM, n0 = tn * BN;
+
+    const int64_t z = blockIdx.z;
+    const __half *A = p.a + z * p.stride_a;
+    const __half *B = p.b + z * p.stride_b;
+    const int kt_count = (p.k + BK - 1) / BK;
+
+    auto load_stage = [&](int stage, int kt) {
+        const int k0 = kt * BK;
+        __half *ta = sa + stage * T::kAStage, *tb = sb + stage * T::kBStage;
+        if constexpr (!TA)
+            load_tile<BM, BK, T::kALd, T::kThreads>(ta, A, p.lda, m0, p.m, k0, p.k, tid);
+        else
+            load_tile<BK, BM, T::kALd, T::kThreads>(ta, A, p.lda, k0, p.k, m0, p.m, tid);
+        if constexpr (!TB)
+            load_tile<BK, BN, T::kBLd, T::kThreads>(tb, B, p.ldb, k0, p.k, n0, p.n, tid);
+        else
+            load_tile<BN, BK, T::kBLd, T::kThreads>(tb, B, p.ldb, n0, p.n, k0, p.k, tid);
+    };
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[T::kFragsM][T::kFragsN];
+#pragma unroll
+    for (int i = 0; i < T::kFragsM; ++i)
+#pragma unroll
+        for (int j = 0; j < T::kFragsN; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < kt_count) load_stage(s, s);
+        cp_async_commit();
+    }
+
+    for (int kt = 0; kt < kt_count; ++kt) {
+        // tile kt has landed (at most STAGES - 2 younger groups in flight), and every warp is
+        // done with the stage the next copy overwrites (it computed on it last iteration)
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        const int next = kt + STAGES - 1;
+        if (next < kt_count) load_stage(next % STAGES, next);
+        cp_async_commit();
+
+        const __half *ta = sa + (kt % STAGES) * T::kAStage;
+        const __half *tb = sb + (kt % STAGES) * T::kBStage;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, ALayout> af[T::kFragsM];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, BLayout> bf[T::kFragsN];
+#pragma unroll
+            for (int i = 0; i < T::kFragsM; ++i) {
+                const int row = wm * WM + i * 16;
+                wmma::load_matrix_sync(af[i], TA ? ta + kk * T::kALd + row : ta + row * T::kALd + kk,
+                                       T::kALd);
+            }
+#pragma unroll
+            for (int j = 0; j < T::kFragsN; ++j) {
+                const int col = wn * WN + j * 16;
+                wmma::load_matrix_sync(bf[j], TB ? tb + col * T::kBLd + kk : tb + kk * T::kBLd + col,
+                                       T::kBLd);
+            }
+#pragma unroll
+            for (int i = 0; i < T::kFragsM; ++i)
+#pragma unroll
+                for (int j = 0; j < T::kFragsN; ++j)
+                    wmma::mma_sync(acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); // the pipeline's shared memory becomes the epilogue's scratch
+
+    // Each warp passes one 16-row strip of its fragments through its own shared scratch, so
+    // that every lane then owns 8 consecutive columns: 16-byte loads of C and bias and 16-byte
+    // stores of D.
+    float *scratch = reinterpret_cast<float *>(smem) + warp * 16 * T::kEpiLd;
+    const int64_t zc = z * p.stride_c;
+    constexpr int kChunksPerRow = WN / 8;
+#pragma unroll
+    for (int i = 0; i < T::kFragsM; ++i) {
+#pragma unroll
+        for (int j = 0; j < T::kFragsN; ++j)
+            wmma::store_matrix_sync(scratch + j * 16, acc[i][j], T::kEpiLd, wmma::mem_row_major);
+        __syncwarp();
+        const int row_base = m0 + wm * WM + i * 16;
+#pragma unroll
+        for (int t = 0; t < 16 * kChunksPerRow / 32; ++t) {
+            const int chunk = lane + t * 32;
+            const int r = chunk / kChunksPerRow, cc = (chunk % kChunksPerRow) * 8;
+            const int row = row_base + r, col = n0 + wn * WN + cc;
+            if (row < p.m && col < p.n) {
+                const float4 *s = reinterpret_cast<const float4 *>(scratch + r * T::kEpiLd + cc);
+                const float4 x = s[0], y = s[1];
+                const float v[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+                epilogue_eight(p.epi, p.c, p.d, zc + static_cast<int64_t>(row) * p.ldc + col, col,
+                               p.n - col, v);
+            }
+        }
+        __syncwarp();
+    }
+}
+
+typedef void (*GemmKernel)(GemmParams);
+
+struct GemmConfig {
+    const char *name;
+    int bm, bn, bk, threads;
+    GemmKernel kernel[4]; // index trans_a * 2 + trans_b
+    int smem[4];
+};
+
+#define WMMA_TILE(BM, BN, BK, WM, WN, S, TA, TB) Tile<BM, BN, BK, WM, WN, S, TA, TB>
+#define WMMA_KERNEL(BM, BN, BK, WM, WN, S, TA, TB) wmma_gemm_f16<BM, BN, BK, WM, WN, S, TA, TB>
+#define WMMA_CONFIG(BM, BN, BK, WM, WN, S)                                                        \
+    {#BM "x" #BN "x" #BK " s" #S " warp " #WM "x" #WN,                                          \
+     BM,                                                                                          \
+     BN,                                                                                          \
+     BK,                                                                                          \
+     WMMA_TILE(BM, BN, BK, WM, WN, S, false, false)::kThreads,                                    \
+     {WMMA_KERNEL(BM, BN, BK, WM, WN, S, false, false),                                           \
+      WMMA_KERNEL(BM, BN, BK, WM, WN, S, false, true),                                            \
+      WMMA_KERNEL(BM, BN, BK, WM, WN, S, true, false),                                            \
+      WMMA_KERNEL(BM, BN, BK, WM, WN, S, true, true)},                                            \
+     {WMMA_TILE(BM, BN, BK, WM, WN, S, false, false)::kSmemBytes,                                 \
+      WMMA_TILE(BM, BN, BK, WM, WN, S, false, true)::kSmemBytes,                                  \
+      WMMA_TILE(BM, BN, BK, WM, WN, S, true, false)::kSmemBytes,                                  \
+      WMMA_TILE(BM, BN, BK, WM, WN, S, true, true)::kSmemBytes}}
+
+// Largest block tiles first (kern_wmma_gemm_pick_config walks the list in this order). Every
+// config is four kernels (transposes) whose ptxas time dominates the build; 128x256, 256x128
+// (64x64 warp tiles) and 64x64x64 never won a measured shape on the H200 (4096^3, 8192^3,
+// BERT-base, attention) and were dropped.
+const GemmConfig kConfigs[] = {
+    WMMA_CONFIG(128, 128, 32, 64, 64, 4),
+    WMMA_CONFIG(128, 128, 64, 64, 32, 3),
+    WMMA_CONFIG(128, 64, 32, 64, 32, 4),
+    WMMA_CONFIG(64, 64, 32, 32, 32, 2),
+};
+constexpr int kConfigCount = static_cast<int>(sizeof kConfigs / sizeof kConfigs[0]);
+
+// ------------------------------------------------------------------------------------------------
+// The other WMMA types and shapes: 4 warps (2 x 2), each 2 x 2 fragments, two fragment-K steps
+// per shared tile. Shared tiles are stored per K step as [step][row][FK + pad] for both A
+// (rows = M) and B (rows = N, read as col_major), so every fragment starts on a 32-byte
+// boundary whatever the element size and shape (a plain B[k][n] layout would put 32x8x16's
+// 8-column fragments 16 bytes apart).
+
+struct VariantParams {
+    const void *a, *b, *c;
+    void *d;
+    int m, n, k, trans_a, trans_b;
+    int tiles_n;
+    int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+    Epilogue epi;
+};
+
+template <typename In_, typename Frag_, typename Acc_, int FM_, int FN_, int FK_>
+struct VariantTraits {
+    using In = In_;     // A/B element in memory and in shared memory
+    using Frag = Frag_; // fragment element type (precision::tf32 for tf32)
+    using Acc = Acc_;
+    static constexpr int FM = FM_, FN = FN_, FK = FK_;
+    static constexpr int kWarpFrags = 2, kKSteps = 2;
+    static constexpr int BM = 2 * kWarpFrags * FM, BN = 2 * kWarpFrags * FN, BK = kKSteps * FK;
+    static constexpr int kLdk = FK + 16 / static_cast<int>(sizeof(In));   // 16-byte row pad
+    static constexpr int kLdo = FN + 16 / static_cast<int>(sizeof(Acc_)); // likewise
+};
+
+template <typename T> __device__ __forceinline__ T zero_of() { return T{}; }
+template <> __device__ __forceinline__ __half zero_of<__half>() { return __float2half(0.0f); }
+template <> __device__ __forceinline__ __nv_bfloat16 zero_of<__nv_bfloat16>() {
+    return __float2bfloat16(0.0f);
+}
+
+template <typename T> __device__ __forceinline__ float to_float(T v) {
+    return static_cast<float>(v);
+}
+template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
+
+template <class V> __global__ void __launch_bounds__(128) wmma_variant(const VariantParams p) {
+    using In = typename V::In;
+    using Acc = typename V::Acc;
+    constexpr int FM = V::FM, FN = V::FN, FK = V::FK, BM = V::BM, BN = V::BN, BK = V::BK;
+    constexpr bool kTf32 = std::is_same<typename V::Frag, wmma::precision::tf32>::value;
+    __shared__ __align__(128) In sa[V::kKSteps][BM][V::kLdk];
+    __shared__ __align__(128) In sb[V::kKSteps][BN][V::kLdk];
+    __shared__ __align__(128) Acc so[4][FM * V::kLdo];
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wm = warp >> 1, wn = warp & 1;
+    const int m0 = (blockIdx.x / p.tiles_n) * BM, n0 = (blockIdx.x % p.tiles_n) * BN;
+    const int64_t z = blockIdx.z;
+    const In *A = static_cast<const In *>(p.a) + z * p.stride_a;
+    const In *B = static_cast<const In *>(p.b) + z * p.stride_b;
+
+    wmma::fragment<wmma::accumulator, FM, FN, FK, Acc> acc[V::kWarpFrags][V::kWarpFrags];
+#pragma unroll
+    for (int i = 0; i < V::kWarpFrags; ++i)
+#pragma unroll
+        for (int j = 0; j < V::kWarpFrags; ++j) wmma::fill_fragment(acc[i][j], zero_of<Acc>());
+
+    for (int k0 = 0; k0 < p.k; k0 += BK) {
+        // consecutive threads walk the stored rows' contiguous dimension (coalesced reads)
+        for (int idx = tid; idx < BM * BK; idx += 128) {
+            const int r = p.trans_a ? idx % BM : idx / BK, kk = p.trans_a ? idx / BM : idx % BK;
+            const int gr = m0 + r, gk = k0 + kk;
+            In v = zero_of<In>();
+            if (gr < p.m && gk < p.k) {
+                v = A[p.trans_a ? static_cast<int64_t>(gk) * p.lda + gr
+                                : static_cast<int64_t>(gr) * p.lda + gk];
+                if constexpr (kTf32) v = wmma::__float_to_tf32(v);
+            }
+            sa[kk / FK][r][kk % FK] = v;
+        }
+        for (int idx = tid; idx < BN * BK; idx += 128) {
+            const int cn = p.trans_b ? idx / BK : idx % BN, kk = p.trans_b ? idx % BK : idx / BN;
+            const int gc = n0 + cn, gk = k0 + kk;
+            In v = zero_of<In>();
+            if (gc < p.n && gk < p.k) {
+                v = B[p.trans_b ? static_cast<int64_t>(gc) * p.ldb + gk
+                                : static_cast<int64_t>(gk) * p.ldb + gc];
+                if constexpr (kTf32) v = wmma::__float_to_tf32(v);
+            }
+            sb[kk / FK][cn][kk % FK] = v;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int ks = 0; ks < V::kKSteps; ++ks) {
+            wmma::fragment<wmma::matrix_a, FM, FN, FK, typename V::Frag, wmma::row_major>
+                af[V::kWarpFrags];
+            wmma::fragment<wmma::matrix_b, FM, FN, FK, typename V::Frag, wmma::col_major>
+                bf[V::kWarpFrags];
+#pragma unroll
+            for (int i = 0; i < V::kWarpFrags; ++i)
+                wmma::load_matrix_sync(af[i], &sa[ks][(wm * V::kWarpFrags + i) * FM][0], V::kLdk);
+#pragma unroll
+            for (int j = 0; j < V::kWarpFrags; ++j)
+                wmma::load_matrix_sync(bf[j], &sb[ks][(wn * V::kWarpFrags + j) * FN][0], V::kLdk);
+#pragma unroll
+            for (int i = 0; i < V::kWarpFrags; ++i)
+#pragma unroll
+                for (int j = 0; j < V::kWarpFrags; ++j)
+                    wmma::mma_sync(acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+
+    const int64_t zc = z * p.stride_c;
+#pragma unroll
+    for (int i = 0; i < V::kWarpFrags; ++i)
+#pragma unroll
+        for (int j = 0; j < V::kWarpFrags; ++j) {
+            wmma::store_matrix_sync(so[warp], acc[i][j], V::kLdo, wmma::mem_row_major);
+            __syncwarp();
+            for (int e = lane; e < FM * FN; e += 32) {
+                const int r = e / FN, cn = e % FN;
+                const int row = m0 + (wm * V::kWarpFrags + i) * FM + r;
+                const int col = n0 + (wn * V::kWarpFrags + j) * FN + cn;
+                if (row >= p.m || col >= p.n) continue;
+                const int64_t off = zc + static_cast<int64_t>(row) * p.ldc + col;
+                const Acc v = so[warp][r * V::kLdo + cn];
+                if constexpr (std::is_same<Acc, int>::value) {
+                    static_cast<int *>(p.d)[off] = v;
+                } else if constexpr (std::is_same<Acc, double>::value) {
+                    double x = static_cast<double>(p.epi.alpha) * v;
+                    if (p.epi.has_c)
+                        x += static_cast<double>(p.epi.beta) * static_cast<const double *>(p.c)[off];
+                    static_cast<double *>(p.d)[off] = x;
+                } else {
+                    epilogue_one(p.epi, p.c, p.d, off, col, to_float(v));
+                }
+            }
+            __syncwarp();
+        }
+}
+
+enum VariantKind { kKindF16, kKindBf16, kKindTf32, kKindInt8, kKindF64 };
+
+typedef void (*VariantKernel)(VariantParams);
+
+struct VariantConfig {
+    const char *name;
+    VariantKind kind;
+    int in_size, bm, bn;
+    VariantKernel kernel;
+};
+
+#define WMMA_VARIANT(NAME, KIND, IN, FRAG, ACC, FM, FN, FK)                                       \
+    {NAME, KIND, static_cast<int>(sizeof(IN)), VariantTraits<IN, FRAG, ACC, FM, FN, FK>::BM,       \
+     VariantTraits<IN, FRAG, ACC, FM, FN, FK>::BN,                                                \
+     wmma_variant<VariantTraits<IN, FRAG, ACC, FM, FN, FK>>}
+
+// In kern_wmma_variant order (checked by the static_assert below).
+const VariantConfig kVariants[] = {
+    WMMA_VARIANT("f16 acc f32 16x16x16", kKindF16, __half, __half, float, 16, 16, 16),
+    WMMA_VARIANT("f16 acc f32 32x8x16", kKindF16, __half, __half, float, 32, 8, 16),
+    WMMA_VARIANT("f16 acc f32 8x32x16", kKindF16, __half, __half, float, 8, 32, 16),
+    WMMA_VARIANT("f16 acc f16 16x16x16", kKindF16, __half, __half, __half, 16, 16, 16),
+    WMMA_VARIANT("f16 acc f16 32x8x16", kKindF16, __half, __half, __half, 32, 8, 16),
+    WMMA_VARIANT("f16 acc f16 8x32x16", kKindF16, __half, __half, __half, 8, 32, 16),
+    WMMA_VARIANT("bf16 acc f32 16x16x16", kKindBf16, __nv_bfloat16, __nv_bfloat16, float, 16, 16, 16),
+    WMMA_VARIANT("bf16 acc f32 32x8x16", kKindBf16, __nv_bfloat16, __nv_bfloat16, float, 32, 8, 16),
+    WMMA_VARIANT("bf16 acc f32 8x32x16", kKindBf16, __nv_bfloat16, __nv_bfloat16, float, 8, 32, 16),
+    WMMA_VARIANT("tf32 acc f32 16x16x8", kKindTf32, float, wmma::precision::tf32, float, 16, 16, 8),
+    WMMA_VARIANT("s8 acc s32 16x16x16", kKindInt8, signed char, signed char, int, 16, 16, 16),
+    WMMA_VARIANT("s8 acc s32 32x8x16", kKindInt8, signed char, signed char, int, 32, 8, 16),
+    WMMA_VARIANT("s8 acc s32 8x32x16", kKindInt8, signed char, signed char, int, 8, 32, 16),
+    WMMA_VARIANT("u8 acc s32 16x16x16", kKindInt8, unsigned char, unsigned char, int, 16, 16, 16),
+    WMMA_VARIANT("u8 acc s32 32x8x16", kKindInt8, unsigned char, unsigned char, int, 32, 8, 16),
+    WMMA_VARIANT("u8 acc s32 8x32x16", kKindInt8, unsigned char, unsigned char, int, 8, 32, 16),
+    WMMA_VARIANT("f64 acc f64 8x8x4", kKindF64, double, double, double, 8, 8, 4),
+};
+static_assert((int)(sizeof kVariants / sizeof kVariants[0]) == (int)KERN_WMMA_VARIANT_COUNT,
+              "kVariants must list every kern_wmma_variant");
+
+// ------------------------------------------------------------------------------------------------
+// Host side
+
+struct Resolved {
+    int64_t lda, ldb, ldc;
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Checks common to both families; fills the resolved leading dimensions.
+tci_status validate(const char *who, const kern_wmma_gemm_desc *d, int64_t bm, int64_t bn,
+                    Resolved *out) {
+    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: desc is NULL", who);
+    if (d->batch < 1 || d->batch > 65535)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: batch %d outside 1..65535", who, d->batch);
+    if (d->m < 1 || d->n < 1 || d->k < 1 || d->m > INT32_MAX || d->n > INT32_MAX ||
+        d->k > INT32_MAX)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: m %lld, n %lld, k %lld: each must be in 1..2^31-1", who,
+                         (long long)d->m, (long long)d->n, (long long)d->k);
+    if ((d->trans_a != 0 && d->trans_a != 1) || (d->trans_b != 0 && d->trans_b != 1))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: trans_a %d / trans_b %d must be 0 or 1",
+                         who, d->trans_a, d->trans_b);
+    const int64_t a_cols = d->trans_a ? d->m : d->k, b_cols = d->trans_b ? d->k : d->n;
+    out->lda = d->lda ? d->lda : a_cols;
+    out->ldb = d->ldb ? d->ldb : b_cols;
+    out->ldc = d->ldc ? d->ldc : d->n;
+    if (out->lda < a_cols || out->ldb < b_cols || out->ldc < d->n)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: leading dimensions lda %lld, ldb %lld, ldc %lld are smaller than "
+                         "the stored columns (%lld, %lld, %lld)",
+                         who, (long long)out->lda, (long long)out->ldb, (long long)out->ldc,
+                         (long long)a_cols, (long long)b_cols, (long long)d->n);
+    if (d->batch > 1) {
+        if (d->stride_a < 0 || d->stride_b < 0)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "%s: negative batch stride (stride_a %lld, stride_b %lld)", who,
+                             (long long)d->stride_a, (long long)d->stride_b);
+        if (d->stride_c < d->m * out->ldc)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "%s: stride_c %lld lets the D matrices of the batch overlap (needs "
+                             ">= m * ldc = %lld)",
+                             who, (long long)d->stride_c, (long long)(d->m * out->ldc));
+    }
+    if ((int)d->act < 0 || (int)d->act >= KERN_ACT_COUNT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown act %d", who, (int)d->act);
+    if (ceil_div(d->m, bm) * ceil_div(d->n, bn) > INT32_MAX)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs too many tiles", who,
+                         (long long)d->m, (long long)d->n);
+    return TCI_OK;
+}
+
+Epilogue epilogue_of(const kern_wmma_gemm_desc *d, const float *bias) {
+    Epilogue e;
+    e.bias = d->has_bias ? bias : nullptr;
+    e.alpha = d->alpha, e.beta = d->beta, e.act_alpha = d->act_alpha, e.act_beta = d->act_beta;
+    e.act = (int)d->act, e.has_bias = d->has_bias != 0, e.has_c = d->beta != 0.0f;
+    e.out_f32 = d->out_dtype == TCI_DTYPE_FLOAT;
+    return e;
+}
+
+// ab_align / cd_align / bias_align: the byte alignment A and B, C and D, and bias need.
+tci_status check_pointers(const char *who, const kern_wmma_gemm_desc *d, const void *a,
+                          const void *b, const float *bias, const void *c, void *dst,
+                          unsigned ab_align, unsigned cd_align, unsigned bias_align) {
+    if (!a || !b || !dst)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: a, b and d must not be NULL", who);
+    if (d->has_bias && !bias)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: has_bias but bias is NULL", who);
+    if (d->beta != 0.0f && !c)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: beta %g needs C, which is NULL", who,
+                         (double)d->beta);
+    if (((uintptr_t)a % ab_align) || ((uintptr_t)b % ab_align))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: a and b must be %u-byte aligned", who,
+                         ab_align);
+    if (((uintptr_t)dst % cd_align) || (d->beta != 0.0f && ((uintptr_t)c % cd_align)))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: c and d must be %u-byte aligned", who,
+                         cd_align);
+    if (d->has_bias && ((uintptr_t)bias % bias_align))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bias must be %u-byte aligned", who,
+                         bias_align);
+    return TCI_OK;
+}
+
+tci_status shared_memory_limit(int *out_bytes) {
+    int device = 0;
+    KERN_CUDA_CHECK(cudaGetDevice(&device));
+    KERN_CUDA_CHECK(
+        cudaDeviceGetAttribute(out_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    return TCI_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+void kern_wmma_gemm_desc_init(kern_wmma_gemm_desc *desc, int64_t m, int64_t n, int64_t k,
+                              int trans_a, int trans_b) {
+    if (!desc) return;
+    *desc = kern_wmma_gemm_desc{};
+    desc->batch = 1;
+    desc->m = m, desc->n = n, desc->k = k, desc->trans_a = trans_a, desc->trans_b = trans_b;
+    desc->alpha = 1.0f;
+    desc->act = KERN_ACT_NONE;
+    desc->out_dtype = TCI_DTYPE_FLOAT16;
+}
+
+int kern_wmma_gemm_config_count(void) { return kConfigCount; }
+
+const char *kern_wmma_gemm_config_name(int config) {
+    return config >= 0 && config < kConfigCount ? kConfigs[config].name : nullptr;
+}
+
+int kern_wmma_gemm_config_smem_bytes(int config, int trans_a, int trans_b) {
+    if (config < 0 || config >= kConfigCount) return 0;
+    return kConfigs[config].smem[(trans_a ? 2 : 0) + (trans_b ? 1 : 0)];
+}
+
+int kern_wmma_gemm_pick_config(const kern_wmma_gemm_desc *desc, int sm_count) {
+    if (!desc || desc->m < 1 || desc->n < 1) return kConfigCount - 1;
+    const int64_t batch = desc->batch > 0 ? desc->batch : 1;
+    for (int i = 0; i < kConfigCount; ++i) {
+        const GemmConfig &g = kConfigs[i];
+        // of two transposed tiles, the one whose long side lies along the problem's long side
+        if (g.bm != g.bn && (g.bm > g.bn) != (desc->m >= desc->n)) continue;
+        if (ceil_div(desc->m, g.bm) * ceil_div(desc->n, g.bn) * batch >= sm_count) return i;
+    }
+    return kConfigCount - 1;
+}
+
+tci_status kern_wmma_gemm_supports(const kern_wmma_gemm_desc *desc, int config) {
+    static const char who[] = "kern_wmma_gemm";
+    if (config < 0 || config >= kConfigCount)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: config %d outside 0..%d", who, config,
+                         kConfigCount - 1);
+    Resolved r{};
+    TCI_TRY(validate(who, desc, kConfigs[config].bm, kConfigs[config].bn, &r));
+    if (desc->out_dtype != TCI_DTYPE_FLOAT16 && desc->out_dtype != TCI_DTYPE_FLOAT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: out_dtype %s: the fp16 family writes float16 or float", who,
+                         tci_dtype_name(desc->out_dtype));
+    if (r.lda % 8 || r.ldb % 8 || r.ldc % 8)
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: lda %lld, ldb %lld, ldc %lld: each must be a multiple of 8 "
+                         "(16-byte rows for the asynchronous copies); pad the rows",
+                         who, (long long)r.lda, (long long)r.ldb, (long long)r.ldc);
+    if (desc->batch > 1 && (desc->stride_a % 8 || desc->stride_b % 8 || desc->stride_c % 8))
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: batch strides %lld, %lld, %lld: each must be a multiple of 8", who,
+                         (long long)desc->stride_a, (long long)desc->stride_b,
+                         (long long)desc->stride_c);
+    return TCI_OK;
+}
+
+tci_status kern_wmma_gemm_run(const kern_wmma_gemm_desc *desc, int config, const void *a,
+                              const void *b, const float *bias, const void *c, void *d,
+                              cudaStream_t stream) {
+    static const char who[] = "kern_wmma_gemm_run";
+    TCI_TRY(kern_wmma_gemm_supports(desc, config));
+    TCI_TRY(check_pointers(who, desc, a, b, bias, c, d, 16, 16, 16));
+    const GemmConfig &g = kConfigs[config];
+    const int which = desc->trans_a * 2 + desc->trans_b;
+    const int smem = g.smem[which];
+    int limit = 0;
+    TCI_TRY(shared_memory_limit(&limit));
+    if (smem > limit)
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: config %s needs %d bytes of shared memory, the device grants %d",
+                         who, g.name, smem, limit);
+    Resolved r{};
+    TCI_TRY(validate(who, desc, g.bm, g.bn, &r));
+
+    GemmParams p;
+    p.a = static_cast<const __half *>(a), p.b = static_cast<const __half *>(b);
+    p.c = c, p.d = d;
+    p.m = (int)desc->m, p.n = (int)desc->n, p.k = (int)desc->k;
+    p.tiles_m = (int)ceil_div(desc->m, g.bm), p.tiles_n = (int)ceil_div(desc->n, g.bn);
+    p.lda = r.lda, p.ldb = r.ldb, p.ldc = r.ldc;
+    const bool batched = desc->batch > 1;
+    p.stride_a = batched ? desc->stride_a : 0, p.stride_b = batched ? desc->stride_b : 0;
+    p.stride_c = batched ? desc->stride_c : 0;
+    p.epi = epilogue_of(desc, bias);
+
+    // per call rather than once: no global state, and it follows the current device
+    KERN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(g.kernel[which]),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const dim3 grid((unsigned)(p.tiles_m * p.tiles_n), 1, (unsigned)desc->batch);
+    g.kernel[which]<<<grid, g.threads, smem, stream>>>(p);
+    KERN_LAUNCH_CHECK("wmma_gemm_f16");
+    return TCI_OK;
+}
+
+const char *kern_wmma_variant_name(kern_wmma_variant variant) {
+    return (int)variant >= 0 && variant < KERN_WMMA_VARIANT_COUNT ? kVariants[variant].name
+                                                                   : nullptr;
+}
+
+int kern_wmma_variant_input_size(kern_wmma_variant variant) {
+    return (int)variant >= 0 && variant < KERN_WMMA_VARIANT_COUNT ? kVariants[variant].in_size : 0;
+}
+
+tci_status kern_wmma_variant_supports(const kern_wmma_gemm_desc *desc, kern_wmma_variant variant) {
+    static const char who[] = "kern_wmma_variant";
+    if ((int)variant < 0 || variant >= KERN_WMMA_VARIANT_COUNT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: variant %d outside 0..%d", who,
+                         (int)variant, KERN_WMMA_VARIANT_COUNT - 1);
+    const VariantConfig &v = kVariants[variant];
+    Resolved r{};
+    TCI_TRY(validate(who, desc, v.bm, v.bn, &r));
+    const tci_dtype out = desc->out_dtype;
+    switch (v.kind) {
+    case kKindF16:
+        if (out != TCI_DTYPE_FLOAT16 && out != TCI_DTYPE_FLOAT)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "%s %s: out_dtype %s: fp16 variants write float16 or float", who,
+                             v.name, tci_dtype_name(out));
+        break;
+    case kKindBf16:
+    case kKindTf32:
+        if (out != TCI_DTYPE_FLOAT)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes float", who,
+                             v.name, tci_dtype_name(out));
+        break;
+    case kKindInt8:
+        if (out != TCI_DTYPE_INT32)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes int32", who,
+                             v.name, tci_dtype_name(out));
+        if (desc->alpha != 1.0f || desc->beta != 0.0f || desc->has_bias ||
+            desc->act != KERN_ACT_NONE)
+            return tci_error(TCI_ERR_UNSUPPORTED,
+                             "%s %s: integer GEMMs are exact, D = A B: alpha 1, beta 0, no bias, "
+                             "no act",
+                             who, v.name);
+        break;
+    case kKindF64:
+        if (out != TCI_DTYPE_DOUBLE)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes double",
+                             who, v.name, tci_dtype_name(out));
+        if (desc->has_bias || desc->act != KERN_ACT_NONE)
+            return tci_error(TCI_ERR_UNSUPPORTED, "%s %s: no bias or act in fp64", who, v.name);
+        break;
+    }
+    return TCI_OK;
+}
+
+tci_status kern_wmma_variant_run(const kern_wmma_gemm_desc *desc, kern_wmma_variant variant,
+                                 const void *a, const void *b, const float *bias, const void *c,
+                                 void *d, cudaStream_t stream) {
+    static const char who[] = "kern_wmma_variant_run";
+    TCI_TRY(kern_wmma_variant_supports(desc, variant));
+    const VariantConfig &v = kVariants[variant];
+    TCI_TRY(check_pointers(who, desc, a, b, bias, c, d, (unsigned)v.in_size,
+                           (unsigned)tci_dtype_size(desc->out_dtype), 4));
+    Resolved r{};
+    TCI_TRY(validate(who, desc, v.bm, v.bn, &r));
+
+    VariantParams p;
+    p.a = a, p.b = b, p.c = c, p.d = d;
+    p.m = (int)desc->m, p.n = (int)desc->n, p.k = (int)desc->k;
+    p.trans_a = desc->trans_a, p.trans_b = desc->trans_b;
+    p.tiles_n = (int)ceil_div(desc->n, v.bn);
+    p.lda = r.lda, p.ldb = r.ldb, p.ldc = r.ldc;
+    const bool batched = desc->batch > 1;
+    p.stride_a = batched ? desc->stride_a : 0, p.stride_b = batched ? desc->stride_b : 0;
+    p.stride_c = batched ? desc->stride_c : 0;
+    p.epi = epilogue_of(desc, bias);
+    const dim3 grid((unsigned)(ceil_div(desc->m, v.bm) * p.tiles_n), 1, (unsigned)desc->batch);
+    v.kernel<<<grid, 128, 0, stream>>>(p);
+    KERN_LAUNCH_CHECK("wmma_variant");
+    return TCI_OK;
+}
+
+} // extern "C"
