@@ -121,6 +121,13 @@ typedef enum tci_precision {
     TCI_PRECISION_FP32 = 1, /* fp32 storage and math, tensor-op math off: the GPU fp32 baseline */
 } tci_precision;
 
+/* Kernel families for convolutions on the GPU (fp16). */
+typedef enum tci_kernels {
+    TCI_KERNELS_AUTO = 0,    /* per layer, whichever is faster: tcinfer's WMMA kernels or cuDNN */
+    TCI_KERNELS_WMMA = 1,    /* tcinfer's WMMA kernels wherever one applies */
+    TCI_KERNELS_LIBRARY = 2, /* cuDNN (and cuBLASLt for GEMMs) only */
+} tci_kernels;
+
 typedef struct tci_engine_options {
     tci_backend backend;
     const tci_shape_override *shapes; /* not copied beyond tci_engine_create_* */
@@ -140,6 +147,8 @@ typedef struct tci_engine_options {
      * NULL-terminated, copied at creation. Against fp16 overflow: casts are inserted at the
      * boundaries. An entry that is neither a node name nor an op type is an error. */
     const char *const *fp32_layers;
+    /* GPU: kernel families for convolutions (TCI_KERNELS_AUTO by default). */
+    tci_kernels kernels;
 } tci_engine_options;
 
 /* Sets the defaults: CPU backend, no shape overrides, CUDA graphs on. */

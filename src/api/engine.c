@@ -153,6 +153,8 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     if (st == TCI_OK && options->precision != TCI_PRECISION_FP16 &&
         options->precision != TCI_PRECISION_FP32)
         st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)options->precision);
+    if (st == TCI_OK && (options->kernels < TCI_KERNELS_AUTO || options->kernels > TCI_KERNELS_LIBRARY))
+        st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown kernel family %d", (int)options->kernels);
     if (st == TCI_OK) st = copy_strings(options->fp32_layers, &e->fp32_layers);
     if (st == TCI_OK) {
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
@@ -167,7 +169,8 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
             st = plan_build(g, &e->plan_options, &e->plan_only);
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
-            st = exec_gpu_engine_create(g, e->pristine, &e->plan_options, &e->gpu);
+            st = exec_gpu_engine_create(g, e->pristine, &e->plan_options, options->kernels,
+                                        &e->gpu);
 #endif
     }
     if (st != TCI_OK) {

@@ -35,6 +35,7 @@ typedef struct cli_args {
     int bench, warmup;
     const char *profile;
     tci_precision precision;
+    tci_kernels kernels;
     bool baseline_gpu;       /* --baseline gpu-fp32 */
     char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
     const char *fp32_layers[MAX_ITEMS + 1];
@@ -60,6 +61,8 @@ static const char usage_text[] =
     "  --precision fp16|fp32 GPU storage and math of float tensors (default fp16)\n"
     "  --fp32-layers A,B     GPU: keep these nodes (names or op types) in fp32, against fp16\n"
     "                        overflow\n"
+    "  --kernels auto|wmma|cudnn  GPU convolutions: per layer the faster of tcinfer's WMMA\n"
+    "                        kernels and cuDNN (auto, default), or one family only\n"
     "  --tolerance X         with --compare: exit 1 when a relative L2 error exceeds X\n"
     "  --compare-layers      --compare for every layer's output (unfused), naming the first\n"
     "                        layer whose error jumps (past --tolerance, default 1e-2)\n"
@@ -176,7 +179,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                    strcmp(arg, "--output") == 0 || strcmp(arg, "--output-dir") == 0 ||
                    strcmp(arg, "--backend") == 0 || strcmp(arg, "--random") == 0 ||
                    strcmp(arg, "--precision") == 0 || strcmp(arg, "--baseline") == 0 ||
-                   strcmp(arg, "--fp32-layers") == 0) {
+                   strcmp(arg, "--fp32-layers") == 0 || strcmp(arg, "--kernels") == 0) {
             if (!has_value) return usage_error("%s needs a value", arg);
             char *value = argv[++i];
             if (strcmp(arg, "--shape") == 0) {
@@ -195,6 +198,12 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                 if (strcmp(value, "fp16") == 0) a->precision = TCI_PRECISION_FP16;
                 else if (strcmp(value, "fp32") == 0) a->precision = TCI_PRECISION_FP32;
                 else return usage_error("unknown precision '%s' (fp16 or fp32)", value);
+            } else if (strcmp(arg, "--kernels") == 0) {
+                if (strcmp(value, "auto") == 0) a->kernels = TCI_KERNELS_AUTO;
+                else if (strcmp(value, "wmma") == 0) a->kernels = TCI_KERNELS_WMMA;
+                else if (strcmp(value, "cudnn") == 0 || strcmp(value, "cublas") == 0)
+                    a->kernels = TCI_KERNELS_LIBRARY;
+                else return usage_error("unknown kernel family '%s' (auto, wmma or cudnn)", value);
             } else if (strcmp(arg, "--baseline") == 0) {
                 if (strcmp(value, "cpu") == 0) a->baseline_gpu = false;
                 else if (strcmp(value, "gpu-fp32") == 0) a->baseline_gpu = true;
@@ -764,6 +773,7 @@ int main(int argc, char **argv) {
     options.mark_all_outputs = a.compare_layers;
     options.precision = a.precision;
     options.fp32_layers = a.fp32_text ? a.fp32_layers : NULL;
+    options.kernels = a.kernels;
     if (a.plan) {
         a.backend = TCI_BACKEND_GPU;
         a.info = true;

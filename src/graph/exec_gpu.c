@@ -22,11 +22,29 @@
 #include "kernels/norm.h"
 #include "kernels/pool.h"
 #include "kernels/resize.h"
+#include "kernels/wmma_conv.h"
+#include "kernels/wmma_gemm.h"
 #include "graph/passes.h"
 #include "layers/op.h"
 
 /* Largest workspace one convolution or GEMM algorithm may ask for. */
 enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8 };
+
+/* How one step runs: packed weights, the library plan or own kernel chosen, and what timing
+ * found. */
+typedef struct step_impl {
+    void *weights;             /* packed conv weights (fp16, or fp32 in fp32 layers) */
+    void *bias;                /* packed conv bias / GEMM bias, in the tensors' dtype */
+    void *bias_f32;            /* conv (Kp) / GEMM (n) bias as floats, for the WMMA kernels */
+    kern_conv_plan *conv;
+    kern_gemm_plan *gemm;
+    kern_convt_plan *convt;
+    int wmma;                  /* conv / GEMM: the WMMA config that runs it, or -1 for the
+                                  library (cuDNN, cuBLASLt) */
+    float library_ms, wmma_ms; /* timed at build (-1: not timed / none applies) */
+    const char *kernel;        /* what runs it, for reports */
+    char text[160];            /* storage for kernel when it is composed */
+} step_impl;
 
 struct exec_gpu_engine {
     plan *plan;
@@ -37,14 +55,10 @@ struct exec_gpu_engine {
     const ir_graph *pristine;  /* base engine: the graph before the passes, or NULL */
     ir_graph *graph;           /* variant: its optimised copy of the graph (steps point into it) */
     plan_options options;      /* what the plan was built with; variants are planned alike */
+    tci_kernels kernels;       /* which kernel families may run convolutions */
     bool *owns_constant;       /* by plan tensor: constants[t] is this engine's to free */
     void **constants;          /* by plan tensor: device copy of a constant, else NULL */
-    void **step_weights;       /* by step: packed conv weights */
-    void **step_bias;          /* by step: packed conv bias / fp16 GEMM bias */
-    kern_conv_plan **conv;     /* by step */
-    kern_gemm_plan **gemm;     /* by step */
-    kern_convt_plan **convt;   /* by step */
-    const char **kernel_name;  /* by step */
+    step_impl *impl;           /* by step */
     size_t workspace_bytes;
 };
 
@@ -188,8 +202,14 @@ static tci_status run_activation(const plan_tensor *t, void *data, plan_activati
     return kern_eltwise(&d, in, data, stream);
 }
 
-static void depthwise_desc_of(const plan_conv *c, kern_depthwise_desc *d) {
+/* A step of an fp32 layer (or of the fp32 baseline): its output is FLOAT on the device. */
+static bool step_fp32(const plan *p, const plan_step *s) {
+    return s->num_outputs && p->tensors[s->outputs[0]].dtype == TCI_DTYPE_FLOAT;
+}
+
+static void depthwise_desc_of(const plan_conv *c, bool fp32, kern_depthwise_desc *d) {
     memset(d, 0, sizeof *d);
+    d->dtype = fp32 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;
     d->n = c->n;
     d->c = c->c;
     d->in_h = c->h;
@@ -209,7 +229,37 @@ static void depthwise_desc_of(const plan_conv *c, kern_depthwise_desc *d) {
     d->act_beta = c->act.beta;
 }
 
-static void conv_desc_of(const plan_conv *c, kern_conv_desc *d) {
+/* The activation the step applies after bias and residual (WMMA fuses any). */
+static plan_activation conv_activation(const plan_conv *c) {
+    return c->act.kind != PLAN_ACT_NONE ? c->act : c->post_act;
+}
+
+static void wmma_desc_of(const plan_conv *c, kern_wmma_conv_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->n = c->n;
+    d->c = c->c;
+    d->h = c->h;
+    d->w = c->w;
+    d->k = c->k;
+    d->r = c->r;
+    d->s = c->s;
+    d->out_h = c->out_h;
+    d->out_w = c->out_w;
+    d->pad_top = c->pad_top;
+    d->pad_left = c->pad_left;
+    d->stride_h = c->stride_h;
+    d->stride_w = c->stride_w;
+    d->dilation_h = c->dilation_h;
+    d->dilation_w = c->dilation_w;
+    d->groups = c->groups;
+    d->alpha = 1.0f;
+    plan_activation a = conv_activation(c);
+    d->act = act_of(a.kind);
+    d->act_alpha = a.alpha;
+    d->act_beta = a.beta;
+}
+
+static void conv_desc_of(const plan_conv *c, bool fp32, kern_conv_desc *d) {
     memset(d, 0, sizeof *d);
     d->n = (int)c->n;
     d->c = (int)c->c;
@@ -230,12 +280,13 @@ static void conv_desc_of(const plan_conv *c, kern_conv_desc *d) {
     d->activation = c->act.kind == PLAN_ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
     d->has_bias = c->has_bias;
     d->has_residual = c->has_residual;
-    d->mode = KERN_CONV_FP16_NHWC8;
+    d->mode = fp32 ? KERN_CONV_FP32_NHWC8 : KERN_CONV_FP16_NHWC8;
     d->workspace_limit = WORKSPACE_LIMIT;
 }
 
-static void convt_desc_of(const plan_conv *c, kern_convt_desc *d) {
+static void convt_desc_of(const plan_conv *c, bool fp32, kern_convt_desc *d) {
     memset(d, 0, sizeof *d);
+    d->fp32 = fp32;
     d->n = (int)c->n;
     d->c = (int)c->c;
     d->h = (int)c->h;
@@ -265,7 +316,7 @@ static kern_gemm_epilogue gemm_epilogue(const plan_gemm *g) {
     return g->has_bias ? KERN_GEMM_EPILOGUE_BIAS : KERN_GEMM_EPILOGUE_NONE;
 }
 
-static void gemm_desc_of(const plan_gemm *g, kern_gemm_desc *d) {
+static void gemm_desc_of(const plan_gemm *g, bool fp32, kern_gemm_desc *d) {
     memset(d, 0, sizeof *d);
     d->m = g->m;
     d->n = g->n;
@@ -282,10 +333,27 @@ static void gemm_desc_of(const plan_gemm *g, kern_gemm_desc *d) {
     d->alpha = g->alpha;
     d->beta = 0.0f;
     d->epilogue = gemm_epilogue(g);
-    d->dtype = KERN_GEMM_FP16;
+    d->dtype = fp32 ? KERN_GEMM_FP32 : KERN_GEMM_FP16;
     d->workspace_limit = WORKSPACE_LIMIT;
     d->alignment = 0;
     d->candidates = GEMM_CANDIDATES;
+}
+
+static void wmma_gemm_desc_of(const plan_gemm *g, kern_wmma_gemm_desc *d) {
+    kern_wmma_gemm_desc_init(d, g->m, g->n, g->k, g->trans_a, g->trans_b);
+    d->batch = (int)(g->batch > 0 ? g->batch : 1);
+    d->lda = g->lda;
+    d->ldb = g->ldb;
+    d->ldc = g->ldc;
+    d->stride_a = g->stride_a;
+    d->stride_b = g->stride_b;
+    d->stride_c = g->stride_c;
+    d->alpha = g->alpha;
+    d->has_bias = g->has_bias;
+    d->act = act_of(g->act.kind);
+    d->act_alpha = g->act.alpha;
+    d->act_beta = g->act.beta;
+    d->out_dtype = TCI_DTYPE_FLOAT16;
 }
 
 /* ---- one step ---- */
@@ -313,29 +381,43 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
     case PLAN_STEP_CONV:
         if (s->u.conv.depthwise) {
             kern_depthwise_desc d;
-            depthwise_desc_of(&s->u.conv, &d);
-            return kern_depthwise_conv(&d, in[0], e->step_weights[index], e->step_bias[index],
+            depthwise_desc_of(&s->u.conv, step_fp32(p, s), &d);
+            return kern_depthwise_conv(&d, in[0], e->impl[index].weights, e->impl[index].bias,
                                        s->u.conv.has_residual ? in[3] : NULL, out, stream);
         }
-        TCI_TRY(kern_conv_run(e->conv[index], c->cudnn, stream, (int)s->u.conv.n, in[0],
-                              e->step_weights[index], e->step_bias[index],
+        if (e->impl[index].wmma >= 0) {
+            kern_wmma_conv_desc wd;
+            wmma_desc_of(&s->u.conv, &wd);
+            return kern_wmma_conv_run(&wd, e->impl[index].wmma, s->u.conv.n, in[0],
+                                      e->impl[index].weights, e->impl[index].bias_f32,
+                                      s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
+                                      e->workspace_bytes, stream);
+        }
+        TCI_TRY(kern_conv_run(e->impl[index].conv, c->cudnn, stream, (int)s->u.conv.n, in[0],
+                              e->impl[index].weights, e->impl[index].bias,
                               s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                               e->workspace_bytes));
         if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_CONV_TRANSPOSE:
-        TCI_TRY(kern_convt_run(e->convt[index], c->cudnn, stream, (int)s->u.conv.n, in[0],
-                               e->step_weights[index], e->step_bias[index], out, c->workspace,
+        TCI_TRY(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.n, in[0],
+                               e->impl[index].weights, e->impl[index].bias, out, c->workspace,
                                e->workspace_bytes));
         if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_GEMM:
+        if (e->impl[index].wmma >= 0) {
+            kern_wmma_gemm_desc wd;
+            wmma_gemm_desc_of(&s->u.gemm, &wd);
+            return kern_wmma_gemm_run(&wd, e->impl[index].wmma, in[0], in[1],
+                                      e->impl[index].bias_f32, NULL, out, stream);
+        }
         /* a batch variant runs the parent's plan on its own (smaller) m and batch count */
-        return kern_gemm_run(e->gemm[index], c->lt, stream, s->u.gemm.m,
+        return kern_gemm_run(e->impl[index].gemm, c->lt, stream, s->u.gemm.m,
                              (int)(s->u.gemm.batch > 0 ? s->u.gemm.batch : 1), in[0], in[1], NULL,
-                             out, e->step_bias[index], c->workspace, e->workspace_bytes);
+                             out, e->impl[index].bias, c->workspace, e->workspace_bytes);
     case PLAN_STEP_ELTWISE: {
         const plan_strided *v = &s->u.eltwise.view;
         int value_input = s->u.eltwise.op == PLAN_BIN_WHERE ? 1 : 0;
@@ -354,6 +436,7 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
     case PLAN_STEP_POOL: {
         const plan_pool *pp = &s->u.pool;
         kern_pool2d_desc d = {0};
+        d.dtype = y->dtype;
         d.mode = pp->max ? KERN_POOL_MAX : KERN_POOL_AVG;
         d.count_include_pad = pp->count_include_pad;
         d.n = pp->n;
@@ -380,8 +463,9 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
         return kern_pool2d(&d, in[0], out, stream);
     }
     case PLAN_STEP_GLOBAL_POOL:
-        return kern_global_pool(s->u.pool.max ? KERN_POOL_MAX : KERN_POOL_AVG, in[0], out,
-                                s->u.pool.n, s->u.pool.c, s->u.pool.h, s->u.pool.w, stream);
+        return kern_global_pool_dtype(s->u.pool.max ? KERN_POOL_MAX : KERN_POOL_AVG, in[0], out,
+                                      s->u.pool.n, s->u.pool.c, s->u.pool.h, s->u.pool.w,
+                                      y->dtype, stream);
     case PLAN_STEP_COPY: {
         const plan_strided *v = &s->u.copy.view;
         kern_copy_desc d = {0};
@@ -403,28 +487,30 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
         const plan_tensor *x = tensor_of(p, s->inputs[0]);
         const plan_tensor *nhwc = s->u.layout.to_dense ? x : y;
         if (s->u.layout.to_dense)
-            return kern_nhwc8_to_nchw_f16(in[0], out, nhwc->dims[0], nhwc->dims[1], nhwc->dims[2],
-                                          nhwc->dims[3], stream);
-        return kern_nchw_f16_to_nhwc8(in[0], out, nhwc->dims[0], nhwc->dims[1], nhwc->dims[2],
-                                      nhwc->dims[3], stream);
+            return kern_nhwc8_to_nchw(in[0], x->dtype, out, y->dtype, nhwc->dims[0],
+                                      nhwc->dims[1], nhwc->dims[2], nhwc->dims[3], stream);
+        return kern_nchw_to_nhwc8(in[0], x->dtype, out, y->dtype, nhwc->dims[0], nhwc->dims[1],
+                                  nhwc->dims[2], nhwc->dims[3], stream);
     }
     case PLAN_STEP_CAST:
         return kern_cast(in[0], tensor_of(p, s->inputs[0])->dtype, out, y->dtype,
                          s->u.cast.count, stream);
     case PLAN_STEP_SOFTMAX:
-        return s->u.softmax.log
-                   ? kern_log_softmax_rows(in[0], out, s->u.softmax.rows, s->u.softmax.length, stream)
-                   : kern_softmax_rows(in[0], out, s->u.softmax.rows, s->u.softmax.length, stream);
+        return s->u.softmax.log ? kern_log_softmax_rows_dtype(in[0], out, s->u.softmax.rows,
+                                                              s->u.softmax.length, y->dtype, stream)
+                                : kern_softmax_rows_dtype(in[0], out, s->u.softmax.rows,
+                                                          s->u.softmax.length, y->dtype, stream);
     case PLAN_STEP_LAYERNORM:
-        return kern_layernorm_rows(in[0], in[1], s->u.layernorm.has_bias ? in[2] : NULL, out, NULL,
-                                   NULL, s->u.layernorm.rows, s->u.layernorm.length,
-                                   s->u.layernorm.epsilon, stream);
+        return kern_layernorm_rows_dtype(in[0], in[1], s->u.layernorm.has_bias ? in[2] : NULL, out,
+                                         NULL, NULL, s->u.layernorm.rows, s->u.layernorm.length,
+                                         s->u.layernorm.epsilon, y->dtype, stream);
     case PLAN_STEP_REDUCE: {
         unsigned mask = 0;
         for (int i = 0; i < s->u.reduce.view.rank; i++)
             if (s->u.reduce.reduce_dim[i]) mask |= 1u << i;
-        return kern_reduce(in[0], out, s->u.reduce.view.rank, s->u.reduce.view.dims, mask,
-                           s->u.reduce.mean ? KERN_REDUCE_MEAN : KERN_REDUCE_SUM, stream);
+        return kern_reduce_dtype(in[0], out, s->u.reduce.view.rank, s->u.reduce.view.dims, mask,
+                                 s->u.reduce.mean ? KERN_REDUCE_MEAN : KERN_REDUCE_SUM, y->dtype,
+                                 stream);
     }
     case PLAN_STEP_RESIZE: {
         static const kern_resize_coord coords[] = {
@@ -435,6 +521,7 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
             KERN_RESIZE_CEIL, KERN_RESIZE_ROUND_LEGACY};
         kern_resize_desc d;
         memset(&d, 0, sizeof d);
+        d.dtype = y->dtype;
         d.n = s->u.resize.n;
         d.c = s->u.resize.c;
         d.in_h = s->u.resize.h;
@@ -482,16 +569,20 @@ static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
     const plan *p = e->plan;
     const plan_step *s = &p->steps[index];
     kern_depthwise_desc d;
-    depthwise_desc_of(&s->u.conv, &d);
+    bool fp32 = step_fp32(p, s);
+    depthwise_desc_of(&s->u.conv, fp32, &d);
     int64_t cp = plan_pad8(s->u.conv.c);
-    size_t wbytes = (size_t)(s->u.conv.r * s->u.conv.s * cp) * 2, bbytes = (size_t)cp * 4;
-    uint16_t *hw = malloc(wbytes);
+    size_t wbytes = (size_t)(s->u.conv.r * s->u.conv.s * cp) * (fp32 ? 4 : 2), bbytes = (size_t)cp * 4;
+    void *hw = malloc(wbytes);
     float *hb = malloc(bbytes);
     tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
-    if (st == TCI_OK) st = kern_depthwise_pack_weights(&d, tensor_of(p, s->inputs[1])->host_data, hw);
+    const float *weights = tensor_of(p, s->inputs[1])->host_data;
+    if (st == TCI_OK)
+        st = fp32 ? kern_depthwise_pack_weights_f32(&d, weights, hw)
+                  : kern_depthwise_pack_weights(&d, weights, hw);
     if (st == TCI_OK) st = kern_depthwise_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
-    if (st == TCI_OK) st = upload(hw, wbytes, &e->step_weights[index]);
-    if (st == TCI_OK) st = upload(hb, bbytes, &e->step_bias[index]);
+    if (st == TCI_OK) st = upload(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = upload(hb, bbytes, &e->impl[index].bias);
     free(hw);
     free(hb);
     return st;
@@ -502,18 +593,32 @@ static tci_status pack_conv(exec_gpu_engine *e, int index) {
     const plan_step *s = &p->steps[index];
     if (s->u.conv.depthwise) return pack_depthwise(e, index);
     kern_conv_desc d;
-    conv_desc_of(&s->u.conv, &d);
+    bool fp32 = step_fp32(p, s);
+    conv_desc_of(&s->u.conv, fp32, &d);
+    /* the packing does not depend on the padding; cuDNN's own refusal of asymmetric pads comes
+     * at plan creation, where the WMMA kernels can still take the layer */
+    d.pads[2] = d.pads[0];
+    d.pads[3] = d.pads[1];
     kern_conv_info info;
     TCI_TRY(kern_conv_shapes(&d, &info));
-    size_t wbytes = info.weight_elements * 2, bbytes = info.bias_elements * 2;
+    size_t elem = fp32 ? 4 : 2;
+    size_t wbytes = info.weight_elements * elem, bbytes = info.bias_elements * elem;
+    size_t kp = (size_t)plan_pad8(s->u.conv.k);
     void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
-    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    float *hf = calloc(kp + 1, sizeof(float));
+    tci_status st = hw && hb && hf ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    const float *bias = tensor_of(p, s->inputs[2])->host_data;
     if (st == TCI_OK) st = kern_conv_pack_weights(&d, tensor_of(p, s->inputs[1])->host_data, hw);
-    if (st == TCI_OK) st = kern_conv_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
-    if (st == TCI_OK) st = upload(hw, wbytes, &e->step_weights[index]);
-    if (st == TCI_OK) st = upload(hb, bbytes, &e->step_bias[index]);
+    if (st == TCI_OK) st = kern_conv_pack_bias(&d, bias, hb);
+    if (st == TCI_OK) st = upload(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = upload(hb, bbytes, &e->impl[index].bias);
+    if (st == TCI_OK && !fp32 && e->kernels != TCI_KERNELS_LIBRARY) {
+        for (int64_t k = 0; k < s->u.conv.k; k++) hf[k] = bias[k];
+        st = upload(hf, kp * sizeof(float), &e->impl[index].bias_f32);
+    }
     free(hw);
     free(hb);
+    free(hf);
     return st;
 }
 
@@ -521,16 +626,18 @@ static tci_status pack_conv_transpose(exec_gpu_engine *e, int index) {
     const plan *p = e->plan;
     const plan_step *s = &p->steps[index];
     kern_convt_desc d;
-    convt_desc_of(&s->u.conv, &d);
+    bool fp32 = step_fp32(p, s);
+    convt_desc_of(&s->u.conv, fp32, &d);
     kern_convt_info info;
     TCI_TRY(kern_convt_shapes(&d, &info));
-    size_t wbytes = info.weight_elements * 2, bbytes = info.bias_elements * 2;
+    size_t elem = fp32 ? 4 : 2;
+    size_t wbytes = info.weight_elements * elem, bbytes = info.bias_elements * elem;
     void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
     tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
     if (st == TCI_OK) st = kern_convt_pack_weights(&d, tensor_of(p, s->inputs[1])->host_data, hw);
     if (st == TCI_OK) st = kern_convt_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
-    if (st == TCI_OK) st = upload(hw, wbytes, &e->step_weights[index]);
-    if (st == TCI_OK) st = upload(hb, bbytes, &e->step_bias[index]);
+    if (st == TCI_OK) st = upload(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = upload(hb, bbytes, &e->impl[index].bias);
     free(hw);
     free(hb);
     return st;
@@ -541,12 +648,214 @@ static tci_status pack_gemm_bias(exec_gpu_engine *e, int index) {
     if (s->inputs[2] < 0) return TCI_OK;
     const plan_tensor *t = tensor_of(e->plan, s->inputs[2]);
     int64_t n = count_of(t);
+    if (step_fp32(e->plan, s)) return upload(t->host_data, (size_t)n * 4, &e->impl[index].bias);
+    if (e->kernels != TCI_KERNELS_LIBRARY)
+        TCI_TRY(upload(t->host_data, (size_t)n * 4, &e->impl[index].bias_f32));
     uint16_t *h = malloc((size_t)(n ? n : 1) * 2);
     if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (int64_t i = 0; i < n; i++) h[i] = op_float_to_half(((const float *)t->host_data)[i]);
-    tci_status st = upload(h, (size_t)n * 2, &e->step_bias[index]);
+    tci_status st = upload(h, (size_t)n * 2, &e->impl[index].bias);
     free(h);
     return st;
+}
+
+/* One candidate of a convolution or GEMM step, launched on a stream (for timing). */
+typedef struct conv_trial {
+    const plan_step *step;
+    const step_impl *impl;
+    int wmma;                  /* config, or -1 for the library plan */
+    cudnnHandle_t cudnn;
+    cublasLtHandle_t lt;
+    const void *x, *z;         /* conv: input and residual; GEMM: A and B */
+    void *y, *workspace;
+} conv_trial;
+
+static tci_status launch_trial(const conv_trial *t, cudaStream_t stream) {
+    if (t->step->kind == PLAN_STEP_GEMM) {
+        const plan_gemm *g = &t->step->u.gemm;
+        if (t->wmma < 0)
+            return kern_gemm_run(t->impl->gemm, t->lt, stream, 0, 0, t->x, t->z, NULL, t->y,
+                                 t->impl->bias, t->workspace, WORKSPACE_LIMIT);
+        kern_wmma_gemm_desc d;
+        wmma_gemm_desc_of(g, &d);
+        return kern_wmma_gemm_run(&d, t->wmma, t->x, t->z, t->impl->bias_f32, NULL, t->y, stream);
+    }
+    const plan_conv *c = &t->step->u.conv;
+    if (t->wmma < 0)
+        return kern_conv_run(t->impl->conv, t->cudnn, stream, (int)c->n, t->x, t->impl->weights,
+                             t->impl->bias, t->z, t->y, t->workspace, WORKSPACE_LIMIT);
+    kern_wmma_conv_desc d;
+    wmma_desc_of(c, &d);
+    return kern_wmma_conv_run(&d, t->wmma, c->n, t->x, t->impl->weights, t->impl->bias_f32, t->z,
+                              t->y, t->workspace, WORKSPACE_LIMIT, stream);
+}
+
+/* Time of one run of a candidate as the engine runs it, inside a CUDA graph: one checked
+ * eager run, then ITERS runs captured in a graph, the best of ROUNDS replays. Timing eager
+ * calls would count host overhead that graph replay hides (cuDNN's is tens of microseconds a
+ * call, more than many batch-1 layers take). */
+static tci_status time_trial(const conv_trial *t, cudaStream_t stream, float *out_ms) {
+    enum { ROUNDS = 3, ITERS = 5 };
+    *out_ms = -1.0f;
+    TCI_TRY(launch_trial(t, stream));
+    KERN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaEvent_t start = NULL, stop = NULL;
+    KERN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    tci_status st = TCI_OK;
+    for (int i = 0; st == TCI_OK && i < ITERS; i++) st = launch_trial(t, stream);
+    cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    if (st == TCI_OK && end != cudaSuccess)
+        st = tci_error(TCI_ERR_CUDA, "capturing a convolution for timing: %s", cudaGetErrorString(end));
+    if (st == TCI_OK && (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess ||
+                         cudaEventCreate(&start) != cudaSuccess ||
+                         cudaEventCreate(&stop) != cudaSuccess))
+        st = tci_error(TCI_ERR_CUDA, "preparing the timing of a convolution failed");
+    for (int r = 0; st == TCI_OK && r <= ROUNDS; r++) { /* round 0 warms the graph up */
+        float ms = 0.0f;
+        if (cudaEventRecord(start, stream) != cudaSuccess ||
+            cudaGraphLaunch(exec, stream) != cudaSuccess ||
+            cudaEventRecord(stop, stream) != cudaSuccess ||
+            cudaEventSynchronize(stop) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
+            st = tci_error(TCI_ERR_CUDA, "timing a convolution failed");
+        ms /= ITERS;
+        if (st == TCI_OK && r > 0 && (*out_ms < 0.0f || ms < *out_ms)) *out_ms = ms;
+    }
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    return st;
+}
+
+/* Chooses how a (non-depthwise) convolution runs: cuDNN's algorithm (its pick among its own)
+ * against every WMMA config that applies, each timed inside a CUDA graph on the same buffers;
+ * the faster wins (TCI_KERNELS_AUTO), or the family the engine was told to use. cuDNN refusing
+ * the layer (asymmetric pads) leaves it to WMMA. */
+static tci_status tune_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cudaStream_t stream,
+                            void *arena, void *workspace) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[i];
+    step_impl *im = &e->impl[i];
+    bool fp32 = step_fp32(p, s);
+    bool try_wmma = !fp32 && e->kernels != TCI_KERNELS_LIBRARY;
+    conv_trial trial = {s, im, -1, cudnn, NULL, device_ptr(e, arena, s->inputs[0]),
+                        s->u.conv.has_residual ? device_ptr(e, arena, s->inputs[3]) : NULL,
+                        device_ptr(e, arena, s->outputs[0]), workspace};
+    tci_status lib = TCI_ERR_UNSUPPORTED;
+    if (e->kernels != TCI_KERNELS_WMMA || !try_wmma) {
+        kern_conv_desc d;
+        conv_desc_of(&s->u.conv, fp32, &d);
+        kern_conv_scratch scratch = {trial.x, im->weights, im->bias, trial.z, trial.y, workspace,
+                                     WORKSPACE_LIMIT};
+        lib = kern_conv_create(cudnn, stream, &d, &scratch, &im->conv);
+        if (lib != TCI_OK && (lib != TCI_ERR_UNSUPPORTED || !try_wmma)) return lib;
+        if (lib == TCI_OK) {
+            kern_conv_info info;
+            kern_conv_get_info(im->conv, &info);
+            im->kernel = info.algorithm;
+            if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
+            /* cuDNN chose its algorithm by eager timing; the contest is held in graphs */
+            if (try_wmma) TCI_TRY(time_trial(&trial, stream, &im->library_ms));
+        }
+    }
+    if (!try_wmma) return lib;
+    kern_wmma_conv_desc wd;
+    wmma_desc_of(&s->u.conv, &wd);
+    int best = -1;
+    float best_ms = 0.0f;
+    for (int cfg = 0; cfg < kern_wmma_conv_config_count(); cfg++) {
+        if (kern_wmma_conv_supports(&wd, cfg) != TCI_OK ||
+            kern_wmma_conv_workspace(&wd, cfg) > WORKSPACE_LIMIT)
+            continue;
+        float ms = -1.0f;
+        trial.wmma = cfg;
+        TCI_TRY(time_trial(&trial, stream, &ms));
+        if (best < 0 || ms < best_ms) {
+            best = cfg;
+            best_ms = ms;
+        }
+    }
+    im->wmma_ms = best < 0 ? -1.0f : best_ms;
+    if (best < 0) {
+        if (lib == TCI_OK) return TCI_OK;
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "neither cuDNN nor a WMMA kernel runs this convolution (%" PRId64
+                         " groups of %" PRId64 " -> %" PRId64 " channels)",
+                         s->u.conv.groups, s->u.conv.c, s->u.conv.k);
+    }
+    if (lib == TCI_OK && e->kernels == TCI_KERNELS_AUTO && im->library_ms <= best_ms) {
+        snprintf(im->text, sizeof im->text, "%s (%.1f us; best WMMA %.1f us)", im->kernel,
+                 1e3 * im->library_ms, 1e3 * best_ms);
+        im->kernel = im->text;
+        return TCI_OK;
+    }
+    im->wmma = best;
+    size_t ws = kern_wmma_conv_workspace(&wd, best);
+    if (ws > e->workspace_bytes) e->workspace_bytes = ws;
+    if (lib == TCI_OK)
+        snprintf(im->text, sizeof im->text, "%s (%.1f us; cuDNN %s %.1f us)",
+                 kern_wmma_conv_config_name(best), 1e3 * best_ms, im->kernel, 1e3 * im->library_ms);
+    else
+        snprintf(im->text, sizeof im->text, "%s (%.1f us; cuDNN refuses the layer)",
+                 kern_wmma_conv_config_name(best), 1e3 * best_ms);
+    im->kernel = im->text;
+    return TCI_OK;
+}
+
+/* A GEMM step: cuBLASLt's plan (its algorithm chosen by its own timing) against every WMMA
+ * config, each timed inside a CUDA graph; the faster wins (TCI_KERNELS_AUTO) or the family the
+ * engine was told to use. */
+static tci_status tune_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cudaStream_t stream,
+                            void *arena, void *workspace) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[i];
+    step_impl *im = &e->impl[i];
+    bool fp32 = step_fp32(p, s);
+    kern_gemm_desc d;
+    gemm_desc_of(&s->u.gemm, fp32, &d);
+    conv_trial trial = {s, im, -1, NULL, lt, device_ptr(e, arena, s->inputs[0]),
+                        device_ptr(e, arena, s->inputs[1]), device_ptr(e, arena, s->outputs[0]),
+                        workspace};
+    kern_gemm_scratch scratch = {trial.x, trial.z, NULL, im->bias, trial.y, workspace,
+                                 WORKSPACE_LIMIT};
+    TCI_TRY(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
+    kern_gemm_info info;
+    kern_gemm_get_info(im->gemm, &info);
+    im->kernel = info.algorithm;
+    if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
+    if (fp32 || e->kernels == TCI_KERNELS_LIBRARY) return TCI_OK;
+    TCI_TRY(time_trial(&trial, stream, &im->library_ms));
+    kern_wmma_gemm_desc wd;
+    wmma_gemm_desc_of(&s->u.gemm, &wd);
+    int best = -1;
+    float best_ms = 0.0f;
+    for (int cfg = 0; cfg < kern_wmma_gemm_config_count(); cfg++) {
+        if (kern_wmma_gemm_supports(&wd, cfg) != TCI_OK) continue;
+        float ms = -1.0f;
+        trial.wmma = cfg;
+        tci_status st = time_trial(&trial, stream, &ms);
+        if (st == TCI_ERR_UNSUPPORTED) continue; /* more shared memory than this GPU grants */
+        TCI_TRY(st);
+        if (best < 0 || ms < best_ms) {
+            best = cfg;
+            best_ms = ms;
+        }
+    }
+    im->wmma_ms = best < 0 ? -1.0f : best_ms;
+    if (best < 0) return TCI_OK;
+    if (e->kernels == TCI_KERNELS_AUTO && im->library_ms <= best_ms) {
+        snprintf(im->text, sizeof im->text, "%s (%.1f us; best WMMA %.1f us)", im->kernel,
+                 1e3 * im->library_ms, 1e3 * best_ms);
+    } else {
+        im->wmma = best;
+        snprintf(im->text, sizeof im->text, "wmma gemm %s (%.1f us; cuBLASLt %.1f us)",
+                 kern_wmma_gemm_config_name(best), 1e3 * best_ms, 1e3 * im->library_ms);
+    }
+    im->kernel = im->text;
+    return TCI_OK;
 }
 
 /* Library plans are chosen by timing them on real buffers: a scratch arena stands in for a
@@ -570,49 +879,24 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
         if (s->kind == PLAN_STEP_CONV && s->u.conv.depthwise) {
-            e->kernel_name[i] = "tcinfer depthwise";
+            e->impl[i].kernel = "tcinfer depthwise";
         } else if (s->kind == PLAN_STEP_CONV) {
-            kern_conv_desc d;
-            conv_desc_of(&s->u.conv, &d);
-            kern_conv_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->step_weights[i],
-                                         e->step_bias[i],
-                                         s->u.conv.has_residual ? device_ptr(e, arena, s->inputs[3]) : NULL,
-                                         device_ptr(e, arena, s->outputs[0]), workspace,
-                                         WORKSPACE_LIMIT};
-            st = kern_conv_create(cudnn, stream, &d, &scratch, &e->conv[i]);
-            if (st == TCI_OK) {
-                kern_conv_info info;
-                kern_conv_get_info(e->conv[i], &info);
-                e->kernel_name[i] = info.algorithm;
-                if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-            }
+            st = tune_conv(e, i, cudnn, stream, arena, workspace);
         } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE) {
             kern_convt_desc d;
-            convt_desc_of(&s->u.conv, &d);
-            kern_convt_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->step_weights[i],
-                                          e->step_bias[i], device_ptr(e, arena, s->outputs[0]),
+            convt_desc_of(&s->u.conv, step_fp32(p, s), &d);
+            kern_convt_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->impl[i].weights,
+                                          e->impl[i].bias, device_ptr(e, arena, s->outputs[0]),
                                           workspace, WORKSPACE_LIMIT};
-            st = kern_convt_create(cudnn, stream, &d, &scratch, &e->convt[i]);
+            st = kern_convt_create(cudnn, stream, &d, &scratch, &e->impl[i].convt);
             if (st == TCI_OK) {
                 kern_convt_info info;
-                kern_convt_get_info(e->convt[i], &info);
-                e->kernel_name[i] = info.algorithm;
+                kern_convt_get_info(e->impl[i].convt, &info);
+                e->impl[i].kernel = info.algorithm;
                 if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
             }
         } else if (s->kind == PLAN_STEP_GEMM) {
-            kern_gemm_desc d;
-            gemm_desc_of(&s->u.gemm, &d);
-            kern_gemm_scratch scratch = {device_ptr(e, arena, s->inputs[0]),
-                                         device_ptr(e, arena, s->inputs[1]), NULL, e->step_bias[i],
-                                         device_ptr(e, arena, s->outputs[0]), workspace,
-                                         WORKSPACE_LIMIT};
-            st = kern_gemm_create(lt, stream, &d, &scratch, &e->gemm[i]);
-            if (st == TCI_OK) {
-                kern_gemm_info info;
-                kern_gemm_get_info(e->gemm[i], &info);
-                e->kernel_name[i] = info.algorithm;
-                if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-            }
+            st = tune_gemm(e, i, lt, stream, arena, workspace);
         }
         if (st != TCI_OK) st = step_error(s, st);
     }
@@ -625,7 +909,8 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
 }
 
 tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
-                                  const plan_options *options, exec_gpu_engine **out_engine) {
+                                  const plan_options *options, tci_kernels kernels,
+                                  exec_gpu_engine **out_engine) {
     *out_engine = NULL;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -637,26 +922,25 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristin
     exec_gpu_engine *e = calloc(1, sizeof *e);
     if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
     e->pristine = pristine;
+    e->kernels = kernels;
     if (options) e->options = *options;
     tci_status st = plan_build(graph, options, &e->plan);
     if (st == TCI_OK) {
         size_t nt = (size_t)e->plan->num_tensors + 1, ns = (size_t)e->plan->num_steps + 1;
         e->constants = calloc(nt, sizeof(void *));
         e->owns_constant = calloc(nt, sizeof(bool));
-        e->step_weights = calloc(ns, sizeof(void *));
-        e->step_bias = calloc(ns, sizeof(void *));
-        e->conv = calloc(ns, sizeof(kern_conv_plan *));
-        e->gemm = calloc(ns, sizeof(kern_gemm_plan *));
-        e->convt = calloc(ns, sizeof(kern_convt_plan *));
-        e->kernel_name = calloc(ns, sizeof(char *));
-        if (!e->constants || !e->owns_constant || !e->step_weights || !e->step_bias || !e->conv ||
-            !e->gemm || !e->convt || !e->kernel_name)
+        e->impl = calloc(ns, sizeof *e->impl);
+        for (size_t i = 0; e->impl && i < ns; i++) {
+            e->impl[i].wmma = -1;
+            e->impl[i].library_ms = e->impl[i].wmma_ms = -1.0f;
+        }
+        if (!e->constants || !e->owns_constant || !e->impl)
             st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
     }
     const plan *p = e->plan;
     /* conv weights/bias are packed per step; every other constant is uploaded as laid out */
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
-        e->kernel_name[i] = plan_step_kernel(&p->steps[i]);
+        e->impl[i].kernel = plan_step_kernel(&p->steps[i]);
         if (p->steps[i].kind == PLAN_STEP_CONV) st = step_error(&p->steps[i], pack_conv(e, i));
         else if (p->steps[i].kind == PLAN_STEP_CONV_TRANSPOSE)
             st = step_error(&p->steps[i], pack_conv_transpose(e, i));
@@ -681,22 +965,19 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
     if (!e) return;
     if (e->plan && !e->parent) {
         for (int i = 0; i < e->plan->num_steps; i++) {
-            if (e->conv) kern_conv_destroy(e->conv[i]);
-            if (e->gemm) kern_gemm_destroy(e->gemm[i]);
-            if (e->convt) kern_convt_destroy(e->convt[i]);
-            if (e->step_weights) cudaFree(e->step_weights[i]);
-            if (e->step_bias) cudaFree(e->step_bias[i]);
+            if (!e->impl) break;
+            kern_conv_destroy(e->impl[i].conv);
+            kern_gemm_destroy(e->impl[i].gemm);
+            kern_convt_destroy(e->impl[i].convt);
+            cudaFree(e->impl[i].weights);
+            cudaFree(e->impl[i].bias);
+            cudaFree(e->impl[i].bias_f32);
         }
     }
     for (int t = 0; e->plan && e->constants && e->owns_constant && t < e->plan->num_tensors; t++)
         if (e->owns_constant[t]) cudaFree(e->constants[t]);
     if (!e->parent) {
-        free(e->step_weights);
-        free(e->step_bias);
-        free(e->conv);
-        free(e->gemm);
-        free(e->convt);
-        free(e->kernel_name);
+        free(e->impl);
     }
     free(e->constants);
     free(e->owns_constant);
@@ -723,8 +1004,8 @@ static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
 
 static bool same_gemm_but_batch(const plan_gemm *a, const plan_gemm *b) {
     kern_gemm_desc x, y; /* memset by gemm_desc_of, so padding compares equal */
-    gemm_desc_of(a, &x);
-    gemm_desc_of(b, &y);
+    gemm_desc_of(a, false, &x);
+    gemm_desc_of(b, false, &y);
     if (y.m > x.m || y.batch_count > x.batch_count) return false;
     y.m = x.m;
     y.batch_count = x.batch_count;
@@ -806,12 +1087,8 @@ static tci_status variant_create(const exec_gpu_engine *base, const int64_t *dim
                            "(--shape)",
                            dim0[0], i, p->steps[i].label, p->steps[i].node->name);
     if (st == TCI_OK) {
-        e->step_weights = base->step_weights;
-        e->step_bias = base->step_bias;
-        e->conv = base->conv;
-        e->gemm = base->gemm;
-        e->convt = base->convt;
-        e->kernel_name = base->kernel_name;
+        e->impl = base->impl;
+        e->kernels = base->kernels;
         e->workspace_bytes = base->workspace_bytes;
         e->options = base->options;
         e->constants = calloc((size_t)p->num_tensors + 1, sizeof(void *));
@@ -838,7 +1115,7 @@ static tci_status variant_create(const exec_gpu_engine *base, const int64_t *dim
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine) { return engine->plan; }
 
 const char *exec_gpu_step_kernel(const exec_gpu_engine *engine, int step) {
-    const char *k = engine->kernel_name[step];
+    const char *k = engine->impl[step].kernel;
     return k ? k : "?";
 }
 
@@ -961,12 +1238,12 @@ static tci_status convert_inputs(exec_gpu_context *c) {
     for (int i = 0; i < p->num_inputs; i++) {
         const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
         void *dst = device_ptr(c->engine, c->arena, p->input_tensors[i]);
-        if (t->dtype != TCI_DTYPE_FLOAT16) {
+        if (t->dtype != TCI_DTYPE_FLOAT16 && t->layout != PLAN_LAYOUT_NHWC8) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(dst, c->input_staging[i], t->bytes,
                                             cudaMemcpyDeviceToDevice, c->stream));
         } else if (t->layout == PLAN_LAYOUT_NHWC8) {
-            TCI_TRY(kern_nchw_f32_to_nhwc8(c->input_staging[i], dst, t->dims[0], t->dims[1],
-                                           t->dims[2], t->dims[3], c->stream));
+            TCI_TRY(kern_nchw_to_nhwc8(c->input_staging[i], TCI_DTYPE_FLOAT, dst, t->dtype,
+                                       t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
         } else {
             TCI_TRY(kern_f32_to_f16(c->input_staging[i], dst, count_of(t), c->stream));
         }
@@ -979,12 +1256,12 @@ static tci_status convert_outputs(exec_gpu_context *c) {
     for (int i = 0; i < p->num_outputs; i++) {
         const plan_tensor *t = tensor_of(p, p->output_tensors[i]);
         const void *src = device_ptr(c->engine, c->arena, p->output_tensors[i]);
-        if (t->dtype != TCI_DTYPE_FLOAT16) {
+        if (t->dtype != TCI_DTYPE_FLOAT16 && t->layout != PLAN_LAYOUT_NHWC8) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(c->output_staging[i], src, t->bytes,
                                             cudaMemcpyDeviceToDevice, c->stream));
         } else if (t->layout == PLAN_LAYOUT_NHWC8) {
-            TCI_TRY(kern_nhwc8_to_nchw_f32(src, c->output_staging[i], t->dims[0], t->dims[1],
-                                           t->dims[2], t->dims[3], c->stream));
+            TCI_TRY(kern_nhwc8_to_nchw(src, t->dtype, c->output_staging[i], TCI_DTYPE_FLOAT,
+                                       t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
         } else {
             TCI_TRY(kern_f16_to_f32(src, c->output_staging[i], count_of(t), c->stream));
         }

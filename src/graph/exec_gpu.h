@@ -16,9 +16,11 @@ typedef struct exec_gpu_context exec_gpu_context;
  * the passes, with the built input shapes: with it, a context also runs inputs whose leading
  * dim is smaller than built (another batch size), re-planning a copy of it for that batch on
  * first use while keeping the built engine's weights and library plans. It must outlive the
- * engine, and so must options->fp32_layers. */
+ * engine, and so must options->fp32_layers. kernels: the families convolutions may run on (own
+ * WMMA kernels against cuDNN, timed per layer, by default). */
 tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
-                                  const plan_options *options, exec_gpu_engine **out_engine);
+                                  const plan_options *options, tci_kernels kernels,
+                                  exec_gpu_engine **out_engine);
 void exec_gpu_engine_destroy(exec_gpu_engine *engine);
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);
 /* What ran a plan step: the library algorithm or our kernel's name. */
