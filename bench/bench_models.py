@@ -22,6 +22,7 @@ MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "vgg16")
 IMAGE = (3, 224, 224)
 ACCURACY_BATCH = 64
 OPSET = 17
+CALIBRATION_BATCHES = 4  # of 32 random images, for the BatchNorm statistics (build_model)
 
 # Project targets (see the brief / DESIGN.md)
 TARGET_B256_SPEEDUP = 1.2  # resnet50, batch 256: PyTorch ms / tcinfer ms
@@ -95,6 +96,9 @@ def parse_args(argv=None):
     p.add_argument("--tcinfer", default="build/tcinfer", help="tcinfer binary (default %(default)s)")
     p.add_argument("--timeout", type=float, default=180.0,
                    help="seconds one tcinfer call may take (default %(default)s)")
+    p.add_argument("--kernels", default="auto,cudnn",
+                   help="tcinfer --kernels families to time, comma-separated; the first is the "
+                        "one compared with PyTorch (default %(default)s)")
     p.add_argument("--report", metavar="FILE", help="also write the report (markdown) to FILE")
     p.add_argument("--accuracy", action="store_true",
                    help="also run tcinfer --compare (fp16 GPU vs fp32 CPU) at batch %d" % ACCURACY_BATCH)
@@ -166,10 +170,11 @@ def run_tcinfer(binary, args, timeout):
     return p.stdout, None
 
 
-def tcinfer_bench(binary, model_path, batch, iters, warmup, timeout):
+def tcinfer_bench(binary, model_path, batch, iters, warmup, timeout, kernels="auto"):
     """{'median_ms',...} or {'error': line}."""
     args = [model_path, "--backend", "gpu", "--shape", "input:%dx%dx%dx%d" % ((batch,) + IMAGE),
-            "--random", "0", "--quiet", "--bench", str(iters), "--warmup", str(warmup)]
+            "--kernels", kernels, "--random", "0", "--quiet", "--bench", str(iters), "--warmup",
+            str(warmup)]
     out, err = run_tcinfer(binary, args, timeout)
     r = parse_bench(out)
     if err is not None:
@@ -181,9 +186,36 @@ def tcinfer_bench(binary, model_path, batch, iters, warmup, timeout):
     return r
 
 
-def tcinfer_accuracy(binary, model_path, timeout):
+def accuracy_input(path):
+    """The accuracy batch (uniform [-1, 1), seed 0) as a .npy file both engines read."""
+    import numpy as np
+    x = np.random.default_rng(0).uniform(-1.0, 1.0, (ACCURACY_BATCH,) + IMAGE).astype(np.float32)
+    np.save(path, x)
+    return x
+
+
+def pytorch_fp16_error(torch, torchvision, name, x):
+    """PyTorch fp16 (channels_last) against PyTorch fp64 on the same batch: what an fp16 engine
+    built on cuDNN gets on this model, for reading tcinfer's error."""
+    import numpy as np
+    model = build_model(torch, torchvision, name).cuda()
+    try:
+        with torch.no_grad():
+            xs = torch.from_numpy(x).cuda()
+            ref = model.double()(xs.double()).cpu().numpy()
+            half = model.half().to(memory_format=torch.channels_last)
+            got = half(xs.half().contiguous(memory_format=torch.channels_last)).double().cpu().numpy()
+    finally:
+        del model
+        torch.cuda.empty_cache()
+    rel = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+    return {"rel_l2": rel, "top1": int((got.argmax(1) == ref.argmax(1)).sum())}
+
+
+def tcinfer_accuracy(binary, model_path, timeout, input_path):
     args = [model_path, "--backend", "gpu", "--shape",
-            "input:%dx%dx%dx%d" % ((ACCURACY_BATCH,) + IMAGE), "--random", "0", "--compare", "--quiet"]
+            "input:%dx%dx%dx%d" % ((ACCURACY_BATCH,) + IMAGE), "input=" + input_path, "--compare",
+            "--quiet"]
     out, err = run_tcinfer(binary, args, timeout)
     r = parse_compare(out)
     if err is not None:
@@ -253,14 +285,33 @@ def markdown_table(header, rows):
     return "\n".join(lines)
 
 
-def timing_table(results):
-    """results: list of dicts model, batch, pytorch, tcinfer (each a result dict or None)."""
+def timing_table(results, families):
+    """results: list of dicts model, batch, pytorch, tcinfer (each a result dict or None) and
+    by_family (tcinfer results of the other --kernels families)."""
     rows = []
     for r in results:
         s = speedup(r["pytorch"], r["tcinfer"])
         rows.append([r["model"], r["batch"], fmt_time_cell(r["pytorch"], r["batch"]),
-                     fmt_time_cell(r["tcinfer"], r["batch"]), "%.2fx" % s if s is not None else "-"])
-    return markdown_table(["model", "batch", "PyTorch ms (img/s)", "tcinfer ms (img/s)", "speed-up"], rows)
+                     fmt_time_cell(r["tcinfer"], r["batch"]), "%.2fx" % s if s is not None else "-"]
+                    + [fmt_time_cell(r["by_family"].get(f), r["batch"]) for f in families[1:]])
+    return markdown_table(["model", "batch", "PyTorch ms (img/s)",
+                           "tcinfer %s ms (img/s)" % families[0], "speed-up"]
+                          + ["tcinfer %s ms (img/s)" % f for f in families[1:]], rows)
+
+
+def family_checks(results, families):
+    """The first family (auto) must be at least as fast as each other one, within 3% of noise."""
+    lines = []
+    for r in results:
+        for f in families[1:]:
+            a, b = r["tcinfer"], r["by_family"].get(f)
+            if not a or not b or "error" in a or "error" in b:
+                continue
+            ok = a["median_ms"] <= b["median_ms"] * 1.03
+            lines.append("%s: %s batch %d: %s %s ms <= %s %s ms (+3%% noise)"
+                         % ("PASS" if ok else "FAIL", r["model"], r["batch"], families[0],
+                            fmt_ms(a["median_ms"]), f, fmt_ms(b["median_ms"])))
+    return lines
 
 
 def headline_checks(results, models):
@@ -297,19 +348,23 @@ def accuracy_ok(a):
 
 
 def accuracy_table(acc):
-    """acc: list of (model, result dict)."""
+    """acc: list of (model, result dict); a result may carry "pytorch" (pytorch_fp16_error)."""
     rows = []
     for model, a in acc:
         if "error" in a:
-            rows.append([model, _cell_text("error: " + a["error"]), "", "", "", "", "", "FAIL"])
+            rows.append([model, _cell_text("error: " + a["error"]), "", "", "", "", "", "FAIL", "-"])
             continue
+        pt = a.get("pytorch")
+        pt_cell = ("%.3g, top-1 %d/%d" % (pt["rel_l2"], pt["top1"], ACCURACY_BATCH)
+                   if pt and "error" not in pt else _cell_text((pt or {}).get("error", "-")))
         t1 = "%d/%d" % (a["top1"], a["rows"]) if a["top1"] is not None else "-"
         t5 = "%d/%d" % (a["top5"], a["rows"]) if a["top5"] is not None else "-"
         nf = (" (%d non-finite)" % a["non_finite"]) if a["non_finite"] else ""
         rows.append([model, "%.3g" % a["max_abs"], "%.3g" % a["mean_abs"], "%.3g%s" % (a["rel_l2"], nf),
-                     "%.6f" % a["cosine"], t1, t5, "PASS" if accuracy_ok(a) else "FAIL"])
+                     "%.6f" % a["cosine"], t1, t5, "PASS" if accuracy_ok(a) else "FAIL", pt_cell])
     return markdown_table(["model", "max abs", "mean abs", "rel L2", "cosine", "top-1", "top-5",
-                           "top-1 %d/%d, rel L2 <= %g" % (TARGET_TOP1, ACCURACY_BATCH, TARGET_REL_L2)],
+                           "top-1 %d/%d, rel L2 <= %g" % (TARGET_TOP1, ACCURACY_BATCH, TARGET_REL_L2),
+                           "PyTorch fp16 vs fp64: rel L2, top-1"],
                           rows)
 
 
@@ -321,8 +376,29 @@ def error_text(exc):
 # ---------------------------------------------------------------- torch parts
 
 def build_model(torch, torchvision, name):
+    """Random weights (seed 0) with BatchNorm statistics measured on random images.
+
+    torchvision's initialisation in eval mode leaves BatchNorm as the identity, and in
+    MobileNetV2 / EfficientNet-B0 activations then shrink by ~50x per block: logits of 1e-9 and
+    1e-14, below fp16's range, which no fp16 engine can represent. Recalibrating the running
+    statistics (as after training) keeps every layer near unit scale, like a trained network,
+    while the weights stay random."""
     torch.manual_seed(0)
-    return getattr(torchvision.models, name)(weights=None).eval()
+    model = getattr(torchvision.models, name)(weights=None)
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if norms:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model.to(device).eval()  # dropout and stochastic depth off; only BatchNorm measures
+        for m in norms:
+            m.train()
+            m.reset_running_stats()
+            m.momentum = None  # cumulative average over the calibration batches
+        g = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for _ in range(CALIBRATION_BATCHES):
+                model(torch.randn((32,) + IMAGE, generator=g).to(device))
+        model.cpu()
+    return model.eval()
 
 
 def export_onnx(torch, torchvision, name, path, force):
@@ -480,6 +556,7 @@ def main(argv=None):
 
     # 2. timings
     results = []
+    families = [f for f in args.kernels.split(",") if f]
     if torch is not None and not args.no_pytorch:
         torch.backends.cudnn.benchmark = True
     for m in args.models:
@@ -491,7 +568,7 @@ def main(argv=None):
             except Exception as e:
                 model_error = error_text(e)
         for b in args.batches:
-            row = {"model": m, "batch": b, "pytorch": None, "tcinfer": None}
+            row = {"model": m, "batch": b, "pytorch": None, "tcinfer": None, "by_family": {}}
             iters = args.iters
             if model_error is not None:
                 row["pytorch"] = {"error": model_error}
@@ -510,8 +587,12 @@ def main(argv=None):
             if m in export_error:
                 row["tcinfer"] = {"error": "export failed: " + export_error[m]}
             else:
-                row["tcinfer"] = tcinfer_bench(binary, paths[m], b, iters, args.warmup, args.timeout)
-            failures += sum(1 for k in ("pytorch", "tcinfer") if row[k] and "error" in row[k])
+                for f in families:
+                    row["by_family"][f] = tcinfer_bench(binary, paths[m], b, iters, args.warmup,
+                                                        args.timeout, f)
+                row["tcinfer"] = row["by_family"][families[0]]
+            failures += sum(1 for k in ("pytorch",) if row[k] and "error" in row[k])
+            failures += sum(1 for v in row["by_family"].values() if "error" in v)
             s = speedup(row["pytorch"], row["tcinfer"])
             log(("%-16s b%-4d PyTorch %-24s tcinfer %-24s %s" % (
                 m, b, fmt_time_cell(row["pytorch"], b), fmt_time_cell(row["tcinfer"], b),
@@ -524,19 +605,26 @@ def main(argv=None):
     # 3. accuracy
     acc = []
     if args.accuracy:
+        input_path = os.path.join(out_dir, "accuracy_input.npy")
+        x = accuracy_input(input_path)
         for m in args.models:
             if m in export_error:
                 a = {"error": "export failed: " + export_error[m]}
             else:
-                a = tcinfer_accuracy(binary, paths[m], args.timeout)
+                a = tcinfer_accuracy(binary, paths[m], args.timeout, input_path)
+                if torch is not None and not args.no_pytorch and "error" not in a:
+                    try:
+                        a["pytorch"] = pytorch_fp16_error(torch, torchvision, m, x)
+                    except Exception as e:
+                        a["pytorch"] = {"error": error_text(e)}
             if "error" in a:
                 failures += 1
             acc.append((m, a))
             log("accuracy %-16s %s" % (m, ("error: " + a["error"]) if "error" in a else
                                           "rel L2 %.3g, top-1 %s/%s" % (a["rel_l2"], a["top1"], a["rows"])))
 
-    table = timing_table(results)
-    checks = headline_checks(results, args.models)
+    table = timing_table(results, families)
+    checks = headline_checks(results, args.models) + family_checks(results, families)
     report = ["# tcinfer vs PyTorch on %s" % env["gpu"], "",
               "%s; torch %s, cuDNN %s; %s." % (env["date"], env["torch"], env["cudnn"], env["tcinfer"]),
               "PyTorch: fp16, channels_last, cuDNN benchmark mode, CUDA graph replay. tcinfer: "
@@ -545,7 +633,9 @@ def main(argv=None):
               "", table, "", "Targets:", ""] + ["- " + c for c in checks]
     if acc:
         report += ["", "Accuracy, tcinfer fp16 GPU vs its fp32 CPU reference, batch %d of seeded "
-                       "random inputs:" % ACCURACY_BATCH, "", accuracy_table(acc)]
+                       "uniform [-1, 1) inputs; the last column is PyTorch fp16 against PyTorch "
+                       "fp64 on the same inputs and weights:" % ACCURACY_BATCH, "",
+                   accuracy_table(acc)]
     report += ["", "Run time %.0f s." % (time.time() - started)]
     text = "\n".join(report) + "\n"
     log("")

@@ -24,8 +24,11 @@ for t in "$build"/tests/gpu/gpu_test_*; do
 done
 run models python3 tests/models/run_models.py --backend gpu --tolerance 5e-3 \
     --tcinfer "$build/tcinfer" --models-dir "$work/models"
+# softmax over inputs near 10^4 cannot be held in fp16: known failures of the fp16 engine, which
+# pass below with the softmax layers in fp32
 run conformance python3 tests/conformance/run_conformance.py --backend gpu \
-    --tcinfer "$build/tcinfer" --jobs 8
+    --tcinfer "$build/tcinfer" --jobs 8 --known-failure test_softmax_large_number \
+    --known-failure test_logsoftmax_large_number
 # the GPU fp32 baseline (tensor-op math off) is held to fp32 bounds: 1e-4 relative L2 on the
 # models (cuDNN's fp32 algorithms sum in other orders than the CPU, FFT/Winograd ones included)
 # and each conformance case's own rtol/atol
