@@ -660,7 +660,7 @@ static tci_status pack_gemm_bias(exec_gpu_engine *e, int index) {
 }
 
 /* One candidate of a convolution or GEMM step, launched on a stream (for timing). */
-typedef struct conv_trial {
+typedef struct kernel_trial {
     const plan_step *step;
     const step_impl *impl;
     int wmma;                  /* config, or -1 for the library plan */
@@ -668,9 +668,9 @@ typedef struct conv_trial {
     cublasLtHandle_t lt;
     const void *x, *z;         /* conv: input and residual; GEMM: A and B */
     void *y, *workspace;
-} conv_trial;
+} kernel_trial;
 
-static tci_status launch_trial(const conv_trial *t, cudaStream_t stream) {
+static tci_status launch_trial(const kernel_trial *t, cudaStream_t stream) {
     if (t->step->kind == PLAN_STEP_GEMM) {
         const plan_gemm *g = &t->step->u.gemm;
         if (t->wmma < 0)
@@ -694,7 +694,7 @@ static tci_status launch_trial(const conv_trial *t, cudaStream_t stream) {
  * eager run, then ITERS runs captured in a graph, the best of ROUNDS replays. Timing eager
  * calls would count host overhead that graph replay hides (cuDNN's is tens of microseconds a
  * call, more than many batch-1 layers take). */
-static tci_status time_trial(const conv_trial *t, cudaStream_t stream, float *out_ms) {
+static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *out_ms) {
     enum { ROUNDS = 3, ITERS = 5 };
     *out_ms = -1.0f;
     TCI_TRY(launch_trial(t, stream));
@@ -730,6 +730,63 @@ static tci_status time_trial(const conv_trial *t, cudaStream_t stream, float *ou
     return st;
 }
 
+/* Whether WMMA config cfg runs the trial's step (conv: within the workspace limit too). */
+static bool wmma_applies(const kernel_trial *t, int cfg) {
+    if (t->step->kind == PLAN_STEP_GEMM) {
+        kern_wmma_gemm_desc d;
+        wmma_gemm_desc_of(&t->step->u.gemm, &d);
+        return kern_wmma_gemm_supports(&d, cfg) == TCI_OK;
+    }
+    kern_wmma_conv_desc d;
+    wmma_desc_of(&t->step->u.conv, &d);
+    return kern_wmma_conv_supports(&d, cfg) == TCI_OK &&
+           kern_wmma_conv_workspace(&d, cfg) <= WORKSPACE_LIMIT;
+}
+
+/* Times every WMMA config that applies to the trial's step; *best is -1 when none does. A
+ * config the device cannot run (more shared memory than it grants) is passed over. */
+static tci_status fastest_wmma(kernel_trial *t, cudaStream_t stream, int *best, float *best_ms) {
+    bool gemm = t->step->kind == PLAN_STEP_GEMM;
+    int count = gemm ? kern_wmma_gemm_config_count() : kern_wmma_conv_config_count();
+    *best = -1;
+    *best_ms = 0.0f;
+    for (int cfg = 0; cfg < count; cfg++) {
+        if (!wmma_applies(t, cfg)) continue;
+        float ms = -1.0f;
+        t->wmma = cfg;
+        tci_status st = time_trial(t, stream, &ms);
+        if (st == TCI_ERR_UNSUPPORTED) continue;
+        TCI_TRY(st);
+        if (*best < 0 || ms < *best_ms) {
+            *best = cfg;
+            *best_ms = ms;
+        }
+    }
+    t->wmma = -1;
+    return TCI_OK;
+}
+
+/* Records the contest's outcome in the step: WMMA config `best` (or the library plan, when it
+ * is at least as fast under TCI_KERNELS_AUTO) and both times for --info / --profile. */
+static void keep_fastest(step_impl *im, tci_kernels kernels, bool library_ok, int best,
+                         float best_ms, const char *wmma_name, const char *library) {
+    im->wmma_ms = best < 0 ? -1.0f : best_ms;
+    if (best < 0) return;
+    if (library_ok && kernels == TCI_KERNELS_AUTO && im->library_ms <= best_ms) {
+        snprintf(im->text, sizeof im->text, "%s (%.1f us; best WMMA %.1f us)", im->kernel,
+                 1e3 * im->library_ms, 1e3 * best_ms);
+    } else {
+        im->wmma = best;
+        if (library_ok)
+            snprintf(im->text, sizeof im->text, "%s (%.1f us; %s %s %.1f us)", wmma_name,
+                     1e3 * best_ms, library, im->kernel, 1e3 * im->library_ms);
+        else
+            snprintf(im->text, sizeof im->text, "%s (%.1f us; %s refuses the layer)", wmma_name,
+                     1e3 * best_ms, library);
+    }
+    im->kernel = im->text;
+}
+
 /* Chooses how a (non-depthwise) convolution runs: cuDNN's algorithm (its pick among its own)
  * against every WMMA config that applies, each timed inside a CUDA graph on the same buffers;
  * the faster wins (TCI_KERNELS_AUTO), or the family the engine was told to use. cuDNN refusing
@@ -741,7 +798,7 @@ static tci_status tune_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
     step_impl *im = &e->impl[i];
     bool fp32 = step_fp32(p, s);
     bool try_wmma = !fp32 && e->kernels != TCI_KERNELS_LIBRARY;
-    conv_trial trial = {s, im, -1, cudnn, NULL, device_ptr(e, arena, s->inputs[0]),
+    kernel_trial trial = {s, im, -1, cudnn, NULL, device_ptr(e, arena, s->inputs[0]),
                         s->u.conv.has_residual ? device_ptr(e, arena, s->inputs[3]) : NULL,
                         device_ptr(e, arena, s->outputs[0]), workspace};
     tci_status lib = TCI_ERR_UNSUPPORTED;
@@ -762,46 +819,22 @@ static tci_status tune_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
         }
     }
     if (!try_wmma) return lib;
-    kern_wmma_conv_desc wd;
-    wmma_desc_of(&s->u.conv, &wd);
-    int best = -1;
-    float best_ms = 0.0f;
-    for (int cfg = 0; cfg < kern_wmma_conv_config_count(); cfg++) {
-        if (kern_wmma_conv_supports(&wd, cfg) != TCI_OK ||
-            kern_wmma_conv_workspace(&wd, cfg) > WORKSPACE_LIMIT)
-            continue;
-        float ms = -1.0f;
-        trial.wmma = cfg;
-        TCI_TRY(time_trial(&trial, stream, &ms));
-        if (best < 0 || ms < best_ms) {
-            best = cfg;
-            best_ms = ms;
-        }
-    }
-    im->wmma_ms = best < 0 ? -1.0f : best_ms;
-    if (best < 0) {
-        if (lib == TCI_OK) return TCI_OK;
+    int best;
+    float best_ms;
+    TCI_TRY(fastest_wmma(&trial, stream, &best, &best_ms));
+    if (best < 0 && lib != TCI_OK)
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "neither cuDNN nor a WMMA kernel runs this convolution (%" PRId64
                          " groups of %" PRId64 " -> %" PRId64 " channels)",
                          s->u.conv.groups, s->u.conv.c, s->u.conv.k);
+    keep_fastest(im, e->kernels, lib == TCI_OK, best, best_ms,
+                 best < 0 ? NULL : kern_wmma_conv_config_name(best), "cuDNN");
+    if (im->wmma >= 0) {
+        kern_wmma_conv_desc wd;
+        wmma_desc_of(&s->u.conv, &wd);
+        size_t ws = kern_wmma_conv_workspace(&wd, im->wmma);
+        if (ws > e->workspace_bytes) e->workspace_bytes = ws;
     }
-    if (lib == TCI_OK && e->kernels == TCI_KERNELS_AUTO && im->library_ms <= best_ms) {
-        snprintf(im->text, sizeof im->text, "%s (%.1f us; best WMMA %.1f us)", im->kernel,
-                 1e3 * im->library_ms, 1e3 * best_ms);
-        im->kernel = im->text;
-        return TCI_OK;
-    }
-    im->wmma = best;
-    size_t ws = kern_wmma_conv_workspace(&wd, best);
-    if (ws > e->workspace_bytes) e->workspace_bytes = ws;
-    if (lib == TCI_OK)
-        snprintf(im->text, sizeof im->text, "%s (%.1f us; cuDNN %s %.1f us)",
-                 kern_wmma_conv_config_name(best), 1e3 * best_ms, im->kernel, 1e3 * im->library_ms);
-    else
-        snprintf(im->text, sizeof im->text, "%s (%.1f us; cuDNN refuses the layer)",
-                 kern_wmma_conv_config_name(best), 1e3 * best_ms);
-    im->kernel = im->text;
     return TCI_OK;
 }
 
@@ -816,7 +849,7 @@ static tci_status tune_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     bool fp32 = step_fp32(p, s);
     kern_gemm_desc d;
     gemm_desc_of(&s->u.gemm, fp32, &d);
-    conv_trial trial = {s, im, -1, NULL, lt, device_ptr(e, arena, s->inputs[0]),
+    kernel_trial trial = {s, im, -1, NULL, lt, device_ptr(e, arena, s->inputs[0]),
                         device_ptr(e, arena, s->inputs[1]), device_ptr(e, arena, s->outputs[0]),
                         workspace};
     kern_gemm_scratch scratch = {trial.x, trial.z, NULL, im->bias, trial.y, workspace,
@@ -828,33 +861,12 @@ static tci_status tune_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
     if (fp32 || e->kernels == TCI_KERNELS_LIBRARY) return TCI_OK;
     TCI_TRY(time_trial(&trial, stream, &im->library_ms));
-    kern_wmma_gemm_desc wd;
-    wmma_gemm_desc_of(&s->u.gemm, &wd);
-    int best = -1;
-    float best_ms = 0.0f;
-    for (int cfg = 0; cfg < kern_wmma_gemm_config_count(); cfg++) {
-        if (kern_wmma_gemm_supports(&wd, cfg) != TCI_OK) continue;
-        float ms = -1.0f;
-        trial.wmma = cfg;
-        tci_status st = time_trial(&trial, stream, &ms);
-        if (st == TCI_ERR_UNSUPPORTED) continue; /* more shared memory than this GPU grants */
-        TCI_TRY(st);
-        if (best < 0 || ms < best_ms) {
-            best = cfg;
-            best_ms = ms;
-        }
-    }
-    im->wmma_ms = best < 0 ? -1.0f : best_ms;
-    if (best < 0) return TCI_OK;
-    if (e->kernels == TCI_KERNELS_AUTO && im->library_ms <= best_ms) {
-        snprintf(im->text, sizeof im->text, "%s (%.1f us; best WMMA %.1f us)", im->kernel,
-                 1e3 * im->library_ms, 1e3 * best_ms);
-    } else {
-        im->wmma = best;
-        snprintf(im->text, sizeof im->text, "wmma gemm %s (%.1f us; cuBLASLt %.1f us)",
-                 kern_wmma_gemm_config_name(best), 1e3 * best_ms, 1e3 * im->library_ms);
-    }
-    im->kernel = im->text;
+    int best;
+    float best_ms;
+    TCI_TRY(fastest_wmma(&trial, stream, &best, &best_ms));
+    char name[64] = "";
+    if (best >= 0) snprintf(name, sizeof name, "wmma gemm %s", kern_wmma_gemm_config_name(best));
+    keep_fastest(im, e->kernels, true, best, best_ms, name, "cuBLASLt");
     return TCI_OK;
 }
 

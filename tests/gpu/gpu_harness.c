@@ -2,6 +2,7 @@
 #include "gpu_harness.h"
 
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -52,4 +53,20 @@ void gpu_fill_random(float *dst, size_t n, uint64_t seed, float lo, float hi) {
         s ^= s << 17;
         dst[i] = lo + (hi - lo) * (float)((s >> 11) * (1.0 / 9007199254740992.0));
     }
+}
+
+void gpu_softmax_reference(const float *x, double *y, int64_t outer, int64_t len,
+                           int64_t inner, int log_) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < inner; k++) {
+            const float *xc = x + o * len * inner + k;
+            double m = -INFINITY, s = 0.0;
+            for (int64_t i = 0; i < len; i++)
+                if (xc[i * inner] > m) m = xc[i * inner];
+            for (int64_t i = 0; i < len; i++) s += exp((double)xc[i * inner] - m);
+            for (int64_t i = 0; i < len; i++) {
+                double v = (double)xc[i * inner] - m;
+                y[o * len * inner + k + i * inner] = log_ ? v - log(s) : exp(v) / s;
+            }
+        }
 }

@@ -24,6 +24,11 @@ void gpu_sync(void);
 void gpu_to_half(const float *src, uint16_t *dst, size_t n);
 void gpu_from_half(const uint16_t *src, float *dst, size_t n);
 
+/* (log-)softmax over the middle axis of x viewed as (outer, len, inner), in double: the
+ * reference of the softmax kernels' tests. */
+void gpu_softmax_reference(const float *x, double *y, int64_t outer, int64_t len, int64_t inner,
+                           int log_);
+
 /* Deterministic uniform [lo, hi) floats. */
 void gpu_fill_random(float *dst, size_t n, uint64_t seed, float lo, float hi);
 

@@ -805,22 +805,6 @@ END_TEST
 
 /* ================================================================ softmax */
 
-static void softmax_reference(const float *x, double *y, int64_t outer, int64_t len,
-                              int64_t inner, int log_) {
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t k = 0; k < inner; k++) {
-            const float *xc = x + o * len * inner + k;
-            double m = -INFINITY, s = 0.0;
-            for (int64_t i = 0; i < len; i++)
-                if (xc[i * inner] > m) m = xc[i * inner];
-            for (int64_t i = 0; i < len; i++) s += exp((double)xc[i * inner] - m);
-            for (int64_t i = 0; i < len; i++) {
-                double v = (double)xc[i * inner] - m;
-                y[o * len * inner + k + i * inner] = log_ ? v - log(s) : exp(v) / s;
-            }
-        }
-}
-
 /* inner == 1: the rows launchers (both spellings), else the strided one; mask puts -inf in. */
 static void check_softmax_fp32(int64_t outer, int64_t len, int64_t inner, int log_, int mask,
                                uint64_t seed) {
@@ -829,7 +813,7 @@ static void check_softmax_fp32(int64_t outer, int64_t len, int64_t inner, int lo
     if (mask)
         for (size_t i = 3; i < n; i += 7) x[i] = -INFINITY;
     double *want = malloc(n * sizeof *want);
-    softmax_reference(x, want, outer, len, inner, log_);
+    gpu_softmax_reference(x, want, outer, len, inner, log_);
     void *dx = gpu_upload(x, n * 4), *dy = gpu_upload(NULL, n * 4);
     const tci_dtype f = TCI_DTYPE_FLOAT;
     if (inner == 1 && log_) ck_assert_tci_ok(kern_log_softmax_rows_dtype(dx, dy, outer, len, f, 0));

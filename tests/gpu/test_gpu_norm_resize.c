@@ -49,22 +49,6 @@ static void assert_close(const float *got, const double *want, size_t n, double 
 
 /* ---- softmax ---- */
 
-static void softmax_reference(const float *x, double *y, int64_t outer, int64_t len,
-                              int64_t inner, int log_) {
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t k = 0; k < inner; k++) {
-            const float *xc = x + o * len * inner + k;
-            double m = -INFINITY, s = 0.0;
-            for (int64_t i = 0; i < len; i++)
-                if (xc[i * inner] > m) m = xc[i * inner];
-            for (int64_t i = 0; i < len; i++) s += exp((double)xc[i * inner] - m);
-            for (int64_t i = 0; i < len; i++) {
-                double v = (double)xc[i * inner] - m;
-                y[o * len * inner + k + i * inner] = log_ ? v - log(s) : exp(v) / s;
-            }
-        }
-}
-
 /* Rows (inner == 1 through kern_*softmax_rows, else kern_softmax_strided); a few -inf inputs
  * (masked positions) when mask is set. */
 static void check_softmax(int64_t outer, int64_t len, int64_t inner, int log_, int mask,
@@ -76,7 +60,7 @@ static void check_softmax(int64_t outer, int64_t len, int64_t inner, int log_, i
     if (mask)
         for (size_t i = 3; i < n; i += 7) xh[i] = 0xfc00, x[i] = -INFINITY;
     double *want = malloc(sizeof(double) * n);
-    softmax_reference(x, want, outer, len, inner, log_);
+    gpu_softmax_reference(x, want, outer, len, inner, log_);
     void *dx = gpu_upload(xh, 2 * n), *dy = gpu_upload(NULL, 2 * n);
     if (inner == 1 && log_) ck_assert_tci_ok(kern_log_softmax_rows(dx, dy, outer, len, 0));
     else if (inner == 1) ck_assert_tci_ok(kern_softmax_rows(dx, dy, outer, len, 0));
