@@ -147,8 +147,13 @@ typedef struct tci_engine_options {
      * NULL-terminated, copied at creation. Against fp16 overflow: casts are inserted at the
      * boundaries. An entry that is neither a node name nor an op type is an error. */
     const char *const *fp32_layers;
-    /* GPU: kernel families for convolutions (TCI_KERNELS_AUTO by default). */
+    /* GPU: kernel families for convolutions and GEMMs (TCI_KERNELS_AUTO by default). */
     tci_kernels kernels;
+    /* GPU: a timing-cache file (NULL: none). Layers whose problem it holds for this GPU model
+     * and these CUDA / cuDNN / cuBLASLt versions take the recorded kernel without timing; the
+     * others are timed and the file is rewritten with them. A file from another GPU or other
+     * versions is not used, and is replaced. */
+    const char *timing_cache;
 } tci_engine_options;
 
 /* Sets the defaults: CPU backend, no shape overrides, CUDA graphs on. */
@@ -256,6 +261,8 @@ typedef struct tci_gpu_report {
     size_t arena_bytes;            /* planned activation arena */
     size_t naive_activation_bytes; /* one buffer per activation: what the plan saves against */
     size_t layout_conversions;     /* NHWC8 <-> dense conversions the plan had to insert */
+    size_t layers_timed;           /* conv / GEMM layers whose kernel was chosen by timing */
+    size_t layers_cached;          /* ... and taken from the timing cache */
 } tci_gpu_report;
 /* TCI_ERR_INVALID_ARGUMENT for a CPU engine. */
 tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_report);

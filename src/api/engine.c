@@ -170,7 +170,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
             st = exec_gpu_engine_create(g, e->pristine, &e->plan_options, options->kernels,
-                                        &e->gpu);
+                                        options->timing_cache, &e->gpu);
 #endif
     }
     if (st != TCI_OK) {
@@ -466,6 +466,14 @@ tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_r
     out_report->arena_bytes = p->arena_bytes;
     out_report->naive_activation_bytes = p->naive_bytes;
     out_report->layout_conversions = (size_t)p->num_layout_conversions;
+#if TCI_HAVE_CUDA
+    if (engine->gpu) {
+        int timed = 0, cached = 0;
+        exec_gpu_engine_tuning(engine->gpu, &timed, &cached);
+        out_report->layers_timed = (size_t)timed;
+        out_report->layers_cached = (size_t)cached;
+    }
+#endif
     return TCI_OK;
 }
 

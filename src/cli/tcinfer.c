@@ -36,6 +36,7 @@ typedef struct cli_args {
     const char *profile;
     tci_precision precision;
     tci_kernels kernels;
+    const char *timing_cache;
     bool baseline_gpu;       /* --baseline gpu-fp32 */
     char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
     const char *fp32_layers[MAX_ITEMS + 1];
@@ -61,8 +62,10 @@ static const char usage_text[] =
     "  --precision fp16|fp32 GPU storage and math of float tensors (default fp16)\n"
     "  --fp32-layers A,B     GPU: keep these nodes (names or op types) in fp32, against fp16\n"
     "                        overflow\n"
-    "  --kernels auto|wmma|cudnn  GPU convolutions: per layer the faster of tcinfer's WMMA\n"
-    "                        kernels and cuDNN (auto, default), or one family only\n"
+    "  --kernels auto|wmma|cudnn  GPU convolutions and GEMMs: per layer the faster of tcinfer's\n"
+    "                        WMMA kernels and cuDNN / cuBLASLt (auto, default), or one family\n"
+    "  --timing-cache FILE   GPU: reuse and record the per-layer kernel choices (no timing for\n"
+    "                        layers the file holds for this GPU and these library versions)\n"
     "  --tolerance X         with --compare: exit 1 when a relative L2 error exceeds X\n"
     "  --compare-layers      --compare for every layer's output (unfused), naming the first\n"
     "                        layer whose error jumps (past --tolerance, default 1e-2)\n"
@@ -179,7 +182,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                    strcmp(arg, "--output") == 0 || strcmp(arg, "--output-dir") == 0 ||
                    strcmp(arg, "--backend") == 0 || strcmp(arg, "--random") == 0 ||
                    strcmp(arg, "--precision") == 0 || strcmp(arg, "--baseline") == 0 ||
-                   strcmp(arg, "--fp32-layers") == 0 || strcmp(arg, "--kernels") == 0) {
+                   strcmp(arg, "--fp32-layers") == 0 || strcmp(arg, "--kernels") == 0 ||
+                   strcmp(arg, "--timing-cache") == 0) {
             if (!has_value) return usage_error("%s needs a value", arg);
             char *value = argv[++i];
             if (strcmp(arg, "--shape") == 0) {
@@ -198,6 +202,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                 if (strcmp(value, "fp16") == 0) a->precision = TCI_PRECISION_FP16;
                 else if (strcmp(value, "fp32") == 0) a->precision = TCI_PRECISION_FP32;
                 else return usage_error("unknown precision '%s' (fp16 or fp32)", value);
+            } else if (strcmp(arg, "--timing-cache") == 0) {
+                a->timing_cache = value;
             } else if (strcmp(arg, "--kernels") == 0) {
                 if (strcmp(value, "auto") == 0) a->kernels = TCI_KERNELS_AUTO;
                 else if (strcmp(value, "wmma") == 0) a->kernels = TCI_KERNELS_WMMA;
@@ -553,6 +559,9 @@ static void print_gpu_info(const tci_engine *engine) {
     printf("  activation arena: %.2f MB (naive sum of activations %.2f MB, %.1f%%)\n",
            (double)r.arena_bytes / 1e6, (double)r.naive_activation_bytes / 1e6,
            r.naive_activation_bytes ? 100.0 * (double)r.arena_bytes / (double)r.naive_activation_bytes : 100.0);
+    if (r.layers_timed || r.layers_cached)
+        printf("  kernel choices: %zu layers timed, %zu from the timing cache\n", r.layers_timed,
+               r.layers_cached);
     printf("  step  node                         fused ops                                output     kernel\n");
     tci_engine_layers(engine, print_layer, NULL);
 }
@@ -774,6 +783,7 @@ int main(int argc, char **argv) {
     options.precision = a.precision;
     options.fp32_layers = a.fp32_text ? a.fp32_layers : NULL;
     options.kernels = a.kernels;
+    options.timing_cache = a.timing_cache;
     if (a.plan) {
         a.backend = TCI_BACKEND_GPU;
         a.info = true;

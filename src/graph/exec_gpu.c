@@ -1,12 +1,14 @@
 /* The GPU executor: uploads and packs constants, creates the cuDNN/cuBLASLt plans by timing them
  * on the real buffers, and runs the plan's steps on a context's stream, captured once in a CUDA
  * graph. Host-side C over the kernels' C launchers. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include "graph/exec_gpu.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +48,20 @@ typedef struct step_impl {
     char text[160];            /* storage for kernel when it is composed */
 } step_impl;
 
+/* A timing cache: the kernel choice of each tuned problem, valid for one GPU model and one set
+ * of CUDA / cuDNN / cuBLASLt versions (the header line says which). */
+typedef struct cache_entry {
+    char *key, *value;         /* problem, choice */
+    float library_ms, wmma_ms; /* what the timing measured, for reports */
+} cache_entry;
+
+typedef struct timing_cache {
+    const char *path;
+    char header[512];          /* this machine's */
+    cache_entry *entries;
+    int count, cap;
+} timing_cache;
+
 struct exec_gpu_engine {
     plan *plan;
     /* A batch variant (a smaller batch than the engine was built for) is planned anew from
@@ -56,6 +72,8 @@ struct exec_gpu_engine {
     ir_graph *graph;           /* variant: its optimised copy of the graph (steps point into it) */
     plan_options options;      /* what the plan was built with; variants are planned alike */
     tci_kernels kernels;       /* which kernel families may run convolutions */
+    timing_cache *cache;       /* during creation only, with a timing-cache file */
+    int layers_timed, layers_cached;
     bool *owns_constant;       /* by plan tensor: constants[t] is this engine's to free */
     void **constants;          /* by plan tensor: device copy of a constant, else NULL */
     step_impl *impl;           /* by step */
@@ -659,6 +677,138 @@ static tci_status pack_gemm_bias(exec_gpu_engine *e, int index) {
     return st;
 }
 
+/* ---- the timing cache ---- */
+
+static tci_status cache_header(char *buf, size_t size) {
+    int device = 0, runtime = 0;
+    struct cudaDeviceProp prop;
+    KERN_CUDA_CHECK(cudaGetDevice(&device));
+    KERN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    KERN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    snprintf(buf, size, "tcinfer timing cache 1\t%s\tsm_%d%d\tcudart %d\tcudnn %zu\tcublasLt %zu",
+             prop.name, prop.major, prop.minor, runtime, cudnnGetVersion(), cublasLtGetVersion());
+    return TCI_OK;
+}
+
+static void cache_free(timing_cache *c) {
+    if (!c) return;
+    for (int i = 0; i < c->count; i++) {
+        free(c->entries[i].key);
+        free(c->entries[i].value);
+    }
+    free(c->entries);
+    free(c);
+}
+
+static cache_entry *cache_find(const timing_cache *c, const char *key) {
+    for (int i = 0; c && i < c->count; i++)
+        if (strcmp(c->entries[i].key, key) == 0) return &c->entries[i];
+    return NULL;
+}
+
+static tci_status cache_put(timing_cache *c, const char *key, const char *value, float library_ms,
+                            float wmma_ms) {
+    cache_entry *e = cache_find(c, key);
+    if (!e) {
+        if (c->count == c->cap) {
+            int cap = c->cap ? 2 * c->cap : 64;
+            cache_entry *grown = realloc(c->entries, (size_t)cap * sizeof *grown);
+            if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            c->entries = grown;
+            c->cap = cap;
+        }
+        e = &c->entries[c->count];
+        e->key = strdup(key);
+        e->value = NULL;
+        if (!e->key) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        c->count++;
+    }
+    free(e->value);
+    e->value = strdup(value);
+    if (!e->value) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    e->library_ms = library_ms;
+    e->wmma_ms = wmma_ms;
+    return TCI_OK;
+}
+
+/* Reads the cache at path. A missing file is an empty cache; one written on another GPU model
+ * or with other library versions (another header) is not used, and is replaced on save. */
+static tci_status cache_load(const char *path, timing_cache **out) {
+    *out = NULL;
+    timing_cache *c = calloc(1, sizeof *c);
+    if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    c->path = path;
+    tci_status st = cache_header(c->header, sizeof c->header);
+    FILE *f = st == TCI_OK ? fopen(path, "r") : NULL;
+    char line[1024];
+    bool valid = false;
+    if (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        valid = strcmp(line, c->header) == 0;
+    }
+    while (st == TCI_OK && valid && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *save = NULL;
+        char *key = strtok_r(line, "\t", &save), *value = strtok_r(NULL, "\t", &save),
+             *lib = strtok_r(NULL, "\t", &save), *wmma = strtok_r(NULL, "\t", &save);
+        if (!key || !value || !lib || !wmma)
+            st = tci_error(TCI_ERR_PARSE, "timing cache %s: malformed line '%s'", path, line);
+        else
+            st = cache_put(c, key, value, strtof(lib, NULL), strtof(wmma, NULL));
+    }
+    if (f) fclose(f);
+    if (st != TCI_OK) {
+        cache_free(c);
+        return st;
+    }
+    *out = c;
+    return TCI_OK;
+}
+
+/* Writes every entry (those loaded and those this engine added) through a temporary file. */
+static tci_status cache_save(const timing_cache *c) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return tci_error(TCI_ERR_IO, "cannot write the timing cache %s", tmp);
+    bool ok = fprintf(f, "%s\n", c->header) > 0;
+    for (int i = 0; ok && i < c->count; i++)
+        ok = fprintf(f, "%s\t%s\t%.6f\t%.6f\n", c->entries[i].key, c->entries[i].value,
+                     c->entries[i].library_ms, c->entries[i].wmma_ms) > 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, c->path) != 0) {
+        remove(tmp);
+        return tci_error(TCI_ERR_IO, "cannot write the timing cache %s", c->path);
+    }
+    return TCI_OK;
+}
+
+/* The problem a conv or GEMM step poses, as a cache key: every field its kernel choice depends
+ * on, the kernel families allowed, and the precision. */
+static void problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, size_t size) {
+    bool fp32 = step_fp32(e->plan, s);
+    if (s->kind == PLAN_STEP_GEMM) {
+        const plan_gemm *g = &s->u.gemm;
+        snprintf(buf, size,
+                 "gemm %s k%d b%" PRId64 " m%" PRId64 " n%" PRId64 " k%" PRId64 " t%d%d ld%" PRId64
+                 ",%" PRId64 ",%" PRId64 " st%" PRId64 ",%" PRId64 ",%" PRId64 " a%g bias%d act%d,%g,%g",
+                 fp32 ? "fp32" : "fp16", (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
+                 g->trans_b, g->lda, g->ldb, g->ldc, g->stride_a, g->stride_b, g->stride_c,
+                 g->alpha, g->has_bias, (int)g->act.kind, g->act.alpha, g->act.beta);
+        return;
+    }
+    const plan_conv *c = &s->u.conv;
+    plan_activation a = conv_activation(c);
+    snprintf(buf, size,
+             "conv %s k%d n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " k%" PRId64 " %" PRId64
+             "x%" PRId64 " o%" PRId64 "x%" PRId64 " p%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+             " s%" PRId64 ",%" PRId64 " d%" PRId64 ",%" PRId64 " g%" PRId64 " b%d z%d act%d,%d,%g,%g",
+             fp32 ? "fp32" : "fp16", (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
+             c->out_h, c->out_w, c->pad_top, c->pad_left, c->pad_bottom, c->pad_right,
+             c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->has_bias,
+             c->has_residual, (int)c->act.kind, (int)a.kind, a.alpha, a.beta);
+}
+
 /* One candidate of a convolution or GEMM step, launched on a stream (for timing). */
 typedef struct kernel_trial {
     const plan_step *step;
@@ -791,7 +941,7 @@ static void keep_fastest(step_impl *im, tci_kernels kernels, bool library_ok, in
  * against every WMMA config that applies, each timed inside a CUDA graph on the same buffers;
  * the faster wins (TCI_KERNELS_AUTO), or the family the engine was told to use. cuDNN refusing
  * the layer (asymmetric pads) leaves it to WMMA. */
-static tci_status tune_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cudaStream_t stream,
+static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cudaStream_t stream,
                             void *arena, void *workspace) {
     const plan *p = e->plan;
     const plan_step *s = &p->steps[i];
@@ -841,7 +991,7 @@ static tci_status tune_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
 /* A GEMM step: cuBLASLt's plan (its algorithm chosen by its own timing) against every WMMA
  * config, each timed inside a CUDA graph; the faster wins (TCI_KERNELS_AUTO) or the family the
  * engine was told to use. */
-static tci_status tune_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cudaStream_t stream,
+static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cudaStream_t stream,
                             void *arena, void *workspace) {
     const plan *p = e->plan;
     const plan_step *s = &p->steps[i];
@@ -870,6 +1020,119 @@ static tci_status tune_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     return TCI_OK;
 }
 
+/* The choice a cache entry records, made real without timing: the WMMA config, or the library
+ * plan created with the recorded algorithm. TCI_ERR_UNSUPPORTED when it no longer applies. */
+static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit,
+                               cudnnHandle_t cudnn, cublasLtHandle_t lt, cudaStream_t stream,
+                               void *arena, void *workspace) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[i];
+    step_impl *im = &e->impl[i];
+    bool gemm = s->kind == PLAN_STEP_GEMM, fp32 = step_fp32(p, s);
+    kernel_trial t = {s, im, -1, cudnn, lt, NULL, NULL, NULL, workspace};
+    int cfg = -1;
+    if (sscanf(hit->value, "wmma %d", &cfg) == 1) {
+        if (fp32 || cfg < 0 || !wmma_applies(&t, cfg))
+            return tci_error(TCI_ERR_UNSUPPORTED, "cached WMMA config %d does not apply", cfg);
+        im->wmma = cfg;
+        if (!gemm) {
+            kern_wmma_conv_desc wd;
+            wmma_desc_of(&s->u.conv, &wd);
+            size_t ws = kern_wmma_conv_workspace(&wd, cfg);
+            if (ws > e->workspace_bytes) e->workspace_bytes = ws;
+        }
+        snprintf(im->text, sizeof im->text, "%s%s (timing cache: %.1f us; %s %.1f us)",
+                 gemm ? "wmma gemm " : "",
+                 gemm ? kern_wmma_gemm_config_name(cfg) : kern_wmma_conv_config_name(cfg),
+                 1e3 * hit->wmma_ms, gemm ? "cuBLASLt" : "cuDNN", 1e3 * hit->library_ms);
+    } else if (gemm) {
+        unsigned char algo[KERN_GEMM_ALGO_BYTES];
+        const char *hex = strchr(hit->value, ' ');
+        for (int b = 0; b < KERN_GEMM_ALGO_BYTES; b++) {
+            unsigned v = 0;
+            if (!hex || sscanf(hex + 1 + 2 * b, "%2x", &v) != 1)
+                return tci_error(TCI_ERR_UNSUPPORTED, "malformed cached cuBLASLt algorithm");
+            algo[b] = (unsigned char)v;
+        }
+        kern_gemm_desc d;
+        gemm_desc_of(&s->u.gemm, fp32, &d);
+        d.use_algo = algo;
+        kern_gemm_scratch scratch = {device_ptr(e, arena, s->inputs[0]),
+                                     device_ptr(e, arena, s->inputs[1]), NULL, im->bias,
+                                     device_ptr(e, arena, s->outputs[0]), workspace,
+                                     WORKSPACE_LIMIT};
+        TCI_TRY(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
+        kern_gemm_info info;
+        kern_gemm_get_info(im->gemm, &info);
+        if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
+        snprintf(im->text, sizeof im->text, "%s (timing cache: %.1f us)", info.algorithm,
+                 1e3 * hit->library_ms);
+    } else {
+        kern_conv_desc d;
+        conv_desc_of(&s->u.conv, fp32, &d);
+        d.use_choice = 1;
+        if (sscanf(hit->value, "cudnn %d %d %d", &d.choice.algo, &d.choice.math,
+                   &d.choice.fused) != 3)
+            return tci_error(TCI_ERR_UNSUPPORTED, "malformed cached cuDNN choice");
+        kern_conv_scratch scratch = {device_ptr(e, arena, s->inputs[0]), im->weights, im->bias,
+                                     s->u.conv.has_residual ? device_ptr(e, arena, s->inputs[3])
+                                                            : NULL,
+                                     device_ptr(e, arena, s->outputs[0]), workspace,
+                                     WORKSPACE_LIMIT};
+        TCI_TRY(kern_conv_create(cudnn, stream, &d, &scratch, &im->conv));
+        kern_conv_info info;
+        kern_conv_get_info(im->conv, &info);
+        if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
+        snprintf(im->text, sizeof im->text, "%s (timing cache: %.1f us; best WMMA %.1f us)",
+                 info.algorithm, 1e3 * hit->library_ms, 1e3 * hit->wmma_ms);
+    }
+    im->library_ms = hit->library_ms;
+    im->wmma_ms = hit->wmma_ms;
+    im->kernel = im->text;
+    return TCI_OK;
+}
+
+/* Tunes a conv or GEMM step: from the timing cache when it has the problem, else by timing
+ * (and the choice goes into the cache). */
+static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublasLtHandle_t lt,
+                            cudaStream_t stream, void *arena, void *workspace) {
+    const plan_step *s = &e->plan->steps[i];
+    step_impl *im = &e->impl[i];
+    char key[512];
+    problem_key(e, s, key, sizeof key);
+    const cache_entry *hit = e->cache ? cache_find(e->cache, key) : NULL;
+    if (hit) {
+        tci_status st = apply_cached(e, i, hit, cudnn, lt, stream, arena, workspace);
+        if (st == TCI_OK) {
+            e->layers_cached++;
+            return TCI_OK;
+        }
+        if (st != TCI_ERR_UNSUPPORTED) return st;
+        /* stale for this machine after all: time it again (and overwrite the entry) */
+        im->wmma = -1;
+    }
+    TCI_TRY(s->kind == PLAN_STEP_GEMM ? time_gemm(e, i, lt, stream, arena, workspace)
+                                      : time_conv(e, i, cudnn, stream, arena, workspace));
+    e->layers_timed++;
+    if (!e->cache) return TCI_OK;
+    char value[2 * KERN_GEMM_ALGO_BYTES + 16];
+    if (im->wmma >= 0) {
+        snprintf(value, sizeof value, "wmma %d", im->wmma);
+    } else if (s->kind == PLAN_STEP_GEMM) {
+        kern_gemm_info info;
+        kern_gemm_get_info(im->gemm, &info);
+        int n = snprintf(value, sizeof value, "cublaslt ");
+        for (int b = 0; b < KERN_GEMM_ALGO_BYTES; b++)
+            n += snprintf(value + n, sizeof value - (size_t)n, "%02x", info.algo[b]);
+    } else {
+        kern_conv_info info;
+        kern_conv_get_info(im->conv, &info);
+        snprintf(value, sizeof value, "cudnn %d %d %d", info.choice.algo, info.choice.math,
+                 info.choice.fused);
+    }
+    return cache_put(e->cache, key, value, im->library_ms, im->wmma_ms);
+}
+
 /* Library plans are chosen by timing them on real buffers: a scratch arena stands in for a
  * context's. */
 static tci_status create_library_plans(exec_gpu_engine *e) {
@@ -893,7 +1156,7 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
         if (s->kind == PLAN_STEP_CONV && s->u.conv.depthwise) {
             e->impl[i].kernel = "tcinfer depthwise";
         } else if (s->kind == PLAN_STEP_CONV) {
-            st = tune_conv(e, i, cudnn, stream, arena, workspace);
+            st = tune_step(e, i, cudnn, lt, stream, arena, workspace);
         } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE) {
             kern_convt_desc d;
             convt_desc_of(&s->u.conv, step_fp32(p, s), &d);
@@ -908,7 +1171,7 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
                 if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
             }
         } else if (s->kind == PLAN_STEP_GEMM) {
-            st = tune_gemm(e, i, lt, stream, arena, workspace);
+            st = tune_step(e, i, cudnn, lt, stream, arena, workspace);
         }
         if (st != TCI_OK) st = step_error(s, st);
     }
@@ -922,7 +1185,7 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
 
 tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
                                   const plan_options *options, tci_kernels kernels,
-                                  exec_gpu_engine **out_engine) {
+                                  const char *timing_cache_path, exec_gpu_engine **out_engine) {
     *out_engine = NULL;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -964,7 +1227,11 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristin
         st = upload(pt->host_data, pt->bytes, &e->constants[t]);
         e->owns_constant[t] = true;
     }
+    if (st == TCI_OK && timing_cache_path) st = cache_load(timing_cache_path, &e->cache);
     if (st == TCI_OK) st = create_library_plans(e);
+    if (st == TCI_OK && e->cache && e->layers_timed) st = cache_save(e->cache);
+    cache_free(e->cache);
+    e->cache = NULL;
     if (st != TCI_OK) {
         exec_gpu_engine_destroy(e);
         return st;
@@ -1125,6 +1392,11 @@ static tci_status variant_create(const exec_gpu_engine *base, const int64_t *dim
 }
 
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine) { return engine->plan; }
+
+void exec_gpu_engine_tuning(const exec_gpu_engine *engine, int *layers_timed, int *layers_cached) {
+    *layers_timed = engine->layers_timed;
+    *layers_cached = engine->layers_cached;
+}
 
 const char *exec_gpu_step_kernel(const exec_gpu_engine *engine, int step) {
     const char *k = engine->impl[step].kernel;

@@ -17,12 +17,16 @@ typedef struct exec_gpu_context exec_gpu_context;
  * dim is smaller than built (another batch size), re-planning a copy of it for that batch on
  * first use while keeping the built engine's weights and library plans. It must outlive the
  * engine, and so must options->fp32_layers. kernels: the families convolutions may run on (own
- * WMMA kernels against cuDNN, timed per layer, by default). */
+ * WMMA kernels against cuDNN, timed per layer, by default). timing_cache_path (may be NULL): a
+ * file of earlier choices for this GPU and these library versions; layers found there are not
+ * timed, the others are, and the file is rewritten with them. */
 tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
                                   const plan_options *options, tci_kernels kernels,
-                                  exec_gpu_engine **out_engine);
+                                  const char *timing_cache_path, exec_gpu_engine **out_engine);
 void exec_gpu_engine_destroy(exec_gpu_engine *engine);
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);
+/* Conv and GEMM layers whose kernel was chosen by timing, and from the timing cache. */
+void exec_gpu_engine_tuning(const exec_gpu_engine *engine, int *layers_timed, int *layers_cached);
 /* What ran a plan step: the library algorithm or our kernel's name. */
 const char *exec_gpu_step_kernel(const exec_gpu_engine *engine, int step);
 

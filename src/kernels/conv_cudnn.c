@@ -321,6 +321,7 @@ static tci_status use_candidate(kern_conv_plan *p, conv_path path, const candida
     KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, c->math));
     p->path = path;
     p->algo = c->algo;
+    p->info.choice = (kern_conv_choice){(int)c->algo, (int)c->math, path != PATH_UNFUSED};
     p->info.workspace_bytes = c->memory;
     p->info.time_ms = time_ms;
     p->info.fused = path != PATH_UNFUSED;
@@ -338,6 +339,22 @@ static tci_status use_candidate(kern_conv_plan *p, conv_path path, const candida
 static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStream_t stream,
                                    const kern_conv_scratch *sc) {
     const kern_conv_desc *d = &p->desc;
+    int epilogue = d->has_bias || d->has_residual || d->activation != KERN_CONV_ACT_NONE;
+    conv_path path = !epilogue ? PATH_PLAIN : d->no_fusion ? PATH_UNFUSED : PATH_FUSED;
+    if (d->use_choice) {
+        /* a choice made before: only check that cuDNN still takes it */
+        candidate c = {(cudnnConvolutionFwdAlgo_t)d->choice.algo, (cudnnMathType_t)d->choice.math,
+                       0, -1.0f};
+        KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, c.math));
+        if (cudnnGetConvolutionForwardWorkspaceSize(h, p->x_desc, p->w_desc, p->conv_desc,
+                                                    p->y_desc, c.algo, &c.memory) !=
+                CUDNN_STATUS_SUCCESS ||
+            c.memory > d->workspace_limit)
+            return tci_error(TCI_ERR_UNSUPPORTED,
+                             "conv plan: the given algorithm %s is not available here",
+                             algo_name(c.algo));
+        return use_candidate(p, epilogue && !d->choice.fused ? PATH_UNFUSED : path, &c, -1.0f);
+    }
     candidate cands[4 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
     TCI_TRY(list_candidates(p, h, sc, cands, &count));
@@ -347,8 +364,6 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
                          "%d) within a workspace of %zu bytes",
                          d->n, p->info.input_channels, d->h, d->w, p->info.weight_k, d->r, d->s,
                          p->info.weight_c, p->info.cudnn_groups, d->workspace_limit);
-    int epilogue = d->has_bias || d->has_residual || d->activation != KERN_CONV_ACT_NONE;
-    conv_path path = !epilogue ? PATH_PLAIN : d->no_fusion ? PATH_UNFUSED : PATH_FUSED;
     if (!sc) {
         /* untimed: trust the heuristics' order, minding the documented IDENTITY restriction */
         for (int i = 0; i < count; i++)

@@ -29,6 +29,13 @@ typedef enum {
 /* cuDNN's fused call offers only these two. */
 typedef enum { KERN_CONV_ACT_NONE = 0, KERN_CONV_ACT_RELU = 1 } kern_conv_activation;
 
+/* The algorithm a plan runs, as numbers that can be stored (a timing cache) and given back. */
+typedef struct {
+    int algo;  /* cudnnConvolutionFwdAlgo_t */
+    int math;  /* cudnnMathType_t */
+    int fused; /* 1: the fused call; 0: convolution then separate epilogue calls */
+} kern_conv_choice;
+
 typedef struct {
     int n, c, h, w;      /* input, logical; n is the largest batch the plan will run */
     int k, r, s;         /* output channels, kernel height and width */
@@ -42,6 +49,10 @@ typedef struct {
     int no_fusion;       /* 1: never the fused call (for tests and numerics comparisons) */
     kern_conv_mode mode;
     size_t workspace_limit; /* the largest workspace (bytes) the chosen algorithm may need */
+    /* 1: run `choice` (from an earlier plan's kern_conv_info) without timing or heuristics;
+     * TCI_ERR_UNSUPPORTED when cuDNN no longer accepts it within workspace_limit. */
+    int use_choice;
+    kern_conv_choice choice;
 } kern_conv_desc;
 
 /* Device buffers for timing algorithms at creation, sized for desc.n and laid out as for
@@ -70,6 +81,7 @@ typedef struct {
     int cudnn_groups;       /* group count handed to cuDNN (Cp for padded depthwise) */
     size_t weight_elements; /* weight_k * R * S * weight_c */
     size_t bias_elements;   /* output_channels */
+    kern_conv_choice choice; /* what was chosen (for kern_conv_desc.use_choice later) */
 } kern_conv_info;
 
 typedef struct kern_conv_plan kern_conv_plan;

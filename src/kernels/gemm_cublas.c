@@ -11,6 +11,9 @@
 
 enum { MAX_CANDIDATES = 16 };
 
+_Static_assert(sizeof(cublasLtMatmulAlgo_t) == KERN_GEMM_ALGO_BYTES,
+               "kern_gemm_info.algo must hold a cublasLtMatmulAlgo_t");
+
 struct kern_gemm_plan {
     kern_gemm_desc desc; /* with lda / ldb / ldc / alignment resolved */
     kern_gemm_info info;
@@ -284,6 +287,23 @@ static tci_status create_steps(kern_gemm_plan *p, cublasLtHandle_t h, cudaStream
     const kern_gemm_desc *d = &p->desc;
     size_t limit = d->workspace_limit;
     if (sc && sc->workspace_bytes < limit) limit = sc->workspace_bytes;
+    if (d->use_algo) {
+        /* a choice made before: only check that cuBLASLt still takes it */
+        gemm_descs g;
+        TCI_TRY(make_descs(p, d->m, d->batch_count, sc ? sc->bias : NULL, &g));
+        memcpy(&p->algo, d->use_algo, sizeof p->algo);
+        cublasLtMatmulHeuristicResult_t check;
+        memset(&check, 0, sizeof check);
+        if (cublasLtMatmulAlgoCheck(h, &g.op, &g.lt_a, &g.lt_b, &g.lt_cd, &g.lt_cd, &p->algo,
+                                    &check) != CUBLAS_STATUS_SUCCESS ||
+            check.workspaceSize > limit)
+            return tci_error(TCI_ERR_UNSUPPORTED,
+                             "gemm plan: the given cuBLASLt algorithm is not available here");
+        p->info.workspace_bytes = check.workspaceSize;
+        memcpy(p->info.algo, &p->algo, sizeof p->algo);
+        describe_algo(p);
+        return TCI_OK;
+    }
     int want = d->candidates > 1 ? d->candidates : 1;
     if (want > MAX_CANDIDATES) want = MAX_CANDIDATES;
     cublasLtMatmulHeuristicResult_t results[MAX_CANDIDATES];
@@ -312,6 +332,7 @@ static tci_status create_steps(kern_gemm_plan *p, cublasLtHandle_t h, cudaStream
     }
     p->algo = results[best].algo;
     p->info.workspace_bytes = results[best].workspaceSize;
+    memcpy(p->info.algo, &p->algo, sizeof p->algo);
     describe_algo(p);
     return TCI_OK;
 }

@@ -51,7 +51,14 @@ typedef struct {
      * exclude the algorithms that need more. */
     int alignment;
     int candidates;         /* algorithms to time at creation (with scratch); <= 1: the first */
+    /* KERN_GEMM_ALGO_BYTES bytes of an earlier plan's kern_gemm_info.algo, or NULL: that
+     * algorithm is run without heuristics or timing (TCI_ERR_UNSUPPORTED if cuBLASLt no longer
+     * accepts it for this problem within workspace_limit). */
+    const void *use_algo;
 } kern_gemm_desc;
+
+/* Size of a cublasLtMatmulAlgo_t, which kern_gemm_info.algo holds as plain bytes. */
+#define KERN_GEMM_ALGO_BYTES 64
 
 /* Device buffers for timing at creation, laid out as for kern_gemm_run with the desc's m and
  * batch_count. d is overwritten; c may be NULL when beta == 0; bias NULL without a bias epilogue;
@@ -68,6 +75,7 @@ typedef struct {
     float time_ms;          /* measured at creation; -1 when not timed */
     size_t workspace_bytes; /* workspace kern_gemm_run needs at the desc's m and batch_count */
     int candidates_timed;
+    unsigned char algo[KERN_GEMM_ALGO_BYTES]; /* the chosen algorithm, for kern_gemm_desc.use_algo */
 } kern_gemm_info;
 
 typedef struct kern_gemm_plan kern_gemm_plan;

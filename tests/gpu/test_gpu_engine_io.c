@@ -1,12 +1,15 @@
 /* GPU tests of the engine's run-time flexibility through the public API, on the generated test
  * models (TCI_TEST_MODELS_DIR): batches below the built one without rebuilding (CNN and
  * transformer, switching back and forth), device-buffer runs in the engine's device formats on
- * a caller's stream (zero-copy), re-capture when the buffers change, and the refusals. */
+ * a caller's stream (zero-copy), re-capture when the buffers change, the timing cache, and the
+ * refusals. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu_harness.h"
 #include "tcinfer.h"
@@ -233,6 +236,91 @@ START_TEST(test_device_buffers) {
 }
 END_TEST
 
+static tci_engine *cached_engine(const char *cache, tci_gpu_report *report) {
+    tci_shape_override shape = {"input", 4, {2, 3, 32, 32}};
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    o.backend = TCI_BACKEND_GPU;
+    o.shapes = &shape;
+    o.num_shapes = 1;
+    o.timing_cache = cache;
+    tci_engine *e = NULL;
+    ck_assert_msg(tci_engine_create_from_file(model_path("small_cnn"), &o, &e) == TCI_OK, "%s",
+                  tci_last_error());
+    ck_assert(tci_engine_gpu_report(e, report) == TCI_OK);
+    return e;
+}
+
+static float *run_small_cnn(tci_engine *e, int64_t *count) {
+    float x[2 * 3 * 32 * 32];
+    gpu_fill_random(x, sizeof x / sizeof x[0], 21, -1.0f, 1.0f);
+    tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {2, 3, 32, 32}, x};
+    tci_context *c = NULL;
+    ck_assert(tci_context_create(e, &c) == TCI_OK);
+    ck_assert_msg(tci_context_run(c, &in, 1) == TCI_OK, "%s", tci_last_error());
+    float *y = output_copy(c, 0, count);
+    tci_context_destroy(c);
+    return y;
+}
+
+static int count_lines(const char *path, char *first, size_t size) {
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (n++ == 0) snprintf(first, size, "%s", line);
+    fclose(f);
+    return n;
+}
+
+/* The first build times every conv / GEMM layer and writes the cache; the second takes every
+ * choice from it and computes the same outputs; a cache from another machine (another header)
+ * is not used and is replaced. */
+START_TEST(test_timing_cache) {
+    char path[] = "/tmp/tci_timing_cache_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    remove(path); /* a missing file is an empty cache */
+    tci_gpu_report r1, r2, r3;
+    tci_engine *e1 = cached_engine(path, &r1);
+    ck_assert_uint_gt(r1.layers_timed, 0);
+    ck_assert_uint_eq(r1.layers_cached, 0);
+    char first[1024];
+    ck_assert_int_eq(count_lines(path, first, sizeof first), (int)r1.layers_timed + 1);
+    ck_assert_msg(strncmp(first, "tcinfer timing cache 1\t", 23) == 0, "header '%s'", first);
+    int64_t n1, n2;
+    float *y1 = run_small_cnn(e1, &n1);
+
+    tci_engine *e2 = cached_engine(path, &r2);
+    ck_assert_uint_eq(r2.layers_timed, 0);
+    ck_assert_uint_eq(r2.layers_cached, r1.layers_timed);
+    float *y2 = run_small_cnn(e2, &n2);
+    ck_assert_int_eq(n1, n2);
+    expect_rows(y2, y1, n1, "outputs with the cached choices");
+
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "tcinfer timing cache 1\tsome other GPU\tsm_00\tcudart 0\tcudnn 0\tcublasLt 0\n");
+    fprintf(f, "whatever\twmma 0\t1\t1\n");
+    fclose(f);
+    tci_engine *e3 = cached_engine(path, &r3);
+    ck_assert_uint_eq(r3.layers_cached, 0);
+    ck_assert_uint_eq(r3.layers_timed, r1.layers_timed);
+    char again[1024];
+    ck_assert_int_eq(count_lines(path, again, sizeof again), (int)r1.layers_timed + 1);
+    ck_assert_str_eq(again, first);
+
+    free(y1);
+    free(y2);
+    tci_engine_destroy(e1);
+    tci_engine_destroy(e2);
+    tci_engine_destroy(e3);
+    remove(path);
+}
+END_TEST
+
 START_TEST(test_device_format_needs_gpu_engine) {
     tci_engine_options o;
     tci_engine_options_init(&o);
@@ -255,6 +343,7 @@ int main(void) {
     tcase_add_test(tc, test_smaller_batches_cnn);
     tcase_add_test(tc, test_smaller_batches_transformer);
     tcase_add_test(tc, test_device_buffers);
+    tcase_add_test(tc, test_timing_cache);
     tcase_add_test(tc, test_device_format_needs_gpu_engine);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
