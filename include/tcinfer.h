@@ -119,6 +119,9 @@ typedef struct tci_shape_override {
 typedef enum tci_precision {
     TCI_PRECISION_FP16 = 0, /* fp16 storage, fp32 accumulation, tensor cores */
     TCI_PRECISION_FP32 = 1, /* fp32 storage and math, tensor-op math off: the GPU fp32 baseline */
+    TCI_PRECISION_TF32 = 2, /* fp32 storage, TF32 tensor cores in cuDNN / cuBLASLt (inputs of
+                               each product rounded to a 10-bit mantissa, fp32 accumulation):
+                               fp32 models without converting them to fp16 */
 } tci_precision;
 
 /* Kernel families for convolutions on the GPU (fp16). */

@@ -151,14 +151,15 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     bool keep_pristine = TCI_HAVE_CUDA && options->backend == TCI_BACKEND_GPU &&
                          !options->plan_only && !options->mark_all_outputs;
     if (st == TCI_OK && options->precision != TCI_PRECISION_FP16 &&
-        options->precision != TCI_PRECISION_FP32)
+        options->precision != TCI_PRECISION_FP32 && options->precision != TCI_PRECISION_TF32)
         st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)options->precision);
     if (st == TCI_OK && (options->kernels < TCI_KERNELS_AUTO || options->kernels > TCI_KERNELS_LIBRARY))
         st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown kernel family %d", (int)options->kernels);
     if (st == TCI_OK) st = copy_strings(options->fp32_layers, &e->fp32_layers);
     if (st == TCI_OK) {
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
-        e->plan_options.all_fp32 = options->precision == TCI_PRECISION_FP32;
+        e->plan_options.all_fp32 = options->precision != TCI_PRECISION_FP16;
+        e->plan_options.tf32 = options->precision == TCI_PRECISION_TF32;
     }
     if (st == TCI_OK) st = build(g, options, keep_pristine ? &e->pristine : NULL);
     if (st == TCI_OK) {

@@ -59,7 +59,8 @@ static const char usage_text[] =
     "                        print max/mean abs error, relative L2, cosine, top-1/top-5\n"
     "  --baseline cpu|gpu-fp32  the --compare baseline: the fp32 CPU reference (default) or\n"
     "                        the GPU engine in fp32 with tensor-op math off\n"
-    "  --precision fp16|fp32 GPU storage and math of float tensors (default fp16)\n"
+    "  --precision fp16|tf32|fp32  GPU float tensors: fp16 (default), fp32 with TF32 tensor\n"
+    "                        cores, or fp32 with tensor-op math off\n"
     "  --fp32-layers A,B     GPU: keep these nodes (names or op types) in fp32, against fp16\n"
     "                        overflow\n"
     "  --kernels auto|wmma|cudnn  GPU convolutions and GEMMs: per layer the faster of tcinfer's\n"
@@ -201,7 +202,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             } else if (strcmp(arg, "--precision") == 0) {
                 if (strcmp(value, "fp16") == 0) a->precision = TCI_PRECISION_FP16;
                 else if (strcmp(value, "fp32") == 0) a->precision = TCI_PRECISION_FP32;
-                else return usage_error("unknown precision '%s' (fp16 or fp32)", value);
+                else if (strcmp(value, "tf32") == 0) a->precision = TCI_PRECISION_TF32;
+                else return usage_error("unknown precision '%s' (fp16, tf32 or fp32)", value);
             } else if (strcmp(arg, "--timing-cache") == 0) {
                 a->timing_cache = value;
             } else if (strcmp(arg, "--kernels") == 0) {
@@ -731,9 +733,10 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
         printf("compare '%s' (%s GPU vs fp32 %s): max abs %.3g, mean abs %.3g, rel L2 %.3g, "
                "cosine %.6f",
                test.name,
-               a->precision == TCI_PRECISION_FP32 ? "fp32"
-               : a->fp32_text                     ? "fp16+fp32-layers"
-                                                  : "fp16",
+               a->precision == TCI_PRECISION_FP32   ? "fp32"
+               : a->precision == TCI_PRECISION_TF32 ? "tf32"
+               : a->fp32_text                       ? "fp16+fp32-layers"
+                                                    : "fp16",
                a->baseline_gpu ? "GPU" : "CPU", r.max_abs, r.mean_abs, r.relative_l2, r.cosine);
         if (r.rows) printf(", top-1 %zu/%zu, top-5 %zu/%zu", r.top1_agree, r.rows, r.top5_agree, r.rows);
         if (r.non_finite) printf(", %zu non-finite", r.non_finite);

@@ -277,7 +277,8 @@ static void wmma_desc_of(const plan_conv *c, kern_wmma_conv_desc *d) {
     d->act_beta = a.beta;
 }
 
-static void conv_desc_of(const plan_conv *c, bool fp32, kern_conv_desc *d) {
+static void conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, bool fp32,
+                         kern_conv_desc *d) {
     memset(d, 0, sizeof *d);
     d->n = (int)c->n;
     d->c = (int)c->c;
@@ -299,12 +300,15 @@ static void conv_desc_of(const plan_conv *c, bool fp32, kern_conv_desc *d) {
     d->has_bias = c->has_bias;
     d->has_residual = c->has_residual;
     d->mode = fp32 ? KERN_CONV_FP32_NHWC8 : KERN_CONV_FP16_NHWC8;
+    d->allow_tf32 = fp32 && e->options.tf32;
     d->workspace_limit = WORKSPACE_LIMIT;
 }
 
-static void convt_desc_of(const plan_conv *c, bool fp32, kern_convt_desc *d) {
+static void convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, bool fp32,
+                          kern_convt_desc *d) {
     memset(d, 0, sizeof *d);
     d->fp32 = fp32;
+    d->allow_tf32 = fp32 && e->options.tf32;
     d->n = (int)c->n;
     d->c = (int)c->c;
     d->h = (int)c->h;
@@ -334,7 +338,8 @@ static kern_gemm_epilogue gemm_epilogue(const plan_gemm *g) {
     return g->has_bias ? KERN_GEMM_EPILOGUE_BIAS : KERN_GEMM_EPILOGUE_NONE;
 }
 
-static void gemm_desc_of(const plan_gemm *g, bool fp32, kern_gemm_desc *d) {
+static void gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, bool fp32,
+                         kern_gemm_desc *d) {
     memset(d, 0, sizeof *d);
     d->m = g->m;
     d->n = g->n;
@@ -352,6 +357,7 @@ static void gemm_desc_of(const plan_gemm *g, bool fp32, kern_gemm_desc *d) {
     d->beta = 0.0f;
     d->epilogue = gemm_epilogue(g);
     d->dtype = fp32 ? KERN_GEMM_FP32 : KERN_GEMM_FP16;
+    d->allow_tf32 = fp32 && e && e->options.tf32;
     d->workspace_limit = WORKSPACE_LIMIT;
     d->alignment = 0;
     d->candidates = GEMM_CANDIDATES;
@@ -612,7 +618,7 @@ static tci_status pack_conv(exec_gpu_engine *e, int index) {
     if (s->u.conv.depthwise) return pack_depthwise(e, index);
     kern_conv_desc d;
     bool fp32 = step_fp32(p, s);
-    conv_desc_of(&s->u.conv, fp32, &d);
+    conv_desc_of(e, &s->u.conv, fp32, &d);
     /* the packing does not depend on the padding; cuDNN's own refusal of asymmetric pads comes
      * at plan creation, where the WMMA kernels can still take the layer */
     d.pads[2] = d.pads[0];
@@ -645,7 +651,7 @@ static tci_status pack_conv_transpose(exec_gpu_engine *e, int index) {
     const plan_step *s = &p->steps[index];
     kern_convt_desc d;
     bool fp32 = step_fp32(p, s);
-    convt_desc_of(&s->u.conv, fp32, &d);
+    convt_desc_of(e, &s->u.conv, fp32, &d);
     kern_convt_info info;
     TCI_TRY(kern_convt_shapes(&d, &info));
     size_t elem = fp32 ? 4 : 2;
@@ -792,7 +798,7 @@ static void problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf,
         snprintf(buf, size,
                  "gemm %s k%d b%" PRId64 " m%" PRId64 " n%" PRId64 " k%" PRId64 " t%d%d ld%" PRId64
                  ",%" PRId64 ",%" PRId64 " st%" PRId64 ",%" PRId64 ",%" PRId64 " a%g bias%d act%d,%g,%g",
-                 fp32 ? "fp32" : "fp16", (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
+                 fp32 ? (e->options.tf32 ? "tf32" : "fp32") : "fp16", (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
                  g->trans_b, g->lda, g->ldb, g->ldc, g->stride_a, g->stride_b, g->stride_c,
                  g->alpha, g->has_bias, (int)g->act.kind, g->act.alpha, g->act.beta);
         return;
@@ -803,7 +809,7 @@ static void problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf,
              "conv %s k%d n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " k%" PRId64 " %" PRId64
              "x%" PRId64 " o%" PRId64 "x%" PRId64 " p%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
              " s%" PRId64 ",%" PRId64 " d%" PRId64 ",%" PRId64 " g%" PRId64 " b%d z%d act%d,%d,%g,%g",
-             fp32 ? "fp32" : "fp16", (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
+             fp32 ? (e->options.tf32 ? "tf32" : "fp32") : "fp16", (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
              c->out_h, c->out_w, c->pad_top, c->pad_left, c->pad_bottom, c->pad_right,
              c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->has_bias,
              c->has_residual, (int)c->act.kind, (int)a.kind, a.alpha, a.beta);
@@ -954,7 +960,7 @@ static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
     tci_status lib = TCI_ERR_UNSUPPORTED;
     if (e->kernels != TCI_KERNELS_WMMA || !try_wmma) {
         kern_conv_desc d;
-        conv_desc_of(&s->u.conv, fp32, &d);
+        conv_desc_of(e, &s->u.conv, fp32, &d);
         kern_conv_scratch scratch = {trial.x, im->weights, im->bias, trial.z, trial.y, workspace,
                                      WORKSPACE_LIMIT};
         lib = kern_conv_create(cudnn, stream, &d, &scratch, &im->conv);
@@ -998,7 +1004,7 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     step_impl *im = &e->impl[i];
     bool fp32 = step_fp32(p, s);
     kern_gemm_desc d;
-    gemm_desc_of(&s->u.gemm, fp32, &d);
+    gemm_desc_of(e, &s->u.gemm, fp32, &d);
     kernel_trial trial = {s, im, -1, NULL, lt, device_ptr(e, arena, s->inputs[0]),
                         device_ptr(e, arena, s->inputs[1]), device_ptr(e, arena, s->outputs[0]),
                         workspace};
@@ -1055,7 +1061,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
             algo[b] = (unsigned char)v;
         }
         kern_gemm_desc d;
-        gemm_desc_of(&s->u.gemm, fp32, &d);
+        gemm_desc_of(e, &s->u.gemm, fp32, &d);
         d.use_algo = algo;
         kern_gemm_scratch scratch = {device_ptr(e, arena, s->inputs[0]),
                                      device_ptr(e, arena, s->inputs[1]), NULL, im->bias,
@@ -1069,7 +1075,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
                  1e3 * hit->library_ms);
     } else {
         kern_conv_desc d;
-        conv_desc_of(&s->u.conv, fp32, &d);
+        conv_desc_of(e, &s->u.conv, fp32, &d);
         d.use_choice = 1;
         if (sscanf(hit->value, "cudnn %d %d %d", &d.choice.algo, &d.choice.math,
                    &d.choice.fused) != 3)
@@ -1159,7 +1165,7 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
             st = tune_step(e, i, cudnn, lt, stream, arena, workspace);
         } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE) {
             kern_convt_desc d;
-            convt_desc_of(&s->u.conv, step_fp32(p, s), &d);
+            convt_desc_of(e, &s->u.conv, step_fp32(p, s), &d);
             kern_convt_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->impl[i].weights,
                                           e->impl[i].bias, device_ptr(e, arena, s->outputs[0]),
                                           workspace, WORKSPACE_LIMIT};
@@ -1283,8 +1289,8 @@ static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
 
 static bool same_gemm_but_batch(const plan_gemm *a, const plan_gemm *b) {
     kern_gemm_desc x, y; /* memset by gemm_desc_of, so padding compares equal */
-    gemm_desc_of(a, false, &x);
-    gemm_desc_of(b, false, &y);
+    gemm_desc_of(NULL, a, false, &x);
+    gemm_desc_of(NULL, b, false, &y);
     if (y.m > x.m || y.batch_count > x.batch_count) return false;
     y.m = x.m;
     y.batch_count = x.batch_count;

@@ -241,6 +241,9 @@ typedef struct plan_options {
     const char *const *fp32_layers;
     /* Every node in fp32, with tensor-op math off in the libraries: the GPU fp32 baseline. */
     bool all_fp32;
+    /* fp32 steps may use TF32 tensor cores in cuDNN / cuBLASLt (--precision tf32); the plan
+     * itself is that of all_fp32. */
+    bool tf32;
 } plan_options;
 
 /* Lowers an optimised graph (pass_optimize done; every dim of every tensor known) to a plan.

@@ -162,7 +162,8 @@ static tci_status build_descriptors(kern_conv_plan *p) {
     KERN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv_desc, in->cudnn_groups));
     /* FMA math keeps the fp32 baseline free of TF32 */
     KERN_CUDNN_CHECK(
-        cudnnSetConvolutionMathType(p->conv_desc, fp16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+        cudnnSetConvolutionMathType(p->conv_desc, fp16 || p->desc.allow_tf32 ? CUDNN_TENSOR_OP_MATH
+                                                                              : CUDNN_FMA_MATH));
     KERN_CUDNN_CHECK(cudnnSetActivationDescriptor(
         p->act_desc,
         d->activation == KERN_CONV_ACT_RELU ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
@@ -305,7 +306,9 @@ static tci_status list_candidates(kern_conv_plan *p, cudnnHandle_t h, const kern
         if (need > p->desc.workspace_limit) continue;
         if (sc && need > sc->workspace_bytes) continue;
         /* fp32: DEFAULT math would allow TF32 on Ampere and later; the baseline stays FMA */
-        cudnnMathType_t math = p->data_type == CUDNN_DATA_FLOAT ? CUDNN_FMA_MATH : perf[i].mathType;
+        cudnnMathType_t math = p->data_type == CUDNN_DATA_FLOAT && !p->desc.allow_tf32
+                                   ? CUDNN_FMA_MATH
+                                   : perf[i].mathType;
         int dup = 0;
         for (int j = 0; j < *out_count; j++)
             dup |= out[j].algo == perf[i].algo && out[j].math == math;

@@ -53,6 +53,9 @@ typedef struct {
      * TCI_ERR_UNSUPPORTED when cuDNN no longer accepts it within workspace_limit. */
     int use_choice;
     kern_conv_choice choice;
+    /* fp32 modes: 1 lets cuDNN use TF32 tensor-op math (inputs rounded to a 10-bit mantissa,
+     * fp32 accumulation: --precision tf32); 0 keeps FMA math. */
+    int allow_tf32;
 } kern_conv_desc;
 
 /* Device buffers for timing algorithms at creation, sized for desc.n and laid out as for

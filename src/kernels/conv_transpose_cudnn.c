@@ -154,7 +154,7 @@ static tci_status build_descriptors(kern_convt_plan *p) {
         d->dilations[1], CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     KERN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv_desc, in->cudnn_groups));
     KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(
-        p->conv_desc, d->fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+        p->conv_desc, d->fp32 && !d->allow_tf32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     /* the forward convolution of y must give x's shape, or cuDNN refuses the backward call */
     int on, oc, oh, ow;
     KERN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv_desc, p->y_desc, p->w_desc, &on,
@@ -219,7 +219,7 @@ static tci_status list_candidates(kern_convt_plan *p, cudnnHandle_t h,
     for (int i = 0; i < returned; i++) {
         if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
         /* fp32: DEFAULT math would allow TF32 on Ampere and later; the baseline stays FMA */
-        cudnnMathType_t math = p->desc.fp32 ? CUDNN_FMA_MATH : perf[i].mathType;
+        cudnnMathType_t math = p->desc.fp32 && !p->desc.allow_tf32 ? CUDNN_FMA_MATH : perf[i].mathType;
         /* the workspace size is asked for with the math type the candidate runs with */
         if (cudnnSetConvolutionMathType(p->conv_desc, math) != CUDNN_STATUS_SUCCESS) continue;
         size_t need = 0;

@@ -34,6 +34,7 @@ typedef struct {
     int has_bias;         /* bias input given to kern_convt_run */
     int fp32;             /* 1: fp32 tensors, weights and bias in the same NHWC8 layouts, FMA math
                            * (no TF32): the fp32 layers and GPU fp32 baseline; 0: fp16 */
+    int allow_tf32;       /* with fp32: TF32 tensor-op math allowed (--precision tf32) */
     size_t workspace_limit; /* the largest workspace (bytes) the chosen algorithm may need */
 } kern_convt_desc;
 

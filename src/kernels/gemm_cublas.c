@@ -69,7 +69,9 @@ static tci_status make_descs(const kern_gemm_plan *p, int64_t m, int batch, cons
     const kern_gemm_desc *d = &p->desc;
     cudaDataType_t type = data_type(p);
     cublasLtMatmulDesc_t op = &g->op;
-    KERN_CUBLAS_CHECK(cublasLtMatmulDescInit(op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    KERN_CUBLAS_CHECK(cublasLtMatmulDescInit(
+        op, d->dtype == KERN_GEMM_FP32 && d->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+        CUDA_R_32F));
     cublasOperation_t ta = d->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = d->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     KERN_CUBLAS_CHECK(

@@ -55,6 +55,9 @@ typedef struct {
      * algorithm is run without heuristics or timing (TCI_ERR_UNSUPPORTED if cuBLASLt no longer
      * accepts it for this problem within workspace_limit). */
     const void *use_algo;
+    /* KERN_GEMM_FP32: 1 computes with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32,
+     * --precision tf32); 0 keeps full fp32. */
+    int allow_tf32;
 } kern_gemm_desc;
 
 /* Size of a cublasLtMatmulAlgo_t, which kern_gemm_info.algo holds as plain bytes. */

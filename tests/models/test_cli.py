@@ -166,9 +166,10 @@ class CliTest(unittest.TestCase):
         rc, out, err = run("--plan", "--fp32-layers", self.unary, path)
         self.assertEqual(rc, 0, err)
         self.assertIn("fp32", out)
-        rc, out, err = run("--plan", "--precision", "fp32", path)
-        self.assertEqual(rc, 0, err)
-        self.assertNotIn("cast", out)
+        for precision in ("fp32", "tf32"):
+            rc, out, err = run("--plan", "--precision", precision, path)
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("cast", out)
         self.assert_error(run("--plan", "--fp32-layers", "nope", path), 1, "'nope'")
 
     # running ------------------------------------------------------------------------------
