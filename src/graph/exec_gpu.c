@@ -1,6 +1,7 @@
-/* The GPU executor: uploads and packs constants, creates the cuDNN/cuBLASLt plans by timing them
- * on the real buffers, and runs the plan's steps on a context's stream, captured once in a CUDA
- * graph. Host-side C over the kernels' C launchers. */
+/* The GPU executor: uploads and packs constants, chooses each convolution's and GEMM's kernel
+ * (tcinfer's WMMA configs against cuDNN / cuBLASLt, timed inside CUDA graphs on the real buffers,
+ * or taken from a timing cache), and runs the plan's steps on a context's stream, captured in a
+ * CUDA graph per batch size. Host-side C over the kernels' C launchers. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "graph/exec_gpu.h"
 
