@@ -506,13 +506,14 @@ static void conv_geometry(plan_conv *pc, const layer_window *win) {
     pc->groups = win->group;
 }
 
-/* Conv (+BatchNormalization) (+Add) (+activation) as one step. */
-static tci_status lower_conv(builder *b, ir_node *node) {
+/* The checks Conv and ConvTranspose share (2-D, static input, constant float weights and bias)
+ * and their window; `what` names the op in the refusal. */
+static tci_status conv_window(const ir_node *node, const char *what, layer_window *win) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
     TCI_TRY(require_known(node, x));
     if (x->rank != 4)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 2-D convolutions run on the GPU");
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 2-D %s run on the GPU", what);
     if (!is_constant(w) || w->dtype != TCI_DTYPE_FLOAT || (bias && !is_constant(bias)))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "the GPU path needs constant float weights and bias");
@@ -521,8 +522,15 @@ static tci_status lower_conv(builder *b, ir_node *node) {
     ir_tensor_view(w, &vw);
     if (bias) ir_tensor_view(bias, &vb);
     const tci_tensor *views[3] = {&vx, &vw, bias ? &vb : NULL};
+    return layer_conv_window(node, views, win);
+}
+
+/* Conv (+BatchNormalization) (+Add) (+activation) as one step. */
+static tci_status lower_conv(builder *b, ir_node *node) {
+    const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
+    const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
     layer_window win;
-    TCI_TRY(layer_conv_window(node, views, &win));
+    TCI_TRY(conv_window(node, "convolutions", &win));
     int64_t k = win.out_channels, c = win.in_channels, group = win.group;
     int64_t r = win.kernel[0], s = win.kernel[1], cg = c / group;
     bool depthwise = group > 1 && group == c && k == c;
@@ -641,19 +649,8 @@ static tci_status lower_conv(builder *b, ir_node *node) {
 static tci_status lower_conv_transpose(builder *b, ir_node *node) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
-    TCI_TRY(require_known(node, x));
-    if (x->rank != 4)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 2-D ConvTranspose runs on the GPU");
-    if (!is_constant(w) || w->dtype != TCI_DTYPE_FLOAT || (bias && !is_constant(bias)))
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "the GPU path needs constant float weights and bias");
-    tci_tensor vx, vw, vb;
-    ir_tensor_view(x, &vx);
-    ir_tensor_view(w, &vw);
-    if (bias) ir_tensor_view(bias, &vb);
-    const tci_tensor *views[3] = {&vx, &vw, bias ? &vb : NULL};
     layer_window win;
-    TCI_TRY(layer_conv_window(node, views, &win));
+    TCI_TRY(conv_window(node, "ConvTranspose nodes", &win));
     int64_t k = win.out_channels;
     float *shift = calloc((size_t)k, sizeof(float));
     if (!shift) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
