@@ -176,6 +176,21 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
                                          const tci_engine_options *options,
                                          tci_engine **out_engine);
 
+/* Writes a GPU engine to an engine file: its optimised graph (the FLOAT weights of fp16
+ * convolutions and GEMMs stored as fp16), the precision, kernel family and fp32 layers it was
+ * built with, and the kernel chosen for every convolution and GEMM, versioned and checksummed.
+ * A CPU or plan_only engine is TCI_ERR_INVALID_ARGUMENT. */
+tci_status tci_engine_save(const tci_engine *engine, const char *path);
+
+/* Builds a GPU engine from an engine file without timing any kernel. A file written on another
+ * GPU model, or with other CUDA / cuDNN / cuBLASLt versions or another tcinfer, is refused
+ * (TCI_ERR_UNSUPPORTED) naming both; a damaged or truncated one is TCI_ERR_PARSE. Of options
+ * (may be NULL) only no_cuda_graph applies: shapes, precision, fp32 layers and kernels come from
+ * the file, and setting them (or a timing cache) is TCI_ERR_INVALID_ARGUMENT. Smaller batches
+ * run as with any GPU engine. */
+tci_status tci_engine_load(const char *path, const tci_engine_options *options,
+                           tci_engine **out_engine);
+
 void tci_engine_destroy(tci_engine *engine);
 
 size_t tci_engine_input_count(const tci_engine *engine);

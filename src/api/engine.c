@@ -1,9 +1,11 @@
 /* The public engine and context: load, optimise, and run through the chosen executor. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "api/engine_file.h"
 #include "graph/compare.h"
 #include "graph/exec_cpu.h"
 #include "graph/passes.h"
@@ -11,6 +13,7 @@
 #include "kernels/device.h"
 #include "layers/op.h"
 #include "onnx/loader.h"
+#include "onnx/writer.h"
 #if TCI_HAVE_CUDA
 #include "graph/exec_gpu.h"
 #endif
@@ -24,6 +27,8 @@ struct tci_engine {
     ir_graph *pristine;
     char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
     plan_options plan_options;
+    tci_precision precision;
+    tci_kernels kernels;
 #if TCI_HAVE_CUDA
     exec_gpu_engine *gpu;
 #endif
@@ -125,8 +130,9 @@ static tci_status copy_strings(const char *const *src, char ***out) {
     return TCI_OK;
 }
 
+/* choices: an engine file's kernel choices (tci_engine_load), or NULL. */
 static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
-                                tci_engine **out_engine) {
+                                const char *choices, tci_engine **out_engine) {
     tci_engine_options defaults;
     if (!options) {
         tci_engine_options_init(&defaults);
@@ -160,6 +166,8 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
         e->plan_options.all_fp32 = options->precision != TCI_PRECISION_FP16;
         e->plan_options.tf32 = options->precision == TCI_PRECISION_TF32;
+        e->precision = options->precision;
+        e->kernels = options->kernels;
     }
     if (st == TCI_OK) st = build(g, options, keep_pristine ? &e->pristine : NULL);
     if (st == TCI_OK) {
@@ -171,7 +179,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
             st = exec_gpu_engine_create(g, e->pristine, &e->plan_options, options->kernels,
-                                        options->timing_cache, &e->gpu);
+                                        options->timing_cache, choices, &e->gpu);
 #endif
     }
     if (st != TCI_OK) {
@@ -193,7 +201,7 @@ tci_status tci_engine_create_from_file(const char *path, const tci_engine_option
     if (!path) return tci_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
     ir_graph *g = NULL;
     TCI_TRY(onnx_load_file(path, &g));
-    tci_status st = finish_create(g, options, out_engine);
+    tci_status st = finish_create(g, options, NULL, out_engine);
     if (st != TCI_OK) tci_error_prefix(st, "%s", path);
     return st;
 }
@@ -206,7 +214,240 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
     if (!bytes && size) return tci_error(TCI_ERR_INVALID_ARGUMENT, "bytes is NULL");
     ir_graph *g = NULL;
     TCI_TRY(onnx_load_model(bytes, size, base_dir, &g));
-    return finish_create(g, options, out_engine);
+    return finish_create(g, options, NULL, out_engine);
+}
+
+/* ---- engine files ---- */
+
+#if TCI_HAVE_CUDA
+static bool is_op(const ir_node *n, const char *op_type) {
+    return n->domain[0] == '\0' && strcmp(n->op_type, op_type) == 0;
+}
+
+/* FLOAT constants of g (the graph to save) that only fp16 convolutions and GEMMs read, as their
+ * weights (input 1), with no arithmetic before the GPU rounds them to fp16: storing them rounded
+ * changes nothing. Biases stay fp32 (the epilogues add them in fp32). *out_names lists them
+ * (NULL-terminated; the strings are the graph's). */
+static tci_status fp16_weights(const ir_graph *g, const plan_options *options, bool **out_mask,
+                               char ***out_names) {
+    *out_mask = calloc(g->num_tensors + 1, sizeof(bool));
+    bool *fp32 = calloc(g->num_nodes + 1, sizeof(bool));
+    bool *other = calloc(g->num_tensors + 1, sizeof(bool));
+    *out_names = calloc(g->num_tensors + 1, sizeof(char *));
+    if (!*out_mask || !fp32 || !other || !*out_names) {
+        free(fp32);
+        free(other);
+        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory saving the engine");
+    }
+    tci_status st = plan_fp32_nodes(g, options, fp32);
+    for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++) {
+        const ir_node *n = g->nodes[i];
+        /* the plan folds a BatchNormalization into its convolution (graph_to_save did) */
+        bool weights = !fp32[i] && (is_op(n, "Conv") || is_op(n, "ConvTranspose") ||
+                                    is_op(n, "Gemm") || is_op(n, "MatMul"));
+        for (int k = 0; k < n->num_inputs; k++) {
+            if (!n->inputs[k]) continue;
+            if (weights && k == 1) (*out_mask)[n->inputs[k]->index] = true;
+            else other[n->inputs[k]->index] = true;
+        }
+    }
+    size_t count = 0;
+    for (size_t t = 0; t < g->num_tensors; t++) {
+        const ir_tensor *x = g->tensors[t];
+        bool ok = (*out_mask)[t] && !other[t] && x->data && !x->producer && !x->is_graph_input &&
+                  !x->is_graph_output && x->dtype == TCI_DTYPE_FLOAT && x->name && x->name[0];
+        (*out_mask)[t] = ok;
+        if (ok) (*out_names)[count++] = (char *)x->name;
+    }
+    free(fp32);
+    free(other);
+    return st;
+}
+
+/* A constant of g named after base and suffix (made unique), viewing data. */
+static tci_status add_constant(ir_graph *g, const char *base, const char *suffix, int rank,
+                               const int64_t *dims, const void *data, ir_tensor **out) {
+    char name[512];
+    snprintf(name, sizeof name, "%s%s", base, suffix);
+    for (int i = 1; ir_graph_find_tensor(g, name); i++)
+        snprintf(name, sizeof name, "%s%s_%d", base, suffix, i);
+    TCI_TRY(ir_graph_add_tensor(g, name, out));
+    (*out)->dtype = TCI_DTYPE_FLOAT;
+    (*out)->rank = rank;
+    for (int i = 0; i < TCI_MAX_RANK; i++) (*out)->dims[i] = i < rank ? dims[i] : -1;
+    (*out)->data = (void *)data;
+    return TCI_OK;
+}
+
+/* The graph an engine file stores: the engine's, with every BatchNormalization the plan folded
+ * into a convolution folded for good. The convolution takes the plan's folded weights and bias
+ * (its very values) and writes the BatchNormalization's output; a loaded engine then plans the
+ * same steps with the same numbers, and those weights too can be stored in fp16. The copy
+ * shares the engine graph's and plan's data; *dropped lists the removed nodes' names. */
+static tci_status graph_to_save(const tci_engine *engine, ir_graph **out, const char ***dropped) {
+    const plan *p = exec_gpu_engine_plan(engine->gpu);
+    ir_graph *g = NULL;
+    TCI_TRY(ir_graph_clone(engine->graph, &g));
+    bool *drop = calloc(g->num_nodes + 1, sizeof(bool));
+    *dropped = calloc(g->num_nodes + 1, sizeof(char *));
+    tci_status st = drop && *dropped ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t num_dropped = 0;
+    for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        if (s->kind != PLAN_STEP_CONV || !strstr(s->label, "+BatchNormalization")) continue;
+        /* the clone's nodes are in the engine graph's order */
+        size_t at = 0, bn_at = 0;
+        while (at < g->num_nodes && engine->graph->nodes[at] != s->node) at++;
+        ir_node *conv = at < g->num_nodes ? g->nodes[at] : NULL, *bn = NULL;
+        for (size_t n = 0; conv && n < g->num_nodes && conv->num_outputs == 1; n++)
+            if (is_op(g->nodes[n], "BatchNormalization") &&
+                g->nodes[n]->inputs[0] == conv->outputs[0]) {
+                bn = g->nodes[n];
+                bn_at = n;
+            }
+        if (!bn || bn->num_outputs != 1) {
+            st = tci_error(TCI_ERR_INTERNAL, "saving: the BatchNormalization folded into '%s' "
+                           "was not found", s->node->name);
+            break;
+        }
+        const plan_tensor *pw = &p->tensors[s->inputs[1]], *pb = &p->tensors[s->inputs[2]];
+        ir_tensor **in = tci_arena_alloc(g->arena, 3 * sizeof *in);
+        if (!in) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (st == TCI_OK) {
+            in[0] = conv->inputs[0];
+            st = add_constant(g, conv->name, ".folded_W", pw->rank, pw->dims, pw->host_data, &in[1]);
+        }
+        if (st == TCI_OK)
+            st = add_constant(g, conv->name, ".folded_B", pb->rank, pb->dims, pb->host_data, &in[2]);
+        if (st != TCI_OK) break;
+        conv->inputs = in;
+        conv->num_inputs = 3;
+        conv->outputs[0] = bn->outputs[0];
+        conv->outputs[0]->producer = conv;
+        drop[bn_at] = true;
+        (*dropped)[num_dropped++] = bn->name;
+    }
+    size_t kept = 0;
+    for (size_t n = 0; st == TCI_OK && n < g->num_nodes; n++)
+        if (!drop[n]) g->nodes[kept++] = g->nodes[n];
+    if (st == TCI_OK) g->num_nodes = kept;
+    free(drop);
+    if (st != TCI_OK) {
+        ir_graph_destroy(g);
+        return st;
+    }
+    *out = g;
+    return TCI_OK;
+}
+#endif
+
+tci_status tci_engine_save(const tci_engine *engine, const char *path) {
+    if (!engine || !path) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+#if TCI_HAVE_CUDA
+    if (engine->gpu) {
+        char machine[512];
+        engine_file f = {0};
+        bool *mask = NULL;
+        char producer[64];
+        snprintf(producer, sizeof producer, "tcinfer %s", tci_version());
+        f.machine = machine;
+        f.producer = producer;
+        f.precision = (int32_t)engine->precision;
+        f.kernels = (int32_t)engine->kernels;
+        ir_graph *g = NULL;
+        const char **dropped = NULL;
+        char **fp32_layers = NULL;
+        tci_status st = exec_gpu_machine(machine, sizeof machine);
+        if (st == TCI_OK) st = graph_to_save(engine, &g, &dropped);
+        /* fp32 layers naming a folded BatchNormalization: its convolution decided already */
+        if (st == TCI_OK) st = copy_strings((const char *const *)engine->fp32_layers, &fp32_layers);
+        size_t kept = 0;
+        for (size_t i = 0; st == TCI_OK && fp32_layers && fp32_layers[i]; i++) {
+            bool gone = false;
+            for (const char **d = dropped; *d && !gone; d++) gone = strcmp(*d, fp32_layers[i]) == 0;
+            if (gone) free(fp32_layers[i]);
+            else fp32_layers[kept++] = fp32_layers[i];
+        }
+        if (fp32_layers) fp32_layers[kept] = NULL;
+        f.fp32_layers = fp32_layers;
+        if (st == TCI_OK) st = fp16_weights(g, &engine->plan_options, &mask, &f.fp16_tensors);
+        if (st == TCI_OK) st = onnx_save_model(g, mask, &f.model, &f.model_size);
+        if (st == TCI_OK) st = exec_gpu_engine_choices(engine->gpu, &f.choices);
+        if (st == TCI_OK) st = engine_file_write(path, &f);
+        for (char **l = fp32_layers; l && *l; l++) free(*l);
+        free(fp32_layers);
+        free(dropped);
+        ir_graph_destroy(g);
+        free(mask);
+        free(f.fp16_tensors);
+        free(f.model);
+        free(f.choices);
+        return st;
+    }
+#endif
+    (void)path;
+    return tci_error(TCI_ERR_INVALID_ARGUMENT, "only GPU engines are saved; this one %s",
+                     engine->plan_only ? "is a plan without a GPU (plan_only)" : "runs on the CPU");
+}
+
+tci_status tci_engine_load(const char *path, const tci_engine_options *options,
+                           tci_engine **out_engine) {
+    if (!out_engine) return tci_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
+    *out_engine = NULL;
+    if (!path) return tci_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
+    if (options && (options->num_shapes || options->plan_only || options->mark_all_outputs ||
+                    options->precision != TCI_PRECISION_FP16 || options->fp32_layers ||
+                    options->kernels != TCI_KERNELS_AUTO || options->timing_cache))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: an engine file fixes the shapes, precision, fp32 layers and kernels "
+                         "it was built with (no timing cache either); only the CUDA-graph option "
+                         "may be given",
+                         path);
+    engine_file f;
+    TCI_TRY(engine_file_read(path, &f));
+#if TCI_HAVE_CUDA
+    char machine[512], producer[64];
+    snprintf(producer, sizeof producer, "tcinfer %s", tci_version());
+    tci_status st = tci_gpu_count(NULL, 0) > 0
+                        ? exec_gpu_machine(machine, sizeof machine)
+                        : tci_error(TCI_ERR_NO_DEVICE, "no CUDA GPU is available here to run "
+                                                       "the engine file %s", path);
+    if (st == TCI_OK && strcmp(f.producer, producer) != 0)
+        st = tci_error(TCI_ERR_UNSUPPORTED,
+                       "engine file %s was written by %s; this is %s: rebuild it from the ONNX "
+                       "model",
+                       path, f.producer, producer);
+    if (st == TCI_OK && strcmp(f.machine, machine) != 0) {
+        for (char *c = f.machine; *c; c++) *c = *c == '\t' ? ' ' : *c; /* fields, for reading */
+        for (char *c = machine; *c; c++) *c = *c == '\t' ? ' ' : *c;
+        st = tci_error(TCI_ERR_UNSUPPORTED,
+                       "engine file %s was built for %s; this machine has %s: rebuild it from "
+                       "the ONNX model",
+                       path, f.machine, machine);
+    }
+    ir_graph *g = NULL;
+    bool checked = st == TCI_OK; /* later errors come from the graph, and get the file's name */
+    if (st == TCI_OK) st = onnx_load_model(f.model, f.model_size, NULL, &g);
+    if (st == TCI_OK) st = onnx_widen_fp16(g, (const char *const *)f.fp16_tensors);
+    if (st == TCI_OK) {
+        tci_engine_options o;
+        tci_engine_options_init(&o);
+        o.backend = TCI_BACKEND_GPU;
+        o.no_cuda_graph = options ? options->no_cuda_graph : 0;
+        o.precision = (tci_precision)f.precision;
+        o.kernels = (tci_kernels)f.kernels;
+        o.fp32_layers = (const char *const *)f.fp32_layers;
+        st = finish_create(g, &o, f.choices, out_engine); /* owns g, also on failure */
+        g = NULL;
+    }
+    ir_graph_destroy(g);
+    engine_file_free(&f);
+    if (st != TCI_OK && checked) tci_error_prefix(st, "%s", path);
+    return st;
+#else
+    engine_file_free(&f);
+    return tci_error(TCI_ERR_NO_DEVICE, "this build has no CUDA support: engine files run on the GPU");
+#endif
 }
 
 void tci_engine_destroy(tci_engine *engine) {

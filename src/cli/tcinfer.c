@@ -21,7 +21,7 @@ typedef struct cli_input {
 
 typedef struct cli_args {
     const char *model;
-    cli_input inputs[MAX_ITEMS];
+    cli_input inputs[MAX_ITEMS + 1];
     int num_inputs;
     tci_shape_override shapes[MAX_ITEMS];
     char *shape_names[MAX_ITEMS];
@@ -37,6 +37,7 @@ typedef struct cli_args {
     tci_precision precision;
     tci_kernels kernels;
     const char *timing_cache;
+    const char *save_engine, *load_engine;
     bool baseline_gpu;       /* --baseline gpu-fp32 */
     char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
     const char *fp32_layers[MAX_ITEMS + 1];
@@ -44,6 +45,7 @@ typedef struct cli_args {
 
 static const char usage_text[] =
     "usage: tcinfer [options] MODEL.onnx [INPUT...]\n"
+    "       tcinfer [options] --load-engine PLAN.tci [INPUT...]\n"
     "\n"
     "Runs an ONNX model. INPUT is FILE (feeds the first input) or NAME=FILE; FILE is .npy,\n"
     ".pb (ONNX TensorProto), or raw little-endian data in the input's dtype (fp32 for float)\n"
@@ -67,6 +69,10 @@ static const char usage_text[] =
     "                        WMMA kernels and cuDNN / cuBLASLt (auto, default), or one family\n"
     "  --timing-cache FILE   GPU: reuse and record the per-layer kernel choices (no timing for\n"
     "                        layers the file holds for this GPU and these library versions)\n"
+    "  --save-engine FILE    GPU: write the built engine (optimised graph, fp16 weights, kernel\n"
+    "                        choices) to FILE; without inputs, build, save and exit\n"
+    "  --load-engine FILE    GPU: run an engine file instead of MODEL.onnx, without tuning;\n"
+    "                        shapes, precision and kernels come from the file\n"
     "  --tolerance X         with --compare: exit 1 when a relative L2 error exceeds X\n"
     "  --compare-layers      --compare for every layer's output (unfused), naming the first\n"
     "                        layer whose error jumps (past --tolerance, default 1e-2)\n"
@@ -184,7 +190,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                    strcmp(arg, "--backend") == 0 || strcmp(arg, "--random") == 0 ||
                    strcmp(arg, "--precision") == 0 || strcmp(arg, "--baseline") == 0 ||
                    strcmp(arg, "--fp32-layers") == 0 || strcmp(arg, "--kernels") == 0 ||
-                   strcmp(arg, "--timing-cache") == 0) {
+                   strcmp(arg, "--timing-cache") == 0 || strcmp(arg, "--save-engine") == 0 ||
+                   strcmp(arg, "--load-engine") == 0) {
             if (!has_value) return usage_error("%s needs a value", arg);
             char *value = argv[++i];
             if (strcmp(arg, "--shape") == 0) {
@@ -206,6 +213,10 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                 else return usage_error("unknown precision '%s' (fp16, tf32 or fp32)", value);
             } else if (strcmp(arg, "--timing-cache") == 0) {
                 a->timing_cache = value;
+            } else if (strcmp(arg, "--save-engine") == 0) {
+                a->save_engine = value;
+            } else if (strcmp(arg, "--load-engine") == 0) {
+                a->load_engine = value;
             } else if (strcmp(arg, "--kernels") == 0) {
                 if (strcmp(value, "auto") == 0) a->kernels = TCI_KERNELS_AUTO;
                 else if (strcmp(value, "wmma") == 0) a->kernels = TCI_KERNELS_WMMA;
@@ -237,23 +248,36 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             }
         } else if (arg[0] == '-' && arg[1]) {
             return usage_error("unknown option '%s'", arg);
-        } else if (!a->model) {
-            a->model = arg;
         } else {
-            if (a->num_inputs == MAX_ITEMS) return usage_error("too many inputs%s", "");
-            cli_input *in = &a->inputs[a->num_inputs++];
-            char *eq = strchr(argv[i], '=');
-            if (eq) {
-                *eq = '\0';
-                in->name = argv[i];
-                in->path = eq + 1;
-            } else {
-                in->path = arg;
-            }
+            if (a->num_inputs == MAX_ITEMS + 1) return usage_error("too many inputs%s", "");
+            a->inputs[a->num_inputs++].path = argv[i];
         }
     }
     if (a->list_ops) return 0;
-    if (!a->model) return usage_error("no model given%s", "");
+    /* positional arguments: MODEL.onnx (unless --load-engine) and the inputs, NAME=FILE or FILE */
+    if (!a->load_engine && a->num_inputs) {
+        a->model = a->inputs[0].path;
+        memmove(a->inputs, a->inputs + 1, (size_t)--a->num_inputs * sizeof *a->inputs);
+    }
+    if (a->num_inputs > MAX_ITEMS) return usage_error("too many inputs%s", "");
+    for (int k = 0; k < a->num_inputs; k++) {
+        char *eq = strchr(a->inputs[k].path, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        a->inputs[k].name = a->inputs[k].path;
+        a->inputs[k].path = eq + 1;
+    }
+    if (!a->model && !a->load_engine) return usage_error("no model given%s", "");
+    if (a->load_engine &&
+        (a->num_shapes || a->precision != TCI_PRECISION_FP16 || a->fp32_text ||
+         a->kernels != TCI_KERNELS_AUTO || a->timing_cache || a->compare || a->plan ||
+         a->save_engine || a->backend == TCI_BACKEND_CPU))
+        return usage_error("--load-engine runs the engine as it was built: --shape, --precision, "
+                           "--fp32-layers, --kernels, --timing-cache, --compare, --plan, "
+                           "--save-engine and --backend cpu do not go with it%s", "");
+    if (a->save_engine && (a->backend == TCI_BACKEND_CPU || a->plan || a->compare_layers))
+        return usage_error("--save-engine writes a GPU engine: not with --backend cpu, --plan or "
+                           "--compare-layers%s", "");
     if (a->random && a->num_inputs)
         return usage_error("give either input files or --random%s", "");
     if (a->tolerance >= 0 && !a->compare) return usage_error("--tolerance goes with --compare%s", "");
@@ -553,7 +577,8 @@ static void print_layer(size_t index, const char *node, const char *fused_ops, c
     printf("  %4zu  %-28s %-40s %-10s %s\n", index, node, fused_ops, layout, kernel);
 }
 
-static void print_gpu_info(const tci_engine *engine) {
+/* choices_from: where choices not timed came from ("timing cache", "engine file") */
+static void print_gpu_info(const tci_engine *engine, const char *choices_from) {
     tci_gpu_report r;
     if (tci_engine_gpu_report(engine, &r) != TCI_OK) return;
     printf("GPU plan: %zu steps, %zu layout conversions\n", r.num_steps, r.layout_conversions);
@@ -562,8 +587,8 @@ static void print_gpu_info(const tci_engine *engine) {
            (double)r.arena_bytes / 1e6, (double)r.naive_activation_bytes / 1e6,
            r.naive_activation_bytes ? 100.0 * (double)r.arena_bytes / (double)r.naive_activation_bytes : 100.0);
     if (r.layers_timed || r.layers_cached)
-        printf("  kernel choices: %zu layers timed, %zu from the timing cache\n", r.layers_timed,
-               r.layers_cached);
+        printf("  kernel choices: %zu layers timed, %zu from the %s\n", r.layers_timed,
+               r.layers_cached, choices_from);
     printf("  step  node                         fused ops                                output     kernel\n");
     tci_engine_layers(engine, print_layer, NULL);
 }
@@ -797,11 +822,22 @@ int main(int argc, char **argv) {
     if (a.profile && a.backend != TCI_BACKEND_GPU)
         return usage_error("--profile times GPU layers; use --backend gpu%s", "");
     tci_engine *engine = NULL;
-    tci_status st = tci_engine_create_from_file(a.model, &options, &engine);
+    tci_status st = a.load_engine ? tci_engine_load(a.load_engine, &options, &engine)
+                                  : tci_engine_create_from_file(a.model, &options, &engine);
     if (st != TCI_OK) return fail(st);
-    if (a.info) {
-        print_info(engine);
-        print_gpu_info(engine);
+    if (a.save_engine) {
+        st = tci_engine_save(engine, a.save_engine);
+        if (st != TCI_OK) {
+            tci_engine_destroy(engine);
+            return fail(st);
+        }
+        if (!a.quiet) printf("engine saved to %s\n", a.save_engine);
+    }
+    if (a.info || (a.save_engine && !a.num_inputs && !a.random)) {
+        if (a.info) {
+            print_info(engine);
+            print_gpu_info(engine, a.load_engine ? "engine file" : "timing cache");
+        }
         tci_engine_destroy(engine);
         return 0;
     }

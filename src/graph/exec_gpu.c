@@ -30,8 +30,9 @@
 #include "graph/passes.h"
 #include "layers/op.h"
 
-/* Largest workspace one convolution or GEMM algorithm may ask for. */
-enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8 };
+/* Largest workspace one convolution or GEMM algorithm may ask for. WMMA_TF32: the "config" of
+ * an fp32 GEMM step (--precision tf32) that runs on the WMMA tf32 16x16x8 kernel. */
+enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8, WMMA_TF32 = 1000 };
 
 /* How one step runs: packed weights, the library plan or own kernel chosen, and what timing
  * found. */
@@ -54,6 +55,8 @@ typedef struct step_impl {
 typedef struct cache_entry {
     char *key, *value;         /* problem, choice */
     float library_ms, wmma_ms; /* what the timing measured, for reports */
+    const char *origin;        /* "timing cache", "engine file", or "timed on an identical layer"
+                                  (this build's: an identical later layer reuses it) */
 } cache_entry;
 
 typedef struct timing_cache {
@@ -73,7 +76,8 @@ struct exec_gpu_engine {
     ir_graph *graph;           /* variant: its optimised copy of the graph (steps point into it) */
     plan_options options;      /* what the plan was built with; variants are planned alike */
     tci_kernels kernels;       /* which kernel families may run convolutions */
-    timing_cache *cache;       /* during creation only, with a timing-cache file */
+    timing_cache *cache;       /* during creation only: the choices of the timing-cache file
+                                  and of the engine file, and those timed so far */
     int layers_timed, layers_cached;
     bool *owns_constant;       /* by plan tensor: constants[t] is this engine's to free */
     void **constants;          /* by plan tensor: device copy of a constant, else NULL */
@@ -381,6 +385,19 @@ static void wmma_gemm_desc_of(const plan_gemm *g, kern_wmma_gemm_desc *d) {
     d->out_dtype = TCI_DTYPE_FLOAT16;
 }
 
+/* A GEMM step on WMMA config cfg: the fp16 family, or for fp32 steps (WMMA_TF32) the tf32
+ * kernel, whose bias is the step's fp32 one. */
+static tci_status run_wmma_gemm(const plan_gemm *g, int cfg, const step_impl *im, const void *a,
+                                const void *b, void *d, cudaStream_t stream) {
+    kern_wmma_gemm_desc wd;
+    wmma_gemm_desc_of(g, &wd);
+    if (cfg == WMMA_TF32) {
+        wd.out_dtype = TCI_DTYPE_FLOAT;
+        return kern_wmma_variant_run(&wd, KERN_WMMA_TF32_16X16X8, a, b, im->bias, NULL, d, stream);
+    }
+    return kern_wmma_gemm_run(&wd, cfg, a, b, im->bias_f32, NULL, d, stream);
+}
+
 /* ---- one step ---- */
 
 /* device_ptr, with the caller's buffers in place of redirected tensors (device I/O) */
@@ -433,12 +450,9 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_GEMM:
-        if (e->impl[index].wmma >= 0) {
-            kern_wmma_gemm_desc wd;
-            wmma_gemm_desc_of(&s->u.gemm, &wd);
-            return kern_wmma_gemm_run(&wd, e->impl[index].wmma, in[0], in[1],
-                                      e->impl[index].bias_f32, NULL, out, stream);
-        }
+        if (e->impl[index].wmma >= 0)
+            return run_wmma_gemm(&s->u.gemm, e->impl[index].wmma, &e->impl[index], in[0], in[1],
+                                 out, stream);
         /* a batch variant runs the parent's plan on its own (smaller) m and batch count */
         return kern_gemm_run(e->impl[index].gemm, c->lt, stream, s->u.gemm.m,
                              (int)(s->u.gemm.batch > 0 ? s->u.gemm.batch : 1), in[0], in[1], NULL,
@@ -686,15 +700,29 @@ static tci_status pack_gemm_bias(exec_gpu_engine *e, int index) {
 
 /* ---- the timing cache ---- */
 
-static tci_status cache_header(char *buf, size_t size) {
+tci_status exec_gpu_machine(char *buf, size_t size) {
     int device = 0, runtime = 0;
     struct cudaDeviceProp prop;
     KERN_CUDA_CHECK(cudaGetDevice(&device));
     KERN_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     KERN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-    snprintf(buf, size, "tcinfer timing cache 1\t%s\tsm_%d%d\tcudart %d\tcudnn %zu\tcublasLt %zu",
-             prop.name, prop.major, prop.minor, runtime, cudnnGetVersion(), cublasLtGetVersion());
+    /* the WMMA choices are config indices: a build with other configs must not reuse them */
+    uint32_t tables = 2166136261u;
+    int nc = kern_wmma_conv_config_count(), ng = kern_wmma_gemm_config_count();
+    for (int i = 0; i < nc + ng; i++) {
+        const char *name = i < nc ? kern_wmma_conv_config_name(i) : kern_wmma_gemm_config_name(i - nc);
+        for (const char *c = name; *c; c++) tables = (tables ^ (unsigned char)*c) * 16777619u;
+    }
+    snprintf(buf, size,
+             "%s\tsm_%d%d\tcudart %d\tcudnn %zu\tcublasLt %zu\twmma %d+%d configs %08x",
+             prop.name, prop.major, prop.minor, runtime, cudnnGetVersion(), cublasLtGetVersion(),
+             nc, ng, tables);
     return TCI_OK;
+}
+
+static tci_status cache_header(char *buf, size_t size) {
+    int n = snprintf(buf, size, "tcinfer timing cache 1\t");
+    return exec_gpu_machine(buf + n, size - (size_t)n);
 }
 
 static void cache_free(timing_cache *c) {
@@ -713,8 +741,10 @@ static cache_entry *cache_find(const timing_cache *c, const char *key) {
     return NULL;
 }
 
+static const char FRESH[] = "timed on an identical layer";
+
 static tci_status cache_put(timing_cache *c, const char *key, const char *value, float library_ms,
-                            float wmma_ms) {
+                            float wmma_ms, const char *origin) {
     cache_entry *e = cache_find(c, key);
     if (!e) {
         if (c->count == c->cap) {
@@ -735,18 +765,41 @@ static tci_status cache_put(timing_cache *c, const char *key, const char *value,
     if (!e->value) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     e->library_ms = library_ms;
     e->wmma_ms = wmma_ms;
+    e->origin = origin;
     return TCI_OK;
 }
 
-/* Reads the cache at path. A missing file is an empty cache; one written on another GPU model
- * or with other library versions (another header) is not used, and is replaced on save. */
-static tci_status cache_load(const char *path, timing_cache **out) {
+/* One "key TAB choice TAB library_ms TAB wmma_ms" line into c; origin names where it comes
+ * from, in errors and reports. */
+static tci_status cache_parse_line(timing_cache *c, char *line, const char *origin) {
+    line[strcspn(line, "\n")] = '\0';
+    if (!line[0]) return TCI_OK;
+    char *save = NULL;
+    char *key = strtok_r(line, "\t", &save), *value = strtok_r(NULL, "\t", &save),
+         *lib = strtok_r(NULL, "\t", &save), *wmma = strtok_r(NULL, "\t", &save);
+    if (!key || !value || !lib || !wmma)
+        return tci_error(TCI_ERR_PARSE, "%s: malformed kernel choice '%s'", origin, line);
+    return cache_put(c, key, value, strtof(lib, NULL), strtof(wmma, NULL), origin);
+}
+
+/* Reads the cache at path (NULL: none, an in-memory cache). A missing file is an empty cache;
+ * one written on another GPU model or with other library versions (another header) is not
+ * used, and is replaced on save. choices (may be NULL): lines of choices known to be valid here
+ * (an engine file's), added first. */
+static tci_status cache_load(const char *path, const char *choices, timing_cache **out) {
     *out = NULL;
     timing_cache *c = calloc(1, sizeof *c);
     if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     c->path = path;
     tci_status st = cache_header(c->header, sizeof c->header);
-    FILE *f = st == TCI_OK ? fopen(path, "r") : NULL;
+    char *text = st == TCI_OK && choices ? strdup(choices) : NULL;
+    if (choices && !text && st == TCI_OK) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    char *save = NULL;
+    for (char *line = text ? strtok_r(text, "\n", &save) : NULL; st == TCI_OK && line;
+         line = strtok_r(NULL, "\n", &save))
+        st = cache_parse_line(c, line, "engine file");
+    free(text);
+    FILE *f = st == TCI_OK && path ? fopen(path, "r") : NULL;
     char line[1024];
     bool valid = false;
     if (f && fgets(line, sizeof line, f)) {
@@ -754,14 +807,8 @@ static tci_status cache_load(const char *path, timing_cache **out) {
         valid = strcmp(line, c->header) == 0;
     }
     while (st == TCI_OK && valid && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        char *save = NULL;
-        char *key = strtok_r(line, "\t", &save), *value = strtok_r(NULL, "\t", &save),
-             *lib = strtok_r(NULL, "\t", &save), *wmma = strtok_r(NULL, "\t", &save);
-        if (!key || !value || !lib || !wmma)
-            st = tci_error(TCI_ERR_PARSE, "timing cache %s: malformed line '%s'", path, line);
-        else
-            st = cache_put(c, key, value, strtof(lib, NULL), strtof(wmma, NULL));
+        st = cache_parse_line(c, line, "timing cache");
+        if (st != TCI_OK) tci_error_prefix(st, "%s", path);
     }
     if (f) fclose(f);
     if (st != TCI_OK) {
@@ -833,9 +880,7 @@ static tci_status launch_trial(const kernel_trial *t, cudaStream_t stream) {
         if (t->wmma < 0)
             return kern_gemm_run(t->impl->gemm, t->lt, stream, 0, 0, t->x, t->z, NULL, t->y,
                                  t->impl->bias, t->workspace, WORKSPACE_LIMIT);
-        kern_wmma_gemm_desc d;
-        wmma_gemm_desc_of(g, &d);
-        return kern_wmma_gemm_run(&d, t->wmma, t->x, t->z, t->impl->bias_f32, NULL, t->y, stream);
+        return run_wmma_gemm(g, t->wmma, t->impl, t->x, t->z, t->y, stream);
     }
     const plan_conv *c = &t->step->u.conv;
     if (t->wmma < 0)
@@ -892,6 +937,10 @@ static bool wmma_applies(const kernel_trial *t, int cfg) {
     if (t->step->kind == PLAN_STEP_GEMM) {
         kern_wmma_gemm_desc d;
         wmma_gemm_desc_of(&t->step->u.gemm, &d);
+        if (cfg == WMMA_TF32) {
+            d.out_dtype = TCI_DTYPE_FLOAT;
+            return kern_wmma_variant_supports(&d, KERN_WMMA_TF32_16X16X8) == TCI_OK;
+        }
         return kern_wmma_gemm_supports(&d, cfg) == TCI_OK;
     }
     kern_wmma_conv_desc d;
@@ -902,12 +951,14 @@ static bool wmma_applies(const kernel_trial *t, int cfg) {
 
 /* Times every WMMA config that applies to the trial's step; *best is -1 when none does. A
  * config the device cannot run (more shared memory than it grants) is passed over. */
-static tci_status fastest_wmma(kernel_trial *t, cudaStream_t stream, int *best, float *best_ms) {
+static tci_status fastest_wmma(kernel_trial *t, cudaStream_t stream, bool tf32, int *best,
+                               float *best_ms) {
     bool gemm = t->step->kind == PLAN_STEP_GEMM;
-    int count = gemm ? kern_wmma_gemm_config_count() : kern_wmma_conv_config_count();
+    int count = tf32 ? 1 : gemm ? kern_wmma_gemm_config_count() : kern_wmma_conv_config_count();
     *best = -1;
     *best_ms = 0.0f;
-    for (int cfg = 0; cfg < count; cfg++) {
+    for (int k = 0; k < count; k++) {
+        int cfg = tf32 ? WMMA_TF32 : k;
         if (!wmma_applies(t, cfg)) continue;
         float ms = -1.0f;
         t->wmma = cfg;
@@ -978,7 +1029,7 @@ static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
     if (!try_wmma) return lib;
     int best;
     float best_ms;
-    TCI_TRY(fastest_wmma(&trial, stream, &best, &best_ms));
+    TCI_TRY(fastest_wmma(&trial, stream, false, &best, &best_ms));
     if (best < 0 && lib != TCI_OK)
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "neither cuDNN nor a WMMA kernel runs this convolution (%" PRId64
@@ -1016,13 +1067,17 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     kern_gemm_get_info(im->gemm, &info);
     im->kernel = info.algorithm;
     if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-    if (fp32 || e->kernels == TCI_KERNELS_LIBRARY) return TCI_OK;
+    /* fp32 steps: the WMMA tf32 kernel in --precision tf32, else the library alone */
+    bool tf32 = fp32 && e->options.tf32;
+    if ((fp32 && !tf32) || e->kernels == TCI_KERNELS_LIBRARY) return TCI_OK;
     TCI_TRY(time_trial(&trial, stream, &im->library_ms));
     int best;
     float best_ms;
-    TCI_TRY(fastest_wmma(&trial, stream, &best, &best_ms));
+    TCI_TRY(fastest_wmma(&trial, stream, tf32, &best, &best_ms));
     char name[64] = "";
-    if (best >= 0) snprintf(name, sizeof name, "wmma gemm %s", kern_wmma_gemm_config_name(best));
+    if (best >= 0)
+        snprintf(name, sizeof name, "wmma gemm %s",
+                 tf32 ? "tf32 16x16x8" : kern_wmma_gemm_config_name(best));
     keep_fastest(im, e->kernels, true, best, best_ms, name, "cuBLASLt");
     return TCI_OK;
 }
@@ -1037,9 +1092,12 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
     step_impl *im = &e->impl[i];
     bool gemm = s->kind == PLAN_STEP_GEMM, fp32 = step_fp32(p, s);
     kernel_trial t = {s, im, -1, cudnn, lt, NULL, NULL, NULL, workspace};
+    const char *origin = hit->origin;
     int cfg = -1;
     if (sscanf(hit->value, "wmma %d", &cfg) == 1) {
-        if (fp32 || cfg < 0 || !wmma_applies(&t, cfg))
+        bool tf32 = cfg == WMMA_TF32;
+        if (cfg < 0 || tf32 != fp32 || (tf32 && (!gemm || !e->options.tf32)) ||
+            !wmma_applies(&t, cfg))
             return tci_error(TCI_ERR_UNSUPPORTED, "cached WMMA config %d does not apply", cfg);
         im->wmma = cfg;
         if (!gemm) {
@@ -1048,10 +1106,12 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
             size_t ws = kern_wmma_conv_workspace(&wd, cfg);
             if (ws > e->workspace_bytes) e->workspace_bytes = ws;
         }
-        snprintf(im->text, sizeof im->text, "%s%s (timing cache: %.1f us; %s %.1f us)",
+        snprintf(im->text, sizeof im->text, "%s%s (%s: %.1f us; %s %.1f us)",
                  gemm ? "wmma gemm " : "",
-                 gemm ? kern_wmma_gemm_config_name(cfg) : kern_wmma_conv_config_name(cfg),
-                 1e3 * hit->wmma_ms, gemm ? "cuBLASLt" : "cuDNN", 1e3 * hit->library_ms);
+                 tf32   ? "tf32 16x16x8"
+                 : gemm ? kern_wmma_gemm_config_name(cfg)
+                        : kern_wmma_conv_config_name(cfg),
+                 origin, 1e3 * hit->wmma_ms, gemm ? "cuBLASLt" : "cuDNN", 1e3 * hit->library_ms);
     } else if (gemm) {
         unsigned char algo[KERN_GEMM_ALGO_BYTES];
         const char *hex = strchr(hit->value, ' ');
@@ -1072,7 +1132,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         kern_gemm_info info;
         kern_gemm_get_info(im->gemm, &info);
         if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-        snprintf(im->text, sizeof im->text, "%s (timing cache: %.1f us)", info.algorithm,
+        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us)", info.algorithm, origin,
                  1e3 * hit->library_ms);
     } else {
         kern_conv_desc d;
@@ -1090,13 +1150,38 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         kern_conv_info info;
         kern_conv_get_info(im->conv, &info);
         if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-        snprintf(im->text, sizeof im->text, "%s (timing cache: %.1f us; best WMMA %.1f us)",
-                 info.algorithm, 1e3 * hit->library_ms, 1e3 * hit->wmma_ms);
+        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us; best WMMA %.1f us)",
+                 info.algorithm, origin, 1e3 * hit->library_ms, 1e3 * hit->wmma_ms);
     }
     im->library_ms = hit->library_ms;
     im->wmma_ms = hit->wmma_ms;
     im->kernel = im->text;
     return TCI_OK;
+}
+
+enum { CHOICE_BYTES = 2 * KERN_GEMM_ALGO_BYTES + 16 };
+
+/* The kernel choice of a tuned step, as the timing cache stores it. */
+static void choice_value(const exec_gpu_engine *e, int i, char *value, size_t size) {
+    const step_impl *im = &e->impl[i];
+    if (im->wmma >= 0) {
+        snprintf(value, size, "wmma %d", im->wmma);
+    } else if (e->plan->steps[i].kind == PLAN_STEP_GEMM) {
+        kern_gemm_info info;
+        kern_gemm_get_info(im->gemm, &info);
+        int n = snprintf(value, size, "cublaslt ");
+        for (int b = 0; b < KERN_GEMM_ALGO_BYTES; b++)
+            n += snprintf(value + n, size - (size_t)n, "%02x", info.algo[b]);
+    } else {
+        kern_conv_info info;
+        kern_conv_get_info(im->conv, &info);
+        snprintf(value, size, "cudnn %d %d %d", info.choice.algo, info.choice.math,
+                 info.choice.fused);
+    }
+}
+
+static bool tuned_step(const plan_step *s) {
+    return s->kind == PLAN_STEP_GEMM || (s->kind == PLAN_STEP_CONV && !s->u.conv.depthwise);
 }
 
 /* Tunes a conv or GEMM step: from the timing cache when it has the problem, else by timing
@@ -1111,7 +1196,10 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
     if (hit) {
         tci_status st = apply_cached(e, i, hit, cudnn, lt, stream, arena, workspace);
         if (st == TCI_OK) {
-            e->layers_cached++;
+            /* the same problem as an earlier layer of this build takes its choice: identical
+             * layers run identical kernels (and a saved engine reproduces them exactly) */
+            if (hit->origin == FRESH) e->layers_timed++;
+            else e->layers_cached++;
             return TCI_OK;
         }
         if (st != TCI_ERR_UNSUPPORTED) return st;
@@ -1121,23 +1209,9 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
     TCI_TRY(s->kind == PLAN_STEP_GEMM ? time_gemm(e, i, lt, stream, arena, workspace)
                                       : time_conv(e, i, cudnn, stream, arena, workspace));
     e->layers_timed++;
-    if (!e->cache) return TCI_OK;
-    char value[2 * KERN_GEMM_ALGO_BYTES + 16];
-    if (im->wmma >= 0) {
-        snprintf(value, sizeof value, "wmma %d", im->wmma);
-    } else if (s->kind == PLAN_STEP_GEMM) {
-        kern_gemm_info info;
-        kern_gemm_get_info(im->gemm, &info);
-        int n = snprintf(value, sizeof value, "cublaslt ");
-        for (int b = 0; b < KERN_GEMM_ALGO_BYTES; b++)
-            n += snprintf(value + n, sizeof value - (size_t)n, "%02x", info.algo[b]);
-    } else {
-        kern_conv_info info;
-        kern_conv_get_info(im->conv, &info);
-        snprintf(value, sizeof value, "cudnn %d %d %d", info.choice.algo, info.choice.math,
-                 info.choice.fused);
-    }
-    return cache_put(e->cache, key, value, im->library_ms, im->wmma_ms);
+    char value[CHOICE_BYTES];
+    choice_value(e, i, value, sizeof value);
+    return cache_put(e->cache, key, value, im->library_ms, im->wmma_ms, FRESH);
 }
 
 /* Library plans are chosen by timing them on real buffers: a scratch arena stands in for a
@@ -1192,7 +1266,8 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
 
 tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
                                   const plan_options *options, tci_kernels kernels,
-                                  const char *timing_cache_path, exec_gpu_engine **out_engine) {
+                                  const char *timing_cache_path, const char *choices,
+                                  exec_gpu_engine **out_engine) {
     *out_engine = NULL;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -1234,9 +1309,9 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristin
         st = upload(pt->host_data, pt->bytes, &e->constants[t]);
         e->owns_constant[t] = true;
     }
-    if (st == TCI_OK && timing_cache_path) st = cache_load(timing_cache_path, &e->cache);
+    if (st == TCI_OK) st = cache_load(timing_cache_path, choices, &e->cache);
     if (st == TCI_OK) st = create_library_plans(e);
-    if (st == TCI_OK && e->cache && e->layers_timed) st = cache_save(e->cache);
+    if (st == TCI_OK && timing_cache_path && e->layers_timed) st = cache_save(e->cache);
     cache_free(e->cache);
     e->cache = NULL;
     if (st != TCI_OK) {
@@ -1395,6 +1470,36 @@ static tci_status variant_create(const exec_gpu_engine *base, const int64_t *dim
         return st;
     }
     *out = e;
+    return TCI_OK;
+}
+
+tci_status exec_gpu_engine_choices(const exec_gpu_engine *e, char **out_text) {
+    *out_text = NULL;
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    if (!text) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    text[0] = '\0';
+    for (int i = 0; i < e->plan->num_steps; i++) {
+        const plan_step *s = &e->plan->steps[i];
+        if (!tuned_step(s)) continue;
+        char key[512], value[CHOICE_BYTES], line[1024];
+        problem_key(e, s, key, sizeof key);
+        choice_value(e, i, value, sizeof value);
+        int n = snprintf(line, sizeof line, "%s\t%s\t%.6f\t%.6f\n", key, value,
+                         e->impl[i].library_ms, e->impl[i].wmma_ms);
+        if (len + (size_t)n + 1 > cap) {
+            while (len + (size_t)n + 1 > cap) cap *= 2;
+            char *grown = realloc(text, cap);
+            if (!grown) {
+                free(text);
+                return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+            text = grown;
+        }
+        memcpy(text + len, line, (size_t)n + 1);
+        len += (size_t)n;
+    }
+    *out_text = text;
     return TCI_OK;
 }
 

@@ -19,12 +19,20 @@ typedef struct exec_gpu_context exec_gpu_context;
  * engine, and so must options->fp32_layers. kernels: the families convolutions may run on (own
  * WMMA kernels against cuDNN, timed per layer, by default). timing_cache_path (may be NULL): a
  * file of earlier choices for this GPU and these library versions; layers found there are not
- * timed, the others are, and the file is rewritten with them. */
+ * timed, the others are, and the file is rewritten with them. choices (may be NULL): the
+ * kernel choices of an engine file (exec_gpu_engine_choices of an engine built on this machine),
+ * used like timing-cache entries. */
 tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
                                   const plan_options *options, tci_kernels kernels,
-                                  const char *timing_cache_path, exec_gpu_engine **out_engine);
+                                  const char *timing_cache_path, const char *choices,
+                                  exec_gpu_engine **out_engine);
 void exec_gpu_engine_destroy(exec_gpu_engine *engine);
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);
+/* The kernel choice of every tuned conv and GEMM step, one timing-cache line each (malloc'd). */
+tci_status exec_gpu_engine_choices(const exec_gpu_engine *engine, char **out_text);
+/* What kernel choices are valid for: the GPU model and compute capability, the CUDA runtime,
+ * cuDNN and cuBLASLt versions, and this build's WMMA config tables. */
+tci_status exec_gpu_machine(char *buf, size_t size);
 /* Conv and GEMM layers whose kernel was chosen by timing, and from the timing cache. */
 void exec_gpu_engine_tuning(const exec_gpu_engine *engine, int *layers_timed, int *layers_cached);
 /* What ran a plan step: the library algorithm or our kernel's name. */

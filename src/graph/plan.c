@@ -2027,6 +2027,15 @@ static tci_status mark_fp32_nodes(builder *b) {
     return TCI_OK;
 }
 
+tci_status plan_fp32_nodes(const ir_graph *graph, const plan_options *options, bool *out) {
+    builder b = {0};
+    b.g = graph;
+    b.options = options;
+    b.fp32_node = out;
+    for (size_t i = 0; i < graph->num_nodes; i++) out[i] = false;
+    return mark_fp32_nodes(&b);
+}
+
 static tci_status build(builder *b) {
     const ir_graph *g = b->g;
     TCI_TRY(mark_fp32_nodes(b));

@@ -252,6 +252,10 @@ typedef struct plan_options {
 tci_status plan_build(const ir_graph *graph, const plan_options *options, plan **out_plan);
 void plan_destroy(plan *p);
 
+/* Which nodes of graph plan_build runs in fp32 (by node index, graph->num_nodes entries), or the
+ * error it would give for options->fp32_layers. */
+tci_status plan_fp32_nodes(const ir_graph *graph, const plan_options *options, bool *out);
+
 /* The kernel family a step runs on ("cuDNN convolution", "tcinfer eltwise", ...); the executor
  * replaces library families with the algorithm it chose. */
 const char *plan_step_kernel(const plan_step *step);

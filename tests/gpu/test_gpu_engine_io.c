@@ -2,7 +2,7 @@
  * models (TCI_TEST_MODELS_DIR): batches below the built one without rebuilding (CNN and
  * transformer, switching back and forth), device-buffer runs in the engine's device formats on
  * a caller's stream (zero-copy), re-capture when the buffers change, the timing cache, and the
- * refusals. */
+ * refusals; engine files (saved, loaded, bit-identical; refusals). */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/engine_file.h"
 #include "gpu_harness.h"
 #include "tcinfer.h"
 
@@ -321,6 +322,236 @@ START_TEST(test_timing_cache) {
 }
 END_TEST
 
+/* ---- engine files ---- */
+
+typedef struct saved_case {
+    const char *model;
+    tci_shape_override shapes[2];
+    size_t num_shapes;
+    tci_precision precision;
+    const char *fp32_layers[3];
+} saved_case;
+
+static const saved_case saved_cases[] = {
+    {"resnet_mini", {{0}}, 0, TCI_PRECISION_FP16, {NULL}},
+    {"mobilenetv2_mini", {{0}}, 0, TCI_PRECISION_FP16, {NULL}},
+    {"transformer_block", {{"input", 3, {2, 8, 64}}, {"mask", 2, {2, 8}}}, 2, TCI_PRECISION_FP16,
+     {"Softmax", NULL}},
+    {"small_cnn", {{"input", 4, {2, 3, 32, 32}}}, 1, TCI_PRECISION_TF32, {NULL}},
+};
+
+/* Runs e on inputs made from its input infos (floats in [-1, 1), masks of ones with the last
+ * position masked) and returns every output's bytes, concatenated. */
+static unsigned char *run_all(const tci_engine *e, size_t *bytes) {
+    size_t ni = tci_engine_input_count(e), no = tci_engine_output_count(e);
+    tci_tensor in[4];
+    ck_assert_uint_le(ni, 4);
+    for (size_t i = 0; i < ni; i++) {
+        tci_tensor_info info;
+        ck_assert(tci_engine_input_info(e, i, &info) == TCI_OK);
+        int64_t count = 1;
+        for (int d = 0; d < info.rank; d++) count *= info.dims[d];
+        in[i] = (tci_tensor){info.name, info.dtype, info.rank, {0}, NULL};
+        memcpy(in[i].dims, info.dims, sizeof info.dims);
+        in[i].data = malloc((size_t)count * 8);
+        if (info.dtype == TCI_DTYPE_FLOAT) {
+            gpu_fill_random(in[i].data, (size_t)count, 31 + i, -1.0f, 1.0f);
+        } else {
+            ck_assert_int_eq(info.dtype, TCI_DTYPE_INT64);
+            for (int64_t k = 0; k < count; k++)
+                ((int64_t *)in[i].data)[k] = (k + 1) % info.dims[info.rank - 1] != 0;
+        }
+    }
+    tci_context *c = NULL;
+    ck_assert(tci_context_create(e, &c) == TCI_OK);
+    ck_assert_msg(tci_context_run(c, in, ni) == TCI_OK, "%s", tci_last_error());
+    unsigned char *all = NULL;
+    *bytes = 0;
+    for (size_t o = 0; o < no; o++) {
+        tci_tensor t;
+        ck_assert(tci_context_output(c, o, &t) == TCI_OK);
+        size_t n = (size_t)tci_tensor_count(&t) * tci_dtype_size(t.dtype);
+        all = realloc(all, *bytes + n);
+        memcpy(all + *bytes, t.data, n);
+        *bytes += n;
+    }
+    tci_context_destroy(c);
+    for (size_t i = 0; i < ni; i++) free(in[i].data);
+    return all;
+}
+
+static long file_size(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* Built, saved, loaded: the loaded engine times nothing, runs the same kernels, and gives
+ * bit-identical outputs (the stored fp16 weights are the values the GPU computed with); its
+ * file is smaller than the fp32 parameters wherever the weights are fp16 convolutions. */
+START_TEST(test_engine_file) {
+    const saved_case *k = &saved_cases[_i];
+    char path[] = "/tmp/tci_engine_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    o.backend = TCI_BACKEND_GPU;
+    o.shapes = k->shapes;
+    o.num_shapes = k->num_shapes;
+    o.precision = k->precision;
+    o.fp32_layers = k->fp32_layers[0] ? k->fp32_layers : NULL;
+    tci_engine *built = NULL, *loaded = NULL;
+    ck_assert_msg(tci_engine_create_from_file(model_path(k->model), &o, &built) == TCI_OK, "%s: %s",
+                  k->model, tci_last_error());
+    ck_assert_msg(tci_engine_save(built, path) == TCI_OK, "%s: %s", k->model, tci_last_error());
+    ck_assert_msg(tci_engine_load(path, NULL, &loaded) == TCI_OK, "%s: %s", k->model,
+                  tci_last_error());
+    tci_gpu_report rb, rl;
+    ck_assert(tci_engine_gpu_report(built, &rb) == TCI_OK);
+    ck_assert(tci_engine_gpu_report(loaded, &rl) == TCI_OK);
+    ck_assert_uint_gt(rb.layers_timed, 0);
+    ck_assert_uint_eq(rl.layers_timed, 0);
+    ck_assert_uint_eq(rl.layers_cached, rb.layers_timed);
+    ck_assert_uint_eq(rl.num_steps, rb.num_steps);
+    ck_assert_uint_eq(rl.arena_bytes, rb.arena_bytes);
+    ck_assert_uint_eq(rl.weight_bytes, rb.weight_bytes);
+    size_t nb, nl;
+    unsigned char *yb = run_all(built, &nb), *yl = run_all(loaded, &nl);
+    ck_assert_uint_eq(nl, nb);
+    ck_assert_msg(memcmp(yb, yl, nb) == 0, "%s: the loaded engine's outputs differ", k->model);
+    if (strcmp(k->model, "small_cnn") == 0) { /* built for batch 2: batch 1 re-plans alike */
+        float x[3 * 32 * 32];
+        gpu_fill_random(x, sizeof x / sizeof x[0], 41, -1.0f, 1.0f);
+        tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {1, 3, 32, 32}, x};
+        float *y1[2];
+        int64_t c1[2];
+        for (int i = 0; i < 2; i++) {
+            tci_context *c = NULL;
+            ck_assert(tci_context_create(i ? loaded : built, &c) == TCI_OK);
+            ck_assert_msg(tci_context_run(c, &in, 1) == TCI_OK, "%s", tci_last_error());
+            y1[i] = output_copy(c, 0, &c1[i]);
+            tci_context_destroy(c);
+        }
+        ck_assert_int_eq(c1[1], c1[0]);
+        ck_assert_msg(memcmp(y1[0], y1[1], (size_t)c1[0] * sizeof(float)) == 0,
+                      "batch 1 of the loaded engine differs");
+        free(y1[0]);
+        free(y1[1]);
+    }
+    tci_engine_stats stats;
+    ck_assert(tci_engine_stats_get(built, &stats) == TCI_OK);
+    long size = file_size(path);
+    printf("%s: engine file %ld bytes, fp32 parameters %lld bytes\n", k->model, size,
+           (long long)stats.parameter_bytes);
+    if (k->precision == TCI_PRECISION_FP16 && strcmp(k->model, "transformer_block") != 0)
+        ck_assert_msg(size < stats.parameter_bytes * 3 / 4, "%s: %ld bytes", k->model, size);
+    free(yb);
+    free(yl);
+    tci_engine_destroy(loaded);
+    tci_engine_destroy(built);
+    remove(path);
+}
+END_TEST
+
+/* A file from another machine, a damaged one, and options the file fixes are refused. */
+START_TEST(test_engine_file_refusals) {
+    char path[] = "/tmp/tci_engine_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    tci_engine *e = gpu_engine("small_cnn", (tci_shape_override[]){{"input", 4, {1, 3, 32, 32}}}, 1);
+    ck_assert_msg(tci_engine_save(e, path) == TCI_OK, "%s", tci_last_error());
+    tci_engine_destroy(e);
+    e = NULL;
+    engine_file f;
+    ck_assert(engine_file_read(path, &f) == TCI_OK);
+    free(f.machine);
+    f.machine = strdup("NVIDIA A100-SXM4-80GB\tsm_80\tcudart 12040\tcudnn 90100\tcublasLt 120402");
+    ck_assert(engine_file_write(path, &f) == TCI_OK);
+    engine_file_free(&f);
+    ck_assert_int_eq(tci_engine_load(path, NULL, &e), TCI_ERR_UNSUPPORTED);
+    ck_assert_ptr_null(e);
+    ck_assert_msg(strstr(tci_last_error(), "was built for NVIDIA A100") &&
+                      strstr(tci_last_error(), "rebuild it"),
+                  "%s", tci_last_error());
+    FILE *fp = fopen(path, "r+b");
+    fseek(fp, 200, SEEK_SET);
+    fputc('!', fp);
+    fclose(fp);
+    ck_assert_int_eq(tci_engine_load(path, NULL, &e), TCI_ERR_PARSE);
+    ck_assert_msg(strstr(tci_last_error(), "checksum"), "%s", tci_last_error());
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    o.no_cuda_graph = 1;
+    o.kernels = TCI_KERNELS_WMMA;
+    ck_assert_int_eq(tci_engine_load(path, &o, &e), TCI_ERR_INVALID_ARGUMENT);
+    remove(path);
+}
+END_TEST
+
+typedef struct kernel_count {
+    int gemm, tf32;
+} kernel_count;
+
+static void count_tf32(size_t index, const char *node, const char *fused, const char *kernel,
+                       const char *layout, void *user) {
+    (void)index, (void)node, (void)layout;
+    kernel_count *k = user;
+    k->gemm += strncmp(fused, "Gemm", 4) == 0 || strncmp(fused, "MatMul", 6) == 0;
+    k->tf32 += strstr(kernel, "wmma gemm tf32 16x16x8") != NULL;
+}
+
+/* --precision tf32 with --kernels wmma: every GEMM runs on the WMMA tf32 16x16x8 kernel, within
+ * TF32's error of the fp32 engine; in auto mode the kernel is a timed candidate. */
+START_TEST(test_tf32_wmma_gemm) {
+    tci_shape_override shapes[2] = {{"input", 3, {2, 8, 64}}, {"mask", 2, {2, 8}}};
+    tci_engine *e[3] = {NULL, NULL, NULL};
+    const tci_precision precision[3] = {TCI_PRECISION_FP32, TCI_PRECISION_TF32, TCI_PRECISION_TF32};
+    const tci_kernels kernels[3] = {TCI_KERNELS_AUTO, TCI_KERNELS_WMMA, TCI_KERNELS_AUTO};
+    unsigned char *y[3];
+    size_t n[3];
+    for (int i = 0; i < 3; i++) {
+        tci_engine_options o;
+        tci_engine_options_init(&o);
+        o.backend = TCI_BACKEND_GPU;
+        o.shapes = shapes;
+        o.num_shapes = 2;
+        o.precision = precision[i];
+        o.kernels = kernels[i];
+        ck_assert_msg(tci_engine_create_from_file(model_path("transformer_block"), &o, &e[i]) == TCI_OK,
+                      "%s", tci_last_error());
+        y[i] = run_all(e[i], &n[i]);
+        ck_assert_uint_eq(n[i], n[0]);
+    }
+    kernel_count k = {0, 0};
+    ck_assert(tci_engine_layers(e[1], count_tf32, &k) == TCI_OK);
+    ck_assert_int_gt(k.gemm, 0);
+    ck_assert_int_eq(k.tf32, k.gemm);
+    /* the first output (hidden, fp32) against the fp32 engine */
+    tci_tensor_info info;
+    ck_assert(tci_engine_output_info(e[0], 0, &info) == TCI_OK);
+    for (int i = 1; i < 3; i++) {
+        tci_tensor got = {info.name, TCI_DTYPE_FLOAT, info.rank, {0}, y[i]},
+                   want = {info.name, TCI_DTYPE_FLOAT, info.rank, {0}, y[0]};
+        memcpy(got.dims, info.dims, sizeof info.dims);
+        memcpy(want.dims, info.dims, sizeof info.dims);
+        tci_compare_result r;
+        ck_assert(tci_compare(&got, &want, &r) == TCI_OK);
+        ck_assert_msg(r.relative_l2 > 0 && r.relative_l2 < 5e-4, "tf32 %s: rel L2 %g",
+                      i == 1 ? "wmma" : "auto", r.relative_l2);
+    }
+    for (int i = 0; i < 3; i++) {
+        free(y[i]);
+        tci_engine_destroy(e[i]);
+    }
+}
+END_TEST
+
 START_TEST(test_device_format_needs_gpu_engine) {
     tci_engine_options o;
     tci_engine_options_init(&o);
@@ -344,6 +575,9 @@ int main(void) {
     tcase_add_test(tc, test_smaller_batches_transformer);
     tcase_add_test(tc, test_device_buffers);
     tcase_add_test(tc, test_timing_cache);
+    tcase_add_loop_test(tc, test_engine_file, 0, (int)(sizeof saved_cases / sizeof saved_cases[0]));
+    tcase_add_test(tc, test_engine_file_refusals);
+    tcase_add_test(tc, test_tf32_wmma_gemm);
     tcase_add_test(tc, test_device_format_needs_gpu_engine);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);

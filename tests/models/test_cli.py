@@ -172,6 +172,23 @@ class CliTest(unittest.TestCase):
             self.assertNotIn("cast", out)
         self.assert_error(run("--plan", "--fp32-layers", "nope", path), 1, "'nope'")
 
+    def test_engine_file_options(self):
+        """--save-engine / --load-engine: the combinations refused before any work, and files
+        that are no engine (GPU runs of real engine files are in scripts/gpu_suite.sh)."""
+        path = self.unary_model([1, 3, 4, 4])
+        for extra in (["--shape", "x:1x3x4x4"], ["--precision", "fp32"], ["--kernels", "wmma"],
+                      ["--compare"], ["--backend", "cpu"], ["--plan"],
+                      ["--timing-cache", "t.cache"], ["--fp32-layers", "act"]):
+            self.assert_error(run("--load-engine", "plan.tci", *extra), 2, "--load-engine")
+        for extra in (["--backend", "cpu"], ["--plan"], ["--compare-layers"]):
+            self.assert_error(run("--save-engine", self.path("x.tci"), *extra, path), 2,
+                              "--save-engine")
+        # an ONNX model is not an engine file; a missing file is named
+        self.assert_error(run("--load-engine", path, "--random", "0"), 1,
+                          "not a tcinfer engine file")
+        self.assert_error(run("--load-engine", self.path("missing.tci"), "--random", "0"), 1,
+                          "cannot open the engine file")
+
     # running ------------------------------------------------------------------------------
     def test_npy_in_npy_out(self):
         path = self.unary_model([1, 3, 4, 4])

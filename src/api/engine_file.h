@@ -1,0 +1,39 @@
+/* The engine file (--save-engine / --load-engine): a versioned, checksummed container of what a
+ * GPU engine needs to start without re-tuning. Pure C: the bytes only; engine.c fills it from
+ * an engine and builds an engine from it.
+ *
+ * Layout, little-endian: the 8-byte magic "TCIENGIN", u32 format version, u32 zero, u64 payload
+ * size, u64 FNV-1a-64 of the payload, then the payload: records of u32 tag, u64 size, bytes. */
+#ifndef TCI_API_ENGINE_FILE_H
+#define TCI_API_ENGINE_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcinfer.h"
+
+#define ENGINE_FILE_VERSION 1
+
+typedef struct engine_file {
+    char *machine;        /* GPU model, compute capability, CUDA / cuDNN / cuBLASLt versions and
+                             kernel tables of the build that tuned it */
+    char *producer;       /* "tcinfer VERSION" */
+    int32_t precision;    /* tci_precision */
+    int32_t kernels;      /* tci_kernels */
+    char **fp32_layers;   /* NULL-terminated, or NULL */
+    void *model;          /* the optimised graph as an ONNX ModelProto */
+    size_t model_size;
+    char **fp16_tensors;  /* NULL-terminated, or NULL: FLOAT constants of model stored as FLOAT16 */
+    char *choices;        /* kernel choice per tuned problem, timing-cache lines */
+} engine_file;
+
+/* Writes through a temporary file renamed into place. */
+tci_status engine_file_write(const char *path, const engine_file *file);
+
+/* Reads and checks magic, version, size and checksum: a damaged, truncated or foreign file is
+ * TCI_ERR_PARSE naming path and what is wrong; another format version is TCI_ERR_UNSUPPORTED.
+ * The fields are malloc'd (engine_file_free). */
+tci_status engine_file_read(const char *path, engine_file *out);
+void engine_file_free(engine_file *file);
+
+#endif
