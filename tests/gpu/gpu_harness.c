@@ -70,3 +70,47 @@ void gpu_softmax_reference(const float *x, double *y, int64_t outer, int64_t len
             }
         }
 }
+
+void gpu_layernorm_reference(const float *x, const float *g, const float *b, int64_t rows,
+                             int64_t len, float eps, double *y, double *mean, double *inv_std) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * len;
+        double m = 0.0, var = 0.0;
+        for (int64_t i = 0; i < len; i++) m += xr[i];
+        m /= (double)len;
+        for (int64_t i = 0; i < len; i++) var += (xr[i] - m) * (xr[i] - m);
+        var /= (double)len;
+        double inv = 1.0 / sqrt(var + eps);
+        mean[r] = m, inv_std[r] = inv;
+        for (int64_t i = 0; i < len; i++)
+            y[r * len + i] = (xr[i] - m) * inv * g[i] + (b ? b[i] : 0.0);
+    }
+}
+
+double gpu_act_reference(kern_act act, double x, double a, double b) {
+    switch (act) {
+    case KERN_ACT_NONE: return x;
+    case KERN_ACT_RELU: return x < 0 ? 0 : x;
+    case KERN_ACT_LEAKY_RELU: return x < 0 ? a * x : x;
+    case KERN_ACT_CLIP: return x < a ? a : (x > b ? b : x);
+    case KERN_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case KERN_ACT_HARD_SIGMOID: return fmin(1, fmax(0, a * x + b));
+    case KERN_ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
+    case KERN_ACT_TANH: return tanh(x);
+    case KERN_ACT_ELU: return x < 0 ? a * expm1(x) : x;
+    case KERN_ACT_SELU: return x <= 0 ? b * (a * expm1(x)) : b * x;
+    case KERN_ACT_SOFTPLUS: return fmax(x, 0) + log1p(exp(-fabs(x)));
+    case KERN_ACT_SQRT: return sqrt(x);
+    case KERN_ACT_ERF: return erf(x);
+    case KERN_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case KERN_ACT_GELU_TANH:
+        return 0.5 * x * (1 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
+    case KERN_ACT_SILU: return x / (1 + exp(-x));
+    case KERN_ACT_NEG: return -x;
+    case KERN_ACT_ABS: return fabs(x);
+    case KERN_ACT_EXP: return exp(x);
+    case KERN_ACT_LOG: return log(x);
+    case KERN_ACT_RECIPROCAL: return 1 / x;
+    default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
+    }
+}

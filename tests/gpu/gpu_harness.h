@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "harness.h"
+#include "kernels/eltwise.h"
 
 /* Exit code ctest reads as "skipped". */
 #define GPU_SKIP_CODE 77
@@ -28,6 +29,16 @@ void gpu_from_half(const uint16_t *src, float *dst, size_t n);
  * reference of the softmax kernels' tests. */
 void gpu_softmax_reference(const float *x, double *y, int64_t outer, int64_t len, int64_t inner,
                            int log_);
+
+/* Layer normalisation of rows x len values in double: y = (x - mean) / sqrt(var + eps) * g
+ * (+ b when b is not NULL); mean and inv_std (rows entries each) receive the row statistics.
+ * The reference of the layernorm kernels' tests. */
+void gpu_layernorm_reference(const float *x, const float *g, const float *b, int64_t rows,
+                             int64_t len, float eps, double *y, double *mean, double *inv_std);
+
+/* An activation of eltwise.h (parameters a, b as there) in double: the reference of every
+ * kernel that applies one. */
+double gpu_act_reference(kern_act act, double x, double a, double b);
 
 /* Deterministic uniform [lo, hi) floats. */
 void gpu_fill_random(float *dst, size_t n, uint64_t seed, float lo, float hi);

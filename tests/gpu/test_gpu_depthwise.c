@@ -37,24 +37,6 @@ static void dw_desc(const dw_case *t, kern_depthwise_path path, kern_depthwise_d
     d->path = path;
 }
 
-static double ref_act(kern_act act, double x, double alpha, double beta) {
-    switch (act) {
-    case KERN_ACT_NONE: return x;
-    case KERN_ACT_RELU: return x < 0 ? 0 : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0 ? alpha * x : x;
-    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
-    case KERN_ACT_SIGMOID: return 1 / (1 + exp(-x));
-    case KERN_ACT_HARD_SIGMOID: return fmin(1, fmax(0, alpha * x + beta));
-    case KERN_ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
-    case KERN_ACT_TANH: return tanh(x);
-    case KERN_ACT_ELU: return x < 0 ? alpha * expm1(x) : x;
-    case KERN_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case KERN_ACT_SILU: return x / (1 + exp(-x));
-    case KERN_ACT_ABS: return fabs(x);
-    default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
-    }
-}
-
 /* y (n, oh, ow, Cp) from x (n, h, w, Cp) and w (C, R, S), all fp32 values of fp16 data. */
 static void ref_depthwise(const kern_depthwise_desc *d, const float *x, const float *w, const float *bias,
                           const float *z, float *y) {
@@ -79,7 +61,7 @@ static void ref_depthwise(const kern_depthwise_desc *d, const float *x, const fl
                         }
                     if (bias) acc += bias[ch];
                     if (z) acc += z[o];
-                    y[o] = (float)ref_act(d->act, acc, d->act_alpha, d->act_beta);
+                    y[o] = (float)gpu_act_reference(d->act, acc, d->act_alpha, d->act_beta);
                 }
 }
 
@@ -376,7 +358,7 @@ static void time_one(const dw_timing *t) {
                     const int64_t ih = oh * t->stride - pad + r, iw = ow * t->stride - pad + q;
                     if (ih >= 0 && ih < t->h && iw >= 0 && iw < t->w) acc += a * w[(ch * t->k + r) * t->k + q];
                 }
-            const double want = ref_act(t->act, acc, 0, 6);
+            const double want = gpu_act_reference(t->act, acc, 0, 6);
             const float g = op_half_to_float(got[ch]);
             ck_assert_msg(fabs(g - want) <= 4e-3 * fmax(1, fabs(want)),
                           "%s: image %lld (%lld, %lld) channel %lld: got %g want %g", t->what, (long long)img,

@@ -17,34 +17,6 @@
 
 /* ---- reference ---------------------------------------------------------------------------- */
 
-static double act_ref(kern_act act, double x, double a, double b) {
-    switch (act) {
-    case KERN_ACT_NONE: return x;
-    case KERN_ACT_RELU: return x < 0 ? 0 : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0 ? a * x : x;
-    case KERN_ACT_CLIP: return x < a ? a : (x > b ? b : x);
-    case KERN_ACT_SIGMOID: return 1 / (1 + exp(-x));
-    case KERN_ACT_HARD_SIGMOID: return fmin(1, fmax(0, a * x + b));
-    case KERN_ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
-    case KERN_ACT_TANH: return tanh(x);
-    case KERN_ACT_ELU: return x < 0 ? a * (exp(x) - 1) : x;
-    case KERN_ACT_SELU: return x <= 0 ? b * (a * exp(x) - a) : b * x;
-    case KERN_ACT_SOFTPLUS: return log(1 + exp(x));
-    case KERN_ACT_SQRT: return sqrt(x);
-    case KERN_ACT_ERF: return erf(x);
-    case KERN_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case KERN_ACT_GELU_TANH:
-        return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
-    case KERN_ACT_SILU: return x / (1 + exp(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabs(x);
-    case KERN_ACT_EXP: return exp(x);
-    case KERN_ACT_LOG: return log(x);
-    case KERN_ACT_RECIPROCAL: return 1 / x;
-    default: ck_abort_msg("no reference for act %d", (int)act); return 0;
-    }
-}
-
 static double binary_ref(kern_eltwise_op op, double a, double b) {
     switch (op) {
     case KERN_ELTWISE_ADD: return a + b;
@@ -178,7 +150,7 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
                 if (d->op != KERN_ELTWISE_UNARY)
                     want = binary_ref(d->op, want, (double)(d->input_scale[1] * vals[1][off[1]]));
             }
-            want = act_ref(d->act, want, d->act_alpha, d->act_beta);
+            want = gpu_act_reference(d->act, want, d->act_alpha, d->act_beta);
             if (half && fabs(want) > 65504)
                 want = want > 0 ? INFINITY : -INFINITY;
         } else {

@@ -861,17 +861,7 @@ static void check_layernorm_fp32(int64_t rows, int64_t len, int with_beta, uint6
     const float eps = 1e-5f;
     double *want = malloc(n * sizeof *want), *want_mean = malloc((size_t)rows * sizeof(double)),
            *want_inv = malloc((size_t)rows * sizeof(double));
-    for (int64_t r = 0; r < rows; r++) {
-        double mean = 0.0, var = 0.0;
-        for (int64_t i = 0; i < len; i++) mean += x[r * len + i];
-        mean /= (double)len;
-        for (int64_t i = 0; i < len; i++) var += (x[r * len + i] - mean) * (x[r * len + i] - mean);
-        var /= (double)len;
-        double inv = 1.0 / sqrt(var + eps);
-        want_mean[r] = mean, want_inv[r] = inv;
-        for (int64_t i = 0; i < len; i++)
-            want[r * len + i] = (x[r * len + i] - mean) * inv * g[i] + (with_beta ? b[i] : 0.0);
-    }
+    gpu_layernorm_reference(x, g, with_beta ? b : NULL, rows, len, eps, want, want_mean, want_inv);
     void *dx = gpu_upload(x, n * 4), *dy = gpu_upload(NULL, n * 4);
     void *dg = gpu_upload(g, (size_t)len * 4), *db = gpu_upload(b, (size_t)len * 4);
     float *dmean = gpu_upload(NULL, (size_t)rows * 4), *dinv = gpu_upload(NULL, (size_t)rows * 4);

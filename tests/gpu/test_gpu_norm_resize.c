@@ -137,17 +137,7 @@ static void check_layernorm(int64_t rows, int64_t len, int with_beta, int with_s
     const float eps = 1e-5f;
     double *want = malloc(sizeof(double) * n), *want_mean = malloc(sizeof(double) * (size_t)rows),
            *want_inv = malloc(sizeof(double) * (size_t)rows);
-    for (int64_t r = 0; r < rows; r++) {
-        double mean = 0.0, var = 0.0;
-        for (int64_t i = 0; i < len; i++) mean += x[r * len + i];
-        mean /= (double)len;
-        for (int64_t i = 0; i < len; i++) var += (x[r * len + i] - mean) * (x[r * len + i] - mean);
-        var /= (double)len;
-        double inv = 1.0 / sqrt(var + eps);
-        want_mean[r] = mean, want_inv[r] = inv;
-        for (int64_t i = 0; i < len; i++)
-            want[r * len + i] = (x[r * len + i] - mean) * inv * g[i] + (with_beta ? b[i] : 0.0);
-    }
+    gpu_layernorm_reference(x, g, with_beta ? b : NULL, rows, len, eps, want, want_mean, want_inv);
     void *dx = gpu_upload(xh, 2 * n), *dy = gpu_upload(NULL, 2 * n);
     void *dg = gpu_upload(gh, 2 * (size_t)len), *db = gpu_upload(bh, 2 * (size_t)len);
     float *dmean = gpu_upload(NULL, sizeof(float) * (size_t)rows);

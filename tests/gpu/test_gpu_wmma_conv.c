@@ -43,33 +43,6 @@ static void wc_desc(const wc_case *t, kern_wmma_conv_desc *d) {
     d->act = t->act, d->act_alpha = t->act_alpha, d->act_beta = t->act_beta;
 }
 
-static double ref_act(kern_act act, double x, double a, double b) {
-    switch (act) {
-    case KERN_ACT_NONE: return x;
-    case KERN_ACT_RELU: return x < 0 ? 0 : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0 ? a * x : x;
-    case KERN_ACT_CLIP: return x < a ? a : (x > b ? b : x);
-    case KERN_ACT_SIGMOID: return 1 / (1 + exp(-x));
-    case KERN_ACT_HARD_SIGMOID: return fmin(1, fmax(0, a * x + b));
-    case KERN_ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
-    case KERN_ACT_TANH: return tanh(x);
-    case KERN_ACT_ELU: return x < 0 ? a * expm1(x) : x;
-    case KERN_ACT_SELU: return x <= 0 ? b * (a * expm1(x)) : b * x;
-    case KERN_ACT_SOFTPLUS: return fmax(x, 0) + log1p(exp(-fabs(x)));
-    case KERN_ACT_SQRT: return sqrt(x);
-    case KERN_ACT_ERF: return erf(x);
-    case KERN_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case KERN_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-    case KERN_ACT_SILU: return x / (1 + exp(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabs(x);
-    case KERN_ACT_EXP: return exp(x);
-    case KERN_ACT_LOG: return log(x);
-    case KERN_ACT_RECIPROCAL: return 1 / x;
-    default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
-    }
-}
-
 /* The bound |got - want| may reach, from what the GPU legitimately does differently:
  * - accumulation: products of fp16 values are exact in fp32; each of the kdim + 3 fp32 additions
  *   (taps, split-K partials, alpha, bias, residual) may lose one ulp (tensor cores truncate) of a
@@ -83,9 +56,9 @@ static double ref_act(kern_act act, double x, double a, double b) {
  * Nothing here scales with the data beyond these terms, so a wrong tap, channel or tile shows. */
 static double tolerance(const kern_wmma_conv_desc *d, double v, double sum_abs, int64_t kdim) {
     const double e = (double)(kdim + 3) * 0x1p-22 * sum_abs;
-    const double f = ref_act(d->act, v, d->act_alpha, d->act_beta);
-    const double swing = fmax(fabs(ref_act(d->act, v + e, d->act_alpha, d->act_beta) - f),
-                              fabs(ref_act(d->act, v - e, d->act_alpha, d->act_beta) - f));
+    const double f = gpu_act_reference(d->act, v, d->act_alpha, d->act_beta);
+    const double swing = fmax(fabs(gpu_act_reference(d->act, v + e, d->act_alpha, d->act_beta) - f),
+                              fabs(gpu_act_reference(d->act, v - e, d->act_alpha, d->act_beta) - f));
     return (1 + 0x1p-11) * swing + (0x1p-11 + 0x1p-16) * fabs(f) + 0x1p-20;
 }
 
@@ -165,7 +138,7 @@ static void make_data(const wc_case *t, const kern_wmma_conv_desc *d, uint64_t s
                     if (t->bias) v += o->bias[k], sum_abs += fabs(o->bias[k]);
                     const size_t at = (size_t)(pix * o->kp + k);
                     if (t->residual) v += o->z[at], sum_abs += fabs(o->z[at]);
-                    o->want[at] = ref_act(t->act, v, t->act_alpha, t->act_beta);
+                    o->want[at] = gpu_act_reference(t->act, v, t->act_alpha, t->act_beta);
                     o->tol[at] = tolerance(d, v, sum_abs, o->kdim);
                 }
             }

@@ -106,35 +106,6 @@ static double out_value(const void *buf, size_t i, tci_dtype t) {
     }
 }
 
-/* The activations of eltwise.h in double. */
-static double act_ref(kern_act act, double x, double a, double b) {
-    switch (act) {
-    case KERN_ACT_NONE: return x;
-    case KERN_ACT_RELU: return x < 0 ? 0 : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0 ? a * x : x;
-    case KERN_ACT_CLIP: return x < a ? a : (x > b ? b : x);
-    case KERN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case KERN_ACT_HARD_SIGMOID: return fmin(1.0, fmax(0.0, a * x + b));
-    case KERN_ACT_HARD_SWISH: return x * fmin(1.0, fmax(0.0, x / 6.0 + 0.5));
-    case KERN_ACT_TANH: return tanh(x);
-    case KERN_ACT_ELU: return x < 0 ? a * expm1(x) : x;
-    case KERN_ACT_SELU: return x <= 0 ? b * a * expm1(x) : b * x;
-    case KERN_ACT_SOFTPLUS: return fmax(x, 0.0) + log1p(exp(-fabs(x)));
-    case KERN_ACT_SQRT: return sqrt(x);
-    case KERN_ACT_ERF: return erf(x);
-    case KERN_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case KERN_ACT_GELU_TANH:
-        return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case KERN_ACT_SILU: return x / (1.0 + exp(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabs(x);
-    case KERN_ACT_EXP: return exp(x);
-    case KERN_ACT_LOG: return log(x);
-    case KERN_ACT_RECIPROCAL: return 1.0 / x;
-    default: ck_abort_msg("act %d", (int)act); return 0;
-    }
-}
-
 /* How the kernel accumulates, for the error bound of the dot product. Products of fp16, bf16,
  * tf32 and fp64 inputs are exact in the accumulator's format; a tensor-core MMA of depth kd (16
  * for fp16/bf16/int8, 8 for tf32, 4 for fp64) adds its kd products to the accumulator and
@@ -357,9 +328,9 @@ static void problem_check(problem *p, kernel_id kid, acc_model model) {
                 double x = p->x[r];
                 double ex = fabs(d->alpha) * acc_bound(model, d->k, p->s[r]) +
                             epi_rel * p->epi_mag[r];
-                double y = act_ref(d->act, x, d->act_alpha, d->act_beta);
-                double y_lo = act_ref(d->act, x - ex, d->act_alpha, d->act_beta);
-                double y_hi = act_ref(d->act, x + ex, d->act_alpha, d->act_beta);
+                double y = gpu_act_reference(d->act, x, d->act_alpha, d->act_beta);
+                double y_lo = gpu_act_reference(d->act, x - ex, d->act_alpha, d->act_beta);
+                double y_hi = gpu_act_reference(d->act, x + ex, d->act_alpha, d->act_beta);
                 if (!isfinite(y) || !isfinite(y_lo) || !isfinite(y_hi)) {
                     /* outside a function's domain (sqrt, log of negatives): NaN on both sides;
                      * within the error bound of the domain's edge the outcome is open */
