@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/file.h"
 #include "util/status.h"
 
 enum {
@@ -125,26 +126,6 @@ tci_status engine_file_write(const char *path, const engine_file *file) {
     return st;
 }
 
-static tci_status read_all(const char *path, unsigned char **out, size_t *size) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tci_error(TCI_ERR_IO, "cannot open the engine file %s", path);
-    buffer b = {0};
-    unsigned char chunk[1 << 16];
-    size_t n;
-    tci_status st = TCI_OK;
-    while (st == TCI_OK && (n = fread(chunk, 1, sizeof chunk, f)) > 0) st = append(&b, chunk, n);
-    if (st == TCI_OK && ferror(f)) st = tci_error(TCI_ERR_IO, "cannot read the engine file %s", path);
-    fclose(f);
-    if (st != TCI_OK) {
-        free(b.data);
-        return st;
-    }
-    *out = b.data;
-    *size = b.size;
-    return TCI_OK;
-}
-
 static char *dup_bytes(const unsigned char *p, size_t n) {
     char *s = malloc(n + 1);
     if (!s) return NULL;
@@ -222,7 +203,7 @@ tci_status engine_file_read(const char *path, engine_file *out) {
     memset(out, 0, sizeof *out);
     unsigned char *bytes = NULL;
     size_t size = 0;
-    TCI_TRY(read_all(path, &bytes, &size));
+    TCI_TRY(tci_read_file(path, "the engine file ", &bytes, &size));
     tci_status st = TCI_OK;
     if (size < HEADER_BYTES || memcmp(bytes, magic, sizeof magic) != 0) {
         st = tci_error(TCI_ERR_PARSE, "%s is not a tcinfer engine file", path);

@@ -5,40 +5,8 @@
 #include <string.h>
 
 #include "onnx/loader.h"
+#include "util/file.h"
 #include "util/status.h"
-
-static tci_status read_whole_file(const char *path, unsigned char **out, size_t *out_size) {
-    *out = NULL;
-    *out_size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tci_error(TCI_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    unsigned char *buf = NULL;
-    size_t size = 0, cap = 0;
-    for (;;) {
-        if (size == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            unsigned char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
-            }
-            buf = nb;
-        }
-        size_t n = fread(buf + size, 1, cap - size, f);
-        size += n;
-        if (n == 0) break;
-    }
-    bool failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        free(buf);
-        return tci_error(TCI_ERR_IO, "error reading '%s'", path);
-    }
-    *out = buf;
-    *out_size = size;
-    return TCI_OK;
-}
 
 typedef struct npy_type {
     const char *descr;
@@ -137,7 +105,7 @@ tci_status tci_tensor_read_file(const char *path, tci_tensor *out_tensor) {
     memset(out_tensor, 0, sizeof *out_tensor);
     unsigned char *buf;
     size_t size;
-    TCI_TRY(read_whole_file(path, &buf, &size));
+    TCI_TRY(tci_read_file(path, "", &buf, &size));
     tci_status st;
     if (ends_with(path, ".npy")) {
         st = parse_npy(path, buf, size, out_tensor);

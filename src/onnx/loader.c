@@ -65,7 +65,7 @@ static const char *normalize_domain(const char *domain) {
     return domain;
 }
 
-static bool host_little_endian(void) {
+bool onnx_host_little_endian(void) {
     const uint16_t probe = 1;
     unsigned char first;
     memcpy(&first, &probe, 1);
@@ -74,7 +74,7 @@ static bool host_little_endian(void) {
 
 /* Serialized ONNX data is little-endian; swap each element in place on big-endian hosts. */
 static void from_little_endian(void *data, size_t count, size_t elem_size) {
-    if (elem_size == 1 || host_little_endian()) return;
+    if (elem_size == 1 || onnx_host_little_endian()) return;
     unsigned char *p = data;
     for (size_t i = 0; i < count; i++, p += elem_size)
         for (size_t a = 0, b = elem_size - 1; a < b; a++, b--) {

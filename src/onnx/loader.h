@@ -17,6 +17,9 @@
 tci_status onnx_load_model(const void *bytes, size_t size, const char *base_dir,
                            ir_graph **out_graph);
 
+/* Whether this host stores integers little-endian, as ONNX's raw_data does. */
+bool onnx_host_little_endian(void);
+
 /* Reads path and loads it with the file's folder as base_dir. */
 tci_status onnx_load_file(const char *path, ir_graph **out_graph);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "layers/op.h"
+#include "onnx/loader.h"
 #include "onnx.pb-c.h"
 #include "util/arena.h"
 
@@ -26,13 +27,6 @@ typedef struct writer {
     } while (0)
 
 static void *alloc(writer *w, size_t size) { return tci_arena_alloc(w->arena, size ? size : 1); }
-
-static bool host_little_endian(void) {
-    const uint16_t one = 1;
-    unsigned char first;
-    memcpy(&first, &one, 1);
-    return first == 1;
-}
 
 /* A tensor's bytes as an initializer (or tensor attribute) named name. */
 static tci_status write_tensor(writer *w, const ir_tensor *t, const char *name, bool fp16,
@@ -259,7 +253,7 @@ tci_status onnx_save_model(const ir_graph *graph, const bool *as_fp16, void **ou
                            size_t *out_size) {
     *out_bytes = NULL;
     *out_size = 0;
-    if (!host_little_endian())
+    if (!onnx_host_little_endian())
         return tci_error(TCI_ERR_UNSUPPORTED, "writing models needs a little-endian host");
     writer w = {graph, tci_arena_create(), NULL};
     if (!w.arena) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
