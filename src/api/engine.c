@@ -224,6 +224,11 @@ static bool is_op(const ir_node *n, const char *op_type) {
     return n->domain[0] == '\0' && strcmp(n->op_type, op_type) == 0;
 }
 
+/* What writes an engine file, and what may read it: "tcinfer VERSION". */
+static void producer_name(char *buf, size_t size) {
+    snprintf(buf, size, "tcinfer %s", tci_version());
+}
+
 /* FLOAT constants of g (the graph to save) that only fp16 convolutions and GEMMs read, as their
  * weights (input 1), with no arithmetic before the GPU rounds them to fp16: storing them rounded
  * changes nothing. Biases stay fp32 (the epilogues add them in fp32). *out_names lists them
@@ -349,7 +354,7 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         engine_file f = {0};
         bool *mask = NULL;
         char producer[64];
-        snprintf(producer, sizeof producer, "tcinfer %s", tci_version());
+        producer_name(producer, sizeof producer);
         f.machine = machine;
         f.producer = producer;
         f.precision = (int32_t)engine->precision;
@@ -407,7 +412,7 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     TCI_TRY(engine_file_read(path, &f));
 #if TCI_HAVE_CUDA
     char machine[512], producer[64];
-    snprintf(producer, sizeof producer, "tcinfer %s", tci_version());
+    producer_name(producer, sizeof producer);
     tci_status st = tci_gpu_count(NULL, 0) > 0
                         ? exec_gpu_machine(machine, sizeof machine)
                         : tci_error(TCI_ERR_NO_DEVICE, "no CUDA GPU is available here to run "

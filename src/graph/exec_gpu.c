@@ -1180,6 +1180,7 @@ static void choice_value(const exec_gpu_engine *e, int i, char *value, size_t si
     }
 }
 
+/* Conv (not depthwise: our own kernel only) and GEMM steps choose their kernel by timing. */
 static bool tuned_step(const plan_step *s) {
     return s->kind == PLAN_STEP_GEMM || (s->kind == PLAN_STEP_CONV && !s->u.conv.depthwise);
 }
@@ -1234,10 +1235,10 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
         st = tci_error(TCI_ERR_CUDA, "cudaMemset of the tuning arena failed");
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
-        if (s->kind == PLAN_STEP_CONV && s->u.conv.depthwise) {
-            e->impl[i].kernel = "tcinfer depthwise";
-        } else if (s->kind == PLAN_STEP_CONV) {
+        if (tuned_step(s)) {
             st = tune_step(e, i, cudnn, lt, stream, arena, workspace);
+        } else if (s->kind == PLAN_STEP_CONV) { /* depthwise */
+            e->impl[i].kernel = "tcinfer depthwise";
         } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE) {
             kern_convt_desc d;
             convt_desc_of(e, &s->u.conv, step_fp32(p, s), &d);
@@ -1251,8 +1252,6 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
                 e->impl[i].kernel = info.algorithm;
                 if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
             }
-        } else if (s->kind == PLAN_STEP_GEMM) {
-            st = tune_step(e, i, cudnn, lt, stream, arena, workspace);
         }
         if (st != TCI_OK) st = step_error(s, st);
     }

@@ -252,16 +252,21 @@ static tci_engine *cached_engine(const char *cache, tci_gpu_report *report) {
     return e;
 }
 
+/* Runs e once on the single input in (a fresh context) and returns a copy of output 0. */
+static float *run_once(const tci_engine *e, const tci_tensor *in, int64_t *count) {
+    tci_context *c = NULL;
+    ck_assert(tci_context_create(e, &c) == TCI_OK);
+    ck_assert_msg(tci_context_run(c, in, 1) == TCI_OK, "%s", tci_last_error());
+    float *y = output_copy(c, 0, count);
+    tci_context_destroy(c);
+    return y;
+}
+
 static float *run_small_cnn(tci_engine *e, int64_t *count) {
     float x[2 * 3 * 32 * 32];
     gpu_fill_random(x, sizeof x / sizeof x[0], 21, -1.0f, 1.0f);
     tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {2, 3, 32, 32}, x};
-    tci_context *c = NULL;
-    ck_assert(tci_context_create(e, &c) == TCI_OK);
-    ck_assert_msg(tci_context_run(c, &in, 1) == TCI_OK, "%s", tci_last_error());
-    float *y = output_copy(c, 0, count);
-    tci_context_destroy(c);
-    return y;
+    return run_once(e, &in, count);
 }
 
 static int count_lines(const char *path, char *first, size_t size) {
@@ -428,15 +433,8 @@ START_TEST(test_engine_file) {
         float x[3 * 32 * 32];
         gpu_fill_random(x, sizeof x / sizeof x[0], 41, -1.0f, 1.0f);
         tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {1, 3, 32, 32}, x};
-        float *y1[2];
         int64_t c1[2];
-        for (int i = 0; i < 2; i++) {
-            tci_context *c = NULL;
-            ck_assert(tci_context_create(i ? loaded : built, &c) == TCI_OK);
-            ck_assert_msg(tci_context_run(c, &in, 1) == TCI_OK, "%s", tci_last_error());
-            y1[i] = output_copy(c, 0, &c1[i]);
-            tci_context_destroy(c);
-        }
+        float *y1[2] = {run_once(built, &in, &c1[0]), run_once(loaded, &in, &c1[1])};
         ck_assert_int_eq(c1[1], c1[0]);
         ck_assert_msg(memcmp(y1[0], y1[1], (size_t)c1[0] * sizeof(float)) == 0,
                       "batch 1 of the loaded engine differs");
