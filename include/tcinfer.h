@@ -73,6 +73,7 @@ typedef enum tci_dtype {
     TCI_DTYPE_BOOL = 9,
     TCI_DTYPE_FLOAT16 = 10,
     TCI_DTYPE_DOUBLE = 11,
+    TCI_DTYPE_BFLOAT16 = 16,
 } tci_dtype;
 
 /* Name of a dtype ("float", "int64", ...); "undefined" for anything else. */
@@ -122,6 +123,8 @@ typedef enum tci_precision {
     TCI_PRECISION_TF32 = 2, /* fp32 storage, TF32 tensor cores in cuDNN / cuBLASLt (inputs of
                                each product rounded to a 10-bit mantissa, fp32 accumulation):
                                fp32 models without converting them to fp16 */
+    TCI_PRECISION_BF16 = 3, /* bfloat16 storage (fp32's 8-bit exponent, 8-bit mantissa), fp32
+                               accumulation, tensor cores: fp32's range, less precision than fp16 */
 } tci_precision;
 
 /* Kernel families for convolutions on the GPU (fp16). */

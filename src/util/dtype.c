@@ -13,6 +13,7 @@ const char *tci_dtype_name(tci_dtype dtype) {
     case TCI_DTYPE_BOOL: return "bool";
     case TCI_DTYPE_FLOAT16: return "float16";
     case TCI_DTYPE_DOUBLE: return "double";
+    case TCI_DTYPE_BFLOAT16: return "bfloat16";
     default: return "undefined";
     }
 }
@@ -27,6 +28,7 @@ size_t tci_dtype_size(tci_dtype dtype) {
     case TCI_DTYPE_BOOL: return 1;
     case TCI_DTYPE_FLOAT16: return 2;
     case TCI_DTYPE_DOUBLE: return 8;
+    case TCI_DTYPE_BFLOAT16: return 2;
     default: return 0;
     }
 }
