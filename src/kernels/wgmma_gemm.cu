@@ -265,6 +265,7 @@ struct Params {
     int m, n, tiles_m, tiles_n, k_tiles;
     int a_batched, b_batched;
     int64_t ldc, stride_c;
+    int64_t tiles; // tiles_m * tiles_n * batch: the persistent kernels' work list
     Epilogue epi;
 };
 
@@ -483,11 +484,164 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
+// The persistent form: one block per multiprocessor walks the tiles of every matrix of the
+// batch. The producer runs on into the next tile's K steps while the consumers finish the
+// previous tile's epilogue, so that epilogue no longer leaves the copy engine idle; to keep the
+// ring free for that, each consumer warp stages its 16 rows through a private 16 x 64 fp32
+// buffer (64 columns at a time) instead of the ring.
+constexpr int kWarpStagePitch = 64 + 8;
+constexpr int kWarpStageBytes = 16 * kWarpStagePitch * 4;
+
+template <int BN, int STAGES> constexpr int persistent_smem_bytes() {
+    return STAGES * (kTileBytesA + BN * kBlockK * 2) + 8 * kWarpStageBytes + 2 * STAGES * 8 +
+           1024;
+}
+
+// Tile index -> origin: the batch's matrix, then groups of 8 tile rows sweeping N (as above).
+template <int BN>
+__device__ __forceinline__ void tile_origin(int64_t tile, const Params &p, int *m0, int *n0,
+                                            int *z) {
+    const int64_t per_matrix = (int64_t)p.tiles_m * p.tiles_n;
+    *z = (int)(tile / per_matrix);
+    const int in_matrix = (int)(tile - *z * per_matrix);
+    const int group_tiles = 8 * p.tiles_n;
+    const int first_m = (in_matrix / group_tiles) * 8;
+    const int group_rows = min(p.tiles_m - first_m, 8);
+    const int in_group = in_matrix - first_m * p.tiles_n;
+    *m0 = (first_m + in_group % group_rows) * kBlockM;
+    *n0 = (in_group / group_rows) * BN;
+}
+
+template <int BN, int STAGES, int TA, int TB>
+__global__ void __launch_bounds__(kThreads, 1)
+    wgmma_gemm_f16_persistent(const __grid_constant__ CUtensorMap map_a,
+                              const __grid_constant__ CUtensorMap map_b, const Params p) {
+    constexpr int kTileBytesB = BN * kBlockK * 2;
+    static_assert(BN % 64 == 0 && BN <= 256, "BN: whole 64-column swizzle blocks, at most 256");
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const uint32_t smem_a = base, smem_b = base + STAGES * kTileBytesA;
+    const uint32_t stage_area = smem_b + STAGES * kTileBytesB;
+    const uint32_t full_bars = stage_area + 8 * kWarpStageBytes,
+                   empty_bars = full_bars + 8 * STAGES;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_bars + 8 * s, 1);
+            mbar_init(empty_bars + 8 * s, 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    const int warpgroup = (int)threadIdx.x / 128;
+    if (warpgroup == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
+        if (threadIdx.x == 0) {
+            int s = 0;
+            uint32_t phase = 0;
+            for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+                int m0, n0, z;
+                tile_origin<BN>(tile, p, &m0, &n0, &z);
+                const int za = p.a_batched ? z : 0, zb = p.b_batched ? z : 0;
+                for (int t = 0; t < p.k_tiles; ++t) {
+                    mbar_wait(empty_bars + 8 * s, phase ^ 1u);
+                    const uint32_t bar = full_bars + 8 * s;
+                    mbar_expect_tx(bar, kTileBytesA + kTileBytesB);
+                    const int k0 = t * kBlockK;
+                    const uint32_t a_dst = smem_a + s * kTileBytesA,
+                                   b_dst = smem_b + s * kTileBytesB;
+                    if (TA) {
+#pragma unroll
+                        for (int j = 0; j < kBlockM / 64; ++j)
+                            tma_load(a_dst + j * kSwizzleBlock, &map_a, bar, m0 + 64 * j, k0, za);
+                    } else {
+                        tma_load(a_dst, &map_a, bar, k0, m0, za);
+                    }
+                    if (TB) {
+#pragma unroll
+                        for (int j = 0; j < BN / 64; ++j)
+                            tma_load(b_dst + j * kSwizzleBlock, &map_b, bar, n0 + 64 * j, k0, zb);
+                    } else {
+                        tma_load(b_dst, &map_b, bar, k0, n0, zb);
+                    }
+                    if (++s == STAGES) s = 0, phase ^= 1u;
+                }
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+    const int half = warpgroup - 1;
+    const int warp = ((int)threadIdx.x / 32) & 3, lane = (int)threadIdx.x & 31;
+    float *warp_stage = reinterpret_cast<float *>(smem_raw + (stage_area - smem_addr(smem_raw))) +
+                        (half * 4 + warp) * (kWarpStageBytes / 4);
+    int s = 0, prev_s = 0;
+    uint32_t phase = 0;
+    for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+        int m0, n0, z;
+        tile_origin<BN>(tile, p, &m0, &n0, &z);
+        float acc[BN / 2];
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+        for (int t = 0; t < p.k_tiles; ++t) {
+            mbar_wait(full_bars + 8 * s, phase);
+            const uint32_t a_tile = smem_a + s * kTileBytesA + half * kSwizzleBlock;
+            const uint32_t b_tile = smem_b + s * kTileBytesB;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < kBlockK / 16; ++kk) {
+                const uint64_t da = TA ? smem_desc(a_tile + kk * 2048, kSwizzleBlock, 1024)
+                                       : smem_desc(a_tile + kk * 32, 16, 1024);
+                const uint64_t db = TB ? smem_desc(b_tile + kk * 2048, kSwizzleBlock, 1024)
+                                       : smem_desc(b_tile + kk * 32, 16, 1024);
+                Wgmma<BN, TA, TB>::run(acc, da, db);
+            }
+            wgmma_commit();
+            wgmma_wait<1>();
+            if (t > 0 && lane == 0) mbar_arrive(empty_bars + 8 * prev_s);
+            prev_s = s;
+            if (++s == STAGES) s = 0, phase ^= 1u;
+        }
+        wgmma_wait<0>();
+        // the tile's last stage goes back too: the producer is already filling the next tile
+        if (lane == 0) mbar_arrive(empty_bars + 8 * prev_s);
+
+        // the warp's 16 rows, 64 columns at a time: fragments in, coalesced 8-column runs out
+        const int64_t z_off = (int64_t)z * p.stride_c;
+        const int row0 = m0 + half * 64 + warp * 16;
+#pragma unroll
+        for (int chunk = 0; chunk < BN / 64; ++chunk) {
+            __syncwarp();
+#pragma unroll
+            for (int jj = 0; jj < 8; ++jj) {
+                const int j = chunk * 8 + jj;
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    *reinterpret_cast<float2 *>(warp_stage + (lane / 4 + 8 * h) * kWarpStagePitch +
+                                                2 * (lane & 3) + 8 * jj) =
+                        make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            }
+            __syncwarp();
+#pragma unroll 1
+            for (int i = lane; i < 16 * 8; i += 32) {
+                const int r = i / 8, c = (i % 8) * 8;
+                const int row = row0 + r, col = n0 + chunk * 64 + c;
+                if (row >= p.m || col >= p.n) continue;
+                epilogue_eight(p.epi, p.c, p.d, z_off + (int64_t)row * p.ldc + col, col,
+                               min(8, p.n - col), warp_stage + r * kWarpStagePitch + c);
+            }
+        }
+    }
+}
+
 using KernelFn = void (*)(CUtensorMap, CUtensorMap, Params);
 
 struct GemmConfig {
     const char *name;
     int bn, smem;
+    int persistent; // one block per multiprocessor, walking the tiles
     KernelFn kernel[4]; // by trans_a * 2 + trans_b
 };
 
@@ -497,11 +651,23 @@ struct GemmConfig {
             wgmma_gemm_f16<BN, S, 1, 0>                                                           \
     }
 
+#define TCI_WGMMA_PERSISTENT_KERNELS(BN, S)                                                       \
+    {                                                                                             \
+        wgmma_gemm_f16_persistent<BN, S, 0, 1>, wgmma_gemm_f16_persistent<BN, S, 0, 0>,           \
+            wgmma_gemm_f16_persistent<BN, S, 1, 1>, wgmma_gemm_f16_persistent<BN, S, 1, 0>        \
+    }
+
 const GemmConfig kConfigs[] = {
-    {"128x256x64 s4", 256, smem_bytes<256, 4>(), TCI_WGMMA_KERNELS(256, 4)},
-    {"128x192x64 s5", 192, smem_bytes<192, 5>(), TCI_WGMMA_KERNELS(192, 5)},
-    {"128x128x64 s6", 128, smem_bytes<128, 6>(), TCI_WGMMA_KERNELS(128, 6)},
-    {"128x64x64 s8", 64, smem_bytes<64, 8>(), TCI_WGMMA_KERNELS(64, 8)},
+    {"128x256x64 s4", 256, smem_bytes<256, 4>(), 0, TCI_WGMMA_KERNELS(256, 4)},
+    {"128x192x64 s5", 192, smem_bytes<192, 5>(), 0, TCI_WGMMA_KERNELS(192, 5)},
+    {"128x128x64 s6", 128, smem_bytes<128, 6>(), 0, TCI_WGMMA_KERNELS(128, 6)},
+    {"128x64x64 s8", 64, smem_bytes<64, 8>(), 0, TCI_WGMMA_KERNELS(64, 8)},
+    {"128x256x64 s3 persistent", 256, persistent_smem_bytes<256, 3>(), 1,
+     TCI_WGMMA_PERSISTENT_KERNELS(256, 3)},
+    {"128x192x64 s4 persistent", 192, persistent_smem_bytes<192, 4>(), 1,
+     TCI_WGMMA_PERSISTENT_KERNELS(192, 4)},
+    {"128x128x64 s5 persistent", 128, persistent_smem_bytes<128, 5>(), 1,
+     TCI_WGMMA_PERSISTENT_KERNELS(128, 5)},
 };
 constexpr int kConfigCount = static_cast<int>(sizeof kConfigs / sizeof kConfigs[0]);
 
@@ -615,19 +781,27 @@ int kern_wgmma_gemm_config_smem_bytes(int config) {
 }
 
 int kern_wgmma_gemm_pick_config(const kern_wgmma_gemm_desc *desc, int sm_count) {
-    if (!desc || desc->m < 1 || desc->n < 1 || sm_count < 1) return 0;
-    const int64_t batch = desc->batch > 0 ? desc->batch : 1;
     int best = 0;
+    for (int i = 0; i < kConfigCount; ++i)
+        if (kConfigs[i].persistent) {
+            best = i;
+            break;
+        }
+    if (!desc || desc->m < 1 || desc->n < 1 || sm_count < 1) return best;
+    const int64_t batch = desc->batch > 0 ? desc->batch : 1;
+    // the persistent configurations were the fastest on every shape measured (docs/benchmarks.md);
+    // among them: busy fraction of the multiprocessors over the waves of tiles, and of the last
+    // tile column inside N, with a mild preference for the wider tiles (more reuse of A)
     double best_score = -1.0;
+    int rank = 0;
     for (int i = 0; i < kConfigCount; ++i) {
-        const int64_t tiles = ceil_div(desc->m, kBlockM) * ceil_div(desc->n, kConfigs[i].bn) * batch;
+        if (!kConfigs[i].persistent) continue;
+        const int64_t tiles_n = ceil_div(desc->n, kConfigs[i].bn);
+        const int64_t tiles = ceil_div(desc->m, kBlockM) * tiles_n * batch;
         const int64_t waves = ceil_div(tiles, sm_count);
-        // busy fraction of the multiprocessors over the waves, and of the tile inside N; wider
-        // tiles reuse A more (a mild preference, the planner times them anyway)
         const double fill = (double)tiles / (double)(waves * sm_count);
-        const double inside = (double)desc->n / (double)(ceil_div(desc->n, kConfigs[i].bn) *
-                                                         kConfigs[i].bn);
-        const double score = fill * inside * (1.0 - 0.04 * i);
+        const double inside = (double)desc->n / (double)(tiles_n * kConfigs[i].bn);
+        const double score = fill * inside * (1.0 - 0.04 * rank++);
         if (score > best_score) best_score = score, best = i;
     }
     return best;
@@ -721,6 +895,7 @@ tci_status kern_wgmma_gemm_run(const kern_wgmma_gemm_desc *desc, int config, con
     p.k_tiles = (int)ceil_div(desc->k, kBlockK);
     p.a_batched = a_batched, p.b_batched = b_batched;
     p.ldc = r.ldc, p.stride_c = batched ? desc->stride_c : 0;
+    p.tiles = (int64_t)p.tiles_m * p.tiles_n * desc->batch;
     p.epi.bias = desc->has_bias ? bias : nullptr;
     p.epi.alpha = desc->alpha, p.epi.beta = desc->beta;
     p.epi.act_alpha = desc->act_alpha, p.epi.act_beta = desc->act_beta;
@@ -731,7 +906,12 @@ tci_status kern_wgmma_gemm_run(const kern_wgmma_gemm_desc *desc, int config, con
     // per call rather than once: no global state, and it follows the current device
     KERN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, g.smem));
-    const dim3 grid((unsigned)(p.tiles_m * p.tiles_n), 1, (unsigned)desc->batch);
+    dim3 grid((unsigned)(p.tiles_m * p.tiles_n), 1, (unsigned)desc->batch);
+    if (g.persistent) {
+        int sm_count = 0;
+        KERN_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+        grid = dim3((unsigned)(p.tiles < sm_count ? p.tiles : sm_count), 1, 1);
+    }
     kernel<<<grid, kThreads, g.smem, stream>>>(map_a, map_b, p);
     KERN_LAUNCH_CHECK("wgmma_gemm_f16");
     return TCI_OK;

@@ -24,15 +24,21 @@ extern "C" {
  * (trans_b) N x K. */
 typedef kern_wmma_gemm_desc kern_wgmma_gemm_desc;
 
-/* How it works, for whoever tunes it: a block of three warpgroups computes a 128 x BN tile of
- * one matrix of the batch. Warpgroup 0 is the producer: one thread walks K in steps of 64 and
- * has the copy engine bring the A (128 x 64) and B (BN x 64) tiles of each step into a ring of
- * shared-memory stages, in the 128-byte swizzled layout the tensor cores read, each stage's
- * arrival signalled on an mbarrier. Warpgroups 1 and 2 each own 64 rows of the tile and issue
- * m64nBNk16 wgmma instructions straight from shared memory, keeping one group of them in flight
- * while they hand the previous stage back to the producer. The copy engine zero-fills
- * everything outside the matrices, so tails in M, N and K cost nothing and need no padding; the
- * epilogue writes only the elements inside D.
+/* How it works, for whoever tunes it: a block of three warpgroups computes 128 x BN tiles.
+ * Warpgroup 0 is the producer: one thread walks K in steps of 64 and has the copy engine bring
+ * the A (128 x 64) and B (BN x 64) tiles of each step into a ring of shared-memory stages, in
+ * the 128-byte swizzled layout the tensor cores read, each stage's arrival signalled on an
+ * mbarrier. Warpgroups 1 and 2 each own 64 rows of the tile and issue m64nBNk16 wgmma
+ * instructions straight from shared memory, keeping one group of them in flight while they hand
+ * the previous stage back to the producer. The copy engine zero-fills everything outside the
+ * matrices, so tails in M, N and K cost nothing and need no padding; the epilogue stages the
+ * fp32 accumulators through shared memory and writes only the elements inside D, in coalesced
+ * 16-byte runs. Two kinds of configuration:
+ *   - one block per tile (grid: tiles x batch); the epilogue reuses the ring's memory;
+ *   - "persistent": one block per multiprocessor walks the tiles of the whole batch, and the
+ *     producer loads the next tile while the consumers run the previous tile's epilogue (each
+ *     consumer warp stages its rows through a small buffer of its own). Faster on every shape
+ *     measured so far (docs/benchmarks.md), at one pipeline stage less.
  *
  * Refused with TCI_ERR_UNSUPPORTED (by kern_wgmma_gemm_supports, host only):
  *   - lda, ldb or ldc not a multiple of 8 elements, or (batch > 1) a batch stride stride_a,
@@ -49,15 +55,17 @@ typedef kern_wmma_gemm_desc kern_wgmma_gemm_desc;
 /* Number of tile configurations; configurations are 0..count-1. */
 int kern_wgmma_gemm_config_count(void);
 
-/* "128x256x64 s4" (block tile MxNxK, pipeline stages); NULL outside the range. */
+/* "128x256x64 s4", "128x192x64 s4 persistent" (block tile MxNxK, pipeline stages, kind);
+ * NULL outside the range. */
 const char *kern_wgmma_gemm_config_name(int config);
 
 /* Dynamic shared memory (bytes) of the configuration (the same for every transpose); 0 outside
  * the range. */
 int kern_wgmma_gemm_config_smem_bytes(int config);
 
-/* A starting point for the planner (which then times the candidates): the widest tile whose
- * grid fills sm_count multiprocessors in whole waves best. */
+/* A starting point for the planner (which then times the candidates): the persistent
+ * configuration whose tiles fill sm_count multiprocessors in whole waves best, the wider tile on
+ * a tie. */
 int kern_wgmma_gemm_pick_config(const kern_wgmma_gemm_desc *desc, int sm_count);
 
 /* Whether the configuration runs this problem. TCI_OK; TCI_ERR_INVALID_ARGUMENT for a bad desc

@@ -259,6 +259,11 @@ START_TEST(configs_listed) {
     kern_wmma_gemm_desc_init(&d, 4096, 768, 768, 0, 0);
     int pick = kern_wgmma_gemm_pick_config(&d, 132);
     ck_assert(pick >= 0 && pick < count);
+    /* BERT's 4096x768: 128x192 tiles make 128 blocks, one wave of 132 multiprocessors */
+    ck_assert_str_eq(kern_wgmma_gemm_config_name(pick), "128x192x64 s4 persistent");
+    kern_wmma_gemm_desc_init(&d, 1, 8, 8, 0, 0);
+    pick = kern_wgmma_gemm_pick_config(&d, 132);
+    ck_assert(pick >= 0 && pick < count);
 }
 END_TEST
 
