@@ -26,11 +26,24 @@ typedef struct builder {
     bool *fused;       /* by node index: lowered as part of an earlier node's step */
     bool *fp32_node;   /* by node index: computes and stores its float outputs in fp32 */
     bool fp32;         /* the node being lowered does (its float outputs are FLOAT) */
+    tci_dtype half;    /* the 16-bit float of every other node: FLOAT16, or BFLOAT16 (bf16) */
     int *dense_const;  /* by IR tensor index * 2 + fp32: constant uploaded dense */
     int *nhwc_const;   /* by IR tensor index * 2 + fp32: constant uploaded NHWC8 */
 } builder;
 
-static bool is_float(tci_dtype d) { return d == TCI_DTYPE_FLOAT16 || d == TCI_DTYPE_FLOAT; }
+static bool is_float(tci_dtype d) {
+    return d == TCI_DTYPE_FLOAT16 || d == TCI_DTYPE_BFLOAT16 || d == TCI_DTYPE_FLOAT;
+}
+
+/* fp32 -> the bits of a 16-bit float dtype (FLOAT16 or BFLOAT16) */
+static uint16_t half_bits(tci_dtype dtype, float v) {
+    return dtype == TCI_DTYPE_BFLOAT16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+}
+
+/* "fp32", "fp16", "bf16": the short names of float dtypes in labels */
+static const char *float_name(tci_dtype dtype) {
+    return dtype == TCI_DTYPE_FLOAT ? "fp32" : dtype == TCI_DTYPE_BFLOAT16 ? "bf16" : "fp16";
+}
 
 int64_t plan_pad8(int64_t c) { return (c + 7) / 8 * 8; }
 
@@ -93,8 +106,9 @@ static const char *intern(builder *b, const char *text) {
     return tci_arena_strdup(b->p->arena, text);
 }
 
-/* Device float dtype of what the node being lowered produces: fp16, or fp32 in fp32 layers. */
-static tci_dtype float_dtype(const builder *b) { return b->fp32 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16; }
+/* Device float dtype of what the node being lowered produces: fp16 (bf16 in --precision bf16),
+ * or fp32 in fp32 layers. */
+static tci_dtype float_dtype(const builder *b) { return b->fp32 ? TCI_DTYPE_FLOAT : b->half; }
 
 static tci_status device_dtype(const builder *b, const ir_node *node, tci_dtype dtype,
                                tci_dtype *out) {
@@ -179,7 +193,7 @@ static tci_status constant_tensor(builder *b, const ir_node *node, const ir_tens
     } else if (layout == PLAN_LAYOUT_DENSE) {
         const float *src = t->data;
         uint16_t *dst = host;
-        for (int64_t i = 0; i < count; i++) dst[i] = op_float_to_half(src[i]);
+        for (int64_t i = 0; i < count; i++) dst[i] = half_bits(dtype, src[i]);
     } else {
         const float *src = t->data;
         uint16_t *dst = host;
@@ -189,7 +203,7 @@ static tci_status constant_tensor(builder *b, const ir_node *node, const ir_tens
                 for (int64_t ih = 0; ih < h; ih++)
                     for (int64_t iw = 0; iw < w; iw++)
                         dst[((in * h + ih) * w + iw) * cp + ic] =
-                            op_float_to_half(src[((in * c + ic) * h + ih) * w + iw]);
+                            half_bits(dtype, src[((in * c + ic) * h + ih) * w + iw]);
     }
     pt->host_data = host;
     b->p->weight_bytes += pt->bytes;
@@ -224,8 +238,9 @@ static tci_status convert_step(builder *b, const ir_node *node, const ir_tensor 
     int conv;
     TCI_TRY(new_tensor(b, intern(b, name), dtype, layout, rank, dims, &conv));
     plan_step *s;
-    const char *label = !relayout                      ? (dtype == TCI_DTYPE_FLOAT ? "cast fp16->fp32"
-                                                                                   : "cast fp32->fp16")
+    char cast_label[32];
+    snprintf(cast_label, sizeof cast_label, "cast %s->%s", float_name(pt->dtype), float_name(dtype));
+    const char *label = !relayout                      ? intern(b, cast_label)
                         : layout == PLAN_LAYOUT_NHWC8 ? "layout dense->NHWC8"
                                                       : "layout NHWC8->dense";
     TCI_TRY(add_step(b, relayout ? PLAN_STEP_LAYOUT : PLAN_STEP_CAST, node, label, &s));
@@ -469,9 +484,9 @@ static tci_status host_constant(builder *b, const char *name, const float *value
         memset(host, 0, pt->bytes);
         memcpy(host, values, (size_t)dims[1] * sizeof(float));
     } else if (layout == PLAN_LAYOUT_DENSE) {
-        for (int64_t i = 0; i < count; i++) ((uint16_t *)host)[i] = op_float_to_half(values[i]);
+        for (int64_t i = 0; i < count; i++) ((uint16_t *)host)[i] = half_bits(dtype, values[i]);
     } else { /* NHWC8 of a (1, C, 1, 1) per-channel vector */
-        for (int64_t c = 0; c < dims[1]; c++) ((uint16_t *)host)[c] = op_float_to_half(values[c]);
+        for (int64_t c = 0; c < dims[1]; c++) ((uint16_t *)host)[c] = half_bits(dtype, values[c]);
     }
     pt->host_data = host;
     /* dense fp32 host constants are what the executor packs for Conv, ConvTranspose and GEMM
@@ -1872,7 +1887,7 @@ static tci_status lower_inputs(builder *b) {
             for (int k = 0; k < g->nodes[n]->num_inputs; k++)
                 if (g->nodes[n]->inputs[k] == t && b->fp32_node[n]) fp32 = true;
         tci_dtype dtype;
-        if (t->dtype == TCI_DTYPE_FLOAT) dtype = fp32 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;
+        if (t->dtype == TCI_DTYPE_FLOAT) dtype = fp32 ? TCI_DTYPE_FLOAT : b->half;
         else if (t->dtype == TCI_DTYPE_INT64 || t->dtype == TCI_DTYPE_INT32 ||
                  t->dtype == TCI_DTYPE_BOOL) dtype = t->dtype;
         else
@@ -2079,6 +2094,7 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     b.p = p;
     b.g = graph;
     b.options = options;
+    b.half = options && options->bf16 ? TCI_DTYPE_BFLOAT16 : TCI_DTYPE_FLOAT16;
     if (p) {
         p->arena = tci_arena_create();
         p->num_inputs = (int)graph->num_inputs;

@@ -24,8 +24,8 @@ typedef enum plan_memory {
 
 typedef struct plan_tensor {
     const char *name;            /* the IR tensor's name, or a made-up one for temporaries */
-    tci_dtype dtype;             /* device dtype: FLOAT16 or FLOAT (fp32 layers), INT64, INT32,
-                                    BOOL (1 byte) */
+    tci_dtype dtype;             /* device dtype: FLOAT16 (BFLOAT16 in bf16 plans) or FLOAT
+                                    (fp32 layers), INT64, INT32, BOOL (1 byte) */
     plan_layout layout;
     int rank;
     int64_t dims[TCI_MAX_RANK];  /* logical (NCHW) dims */
@@ -244,6 +244,9 @@ typedef struct plan_options {
     /* fp32 steps may use TF32 tensor cores in cuDNN / cuBLASLt (--precision tf32); the plan
      * itself is that of all_fp32. */
     bool tf32;
+    /* bfloat16 instead of fp16 for every float tensor of the nodes not kept in fp32
+     * (--precision bf16); everything else as for fp16. */
+    bool bf16;
 } plan_options;
 
 /* Lowers an optimised graph (pass_optimize done; every dim of every tensor known) to a plan.

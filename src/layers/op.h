@@ -68,6 +68,9 @@ void op_write_number(tci_tensor *t, int64_t i, double value);
 /* IEEE fp16 <-> fp32, round to nearest even. */
 float op_half_to_float(uint16_t h);
 uint16_t op_float_to_half(float f);
+/* bfloat16 bits (the top half of an fp32): round to nearest even, NaN stays a quiet NaN. */
+float op_bfloat16_to_float(uint16_t b);
+uint16_t op_float_to_bfloat16(float f);
 
 /* Row-major strides of dims. */
 void op_strides(int rank, const int64_t *dims, int64_t *strides);

@@ -161,6 +161,23 @@ uint16_t op_float_to_half(float f) {
     return (uint16_t)(sign | q);
 }
 
+float op_bfloat16_to_float(uint16_t b) {
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t op_float_to_bfloat16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
+    /* round to nearest even on the 16 dropped bits; a carry into the exponent is correct,
+     * up to rounding the largest finite values to inf */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
 void op_strides(int rank, const int64_t *dims, int64_t *strides) {
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {

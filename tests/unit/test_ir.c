@@ -1,4 +1,6 @@
 /* IR basics: arena, tensors, attributes, topological sort, fp16 conversion. */
+#include <math.h>
+
 #include "layers/op.h"
 #include "harness.h"
 
@@ -103,6 +105,20 @@ START_TEST(test_half_round_trip) {
 }
 END_TEST
 
+START_TEST(test_bfloat16_round_trip) {
+    /* 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties to even (1); 1 + 3 * 2^-8 ties
+     * up to 1 + 2^-6; the largest float rounds to inf; a NaN stays a NaN */
+    const float values[] = {0.0f, 1.0f, -2.5f, 1.00390625f, 1.01171875f, 3.0e38f, 1.0e-40f};
+    const uint16_t bits[] = {0x0000, 0x3f80, 0xc020, 0x3f80, 0x3f82, 0x7f62, 0x0001};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        ck_assert_uint_eq(op_float_to_bfloat16(values[i]), bits[i]);
+    ck_assert_float_eq(op_bfloat16_to_float(0xc020), -2.5f);
+    ck_assert_uint_eq(op_float_to_bfloat16(3.4028235e38f), 0x7f80);
+    const uint16_t nan = op_float_to_bfloat16(nanf(""));
+    ck_assert(isnan(op_bfloat16_to_float(nan)));
+}
+END_TEST
+
 START_TEST(test_unknown_op_named) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -117,6 +133,7 @@ int main(void) {
     Suite *s = suite_create("ir");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_sort_detects_cycle);
+    tcase_add_test(tc, test_bfloat16_round_trip);
     tcase_add_test(tc, test_sort_orders_nodes);
     tcase_add_test(tc, test_sort_rejects_unproduced_input);
     tcase_add_test(tc, test_duplicate_tensor_name);

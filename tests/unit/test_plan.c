@@ -313,6 +313,38 @@ START_TEST(test_all_fp32) {
 }
 END_TEST
 
+/* --precision bf16: the fp16 plan with every 16-bit float tensor bfloat16 (same steps, sizes and
+ * layouts), constants rounded to bf16, and fp32 layers reached through "cast bf16->fp32". */
+START_TEST(test_bf16) {
+    ir_graph *g = head_graph();
+    const char *names[] = {"sm", NULL};
+    plan_options o = {.bf16 = true, .fp32_layers = names}, ho = {.fp32_layers = names};
+    plan *p, *half;
+    ck_assert_tci_ok(plan_build(g, &o, &p));
+    ck_assert_tci_ok(plan_build(g, &ho, &half));
+    ck_assert_int_eq(p->num_steps, half->num_steps);
+    ck_assert_int_eq(p->num_tensors, half->num_tensors);
+    ck_assert_uint_eq(p->weight_bytes, half->weight_bytes);
+    for (int t = 0; t < p->num_tensors; t++) {
+        const plan_tensor *a = &p->tensors[t], *b = &half->tensors[t];
+        tci_dtype want = b->dtype == TCI_DTYPE_FLOAT16 ? TCI_DTYPE_BFLOAT16 : b->dtype;
+        ck_assert_msg(a->dtype == want, "tensor %s is %s", a->name, tci_dtype_name(a->dtype));
+        ck_assert_uint_eq(a->bytes, b->bytes);
+        ck_assert_int_eq(a->layout, b->layout);
+    }
+    const plan_step *cast = find_step(p, PLAN_STEP_CAST, 0), *fc = find_step(p, PLAN_STEP_GEMM, 0);
+    ck_assert_str_eq(cast->label, "cast bf16->fp32");
+    /* the GEMM weights (0.01 * i) are uploaded as bfloat16 bits */
+    const plan_tensor *w = &p->tensors[fc->inputs[1]];
+    ck_assert_int_eq(w->memory, PLAN_MEM_CONSTANT);
+    const uint16_t *bits = w->host_data;
+    for (int i = 0; i < 60; i++) ck_assert_uint_eq(bits[i], op_float_to_bfloat16(0.01f * (float)i));
+    plan_destroy(half);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_pad8) {
     ck_assert_int_eq(plan_pad8(1), 8);
     ck_assert_int_eq(plan_pad8(8), 8);
@@ -331,6 +363,7 @@ int main(void) {
     tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_fp32_layers);
     tcase_add_test(tc, test_all_fp32);
+    tcase_add_test(tc, test_bf16);
     tcase_add_test(tc, test_pad8);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
