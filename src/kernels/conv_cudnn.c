@@ -70,7 +70,8 @@ static tci_status validate(const kern_conv_desc *d) {
         return tci_error(TCI_ERR_UNSUPPORTED, "conv plan: activation %d (cuDNN fuses ReLU only)",
                          (int)d->activation);
     if (d->mode != KERN_CONV_FP16_NHWC8 && d->mode != KERN_CONV_FP32_NCHW &&
-        d->mode != KERN_CONV_FP32_NHWC && d->mode != KERN_CONV_FP32_NHWC8)
+        d->mode != KERN_CONV_FP32_NHWC && d->mode != KERN_CONV_FP32_NHWC8 &&
+        d->mode != KERN_CONV_BF16_NHWC8)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: unknown mode %d", (int)d->mode);
     if (d->pads[0] != d->pads[2] || d->pads[1] != d->pads[3])
         return tci_error(TCI_ERR_UNSUPPORTED,
@@ -93,8 +94,9 @@ static tci_status plan_shapes(const kern_conv_desc *d, kern_conv_info *info) {
     info->out_h = (int)((ph - eh) / d->strides[0] + 1);
     info->out_w = (int)((pw - ew) / d->strides[1] + 1);
     int cg = d->c / d->groups;
-    /* both NHWC8 modes pad channels the same way; only the element size differs */
-    int padded = d->mode == KERN_CONV_FP16_NHWC8 || d->mode == KERN_CONV_FP32_NHWC8;
+    /* the NHWC8 modes pad channels the same way; only the element type differs */
+    int padded = d->mode == KERN_CONV_FP16_NHWC8 || d->mode == KERN_CONV_FP32_NHWC8 ||
+                 d->mode == KERN_CONV_BF16_NHWC8;
     if (!padded) {
         info->input_channels = d->c;
         info->output_channels = d->k;
@@ -142,8 +144,10 @@ static tci_status set_tensor(const kern_conv_plan *p, cudnnTensorDescriptor_t t,
 static tci_status build_descriptors(kern_conv_plan *p) {
     const kern_conv_desc *d = &p->desc;
     const kern_conv_info *in = &p->info;
-    int fp16 = d->mode == KERN_CONV_FP16_NHWC8;
-    p->data_type = fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    int fp16 = d->mode == KERN_CONV_FP16_NHWC8 || d->mode == KERN_CONV_BF16_NHWC8;
+    p->data_type = d->mode == KERN_CONV_BF16_NHWC8 ? CUDNN_DATA_BFLOAT16
+                   : fp16                          ? CUDNN_DATA_HALF
+                                                   : CUDNN_DATA_FLOAT;
     p->format = d->mode == KERN_CONV_FP32_NCHW ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
     KERN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x_desc));
     KERN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y_desc));
@@ -424,7 +428,7 @@ static tci_status create_steps(kern_conv_plan *p, cudnnHandle_t handle, cudaStre
     TCI_TRY(check_scratch(p, scratch));
     TCI_TRY(build_descriptors(p));
     if (!p->desc.has_bias) {
-        size_t bytes = p->info.bias_elements * (p->data_type == CUDNN_DATA_HALF ? 2 : 4);
+        size_t bytes = p->info.bias_elements * (p->data_type == CUDNN_DATA_FLOAT ? 4 : 2);
         KERN_CUDA_CHECK(cudaMalloc(&p->zero_bias, bytes));
         KERN_CUDA_CHECK(cudaMemset(p->zero_bias, 0, bytes));
     }
@@ -526,7 +530,7 @@ tci_status kern_conv_pack_weights(const kern_conv_desc *d, const float *weights_
     kern_conv_info in;
     TCI_TRY(kern_conv_shapes(d, &in));
     int cg = d->c / d->groups, rs = d->r * d->s;
-    int fp16 = d->mode == KERN_CONV_FP16_NHWC8;
+    int fp16 = d->mode == KERN_CONV_FP16_NHWC8, bf16 = d->mode == KERN_CONV_BF16_NHWC8;
     int nchw = d->mode == KERN_CONV_FP32_NCHW;
     for (int k = 0; k < in.weight_k; k++)
         for (int r = 0; r < d->r; r++)
@@ -539,6 +543,8 @@ tci_status kern_conv_pack_weights(const kern_conv_desc *d, const float *weights_
                                     : (((size_t)k * d->r + r) * d->s + s) * in.weight_c + c;
                     if (fp16)
                         ((uint16_t *)out)[o] = op_float_to_half(v);
+                    else if (bf16)
+                        ((uint16_t *)out)[o] = op_float_to_bfloat16(v);
                     else
                         ((float *)out)[o] = v;
                 }
@@ -548,11 +554,13 @@ tci_status kern_conv_pack_weights(const kern_conv_desc *d, const float *weights_
 tci_status kern_conv_pack_bias(const kern_conv_desc *d, const float *bias, void *out) {
     kern_conv_info in;
     TCI_TRY(kern_conv_shapes(d, &in));
-    int fp16 = d->mode == KERN_CONV_FP16_NHWC8;
+    int fp16 = d->mode == KERN_CONV_FP16_NHWC8, bf16 = d->mode == KERN_CONV_BF16_NHWC8;
     for (int k = 0; k < in.output_channels; k++) {
         float v = k < d->k ? bias[k] : 0.0f;
         if (fp16)
             ((uint16_t *)out)[k] = op_float_to_half(v);
+        else if (bf16)
+            ((uint16_t *)out)[k] = op_float_to_bfloat16(v);
         else
             ((float *)out)[k] = v;
     }

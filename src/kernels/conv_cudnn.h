@@ -24,6 +24,9 @@ typedef enum {
      * the same weight layout and groupings) with 4-byte elements, fp32 bias (Kp values), FMA math
      * (no TF32): fp32 layers between fp16 NHWC8 ones without a layout change. */
     KERN_CONV_FP32_NHWC8 = 3,
+    /* bfloat16 NHWC8 tensors, weights and bias, otherwise exactly KERN_CONV_FP16_NHWC8
+     * (--precision bf16). */
+    KERN_CONV_BF16_NHWC8 = 4,
 } kern_conv_mode;
 
 /* cuDNN's fused call offers only these two. */

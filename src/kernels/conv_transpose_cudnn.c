@@ -125,7 +125,7 @@ static tci_status plan_shapes(const kern_convt_desc *d, kern_convt_info *info) {
 }
 
 static cudnnDataType_t data_type(const kern_convt_desc *d) {
-    return d->fp32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_HALF;
+    return d->fp32 ? CUDNN_DATA_FLOAT : d->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
 }
 
 static tci_status set_tensor(const kern_convt_desc *d, cudnnTensorDescriptor_t t, int n, int c,
@@ -415,7 +415,7 @@ tci_status kern_convt_pack_weights(const kern_convt_desc *d, const float *weight
                                   : 0.0f;
                     size_t at = (((size_t)ci * d->r + r) * d->s + s) * in.weight_c + co;
                     if (d->fp32) ((float *)out)[at] = v;
-                    else o16[at] = op_float_to_half(v);
+                    else o16[at] = d->bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
                 }
     return TCI_OK;
 }
@@ -427,7 +427,7 @@ tci_status kern_convt_pack_bias(const kern_convt_desc *d, const float *bias, voi
     for (int k = 0; k < in.output_channels; k++) {
         float v = k < d->k ? bias[k] : 0.0f;
         if (d->fp32) ((float *)out)[k] = v;
-        else o16[k] = op_float_to_half(v);
+        else o16[k] = d->bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
     }
     return TCI_OK;
 }

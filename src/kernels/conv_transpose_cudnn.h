@@ -34,6 +34,8 @@ typedef struct {
     int has_bias;         /* bias input given to kern_convt_run */
     int fp32;             /* 1: fp32 tensors, weights and bias in the same NHWC8 layouts, FMA math
                            * (no TF32): the fp32 layers and GPU fp32 baseline; 0: fp16 */
+    int bf16;             /* with fp32 == 0: bfloat16 tensors, weights and bias instead of fp16
+                           * (--precision bf16) */
     int allow_tf32;       /* with fp32: TF32 tensor-op math allowed (--precision tf32) */
     size_t workspace_limit; /* the largest workspace (bytes) the chosen algorithm may need */
 } kern_convt_desc;
@@ -109,8 +111,9 @@ void kern_convt_get_info(const kern_convt_plan *plan, kern_convt_info *out_info)
 tci_status kern_convt_shapes(const kern_convt_desc *desc, kern_convt_info *out_info);
 
 /* Host-side packing into the layout kern_convt_shapes describes. weights_onnx: ONNX layout
- * C_in x (C_out / groups) x R x S fp32; out: info.weight_elements fp16 bits (uint16_t).
- * bias: C_out floats; out: info.bias_elements fp16 bits, zero-padded. Errors as
+ * C_in x (C_out / groups) x R x S fp32; out: info.weight_elements fp16 (bf16 with desc.bf16) bits
+ * (uint16_t), floats with desc.fp32. bias: C_out floats; out: info.bias_elements values of the
+ * same type, zero-padded. Errors as
  * kern_convt_shapes. */
 tci_status kern_convt_pack_weights(const kern_convt_desc *desc, const float *weights_onnx,
                                    void *out);

@@ -30,10 +30,12 @@ typedef struct {
 } gemm_descs;
 
 static cudaDataType_t data_type(const kern_gemm_plan *p) {
-    return p->desc.dtype == KERN_GEMM_FP16 ? CUDA_R_16F : CUDA_R_32F;
+    return p->desc.dtype == KERN_GEMM_FP16   ? CUDA_R_16F
+           : p->desc.dtype == KERN_GEMM_BF16 ? CUDA_R_16BF
+                                             : CUDA_R_32F;
 }
 
-static size_t element_size(kern_gemm_dtype dtype) { return dtype == KERN_GEMM_FP16 ? 2 : 4; }
+static size_t element_size(kern_gemm_dtype dtype) { return dtype == KERN_GEMM_FP32 ? 4 : 2; }
 
 static int has_bias(kern_gemm_epilogue e) {
     return e == KERN_GEMM_EPILOGUE_BIAS || e == KERN_GEMM_EPILOGUE_RELU_BIAS ||
@@ -144,7 +146,10 @@ static tci_status heuristics(const kern_gemm_plan *p, cublasLtHandle_t h, int64_
                          "gemm plan: cuBLASLt has no %s algorithm for m %lld n %lld k %lld (lda "
                          "%lld ldb %lld ldc %lld, batch %d, alignment %d, workspace %zu); pad K "
                          "and N to multiples of 8",
-                         p->desc.dtype == KERN_GEMM_FP16 ? "fp16" : "fp32", (long long)m,
+                         p->desc.dtype == KERN_GEMM_FP16   ? "fp16"
+                         : p->desc.dtype == KERN_GEMM_BF16 ? "bf16"
+                                                           : "fp32",
+                         (long long)m,
                          (long long)p->desc.n, (long long)p->desc.k, (long long)p->desc.lda,
                          (long long)p->desc.ldb, (long long)p->desc.ldc, batch, p->desc.alignment,
                          workspace_limit);
@@ -233,7 +238,7 @@ static int misaligned(const void *ptr, int alignment) {
 }
 
 static tci_status validate(kern_gemm_desc *d) {
-    if (d->dtype != KERN_GEMM_FP16 && d->dtype != KERN_GEMM_FP32)
+    if (d->dtype != KERN_GEMM_FP16 && d->dtype != KERN_GEMM_FP32 && d->dtype != KERN_GEMM_BF16)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: unknown dtype %d", (int)d->dtype);
     if (d->epilogue < KERN_GEMM_EPILOGUE_NONE || d->epilogue > KERN_GEMM_EPILOGUE_GELU_BIAS)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: unknown epilogue %d",

@@ -29,6 +29,7 @@ typedef enum {
 typedef enum {
     KERN_GEMM_FP16 = 0, /* fp16 A, B, C, D and bias; fp32 accumulation and scale */
     KERN_GEMM_FP32 = 1, /* fp32 everywhere, no TF32: the GPU fp32 baseline */
+    KERN_GEMM_BF16 = 2, /* bfloat16 A, B, C, D and bias; fp32 accumulation and scale */
 } kern_gemm_dtype;
 
 /* D = epilogue(alpha * op(A) op(B) + beta * C), all matrices row-major; op(A) is M x K, op(B)
