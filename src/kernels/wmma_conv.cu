@@ -4,6 +4,7 @@
 // taps and tails), so no im2col buffer exists; a multi-stage cp.async pipeline keeps loads in flight
 // while the warps run mma_sync. Every config is one instantiation of one kernel template; split-K
 // configs write fp32 partials and a small kernel sums them and runs the epilogue.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <limits.h>
@@ -33,12 +34,13 @@ constexpr int kReduceThreads = 256;
 constexpr int64_t kMaxReduceBlocks = 1 << 20;
 constexpr int kDefaultSmem = 48 * 1024;
 
-// Every index the kernels form in int is bounded by one of these (checked on the host).
+// Every index the kernels form in int is bounded by one of these (checked on the host). x, w, z
+// and y hold the kernel's element type E (__half or __nv_bfloat16).
 struct Params {
-    const __half *x, *w;
+    const void *x, *w;
     const float *bias;
-    const __half *z; // may equal y: read by the thread that then writes the same element
-    __half *y;
+    const void *z; // may equal y: read by the thread that then writes the same element
+    void *y;
     float *ws;       // split-K partials: (splits, groups, mpad, npad) fp32
     int m;           // GEMM rows: n * out_h * out_w
     int h, w_in;     // input plane
@@ -95,17 +97,27 @@ __device__ __forceinline__ float act_apply(int act, float x, float alpha, float 
     }
 }
 
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+// Two elements of type E in 32 bits (the lower address in the low half), rounded to nearest even.
+template <class E> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
     return (uint32_t)__half_as_ushort(__float2half_rn(lo)) | ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
 }
-__device__ __forceinline__ float2 unpack2(uint32_t bits) {
+template <> __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
+}
+template <class E> __device__ __forceinline__ float2 unpack2(uint32_t bits);
+template <> __device__ __forceinline__ float2 unpack2<__half>(uint32_t bits) {
     __half2 h;
     memcpy(&h, &bits, sizeof h);
     return __half22float2(h);
 }
+template <> __device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t bits) {
+    return make_float2(__uint_as_float(bits << 16), __uint_as_float(bits & 0xffff0000u));
+}
 
 // Output channels ch .. ch+7 of GEMM row m from their fp32 sums: the one place y is written.
-__device__ __forceinline__ void epilogue8(const Params &p, float (&v)[8], int m, int ch) {
+template <class E> __device__ __forceinline__ void epilogue8(const Params &p, float (&v)[8], int m, int ch) {
     if (p.bias) {
         const float4 b0 = *reinterpret_cast<const float4 *>(p.bias + ch);
         const float4 b1 = *reinterpret_cast<const float4 *>(p.bias + ch + 4);
@@ -118,8 +130,8 @@ __device__ __forceinline__ void epilogue8(const Params &p, float (&v)[8], int m,
     }
     const size_t off = (size_t)m * (size_t)p.kp + (size_t)ch;
     if (p.z) {
-        const uint4 zz = *reinterpret_cast<const uint4 *>(p.z + off);
-        const float2 a = unpack2(zz.x), b = unpack2(zz.y), c = unpack2(zz.z), d = unpack2(zz.w);
+        const uint4 zz = *reinterpret_cast<const uint4 *>(static_cast<const E *>(p.z) + off);
+        const float2 a = unpack2<E>(zz.x), b = unpack2<E>(zz.y), c = unpack2<E>(zz.z), d = unpack2<E>(zz.w);
         v[0] += a.x, v[1] += a.y, v[2] += b.x, v[3] += b.y, v[4] += c.x, v[5] += c.y, v[6] += d.x, v[7] += d.y;
     }
     if (p.act != KERN_ACT_NONE) {
@@ -131,8 +143,8 @@ __device__ __forceinline__ void epilogue8(const Params &p, float (&v)[8], int m,
         for (int j = 0; j < 8; j++)
             if (ch + j >= p.k_real) v[j] = 0.0f;
     }
-    *reinterpret_cast<uint4 *>(p.y + off) =
-        make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+    *reinterpret_cast<uint4 *>(static_cast<E *>(p.y) + off) = make_uint4(
+        pack2<E>(v[0], v[1]), pack2<E>(v[2], v[3]), pack2<E>(v[4], v[5]), pack2<E>(v[6], v[7]));
 }
 
 // Block tile BM x BN x BK, warp tile WM x WN, fragments FM x FN x 16, STAGES-deep pipeline.
@@ -159,11 +171,12 @@ template <int BM_, int BN_, int BK_, int WM_, int WN_, int FM_, int FN_, int STA
                   "fragment pointers 32-byte aligned");
 };
 
-template <class T, bool FAST>
+template <class T, class E, bool FAST>
 __global__ void __launch_bounds__(T::kThreads) wmma_conv_kernel(const Params p) {
     constexpr int BM = T::BM, BN = T::BN, BK = T::BK, LDS = T::kLds;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    __half *const smem = reinterpret_cast<__half *>(smem_raw);
+    E *const smem = reinterpret_cast<E *>(smem_raw);
+    const E *const px = static_cast<const E *>(p.x), *const pw = static_cast<const E *>(p.w);
 
     const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int warp_m = warp % T::kWarpsM, warp_n = warp / T::kWarpsM;
@@ -214,21 +227,21 @@ __global__ void __launch_bounds__(T::kThreads) wmma_conv_kernel(const Params p) 
     }
 
     auto load_tile = [&](int stage) {
-        __half *const as = smem + stage * T::kStageHalves;
-        __half *const bs = as + BM * LDS;
+        E *const as = smem + stage * T::kStageHalves;
+        E *const bs = as + BM * LDS;
         const bool kvalid = kpos < p.kdim;
 #pragma unroll
         for (int i = 0; i < T::kAIters; i++) {
-            const __half *src = p.x;
+            const E *src = px;
             bool ok = false;
             if (kvalid) {
                 if (FAST) {
                     ok = a_base[i] >= 0;
-                    if (ok) src = p.x + a_base[i] + kpos;
+                    if (ok) src = px + a_base[i] + kpos;
                 } else {
                     const int ih = a_ih[i] + tr * p.dil_h, iw = a_iw[i] + ts * p.dil_w;
                     ok = (unsigned)ih < (unsigned)p.h && (unsigned)iw < (unsigned)p.w_in;
-                    if (ok) src = p.x + ((a_base[i] + ih) * p.w_in + iw) * p.cp + cgoff + tc;
+                    if (ok) src = px + ((a_base[i] + ih) * p.w_in + iw) * p.cp + cgoff + tc;
                 }
             }
             cp_async16(as + (row0 + i * T::kRowStep) * LDS + kc * 8, src, ok);
@@ -236,7 +249,7 @@ __global__ void __launch_bounds__(T::kThreads) wmma_conv_kernel(const Params p) 
 #pragma unroll
         for (int i = 0; i < T::kBIters; i++) {
             const bool ok = kvalid && b_off[i] >= 0;
-            cp_async16(bs + (row0 + i * T::kRowStep) * LDS + kc * 8, ok ? p.w + b_off[i] + kpos : p.w, ok);
+            cp_async16(bs + (row0 + i * T::kRowStep) * LDS + kc * 8, ok ? pw + b_off[i] + kpos : pw, ok);
         }
         kpos += BK;
         if (!FAST) {
@@ -272,12 +285,12 @@ __global__ void __launch_bounds__(T::kThreads) wmma_conv_kernel(const Params p) 
         if (pf < nkt) load_tile(pf % T::STAGES);
         cp_async_commit();
 
-        const __half *const as = smem + (it % T::STAGES) * T::kStageHalves;
-        const __half *const bs = as + BM * LDS;
+        const E *const as = smem + (it % T::STAGES) * T::kStageHalves;
+        const E *const bs = as + BM * LDS;
 #pragma unroll
         for (int kk = 0; kk < BK; kk += T::FK) {
-            wmma::fragment<wmma::matrix_a, T::FM, T::FN, T::FK, __half, wmma::row_major> a[T::kFragsM];
-            wmma::fragment<wmma::matrix_b, T::FM, T::FN, T::FK, __half, wmma::col_major> b[T::kFragsN];
+            wmma::fragment<wmma::matrix_a, T::FM, T::FN, T::FK, E, wmma::row_major> a[T::kFragsM];
+            wmma::fragment<wmma::matrix_b, T::FM, T::FN, T::FK, E, wmma::col_major> b[T::kFragsN];
 #pragma unroll
             for (int i = 0; i < T::kFragsM; i++)
                 wmma::load_matrix_sync(a[i], as + (warp_m * T::WM + i * T::FM) * LDS + kk, LDS);
@@ -324,14 +337,14 @@ __global__ void __launch_bounds__(T::kThreads) wmma_conv_kernel(const Params p) 
                 const float4 lo = *reinterpret_cast<const float4 *>(buf + er * T::kEpiLd + ec);
                 const float4 hi = *reinterpret_cast<const float4 *>(buf + er * T::kEpiLd + ec + 4);
                 float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-                epilogue8(p, v, m, g * p.ng + n);
+                epilogue8<E>(p, v, m, g * p.ng + n);
             }
             __syncwarp();
         }
 }
 
 // Sums the split-K partials of 8 channels of one row per thread, then the epilogue.
-__global__ void __launch_bounds__(kReduceThreads) splitk_reduce_kernel(const Params p) {
+template <class E> __global__ void __launch_bounds__(kReduceThreads) splitk_reduce_kernel(const Params p) {
     const int chunks = p.ng / 8;
     const int64_t total = (int64_t)p.groups * p.m * chunks;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
@@ -348,14 +361,14 @@ __global__ void __launch_bounds__(kReduceThreads) splitk_reduce_kernel(const Par
             v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w;
             v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
         }
-        epilogue8(p, v, m, g * p.ng + c * 8);
+        epilogue8<E>(p, v, m, g * p.ng + c * 8);
     }
 }
 
 using LaunchFn = tci_status (*)(const Params &p, bool fast, dim3 grid, cudaStream_t stream);
 
-template <class T> tci_status launch_tile(const Params &p, bool fast, dim3 grid, cudaStream_t stream) {
-    void (*kernel)(Params) = fast ? wmma_conv_kernel<T, true> : wmma_conv_kernel<T, false>;
+template <class T, class E> tci_status launch_tile(const Params &p, bool fast, dim3 grid, cudaStream_t stream) {
+    void (*kernel)(Params) = fast ? wmma_conv_kernel<T, E, true> : wmma_conv_kernel<T, E, false>;
     // a per-function attribute, not stream work: legal while capturing, cheap, and leaves no state
     // that another caller depends on
     if (T::kSmemBytes > kDefaultSmem)
@@ -380,21 +393,25 @@ using T32x64k64f8x32 = Tile<32, 64, 64, 16, 32, 8, 32, 3>;
 struct Config {
     const char *name;
     int bm, bn, bk, splits;
-    LaunchFn launch;
+    LaunchFn launch;      // fp16 tensors
+    LaunchFn launch_bf16; // bf16 tensors; NULL: this config has no bf16 instantiation
 };
 
-#define WMMA_CONFIG(name, T, splits) {name, T::BM, T::BN, T::BK, splits, launch_tile<T>}
+// The bf16 family (--precision bf16) instantiates only the 16x16x16-fragment tiles: each tile is
+// two more kernels to compile, and the 32x8 / 8x32 shapes rarely win a layer.
+#define WMMA_CONFIG(name, T, splits) {name, T::BM, T::BN, T::BK, splits, launch_tile<T, __half>, launch_tile<T, __nv_bfloat16>}
+#define WMMA_CONFIG_F16(name, T, splits) {name, T::BM, T::BN, T::BK, splits, launch_tile<T, __half>, nullptr}
 const Config kConfigs[] = {
     WMMA_CONFIG("wmma 128x128x32 w8 16x16x16 s4", T128x128, 1),
     WMMA_CONFIG("wmma 128x64x32 w4 16x16x16 s4", T128x64, 1),
     WMMA_CONFIG("wmma 64x128x32 w4 16x16x16 s4", T64x128, 1),
     WMMA_CONFIG("wmma 64x64x32 w4 16x16x16 s4", T64x64, 1),
     WMMA_CONFIG("wmma 64x64x64 w4 16x16x16 s3", T64x64k64, 1),
-    WMMA_CONFIG("wmma 128x64x32 w4 32x8x16 s4", T128x64f32x8, 1),
-    WMMA_CONFIG("wmma 64x128x32 w4 8x32x16 s4", T64x128f8x32, 1),
+    WMMA_CONFIG_F16("wmma 128x64x32 w4 32x8x16 s4", T128x64f32x8, 1),
+    WMMA_CONFIG_F16("wmma 64x128x32 w4 8x32x16 s4", T64x128f8x32, 1),
     WMMA_CONFIG("wmma 32x64x64 w4 16x16x16 s3", T32x64k64, 1),
     WMMA_CONFIG("wmma 32x32x64 w2 16x16x16 s3", T32x32k64, 1),
-    WMMA_CONFIG("wmma 32x64x64 w4 8x32x16 s3", T32x64k64f8x32, 1),
+    WMMA_CONFIG_F16("wmma 32x64x64 w4 8x32x16 s3", T32x64k64f8x32, 1),
     WMMA_CONFIG("wmma 64x64x32 w4 16x16x16 s4 splitk2", T64x64, 2),
     WMMA_CONFIG("wmma 64x64x32 w4 16x16x16 s4 splitk4", T64x64, 4),
     WMMA_CONFIG("wmma 64x64x32 w4 16x16x16 s4 splitk8", T64x64, 8),
@@ -402,10 +419,11 @@ const Config kConfigs[] = {
     WMMA_CONFIG("wmma 32x64x64 w4 16x16x16 s3 splitk4", T32x64k64, 4),
     WMMA_CONFIG("wmma 32x64x64 w4 16x16x16 s3 splitk8", T32x64k64, 8),
     WMMA_CONFIG("wmma 32x64x64 w4 16x16x16 s3 splitk16", T32x64k64, 16),
-    WMMA_CONFIG("wmma 32x64x64 w4 8x32x16 s3 splitk8", T32x64k64f8x32, 8),
+    WMMA_CONFIG_F16("wmma 32x64x64 w4 8x32x16 s3 splitk8", T32x64k64f8x32, 8),
     WMMA_CONFIG("wmma 32x32x64 w2 16x16x16 s3 splitk4", T32x32k64, 4),
 };
 #undef WMMA_CONFIG
+#undef WMMA_CONFIG_F16
 constexpr int kConfigCount = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 
 int64_t checked_mul(int64_t a, int64_t b) {
@@ -466,8 +484,13 @@ tci_status check_desc(const kern_wmma_conv_desc *d, const char *who) {
                          (long long)d->groups, (long long)(d->c / d->groups), (long long)(d->k / d->groups));
     if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
+    if (d->dtype != TCI_DTYPE_UNDEFINED && d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_BFLOAT16)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: dtype %s (float16 or bfloat16 only)", who,
+                         tci_dtype_name(d->dtype));
     return TCI_OK;
 }
+
+bool is_bf16(const kern_wmma_conv_desc *d) { return d->dtype == TCI_DTYPE_BFLOAT16; }
 
 // Past the 32-bit indexing of the kernels, or the grid's limits: TCI_ERR_UNSUPPORTED.
 tci_status check_limits(const kern_wmma_conv_desc *d, const Config &cfg, const char *who) {
@@ -499,10 +522,12 @@ tci_status check_limits(const kern_wmma_conv_desc *d, const Config &cfg, const c
     return TCI_OK;
 }
 
-tci_status check_config(int config, const char *who) {
+tci_status check_config(const kern_wmma_conv_desc *d, int config, const char *who) {
     if (config < 0 || config >= kConfigCount)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown config %d (there are %d)", who, config,
                          kConfigCount);
+    if (is_bf16(d) && !kConfigs[config].launch_bf16)
+        return tci_error(TCI_ERR_UNSUPPORTED, "%s: %s has no bfloat16 kernel", who, kConfigs[config].name);
     return TCI_OK;
 }
 
@@ -513,9 +538,9 @@ size_t workspace_bytes(const kern_wmma_conv_desc *d, const Config &cfg, int64_t 
     return (size_t)cfg.splits * (size_t)d->groups * (size_t)mpad * (size_t)npad * sizeof(float) + kWorkspaceAlign;
 }
 
-uint16_t host_half_bits(float v) {
-    const __half_raw raw = static_cast<__half_raw>(__float2half_rn(v));
-    return raw.x;
+uint16_t host_bits(float v, bool bf16) {
+    if (bf16) return static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(v)).x;
+    return static_cast<__half_raw>(__float2half_rn(v)).x;
 }
 
 } // namespace
@@ -529,12 +554,13 @@ extern "C" const char *kern_wmma_conv_config_name(int config) {
 extern "C" tci_status kern_wmma_conv_supports(const kern_wmma_conv_desc *d, int config) {
     static const char who[] = "kern_wmma_conv_supports";
     TCI_TRY(check_desc(d, who));
-    TCI_TRY(check_config(config, who));
+    TCI_TRY(check_config(d, config, who));
     return check_limits(d, kConfigs[config], who);
 }
 
 extern "C" size_t kern_wmma_conv_workspace(const kern_wmma_conv_desc *d, int config) {
-    if (!d || check_desc(d, "kern_wmma_conv_workspace") != TCI_OK || config < 0 || config >= kConfigCount ||
+    if (!d || check_desc(d, "kern_wmma_conv_workspace") != TCI_OK ||
+        check_config(d, config, "kern_wmma_conv_workspace") != TCI_OK ||
         check_limits(d, kConfigs[config], "kern_wmma_conv_workspace") != TCI_OK) {
         tci_error_clear();
         return 0;
@@ -547,7 +573,7 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
                                          size_t workspace_size, cudaStream_t stream) {
     static const char who[] = "kern_wmma_conv_run";
     TCI_TRY(check_desc(d, who));
-    TCI_TRY(check_config(config, who));
+    TCI_TRY(check_config(d, config, who));
     const Config &cfg = kConfigs[config];
     TCI_TRY(check_limits(d, cfg, who));
     if (n < 1 || n > d->n)
@@ -579,11 +605,11 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
 
     Params p;
     memset(&p, 0, sizeof p);
-    p.x = static_cast<const __half *>(x);
-    p.w = static_cast<const __half *>(w);
+    p.x = x;
+    p.w = w;
     p.bias = static_cast<const float *>(bias);
-    p.z = static_cast<const __half *>(z);
-    p.y = static_cast<__half *>(y);
+    p.z = z;
+    p.y = y;
     p.m = (int)s.m;
     p.h = (int)d->h, p.w_in = (int)d->w;
     p.cp = (int)s.cp, p.cg = (int)s.cg, p.kdim = (int)s.kdim, p.ng = (int)s.ng;
@@ -608,12 +634,13 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
                       d->pad_left == 0 && d->out_h == d->h && d->out_w == d->w;
     const dim3 grid((unsigned)ceil_div(s.m, cfg.bm), (unsigned)ceil_div(s.ng, cfg.bn),
                     (unsigned)(d->groups * cfg.splits));
-    TCI_TRY(cfg.launch(p, fast, grid, stream));
+    TCI_TRY((is_bf16(d) ? cfg.launch_bf16 : cfg.launch)(p, fast, grid, stream));
     if (cfg.splits > 1) {
         const int64_t total = d->groups * s.m * (s.ng / 8);
         int64_t blocks = ceil_div(total, kReduceThreads);
         if (blocks > kMaxReduceBlocks) blocks = kMaxReduceBlocks;
-        splitk_reduce_kernel<<<(unsigned)blocks, kReduceThreads, 0, stream>>>(p);
+        void (*reduce)(Params) = is_bf16(d) ? splitk_reduce_kernel<__nv_bfloat16> : splitk_reduce_kernel<__half>;
+        reduce<<<(unsigned)blocks, kReduceThreads, 0, stream>>>(p);
         KERN_LAUNCH_CHECK("splitk_reduce_kernel");
     }
     return TCI_OK;
@@ -658,6 +685,6 @@ extern "C" tci_status kern_wmma_conv_pack_weights(const kern_wmma_conv_desc *d, 
         for (int64_t t = 0; t < taps; t++)
             for (int64_t c = 0; c < cg; c++)
                 out[(k * taps + t) * cg + c] =
-                    k < d->k && c < c_in ? host_half_bits(w_oihw[(k * c_in + c) * taps + t]) : 0;
+                    k < d->k && c < c_in ? host_bits(w_oihw[(k * c_in + c) * taps + t], is_bf16(d)) : 0;
     return TCI_OK;
 }

@@ -1,5 +1,5 @@
 /* Convolution (and, as its 1x1 case, GEMM) as an implicit GEMM on tensor cores through the CUDA WMMA
- * API, NHWC8 fp16 in and out, fp32 accumulation, fused epilogue y = act(alpha*conv + bias + z): a
+ * API, NHWC8 fp16 (or bf16) in and out, fp32 accumulation, fused epilogue y = act(alpha*conv + bias + z): a
  * family of tile configs the planner times beside cuDNN. C API over src/kernels/wmma_conv.cu. */
 #ifndef TCI_KERNELS_WMMA_CONV_H
 #define TCI_KERNELS_WMMA_CONV_H
@@ -29,6 +29,9 @@ typedef struct kern_wmma_conv_desc {
     float alpha;               /* scale of the accumulator, normally 1 */
     kern_act act;              /* any kern_act, formulas of eltwise.cu's fp16 kernels */
     float act_alpha, act_beta;
+    /* element type of x, w, z and y: TCI_DTYPE_FLOAT16 (or 0), or TCI_DTYPE_BFLOAT16, which the
+     * configs with 16x16x16 fragments offer (the others say TCI_ERR_UNSUPPORTED) */
+    tci_dtype dtype;
 } kern_wmma_conv_desc;
 
 /* The configs, numbered 0 .. count-1, named like "wmma 128x64x32 w4 16x16x16 s4 splitk4" (block tile
@@ -48,7 +51,7 @@ tci_status kern_wmma_conv_supports(const kern_wmma_conv_desc *desc, int config);
 size_t kern_wmma_conv_workspace(const kern_wmma_conv_desc *desc, int config);
 
 /* y = act(alpha*conv(x, w) + bias + z) for batch n (1 <= n <= desc->n), computed in fp32 and rounded
- * to fp16 once.
+ * to fp16 (bf16: desc->dtype) once; every "fp16" below means desc->dtype.
  * x: (n, h, w, Cp) fp16. w: packed by kern_wmma_conv_pack_weights. bias: NULL or Kp floats
  * (zero-padded). z: NULL or a residual shaped as y (fp16 NHWC, Kp channels); it may be y itself
  * (exactly); nothing else may overlap y. y: (n, out_h, out_w, Kp) fp16; padded channels are written
@@ -63,10 +66,10 @@ tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *desc, int config, int64
                               size_t workspace_bytes, cudaStream_t stream);
 
 /* Host packing of ONNX weights K x (C/groups) x R x S fp32 into the layout tcinfer's cuDNN wrapper
- * uses (kern_conv_pack_weights, fp16 mode), so one device copy serves both:
+ * uses (kern_conv_pack_weights, fp16 or bf16 mode), so one device copy serves both:
  * groups == 1: Kp x R x S x Cp (zero where k >= K or c >= C); groups > 1: K x R x S x (C/groups).
- * out: kern_wmma_conv_weight_elements(desc) fp16 bits, round to nearest even. Only c, k, r, s and
- * groups of desc are read. weight_elements is 0 for a bad desc; pack_weights says
+ * out: kern_wmma_conv_weight_elements(desc) fp16 (bf16 when desc->dtype says so) bits, round to
+ * nearest even. Only c, k, r, s, groups and dtype of desc are read. weight_elements is 0 for a bad desc; pack_weights says
  * TCI_ERR_INVALID_ARGUMENT for it or for NULL pointers. */
 size_t kern_wmma_conv_weight_elements(const kern_wmma_conv_desc *desc);
 tci_status kern_wmma_conv_pack_weights(const kern_wmma_conv_desc *desc, const float *w_oihw, uint16_t *out);

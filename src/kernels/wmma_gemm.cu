@@ -23,10 +23,13 @@ namespace {
 // Epilogue, shared by every kernel with a floating-point output: alpha * acc + beta * C + bias,
 // the activation, one rounding.
 
+enum OutKind { kOutF16 = 0, kOutF32 = 1, kOutBf16 = 2 };
+
 struct Epilogue {
     const float *bias;
     float alpha, beta, act_alpha, act_beta;
-    int act, has_bias, has_c, out_f32;
+    int act, has_bias, has_c;
+    int out; // OutKind: the type of C and D
 };
 
 // The precise fp32 forms of eltwise.cu's activations (a runtime switch: it runs once per output
@@ -63,12 +66,15 @@ __device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, v
                                              int64_t off, int col, float acc) {
     float v = e.alpha * acc;
     if (e.has_c)
-        v += e.beta * (e.out_f32 ? static_cast<const float *>(c)[off]
-                                 : __half2float(static_cast<const __half *>(c)[off]));
+        v += e.beta * (e.out == kOutF32    ? static_cast<const float *>(c)[off]
+                       : e.out == kOutBf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(c)[off])
+                                           : __half2float(static_cast<const __half *>(c)[off]));
     if (e.has_bias) v += e.bias[col];
     if (e.act != KERN_ACT_NONE) v = act_apply(e.act, v, e.act_alpha, e.act_beta);
-    if (e.out_f32)
+    if (e.out == kOutF32)
         static_cast<float *>(d)[off] = v;
+    else if (e.out == kOutBf16)
+        static_cast<__nv_bfloat16 *>(d)[off] = __float2bfloat16_rn(v);
     else
         static_cast<__half *>(d)[off] = __float2half_rn(v);
 }
@@ -87,11 +93,19 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
     for (int i = 0; i < 8; ++i) v[i] = e.alpha * acc[i];
     if (e.has_c) {
         float cv[8];
-        if (e.out_f32) {
+        if (e.out == kOutF32) {
             const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(c) + off);
             const float4 x = p[0], y = p[1];
             cv[0] = x.x, cv[1] = x.y, cv[2] = x.z, cv[3] = x.w;
             cv[4] = y.x, cv[5] = y.y, cv[6] = y.z, cv[7] = y.w;
+        } else if (e.out == kOutBf16) {
+            const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __nv_bfloat16 *>(c) + off);
+            const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&raw);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float2 f = __bfloat1622float2(h[i]);
+                cv[2 * i] = f.x, cv[2 * i + 1] = f.y;
+            }
         } else {
             const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __half *>(c) + off);
             const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
@@ -114,10 +128,16 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[i] = act_apply(e.act, v[i], e.act_alpha, e.act_beta);
     }
-    if (e.out_f32) {
+    if (e.out == kOutF32) {
         float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
         p[0] = make_float4(v[0], v[1], v[2], v[3]);
         p[1] = make_float4(v[4], v[5], v[6], v[7]);
+    } else if (e.out == kOutBf16) {
+        uint4 raw;
+        __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&raw);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+        *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(d) + off) = raw;
     } else {
         uint4 raw;
         __half2 *h = reinterpret_cast<__half2 *>(&raw);
@@ -128,10 +148,10 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
 }
 
 // ------------------------------------------------------------------------------------------------
-// The fp16 family
+// The fp16 family (and its bf16 twin: the same template over __nv_bfloat16)
 
 struct GemmParams {
-    const __half *a, *b;
+    const void *a, *b; // of the kernel's element type E
     const void *c;
     void *d;
     int m, n, k;
@@ -175,10 +195,10 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB> 
     static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
 };
 
-// One operand tile of ROWS x COLS halves (COLS contiguous in memory) from rows row0.. and
-// columns col0.. of a matrix with row stride ld, zero outside row_lim x col_lim.
-template <int ROWS, int COLS, int LD, int THREADS>
-__device__ __forceinline__ void load_tile(__half *s, const __half *g, int64_t ld, int row0,
+// One operand tile of ROWS x COLS 16-bit elements (COLS contiguous in memory) from rows row0..
+// and columns col0.. of a matrix with row stride ld, zero outside row_lim x col_lim.
+template <int ROWS, int COLS, int LD, int THREADS, class E>
+__device__ __forceinline__ void load_tile(E *s, const E *g, int64_t ld, int row0,
                                           int row_lim, int col0, int col_lim, int tid) {
     constexpr int kChunksPerRow = COLS / 8, kChunks = ROWS * kChunksPerRow;
 #pragma unroll
@@ -191,21 +211,21 @@ __device__ __forceinline__ void load_tile(__half *s, const __half *g, int64_t ld
             valid = valid < 0 ? 0 : (valid > 8 ? 8 : valid);
             if (grow >= row_lim) valid = 0;
             // nothing is read when valid == 0; the matrix base is just a harmless address
-            const __half *src = valid ? g + static_cast<int64_t>(grow) * ld + gcol : g;
+            const E *src = valid ? g + static_cast<int64_t>(grow) * ld + gcol : g;
             cp_async16(s + r * LD + cc, src, valid * 2);
         }
     }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB, class E>
 __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThreads)
     wmma_gemm_f16(const GemmParams p) {
     using T = Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>;
     using ALayout = std::conditional_t<TA, wmma::col_major, wmma::row_major>;
     using BLayout = std::conditional_t<TB, wmma::col_major, wmma::row_major>;
     extern __shared__ __align__(128) unsigned char smem[];
-    __half *sa = reinterpret_cast<__half *>(smem);
-    __half *sb = sa + STAGES * T::kAStage;
+    E *sa = reinterpret_cast<E *>(smem);
+    E *sb = sa + STAGES * T::kAStage;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp / T::kWarpsN, wn = warp % T::kWarpsN;
 
@@ -221,13 +241,13 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
     const int m0 = tm * BM, n0 = tn * BN;
 
     const int64_t z = blockIdx.z;
-    const __half *A = p.a + z * p.stride_a;
-    const __half *B = p.b + z * p.stride_b;
+    const E *A = static_cast<const E *>(p.a) + z * p.stride_a;
+    const E *B = static_cast<const E *>(p.b) + z * p.stride_b;
     const int kt_count = (p.k + BK - 1) / BK;
 
     auto load_stage = [&](int stage, int kt) {
         const int k0 = kt * BK;
-        __half *ta = sa + stage * T::kAStage, *tb = sb + stage * T::kBStage;
+        E *ta = sa + stage * T::kAStage, *tb = sb + stage * T::kBStage;
         if constexpr (!TA)
             load_tile<BM, BK, T::kALd, T::kThreads>(ta, A, p.lda, m0, p.m, k0, p.k, tid);
         else
@@ -259,12 +279,12 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
         if (next < kt_count) load_stage(next % STAGES, next);
         cp_async_commit();
 
-        const __half *ta = sa + (kt % STAGES) * T::kAStage;
-        const __half *tb = sb + (kt % STAGES) * T::kBStage;
+        const E *ta = sa + (kt % STAGES) * T::kAStage;
+        const E *tb = sb + (kt % STAGES) * T::kBStage;
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, ALayout> af[T::kFragsM];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, BLayout> bf[T::kFragsN];
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, E, ALayout> af[T::kFragsM];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, E, BLayout> bf[T::kFragsN];
 #pragma unroll
             for (int i = 0; i < T::kFragsM; ++i) {
                 const int row = wm * WM + i * 16;
@@ -319,15 +339,20 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
 
 typedef void (*GemmKernel)(GemmParams);
 
+// bf16 kernels exist for A as stored (trans_a 0) only: each is one more long ptxas run, and the
+// engine's GEMMs with a transposed A are rare (cuBLASLt takes them).
 struct GemmConfig {
     const char *name;
     int bm, bn, bk, threads;
-    GemmKernel kernel[4]; // index trans_a * 2 + trans_b
+    GemmKernel kernel[4];      // fp16; index trans_a * 2 + trans_b
+    GemmKernel kernel_bf16[2]; // bf16, trans_a 0; index trans_b
     int smem[4];
 };
 
 #define WMMA_TILE(BM, BN, BK, WM, WN, S, TA, TB) Tile<BM, BN, BK, WM, WN, S, TA, TB>
-#define WMMA_KERNEL(BM, BN, BK, WM, WN, S, TA, TB) wmma_gemm_f16<BM, BN, BK, WM, WN, S, TA, TB>
+#define WMMA_KERNEL(BM, BN, BK, WM, WN, S, TA, TB) wmma_gemm_f16<BM, BN, BK, WM, WN, S, TA, TB, __half>
+#define WMMA_KERNEL_BF16(BM, BN, BK, WM, WN, S, TB)                                               \
+    wmma_gemm_f16<BM, BN, BK, WM, WN, S, false, TB, __nv_bfloat16>
 #define WMMA_CONFIG(BM, BN, BK, WM, WN, S)                                                        \
     {#BM "x" #BN "x" #BK " s" #S " warp " #WM "x" #WN,                                          \
      BM,                                                                                          \
@@ -338,6 +363,8 @@ struct GemmConfig {
       WMMA_KERNEL(BM, BN, BK, WM, WN, S, false, true),                                            \
       WMMA_KERNEL(BM, BN, BK, WM, WN, S, true, false),                                            \
       WMMA_KERNEL(BM, BN, BK, WM, WN, S, true, true)},                                            \
+     {WMMA_KERNEL_BF16(BM, BN, BK, WM, WN, S, false),                                             \
+      WMMA_KERNEL_BF16(BM, BN, BK, WM, WN, S, true)},                                             \
      {WMMA_TILE(BM, BN, BK, WM, WN, S, false, false)::kSmemBytes,                                 \
       WMMA_TILE(BM, BN, BK, WM, WN, S, false, true)::kSmemBytes,                                  \
       WMMA_TILE(BM, BN, BK, WM, WN, S, true, false)::kSmemBytes,                                  \
@@ -587,7 +614,9 @@ Epilogue epilogue_of(const kern_wmma_gemm_desc *d, const float *bias) {
     e.bias = d->has_bias ? bias : nullptr;
     e.alpha = d->alpha, e.beta = d->beta, e.act_alpha = d->act_alpha, e.act_beta = d->act_beta;
     e.act = (int)d->act, e.has_bias = d->has_bias != 0, e.has_c = d->beta != 0.0f;
-    e.out_f32 = d->out_dtype == TCI_DTYPE_FLOAT;
+    e.out = d->out_dtype == TCI_DTYPE_FLOAT      ? kOutF32
+            : d->out_dtype == TCI_DTYPE_BFLOAT16 ? kOutBf16
+                                                 : kOutF16;
     return e;
 }
 
@@ -635,6 +664,7 @@ void kern_wmma_gemm_desc_init(kern_wmma_gemm_desc *desc, int64_t m, int64_t n, i
     desc->alpha = 1.0f;
     desc->act = KERN_ACT_NONE;
     desc->out_dtype = TCI_DTYPE_FLOAT16;
+    desc->in_dtype = TCI_DTYPE_FLOAT16;
 }
 
 int kern_wmma_gemm_config_count(void) { return kConfigCount; }
@@ -667,10 +697,18 @@ tci_status kern_wmma_gemm_supports(const kern_wmma_gemm_desc *desc, int config) 
                          kConfigCount - 1);
     Resolved r{};
     TCI_TRY(validate(who, desc, kConfigs[config].bm, kConfigs[config].bn, &r));
-    if (desc->out_dtype != TCI_DTYPE_FLOAT16 && desc->out_dtype != TCI_DTYPE_FLOAT)
+    const bool bf16 = desc->in_dtype == TCI_DTYPE_BFLOAT16;
+    if (!bf16 && desc->in_dtype != TCI_DTYPE_FLOAT16 && desc->in_dtype != TCI_DTYPE_UNDEFINED)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "%s: out_dtype %s: the fp16 family writes float16 or float", who,
-                         tci_dtype_name(desc->out_dtype));
+                         "%s: in_dtype %s: the family reads float16 or bfloat16", who,
+                         tci_dtype_name(desc->in_dtype));
+    if (desc->out_dtype != (bf16 ? TCI_DTYPE_BFLOAT16 : TCI_DTYPE_FLOAT16) &&
+        desc->out_dtype != TCI_DTYPE_FLOAT)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: out_dtype %s: %s inputs give %s or float",
+                         who, tci_dtype_name(desc->out_dtype), bf16 ? "bfloat16" : "float16",
+                         bf16 ? "bfloat16" : "float16");
+    if (bf16 && desc->trans_a)
+        return tci_error(TCI_ERR_UNSUPPORTED, "%s: bfloat16 with a transposed A is not built", who);
     if (r.lda % 8 || r.ldb % 8 || r.ldc % 8)
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "%s: lda %lld, ldb %lld, ldc %lld: each must be a multiple of 8 "
@@ -703,7 +741,7 @@ tci_status kern_wmma_gemm_run(const kern_wmma_gemm_desc *desc, int config, const
     TCI_TRY(validate(who, desc, g.bm, g.bn, &r));
 
     GemmParams p;
-    p.a = static_cast<const __half *>(a), p.b = static_cast<const __half *>(b);
+    p.a = a, p.b = b;
     p.c = c, p.d = d;
     p.m = (int)desc->m, p.n = (int)desc->n, p.k = (int)desc->k;
     p.tiles_m = (int)ceil_div(desc->m, g.bm), p.tiles_n = (int)ceil_div(desc->n, g.bn);
@@ -714,10 +752,12 @@ tci_status kern_wmma_gemm_run(const kern_wmma_gemm_desc *desc, int config, const
     p.epi = epilogue_of(desc, bias);
 
     // per call rather than once: no global state, and it follows the current device
-    KERN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(g.kernel[which]),
+    const GemmKernel kernel =
+        desc->in_dtype == TCI_DTYPE_BFLOAT16 ? g.kernel_bf16[desc->trans_b] : g.kernel[which];
+    KERN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     const dim3 grid((unsigned)(p.tiles_m * p.tiles_n), 1, (unsigned)desc->batch);
-    g.kernel[which]<<<grid, g.threads, smem, stream>>>(p);
+    kernel<<<grid, g.threads, smem, stream>>>(p);
     KERN_LAUNCH_CHECK("wmma_gemm_f16");
     return TCI_OK;
 }

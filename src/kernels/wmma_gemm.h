@@ -34,12 +34,15 @@ typedef struct kern_wmma_gemm_desc {
     int has_bias;           /* bias: n fp32 values, shared by every batch */
     kern_act act;           /* any kern_act, formulas and parameters as in eltwise.h */
     float act_alpha, act_beta;
-    /* type of D (and of C). Flagship family: TCI_DTYPE_FLOAT16 or TCI_DTYPE_FLOAT. Variants:
-     * see kern_wmma_variant. */
+    /* type of D (and of C). Flagship family: in_dtype (FLOAT16 or BFLOAT16) or TCI_DTYPE_FLOAT.
+     * Variants: see kern_wmma_variant. */
     tci_dtype out_dtype;
+    /* flagship family: type of A and B, TCI_DTYPE_FLOAT16 (or 0) or TCI_DTYPE_BFLOAT16 (the
+     * bf16 twin, built for trans_a 0 only). Variants ignore it (their type is the variant's). */
+    tci_dtype in_dtype;
 } kern_wmma_gemm_desc;
 
-/* Defaults: batch 1, packed, alpha 1, beta 0, no bias, no activation, fp16 output. */
+/* Defaults: batch 1, packed, alpha 1, beta 0, no bias, no activation, fp16 in and out. */
 void kern_wmma_gemm_desc_init(kern_wmma_gemm_desc *desc, int64_t m, int64_t n, int64_t k,
                               int trans_a, int trans_b);
 
