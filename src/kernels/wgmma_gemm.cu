@@ -719,6 +719,10 @@ tci_status validate(const char *who, const kern_wgmma_gemm_desc *d, int64_t bn, 
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: out_dtype %s: the wgmma GEMM writes float16 or float", who,
                          tci_dtype_name(d->out_dtype));
+    if (d->in_dtype != TCI_DTYPE_FLOAT16 && d->in_dtype != TCI_DTYPE_UNDEFINED)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: in_dtype %s: the wgmma GEMM reads float16", who,
+                         tci_dtype_name(d->in_dtype));
     if (ceil_div(d->m, kBlockM) * ceil_div(d->n, bn) > INT32_MAX)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs too many tiles", who,
                          (long long)d->m, (long long)d->n);

@@ -43,7 +43,8 @@ typedef kern_wmma_gemm_desc kern_wgmma_gemm_desc;
  * Refused with TCI_ERR_UNSUPPORTED (by kern_wgmma_gemm_supports, host only):
  *   - lda, ldb or ldc not a multiple of 8 elements, or (batch > 1) a batch stride stride_a,
  *     stride_b, stride_c not a multiple of 8: the copy engine needs 16-byte row pitches;
- *   - an out_dtype other than float16 or float (TCI_ERR_INVALID_ARGUMENT, as in the WMMA family).
+ *   - an out_dtype other than float16 or float, or an in_dtype other than float16
+ *     (TCI_ERR_INVALID_ARGUMENT, as in the WMMA family).
  * Refused with TCI_ERR_UNSUPPORTED by kern_wgmma_gemm_run only (they need the device):
  *   - a device that is not compute capability 9.0 (the code exists for sm_90a alone; nothing is
  *     launched), see kern_wgmma_gemm_device_supported;
