@@ -64,18 +64,6 @@ template <typename F> inline tci_status with_storage(Storage s, F &&f) {
     }
 }
 
-// The storage type of a kernel whose descriptor carries a dtype: 0 (a zeroed descriptor) and
-// TCI_DTYPE_FLOAT16 are fp16, TCI_DTYPE_FLOAT is fp32 (*out_fp32 = true); anything else is
-// TCI_ERR_UNSUPPORTED with `who` in the message.
-inline tci_status storage_dtype(const char *who, tci_dtype dtype, bool *out_fp32) {
-    *out_fp32 = dtype == TCI_DTYPE_FLOAT;
-    if (dtype == TCI_DTYPE_UNDEFINED || dtype == TCI_DTYPE_FLOAT16 || dtype == TCI_DTYPE_FLOAT)
-        return TCI_OK;
-    return tci_error(TCI_ERR_UNSUPPORTED,
-                     "%s: dtype %s (%d) is not supported (fp16 or fp32 only; 0 means fp16)", who,
-                     tci_dtype_name(dtype), (int)dtype);
-}
-
 inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
