@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "kernels/cast.h"
 #include "kernels/layout.h"
 #include "kernels/pool.h"
 #include "layers/op.h"
@@ -266,6 +267,59 @@ START_TEST(test_dense_casts_bf16) {
     ck_assert_tci_error(kern_nhwc8_to_nchw(d, BF16, d, TCI_DTYPE_INT8, 1, 8, 1, 1, 0),
                         TCI_ERR_UNSUPPORTED, "int8");
     gpu_free(d);
+}
+END_TEST
+
+/* kern_cast to and from bf16: floats round once to nearest even, bf16 widens exactly, to integers
+ * truncates toward zero, to bool is x != 0. */
+START_TEST(test_cast_bf16) {
+    enum { N = 9 };
+    const float f[N] = {1.0f + 1.0f / 256, -2.75f, 0.0f, 300.5f, -0.4f, 1e-39f, 3.4e38f, 7.0f, -1e4f};
+    uint16_t h[N];
+    gpu_to_half(f, h, N);
+    float *df = gpu_upload(f, sizeof f);
+    void *dh = gpu_upload(h, sizeof h), *db = gpu_upload(NULL, N * 2), *dx = gpu_upload(NULL, N * 8);
+    uint16_t b[N], back[N];
+    /* fp32 -> bf16 -> fp32 */
+    ck_assert_tci_ok(kern_cast(df, TCI_DTYPE_FLOAT, db, TCI_DTYPE_BFLOAT16, N, 0));
+    gpu_sync();
+    gpu_download(b, db, sizeof b);
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], gpu_float_to_bf16(f[i]));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_FLOAT, N, 0));
+    float wide[N];
+    gpu_sync();
+    gpu_download(wide, dx, sizeof wide);
+    for (int i = 0; i < N; i++) ck_assert_float_eq(wide[i], gpu_bf16_to_float(b[i]));
+    /* fp16 -> bf16 and bf16 -> fp16: one rounding from the exact source value */
+    ck_assert_tci_ok(kern_cast(dh, TCI_DTYPE_FLOAT16, db, TCI_DTYPE_BFLOAT16, N, 0));
+    gpu_sync();
+    gpu_download(b, db, sizeof b);
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], gpu_float_to_bf16(op_half_to_float(h[i])));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dh, TCI_DTYPE_FLOAT16, N, 0));
+    gpu_sync();
+    gpu_download(back, dh, sizeof back);
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(back[i], op_float_to_half(gpu_bf16_to_float(b[i])));
+    /* bf16 -> int64 (toward zero) and bool; int64 -> bf16 */
+    ck_assert_tci_ok(kern_cast(df, TCI_DTYPE_FLOAT, db, TCI_DTYPE_BFLOAT16, 6, 0));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_INT64, 6, 0));
+    int64_t ints[6];
+    gpu_sync();
+    gpu_download(ints, dx, sizeof ints);
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(ints[i], (int64_t)gpu_bf16_to_float(gpu_float_to_bf16(f[i])));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_BOOL, 6, 0));
+    uint8_t flags[6];
+    gpu_sync();
+    gpu_download(flags, dx, sizeof flags);
+    for (int i = 0; i < 6; i++) ck_assert_uint_eq(flags[i], f[i] != 0.0f);
+    const int64_t big[3] = {257, -3, 1000001};
+    void *di = gpu_upload(big, sizeof big);
+    ck_assert_tci_ok(kern_cast(di, TCI_DTYPE_INT64, db, TCI_DTYPE_BFLOAT16, 3, 0));
+    gpu_sync();
+    gpu_download(b, db, 6);
+    for (int i = 0; i < 3; i++) ck_assert_uint_eq(b[i], gpu_float_to_bf16((float)big[i]));
+    ck_assert_tci_error(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_DOUBLE, 3, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "bfloat16 -> double");
+    gpu_free(df), gpu_free(dh), gpu_free(db), gpu_free(dx), gpu_free(di);
 }
 END_TEST
 
@@ -568,6 +622,7 @@ int main(void) {
     tcase_add_test(tc, test_dense_casts);
     tcase_add_test(tc, test_layout_any_pairing);
     tcase_add_test(tc, test_dense_casts_bf16);
+    tcase_add_test(tc, test_cast_bf16);
     tcase_add_test(tc, test_layout_errors);
     tcase_add_test(tc, test_pool_out_sizes);
     tcase_add_test(tc, test_pool2d);
