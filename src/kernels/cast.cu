@@ -1,4 +1,5 @@
 // Element type conversion: one thread per element, through double so int64 survives exactly.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "kernels/cast.h"
@@ -9,6 +10,8 @@ namespace {
 __device__ double load(const void *p, tci_dtype t, int64_t i) {
     switch (t) {
     case TCI_DTYPE_FLOAT16: return (double)__half2float(static_cast<const __half *>(p)[i]);
+    case TCI_DTYPE_BFLOAT16:
+        return (double)__bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
     case TCI_DTYPE_FLOAT: return static_cast<const float *>(p)[i];
     case TCI_DTYPE_INT32: return static_cast<const int32_t *>(p)[i];
     case TCI_DTYPE_INT64: return (double)static_cast<const int64_t *>(p)[i];
@@ -19,6 +22,9 @@ __device__ double load(const void *p, tci_dtype t, int64_t i) {
 __device__ void store(void *p, tci_dtype t, int64_t i, double v, int64_t exact) {
     switch (t) {
     case TCI_DTYPE_FLOAT16: static_cast<__half *>(p)[i] = __float2half((float)v); break;
+    case TCI_DTYPE_BFLOAT16:
+        static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn((float)v);
+        break;
     case TCI_DTYPE_FLOAT: static_cast<float *>(p)[i] = (float)v; break;
     case TCI_DTYPE_INT32: static_cast<int32_t *>(p)[i] = (int32_t)(exact ? exact : (int64_t)v); break;
     case TCI_DTYPE_INT64: static_cast<int64_t *>(p)[i] = exact ? exact : (int64_t)v; break;
@@ -37,8 +43,8 @@ __global__ void cast_kernel(const void *src, tci_dtype from, void *dst, tci_dtyp
 }
 
 bool supported(tci_dtype t) {
-    return t == TCI_DTYPE_FLOAT16 || t == TCI_DTYPE_FLOAT || t == TCI_DTYPE_INT32 ||
-           t == TCI_DTYPE_INT64 || t == TCI_DTYPE_BOOL;
+    return t == TCI_DTYPE_FLOAT16 || t == TCI_DTYPE_BFLOAT16 || t == TCI_DTYPE_FLOAT ||
+           t == TCI_DTYPE_INT32 || t == TCI_DTYPE_INT64 || t == TCI_DTYPE_BOOL;
 }
 
 }  // namespace

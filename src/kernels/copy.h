@@ -66,7 +66,7 @@ typedef enum kern_pad_mode {
  * first and reflect/edge/wrap then extend the kept range. Output dims are
  * in_dims[d] + pads_begin[d] + pads_end[d] (each must be >= 0), row-major in `out`.
  * value_bits: the constant's bytes in its low elem_size bytes (little endian: fp16 bits for
- * fp16). reflect/edge/wrap need a non-empty kept range along every dim that is padded.
+ * fp16, bf16 bits (the top half of the fp32 bits, rounded to nearest even) for bf16). reflect/edge/wrap need a non-empty kept range along every dim that is padded.
  * For NHWC8 data pass the physical (N, H, W, Cp) shape with zero pads on the channel dim: the
  * padded channels stay zero in every mode. */
 tci_status kern_pad(void *out, const void *in, int rank, const int64_t *in_dims,

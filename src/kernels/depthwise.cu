@@ -1,8 +1,9 @@
-// Depthwise convolution on NHWC8 fp16 or fp32. In the tiled kernels each thread owns 8 channels (4 for
-// 5x5) of one output column and slides down several output rows, so each input row it loads feeds
+// Depthwise convolution on NHWC8 fp16, bf16 or fp32. In the tiled kernels each thread owns 8 channels
+// (4 for 5x5) of one output column and slides down several output rows, so each input row it loads feeds
 // every output row that needs it and the fp32 weights stay in registers; neighbouring threads take
 // neighbouring channels and columns, so loads coalesce and the horizontal overlap hits L1. Other
 // shapes take a plain one-thread-per-output kernel.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -35,7 +36,7 @@ constexpr int64_t kMaxGrid = (int64_t)1 << 30;
 constexpr int64_t kMaxSpatial = (int64_t)1 << 28;
 
 struct Params {
-    const void *x, *w; // vectors of CH channels (fp16 or fp32)
+    const void *x, *w; // vectors of CH channels (fp16, bf16 or fp32)
     const float4 *bias;
     const void *z; // may equal y: read with plain loads, just before the same thread writes
     void *y;
@@ -50,10 +51,18 @@ struct Params {
     int64_t blocks;
 };
 
-// fp16: 8 channels travel as uint4, 4 as uint2; fp32: 8 as float8 (two float4), 4 as float4
+// Four bf16 channels (8 bytes); eight are kern_util's bf16x8.
+struct alignas(8) bf16x4 {
+    uint2 bits;
+};
+
+// fp16: 8 channels travel as uint4, 4 as uint2; bf16 likewise as bf16x8 and bf16x4; fp32: 8 as
+// float8 (two float4), 4 as float4
 template <typename T, int CH> struct VecOf;
 template <> struct VecOf<__half, 8> { using type = uint4; };
 template <> struct VecOf<__half, 4> { using type = uint2; };
+template <> struct VecOf<__nv_bfloat16, 8> { using type = bf16x8; };
+template <> struct VecOf<__nv_bfloat16, 4> { using type = bf16x4; };
 template <> struct VecOf<float, 8> { using type = float8; };
 template <> struct VecOf<float, 4> { using type = float4; };
 
@@ -61,6 +70,12 @@ __device__ __forceinline__ uint4 ldg_vec(const uint4 *p) { return __ldg(p); }
 __device__ __forceinline__ uint2 ldg_vec(const uint2 *p) { return __ldg(p); }
 __device__ __forceinline__ float4 ldg_vec(const float4 *p) { return __ldg(p); }
 __device__ __forceinline__ float8 ldg_vec(const float8 *p) { return ldg_chunk(p); }
+__device__ __forceinline__ bf16x8 ldg_vec(const bf16x8 *p) { return ldg_chunk(p); }
+__device__ __forceinline__ bf16x4 ldg_vec(const bf16x4 *p) {
+    bf16x4 u;
+    u.bits = __ldg(&p->bits);
+    return u;
+}
 
 __device__ __forceinline__ void unpack(uint4 u, float (&v)[8]) {
     const float2 a = unpack2(u.x), b = unpack2(u.y), c = unpack2(u.z), d = unpack2(u.w);
@@ -77,6 +92,11 @@ __device__ __forceinline__ uint2 pack(const float (&v)[4]) {
     return make_uint2(pack2(v[0], v[1]), pack2(v[2], v[3]));
 }
 __device__ __forceinline__ void unpack(const float8 &u, float (&v)[8]) { unpack8(u, v); }
+__device__ __forceinline__ void unpack(const bf16x8 &u, float (&v)[8]) { unpack8(u, v); }
+__device__ __forceinline__ void unpack(const bf16x4 &u, float (&v)[4]) {
+    const float2 a = unpack2_bf16(u.bits.x), b = unpack2_bf16(u.bits.y);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
 __device__ __forceinline__ void unpack(float4 u, float (&v)[4]) {
     v[0] = u.x, v[1] = u.y, v[2] = u.z, v[3] = u.w;
 }
@@ -91,6 +111,14 @@ template <> __device__ __forceinline__ float8 pack_as<float8, 8>(const float (&v
 }
 template <> __device__ __forceinline__ float4 pack_as<float4, 4>(const float (&v)[4]) {
     return make_float4(v[0], v[1], v[2], v[3]);
+}
+template <> __device__ __forceinline__ bf16x8 pack_as<bf16x8, 8>(const float (&v)[8]) {
+    return pack8_bf16(v);
+}
+template <> __device__ __forceinline__ bf16x4 pack_as<bf16x4, 4>(const float (&v)[4]) {
+    bf16x4 u;
+    u.bits = make_uint2(pack2_bf16(v[0], v[1]), pack2_bf16(v[2], v[3]));
+    return u;
 }
 
 template <int CH> struct Floats {
@@ -444,8 +472,9 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     static const char who[] = "kern_depthwise_conv";
     tci_status st = check_desc(d, who);
     if (st != TCI_OK) return st;
-    bool fp32 = false;
-    TCI_TRY(storage_dtype(who, d->dtype, &fp32));
+    Storage storage = Storage::kHalf;
+    TCI_TRY(storage_type(who, d->dtype, &storage));
+    const bool fp32 = storage == Storage::kFloat;
     const int64_t esize = fp32 ? 4 : 2;
     if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
@@ -497,12 +526,12 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
         const int64_t total = out_elems / 8;
         const int64_t blocks = ceil_div(total, kMaxThreads);
         const unsigned grid = (unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid);
-        if (fp32)
-            depthwise_generic<float><<<grid, kMaxThreads, 0, stream>>>(p, total);
-        else
-            depthwise_generic<__half><<<grid, kMaxThreads, 0, stream>>>(p, total);
-        KERN_LAUNCH_CHECK(who);
-        return TCI_OK;
+        return with_storage(storage, [&](auto tag) {
+            depthwise_generic<typename decltype(tag)::type>
+                <<<grid, kMaxThreads, 0, stream>>>(p, total);
+            KERN_LAUNCH_CHECK(who);
+            return TCI_OK;
+        });
     }
 
     const int64_t vecs = chunks * 8 / tiled_channels(d->kernel_h, fp32);
@@ -528,16 +557,21 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     p.blocks = checked_mul(checked_mul(checked_mul(d->n, row_groups), col_tiles), groups);
     if (p.blocks < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     const dim3 block((unsigned)vpb, (unsigned)cols, (unsigned)stack);
-    if (fp32)
-        return rows == kTallRows ? dispatch_tiled<float, kTallRows>(p, block, stream)
-                                 : dispatch_tiled<float, kShortRows>(p, block, stream);
-    return rows == kTallRows ? dispatch_tiled<__half, kTallRows>(p, block, stream)
-                             : dispatch_tiled<__half, kShortRows>(p, block, stream);
+    return with_storage(storage, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        return rows == kTallRows ? dispatch_tiled<T, kTallRows>(p, block, stream)
+                                 : dispatch_tiled<T, kShortRows>(p, block, stream);
+    });
 }
 
 namespace {
 uint16_t host_half_bits(float v) {
     const __half_raw raw = static_cast<__half_raw>(__float2half_rn(v));
+    return raw.x;
+}
+
+uint16_t host_bf16_bits(float v) {
+    const __nv_bfloat16_raw raw = static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(v));
     return raw.x;
 }
 
@@ -561,6 +595,19 @@ extern "C" tci_status kern_depthwise_pack_weights(const kern_depthwise_desc *d, 
     for (int64_t t = 0; t < taps; t++)
         for (int64_t ch = 0; ch < cp; ch++)
             out[t * cp + ch] = ch < d->c ? host_half_bits(w_c1rs[ch * taps + t]) : 0;
+    return TCI_OK;
+}
+
+extern "C" tci_status kern_depthwise_pack_weights_bf16(const kern_depthwise_desc *d,
+                                                       const float *w_c1rs, uint16_t *out) {
+    static const char who[] = "kern_depthwise_pack_weights_bf16";
+    tci_status st = check_pack_desc(d, who);
+    if (st != TCI_OK) return st;
+    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
+    for (int64_t t = 0; t < taps; t++)
+        for (int64_t ch = 0; ch < cp; ch++)
+            out[t * cp + ch] = ch < d->c ? host_bf16_bits(w_c1rs[ch * taps + t]) : 0;
     return TCI_OK;
 }
 

@@ -1,5 +1,5 @@
-/* Depthwise 2-D convolution (ONNX Conv with group == C == K) on NHWC8 fp16 or fp32 tensors with a
- * fused epilogue y = act(conv(x, w) + bias + z); cuDNN's NHWC fp16 depthwise path is far from memory
+/* Depthwise 2-D convolution (ONNX Conv with group == C == K) on NHWC8 fp16, bf16 or fp32 tensors
+ * with a fused epilogue y = act(conv(x, w) + bias + z); cuDNN's NHWC fp16 depthwise path is far from memory
  * bandwidth. C API over src/kernels/depthwise.cu. */
 #ifndef TCI_KERNELS_DEPTHWISE_H
 #define TCI_KERNELS_DEPTHWISE_H
@@ -40,24 +40,26 @@ typedef struct kern_depthwise_desc {
                                    (ReLU6: KERN_ACT_CLIP, alpha 0, beta 6) */
     float act_alpha, act_beta;
     kern_depthwise_path path;   /* 0 (AUTO) for the engine */
-    /* of x, w, z and y: 0 or TCI_DTYPE_FLOAT16 (fp16), TCI_DTYPE_FLOAT (fp32: the same NHWC8
-     * layouts with 4-byte elements, weights from kern_depthwise_pack_weights_f32); anything else
-     * is TCI_ERR_UNSUPPORTED. */
+    /* of x, w, z and y: 0 or TCI_DTYPE_FLOAT16 (fp16), TCI_DTYPE_BFLOAT16 (bf16: the fp16
+     * layouts and paths, weights from kern_depthwise_pack_weights_bf16), TCI_DTYPE_FLOAT (fp32:
+     * the same NHWC8 layouts with 4-byte elements, weights from
+     * kern_depthwise_pack_weights_f32); anything else is TCI_ERR_UNSUPPORTED. */
     tci_dtype dtype;
 } kern_depthwise_desc;
 
 /* x (n, in_h, in_w, Cp) -> y (n, out_h, out_w, Cp), NHWC8 of desc->dtype.
  * w: kernel_h * kernel_w * Cp values of desc->dtype, layout (R, S, Cp), zero where c >= C
- * (kern_depthwise_pack_weights for fp16, kern_depthwise_pack_weights_f32 for fp32).
+ * (kern_depthwise_pack_weights for fp16, kern_depthwise_pack_weights_bf16 for bf16,
+ * kern_depthwise_pack_weights_f32 for fp32).
  * bias: NULL or Cp fp32 values, zero-padded (kern_depthwise_pack_bias), in both dtypes.
  * z: NULL or a residual shaped as y (NHWC8, desc->dtype); it may be y itself (exactly); nothing
  * else may overlap y. x may be NULL when it has no elements (every tap is padding:
- * y = act(bias + z)). y = act(sum of taps + bias + z) in fp32, rounded to fp16 once in fp16;
+ * y = act(bias + z)). y = act(sum of taps + bias + z) in fp32, rounded once to fp16 (bf16) in fp16 (bf16);
  * padded channels of y are written as zero whatever act gives for 0. Every buffer 16-byte
  * aligned. No synchronisation, capturable. The fp32 tiled kernels take 4 channels per thread for
- * 3x3 too (fp16: 8). Errors: TCI_ERR_INVALID_ARGUMENT (bad sizes, unknown act or path, NULL /
+ * 3x3 too (fp16 and bf16: 8). Errors: TCI_ERR_INVALID_ARGUMENT (bad sizes, unknown act or path, NULL /
  * misaligned / overlapping buffer), TCI_ERR_UNSUPPORTED (a forced tiled path where it does not
- * apply, a dtype other than fp16 / fp32), TCI_ERR_CUDA. */
+ * apply, a dtype other than fp16 / bf16 / fp32), TCI_ERR_CUDA. */
 tci_status kern_depthwise_conv(const kern_depthwise_desc *desc, const void *x, const void *w,
                                const void *bias, const void *z, void *y, cudaStream_t stream);
 
@@ -66,6 +68,10 @@ tci_status kern_depthwise_conv(const kern_depthwise_desc *desc, const void *x, c
  * kernel_w of desc are read. TCI_ERR_INVALID_ARGUMENT for NULL pointers or bad sizes. */
 tci_status kern_depthwise_pack_weights(const kern_depthwise_desc *desc, const float *w_c1rs,
                                        uint16_t *out);
+/* The bf16 weights: the same (R, S, Cp) layout as kern_depthwise_pack_weights with bf16 bits
+ * (round to nearest even) in place of fp16 bits. */
+tci_status kern_depthwise_pack_weights_bf16(const kern_depthwise_desc *desc, const float *w_c1rs,
+                                            uint16_t *out);
 /* The fp32 weights: the same (R, S, Cp) layout as kern_depthwise_pack_weights with the fp32 values
  * unchanged (zero where c >= C); out holds kernel_h * kernel_w * Cp floats. */
 tci_status kern_depthwise_pack_weights_f32(const kern_depthwise_desc *desc, const float *w_c1rs,

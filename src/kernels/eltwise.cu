@@ -1,5 +1,6 @@
 // Generic strided elementwise kernels: a vectorised path for contiguous / scalar / last-dim-vector
 // inputs and a general strided path (rank <= 6, collapsed on the host first) for the rest.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -46,8 +47,9 @@ static_assert(0 ELTWISE_ACTS(ELTWISE_COUNT_ONE) == KERN_ACT_COUNT,
               "ELTWISE_ACTS misses an activation");
 #undef ELTWISE_COUNT_ONE
 
-// FAST (the fp16 kernels): hardware exp/log/reciprocal approximations, whose few-ulp fp32
-// errors vanish in the fp16 rounding of the result; the fp32 kernels keep the precise functions.
+// FAST (the fp16 and bf16 kernels): hardware exp/log/reciprocal approximations, whose few-ulp
+// fp32 errors vanish in the fp16 (2^-11) or bf16 (2^-8) rounding of the result; the fp32 kernels
+// keep the precise functions.
 template <bool FAST> __device__ __forceinline__ float exp_(float x) {
     return FAST ? __expf(x) : expf(x);
 }
@@ -184,6 +186,9 @@ template <> __device__ __forceinline__ float ld<float>(const void *p, int64_t i)
 template <> __device__ __forceinline__ float ld<__half>(const void *p, int64_t i) {
     return __half2float(static_cast<const __half *>(p)[i]);
 }
+template <> __device__ __forceinline__ float ld<__nv_bfloat16>(const void *p, int64_t i) {
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+}
 
 template <typename T> __device__ __forceinline__ void st(void *p, int64_t i, float v);
 template <> __device__ __forceinline__ void st<float>(void *p, int64_t i, float v) {
@@ -192,13 +197,18 @@ template <> __device__ __forceinline__ void st<float>(void *p, int64_t i, float 
 template <> __device__ __forceinline__ void st<__half>(void *p, int64_t i, float v) {
     static_cast<__half *>(p)[i] = __float2half_rn(v);
 }
+template <> __device__ __forceinline__ void st<__nv_bfloat16>(void *p, int64_t i, float v) {
+    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+}
 
 template <typename T> constexpr bool kFastMath = false;
 template <> constexpr bool kFastMath<__half> = true;
+template <> constexpr bool kFastMath<__nv_bfloat16> = true;
 
-// 16 bytes per vector: 8 halves or 4 floats.
+// 16 bytes per vector: 8 halves, 8 bfloat16s or 4 floats.
 template <typename T> struct Vec;
 template <> struct Vec<__half> { static constexpr int n = 8; };
+template <> struct Vec<__nv_bfloat16> { static constexpr int n = 8; };
 template <> struct Vec<float> { static constexpr int n = 4; };
 
 // element_index must be a multiple of Vec<T>::n and the buffer 16-byte aligned
@@ -210,6 +220,11 @@ __device__ __forceinline__ void ld_vec<__half>(const void *p, int64_t element_in
     const float2 f0 = unpack2(u.x), f1 = unpack2(u.y), f2 = unpack2(u.z), f3 = unpack2(u.w);
     v[0] = f0.x, v[1] = f0.y, v[2] = f1.x, v[3] = f1.y, v[4] = f2.x, v[5] = f2.y, v[6] = f3.x,
     v[7] = f3.y;
+}
+template <>
+__device__ __forceinline__ void ld_vec<__nv_bfloat16>(const void *p, int64_t element_index,
+                                                      float *v) {
+    unpack8(static_cast<const bf16x8 *>(p)[element_index / 8], v);
 }
 template <>
 __device__ __forceinline__ void ld_vec<float>(const void *p, int64_t element_index, float *v) {
@@ -227,6 +242,11 @@ __device__ __forceinline__ void st_vec<__half>(void *p, int64_t element_index, c
     u.z = pack2(v[4], v[5]);
     u.w = pack2(v[6], v[7]);
     static_cast<uint4 *>(p)[element_index / 8] = u;
+}
+template <>
+__device__ __forceinline__ void st_vec<__nv_bfloat16>(void *p, int64_t element_index,
+                                                      const float *v) {
+    static_cast<bf16x8 *>(p)[element_index / 8] = pack8_bf16(v);
 }
 template <>
 __device__ __forceinline__ void st_vec<float>(void *p, int64_t element_index, const float *v) {
@@ -597,6 +617,16 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
 #undef GENERAL_CASE
         default: break;
         }
+    } else if (d->dtype == TCI_DTYPE_BFLOAT16) {
+        switch (d->act) {
+#define GENERAL_CASE(A)                                                                            \
+    case A:                                                                                        \
+        eltwise_general_float<__nv_bfloat16, IdxT, A><<<blocks, kThreads, 0, stream>>>(p);         \
+        break;
+            ELTWISE_ACTS(GENERAL_CASE)
+#undef GENERAL_CASE
+        default: break;
+        }
     } else {
         switch (d->act) {
 #define GENERAL_CASE(A)                                                                            \
@@ -611,14 +641,18 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
 }
 
 // Fills the vectorised path's parameters when the shape, op and buffers allow it.
+bool float_dtype(tci_dtype t) {
+    return t == TCI_DTYPE_FLOAT16 || t == TCI_DTYPE_BFLOAT16 || t == TCI_DTYPE_FLOAT;
+}
+
 template <typename IdxT> bool plan_fast(const kern_eltwise_desc *d, const Shape &s,
                                         const void *const *inputs, int num_inputs, void *out,
                                         Fast<IdxT> *p) {
     if (d->op == KERN_ELTWISE_EQUAL || d->op == KERN_ELTWISE_WHERE)
         return false;
-    if (d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_FLOAT)
+    if (!float_dtype(d->dtype))
         return false;
-    const int n = d->dtype == TCI_DTYPE_FLOAT16 ? 8 : 4;
+    const int n = d->dtype == TCI_DTYPE_FLOAT ? 4 : 8;
     if (!aligned16(out))
         return false;
     memset(p, 0, sizeof *p);
@@ -681,13 +715,16 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
                                            cudaStream_t stream) {
     Fast<IdxT> f;
     if (plan_fast<IdxT>(d, s, inputs, num_inputs, out, &f)) {
-        const bool half = d->dtype == TCI_DTYPE_FLOAT16;
-        const unsigned blocks = blocks_for(half ? (s.total + 7) / 8 : (s.total + 3) / 4, kThreads);
+        const bool half = d->dtype == TCI_DTYPE_FLOAT16, bf16 = d->dtype == TCI_DTYPE_BFLOAT16;
+        const unsigned blocks =
+            blocks_for(half || bf16 ? (s.total + 7) / 8 : (s.total + 3) / 4, kThreads);
         switch (d->act) {
 #define FAST_CASE(A)                                                                               \
     case A:                                                                                        \
         if (half)                                                                                  \
             eltwise_fast<__half, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                     \
+        else if (bf16)                                                                             \
+            eltwise_fast<__nv_bfloat16, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);              \
         else                                                                                       \
             eltwise_fast<float, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                      \
         break;
@@ -700,8 +737,6 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
     }
     return launch_general<IdxT>(d, s, inputs, num_inputs, out, stream);
 }
-
-bool float_dtype(tci_dtype t) { return t == TCI_DTYPE_FLOAT16 || t == TCI_DTYPE_FLOAT; }
 
 tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void *out,
                     int64_t *total) {
@@ -732,7 +767,7 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
     const bool is_int = d->dtype == TCI_DTYPE_INT64;
     if (!float_dtype(d->dtype) && !is_int)
         return tci_error(TCI_ERR_UNSUPPORTED,
-                         "kern_eltwise: dtype %s is not supported (float16, float, int64)",
+                         "kern_eltwise: dtype %s is not supported (float16, bfloat16, float, int64)",
                          tci_dtype_name(d->dtype));
     if (d->op == KERN_ELTWISE_EQUAL && d->act != KERN_ACT_NONE)
         return tci_error(TCI_ERR_UNSUPPORTED,

@@ -65,9 +65,10 @@ typedef enum kern_act {
  * the op, and input values there are ignored. Only inputs without broadcasting (strides equal
  * to the output's) may be read there, so a per-channel vector (strides 0 but along pad_dim) may
  * hold just real_c elements.
- * dtype is the type of the value inputs and the output: TCI_DTYPE_FLOAT16 (computed in fp32,
- * with the hardware exp/log/reciprocal/divide approximations, far below fp16 rounding),
- * TCI_DTYPE_FLOAT (precise fp32 functions) or TCI_DTYPE_INT64. EQUAL writes TCI_DTYPE_UINT8; WHERE's cond is uint8
+ * dtype is the type of the value inputs and the output: TCI_DTYPE_FLOAT16 or TCI_DTYPE_BFLOAT16
+ * (computed in fp32, with the hardware exp/log/reciprocal/divide approximations, far below fp16
+ * and bf16 rounding; one rounding on store), TCI_DTYPE_FLOAT (precise fp32 functions) or
+ * TCI_DTYPE_INT64. EQUAL writes TCI_DTYPE_UINT8; WHERE's cond is uint8
  * (ONNX bool). int64 supports UNARY (with act NONE, NEG, ABS or RELU), ADD, SUB, MUL, DIV, MAX,
  * MIN, EQUAL and WHERE, with input scales of 1. */
 typedef struct kern_eltwise_desc {
@@ -101,8 +102,8 @@ tci_status kern_eltwise_broadcast_strides(kern_eltwise_desc *desc, int input, in
 /* Enqueues the op on stream. inputs has kern_eltwise_num_inputs(desc->op) device pointers; out
  * must not partly overlap an input (exact in-place, out == an input read with the output's own
  * strides, is fine). Fast paths: contiguous/scalar/last-dim-vector inputs (same shape,
- * per-channel NHWC scale/bias, row bias) run vectorised over 16 bytes when the buffers are
- * 16-byte aligned; anything else takes the general strided path. Errors:
+ * per-channel NHWC scale/bias, row bias) run vectorised over 16 bytes (8 fp16 or bf16 values, 4
+ * fp32) when the buffers are 16-byte aligned; anything else takes the general strided path. Errors:
  * TCI_ERR_INVALID_ARGUMENT (bad desc or NULL buffer), TCI_ERR_UNSUPPORTED (op/act/dtype
  * combination not provided), TCI_ERR_CUDA. */
 tci_status kern_eltwise(const kern_eltwise_desc *desc, const void *const *inputs, void *out,

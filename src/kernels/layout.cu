@@ -1,6 +1,7 @@
 // NCHW <-> NHWC8 conversions (tiled transposes through shared memory, chunks of 8 channels on the
-// NHWC8 side: 16 bytes in fp16, 32 in fp32; either side fp16 or fp32) and dense fp32 <-> fp16
-// casts.
+// NHWC8 side: 16 bytes in fp16 and bf16, 32 in fp32; either side fp16, bf16 or fp32) and dense
+// fp32 <-> fp16 / bf16 casts.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -142,51 +143,50 @@ __global__ void nhwc8_to_nchw_direct(const C *__restrict__ src, Tout *__restrict
     }
 }
 
-// Vector part: 8 elements per thread (two float4 <-> one uint4); the count % 8 tail and
-// misaligned buffers go element by element.
-template <bool kVector> __global__ void f32_to_f16_kernel(const float *__restrict__ src,
-                                                          __half *__restrict__ dst, int64_t count) {
+// Vector part: 8 elements per thread (two float4 <-> one 16-byte chunk of T, fp16 or bf16); the
+// count % 8 tail and misaligned buffers go element by element.
+template <typename T, bool kVector>
+__global__ void f32_to_narrow_kernel(const float *__restrict__ src, T *__restrict__ dst,
+                                     int64_t count) {
+    using C = typename Chunk8<T>::type;
     const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     const int64_t step = (int64_t)gridDim.x * blockDim.x;
     int64_t done = 0;
     if (kVector) {
         const int64_t vecs = count / 8;
-        const float4 *s4 = reinterpret_cast<const float4 *>(src);
-        uint4 *d4 = reinterpret_cast<uint4 *>(dst);
-        for (int64_t i = tid; i < vecs; i += step) {
-            const float4 a = s4[2 * i], b = s4[2 * i + 1];
-            uint4 u;
-            u.x = pack2(a.x, a.y);
-            u.y = pack2(a.z, a.w);
-            u.z = pack2(b.x, b.y);
-            u.w = pack2(b.z, b.w);
-            d4[i] = u;
-        }
-        done = vecs * 8;
-    }
-    for (int64_t i = done + tid; i < count; i += step)
-        dst[i] = __float2half_rn(src[i]);
-}
-
-template <bool kVector> __global__ void f16_to_f32_kernel(const __half *__restrict__ src,
-                                                          float *__restrict__ dst, int64_t count) {
-    const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t step = (int64_t)gridDim.x * blockDim.x;
-    int64_t done = 0;
-    if (kVector) {
-        const int64_t vecs = count / 8;
-        const uint4 *s4 = reinterpret_cast<const uint4 *>(src);
-        float4 *d4 = reinterpret_cast<float4 *>(dst);
+        const float8 *s8 = reinterpret_cast<const float8 *>(src);
+        C *d8 = reinterpret_cast<C *>(dst);
         for (int64_t i = tid; i < vecs; i += step) {
             float v[8];
-            unpack8(s4[i], v);
-            d4[2 * i] = make_float4(v[0], v[1], v[2], v[3]);
-            d4[2 * i + 1] = make_float4(v[4], v[5], v[6], v[7]);
+            load8(s8 + i, v);
+            store8(d8 + i, v);
         }
         done = vecs * 8;
     }
     for (int64_t i = done + tid; i < count; i += step)
-        dst[i] = __half2float(src[i]);
+        dst[i] = from_float<T>(src[i]);
+}
+
+template <typename T, bool kVector>
+__global__ void narrow_to_f32_kernel(const T *__restrict__ src, float *__restrict__ dst,
+                                     int64_t count) {
+    using C = typename Chunk8<T>::type;
+    const int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t step = (int64_t)gridDim.x * blockDim.x;
+    int64_t done = 0;
+    if (kVector) {
+        const int64_t vecs = count / 8;
+        const C *s8 = reinterpret_cast<const C *>(src);
+        float8 *d8 = reinterpret_cast<float8 *>(dst);
+        for (int64_t i = tid; i < vecs; i += step) {
+            float v[8];
+            load8(s8 + i, v);
+            store8(d8 + i, v);
+        }
+        done = vecs * 8;
+    }
+    for (int64_t i = done + tid; i < count; i += step)
+        dst[i] = to_float(src[i]);
 }
 
 // Validates the four dims and the buffers; *out_pixels = n*h*w and *out_chunks = Cp/8 for the
@@ -275,40 +275,72 @@ tci_status check_count(const char *what, const void *src, const void *dst, int64
     return TCI_OK;
 }
 
+template <typename T>
+tci_status f32_to_narrow(const char *what, const float *src, void *dst, int64_t count,
+                         cudaStream_t stream) {
+    TCI_TRY(check_count(what, src, dst, count));
+    if (count == 0)
+        return TCI_OK;
+    T *d = static_cast<T *>(dst);
+    if (aligned16(src) && aligned16(dst) && count >= 8)
+        f32_to_narrow_kernel<T, true>
+            <<<blocks_for(count / 8, kThreads), kThreads, 0, stream>>>(src, d, count);
+    else
+        f32_to_narrow_kernel<T, false>
+            <<<blocks_for(count, kThreads), kThreads, 0, stream>>>(src, d, count);
+    KERN_LAUNCH_CHECK(what);
+    return TCI_OK;
+}
+
+template <typename T>
+tci_status narrow_to_f32(const char *what, const void *src, float *dst, int64_t count,
+                         cudaStream_t stream) {
+    TCI_TRY(check_count(what, src, dst, count));
+    if (count == 0)
+        return TCI_OK;
+    const T *s = static_cast<const T *>(src);
+    if (aligned16(src) && aligned16(dst) && count >= 8)
+        narrow_to_f32_kernel<T, true>
+            <<<blocks_for(count / 8, kThreads), kThreads, 0, stream>>>(s, dst, count);
+    else
+        narrow_to_f32_kernel<T, false>
+            <<<blocks_for(count, kThreads), kThreads, 0, stream>>>(s, dst, count);
+    KERN_LAUNCH_CHECK(what);
+    return TCI_OK;
+}
+
 } // namespace
 
 extern "C" tci_status kern_nchw_to_nhwc8(const void *src, tci_dtype src_dtype, void *dst,
                                          tci_dtype dst_dtype, int64_t n, int64_t c, int64_t h,
                                          int64_t w, cudaStream_t stream) {
     static const char who[] = "kern_nchw_to_nhwc8";
-    bool src32 = false, dst32 = false;
-    TCI_TRY(storage_dtype(who, src_dtype, &src32));
-    TCI_TRY(storage_dtype(who, dst_dtype, &dst32));
-    if (src32) {
-        const float *s = static_cast<const float *>(src);
-        return dst32 ? to_nhwc8<float, float>(who, s, dst, n, c, h, w, stream)
-                     : to_nhwc8<float, __half>(who, s, dst, n, c, h, w, stream);
-    }
-    const __half *s = static_cast<const __half *>(src);
-    return dst32 ? to_nhwc8<__half, float>(who, s, dst, n, c, h, w, stream)
-                 : to_nhwc8<__half, __half>(who, s, dst, n, c, h, w, stream);
+    Storage src_type = Storage::kHalf, dst_type = Storage::kHalf;
+    TCI_TRY(storage_type(who, src_dtype, &src_type));
+    TCI_TRY(storage_type(who, dst_dtype, &dst_type));
+    return with_storage(src_type, [&](auto src_tag) {
+        using Tin = typename decltype(src_tag)::type;
+        return with_storage(dst_type, [&](auto dst_tag) {
+            return to_nhwc8<Tin, typename decltype(dst_tag)::type>(
+                who, static_cast<const Tin *>(src), dst, n, c, h, w, stream);
+        });
+    });
 }
 
 extern "C" tci_status kern_nhwc8_to_nchw(const void *src, tci_dtype src_dtype, void *dst,
                                          tci_dtype dst_dtype, int64_t n, int64_t c, int64_t h,
                                          int64_t w, cudaStream_t stream) {
     static const char who[] = "kern_nhwc8_to_nchw";
-    bool src32 = false, dst32 = false;
-    TCI_TRY(storage_dtype(who, src_dtype, &src32));
-    TCI_TRY(storage_dtype(who, dst_dtype, &dst32));
-    if (dst32) {
-        float *d = static_cast<float *>(dst);
-        return src32 ? from_nhwc8<float, float>(who, src, d, n, c, h, w, stream)
-                     : from_nhwc8<float, __half>(who, src, d, n, c, h, w, stream);
-    }
-    __half *d = static_cast<__half *>(dst);
-    return src32 ? from_nhwc8<__half, float>(who, src, d, n, c, h, w, stream)
-                 : from_nhwc8<__half, __half>(who, src, d, n, c, h, w, stream);
+    Storage src_type = Storage::kHalf, dst_type = Storage::kHalf;
+    TCI_TRY(storage_type(who, src_dtype, &src_type));
+    TCI_TRY(storage_type(who, dst_dtype, &dst_type));
+    return with_storage(dst_type, [&](auto dst_tag) {
+        using Tout = typename decltype(dst_tag)::type;
+        return with_storage(src_type, [&](auto src_tag) {
+            return from_nhwc8<Tout, typename decltype(src_tag)::type>(
+                who, src, static_cast<Tout *>(dst), n, c, h, w, stream);
+        });
+    });
 }
 
 extern "C" tci_status kern_nchw_f32_to_nhwc8(const float *src, void *dst_f16, int64_t n, int64_t c,
@@ -346,32 +378,20 @@ extern "C" tci_status kern_nhwc8_f32_to_nchw_f32(const float *src, float *dst, i
 
 extern "C" tci_status kern_f32_to_f16(const float *src, void *dst_f16, int64_t count,
                                       cudaStream_t stream) {
-    TCI_TRY(check_count("kern_f32_to_f16", src, dst_f16, count));
-    if (count == 0)
-        return TCI_OK;
-    __half *d = static_cast<__half *>(dst_f16);
-    if (aligned16(src) && aligned16(dst_f16) && count >= 8)
-        f32_to_f16_kernel<true>
-            <<<blocks_for(count / 8, kThreads), kThreads, 0, stream>>>(src, d, count);
-    else
-        f32_to_f16_kernel<false>
-            <<<blocks_for(count, kThreads), kThreads, 0, stream>>>(src, d, count);
-    KERN_LAUNCH_CHECK("kern_f32_to_f16");
-    return TCI_OK;
+    return f32_to_narrow<__half>("kern_f32_to_f16", src, dst_f16, count, stream);
 }
 
 extern "C" tci_status kern_f16_to_f32(const void *src_f16, float *dst, int64_t count,
                                       cudaStream_t stream) {
-    TCI_TRY(check_count("kern_f16_to_f32", src_f16, dst, count));
-    if (count == 0)
-        return TCI_OK;
-    const __half *s = static_cast<const __half *>(src_f16);
-    if (aligned16(src_f16) && aligned16(dst) && count >= 8)
-        f16_to_f32_kernel<true>
-            <<<blocks_for(count / 8, kThreads), kThreads, 0, stream>>>(s, dst, count);
-    else
-        f16_to_f32_kernel<false>
-            <<<blocks_for(count, kThreads), kThreads, 0, stream>>>(s, dst, count);
-    KERN_LAUNCH_CHECK("kern_f16_to_f32");
-    return TCI_OK;
+    return narrow_to_f32<__half>("kern_f16_to_f32", src_f16, dst, count, stream);
+}
+
+extern "C" tci_status kern_f32_to_bf16(const float *src, void *dst_bf16, int64_t count,
+                                       cudaStream_t stream) {
+    return f32_to_narrow<__nv_bfloat16>("kern_f32_to_bf16", src, dst_bf16, count, stream);
+}
+
+extern "C" tci_status kern_bf16_to_f32(const void *src_bf16, float *dst, int64_t count,
+                                       cudaStream_t stream) {
+    return narrow_to_f32<__nv_bfloat16>("kern_bf16_to_f32", src_bf16, dst, count, stream);
 }

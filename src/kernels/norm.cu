@@ -1,5 +1,7 @@
-// Softmax, LayerNormalization and Reduce{Sum,Mean} on fp16 storage with fp32 arithmetic; see
+// Softmax, LayerNormalization and Reduce{Sum,Mean} on fp16, bf16 or fp32 storage with fp32
+// arithmetic; see
 // norm.h for the contracts. Rows up to 1024 elements get a warp each, longer rows a block.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -26,11 +28,15 @@ constexpr int64_t kMaxGridX = kMaxBlocks;
 constexpr int64_t kMaxGridY = 65535;
 constexpr int kMaxRank = 6;
 
-// VEC consecutive fp16 or fp32 values as fp32; VEC is 8 (one 16-byte access in fp16, two in
-// fp32) or 1.
+// VEC consecutive fp16, bf16 or fp32 values as fp32; VEC is 8 (one 16-byte access in fp16 and
+// bf16, two in fp32) or 1.
 template <int VEC> __device__ __forceinline__ void load_vec(const __half *p, float *f) {
     if constexpr (VEC == 8) unpack8(*reinterpret_cast<const uint4 *>(p), f);
     else f[0] = __half2float(*p);
+}
+template <int VEC> __device__ __forceinline__ void load_vec(const __nv_bfloat16 *p, float *f) {
+    if constexpr (VEC == 8) load8(reinterpret_cast<const bf16x8 *>(p), f);
+    else f[0] = __bfloat162float(*p);
 }
 template <int VEC> __device__ __forceinline__ void load_vec(const float *p, float *f) {
     if constexpr (VEC == 8) load8(reinterpret_cast<const float8 *>(p), f);
@@ -40,6 +46,10 @@ template <int VEC> __device__ __forceinline__ void load_vec(const float *p, floa
 template <int VEC> __device__ __forceinline__ void store_vec(__half *p, const float *f) {
     if constexpr (VEC == 8) store8(reinterpret_cast<uint4 *>(p), f);
     else *p = __float2half_rn(f[0]);
+}
+template <int VEC> __device__ __forceinline__ void store_vec(__nv_bfloat16 *p, const float *f) {
+    if constexpr (VEC == 8) store8(reinterpret_cast<bf16x8 *>(p), f);
+    else *p = __float2bfloat16_rn(f[0]);
 }
 template <int VEC> __device__ __forceinline__ void store_vec(float *p, const float *f) {
     if constexpr (VEC == 8) store8(reinterpret_cast<float8 *>(p), f);
@@ -231,15 +241,16 @@ tci_status softmax_rows_typed(const void *x, void *y, int64_t rows, int64_t len,
 
 tci_status softmax_rows(const char *who, const void *x, void *y, int64_t rows, int64_t len,
                         bool log, tci_dtype dtype, cudaStream_t stream) {
-    bool fp32 = false;
-    TCI_TRY(storage_dtype(who, dtype, &fp32));
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type(who, dtype, &st));
     if (rows < 0 || len < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative extent (rows %lld, len %lld)",
                          who, (long long)rows, (long long)len);
     if (rows == 0 || len == 0) return TCI_OK;
     if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
-    return fp32 ? softmax_rows_typed<float>(x, y, rows, len, log, stream)
-                : softmax_rows_typed<__half>(x, y, rows, len, log, stream);
+    return with_storage(st, [&](auto tag) {
+        return softmax_rows_typed<typename decltype(tag)::type>(x, y, rows, len, log, stream);
+    });
 }
 
 // ---------------------------------------------------------------- layer normalisation
@@ -460,13 +471,17 @@ tci_status launch_reduce_rows(const void *x, void *y, int64_t rows, int64_t len,
     return TCI_OK;
 }
 
+// The bits of a quiet NaN in each storage type.
+template <typename T> constexpr uint32_t kQuietNan = 0x7fc00000u;
+template <> constexpr uint32_t kQuietNan<__half> = 0x7e00u;
+template <> constexpr uint32_t kQuietNan<__nv_bfloat16> = 0x7fc0u;
+
 // kern_reduce_dtype after validation: outputs > 0 values of count inputs each.
 template <typename T>
 tci_status reduce_typed(const void *x, void *y, int rank, const int64_t *dims, unsigned reduce_mask,
                         kern_reduce_op op, int64_t outputs, int64_t count, cudaStream_t stream) {
     if (count == 0) // the empty sum; its mean is 0/0
-        return kern_fill(y, outputs, (int)sizeof(T),
-                         op == KERN_REDUCE_SUM ? 0u : sizeof(T) == 2 ? 0x7e00u : 0x7fc00000u,
+        return kern_fill(y, outputs, (int)sizeof(T), op == KERN_REDUCE_SUM ? 0u : kQuietNan<T>,
                          stream);
     const float scale = op == KERN_REDUCE_MEAN ? 1.0f / (float)count : 1.0f;
 
@@ -563,8 +578,8 @@ extern "C" tci_status kern_softmax_strided(const void *x, void *y, int64_t outer
 extern "C" tci_status kern_softmax_strided_dtype(const void *x, void *y, int64_t outer,
                                                  int64_t len, int64_t inner, int log,
                                                  tci_dtype dtype, cudaStream_t stream) {
-    bool fp32 = false;
-    TCI_TRY(storage_dtype("kern_softmax_strided", dtype, &fp32));
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_softmax_strided", dtype, &st));
     if (outer < 0 || len < 0 || inner < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_softmax_strided: negative extent (outer %lld, len %lld, inner %lld)",
@@ -575,20 +590,17 @@ extern "C" tci_status kern_softmax_strided_dtype(const void *x, void *y, int64_t
         return softmax_rows("kern_softmax_strided", x, y, outer, len, log != 0, dtype, stream);
     const int block = 256;
     unsigned grid = (unsigned)min64(ceil_div(outer * inner, block), kMaxGridX);
-    if (fp32 && log)
-        softmax_strided_kernel<float, true>
-            <<<grid, block, 0, stream>>>((const float *)x, (float *)y, outer, len, inner);
-    else if (fp32)
-        softmax_strided_kernel<float, false>
-            <<<grid, block, 0, stream>>>((const float *)x, (float *)y, outer, len, inner);
-    else if (log)
-        softmax_strided_kernel<__half, true>
-            <<<grid, block, 0, stream>>>((const __half *)x, (__half *)y, outer, len, inner);
-    else
-        softmax_strided_kernel<__half, false>
-            <<<grid, block, 0, stream>>>((const __half *)x, (__half *)y, outer, len, inner);
-    KERN_LAUNCH_CHECK("softmax_strided_kernel");
-    return TCI_OK;
+    return with_storage(st, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if (log)
+            softmax_strided_kernel<T, true>
+                <<<grid, block, 0, stream>>>((const T *)x, (T *)y, outer, len, inner);
+        else
+            softmax_strided_kernel<T, false>
+                <<<grid, block, 0, stream>>>((const T *)x, (T *)y, outer, len, inner);
+        KERN_LAUNCH_CHECK("softmax_strided_kernel");
+        return TCI_OK;
+    });
 }
 
 extern "C" tci_status kern_layernorm_rows(const void *x, const void *gamma, const void *beta,
@@ -604,8 +616,8 @@ extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma
                                                 float *inv_std_out, int64_t rows, int64_t len,
                                                 float epsilon, tci_dtype dtype,
                                                 cudaStream_t stream) {
-    bool fp32 = false;
-    TCI_TRY(storage_dtype("kern_layernorm_rows", dtype, &fp32));
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_layernorm_rows", dtype, &st));
     if (rows < 0 || len < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_layernorm_rows: negative extent (rows %lld, len %lld)",
@@ -619,22 +631,20 @@ extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma
                          !gamma ? "gamma" : "buffer");
     bool vec = len % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(gamma) &&
                (!beta || aligned16(beta));
-    if (fp32)
-        return vec ? launch_layernorm<float, 8>(x, gamma, beta, y, mean_out, inv_std_out, rows,
-                                                len, epsilon, stream)
-                   : launch_layernorm<float, 1>(x, gamma, beta, y, mean_out, inv_std_out, rows,
-                                                len, epsilon, stream);
-    return vec ? launch_layernorm<__half, 8>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
-                                             epsilon, stream)
-               : launch_layernorm<__half, 1>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
-                                             epsilon, stream);
+    return with_storage(st, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        return vec ? launch_layernorm<T, 8>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
+                                            epsilon, stream)
+                   : launch_layernorm<T, 1>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
+                                            epsilon, stream);
+    });
 }
 
 extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *dims,
                                         unsigned reduce_mask, kern_reduce_op op, tci_dtype dtype,
                                         cudaStream_t stream) {
-    bool fp32 = false;
-    TCI_TRY(storage_dtype("kern_reduce", dtype, &fp32));
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_reduce", dtype, &st));
     if (rank < 0 || rank > kMaxRank)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: rank %d is outside 0..%d", rank,
                          kMaxRank);
@@ -655,8 +665,10 @@ extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const 
     }
     if (outputs == 0) return TCI_OK;
     if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: NULL buffer");
-    return fp32 ? reduce_typed<float>(x, y, rank, dims, reduce_mask, op, outputs, count, stream)
-                : reduce_typed<__half>(x, y, rank, dims, reduce_mask, op, outputs, count, stream);
+    return with_storage(st, [&](auto tag) {
+        return reduce_typed<typename decltype(tag)::type>(x, y, rank, dims, reduce_mask, op,
+                                                          outputs, count, stream);
+    });
 }
 
 extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,

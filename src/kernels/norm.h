@@ -3,9 +3,11 @@
  * maximum and statistic is kept in fp32 and rounded to fp16 once on output.
  *
  * Each launcher has a *_dtype twin taking the storage type of its tensors (x, y, and gamma /
- * beta): 0 or TCI_DTYPE_FLOAT16 is exactly the fp16 launcher, TCI_DTYPE_FLOAT reads and writes
- * fp32 with the same arithmetic (fp32 throughout, no rounding on output); any other dtype is
- * TCI_ERR_UNSUPPORTED. Layouts, paths and alignment rules are the same in both.
+ * beta): 0 or TCI_DTYPE_FLOAT16 is exactly the fp16 launcher, TCI_DTYPE_BFLOAT16 reads and writes
+ * bf16 with the same fp32 arithmetic and one rounding to bf16 on output, TCI_DTYPE_FLOAT reads
+ * and writes fp32 with the same arithmetic (fp32 throughout, no rounding on output); any other
+ * dtype is TCI_ERR_UNSUPPORTED. Layouts, paths and alignment rules are the same in all three
+ * (the 16-byte vector path takes 8 values in fp16 and bf16, two 16-byte accesses in fp32).
  *
  * Launchers validate their arguments, enqueue on `stream` and return without synchronising (they
  * may be captured into a CUDA graph); a launch failure is TCI_ERR_CUDA with the call in

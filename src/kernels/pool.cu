@@ -1,5 +1,6 @@
-// Pooling on NHWC8 fp16 or fp32: one thread per output pixel and 8-channel chunk for
+// Pooling on NHWC8 fp16, bf16 or fp32: one thread per output pixel and 8-channel chunk for
 // windowed pools; a block-per-channel-group tree reduction over h*w for the global ones.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -21,6 +22,7 @@ constexpr int64_t kMax32 = (int64_t)1 << 30;
 // What a max window that misses the input gives: the lowest finite value of the storage type.
 template <typename T> constexpr float kLowest = -65504.0f;
 template <> constexpr float kLowest<float> = -3.402823466e38f;
+template <> constexpr float kLowest<__nv_bfloat16> = -3.38953139e38f; // -(2 - 2^-7) * 2^127
 
 template <typename IdxT> struct Pool2d {
     IdxT total, c, chunks, in_h, in_w, out_h, out_w;
@@ -213,8 +215,8 @@ extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src, vo
                                   cudaStream_t stream) {
     if (!d)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL desc");
-    bool fp32 = false;
-    TCI_TRY(storage_dtype("kern_pool2d", d->dtype, &fp32));
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_pool2d", d->dtype, &st));
     if (d->mode != KERN_POOL_MAX && d->mode != KERN_POOL_AVG)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: unknown mode %d", (int)d->mode);
     if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
@@ -265,18 +267,18 @@ extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src, vo
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: buffers must be 16-byte aligned");
     const int64_t big = in_total > total ? in_total : total;
     const bool small = big <= kMax32 && reach_h <= kMax32 && reach_w <= kMax32;
-    if (fp32)
-        return small ? launch_pool2d<float, int32_t>(d, chunks, total, src, dst, stream)
-                     : launch_pool2d<float, int64_t>(d, chunks, total, src, dst, stream);
-    return small ? launch_pool2d<__half, int32_t>(d, chunks, total, src, dst, stream)
-                 : launch_pool2d<__half, int64_t>(d, chunks, total, src, dst, stream);
+    return with_storage(st, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        return small ? launch_pool2d<T, int32_t>(d, chunks, total, src, dst, stream)
+                     : launch_pool2d<T, int64_t>(d, chunks, total, src, dst, stream);
+    });
 }
 
 extern "C" tci_status kern_global_pool_dtype(kern_pool_mode mode, const void *src, void *dst,
                                              int64_t n, int64_t c, int64_t h, int64_t w,
                                              tci_dtype dtype, cudaStream_t stream) {
-    bool fp32 = false;
-    TCI_TRY(storage_dtype("kern_global_pool", dtype, &fp32));
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_global_pool", dtype, &st));
     if (mode != KERN_POOL_MAX && mode != KERN_POOL_AVG)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: unknown mode %d", (int)mode);
     if (n < 0 || c < 0 || h < 0 || w < 0)
@@ -315,16 +317,14 @@ extern "C" tci_status kern_global_pool_dtype(kern_pool_mode mode, const void *sr
     const int64_t groups = (chunks + cpb - 1) / cpb;
     const size_t smem = (size_t)(threads / 32) * (size_t)cpb * 8 * sizeof(float);
     const dim3 grid(blocks_for(n * groups, 1)), block((unsigned)cpb, (unsigned)rows);
-    if (fp32)
-        global_pool_kernel<float><<<grid, block, smem, stream>>>(
-            static_cast<const float8 *>(src), static_cast<float *>(dst), n, c, hw, chunks, groups,
-            mode == KERN_POOL_MAX);
-    else
-        global_pool_kernel<__half><<<grid, block, smem, stream>>>(
-            static_cast<const uint4 *>(src), static_cast<__half *>(dst), n, c, hw, chunks, groups,
-            mode == KERN_POOL_MAX);
-    KERN_LAUNCH_CHECK("kern_global_pool");
-    return TCI_OK;
+    return with_storage(st, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        global_pool_kernel<T><<<grid, block, smem, stream>>>(
+            static_cast<const typename Chunk8<T>::type *>(src), static_cast<T *>(dst), n, c, hw,
+            chunks, groups, mode == KERN_POOL_MAX);
+        KERN_LAUNCH_CHECK("kern_global_pool");
+        return TCI_OK;
+    });
 }
 
 extern "C" tci_status kern_global_pool(kern_pool_mode mode, const void *src, void *dst, int64_t n,

@@ -1,4 +1,5 @@
-/* 2-D max/average pooling and global pooling on NHWC8 fp16 or fp32 tensors (fp32 accumulation).
+/* 2-D max/average pooling and global pooling on NHWC8 fp16, bf16 or fp32 tensors (fp32
+ * accumulation).
  * C API over src/kernels/pool.cu. */
 #ifndef TCI_KERNELS_POOL_H
 #define TCI_KERNELS_POOL_H
@@ -19,9 +20,11 @@ typedef enum kern_pool_mode { KERN_POOL_MAX = 0, KERN_POOL_AVG = 1 } kern_pool_m
  * mode); pad_bottom/pad_right are the explicit ONNX pads and only set the divisor of
  * count_include_pad: taps inside the input or its explicit padding are counted, taps a ceil-mode
  * window adds beyond that are not (as onnxruntime). A max window that misses the input gives the
- * lowest finite value of the storage type (fp16 -65504, fp32 -FLT_MAX); an average one gives 0.
- * dtype: 0 or TCI_DTYPE_FLOAT16: fp16 tensors; TCI_DTYPE_FLOAT: fp32 tensors in the same NHWC8
- * layout (Cp channels of 4 bytes); anything else is TCI_ERR_UNSUPPORTED. */
+ * lowest finite value of the storage type (fp16 -65504, bf16 -3.3895e38, fp32 -FLT_MAX); an
+ * average one gives 0.
+ * dtype: 0 or TCI_DTYPE_FLOAT16: fp16 tensors; TCI_DTYPE_BFLOAT16: bf16 tensors in the same
+ * layout; TCI_DTYPE_FLOAT: fp32 tensors in the same NHWC8 layout (Cp channels of 4 bytes);
+ * anything else is TCI_ERR_UNSUPPORTED. */
 typedef struct kern_pool2d_desc {
     kern_pool_mode mode;
     int count_include_pad; /* average only */
@@ -29,7 +32,8 @@ typedef struct kern_pool2d_desc {
     int64_t in_h, in_w, out_h, out_w;
     int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
     int64_t pad_top, pad_left, pad_bottom, pad_right;
-    tci_dtype dtype; /* of src and dst: 0 / TCI_DTYPE_FLOAT16 or TCI_DTYPE_FLOAT */
+    tci_dtype dtype; /* of src and dst: 0 / TCI_DTYPE_FLOAT16, TCI_DTYPE_BFLOAT16 or
+                        TCI_DTYPE_FLOAT */
 } kern_pool2d_desc;
 
 /* src (n, in_h, in_w, Cp) -> dst (n, out_h, out_w, Cp), both NHWC8 of desc->dtype, 16-byte
@@ -45,9 +49,9 @@ tci_status kern_pool2d(const kern_pool2d_desc *desc, const void *src, void *dst,
 tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16, void *dst_f16, int64_t n,
                             int64_t c, int64_t h, int64_t w, cudaStream_t stream);
 
-/* The same for either storage type: dtype 0 or TCI_DTYPE_FLOAT16 is kern_global_pool,
- * TCI_DTYPE_FLOAT reads and writes NHWC8 fp32 (dst (n, 1, 1, Cp) fp32, padded channels zero);
- * anything else is TCI_ERR_UNSUPPORTED. */
+/* The same for any storage type: dtype 0 or TCI_DTYPE_FLOAT16 is kern_global_pool,
+ * TCI_DTYPE_BFLOAT16 reads and writes NHWC8 bf16 and TCI_DTYPE_FLOAT NHWC8 fp32 (dst (n, 1, 1, Cp)
+ * of that type, padded channels zero); anything else is TCI_ERR_UNSUPPORTED. */
 tci_status kern_global_pool_dtype(kern_pool_mode mode, const void *src, void *dst, int64_t n,
                                   int64_t c, int64_t h, int64_t w, tci_dtype dtype,
                                   cudaStream_t stream);

@@ -1,7 +1,8 @@
-// Resize of NHWC8 fp16 or fp32 tensors over H and W: one thread per output pixel and 8-channel
+// Resize of NHWC8 fp16, bf16 or fp32 tensors over H and W: one thread per output pixel and 8-channel
 // vector.
 // Source coordinates are computed in double as the ONNX reference does, so that coordinates
 // landing exactly on .5 round the same way here and on the CPU.
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -96,6 +97,9 @@ __device__ __forceinline__ void zero_lanes_from(uint4 &u, int64_t live) {
     for (int k = 0; k < 8; k++)
         if (k >= live) lanes[k] = 0;
 }
+__device__ __forceinline__ void zero_lanes_from(bf16x8 &u, int64_t live) {
+    zero_lanes_from(u.bits, live);
+}
 __device__ __forceinline__ void zero_lanes_from(float8 &u, int64_t live) {
     float *lanes = reinterpret_cast<float *>(&u);
 #pragma unroll
@@ -143,8 +147,8 @@ __global__ void resize_nhwc8_kernel(const C *__restrict__ x, C *__restrict__ y, 
 extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resize_desc *d,
                                         cudaStream_t stream) {
     if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: desc is NULL");
-    bool fp32 = false;
-    TCI_TRY(storage_dtype("kern_resize_nhwc8", d->dtype, &fp32));
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_resize_nhwc8", d->dtype, &st));
     if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: negative extent (n %lld, c %lld, %lldx%lld -> "
@@ -183,10 +187,10 @@ extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resiz
     const int block = 256;
     int64_t blocks = (total + block - 1) / block;
     unsigned grid = (unsigned)(blocks < kMaxGrid ? blocks : kMaxGrid);
-    if (fp32)
-        resize_nhwc8_kernel<float8><<<grid, block, 0, stream>>>((const float8 *)x, (float8 *)y, p);
-    else
-        resize_nhwc8_kernel<uint4><<<grid, block, 0, stream>>>((const uint4 *)x, (uint4 *)y, p);
-    KERN_LAUNCH_CHECK("resize_nhwc8_kernel");
-    return TCI_OK;
+    return with_storage(st, [&](auto tag) {
+        using C = typename Chunk8<typename decltype(tag)::type>::type;
+        resize_nhwc8_kernel<C><<<grid, block, 0, stream>>>((const C *)x, (C *)y, p);
+        KERN_LAUNCH_CHECK("resize_nhwc8_kernel");
+        return TCI_OK;
+    });
 }

@@ -1,5 +1,6 @@
-/* ONNX Resize (and Upsample) of an NHWC8 fp16 or fp32 tensor over H and W, nearest or bilinear,
- * with the coordinate formulas of the ONNX reference (and of the CPU reference, src/layers/resize.c).
+/* ONNX Resize (and Upsample) of an NHWC8 fp16, bf16 or fp32 tensor over H and W, nearest or
+ * bilinear, with the coordinate formulas of the ONNX reference (and of the CPU reference,
+ * src/layers/resize.c).
  *
  * The launcher validates, enqueues on `stream` and returns without synchronising (it may be
  * captured into a CUDA graph); a launch failure is TCI_ERR_CUDA. Not covered here (the planner
@@ -50,13 +51,14 @@ typedef struct kern_resize_desc {
     kern_resize_mode mode;
     kern_resize_coord coord;
     kern_resize_rounding rounding; /* nearest only */
-    /* of x and y: 0 or TCI_DTYPE_FLOAT16 (fp16), TCI_DTYPE_FLOAT (fp32, the same NHWC8 layout
-     * with 4-byte elements); anything else is TCI_ERR_UNSUPPORTED */
+    /* of x and y: 0 or TCI_DTYPE_FLOAT16 (fp16), TCI_DTYPE_BFLOAT16 (bf16, the same layout),
+     * TCI_DTYPE_FLOAT (fp32, the same NHWC8 layout with 4-byte elements); anything else is
+     * TCI_ERR_UNSUPPORTED */
     tci_dtype dtype;
 } kern_resize_desc;
 
 /* y (n, out_h, out_w, Cp) from x (n, in_h, in_w, Cp), both NHWC8 of desc->dtype and 16-byte
- * aligned. Linear blends the (up to) four neighbours in fp32 (rounded once to fp16 in fp16),
+ * aligned. Linear blends the (up to) four neighbours in fp32 (rounded once to fp16 or bf16),
  * neighbours beyond an edge repeating the edge; nearest copies the element unchanged.
  * Channels c..Cp-1 of y are written as zeros. */
 tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resize_desc *desc,

@@ -1,4 +1,5 @@
-/* Shared bits of the GPU tests: skip visibly without a GPU, device buffers, fp16 helpers. */
+/* Shared bits of the GPU tests: skip visibly without a GPU, device buffers, fp16 and bf16
+ * helpers. */
 #ifndef TCI_GPU_HARNESS_H
 #define TCI_GPU_HARNESS_H
 
@@ -24,6 +25,31 @@ void gpu_sync(void);
 /* fp32 arrays <-> fp16 bits (round to nearest even). */
 void gpu_to_half(const float *src, uint16_t *dst, size_t n);
 void gpu_from_half(const uint16_t *src, float *dst, size_t n);
+
+/* fp32 <-> bf16 bits: the top 16 bits of the fp32 pattern, rounded to nearest even (NaN stays a
+ * quiet NaN); widening is exact. */
+uint16_t gpu_float_to_bf16(float f);
+float gpu_bf16_to_float(uint16_t bits);
+void gpu_to_bf16(const float *src, uint16_t *dst, size_t n);
+void gpu_from_bf16(const uint16_t *src, float *dst, size_t n);
+
+/* Bound on |got - want| / max(1, |want|) for a bf16 kernel output that is rounded once from fp32
+ * math on bf16-rounded inputs: bf16 keeps 8 significant bits, so one round-to-nearest-even is off
+ * by at most 2^-8 = 3.9e-3 relative; the fp32 arithmetic before it (accumulation, fast exp/log/
+ * reciprocal) adds well under 1e-5. 1.5 * 2^-8 covers that with room, while a truncating store
+ * or a second rounding (off by up to 2^-7) exceeds it on enough of a random tensor to fail. */
+#define GPU_BF16_TOL (1.5 / 256.0)
+
+/* The float storage types of the kernels, TCI_DTYPE_FLOAT16, TCI_DTYPE_BFLOAT16 and
+ * TCI_DTYPE_FLOAT: bytes per element (asserts on anything else), host floats to storage (rounded
+ * to nearest even) and back. gpu_round_to rounds v in place to the values dtype can hold, so a
+ * reference computed from v sees what the kernel reads. */
+size_t gpu_dtype_size(tci_dtype dtype);
+void gpu_encode(tci_dtype dtype, const float *src, void *dst, size_t n);
+void gpu_decode(tci_dtype dtype, const void *src, float *dst, size_t n);
+void gpu_round_to(tci_dtype dtype, float *v, size_t n);
+/* "f16", "bf16" or "f32", for messages. */
+const char *gpu_dtype_tag(tci_dtype dtype);
 
 /* (log-)softmax over the middle axis of x viewed as (outer, len, inner), in double: the
  * reference of the softmax kernels' tests. */

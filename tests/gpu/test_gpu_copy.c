@@ -568,6 +568,27 @@ START_TEST(test_fill) {
 }
 END_TEST
 
+/* bf16 tensors move as 2-byte elements like fp16: only a constant's bits differ. The fill value
+ * is the caller's bf16 bit pattern (round to nearest even of the fp32 value). */
+START_TEST(test_fill_and_pad_bf16) {
+    const uint16_t one_and_half = gpu_float_to_bf16(1.5f), minus = gpu_float_to_bf16(-2.25f);
+    ck_assert_uint_eq(one_and_half, 0x3fc0);
+    ck_assert_uint_eq(minus, 0xc010);
+    check_fill(2, 1003, 1, one_and_half);
+    check_fill(2, 1003, 0, one_and_half);
+    /* Pad of NHWC8 bf16 data (2, 5, 7, 16) over H and W, decoded back to the constant */
+    check_pad(2, 4, (int64_t[]){2, 5, 7, 16}, (int64_t[]){0, 1, 2, 0}, (int64_t[]){0, 2, 1, 0},
+              KERN_PAD_CONSTANT, minus, 76);
+    uint16_t got[4];
+    uint16_t *dy = gpu_upload(NULL, sizeof got);
+    ck_assert_tci_ok(kern_fill(dy, 4, 2, minus, 0));
+    gpu_sync();
+    gpu_download(got, dy, sizeof got);
+    for (int i = 0; i < 4; i++) ck_assert_float_eq(gpu_bf16_to_float(got[i]), -2.25f);
+    gpu_free(dy);
+}
+END_TEST
+
 int main(void) {
     gpu_require_device("gpu_copy");
     Suite *s = suite_create("gpu_copy");
@@ -585,6 +606,7 @@ int main(void) {
     tcase_add_test(tc, test_gather_negative_indices);
     tcase_add_test(tc, test_gather_out_of_range_flags);
     tcase_add_test(tc, test_pad_constant);
+    tcase_add_test(tc, test_fill_and_pad_bf16);
     tcase_add_test(tc, test_pad_reflect);
     tcase_add_test(tc, test_pad_edge_and_wrap);
     tcase_add_test(tc, test_pad_errors);

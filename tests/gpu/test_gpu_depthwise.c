@@ -65,8 +65,9 @@ static void ref_depthwise(const kern_depthwise_desc *d, const float *x, const fl
                 }
 }
 
-/* Random NHWC8 fp16 tensor (padded channels zero) as fp16 bits and as fp32 values. */
-static void random_nhwc8(int64_t pixels, int64_t c, uint64_t seed, uint16_t **bits, float **values) {
+/* Random NHWC8 fp16 (dt BF16: bf16) tensor (padded channels zero) as its bits and as fp32 values. */
+static void random_nhwc8(tci_dtype dt, int64_t pixels, int64_t c, uint64_t seed, uint16_t **bits,
+                         float **values) {
     const int64_t cp = round8(c);
     const size_t count = (size_t)(pixels * cp);
     *bits = calloc(count + 1, sizeof **bits);
@@ -75,30 +76,34 @@ static void random_nhwc8(int64_t pixels, int64_t c, uint64_t seed, uint16_t **bi
     gpu_fill_random(r, count, seed, -1.0f, 1.0f);
     for (size_t i = 0; i < count; i++)
         if ((int64_t)(i % (size_t)cp) < c) {
-            (*bits)[i] = op_float_to_half(r[i]);
-            (*values)[i] = op_half_to_float((*bits)[i]);
+            gpu_encode(dt, &r[i], &(*bits)[i], 1);
+            gpu_decode(dt, &(*bits)[i], &(*values)[i], 1);
         }
     free(r);
 }
 
 /* Runs desc on the GPU with fresh (poisoned) y, in place on z when in_place, and compares every
- * element with the reference: padded channels exactly +0, the rest within fp16 rounding. */
-static void check_case(const dw_case *t, kern_depthwise_path path, bool in_place, uint64_t seed) {
+ * element with the reference: padded channels exactly +0, the rest within fp16 rounding (dt
+ * BF16: bf16 storage and weights, within GPU_BF16_TOL, one rounding to 8 significant bits). */
+static void check_case_as(tci_dtype dt, const dw_case *t, kern_depthwise_path path, bool in_place,
+                          uint64_t seed) {
     kern_depthwise_desc d;
     dw_desc(t, path, &d);
+    if (dt == TCI_DTYPE_BFLOAT16) d.dtype = dt;
     const int64_t cp = round8(t->c), taps = t->r * t->s;
     const size_t in_count = (size_t)(t->n * t->h * t->w * cp), out_count = (size_t)(t->n * d.out_h * d.out_w * cp);
     uint16_t *xb, *zb;
     float *x, *z;
-    random_nhwc8(t->n * t->h * t->w, t->c, seed, &xb, &x);
-    random_nhwc8(t->n * d.out_h * d.out_w, t->c, seed + 1, &zb, &z);
+    random_nhwc8(dt, t->n * t->h * t->w, t->c, seed, &xb, &x);
+    random_nhwc8(dt, t->n * d.out_h * d.out_w, t->c, seed + 1, &zb, &z);
     float *w = malloc((size_t)(t->c * taps + 1) * sizeof *w), *bias = malloc((size_t)(t->c + 1) * sizeof *bias);
     gpu_fill_random(w, (size_t)(t->c * taps), seed + 2, -0.5f, 0.5f);
-    for (int64_t i = 0; i < t->c * taps; i++) w[i] = round_half(w[i]);
+    gpu_round_to(dt, w, (size_t)(t->c * taps));
     gpu_fill_random(bias, (size_t)t->c, seed + 3, -0.5f, 0.5f);
     uint16_t *wp = malloc((size_t)(taps * cp) * sizeof *wp);
     float *bp = malloc((size_t)cp * sizeof *bp);
-    ck_assert_tci_ok(kern_depthwise_pack_weights(&d, w, wp));
+    if (dt == TCI_DTYPE_BFLOAT16) ck_assert_tci_ok(kern_depthwise_pack_weights_bf16(&d, w, wp));
+    else ck_assert_tci_ok(kern_depthwise_pack_weights(&d, w, wp));
     ck_assert_tci_ok(kern_depthwise_pack_bias(&d, bias, bp));
 
     void *dx = gpu_upload(xb, in_count * 2), *dw = gpu_upload(wp, (size_t)(taps * cp) * 2);
@@ -119,11 +124,12 @@ static void check_case(const dw_case *t, kern_depthwise_path path, bool in_place
                           (long long)t->w, (long long)t->r, (long long)t->s, (int)path, (long long)ch, i, yb[i]);
             continue;
         }
-        const float got = op_half_to_float(yb[i]);
-        const float tol = 4e-3f * fmaxf(1.0f, fabsf(want[i]));
+        float got = 0.0f;
+        gpu_decode(dt, &yb[i], &got, 1);
+        const float tol = (dt == TCI_DTYPE_BFLOAT16 ? (float)GPU_BF16_TOL : 4e-3f) * fmaxf(1.0f, fabsf(want[i]));
         ck_assert_msg(fabsf(got - want[i]) <= tol,
-                      "case n%lld c%lld %lldx%lld k%lldx%lld s%lldx%lld d%lldx%lld act %d path %d%s: element %zu "
-                      "(pixel %zu, channel %lld): got %g want %g", (long long)t->n, (long long)t->c,
+                      "%s case n%lld c%lld %lldx%lld k%lldx%lld s%lldx%lld d%lldx%lld act %d path %d%s: element %zu "
+                      "(pixel %zu, channel %lld): got %g want %g", gpu_dtype_tag(dt), (long long)t->n, (long long)t->c,
                       (long long)t->h, (long long)t->w, (long long)t->r, (long long)t->s, (long long)t->sh,
                       (long long)t->sw, (long long)t->dh, (long long)t->dw, (int)t->act, (int)path,
                       in_place ? " in place" : "", i, i / (size_t)cp, (long long)ch, got, want[i]);
@@ -143,6 +149,10 @@ static void check_case(const dw_case *t, kern_depthwise_path path, bool in_place
     gpu_free(db);
     if (dz) gpu_free(dz);
     if (!in_place) gpu_free(dy);
+}
+
+static void check_case(const dw_case *t, kern_depthwise_path path, bool in_place, uint64_t seed) {
+    check_case_as(TCI_DTYPE_FLOAT16, t, path, in_place, seed);
 }
 
 /* n, c, h, w, r, s, stride h/w, dilation h/w, pads top/left/bottom/right, bias, residual, act. */
@@ -200,6 +210,33 @@ START_TEST(test_depthwise_cases) {
 }
 END_TEST
 
+/* bf16: every case on every path that applies (the tiled kernels take 8 channels per thread for
+ * 3x3 and 4 for 5x5, as in fp16), and in place on the residual. */
+START_TEST(test_depthwise_bf16) {
+    const tci_dtype bf16 = TCI_DTYPE_BFLOAT16;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const dw_case *t = &cases[i];
+        check_case_as(bf16, t, KERN_DEPTHWISE_AUTO, false, 7000 + 10 * i);
+        check_case_as(bf16, t, KERN_DEPTHWISE_GENERIC, false, 7100 + 10 * i);
+        if (tiled_applies(t)) {
+            check_case_as(bf16, t, KERN_DEPTHWISE_TILED_SHORT, false, 7200 + 10 * i);
+            check_case_as(bf16, t, KERN_DEPTHWISE_TILED_TALL, false, 7300 + 10 * i);
+        }
+    }
+    const dw_case t3 = {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_RELU, 0, 0};
+    const dw_case t5 = {2, 40, 9, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, KERN_ACT_SILU, 0, 0};
+    for (int p = KERN_DEPTHWISE_AUTO; p <= KERN_DEPTHWISE_TILED_TALL; p++) {
+        check_case_as(bf16, &t3, (kern_depthwise_path)p, true, 7500 + p);
+        check_case_as(bf16, &t5, (kern_depthwise_path)p, true, 7600 + p);
+    }
+    kern_depthwise_desc d;
+    dw_desc(&t3, KERN_DEPTHWISE_AUTO, &d);
+    d.dtype = TCI_DTYPE_INT32;
+    ck_assert_tci_error(kern_depthwise_conv(&d, NULL, NULL, NULL, NULL, NULL, 0), TCI_ERR_UNSUPPORTED,
+                        "fp16, bf16 or fp32");
+}
+END_TEST
+
 /* z == y: each thread reads its residual just before it overwrites it. */
 START_TEST(test_depthwise_in_place_residual) {
     const dw_case t3 = {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_RELU, 0, 0};
@@ -238,7 +275,14 @@ START_TEST(test_depthwise_pack) {
     for (int ch = 0; ch < 8; ch++) ck_assert_float_eq(b[ch], ch < 3 ? bias[ch] : 0.0f);
     ck_assert_tci_ok(kern_depthwise_pack_bias(&d, NULL, b));
     for (int ch = 0; ch < 8; ch++) ck_assert_float_eq(b[ch], 0.0f);
+    memset(out, 0xff, sizeof out);
+    ck_assert_tci_ok(kern_depthwise_pack_weights_bf16(&d, w, out));
+    for (int tap = 0; tap < 2; tap++)
+        for (int ch = 0; ch < 8; ch++)
+            ck_assert_uint_eq(out[tap * 8 + ch], ch < 3 ? gpu_float_to_bf16(w[ch * 2 + tap]) : 0);
     ck_assert_tci_error(kern_depthwise_pack_weights(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT, "NULL pointer");
+    ck_assert_tci_error(kern_depthwise_pack_weights_bf16(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT,
+                        "kern_depthwise_pack_weights_bf16: NULL pointer");
     ck_assert_tci_error(kern_depthwise_pack_bias(NULL, bias, b), TCI_ERR_INVALID_ARGUMENT, "NULL desc");
     d.kernel_w = 0;
     ck_assert_tci_error(kern_depthwise_pack_weights(&d, w, out), TCI_ERR_INVALID_ARGUMENT, "bad sizes");
@@ -418,6 +462,7 @@ int main(void) {
     tcase_add_test(tc, test_depthwise_errors);
     tcase_add_test(tc, test_depthwise_cases);
     tcase_add_test(tc, test_depthwise_in_place_residual);
+    tcase_add_test(tc, test_depthwise_bf16);
     tcase_add_test(tc, test_depthwise_auto_tall);
     tcase_add_test(tc, test_depthwise_timing);
     suite_add_tcase(s, tc);

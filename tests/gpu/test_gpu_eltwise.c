@@ -89,16 +89,19 @@ static bool near(double got, double want, double tol) {
     return fabs(got - want) <= tol * fmax(1.0, fabs(want));
 }
 
-static double float_tol(tci_dtype t) { return t == TCI_DTYPE_FLOAT16 ? 2e-3 : 2e-5; }
+/* bf16: see GPU_BF16_TOL (one rounding of 8 significant bits). */
+static double float_tol(tci_dtype t) {
+    return t == TCI_DTYPE_FLOAT16 ? 2e-3 : t == TCI_DTYPE_BFLOAT16 ? GPU_BF16_TOL : 2e-5;
+}
 
 /* Runs a float-dtype case. vals[k] (counts[k] floats, physical layout of input k) are rounded
- * to fp16 in place when the dtype is fp16, so the reference sees what the kernel sees. cond is
+ * to fp16 / bf16 in place when the dtype is, so the reference sees what the kernel sees. cond is
  * WHERE's uint8 input 0. base[k]: element offset of index 0 within vals[k] (NULL: 0). */
 static void check_float_base(const kern_eltwise_desc *d, float *const *vals, const size_t *counts,
                              const uint8_t *cond, const int64_t *base, size_t misalign) {
     int nin = kern_eltwise_num_inputs(d->op);
     bool half = d->dtype == TCI_DTYPE_FLOAT16;
-    size_t esize = half ? 2 : 4;
+    size_t esize = gpu_dtype_size(d->dtype);
     const void *raw[MAX_IN] = {NULL, NULL, NULL};
     void *owned[MAX_IN] = {NULL, NULL, NULL};
     size_t bytes[MAX_IN] = {0, 0, 0}, base_bytes[MAX_IN] = {0, 0, 0};
@@ -111,10 +114,10 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
         }
         bytes[k] = counts[k] * esize;
         base_bytes[k] = base ? (size_t)base[k] * esize : 0;
-        if (half) {
+        if (esize == 2) {
             uint16_t *h = malloc(bytes[k] + 1);
-            gpu_to_half(vals[k], h, counts[k]);
-            gpu_from_half(h, vals[k], counts[k]);
+            gpu_encode(d->dtype, vals[k], h, counts[k]);
+            gpu_decode(d->dtype, h, vals[k], counts[k]);
             raw[k] = owned[k] = h;
         } else {
             raw[k] = vals[k];
@@ -139,7 +142,9 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
                           out[i], want);
             continue;
         }
-        double got = half ? op_half_to_float(((uint16_t *)out)[i]) : ((float *)out)[i];
+        float got_f = 0.0f;
+        gpu_decode(d->dtype, out + (size_t)i * esize, &got_f, 1);
+        double got = got_f;
         double want = 0;
         if (valid) {
             if (d->op == KERN_ELTWISE_WHERE) {
@@ -158,7 +163,7 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
                           "element %lld in the channel padding is %g, not 0", (long long)i, got);
         }
         ck_assert_msg(near(got, want, tol), "op %d act %d %s element %lld: got %.7g want %.7g",
-                      (int)d->op, (int)d->act, half ? "f16" : "f32", (long long)i, got, want);
+                      (int)d->op, (int)d->act, gpu_dtype_tag(d->dtype), (long long)i, got, want);
     }
     free(out);
     for (int k = 0; k < MAX_IN; k++)
@@ -183,7 +188,8 @@ static void zero_padding(float *v, int64_t rows, int64_t cp, int64_t c) {
             v[r * cp + ch] = 0.0f;
 }
 
-static const tci_dtype float_types[] = {TCI_DTYPE_FLOAT16, TCI_DTYPE_FLOAT};
+static const tci_dtype float_types[] = {TCI_DTYPE_FLOAT16, TCI_DTYPE_FLOAT, TCI_DTYPE_BFLOAT16};
+#define FLOAT_TYPES ((int)(sizeof float_types / sizeof float_types[0]))
 
 /* Input range where the activation is defined and well conditioned in fp16. */
 static void act_range(kern_act act, float *lo, float *hi) {
@@ -210,7 +216,7 @@ static void set_act_params(kern_eltwise_desc *d, kern_act act) {
 START_TEST(test_every_activation_dense) {
     const int64_t dims[4] = {2, 13, 7, 9};
     const size_t n = 2 * 13 * 7 * 9;
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < FLOAT_TYPES; t++)
         for (int act = 0; act < KERN_ACT_COUNT; act++)
             for (size_t misalign = 0; misalign <= 4; misalign += 4) { /* 4: general path */
                 kern_eltwise_desc d;
@@ -236,7 +242,7 @@ START_TEST(test_activation_nhwc8_padding) {
     const size_t n = (size_t)rows * 16;
     const kern_act acts[] = {KERN_ACT_NONE,         KERN_ACT_SIGMOID,    KERN_ACT_EXP,
                              KERN_ACT_HARD_SIGMOID, KERN_ACT_HARD_SWISH, KERN_ACT_GELU};
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t a_i = 0; a_i < sizeof acts / sizeof acts[0]; a_i++)
             for (size_t misalign = 0; misalign <= 4; misalign += 4) {
                 kern_eltwise_desc d;
@@ -259,7 +265,7 @@ END_TEST
 START_TEST(test_padding_general_path) {
     const int64_t dims_a[3] = {2, 16, 5}; /* pad_dim 1 */
     const int64_t dims_b[3] = {3, 5, 12}; /* pad_dim 2, 12 % 8 != 0 */
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < FLOAT_TYPES; t++) {
         kern_eltwise_desc d;
         kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 3, dims_a);
         set_act_params(&d, KERN_ACT_SIGMOID);
@@ -292,7 +298,7 @@ static void binary_ranges(kern_eltwise_op op, float r[4]) {
 START_TEST(test_binary_same_shape) {
     const int64_t dims4[4] = {2, 13, 7, 9};
     const int64_t dims3[3] = {3, 5, 7}; /* 105: a tail after the vectors */
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < FLOAT_TYPES; t++)
         for (int op = KERN_ELTWISE_ADD; op <= KERN_ELTWISE_PRELU; op++)
             for (int shape = 0; shape < 2; shape++)
                 for (size_t misalign = 0; misalign <= 4; misalign += 4) {
@@ -323,7 +329,7 @@ START_TEST(test_binary_per_channel_nhwc8) {
     const size_t n = (size_t)rows * 16;
     const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD, KERN_ELTWISE_MUL, KERN_ELTWISE_SUB,
                                    KERN_ELTWISE_PRELU, KERN_ELTWISE_DIV};
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
             for (int padded_vec = 0; padded_vec < 2; padded_vec++)
                 for (size_t misalign = 0; misalign <= 4; misalign += 4) {
@@ -356,7 +362,7 @@ START_TEST(test_binary_scalar) {
     const size_t n = 5 * 33;
     const kern_eltwise_op ops[] = {KERN_ELTWISE_MUL, KERN_ELTWISE_SUB, KERN_ELTWISE_DIV,
                                    KERN_ELTWISE_POW, KERN_ELTWISE_MAX};
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
             for (int side = 0; side < 2; side++) {
                 kern_eltwise_desc d;
@@ -386,7 +392,7 @@ START_TEST(test_binary_row_broadcast) {
                  {{5, 7, 33}, 1, {33}},
                  {{5, 7, 33}, 3, {5, 1, 33}},
                  {{5, 7, 33}, 2, {7, 1}}};
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             kern_eltwise_desc d;
             kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, float_types[t], 3, cases[c].out);
@@ -407,7 +413,7 @@ END_TEST
 
 /* Both sides broadcast: (2,1,9) * (1,7,1), and a rank-6 pattern. */
 START_TEST(test_binary_general_broadcast) {
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < FLOAT_TYPES; t++) {
         const int64_t out[3] = {2, 7, 9}, ad[3] = {2, 1, 9}, bd[3] = {1, 7, 1};
         kern_eltwise_desc d;
         kern_eltwise_desc_init(&d, KERN_ELTWISE_MUL, float_types[t], 3, out);
@@ -442,7 +448,7 @@ START_TEST(test_fused_binary_activation_scales) {
     const size_t n = 2 * 13 * 7 * 9;
     const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD, KERN_ELTWISE_SUB, KERN_ELTWISE_MUL};
     const kern_act acts[] = {KERN_ACT_RELU, KERN_ACT_CLIP, KERN_ACT_SIGMOID};
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < FLOAT_TYPES; t++)
         for (int i = 0; i < 3; i++)
             for (size_t misalign = 0; misalign <= 4; misalign += 4) {
                 kern_eltwise_desc d;
@@ -466,7 +472,7 @@ END_TEST
 /* UNARY as a strided copy: NHWC8 (2,7,9,16) read into dense NCHW (2,13,7,9), and a copy
  * that reverses W through a negative stride. */
 START_TEST(test_strided_copy) {
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < FLOAT_TYPES; t++) {
         const int64_t out[4] = {2, 13, 7, 9};
         kern_eltwise_desc d;
         kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 4, out);
@@ -489,7 +495,7 @@ START_TEST(test_strided_copy) {
 END_TEST
 
 START_TEST(test_equal_and_where) {
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < FLOAT_TYPES; t++) {
         /* Equal on small integers (so that equal values occur) with a row broadcast */
         const int64_t out[2] = {9, 13}, bd[1] = {13};
         kern_eltwise_desc d;

@@ -1,5 +1,5 @@
-/* GPU tests of the layout conversions (NCHW fp32/fp16 <-> NHWC8, dense casts) and of the NHWC8
- * pooling kernels (windowed max/average, global) against plain C references. */
+/* GPU tests of the layout conversions (NCHW fp32/fp16/bf16 <-> NHWC8, dense casts) and of the
+ * NHWC8 pooling kernels (windowed max/average, global; fp16 and bf16) against plain C references. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdbool.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpu_harness.h"
+#include "kernels/cast.h"
 #include "kernels/layout.h"
 #include "kernels/pool.h"
 #include "layers/op.h"
@@ -22,15 +23,27 @@ static float *random_floats(size_t n, uint64_t seed, float lo, float hi) {
 
 static float round_half(float v) { return op_half_to_float(op_float_to_half(v)); }
 
-/* Host NCHW -> NHWC8 of fp16 bits (padding zero). */
-static uint16_t *host_to_nhwc8(const float *x, int64_t n, int64_t c, int64_t h, int64_t w) {
+#define F16 TCI_DTYPE_FLOAT16
+#define BF16 TCI_DTYPE_BFLOAT16
+#define F32 TCI_DTYPE_FLOAT
+
+/* Host NCHW -> NHWC8 of dt's bits (padding zero): fp16 (what the fp16 tests compare with) or any
+ * other float storage type, element size gpu_dtype_size(dt). */
+static void *host_to_nhwc8_as(tci_dtype dt, const float *x, int64_t n, int64_t c, int64_t h,
+                              int64_t w) {
     int64_t cp = round8(c);
-    uint16_t *y = calloc((size_t)(n * h * w * cp) + 1, sizeof *y);
+    size_t es = gpu_dtype_size(dt);
+    unsigned char *y = calloc((size_t)(n * h * w * cp) * es + 1, 1);
     for (int64_t i = 0; i < n; i++)
         for (int64_t ch = 0; ch < c; ch++)
             for (int64_t s = 0; s < h * w; s++)
-                y[(i * h * w + s) * cp + ch] = op_float_to_half(x[(i * c + ch) * h * w + s]);
+                gpu_encode(dt, &x[(i * c + ch) * h * w + s], y + (size_t)((i * h * w + s) * cp + ch) * es,
+                           1);
     return y;
+}
+
+static uint16_t *host_to_nhwc8(const float *x, int64_t n, int64_t c, int64_t h, int64_t w) {
+    return host_to_nhwc8_as(F16, x, n, c, h, w);
 }
 
 /* ---- layout -------------------------------------------------------------------------------- */
@@ -153,6 +166,163 @@ START_TEST(test_dense_casts) {
 }
 END_TEST
 
+/* kern_nchw_to_nhwc8 / kern_nhwc8_to_nchw for every pairing of fp32, fp16 and bf16: bit-exact
+ * against the host conversion (each value rounds once, to nearest even, from its exact source
+ * value), padded channels written as zero bits, and back again. */
+START_TEST(test_layout_any_pairing) {
+    static const tci_dtype types[] = {F32, F16, BF16};
+    for (size_t a = 0; a < 3; a++)
+        for (size_t b = 0; b < 3; b++)
+            for (size_t t = 0; t < sizeof layout_shapes / sizeof layout_shapes[0]; t++) {
+                const tci_dtype st = types[a], dt = types[b];
+                const size_t ses = gpu_dtype_size(st), des = gpu_dtype_size(dt);
+                int64_t n = layout_shapes[t][0], c = layout_shapes[t][1], h = layout_shapes[t][2],
+                        w = layout_shapes[t][3];
+                size_t dense = (size_t)(n * c * h * w), padded = (size_t)(n * h * w * round8(c));
+                float *x = random_floats(dense, 900 + t * 9 + a * 3 + b, -3, 3);
+                x[0] = 1.0f + 1.0f / 256; /* a bf16 tie */
+                gpu_round_to(st, x, dense);
+                void *xs = malloc(dense * ses);
+                gpu_encode(st, x, xs, dense);
+                void *dx = gpu_upload(xs, dense * ses);
+                void *dy = gpu_upload(NULL, padded * des);
+                void *dz = gpu_upload(NULL, dense * ses);
+                ck_assert_tci_ok(kern_nchw_to_nhwc8(dx, st, dy, dt, n, c, h, w, 0));
+                ck_assert_tci_ok(kern_nhwc8_to_nchw(dy, dt, dz, st, n, c, h, w, 0));
+                gpu_sync();
+                unsigned char *y = malloc(padded * des), *z = malloc(dense * ses);
+                gpu_download(y, dy, padded * des);
+                gpu_download(z, dz, dense * ses);
+                unsigned char *want = host_to_nhwc8_as(dt, x, n, c, h, w);
+                ck_assert_msg(memcmp(y, want, padded * des) == 0, "%s -> %s shape %zu: NHWC8 differs",
+                              gpu_dtype_tag(st), gpu_dtype_tag(dt), t);
+                /* back: the NHWC8 values, converted to st */
+                float *yf = malloc(padded * sizeof(float));
+                gpu_decode(dt, y, yf, padded);
+                int64_t cp = round8(c);
+                for (int64_t i = 0; i < n; i++)
+                    for (int64_t ch = 0; ch < c; ch++)
+                        for (int64_t sp = 0; sp < h * w; sp++) {
+                            size_t at = (size_t)((i * c + ch) * h * w + sp);
+                            unsigned char bits[4];
+                            gpu_encode(st, &yf[(i * h * w + sp) * cp + ch], bits, 1);
+                            ck_assert_msg(memcmp(z + at * ses, bits, ses) == 0,
+                                          "%s -> %s -> %s shape %zu element %zu differs",
+                                          gpu_dtype_tag(st), gpu_dtype_tag(dt), gpu_dtype_tag(st),
+                                          t, at);
+                        }
+                free(x), free(xs), free(y), free(z), free(want), free(yf);
+                gpu_free(dx);
+                gpu_free(dy);
+                gpu_free(dz);
+            }
+}
+END_TEST
+
+/* kern_f32_to_bf16 / kern_bf16_to_f32 as test_dense_casts: tails, misaligned buffers, ties,
+ * overflow to infinity and fp32 subnormals (bf16 keeps fp32's exponent range). Bit-exact. */
+START_TEST(test_dense_casts_bf16) {
+    const int64_t counts[] = {1, 7, 8, 1001, 65536 + 3};
+    for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++)
+        for (size_t misalign = 0; misalign <= 4; misalign += 4) {
+            int64_t n = counts[t];
+            float *x = random_floats((size_t)n, 450 + t, -100, 100);
+            if (n > 4)
+                x[0] = 3.4e38f, x[1] = -1e-39f, x[2] = 1.0f + 1.0f / 256,
+                x[3] = 1.0f + 3.0f / 256, x[4] = -0.0f; /* inf, subnormal, ties, -0 */
+            unsigned char *dx = gpu_upload(NULL, (size_t)n * 4 + 8);
+            unsigned char *dh = gpu_upload(NULL, (size_t)n * 2 + 8);
+            unsigned char *dz = gpu_upload(NULL, (size_t)n * 4 + 8);
+            ck_assert_int_eq(cudaMemcpy(dx + misalign, x, (size_t)n * 4, cudaMemcpyHostToDevice),
+                             cudaSuccess);
+            ck_assert_tci_ok(
+                kern_f32_to_bf16((const float *)(dx + misalign), dh + misalign / 2, n, 0));
+            ck_assert_tci_ok(kern_bf16_to_f32(dh + misalign / 2, (float *)(dz + misalign), n, 0));
+            gpu_sync();
+            uint16_t *h = malloc((size_t)n * 2);
+            float *z = malloc((size_t)n * 4);
+            gpu_download(h, dh + misalign / 2, (size_t)n * 2);
+            gpu_download(z, dz + misalign, (size_t)n * 4);
+            for (int64_t i = 0; i < n; i++) {
+                ck_assert_msg(h[i] == gpu_float_to_bf16(x[i]),
+                              "count %lld element %lld: 0x%04x vs 0x%04x", (long long)n,
+                              (long long)i, h[i], gpu_float_to_bf16(x[i]));
+                ck_assert_msg(memcmp(&z[i], &(float){gpu_bf16_to_float(h[i])}, 4) == 0,
+                              "count %lld element %lld back: %g vs %g", (long long)n, (long long)i,
+                              z[i], gpu_bf16_to_float(h[i]));
+            }
+            free(x);
+            free(h);
+            free(z);
+            gpu_free(dx);
+            gpu_free(dh);
+            gpu_free(dz);
+        }
+    void *d = gpu_upload(NULL, 64);
+    ck_assert_tci_error(kern_f32_to_bf16(d, d, -1, 0), TCI_ERR_INVALID_ARGUMENT, "negative count");
+    ck_assert_tci_error(kern_bf16_to_f32(NULL, d, 4, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "kern_bf16_to_f32: NULL buffer");
+    ck_assert_tci_error(kern_nchw_to_nhwc8(d, TCI_DTYPE_DOUBLE, d, BF16, 1, 8, 1, 1, 0),
+                        TCI_ERR_UNSUPPORTED, "fp16, bf16 or fp32");
+    ck_assert_tci_error(kern_nhwc8_to_nchw(d, BF16, d, TCI_DTYPE_INT8, 1, 8, 1, 1, 0),
+                        TCI_ERR_UNSUPPORTED, "int8");
+    gpu_free(d);
+}
+END_TEST
+
+/* kern_cast to and from bf16: floats round once to nearest even, bf16 widens exactly, to integers
+ * truncates toward zero, to bool is x != 0. */
+START_TEST(test_cast_bf16) {
+    enum { N = 9 };
+    const float f[N] = {1.0f + 1.0f / 256, -2.75f, 0.0f, 300.5f, -0.4f, 1e-39f, 3.4e38f, 7.0f, -1e4f};
+    uint16_t h[N];
+    gpu_to_half(f, h, N);
+    float *df = gpu_upload(f, sizeof f);
+    void *dh = gpu_upload(h, sizeof h), *db = gpu_upload(NULL, N * 2), *dx = gpu_upload(NULL, N * 8);
+    uint16_t b[N], back[N];
+    /* fp32 -> bf16 -> fp32 */
+    ck_assert_tci_ok(kern_cast(df, TCI_DTYPE_FLOAT, db, TCI_DTYPE_BFLOAT16, N, 0));
+    gpu_sync();
+    gpu_download(b, db, sizeof b);
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], gpu_float_to_bf16(f[i]));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_FLOAT, N, 0));
+    float wide[N];
+    gpu_sync();
+    gpu_download(wide, dx, sizeof wide);
+    for (int i = 0; i < N; i++) ck_assert_float_eq(wide[i], gpu_bf16_to_float(b[i]));
+    /* fp16 -> bf16 and bf16 -> fp16: one rounding from the exact source value */
+    ck_assert_tci_ok(kern_cast(dh, TCI_DTYPE_FLOAT16, db, TCI_DTYPE_BFLOAT16, N, 0));
+    gpu_sync();
+    gpu_download(b, db, sizeof b);
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], gpu_float_to_bf16(op_half_to_float(h[i])));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dh, TCI_DTYPE_FLOAT16, N, 0));
+    gpu_sync();
+    gpu_download(back, dh, sizeof back);
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(back[i], op_float_to_half(gpu_bf16_to_float(b[i])));
+    /* bf16 -> int64 (toward zero) and bool; int64 -> bf16 */
+    ck_assert_tci_ok(kern_cast(df, TCI_DTYPE_FLOAT, db, TCI_DTYPE_BFLOAT16, 6, 0));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_INT64, 6, 0));
+    int64_t ints[6];
+    gpu_sync();
+    gpu_download(ints, dx, sizeof ints);
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(ints[i], (int64_t)gpu_bf16_to_float(gpu_float_to_bf16(f[i])));
+    ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_BOOL, 6, 0));
+    uint8_t flags[6];
+    gpu_sync();
+    gpu_download(flags, dx, sizeof flags);
+    for (int i = 0; i < 6; i++) ck_assert_uint_eq(flags[i], f[i] != 0.0f);
+    const int64_t big[3] = {257, -3, 1000001};
+    void *di = gpu_upload(big, sizeof big);
+    ck_assert_tci_ok(kern_cast(di, TCI_DTYPE_INT64, db, TCI_DTYPE_BFLOAT16, 3, 0));
+    gpu_sync();
+    gpu_download(b, db, 6);
+    for (int i = 0; i < 3; i++) ck_assert_uint_eq(b[i], gpu_float_to_bf16((float)big[i]));
+    ck_assert_tci_error(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_DOUBLE, 3, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "bfloat16 -> double");
+    gpu_free(df), gpu_free(dh), gpu_free(db), gpu_free(dx), gpu_free(di);
+}
+END_TEST
+
 START_TEST(test_layout_errors) {
     static const unsigned char zeros[128];
     void *d = gpu_upload(zeros, sizeof zeros);
@@ -207,7 +377,7 @@ static float pool_ref(const kern_pool2d_desc *p, const float *x, int64_t img, in
         }
     }
     if (p->mode == KERN_POOL_MAX)
-        return taps ? (float)acc : -65504.0f;
+        return taps ? (float)acc : p->dtype == BF16 ? -3.38953139e38f : -65504.0f;
     int64_t divisor = p->count_include_pad ? counted_h * counted_w : taps;
     return divisor ? (float)(acc / (double)divisor) : 0.0f;
 }
@@ -217,10 +387,12 @@ typedef struct pool_case {
     bool ceil_mode;
 } pool_case;
 
-static void check_pool(const pool_case *pc, kern_pool_mode mode, int count_include_pad,
-                       uint64_t seed) {
+/* dt: fp16 or bf16 storage */
+static void check_pool(tci_dtype dt, const pool_case *pc, kern_pool_mode mode,
+                       int count_include_pad, uint64_t seed) {
     kern_pool2d_desc p;
     memset(&p, 0, sizeof p);
+    p.dtype = dt == BF16 ? BF16 : 0; /* 0: fp16, as a zeroed desc */
     p.mode = mode;
     p.count_include_pad = count_include_pad;
     p.n = pc->n, p.c = pc->c, p.in_h = pc->h, p.in_w = pc->w;
@@ -234,9 +406,8 @@ static void check_pool(const pool_case *pc, kern_pool_mode mode, int count_inclu
     size_t in_padded = (size_t)(pc->n * pc->h * pc->w * cp),
            out_padded = (size_t)(pc->n * p.out_h * p.out_w * cp);
     float *x = random_floats(dense, seed, -3, 3);
-    for (size_t i = 0; i < dense; i++)
-        x[i] = round_half(x[i]);
-    uint16_t *xh = host_to_nhwc8(x, pc->n, pc->c, pc->h, pc->w);
+    gpu_round_to(dt, x, dense);
+    uint16_t *xh = host_to_nhwc8_as(dt, x, pc->n, pc->c, pc->h, pc->w);
     void *dx = gpu_upload(xh, in_padded * 2);
     void *dy = gpu_upload(NULL, out_padded * 2);
     ck_assert_tci_ok(kern_pool2d(&p, dx, dy, 0));
@@ -247,18 +418,19 @@ static void check_pool(const pool_case *pc, kern_pool_mode mode, int count_inclu
         for (int64_t oh = 0; oh < p.out_h; oh++)
             for (int64_t ow = 0; ow < p.out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
-                    float got =
-                        op_half_to_float(y[((img * p.out_h + oh) * p.out_w + ow) * cp + ch]);
+                    float got = 0.0f;
+                    gpu_decode(dt, &y[((img * p.out_h + oh) * p.out_w + ow) * cp + ch], &got, 1);
                     if (ch >= pc->c) {
                         ck_assert_msg(y[((img * p.out_h + oh) * p.out_w + ow) * cp + ch] == 0,
                                       "padded channel %lld is %g", (long long)ch, got);
                         continue;
                     }
                     float want = pool_ref(&p, x, img, ch, oh, ow);
+                    const double tol = dt == BF16 ? GPU_BF16_TOL : 2e-3;
                     ck_assert_msg(
-                        fabsf(got - want) <= 2e-3f * fmaxf(1.0f, fabsf(want)),
-                        "%s cip %d out %lldx%lld at (%lld,%lld,%lld,%lld): got %g want %g",
-                        mode == KERN_POOL_MAX ? "max" : "avg", count_include_pad,
+                        fabs((double)got - want) <= tol * fmax(1.0, fabs(want)),
+                        "%s %s cip %d out %lldx%lld at (%lld,%lld,%lld,%lld): got %g want %g",
+                        gpu_dtype_tag(dt), mode == KERN_POOL_MAX ? "max" : "avg", count_include_pad,
                         (long long)p.out_h, (long long)p.out_w, (long long)img, (long long)ch,
                         (long long)oh, (long long)ow, got, want);
                 }
@@ -284,9 +456,9 @@ static const pool_case pool_cases[] = {
 
 START_TEST(test_pool2d) {
     for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
-        check_pool(&pool_cases[i], KERN_POOL_MAX, 0, 500 + i);
-        check_pool(&pool_cases[i], KERN_POOL_AVG, 0, 600 + i);
-        check_pool(&pool_cases[i], KERN_POOL_AVG, 1, 700 + i);
+        check_pool(F16, &pool_cases[i], KERN_POOL_MAX, 0, 500 + i);
+        check_pool(F16, &pool_cases[i], KERN_POOL_AVG, 0, 600 + i);
+        check_pool(F16, &pool_cases[i], KERN_POOL_AVG, 1, 700 + i);
     }
 }
 END_TEST
@@ -303,17 +475,17 @@ START_TEST(test_pool_out_sizes) {
 }
 END_TEST
 
-static void check_global(kern_pool_mode mode, int64_t n, int64_t c, int64_t h, int64_t w,
-                         uint64_t seed) {
+static void check_global(tci_dtype dt, kern_pool_mode mode, int64_t n, int64_t c, int64_t h,
+                         int64_t w, uint64_t seed) {
     int64_t cp = round8(c);
     size_t dense = (size_t)(n * c * h * w), padded = (size_t)(n * h * w * cp);
     float *x = random_floats(dense, seed, -2, 3);
-    for (size_t i = 0; i < dense; i++)
-        x[i] = round_half(x[i]);
-    uint16_t *xh = host_to_nhwc8(x, n, c, h, w);
+    gpu_round_to(dt, x, dense);
+    uint16_t *xh = host_to_nhwc8_as(dt, x, n, c, h, w);
     void *dx = gpu_upload(xh, padded * 2);
     void *dy = gpu_upload(NULL, (size_t)(n * cp) * 2);
-    ck_assert_tci_ok(kern_global_pool(mode, dx, dy, n, c, h, w, 0));
+    if (dt == BF16) ck_assert_tci_ok(kern_global_pool_dtype(mode, dx, dy, n, c, h, w, dt, 0));
+    else ck_assert_tci_ok(kern_global_pool(mode, dx, dy, n, c, h, w, 0));
     gpu_sync();
     uint16_t *y = malloc((size_t)(n * cp) * 2);
     gpu_download(y, dy, (size_t)(n * cp) * 2);
@@ -331,10 +503,11 @@ static void check_global(kern_pool_mode mode, int64_t n, int64_t c, int64_t h, i
                 acc = mode == KERN_POOL_MAX ? fmax(acc, plane[s]) : acc + plane[s];
             if (mode == KERN_POOL_AVG)
                 acc /= (double)(h * w);
-            float got = op_half_to_float(bits);
-            ck_assert_msg(fabs(got - acc) <= 2e-3 * fmax(1.0, fabs(acc)),
-                          "global %s %lldx%lldx%lld image %lld channel %lld: got %g want %g",
-                          mode == KERN_POOL_MAX ? "max" : "avg", (long long)c, (long long)h,
+            float got = 0.0f;
+            gpu_decode(dt, &bits, &got, 1);
+            ck_assert_msg(fabs(got - acc) <= (dt == BF16 ? GPU_BF16_TOL : 2e-3) * fmax(1.0, fabs(acc)),
+                          "global %s %s %lldx%lldx%lld image %lld channel %lld: got %g want %g",
+                          gpu_dtype_tag(dt), mode == KERN_POOL_MAX ? "max" : "avg", (long long)c, (long long)h,
                           (long long)w, (long long)img, (long long)ch, got, acc);
         }
     free(x);
@@ -351,7 +524,7 @@ START_TEST(test_global_pool) {
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int mode = 0; mode < 2; mode++)
-            check_global((kern_pool_mode)mode, shapes[i][0], shapes[i][1], shapes[i][2],
+            check_global(F16, (kern_pool_mode)mode, shapes[i][0], shapes[i][1], shapes[i][2],
                          shapes[i][3], 800 + i);
 }
 END_TEST
@@ -375,6 +548,29 @@ START_TEST(test_global_avg_accumulates_fp32) {
     free(xh);
     gpu_free(dx);
     gpu_free(dy);
+}
+END_TEST
+
+/* bf16 storage: every windowed case and the global shapes of the fp16 tests (padded channels
+ * zero, max windows that miss the input give bf16's lowest finite value). */
+START_TEST(test_pool_bf16) {
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
+        check_pool(BF16, &pool_cases[i], KERN_POOL_MAX, 0, 1500 + i);
+        check_pool(BF16, &pool_cases[i], KERN_POOL_AVG, 0, 1600 + i);
+        check_pool(BF16, &pool_cases[i], KERN_POOL_AVG, 1, 1700 + i);
+    }
+    const int64_t shapes[][4] = {{2, 13, 56, 56}, {2, 2048, 7, 7}, {2, 5, 3, 11}, {65, 8, 2, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int mode = 0; mode < 2; mode++)
+            check_global(BF16, (kern_pool_mode)mode, shapes[i][0], shapes[i][1], shapes[i][2],
+                         shapes[i][3], 1800 + i);
+    kern_pool2d_desc p;
+    memset(&p, 0, sizeof p);
+    p.dtype = TCI_DTYPE_INT64;
+    ck_assert_tci_error(kern_pool2d(&p, NULL, NULL, 0), TCI_ERR_UNSUPPORTED, "int64");
+    ck_assert_tci_error(kern_global_pool_dtype(KERN_POOL_MAX, NULL, NULL, 1, 8, 1, 1,
+                                               TCI_DTYPE_DOUBLE, 0),
+                        TCI_ERR_UNSUPPORTED, "fp16, bf16 or fp32");
 }
 END_TEST
 
@@ -424,11 +620,15 @@ int main(void) {
     tcase_add_test(tc, test_nchw_f32_nhwc8_round_trip);
     tcase_add_test(tc, test_nchw_f16_nhwc8_round_trip);
     tcase_add_test(tc, test_dense_casts);
+    tcase_add_test(tc, test_layout_any_pairing);
+    tcase_add_test(tc, test_dense_casts_bf16);
+    tcase_add_test(tc, test_cast_bf16);
     tcase_add_test(tc, test_layout_errors);
     tcase_add_test(tc, test_pool_out_sizes);
     tcase_add_test(tc, test_pool2d);
     tcase_add_test(tc, test_global_pool);
     tcase_add_test(tc, test_global_avg_accumulates_fp32);
+    tcase_add_test(tc, test_pool_bf16);
     tcase_add_test(tc, test_pool_errors);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);

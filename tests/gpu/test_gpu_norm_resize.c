@@ -1,5 +1,5 @@
 /* GPU softmax, LayerNormalization, Reduce and Resize kernels (src/kernels/norm.h, resize.h)
- * against double-precision C references on the same fp16-rounded inputs. */
+ * against double-precision C references on the same fp16- (or bf16-) rounded inputs. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,29 +9,37 @@
 #include "kernels/norm.h"
 #include "kernels/resize.h"
 
-/* n random fp16 values in [lo, hi): bits in *out_bits, their exact values as floats in *out. */
-static void random_half(size_t n, uint64_t seed, float lo, float hi, uint16_t **out_bits,
-                        float **out) {
+#define F16 TCI_DTYPE_FLOAT16
+#define BF16 TCI_DTYPE_BFLOAT16
+
+/* n random values of dt (fp16 or bf16) in [lo, hi): bits in *out_bits, their exact values as
+ * floats in *out. */
+static void random_half(tci_dtype dt, size_t n, uint64_t seed, float lo, float hi,
+                        uint16_t **out_bits, float **out) {
     float *f = malloc(sizeof(float) * (n ? n : 1));
     uint16_t *h = malloc(sizeof(uint16_t) * (n ? n : 1));
     ck_assert_ptr_nonnull(f);
     ck_assert_ptr_nonnull(h);
     gpu_fill_random(f, n, seed, lo, hi);
-    gpu_to_half(f, h, n);
-    gpu_from_half(h, f, n);
+    gpu_encode(dt, f, h, n);
+    gpu_decode(dt, h, f, n);
     *out_bits = h;
     *out = f;
 }
 
-/* Downloads n fp16 values as floats. */
-static float *download_half(const void *device, size_t n) {
+/* Downloads n fp16 (bf16) values as floats. */
+static float *download_half(tci_dtype dt, const void *device, size_t n) {
     uint16_t *h = malloc(2 * (n ? n : 1));
     float *f = malloc(sizeof(float) * (n ? n : 1));
     gpu_download(h, device, 2 * n);
-    gpu_from_half(h, f, n);
+    gpu_decode(dt, h, f, n);
     free(h);
     return f;
 }
+
+/* The relative tolerance of a test whose fp16 bound is f16_tol: bf16 outputs are rounded once to
+ * 8 significant bits, see GPU_BF16_TOL. */
+static double tol_for(tci_dtype dt, double f16_tol) { return dt == BF16 ? GPU_BF16_TOL : f16_tol; }
 
 /* |got - want| <= rel * max(floor, |want|) everywhere (NaN matches NaN only). */
 static void assert_close(const float *got, const double *want, size_t n, double rel, double floor_,
@@ -51,29 +59,36 @@ static void assert_close(const float *got, const double *want, size_t n, double 
 
 /* Rows (inner == 1 through kern_*softmax_rows, else kern_softmax_strided); a few -inf inputs
  * (masked positions) when mask is set. */
-static void check_softmax(int64_t outer, int64_t len, int64_t inner, int log_, int mask,
-                          uint64_t seed) {
+static void check_softmax(tci_dtype dt, int64_t outer, int64_t len, int64_t inner, int log_,
+                          int mask, uint64_t seed) {
     size_t n = (size_t)(outer * len * inner);
     uint16_t *xh;
     float *x;
-    random_half(n, seed, -8.0f, 8.0f, &xh, &x);
+    random_half(dt, n, seed, -8.0f, 8.0f, &xh, &x);
     if (mask)
-        for (size_t i = 3; i < n; i += 7) xh[i] = 0xfc00, x[i] = -INFINITY;
+        for (size_t i = 3; i < n; i += 7) xh[i] = dt == BF16 ? 0xff80 : 0xfc00, x[i] = -INFINITY;
     double *want = malloc(sizeof(double) * n);
     gpu_softmax_reference(x, want, outer, len, inner, log_);
     void *dx = gpu_upload(xh, 2 * n), *dy = gpu_upload(NULL, 2 * n);
-    if (inner == 1 && log_) ck_assert_tci_ok(kern_log_softmax_rows(dx, dy, outer, len, 0));
+    if (dt == BF16 && inner == 1 && log_)
+        ck_assert_tci_ok(kern_log_softmax_rows_dtype(dx, dy, outer, len, dt, 0));
+    else if (dt == BF16 && inner == 1)
+        ck_assert_tci_ok(kern_softmax_rows_dtype(dx, dy, outer, len, dt, 0));
+    else if (dt == BF16)
+        ck_assert_tci_ok(kern_softmax_strided_dtype(dx, dy, outer, len, inner, log_, dt, 0));
+    else if (inner == 1 && log_) ck_assert_tci_ok(kern_log_softmax_rows(dx, dy, outer, len, 0));
     else if (inner == 1) ck_assert_tci_ok(kern_softmax_rows(dx, dy, outer, len, 0));
     else ck_assert_tci_ok(kern_softmax_strided(dx, dy, outer, len, inner, log_, 0));
     gpu_sync();
-    float *got = download_half(dy, n);
+    float *got = download_half(dt, dy, n);
+    const double tol = tol_for(dt, 2e-3);
     if (log_) { /* -inf in, -inf out */
         for (size_t i = 0; i < n; i++)
             if (isinf(want[i])) ck_assert_msg(isinf(got[i]) && got[i] < 0, "log_softmax[%zu]", i);
-            else ck_assert_msg(fabs(got[i] - want[i]) <= 2e-3 * fmax(1.0, fabs(want[i])),
+            else ck_assert_msg(fabs(got[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
                                "log_softmax[%zu] = %g, want %g", i, (double)got[i], want[i]);
     } else {
-        assert_close(got, want, n, 2e-3, 1e-3, "softmax");
+        assert_close(got, want, n, tol, 1e-3, "softmax");
     }
     gpu_free(dx);
     gpu_free(dy);
@@ -84,32 +99,32 @@ static void check_softmax(int64_t outer, int64_t len, int64_t inner, int log_, i
 }
 
 START_TEST(test_softmax_rows) {
-    check_softmax(37, 7, 1, 0, 0, 1);      /* warp per row, scalar loads */
-    check_softmax(13, 1000, 1, 0, 0, 2);   /* warp per row, vectors */
-    check_softmax(5, 4096, 1, 0, 0, 3);    /* block per row */
-    check_softmax(3, 32768, 1, 0, 0, 4);
-    check_softmax(4, 1001, 1, 0, 1, 5);    /* block, scalar, masked */
-    check_softmax(9, 64, 1, 0, 1, 6);
+    check_softmax(F16, 37, 7, 1, 0, 0, 1);      /* warp per row, scalar loads */
+    check_softmax(F16, 13, 1000, 1, 0, 0, 2);   /* warp per row, vectors */
+    check_softmax(F16, 5, 4096, 1, 0, 0, 3);    /* block per row */
+    check_softmax(F16, 3, 32768, 1, 0, 0, 4);
+    check_softmax(F16, 4, 1001, 1, 0, 1, 5);    /* block, scalar, masked */
+    check_softmax(F16, 9, 64, 1, 0, 1, 6);
     /* several rows per warp: 8, 4, 2 and 1 lanes per row, rows not filling the last block */
-    check_softmax(77, 3, 1, 0, 0, 7);
-    check_softmax(1001, 32, 1, 0, 0, 8);
-    check_softmax(45, 16, 1, 0, 1, 9);
-    check_softmax(50, 1, 1, 0, 0, 10);
+    check_softmax(F16, 77, 3, 1, 0, 0, 7);
+    check_softmax(F16, 1001, 32, 1, 0, 0, 8);
+    check_softmax(F16, 45, 16, 1, 0, 1, 9);
+    check_softmax(F16, 50, 1, 1, 0, 0, 10);
 }
 END_TEST
 
 START_TEST(test_log_softmax_rows) {
-    check_softmax(37, 7, 1, 1, 0, 11);
-    check_softmax(13, 1000, 1, 1, 0, 12);
-    check_softmax(5, 4096, 1, 1, 1, 13);
-    check_softmax(2, 5003, 1, 1, 0, 14);
+    check_softmax(F16, 37, 7, 1, 1, 0, 11);
+    check_softmax(F16, 13, 1000, 1, 1, 0, 12);
+    check_softmax(F16, 5, 4096, 1, 1, 1, 13);
+    check_softmax(F16, 2, 5003, 1, 1, 0, 14);
 }
 END_TEST
 
 START_TEST(test_softmax_strided) {
-    check_softmax(3, 19, 37, 0, 0, 21);
-    check_softmax(2, 1000, 9, 1, 0, 22);
-    check_softmax(4, 5, 300, 0, 1, 23);
+    check_softmax(F16, 3, 19, 37, 0, 0, 21);
+    check_softmax(F16, 2, 1000, 9, 1, 0, 22);
+    check_softmax(F16, 4, 5, 300, 0, 1, 23);
 }
 END_TEST
 
@@ -126,14 +141,14 @@ END_TEST
 
 /* ---- layer normalisation ---- */
 
-static void check_layernorm(int64_t rows, int64_t len, int with_beta, int with_stats,
-                            uint64_t seed) {
+static void check_layernorm(tci_dtype dt, int64_t rows, int64_t len, int with_beta,
+                            int with_stats, uint64_t seed) {
     size_t n = (size_t)(rows * len);
     uint16_t *xh, *gh, *bh;
     float *x, *g, *b;
-    random_half(n, seed, -3.0f, 5.0f, &xh, &x);
-    random_half((size_t)len, seed + 1, 0.5f, 1.5f, &gh, &g);
-    random_half((size_t)len, seed + 2, -1.0f, 1.0f, &bh, &b);
+    random_half(dt, n, seed, -3.0f, 5.0f, &xh, &x);
+    random_half(dt, (size_t)len, seed + 1, 0.5f, 1.5f, &gh, &g);
+    random_half(dt, (size_t)len, seed + 2, -1.0f, 1.0f, &bh, &b);
     const float eps = 1e-5f;
     double *want = malloc(sizeof(double) * n), *want_mean = malloc(sizeof(double) * (size_t)rows),
            *want_inv = malloc(sizeof(double) * (size_t)rows);
@@ -142,12 +157,17 @@ static void check_layernorm(int64_t rows, int64_t len, int with_beta, int with_s
     void *dg = gpu_upload(gh, 2 * (size_t)len), *db = gpu_upload(bh, 2 * (size_t)len);
     float *dmean = gpu_upload(NULL, sizeof(float) * (size_t)rows);
     float *dinv = gpu_upload(NULL, sizeof(float) * (size_t)rows);
-    ck_assert_tci_ok(kern_layernorm_rows(dx, dg, with_beta ? db : NULL, dy,
-                                         with_stats ? dmean : NULL, with_stats ? dinv : NULL,
-                                         rows, len, eps, 0));
+    if (dt == BF16)
+        ck_assert_tci_ok(kern_layernorm_rows_dtype(dx, dg, with_beta ? db : NULL, dy,
+                                                   with_stats ? dmean : NULL,
+                                                   with_stats ? dinv : NULL, rows, len, eps, dt, 0));
+    else
+        ck_assert_tci_ok(kern_layernorm_rows(dx, dg, with_beta ? db : NULL, dy,
+                                             with_stats ? dmean : NULL, with_stats ? dinv : NULL,
+                                             rows, len, eps, 0));
     gpu_sync();
-    float *got = download_half(dy, n);
-    assert_close(got, want, n, 4e-3, 1.0, "layernorm");
+    float *got = download_half(dt, dy, n);
+    assert_close(got, want, n, tol_for(dt, 4e-3), 1.0, "layernorm");
     if (with_stats) {
         float *mean = malloc(sizeof(float) * (size_t)rows), *inv = malloc(sizeof(float) * (size_t)rows);
         gpu_download(mean, dmean, sizeof(float) * (size_t)rows);
@@ -168,13 +188,13 @@ static void check_layernorm(int64_t rows, int64_t len, int with_beta, int with_s
 }
 
 START_TEST(test_layernorm) {
-    check_layernorm(33, 768, 1, 1, 31);   /* warp per row, vectors */
-    check_layernorm(33, 768, 0, 0, 32);   /* no beta */
-    check_layernorm(10, 7, 1, 1, 33);     /* scalar */
-    check_layernorm(5, 3000, 1, 1, 34);   /* block per row */
-    check_layernorm(3, 2053, 0, 1, 35);   /* block, scalar */
-    check_layernorm(45, 16, 1, 1, 36);    /* two lanes per row */
-    check_layernorm(301, 3, 0, 1, 37);
+    check_layernorm(F16, 33, 768, 1, 1, 31);   /* warp per row, vectors */
+    check_layernorm(F16, 33, 768, 0, 0, 32);   /* no beta */
+    check_layernorm(F16, 10, 7, 1, 1, 33);     /* scalar */
+    check_layernorm(F16, 5, 3000, 1, 1, 34);   /* block per row */
+    check_layernorm(F16, 3, 2053, 0, 1, 35);   /* block, scalar */
+    check_layernorm(F16, 45, 16, 1, 1, 36);    /* two lanes per row */
+    check_layernorm(F16, 301, 3, 0, 1, 37);
     ck_assert_tci_error(kern_layernorm_rows((void *)16, NULL, NULL, (void *)16, NULL, NULL, 2, 8,
                                             1e-5f, 0),
                         TCI_ERR_INVALID_ARGUMENT, "NULL gamma");
@@ -185,8 +205,8 @@ END_TEST
 
 /* ---- reduce ---- */
 
-static void check_reduce(int rank, const int64_t *dims, unsigned mask, kern_reduce_op op,
-                         uint64_t seed) {
+static void check_reduce(tci_dtype dt, int rank, const int64_t *dims, unsigned mask,
+                         kern_reduce_op op, uint64_t seed) {
     int64_t n = 1, outputs = 1, count = 1, out_dims[6], strides[6];
     for (int d = rank - 1; d >= 0; d--) strides[d] = n, n *= dims[d];
     for (int d = 0; d < rank; d++) {
@@ -196,7 +216,7 @@ static void check_reduce(int rank, const int64_t *dims, unsigned mask, kern_redu
     }
     uint16_t *xh;
     float *x;
-    random_half((size_t)n, seed, -1.0f, 1.0f, &xh, &x);
+    random_half(dt, (size_t)n, seed, -1.0f, 1.0f, &xh, &x);
     double *want = calloc((size_t)(outputs ? outputs : 1), sizeof(double));
     for (int64_t i = 0; i < n; i++) {
         int64_t r = i, o = 0;
@@ -210,10 +230,11 @@ static void check_reduce(int rank, const int64_t *dims, unsigned mask, kern_redu
     for (int64_t o = 0; o < outputs; o++)
         if (op == KERN_REDUCE_MEAN) want[o] = count ? want[o] / (double)count : NAN;
     void *dx = gpu_upload(xh, 2 * (size_t)n), *dy = gpu_upload(NULL, 2 * (size_t)outputs);
-    ck_assert_tci_ok(kern_reduce(dx, dy, rank, dims, mask, op, 0));
+    if (dt == BF16) ck_assert_tci_ok(kern_reduce_dtype(dx, dy, rank, dims, mask, op, dt, 0));
+    else ck_assert_tci_ok(kern_reduce(dx, dy, rank, dims, mask, op, 0));
     gpu_sync();
-    float *got = download_half(dy, (size_t)outputs);
-    assert_close(got, want, (size_t)outputs, 3e-3, 1.0, "reduce");
+    float *got = download_half(dt, dy, (size_t)outputs);
+    assert_close(got, want, (size_t)outputs, tol_for(dt, 3e-3), 1.0, "reduce");
     (void)strides;
     gpu_free(dx);
     gpu_free(dy);
@@ -221,34 +242,34 @@ static void check_reduce(int rank, const int64_t *dims, unsigned mask, kern_redu
 }
 
 START_TEST(test_reduce_inner) {
-    check_reduce(3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);   /* rows, scalar */
-    check_reduce(3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);  /* rows of 624, vectors */
-    check_reduce(2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);     /* block per row */
-    check_reduce(4, (int64_t[]){2, 3, 1, 7}, 0xd, KERN_REDUCE_MEAN, 44); /* size-1 dims */
-    check_reduce(2, (int64_t[]){7, 9}, 3, KERN_REDUCE_SUM, 45);         /* everything */
-    check_reduce(2, (int64_t[]){100, 8}, 2, KERN_REDUCE_SUM, 46);       /* one lane per row */
-    check_reduce(2, (int64_t[]){37, 3}, 2, KERN_REDUCE_MEAN, 47);
+    check_reduce(F16, 3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);   /* rows, scalar */
+    check_reduce(F16, 3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);  /* rows of 624, vectors */
+    check_reduce(F16, 2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);     /* block per row */
+    check_reduce(F16, 4, (int64_t[]){2, 3, 1, 7}, 0xd, KERN_REDUCE_MEAN, 44); /* size-1 dims */
+    check_reduce(F16, 2, (int64_t[]){7, 9}, 3, KERN_REDUCE_SUM, 45);         /* everything */
+    check_reduce(F16, 2, (int64_t[]){100, 8}, 2, KERN_REDUCE_SUM, 46);       /* one lane per row */
+    check_reduce(F16, 2, (int64_t[]){37, 3}, 2, KERN_REDUCE_MEAN, 47);
 }
 END_TEST
 
 START_TEST(test_reduce_outer) {
-    check_reduce(3, (int64_t[]){50, 7, 3}, 1, KERN_REDUCE_SUM, 51);          /* columns */
-    check_reduce(4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);     /* NHWC over H, W */
-    check_reduce(3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);       /* long columns */
-    check_reduce(2, (int64_t[]){300, 37}, 1, KERN_REDUCE_SUM, 54);
-    check_reduce(3, (int64_t[]){3, 2000, 64}, 2, KERN_REDUCE_SUM, 55);       /* vectors, deep */
-    check_reduce(3, (int64_t[]){4, 3, 16}, 2, KERN_REDUCE_MEAN, 56);         /* short columns */
-    check_reduce(3, (int64_t[]){40, 50, 264}, 2, KERN_REDUCE_MEAN, 57);      /* many blocks */
+    check_reduce(F16, 3, (int64_t[]){50, 7, 3}, 1, KERN_REDUCE_SUM, 51);          /* columns */
+    check_reduce(F16, 4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);     /* NHWC over H, W */
+    check_reduce(F16, 3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);       /* long columns */
+    check_reduce(F16, 2, (int64_t[]){300, 37}, 1, KERN_REDUCE_SUM, 54);
+    check_reduce(F16, 3, (int64_t[]){3, 2000, 64}, 2, KERN_REDUCE_SUM, 55);       /* vectors, deep */
+    check_reduce(F16, 3, (int64_t[]){4, 3, 16}, 2, KERN_REDUCE_MEAN, 56);         /* short columns */
+    check_reduce(F16, 3, (int64_t[]){40, 50, 264}, 2, KERN_REDUCE_MEAN, 57);      /* many blocks */
 }
 END_TEST
 
 START_TEST(test_reduce_generic_and_edges) {
-    check_reduce(3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);          /* dims 0 and 2 */
-    check_reduce(5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, KERN_REDUCE_MEAN, 62);
-    check_reduce(3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63);         /* empty: NaN */
-    check_reduce(3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);          /* empty: 0 */
-    check_reduce(2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);             /* nothing reduced */
-    check_reduce(0, NULL, 0, KERN_REDUCE_MEAN, 66);                         /* scalar */
+    check_reduce(F16, 3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);          /* dims 0 and 2 */
+    check_reduce(F16, 5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, KERN_REDUCE_MEAN, 62);
+    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63);         /* empty: NaN */
+    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);          /* empty: 0 */
+    check_reduce(F16, 2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);             /* nothing reduced */
+    check_reduce(F16, 0, NULL, 0, KERN_REDUCE_MEAN, 66);                         /* scalar */
     ck_assert_tci_error(kern_reduce(NULL, NULL, 2, (int64_t[]){2, 2}, 4, KERN_REDUCE_SUM, 0),
                         TCI_ERR_INVALID_ARGUMENT, "beyond rank 2");
     ck_assert_tci_error(kern_reduce(NULL, NULL, 7, NULL, 0, KERN_REDUCE_SUM, 0),
@@ -306,11 +327,12 @@ static void ref_axis(const kern_resize_desc *d, int64_t o, double scale, int64_t
 static int resize_cases_run;
 
 static void check_resize(kern_resize_desc d, uint64_t seed) {
+    const tci_dtype dt = d.dtype == BF16 ? BF16 : F16;
     int64_t cp = (d.c + 7) / 8 * 8;
     size_t nin = (size_t)(d.n * d.in_h * d.in_w * cp), nout = (size_t)(d.n * d.out_h * d.out_w * cp);
     uint16_t *xh;
     float *x;
-    random_half(nin, seed, -2.0f, 2.0f, &xh, &x);
+    random_half(dt, nin, seed, -2.0f, 2.0f, &xh, &x);
     for (size_t i = 0; i < nin; i++)
         if ((int64_t)(i % (size_t)cp) >= d.c) xh[i] = 0, x[i] = 0.0f;
     double *want = malloc(sizeof(double) * nout);
@@ -334,7 +356,7 @@ static void check_resize(kern_resize_desc d, uint64_t seed) {
     gpu_sync();
     uint16_t *bits = malloc(2 * nout);
     gpu_download(bits, dy, 2 * nout);
-    float *got = download_half(dy, nout);
+    float *got = download_half(dt, dy, nout);
     for (size_t i = 0; i < nout; i++) {
         int64_t c = (int64_t)(i % (size_t)cp);
         if (c >= d.c) {
@@ -342,7 +364,8 @@ static void check_resize(kern_resize_desc d, uint64_t seed) {
                           bits[i]);
             continue;
         }
-        double tol = d.mode == KERN_RESIZE_NEAREST ? 0.0 : 2e-3 * fmax(1.0, fabs(want[i]));
+        double tol =
+            d.mode == KERN_RESIZE_NEAREST ? 0.0 : tol_for(dt, 2e-3) * fmax(1.0, fabs(want[i]));
         ck_assert_msg(fabs((double)got[i] - want[i]) <= tol,
                       "mode %d coord %d rounding %d %lldx%lld->%lldx%lld: [%zu] = %g, want %g",
                       (int)d.mode, (int)d.coord, (int)d.rounding, (long long)d.in_h,
@@ -397,6 +420,49 @@ START_TEST(test_resize_linear) {
         resize_shapes(d, 200 + (uint64_t)coord);
     }
     ck_assert_int_eq(resize_cases_run, 5 * 6);
+}
+END_TEST
+
+/* bf16 storage: the same kernels through the *_dtype launchers / desc.dtype, on a cross-section
+ * of the fp16 cases (every path: warp and block rows, scalar and vector loads, masked rows,
+ * strided, reduce rows / columns / generic / empty, resize nearest and linear with padded
+ * channels). */
+START_TEST(test_bf16) {
+    check_softmax(BF16, 37, 7, 1, 0, 0, 1);
+    check_softmax(BF16, 13, 1000, 1, 0, 0, 2);
+    check_softmax(BF16, 5, 4096, 1, 0, 1, 3);
+    check_softmax(BF16, 77, 3, 1, 0, 0, 7);
+    check_softmax(BF16, 13, 1000, 1, 1, 0, 12);
+    check_softmax(BF16, 4, 1001, 1, 1, 1, 13);
+    check_softmax(BF16, 3, 19, 37, 0, 0, 21);
+    check_softmax(BF16, 2, 1000, 9, 1, 1, 22);
+    check_layernorm(BF16, 33, 768, 1, 1, 31);
+    check_layernorm(BF16, 10, 7, 1, 1, 33);
+    check_layernorm(BF16, 3, 2053, 0, 1, 35);
+    check_layernorm(BF16, 5, 3000, 1, 0, 34);
+    check_reduce(BF16, 3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);
+    check_reduce(BF16, 3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);
+    check_reduce(BF16, 2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);
+    check_reduce(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);
+    check_reduce(BF16, 3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);
+    check_reduce(BF16, 3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);
+    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63); /* NaN bits of bf16 */
+    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);
+    check_reduce(BF16, 2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);
+    resize_cases_run = 0;
+    kern_resize_desc d = {.mode = KERN_RESIZE_NEAREST, .coord = KERN_RESIZE_HALF_PIXEL,
+                          .rounding = KERN_RESIZE_ROUND_PREFER_FLOOR, .dtype = BF16};
+    resize_shapes(d, 300);
+    d.mode = KERN_RESIZE_LINEAR;
+    resize_shapes(d, 310);
+    d.coord = KERN_RESIZE_ALIGN_CORNERS;
+    resize_shapes(d, 320);
+    ck_assert_int_eq(resize_cases_run, 3 * 6);
+    /* a dtype outside fp16 / bf16 / fp32 */
+    ck_assert_tci_error(kern_softmax_rows_dtype(NULL, NULL, 1, 1, TCI_DTYPE_DOUBLE, 0),
+                        TCI_ERR_UNSUPPORTED, "fp16, bf16 or fp32");
+    d.dtype = TCI_DTYPE_INT32;
+    ck_assert_tci_error(kern_resize_nhwc8(NULL, NULL, &d, 0), TCI_ERR_UNSUPPORTED, "int32");
 }
 END_TEST
 
@@ -475,6 +541,7 @@ int main(void) {
     tcase_add_test(tc, test_resize_linear);
     tcase_add_test(tc, test_resize_onnx_cases);
     tcase_add_test(tc, test_resize_errors);
+    tcase_add_test(tc, test_bf16);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
 }
