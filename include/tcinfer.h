@@ -130,7 +130,8 @@ typedef enum tci_precision {
 /* Kernel families for convolutions on the GPU (fp16). */
 typedef enum tci_kernels {
     TCI_KERNELS_AUTO = 0,    /* per layer, whichever is faster: tcinfer's WMMA kernels or cuDNN */
-    TCI_KERNELS_WMMA = 1,    /* tcinfer's WMMA kernels wherever one applies */
+    TCI_KERNELS_WMMA = 1,    /* tcinfer's own kernels wherever one applies (WMMA; for fp16
+                                GEMMs on Hopper also the wgmma kernel, whichever is faster) */
     TCI_KERNELS_LIBRARY = 2, /* cuDNN (and cuBLASLt for GEMMs) only */
 } tci_kernels;
 
@@ -238,8 +239,9 @@ typedef enum tci_device_layout {
                              of 8; channels C..Cp-1 are zero on input and written as zero */
 } tci_device_layout;
 
-/* How an engine input or output is held on the device: float tensors as fp16 (FLOAT16), 4-D
- * ones in NHWC8; other dtypes dense in their own dtype (BOOL as one byte). */
+/* How an engine input or output is held on the device: float tensors as fp16 (FLOAT16; BFLOAT16
+ * in bf16 engines, FLOAT where fp32 layers read or write them), 4-D ones in NHWC8; other dtypes
+ * dense in their own dtype (BOOL as one byte). */
 typedef struct tci_device_format {
     tci_dtype dtype;
     tci_device_layout layout;
@@ -290,7 +292,7 @@ tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_r
 
 /* One line per GPU step: index, the first node it implements, the ops fused into it (e.g.
  * "Conv+BatchNormalization+Add+Relu"), the kernel or library algorithm, and the layout of its
- * output ("NHWC8" or "dense"). */
+ * output ("NHWC8" or "dense", followed by " fp32" or " bf16" when it is not fp16). */
 typedef void (*tci_layer_fn)(size_t index, const char *node, const char *fused_ops,
                              const char *kernel, const char *layout, void *user);
 tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *user);

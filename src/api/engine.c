@@ -157,15 +157,18 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     bool keep_pristine = TCI_HAVE_CUDA && options->backend == TCI_BACKEND_GPU &&
                          !options->plan_only && !options->mark_all_outputs;
     if (st == TCI_OK && options->precision != TCI_PRECISION_FP16 &&
-        options->precision != TCI_PRECISION_FP32 && options->precision != TCI_PRECISION_TF32)
+        options->precision != TCI_PRECISION_FP32 && options->precision != TCI_PRECISION_TF32 &&
+        options->precision != TCI_PRECISION_BF16)
         st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)options->precision);
     if (st == TCI_OK && (options->kernels < TCI_KERNELS_AUTO || options->kernels > TCI_KERNELS_LIBRARY))
         st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown kernel family %d", (int)options->kernels);
     if (st == TCI_OK) st = copy_strings(options->fp32_layers, &e->fp32_layers);
     if (st == TCI_OK) {
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
-        e->plan_options.all_fp32 = options->precision != TCI_PRECISION_FP16;
+        e->plan_options.all_fp32 = options->precision == TCI_PRECISION_FP32 ||
+                                   options->precision == TCI_PRECISION_TF32;
         e->plan_options.tf32 = options->precision == TCI_PRECISION_TF32;
+        e->plan_options.bf16 = options->precision == TCI_PRECISION_BF16;
         e->precision = options->precision;
         e->kernels = options->kernels;
     }
@@ -375,7 +378,9 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         }
         if (fp32_layers) fp32_layers[kept] = NULL;
         f.fp32_layers = fp32_layers;
-        if (st == TCI_OK) st = fp16_weights(g, &engine->plan_options, &mask, &f.fp16_tensors);
+        /* bf16 engines keep fp32 weights: fp16 then bf16 would round them twice */
+        if (st == TCI_OK && engine->precision != TCI_PRECISION_BF16)
+            st = fp16_weights(g, &engine->plan_options, &mask, &f.fp16_tensors);
         if (st == TCI_OK) st = onnx_save_model(g, mask, &f.model, &f.model_size);
         if (st == TCI_OK) st = exec_gpu_engine_choices(engine->gpu, &f.choices);
         if (st == TCI_OK) st = engine_file_write(path, &f);
@@ -733,9 +738,10 @@ tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *us
         const char *layout = "-";
         if (s->num_outputs) {
             const plan_tensor *y = &p->tensors[s->outputs[0]];
-            bool fp32 = y->dtype == TCI_DTYPE_FLOAT;
-            layout = y->layout == PLAN_LAYOUT_NHWC8 ? (fp32 ? "NHWC8 fp32" : "NHWC8")
-                                                    : (fp32 ? "dense fp32" : "dense");
+            bool fp32 = y->dtype == TCI_DTYPE_FLOAT, bf16 = y->dtype == TCI_DTYPE_BFLOAT16;
+            layout = y->layout == PLAN_LAYOUT_NHWC8
+                         ? (fp32 ? "NHWC8 fp32" : bf16 ? "NHWC8 bf16" : "NHWC8")
+                         : (fp32 ? "dense fp32" : bf16 ? "dense bf16" : "dense");
         }
         fn((size_t)i, s->node->name, s->label, step_kernel(engine, i), layout, user);
     }

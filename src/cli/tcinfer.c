@@ -61,8 +61,9 @@ static const char usage_text[] =
     "                        print max/mean abs error, relative L2, cosine, top-1/top-5\n"
     "  --baseline cpu|gpu-fp32  the --compare baseline: the fp32 CPU reference (default) or\n"
     "                        the GPU engine in fp32 with tensor-op math off\n"
-    "  --precision fp16|tf32|fp32  GPU float tensors: fp16 (default), fp32 with TF32 tensor\n"
-    "                        cores, or fp32 with tensor-op math off\n"
+    "  --precision fp16|bf16|tf32|fp32  GPU float tensors: fp16 (default), bfloat16 (fp32's\n"
+    "                        range, fewer mantissa bits), fp32 with TF32 tensor cores, or fp32\n"
+    "                        with tensor-op math off\n"
     "  --fp32-layers A,B     GPU: keep these nodes (names or op types) in fp32, against fp16\n"
     "                        overflow\n"
     "  --kernels auto|wmma|cudnn  GPU convolutions and GEMMs: per layer the faster of tcinfer's\n"
@@ -210,7 +211,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                 if (strcmp(value, "fp16") == 0) a->precision = TCI_PRECISION_FP16;
                 else if (strcmp(value, "fp32") == 0) a->precision = TCI_PRECISION_FP32;
                 else if (strcmp(value, "tf32") == 0) a->precision = TCI_PRECISION_TF32;
-                else return usage_error("unknown precision '%s' (fp16, tf32 or fp32)", value);
+                else if (strcmp(value, "bf16") == 0) a->precision = TCI_PRECISION_BF16;
+                else return usage_error("unknown precision '%s' (fp16, bf16, tf32 or fp32)", value);
             } else if (strcmp(arg, "--timing-cache") == 0) {
                 a->timing_cache = value;
             } else if (strcmp(arg, "--save-engine") == 0) {
@@ -760,6 +762,7 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
                test.name,
                a->precision == TCI_PRECISION_FP32   ? "fp32"
                : a->precision == TCI_PRECISION_TF32 ? "tf32"
+               : a->precision == TCI_PRECISION_BF16 ? (a->fp32_text ? "bf16+fp32-layers" : "bf16")
                : a->fp32_text                       ? "fp16+fp32-layers"
                                                     : "fp16",
                a->baseline_gpu ? "GPU" : "CPU", r.max_abs, r.mean_abs, r.relative_l2, r.cosine);

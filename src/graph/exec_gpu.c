@@ -26,18 +26,22 @@
 #include "kernels/pool.h"
 #include "kernels/resize.h"
 #include "kernels/wmma_conv.h"
+#include "kernels/wgmma_gemm.h"
 #include "kernels/wmma_gemm.h"
 #include "graph/passes.h"
 #include "layers/op.h"
 
-/* Largest workspace one convolution or GEMM algorithm may ask for. WMMA_TF32: the "config" of
- * an fp32 GEMM step (--precision tf32) that runs on the WMMA tf32 16x16x8 kernel. */
-enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8, WMMA_TF32 = 1000 };
+/* Largest workspace one convolution or GEMM algorithm may ask for. The "configs" of GEMM steps
+ * on tcinfer's own kernels: 0.. the WMMA family's, WMMA_TF32 an fp32 step (--precision tf32) on
+ * the WMMA tf32 16x16x8 kernel, WGMMA + k the Hopper wgmma kernel's config k. */
+enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8, WMMA_TF32 = 1000, WGMMA = 2000 };
 
 /* How one step runs: packed weights, the library plan or own kernel chosen, and what timing
  * found. */
 typedef struct step_impl {
-    void *weights;             /* packed conv weights (fp16, or fp32 in fp32 layers) */
+    tci_dtype dtype;           /* of the step's (first) output: for conv and GEMM steps the
+                                  precision they compute in (FLOAT16, BFLOAT16 or FLOAT) */
+    void *weights;             /* packed conv weights (fp16 / bf16, or fp32 in fp32 layers) */
     void *bias;                /* packed conv bias / GEMM bias, in the tensors' dtype */
     void *bias_f32;            /* conv (Kp) / GEMM (n) bias as floats, for the WMMA kernels */
     kern_conv_plan *conv;
@@ -133,7 +137,8 @@ static void *device_ptr(const exec_gpu_engine *e, void *arena, int index) {
 
 /* Host dtype of an engine input/output: float stays fp32 on the host. */
 static tci_dtype host_dtype(const plan_tensor *t) {
-    return t->dtype == TCI_DTYPE_FLOAT16 ? TCI_DTYPE_FLOAT : t->dtype;
+    return t->dtype == TCI_DTYPE_FLOAT16 || t->dtype == TCI_DTYPE_BFLOAT16 ? TCI_DTYPE_FLOAT
+                                                                          : t->dtype;
 }
 
 static int64_t count_of(const plan_tensor *t) {
@@ -146,6 +151,7 @@ static uint64_t fill_bits(tci_dtype dtype, double value) {
     uint64_t bits = 0;
     switch (dtype) {
     case TCI_DTYPE_FLOAT16: bits = op_float_to_half((float)value); break;
+    case TCI_DTYPE_BFLOAT16: bits = op_float_to_bfloat16((float)value); break;
     case TCI_DTYPE_FLOAT: {
         float f = (float)value;
         uint32_t u;
@@ -230,9 +236,9 @@ static bool step_fp32(const plan *p, const plan_step *s) {
     return s->num_outputs && p->tensors[s->outputs[0]].dtype == TCI_DTYPE_FLOAT;
 }
 
-static void depthwise_desc_of(const plan_conv *c, bool fp32, kern_depthwise_desc *d) {
+static void depthwise_desc_of(const plan_conv *c, tci_dtype dtype, kern_depthwise_desc *d) {
     memset(d, 0, sizeof *d);
-    d->dtype = fp32 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;
+    d->dtype = dtype;
     d->n = c->n;
     d->c = c->c;
     d->in_h = c->h;
@@ -257,8 +263,9 @@ static plan_activation conv_activation(const plan_conv *c) {
     return c->act.kind != PLAN_ACT_NONE ? c->act : c->post_act;
 }
 
-static void wmma_desc_of(const plan_conv *c, kern_wmma_conv_desc *d) {
+static void wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *d) {
     memset(d, 0, sizeof *d);
+    d->dtype = dtype;
     d->n = c->n;
     d->c = c->c;
     d->h = c->h;
@@ -282,8 +289,9 @@ static void wmma_desc_of(const plan_conv *c, kern_wmma_conv_desc *d) {
     d->act_beta = a.beta;
 }
 
-static void conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, bool fp32,
+static void conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
                          kern_conv_desc *d) {
+    bool fp32 = dtype == TCI_DTYPE_FLOAT;
     memset(d, 0, sizeof *d);
     d->n = (int)c->n;
     d->c = (int)c->c;
@@ -304,16 +312,19 @@ static void conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, bool fp32
     d->activation = c->act.kind == PLAN_ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
     d->has_bias = c->has_bias;
     d->has_residual = c->has_residual;
-    d->mode = fp32 ? KERN_CONV_FP32_NHWC8 : KERN_CONV_FP16_NHWC8;
+    d->mode = fp32                          ? KERN_CONV_FP32_NHWC8
+              : dtype == TCI_DTYPE_BFLOAT16 ? KERN_CONV_BF16_NHWC8
+                                            : KERN_CONV_FP16_NHWC8;
     d->allow_tf32 = fp32 && e->options.tf32;
     d->workspace_limit = WORKSPACE_LIMIT;
 }
 
-static void convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, bool fp32,
+static void convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
                           kern_convt_desc *d) {
     memset(d, 0, sizeof *d);
-    d->fp32 = fp32;
-    d->allow_tf32 = fp32 && e->options.tf32;
+    d->fp32 = dtype == TCI_DTYPE_FLOAT;
+    d->bf16 = dtype == TCI_DTYPE_BFLOAT16;
+    d->allow_tf32 = d->fp32 && e->options.tf32;
     d->n = (int)c->n;
     d->c = (int)c->c;
     d->h = (int)c->h;
@@ -343,8 +354,9 @@ static kern_gemm_epilogue gemm_epilogue(const plan_gemm *g) {
     return g->has_bias ? KERN_GEMM_EPILOGUE_BIAS : KERN_GEMM_EPILOGUE_NONE;
 }
 
-static void gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, bool fp32,
+static void gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, tci_dtype dtype,
                          kern_gemm_desc *d) {
+    bool fp32 = dtype == TCI_DTYPE_FLOAT;
     memset(d, 0, sizeof *d);
     d->m = g->m;
     d->n = g->n;
@@ -361,14 +373,14 @@ static void gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, bool fp32
     d->alpha = g->alpha;
     d->beta = 0.0f;
     d->epilogue = gemm_epilogue(g);
-    d->dtype = fp32 ? KERN_GEMM_FP32 : KERN_GEMM_FP16;
+    d->dtype = fp32 ? KERN_GEMM_FP32 : dtype == TCI_DTYPE_BFLOAT16 ? KERN_GEMM_BF16 : KERN_GEMM_FP16;
     d->allow_tf32 = fp32 && e && e->options.tf32;
     d->workspace_limit = WORKSPACE_LIMIT;
     d->alignment = 0;
     d->candidates = GEMM_CANDIDATES;
 }
 
-static void wmma_gemm_desc_of(const plan_gemm *g, kern_wmma_gemm_desc *d) {
+static void wmma_gemm_desc_of(const plan_gemm *g, tci_dtype dtype, kern_wmma_gemm_desc *d) {
     kern_wmma_gemm_desc_init(d, g->m, g->n, g->k, g->trans_a, g->trans_b);
     d->batch = (int)(g->batch > 0 ? g->batch : 1);
     d->lda = g->lda;
@@ -382,19 +394,36 @@ static void wmma_gemm_desc_of(const plan_gemm *g, kern_wmma_gemm_desc *d) {
     d->act = act_of(g->act.kind);
     d->act_alpha = g->act.alpha;
     d->act_beta = g->act.beta;
-    d->out_dtype = TCI_DTYPE_FLOAT16;
+    d->in_dtype = dtype == TCI_DTYPE_FLOAT ? TCI_DTYPE_FLOAT16 : dtype; /* tf32: a variant's */
+    d->out_dtype = dtype;
 }
 
-/* A GEMM step on WMMA config cfg: the fp16 family, or for fp32 steps (WMMA_TF32) the tf32
- * kernel, whose bias is the step's fp32 one. */
+/* Whether this device runs the wgmma kernels (Hopper); asked per use, it is two attribute
+ * queries. */
+static bool wgmma_device(void) {
+    if (kern_wgmma_gemm_device_supported() == TCI_OK) return true;
+    tci_error_clear();
+    return false;
+}
+
+/* "wmma gemm 128x128x32 s4 warp 64x64", "wmma gemm tf32 16x16x8", "wgmma gemm 128x256x64 s3
+ * persistent": a GEMM config's name for reports. */
+static void gemm_config_name(int cfg, char *buf, size_t size) {
+    snprintf(buf, size, "%s %s", cfg >= WGMMA ? "wgmma gemm" : "wmma gemm",
+             cfg >= WGMMA       ? kern_wgmma_gemm_config_name(cfg - WGMMA)
+             : cfg == WMMA_TF32 ? "tf32 16x16x8"
+                                : kern_wmma_gemm_config_name(cfg));
+}
+
+/* A GEMM step on one of tcinfer's configs cfg: the fp16 (bf16) WMMA family, the wgmma kernel,
+ * or for fp32 steps (WMMA_TF32) the tf32 kernel, whose bias is the step's fp32 one. */
 static tci_status run_wmma_gemm(const plan_gemm *g, int cfg, const step_impl *im, const void *a,
                                 const void *b, void *d, cudaStream_t stream) {
     kern_wmma_gemm_desc wd;
-    wmma_gemm_desc_of(g, &wd);
-    if (cfg == WMMA_TF32) {
-        wd.out_dtype = TCI_DTYPE_FLOAT;
+    wmma_gemm_desc_of(g, im->dtype, &wd);
+    if (cfg == WMMA_TF32)
         return kern_wmma_variant_run(&wd, KERN_WMMA_TF32_16X16X8, a, b, im->bias, NULL, d, stream);
-    }
+    if (cfg >= WGMMA) return kern_wgmma_gemm_run(&wd, cfg - WGMMA, a, b, im->bias_f32, NULL, d, stream);
     return kern_wmma_gemm_run(&wd, cfg, a, b, im->bias_f32, NULL, d, stream);
 }
 
@@ -423,13 +452,13 @@ static tci_status run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *
     case PLAN_STEP_CONV:
         if (s->u.conv.depthwise) {
             kern_depthwise_desc d;
-            depthwise_desc_of(&s->u.conv, step_fp32(p, s), &d);
+            depthwise_desc_of(&s->u.conv, e->impl[index].dtype, &d);
             return kern_depthwise_conv(&d, in[0], e->impl[index].weights, e->impl[index].bias,
                                        s->u.conv.has_residual ? in[3] : NULL, out, stream);
         }
         if (e->impl[index].wmma >= 0) {
             kern_wmma_conv_desc wd;
-            wmma_desc_of(&s->u.conv, &wd);
+            wmma_desc_of(&s->u.conv, e->impl[index].dtype, &wd);
             return kern_wmma_conv_run(&wd, e->impl[index].wmma, s->u.conv.n, in[0],
                                       e->impl[index].weights, e->impl[index].bias_f32,
                                       s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
@@ -609,7 +638,7 @@ static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
     const plan_step *s = &p->steps[index];
     kern_depthwise_desc d;
     bool fp32 = step_fp32(p, s);
-    depthwise_desc_of(&s->u.conv, fp32, &d);
+    depthwise_desc_of(&s->u.conv, e->impl[index].dtype, &d);
     int64_t cp = plan_pad8(s->u.conv.c);
     size_t wbytes = (size_t)(s->u.conv.r * s->u.conv.s * cp) * (fp32 ? 4 : 2), bbytes = (size_t)cp * 4;
     void *hw = malloc(wbytes);
@@ -617,8 +646,9 @@ static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
     tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
     const float *weights = tensor_of(p, s->inputs[1])->host_data;
     if (st == TCI_OK)
-        st = fp32 ? kern_depthwise_pack_weights_f32(&d, weights, hw)
-                  : kern_depthwise_pack_weights(&d, weights, hw);
+        st = fp32                              ? kern_depthwise_pack_weights_f32(&d, weights, hw)
+             : d.dtype == TCI_DTYPE_BFLOAT16 ? kern_depthwise_pack_weights_bf16(&d, weights, hw)
+                                             : kern_depthwise_pack_weights(&d, weights, hw);
     if (st == TCI_OK) st = kern_depthwise_pack_bias(&d, tensor_of(p, s->inputs[2])->host_data, hb);
     if (st == TCI_OK) st = upload(hw, wbytes, &e->impl[index].weights);
     if (st == TCI_OK) st = upload(hb, bbytes, &e->impl[index].bias);
@@ -633,7 +663,7 @@ static tci_status pack_conv(exec_gpu_engine *e, int index) {
     if (s->u.conv.depthwise) return pack_depthwise(e, index);
     kern_conv_desc d;
     bool fp32 = step_fp32(p, s);
-    conv_desc_of(e, &s->u.conv, fp32, &d);
+    conv_desc_of(e, &s->u.conv, e->impl[index].dtype, &d);
     /* the packing does not depend on the padding; cuDNN's own refusal of asymmetric pads comes
      * at plan creation, where the WMMA kernels can still take the layer */
     d.pads[2] = d.pads[0];
@@ -666,7 +696,7 @@ static tci_status pack_conv_transpose(exec_gpu_engine *e, int index) {
     const plan_step *s = &p->steps[index];
     kern_convt_desc d;
     bool fp32 = step_fp32(p, s);
-    convt_desc_of(e, &s->u.conv, fp32, &d);
+    convt_desc_of(e, &s->u.conv, e->impl[index].dtype, &d);
     kern_convt_info info;
     TCI_TRY(kern_convt_shapes(&d, &info));
     size_t elem = fp32 ? 4 : 2;
@@ -692,7 +722,11 @@ static tci_status pack_gemm_bias(exec_gpu_engine *e, int index) {
         TCI_TRY(upload(t->host_data, (size_t)n * 4, &e->impl[index].bias_f32));
     uint16_t *h = malloc((size_t)(n ? n : 1) * 2);
     if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; i < n; i++) h[i] = op_float_to_half(((const float *)t->host_data)[i]);
+    bool bf16 = e->impl[index].dtype == TCI_DTYPE_BFLOAT16;
+    for (int64_t i = 0; i < n; i++) {
+        float v = ((const float *)t->host_data)[i];
+        h[i] = bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+    }
     tci_status st = upload(h, (size_t)n * 2, &e->impl[index].bias);
     free(h);
     return st;
@@ -709,14 +743,17 @@ tci_status exec_gpu_machine(char *buf, size_t size) {
     /* the WMMA choices are config indices: a build with other configs must not reuse them */
     uint32_t tables = 2166136261u;
     int nc = kern_wmma_conv_config_count(), ng = kern_wmma_gemm_config_count();
-    for (int i = 0; i < nc + ng; i++) {
-        const char *name = i < nc ? kern_wmma_conv_config_name(i) : kern_wmma_gemm_config_name(i - nc);
+    int nw = kern_wgmma_gemm_config_count();
+    for (int i = 0; i < nc + ng + nw; i++) {
+        const char *name = i < nc        ? kern_wmma_conv_config_name(i)
+                           : i < nc + ng ? kern_wmma_gemm_config_name(i - nc)
+                                         : kern_wgmma_gemm_config_name(i - nc - ng);
         for (const char *c = name; *c; c++) tables = (tables ^ (unsigned char)*c) * 16777619u;
     }
     snprintf(buf, size,
-             "%s\tsm_%d%d\tcudart %d\tcudnn %zu\tcublasLt %zu\twmma %d+%d configs %08x",
+             "%s\tsm_%d%d\tcudart %d\tcudnn %zu\tcublasLt %zu\twmma %d+%d+%d configs %08x",
              prop.name, prop.major, prop.minor, runtime, cudnnGetVersion(), cublasLtGetVersion(),
-             nc, ng, tables);
+             nc, ng, nw, tables);
     return TCI_OK;
 }
 
@@ -841,12 +878,13 @@ static tci_status cache_save(const timing_cache *c) {
  * on, the kernel families allowed, and the precision. */
 static void problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, size_t size) {
     bool fp32 = step_fp32(e->plan, s);
+    const char *half = e->options.bf16 ? "bf16" : "fp16";
     if (s->kind == PLAN_STEP_GEMM) {
         const plan_gemm *g = &s->u.gemm;
         snprintf(buf, size,
                  "gemm %s k%d b%" PRId64 " m%" PRId64 " n%" PRId64 " k%" PRId64 " t%d%d ld%" PRId64
                  ",%" PRId64 ",%" PRId64 " st%" PRId64 ",%" PRId64 ",%" PRId64 " a%g bias%d act%d,%g,%g",
-                 fp32 ? (e->options.tf32 ? "tf32" : "fp32") : "fp16", (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
+                 fp32 ? (e->options.tf32 ? "tf32" : "fp32") : half, (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
                  g->trans_b, g->lda, g->ldb, g->ldc, g->stride_a, g->stride_b, g->stride_c,
                  g->alpha, g->has_bias, (int)g->act.kind, g->act.alpha, g->act.beta);
         return;
@@ -857,7 +895,7 @@ static void problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf,
              "conv %s k%d n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " k%" PRId64 " %" PRId64
              "x%" PRId64 " o%" PRId64 "x%" PRId64 " p%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
              " s%" PRId64 ",%" PRId64 " d%" PRId64 ",%" PRId64 " g%" PRId64 " b%d z%d act%d,%d,%g,%g",
-             fp32 ? (e->options.tf32 ? "tf32" : "fp32") : "fp16", (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
+             fp32 ? (e->options.tf32 ? "tf32" : "fp32") : half, (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
              c->out_h, c->out_w, c->pad_top, c->pad_left, c->pad_bottom, c->pad_right,
              c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->has_bias,
              c->has_residual, (int)c->act.kind, (int)a.kind, a.alpha, a.beta);
@@ -887,7 +925,7 @@ static tci_status launch_trial(const kernel_trial *t, cudaStream_t stream) {
         return kern_conv_run(t->impl->conv, t->cudnn, stream, (int)c->n, t->x, t->impl->weights,
                              t->impl->bias, t->z, t->y, t->workspace, WORKSPACE_LIMIT);
     kern_wmma_conv_desc d;
-    wmma_desc_of(c, &d);
+    wmma_desc_of(c, t->impl->dtype, &d);
     return kern_wmma_conv_run(&d, t->wmma, c->n, t->x, t->impl->weights, t->impl->bias_f32, t->z,
                               t->y, t->workspace, WORKSPACE_LIMIT, stream);
 }
@@ -936,15 +974,14 @@ static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *
 static bool wmma_applies(const kernel_trial *t, int cfg) {
     if (t->step->kind == PLAN_STEP_GEMM) {
         kern_wmma_gemm_desc d;
-        wmma_gemm_desc_of(&t->step->u.gemm, &d);
-        if (cfg == WMMA_TF32) {
-            d.out_dtype = TCI_DTYPE_FLOAT;
-            return kern_wmma_variant_supports(&d, KERN_WMMA_TF32_16X16X8) == TCI_OK;
-        }
+        wmma_gemm_desc_of(&t->step->u.gemm, t->impl->dtype, &d);
+        if (cfg == WMMA_TF32) return kern_wmma_variant_supports(&d, KERN_WMMA_TF32_16X16X8) == TCI_OK;
+        if (cfg >= WGMMA)
+            return kern_wgmma_gemm_supports(&d, cfg - WGMMA) == TCI_OK && wgmma_device();
         return kern_wmma_gemm_supports(&d, cfg) == TCI_OK;
     }
     kern_wmma_conv_desc d;
-    wmma_desc_of(&t->step->u.conv, &d);
+    wmma_desc_of(&t->step->u.conv, t->impl->dtype, &d);
     return kern_wmma_conv_supports(&d, cfg) == TCI_OK &&
            kern_wmma_conv_workspace(&d, cfg) <= WORKSPACE_LIMIT;
 }
@@ -954,11 +991,16 @@ static bool wmma_applies(const kernel_trial *t, int cfg) {
 static tci_status fastest_wmma(kernel_trial *t, cudaStream_t stream, bool tf32, int *best,
                                float *best_ms) {
     bool gemm = t->step->kind == PLAN_STEP_GEMM;
-    int count = tf32 ? 1 : gemm ? kern_wmma_gemm_config_count() : kern_wmma_conv_config_count();
+    int nw = gemm && !tf32 && t->impl->dtype == TCI_DTYPE_FLOAT16 && wgmma_device()
+                 ? kern_wgmma_gemm_config_count()
+                 : 0;
+    int count = tf32 ? 1 : gemm ? kern_wmma_gemm_config_count() + nw : kern_wmma_conv_config_count();
     *best = -1;
     *best_ms = 0.0f;
     for (int k = 0; k < count; k++) {
-        int cfg = tf32 ? WMMA_TF32 : k;
+        int cfg = tf32                                   ? WMMA_TF32
+                  : gemm && k >= count - nw ? WGMMA + k - (count - nw)
+                                                         : k;
         if (!wmma_applies(t, cfg)) continue;
         float ms = -1.0f;
         t->wmma = cfg;
@@ -981,7 +1023,7 @@ static void keep_fastest(step_impl *im, tci_kernels kernels, bool library_ok, in
     im->wmma_ms = best < 0 ? -1.0f : best_ms;
     if (best < 0) return;
     if (library_ok && kernels == TCI_KERNELS_AUTO && im->library_ms <= best_ms) {
-        snprintf(im->text, sizeof im->text, "%s (%.1f us; best WMMA %.1f us)", im->kernel,
+        snprintf(im->text, sizeof im->text, "%s (%.1f us; best tcinfer kernel %.1f us)", im->kernel,
                  1e3 * im->library_ms, 1e3 * best_ms);
     } else {
         im->wmma = best;
@@ -1012,7 +1054,7 @@ static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
     tci_status lib = TCI_ERR_UNSUPPORTED;
     if (e->kernels != TCI_KERNELS_WMMA || !try_wmma) {
         kern_conv_desc d;
-        conv_desc_of(e, &s->u.conv, fp32, &d);
+        conv_desc_of(e, &s->u.conv, im->dtype, &d);
         kern_conv_scratch scratch = {trial.x, im->weights, im->bias, trial.z, trial.y, workspace,
                                      WORKSPACE_LIMIT};
         lib = kern_conv_create(cudnn, stream, &d, &scratch, &im->conv);
@@ -1039,7 +1081,7 @@ static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
                  best < 0 ? NULL : kern_wmma_conv_config_name(best), "cuDNN");
     if (im->wmma >= 0) {
         kern_wmma_conv_desc wd;
-        wmma_desc_of(&s->u.conv, &wd);
+        wmma_desc_of(&s->u.conv, im->dtype, &wd);
         size_t ws = kern_wmma_conv_workspace(&wd, im->wmma);
         if (ws > e->workspace_bytes) e->workspace_bytes = ws;
     }
@@ -1056,7 +1098,7 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     step_impl *im = &e->impl[i];
     bool fp32 = step_fp32(p, s);
     kern_gemm_desc d;
-    gemm_desc_of(e, &s->u.gemm, fp32, &d);
+    gemm_desc_of(e, &s->u.gemm, im->dtype, &d);
     kernel_trial trial = {s, im, -1, NULL, lt, device_ptr(e, arena, s->inputs[0]),
                         device_ptr(e, arena, s->inputs[1]), device_ptr(e, arena, s->outputs[0]),
                         workspace};
@@ -1074,10 +1116,8 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     int best;
     float best_ms;
     TCI_TRY(fastest_wmma(&trial, stream, tf32, &best, &best_ms));
-    char name[64] = "";
-    if (best >= 0)
-        snprintf(name, sizeof name, "wmma gemm %s",
-                 tf32 ? "tf32 16x16x8" : kern_wmma_gemm_config_name(best));
+    char name[80] = "";
+    if (best >= 0) gemm_config_name(best, name, sizeof name);
     keep_fastest(im, e->kernels, true, best, best_ms, name, "cuBLASLt");
     return TCI_OK;
 }
@@ -1102,16 +1142,14 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         im->wmma = cfg;
         if (!gemm) {
             kern_wmma_conv_desc wd;
-            wmma_desc_of(&s->u.conv, &wd);
+            wmma_desc_of(&s->u.conv, im->dtype, &wd);
             size_t ws = kern_wmma_conv_workspace(&wd, cfg);
             if (ws > e->workspace_bytes) e->workspace_bytes = ws;
         }
-        snprintf(im->text, sizeof im->text, "%s%s (%s: %.1f us; %s %.1f us)",
-                 gemm ? "wmma gemm " : "",
-                 tf32   ? "tf32 16x16x8"
-                 : gemm ? kern_wmma_gemm_config_name(cfg)
-                        : kern_wmma_conv_config_name(cfg),
-                 origin, 1e3 * hit->wmma_ms, gemm ? "cuBLASLt" : "cuDNN", 1e3 * hit->library_ms);
+        char name[80];
+        if (gemm) gemm_config_name(cfg, name, sizeof name);
+        else snprintf(name, sizeof name, "%s", kern_wmma_conv_config_name(cfg));
+        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us; %s %.1f us)", name, origin, 1e3 * hit->wmma_ms, gemm ? "cuBLASLt" : "cuDNN", 1e3 * hit->library_ms);
     } else if (gemm) {
         unsigned char algo[KERN_GEMM_ALGO_BYTES];
         const char *hex = strchr(hit->value, ' ');
@@ -1122,7 +1160,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
             algo[b] = (unsigned char)v;
         }
         kern_gemm_desc d;
-        gemm_desc_of(e, &s->u.gemm, fp32, &d);
+        gemm_desc_of(e, &s->u.gemm, im->dtype, &d);
         d.use_algo = algo;
         kern_gemm_scratch scratch = {device_ptr(e, arena, s->inputs[0]),
                                      device_ptr(e, arena, s->inputs[1]), NULL, im->bias,
@@ -1136,7 +1174,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
                  1e3 * hit->library_ms);
     } else {
         kern_conv_desc d;
-        conv_desc_of(e, &s->u.conv, fp32, &d);
+        conv_desc_of(e, &s->u.conv, im->dtype, &d);
         d.use_choice = 1;
         if (sscanf(hit->value, "cudnn %d %d %d", &d.choice.algo, &d.choice.math,
                    &d.choice.fused) != 3)
@@ -1150,7 +1188,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         kern_conv_info info;
         kern_conv_get_info(im->conv, &info);
         if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us; best WMMA %.1f us)",
+        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us; best tcinfer kernel %.1f us)",
                  info.algorithm, origin, 1e3 * hit->library_ms, 1e3 * hit->wmma_ms);
     }
     im->library_ms = hit->library_ms;
@@ -1241,7 +1279,7 @@ static tci_status create_library_plans(exec_gpu_engine *e) {
             e->impl[i].kernel = "tcinfer depthwise";
         } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE) {
             kern_convt_desc d;
-            convt_desc_of(e, &s->u.conv, step_fp32(p, s), &d);
+            convt_desc_of(e, &s->u.conv, e->impl[i].dtype, &d);
             kern_convt_scratch scratch = {device_ptr(e, arena, s->inputs[0]), e->impl[i].weights,
                                           e->impl[i].bias, device_ptr(e, arena, s->outputs[0]),
                                           workspace, WORKSPACE_LIMIT};
@@ -1289,6 +1327,9 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristin
         for (size_t i = 0; e->impl && i < ns; i++) {
             e->impl[i].wmma = -1;
             e->impl[i].library_ms = e->impl[i].wmma_ms = -1.0f;
+            const plan_step *s = i < (size_t)e->plan->num_steps ? &e->plan->steps[i] : NULL;
+            e->impl[i].dtype = s && s->num_outputs ? e->plan->tensors[s->outputs[0]].dtype
+                                                   : TCI_DTYPE_UNDEFINED;
         }
         if (!e->constants || !e->owns_constant || !e->impl)
             st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
@@ -1364,8 +1405,8 @@ static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
 
 static bool same_gemm_but_batch(const plan_gemm *a, const plan_gemm *b) {
     kern_gemm_desc x, y; /* memset by gemm_desc_of, so padding compares equal */
-    gemm_desc_of(NULL, a, false, &x);
-    gemm_desc_of(NULL, b, false, &y);
+    gemm_desc_of(NULL, a, TCI_DTYPE_FLOAT16, &x);
+    gemm_desc_of(NULL, b, TCI_DTYPE_FLOAT16, &y);
     if (y.m > x.m || y.batch_count > x.batch_count) return false;
     y.m = x.m;
     y.batch_count = x.batch_count;
@@ -1633,12 +1674,14 @@ static tci_status convert_inputs(exec_gpu_context *c) {
     for (int i = 0; i < p->num_inputs; i++) {
         const plan_tensor *t = tensor_of(p, p->input_tensors[i]);
         void *dst = device_ptr(c->engine, c->arena, p->input_tensors[i]);
-        if (t->dtype != TCI_DTYPE_FLOAT16 && t->layout != PLAN_LAYOUT_NHWC8) {
+        if (host_dtype(t) == t->dtype && t->layout != PLAN_LAYOUT_NHWC8) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(dst, c->input_staging[i], t->bytes,
                                             cudaMemcpyDeviceToDevice, c->stream));
         } else if (t->layout == PLAN_LAYOUT_NHWC8) {
             TCI_TRY(kern_nchw_to_nhwc8(c->input_staging[i], TCI_DTYPE_FLOAT, dst, t->dtype,
                                        t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
+        } else if (t->dtype == TCI_DTYPE_BFLOAT16) {
+            TCI_TRY(kern_f32_to_bf16(c->input_staging[i], dst, count_of(t), c->stream));
         } else {
             TCI_TRY(kern_f32_to_f16(c->input_staging[i], dst, count_of(t), c->stream));
         }
@@ -1651,12 +1694,14 @@ static tci_status convert_outputs(exec_gpu_context *c) {
     for (int i = 0; i < p->num_outputs; i++) {
         const plan_tensor *t = tensor_of(p, p->output_tensors[i]);
         const void *src = device_ptr(c->engine, c->arena, p->output_tensors[i]);
-        if (t->dtype != TCI_DTYPE_FLOAT16 && t->layout != PLAN_LAYOUT_NHWC8) {
+        if (host_dtype(t) == t->dtype && t->layout != PLAN_LAYOUT_NHWC8) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(c->output_staging[i], src, t->bytes,
                                             cudaMemcpyDeviceToDevice, c->stream));
         } else if (t->layout == PLAN_LAYOUT_NHWC8) {
             TCI_TRY(kern_nhwc8_to_nchw(src, t->dtype, c->output_staging[i], TCI_DTYPE_FLOAT,
                                        t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
+        } else if (t->dtype == TCI_DTYPE_BFLOAT16) {
+            TCI_TRY(kern_bf16_to_f32(src, c->output_staging[i], count_of(t), c->stream));
         } else {
             TCI_TRY(kern_f16_to_f32(src, c->output_staging[i], count_of(t), c->stream));
         }

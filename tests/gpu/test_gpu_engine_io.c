@@ -343,6 +343,7 @@ static const saved_case saved_cases[] = {
     {"transformer_block", {{"input", 3, {2, 8, 64}}, {"mask", 2, {2, 8}}}, 2, TCI_PRECISION_FP16,
      {"Softmax", NULL}},
     {"small_cnn", {{"input", 4, {2, 3, 32, 32}}}, 1, TCI_PRECISION_TF32, {NULL}},
+    {"mobilenetv2_mini", {{0}}, 0, TCI_PRECISION_BF16, {NULL}},
 };
 
 /* Runs e on inputs made from its input infos (floats in [-1, 1), masks of ones with the last
@@ -550,6 +551,104 @@ START_TEST(test_tf32_wmma_gemm) {
 }
 END_TEST
 
+typedef struct bf16_count {
+    int tuned, wmma, bf16, fp16;
+} bf16_count;
+
+static void count_bf16(size_t index, const char *node, const char *fused, const char *kernel,
+                       const char *layout, void *user) {
+    (void)index, (void)node;
+    bf16_count *k = user;
+    bool tuned = (strncmp(fused, "Conv", 4) == 0 && strncmp(fused, "ConvTranspose", 13) != 0) ||
+                 strncmp(fused, "Gemm", 4) == 0 || strncmp(fused, "MatMul", 6) == 0;
+    /* depthwise convolutions run on their own kernel in every mode, ConvTranspose on cuDNN */
+    if (tuned && !strstr(kernel, "depthwise")) {
+        k->tuned++;
+        k->wmma += strncmp(kernel, "wmma", 4) == 0 || strncmp(kernel, "wgmma", 5) == 0;
+    }
+    k->bf16 += strstr(layout, "bf16") != NULL;
+    k->fp16 += strcmp(layout, "NHWC8") == 0 || strcmp(layout, "dense") == 0;
+}
+
+/* --precision bf16 in each kernel mode, against the fp32 engine: every float tensor bf16, the
+ * forced families really run (WMMA's bf16 kernels on every layer the fp16 ones take, cuDNN /
+ * cuBLASLt alone), and the error is bf16's: 8 mantissa bits against fp16's 11, so the fp16
+ * bound of 5e-3 times 2^3. */
+START_TEST(test_bf16_engine) {
+    static const struct {
+        const char *model;
+        tci_shape_override shapes[2];
+        size_t num_shapes;
+    } models[] = {
+        {"resnet_mini", {{0}}, 0},
+        {"mobilenetv2_mini", {{0}}, 0},
+        {"transformer_block", {{"input", 3, {2, 8, 64}}, {"mask", 2, {2, 8}}}, 2},
+        {"segmentation_decoder", {{0}}, 0},
+    };
+    const tci_kernels kernels[3] = {TCI_KERNELS_AUTO, TCI_KERNELS_WMMA, TCI_KERNELS_LIBRARY};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        /* the layers the fp16 WMMA kernels take (a GEMM with rows not a multiple of 8 is not
+         * one: cuBLASLt keeps it) */
+        tci_engine_options o16;
+        tci_engine_options_init(&o16);
+        o16.backend = TCI_BACKEND_GPU;
+        o16.shapes = models[m].shapes;
+        o16.num_shapes = models[m].num_shapes;
+        o16.kernels = TCI_KERNELS_WMMA;
+        tci_engine *fp16 = NULL;
+        ck_assert_msg(tci_engine_create_from_file(model_path(models[m].model), &o16, &fp16) == TCI_OK,
+                      "%s: %s", models[m].model, tci_last_error());
+        bf16_count k16 = {0, 0, 0, 0};
+        ck_assert(tci_engine_layers(fp16, count_bf16, &k16) == TCI_OK);
+        tci_engine_destroy(fp16);
+        tci_engine *e[4] = {NULL, NULL, NULL, NULL};
+        unsigned char *y[4];
+        size_t n[4];
+        for (int i = 0; i < 4; i++) {
+            tci_engine_options o;
+            tci_engine_options_init(&o);
+            o.backend = TCI_BACKEND_GPU;
+            o.shapes = models[m].shapes;
+            o.num_shapes = models[m].num_shapes;
+            o.precision = i == 0 ? TCI_PRECISION_FP32 : TCI_PRECISION_BF16;
+            o.kernels = i == 0 ? TCI_KERNELS_AUTO : kernels[i - 1];
+            ck_assert_msg(tci_engine_create_from_file(model_path(models[m].model), &o, &e[i]) ==
+                              TCI_OK,
+                          "%s: %s", models[m].model, tci_last_error());
+            y[i] = run_all(e[i], &n[i]);
+            ck_assert_uint_eq(n[i], n[0]);
+        }
+        for (int i = 1; i < 4; i++) {
+            bf16_count k = {0, 0, 0, 0};
+            ck_assert(tci_engine_layers(e[i], count_bf16, &k) == TCI_OK);
+            ck_assert_msg(k.bf16 > 0 && k.fp16 == 0, "%s: %d bf16 and %d fp16 steps",
+                          models[m].model, k.bf16, k.fp16);
+            ck_assert_int_gt(k.tuned, 0);
+            if (kernels[i - 1] == TCI_KERNELS_WMMA) ck_assert_int_eq(k.wmma, k16.wmma);
+            if (kernels[i - 1] == TCI_KERNELS_LIBRARY) ck_assert_int_eq(k.wmma, 0);
+            /* the first output, fp32 on the host */
+            tci_tensor_info info;
+            ck_assert(tci_engine_output_info(e[0], 0, &info) == TCI_OK);
+            tci_tensor got = {info.name, TCI_DTYPE_FLOAT, info.rank, {0}, y[i]},
+                       want = {info.name, TCI_DTYPE_FLOAT, info.rank, {0}, y[0]};
+            memcpy(got.dims, info.dims, sizeof info.dims);
+            memcpy(want.dims, info.dims, sizeof info.dims);
+            tci_compare_result r;
+            ck_assert(tci_compare(&got, &want, &r) == TCI_OK);
+            printf("%s bf16 %s: rel L2 %.3g against fp32 (%d of %d tuned layers on WMMA)\n",
+                   models[m].model, i == 1 ? "auto" : i == 2 ? "wmma" : "library", r.relative_l2,
+                   k.wmma, k.tuned);
+            ck_assert_msg(r.relative_l2 > 0 && r.relative_l2 < 4e-2, "%s bf16: rel L2 %g",
+                          models[m].model, r.relative_l2);
+        }
+        for (int i = 0; i < 4; i++) {
+            free(y[i]);
+            tci_engine_destroy(e[i]);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_device_format_needs_gpu_engine) {
     tci_engine_options o;
     tci_engine_options_init(&o);
@@ -576,6 +675,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_engine_file, 0, (int)(sizeof saved_cases / sizeof saved_cases[0]));
     tcase_add_test(tc, test_engine_file_refusals);
     tcase_add_test(tc, test_tf32_wmma_gemm);
+    tcase_add_test(tc, test_bf16_engine);
     tcase_add_test(tc, test_device_format_needs_gpu_engine);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
