@@ -552,7 +552,7 @@ START_TEST(test_tf32_wmma_gemm) {
 END_TEST
 
 typedef struct bf16_count {
-    int tuned, wmma, bf16, fp16;
+    int tuned, wmma, bf16, plain;
 } bf16_count;
 
 static void count_bf16(size_t index, const char *node, const char *fused, const char *kernel,
@@ -567,7 +567,8 @@ static void count_bf16(size_t index, const char *node, const char *fused, const 
         k->wmma += strncmp(kernel, "wmma", 4) == 0 || strncmp(kernel, "wgmma", 5) == 0;
     }
     k->bf16 += strstr(layout, "bf16") != NULL;
-    k->fp16 += strcmp(layout, "NHWC8") == 0 || strcmp(layout, "dense") == 0;
+    /* fp16, or not a float (int64 masks, bool): an fp32 engine has only the latter */
+    k->plain += strcmp(layout, "NHWC8") == 0 || strcmp(layout, "dense") == 0;
 }
 
 /* --precision bf16 in each kernel mode, against the fp32 engine: every float tensor bf16, the
@@ -618,11 +619,14 @@ START_TEST(test_bf16_engine) {
             y[i] = run_all(e[i], &n[i]);
             ck_assert_uint_eq(n[i], n[0]);
         }
+        bf16_count k32 = {0, 0, 0, 0};
+        ck_assert(tci_engine_layers(e[0], count_bf16, &k32) == TCI_OK);
         for (int i = 1; i < 4; i++) {
             bf16_count k = {0, 0, 0, 0};
             ck_assert(tci_engine_layers(e[i], count_bf16, &k) == TCI_OK);
-            ck_assert_msg(k.bf16 > 0 && k.fp16 == 0, "%s: %d bf16 and %d fp16 steps",
-                          models[m].model, k.bf16, k.fp16);
+            ck_assert_msg(k.bf16 > 0 && k.plain == k32.plain,
+                          "%s: %d bf16 steps, %d fp16 or non-float ones (fp32 engine: %d)",
+                          models[m].model, k.bf16, k.plain, k32.plain);
             ck_assert_int_gt(k.tuned, 0);
             if (kernels[i - 1] == TCI_KERNELS_WMMA) ck_assert_int_eq(k.wmma, k16.wmma);
             if (kernels[i - 1] == TCI_KERNELS_LIBRARY) ck_assert_int_eq(k.wmma, 0);
