@@ -12,6 +12,7 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
 #include "kernels/wgmma_gemm.h"
 
 namespace {
@@ -26,32 +27,7 @@ struct Epilogue {
     int act, has_bias, has_c, out_f32;
 };
 
-__device__ __forceinline__ float act_apply(int act, float x, float alpha, float beta) {
-    switch (act) {
-    case KERN_ACT_RELU: return x < 0.0f ? 0.0f : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
-    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
-    case KERN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case KERN_ACT_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
-    case KERN_ACT_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
-    case KERN_ACT_TANH: return tanhf(x);
-    case KERN_ACT_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
-    case KERN_ACT_SELU: return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
-    case KERN_ACT_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
-    case KERN_ACT_SQRT: return sqrtf(x);
-    case KERN_ACT_ERF: return erff(x);
-    case KERN_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case KERN_ACT_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case KERN_ACT_SILU: return x / (1.0f + expf(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabsf(x);
-    case KERN_ACT_EXP: return expf(x);
-    case KERN_ACT_LOG: return logf(x);
-    case KERN_ACT_RECIPROCAL: return 1.0f / x;
-    default: return x;
-    }
-}
+using kern_util::act_precise;
 
 // ------------------------------------------------------------------------------------------------
 // PTX wrappers: shared-memory addresses, mbarriers, the tensor copy, wgmma.
@@ -294,7 +270,7 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
                 x += e.beta * (e.out_f32 ? static_cast<const float *>(c)[off + i]
                                          : __half2float(static_cast<const __half *>(c)[off + i]));
             if (e.has_bias) x += e.bias[col + i];
-            if (e.act != KERN_ACT_NONE) x = act_apply(e.act, x, e.act_alpha, e.act_beta);
+            if (e.act != KERN_ACT_NONE) x = act_precise(e.act, x, e.act_alpha, e.act_beta);
             if (e.out_f32)
                 static_cast<float *>(d)[off + i] = x;
             else
@@ -331,7 +307,7 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
     }
     if (e.act != KERN_ACT_NONE) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = act_apply(e.act, v[i], e.act_alpha, e.act_beta);
+        for (int i = 0; i < 8; ++i) v[i] = act_precise(e.act, v[i], e.act_alpha, e.act_beta);
     }
     if (e.out_f32) {
         float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
@@ -674,47 +650,11 @@ constexpr int kConfigCount = static_cast<int>(sizeof kConfigs / sizeof kConfigs[
 // ------------------------------------------------------------------------------------------------
 // Host side
 
-struct Resolved {
-    int64_t lda, ldb, ldc;
-};
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-tci_status validate(const char *who, const kern_wgmma_gemm_desc *d, int64_t bn, Resolved *out) {
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: desc is NULL", who);
-    if (d->batch < 1 || d->batch > 65535)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: batch %d outside 1..65535", who, d->batch);
-    if (d->m < 1 || d->n < 1 || d->k < 1 || d->m > INT32_MAX || d->n > INT32_MAX ||
-        d->k > INT32_MAX)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "%s: m %lld, n %lld, k %lld: each must be in 1..2^31-1", who,
-                         (long long)d->m, (long long)d->n, (long long)d->k);
-    if ((d->trans_a != 0 && d->trans_a != 1) || (d->trans_b != 0 && d->trans_b != 1))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: trans_a %d / trans_b %d must be 0 or 1",
-                         who, d->trans_a, d->trans_b);
-    const int64_t a_cols = d->trans_a ? d->m : d->k, b_cols = d->trans_b ? d->k : d->n;
-    out->lda = d->lda ? d->lda : a_cols;
-    out->ldb = d->ldb ? d->ldb : b_cols;
-    out->ldc = d->ldc ? d->ldc : d->n;
-    if (out->lda < a_cols || out->ldb < b_cols || out->ldc < d->n)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "%s: leading dimensions lda %lld, ldb %lld, ldc %lld are smaller than "
-                         "the stored columns (%lld, %lld, %lld)",
-                         who, (long long)out->lda, (long long)out->ldb, (long long)out->ldc,
-                         (long long)a_cols, (long long)b_cols, (long long)d->n);
-    if (d->batch > 1) {
-        if (d->stride_a < 0 || d->stride_b < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "%s: negative batch stride (stride_a %lld, stride_b %lld)", who,
-                             (long long)d->stride_a, (long long)d->stride_b);
-        if (d->stride_c < d->m * out->ldc)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "%s: stride_c %lld lets the D matrices of the batch overlap (needs "
-                             ">= m * ldc = %lld)",
-                             who, (long long)d->stride_c, (long long)(d->m * out->ldc));
-    }
-    if ((int)d->act < 0 || (int)d->act >= KERN_ACT_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown act %d", who, (int)d->act);
+// The checks of every tcinfer GEMM family, then this one's element types.
+tci_status validate(const char *who, const kern_wgmma_gemm_desc *d, int64_t bn, kern_gemm_lds *out) {
+    TCI_TRY(kern_gemm_desc_check(who, d, kBlockM, bn, out));
     if (d->out_dtype != TCI_DTYPE_FLOAT16 && d->out_dtype != TCI_DTYPE_FLOAT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: out_dtype %s: the wgmma GEMM writes float16 or float", who,
@@ -723,9 +663,6 @@ tci_status validate(const char *who, const kern_wgmma_gemm_desc *d, int64_t bn, 
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: in_dtype %s: the wgmma GEMM reads float16", who,
                          tci_dtype_name(d->in_dtype));
-    if (ceil_div(d->m, kBlockM) * ceil_div(d->n, bn) > INT32_MAX)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs too many tiles", who,
-                         (long long)d->m, (long long)d->n);
     return TCI_OK;
 }
 
@@ -816,7 +753,7 @@ tci_status kern_wgmma_gemm_supports(const kern_wgmma_gemm_desc *desc, int config
     if (config < 0 || config >= kConfigCount)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: config %d outside 0..%d", who, config,
                          kConfigCount - 1);
-    Resolved r{};
+    kern_gemm_lds r{};
     TCI_TRY(validate(who, desc, kConfigs[config].bn, &r));
     if (r.lda % 8 || r.ldb % 8 || r.ldc % 8)
         return tci_error(TCI_ERR_UNSUPPORTED,
@@ -860,7 +797,7 @@ tci_status kern_wgmma_gemm_run(const kern_wgmma_gemm_desc *desc, int config, con
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "%s: config %s needs %d bytes of shared memory, the device grants %d",
                          who, g.name, g.smem, limit);
-    Resolved r{};
+    kern_gemm_lds r{};
     TCI_TRY(validate(who, desc, g.bn, &r));
 
     // the driver's tensor-map encoder, found through the runtime so that nothing links libcuda

@@ -13,6 +13,7 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
 #include "kernels/wmma_gemm.h"
 
 using namespace nvcuda;
@@ -32,34 +33,7 @@ struct Epilogue {
     int out; // OutKind: the type of C and D
 };
 
-// The precise fp32 forms of eltwise.cu's activations (a runtime switch: it runs once per output
-// element, after a K-long dot product, so it costs nothing measurable here).
-__device__ __forceinline__ float act_apply(int act, float x, float alpha, float beta) {
-    switch (act) {
-    case KERN_ACT_RELU: return x < 0.0f ? 0.0f : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
-    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
-    case KERN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case KERN_ACT_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
-    case KERN_ACT_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
-    case KERN_ACT_TANH: return tanhf(x);
-    case KERN_ACT_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
-    case KERN_ACT_SELU: return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
-    case KERN_ACT_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
-    case KERN_ACT_SQRT: return sqrtf(x);
-    case KERN_ACT_ERF: return erff(x);
-    case KERN_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case KERN_ACT_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case KERN_ACT_SILU: return x / (1.0f + expf(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabsf(x);
-    case KERN_ACT_EXP: return expf(x);
-    case KERN_ACT_LOG: return logf(x);
-    case KERN_ACT_RECIPROCAL: return 1.0f / x;
-    default: return x;
-    }
-}
+using kern_util::act_precise;
 
 // One element; off is its index in C and D (which share a layout and the output type).
 __device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, void *d,
@@ -70,7 +44,7 @@ __device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, v
                        : e.out == kOutBf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(c)[off])
                                            : __half2float(static_cast<const __half *>(c)[off]));
     if (e.has_bias) v += e.bias[col];
-    if (e.act != KERN_ACT_NONE) v = act_apply(e.act, v, e.act_alpha, e.act_beta);
+    if (e.act != KERN_ACT_NONE) v = act_precise(e.act, v, e.act_alpha, e.act_beta);
     if (e.out == kOutF32)
         static_cast<float *>(d)[off] = v;
     else if (e.out == kOutBf16)
@@ -126,7 +100,7 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
     }
     if (e.act != KERN_ACT_NONE) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = act_apply(e.act, v[i], e.act_alpha, e.act_beta);
+        for (int i = 0; i < 8; ++i) v[i] = act_precise(e.act, v[i], e.act_alpha, e.act_beta);
     }
     if (e.out == kOutF32) {
         float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
@@ -560,54 +534,8 @@ static_assert((int)(sizeof kVariants / sizeof kVariants[0]) == (int)KERN_WMMA_VA
 // ------------------------------------------------------------------------------------------------
 // Host side
 
-struct Resolved {
-    int64_t lda, ldb, ldc;
-};
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Checks common to both families; fills the resolved leading dimensions.
-tci_status validate(const char *who, const kern_wmma_gemm_desc *d, int64_t bm, int64_t bn,
-                    Resolved *out) {
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: desc is NULL", who);
-    if (d->batch < 1 || d->batch > 65535)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: batch %d outside 1..65535", who, d->batch);
-    if (d->m < 1 || d->n < 1 || d->k < 1 || d->m > INT32_MAX || d->n > INT32_MAX ||
-        d->k > INT32_MAX)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "%s: m %lld, n %lld, k %lld: each must be in 1..2^31-1", who,
-                         (long long)d->m, (long long)d->n, (long long)d->k);
-    if ((d->trans_a != 0 && d->trans_a != 1) || (d->trans_b != 0 && d->trans_b != 1))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: trans_a %d / trans_b %d must be 0 or 1",
-                         who, d->trans_a, d->trans_b);
-    const int64_t a_cols = d->trans_a ? d->m : d->k, b_cols = d->trans_b ? d->k : d->n;
-    out->lda = d->lda ? d->lda : a_cols;
-    out->ldb = d->ldb ? d->ldb : b_cols;
-    out->ldc = d->ldc ? d->ldc : d->n;
-    if (out->lda < a_cols || out->ldb < b_cols || out->ldc < d->n)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "%s: leading dimensions lda %lld, ldb %lld, ldc %lld are smaller than "
-                         "the stored columns (%lld, %lld, %lld)",
-                         who, (long long)out->lda, (long long)out->ldb, (long long)out->ldc,
-                         (long long)a_cols, (long long)b_cols, (long long)d->n);
-    if (d->batch > 1) {
-        if (d->stride_a < 0 || d->stride_b < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "%s: negative batch stride (stride_a %lld, stride_b %lld)", who,
-                             (long long)d->stride_a, (long long)d->stride_b);
-        if (d->stride_c < d->m * out->ldc)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "%s: stride_c %lld lets the D matrices of the batch overlap (needs "
-                             ">= m * ldc = %lld)",
-                             who, (long long)d->stride_c, (long long)(d->m * out->ldc));
-    }
-    if ((int)d->act < 0 || (int)d->act >= KERN_ACT_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown act %d", who, (int)d->act);
-    if (ceil_div(d->m, bm) * ceil_div(d->n, bn) > INT32_MAX)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs too many tiles", who,
-                         (long long)d->m, (long long)d->n);
-    return TCI_OK;
-}
 
 Epilogue epilogue_of(const kern_wmma_gemm_desc *d, const float *bias) {
     Epilogue e;
@@ -695,8 +623,8 @@ tci_status kern_wmma_gemm_supports(const kern_wmma_gemm_desc *desc, int config) 
     if (config < 0 || config >= kConfigCount)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: config %d outside 0..%d", who, config,
                          kConfigCount - 1);
-    Resolved r{};
-    TCI_TRY(validate(who, desc, kConfigs[config].bm, kConfigs[config].bn, &r));
+    kern_gemm_lds r{};
+    TCI_TRY(kern_gemm_desc_check(who, desc, kConfigs[config].bm, kConfigs[config].bn, &r));
     const bool bf16 = desc->in_dtype == TCI_DTYPE_BFLOAT16;
     if (!bf16 && desc->in_dtype != TCI_DTYPE_FLOAT16 && desc->in_dtype != TCI_DTYPE_UNDEFINED)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
@@ -737,8 +665,8 @@ tci_status kern_wmma_gemm_run(const kern_wmma_gemm_desc *desc, int config, const
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "%s: config %s needs %d bytes of shared memory, the device grants %d",
                          who, g.name, smem, limit);
-    Resolved r{};
-    TCI_TRY(validate(who, desc, g.bm, g.bn, &r));
+    kern_gemm_lds r{};
+    TCI_TRY(kern_gemm_desc_check(who, desc, g.bm, g.bn, &r));
 
     GemmParams p;
     p.a = a, p.b = b;
@@ -777,8 +705,8 @@ tci_status kern_wmma_variant_supports(const kern_wmma_gemm_desc *desc, kern_wmma
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: variant %d outside 0..%d", who,
                          (int)variant, KERN_WMMA_VARIANT_COUNT - 1);
     const VariantConfig &v = kVariants[variant];
-    Resolved r{};
-    TCI_TRY(validate(who, desc, v.bm, v.bn, &r));
+    kern_gemm_lds r{};
+    TCI_TRY(kern_gemm_desc_check(who, desc, v.bm, v.bn, &r));
     const tci_dtype out = desc->out_dtype;
     switch (v.kind) {
     case kKindF16:
@@ -823,8 +751,8 @@ tci_status kern_wmma_variant_run(const kern_wmma_gemm_desc *desc, kern_wmma_vari
     const VariantConfig &v = kVariants[variant];
     TCI_TRY(check_pointers(who, desc, a, b, bias, c, d, (unsigned)v.in_size,
                            (unsigned)tci_dtype_size(desc->out_dtype), 4));
-    Resolved r{};
-    TCI_TRY(validate(who, desc, v.bm, v.bn, &r));
+    kern_gemm_lds r{};
+    TCI_TRY(kern_gemm_desc_check(who, desc, v.bm, v.bn, &r));
 
     VariantParams p;
     p.a = a, p.b = b, p.c = c, p.d = d;

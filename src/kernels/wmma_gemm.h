@@ -46,6 +46,18 @@ typedef struct kern_wmma_gemm_desc {
 void kern_wmma_gemm_desc_init(kern_wmma_gemm_desc *desc, int64_t m, int64_t n, int64_t k,
                               int trans_a, int trans_b);
 
+/* Leading dimensions with 0 (packed) resolved to the stored column counts. */
+typedef struct kern_gemm_lds {
+    int64_t lda, ldb, ldc;
+} kern_gemm_lds;
+
+/* The checks every tcinfer GEMM family (WMMA, wgmma) makes of desc, element types aside: sizes,
+ * transposes, leading dimensions against the stored columns, batch strides (D matrices apart),
+ * the activation, and a tile_m x tile_n grid that fits 2^31-1 tiles. TCI_OK with *out filled, or
+ * TCI_ERR_INVALID_ARGUMENT naming `who`. Host only. */
+tci_status kern_gemm_desc_check(const char *who, const kern_wmma_gemm_desc *desc, int64_t tile_m,
+                                int64_t tile_n, kern_gemm_lds *out);
+
 /* ---- The flagship fp16 family ---------------------------------------------------------------
  * fp16 A and B, fp32 accumulation in 16x16x16 fragments, one kernel template instantiated per
  * tile configuration (block tile BMxBNxBK, warp tile, pipeline stages) and per (trans_a,
