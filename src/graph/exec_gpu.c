@@ -998,9 +998,8 @@ static tci_status fastest_wmma(kernel_trial *t, cudaStream_t stream, bool tf32, 
     *best = -1;
     *best_ms = 0.0f;
     for (int k = 0; k < count; k++) {
-        int cfg = tf32                                   ? WMMA_TF32
-                  : gemm && k >= count - nw ? WGMMA + k - (count - nw)
-                                                         : k;
+        /* the WMMA configs, then the wgmma ones */
+        int cfg = tf32 ? WMMA_TF32 : k >= count - nw ? WGMMA + k - (count - nw) : k;
         if (!wmma_applies(t, cfg)) continue;
         float ms = -1.0f;
         t->wmma = cfg;
