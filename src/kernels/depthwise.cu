@@ -583,32 +583,29 @@ tci_status check_pack_desc(const kern_depthwise_desc *d, const char *who) {
                          (long long)d->c, (long long)d->kernel_h, (long long)d->kernel_w);
     return TCI_OK;
 }
+
+// The (R, S, Cp) packing of both 16-bit types, each value rounded by bits().
+tci_status pack_16bit(const kern_depthwise_desc *d, const float *w_c1rs, uint16_t *out, const char *who,
+                      uint16_t (*bits)(float)) {
+    tci_status st = check_pack_desc(d, who);
+    if (st != TCI_OK) return st;
+    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
+    for (int64_t t = 0; t < taps; t++)
+        for (int64_t ch = 0; ch < cp; ch++)
+            out[t * cp + ch] = ch < d->c ? bits(w_c1rs[ch * taps + t]) : 0;
+    return TCI_OK;
+}
 } // namespace
 
 extern "C" tci_status kern_depthwise_pack_weights(const kern_depthwise_desc *d, const float *w_c1rs,
                                                   uint16_t *out) {
-    static const char who[] = "kern_depthwise_pack_weights";
-    tci_status st = check_pack_desc(d, who);
-    if (st != TCI_OK) return st;
-    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
-    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
-    for (int64_t t = 0; t < taps; t++)
-        for (int64_t ch = 0; ch < cp; ch++)
-            out[t * cp + ch] = ch < d->c ? host_half_bits(w_c1rs[ch * taps + t]) : 0;
-    return TCI_OK;
+    return pack_16bit(d, w_c1rs, out, "kern_depthwise_pack_weights", host_half_bits);
 }
 
 extern "C" tci_status kern_depthwise_pack_weights_bf16(const kern_depthwise_desc *d,
                                                        const float *w_c1rs, uint16_t *out) {
-    static const char who[] = "kern_depthwise_pack_weights_bf16";
-    tci_status st = check_pack_desc(d, who);
-    if (st != TCI_OK) return st;
-    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
-    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
-    for (int64_t t = 0; t < taps; t++)
-        for (int64_t ch = 0; ch < cp; ch++)
-            out[t * cp + ch] = ch < d->c ? host_bf16_bits(w_c1rs[ch * taps + t]) : 0;
-    return TCI_OK;
+    return pack_16bit(d, w_c1rs, out, "kern_depthwise_pack_weights_bf16", host_bf16_bits);
 }
 
 extern "C" tci_status kern_depthwise_pack_weights_f32(const kern_depthwise_desc *d, const float *w_c1rs,
