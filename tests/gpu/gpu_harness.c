@@ -46,28 +46,12 @@ void gpu_from_half(const uint16_t *src, float *dst, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = op_half_to_float(src[i]);
 }
 
-uint16_t gpu_float_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-float gpu_bf16_to_float(uint16_t bits) {
-    const uint32_t u = (uint32_t)bits << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 void gpu_to_bf16(const float *src, uint16_t *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = gpu_float_to_bf16(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = op_float_to_bfloat16(src[i]);
 }
 
 void gpu_from_bf16(const uint16_t *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = gpu_bf16_to_float(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = op_bfloat16_to_float(src[i]);
 }
 
 size_t gpu_dtype_size(tci_dtype dtype) {
@@ -94,7 +78,7 @@ void gpu_decode(tci_dtype dtype, const void *src, float *dst, size_t n) {
 void gpu_round_to(tci_dtype dtype, float *v, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (dtype == TCI_DTYPE_FLOAT16) v[i] = op_half_to_float(op_float_to_half(v[i]));
-        else if (dtype == TCI_DTYPE_BFLOAT16) v[i] = gpu_bf16_to_float(gpu_float_to_bf16(v[i]));
+        else if (dtype == TCI_DTYPE_BFLOAT16) v[i] = op_bfloat16_to_float(op_float_to_bfloat16(v[i]));
     }
 }
 

@@ -26,10 +26,7 @@ void gpu_sync(void);
 void gpu_to_half(const float *src, uint16_t *dst, size_t n);
 void gpu_from_half(const uint16_t *src, float *dst, size_t n);
 
-/* fp32 <-> bf16 bits: the top 16 bits of the fp32 pattern, rounded to nearest even (NaN stays a
- * quiet NaN); widening is exact. */
-uint16_t gpu_float_to_bf16(float f);
-float gpu_bf16_to_float(uint16_t bits);
+/* fp32 <-> bf16 arrays through op_float_to_bfloat16 / op_bfloat16_to_float (layers/op.h) */
 void gpu_to_bf16(const float *src, uint16_t *dst, size_t n);
 void gpu_from_bf16(const uint16_t *src, float *dst, size_t n);
 

@@ -279,7 +279,7 @@ START_TEST(test_depthwise_pack) {
     ck_assert_tci_ok(kern_depthwise_pack_weights_bf16(&d, w, out));
     for (int tap = 0; tap < 2; tap++)
         for (int ch = 0; ch < 8; ch++)
-            ck_assert_uint_eq(out[tap * 8 + ch], ch < 3 ? gpu_float_to_bf16(w[ch * 2 + tap]) : 0);
+            ck_assert_uint_eq(out[tap * 8 + ch], ch < 3 ? op_float_to_bfloat16(w[ch * 2 + tap]) : 0);
     ck_assert_tci_error(kern_depthwise_pack_weights(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT, "NULL pointer");
     ck_assert_tci_error(kern_depthwise_pack_weights_bf16(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT,
                         "kern_depthwise_pack_weights_bf16: NULL pointer");
