@@ -323,13 +323,22 @@ __global__ void __launch_bounds__(T::kThreads) wmma_conv_kernel(const Params p) 
 
     // The element layout of a fragment is unspecified: each warp stages one fragment at a time as
     // fp32 in shared memory, then each lane takes 8 consecutive channels of one row.
+    // A loop over the fragments, not unrolled: the epilogue's code then exists once per kernel
+    // rather than once per fragment (unrolled, a kernel was 30K instructions and the file took
+    // minutes to compile). Only the fragment store is unrolled, so that the accumulators keep
+    // constant indices (and stay in registers).
     float *const buf = reinterpret_cast<float *>(smem_raw) + warp * T::FM * T::kEpiLd;
     const int er = lane / (T::FN / 8), ec = (lane % (T::FN / 8)) * 8;
-#pragma unroll
+#pragma unroll 1
     for (int i = 0; i < T::kFragsM; i++)
-#pragma unroll
+#pragma unroll 1
         for (int j = 0; j < T::kFragsN; j++) {
-            wmma::store_matrix_sync(buf, acc[i][j], T::kEpiLd, wmma::mem_row_major);
+#pragma unroll
+            for (int fi = 0; fi < T::kFragsM; fi++)
+#pragma unroll
+                for (int fj = 0; fj < T::kFragsN; fj++)
+                    if (fi == i && fj == j)
+                        wmma::store_matrix_sync(buf, acc[fi][fj], T::kEpiLd, wmma::mem_row_major);
             __syncwarp();
             const int m = bm0 + warp_m * T::WM + i * T::FM + er;
             const int n = bn0 + warp_n * T::WN + j * T::FN + ec;

@@ -284,17 +284,26 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
     // Each warp passes one 16-row strip of its fragments through its own shared scratch, so
     // that every lane then owns 8 consecutive columns: 16-byte loads of C and bias and 16-byte
     // stores of D.
+    // The strips are a loop, not unrolled: the epilogue's code (every activation, every output
+    // type) then exists once per kernel instead of once per strip and chunk (unrolled, the
+    // 128x128 kernel was 72K instructions and took minutes to compile; its speed was the same).
+    // Only the fragment stores are unrolled, so that the accumulators keep constant indices (and
+    // stay in registers).
     float *scratch = reinterpret_cast<float *>(smem) + warp * 16 * T::kEpiLd;
     const int64_t zc = z * p.stride_c;
     constexpr int kChunksPerRow = WN / 8;
-#pragma unroll
+#pragma unroll 1
     for (int i = 0; i < T::kFragsM; ++i) {
 #pragma unroll
-        for (int j = 0; j < T::kFragsN; ++j)
-            wmma::store_matrix_sync(scratch + j * 16, acc[i][j], T::kEpiLd, wmma::mem_row_major);
+        for (int fi = 0; fi < T::kFragsM; ++fi)
+            if (fi == i)
+#pragma unroll
+                for (int j = 0; j < T::kFragsN; ++j)
+                    wmma::store_matrix_sync(scratch + j * 16, acc[fi][j], T::kEpiLd,
+                                            wmma::mem_row_major);
         __syncwarp();
         const int row_base = m0 + wm * WM + i * 16;
-#pragma unroll
+#pragma unroll 1
         for (int t = 0; t < 16 * kChunksPerRow / 32; ++t) {
             const int chunk = lane + t * 32;
             const int r = chunk / kChunksPerRow, cc = (chunk % kChunksPerRow) * 8;
