@@ -406,7 +406,7 @@ static bool wgmma_device(void) {
     return false;
 }
 
-/* "wmma gemm 128x128x32 s4 warp 64x64", "wmma gemm tf32 16x16x8", "wgmma gemm 128x256x64 s3
+/* "wmma gemm 128x128x32 s3 warp 64x64", "wmma gemm tf32 16x16x8", "wgmma gemm 128x256x64 s3
  * persistent": a GEMM config's name for reports. */
 static void gemm_config_name(int cfg, char *buf, size_t size) {
     snprintf(buf, size, "%s %s", cfg >= WGMMA ? "wgmma gemm" : "wmma gemm",

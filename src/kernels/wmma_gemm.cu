@@ -169,27 +169,63 @@ template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB> 
     static_assert(STAGES >= 2 && STAGES <= 4, "2 to 4 stages");
 };
 
-// One operand tile of ROWS x COLS 16-bit elements (COLS contiguous in memory) from rows row0..
-// and columns col0.. of a matrix with row stride ld, zero outside row_lim x col_lim.
-template <int ROWS, int COLS, int LD, int THREADS, class E>
-__device__ __forceinline__ void load_tile(E *s, const E *g, int64_t ld, int row0,
-                                          int row_lim, int col0, int col_lim, int tid) {
-    constexpr int kChunksPerRow = COLS / 8, kChunks = ROWS * kChunksPerRow;
+// Stages one operand's tiles (ROWS x COLS 16-bit elements as stored, COLS contiguous) into shared
+// memory with 16-byte asynchronous copies. K runs along the stored columns (KCOLS: A as stored, B
+// transposed) or along the stored rows. Every address and bounds test that does not move with K
+// is worked out once, in the constructor: the main loop issues so few instructions besides the
+// tensor-core ones that this per-tile arithmetic was worth about a tenth of the throughput.
+// Each thread copies one 8-element chunk in each of ITERS passes, RS rows apart; a chunk sticking
+// out of the matrix copies only its inside and zero-fills the rest, which pads every tail (M, N, K).
+template <int ROWS, int COLS, int LD, int THREADS, bool KCOLS, class E> struct OperandLoader {
+    static constexpr int kChunksPerRow = COLS / 8, RS = THREADS / kChunksPerRow;
+    static constexpr int ITERS = ROWS / RS;
+    static_assert(THREADS % kChunksPerRow == 0 && ROWS % RS == 0, "whole rows of chunks per pass");
+    const E *matrix, *first; // first: the thread's chunk of the tile at K step 0
+    int64_t k_step, pass_step; // elements to the next K step's tile; to the next pass's row
+    int k_pos, k_lim;          // the chunk's K coordinate at step 0 (its column if KCOLS, else row)
+    unsigned rows_in;          // KCOLS: bit i set when pass i's row is inside the matrix
+    int cols_in;               // !KCOLS: elements of the chunk inside the matrix's columns (0..8)
+    int s_off;                 // the thread's chunk in the shared tile (elements)
+
+    // The tile at K step 0 starts at row row0, column col0 of a matrix of row_lim x col_lim
+    // elements with row stride ld.
+    __device__ __forceinline__ OperandLoader(const E *g, int64_t ld, int row0, int row_lim, int col0,
+                                             int col_lim, int tid) {
+        const int r = tid / kChunksPerRow, c = (tid % kChunksPerRow) * 8;
+        matrix = g;
+        first = g + static_cast<int64_t>(row0 + r) * ld + col0 + c;
+        pass_step = RS * ld;
+        s_off = r * LD + c;
+        rows_in = 0, cols_in = 0;
+        if constexpr (KCOLS) {
+            k_step = COLS, k_pos = col0 + c, k_lim = col_lim;
 #pragma unroll
-    for (int i = 0; i < (kChunks + THREADS - 1) / THREADS; ++i) {
-        const int chunk = tid + i * THREADS;
-        if (kChunks % THREADS == 0 || chunk < kChunks) {
-            const int r = chunk / kChunksPerRow, cc = (chunk % kChunksPerRow) * 8;
-            const int grow = row0 + r, gcol = col0 + cc;
-            int valid = col_lim - gcol;
-            valid = valid < 0 ? 0 : (valid > 8 ? 8 : valid);
-            if (grow >= row_lim) valid = 0;
-            // nothing is read when valid == 0; the matrix base is just a harmless address
-            const E *src = valid ? g + static_cast<int64_t>(grow) * ld + gcol : g;
-            cp_async16(s + r * LD + cc, src, valid * 2);
+            for (int i = 0; i < ITERS; ++i) rows_in |= (row0 + r + i * RS < row_lim ? 1u : 0u) << i;
+        } else {
+            k_step = ROWS * ld, k_pos = row0 + r, k_lim = row_lim;
+            const int left = col_lim - (col0 + c);
+            cols_in = left < 0 ? 0 : (left > 8 ? 8 : left);
         }
     }
-}
+
+    // Copies the tile of K step kt into s.
+    __device__ __forceinline__ void load(E *s, int kt) const {
+        const E *src = first + kt * k_step;
+        const int k0 = kt * (KCOLS ? COLS : ROWS);
+        int k_in = 0; // KCOLS: elements of the chunk inside K
+        if constexpr (KCOLS) {
+            k_in = k_lim - (k_pos + k0);
+            k_in = k_in < 0 ? 0 : (k_in > 8 ? 8 : k_in);
+        }
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            const int valid = KCOLS ? ((rows_in >> i) & 1u ? k_in : 0)
+                                    : (k_pos + k0 + i * RS < k_lim ? cols_in : 0);
+            // nothing is read when valid == 0; the matrix base is just a harmless address
+            cp_async16(s + s_off + i * RS * LD, valid ? src + i * pass_step : matrix, valid * 2);
+        }
+    }
+};
 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB, class E>
 __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThreads)
@@ -219,17 +255,16 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
     const E *B = static_cast<const E *>(p.b) + z * p.stride_b;
     const int kt_count = (p.k + BK - 1) / BK;
 
+    // A stored M x K (K along its columns) or, transposed, K x M; B stored K x N or N x K
+    using ALoader = OperandLoader<T::kARows, T::kACols, T::kALd, T::kThreads, !TA, E>;
+    using BLoader = OperandLoader<T::kBRows, T::kBCols, T::kBLd, T::kThreads, TB, E>;
+    const ALoader load_a = TA ? ALoader(A, p.lda, 0, p.k, m0, p.m, tid)
+                              : ALoader(A, p.lda, m0, p.m, 0, p.k, tid);
+    const BLoader load_b = TB ? BLoader(B, p.ldb, n0, p.n, 0, p.k, tid)
+                              : BLoader(B, p.ldb, 0, p.k, n0, p.n, tid);
     auto load_stage = [&](int stage, int kt) {
-        const int k0 = kt * BK;
-        E *ta = sa + stage * T::kAStage, *tb = sb + stage * T::kBStage;
-        if constexpr (!TA)
-            load_tile<BM, BK, T::kALd, T::kThreads>(ta, A, p.lda, m0, p.m, k0, p.k, tid);
-        else
-            load_tile<BK, BM, T::kALd, T::kThreads>(ta, A, p.lda, k0, p.k, m0, p.m, tid);
-        if constexpr (!TB)
-            load_tile<BK, BN, T::kBLd, T::kThreads>(tb, B, p.ldb, k0, p.k, n0, p.n, tid);
-        else
-            load_tile<BN, BK, T::kBLd, T::kThreads>(tb, B, p.ldb, n0, p.n, k0, p.k, tid);
+        load_a.load(sa + stage * T::kAStage, kt);
+        load_b.load(sb + stage * T::kBStage, kt);
     };
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[T::kFragsM][T::kFragsN];
@@ -356,9 +391,10 @@ struct GemmConfig {
 // Largest block tiles first (kern_wmma_gemm_pick_config walks the list in this order). Every
 // config is four kernels (transposes) whose ptxas time dominates the build; 128x256, 256x128
 // (64x64 warp tiles) and 64x64x64 never won a measured shape on the H200 (4096^3, 8192^3,
-// BERT-base, attention) and were dropped.
+// BERT-base, attention) and were dropped. 128x128x32 runs 3 stages: 4 were 4-8% slower at
+// 4096^3 and 8192^3 (two blocks of 240 registers per multiprocessor either way; docs/benchmarks.md).
 const GemmConfig kConfigs[] = {
-    WMMA_CONFIG(128, 128, 32, 64, 64, 4),
+    WMMA_CONFIG(128, 128, 32, 64, 64, 3),
     WMMA_CONFIG(128, 128, 64, 64, 32, 3),
     WMMA_CONFIG(128, 64, 32, 64, 32, 4),
     WMMA_CONFIG(64, 64, 32, 32, 32, 2),
