@@ -1,9 +1,7 @@
 /* The WMMA GEMMs against a double-precision CPU reference: every fp16 tile configuration with
  * every transpose combination, tails, batches with broadcast, the fused epilogue with every
  * activation, every other WMMA type and fragment shape, graph capture and the error paths.
- * With TCI_WMMA_GEMM_BENCH=1 it also times the best configuration against cuBLAS on large and
- * BERT-base shapes. */
-#include <cublas_v2.h>
+ * Timing against cuBLAS lives in bench/bench_gemm.c. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -678,145 +676,6 @@ START_TEST(variants_errors) {
 }
 END_TEST
 
-/* ------------------------------------------------------------------ benchmark ---- */
-
-#define PEAK_TFLOPS 754.0 /* fp16 GEMM 8192^3 through cuBLAS, measured (shared/GPU.md) */
-
-typedef struct {
-    const char *name;
-    int64_t m, n, k;
-    int batch, tb;
-} bench_shape;
-
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median time (ms) of reps launches, each between its own pair of events. */
-typedef tci_status (*launch_fn)(void *ctx);
-
-static float time_median(launch_fn fn, void *ctx, int reps) {
-    cudaEvent_t ev[2 * 32];
-    float t[32];
-    if (reps > 32) reps = 32;
-    for (int w = 0; w < 3; w++) ck_assert_tci_ok(fn(ctx));
-    for (int i = 0; i < 2 * reps; i++) ck_assert_int_eq(cudaEventCreate(&ev[i]), cudaSuccess);
-    for (int i = 0; i < reps; i++) {
-        ck_assert_int_eq(cudaEventRecord(ev[2 * i], g_stream), cudaSuccess);
-        ck_assert_tci_ok(fn(ctx));
-        ck_assert_int_eq(cudaEventRecord(ev[2 * i + 1], g_stream), cudaSuccess);
-    }
-    ck_assert_int_eq(cudaStreamSynchronize(g_stream), cudaSuccess);
-    for (int i = 0; i < reps; i++)
-        ck_assert_int_eq(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]), cudaSuccess);
-    for (int i = 0; i < 2 * reps; i++) cudaEventDestroy(ev[i]);
-    qsort(t, (size_t)reps, sizeof t[0], cmp_float);
-    return t[reps / 2];
-}
-
-typedef struct {
-    kern_wmma_gemm_desc desc;
-    int config;
-    const void *a, *b;
-    void *d;
-    cublasHandle_t cublas;
-    const bench_shape *bs;
-} bench_ctx;
-
-static tci_status launch_wmma(void *ctx) {
-    bench_ctx *c = ctx;
-    return kern_wmma_gemm_run(&c->desc, c->config, c->a, c->b, NULL, NULL, c->d, g_stream);
-}
-
-/* The same row-major problem in cuBLAS's column-major terms: D^T = op(B)^T op(A)^T. */
-static tci_status launch_cublas(void *ctx) {
-    bench_ctx *c = ctx;
-    const bench_shape *s = c->bs;
-    const float alpha = 1.0f, beta = 0.0f;
-    int m = (int)s->m, n = (int)s->n, k = (int)s->k;
-    cublasOperation_t opb = s->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    int ldb = s->tb ? k : n;
-    cublasStatus_t st;
-    if (s->batch > 1)
-        st = cublasGemmStridedBatchedEx(c->cublas, opb, CUBLAS_OP_N, n, m, k, &alpha, c->b,
-                                        CUDA_R_16F, ldb, (long long)n * k, c->a, CUDA_R_16F, k,
-                                        (long long)m * k, &beta, c->d, CUDA_R_16F, n,
-                                        (long long)m * n, s->batch, CUBLAS_COMPUTE_32F,
-                                        CUBLAS_GEMM_DEFAULT);
-    else
-        st = cublasGemmEx(c->cublas, opb, CUBLAS_OP_N, n, m, k, &alpha, c->b, CUDA_R_16F, ldb,
-                          c->a, CUDA_R_16F, k, &beta, c->d, CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT);
-    return st == CUBLAS_STATUS_SUCCESS ? TCI_OK : TCI_ERR_CUDA;
-}
-
-START_TEST(bench_against_cublas) {
-    const char *env = getenv("TCI_WMMA_GEMM_BENCH");
-    if (!env || strcmp(env, "1") != 0) {
-        printf("  benchmark skipped (set TCI_WMMA_GEMM_BENCH=1)\n");
-        return;
-    }
-    static const bench_shape shapes[] = {
-        {"4096^3", 4096, 4096, 4096, 1, 0},
-        {"4096^3 B as NxK", 4096, 4096, 4096, 1, 1},
-        {"8192^3", 8192, 8192, 8192, 1, 0},
-        {"BERT QKV 4096x2304x768", 4096, 2304, 768, 1, 0},
-        {"BERT proj 4096x768x768", 4096, 768, 768, 1, 0},
-        {"BERT FFN1 4096x3072x768", 4096, 3072, 768, 1, 0},
-        {"BERT FFN2 4096x768x3072", 4096, 768, 3072, 1, 0},
-        {"attn QK^T 384x(128x128x64)", 128, 128, 64, 384, 1},
-        {"attn PV 384x(128x64x128)", 128, 64, 128, 384, 0},
-    };
-    size_t max_elems = (size_t)8192 * 8192;
-    /* random fp16 data in [-1, 1] (never all zeros), shared by A and B */
-    float *f = malloc(max_elems * sizeof *f);
-    uint16_t *h = malloc(max_elems * sizeof *h);
-    ck_assert(f && h);
-    gpu_fill_random(f, max_elems, 77, -1.0f, 1.0f);
-    gpu_to_half(f, h, max_elems);
-    void *da = gpu_upload(h, max_elems * 2), *db = gpu_upload(h, max_elems * 2);
-    void *dd = gpu_upload(NULL, max_elems * 2);
-    free(f), free(h);
-    bench_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ck_assert_int_eq(cublasCreate(&ctx.cublas), CUBLAS_STATUS_SUCCESS);
-    ck_assert_int_eq(cublasSetStream(ctx.cublas, g_stream), CUBLAS_STATUS_SUCCESS);
-    ctx.a = da, ctx.b = db, ctx.d = dd;
-    printf("\n  WMMA fp16 GEMM (fp32 accumulate, fp16 out) vs cuBLAS cublasGemmEx, median ms; "
-           "ceiling %.0f TFLOP/s (cuBLAS 8192^3, GPU.md)\n",
-           PEAK_TFLOPS);
-    printf("  %-28s %-26s %9s %8s | %9s %8s | %6s\n", "shape", "best WMMA config", "ms",
-           "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio");
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        const bench_shape *s = &shapes[si];
-        ctx.bs = s;
-        kern_wmma_gemm_desc_init(&ctx.desc, s->m, s->n, s->k, 0, s->tb);
-        ctx.desc.batch = s->batch;
-        ctx.desc.stride_a = s->m * s->k, ctx.desc.stride_b = s->n * s->k;
-        ctx.desc.stride_c = s->m * s->n;
-        double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k * s->batch;
-        int reps = flops > 1e11 ? 10 : 20;
-        float best = 1e30f;
-        int best_cfg = -1;
-        for (int cfg = 0; cfg < kern_wmma_gemm_config_count(); cfg++) {
-            if (kern_wmma_gemm_supports(&ctx.desc, cfg) != TCI_OK) continue;
-            ctx.config = cfg;
-            float t = time_median(launch_wmma, &ctx, reps);
-            if (t < best) best = t, best_cfg = cfg;
-        }
-        ck_assert_int_ge(best_cfg, 0);
-        float tc = time_median(launch_cublas, &ctx, reps);
-        double tw = flops / (best * 1e-3) / 1e12, tb = flops / (tc * 1e-3) / 1e12;
-        printf("  %-28s %-26s %9.4f %8.1f | %9.4f %8.1f | %5.2fx\n", s->name,
-               kern_wmma_gemm_config_name(best_cfg), (double)best, tw, (double)tc, tb, tw / tb);
-    }
-    printf("  (ratio = WMMA throughput / cuBLAS throughput; issue target >= 0.5x at 4096^3)\n");
-    cublasDestroy(ctx.cublas);
-    gpu_free(da), gpu_free(db), gpu_free(dd);
-}
-END_TEST
-
 int main(void) {
     gpu_require_device("gpu_wmma_gemm");
     Suite *s = suite_create("gpu_wmma_gemm");
@@ -839,10 +698,5 @@ int main(void) {
     tcase_add_test(tv, variants_every_type_and_shape);
     tcase_add_test(tv, variants_errors);
     suite_add_tcase(s, tv);
-    TCase *tb = tcase_create("benchmark");
-    tcase_add_checked_fixture(tb, setup, teardown);
-    tcase_set_timeout(tb, 600);
-    tcase_add_test(tb, bench_against_cublas);
-    suite_add_tcase(s, tb);
     return tci_test_run_suite(s);
 }
