@@ -391,8 +391,9 @@ struct GemmConfig {
 // Largest block tiles first (kern_wmma_gemm_pick_config walks the list in this order). Every
 // config is four kernels (transposes) whose ptxas time dominates the build; 128x256, 256x128
 // (64x64 warp tiles) and 64x64x64 never won a measured shape on the H200 (4096^3, 8192^3,
-// BERT-base, attention) and were dropped. 128x128x32 runs 3 stages: 4 were 4-8% slower at
-// 4096^3 and 8192^3 (two blocks of 240 registers per multiprocessor either way; docs/benchmarks.md).
+// BERT-base, attention) and were dropped. 128x128x32 runs 3 stages: 4 were as fast within the
+// sweeps' noise (about 5%; two blocks of 240 registers per multiprocessor either way) and need
+// 76 KB of shared memory instead of 57 KB (docs/benchmarks.md, 2026-11-30 02:20).
 const GemmConfig kConfigs[] = {
     WMMA_CONFIG(128, 128, 32, 64, 64, 3),
     WMMA_CONFIG(128, 128, 64, 64, 32, 3),
