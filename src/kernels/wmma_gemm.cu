@@ -141,6 +141,10 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src
                  "r"(src_bytes)
                  : "memory");
 }
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -208,6 +212,19 @@ template <int ROWS, int COLS, int LD, int THREADS, bool KCOLS, class E> struct O
         }
     }
 
+    // Copies the tile of K step kt into s when every chunk of it lies inside the matrix (the
+    // block's tile is inside M and N, and kt is not the K tail): no bounds tests, no zero fill.
+    // Most tiles of a large GEMM take this path; its 6 copies of a 256x128x32 tile cost about 30
+    // instructions instead of the 100 of load() below.
+    __device__ __forceinline__ void load_inside(E *s, int kt) const {
+        const E *src = first + kt * k_step;
+#pragma unroll
+        for (int i = 0; i < ITERS; ++i) {
+            cp_async16(s + s_off + i * RS * LD, src);
+            src += pass_step;
+        }
+    }
+
     // Copies the tile of K step kt into s.
     __device__ __forceinline__ void load(E *s, int kt) const {
         const E *src = first + kt * k_step;
@@ -227,8 +244,10 @@ template <int ROWS, int COLS, int LD, int THREADS, bool KCOLS, class E> struct O
     }
 };
 
+// At least one block per multiprocessor, said explicitly: left to itself ptxas held the 128x128x64
+// kernel to 128 registers for two blocks and spilled the double-buffered fragments.
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool TA, bool TB, class E>
-__global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThreads)
+__global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThreads, 1)
     wmma_gemm_f16(const GemmParams p) {
     using T = Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>;
     using ALayout = std::conditional_t<TA, wmma::col_major, wmma::row_major>;
@@ -262,9 +281,16 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
                               : ALoader(A, p.lda, m0, p.m, 0, p.k, tid);
     const BLoader load_b = TB ? BLoader(B, p.ldb, n0, p.n, 0, p.k, tid)
                               : BLoader(B, p.ldb, 0, p.k, n0, p.n, tid);
+    const bool tile_inside = m0 + BM <= p.m && n0 + BN <= p.n;
+    const int kt_whole = p.k / BK; // K steps before the K tail
     auto load_stage = [&](int stage, int kt) {
-        load_a.load(sa + stage * T::kAStage, kt);
-        load_b.load(sb + stage * T::kBStage, kt);
+        if (tile_inside && kt < kt_whole) {
+            load_a.load_inside(sa + stage * T::kAStage, kt);
+            load_b.load_inside(sb + stage * T::kBStage, kt);
+        } else {
+            load_a.load(sa + stage * T::kAStage, kt);
+            load_b.load(sb + stage * T::kBStage, kt);
+        }
     };
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[T::kFragsM][T::kFragsN];
@@ -279,39 +305,63 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
         cp_async_commit();
     }
 
-    for (int kt = 0; kt < kt_count; ++kt) {
-        // tile kt has landed (at most STAGES - 2 younger groups in flight), and every warp is
-        // done with the stage the next copy overwrites (it computed on it last iteration)
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        const int next = kt + STAGES - 1;
-        if (next < kt_count) load_stage(next % STAGES, next);
-        cp_async_commit();
+    // Fragments are double-buffered in registers: those of the next 16-wide K step are loaded
+    // from shared memory while the current step's MMAs run, across shared tiles too (the first
+    // step of tile kt + 1 is loaded during the last step of tile kt, right after the barrier
+    // that says it landed). With two warps per scheduler there is little else to hide the
+    // fragment loads behind: this was worth about 10% at 4096^3.
+    constexpr int kSteps = BK / 16;
+    static_assert(kSteps % 2 == 0, "an even number of fragment steps per tile: buffer = step & 1");
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, E, ALayout> af[2][T::kFragsM];
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, E, BLayout> bf[2][T::kFragsN];
+    auto load_fragments = [&](int buf, int stage, int kk) {
+        const E *ta = sa + stage * T::kAStage, *tb = sb + stage * T::kBStage;
+#pragma unroll
+        for (int i = 0; i < T::kFragsM; ++i) {
+            const int row = wm * WM + i * 16;
+            wmma::load_matrix_sync(af[buf][i], TA ? ta + kk * T::kALd + row : ta + row * T::kALd + kk,
+                                   T::kALd);
+        }
+#pragma unroll
+        for (int j = 0; j < T::kFragsN; ++j) {
+            const int col = wn * WN + j * 16;
+            wmma::load_matrix_sync(bf[buf][j], TB ? tb + col * T::kBLd + kk : tb + kk * T::kBLd + col,
+                                   T::kBLd);
+        }
+    };
 
-        const E *ta = sa + (kt % STAGES) * T::kAStage;
-        const E *tb = sb + (kt % STAGES) * T::kBStage;
+    cp_async_wait<STAGES - 2>(); // tile 0 has landed
+    __syncthreads();
+    if (kt_count > 0) load_fragments(0, 0, 0);
+    // stage: where tile kt lies; fill: where tile kt + STAGES - 1 goes (the stage of tile kt - 1,
+    // which every warp finished reading before the previous iteration's barrier)
+    int stage = 0, fill = STAGES - 1;
+    for (int kt = 0; kt < kt_count; ++kt) {
+        const int next = kt + STAGES - 1;
+        if (next < kt_count) load_stage(fill, next);
+        cp_async_commit();
+        fill = fill == STAGES - 1 ? 0 : fill + 1;
+        const int next_stage = stage == STAGES - 1 ? 0 : stage + 1;
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, E, ALayout> af[T::kFragsM];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, E, BLayout> bf[T::kFragsN];
-#pragma unroll
-            for (int i = 0; i < T::kFragsM; ++i) {
-                const int row = wm * WM + i * 16;
-                wmma::load_matrix_sync(af[i], TA ? ta + kk * T::kALd + row : ta + row * T::kALd + kk,
-                                       T::kALd);
+        for (int step = 0; step < kSteps; ++step) {
+            const int buf = step & 1;
+            if (step == kSteps - 1) {
+                cp_async_wait<STAGES - 2>(); // tile kt + 1 has landed
+                __syncthreads();
+                if (kt + 1 < kt_count) load_fragments(buf ^ 1, next_stage, 0);
+            } else {
+                load_fragments(buf ^ 1, stage, (step + 1) * 16);
             }
-#pragma unroll
-            for (int j = 0; j < T::kFragsN; ++j) {
-                const int col = wn * WN + j * 16;
-                wmma::load_matrix_sync(bf[j], TB ? tb + col * T::kBLd + kk : tb + kk * T::kBLd + col,
-                                       T::kBLd);
-            }
+            // serpentine over the fragment grid: consecutive MMAs share an operand
 #pragma unroll
             for (int i = 0; i < T::kFragsM; ++i)
 #pragma unroll
-                for (int j = 0; j < T::kFragsN; ++j)
-                    wmma::mma_sync(acc[i][j], af[i], bf[j], acc[i][j]);
+                for (int j = 0; j < T::kFragsN; ++j) {
+                    const int jj = (i & 1) ? T::kFragsN - 1 - j : j;
+                    wmma::mma_sync(acc[i][jj], af[buf][i], bf[buf][jj], acc[i][jj]);
+                }
         }
+        stage = next_stage;
     }
     cp_async_wait<0>();
     __syncthreads(); // the pipeline's shared memory becomes the epilogue's scratch
@@ -389,12 +439,17 @@ struct GemmConfig {
       WMMA_TILE(BM, BN, BK, WM, WN, S, true, true)::kSmemBytes}}
 
 // Largest block tiles first (kern_wmma_gemm_pick_config walks the list in this order). Every
-// config is four kernels (transposes) whose ptxas time dominates the build; 128x256, 256x128
-// (64x64 warp tiles) and 64x64x64 never won a measured shape on the H200 (4096^3, 8192^3,
-// BERT-base, attention) and were dropped. 128x128x32 runs 3 stages: 4 were as fast within the
-// sweeps' noise (about 5%; two blocks of 240 registers per multiprocessor either way) and need
-// 76 KB of shared memory instead of 57 KB (docs/benchmarks.md, 2026-11-30 02:20).
+// config is four fp16 and two bf16 kernels whose ptxas time dominates the build. On the H200
+// (bench/bench_gemm.c; docs/benchmarks.md, 2026-11-30):
+// - 256x128 and 128x256 (8 warps of 64x64, one block of 236 registers per thread per
+//   multiprocessor) are the fastest on large GEMMs once the interior tiles load without bounds
+//   tests: about 0.52x cuBLAS at 4096^3, against 0.45x for 128x128. They lost before that change.
+// - 128x128x32 runs 3 stages: 4 were as fast within the sweeps' noise (about 5%) and need 76 KB
+//   of shared memory instead of 57 KB; 128x256 keeps the 4 it was measured with.
+// - 64x64x64 never won a measured shape and was dropped.
 const GemmConfig kConfigs[] = {
+    WMMA_CONFIG(256, 128, 32, 64, 64, 3),
+    WMMA_CONFIG(128, 256, 32, 64, 64, 4),
     WMMA_CONFIG(128, 128, 32, 64, 64, 3),
     WMMA_CONFIG(128, 128, 64, 64, 32, 3),
     WMMA_CONFIG(128, 64, 32, 64, 32, 4),

@@ -422,6 +422,19 @@ START_TEST(family_multi_tile_epilogue) {
 }
 END_TEST
 
+/* every block tile inside the matrix and K a whole number of tiles: only the copies without
+ * bounds tests run (the shapes above mix them with the bounded ones) */
+START_TEST(family_whole_tiles) {
+    for (int t = 0; t < 4; t++) {
+        shape s = base_shape(512, 512, 256, t >> 1, t & 1);
+        s.bias = 1, s.act = KERN_ACT_RELU;
+        char name[64];
+        snprintf(name, sizeof name, "512x512x256 tA %d tB %d bias relu", t >> 1, t & 1);
+        check_all_configs(name, &s, 250 + (uint64_t)t);
+    }
+}
+END_TEST
+
 /* K not a multiple of 8 (or of 16): the copies zero-fill inside a 16-byte chunk */
 START_TEST(family_odd_k_fp32_out) {
     const int64_t ks[] = {1, 13, 45};
@@ -685,6 +698,7 @@ int main(void) {
     tcase_add_test(tf, family_configs_listed);
     tcase_add_test(tf, family_every_config_every_transpose);
     tcase_add_test(tf, family_multi_tile_epilogue);
+    tcase_add_test(tf, family_whole_tiles);
     tcase_add_test(tf, family_odd_k_fp32_out);
     tcase_add_test(tf, family_classifier_row);
     tcase_add_test(tf, family_batched_broadcast);
