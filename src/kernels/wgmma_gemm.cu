@@ -12,22 +12,14 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
-#include "kernels/kern_util.cuh"
+#include "kernels/gemm_epilogue.cuh"
 #include "kernels/wgmma_gemm.h"
 
 namespace {
 
-// ------------------------------------------------------------------------------------------------
-// Epilogue: alpha * acc + beta * C + bias, the activation, one rounding (wmma_gemm.cu's
-// semantics and formulas).
-
-struct Epilogue {
-    const float *bias;
-    float alpha, beta, act_alpha, act_beta;
-    int act, has_bias, has_c, out_f32;
-};
-
-using kern_util::act_precise;
+// The epilogue: gemm_epilogue.cuh, shared with wmma_gemm.cu (fp16 or fp32 output here).
+using gemm_epilogue::Epilogue;
+using gemm_epilogue::epilogue_eight;
 
 // ------------------------------------------------------------------------------------------------
 // PTX wrappers: shared-memory addresses, mbarriers, the tensor copy, wgmma.
@@ -252,74 +244,6 @@ template <int BN> __host__ __device__ constexpr int staging_pitch() { return BN 
 
 template <int BN, int STAGES> constexpr int smem_bytes() {
     return STAGES * (kTileBytesA + BN * kBlockK * 2) + 2 * STAGES * 8 + 1024;
-}
-
-// Eight consecutive outputs from staging (cols_left of them inside D); off is the first's index
-// in C and D, a multiple of 8 when all eight are inside (16-byte accesses).
-__device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c, void *d,
-                                               int64_t off, int col, int cols_left,
-                                               const float *staged) {
-    const float4 s0 = reinterpret_cast<const float4 *>(staged)[0];
-    const float4 s1 = reinterpret_cast<const float4 *>(staged)[1];
-    float v[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-    if (cols_left < 8) {
-#pragma unroll 1
-        for (int i = 0; i < cols_left; ++i) {
-            float x = e.alpha * staged[i];
-            if (e.has_c)
-                x += e.beta * (e.out_f32 ? static_cast<const float *>(c)[off + i]
-                                         : __half2float(static_cast<const __half *>(c)[off + i]));
-            if (e.has_bias) x += e.bias[col + i];
-            if (e.act != KERN_ACT_NONE) x = act_precise(e.act, x, e.act_alpha, e.act_beta);
-            if (e.out_f32)
-                static_cast<float *>(d)[off + i] = x;
-            else
-                static_cast<__half *>(d)[off + i] = __float2half_rn(x);
-        }
-        return;
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] *= e.alpha;
-    if (e.has_c) {
-        float cv[8];
-        if (e.out_f32) {
-            const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(c) + off);
-            const float4 x = p[0], y = p[1];
-            cv[0] = x.x, cv[1] = x.y, cv[2] = x.z, cv[3] = x.w;
-            cv[4] = y.x, cv[5] = y.y, cv[6] = y.z, cv[7] = y.w;
-        } else {
-            const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __half *>(c) + off);
-            const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float2 f = __half22float2(h[i]);
-                cv[2 * i] = f.x, cv[2 * i + 1] = f.y;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] += e.beta * cv[i];
-    }
-    if (e.has_bias) {
-        const float4 *p = reinterpret_cast<const float4 *>(e.bias + col);
-        const float4 x = p[0], y = p[1];
-        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
-        v[4] += y.x, v[5] += y.y, v[6] += y.z, v[7] += y.w;
-    }
-    if (e.act != KERN_ACT_NONE) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = act_precise(e.act, v[i], e.act_alpha, e.act_beta);
-    }
-    if (e.out_f32) {
-        float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
-        p[0] = make_float4(v[0], v[1], v[2], v[3]);
-        p[1] = make_float4(v[4], v[5], v[6], v[7]);
-    } else {
-        uint4 raw;
-        __half2 *h = reinterpret_cast<__half2 *>(&raw);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-        *reinterpret_cast<uint4 *>(static_cast<__half *>(d) + off) = raw;
-    }
 }
 
 __device__ __forceinline__ void named_barrier(int id, int threads) {
@@ -841,7 +765,8 @@ tci_status kern_wgmma_gemm_run(const kern_wgmma_gemm_desc *desc, int config, con
     p.epi.alpha = desc->alpha, p.epi.beta = desc->beta;
     p.epi.act_alpha = desc->act_alpha, p.epi.act_beta = desc->act_beta;
     p.epi.act = (int)desc->act, p.epi.has_bias = desc->has_bias != 0;
-    p.epi.has_c = desc->beta != 0.0f, p.epi.out_f32 = desc->out_dtype == TCI_DTYPE_FLOAT;
+    p.epi.has_c = desc->beta != 0.0f;
+    p.epi.out = desc->out_dtype == TCI_DTYPE_FLOAT ? gemm_epilogue::kOutF32 : gemm_epilogue::kOutF16;
 
     const KernelFn kernel = g.kernel[desc->trans_a * 2 + desc->trans_b];
     // per call rather than once: no global state, and it follows the current device

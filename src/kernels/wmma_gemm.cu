@@ -13,6 +13,7 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/gemm_epilogue.cuh"
 #include "kernels/kern_util.cuh"
 #include "kernels/wmma_gemm.h"
 
@@ -20,106 +21,12 @@ using namespace nvcuda;
 
 namespace {
 
-// ------------------------------------------------------------------------------------------------
-// Epilogue, shared by every kernel with a floating-point output: alpha * acc + beta * C + bias,
-// the activation, one rounding.
-
-enum OutKind { kOutF16 = 0, kOutF32 = 1, kOutBf16 = 2 };
-
-struct Epilogue {
-    const float *bias;
-    float alpha, beta, act_alpha, act_beta;
-    int act, has_bias, has_c;
-    int out; // OutKind: the type of C and D
-};
-
-using kern_util::act_precise;
-
-// One element; off is its index in C and D (which share a layout and the output type).
-__device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, void *d,
-                                             int64_t off, int col, float acc) {
-    float v = e.alpha * acc;
-    if (e.has_c)
-        v += e.beta * (e.out == kOutF32    ? static_cast<const float *>(c)[off]
-                       : e.out == kOutBf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(c)[off])
-                                           : __half2float(static_cast<const __half *>(c)[off]));
-    if (e.has_bias) v += e.bias[col];
-    if (e.act != KERN_ACT_NONE) v = act_precise(e.act, v, e.act_alpha, e.act_beta);
-    if (e.out == kOutF32)
-        static_cast<float *>(d)[off] = v;
-    else if (e.out == kOutBf16)
-        static_cast<__nv_bfloat16 *>(d)[off] = __float2bfloat16_rn(v);
-    else
-        static_cast<__half *>(d)[off] = __float2half_rn(v);
-}
-
-// Eight consecutive columns starting at col; 16-byte accesses when all eight are inside the
-// matrix (off and col are multiples of 8 and the buffers 16-byte aligned: checked on the host).
-__device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c, void *d,
-                                               int64_t off, int col, int cols_left,
-                                               const float *acc) {
-    if (cols_left < 8) {
-        for (int i = 0; i < cols_left; ++i) epilogue_one(e, c, d, off + i, col + i, acc[i]);
-        return;
-    }
-    float v[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = e.alpha * acc[i];
-    if (e.has_c) {
-        float cv[8];
-        if (e.out == kOutF32) {
-            const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(c) + off);
-            const float4 x = p[0], y = p[1];
-            cv[0] = x.x, cv[1] = x.y, cv[2] = x.z, cv[3] = x.w;
-            cv[4] = y.x, cv[5] = y.y, cv[6] = y.z, cv[7] = y.w;
-        } else if (e.out == kOutBf16) {
-            const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __nv_bfloat16 *>(c) + off);
-            const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&raw);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float2 f = __bfloat1622float2(h[i]);
-                cv[2 * i] = f.x, cv[2 * i + 1] = f.y;
-            }
-        } else {
-            const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __half *>(c) + off);
-            const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float2 f = __half22float2(h[i]);
-                cv[2 * i] = f.x, cv[2 * i + 1] = f.y;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] += e.beta * cv[i];
-    }
-    if (e.has_bias) {
-        const float4 *p = reinterpret_cast<const float4 *>(e.bias + col);
-        const float4 x = p[0], y = p[1];
-        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
-        v[4] += y.x, v[5] += y.y, v[6] += y.z, v[7] += y.w;
-    }
-    if (e.act != KERN_ACT_NONE) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = act_precise(e.act, v[i], e.act_alpha, e.act_beta);
-    }
-    if (e.out == kOutF32) {
-        float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
-        p[0] = make_float4(v[0], v[1], v[2], v[3]);
-        p[1] = make_float4(v[4], v[5], v[6], v[7]);
-    } else if (e.out == kOutBf16) {
-        uint4 raw;
-        __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&raw);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-        *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(d) + off) = raw;
-    } else {
-        uint4 raw;
-        __half2 *h = reinterpret_cast<__half2 *>(&raw);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-        *reinterpret_cast<uint4 *>(static_cast<__half *>(d) + off) = raw;
-    }
-}
+using gemm_epilogue::Epilogue;
+using gemm_epilogue::epilogue_eight;
+using gemm_epilogue::epilogue_one;
+using gemm_epilogue::kOutBf16;
+using gemm_epilogue::kOutF16;
+using gemm_epilogue::kOutF32;
 
 // ------------------------------------------------------------------------------------------------
 // The fp16 family (and its bf16 twin: the same template over __nv_bfloat16)
@@ -394,11 +301,8 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
             const int r = chunk / kChunksPerRow, cc = (chunk % kChunksPerRow) * 8;
             const int row = row_base + r, col = n0 + wn * WN + cc;
             if (row < p.m && col < p.n) {
-                const float4 *s = reinterpret_cast<const float4 *>(scratch + r * T::kEpiLd + cc);
-                const float4 x = s[0], y = s[1];
-                const float v[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
                 epilogue_eight(p.epi, p.c, p.d, zc + static_cast<int64_t>(row) * p.ldc + col, col,
-                               p.n - col, v);
+                               p.n - col, scratch + r * T::kEpiLd + cc);
             }
         }
         __syncwarp();
@@ -635,8 +539,7 @@ static_assert((int)(sizeof kVariants / sizeof kVariants[0]) == (int)KERN_WMMA_VA
 // ------------------------------------------------------------------------------------------------
 // Host side
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
+using kern_util::ceil_div;
 
 Epilogue epilogue_of(const kern_wmma_gemm_desc *d, const float *bias) {
     Epilogue e;
