@@ -250,6 +250,94 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// ------------------------------------------------------------------------------------------------
+// The pipeline, shared by both kernel forms: one producer thread fills a ring of STAGES stages
+// with TMA copies (full_bars[s] completes when stage s has landed); the two consumer warpgroups
+// run wgmma on each stage and give it back (empty_bars[s], one arrival per consumer warp).
+
+template <int STAGES>
+__device__ __forceinline__ void init_ring(uint32_t full_bars, uint32_t empty_bars) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_bars + 8 * s, 1);
+            mbar_init(empty_bars + 8 * s, 8); // one arrival per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+// The producer's copies for one output tile's K steps. s / phase: the ring position, carried
+// from tile to tile.
+template <int BN, int STAGES, int TA, int TB>
+__device__ __forceinline__ void produce_tile(const CUtensorMap *map_a, const CUtensorMap *map_b,
+                                             uint32_t smem_a, uint32_t smem_b,
+                                             uint32_t full_bars, uint32_t empty_bars, int m0,
+                                             int n0, int za, int zb, int k_tiles, int &s,
+                                             uint32_t &phase) {
+    constexpr int kTileBytesB = BN * kBlockK * 2;
+    for (int t = 0; t < k_tiles; ++t) {
+        mbar_wait(empty_bars + 8 * s, phase ^ 1u);
+        const uint32_t bar = full_bars + 8 * s;
+        // out-of-bounds elements are zero-filled and still counted: always full boxes
+        mbar_expect_tx(bar, kTileBytesA + kTileBytesB);
+        const int k0 = t * kBlockK;
+        const uint32_t a_dst = smem_a + s * kTileBytesA, b_dst = smem_b + s * kTileBytesB;
+        if (TA) {
+#pragma unroll
+            for (int j = 0; j < kBlockM / 64; ++j)
+                tma_load(a_dst + j * kSwizzleBlock, map_a, bar, m0 + 64 * j, k0, za);
+        } else {
+            tma_load(a_dst, map_a, bar, k0, m0, za);
+        }
+        if (TB) {
+#pragma unroll
+            for (int j = 0; j < BN / 64; ++j)
+                tma_load(b_dst + j * kSwizzleBlock, map_b, bar, n0 + 64 * j, k0, zb);
+        } else {
+            tma_load(b_dst, map_b, bar, k0, n0, zb);
+        }
+        if (++s == STAGES) s = 0, phase ^= 1u;
+    }
+}
+
+// A consumer warpgroup's K loop for one output tile (its rows 64 * half .. + 63): acc += A * B
+// over k_tiles stages, each stage but the last given back as soon as its wgmma group is done.
+// Returns with every group complete and the last stage still held: its index.
+template <int BN, int STAGES, int TA, int TB>
+__device__ __forceinline__ int consume_tile(float (&acc)[BN / 2], uint32_t smem_a,
+                                            uint32_t smem_b, uint32_t full_bars,
+                                            uint32_t empty_bars, int half, int lane, int k_tiles,
+                                            int &s, uint32_t &phase) {
+    constexpr int kTileBytesB = BN * kBlockK * 2;
+    int prev_s = s;
+    for (int t = 0; t < k_tiles; ++t) {
+        mbar_wait(full_bars + 8 * s, phase);
+        const uint32_t a_tile = smem_a + s * kTileBytesA + half * kSwizzleBlock;
+        const uint32_t b_tile = smem_b + s * kTileBytesB;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBlockK / 16; ++kk) {
+            // K-major: the 16-element K step is 32 bytes along the swizzled row (8-row groups
+            // 1024 bytes apart); MN-major: 16 rows of 128 bytes further (64-column blocks
+            // kSwizzleBlock apart, 8-row K groups 1024 bytes apart)
+            const uint64_t da = TA ? smem_desc(a_tile + kk * 2048, kSwizzleBlock, 1024)
+                                   : smem_desc(a_tile + kk * 32, 16, 1024);
+            const uint64_t db = TB ? smem_desc(b_tile + kk * 2048, kSwizzleBlock, 1024)
+                                   : smem_desc(b_tile + kk * 32, 16, 1024);
+            Wgmma<BN, TA, TB>::run(acc, da, db);
+        }
+        wgmma_commit();
+        // the previous step's group is done: its stage goes back to the producer
+        wgmma_wait<1>();
+        if (t > 0 && lane == 0) mbar_arrive(empty_bars + 8 * prev_s);
+        prev_s = s;
+        if (++s == STAGES) s = 0, phase ^= 1u;
+    }
+    wgmma_wait<0>();
+    return prev_s;
+}
+
 // TA / TB: whether A / B is MN-major in memory (A stored K x M, B stored K x N).
 template <int BN, int STAGES, int TA, int TB>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -275,46 +363,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int m0 = (first_m + in_group % group_rows) * kBlockM, n0 = (in_group / group_rows) * BN;
     const int z = (int)blockIdx.z;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bars + 8 * s, 1);
-            mbar_init(empty_bars + 8 * s, 8); // one arrival per consumer warp
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-
+    init_ring<STAGES>(full_bars, empty_bars);
     const int warpgroup = (int)threadIdx.x / 128;
     if (warpgroup == 0) {
         // producer: one thread issues every copy; the warpgroup gives its registers away
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
         if (threadIdx.x == 0) {
-            const int za = p.a_batched ? z : 0, zb = p.b_batched ? z : 0;
             int s = 0;
             uint32_t phase = 0;
-            for (int t = 0; t < p.k_tiles; ++t) {
-                mbar_wait(empty_bars + 8 * s, phase ^ 1u);
-                const uint32_t bar = full_bars + 8 * s;
-                // out-of-bounds elements are zero-filled and still counted: always full boxes
-                mbar_expect_tx(bar, kTileBytesA + kTileBytesB);
-                const int k0 = t * kBlockK;
-                const uint32_t a_dst = smem_a + s * kTileBytesA, b_dst = smem_b + s * kTileBytesB;
-                if (TA) {
-#pragma unroll
-                    for (int j = 0; j < kBlockM / 64; ++j)
-                        tma_load(a_dst + j * kSwizzleBlock, &map_a, bar, m0 + 64 * j, k0, za);
-                } else {
-                    tma_load(a_dst, &map_a, bar, k0, m0, za);
-                }
-                if (TB) {
-#pragma unroll
-                    for (int j = 0; j < BN / 64; ++j)
-                        tma_load(b_dst + j * kSwizzleBlock, &map_b, bar, n0 + 64 * j, k0, zb);
-                } else {
-                    tma_load(b_dst, &map_b, bar, k0, n0, zb);
-                }
-                if (++s == STAGES) s = 0, phase ^= 1u;
-            }
+            produce_tile<BN, STAGES, TA, TB>(&map_a, &map_b, smem_a, smem_b, full_bars, empty_bars,
+                                             m0, n0, p.a_batched ? z : 0, p.b_batched ? z : 0,
+                                             p.k_tiles, s, phase);
         }
         return;
     }
@@ -326,33 +385,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-
-    int s = 0, prev_s = 0;
+    int s = 0;
     uint32_t phase = 0;
-    for (int t = 0; t < p.k_tiles; ++t) {
-        mbar_wait(full_bars + 8 * s, phase);
-        const uint32_t a_tile = smem_a + s * kTileBytesA + half * kSwizzleBlock;
-        const uint32_t b_tile = smem_b + s * kTileBytesB;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / 16; ++kk) {
-            // K-major: the 16-element K step is 32 bytes along the swizzled row (8-row groups
-            // 1024 bytes apart); MN-major: 16 rows of 128 bytes further (64-column blocks
-            // kSwizzleBlock apart, 8-row K groups 1024 bytes apart)
-            const uint64_t da = TA ? smem_desc(a_tile + kk * 2048, kSwizzleBlock, 1024)
-                                   : smem_desc(a_tile + kk * 32, 16, 1024);
-            const uint64_t db = TB ? smem_desc(b_tile + kk * 2048, kSwizzleBlock, 1024)
-                                   : smem_desc(b_tile + kk * 32, 16, 1024);
-            Wgmma<BN, TA, TB>::run(acc, da, db);
-        }
-        wgmma_commit();
-        // the previous step's group is done: its stage goes back to the producer
-        wgmma_wait<1>();
-        if (t > 0 && lane == 0) mbar_arrive(empty_bars + 8 * prev_s);
-        prev_s = s;
-        if (++s == STAGES) s = 0, phase ^= 1u;
-    }
-    wgmma_wait<0>();
+    consume_tile<BN, STAGES, TA, TB>(acc, smem_a, smem_b, full_bars, empty_bars, half, lane,
+                                     p.k_tiles, s, phase);
 
     // both consumer warpgroups are done reading the stages: stage the accumulators there.
     // Fragment layout of m64nNk16: warp w holds rows 16w + lane/4 (+8), columns 8j + 2(lane%4).
@@ -425,15 +461,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t full_bars = stage_area + 8 * kWarpStageBytes,
                    empty_bars = full_bars + 8 * STAGES;
 
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full_bars + 8 * s, 1);
-            mbar_init(empty_bars + 8 * s, 8);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-
+    init_ring<STAGES>(full_bars, empty_bars);
     const int warpgroup = (int)threadIdx.x / 128;
     if (warpgroup == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
@@ -443,30 +471,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
                 int m0, n0, z;
                 tile_origin<BN>(tile, p, &m0, &n0, &z);
-                const int za = p.a_batched ? z : 0, zb = p.b_batched ? z : 0;
-                for (int t = 0; t < p.k_tiles; ++t) {
-                    mbar_wait(empty_bars + 8 * s, phase ^ 1u);
-                    const uint32_t bar = full_bars + 8 * s;
-                    mbar_expect_tx(bar, kTileBytesA + kTileBytesB);
-                    const int k0 = t * kBlockK;
-                    const uint32_t a_dst = smem_a + s * kTileBytesA,
-                                   b_dst = smem_b + s * kTileBytesB;
-                    if (TA) {
-#pragma unroll
-                        for (int j = 0; j < kBlockM / 64; ++j)
-                            tma_load(a_dst + j * kSwizzleBlock, &map_a, bar, m0 + 64 * j, k0, za);
-                    } else {
-                        tma_load(a_dst, &map_a, bar, k0, m0, za);
-                    }
-                    if (TB) {
-#pragma unroll
-                        for (int j = 0; j < BN / 64; ++j)
-                            tma_load(b_dst + j * kSwizzleBlock, &map_b, bar, n0 + 64 * j, k0, zb);
-                    } else {
-                        tma_load(b_dst, &map_b, bar, k0, n0, zb);
-                    }
-                    if (++s == STAGES) s = 0, phase ^= 1u;
-                }
+                produce_tile<BN, STAGES, TA, TB>(&map_a, &map_b, smem_a, smem_b, full_bars,
+                                                 empty_bars, m0, n0, p.a_batched ? z : 0,
+                                                 p.b_batched ? z : 0, p.k_tiles, s, phase);
             }
         }
         return;
@@ -477,7 +484,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int warp = ((int)threadIdx.x / 32) & 3, lane = (int)threadIdx.x & 31;
     float *warp_stage = reinterpret_cast<float *>(smem_raw + (stage_area - smem_addr(smem_raw))) +
                         (half * 4 + warp) * (kWarpStageBytes / 4);
-    int s = 0, prev_s = 0;
+    int s = 0;
     uint32_t phase = 0;
     for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
         int m0, n0, z;
@@ -485,28 +492,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         float acc[BN / 2];
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-        for (int t = 0; t < p.k_tiles; ++t) {
-            mbar_wait(full_bars + 8 * s, phase);
-            const uint32_t a_tile = smem_a + s * kTileBytesA + half * kSwizzleBlock;
-            const uint32_t b_tile = smem_b + s * kTileBytesB;
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < kBlockK / 16; ++kk) {
-                const uint64_t da = TA ? smem_desc(a_tile + kk * 2048, kSwizzleBlock, 1024)
-                                       : smem_desc(a_tile + kk * 32, 16, 1024);
-                const uint64_t db = TB ? smem_desc(b_tile + kk * 2048, kSwizzleBlock, 1024)
-                                       : smem_desc(b_tile + kk * 32, 16, 1024);
-                Wgmma<BN, TA, TB>::run(acc, da, db);
-            }
-            wgmma_commit();
-            wgmma_wait<1>();
-            if (t > 0 && lane == 0) mbar_arrive(empty_bars + 8 * prev_s);
-            prev_s = s;
-            if (++s == STAGES) s = 0, phase ^= 1u;
-        }
-        wgmma_wait<0>();
+        const int last = consume_tile<BN, STAGES, TA, TB>(acc, smem_a, smem_b, full_bars,
+                                                          empty_bars, half, lane, p.k_tiles, s,
+                                                          phase);
         // the tile's last stage goes back too: the producer is already filling the next tile
-        if (lane == 0) mbar_arrive(empty_bars + 8 * prev_s);
+        if (lane == 0) mbar_arrive(empty_bars + 8 * last);
 
         // the warp's 16 rows, 64 columns at a time: fragments in, coalesced 8-column runs out
         const int64_t z_off = (int64_t)z * p.stride_c;
