@@ -498,20 +498,28 @@ __global__ void __launch_bounds__(kThreads, 1)
         // the tile's last stage goes back too: the producer is already filling the next tile
         if (lane == 0) mbar_arrive(empty_bars + 8 * last);
 
-        // the warp's 16 rows, 64 columns at a time: fragments in, coalesced 8-column runs out
+        // the warp's 16 rows, 64 columns at a time: fragments in, coalesced 8-column runs out.
+        // The chunks are a loop, not unrolled, so that the epilogue (every activation, both
+        // output types) exists once in the kernel rather than once per chunk; only the fragment
+        // stores are unrolled, so that the accumulators keep constant indices.
         const int64_t z_off = (int64_t)z * p.stride_c;
         const int row0 = m0 + half * 64 + warp * 16;
-#pragma unroll
+#pragma unroll 1
         for (int chunk = 0; chunk < BN / 64; ++chunk) {
             __syncwarp();
 #pragma unroll
-            for (int jj = 0; jj < 8; ++jj) {
-                const int j = chunk * 8 + jj;
+            for (int fc = 0; fc < BN / 64; ++fc) {
+                if (fc != chunk) continue;
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    *reinterpret_cast<float2 *>(warp_stage + (lane / 4 + 8 * h) * kWarpStagePitch +
-                                                2 * (lane & 3) + 8 * jj) =
-                        make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                for (int jj = 0; jj < 8; ++jj) {
+                    const int j = fc * 8 + jj;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+                        *reinterpret_cast<float2 *>(warp_stage +
+                                                    (lane / 4 + 8 * h) * kWarpStagePitch +
+                                                    2 * (lane & 3) + 8 * jj) =
+                            make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                }
             }
             __syncwarp();
 #pragma unroll 1
