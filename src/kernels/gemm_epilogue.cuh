@@ -89,10 +89,7 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
         v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
         v[4] += y.x, v[5] += y.y, v[6] += y.z, v[7] += y.w;
     }
-    if (e.act != KERN_ACT_NONE) {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = kern_util::act_precise(e.act, v[i], e.act_alpha, e.act_beta);
-    }
+    kern_util::act8<kern_util::ActPrecise>(e.act, v, e.act_alpha, e.act_beta);
     if (e.out == kOutF32) {
         float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
         p[0] = make_float4(v[0], v[1], v[2], v[3]);

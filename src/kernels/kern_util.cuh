@@ -232,6 +232,40 @@ __device__ __forceinline__ float act_precise(int act, float x, float alpha, floa
     }
 }
 
+struct ActPrecise {
+    __device__ __forceinline__ static float apply(int act, float x, float alpha, float beta) {
+        return act_precise(act, x, alpha, beta);
+    }
+};
+
+template <class Act, int ACT>
+__device__ __forceinline__ void act8_as(float (&v)[8], float alpha, float beta) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = Act::apply(ACT, v[i], alpha, beta);
+}
+
+// Activation `act` (Act::apply's formulas) on eight values of an epilogue, dispatched once for
+// the eight: Act::apply in a loop over the values compiles to one indirect branch (the switch's
+// jump table) per value. The activations the engine fuses into convolutions and GEMMs get a
+// case of their own; the others keep the per-value switch.
+template <class Act>
+__device__ __forceinline__ void act8(int act, float (&v)[8], float alpha, float beta) {
+    switch (act) {
+    case KERN_ACT_NONE: return;
+    case KERN_ACT_RELU: act8_as<Act, KERN_ACT_RELU>(v, alpha, beta); return;
+    case KERN_ACT_CLIP: act8_as<Act, KERN_ACT_CLIP>(v, alpha, beta); return;
+    case KERN_ACT_LEAKY_RELU: act8_as<Act, KERN_ACT_LEAKY_RELU>(v, alpha, beta); return;
+    case KERN_ACT_SIGMOID: act8_as<Act, KERN_ACT_SIGMOID>(v, alpha, beta); return;
+    case KERN_ACT_HARD_SWISH: act8_as<Act, KERN_ACT_HARD_SWISH>(v, alpha, beta); return;
+    case KERN_ACT_SILU: act8_as<Act, KERN_ACT_SILU>(v, alpha, beta); return;
+    case KERN_ACT_GELU: act8_as<Act, KERN_ACT_GELU>(v, alpha, beta); return;
+    case KERN_ACT_GELU_TANH: act8_as<Act, KERN_ACT_GELU_TANH>(v, alpha, beta); return;
+    default:
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = Act::apply(act, v[i], alpha, beta);
+    }
+}
+
 } // namespace kern_util
 
 #endif

@@ -16,6 +16,7 @@ extern "C" {
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
+#include "kernels/kern_util.cuh"
 #include "kernels/wmma_conv.h"
 
 namespace {
@@ -97,6 +98,12 @@ __device__ __forceinline__ float act_apply(int act, float x, float alpha, float 
     }
 }
 
+struct ActFast {
+    __device__ __forceinline__ static float apply(int act, float x, float alpha, float beta) {
+        return act_apply(act, x, alpha, beta);
+    }
+};
+
 // Two elements of type E in 32 bits (the lower address in the low half), rounded to nearest even.
 template <class E> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
 template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
@@ -134,10 +141,7 @@ template <class E> __device__ __forceinline__ void epilogue8(const Params &p, fl
         const float2 a = unpack2<E>(zz.x), b = unpack2<E>(zz.y), c = unpack2<E>(zz.z), d = unpack2<E>(zz.w);
         v[0] += a.x, v[1] += a.y, v[2] += b.x, v[3] += b.y, v[4] += c.x, v[5] += c.y, v[6] += d.x, v[7] += d.y;
     }
-    if (p.act != KERN_ACT_NONE) {
-#pragma unroll
-        for (int j = 0; j < 8; j++) v[j] = act_apply(p.act, v[j], p.act_alpha, p.act_beta);
-    }
+    kern_util::act8<ActFast>(p.act, v, p.act_alpha, p.act_beta);
     if (ch + 8 > p.k_real) {
 #pragma unroll
         for (int j = 0; j < 8; j++)
