@@ -216,7 +216,8 @@ __global__ void __launch_bounds__(Tile<BM, BN, BK, WM, WN, STAGES, TA, TB>::kThr
     // from shared memory while the current step's MMAs run, across shared tiles too (the first
     // step of tile kt + 1 is loaded during the last step of tile kt, right after the barrier
     // that says it landed). With two warps per scheduler there is little else to hide the
-    // fragment loads behind: this was worth about 10% at 4096^3.
+    // fragment loads behind: in the tile sweep at 4096^3 (docs/benchmarks.md, 2026-11-30 03:10)
+    // the 256x128 tile ran at 0.52x cuBLAS with it and 0.36x without.
     constexpr int kSteps = BK / 16;
     static_assert(kSteps % 2 == 0, "an even number of fragment steps per tile: buffer = step & 1");
     wmma::fragment<wmma::matrix_a, 16, 16, 16, E, ALayout> af[2][T::kFragsM];
@@ -345,9 +346,10 @@ struct GemmConfig {
 // Largest block tiles first (kern_wmma_gemm_pick_config walks the list in this order). Every
 // config is four fp16 and two bf16 kernels whose ptxas time dominates the build. On the H200
 // (bench/bench_gemm.c; docs/benchmarks.md, 2026-11-30):
-// - 256x128 and 128x256 (8 warps of 64x64, one block of 236 registers per thread per
+// - 256x128 and 128x256 (8 warps of 64x64, one block of 232-248 registers per thread per
 //   multiprocessor) are the fastest on large GEMMs once the interior tiles load without bounds
-//   tests: about 0.52x cuBLAS at 4096^3, against 0.45x for 128x128. They lost before that change.
+//   tests and fragments are double-buffered: 0.52-0.54x cuBLAS at 4096^3, against 0.44x for
+//   128x128. They lost before those changes.
 // - 128x128x32 runs 3 stages: 4 were as fast within the sweeps' noise (about 5%) and need 76 KB
 //   of shared memory instead of 57 KB; 128x256 keeps the 4 it was measured with.
 // - 64x64x64 never won a measured shape and was dropped.
