@@ -102,6 +102,9 @@ def parse_args(argv=None):
     p.add_argument("--report", metavar="FILE", help="also write the report (markdown) to FILE")
     p.add_argument("--accuracy", action="store_true",
                    help="also run tcinfer --compare (fp16 GPU vs fp32 CPU) at batch %d" % ACCURACY_BATCH)
+    p.add_argument("--accuracy-kernels", default="auto",
+                   help="tcinfer --kernels families whose accuracy --accuracy measures, "
+                        "comma-separated (default %(default)s; auto,wmma,cudnn covers every family)")
     p.add_argument("--no-pytorch", action="store_true",
                    help="time tcinfer only (the models must be exported already, or torch present)")
     return p.parse_args(argv)
@@ -212,8 +215,8 @@ def pytorch_fp16_error(torch, torchvision, name, x):
     return {"rel_l2": rel, "top1": int((got.argmax(1) == ref.argmax(1)).sum())}
 
 
-def tcinfer_accuracy(binary, model_path, timeout, input_path):
-    args = [model_path, "--backend", "gpu", "--shape",
+def tcinfer_accuracy(binary, model_path, timeout, input_path, kernels="auto"):
+    args = [model_path, "--backend", "gpu", "--kernels", kernels, "--shape",
             "input:%dx%dx%dx%d" % ((ACCURACY_BATCH,) + IMAGE), "input=" + input_path, "--compare",
             "--quiet"]
     out, err = run_tcinfer(binary, args, timeout)
@@ -348,11 +351,12 @@ def accuracy_ok(a):
 
 
 def accuracy_table(acc):
-    """acc: list of (model, result dict); a result may carry "pytorch" (pytorch_fp16_error)."""
+    """acc: list of (model, --kernels family, result dict); a result may carry "pytorch"
+    (pytorch_fp16_error)."""
     rows = []
-    for model, a in acc:
+    for model, fam, a in acc:
         if "error" in a:
-            rows.append([model, _cell_text("error: " + a["error"]), "", "", "", "", "", "FAIL", "-"])
+            rows.append([model, fam, _cell_text("error: " + a["error"]), "", "", "", "", "", "FAIL", "-"])
             continue
         pt = a.get("pytorch")
         pt_cell = ("%.3g, top-1 %d/%d" % (pt["rel_l2"], pt["top1"], ACCURACY_BATCH)
@@ -360,9 +364,10 @@ def accuracy_table(acc):
         t1 = "%d/%d" % (a["top1"], a["rows"]) if a["top1"] is not None else "-"
         t5 = "%d/%d" % (a["top5"], a["rows"]) if a["top5"] is not None else "-"
         nf = (" (%d non-finite)" % a["non_finite"]) if a["non_finite"] else ""
-        rows.append([model, "%.3g" % a["max_abs"], "%.3g" % a["mean_abs"], "%.3g%s" % (a["rel_l2"], nf),
-                     "%.6f" % a["cosine"], t1, t5, "PASS" if accuracy_ok(a) else "FAIL", pt_cell])
-    return markdown_table(["model", "max abs", "mean abs", "rel L2", "cosine", "top-1", "top-5",
+        rows.append([model, fam, "%.3g" % a["max_abs"], "%.3g" % a["mean_abs"],
+                     "%.3g%s" % (a["rel_l2"], nf), "%.6f" % a["cosine"], t1, t5,
+                     "PASS" if accuracy_ok(a) else "FAIL", pt_cell])
+    return markdown_table(["model", "kernels", "max abs", "mean abs", "rel L2", "cosine", "top-1", "top-5",
                            "top-1 %d/%d, rel L2 <= %g" % (TARGET_TOP1, ACCURACY_BATCH, TARGET_REL_L2),
                            "PyTorch fp16 vs fp64: rel L2, top-1"],
                           rows)
@@ -607,21 +612,26 @@ def main(argv=None):
     if args.accuracy:
         input_path = os.path.join(out_dir, "accuracy_input.npy")
         x = accuracy_input(input_path)
+        acc_families = [f for f in args.accuracy_kernels.split(",") if f]
         for m in args.models:
-            if m in export_error:
-                a = {"error": "export failed: " + export_error[m]}
-            else:
-                a = tcinfer_accuracy(binary, paths[m], args.timeout, input_path)
-                if torch is not None and not args.no_pytorch and "error" not in a:
-                    try:
-                        a["pytorch"] = pytorch_fp16_error(torch, torchvision, m, x)
-                    except Exception as e:
-                        a["pytorch"] = {"error": error_text(e)}
-            if "error" in a:
-                failures += 1
-            acc.append((m, a))
-            log("accuracy %-16s %s" % (m, ("error: " + a["error"]) if "error" in a else
-                                          "rel L2 %.3g, top-1 %s/%s" % (a["rel_l2"], a["top1"], a["rows"])))
+            pt = None  # PyTorch's own fp16 error: once per model, shown on every family's row
+            for fam in acc_families:
+                if m in export_error:
+                    a = {"error": "export failed: " + export_error[m]}
+                else:
+                    a = tcinfer_accuracy(binary, paths[m], args.timeout, input_path, fam)
+                    if torch is not None and not args.no_pytorch and "error" not in a and pt is None:
+                        try:
+                            pt = pytorch_fp16_error(torch, torchvision, m, x)
+                        except Exception as e:
+                            pt = {"error": error_text(e)}
+                    if pt is not None and "error" not in a:
+                        a["pytorch"] = pt
+                if "error" in a:
+                    failures += 1
+                acc.append((m, fam, a))
+                log("accuracy %-16s %-6s %s" % (m, fam, ("error: " + a["error"]) if "error" in a else
+                                                "rel L2 %.3g, top-1 %s/%s" % (a["rel_l2"], a["top1"], a["rows"])))
 
     table = timing_table(results, families)
     checks = headline_checks(results, args.models) + family_checks(results, families)
