@@ -40,6 +40,19 @@ __device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, v
         static_cast<__half *>(d)[off] = __float2half_rn(v);
 }
 
+// Eight values of type T at element off of base, as fp32 (16- or 32-byte access).
+template <typename T>
+__device__ __forceinline__ void load_eight(const void *base, int64_t off, float v[8]) {
+    using Chunk = typename kern_util::Chunk8<T>::type;
+    kern_util::load8(reinterpret_cast<const Chunk *>(static_cast<const T *>(base) + off), v);
+}
+
+template <typename T>
+__device__ __forceinline__ void store_eight(void *base, int64_t off, const float v[8]) {
+    using Chunk = typename kern_util::Chunk8<T>::type;
+    kern_util::store8(reinterpret_cast<Chunk *>(static_cast<T *>(base) + off), v);
+}
+
 // Eight consecutive columns starting at col, their fp32 sums staged in shared memory (16-byte
 // aligned); 16-byte accesses when all eight are inside the matrix (off and col are multiples of 8
 // and the buffers 16-byte aligned: checked on the host).
@@ -51,62 +64,32 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
         for (int i = 0; i < cols_left; ++i) epilogue_one(e, c, d, off + i, col + i, staged[i]);
         return;
     }
-    const float4 s0 = reinterpret_cast<const float4 *>(staged)[0];
-    const float4 s1 = reinterpret_cast<const float4 *>(staged)[1];
-    float v[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+    float v[8], add[8];
+    load_eight<float>(staged, 0, v);
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] *= e.alpha;
     if (e.has_c) {
-        float cv[8];
-        if (e.out == kOutF32) {
-            const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(c) + off);
-            const float4 x = p[0], y = p[1];
-            cv[0] = x.x, cv[1] = x.y, cv[2] = x.z, cv[3] = x.w;
-            cv[4] = y.x, cv[5] = y.y, cv[6] = y.z, cv[7] = y.w;
-        } else if (e.out == kOutBf16) {
-            const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __nv_bfloat16 *>(c) + off);
-            const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&raw);
+        if (e.out == kOutF32)
+            load_eight<float>(c, off, add);
+        else if (e.out == kOutBf16)
+            load_eight<__nv_bfloat16>(c, off, add);
+        else
+            load_eight<__half>(c, off, add);
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float2 f = __bfloat1622float2(h[i]);
-                cv[2 * i] = f.x, cv[2 * i + 1] = f.y;
-            }
-        } else {
-            const uint4 raw = *reinterpret_cast<const uint4 *>(static_cast<const __half *>(c) + off);
-            const __half2 *h = reinterpret_cast<const __half2 *>(&raw);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const float2 f = __half22float2(h[i]);
-                cv[2 * i] = f.x, cv[2 * i + 1] = f.y;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] += e.beta * cv[i];
+        for (int i = 0; i < 8; ++i) v[i] += e.beta * add[i];
     }
     if (e.has_bias) {
-        const float4 *p = reinterpret_cast<const float4 *>(e.bias + col);
-        const float4 x = p[0], y = p[1];
-        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
-        v[4] += y.x, v[5] += y.y, v[6] += y.z, v[7] += y.w;
+        load_eight<float>(e.bias, col, add);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] += add[i];
     }
     kern_util::act8<kern_util::ActPrecise>(e.act, v, e.act_alpha, e.act_beta);
-    if (e.out == kOutF32) {
-        float4 *p = reinterpret_cast<float4 *>(static_cast<float *>(d) + off);
-        p[0] = make_float4(v[0], v[1], v[2], v[3]);
-        p[1] = make_float4(v[4], v[5], v[6], v[7]);
-    } else if (e.out == kOutBf16) {
-        uint4 raw;
-        __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&raw);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-        *reinterpret_cast<uint4 *>(static_cast<__nv_bfloat16 *>(d) + off) = raw;
-    } else {
-        uint4 raw;
-        __half2 *h = reinterpret_cast<__half2 *>(&raw);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
-        *reinterpret_cast<uint4 *>(static_cast<__half *>(d) + off) = raw;
-    }
+    if (e.out == kOutF32)
+        store_eight<float>(d, off, v);
+    else if (e.out == kOutBf16)
+        store_eight<__nv_bfloat16>(d, off, v);
+    else
+        store_eight<__half>(d, off, v);
 }
 
 } // namespace gemm_epilogue
