@@ -1121,6 +1121,18 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     return TCI_OK;
 }
 
+/* "NAME (ORIGIN: T us; OTHER T2 us)" for a step taken from the cache or an identical layer,
+ * leaving out the times that were never measured (negative: the family was not timed). */
+static void describe_reused(char *out, size_t size, const char *name, const char *origin,
+                            float ms, const char *other, float other_ms) {
+    int n = snprintf(out, size, "%s (%s", name, origin);
+    if (n >= 0 && (size_t)n < size && ms >= 0.0f)
+        n += snprintf(out + n, size - (size_t)n, ": %.1f us", 1e3 * ms);
+    if (n >= 0 && (size_t)n < size && other_ms >= 0.0f)
+        n += snprintf(out + n, size - (size_t)n, "; %s %.1f us", other, 1e3 * other_ms);
+    if (n >= 0 && (size_t)n < size) snprintf(out + n, size - (size_t)n, ")");
+}
+
 /* The choice a cache entry records, made real without timing: the WMMA config, or the library
  * plan created with the recorded algorithm. TCI_ERR_UNSUPPORTED when it no longer applies. */
 static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit,
@@ -1148,7 +1160,8 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         char name[80];
         if (gemm) gemm_config_name(cfg, name, sizeof name);
         else snprintf(name, sizeof name, "%s", kern_wmma_conv_config_name(cfg));
-        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us; %s %.1f us)", name, origin, 1e3 * hit->wmma_ms, gemm ? "cuBLASLt" : "cuDNN", 1e3 * hit->library_ms);
+        describe_reused(im->text, sizeof im->text, name, origin, hit->wmma_ms,
+                        gemm ? "cuBLASLt" : "cuDNN", hit->library_ms);
     } else if (gemm) {
         unsigned char algo[KERN_GEMM_ALGO_BYTES];
         const char *hex = strchr(hit->value, ' ');
@@ -1169,8 +1182,8 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         kern_gemm_info info;
         kern_gemm_get_info(im->gemm, &info);
         if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us)", info.algorithm, origin,
-                 1e3 * hit->library_ms);
+        describe_reused(im->text, sizeof im->text, info.algorithm, origin, hit->library_ms,
+                        "best tcinfer kernel", hit->wmma_ms);
     } else {
         kern_conv_desc d;
         conv_desc_of(e, &s->u.conv, im->dtype, &d);
@@ -1187,8 +1200,8 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         kern_conv_info info;
         kern_conv_get_info(im->conv, &info);
         if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
-        snprintf(im->text, sizeof im->text, "%s (%s: %.1f us; best tcinfer kernel %.1f us)",
-                 info.algorithm, origin, 1e3 * hit->library_ms, 1e3 * hit->wmma_ms);
+        describe_reused(im->text, sizeof im->text, info.algorithm, origin, hit->library_ms,
+                        "best tcinfer kernel", hit->wmma_ms);
     }
     im->library_ms = hit->library_ms;
     im->wmma_ms = hit->wmma_ms;
