@@ -13,8 +13,9 @@
 
 /* How one run is carried out. PLAIN: no epilogue. FUSED: one cudnnConvolutionBiasActivationForward.
  * UNFUSED: convolution, then cudnnAddTensor for bias and residual and cudnnActivationForward; this
- * rounds to fp16 more than once, so it is only the fallback when no fused call works (cuDNN's
- * fused call with IDENTITY activation is documented for IMPLICIT_PRECOMP_GEMM only). */
+ * rounds to fp16 more than once, so it is only kept when no fused call works or every fused call
+ * is clearly slower (cuDNN's fused call with IDENTITY activation is documented for
+ * IMPLICIT_PRECOMP_GEMM only). */
 typedef enum { PATH_PLAIN, PATH_FUSED, PATH_UNFUSED } conv_path;
 
 struct kern_conv_plan {
@@ -323,6 +324,27 @@ static tci_status list_candidates(kern_conv_plan *p, cudnnHandle_t h, const kern
     return TCI_OK;
 }
 
+/* Find lists an algorithm with the math type it chose for the plain convolution, so the
+ * tensor-op IMPLICIT_PRECOMP_GEMM, the one algorithm cuDNN documents for the fused call with an
+ * identity activation, can be missing from the list. Appends it where tensor-op math applies. */
+static tci_status add_precomp_tensor_op(kern_conv_plan *p, cudnnHandle_t h,
+                                        const kern_conv_scratch *sc, candidate *cands,
+                                        int *count, int capacity) {
+    const cudnnConvolutionFwdAlgo_t precomp = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    if ((p->data_type == CUDNN_DATA_FLOAT && !p->desc.allow_tf32) || *count >= capacity)
+        return TCI_OK;
+    for (int i = 0; i < *count; i++)
+        if (cands[i].algo == precomp && cands[i].math == CUDNN_TENSOR_OP_MATH) return TCI_OK;
+    size_t need = 0;
+    KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, CUDNN_TENSOR_OP_MATH));
+    if (cudnnGetConvolutionForwardWorkspaceSize(h, p->x_desc, p->w_desc, p->conv_desc, p->y_desc,
+                                                precomp, &need) != CUDNN_STATUS_SUCCESS ||
+        need > p->desc.workspace_limit || need > sc->workspace_bytes)
+        return TCI_OK;
+    cands[(*count)++] = (candidate){precomp, CUDNN_TENSOR_OP_MATH, need, -1.0f};
+    return TCI_OK;
+}
+
 static tci_status use_candidate(kern_conv_plan *p, conv_path path, const candidate *c,
                                 float time_ms) {
     KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, c->math));
@@ -382,14 +404,24 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
 
     /* Only the few fastest (by cuDNN's own timing of the plain convolution) are timed again as
      * the real call, back to back: timing every algorithm (slow FFT variants at batch 256 take
-     * tens of ms a run) makes an engine build crawl. Slower ones are tried only while none of
-     * the fast ones is accepted (the fused call may refuse an algorithm). */
+     * tens of ms a run) makes an engine build crawl. The fused call refuses some algorithms, so
+     * for it every IMPLICIT_PRECOMP_GEMM entry is timed too, wherever Find ranked it: without
+     * that, a slow algorithm the fused call accepts could win (MobileNetV2's 1x1 layers at batch
+     * 256 ran non-tensor-op IMPLICIT_GEMM at 117-224 us where tensor-op PRECOMP took 7-43 us in
+     * another build). */
+    if (path == PATH_FUSED)
+        TCI_TRY(add_precomp_tensor_op(p, h, sc, cands, &count,
+                                      (int)(sizeof cands / sizeof cands[0])));
     enum { MAX_TIMED = 4 };
     int best = -1, timed = 0;
     float best_ms = 0.0f;
     for (int i = 0; i < count; i++) {
         float ms;
-        if (best >= 0 && (timed >= MAX_TIMED || cands[i].time_ms > 2.0f * cands[0].time_ms)) break;
+        int must = path == PATH_FUSED &&
+                   cands[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        if (!must && best >= 0 &&
+            (timed >= MAX_TIMED || cands[i].time_ms > 2.0f * cands[0].time_ms))
+            continue;
         timed++;
         KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, cands[i].math));
         TCI_TRY(time_candidate(p, h, stream, path, cands[i].algo, sc, &ms));
@@ -398,17 +430,23 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
             best_ms = ms;
         }
     }
-    if (best >= 0) return use_candidate(p, path, &cands[best], best_ms);
-    if (path != PATH_FUSED)
+    if (path != PATH_FUSED) {
+        if (best >= 0) return use_candidate(p, path, &cands[best], best_ms);
         return tci_error(TCI_ERR_UNSUPPORTED, "conv plan: cuDNN refuses every algorithm it listed");
-    float ms;
+    }
+    /* The unfused sequence (the fastest plain algorithm, then bias, residual and activation as
+     * separate passes) rounds to fp16 more often and reads y again, so it is kept only where
+     * cuDNN refuses every fused candidate or the fused call is slower by more than a quarter. */
+    float unfused_ms;
     KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, cands[0].math));
-    TCI_TRY(time_candidate(p, h, stream, PATH_UNFUSED, cands[0].algo, sc, &ms));
-    if (ms < 0.0f)
+    TCI_TRY(time_candidate(p, h, stream, PATH_UNFUSED, cands[0].algo, sc, &unfused_ms));
+    if (best >= 0 && (unfused_ms < 0.0f || best_ms <= 1.25f * unfused_ms))
+        return use_candidate(p, path, &cands[best], best_ms);
+    if (unfused_ms < 0.0f)
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "conv plan: cuDNN refuses both the fused and the unfused epilogue with %s",
                          algo_name(cands[0].algo));
-    return use_candidate(p, PATH_UNFUSED, &cands[0], ms);
+    return use_candidate(p, PATH_UNFUSED, &cands[0], unfused_ms);
 }
 
 static tci_status check_scratch(const kern_conv_plan *p, const kern_conv_scratch *sc) {
