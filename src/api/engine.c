@@ -367,12 +367,18 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         char **fp32_layers = NULL;
         tci_status st = exec_gpu_machine(machine, sizeof machine);
         if (st == TCI_OK) st = graph_to_save(engine, &g, &dropped);
-        /* fp32 layers naming a folded BatchNormalization: its convolution decided already */
+        /* fp32 layers naming a folded BatchNormalization (or a pattern matching only such
+         * nodes): its convolution decided already, and the saved graph lacks the node */
         if (st == TCI_OK) st = copy_strings((const char *const *)engine->fp32_layers, &fp32_layers);
         size_t kept = 0;
         for (size_t i = 0; st == TCI_OK && fp32_layers && fp32_layers[i]; i++) {
             bool gone = false;
             for (const char **d = dropped; *d && !gone; d++) gone = strcmp(*d, fp32_layers[i]) == 0;
+            if (!gone && strpbrk(fp32_layers[i], "*?[")) {
+                gone = true;
+                for (size_t n = 0; n < g->num_nodes && gone; n++)
+                    gone = !plan_fp32_selects(fp32_layers[i], g->nodes[n]);
+            }
             if (gone) free(fp32_layers[i]);
             else fp32_layers[kept++] = fp32_layers[i];
         }

@@ -2,8 +2,10 @@
  * part of a network, dense elsewhere, with a conversion only where an op needs the other one),
  * BatchNorm folded into Conv weights, bias/activation/residual fused into Conv and GEMM steps,
  * and arena offsets from the memory planner. */
+#define _POSIX_C_SOURCE 200809L /* fnmatch */
 #include "graph/plan.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2017,6 +2019,11 @@ static void match_op(const op_desc *d, void *user) {
     if (strcmp(d->op_type, l->op_type) == 0) l->found = true;
 }
 
+bool plan_fp32_selects(const char *entry, const ir_node *node) {
+    return strcmp(node->name, entry) == 0 || strcmp(node->op_type, entry) == 0 ||
+           fnmatch(entry, node->name, 0) == 0;
+}
+
 /* Marks the nodes that run in fp32 (plan_options). */
 static tci_status mark_fp32_nodes(builder *b) {
     const ir_graph *g = b->g;
@@ -2026,7 +2033,7 @@ static tci_status mark_fp32_nodes(builder *b) {
     for (const char *const *name = o->fp32_layers; name && *name; name++) {
         bool found = false;
         for (size_t i = 0; i < g->num_nodes; i++)
-            if (strcmp(g->nodes[i]->name, *name) == 0 || strcmp(g->nodes[i]->op_type, *name) == 0) {
+            if (plan_fp32_selects(*name, g->nodes[i])) {
                 b->fp32_node[i] = true;
                 found = true;
             }
@@ -2034,7 +2041,7 @@ static tci_status mark_fp32_nodes(builder *b) {
         if (!found) op_registry_each(match_op, &known);
         if (!found && !known.found)
             return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "fp32 layers: no node is named '%s' and it is no op type "
+                             "fp32 layers: no node name matches '%s' and it is no op type "
                              "(node names are those after optimisation: BatchNormalization "
                              "folded into Conv, Identity and Dropout removed)",
                              *name);

@@ -233,8 +233,9 @@ typedef struct plan {
 
 typedef struct plan_options {
     /* Nodes kept in fp32 (--fp32-layers): each entry is a node name or an op type (every node of
-     * that type); NULL-terminated, may be NULL. An entry that is neither a node's name nor an op
-     * type is an error (an op type the model lacks selects nothing). Such a
+     * that type) or a shell pattern over node names (fnmatch without flags: '*' also
+     * matches '/'); NULL-terminated, may be NULL. An entry that matches no node's name and is
+     * no op type is an error (an op type the model lacks selects nothing). Such a
      * node computes in fp32 and stores its float outputs as FLOAT; nodes fused into its step
      * follow it, data-movement nodes (Reshape, Concat, Slice...) keep the precision of their
      * first input, every other node reads fp16 (a cast step where needed). */
@@ -258,6 +259,10 @@ void plan_destroy(plan *p);
 /* Which nodes of graph plan_build runs in fp32 (by node index, graph->num_nodes entries), or the
  * error it would give for options->fp32_layers. */
 tci_status plan_fp32_nodes(const ir_graph *graph, const plan_options *options, bool *out);
+
+/* Whether one fp32_layers entry selects node: its name, its op type, or a pattern matching its
+ * name. */
+bool plan_fp32_selects(const char *entry, const ir_node *node);
 
 /* The kernel family a step runs on ("cuDNN convolution", "tcinfer eltwise", ...); the executor
  * replaces library families with the algorithm it chose. */

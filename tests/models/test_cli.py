@@ -171,6 +171,10 @@ class CliTest(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertNotIn("cast", out)
         self.assert_error(run("--plan", "--fp32-layers", "nope", path), 1, "'nope'")
+        rc, out, err = run("--plan", "--fp32-layers", "a?t", path)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"act\s+Relu\s+\S+ fp32")
+        self.assert_error(run("--plan", "--fp32-layers", "b*", path), 1, r"'b\*'")
 
     def test_plan_bf16(self):
         """--precision bf16: every float step stores bfloat16, fp32 layers fp32 (the casts between

@@ -1,6 +1,7 @@
 /* GPU plan lowering, run on the CPU: layouts, BN folding, epilogue fusion, conversions, memory. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "graph/passes.h"
 #include "graph/plan.h"
@@ -290,6 +291,34 @@ START_TEST(test_fp32_layers) {
 }
 END_TEST
 
+/* --fp32-layers patterns: shell wildcards over node names ('*' crosses '/'), beside exact names
+ * and op types; a pattern that matches nothing is refused like an unknown name. */
+START_TEST(test_fp32_layer_patterns) {
+    ir_graph *g = head_graph(); /* nodes gap, flatten, fc, sm, r */
+    bool mask[8];
+    ck_assert_uint_eq(g->num_nodes, 5);
+    const char *f_star[] = {"f*", NULL};
+    plan_options o = {.fp32_layers = f_star};
+    ck_assert_tci_ok(plan_fp32_nodes(g, &o, mask));
+    for (size_t i = 0; i < g->num_nodes; i++)
+        ck_assert_int_eq(mask[i], g->nodes[i]->name[0] == 'f');
+    const char *mixed[] = {"?m", "Relu", NULL};
+    o.fp32_layers = mixed;
+    ck_assert_tci_ok(plan_fp32_nodes(g, &o, mask));
+    for (size_t i = 0; i < g->num_nodes; i++)
+        ck_assert_int_eq(mask[i], strcmp(g->nodes[i]->name, "sm") == 0 ||
+                                      strcmp(g->nodes[i]->name, "r") == 0);
+    ck_assert(plan_fp32_selects("/layer1/*", &(ir_node){.name = "/layer1/layer1.0/conv1/Conv",
+                                                         .op_type = "Conv"}));
+    ck_assert(!plan_fp32_selects("/layer1/*", &(ir_node){.name = "/layer2/layer2.0/conv1/Conv",
+                                                          .op_type = "Conv"}));
+    const char *none[] = {"q*", NULL};
+    o.fp32_layers = none;
+    ck_assert_tci_error(plan_fp32_nodes(g, &o, mask), TCI_ERR_INVALID_ARGUMENT, "'q*'");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* The GPU fp32 baseline: every float tensor fp32, no casts, the GEMM bias still a packing source
  * and counted at fp32 size. */
 START_TEST(test_all_fp32) {
@@ -362,6 +391,7 @@ int main(void) {
     tcase_add_test(tc, test_no_gpu_path_names_node);
     tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_fp32_layers);
+    tcase_add_test(tc, test_fp32_layer_patterns);
     tcase_add_test(tc, test_all_fp32);
     tcase_add_test(tc, test_bf16);
     tcase_add_test(tc, test_pad8);
