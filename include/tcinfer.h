@@ -151,9 +151,9 @@ typedef struct tci_engine_options {
     /* GPU: precision of the whole engine (TCI_PRECISION_FP16 by default). */
     tci_precision precision;
     /* GPU, fp16: nodes kept in fp32 (computed and stored), each a node name, an op type or a
-     * shell pattern over node names (fnmatch: '*' also matches '/'); NULL-terminated, copied at creation. Against
-     * fp16 overflow and for accuracy-critical layers: casts are inserted at the boundaries. An
-     * entry that matches no node name and is no op type is an error. */
+     * shell pattern over node names (fnmatch: '*' also matches '/'); NULL-terminated, copied
+     * at creation. Against fp16 overflow and for accuracy-critical layers: casts are inserted
+     * at the boundaries. An entry that matches no node name and is no op type is an error. */
     const char *const *fp32_layers;
     /* GPU: kernel families for convolutions and GEMMs (TCI_KERNELS_AUTO by default). */
     tci_kernels kernels;
