@@ -2,6 +2,7 @@
  * geometry, then im2col + sgemm (Conv) or sgemm + col2im (ConvTranspose) per image and group. */
 #include <cblas.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -541,6 +542,183 @@ static tci_status conv_transpose_forward(const ir_node *node, const tci_tensor *
     return TCI_OK;
 }
 
+/* ---- GPU lowering ---- */
+
+/* The 2-D geometry of a Conv or ConvTranspose step from its window. */
+static void step_geometry(plan_conv *pc, const layer_window *win) {
+    pc->n = win->batch;
+    pc->c = win->in_channels;
+    pc->h = win->in[0];
+    pc->w = win->in[1];
+    pc->k = win->out_channels;
+    pc->r = win->kernel[0];
+    pc->s = win->kernel[1];
+    pc->out_h = win->out[0];
+    pc->out_w = win->out[1];
+    pc->pad_top = win->pad_begin[0];
+    pc->pad_left = win->pad_begin[1];
+    pc->pad_bottom = win->pad_end[0];
+    pc->pad_right = win->pad_end[1];
+    pc->stride_h = win->stride[0];
+    pc->stride_w = win->stride[1];
+    pc->dilation_h = win->dilation[0];
+    pc->dilation_w = win->dilation[1];
+    pc->groups = win->group;
+}
+
+/* The checks Conv and ConvTranspose share (2-D, static input, constant float weights and bias)
+ * and their window; `what` names the op in the refusal. */
+static tci_status conv_window(const ir_node *node, const char *what, layer_window *win) {
+    const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
+    const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    TCI_TRY(lower_require_known(node, x));
+    if (x->rank != 4)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 2-D %s run on the GPU", what);
+    if (!w->data || w->dtype != TCI_DTYPE_FLOAT || (bias && !bias->data))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "the GPU path needs constant float weights and bias");
+    tci_tensor vx, vw, vb;
+    ir_tensor_view(x, &vx);
+    ir_tensor_view(w, &vw);
+    if (bias) ir_tensor_view(bias, &vb);
+    const tci_tensor *views[3] = {&vx, &vw, bias ? &vb : NULL};
+    return layer_conv_window(node, views, win);
+}
+
+/* Conv (+BatchNormalization) (+Add) (+activation) as one step. */
+static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
+    const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    layer_window win;
+    TCI_TRY(conv_window(node, "convolutions", &win));
+    int64_t k = win.out_channels, c = win.in_channels, group = win.group;
+    int64_t r = win.kernel[0], s = win.kernel[1], cg = c / group;
+    bool depthwise = group > 1 && group == c && k == c;
+    if (group > 1 && !depthwise && (cg % 8 || (k / group) % 8))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "grouped convolution with %lld channels per group: the GPU path "
+                             "needs multiples of 8 (or depthwise)",
+                             (long long)cg);
+    int64_t kp = plan_pad8(k);
+
+    /* fold a following BatchNormalization into weights and bias */
+    const float *wsrc = lower_const_floats(w);
+    float *scale = calloc((size_t)kp, sizeof(float));
+    float *shift = calloc((size_t)kp, sizeof(float));
+    if (!scale || !shift) {
+        free(scale);
+        free(shift);
+        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
+    }
+    for (int64_t i = 0; i < k; i++) {
+        scale[i] = 1.0f;
+        shift[i] = bias ? lower_const_floats(bias)[i] : 0.0f;
+    }
+    char label[256];
+    snprintf(label, sizeof label, "Conv");
+    const ir_tensor *out = node->outputs[0];
+    const ir_node *next = lower_single_consumer(b, out);
+    bool bn_folded = false;
+    tci_status st = TCI_OK;
+    if (next && next->inputs[0] == out) st = layer_batchnorm_fold(next, k, scale, shift, &bn_folded);
+    if (bn_folded) {
+        lower_mark_fused(b, next);
+        out = next->outputs[0];
+        strncat(label, "+BatchNormalization", sizeof label - strlen(label) - 1);
+    }
+    /* residual Add (the other operand already computed), then an activation */
+    int residual = -1;
+    plan_activation act = {0};
+    next = st == TCI_OK ? lower_single_consumer(b, out) : NULL;
+    if (next && next->desc->binary == PLAN_BIN_ADD && next->num_inputs == 2) {
+        const ir_tensor *other = next->inputs[0] == out ? next->inputs[1] : next->inputs[0];
+        bool same = other->rank == 4 && lower_layout_of(b, other) >= 0;
+        for (int i = 0; same && i < 4; i++) same = other->dims[i] == out->dims[i];
+        if (same && other != out) {
+            st = lower_input(b, next, other, PLAN_LAYOUT_NHWC8, &residual);
+            if (st == TCI_OK) {
+                lower_mark_fused(b, next);
+                out = next->outputs[0];
+                strncat(label, "+Add", sizeof label - strlen(label) - 1);
+            }
+        }
+    }
+    if (st == TCI_OK) st = lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label);
+
+    /* folded fp32 weights (K, C/group, R, S) and bias (K); the executor packs them into the
+     * layout the convolution library wants */
+    int wt = -1, bt = -1, xt = -1, yt = -1;
+    if (st == TCI_OK) {
+        int64_t wdims[4] = {k, cg, r, s};
+        float *folded = malloc((size_t)(k * cg * r * s) * sizeof(float));
+        if (!folded) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
+        for (int64_t i = 0; st == TCI_OK && i < k * cg * r * s; i++)
+            folded[i] = wsrc[i] * scale[i / (cg * r * s)];
+        if (st == TCI_OK)
+            st = lower_host_constant(b, w->name, folded, 4, wdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &wt);
+        free(folded);
+    }
+    if (st == TCI_OK) {
+        int64_t bdims[1] = {k};
+        st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
+    }
+    free(scale);
+    free(shift);
+    TCI_TRY(st);
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
+    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    plan_step *step;
+    TCI_TRY(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, label), &step));
+    plan_conv *pc = &step->u.conv;
+    step_geometry(pc, &win);
+    pc->has_bias = true;
+    pc->has_residual = residual >= 0;
+    pc->fused = step->label;
+    /* cuDNN's fused call applies ReLU (or nothing); other activations run after it. The
+     * depthwise kernel (cuDNN's NHWC depthwise is far off bandwidth) fuses any of them. */
+    pc->depthwise = depthwise;
+    if (depthwise || act.kind == PLAN_ACT_RELU || act.kind == PLAN_ACT_NONE) pc->act = act;
+    else pc->post_act = act;
+    lower_step_io(step, 4, (int[]){xt, wt, bt, residual}, 1, &yt);
+    return TCI_OK;
+}
+
+/* 2-D ConvTranspose: cuDNN's backward data; weights stay in ONNX order for the executor to
+ * pack, activations follow as an in-place step. */
+static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
+    const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    layer_window win;
+    TCI_TRY(conv_window(node, "ConvTranspose nodes", &win));
+    int64_t k = win.out_channels;
+    float *shift = calloc((size_t)k, sizeof(float));
+    if (!shift) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; bias && i < k; i++) shift[i] = lower_const_floats(bias)[i];
+    int wt = -1, bt = -1, xt = -1, yt = -1;
+    tci_status st = lower_host_constant(b, w->name, lower_const_floats(w), 4, w->dims, TCI_DTYPE_FLOAT,
+                                  PLAN_LAYOUT_DENSE, &wt);
+    int64_t bdims[1] = {k};
+    if (st == TCI_OK)
+        st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
+    free(shift);
+    TCI_TRY(st);
+    char label[256] = "ConvTranspose";
+    plan_activation act;
+    const ir_tensor *out = node->outputs[0];
+    TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label));
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
+    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    plan_step *step;
+    TCI_TRY(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, label), &step));
+    plan_conv *pc = &step->u.conv;
+    step_geometry(pc, &win);
+    pc->has_bias = true;
+    pc->post_act = act;
+    pc->fused = step->label;
+    lower_step_io(step, 3, (int[]){xt, wt, bt}, 1, &yt);
+    return TCI_OK;
+}
+
 /* 22 only added bfloat16, which infer refuses. ConvTranspose-1's text splits an odd padding the
  * other way round from 11; ONNX Runtime follows 11's split at every opset, and so do we. */
 static const int conv_versions[] = {1, 11, 22, 0};
@@ -552,6 +730,8 @@ static const op_desc conv_desc = {
     .parse = conv_parse,
     .infer = conv_infer,
     .cpu_forward = conv_forward,
+    .flags = OP_NHWC_INPUT,
+    .gpu_lower = conv_gpu_lower,
 };
 
 static const op_desc conv_transpose_desc = {
@@ -560,6 +740,7 @@ static const op_desc conv_transpose_desc = {
     .parse = conv_transpose_parse,
     .infer = conv_infer,
     .cpu_forward = conv_transpose_forward,
+    .gpu_lower = conv_transpose_gpu_lower,
 };
 
 const op_desc *const layer_conv_ops[] = {&conv_desc, &conv_transpose_desc, NULL};

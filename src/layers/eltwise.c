@@ -3,6 +3,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "layers/op.h"
@@ -1019,39 +1020,181 @@ static tci_status cast_forward(const ir_node *node, const tci_tensor *const *in,
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * GPU lowering
+ * ------------------------------------------------------------------------------------------- */
+
+static const plan_act unary_acts[] = {
+    [UNARY_RELU] = PLAN_ACT_RELU,       [UNARY_LEAKY_RELU] = PLAN_ACT_LEAKY_RELU,
+    [UNARY_SIGMOID] = PLAN_ACT_SIGMOID, [UNARY_HARD_SIGMOID] = PLAN_ACT_HARD_SIGMOID,
+    [UNARY_HARD_SWISH] = PLAN_ACT_HARD_SWISH, [UNARY_TANH] = PLAN_ACT_TANH,
+    [UNARY_ELU] = PLAN_ACT_ELU,         [UNARY_SELU] = PLAN_ACT_SELU,
+    [UNARY_SOFTPLUS] = PLAN_ACT_SOFTPLUS, [UNARY_SQRT] = PLAN_ACT_SQRT,
+    [UNARY_ERF] = PLAN_ACT_ERF,         [UNARY_GELU] = PLAN_ACT_GELU,
+    [UNARY_GELU_TANH] = PLAN_ACT_GELU_TANH,
+};
+
+static tci_status unary_epilogue(const ir_node *node, plan_activation *act) {
+    const unary_params *p = node->params;
+    act->kind = unary_acts[p->kind];
+    act->alpha = act->beta = 0.0f;
+    if (p->kind == UNARY_LEAKY_RELU || p->kind == UNARY_ELU || p->kind == UNARY_HARD_SIGMOID ||
+        p->kind == UNARY_SELU)
+        act->alpha = p->alpha;
+    if (p->kind == UNARY_HARD_SIGMOID) act->beta = p->beta;
+    if (p->kind == UNARY_SELU) act->beta = p->gamma;
+    return TCI_OK;
+}
+
+static tci_status clip_epilogue(const ir_node *node, plan_activation *act) {
+    const clip_params *p = node->params;
+    act->kind = PLAN_ACT_CLIP;
+    if (node->since_version < 11) {
+        act->alpha = p->min;
+        act->beta = p->max;
+        return TCI_OK;
+    }
+    TCI_TRY(lower_scalar_input(node, 1, -INFINITY, &act->alpha));
+    return lower_scalar_input(node, 2, INFINITY, &act->beta);
+}
+
+/* An activation node (Relu, Clip, Gelu...): one element-wise step, Sigmoid with the Mul of a
+ * SiLU pair included. */
+static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *out = node->outputs[0];
+    TCI_TRY(lower_require_known(node, out));
+    plan_layout layout = lower_eltwise_layout(b, node, out);
+    const char *label = node->op_type;
+    plan_activation act;
+    TCI_TRY(node->desc->epilogue(node, &act));
+    if (act.kind == PLAN_ACT_SIGMOID) {
+        const ir_node *mul = lower_silu_mul(b, node->inputs[0]);
+        if (mul && !lower_is_fused(b, mul)) {
+            lower_mark_fused(b, mul);
+            act.kind = PLAN_ACT_SILU;
+            out = mul->outputs[0];
+            label = "Sigmoid+Mul(SiLU)";
+        }
+    }
+    return lower_eltwise_step(b, node, PLAN_BIN_NONE, (const ir_tensor *const *)node->inputs, 1,
+                              out, act, lower_intern(b, label), -1, layout);
+}
+
+/* Add, Mul, Where, PRelu... and the variadic Sum/Max/Min as a chain of binary steps with the
+ * following activation fused into the last. */
+static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *out = node->outputs[0];
+    TCI_TRY(lower_require_known(node, out));
+    plan_layout layout = lower_eltwise_layout(b, node, out);
+    char label[256];
+    snprintf(label, sizeof label, "%s", node->op_type);
+    plan_binary op = node->desc->binary;
+    /* the kernels take one value dtype (Where's condition aside) */
+    int first = op == PLAN_BIN_WHERE ? 1 : 0;
+    for (int i = first + 1; i < node->num_inputs; i++)
+        if (node->inputs[i] && node->inputs[i]->dtype != node->inputs[first]->dtype)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "inputs of dtypes %s and %s: mixed dtypes have no GPU path",
+                                 tci_dtype_name(node->inputs[first]->dtype),
+                                 tci_dtype_name(node->inputs[i]->dtype));
+    plan_activation act = {0};
+    const ir_tensor *const *inputs = (const ir_tensor *const *)node->inputs;
+    if (op == PLAN_BIN_WHERE)
+        return lower_eltwise_step(b, node, op, inputs, 3, out, act, lower_intern(b, label), -1,
+                                  PLAN_LAYOUT_DENSE);
+    int n = node->num_inputs;
+    if (n == 1) /* Sum/Max/Min of one input: a copy */
+        return lower_eltwise_step(b, node, PLAN_BIN_NONE, inputs, 1, out, act,
+                                  lower_intern(b, label), -1, layout);
+    const ir_tensor *final_out = out;
+    TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &final_out, label, sizeof label));
+    plan_activation none = {0};
+    int acc = -1;
+    for (int i = 1; i < n; i++) {
+        bool last = i == n - 1;
+        int yt = -1;
+        if (!last || i > 1) {
+            if (last) TCI_TRY(lower_output(b, node, final_out, layout, &yt));
+            else
+                TCI_TRY(lower_temporary(b, "partial", lower_float_dtype(b), layout, out->rank,
+                                        out->dims, &yt));
+        }
+        if (i == 1) { /* inputs 0 and 1 */
+            const ir_tensor *pair[2] = {node->inputs[0], node->inputs[1]};
+            TCI_TRY(lower_eltwise_step(b, node, op, pair, 2, final_out, last ? act : none,
+                                       lower_intern(b, label), yt, layout));
+        } else { /* acc (already lowered) with input i */
+            int other;
+            TCI_TRY(lower_input(b, node, node->inputs[i], layout, &other));
+            plan_step *s;
+            TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, lower_intern(b, label), &s));
+            s->u.eltwise.op = op;
+            s->u.eltwise.act = last ? act : none;
+            const plan_tensor *y = lower_tensor(b, yt);
+            lower_output_view(y, &s->u.eltwise.view);
+            lower_operand_strides(y, lower_tensor(b, acc), s->u.eltwise.view.strides[0]);
+            lower_operand_strides(y, lower_tensor(b, other), s->u.eltwise.view.strides[1]);
+            lower_step_io(s, 2, (int[]){acc, other}, 1, &yt);
+        }
+        acc = yt;
+    }
+    return TCI_OK;
+}
+
+static tci_status cast_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    tci_dtype to = TCI_DTYPE_UNDEFINED;
+    TCI_TRY(lower_device_dtype(b, node, y->dtype, &to));
+    if (to == lower_tensor(b, xi)->dtype) return lower_alias(b, node, y, xi, &yt);
+    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_CAST, node, NULL, &s));
+    s->u.cast.count = lower_count(y);
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Descriptors
  * ------------------------------------------------------------------------------------------- */
 
-#define OP(var, name, family, ...)                                                                \
+#define OP(var, name, family, lower, epilogue_fn, binary_op, ...)                                 \
     static const int var##_versions[] = {__VA_ARGS__, 0};                                         \
-    static const op_desc var = {name, var##_versions, family##_parse, family##_infer,             \
-                                family##_forward, 0}
+    static const op_desc var = {.op_type = name,                                                  \
+                                .versions = var##_versions,                                       \
+                                .parse = family##_parse,                                          \
+                                .infer = family##_infer,                                          \
+                                .cpu_forward = family##_forward,                                  \
+                                .gpu_lower = lower,                                               \
+                                .epilogue = epilogue_fn,                                          \
+                                .binary = binary_op}
 
-OP(relu_op, "Relu", unary, 6, 13, 14);
-OP(leaky_relu_op, "LeakyRelu", unary, 6, 16);
-OP(sigmoid_op, "Sigmoid", unary, 6, 13);
-OP(hard_sigmoid_op, "HardSigmoid", unary, 6, 22);
-OP(hard_swish_op, "HardSwish", unary, 14, 22);
-OP(tanh_op, "Tanh", unary, 6, 13);
-OP(elu_op, "Elu", unary, 6, 22);
-OP(selu_op, "Selu", unary, 6, 22);
-OP(softplus_op, "Softplus", unary, 1, 22);
-OP(sqrt_op, "Sqrt", unary, 6, 13);
-OP(erf_op, "Erf", unary, 9, 13);
-OP(gelu_op, "Gelu", unary, 20);
-OP(clip_op, "Clip", clip, 6, 11, 12, 13);
-OP(prelu_op, "PRelu", prelu, 7, 9, 16);
-OP(add_op, "Add", binary, 7, 13, 14);
-OP(sub_op, "Sub", binary, 7, 13, 14);
-OP(mul_op, "Mul", binary, 7, 13, 14);
-OP(div_op, "Div", binary, 7, 13, 14);
-OP(pow_op, "Pow", binary, 7, 12, 13, 15);
-OP(equal_op, "Equal", binary, 7, 11, 13, 19);
-OP(where_op, "Where", where, 9, 16);
-OP(sum_op, "Sum", variadic, 6, 8, 13);
-OP(max_op, "Max", variadic, 6, 8, 12, 13);
-OP(min_op, "Min", variadic, 6, 8, 12, 13);
-OP(cast_op, "Cast", cast, 6, 9, 13, 19, 21, 23, 24, 25, 28);
+OP(relu_op, "Relu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13, 14);
+OP(leaky_relu_op, "LeakyRelu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 16);
+OP(sigmoid_op, "Sigmoid", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13);
+OP(hard_sigmoid_op, "HardSigmoid", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 22);
+OP(hard_swish_op, "HardSwish", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 14, 22);
+OP(tanh_op, "Tanh", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13);
+OP(elu_op, "Elu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 22);
+OP(selu_op, "Selu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 22);
+OP(softplus_op, "Softplus", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 1, 22);
+OP(sqrt_op, "Sqrt", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13);
+OP(erf_op, "Erf", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 9, 13);
+OP(gelu_op, "Gelu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 20);
+OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, PLAN_BIN_NONE, 6, 11, 12, 13);
+OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, PLAN_BIN_PRELU, 7, 9, 16);
+OP(add_op, "Add", binary, binary_gpu_lower, NULL, PLAN_BIN_ADD, 7, 13, 14);
+OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, PLAN_BIN_SUB, 7, 13, 14);
+OP(mul_op, "Mul", binary, binary_gpu_lower, NULL, PLAN_BIN_MUL, 7, 13, 14);
+OP(div_op, "Div", binary, binary_gpu_lower, NULL, PLAN_BIN_DIV, 7, 13, 14);
+OP(pow_op, "Pow", binary, binary_gpu_lower, NULL, PLAN_BIN_POW, 7, 12, 13, 15);
+OP(equal_op, "Equal", binary, binary_gpu_lower, NULL, PLAN_BIN_EQUAL, 7, 11, 13, 19);
+OP(where_op, "Where", where, binary_gpu_lower, NULL, PLAN_BIN_WHERE, 9, 16);
+OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, PLAN_BIN_ADD, 6, 8, 13);
+OP(max_op, "Max", variadic, binary_gpu_lower, NULL, PLAN_BIN_MAX, 6, 8, 12, 13);
+OP(min_op, "Min", variadic, binary_gpu_lower, NULL, PLAN_BIN_MIN, 6, 8, 12, 13);
+OP(cast_op, "Cast", cast, cast_gpu_lower, NULL, PLAN_BIN_NONE, 6, 9, 13, 19, 21, 23, 24, 25, 28);
 
 const op_desc *const layer_eltwise_ops[] = {
     &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,

@@ -2,9 +2,12 @@
  * MatMul follows numpy.matmul: 1-D operands are promoted and the added dim removed again. */
 #include <cblas.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layers/op.h"
+
+static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node);
 
 typedef struct gemm_params {
     int trans_a, trans_b;
@@ -157,6 +160,7 @@ static const op_desc gemm_desc = {
     .parse = gemm_parse,
     .infer = gemm_infer,
     .cpu_forward = gemm_forward,
+    .gpu_lower = gemm_gpu_lower,
 };
 
 /* ---- MatMul ---- */
@@ -281,12 +285,154 @@ static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *i
     return TCI_OK;
 }
 
+/* ---- GPU lowering ---- */
+
+/* A following Add of a constant vector of length n (a Linear layer's bias), as bias values. */
+static tci_status fuse_bias(plan_builder *b, const ir_tensor *t, int64_t n, float scale,
+                            const ir_tensor **out_tensor, float **out_bias, char *label,
+                            size_t label_size) {
+    *out_bias = NULL;
+    *out_tensor = t;
+    const ir_node *next = lower_single_consumer(b, t);
+    if (!next || next->desc->binary != PLAN_BIN_ADD || next->num_inputs != 2) return TCI_OK;
+    const ir_tensor *c = next->inputs[0] == t ? next->inputs[1] : next->inputs[0];
+    if (!c->data || c->dtype != TCI_DTYPE_FLOAT || lower_count(c) != n || c->rank < 1 ||
+        c->dims[c->rank - 1] != n || next->outputs[0]->rank != t->rank)
+        return TCI_OK;
+    float *bias = malloc((size_t)n * sizeof(float));
+    if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; i < n; i++) bias[i] = scale * ((const float *)c->data)[i];
+    lower_mark_fused(b, next);
+    *out_tensor = next->outputs[0];
+    *out_bias = bias;
+    strncat(label, "+Add", label_size - strlen(label) - 1);
+    return TCI_OK;
+}
+
+/* ReLU and tanh-GELU are cuBLASLt epilogues; anything else stays a separate step. */
+static bool gemm_fuses(plan_act kind) { return kind == PLAN_ACT_RELU || kind == PLAN_ACT_GELU_TANH; }
+
+static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g, int a_index, int b_index,
+                              const ir_tensor *out, const char *label, float *bias) {
+    tci_status st = TCI_OK;
+    int bias_index = -1, yt = -1;
+    if (bias) {
+        int64_t dims[1] = {g->n};
+        st = lower_host_constant(b, "bias", bias, 1, dims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE,
+                           &bias_index);
+        free(bias);
+    }
+    TCI_TRY(st);
+    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_DENSE, &yt));
+    plan_step *step;
+    TCI_TRY(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, label), &step));
+    g->has_bias = bias_index >= 0;
+    g->fused = step->label;
+    step->u.gemm = *g;
+    lower_step_io(step, 3, (int[]){a_index, b_index, bias_index}, 1, &yt);
+    return TCI_OK;
+}
+
+static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *a = node->inputs[0], *bm = node->inputs[1];
+    const ir_tensor *c = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    const gemm_params *p = node->params;
+    const int64_t trans_a = p->trans_a, trans_b = p->trans_b;
+    const float alpha = p->alpha, beta = p->beta;
+    TCI_TRY(lower_require_known(node, a));
+    TCI_TRY(lower_require_known(node, bm));
+    plan_gemm g = {0};
+    g.batch = 1;
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.m = trans_a ? a->dims[1] : a->dims[0];
+    g.k = trans_a ? a->dims[0] : a->dims[1];
+    g.n = trans_b ? bm->dims[0] : bm->dims[1];
+    g.lda = a->dims[1];
+    g.ldb = bm->dims[1];
+    g.ldc = g.n;
+    g.alpha = alpha;
+    char label[256] = "Gemm";
+    float *bias = NULL;
+    if (c && beta != 0.0f) {
+        if (!c->data || c->dtype != TCI_DTYPE_FLOAT || lower_count(c) != g.n ||
+            c->dims[c->rank - 1] != g.n)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "the GPU path takes C only as a constant bias of N values");
+        bias = malloc((size_t)g.n * sizeof(float));
+        if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int64_t i = 0; i < g.n; i++) bias[i] = beta * ((const float *)c->data)[i];
+    }
+    const ir_tensor *out = node->outputs[0];
+    tci_status st = lower_fuse_activation(b, out, gemm_fuses, &g.act, &out, label, sizeof label);
+    int ai = -1, bi = -1;
+    if (st == TCI_OK) st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
+    if (st == TCI_OK) st = lower_input(b, node, bm, PLAN_LAYOUT_DENSE, &bi);
+    if (st != TCI_OK) {
+        free(bias);
+        return st;
+    }
+    return finish_gemm(b, node, &g, ai, bi, out, label, bias);
+}
+
+
+static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *a = node->inputs[0], *bm = node->inputs[1], *y = node->outputs[0];
+    TCI_TRY(lower_require_known(node, a));
+    TCI_TRY(lower_require_known(node, bm));
+    TCI_TRY(lower_require_known(node, y));
+    if (a->rank < 2 || bm->rank < 2)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "the GPU path needs operands of rank >= 2");
+    plan_gemm g = {0};
+    g.m = a->dims[a->rank - 2];
+    g.k = a->dims[a->rank - 1];
+    g.n = bm->dims[bm->rank - 1];
+    g.lda = g.k;
+    g.ldb = g.n;
+    g.ldc = g.n;
+    g.alpha = 1.0f;
+    int yb = y->rank - 2;
+    int64_t a_batch = lower_prod(a->dims, 0, a->rank - 2), b_batch = lower_prod(bm->dims, 0, bm->rank - 2);
+    int64_t y_batch = lower_prod(y->dims, 0, yb);
+    if (b_batch == 1) { /* weights or a shared matrix: one tall GEMM */
+        g.m *= a_batch;
+        g.batch = 1;
+    } else {
+        /* each side's batch dims must be the output's or all ones */
+        bool a_ok = a_batch == 1 || (a_batch == y_batch && a->rank - 2 == yb);
+        bool b_ok = b_batch == y_batch && bm->rank - 2 == yb;
+        for (int i = 0; a_ok && a_batch != 1 && i < yb; i++) a_ok = a->dims[i] == y->dims[i];
+        for (int i = 0; b_ok && i < yb; i++) b_ok = bm->dims[i] == y->dims[i];
+        if (!a_ok || !b_ok)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "batch broadcasting of this MatMul has no GPU path");
+        g.batch = y_batch;
+        g.stride_a = a_batch == 1 ? 0 : g.m * g.k;
+        g.stride_b = g.k * g.n;
+        g.stride_c = g.m * g.n;
+    }
+    char label[256] = "MatMul";
+    float *bias = NULL;
+    const ir_tensor *out = y;
+    tci_status st = fuse_bias(b, out, g.n, 1.0f, &out, &bias, label, sizeof label);
+    if (st == TCI_OK) st = lower_fuse_activation(b, out, gemm_fuses, &g.act, &out, label, sizeof label);
+    int ai = -1, bi = -1;
+    if (st == TCI_OK) st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
+    if (st == TCI_OK) st = lower_input(b, node, bm, PLAN_LAYOUT_DENSE, &bi);
+    if (st != TCI_OK) {
+        free(bias);
+        return st;
+    }
+    return finish_gemm(b, node, &g, ai, bi, out, label, bias);
+}
+
 static const op_desc matmul_desc = {
     .op_type = "MatMul",
     .versions = matmul_versions,
     .parse = matmul_parse,
     .infer = matmul_infer,
     .cpu_forward = matmul_forward,
+    .gpu_lower = matmul_gpu_lower,
 };
 
 const op_desc *const layer_linear_ops[] = {&gemm_desc, &matmul_desc, NULL};

@@ -6,6 +6,11 @@
 
 #include "layers/op.h"
 
+static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node);
+static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node);
+static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node);
+static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node);
+
 static tci_status read_flag(const ir_node *node, const char *name, int64_t def, int *out) {
     int64_t v;
     TCI_TRY(ir_attr_int(node, name, def, &v));
@@ -180,6 +185,8 @@ static const op_desc batchnorm_desc = {
     .parse = batchnorm_parse,
     .infer = batchnorm_infer,
     .cpu_forward = batchnorm_forward,
+    .flags = OP_NHWC_INPUT,
+    .gpu_lower = batchnorm_gpu_lower,
 };
 
 /* ---- LayerNormalization ---- */
@@ -331,6 +338,7 @@ static const op_desc layernorm_desc = {
     .parse = layernorm_parse,
     .infer = layernorm_infer,
     .cpu_forward = layernorm_forward,
+    .gpu_lower = layernorm_gpu_lower,
 };
 
 /* ---- Softmax, LogSoftmax ---- */
@@ -461,6 +469,7 @@ static const op_desc softmax_desc = {
     .parse = softmax_parse,
     .infer = softmax_infer,
     .cpu_forward = softmax_forward,
+    .gpu_lower = softmax_gpu_lower,
 };
 
 static const op_desc logsoftmax_desc = {
@@ -469,6 +478,7 @@ static const op_desc logsoftmax_desc = {
     .parse = softmax_parse,
     .infer = softmax_infer,
     .cpu_forward = softmax_forward,
+    .gpu_lower = softmax_gpu_lower,
 };
 
 /* ---- ReduceMean, ReduceSum ---- */
@@ -683,6 +693,7 @@ static const op_desc reduce_sum_desc = {
     .parse = reduce_parse,
     .infer = reduce_infer,
     .cpu_forward = reduce_forward,
+    .gpu_lower = reduce_gpu_lower,
 };
 
 static const op_desc reduce_mean_desc = {
@@ -691,7 +702,188 @@ static const op_desc reduce_mean_desc = {
     .parse = reduce_parse,
     .infer = reduce_infer,
     .cpu_forward = reduce_forward,
+    .gpu_lower = reduce_gpu_lower,
 };
+
+/* ---- GPU lowering ---- */
+
+tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, float *shift,
+                                bool *folded) {
+    *folded = false;
+    if (node->desc != &batchnorm_desc || node->num_outputs != 1) return TCI_OK;
+    for (int i = 1; i < 5; i++)
+        if (!node->inputs[i]->data || node->inputs[i]->dtype != TCI_DTYPE_FLOAT ||
+            lower_count(node->inputs[i]) != k)
+            return TCI_OK;
+    const batchnorm_params *p = node->params;
+    const float *gamma = node->inputs[1]->data, *beta = node->inputs[2]->data;
+    const float *mean = node->inputs[3]->data, *var = node->inputs[4]->data;
+    for (int64_t i = 0; i < k; i++) {
+        double sc = gamma[i] / sqrt((double)var[i] + p->epsilon);
+        scale[i] = (float)sc;
+        shift[i] = (float)((shift[i] - mean[i]) * sc + beta[i]);
+    }
+    *folded = true;
+    return TCI_OK;
+}
+
+/* Standalone BatchNormalization: y = x * scale + shift per channel, two element-wise steps. */
+static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    TCI_TRY(lower_require_known(node, x));
+    if (x->rank != 4 || node->num_outputs > 1)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "the GPU path takes inference-mode 4-D BatchNormalization");
+    int64_t c = x->dims[1];
+    for (int i = 1; i < 5; i++)
+        if (!node->inputs[i]->data || node->inputs[i]->dtype != TCI_DTYPE_FLOAT ||
+            lower_count(node->inputs[i]) != c)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED, "statistics must be constants");
+    const batchnorm_params *p = node->params;
+    float *scale = malloc((size_t)c * sizeof(float)), *shift = malloc((size_t)c * sizeof(float));
+    if (!scale || !shift) {
+        free(scale);
+        free(shift);
+        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    const float *gamma = node->inputs[1]->data, *beta = node->inputs[2]->data;
+    const float *mean = node->inputs[3]->data, *var = node->inputs[4]->data;
+    for (int64_t i = 0; i < c; i++) {
+        scale[i] = (float)(gamma[i] / sqrt((double)var[i] + p->epsilon));
+        shift[i] = beta[i] - mean[i] * scale[i];
+    }
+    int64_t dims[4] = {1, c, 1, 1};
+    int si = -1, hi = -1, xi = -1, tmp = -1, yt = -1;
+    tci_status st = lower_host_constant(b, "bn_scale", scale, 4, dims, lower_float_dtype(b),
+                                        PLAN_LAYOUT_NHWC8, &si);
+    if (st == TCI_OK)
+        st = lower_host_constant(b, "bn_shift", shift, 4, dims, lower_float_dtype(b),
+                                 PLAN_LAYOUT_NHWC8, &hi);
+    free(scale);
+    free(shift);
+    TCI_TRY(st);
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+    TCI_TRY(lower_temporary(b, "bn_scaled", lower_float_dtype(b), PLAN_LAYOUT_NHWC8, 4, x->dims,
+                            &tmp));
+    char label[256] = "BatchNormalization";
+    plan_activation act;
+    const ir_tensor *out = y;
+    TCI_TRY(lower_fuse_activation(b, y, NULL, &act, &out, label, sizeof label));
+    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    const int pairs[2][3] = {{xi, si, tmp}, {tmp, hi, yt}};
+    for (int k = 0; k < 2; k++) {
+        plan_step *s;
+        TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, lower_intern(b, label), &s));
+        s->u.eltwise.op = k == 0 ? PLAN_BIN_MUL : PLAN_BIN_ADD;
+        if (k == 1) s->u.eltwise.act = act;
+        const plan_tensor *o = lower_tensor(b, pairs[k][2]);
+        lower_output_view(o, &s->u.eltwise.view);
+        lower_operand_strides(o, lower_tensor(b, pairs[k][0]), s->u.eltwise.view.strides[0]);
+        lower_operand_strides(o, lower_tensor(b, pairs[k][1]), s->u.eltwise.view.strides[1]);
+        lower_step_io(s, 2, pairs[k], 1, &pairs[k][2]);
+    }
+    return TCI_OK;
+}
+
+static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node) {
+    const softmax_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    TCI_TRY(lower_require_known(node, x));
+    int axis;
+    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    if (!p->coerce_2d && axis != x->rank - 1)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "softmax over axis %d (not the last) has no GPU path", axis);
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_SOFTMAX, node, NULL, &s));
+    s->u.softmax.rows = lower_prod(x->dims, 0, axis);
+    s->u.softmax.length = lower_prod(x->dims, axis, x->rank);
+    s->u.softmax.log = p->log;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
+static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {
+    const layernorm_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    const ir_tensor *scale = node->inputs[1], *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    TCI_TRY(lower_require_known(node, x));
+    for (int o = 1; o < node->num_outputs; o++)
+        if (node->outputs[o] && lower_is_read(b, node->outputs[o]))
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "the Mean/InvStdDev outputs have no GPU path");
+    int axis;
+    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    int64_t length = lower_prod(x->dims, axis, x->rank);
+    if (lower_count(scale) != length || (bias && lower_count(bias) != length))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "scale and bias must cover the normalised dims on the GPU");
+    int xi, si, bi = -1, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TCI_TRY(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
+    if (bias) TCI_TRY(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
+    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_LAYERNORM, node, NULL, &s));
+    s->u.layernorm.rows = lower_prod(x->dims, 0, axis);
+    s->u.layernorm.length = length;
+    s->u.layernorm.epsilon = p->epsilon;
+    s->u.layernorm.has_bias = bias != NULL;
+    lower_step_io(s, 3, (int[]){xi, si, bi}, 1, &yt);
+    return TCI_OK;
+}
+
+static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
+    const reduce_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    TCI_TRY(lower_require_known(node, x));
+    TCI_TRY(lower_require_known(node, y));
+    tci_tensor views[2];
+    const tci_tensor *in[2] = {&views[0], NULL};
+    ir_tensor_view(x, &views[0]);
+    if (node->num_inputs > 1 && node->inputs[1]) {
+        if (!node->inputs[1]->data)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "input 1 must be a constant for the GPU path");
+        ir_tensor_view(node->inputs[1], &views[1]);
+        in[1] = &views[1];
+    }
+    reduce_plan_kind kind;
+    bool reduce[TCI_MAX_RANK] = {false};
+    TCI_TRY(reduce_plan(node, in, &kind, reduce));
+    if (kind == REDUCE_NOOP) {
+        int src, idx;
+        TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &src));
+        return lower_alias(b, node, y, src, &idx);
+    }
+    /* the spatial mean of an NHWC8 activation is a global average pool */
+    if (x->rank == 4 && reduce[2] && reduce[3] && !reduce[0] && !reduce[1] && p->keepdims &&
+        p->mean && lower_layout_of(b, x) == PLAN_LAYOUT_NHWC8)
+        return layer_lower_global_pool(b, node, x, y, false);
+    if (x->rank > PLAN_MAX_PHYS_RANK)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d reductions have no GPU path",
+                             x->rank);
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_REDUCE, node, NULL, &s));
+    plan_strided *v = &s->u.reduce.view;
+    memset(v, 0, sizeof *v);
+    v->rank = x->rank;
+    v->pad_dim = -1;
+    for (int i = 0; i < x->rank; i++) {
+        v->dims[i] = x->dims[i];
+        s->u.reduce.reduce_dim[i] = reduce[i];
+    }
+    op_strides(x->rank, x->dims, v->strides[0]);
+    s->u.reduce.mean = p->mean;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
 
 const op_desc *const layer_norm_ops[] = {&batchnorm_desc, &layernorm_desc, &softmax_desc,
                                          &logsoftmax_desc, &reduce_sum_desc, &reduce_mean_desc,

@@ -2,7 +2,7 @@
 #ifndef TCI_LAYERS_OP_H
 #define TCI_LAYERS_OP_H
 
-#include "graph/ir.h"
+#include "graph/lower.h"
 
 /* Flags of a descriptor. */
 enum {
@@ -12,6 +12,12 @@ enum {
     /* The op never needs evaluation: the executor forwards input 0 as output 0 (Identity,
      * inference-mode Dropout). Passes remove such nodes. */
     OP_PASSTHROUGH = 1u << 1,
+    /* The op only moves or selects data (Reshape, Concat, Slice, Gather...): exact in any
+     * precision, so on the GPU it keeps the precision of its first input. */
+    OP_MOVES_DATA = 1u << 2,
+    /* The GPU path reads input 0 in NHWC8 (Conv, pooling, BatchNormalization, Resize): a 4-D
+     * float engine input that feeds such a node is converted to NHWC8 on the way in. */
+    OP_NHWC_INPUT = 1u << 3,
 };
 
 /* In infer and cpu_forward, in[] has node->num_inputs entries and out[] node->num_outputs; an
@@ -35,6 +41,16 @@ typedef struct op_desc {
     tci_status (*cpu_forward)(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out);
     unsigned flags;
+    /* Emits the node's GPU plan steps through the lowering interface (graph/lower.h) from
+     * node->params and the inputs' known shapes; attributes are never parsed a second time.
+     * It may fuse the nodes that follow (lower_mark_fused). NULL: the op has no GPU path. */
+    tci_status (*gpu_lower)(plan_builder *b, const ir_node *node);
+    /* The activation the op computes, when a producer's step may apply it as an epilogue
+     * (Relu, Clip, Gelu...); NULL for every other op. */
+    tci_status (*epilogue)(const ir_node *node, plan_activation *out);
+    /* The element-wise binary op it computes (Add, Mul, Sum...), PLAN_BIN_NONE otherwise: what
+     * fusion patterns (residual Add, SiLU's Mul, a Linear layer's bias) look for. */
+    plan_binary binary;
 } op_desc;
 
 /* ---- helpers shared by family files (src/layers/op_util.c) ---- */
@@ -92,6 +108,18 @@ tci_status op_registry_resolve(const ir_node *node, const op_desc **out_desc, in
 /* Resolves node->desc and node->since_version, then runs the descriptor's parse. */
 tci_status op_prepare_node(ir_node *node, tci_arena *arena);
 
+/* ---- shared between families ---- */
+
+/* Global average/max pooling of a 4-D input to (N, C, 1, 1) in NHWC8 (pool.c): GlobalAveragePool
+ * and a ReduceMean over the spatial dims of an NHWC8 activation. */
+tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const ir_tensor *x,
+                                   const ir_tensor *out, bool max);
+/* Whether node is an inference BatchNormalization whose statistics are constants of k channels
+ * (norm.c); if so, folds it into the per-channel scale and shift of the values that feed it
+ * (shift holds their bias on entry): x*scale + shift. */
+tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, float *shift,
+                                bool *folded);
+
 /* Calls fn for every registered descriptor. */
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 
@@ -100,7 +128,9 @@ extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspos
 extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: unary, binary, variadic, Where,
                                                       Equal, Cast, Clip, PRelu */
-extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Transpose, Concat ... */
+extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Gather, Shape ... */
+extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split, Transpose, Slice,
+                                                      Pad, Expand */
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
 extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
                                                       Softmax, LogSoftmax, ReduceMean/Sum */

@@ -2,6 +2,7 @@
  * N x C x spatial tensors (1 to 6 spatial axes): the fp32 reference the GPU kernels answer to. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -521,12 +522,90 @@ static const int average_pool_versions[] = {1, 7, 10, 11, 19, 22, 0};
 static const int global_versions[] = {1, 22, 0};
 static const int lrn_versions[] = {1, 13, 0};
 
+/* ---- GPU lowering ---- */
+
+static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *x = node->inputs[0];
+    TCI_TRY(lower_require_known(node, x));
+    if (x->rank != 4 || (node->num_outputs > 1 && node->outputs[1] &&
+                         lower_is_read(b, node->outputs[1])))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "the GPU path pools 2-D inputs without the Indices output");
+    tci_tensor vx;
+    ir_tensor_view(x, &vx);
+    const tci_tensor *views[1] = {&vx};
+    layer_window win;
+    TCI_TRY(layer_pool_window(node, views, &win));
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+    char label[256];
+    snprintf(label, sizeof label, "%s", node->op_type);
+    plan_activation act;
+    const ir_tensor *out = node->outputs[0];
+    TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label));
+    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_POOL, node, lower_intern(b, label), &s));
+    plan_pool *pp = &s->u.pool;
+    pp->max = win.is_max;
+    pp->count_include_pad = win.count_include_pad;
+    pp->n = x->dims[0];
+    pp->c = x->dims[1];
+    pp->h = x->dims[2];
+    pp->w = x->dims[3];
+    pp->out_h = win.out[0];
+    pp->out_w = win.out[1];
+    pp->kernel_h = win.kernel[0];
+    pp->kernel_w = win.kernel[1];
+    pp->stride_h = win.stride[0];
+    pp->stride_w = win.stride[1];
+    pp->pad_top = win.pad_begin[0];
+    pp->pad_left = win.pad_begin[1];
+    pp->dilation_h = win.dilation[0];
+    pp->dilation_w = win.dilation[1];
+    lower_step_io(s, 1, &xi, 1, &yt);
+    if (act.kind != PLAN_ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
+        return lower_eltwise_step(b, node, PLAN_BIN_NONE, (const ir_tensor *const *)&out, 1, out, act,
+                            lower_intern(b, label), yt, PLAN_LAYOUT_NHWC8);
+    return TCI_OK;
+}
+
+tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const ir_tensor *x,
+                                   const ir_tensor *out, bool max) {
+    TCI_TRY(lower_require_known(node, x));
+    if (x->rank != 4)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "the GPU path pools 4-D inputs");
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_GLOBAL_POOL, node, NULL, &s));
+    s->u.pool.max = max;
+    s->u.pool.n = x->dims[0];
+    s->u.pool.c = x->dims[1];
+    s->u.pool.h = x->dims[2];
+    s->u.pool.w = x->dims[3];
+    s->u.pool.out_h = s->u.pool.out_w = 1;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
+static tci_status global_average_pool_gpu_lower(plan_builder *b, const ir_node *node) {
+    return layer_lower_global_pool(b, node, node->inputs[0], node->outputs[0], false);
+}
+
+static tci_status global_max_pool_gpu_lower(plan_builder *b, const ir_node *node) {
+    return layer_lower_global_pool(b, node, node->inputs[0], node->outputs[0], true);
+}
+
 static const op_desc max_pool_desc = {
     .op_type = "MaxPool",
     .versions = max_pool_versions,
     .parse = parse_max_pool,
     .infer = infer_window,
     .cpu_forward = forward_window,
+    .flags = OP_NHWC_INPUT,
+    .gpu_lower = pool_gpu_lower,
 };
 
 static const op_desc average_pool_desc = {
@@ -535,6 +614,8 @@ static const op_desc average_pool_desc = {
     .parse = parse_average_pool,
     .infer = infer_window,
     .cpu_forward = forward_window,
+    .flags = OP_NHWC_INPUT,
+    .gpu_lower = pool_gpu_lower,
 };
 
 static const op_desc global_average_pool_desc = {
@@ -543,6 +624,8 @@ static const op_desc global_average_pool_desc = {
     .parse = parse_global,
     .infer = infer_global,
     .cpu_forward = forward_global_average,
+    .flags = OP_NHWC_INPUT,
+    .gpu_lower = global_average_pool_gpu_lower,
 };
 
 static const op_desc global_max_pool_desc = {
@@ -551,6 +634,7 @@ static const op_desc global_max_pool_desc = {
     .parse = parse_global,
     .infer = infer_global,
     .cpu_forward = forward_global_max,
+    .gpu_lower = global_max_pool_gpu_lower,
 };
 
 static const op_desc lrn_desc = {

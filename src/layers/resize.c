@@ -601,6 +601,72 @@ static tci_status forward_resize(const ir_node *node, const tci_tensor *const *i
     return st;
 }
 
+/* ---- GPU lowering ---- */
+
+/* The GPU kernel's coordinate mode index (plan_step.u.resize.coord_mode), -1 if it has none. */
+static int gpu_coord_mode(resize_coords coords) {
+    switch (coords) {
+    case COORDS_HALF_PIXEL: return 0;
+    case COORDS_PYTORCH_HALF_PIXEL: return 1;
+    case COORDS_ALIGN_CORNERS: return 2;
+    case COORDS_ASYMMETRIC: return 3;
+    case COORDS_HALF_PIXEL_SYMMETRIC: return 4;
+    case COORDS_TF_HALF_PIXEL_FOR_NN:
+    case COORDS_TF_CROP_AND_RESIZE: return -1;
+    }
+    return -1;
+}
+
+static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
+    const resize_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    TCI_TRY(lower_require_known(node, x));
+    TCI_TRY(lower_require_known(node, y));
+    if (x->rank != 4 || x->dims[0] != y->dims[0] || x->dims[1] != y->dims[1])
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "the GPU path resizes the two spatial dims of 4-D inputs");
+    if (p->mode == RESIZE_CUBIC)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "Resize mode 'cubic' has no GPU path");
+    int coord = gpu_coord_mode(p->coords);
+    if (coord < 0)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "Resize coordinate mode '%s' has no GPU path",
+                             coords_names[p->coords].name);
+    /* scales: given ones (the spec computes coordinates from them), else output/input */
+    float sh = (float)y->dims[2] / (float)x->dims[2], sw = (float)y->dims[3] / (float)x->dims[3];
+    const ir_tensor *scales = p->scales_input >= 0 && p->scales_input < node->num_inputs
+                                  ? node->inputs[p->scales_input]
+                                  : NULL;
+    if (p->attr_scales) {
+        if (p->num_attr_scales == 4) {
+            sh = p->attr_scales[2];
+            sw = p->attr_scales[3];
+        }
+    } else if (scales && scales->data && lower_count(scales) == 4) {
+        const float *sc = scales->data;
+        sh = sc[2];
+        sw = sc[3];
+    }
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_NHWC8, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_RESIZE, node, NULL, &s));
+    s->u.resize.n = x->dims[0];
+    s->u.resize.c = x->dims[1];
+    s->u.resize.h = x->dims[2];
+    s->u.resize.w = x->dims[3];
+    s->u.resize.out_h = y->dims[2];
+    s->u.resize.out_w = y->dims[3];
+    s->u.resize.linear = p->mode == RESIZE_LINEAR;
+    s->u.resize.coord_mode = coord;
+    s->u.resize.nearest_mode = p->rounding == ROUND_LEGACY ? PLAN_NEAREST_LEGACY : (int)p->rounding;
+    s->u.resize.scale_h = sh;
+    s->u.resize.scale_w = sw;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
 /* ---- descriptors ---- */
 
 static const int resize_versions[] = {10, 11, 13, 18, 19, 0};
@@ -612,6 +678,8 @@ static const op_desc resize_desc = {
     .parse = parse_resize,
     .infer = infer_resize,
     .cpu_forward = forward_resize,
+    .flags = OP_NHWC_INPUT,
+    .gpu_lower = resize_gpu_lower,
 };
 
 static const op_desc upsample_desc = {
@@ -620,6 +688,7 @@ static const op_desc upsample_desc = {
     .parse = parse_upsample,
     .infer = infer_resize,
     .cpu_forward = forward_resize,
+    .gpu_lower = resize_gpu_lower,
 };
 
 const op_desc *const layer_resize_ops[] = {&resize_desc, &upsample_desc, NULL};

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "graph/memplan.h"
+#include "graph/plan/memplan.h"
 #include "harness.h"
 
 static memplan_buffer buf(size_t bytes, int first, int last, int inplace_of) {

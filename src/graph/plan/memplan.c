@@ -1,6 +1,6 @@
 /* Activation memory planner: greedy-by-size placement of buffer lifetimes in one arena, with
  * in-place chains merged into one slot first. */
-#include "graph/memplan.h"
+#include "graph/plan/memplan.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,0 +1,337 @@
+/* The plan's vocabulary and the lowering interface: what an op's gpu_lower (src/layers/) emits
+ * (plan tensors with layouts, steps with fused epilogues) and the builder calls it uses to do so.
+ * The plan builder (src/graph/plan/) implements the calls; this header sits at the IR's level so
+ * that the op families can lower themselves without depending on the planner. Pure C, no CUDA. */
+#ifndef TCI_GRAPH_LOWER_H
+#define TCI_GRAPH_LOWER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/ir.h"
+
+typedef enum plan_layout {
+    PLAN_LAYOUT_DENSE = 0, /* row-major in logical order */
+    PLAN_LAYOUT_NHWC8,     /* 4-D (N,C,H,W) stored NHWC, C padded with zeros to a multiple of 8 */
+} plan_layout;
+
+typedef enum plan_memory {
+    PLAN_MEM_ARENA = 0, /* an activation: offset in the context's arena */
+    PLAN_MEM_CONSTANT,  /* uploaded once at build from host_data (already in device layout) */
+    PLAN_MEM_INPUT,     /* an engine input, converted from the caller's buffer */
+} plan_memory;
+
+typedef struct plan_tensor {
+    const char *name;            /* the IR tensor's name, or a made-up one for temporaries */
+    tci_dtype dtype;             /* device dtype: FLOAT16 (BFLOAT16 in bf16 plans) or FLOAT
+                                    (fp32 layers), INT64, INT32, BOOL (1 byte) */
+    plan_layout layout;
+    int rank;
+    int64_t dims[TCI_MAX_RANK];  /* logical (NCHW) dims */
+    int64_t padded_channels;     /* NHWC8: round_up(dims[1], 8) */
+    size_t bytes;
+    plan_memory memory;
+    const void *host_data;       /* PLAN_MEM_CONSTANT: bytes in device dtype and layout */
+    bool packed_source;          /* PLAN_MEM_CONSTANT fp32 weights / bias a Conv, ConvTranspose or
+                                    GEMM step packs for its kernel: not uploaded as such */
+    int alias_of;                /* shares the memory of this tensor (Reshape of dense), or -1 */
+    int input_index;             /* PLAN_MEM_INPUT: engine input index */
+    int output_index;            /* an engine output: its index, else -1 */
+    int first_step, last_step;   /* lifetime in steps, for the memory planner */
+    size_t offset;               /* PLAN_MEM_ARENA: planned offset */
+} plan_tensor;
+
+typedef enum plan_act {
+    PLAN_ACT_NONE = 0,
+    PLAN_ACT_RELU,
+    PLAN_ACT_LEAKY_RELU, /* alpha */
+    PLAN_ACT_CLIP,       /* [alpha, beta]; Relu6 is CLIP 0..6 */
+    PLAN_ACT_SIGMOID,
+    PLAN_ACT_HARD_SIGMOID, /* alpha, beta */
+    PLAN_ACT_HARD_SWISH,
+    PLAN_ACT_TANH,
+    PLAN_ACT_ELU,        /* alpha */
+    PLAN_ACT_SELU,       /* alpha, beta=gamma */
+    PLAN_ACT_SOFTPLUS,
+    PLAN_ACT_SILU,
+    PLAN_ACT_GELU,       /* erf form */
+    PLAN_ACT_GELU_TANH,
+    PLAN_ACT_SQRT,
+    PLAN_ACT_ERF,
+} plan_act;
+
+typedef struct plan_activation {
+    plan_act kind;
+    float alpha, beta;
+} plan_activation;
+
+typedef enum plan_binary {
+    PLAN_BIN_NONE = 0,
+    PLAN_BIN_ADD,
+    PLAN_BIN_SUB,
+    PLAN_BIN_MUL,
+    PLAN_BIN_DIV,
+    PLAN_BIN_POW,
+    PLAN_BIN_MAX,
+    PLAN_BIN_MIN,
+    PLAN_BIN_PRELU,
+    PLAN_BIN_EQUAL,
+    PLAN_BIN_WHERE, /* ternary: inputs cond, x, y */
+} plan_binary;
+
+typedef enum plan_step_kind {
+    PLAN_STEP_CONV = 1,   /* y = act(conv(x, w) + bias + residual) */
+    PLAN_STEP_GEMM,       /* y = act(alpha op(A) op(B) + bias) [+ beta C], batched */
+    PLAN_STEP_ELTWISE,    /* y = act(binary(a, b[, c])) or act(a), broadcast by strides */
+    PLAN_STEP_POOL,       /* 2-D max/avg pooling, NHWC8 */
+    PLAN_STEP_GLOBAL_POOL,
+    PLAN_STEP_COPY,       /* strided copy (Concat part, Slice, Transpose, Expand, Split part) */
+    PLAN_STEP_FILL,       /* fill with a constant (ConstantOfShape, zero padding of Concat) */
+    PLAN_STEP_LAYOUT,     /* NHWC8 <-> dense conversion */
+    PLAN_STEP_CAST,       /* dtype conversion, dense */
+    PLAN_STEP_SOFTMAX,    /* rows of the last axis; log flag */
+    PLAN_STEP_LAYERNORM,  /* rows of the last axes */
+    PLAN_STEP_REDUCE,     /* mean/sum over dims */
+    PLAN_STEP_RESIZE,     /* NHWC8 2-D nearest/linear */
+    PLAN_STEP_GATHER,
+    PLAN_STEP_PAD,
+    PLAN_STEP_CONV_TRANSPOSE, /* y = conv_transpose(x, w) + bias, then post_act */
+} plan_step_kind;
+
+#define PLAN_MAX_STEP_INPUTS 4
+#define PLAN_NEAREST_LEGACY 4
+#define PLAN_MAX_PHYS_RANK 6
+
+/* Physical view for strided kernels: shape of the output and the strides of each operand (in
+ * elements, 0 where broadcast). */
+typedef struct plan_strided {
+    int rank;
+    int64_t dims[PLAN_MAX_PHYS_RANK];
+    int64_t strides[PLAN_MAX_STEP_INPUTS][PLAN_MAX_PHYS_RANK];
+    int64_t out_strides[PLAN_MAX_PHYS_RANK];
+    int64_t in_offset[PLAN_MAX_STEP_INPUTS]; /* element offset of the first element read */
+    int64_t out_offset;
+    int pad_dim;       /* physical dim of NHWC8 channels in the output, -1 if none */
+    int64_t real_channels;
+} plan_strided;
+
+typedef struct plan_conv {
+    int64_t n, c, h, w, k, r, s, out_h, out_w;
+    int64_t pad_top, pad_left, pad_bottom, pad_right;
+    int64_t stride_h, stride_w, dilation_h, dilation_w, groups;
+    bool has_bias, has_residual;
+    bool depthwise;           /* groups == C == K: our own kernel, any activation fused */
+    plan_activation act;      /* applied after bias and residual */
+    plan_activation post_act; /* what the library cannot fuse runs as an extra eltwise step */
+    const char *fused;        /* e.g. "Conv+BatchNormalization+Add+Relu" (for reports) */
+} plan_conv;
+
+typedef struct plan_gemm {
+    int64_t batch, m, n, k;
+    bool trans_a, trans_b;
+    int64_t stride_a, stride_b, stride_c; /* per batch, elements; 0 broadcasts */
+    int64_t lda, ldb, ldc;
+    float alpha, beta;
+    bool has_bias;       /* per column of the output (N), fused */
+    bool has_c;          /* beta * C, C in inputs[2] broadcast to (M,N) by c_strided */
+    plan_activation act;
+    const char *fused;
+} plan_gemm;
+
+typedef struct plan_pool {
+    bool max;
+    bool count_include_pad;
+    int64_t n, c, h, w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w;
+    int64_t pad_top, pad_left, dilation_h, dilation_w;
+} plan_pool;
+
+typedef struct plan_step {
+    plan_step_kind kind;
+    const ir_node *node;          /* first node it implements (names, reports) */
+    const char *label;            /* op types fused into it, e.g. "Conv+Relu" */
+    int inputs[PLAN_MAX_STEP_INPUTS]; /* plan tensor indices, -1 unused */
+    int num_inputs;
+    int outputs[2];
+    int num_outputs;
+    union {
+        plan_conv conv;
+        plan_gemm gemm;
+        plan_pool pool;
+        struct {
+            plan_binary op;
+            plan_activation act;
+            plan_strided view;
+        } eltwise;
+        struct {
+            plan_strided view;
+            size_t elem_size;
+        } copy;
+        struct {
+            double value;
+            int64_t count;
+        } fill;
+        struct {
+            bool to_dense; /* NHWC8 -> dense NCHW, else dense -> NHWC8 */
+        } layout;
+        struct {
+            int64_t count;
+        } cast;
+        struct {
+            int64_t rows, length;
+            bool log;
+        } softmax;
+        struct {
+            int64_t rows, length;
+            float epsilon;
+            bool has_bias;
+        } layernorm;
+        struct {
+            plan_strided view; /* dims of the input; strides[0] of the input */
+            bool reduce_dim[PLAN_MAX_PHYS_RANK];
+            bool mean;
+        } reduce;
+        struct {
+            int64_t n, c, h, w, out_h, out_w;
+            bool linear;
+            int coord_mode;   /* half_pixel, pytorch_half_pixel, align_corners, asymmetric,
+                                 half_pixel_symmetric: 0..4 */
+            int nearest_mode; /* round_prefer_floor, round_prefer_ceil, floor, ceil: 0..3, or
+                                 PLAN_NEAREST_LEGACY (Upsample, Resize-10) */
+            float scale_h, scale_w;
+        } resize;
+        struct {
+            int64_t outer, axis_dim, inner, num_indices;
+            size_t elem_size;
+        } gather;
+        struct {
+            int rank;
+            int64_t dims[PLAN_MAX_PHYS_RANK];
+            int64_t pads_begin[PLAN_MAX_PHYS_RANK], pads_end[PLAN_MAX_PHYS_RANK];
+            int mode; /* 0 constant, 1 reflect, 2 edge */
+            double value;
+            size_t elem_size;
+        } pad;
+    } u;
+} plan_step;
+
+typedef struct plan {
+    tci_arena *arena;            /* host_data, names, labels */
+    plan_tensor *tensors;
+    int num_tensors, cap_tensors;
+    plan_step *steps;
+    int num_steps, cap_steps;
+    int *input_tensors;          /* per engine input */
+    int num_inputs;
+    int *output_tensors;         /* per engine output */
+    int num_outputs;
+    size_t arena_bytes;          /* planned activation arena */
+    size_t naive_bytes;          /* one buffer per activation */
+    size_t weight_bytes;         /* constants */
+    int num_layout_conversions;  /* conversions inserted between layouts */
+} plan;
+
+/* ---- the lowering interface (implemented by src/graph/plan/builder.c) ---- */
+
+/* The state of one plan build: the plan so far, which IR tensor lives in which plan tensor, the
+ * precision of the node being lowered, and which nodes were fused into earlier steps. */
+typedef struct plan_builder plan_builder;
+
+/* lower_input's `want`: the tensor in whatever layout it already has. */
+enum { LOWER_ANY_LAYOUT = -1 };
+
+/* The plan tensor holding IR tensor t in layout `want` (or LOWER_ANY_LAYOUT) and, for float
+ * values, in the float precision of the node being lowered; inserts a layout conversion and/or a
+ * cast step the first time one is needed and uploads constants. */
+tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t, int want,
+                       int *out_index);
+/* Creates the plan tensor of node output t (NHWC8 falls back to dense for what is not 4-D
+ * float). Errors when a dim of t depends on runtime values. */
+tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                        plan_layout layout, int *out_index);
+/* Node output t shares the memory of plan tensor src with t's dims (dense reshapes). */
+tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
+                       int *out_index);
+/* Node output t is plan tensor src as it is (same layout and dims): Identity. */
+tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src);
+/* A temporary activation (name interned). */
+tci_status lower_temporary(plan_builder *b, const char *name, tci_dtype dtype,
+                           plan_layout layout, int rank, const int64_t *dims, int *out_index);
+/* A float constant made at build (folded weights, BN scale...): dense fp32 ones are packing
+ * sources for the Conv/ConvTranspose/GEMM step that reads them; others are stored in dtype. */
+tci_status lower_host_constant(plan_builder *b, const char *name, const float *values, int rank,
+                               const int64_t *dims, tci_dtype dtype, plan_layout layout,
+                               int *out_index);
+/* Appends a step (zeroed, inputs and outputs -1); label NULL means the node's op type. */
+tci_status lower_step(plan_builder *b, plan_step_kind kind, const ir_node *node,
+                      const char *label, plan_step **out_step);
+/* Sets a step's inputs and outputs (-1 for an absent input). */
+void lower_step_io(plan_step *s, int num_inputs, const int *inputs, int num_outputs,
+                   const int *outputs);
+const plan_tensor *lower_tensor(const plan_builder *b, int index);
+const char *lower_intern(plan_builder *b, const char *text);
+/* The device float dtype of the node being lowered: FLOAT16 (BFLOAT16 in bf16 plans), or FLOAT
+ * in fp32 layers. */
+tci_dtype lower_float_dtype(const plan_builder *b);
+/* The device dtype of a host dtype in the node being lowered, or UNSUPPORTED naming the node. */
+tci_status lower_device_dtype(const plan_builder *b, const ir_node *node, tci_dtype dtype,
+                              tci_dtype *out);
+/* Errors, naming the node, when a dim of t is not known at build. */
+tci_status lower_require_known(const ir_node *node, const ir_tensor *t);
+/* The layout of an already lowered, non-constant IR tensor, or -1. */
+int lower_layout_of(const plan_builder *b, const ir_tensor *t);
+/* Whether some node (or the graph's outputs) reads t. */
+bool lower_is_read(const plan_builder *b, const ir_tensor *t);
+/* The output layout of an element-wise node: NHWC8 when it is 4-D float and some non-constant
+ * float input already is NHWC8, else dense. */
+plan_layout lower_eltwise_layout(const plan_builder *b, const ir_node *node,
+                                 const ir_tensor *out);
+
+/* ---- fusion ---- */
+
+/* t's only reader (not a graph output), or NULL. */
+const ir_node *lower_single_consumer(const plan_builder *b, const ir_tensor *t);
+/* The node is lowered as part of the current step: the build skips it. */
+void lower_mark_fused(plan_builder *b, const ir_node *node);
+bool lower_is_fused(const plan_builder *b, const ir_node *node);
+/* x -> Sigmoid -> s, Mul(x, s) (SiLU as exporters write it): the Mul when t's only readers are
+ * exactly that pair, else NULL. */
+const ir_node *lower_silu_mul(const plan_builder *b, const ir_tensor *t);
+/* Follows t into a fusable activation (the next node's descriptor says it is one, or SiLU) that
+ * `accept` takes (NULL: any): sets *act, marks the fused nodes, appends "+Op" to label, and
+ * returns in *out_tensor the tensor that replaces t (t itself when nothing fuses). */
+tci_status lower_fuse_activation(plan_builder *b, const ir_tensor *t,
+                                 bool (*accept)(plan_act kind), plan_activation *act,
+                                 const ir_tensor **out_tensor, char *label, size_t label_size);
+
+/* ---- views of plan tensors, for strided steps ---- */
+
+/* The contiguous output view of y: physical dims (NHWC8: N, H, W, Cp) and its strides. */
+void lower_output_view(const plan_tensor *y, plan_strided *view);
+/* Strides (elements) of operand `in` read along the physical dims of `out`, 0 where in
+ * broadcasts. in has out's layout; a dense operand of lower rank is right-aligned. */
+void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_t *strides);
+/* One element-wise step y = act(op(inputs...)) over IR inputs; out_override >= 0 writes into
+ * that plan tensor instead of creating one for `out`. */
+tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, plan_binary op,
+                              const ir_tensor *const *inputs, int num_inputs,
+                              const ir_tensor *out, plan_activation act, const char *label,
+                              int out_override, plan_layout layout);
+
+/* ---- small helpers ---- */
+
+/* round_up(c, 8) */
+int64_t plan_pad8(int64_t c);
+/* Product of dims[from..to). */
+int64_t lower_prod(const int64_t *dims, int from, int to);
+/* Element count of an IR tensor with known dims. */
+int64_t lower_count(const ir_tensor *t);
+/* The fp32 values of a float constant (NULL for other dtypes or non-constants). */
+const float *lower_const_floats(const ir_tensor *t);
+/* Scalar value of an optional constant float input; def when absent. */
+tci_status lower_scalar_input(const ir_node *n, int index, float def, float *out);
+/* An int list from a constant input (or, with attr, an attribute of older opsets). */
+tci_status lower_int_list(const ir_node *node, int input, const char *attr, int64_t *values,
+                          int *count, int max, bool *present);
+
+#endif

@@ -1,0 +1,616 @@
+/* The lowering interface (graph/lower.h) over the builder's state: plan tensors and steps,
+ * layout conversions and casts inserted where a reader needs them, constants uploaded once per
+ * layout and precision, and the fusion queries the op families use. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/plan/builder.h"
+#include "layers/op.h"
+
+bool builder_is_float(tci_dtype d) {
+    return d == TCI_DTYPE_FLOAT16 || d == TCI_DTYPE_BFLOAT16 || d == TCI_DTYPE_FLOAT;
+}
+
+/* fp32 -> the bits of a 16-bit float dtype (FLOAT16 or BFLOAT16) */
+static uint16_t half_bits(tci_dtype dtype, float v) {
+    return dtype == TCI_DTYPE_BFLOAT16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+}
+
+/* "fp32", "fp16", "bf16": the short names of float dtypes in labels */
+static const char *float_name(tci_dtype dtype) {
+    return dtype == TCI_DTYPE_FLOAT ? "fp32" : dtype == TCI_DTYPE_BFLOAT16 ? "bf16" : "fp16";
+}
+
+int64_t plan_pad8(int64_t c) { return (c + 7) / 8 * 8; }
+
+/* ---- tensors and steps ---- */
+
+static tci_status grow(void **array, int *cap, int need, size_t elem) {
+    if (need <= *cap) return TCI_OK;
+    int n = *cap ? *cap * 2 : 64;
+    while (n < need) n *= 2;
+    void *q = realloc(*array, (size_t)n * elem);
+    if (!q) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
+    *array = q;
+    *cap = n;
+    return TCI_OK;
+}
+
+static size_t tensor_bytes(const plan_tensor *t) {
+    int64_t count = 1;
+    for (int i = 0; i < t->rank; i++) count *= i == 1 && t->layout == PLAN_LAYOUT_NHWC8 ? t->padded_channels : t->dims[i];
+    return (size_t)count * tci_dtype_size(t->dtype);
+}
+
+tci_status builder_new_tensor(plan_builder *b, const char *name, tci_dtype dtype, plan_layout layout,
+                             int rank, const int64_t *dims, int *out_index) {
+    plan *p = b->p;
+    TCI_TRY(grow((void **)&p->tensors, &p->cap_tensors, p->num_tensors + 1, sizeof(plan_tensor)));
+    plan_tensor *t = &p->tensors[p->num_tensors];
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->dtype = dtype;
+    t->layout = layout;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
+    if (layout == PLAN_LAYOUT_NHWC8) t->padded_channels = plan_pad8(dims[1]);
+    t->bytes = tensor_bytes(t);
+    t->alias_of = -1;
+    t->input_index = -1;
+    t->output_index = -1;
+    t->first_step = t->last_step = -1;
+    *out_index = p->num_tensors++;
+    return TCI_OK;
+}
+
+tci_status lower_step(plan_builder *b, plan_step_kind kind, const ir_node *node, const char *label,
+                           plan_step **out_step) {
+    plan *p = b->p;
+    TCI_TRY(grow((void **)&p->steps, &p->cap_steps, p->num_steps + 1, sizeof(plan_step)));
+    plan_step *s = &p->steps[p->num_steps++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->node = node;
+    s->label = label ? label : node->op_type;
+    for (int i = 0; i < PLAN_MAX_STEP_INPUTS; i++) s->inputs[i] = -1;
+    s->outputs[0] = s->outputs[1] = -1;
+    *out_step = s;
+    return TCI_OK;
+}
+
+const char *lower_intern(plan_builder *b, const char *text) {
+    return tci_arena_strdup(b->p->arena, text);
+}
+
+/* Device float dtype of what the node being lowered produces: fp16 (bf16 in --precision bf16),
+ * or fp32 in fp32 layers. */
+tci_dtype lower_float_dtype(const plan_builder *b) { return b->fp32 ? TCI_DTYPE_FLOAT : b->half; }
+
+tci_status lower_device_dtype(const plan_builder *b, const ir_node *node, tci_dtype dtype,
+                               tci_dtype *out) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT: *out = lower_float_dtype(b); return TCI_OK;
+    case TCI_DTYPE_INT64:
+    case TCI_DTYPE_INT32:
+    case TCI_DTYPE_BOOL: *out = dtype; return TCI_OK;
+    default:
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "dtype %s has no GPU path",
+                             tci_dtype_name(dtype));
+    }
+}
+
+tci_status lower_require_known(const ir_node *node, const ir_tensor *t) {
+    if (t->rank < 0)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "the rank of '%s' depends on runtime values; the GPU engine needs "
+                             "static shapes (fix inputs with --shape)",
+                             t->name ? t->name : "?");
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "dim %d of '%s' depends on runtime values; the GPU engine needs "
+                                 "static shapes (fix inputs with --shape)",
+                                 i, t->name ? t->name : "?");
+    return TCI_OK;
+}
+
+/* fp32 host values of a float constant */
+const float *lower_const_floats(const ir_tensor *t) {
+    return t->dtype == TCI_DTYPE_FLOAT ? (const float *)t->data : NULL;
+}
+
+int64_t lower_count(const ir_tensor *t) {
+    int64_t c = 1;
+    for (int i = 0; i < t->rank; i++) c *= t->dims[i];
+    return c;
+}
+
+/* Uploads a constant in the given layout (converting fp32 to fp16; NHWC8 takes the constant
+ * right-aligned to rank 4, as broadcasting does). */
+tci_status builder_constant(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                  plan_layout layout, int *out_index) {
+    int *cache = layout == PLAN_LAYOUT_NHWC8 ? b->nhwc_const : b->dense_const;
+    size_t key = t->index * 2 + (b->fp32 ? 1 : 0);
+    if (cache[key] >= 0) {
+        *out_index = cache[key];
+        return TCI_OK;
+    }
+    tci_dtype dtype = TCI_DTYPE_UNDEFINED;
+    TCI_TRY(lower_device_dtype(b, node, t->dtype, &dtype));
+    int64_t dims[TCI_MAX_RANK];
+    int rank = t->rank;
+    for (int i = 0; i < rank; i++) dims[i] = t->dims[i];
+    if (layout == PLAN_LAYOUT_NHWC8) {
+        if (rank > 4 || t->dtype != TCI_DTYPE_FLOAT)
+            return ir_node_error(node, TCI_ERR_INTERNAL, "constant '%s' cannot be NHWC8", t->name);
+        int shift = 4 - rank;
+        for (int i = 3; i >= 0; i--) dims[i] = i - shift >= 0 ? t->dims[i - shift] : 1;
+        rank = 4;
+    }
+    int idx;
+    TCI_TRY(builder_new_tensor(b, t->name, dtype, layout, rank, dims, &idx));
+    plan_tensor *pt = &b->p->tensors[idx];
+    pt->memory = PLAN_MEM_CONSTANT;
+    void *host = tci_arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
+    if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
+    int64_t count = lower_count(t);
+    if (t->dtype != TCI_DTYPE_FLOAT || (dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE)) {
+        memcpy(host, t->data, (size_t)count * tci_dtype_size(t->dtype));
+    } else if (dtype == TCI_DTYPE_FLOAT) {
+        const float *src = t->data;
+        float *dst = host;
+        int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3], cp = pt->padded_channels;
+        memset(dst, 0, pt->bytes);
+        for (int64_t in = 0; in < n; in++)
+            for (int64_t ic = 0; ic < c; ic++)
+                for (int64_t ih = 0; ih < h; ih++)
+                    for (int64_t iw = 0; iw < w; iw++)
+                        dst[((in * h + ih) * w + iw) * cp + ic] = src[((in * c + ic) * h + ih) * w + iw];
+    } else if (layout == PLAN_LAYOUT_DENSE) {
+        const float *src = t->data;
+        uint16_t *dst = host;
+        for (int64_t i = 0; i < count; i++) dst[i] = half_bits(dtype, src[i]);
+    } else {
+        const float *src = t->data;
+        uint16_t *dst = host;
+        int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3], cp = pt->padded_channels;
+        for (int64_t in = 0; in < n; in++)
+            for (int64_t ic = 0; ic < c; ic++)
+                for (int64_t ih = 0; ih < h; ih++)
+                    for (int64_t iw = 0; iw < w; iw++)
+                        dst[((in * h + ih) * w + iw) * cp + ic] =
+                            half_bits(dtype, src[((in * c + ic) * h + ih) * w + iw]);
+    }
+    pt->host_data = host;
+    b->p->weight_bytes += pt->bytes;
+    cache[key] = idx;
+    *out_index = idx;
+    return TCI_OK;
+}
+
+static bool is_constant(const ir_tensor *t) { return t && t->data; }
+
+/* A new plan tensor holding src in another layout (same dtype) or another float dtype (same
+ * layout), and the step that fills it. */
+static tci_status convert_step(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
+                               plan_layout layout, tci_dtype dtype, int *out_index) {
+    const plan_tensor *pt = &b->p->tensors[src];
+    int64_t dims[TCI_MAX_RANK] = {0};
+    int rank = pt->rank;
+    bool relayout = layout != pt->layout;
+    if (relayout && layout == PLAN_LAYOUT_NHWC8) {
+        if (rank > 4)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "'%s' has rank %d and cannot be laid out NHWC", t->name, rank);
+        for (int i = 3; i >= 0; i--) dims[i] = i - (4 - rank) >= 0 ? pt->dims[i - (4 - rank)] : 1;
+        rank = 4;
+    } else {
+        for (int i = 0; i < rank; i++) dims[i] = pt->dims[i];
+    }
+    char name[256];
+    snprintf(name, sizeof name, "%s:%s%s", t->name,
+             layout == PLAN_LAYOUT_NHWC8 ? "nhwc8" : "dense",
+             dtype == TCI_DTYPE_FLOAT ? ":fp32" : "");
+    int conv;
+    TCI_TRY(builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, &conv));
+    plan_step *s;
+    char cast_label[32];
+    snprintf(cast_label, sizeof cast_label, "cast %s->%s", float_name(pt->dtype), float_name(dtype));
+    const char *label = !relayout                      ? lower_intern(b, cast_label)
+                        : layout == PLAN_LAYOUT_NHWC8 ? "layout dense->NHWC8"
+                                                      : "layout NHWC8->dense";
+    TCI_TRY(lower_step(b, relayout ? PLAN_STEP_LAYOUT : PLAN_STEP_CAST, node, label, &s));
+    s->inputs[0] = src;
+    s->num_inputs = 1;
+    s->outputs[0] = conv;
+    s->num_outputs = 1;
+    if (relayout) {
+        s->u.layout.to_dense = layout == PLAN_LAYOUT_DENSE;
+        b->p->num_layout_conversions++;
+    } else {
+        /* padded channels are zeros and stay zeros */
+        s->u.cast.count = (int64_t)(b->p->tensors[conv].bytes / tci_dtype_size(dtype));
+    }
+    *out_index = conv;
+    return TCI_OK;
+}
+
+/* The plan tensor holding IR tensor t in the wanted layout (-1: whatever it has) and, for float
+ * values, in the float precision of the node being lowered, inserting a layout conversion
+ * and/or a cast the first time one is needed. */
+tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t, int want,
+                            int *out_index) {
+    if (is_constant(t)) {
+        plan_layout layout = want == PLAN_LAYOUT_NHWC8 ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE;
+        return builder_constant(b, node, t, layout, out_index);
+    }
+    int idx = b->primary[t->index];
+    if (idx < 0)
+        return ir_node_error(node, TCI_ERR_INTERNAL, "input '%s' has not been lowered", t->name);
+    const plan_tensor *pt = &b->p->tensors[idx];
+    plan_layout layout = want < 0 ? pt->layout : (plan_layout)want;
+    tci_dtype dtype = builder_is_float(pt->dtype) ? lower_float_dtype(b) : pt->dtype;
+    if (pt->layout == layout && pt->dtype == dtype) {
+        *out_index = idx;
+        return TCI_OK;
+    }
+    if (pt->layout != layout && !builder_is_float(pt->dtype))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "'%s' (%s) cannot change layout",
+                             t->name, tci_dtype_name(pt->dtype));
+    int *cache = &b->converted[t->index * 4];
+    int want_key = (int)layout * 2 + (dtype == TCI_DTYPE_FLOAT);
+    if (cache[want_key] >= 0) {
+        *out_index = cache[want_key];
+        return TCI_OK;
+    }
+    /* the layout first, in the stored precision, then the cast */
+    int src = idx;
+    if (pt->layout != layout) {
+        int key = (int)layout * 2 + (pt->dtype == TCI_DTYPE_FLOAT);
+        if (cache[key] < 0) TCI_TRY(convert_step(b, node, t, idx, layout, pt->dtype, &cache[key]));
+        src = cache[key];
+    }
+    if (b->p->tensors[src].dtype != dtype) {
+        int cast;
+        TCI_TRY(convert_step(b, node, t, src, layout, dtype, &cast));
+        src = cast;
+    }
+    cache[want_key] = src;
+    *out_index = src;
+    return TCI_OK;
+}
+
+/* Creates the plan tensor for node output t in the given layout. */
+tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                              plan_layout layout, int *out_index) {
+    TCI_TRY(lower_require_known(node, t));
+    tci_dtype dtype = TCI_DTYPE_UNDEFINED;
+    TCI_TRY(lower_device_dtype(b, node, t->dtype, &dtype));
+    if (layout == PLAN_LAYOUT_NHWC8 && (t->rank != 4 || !builder_is_float(dtype)))
+        layout = PLAN_LAYOUT_DENSE;
+    TCI_TRY(builder_new_tensor(b, t->name, dtype, layout, t->rank, t->dims, out_index));
+    b->primary[t->index] = *out_index;
+    return TCI_OK;
+}
+
+/* An output sharing the memory of src with new dims (Reshape and friends on dense data). */
+tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
+                               int *out_index) {
+    TCI_TRY(lower_require_known(node, t));
+    plan_tensor copy = b->p->tensors[src];
+    int idx;
+    TCI_TRY(builder_new_tensor(b, t->name, copy.dtype, PLAN_LAYOUT_DENSE, t->rank, t->dims, &idx));
+    plan_tensor *pt = &b->p->tensors[idx];
+    int root = copy.alias_of >= 0 ? copy.alias_of : src;
+    if (copy.memory == PLAN_MEM_CONSTANT) {
+        pt->memory = PLAN_MEM_CONSTANT;
+        pt->host_data = copy.host_data;
+    } else {
+        pt->alias_of = root;
+    }
+    b->primary[t->index] = idx;
+    *out_index = idx;
+    return TCI_OK;
+}
+
+/* Identity: the output is src in its layout and dims (an alias, or the constant itself). */
+tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src) {
+    const plan_tensor copy = b->p->tensors[src];
+    int idx;
+    if (copy.layout == PLAN_LAYOUT_DENSE) return lower_alias(b, node, t, src, &idx);
+    TCI_TRY(builder_new_tensor(b, t->name, copy.dtype, copy.layout, copy.rank, copy.dims, &idx));
+    plan_tensor *pt = &b->p->tensors[idx];
+    pt->alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
+    if (copy.memory == PLAN_MEM_CONSTANT) {
+        pt->alias_of = -1;
+        pt->memory = PLAN_MEM_CONSTANT;
+        pt->host_data = copy.host_data;
+    }
+    b->primary[t->index] = idx;
+    return TCI_OK;
+}
+
+tci_status lower_temporary(plan_builder *b, const char *name, tci_dtype dtype,
+                           plan_layout layout, int rank, const int64_t *dims, int *out_index) {
+    return builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, out_index);
+}
+
+void lower_step_io(plan_step *s, int num_inputs, const int *inputs, int num_outputs,
+                   const int *outputs) {
+    for (int i = 0; i < num_inputs; i++) s->inputs[i] = inputs[i];
+    for (int i = 0; i < num_outputs; i++) s->outputs[i] = outputs[i];
+    s->num_inputs = num_inputs;
+    s->num_outputs = num_outputs;
+}
+
+const plan_tensor *lower_tensor(const plan_builder *b, int index) { return &b->p->tensors[index]; }
+
+int lower_layout_of(const plan_builder *b, const ir_tensor *t) {
+    if (!t || is_constant(t) || b->primary[t->index] < 0) return -1;
+    return (int)b->p->tensors[b->primary[t->index]].layout;
+}
+
+/* ---- consumers and fusion ---- */
+
+bool lower_is_read(const plan_builder *b, const ir_tensor *t) { return b->consumers[t->index] > 0; }
+
+const ir_node *lower_single_consumer(const plan_builder *b, const ir_tensor *t) {
+    if (b->consumers[t->index] != 1 || t->is_graph_output) return NULL;
+    const ir_graph *g = b->g;
+    for (size_t i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            if (g->nodes[i]->inputs[k] == t) return g->nodes[i];
+    return NULL;
+}
+
+void lower_mark_fused(plan_builder *b, const ir_node *node) { b->fused[node->index] = true; }
+
+bool lower_is_fused(const plan_builder *b, const ir_node *node) { return b->fused[node->index]; }
+
+/* Scalar value of an optional constant input (Clip's min/max); def when absent. */
+tci_status lower_scalar_input(const ir_node *n, int index, float def, float *out) {
+    *out = def;
+    if (index >= n->num_inputs || !n->inputs[index]) return TCI_OK;
+    const ir_tensor *t = n->inputs[index];
+    if (!t->data || t->dtype != TCI_DTYPE_FLOAT || lower_count(t) != 1)
+        return ir_node_error(n, TCI_ERR_UNSUPPORTED,
+                             "input %d must be a constant float scalar on the GPU", index);
+    *out = ((const float *)t->data)[0];
+    return TCI_OK;
+}
+
+/* The activation node computes as an epilogue, if its descriptor says it is one. */
+static tci_status epilogue_of(const ir_node *n, bool *is_act, plan_activation *act) {
+    memset(act, 0, sizeof *act);
+    *is_act = n->desc && n->desc->epilogue;
+    return *is_act ? n->desc->epilogue(n, act) : TCI_OK;
+}
+
+static bool is_sigmoid(const ir_node *n) {
+    bool is_act;
+    plan_activation a;
+    return epilogue_of(n, &is_act, &a) == TCI_OK && is_act && a.kind == PLAN_ACT_SIGMOID;
+}
+
+static bool is_binary(const ir_node *n, plan_binary op) {
+    return n->desc && n->desc->binary == op && n->num_inputs == 2;
+}
+
+/* The Sigmoid of the pair lower_silu_mul found. */
+static const ir_node *silu_sigmoid(const plan_builder *b, const ir_tensor *t) {
+    for (size_t i = 0; i < b->g->num_nodes; i++)
+        if (is_sigmoid(b->g->nodes[i]) && b->g->nodes[i]->inputs[0] == t) return b->g->nodes[i];
+    return NULL;
+}
+
+const ir_node *lower_silu_mul(const plan_builder *b, const ir_tensor *t) {
+    if (b->consumers[t->index] != 2 || t->is_graph_output) return NULL;
+    const ir_node *sig = NULL, *mul = NULL;
+    const ir_graph *g = b->g;
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        const ir_node *n = g->nodes[i];
+        for (int k = 0; k < n->num_inputs; k++)
+            if (n->inputs[k] == t) {
+                if (is_sigmoid(n)) sig = n;
+                else if (is_binary(n, PLAN_BIN_MUL)) mul = n;
+            }
+    }
+    if (!sig || !mul) return NULL;
+    const ir_tensor *s = sig->outputs[0];
+    if (b->consumers[s->index] != 1 || s->is_graph_output) return NULL;
+    bool pair = (mul->inputs[0] == t && mul->inputs[1] == s) ||
+                (mul->inputs[1] == t && mul->inputs[0] == s);
+    return pair ? mul : NULL;
+}
+
+tci_status lower_fuse_activation(plan_builder *b, const ir_tensor *t,
+                                 bool (*accept)(plan_act kind), plan_activation *act,
+                                 const ir_tensor **out_tensor, char *label, size_t label_size) {
+    memset(act, 0, sizeof *act);
+    *out_tensor = t;
+    const ir_node *mul = lower_silu_mul(b, t);
+    if (mul && (!accept || accept(PLAN_ACT_SILU))) {
+        act->kind = PLAN_ACT_SILU;
+        lower_mark_fused(b, silu_sigmoid(b, t));
+        lower_mark_fused(b, mul);
+        *out_tensor = mul->outputs[0];
+        strncat(label, "+SiLU", label_size - strlen(label) - 1);
+        return TCI_OK;
+    }
+    const ir_node *next = lower_single_consumer(b, t);
+    if (!next) return TCI_OK;
+    bool is_act;
+    plan_activation a;
+    TCI_TRY(epilogue_of(next, &is_act, &a));
+    if (!is_act || next->inputs[0] != t || (accept && !accept(a.kind))) return TCI_OK;
+    *act = a;
+    lower_mark_fused(b, next);
+    *out_tensor = next->outputs[0];
+    strncat(label, "+", label_size - strlen(label) - 1);
+    strncat(label, next->op_type, label_size - strlen(label) - 1);
+    return TCI_OK;
+}
+
+/* A float host constant of the given dims: fp32 (dense: a packing source, see below) or
+ * converted to fp16. */
+tci_status lower_host_constant(plan_builder *b, const char *name, const float *values, int rank,
+                                const int64_t *dims, tci_dtype dtype, plan_layout layout,
+                                int *out_index) {
+    int idx;
+    TCI_TRY(builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, &idx));
+    plan_tensor *pt = &b->p->tensors[idx];
+    pt->memory = PLAN_MEM_CONSTANT;
+    void *host = tci_arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
+    if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
+    int64_t count = 1;
+    for (int i = 0; i < rank; i++) count *= dims[i];
+    if (dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE) {
+        memcpy(host, values, (size_t)count * sizeof(float));
+    } else if (dtype == TCI_DTYPE_FLOAT) { /* NHWC8 of a (1, C, 1, 1) per-channel vector */
+        memset(host, 0, pt->bytes);
+        memcpy(host, values, (size_t)dims[1] * sizeof(float));
+    } else if (layout == PLAN_LAYOUT_DENSE) {
+        for (int64_t i = 0; i < count; i++) ((uint16_t *)host)[i] = half_bits(dtype, values[i]);
+    } else { /* NHWC8 of a (1, C, 1, 1) per-channel vector */
+        for (int64_t c = 0; c < dims[1]; c++) ((uint16_t *)host)[c] = half_bits(dtype, values[c]);
+    }
+    pt->host_data = host;
+    /* dense fp32 host constants are what the executor packs for Conv, ConvTranspose and GEMM
+     * bias (fp16 on the device, fp32 in fp32 layers); the NHWC8 ones are uploaded as they are */
+    pt->packed_source = dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE;
+    b->p->weight_bytes += pt->packed_source && !b->fp32 ? pt->bytes / 2 : pt->bytes;
+    *out_index = idx;
+    return TCI_OK;
+}
+
+/* ---- Conv ---- */
+
+
+int64_t lower_prod(const int64_t *dims, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= dims[i];
+    return p;
+}
+
+
+/* Physical output dims of a plan tensor: NHWC8 -> (N, H, W, Cp); dense -> its dims. */
+static int physical_dims(const plan_tensor *t, int64_t *dims) {
+    if (t->layout == PLAN_LAYOUT_NHWC8) {
+        dims[0] = t->dims[0];
+        dims[1] = t->dims[2];
+        dims[2] = t->dims[3];
+        dims[3] = t->padded_channels;
+        return 4;
+    }
+    for (int i = 0; i < t->rank; i++) dims[i] = t->dims[i];
+    return t->rank;
+}
+
+/* Strides (elements) of operand `in` read along the physical dims of `out`, 0 where in
+ * broadcasts. in has out's layout; a dense operand of lower rank is right-aligned. */
+void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_t *strides) {
+    if (out->layout == PLAN_LAYOUT_NHWC8) {
+        int64_t cp = in->padded_channels, h = in->dims[2], w = in->dims[3];
+        strides[0] = in->dims[0] == 1 && out->dims[0] != 1 ? 0 : h * w * cp;
+        strides[1] = h == 1 && out->dims[2] != 1 ? 0 : w * cp;
+        strides[2] = w == 1 && out->dims[3] != 1 ? 0 : cp;
+        strides[3] = in->dims[1] == 1 && out->dims[1] != 1 ? 0 : 1;
+        return;
+    }
+    int r = out->rank, shift = r - in->rank;
+    int64_t s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        int j = i - shift;
+        int64_t d = j >= 0 ? in->dims[j] : 1;
+        strides[i] = d == 1 && out->dims[i] != 1 ? 0 : s;
+        s *= d;
+    }
+}
+
+void lower_output_view(const plan_tensor *out, plan_strided *v) {
+    memset(v, 0, sizeof *v);
+    v->rank = physical_dims(out, v->dims);
+    int64_t s = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        v->out_strides[i] = s;
+        s *= v->dims[i];
+    }
+    v->pad_dim = out->layout == PLAN_LAYOUT_NHWC8 ? 3 : -1;
+    v->real_channels = out->layout == PLAN_LAYOUT_NHWC8 ? out->dims[1] : 0;
+}
+
+/* Lays out an element-wise node's output: NHWC8 when it is 4-D float and some non-constant
+ * float input already is NHWC8, else dense. */
+plan_layout lower_eltwise_layout(const plan_builder *b, const ir_node *node, const ir_tensor *out) {
+    if (out->rank != 4 || out->dtype != TCI_DTYPE_FLOAT) return PLAN_LAYOUT_DENSE;
+    bool any = false;
+    for (int i = 0; i < node->num_inputs; i++) {
+        const ir_tensor *t = node->inputs[i];
+        if (!t || is_constant(t)) continue;
+        if (t->dtype != TCI_DTYPE_FLOAT) return PLAN_LAYOUT_DENSE;
+        int idx = b->primary[t->index];
+        if (idx >= 0 && b->p->tensors[idx].layout == PLAN_LAYOUT_NHWC8) any = true;
+    }
+    return any ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE;
+}
+
+/* One element-wise step: y = act(op(inputs...)) over IR inputs, output IR tensor `out`. */
+tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, plan_binary op,
+                               const ir_tensor *const *inputs, int num_inputs,
+                               const ir_tensor *out, plan_activation act, const char *label,
+                               int out_override, plan_layout layout) {
+    int idx[PLAN_MAX_STEP_INPUTS];
+    for (int i = 0; i < num_inputs; i++)
+        TCI_TRY(lower_input(b, node, inputs[i], layout, &idx[i]));
+    int yt = out_override;
+    if (yt < 0) TCI_TRY(lower_output(b, node, out, layout, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
+    s->u.eltwise.op = op;
+    s->u.eltwise.act = act;
+    const plan_tensor *y = &b->p->tensors[yt];
+    lower_output_view(y, &s->u.eltwise.view);
+    for (int i = 0; i < num_inputs; i++) {
+        s->inputs[i] = idx[i];
+        lower_operand_strides(y, &b->p->tensors[idx[i]], s->u.eltwise.view.strides[i]);
+    }
+    s->num_inputs = num_inputs;
+    s->outputs[0] = yt;
+    s->num_outputs = 1;
+    return TCI_OK;
+}
+
+
+/* Reads an int list from a constant input or, for old opsets, an attribute. */
+tci_status lower_int_list(const ir_node *node, int input, const char *attr, int64_t *values,
+                           int *count, int max, bool *present) {
+    *count = 0;
+    *present = false;
+    if (attr) {
+        const int64_t *v;
+        size_t n;
+        TCI_TRY(ir_attr_ints(node, attr, &v, &n));
+        if (v) {
+            if ((int)n > max) return ir_node_error(node, TCI_ERR_UNSUPPORTED, "too many %s", attr);
+            for (size_t i = 0; i < n; i++) values[i] = v[i];
+            *count = (int)n;
+            *present = true;
+            return TCI_OK;
+        }
+    }
+    if (input < 0 || input >= node->num_inputs || !node->inputs[input]) return TCI_OK;
+    const ir_tensor *t = node->inputs[input];
+    if (!t->data)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "input %d must be a constant for the GPU path", input);
+    tci_tensor v;
+    ir_tensor_view(t, &v);
+    int64_t n = lower_count(t);
+    if (n > max) return ir_node_error(node, TCI_ERR_UNSUPPORTED, "input %d is too long", input);
+    for (int64_t i = 0; i < n; i++) values[i] = op_read_int(&v, i);
+    *count = (int)n;
+    *present = true;
+    return TCI_OK;
+}

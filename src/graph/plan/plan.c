@@ -1,0 +1,300 @@
+/* The plan build: engine inputs laid out for their readers, every node lowered in order by its
+ * descriptor's gpu_lower (in fp32 where fp32 layers ask for it), graph outputs bound, then
+ * lifetimes and arena offsets from the memory planner. */
+#define _POSIX_C_SOURCE 200809L /* fnmatch */
+#include "graph/plan.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/plan/builder.h"
+#include "graph/plan/memplan.h"
+#include "layers/op.h"
+
+enum { PLAN_ALIGNMENT = 256 };
+
+const char *plan_step_kernel(const plan_step *step) {
+    switch (step->kind) {
+    case PLAN_STEP_ELTWISE: return "tcinfer eltwise";
+    case PLAN_STEP_POOL: return "tcinfer pool2d";
+    case PLAN_STEP_GLOBAL_POOL: return "tcinfer global_pool";
+    case PLAN_STEP_COPY: return "tcinfer strided_copy";
+    case PLAN_STEP_FILL: return "tcinfer fill";
+    case PLAN_STEP_LAYOUT: return "tcinfer layout";
+    case PLAN_STEP_CAST: return "tcinfer cast";
+    case PLAN_STEP_SOFTMAX: return "tcinfer softmax";
+    case PLAN_STEP_LAYERNORM: return "tcinfer layernorm";
+    case PLAN_STEP_REDUCE: return "tcinfer reduce";
+    case PLAN_STEP_RESIZE: return "tcinfer resize";
+    case PLAN_STEP_GATHER: return "tcinfer gather";
+    case PLAN_STEP_PAD: return "tcinfer pad";
+    case PLAN_STEP_CONV: return step->u.conv.depthwise ? "tcinfer depthwise" : "cuDNN convolution";
+    case PLAN_STEP_CONV_TRANSPOSE: return "cuDNN backward-data convolution";
+    case PLAN_STEP_GEMM: return "cuBLASLt GEMM";
+    }
+    return "?";
+}
+
+/* ---- the build ---- */
+
+
+static tci_status lower_inputs(plan_builder *b) {
+    const ir_graph *g = b->g;
+    for (size_t i = 0; i < g->num_inputs; i++) {
+        const ir_tensor *t = g->inputs[i];
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d] < 0)
+                return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                                 "input '%s' has a symbolic dim %d; the GPU engine is built for "
+                                 "fixed (maximum) shapes: give --shape %s:...",
+                                 t->name, d, t->name);
+        /* a float input is fp32 where an fp32 node reads it (so that no precision is lost
+         * before it; fp16 readers get a cast) */
+        bool fp32 = false;
+        for (size_t n = 0; n < g->num_nodes && !fp32; n++)
+            for (int k = 0; k < g->nodes[n]->num_inputs; k++)
+                if (g->nodes[n]->inputs[k] == t && b->fp32_node[n]) fp32 = true;
+        tci_dtype dtype;
+        if (t->dtype == TCI_DTYPE_FLOAT) dtype = fp32 ? TCI_DTYPE_FLOAT : b->half;
+        else if (t->dtype == TCI_DTYPE_INT64 || t->dtype == TCI_DTYPE_INT32 ||
+                 t->dtype == TCI_DTYPE_BOOL) dtype = t->dtype;
+        else
+            return tci_error(TCI_ERR_UNSUPPORTED, "input '%s' has dtype %s, which has no GPU path",
+                             t->name, tci_dtype_name(t->dtype));
+        /* 4-D float inputs feeding spatial ops arrive NHWC8 straight from the input kernel */
+        plan_layout layout = PLAN_LAYOUT_DENSE;
+        if (t->rank == 4 && builder_is_float(dtype)) {
+            for (size_t n = 0; n < g->num_nodes; n++) {
+                const ir_node *node = g->nodes[n];
+                if (node->inputs[0] == t && (node->desc->flags & OP_NHWC_INPUT))
+                    layout = PLAN_LAYOUT_NHWC8;
+            }
+        }
+        int idx;
+        TCI_TRY(builder_new_tensor(b, t->name, dtype, layout, t->rank, t->dims, &idx));
+        b->p->tensors[idx].input_index = (int)i;
+        b->primary[t->index] = idx;
+        b->p->input_tensors[i] = idx;
+    }
+    return TCI_OK;
+}
+
+static int root_of(const plan *p, int t) { return p->tensors[t].alias_of >= 0 ? p->tensors[t].alias_of : t; }
+
+/* Lifetimes from the step order, then offsets from the memory planner. */
+static tci_status assign_memory(plan *p) {
+    int n = p->num_tensors;
+    for (int t = 0; t < n; t++) p->tensors[t].first_step = p->tensors[t].last_step = -1;
+    for (int t = 0; t < n; t++)
+        if (p->tensors[t].input_index >= 0) p->tensors[t].first_step = p->tensors[t].last_step = 0;
+    for (int s = 0; s < p->num_steps; s++) {
+        const plan_step *st = &p->steps[s];
+        for (int k = 0; k < st->num_inputs; k++) {
+            if (st->inputs[k] < 0) continue;
+            plan_tensor *t = &p->tensors[root_of(p, st->inputs[k])];
+            if (t->first_step < 0) t->first_step = s;
+            if (t->last_step < s) t->last_step = s;
+        }
+        for (int k = 0; k < st->num_outputs; k++) {
+            plan_tensor *t = &p->tensors[root_of(p, st->outputs[k])];
+            if (t->first_step < 0 || t->first_step > s) t->first_step = s;
+            if (t->last_step < s) t->last_step = s;
+        }
+    }
+    for (int i = 0; i < p->num_outputs; i++) {
+        plan_tensor *t = &p->tensors[root_of(p, p->output_tensors[i])];
+        if (t->first_step < 0) t->first_step = 0;
+        t->last_step = p->num_steps;
+    }
+    memplan_buffer *buffers = calloc((size_t)n + 1, sizeof *buffers);
+    size_t *offsets = calloc((size_t)n + 1, sizeof *offsets);
+    if (!buffers || !offsets) {
+        free(buffers);
+        free(offsets);
+        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning memory");
+    }
+    for (int t = 0; t < n; t++) {
+        const plan_tensor *pt = &p->tensors[t];
+        bool placed = pt->memory == PLAN_MEM_ARENA && pt->alias_of < 0 && pt->first_step >= 0;
+        buffers[t].bytes = placed ? pt->bytes : 0;
+        buffers[t].first_step = placed ? pt->first_step : 0;
+        buffers[t].last_step = placed ? pt->last_step : 0;
+        buffers[t].inplace_of = -1;
+    }
+    /* element-wise steps may write over a same-sized input that dies there */
+    for (int s = 0; s < p->num_steps; s++) {
+        const plan_step *st = &p->steps[s];
+        if (st->kind != PLAN_STEP_ELTWISE || st->num_outputs != 1) continue;
+        int out = st->outputs[0];
+        if (p->tensors[out].alias_of >= 0 || p->tensors[out].memory != PLAN_MEM_ARENA) continue;
+        for (int k = 0; k < st->num_inputs; k++) {
+            int in = st->inputs[k];
+            if (in < 0 || in == out) continue;
+            int r = root_of(p, in);
+            if (p->tensors[r].memory == PLAN_MEM_ARENA && p->tensors[r].bytes == p->tensors[out].bytes &&
+                p->tensors[r].last_step == s && p->tensors[r].output_index < 0) {
+                buffers[out].inplace_of = r;
+                break;
+            }
+        }
+    }
+    memplan_totals totals;
+    tci_status st = memplan_plan(buffers, n, PLAN_ALIGNMENT, offsets, &totals);
+    if (st == TCI_OK) {
+        for (int t = 0; t < n; t++) p->tensors[t].offset = offsets[t];
+        for (int t = 0; t < n; t++)
+            if (p->tensors[t].alias_of >= 0) p->tensors[t].offset = p->tensors[p->tensors[t].alias_of].offset;
+        p->arena_bytes = totals.arena_bytes;
+        p->naive_bytes = totals.naive_bytes;
+    }
+    free(buffers);
+    free(offsets);
+    return st;
+}
+
+void plan_destroy(plan *p) {
+    if (!p) return;
+    free(p->tensors);
+    free(p->steps);
+    free(p->input_tensors);
+    free(p->output_tensors);
+    tci_arena_destroy(p->arena);
+    free(p);
+}
+
+typedef struct op_lookup {
+    const char *op_type;
+    bool found;
+} op_lookup;
+
+static void match_op(const op_desc *d, void *user) {
+    op_lookup *l = user;
+    if (strcmp(d->op_type, l->op_type) == 0) l->found = true;
+}
+
+bool plan_fp32_selects(const char *entry, const ir_node *node) {
+    return strcmp(node->name, entry) == 0 || strcmp(node->op_type, entry) == 0 ||
+           fnmatch(entry, node->name, 0) == 0;
+}
+
+/* Marks the nodes that run in fp32 (plan_options). */
+static tci_status mark_fp32_nodes(plan_builder *b) {
+    const ir_graph *g = b->g;
+    const plan_options *o = b->options;
+    if (!o) return TCI_OK;
+    for (size_t i = 0; i < g->num_nodes; i++) b->fp32_node[i] = o->all_fp32;
+    for (const char *const *name = o->fp32_layers; name && *name; name++) {
+        bool found = false;
+        for (size_t i = 0; i < g->num_nodes; i++)
+            if (plan_fp32_selects(*name, g->nodes[i])) {
+                b->fp32_node[i] = true;
+                found = true;
+            }
+        op_lookup known = {*name, false};
+        if (!found) op_registry_each(match_op, &known);
+        if (!found && !known.found)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "fp32 layers: no node name matches '%s' and it is no op type "
+                             "(node names are those after optimisation: BatchNormalization "
+                             "folded into Conv, Identity and Dropout removed)",
+                             *name);
+    }
+    return TCI_OK;
+}
+
+tci_status plan_fp32_nodes(const ir_graph *graph, const plan_options *options, bool *out) {
+    plan_builder b = {0};
+    b.g = graph;
+    b.options = options;
+    b.fp32_node = out;
+    for (size_t i = 0; i < graph->num_nodes; i++) out[i] = false;
+    return mark_fp32_nodes(&b);
+}
+
+static tci_status build(plan_builder *b) {
+    const ir_graph *g = b->g;
+    TCI_TRY(mark_fp32_nodes(b));
+    TCI_TRY(lower_inputs(b));
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        ir_node *node = g->nodes[i];
+        if (b->fused[i]) continue;
+        b->fp32 = b->fp32_node[i];
+        if (!b->fp32 && (node->desc->flags & OP_MOVES_DATA) && node->num_inputs &&
+            node->inputs[0] && !node->inputs[0]->data && b->primary[node->inputs[0]->index] >= 0)
+            b->fp32 = b->p->tensors[b->primary[node->inputs[0]->index]].dtype == TCI_DTYPE_FLOAT;
+        if (!node->desc->gpu_lower)
+            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                                 "op %s has no GPU path yet (run it with --backend cpu)",
+                                 node->op_type);
+        TCI_TRY(node->desc->gpu_lower(b, node));
+    }
+    for (size_t i = 0; i < g->num_outputs; i++) {
+        const ir_tensor *t = g->outputs[i];
+        int idx = -1;
+        if (t->data) {
+            TCI_TRY(builder_constant(b, g->nodes[0], t, PLAN_LAYOUT_DENSE, &idx));
+        } else {
+            idx = b->primary[t->index];
+        }
+        if (idx < 0) return tci_error(TCI_ERR_INTERNAL, "graph output '%s' was not lowered", t->name);
+        b->p->output_tensors[i] = idx;
+        if (b->p->tensors[idx].output_index < 0) b->p->tensors[idx].output_index = (int)i;
+    }
+    return assign_memory(b->p);
+}
+
+tci_status plan_build(const ir_graph *graph, const plan_options *options, plan **out_plan) {
+    *out_plan = NULL;
+    if (graph->num_nodes == 0)
+        return tci_error(TCI_ERR_UNSUPPORTED, "the model has no nodes to run on the GPU");
+    plan *p = calloc(1, sizeof *p);
+    plan_builder b = {0};
+    size_t nt = graph->num_tensors, nn = graph->num_nodes;
+    b.p = p;
+    b.g = graph;
+    b.options = options;
+    b.half = options && options->bf16 ? TCI_DTYPE_BFLOAT16 : TCI_DTYPE_FLOAT16;
+    if (p) {
+        p->arena = tci_arena_create();
+        p->num_inputs = (int)graph->num_inputs;
+        p->num_outputs = (int)graph->num_outputs;
+        p->input_tensors = calloc(graph->num_inputs + 1, sizeof(int));
+        p->output_tensors = calloc(graph->num_outputs + 1, sizeof(int));
+    }
+    b.primary = malloc(nt * sizeof(int));
+    b.converted = malloc(nt * 4 * sizeof(int));
+    b.dense_const = malloc(nt * 2 * sizeof(int));
+    b.nhwc_const = malloc(nt * 2 * sizeof(int));
+    b.consumers = calloc(nt, sizeof(int));
+    b.fused = calloc(nn, sizeof(bool));
+    b.fp32_node = calloc(nn, sizeof(bool));
+    tci_status st = TCI_OK;
+    if (!p || !p->arena || !p->input_tensors || !p->output_tensors || !b.primary ||
+        !b.converted || !b.dense_const || !b.nhwc_const || !b.consumers || !b.fused ||
+        !b.fp32_node)
+        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
+    if (st == TCI_OK) {
+        for (size_t i = 0; i < nt; i++) b.primary[i] = -1;
+        for (size_t i = 0; i < nt * 4; i++) b.converted[i] = -1;
+        for (size_t i = 0; i < nt * 2; i++) b.dense_const[i] = b.nhwc_const[i] = -1;
+        for (size_t i = 0; i < nn; i++)
+            for (int k = 0; k < graph->nodes[i]->num_inputs; k++)
+                if (graph->nodes[i]->inputs[k]) b.consumers[graph->nodes[i]->inputs[k]->index]++;
+        for (size_t i = 0; i < graph->num_outputs; i++) b.consumers[graph->outputs[i]->index]++;
+        st = build(&b);
+    }
+    free(b.primary);
+    free(b.converted);
+    free(b.dense_const);
+    free(b.nhwc_const);
+    free(b.consumers);
+    free(b.fused);
+    free(b.fp32_node);
+    if (st != TCI_OK) {
+        plan_destroy(p);
+        return st;
+    }
+    *out_plan = p;
+    return TCI_OK;
+}
