@@ -139,13 +139,13 @@ static void reference_conv(const conv_case *cc, int p, int q, const float *x, co
                 }
 }
 
-static void run_conv_graph(const kern_conv_plan *plan, int n, const void *x, const void *w,
+static void run_conv_graph(const kern_conv_plan *lib_plan, int n, const void *x, const void *w,
                            const void *bias, const void *z, void *y, size_t ws) {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     ck_assert_int_eq(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal),
                      cudaSuccess);
-    tci_status st = kern_conv_run(plan, g_cudnn, g_stream, n, x, w, bias, z, y, g_workspace, ws);
+    tci_status st = kern_conv_run(lib_plan, g_cudnn, g_stream, n, x, w, bias, z, y, g_workspace, ws);
     ck_assert_int_eq(cudaStreamEndCapture(g_stream, &graph), cudaSuccess);
     ck_assert_msg(st == TCI_OK, "captured conv run: %s", tci_last_error());
     ck_assert_int_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
@@ -188,12 +188,12 @@ static void check_conv(const char *name, const conv_case *cc) {
     gpu_sync();
     kern_conv_scratch scratch = {dx, dw, cc->bias ? db : NULL, cc->residual ? dz : NULL, dy,
                                  g_workspace, WORKSPACE_BYTES};
-    kern_conv_plan *plan = NULL;
+    kern_conv_plan *lib_plan = NULL;
     ck_assert_msg(kern_conv_create(g_cudnn, g_stream, &desc, cc->untimed ? NULL : &scratch,
-                                   &plan) == TCI_OK,
+                                   &lib_plan) == TCI_OK,
                   "%s: create: %s", name, tci_last_error());
     kern_conv_info info;
-    kern_conv_get_info(plan, &info);
+    kern_conv_get_info(lib_plan, &info);
     printf("  conv %-28s %-40s %8.4f ms  ws %zu\n", name, info.algorithm, (double)info.time_ms,
            info.workspace_bytes);
     ck_assert(info.workspace_bytes <= WORKSPACE_BYTES);
@@ -210,9 +210,9 @@ static void check_conv(const char *name, const conv_case *cc) {
     gpu_sync();
     const void *zarg = cc->residual ? (cc->inplace ? dy : dz) : NULL;
     if (cc->graph)
-        run_conv_graph(plan, n, dx, dw, cc->bias ? db : NULL, zarg, dy, WORKSPACE_BYTES);
+        run_conv_graph(lib_plan, n, dx, dw, cc->bias ? db : NULL, zarg, dy, WORKSPACE_BYTES);
     else
-        ck_assert_msg(kern_conv_run(plan, g_cudnn, g_stream, n, dx, dw, cc->bias ? db : NULL, zarg,
+        ck_assert_msg(kern_conv_run(lib_plan, g_cudnn, g_stream, n, dx, dw, cc->bias ? db : NULL, zarg,
                                     dy, g_workspace, WORKSPACE_BYTES) == TCI_OK,
                       "%s: run: %s", name, tci_last_error());
     ck_assert_int_eq(cudaStreamSynchronize(g_stream), cudaSuccess);
@@ -247,7 +247,7 @@ static void check_conv(const char *name, const conv_case *cc) {
         ck_assert_msg(rest[0] == 0xff && rest[per * (size_t)(cc->n - n) - 1] == 0xff,
                       "%s: run at batch %d wrote past it", name, n);
     }
-    kern_conv_destroy(plan);
+    kern_conv_destroy(lib_plan);
     gpu_free(dx), gpu_free(dw), gpu_free(db), gpu_free(dz), gpu_free(dy);
     free(x), free(w), free(bias), free(z), free(hx), free(hz), free(hw), free(hb), free(hy),
         free(want);
@@ -318,9 +318,9 @@ START_TEST(conv_grouped_small_groups) {
     conv_case cc = {.n = 2, .c = 16, .h = 8, .w = 8, .k = 16, .r = 3, .s = 3, .pad = 1,
                     .groups = 4, .bias = 1, .mode = H};
     kern_conv_desc desc = conv_desc_of(&cc);
-    kern_conv_plan *plan = NULL;
-    tci_status st = kern_conv_create(g_cudnn, g_stream, &desc, NULL, &plan);
-    kern_conv_destroy(plan);
+    kern_conv_plan *lib_plan = NULL;
+    tci_status st = kern_conv_create(g_cudnn, g_stream, &desc, NULL, &lib_plan);
+    kern_conv_destroy(lib_plan);
     if (st == TCI_ERR_UNSUPPORTED) {
         printf("  conv groups 4 x 4 channels: refused (%s)\n", tci_last_error());
         return;
@@ -460,55 +460,55 @@ END_TEST
 START_TEST(conv_errors) {
     conv_case cc = {.n = 2, .c = 8, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .pad = 1, .mode = H};
     kern_conv_desc d = conv_desc_of(&cc);
-    kern_conv_plan *plan = (kern_conv_plan *)&d;
+    kern_conv_plan *lib_plan = (kern_conv_plan *)&d;
     d.pads[2] = 2;
-    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &plan), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan), TCI_ERR_UNSUPPORTED,
                         "asymmetric pads");
-    ck_assert_ptr_null(plan);
+    ck_assert_ptr_null(lib_plan);
     d = conv_desc_of(&cc);
     d.c = 12, d.k = 12, d.groups = 3;
-    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &plan), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan), TCI_ERR_UNSUPPORTED,
                         "would break the groups");
     d = conv_desc_of(&cc);
     d.groups = 3;
-    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "groups 3 must divide");
     d = conv_desc_of(&cc);
     d.r = 12;
-    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "larger than padded input");
     d = conv_desc_of(&cc);
     d.strides[0] = 0;
-    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "strides");
     d = conv_desc_of(&cc);
     d.activation = (kern_conv_activation)7;
-    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &plan), TCI_ERR_UNSUPPORTED,
+    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan), TCI_ERR_UNSUPPORTED,
                         "activation 7");
     d = conv_desc_of(&cc);
     d.has_bias = 1;
     kern_conv_scratch missing = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
-    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, &missing, &plan),
+    ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, &missing, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "scratch buffers missing");
 
-    ck_assert_tci_ok(kern_conv_create(g_cudnn, g_stream, &d, NULL, &plan));
+    ck_assert_tci_ok(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan));
     void *buf = gpu_upload(NULL, 4096);
-    ck_assert_tci_error(kern_conv_run(plan, g_cudnn, g_stream, 3, buf, buf, buf, NULL, buf,
+    ck_assert_tci_error(kern_conv_run(lib_plan, g_cudnn, g_stream, 3, buf, buf, buf, NULL, buf,
                                       g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "batch 3 outside 1..2");
-    ck_assert_tci_error(kern_conv_run(plan, g_cudnn, g_stream, 2, buf, buf, NULL, NULL,
+    ck_assert_tci_error(kern_conv_run(lib_plan, g_cudnn, g_stream, 2, buf, buf, NULL, NULL,
                                       g_workspace, g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "bias absent");
-    ck_assert_tci_error(kern_conv_run(plan, g_cudnn, g_stream, 2, buf, buf, buf, NULL, buf,
+    ck_assert_tci_error(kern_conv_run(lib_plan, g_cudnn, g_stream, 2, buf, buf, buf, NULL, buf,
                                       g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "must not alias x");
     kern_conv_info info;
-    kern_conv_get_info(plan, &info);
+    kern_conv_get_info(lib_plan, &info);
     if (info.workspace_bytes > 0)
-        ck_assert_tci_error(kern_conv_run(plan, g_cudnn, g_stream, 2, buf, buf, buf, NULL,
+        ck_assert_tci_error(kern_conv_run(lib_plan, g_cudnn, g_stream, 2, buf, buf, buf, NULL,
                                           g_workspace, NULL, 0),
                             TCI_ERR_INVALID_ARGUMENT, "workspace bytes");
-    kern_conv_destroy(plan);
+    kern_conv_destroy(lib_plan);
     kern_conv_destroy(NULL);
     gpu_free(buf);
 }
@@ -591,12 +591,12 @@ static void check_gemm(const char *name, const gemm_case *gc) {
     gpu_sync();
     kern_gemm_scratch scratch = {da, db, gc->beta != 0.0f ? dc : NULL, with_bias ? dbias : NULL,
                                  dd, g_workspace, WORKSPACE_BYTES};
-    kern_gemm_plan *plan = NULL;
+    kern_gemm_plan *lib_plan = NULL;
     ck_assert_msg(kern_gemm_create(g_lt, g_stream, &desc, gc->candidates ? &scratch : NULL,
-                                   &plan) == TCI_OK,
+                                   &lib_plan) == TCI_OK,
                   "%s: create: %s", name, tci_last_error());
     kern_gemm_info info;
-    kern_gemm_get_info(plan, &info);
+    kern_gemm_get_info(lib_plan, &info);
     printf("  gemm %-30s %-58s %8.4f ms (%d timed)\n", name, info.algorithm, (double)info.time_ms,
            info.candidates_timed);
 
@@ -611,7 +611,7 @@ static void check_gemm(const char *name, const gemm_case *gc) {
         cudaGraphExec_t exec;
         ck_assert_int_eq(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal),
                          cudaSuccess);
-        tci_status st = kern_gemm_run(plan, g_lt, g_stream, m, rb, da, db, carg, dd, barg,
+        tci_status st = kern_gemm_run(lib_plan, g_lt, g_stream, m, rb, da, db, carg, dd, barg,
                                       g_workspace, WORKSPACE_BYTES);
         ck_assert_int_eq(cudaStreamEndCapture(g_stream, &graph), cudaSuccess);
         ck_assert_msg(st == TCI_OK, "%s: captured run: %s", name, tci_last_error());
@@ -621,7 +621,7 @@ static void check_gemm(const char *name, const gemm_case *gc) {
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
     } else {
-        ck_assert_msg(kern_gemm_run(plan, g_lt, g_stream, m, rb, da, db, carg, dd, barg,
+        ck_assert_msg(kern_gemm_run(lib_plan, g_lt, g_stream, m, rb, da, db, carg, dd, barg,
                                     g_workspace, WORKSPACE_BYTES) == TCI_OK,
                       "%s: run: %s", name, tci_last_error());
     }
@@ -656,7 +656,7 @@ static void check_gemm(const char *name, const gemm_case *gc) {
                 ck_assert_msg(near(got, acc, rel), "%s: D[%d][%lld][%lld] = %g, want %g", name, bi,
                               (long long)i, (long long)j, (double)got, acc);
             }
-    kern_gemm_destroy(plan);
+    kern_gemm_destroy(lib_plan);
     gpu_free(ra), gpu_free(rbuf_b), gpu_free(rc), gpu_free(rbias), gpu_free(rd);
     free(a), free(b), free(c), free(bias), free(ha), free(hb), free(hc), free(hbias), free(hd);
 }
@@ -744,44 +744,44 @@ START_TEST(gemm_errors) {
     memset(&d, 0, sizeof d);
     d.m = 16, d.n = 16, d.k = 16, d.batch_count = 1, d.alpha = 1.0f;
     d.workspace_limit = WORKSPACE_BYTES;
-    kern_gemm_plan *plan = (kern_gemm_plan *)&d;
+    kern_gemm_plan *lib_plan = (kern_gemm_plan *)&d;
     kern_gemm_desc e = d;
     e.lda = 8;
-    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &plan), TCI_ERR_INVALID_ARGUMENT,
+    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &lib_plan), TCI_ERR_INVALID_ARGUMENT,
                         "leading dimensions lda 8");
-    ck_assert_ptr_null(plan);
+    ck_assert_ptr_null(lib_plan);
     e = d, e.k = 0;
-    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &plan), TCI_ERR_INVALID_ARGUMENT,
+    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &lib_plan), TCI_ERR_INVALID_ARGUMENT,
                         "k 0");
     e = d, e.batch_count = 2, e.stride_a = 256, e.stride_b = 256, e.stride_c = 100;
-    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &plan), TCI_ERR_INVALID_ARGUMENT,
+    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &lib_plan), TCI_ERR_INVALID_ARGUMENT,
                         "must not overlap");
     e = d, e.alignment = 3;
-    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &plan), TCI_ERR_INVALID_ARGUMENT,
+    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &lib_plan), TCI_ERR_INVALID_ARGUMENT,
                         "alignment 3");
     e = d, e.epilogue = (kern_gemm_epilogue)42;
-    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &plan), TCI_ERR_INVALID_ARGUMENT,
+    ck_assert_tci_error(kern_gemm_create(g_lt, g_stream, &e, NULL, &lib_plan), TCI_ERR_INVALID_ARGUMENT,
                         "unknown epilogue 42");
 
     e = d, e.epilogue = KERN_GEMM_EPILOGUE_BIAS, e.alignment = 16;
-    ck_assert_tci_ok(kern_gemm_create(g_lt, g_stream, &e, NULL, &plan));
+    ck_assert_tci_ok(kern_gemm_create(g_lt, g_stream, &e, NULL, &lib_plan));
     char *buf = gpu_upload(NULL, 4096);
-    ck_assert_tci_error(kern_gemm_run(plan, g_lt, g_stream, 0, 0, buf, buf, NULL, buf, NULL,
+    ck_assert_tci_error(kern_gemm_run(lib_plan, g_lt, g_stream, 0, 0, buf, buf, NULL, buf, NULL,
                                       g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "bias missing");
-    ck_assert_tci_error(kern_gemm_run(plan, g_lt, g_stream, 0, 0, buf + 2, buf, NULL, buf, buf,
+    ck_assert_tci_error(kern_gemm_run(lib_plan, g_lt, g_stream, 0, 0, buf + 2, buf, NULL, buf, buf,
                                       g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "not aligned to the plan's 16 bytes");
-    ck_assert_tci_error(kern_gemm_run(plan, g_lt, g_stream, 17, 0, buf, buf, NULL, buf, buf,
+    ck_assert_tci_error(kern_gemm_run(lib_plan, g_lt, g_stream, 17, 0, buf, buf, NULL, buf, buf,
                                       g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "m 17 / batch 1 outside");
-    kern_gemm_destroy(plan);
+    kern_gemm_destroy(lib_plan);
     e = d, e.beta = 1.0f;
-    ck_assert_tci_ok(kern_gemm_create(g_lt, g_stream, &e, NULL, &plan));
-    ck_assert_tci_error(kern_gemm_run(plan, g_lt, g_stream, 0, 0, buf, buf, NULL, buf, NULL,
+    ck_assert_tci_ok(kern_gemm_create(g_lt, g_stream, &e, NULL, &lib_plan));
+    ck_assert_tci_error(kern_gemm_run(lib_plan, g_lt, g_stream, 0, 0, buf, buf, NULL, buf, NULL,
                                       g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "needs C");
-    kern_gemm_destroy(plan);
+    kern_gemm_destroy(lib_plan);
     kern_gemm_destroy(NULL);
     gpu_free(buf);
 }

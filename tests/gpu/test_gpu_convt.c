@@ -132,13 +132,13 @@ static void reference_convt(const convt_case *cc, int p, int q, const float *x, 
     free(acc);
 }
 
-static void run_convt_graph(const kern_convt_plan *plan, int n, const void *x, const void *w,
+static void run_convt_graph(const kern_convt_plan *lib_plan, int n, const void *x, const void *w,
                             const void *bias, void *y) {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     ck_assert_int_eq(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal),
                      cudaSuccess);
-    tci_status st = kern_convt_run(plan, g_cudnn, g_stream, n, x, w, bias, y, g_workspace,
+    tci_status st = kern_convt_run(lib_plan, g_cudnn, g_stream, n, x, w, bias, y, g_workspace,
                                    WORKSPACE_BYTES);
     ck_assert_int_eq(cudaStreamEndCapture(g_stream, &graph), cudaSuccess);
     ck_assert_msg(st == TCI_OK, "captured conv-transpose run: %s", tci_last_error());
@@ -181,19 +181,19 @@ static void check_convt_maybe(const char *name, const convt_case *cc, int may_re
     gpu_sync();
     kern_convt_scratch scratch = {dx, dw, cc->bias ? db : NULL, dy, g_workspace,
                                   WORKSPACE_BYTES};
-    kern_convt_plan *plan = NULL;
+    kern_convt_plan *lib_plan = NULL;
     tci_status created =
-        kern_convt_create(g_cudnn, g_stream, &desc, cc->untimed ? NULL : &scratch, &plan);
+        kern_convt_create(g_cudnn, g_stream, &desc, cc->untimed ? NULL : &scratch, &lib_plan);
     if (may_refuse && created == TCI_ERR_UNSUPPORTED) {
         printf("  convt %s: refused (%s)\n", name, tci_last_error());
-        ck_assert_ptr_null(plan);
+        ck_assert_ptr_null(lib_plan);
         gpu_free(dx), gpu_free(dw), gpu_free(db), gpu_free(dy);
         free(x), free(w), free(bias), free(hx), free(hw), free(hb);
         return;
     }
     ck_assert_msg(created == TCI_OK, "%s: create: %s", name, tci_last_error());
     kern_convt_info info;
-    kern_convt_get_info(plan, &info);
+    kern_convt_get_info(lib_plan, &info);
     printf("  convt %-34s %-32s %8.4f ms  ws %zu\n", name, info.algorithm, (double)info.time_ms,
            info.workspace_bytes);
     ck_assert(info.workspace_bytes <= WORKSPACE_BYTES);
@@ -205,9 +205,9 @@ static void check_convt_maybe(const char *name, const convt_case *cc, int may_re
     ck_assert_int_eq(cudaMemset(dy, 0xff, y_bytes), cudaSuccess);
     gpu_sync();
     if (cc->graph)
-        run_convt_graph(plan, n, dx, dw, cc->bias ? db : NULL, dy);
+        run_convt_graph(lib_plan, n, dx, dw, cc->bias ? db : NULL, dy);
     else
-        ck_assert_msg(kern_convt_run(plan, g_cudnn, g_stream, n, dx, dw, cc->bias ? db : NULL, dy,
+        ck_assert_msg(kern_convt_run(lib_plan, g_cudnn, g_stream, n, dx, dw, cc->bias ? db : NULL, dy,
                                      g_workspace, WORKSPACE_BYTES) == TCI_OK,
                       "%s: run: %s", name, tci_last_error());
     ck_assert_int_eq(cudaStreamSynchronize(g_stream), cudaSuccess);
@@ -240,7 +240,7 @@ static void check_convt_maybe(const char *name, const convt_case *cc, int may_re
         ck_assert_msg(rest[0] == 0xff && rest[per * (size_t)(cc->n - n) - 1] == 0xff,
                       "%s: run at batch %d wrote past it", name, n);
     }
-    kern_convt_destroy(plan);
+    kern_convt_destroy(lib_plan);
     gpu_free(dx), gpu_free(dw), gpu_free(db), gpu_free(dy);
     free(x), free(w), free(bias), free(hx), free(hw), free(hb), free(hy), free(want);
 }
@@ -316,34 +316,34 @@ START_TEST(convt_errors) {
     convt_case cc = {.n = 2, .c = 5, .h = 6, .w = 6, .k = 3, .r = 3, .s = 3, .pad = 1,
                      .stride = 2, .out_pad = 1};
     kern_convt_desc d = convt_desc_of(&cc);
-    kern_convt_plan *plan = (kern_convt_plan *)&d;
+    kern_convt_plan *lib_plan = (kern_convt_plan *)&d;
     d.pads[2] = 2;
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "asymmetric pads");
-    ck_assert_ptr_null(plan);
+    ck_assert_ptr_null(lib_plan);
     d = convt_desc_of(&cc);
     d.out_h += 1; /* output_padding 2 with stride 2 */
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "height: output size 13 is not 11 plus");
     d = convt_desc_of(&cc);
     d.out_w -= 2;
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "width: output size 10 is not 11 plus");
     d = convt_desc_of(&cc);
     d.groups = 2;
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "groups 2 must divide");
     d = convt_desc_of(&cc);
     d.c = 6, d.k = 4, d.groups = 2;
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "would break the groups");
     d = convt_desc_of(&cc);
     d.h = 1, d.r = 1, d.pads[0] = d.pads[2] = 1;
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "leave no output");
     d = convt_desc_of(&cc);
     d.dilations[1] = 0;
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "dilations");
     d = convt_desc_of(&cc);
     d.out_w = 0;
@@ -352,32 +352,32 @@ START_TEST(convt_errors) {
     d = convt_desc_of(&cc);
     d.has_bias = 1;
     kern_convt_scratch missing = {NULL, NULL, NULL, NULL, NULL, 0};
-    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, &missing, &plan),
+    ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, &missing, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "scratch buffers missing");
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, NULL),
                         TCI_ERR_INVALID_ARGUMENT, "out_plan is NULL");
 
-    ck_assert_tci_ok(kern_convt_create(g_cudnn, g_stream, &d, NULL, &plan));
+    ck_assert_tci_ok(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan));
     void *buf = gpu_upload(NULL, 4096);
-    ck_assert_tci_error(kern_convt_run(plan, g_cudnn, g_stream, 3, buf, buf, buf, g_workspace,
+    ck_assert_tci_error(kern_convt_run(lib_plan, g_cudnn, g_stream, 3, buf, buf, buf, g_workspace,
                                        g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "batch 3 outside 1..2");
-    ck_assert_tci_error(kern_convt_run(plan, g_cudnn, g_stream, 2, buf, buf, NULL, g_workspace,
+    ck_assert_tci_error(kern_convt_run(lib_plan, g_cudnn, g_stream, 2, buf, buf, NULL, g_workspace,
                                        g_workspace, WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "bias absent");
-    ck_assert_tci_error(kern_convt_run(plan, g_cudnn, g_stream, 2, buf, buf, buf, buf, g_workspace,
+    ck_assert_tci_error(kern_convt_run(lib_plan, g_cudnn, g_stream, 2, buf, buf, buf, buf, g_workspace,
                                        WORKSPACE_BYTES),
                         TCI_ERR_INVALID_ARGUMENT, "must not alias x");
     kern_convt_info info;
-    kern_convt_get_info(plan, &info);
+    kern_convt_get_info(lib_plan, &info);
     ck_assert_int_eq(info.input_channels, 8);
     ck_assert_int_eq(info.output_channels, 8);
     ck_assert_int_eq(info.out_h, 12);
     if (info.workspace_bytes > 0)
-        ck_assert_tci_error(kern_convt_run(plan, g_cudnn, g_stream, 2, buf, buf, buf, g_workspace,
+        ck_assert_tci_error(kern_convt_run(lib_plan, g_cudnn, g_stream, 2, buf, buf, buf, g_workspace,
                                            NULL, 0),
                             TCI_ERR_INVALID_ARGUMENT, "workspace bytes");
-    kern_convt_destroy(plan);
+    kern_convt_destroy(lib_plan);
     kern_convt_destroy(NULL);
     gpu_free(buf);
 }

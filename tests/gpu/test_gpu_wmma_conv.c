@@ -474,9 +474,9 @@ static int cmp_float(const void *a, const void *b) {
 enum { BENCH_RUNS = 21, GRAPH_BATCH = 20, GRAPH_RUNS = 11 };
 
 static void bench_run(kern_wmma_conv_desc *d, int cfg, int64_t n, void *x, void *w, void *b, void *y, void *ws,
-                      size_t ws_bytes, const kern_conv_plan *plan, cudnnHandle_t handle, cudaStream_t stream) {
-    if (plan)
-        ck_assert_tci_ok(kern_conv_run(plan, handle, stream, (int)n, x, w, b, NULL, y, ws, ws_bytes));
+                      size_t ws_bytes, const kern_conv_plan *lib_plan, cudnnHandle_t handle, cudaStream_t stream) {
+    if (lib_plan)
+        ck_assert_tci_ok(kern_conv_run(lib_plan, handle, stream, (int)n, x, w, b, NULL, y, ws, ws_bytes));
     else
         ck_assert_tci_ok(kern_wmma_conv_run(d, cfg, n, x, w, b, NULL, y, ws, ws_bytes, stream));
 }
@@ -484,13 +484,13 @@ static void bench_run(kern_wmma_conv_desc *d, int cfg, int64_t n, void *x, void 
 /* GPU time per run as the engine sees it: GRAPH_BATCH runs captured in one CUDA graph, the median of
  * GRAPH_RUNS replays divided by GRAPH_BATCH (no launch overhead from the host). */
 static float graph_ms(kern_wmma_conv_desc *d, int cfg, int64_t n, void *x, void *w, void *b, void *y, void *ws,
-                      size_t ws_bytes, const kern_conv_plan *plan, cudnnHandle_t handle) {
+                      size_t ws_bytes, const kern_conv_plan *lib_plan, cudnnHandle_t handle) {
     cudaStream_t stream;
     cudaGraph_t g;
     cudaGraphExec_t exec;
     ck_assert_int_eq(cudaStreamCreate(&stream), cudaSuccess);
     ck_assert_int_eq(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-    for (int i = 0; i < GRAPH_BATCH; i++) bench_run(d, cfg, n, x, w, b, y, ws, ws_bytes, plan, handle, stream);
+    for (int i = 0; i < GRAPH_BATCH; i++) bench_run(d, cfg, n, x, w, b, y, ws, ws_bytes, lib_plan, handle, stream);
     ck_assert_int_eq(cudaStreamEndCapture(stream, &g), cudaSuccess);
     ck_assert_int_eq(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
     cudaEvent_t ev[GRAPH_RUNS + 1];
@@ -513,12 +513,12 @@ static float graph_ms(kern_wmma_conv_desc *d, int cfg, int64_t n, void *x, void 
 
 /* Median of BENCH_RUNS back-to-back runs after 3 warm-ups, each run between its own events (ms). */
 static float median_ms(kern_wmma_conv_desc *d, int cfg, int64_t n, void *x, void *w, void *b, void *y, void *ws,
-                       size_t ws_bytes, const kern_conv_plan *plan, cudnnHandle_t handle) {
+                       size_t ws_bytes, const kern_conv_plan *lib_plan, cudnnHandle_t handle) {
     cudaEvent_t ev[BENCH_RUNS + 1];
     for (int i = 0; i <= BENCH_RUNS; i++) ck_assert_int_eq(cudaEventCreate(&ev[i]), cudaSuccess);
     for (int i = 0; i < 3 + BENCH_RUNS; i++) {
         if (i >= 3) ck_assert_int_eq(cudaEventRecord(ev[i - 3], 0), cudaSuccess);
-        bench_run(d, cfg, n, x, w, b, y, ws, ws_bytes, plan, handle, 0);
+        bench_run(d, cfg, n, x, w, b, y, ws, ws_bytes, lib_plan, handle, 0);
     }
     ck_assert_int_eq(cudaEventRecord(ev[BENCH_RUNS], 0), cudaSuccess);
     ck_assert_int_eq(cudaEventSynchronize(ev[BENCH_RUNS]), cudaSuccess);
@@ -582,15 +582,15 @@ static void bench_layer(const wc_layer *l, int64_t n, cudnnHandle_t handle) {
     gpu_to_half(bias, bias_h, (size_t)kp);
     void *dbh = gpu_upload(bias_h, (size_t)kp * 2), *cws = gpu_upload(NULL, cd.workspace_limit);
     kern_conv_scratch scratch = {dx, dw, dbh, NULL, dy, cws, cd.workspace_limit};
-    kern_conv_plan *plan = NULL;
-    if (kern_conv_create(handle, 0, &cd, &scratch, &plan) == TCI_OK) {
+    kern_conv_plan *lib_plan = NULL;
+    if (kern_conv_create(handle, 0, &cd, &scratch, &lib_plan) == TCI_OK) {
         kern_conv_info info;
-        kern_conv_get_info(plan, &info);
-        const float ms = graph_ms(NULL, 0, n, dx, dw, dbh, dy, cws, cd.workspace_limit, plan, handle);
-        const float eager = median_ms(NULL, 0, n, dx, dw, dbh, dy, cws, cd.workspace_limit, plan, handle);
+        kern_conv_get_info(lib_plan, &info);
+        const float ms = graph_ms(NULL, 0, n, dx, dw, dbh, dy, cws, cd.workspace_limit, lib_plan, handle);
+        const float eager = median_ms(NULL, 0, n, dx, dw, dbh, dy, cws, cd.workspace_limit, lib_plan, handle);
         snprintf(cudnn_text, sizeof cudnn_text, "cuDNN %.1f us graph, %.1f eager (%s)", ms * 1e3, eager * 1e3,
                  info.algorithm);
-        kern_conv_destroy(plan);
+        kern_conv_destroy(lib_plan);
     }
     printf("bench %-26s n%-3lld best %s: %.1f us graph (%.1f eager), %.1f TFLOP/s; %s\n", l->what, (long long)n,
            best_cfg >= 0 ? kern_wmma_conv_config_name(best_cfg) : "none", best * 1e3, best_eager * 1e3,
