@@ -218,8 +218,10 @@ tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out_
 typedef void (*tci_op_count_fn)(const char *op_type, size_t count, void *user);
 tci_status tci_engine_op_histogram(const tci_engine *engine, tci_op_count_fn fn, void *user);
 
-/* Every op tcinfer supports, with the opset range: calls fn once per op. */
-typedef void (*tci_op_info_fn)(const char *op_type, int min_opset, int max_opset, void *user);
+/* Every op tcinfer supports, with the opset range and whether the GPU engine runs it (has_gpu;
+ * every op runs on the CPU reference backend): calls fn once per op. */
+typedef void (*tci_op_info_fn)(const char *op_type, int min_opset, int max_opset, int has_gpu,
+                               void *user);
 void tci_list_ops(tci_op_info_fn fn, void *user);
 
 tci_status tci_context_create(const tci_engine *engine, tci_context **out_context);

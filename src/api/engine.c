@@ -562,7 +562,7 @@ typedef struct list_ops_state {
 static void list_one(const op_desc *d, void *user) {
     const list_ops_state *s = user;
     /* versions run up to the newest known opset by the registry's rule */
-    s->fn(d->op_type, d->versions[0], IR_MAX_KNOWN_OPSET, s->user);
+    s->fn(d->op_type, d->versions[0], IR_MAX_KNOWN_OPSET, d->gpu_lower != NULL, s->user);
 }
 
 void tci_list_ops(tci_op_info_fn fn, void *user) {

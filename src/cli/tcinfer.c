@@ -86,7 +86,7 @@ static const char usage_text[] =
     "  --random SEED         feed seeded uniform [-1,1) random inputs instead of files\n"
     "  --quiet               no report of the outputs\n"
     "  --info                describe the model (inputs, outputs, ops, parameters) and exit\n"
-    "  --list-ops            list the supported ops and opsets and exit\n"
+    "  --list-ops            list the supported ops, opsets and backends and exit\n"
     "  --devices             print the number of usable CUDA GPUs and exit\n"
     "  --version             print the version and exit\n"
     "  -h, --help            this text\n"
@@ -293,9 +293,10 @@ static int parse_args(int argc, char **argv, cli_args *a) {
     return 0;
 }
 
-static void print_op(const char *op_type, int min_opset, int max_opset, void *user) {
+static void print_op(const char *op_type, int min_opset, int max_opset, int has_gpu,
+                     void *user) {
     (void)user;
-    printf("%s %d-%d\n", op_type, min_opset, max_opset);
+    printf("%s %d-%d %s\n", op_type, min_opset, max_opset, has_gpu ? "cpu,gpu" : "cpu");
 }
 
 static const char *format_info_dims(const tci_tensor_info *info, char *buf, size_t size) {

@@ -41,7 +41,7 @@ def supported_ops(tcinfer):
                  f"{proc.stderr.strip()}")
     ops = {}
     for line in proc.stdout.splitlines():
-        m = re.fullmatch(r"\s*(\w+)\s+(\d+)-(\d+)\s*", line)
+        m = re.fullmatch(r"\s*(\w+)\s+(\d+)-(\d+)\s+(cpu|cpu,gpu)\s*", line)
         if m:
             ops[m.group(1)] = (int(m.group(2)), int(m.group(3)))
     return ops

@@ -119,8 +119,8 @@ class CliTest(unittest.TestCase):
         rc, out, err = self.list_ops_result
         self.assertEqual(rc, 0, err)
         for line in out.splitlines():
-            m = re.fullmatch(r"(\w+) (\d+)-(\d+)", line)
-            self.assertIsNotNone(m, f"--list-ops line {line!r} is not 'OpType min-max'")
+            m = re.fullmatch(r"(\w+) (\d+)-(\d+) (cpu|cpu,gpu)", line)
+            self.assertIsNotNone(m, f"--list-ops line {line!r} is not 'OpType min-max backends'")
             self.assertLessEqual(int(m.group(2)), int(m.group(3)), line)
 
     def test_info(self):
