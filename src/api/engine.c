@@ -7,7 +7,7 @@
 
 #include "api/engine_file.h"
 #include "graph/compare.h"
-#include "graph/exec_cpu.h"
+#include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "graph/plan.h"
 #include "kernels/device.h"

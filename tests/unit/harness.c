@@ -13,7 +13,7 @@ int tci_test_run_suite(Suite *suite) {
 
 #include <stdio.h>
 
-#include "graph/exec_cpu.h"
+#include "graph/cpu/exec_cpu.h"
 #include "layers/op.h"
 
 ir_node *th_node(ir_graph *graph, const char *op_type, int opset, int num_inputs,

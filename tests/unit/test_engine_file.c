@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "api/engine_file.h"
-#include "graph/exec_cpu.h"
+#include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"

@@ -1,5 +1,5 @@
 /* Graph passes: shape-chain folding, pass-through removal, dead nodes, inference of shapes. */
-#include "graph/exec_cpu.h"
+#include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "harness.h"
 #include "layers/op.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/exec_cpu.h"
+#include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "layers/op.h"
 

@@ -1,6 +1,6 @@
 /* The fp32 CPU reference executor: runs any graph of registered ops, node by node. */
-#ifndef TCI_GRAPH_EXEC_CPU_H
-#define TCI_GRAPH_EXEC_CPU_H
+#ifndef TCI_GRAPH_CPU_EXEC_CPU_H
+#define TCI_GRAPH_CPU_EXEC_CPU_H
 
 #include "graph/ir.h"
 

@@ -1,6 +1,6 @@
 /* The fp32 CPU reference executor: re-infers shapes from actual values at every node, so models
  * whose shapes depend on input values run too; frees each intermediate after its last use. */
-#include "graph/exec_cpu.h"
+#include "graph/cpu/exec_cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
