@@ -15,7 +15,7 @@
 #include "onnx/loader.h"
 #include "onnx/writer.h"
 #if TCI_HAVE_CUDA
-#include "graph/exec_gpu.h"
+#include "graph/gpu/exec_gpu.h"
 #endif
 
 struct tci_engine {

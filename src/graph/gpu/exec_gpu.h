@@ -1,7 +1,7 @@
 /* The GPU executor: a logical plan made real (packed weights on the device, cuDNN and cuBLASLt
  * plans chosen by timing), and contexts that run it on a stream, captured once in a CUDA graph. */
-#ifndef TCI_GRAPH_EXEC_GPU_H
-#define TCI_GRAPH_EXEC_GPU_H
+#ifndef TCI_GRAPH_GPU_EXEC_GPU_H
+#define TCI_GRAPH_GPU_EXEC_GPU_H
 
 #include <cuda_runtime_api.h>
 #include <stdbool.h>

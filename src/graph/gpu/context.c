@@ -1,0 +1,444 @@
+/* A context runs an engine on its own stream and arena: input / output conversion, the steps
+ * captured in a CUDA graph per batch size, device I/O, benchmarking and per-step profiling. */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/gpu/gpu_internal.h"
+#include "kernels/cuda_check.h"
+#include "kernels/layout.h"
+
+/* Host dtype of an engine input/output: float stays fp32 on the host. */
+static tci_dtype host_dtype(const plan_tensor *t) {
+    return t->dtype == TCI_DTYPE_FLOAT16 || t->dtype == TCI_DTYPE_BFLOAT16 ? TCI_DTYPE_FLOAT
+                                                                          : t->dtype;
+}
+
+tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
+                                   exec_gpu_context **out_context) {
+    *out_context = NULL;
+    const plan *p = e->plan;
+    exec_gpu_context *c = calloc(1, sizeof *c);
+    if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+    c->base = e;
+    c->engine = e;
+    c->use_graph = use_graph;
+    c->arena_bytes = p->arena_bytes;
+    tci_status st = TCI_OK;
+    c->variants = calloc(1, sizeof *c->variants);
+    if (c->variants) {
+        c->num_variants = 1;
+        c->variants[0].dim0 = calloc((size_t)p->num_inputs + 1, sizeof(int64_t));
+        for (int i = 0; c->variants[0].dim0 && i < p->num_inputs; i++) {
+            const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
+            c->variants[0].dim0[i] = t->rank ? t->dims[0] : 1;
+        }
+    }
+    if (!c->variants || !c->variants[0].dim0)
+        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+    c->input_staging = calloc((size_t)p->num_inputs + 1, sizeof(void *));
+    c->output_staging = calloc((size_t)p->num_outputs + 1, sizeof(void *));
+    c->outputs = calloc((size_t)p->num_outputs + 1, sizeof(tci_tensor));
+    c->events = calloc((size_t)p->num_steps * 2 + 2, sizeof(cudaEvent_t));
+    c->device_io = calloc((size_t)(p->num_inputs + p->num_outputs) + 1, sizeof(void *));
+    c->copy_output = calloc((size_t)p->num_outputs + 1, sizeof(bool));
+    if (!c->input_staging || !c->output_staging || !c->outputs || !c->events || !c->device_io ||
+        !c->copy_output)
+        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+#define CTX_CHECK(call)                                                                           \
+    if (st == TCI_OK && (call) != 0)                                                              \
+        st = tci_error(TCI_ERR_CUDA, "%s failed creating a GPU context", #call);
+    CTX_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CTX_CHECK(cudnnCreate(&c->cudnn));
+    CTX_CHECK(cublasLtCreate(&c->lt));
+    CTX_CHECK(cudaMalloc(&c->arena, p->arena_bytes ? p->arena_bytes : 1));
+    CTX_CHECK(cudaMalloc(&c->workspace, e->workspace_bytes ? e->workspace_bytes : 1));
+    CTX_CHECK(cudaMalloc((void **)&c->gather_error, sizeof(int)));
+    CTX_CHECK(cudaMemset(c->gather_error, 0, sizeof(int)));
+    for (int i = 0; i < p->num_inputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
+        CTX_CHECK(cudaMalloc(&c->input_staging[i],
+                             (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t)) + 1));
+    }
+    for (int i = 0; i < p->num_outputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);
+        size_t bytes = (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t));
+        CTX_CHECK(cudaMalloc(&c->output_staging[i], bytes + 1));
+        tci_tensor *o = &c->outputs[i];
+        o->name = t->name;
+        o->dtype = host_dtype(t);
+        o->rank = t->rank;
+        for (int d = 0; d < t->rank; d++) o->dims[d] = t->dims[d];
+        o->data = malloc(bytes + 1);
+        if (st == TCI_OK && !o->data) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < p->num_steps * 2 + 2; i++) CTX_CHECK(cudaEventCreate(&c->events[i]));
+    CTX_CHECK(cudaEventCreateWithFlags(&c->caller_ready, cudaEventDisableTiming));
+    CTX_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
+#undef CTX_CHECK
+    if (st != TCI_OK) {
+        exec_gpu_context_destroy(c);
+        return st;
+    }
+    *out_context = c;
+    return TCI_OK;
+}
+
+static void drop_graphs(exec_gpu_context *c) {
+    for (int v = 0; v < c->num_variants; v++) {
+        if (c->variants[v].captured) cudaGraphExecDestroy(c->variants[v].graph);
+        c->variants[v].captured = false;
+    }
+}
+
+void exec_gpu_context_destroy(exec_gpu_context *c) {
+    if (!c) return;
+    const plan *p = c->base->plan;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->variants) drop_graphs(c);
+    for (int v = 0; c->variants && v < c->num_variants; v++) {
+        free(c->variants[v].dim0);
+        free(c->variants[v].captured_io);
+        exec_gpu_engine_destroy(c->variants[v].engine);
+    }
+    for (int i = 0; c->events && i < p->num_steps * 2 + 2; i++)
+        if (c->events[i]) cudaEventDestroy(c->events[i]);
+    for (int i = 0; c->input_staging && i < p->num_inputs; i++) cudaFree(c->input_staging[i]);
+    for (int i = 0; c->output_staging && i < p->num_outputs; i++) cudaFree(c->output_staging[i]);
+    for (int i = 0; c->outputs && i < p->num_outputs; i++) free(c->outputs[i].data);
+    cudaFree(c->gather_error);
+    cudaFree(c->workspace);
+    cudaFree(c->arena);
+    if (c->lt) cublasLtDestroy(c->lt);
+    if (c->cudnn) cudnnDestroy(c->cudnn);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    if (c->caller_ready) cudaEventDestroy(c->caller_ready);
+    if (c->done) cudaEventDestroy(c->done);
+    free(c->variants);
+    free(c->device_io);
+    free(c->redirect);
+    free(c->copy_output);
+    free(c->input_staging);
+    free(c->output_staging);
+    free(c->outputs);
+    free(c->events);
+    free(c);
+}
+
+/* The caller's layout -> the plan's, for every input. */
+static tci_status convert_inputs(exec_gpu_context *c) {
+    const plan *p = c->engine->plan;
+    for (int i = 0; i < p->num_inputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
+        void *dst = gpu_device_ptr(c->engine, c->arena, p->input_tensors[i]);
+        if (host_dtype(t) == t->dtype && t->layout != PLAN_LAYOUT_NHWC8) {
+            KERN_CUDA_CHECK(cudaMemcpyAsync(dst, c->input_staging[i], t->bytes,
+                                            cudaMemcpyDeviceToDevice, c->stream));
+        } else if (t->layout == PLAN_LAYOUT_NHWC8) {
+            TCI_TRY(kern_nchw_to_nhwc8(c->input_staging[i], TCI_DTYPE_FLOAT, dst, t->dtype,
+                                       t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
+        } else if (t->dtype == TCI_DTYPE_BFLOAT16) {
+            TCI_TRY(kern_f32_to_bf16(c->input_staging[i], dst, gpu_count_of(t), c->stream));
+        } else {
+            TCI_TRY(kern_f32_to_f16(c->input_staging[i], dst, gpu_count_of(t), c->stream));
+        }
+    }
+    return TCI_OK;
+}
+
+static tci_status convert_outputs(exec_gpu_context *c) {
+    const plan *p = c->engine->plan;
+    for (int i = 0; i < p->num_outputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);
+        const void *src = gpu_device_ptr(c->engine, c->arena, p->output_tensors[i]);
+        if (host_dtype(t) == t->dtype && t->layout != PLAN_LAYOUT_NHWC8) {
+            KERN_CUDA_CHECK(cudaMemcpyAsync(c->output_staging[i], src, t->bytes,
+                                            cudaMemcpyDeviceToDevice, c->stream));
+        } else if (t->layout == PLAN_LAYOUT_NHWC8) {
+            TCI_TRY(kern_nhwc8_to_nchw(src, t->dtype, c->output_staging[i], TCI_DTYPE_FLOAT,
+                                       t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
+        } else if (t->dtype == TCI_DTYPE_BFLOAT16) {
+            TCI_TRY(kern_bf16_to_f32(src, c->output_staging[i], gpu_count_of(t), c->stream));
+        } else {
+            TCI_TRY(kern_f16_to_f32(src, c->output_staging[i], gpu_count_of(t), c->stream));
+        }
+    }
+    return TCI_OK;
+}
+
+/* Points the current engine's inputs and outputs at the caller's device buffers (io: inputs
+ * then outputs), or back at the arena and staging buffers (io NULL). */
+static tci_status set_device_io(exec_gpu_context *c, void *const *io) {
+    const plan *p = c->engine->plan;
+    if (c->redirect_count < p->num_tensors) {
+        void **grown = realloc(c->redirect, (size_t)p->num_tensors * sizeof *grown);
+        if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        c->redirect = grown;
+        c->redirect_count = p->num_tensors;
+    }
+    memset(c->redirect, 0, (size_t)c->redirect_count * sizeof *c->redirect);
+    for (int i = 0; i < p->num_inputs + p->num_outputs; i++) c->device_io[i] = io ? io[i] : NULL;
+    if (!io) return TCI_OK;
+    for (int i = 0; i < p->num_inputs; i++) c->redirect[p->input_tensors[i]] = io[i];
+    for (int k = 0; k < p->num_outputs; k++) {
+        int t = p->output_tensors[k];
+        int root = p->tensors[t].alias_of >= 0 ? p->tensors[t].alias_of : t;
+        /* written in place where the output owns arena storage no other output claimed; views
+         * of inputs or constants and shared storage are copied at the end */
+        c->copy_output[k] = p->tensors[root].memory != PLAN_MEM_ARENA || c->redirect[root];
+        if (!c->copy_output[k]) c->redirect[root] = io[p->num_inputs + k];
+    }
+    return TCI_OK;
+}
+
+/* inputs and outputs are the caller's device buffers (all set, or none) */
+static bool device_mode(const exec_gpu_context *c) {
+    const plan *p = c->engine->plan;
+    return p->num_inputs + p->num_outputs > 0 && c->device_io[0] != NULL;
+}
+
+/* Everything between the staging (or the caller's) buffers: what the CUDA graph captures. */
+static tci_status enqueue_all(exec_gpu_context *c) {
+    const exec_gpu_engine *e = c->engine;
+    const plan *p = e->plan;
+    bool device = device_mode(c);
+    if (!device) TCI_TRY(convert_inputs(c));
+    for (int i = 0; i < p->num_steps; i++)
+        TCI_TRY(gpu_step_error(&p->steps[i], gpu_run_step(e, c, c->arena, i, c->stream)));
+    if (!device) return convert_outputs(c);
+    for (int k = 0; k < p->num_outputs; k++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[k]);
+        if (c->copy_output[k] && t->bytes)
+            KERN_CUDA_CHECK(cudaMemcpyAsync(c->device_io[p->num_inputs + k],
+                                            gpu_tensor_ptr(e, c, c->arena, p->output_tensors[k]),
+                                            t->bytes, cudaMemcpyDeviceToDevice, c->stream));
+    }
+    return TCI_OK;
+}
+
+static tci_status launch(exec_gpu_context *c) {
+    if (!c->use_graph) return enqueue_all(c);
+    batch_variant *v = &c->variants[c->current];
+    size_t io_bytes = (size_t)(c->base->plan->num_inputs + c->base->plan->num_outputs) *
+                      sizeof(void *);
+    if (v->captured && memcmp(v->captured_io, c->device_io, io_bytes) != 0) {
+        /* other device buffers than the graph was captured with */
+        KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        cudaGraphExecDestroy(v->graph);
+        v->captured = false;
+    }
+    if (!v->captured) {
+        if (!v->captured_io) {
+            v->captured_io = calloc(1, io_bytes + sizeof(void *));
+            if (!v->captured_io) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        memcpy(v->captured_io, c->device_io, io_bytes);
+        cudaGraph_t graph;
+        KERN_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+        tci_status st = enqueue_all(c);
+        cudaError_t end = cudaStreamEndCapture(c->stream, &graph);
+        if (st != TCI_OK) {
+            if (end == cudaSuccess) cudaGraphDestroy(graph);
+            return st;
+        }
+        KERN_CUDA_CHECK(end);
+        cudaError_t inst = cudaGraphInstantiate(&v->graph, graph, 0);
+        cudaGraphDestroy(graph);
+        KERN_CUDA_CHECK(inst);
+        v->captured = true;
+    }
+    KERN_CUDA_CHECK(cudaGraphLaunch(v->graph, c->stream));
+    return TCI_OK;
+}
+
+/* Makes the variant for the inputs' leading dims current, planning it on first use, and grows
+ * the arena when it needs more (the captured graphs then point at the old one: dropped). */
+static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
+    const plan *bp = c->base->plan;
+    size_t dims_bytes = (size_t)bp->num_inputs * sizeof(int64_t);
+    int found = -1;
+    for (int v = 0; v < c->num_variants && found < 0; v++)
+        if (memcmp(c->variants[v].dim0, dim0, dims_bytes) == 0) found = v;
+    if (found < 0) {
+        if (!c->base->pristine)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                             "this GPU engine runs only the batch it was built for (engines that "
+                             "mark every layer as an output do not re-plan)");
+        batch_variant *grown = realloc(c->variants, (size_t)(c->num_variants + 1) * sizeof *grown);
+        if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        c->variants = grown;
+        batch_variant *v = &c->variants[c->num_variants];
+        memset(v, 0, sizeof *v);
+        v->dim0 = malloc(dims_bytes + 1);
+        if (!v->dim0) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        memcpy(v->dim0, dim0, dims_bytes);
+        tci_status st = gpu_variant_create(c->base, dim0, &v->engine);
+        if (st != TCI_OK) {
+            free(v->dim0);
+            return st;
+        }
+        found = c->num_variants++;
+    }
+    const exec_gpu_engine *e = found ? c->variants[found].engine : c->base;
+    if (e->plan->arena_bytes > c->arena_bytes) {
+        KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        drop_graphs(c);
+        cudaFree(c->arena);
+        c->arena = NULL;
+        c->arena_bytes = 0;
+        KERN_CUDA_CHECK(cudaMalloc(&c->arena, e->plan->arena_bytes));
+        c->arena_bytes = e->plan->arena_bytes;
+    }
+    c->current = found;
+    c->engine = e;
+    return TCI_OK;
+}
+
+tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t num_inputs) {
+    const plan *bp = c->base->plan;
+    char want[128], got[128];
+    if (num_inputs != (size_t)bp->num_inputs)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %d", num_inputs,
+                         bp->num_inputs);
+    /* every dim as built, except that the leading one may be smaller: another batch size */
+    int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof(int64_t));
+    if (!dim0) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    tci_status st = TCI_OK;
+    for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(bp, bp->input_tensors[i]);
+        const tci_tensor *in = &inputs[i];
+        bool ok = in->dtype == host_dtype(t) && in->rank == t->rank;
+        for (int d = 0; ok && d < t->rank; d++)
+            ok = d ? in->dims[d] == t->dims[d] : in->dims[0] >= 1 && in->dims[0] <= t->dims[0];
+        dim0[i] = t->rank ? in->dims[0] : 1;
+        if (!ok)
+            st = tci_error(TCI_ERR_INVALID_ARGUMENT,
+                           "input '%s' is %s %s; the GPU engine was built for %s %s (a smaller "
+                           "leading dim runs too; rebuild with --shape for anything else)",
+                           t->name, tci_dtype_name(in->dtype),
+                           ir_format_dims(in->rank, in->dims, got, sizeof got),
+                           tci_dtype_name(host_dtype(t)),
+                           ir_format_dims(t->rank, t->dims, want, sizeof want));
+    }
+    if (st == TCI_OK) st = select_batch(c, dim0);
+    free(dim0);
+    TCI_TRY(st);
+    TCI_TRY(set_device_io(c, NULL));
+    const plan *p = c->engine->plan;
+    for (int i = 0; i < p->num_inputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
+        size_t bytes = (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t));
+        if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(c->input_staging[i], inputs[i].data, bytes,
+                                                   cudaMemcpyHostToDevice, c->stream));
+    }
+    for (int i = 0; i < p->num_outputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);
+        for (int d = 0; d < t->rank; d++) c->outputs[i].dims[d] = t->dims[d];
+    }
+    TCI_TRY(launch(c));
+    for (int i = 0; i < p->num_outputs; i++) {
+        tci_tensor *o = &c->outputs[i];
+        size_t bytes = (size_t)tci_tensor_count(o) * tci_dtype_size(o->dtype);
+        if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(o->data, c->output_staging[i], bytes,
+                                                   cudaMemcpyDeviceToHost, c->stream));
+    }
+    int gather_error = 0;
+    KERN_CUDA_CHECK(cudaMemcpyAsync(&gather_error, c->gather_error, sizeof gather_error,
+                                    cudaMemcpyDeviceToHost, c->stream));
+    KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    if (gather_error) {
+        cudaMemset(c->gather_error, 0, sizeof(int));
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "a Gather index was out of range");
+    }
+    return TCI_OK;
+}
+
+const tci_tensor *exec_gpu_output(const exec_gpu_context *c, size_t index) {
+    return &c->outputs[index];
+}
+
+tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, void *const *outputs,
+                               const int64_t *leading_dims, cudaStream_t caller) {
+    const plan *bp = c->base->plan;
+    int nio = bp->num_inputs + bp->num_outputs;
+    void **io = calloc((size_t)nio + 1, sizeof *io);
+    int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof *dim0);
+    tci_status st = io && dim0 ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; st == TCI_OK && i < nio; i++) {
+        bool in = i < bp->num_inputs;
+        io[i] = in ? (void *)(uintptr_t)inputs[i] : outputs[i - bp->num_inputs];
+        if (!io[i] || ((uintptr_t)io[i] & 15u))
+            st = tci_error(TCI_ERR_INVALID_ARGUMENT, "device %s %d is %s", in ? "input" : "output",
+                           in ? i : i - bp->num_inputs, io[i] ? "not 16-byte aligned" : "NULL");
+    }
+    for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(bp, bp->input_tensors[i]);
+        dim0[i] = t->rank ? t->dims[0] : 1;
+        if (leading_dims && t->rank) dim0[i] = leading_dims[i];
+        if (dim0[i] < 1 || dim0[i] > (t->rank ? t->dims[0] : 1))
+            st = tci_error(TCI_ERR_INVALID_ARGUMENT,
+                           "leading dim %" PRId64 " of input '%s' is outside 1..%" PRId64, dim0[i],
+                           t->name, t->rank ? t->dims[0] : 1);
+    }
+    if (st == TCI_OK) st = select_batch(c, dim0);
+    if (st == TCI_OK) st = set_device_io(c, io);
+    free(io);
+    free(dim0);
+    TCI_TRY(st);
+    KERN_CUDA_CHECK(cudaEventRecord(c->caller_ready, caller));
+    KERN_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->caller_ready, 0));
+    TCI_TRY(launch(c));
+    KERN_CUDA_CHECK(cudaEventRecord(c->done, c->stream));
+    KERN_CUDA_CHECK(cudaStreamWaitEvent(caller, c->done, 0));
+    return TCI_OK;
+}
+
+tci_status exec_gpu_bench(exec_gpu_context *c, int iterations, int warmup, float *times_ms) {
+    for (int i = 0; i < warmup; i++) TCI_TRY(launch(c));
+    cudaEvent_t start = c->events[0], stop = c->events[1];
+    for (int i = 0; i < iterations; i++) {
+        KERN_CUDA_CHECK(cudaEventRecord(start, c->stream));
+        TCI_TRY(launch(c));
+        KERN_CUDA_CHECK(cudaEventRecord(stop, c->stream));
+        KERN_CUDA_CHECK(cudaEventSynchronize(stop));
+        KERN_CUDA_CHECK(cudaEventElapsedTime(&times_ms[i], start, stop));
+    }
+    return TCI_OK;
+}
+
+static int compare_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+tci_status exec_gpu_profile(exec_gpu_context *c, int iterations, float *step_ms) {
+    const exec_gpu_engine *e = c->engine;
+    int n = e->plan->num_steps;
+    if (iterations < 1) iterations = 1;
+    float *samples = calloc((size_t)n * (size_t)iterations + 1, sizeof(float));
+    if (!samples) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory profiling");
+    tci_status st = device_mode(c) ? TCI_OK : convert_inputs(c);
+    for (int it = 0; st == TCI_OK && it < iterations; it++) {
+        for (int i = 0; st == TCI_OK && i < n; i++) {
+            if (cudaEventRecord(c->events[2 * i], c->stream) != cudaSuccess)
+                st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
+            if (st == TCI_OK)
+                st = gpu_step_error(&e->plan->steps[i], gpu_run_step(e, c, c->arena, i, c->stream));
+            if (st == TCI_OK && cudaEventRecord(c->events[2 * i + 1], c->stream) != cudaSuccess)
+                st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
+        }
+        if (st == TCI_OK && cudaStreamSynchronize(c->stream) != cudaSuccess)
+            st = tci_error(TCI_ERR_CUDA, "cudaStreamSynchronize failed while profiling");
+        for (int i = 0; st == TCI_OK && i < n; i++)
+            cudaEventElapsedTime(&samples[(size_t)i * (size_t)iterations + (size_t)it],
+                                 c->events[2 * i], c->events[2 * i + 1]);
+    }
+    for (int i = 0; st == TCI_OK && i < n; i++) {
+        float *row = &samples[(size_t)i * (size_t)iterations];
+        qsort(row, (size_t)iterations, sizeof(float), compare_float);
+        step_ms[i] = row[iterations / 2];
+    }
+    free(samples);
+    return st;
+}

@@ -1,0 +1,270 @@
+/* The GPU engine: a plan made real (packed weights and constants on the device, kernels chosen),
+ * immutable once built; batch variants for a smaller leading dim share its weights. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/gpu/gpu_internal.h"
+#include "graph/passes.h"
+
+tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
+                                  const plan_options *options, tci_kernels kernels,
+                                  const char *timing_cache_path, const char *choices,
+                                  exec_gpu_engine **out_engine) {
+    *out_engine = NULL;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        cudaGetLastError();
+        return tci_error(TCI_ERR_NO_DEVICE,
+                         "no CUDA GPU is available here; use --backend cpu for the fp32 "
+                         "reference executor");
+    }
+    exec_gpu_engine *e = calloc(1, sizeof *e);
+    if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+    e->pristine = pristine;
+    e->kernels = kernels;
+    if (options) e->options = *options;
+    tci_status st = plan_build(graph, options, &e->plan);
+    if (st == TCI_OK) {
+        size_t nt = (size_t)e->plan->num_tensors + 1, ns = (size_t)e->plan->num_steps + 1;
+        e->constants = calloc(nt, sizeof(void *));
+        e->owns_constant = calloc(nt, sizeof(bool));
+        e->impl = calloc(ns, sizeof *e->impl);
+        for (size_t i = 0; e->impl && i < ns; i++) {
+            e->impl[i].wmma = -1;
+            e->impl[i].library_ms = e->impl[i].wmma_ms = -1.0f;
+            const plan_step *s = i < (size_t)e->plan->num_steps ? &e->plan->steps[i] : NULL;
+            e->impl[i].dtype = s && s->num_outputs ? e->plan->tensors[s->outputs[0]].dtype
+                                                   : TCI_DTYPE_UNDEFINED;
+        }
+        if (!e->constants || !e->owns_constant || !e->impl)
+            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+    }
+    const plan *p = e->plan;
+    /* conv weights/bias are packed per step; every other constant is uploaded as laid out */
+    for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
+        e->impl[i].kernel = plan_step_kernel(&p->steps[i]);
+        if (p->steps[i].kind == PLAN_STEP_CONV)
+            st = gpu_step_error(&p->steps[i], gpu_pack_conv(e, i));
+        else if (p->steps[i].kind == PLAN_STEP_CONV_TRANSPOSE)
+            st = gpu_step_error(&p->steps[i], gpu_pack_conv_transpose(e, i));
+        else if (p->steps[i].kind == PLAN_STEP_GEMM) st = gpu_pack_gemm_bias(e, i);
+    }
+    for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
+        const plan_tensor *pt = &p->tensors[t];
+        if (pt->memory != PLAN_MEM_CONSTANT || pt->packed_source) continue;
+        st = gpu_upload(pt->host_data, pt->bytes, &e->constants[t]);
+        e->owns_constant[t] = true;
+    }
+    if (st == TCI_OK) st = gpu_cache_load(timing_cache_path, choices, &e->cache);
+    if (st == TCI_OK) st = gpu_create_library_plans(e);
+    if (st == TCI_OK && timing_cache_path && e->layers_timed) st = gpu_cache_save(e->cache);
+    gpu_cache_free(e->cache);
+    e->cache = NULL;
+    if (st != TCI_OK) {
+        exec_gpu_engine_destroy(e);
+        return st;
+    }
+    *out_engine = e;
+    return TCI_OK;
+}
+
+void exec_gpu_engine_destroy(exec_gpu_engine *e) {
+    if (!e) return;
+    if (e->plan && !e->parent) {
+        for (int i = 0; i < e->plan->num_steps; i++) {
+            if (!e->impl) break;
+            kern_conv_destroy(e->impl[i].conv);
+            kern_gemm_destroy(e->impl[i].gemm);
+            kern_convt_destroy(e->impl[i].convt);
+            cudaFree(e->impl[i].weights);
+            cudaFree(e->impl[i].bias);
+            cudaFree(e->impl[i].bias_f32);
+        }
+    }
+    for (int t = 0; e->plan && e->constants && e->owns_constant && t < e->plan->num_tensors; t++)
+        if (e->owns_constant[t]) cudaFree(e->constants[t]);
+    if (!e->parent) {
+        free(e->impl);
+    }
+    free(e->constants);
+    free(e->owns_constant);
+    plan_destroy(e->plan);
+    ir_graph_destroy(e->graph);
+    free(e);
+}
+
+/* ---- batch variants ---- */
+
+static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
+    return b->n <= a->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
+           a->r == b->r && a->s == b->s && a->out_h == b->out_h && a->out_w == b->out_w &&
+           a->pad_top == b->pad_top && a->pad_left == b->pad_left &&
+           a->pad_bottom == b->pad_bottom && a->pad_right == b->pad_right &&
+           a->stride_h == b->stride_h && a->stride_w == b->stride_w &&
+           a->dilation_h == b->dilation_h && a->dilation_w == b->dilation_w &&
+           a->groups == b->groups && a->has_bias == b->has_bias &&
+           a->has_residual == b->has_residual && a->depthwise == b->depthwise &&
+           a->act.kind == b->act.kind && a->act.alpha == b->act.alpha &&
+           a->act.beta == b->act.beta && a->post_act.kind == b->post_act.kind &&
+           a->post_act.alpha == b->post_act.alpha && a->post_act.beta == b->post_act.beta;
+}
+
+static bool same_gemm_but_batch(const plan_gemm *a, const plan_gemm *b) {
+    kern_gemm_desc x, y; /* memset by gpu_gemm_desc_of, so padding compares equal */
+    gpu_gemm_desc_of(NULL, a, TCI_DTYPE_FLOAT16, &x);
+    gpu_gemm_desc_of(NULL, b, TCI_DTYPE_FLOAT16, &y);
+    if (y.m > x.m || y.batch_count > x.batch_count) return false;
+    y.m = x.m;
+    y.batch_count = x.batch_count;
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+/* Whether the variant's step can run on the parent's packed weights and library plan. */
+static bool step_matches(const plan_step *a, const plan_step *b) {
+    if (a->kind != b->kind || strcmp(a->node->name, b->node->name) != 0 ||
+        strcmp(a->label, b->label) != 0)
+        return false;
+    switch (a->kind) {
+    case PLAN_STEP_CONV:
+    case PLAN_STEP_CONV_TRANSPOSE: return same_conv_but_batch(&a->u.conv, &b->u.conv);
+    case PLAN_STEP_GEMM: return same_gemm_but_batch(&a->u.gemm, &b->u.gemm);
+    default: return true;
+    }
+}
+
+/* The parent's device copy of constant t when the variant's is the same bytes in the same
+ * layout (weights always are; shape-derived constants may differ with the batch). */
+static void *borrow_constant(const exec_gpu_engine *parent, const plan_tensor *t, int index) {
+    const plan *p = parent->plan;
+    if (index >= p->num_tensors) return NULL;
+    const plan_tensor *u = &p->tensors[index];
+    if (u->memory != PLAN_MEM_CONSTANT || !parent->constants[index] || u->dtype != t->dtype ||
+        u->layout != t->layout || u->bytes != t->bytes || strcmp(u->name, t->name) != 0)
+        return NULL;
+    if (t->bytes && (!u->host_data || !t->host_data || memcmp(u->host_data, t->host_data, t->bytes)))
+        return NULL;
+    return parent->constants[index];
+}
+
+/* Plans the pristine graph with input i's leading dim set to dim0[i] and ties the result to
+ * the base engine's weights and library plans. A plan whose steps differ from the base's other
+ * than in the batch (a model whose structure depends on the batch) is refused. */
+tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
+                              exec_gpu_engine **out) {
+    *out = NULL;
+    const plan *bp = base->plan;
+    exec_gpu_engine *e = calloc(1, sizeof *e);
+    if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+    e->parent = base;
+    tci_status st = ir_graph_clone(base->pristine, &e->graph);
+    for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
+        const char *name = bp->tensors[bp->input_tensors[i]].name;
+        ir_tensor *t = ir_graph_find_tensor(e->graph, name);
+        if (!t || !t->is_graph_input || t->rank < 1)
+            st = tci_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy", name);
+        else
+            t->dims[0] = dim0[i];
+    }
+    if (st == TCI_OK) st = pass_optimize(e->graph);
+    if (st == TCI_OK) st = plan_build(e->graph, &base->options, &e->plan);
+    const plan *p = e->plan;
+    if (st == TCI_OK && (p->num_steps != bp->num_steps || p->num_inputs != bp->num_inputs ||
+                         p->num_outputs != bp->num_outputs))
+        st = tci_error(TCI_ERR_UNSUPPORTED,
+                       "the plan for batch %" PRId64 " has %d steps, the built one %d: the model's "
+                       "structure depends on the batch; build the engine for this batch (--shape)",
+                       dim0[0], p->num_steps, bp->num_steps);
+    /* the context's staging buffers are sized for the base engine's inputs and outputs */
+    for (int i = 0; st == TCI_OK && i < p->num_inputs + p->num_outputs; i++) {
+        bool in = i < p->num_inputs;
+        int k = in ? i : i - p->num_inputs;
+        const plan_tensor *t = &p->tensors[in ? p->input_tensors[k] : p->output_tensors[k]];
+        const plan_tensor *u = &bp->tensors[in ? bp->input_tensors[k] : bp->output_tensors[k]];
+        if (gpu_count_of(t) > gpu_count_of(u) || t->dtype != u->dtype || t->rank != u->rank)
+            st = tci_error(TCI_ERR_UNSUPPORTED,
+                           "at batch %" PRId64 ", %s '%s' does not shrink with the batch; build "
+                           "the engine for this batch (--shape)",
+                           dim0[0], in ? "input" : "output", t->name);
+    }
+    for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
+        if (!step_matches(&bp->steps[i], &p->steps[i]))
+            st = tci_error(TCI_ERR_UNSUPPORTED,
+                           "at batch %" PRId64 ", step %d ('%s', node '%s') differs from the built "
+                           "plan's other than in the batch; build the engine for this batch "
+                           "(--shape)",
+                           dim0[0], i, p->steps[i].label, p->steps[i].node->name);
+    if (st == TCI_OK) {
+        e->impl = base->impl;
+        e->kernels = base->kernels;
+        e->workspace_bytes = base->workspace_bytes;
+        e->options = base->options;
+        e->constants = calloc((size_t)p->num_tensors + 1, sizeof(void *));
+        e->owns_constant = calloc((size_t)p->num_tensors + 1, sizeof(bool));
+        if (!e->constants || !e->owns_constant)
+            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+    }
+    for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
+        const plan_tensor *pt = &p->tensors[t];
+        if (pt->memory != PLAN_MEM_CONSTANT || pt->packed_source) continue;
+        e->constants[t] = borrow_constant(base, pt, t);
+        if (e->constants[t]) continue;
+        st = gpu_upload(pt->host_data, pt->bytes, &e->constants[t]);
+        e->owns_constant[t] = st == TCI_OK;
+    }
+    if (st != TCI_OK) {
+        exec_gpu_engine_destroy(e);
+        return st;
+    }
+    *out = e;
+    return TCI_OK;
+}
+
+tci_status exec_gpu_engine_choices(const exec_gpu_engine *e, char **out_text) {
+    *out_text = NULL;
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    if (!text) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    text[0] = '\0';
+    for (int i = 0; i < e->plan->num_steps; i++) {
+        const plan_step *s = &e->plan->steps[i];
+        if (!gpu_tuned_step(s)) continue;
+        char key[512], value[CHOICE_BYTES], line[1024];
+        gpu_problem_key(e, s, key, sizeof key);
+        gpu_choice_value(e, i, value, sizeof value);
+        int n = snprintf(line, sizeof line, "%s\t%s\t%.6f\t%.6f\n", key, value,
+                         e->impl[i].library_ms, e->impl[i].wmma_ms);
+        if (len + (size_t)n + 1 > cap) {
+            while (len + (size_t)n + 1 > cap) cap *= 2;
+            char *grown = realloc(text, cap);
+            if (!grown) {
+                free(text);
+                return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+            text = grown;
+        }
+        memcpy(text + len, line, (size_t)n + 1);
+        len += (size_t)n;
+    }
+    *out_text = text;
+    return TCI_OK;
+}
+
+const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine) { return engine->plan; }
+
+void exec_gpu_engine_tuning(const exec_gpu_engine *engine, int *layers_timed, int *layers_cached) {
+    *layers_timed = engine->layers_timed;
+    *layers_cached = engine->layers_cached;
+}
+
+const char *exec_gpu_step_kernel(const exec_gpu_engine *engine, int step) {
+    const char *k = engine->impl[step].kernel;
+    return k ? k : "?";
+}
+
+const plan_tensor *exec_gpu_io_tensor(const exec_gpu_engine *e, bool output, size_t index) {
+    const plan *p = e->plan;
+    if (output) return index < (size_t)p->num_outputs ? &p->tensors[p->output_tensors[index]] : NULL;
+    return index < (size_t)p->num_inputs ? &p->tensors[p->input_tensors[index]] : NULL;
+}

@@ -1,0 +1,171 @@
+/* Internal to the GPU executor (src/graph/gpu/): the engine's and the context's state, and the
+ * functions its files share (prefix gpu_). */
+#ifndef TCI_GRAPH_GPU_INTERNAL_H
+#define TCI_GRAPH_GPU_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/gpu/exec_gpu.h"
+#include "kernels/conv_cudnn.h"
+#include "kernels/conv_transpose_cudnn.h"
+#include "kernels/depthwise.h"
+#include "kernels/eltwise.h"
+#include "kernels/gemm_cublas.h"
+#include "kernels/wmma_conv.h"
+#include "kernels/wmma_gemm.h"
+
+/* Largest workspace one convolution or GEMM algorithm may ask for. The "configs" of GEMM steps
+ * on tcinfer's own kernels: 0.. the WMMA family's, WMMA_TF32 an fp32 step (--precision tf32) on
+ * the WMMA tf32 16x16x8 kernel, WGMMA + k the Hopper wgmma kernel's config k. */
+enum { WORKSPACE_LIMIT = 256 << 20, GEMM_CANDIDATES = 8, WMMA_TF32 = 1000, WGMMA = 2000 };
+
+/* How one step runs: packed weights, the library plan or own kernel chosen, and what timing
+ * found. */
+typedef struct step_impl {
+    tci_dtype dtype;           /* of the step's (first) output: for conv and GEMM steps the
+                                  precision they compute in (FLOAT16, BFLOAT16 or FLOAT) */
+    void *weights;             /* packed conv weights (fp16 / bf16, or fp32 in fp32 layers) */
+    void *bias;                /* packed conv bias / GEMM bias, in the tensors' dtype */
+    void *bias_f32;            /* conv (Kp) / GEMM (n) bias as floats, for the WMMA kernels */
+    kern_conv_plan *conv;
+    kern_gemm_plan *gemm;
+    kern_convt_plan *convt;
+    int wmma;                  /* conv / GEMM: the WMMA config that runs it, or -1 for the
+                                  library (cuDNN, cuBLASLt) */
+    float library_ms, wmma_ms; /* timed at build (-1: not timed / none applies) */
+    const char *kernel;        /* what runs it, for reports */
+    char text[160];            /* storage for kernel when it is composed */
+} step_impl;
+
+/* A timing cache: the kernel choice of each tuned problem, valid for one GPU model and one set
+ * of CUDA / cuDNN / cuBLASLt versions (the header line says which). */
+typedef struct cache_entry {
+    char *key, *value;         /* problem, choice */
+    float library_ms, wmma_ms; /* what the timing measured, for reports */
+    const char *origin;        /* "timing cache", "engine file", or "timed on an identical layer"
+                                  (this build's: an identical later layer reuses it) */
+} cache_entry;
+
+typedef struct timing_cache {
+    const char *path;
+    char header[512];          /* this machine's */
+    cache_entry *entries;
+    int count, cap;
+} timing_cache;
+
+struct exec_gpu_engine {
+    plan *plan;
+    /* A batch variant (a smaller batch than the engine was built for) is planned anew from
+     * the pristine graph but borrows its parent's packed weights, library plans and every
+     * constant whose bytes are the same; the step arrays below are then the parent's. */
+    const exec_gpu_engine *parent;
+    const ir_graph *pristine;  /* base engine: the graph before the passes, or NULL */
+    ir_graph *graph;           /* variant: its optimised copy of the graph (steps point into it) */
+    plan_options options;      /* what the plan was built with; variants are planned alike */
+    tci_kernels kernels;       /* which kernel families may run convolutions */
+    timing_cache *cache;       /* during creation only: the choices of the timing-cache file
+                                  and of the engine file, and those timed so far */
+    int layers_timed, layers_cached;
+    bool *owns_constant;       /* by plan tensor: constants[t] is this engine's to free */
+    void **constants;          /* by plan tensor: device copy of a constant, else NULL */
+    step_impl *impl;           /* by step */
+    size_t workspace_bytes;
+};
+
+/* One batch size a context has run: the base engine's, or a variant planned on first use. */
+typedef struct batch_variant {
+    int64_t *dim0;             /* leading dim of each engine input */
+    exec_gpu_engine *engine;   /* owned; NULL for the base (the context's base engine) */
+    cudaGraphExec_t graph;
+    bool captured;
+    void **captured_io;        /* the device I/O buffers the graph was captured with (NULLs:
+                                  the staging buffers), inputs then outputs */
+} batch_variant;
+
+struct exec_gpu_context {
+    const exec_gpu_engine *base;
+    const exec_gpu_engine *engine; /* the current batch's: base or a variant */
+    batch_variant *variants;   /* [0] is the base */
+    int num_variants, current;
+    cudaStream_t stream;
+    cudnnHandle_t cudnn;
+    cublasLtHandle_t lt;
+    void *arena;
+    size_t arena_bytes;
+    void *workspace;
+    void **input_staging;      /* by engine input: the caller's data as given (fp32, int64...) */
+    void **output_staging;     /* by engine output: fp32 / int64 / bool, dense NCHW */
+    tci_tensor *outputs;       /* host copies */
+    int *gather_error;         /* device flag for out-of-range Gather indices */
+    bool use_graph;
+    cudaEvent_t *events;       /* 2 per step, for profiling */
+    /* device I/O (exec_gpu_run_device): the caller's buffers, inputs then outputs, or NULLs */
+    void **device_io;
+    void **redirect;           /* by plan tensor of the current engine: the caller's buffer that
+                                  replaces its arena storage, or NULL */
+    int redirect_count;        /* entries of redirect */
+    bool *copy_output;         /* by output: written to the caller's buffer by a copy */
+    cudaEvent_t caller_ready, done;
+};
+
+/* Room for one kernel choice as the timing cache stores it (gpu_choice_value). */
+enum { CHOICE_BYTES = 2 * KERN_GEMM_ALGO_BYTES + 16 };
+
+/* step_desc.c: plan step -> kernel descriptor */
+kern_act gpu_act_of(plan_act a);
+kern_eltwise_op gpu_binary_op_of(plan_binary b);
+bool gpu_step_fp32(const plan *p, const plan_step *s);
+plan_activation gpu_conv_activation(const plan_conv *c);
+void gpu_depthwise_desc_of(const plan_conv *c, tci_dtype dtype, kern_depthwise_desc *d);
+void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *d);
+void gpu_conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
+                      kern_conv_desc *d);
+void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
+                       kern_convt_desc *d);
+void gpu_gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, tci_dtype dtype,
+                      kern_gemm_desc *d);
+void gpu_wmma_gemm_desc_of(const plan_gemm *g, tci_dtype dtype, kern_wmma_gemm_desc *d);
+void gpu_gemm_config_name(int cfg, char *buf, size_t size);
+
+/* run_step.c: tensors' device storage, and one step launched */
+const plan_tensor *gpu_tensor_of(const plan *p, int index);
+void *gpu_device_ptr(const exec_gpu_engine *e, void *arena, int index);
+int64_t gpu_count_of(const plan_tensor *t);
+tci_status gpu_run_wmma_gemm(const plan_gemm *g, int cfg, const step_impl *im, const void *a,
+                             const void *b, void *d, cudaStream_t stream);
+void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
+                     int index);
+tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
+                        cudaStream_t stream);
+tci_status gpu_step_error(const plan_step *s, tci_status st);
+
+/* pack.c: constants packed and uploaded */
+tci_status gpu_upload(const void *host, size_t bytes, void **out);
+tci_status gpu_pack_conv(exec_gpu_engine *e, int index);
+tci_status gpu_pack_conv_transpose(exec_gpu_engine *e, int index);
+tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index);
+
+/* timing_cache.c */
+void gpu_cache_free(timing_cache *c);
+cache_entry *gpu_cache_find(const timing_cache *c, const char *key);
+tci_status gpu_cache_put(timing_cache *c, const char *key, const char *value, float library_ms,
+                         float wmma_ms, const char *origin);
+tci_status gpu_cache_load(const char *path, const char *choices, timing_cache **out);
+tci_status gpu_cache_save(const timing_cache *c);
+void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, size_t size);
+
+/* autotune.c: kernel choice of the conv and GEMM steps, and the library plans */
+void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size);
+bool gpu_tuned_step(const plan_step *s);
+tci_status gpu_create_library_plans(exec_gpu_engine *e);
+
+/* engine.c: batch variants */
+tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
+                              exec_gpu_engine **out);
+
+#endif

@@ -1,0 +1,119 @@
+/* Conv, ConvTranspose and GEMM constants packed into the layouts their kernels read (fp16,
+ * bf16 or fp32), and uploaded to the device. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "graph/gpu/gpu_internal.h"
+#include "kernels/cuda_check.h"
+#include "layers/op.h"
+
+tci_status gpu_upload(const void *host, size_t bytes, void **out) {
+    *out = NULL;
+    KERN_CUDA_CHECK(cudaMalloc(out, bytes ? bytes : 1));
+    if (bytes) KERN_CUDA_CHECK(cudaMemcpy(*out, host, bytes, cudaMemcpyHostToDevice));
+    return TCI_OK;
+}
+
+static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    kern_depthwise_desc d;
+    bool fp32 = gpu_step_fp32(p, s);
+    gpu_depthwise_desc_of(&s->u.conv, e->impl[index].dtype, &d);
+    int64_t cp = plan_pad8(s->u.conv.c);
+    size_t wbytes = (size_t)(s->u.conv.r * s->u.conv.s * cp) * (fp32 ? 4 : 2), bbytes = (size_t)cp * 4;
+    void *hw = malloc(wbytes);
+    float *hb = malloc(bbytes);
+    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    const float *weights = gpu_tensor_of(p, s->inputs[1])->host_data;
+    if (st == TCI_OK)
+        st = fp32                              ? kern_depthwise_pack_weights_f32(&d, weights, hw)
+             : d.dtype == TCI_DTYPE_BFLOAT16 ? kern_depthwise_pack_weights_bf16(&d, weights, hw)
+                                             : kern_depthwise_pack_weights(&d, weights, hw);
+    if (st == TCI_OK)
+        st = kern_depthwise_pack_bias(&d, gpu_tensor_of(p, s->inputs[2])->host_data, hb);
+    if (st == TCI_OK) st = gpu_upload(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = gpu_upload(hb, bbytes, &e->impl[index].bias);
+    free(hw);
+    free(hb);
+    return st;
+}
+
+tci_status gpu_pack_conv(exec_gpu_engine *e, int index) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    if (s->u.conv.depthwise) return pack_depthwise(e, index);
+    kern_conv_desc d;
+    bool fp32 = gpu_step_fp32(p, s);
+    gpu_conv_desc_of(e, &s->u.conv, e->impl[index].dtype, &d);
+    /* the packing does not depend on the padding; cuDNN's own refusal of asymmetric pads comes
+     * at plan creation, where the WMMA kernels can still take the layer */
+    d.pads[2] = d.pads[0];
+    d.pads[3] = d.pads[1];
+    kern_conv_info info;
+    TCI_TRY(kern_conv_shapes(&d, &info));
+    size_t elem = fp32 ? 4 : 2;
+    size_t wbytes = info.weight_elements * elem, bbytes = info.bias_elements * elem;
+    size_t kp = (size_t)plan_pad8(s->u.conv.k);
+    void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
+    float *hf = calloc(kp + 1, sizeof(float));
+    tci_status st = hw && hb && hf ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    const float *bias = gpu_tensor_of(p, s->inputs[2])->host_data;
+    if (st == TCI_OK)
+        st = kern_conv_pack_weights(&d, gpu_tensor_of(p, s->inputs[1])->host_data, hw);
+    if (st == TCI_OK) st = kern_conv_pack_bias(&d, bias, hb);
+    if (st == TCI_OK) st = gpu_upload(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = gpu_upload(hb, bbytes, &e->impl[index].bias);
+    if (st == TCI_OK && !fp32 && e->kernels != TCI_KERNELS_LIBRARY) {
+        for (int64_t k = 0; k < s->u.conv.k; k++) hf[k] = bias[k];
+        st = gpu_upload(hf, kp * sizeof(float), &e->impl[index].bias_f32);
+    }
+    free(hw);
+    free(hb);
+    free(hf);
+    return st;
+}
+
+tci_status gpu_pack_conv_transpose(exec_gpu_engine *e, int index) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    kern_convt_desc d;
+    bool fp32 = gpu_step_fp32(p, s);
+    gpu_convt_desc_of(e, &s->u.conv, e->impl[index].dtype, &d);
+    kern_convt_info info;
+    TCI_TRY(kern_convt_shapes(&d, &info));
+    size_t elem = fp32 ? 4 : 2;
+    size_t wbytes = info.weight_elements * elem, bbytes = info.bias_elements * elem;
+    void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
+    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    if (st == TCI_OK)
+        st = kern_convt_pack_weights(&d, gpu_tensor_of(p, s->inputs[1])->host_data, hw);
+    if (st == TCI_OK) st = kern_convt_pack_bias(&d, gpu_tensor_of(p, s->inputs[2])->host_data, hb);
+    if (st == TCI_OK) st = gpu_upload(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = gpu_upload(hb, bbytes, &e->impl[index].bias);
+    free(hw);
+    free(hb);
+    return st;
+}
+
+tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index) {
+    const plan_step *s = &e->plan->steps[index];
+    if (s->inputs[2] < 0) return TCI_OK;
+    const plan_tensor *t = gpu_tensor_of(e->plan, s->inputs[2]);
+    int64_t n = gpu_count_of(t);
+    if (gpu_step_fp32(e->plan, s))
+        return gpu_upload(t->host_data, (size_t)n * 4, &e->impl[index].bias);
+    if (e->kernels != TCI_KERNELS_LIBRARY)
+        TCI_TRY(gpu_upload(t->host_data, (size_t)n * 4, &e->impl[index].bias_f32));
+    uint16_t *h = malloc((size_t)(n ? n : 1) * 2);
+    if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    bool bf16 = e->impl[index].dtype == TCI_DTYPE_BFLOAT16;
+    for (int64_t i = 0; i < n; i++) {
+        float v = ((const float *)t->host_data)[i];
+        h[i] = bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+    }
+    tci_status st = gpu_upload(h, (size_t)n * 2, &e->impl[index].bias);
+    free(h);
+    return st;
+}

@@ -1,0 +1,283 @@
+/* One plan step launched on a stream: the kernel or library call each step kind maps to, on the
+ * tensors' device storage (arena, constants, or the caller's buffers). */
+#include <stdint.h>
+#include <string.h>
+
+#include "graph/gpu/gpu_internal.h"
+#include "kernels/cast.h"
+#include "kernels/copy.h"
+#include "kernels/layout.h"
+#include "kernels/norm.h"
+#include "kernels/pool.h"
+#include "kernels/resize.h"
+#include "kernels/wgmma_gemm.h"
+#include "layers/op.h"
+
+const plan_tensor *gpu_tensor_of(const plan *p, int index) { return &p->tensors[index]; }
+
+void *gpu_device_ptr(const exec_gpu_engine *e, void *arena, int index) {
+    const plan_tensor *t = &e->plan->tensors[index];
+    if (t->memory == PLAN_MEM_CONSTANT) return e->constants[index];
+    return (char *)arena + t->offset;
+}
+
+int64_t gpu_count_of(const plan_tensor *t) {
+    int64_t c = 1;
+    for (int i = 0; i < t->rank; i++) c *= t->dims[i];
+    return c;
+}
+
+static uint64_t fill_bits(tci_dtype dtype, double value) {
+    uint64_t bits = 0;
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT16: bits = op_float_to_half((float)value); break;
+    case TCI_DTYPE_BFLOAT16: bits = op_float_to_bfloat16((float)value); break;
+    case TCI_DTYPE_FLOAT: {
+        float f = (float)value;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        bits = u;
+        break;
+    }
+    case TCI_DTYPE_INT32: bits = (uint32_t)(int32_t)value; break;
+    case TCI_DTYPE_INT64: bits = (uint64_t)(int64_t)value; break;
+    default: bits = value != 0; break;
+    }
+    return bits;
+}
+
+/* An in-place activation over a whole NHWC8 or dense tensor (what an epilogue cannot fuse). */
+static tci_status run_activation(const plan_tensor *t, void *data, plan_activation act,
+                                 cudaStream_t stream) {
+    int64_t dims[PLAN_MAX_PHYS_RANK];
+    int rank;
+    if (t->layout == PLAN_LAYOUT_NHWC8) {
+        dims[0] = t->dims[0];
+        dims[1] = t->dims[2];
+        dims[2] = t->dims[3];
+        dims[3] = t->padded_channels;
+        rank = 4;
+    } else {
+        dims[0] = gpu_count_of(t);
+        rank = 1;
+    }
+    kern_eltwise_desc d;
+    kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, t->dtype, rank, dims);
+    d.act = gpu_act_of(act.kind);
+    d.act_alpha = act.alpha;
+    d.act_beta = act.beta;
+    if (t->layout == PLAN_LAYOUT_NHWC8) {
+        d.pad_dim = 3;
+        d.real_c = t->dims[1];
+    }
+    const void *in[1] = {data};
+    return kern_eltwise(&d, in, data, stream);
+}
+
+/* A GEMM step on one of tcinfer's configs cfg: the fp16 (bf16) WMMA family, the wgmma kernel,
+ * or for fp32 steps (WMMA_TF32) the tf32 kernel, whose bias is the step's fp32 one. */
+tci_status gpu_run_wmma_gemm(const plan_gemm *g, int cfg, const step_impl *im, const void *a,
+                             const void *b, void *d, cudaStream_t stream) {
+    kern_wmma_gemm_desc wd;
+    gpu_wmma_gemm_desc_of(g, im->dtype, &wd);
+    if (cfg == WMMA_TF32)
+        return kern_wmma_variant_run(&wd, KERN_WMMA_TF32_16X16X8, a, b, im->bias, NULL, d, stream);
+    if (cfg >= WGMMA) return kern_wgmma_gemm_run(&wd, cfg - WGMMA, a, b, im->bias_f32, NULL, d, stream);
+    return kern_wmma_gemm_run(&wd, cfg, a, b, im->bias_f32, NULL, d, stream);
+}
+
+/* gpu_device_ptr, with the caller's buffers in place of redirected tensors (device I/O) */
+void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
+                     int index) {
+    if (c && c->redirect && index < c->redirect_count) {
+        int root = e->plan->tensors[index].alias_of >= 0 ? e->plan->tensors[index].alias_of : index;
+        if (c->redirect[root]) return c->redirect[root];
+    }
+    return gpu_device_ptr(e, arena, index);
+}
+
+tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
+                        cudaStream_t stream) {
+    const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
+    void *in[PLAN_MAX_STEP_INPUTS] = {0};
+    for (int k = 0; k < s->num_inputs; k++)
+        if (s->inputs[k] >= 0) in[k] = gpu_tensor_ptr(e, c, arena, s->inputs[k]);
+    void *out = s->num_outputs ? gpu_tensor_ptr(e, c, arena, s->outputs[0]) : NULL;
+    const plan_tensor *y = s->num_outputs ? gpu_tensor_of(p, s->outputs[0]) : NULL;
+    switch (s->kind) {
+    case PLAN_STEP_CONV:
+        if (s->u.conv.depthwise) {
+            kern_depthwise_desc d;
+            gpu_depthwise_desc_of(&s->u.conv, e->impl[index].dtype, &d);
+            return kern_depthwise_conv(&d, in[0], e->impl[index].weights, e->impl[index].bias,
+                                       s->u.conv.has_residual ? in[3] : NULL, out, stream);
+        }
+        if (e->impl[index].wmma >= 0) {
+            kern_wmma_conv_desc wd;
+            gpu_wmma_desc_of(&s->u.conv, e->impl[index].dtype, &wd);
+            return kern_wmma_conv_run(&wd, e->impl[index].wmma, s->u.conv.n, in[0],
+                                      e->impl[index].weights, e->impl[index].bias_f32,
+                                      s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
+                                      e->workspace_bytes, stream);
+        }
+        TCI_TRY(kern_conv_run(e->impl[index].conv, c->cudnn, stream, (int)s->u.conv.n, in[0],
+                              e->impl[index].weights, e->impl[index].bias,
+                              s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
+                              e->workspace_bytes));
+        if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
+            TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
+        return TCI_OK;
+    case PLAN_STEP_CONV_TRANSPOSE:
+        TCI_TRY(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.n, in[0],
+                               e->impl[index].weights, e->impl[index].bias, out, c->workspace,
+                               e->workspace_bytes));
+        if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
+            TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
+        return TCI_OK;
+    case PLAN_STEP_GEMM:
+        if (e->impl[index].wmma >= 0)
+            return gpu_run_wmma_gemm(&s->u.gemm, e->impl[index].wmma, &e->impl[index], in[0], in[1],
+                                     out, stream);
+        /* a batch variant runs the parent's plan on its own (smaller) m and batch count */
+        return kern_gemm_run(e->impl[index].gemm, c->lt, stream, s->u.gemm.m,
+                             (int)(s->u.gemm.batch > 0 ? s->u.gemm.batch : 1), in[0], in[1], NULL,
+                             out, e->impl[index].bias, c->workspace, e->workspace_bytes);
+    case PLAN_STEP_ELTWISE: {
+        const plan_strided *v = &s->u.eltwise.view;
+        int value_input = s->u.eltwise.op == PLAN_BIN_WHERE ? 1 : 0;
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, gpu_binary_op_of(s->u.eltwise.op),
+                               gpu_tensor_of(p, s->inputs[value_input])->dtype, v->rank, v->dims);
+        d.act = gpu_act_of(s->u.eltwise.act.kind);
+        d.act_alpha = s->u.eltwise.act.alpha;
+        d.act_beta = s->u.eltwise.act.beta;
+        for (int k = 0; k < s->num_inputs; k++)
+            for (int i = 0; i < v->rank; i++) d.strides[k][i] = v->strides[k][i];
+        d.pad_dim = v->pad_dim;
+        d.real_c = v->real_channels;
+        return kern_eltwise(&d, (const void *const *)in, out, stream);
+    }
+    case PLAN_STEP_POOL: {
+        const plan_pool *pp = &s->u.pool;
+        kern_pool2d_desc d = {0};
+        d.dtype = y->dtype;
+        d.mode = pp->max ? KERN_POOL_MAX : KERN_POOL_AVG;
+        d.count_include_pad = pp->count_include_pad;
+        d.n = pp->n;
+        d.c = pp->c;
+        d.in_h = pp->h;
+        d.in_w = pp->w;
+        d.out_h = pp->out_h;
+        d.out_w = pp->out_w;
+        d.kernel_h = pp->kernel_h;
+        d.kernel_w = pp->kernel_w;
+        d.stride_h = pp->stride_h;
+        d.stride_w = pp->stride_w;
+        d.dilation_h = pp->dilation_h;
+        d.dilation_w = pp->dilation_w;
+        d.pad_top = pp->pad_top;
+        d.pad_left = pp->pad_left;
+        /* what the output size implies beyond the input: the end padding (or ceil overhang) */
+        d.pad_bottom = (pp->out_h - 1) * pp->stride_h + (pp->kernel_h - 1) * pp->dilation_h + 1 -
+                       pp->h - pp->pad_top;
+        d.pad_right = (pp->out_w - 1) * pp->stride_w + (pp->kernel_w - 1) * pp->dilation_w + 1 -
+                      pp->w - pp->pad_left;
+        if (d.pad_bottom < 0) d.pad_bottom = 0;
+        if (d.pad_right < 0) d.pad_right = 0;
+        return kern_pool2d(&d, in[0], out, stream);
+    }
+    case PLAN_STEP_GLOBAL_POOL:
+        return kern_global_pool_dtype(s->u.pool.max ? KERN_POOL_MAX : KERN_POOL_AVG, in[0], out,
+                                      s->u.pool.n, s->u.pool.c, s->u.pool.h, s->u.pool.w,
+                                      y->dtype, stream);
+    case PLAN_STEP_COPY: {
+        const plan_strided *v = &s->u.copy.view;
+        kern_copy_desc d = {0};
+        d.rank = v->rank;
+        d.elem_size = (int)s->u.copy.elem_size;
+        for (int i = 0; i < v->rank; i++) {
+            d.shape[i] = v->dims[i];
+            d.src_strides[i] = v->strides[0][i];
+            d.dst_strides[i] = v->out_strides[i];
+        }
+        const char *src = (const char *)in[0] + v->in_offset[0] * (int64_t)s->u.copy.elem_size;
+        char *dst = (char *)out + v->out_offset * (int64_t)s->u.copy.elem_size;
+        return kern_strided_copy(dst, src, &d, stream);
+    }
+    case PLAN_STEP_FILL:
+        return kern_fill(out, s->u.fill.count, (int)tci_dtype_size(y->dtype),
+                         fill_bits(y->dtype, s->u.fill.value), stream);
+    case PLAN_STEP_LAYOUT: {
+        const plan_tensor *x = gpu_tensor_of(p, s->inputs[0]);
+        const plan_tensor *nhwc = s->u.layout.to_dense ? x : y;
+        if (s->u.layout.to_dense)
+            return kern_nhwc8_to_nchw(in[0], x->dtype, out, y->dtype, nhwc->dims[0],
+                                      nhwc->dims[1], nhwc->dims[2], nhwc->dims[3], stream);
+        return kern_nchw_to_nhwc8(in[0], x->dtype, out, y->dtype, nhwc->dims[0], nhwc->dims[1],
+                                  nhwc->dims[2], nhwc->dims[3], stream);
+    }
+    case PLAN_STEP_CAST:
+        return kern_cast(in[0], gpu_tensor_of(p, s->inputs[0])->dtype, out, y->dtype,
+                         s->u.cast.count, stream);
+    case PLAN_STEP_SOFTMAX:
+        return s->u.softmax.log ? kern_log_softmax_rows_dtype(in[0], out, s->u.softmax.rows,
+                                                              s->u.softmax.length, y->dtype, stream)
+                                : kern_softmax_rows_dtype(in[0], out, s->u.softmax.rows,
+                                                          s->u.softmax.length, y->dtype, stream);
+    case PLAN_STEP_LAYERNORM:
+        return kern_layernorm_rows_dtype(in[0], in[1], s->u.layernorm.has_bias ? in[2] : NULL, out,
+                                         NULL, NULL, s->u.layernorm.rows, s->u.layernorm.length,
+                                         s->u.layernorm.epsilon, y->dtype, stream);
+    case PLAN_STEP_REDUCE: {
+        unsigned mask = 0;
+        for (int i = 0; i < s->u.reduce.view.rank; i++)
+            if (s->u.reduce.reduce_dim[i]) mask |= 1u << i;
+        return kern_reduce_dtype(in[0], out, s->u.reduce.view.rank, s->u.reduce.view.dims, mask,
+                                 s->u.reduce.mean ? KERN_REDUCE_MEAN : KERN_REDUCE_SUM, y->dtype,
+                                 stream);
+    }
+    case PLAN_STEP_RESIZE: {
+        static const kern_resize_coord coords[] = {
+            KERN_RESIZE_HALF_PIXEL, KERN_RESIZE_PYTORCH_HALF_PIXEL, KERN_RESIZE_ALIGN_CORNERS,
+            KERN_RESIZE_ASYMMETRIC, KERN_RESIZE_HALF_PIXEL_SYMMETRIC};
+        static const kern_resize_rounding roundings[] = {
+            KERN_RESIZE_ROUND_PREFER_FLOOR, KERN_RESIZE_ROUND_PREFER_CEIL, KERN_RESIZE_FLOOR,
+            KERN_RESIZE_CEIL, KERN_RESIZE_ROUND_LEGACY};
+        kern_resize_desc d;
+        memset(&d, 0, sizeof d);
+        d.dtype = y->dtype;
+        d.n = s->u.resize.n;
+        d.c = s->u.resize.c;
+        d.in_h = s->u.resize.h;
+        d.in_w = s->u.resize.w;
+        d.out_h = s->u.resize.out_h;
+        d.out_w = s->u.resize.out_w;
+        d.scale_h = s->u.resize.scale_h;
+        d.scale_w = s->u.resize.scale_w;
+        d.mode = s->u.resize.linear ? KERN_RESIZE_LINEAR : KERN_RESIZE_NEAREST;
+        d.coord = coords[s->u.resize.coord_mode];
+        d.rounding = roundings[s->u.resize.nearest_mode];
+        return kern_resize_nhwc8(in[0], out, &d, stream);
+    }
+    case PLAN_STEP_GATHER:
+        return kern_gather(out, in[0], in[1],
+                           gpu_tensor_of(p, s->inputs[1])->dtype == TCI_DTYPE_INT32,
+                           s->u.gather.outer, s->u.gather.axis_dim, s->u.gather.inner,
+                           s->u.gather.num_indices, (int)s->u.gather.elem_size, c->gather_error,
+                           stream);
+    case PLAN_STEP_PAD: {
+        static const kern_pad_mode modes[] = {KERN_PAD_CONSTANT, KERN_PAD_REFLECT, KERN_PAD_EDGE};
+        return kern_pad(out, in[0], s->u.pad.rank, s->u.pad.dims, s->u.pad.pads_begin,
+                        s->u.pad.pads_end, modes[s->u.pad.mode],
+                        fill_bits(y->dtype, s->u.pad.value), (int)s->u.pad.elem_size, stream);
+    }
+    }
+    return tci_error(TCI_ERR_INTERNAL, "unknown plan step kind %d", (int)s->kind);
+}
+
+tci_status gpu_step_error(const plan_step *s, tci_status st) {
+    if (st == TCI_OK) return st;
+    return tci_error_prefix(st, "GPU step '%s' (%s) of node '%s'", s->label, s->node->op_type,
+                            s->node->name);
+}

@@ -1,0 +1,220 @@
+/* Plan step -> kernel descriptor: what each kernel family is told about a convolution or GEMM
+ * step, and the mapping of the plan's activations and binary ops to the kernels' enums. */
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/gpu/gpu_internal.h"
+#include "kernels/wgmma_gemm.h"
+
+kern_act gpu_act_of(plan_act a) {
+    switch (a) {
+    case PLAN_ACT_RELU: return KERN_ACT_RELU;
+    case PLAN_ACT_LEAKY_RELU: return KERN_ACT_LEAKY_RELU;
+    case PLAN_ACT_CLIP: return KERN_ACT_CLIP;
+    case PLAN_ACT_SIGMOID: return KERN_ACT_SIGMOID;
+    case PLAN_ACT_HARD_SIGMOID: return KERN_ACT_HARD_SIGMOID;
+    case PLAN_ACT_HARD_SWISH: return KERN_ACT_HARD_SWISH;
+    case PLAN_ACT_TANH: return KERN_ACT_TANH;
+    case PLAN_ACT_ELU: return KERN_ACT_ELU;
+    case PLAN_ACT_SELU: return KERN_ACT_SELU;
+    case PLAN_ACT_SOFTPLUS: return KERN_ACT_SOFTPLUS;
+    case PLAN_ACT_SILU: return KERN_ACT_SILU;
+    case PLAN_ACT_GELU: return KERN_ACT_GELU;
+    case PLAN_ACT_GELU_TANH: return KERN_ACT_GELU_TANH;
+    case PLAN_ACT_SQRT: return KERN_ACT_SQRT;
+    case PLAN_ACT_ERF: return KERN_ACT_ERF;
+    default: return KERN_ACT_NONE;
+    }
+}
+
+kern_eltwise_op gpu_binary_op_of(plan_binary b) {
+    switch (b) {
+    case PLAN_BIN_ADD: return KERN_ELTWISE_ADD;
+    case PLAN_BIN_SUB: return KERN_ELTWISE_SUB;
+    case PLAN_BIN_MUL: return KERN_ELTWISE_MUL;
+    case PLAN_BIN_DIV: return KERN_ELTWISE_DIV;
+    case PLAN_BIN_POW: return KERN_ELTWISE_POW;
+    case PLAN_BIN_MAX: return KERN_ELTWISE_MAX;
+    case PLAN_BIN_MIN: return KERN_ELTWISE_MIN;
+    case PLAN_BIN_PRELU: return KERN_ELTWISE_PRELU;
+    case PLAN_BIN_EQUAL: return KERN_ELTWISE_EQUAL;
+    case PLAN_BIN_WHERE: return KERN_ELTWISE_WHERE;
+    default: return KERN_ELTWISE_UNARY;
+    }
+}
+
+/* A step of an fp32 layer (or of the fp32 baseline): its output is FLOAT on the device. */
+bool gpu_step_fp32(const plan *p, const plan_step *s) {
+    return s->num_outputs && p->tensors[s->outputs[0]].dtype == TCI_DTYPE_FLOAT;
+}
+
+void gpu_depthwise_desc_of(const plan_conv *c, tci_dtype dtype, kern_depthwise_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->dtype = dtype;
+    d->n = c->n;
+    d->c = c->c;
+    d->in_h = c->h;
+    d->in_w = c->w;
+    d->out_h = c->out_h;
+    d->out_w = c->out_w;
+    d->kernel_h = c->r;
+    d->kernel_w = c->s;
+    d->stride_h = c->stride_h;
+    d->stride_w = c->stride_w;
+    d->dilation_h = c->dilation_h;
+    d->dilation_w = c->dilation_w;
+    d->pad_top = c->pad_top;
+    d->pad_left = c->pad_left;
+    d->act = gpu_act_of(c->act.kind);
+    d->act_alpha = c->act.alpha;
+    d->act_beta = c->act.beta;
+}
+
+/* The activation the step applies after bias and residual (WMMA fuses any). */
+plan_activation gpu_conv_activation(const plan_conv *c) {
+    return c->act.kind != PLAN_ACT_NONE ? c->act : c->post_act;
+}
+
+void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->dtype = dtype;
+    d->n = c->n;
+    d->c = c->c;
+    d->h = c->h;
+    d->w = c->w;
+    d->k = c->k;
+    d->r = c->r;
+    d->s = c->s;
+    d->out_h = c->out_h;
+    d->out_w = c->out_w;
+    d->pad_top = c->pad_top;
+    d->pad_left = c->pad_left;
+    d->stride_h = c->stride_h;
+    d->stride_w = c->stride_w;
+    d->dilation_h = c->dilation_h;
+    d->dilation_w = c->dilation_w;
+    d->groups = c->groups;
+    d->alpha = 1.0f;
+    plan_activation a = gpu_conv_activation(c);
+    d->act = gpu_act_of(a.kind);
+    d->act_alpha = a.alpha;
+    d->act_beta = a.beta;
+}
+
+void gpu_conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
+                      kern_conv_desc *d) {
+    bool fp32 = dtype == TCI_DTYPE_FLOAT;
+    memset(d, 0, sizeof *d);
+    d->n = (int)c->n;
+    d->c = (int)c->c;
+    d->h = (int)c->h;
+    d->w = (int)c->w;
+    d->k = (int)c->k;
+    d->r = (int)c->r;
+    d->s = (int)c->s;
+    d->pads[0] = (int)c->pad_top;
+    d->pads[1] = (int)c->pad_left;
+    d->pads[2] = (int)c->pad_bottom;
+    d->pads[3] = (int)c->pad_right;
+    d->strides[0] = (int)c->stride_h;
+    d->strides[1] = (int)c->stride_w;
+    d->dilations[0] = (int)c->dilation_h;
+    d->dilations[1] = (int)c->dilation_w;
+    d->groups = (int)c->groups;
+    d->activation = c->act.kind == PLAN_ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
+    d->has_bias = c->has_bias;
+    d->has_residual = c->has_residual;
+    d->mode = fp32                          ? KERN_CONV_FP32_NHWC8
+              : dtype == TCI_DTYPE_BFLOAT16 ? KERN_CONV_BF16_NHWC8
+                                            : KERN_CONV_FP16_NHWC8;
+    d->allow_tf32 = fp32 && e->options.tf32;
+    d->workspace_limit = WORKSPACE_LIMIT;
+}
+
+void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
+                       kern_convt_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->fp32 = dtype == TCI_DTYPE_FLOAT;
+    d->bf16 = dtype == TCI_DTYPE_BFLOAT16;
+    d->allow_tf32 = d->fp32 && e->options.tf32;
+    d->n = (int)c->n;
+    d->c = (int)c->c;
+    d->h = (int)c->h;
+    d->w = (int)c->w;
+    d->k = (int)c->k;
+    d->r = (int)c->r;
+    d->s = (int)c->s;
+    d->out_h = (int)c->out_h;
+    d->out_w = (int)c->out_w;
+    d->pads[0] = (int)c->pad_top;
+    d->pads[1] = (int)c->pad_left;
+    d->pads[2] = (int)c->pad_bottom;
+    d->pads[3] = (int)c->pad_right;
+    d->strides[0] = (int)c->stride_h;
+    d->strides[1] = (int)c->stride_w;
+    d->dilations[0] = (int)c->dilation_h;
+    d->dilations[1] = (int)c->dilation_w;
+    d->groups = (int)c->groups;
+    d->has_bias = 1;
+    d->workspace_limit = WORKSPACE_LIMIT;
+}
+
+static kern_gemm_epilogue gemm_epilogue(const plan_gemm *g) {
+    if (g->act.kind == PLAN_ACT_RELU) return g->has_bias ? KERN_GEMM_EPILOGUE_RELU_BIAS : KERN_GEMM_EPILOGUE_RELU;
+    if (g->act.kind == PLAN_ACT_GELU_TANH)
+        return g->has_bias ? KERN_GEMM_EPILOGUE_GELU_BIAS : KERN_GEMM_EPILOGUE_GELU;
+    return g->has_bias ? KERN_GEMM_EPILOGUE_BIAS : KERN_GEMM_EPILOGUE_NONE;
+}
+
+void gpu_gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, tci_dtype dtype,
+                      kern_gemm_desc *d) {
+    bool fp32 = dtype == TCI_DTYPE_FLOAT;
+    memset(d, 0, sizeof *d);
+    d->m = g->m;
+    d->n = g->n;
+    d->k = g->k;
+    d->trans_a = g->trans_a;
+    d->trans_b = g->trans_b;
+    d->lda = g->lda;
+    d->ldb = g->ldb;
+    d->ldc = g->ldc;
+    d->batch_count = (int)(g->batch > 0 ? g->batch : 1);
+    d->stride_a = g->stride_a;
+    d->stride_b = g->stride_b;
+    d->stride_c = g->stride_c;
+    d->alpha = g->alpha;
+    d->beta = 0.0f;
+    d->epilogue = gemm_epilogue(g);
+    d->dtype = fp32 ? KERN_GEMM_FP32 : dtype == TCI_DTYPE_BFLOAT16 ? KERN_GEMM_BF16 : KERN_GEMM_FP16;
+    d->allow_tf32 = fp32 && e && e->options.tf32;
+    d->workspace_limit = WORKSPACE_LIMIT;
+    d->alignment = 0;
+    d->candidates = GEMM_CANDIDATES;
+}
+
+void gpu_wmma_gemm_desc_of(const plan_gemm *g, tci_dtype dtype, kern_wmma_gemm_desc *d) {
+    kern_wmma_gemm_desc_init(d, g->m, g->n, g->k, g->trans_a, g->trans_b);
+    d->batch = (int)(g->batch > 0 ? g->batch : 1);
+    d->lda = g->lda;
+    d->ldb = g->ldb;
+    d->ldc = g->ldc;
+    d->stride_a = g->stride_a;
+    d->stride_b = g->stride_b;
+    d->stride_c = g->stride_c;
+    d->alpha = g->alpha;
+    d->has_bias = g->has_bias;
+    d->act = gpu_act_of(g->act.kind);
+    d->act_alpha = g->act.alpha;
+    d->act_beta = g->act.beta;
+    d->in_dtype = dtype == TCI_DTYPE_FLOAT ? TCI_DTYPE_FLOAT16 : dtype; /* tf32: a variant's */
+    d->out_dtype = dtype;
+}
+
+/* "wmma gemm 128x128x32 s3 warp 64x64", "wmma gemm tf32 16x16x8", "wgmma gemm 128x256x64 s3
+ * persistent": a GEMM config's name for reports. */
+void gpu_gemm_config_name(int cfg, char *buf, size_t size) {
+    snprintf(buf, size, "%s %s", cfg >= WGMMA ? "wgmma gemm" : "wmma gemm",
+             cfg >= WGMMA       ? kern_wgmma_gemm_config_name(cfg - WGMMA)
+             : cfg == WMMA_TF32 ? "tf32 16x16x8"
+                                : kern_wmma_gemm_config_name(cfg));
+}
