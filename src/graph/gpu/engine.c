@@ -54,7 +54,7 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristin
     for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
         const plan_tensor *pt = &p->tensors[t];
         if (pt->memory != PLAN_MEM_CONSTANT || pt->packed_source) continue;
-        st = gpu_upload(pt->host_data, pt->bytes, &e->constants[t]);
+        st = gpu_upload_bytes(pt->host_data, pt->bytes, &e->constants[t]);
         e->owns_constant[t] = true;
     }
     if (st == TCI_OK) st = gpu_cache_load(timing_cache_path, choices, &e->cache);
@@ -210,7 +210,7 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
         if (pt->memory != PLAN_MEM_CONSTANT || pt->packed_source) continue;
         e->constants[t] = borrow_constant(base, pt, t);
         if (e->constants[t]) continue;
-        st = gpu_upload(pt->host_data, pt->bytes, &e->constants[t]);
+        st = gpu_upload_bytes(pt->host_data, pt->bytes, &e->constants[t]);
         e->owns_constant[t] = st == TCI_OK;
     }
     if (st != TCI_OK) {

@@ -145,7 +145,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
 tci_status gpu_step_error(const plan_step *s, tci_status st);
 
 /* pack.c: constants packed and uploaded */
-tci_status gpu_upload(const void *host, size_t bytes, void **out);
+tci_status gpu_upload_bytes(const void *host, size_t bytes, void **out);
 tci_status gpu_pack_conv(exec_gpu_engine *e, int index);
 tci_status gpu_pack_conv_transpose(exec_gpu_engine *e, int index);
 tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index);

@@ -8,7 +8,7 @@
 #include "kernels/cuda_check.h"
 #include "layers/op.h"
 
-tci_status gpu_upload(const void *host, size_t bytes, void **out) {
+tci_status gpu_upload_bytes(const void *host, size_t bytes, void **out) {
     *out = NULL;
     KERN_CUDA_CHECK(cudaMalloc(out, bytes ? bytes : 1));
     if (bytes) KERN_CUDA_CHECK(cudaMemcpy(*out, host, bytes, cudaMemcpyHostToDevice));
@@ -33,8 +33,8 @@ static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
                                              : kern_depthwise_pack_weights(&d, weights, hw);
     if (st == TCI_OK)
         st = kern_depthwise_pack_bias(&d, gpu_tensor_of(p, s->inputs[2])->host_data, hb);
-    if (st == TCI_OK) st = gpu_upload(hw, wbytes, &e->impl[index].weights);
-    if (st == TCI_OK) st = gpu_upload(hb, bbytes, &e->impl[index].bias);
+    if (st == TCI_OK) st = gpu_upload_bytes(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = gpu_upload_bytes(hb, bbytes, &e->impl[index].bias);
     free(hw);
     free(hb);
     return st;
@@ -63,11 +63,11 @@ tci_status gpu_pack_conv(exec_gpu_engine *e, int index) {
     if (st == TCI_OK)
         st = kern_conv_pack_weights(&d, gpu_tensor_of(p, s->inputs[1])->host_data, hw);
     if (st == TCI_OK) st = kern_conv_pack_bias(&d, bias, hb);
-    if (st == TCI_OK) st = gpu_upload(hw, wbytes, &e->impl[index].weights);
-    if (st == TCI_OK) st = gpu_upload(hb, bbytes, &e->impl[index].bias);
+    if (st == TCI_OK) st = gpu_upload_bytes(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = gpu_upload_bytes(hb, bbytes, &e->impl[index].bias);
     if (st == TCI_OK && !fp32 && e->kernels != TCI_KERNELS_LIBRARY) {
         for (int64_t k = 0; k < s->u.conv.k; k++) hf[k] = bias[k];
-        st = gpu_upload(hf, kp * sizeof(float), &e->impl[index].bias_f32);
+        st = gpu_upload_bytes(hf, kp * sizeof(float), &e->impl[index].bias_f32);
     }
     free(hw);
     free(hb);
@@ -90,8 +90,8 @@ tci_status gpu_pack_conv_transpose(exec_gpu_engine *e, int index) {
     if (st == TCI_OK)
         st = kern_convt_pack_weights(&d, gpu_tensor_of(p, s->inputs[1])->host_data, hw);
     if (st == TCI_OK) st = kern_convt_pack_bias(&d, gpu_tensor_of(p, s->inputs[2])->host_data, hb);
-    if (st == TCI_OK) st = gpu_upload(hw, wbytes, &e->impl[index].weights);
-    if (st == TCI_OK) st = gpu_upload(hb, bbytes, &e->impl[index].bias);
+    if (st == TCI_OK) st = gpu_upload_bytes(hw, wbytes, &e->impl[index].weights);
+    if (st == TCI_OK) st = gpu_upload_bytes(hb, bbytes, &e->impl[index].bias);
     free(hw);
     free(hb);
     return st;
@@ -103,9 +103,9 @@ tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index) {
     const plan_tensor *t = gpu_tensor_of(e->plan, s->inputs[2]);
     int64_t n = gpu_count_of(t);
     if (gpu_step_fp32(e->plan, s))
-        return gpu_upload(t->host_data, (size_t)n * 4, &e->impl[index].bias);
+        return gpu_upload_bytes(t->host_data, (size_t)n * 4, &e->impl[index].bias);
     if (e->kernels != TCI_KERNELS_LIBRARY)
-        TCI_TRY(gpu_upload(t->host_data, (size_t)n * 4, &e->impl[index].bias_f32));
+        TCI_TRY(gpu_upload_bytes(t->host_data, (size_t)n * 4, &e->impl[index].bias_f32));
     uint16_t *h = malloc((size_t)(n ? n : 1) * 2);
     if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     bool bf16 = e->impl[index].dtype == TCI_DTYPE_BFLOAT16;
@@ -113,7 +113,7 @@ tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index) {
         float v = ((const float *)t->host_data)[i];
         h[i] = bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
     }
-    tci_status st = gpu_upload(h, (size_t)n * 2, &e->impl[index].bias);
+    tci_status st = gpu_upload_bytes(h, (size_t)n * 2, &e->impl[index].bias);
     free(h);
     return st;
 }
