@@ -130,6 +130,48 @@ static tci_status copy_strings(const char *const *src, char ***out) {
     return TCI_OK;
 }
 
+#if TCI_HAVE_CUDA
+/* exec_gpu_replan_fn of a GPU engine (user: the tci_engine): a copy of the graph as it was before
+ * the passes, with the inputs' leading dims set, optimised and planned like the built one. */
+static tci_status replan_batch(void *user, const plan *built, const int64_t *dim0,
+                               ir_graph **out_graph, plan **out_plan) {
+    const tci_engine *e = user;
+    *out_graph = NULL;
+    *out_plan = NULL;
+    ir_graph *g = NULL;
+    plan *p = NULL;
+    tci_status st = ir_graph_clone(e->pristine, &g);
+    for (int i = 0; st == TCI_OK && i < built->num_inputs; i++) {
+        const char *name = built->tensors[built->input_tensors[i]].name;
+        ir_tensor *t = ir_graph_find_tensor(g, name);
+        if (!t || !t->is_graph_input || t->rank < 1)
+            st = tci_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy", name);
+        else
+            t->dims[0] = dim0[i];
+    }
+    if (st == TCI_OK) st = pass_optimize(g);
+    if (st == TCI_OK) st = plan_build(g, &e->plan_options, &p);
+    if (st != TCI_OK) {
+        ir_graph_destroy(g);
+        return st;
+    }
+    *out_graph = g;
+    *out_plan = p;
+    return TCI_OK;
+}
+
+/* Plans g and makes the plan real on the GPU (no planning where there is no GPU). */
+static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_options *options,
+                             const char *choices) {
+    plan *built = NULL;
+    TCI_TRY(exec_gpu_check_device());
+    TCI_TRY(plan_build(g, &e->plan_options, &built));
+    return exec_gpu_engine_create(built, &e->plan_options, options->kernels,
+                                  options->timing_cache, choices,
+                                  e->pristine ? replan_batch : NULL, e, &e->gpu);
+}
+#endif
+
 /* choices: an engine file's kernel choices (tci_engine_load), or NULL. */
 static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
                                 const char *choices, tci_engine **out_engine) {
@@ -181,8 +223,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
             st = plan_build(g, &e->plan_options, &e->plan_only);
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
-            st = exec_gpu_engine_create(g, e->pristine, &e->plan_options, options->kernels,
-                                        options->timing_cache, choices, &e->gpu);
+            st = create_gpu(e, g, options, choices);
 #endif
     }
     if (st != TCI_OK) {

@@ -261,7 +261,7 @@ static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
     for (int v = 0; v < c->num_variants && found < 0; v++)
         if (memcmp(c->variants[v].dim0, dim0, dims_bytes) == 0) found = v;
     if (found < 0) {
-        if (!c->base->pristine)
+        if (!c->base->replan)
             return tci_error(TCI_ERR_INVALID_ARGUMENT,
                              "this GPU engine runs only the batch it was built for (engines that "
                              "mark every layer as an output do not re-plan)");

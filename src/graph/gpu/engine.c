@@ -6,13 +6,8 @@
 #include <string.h>
 
 #include "graph/gpu/gpu_internal.h"
-#include "graph/passes.h"
 
-tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
-                                  const plan_options *options, tci_kernels kernels,
-                                  const char *timing_cache_path, const char *choices,
-                                  exec_gpu_engine **out_engine) {
-    *out_engine = NULL;
+tci_status exec_gpu_check_device(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         cudaGetLastError();
@@ -20,27 +15,42 @@ tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristin
                          "no CUDA GPU is available here; use --backend cpu for the fp32 "
                          "reference executor");
     }
-    exec_gpu_engine *e = calloc(1, sizeof *e);
-    if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
-    e->pristine = pristine;
+    return TCI_OK;
+}
+
+tci_status exec_gpu_engine_create(plan *built, const plan_options *options, tci_kernels kernels,
+                                  const char *timing_cache_path, const char *choices,
+                                  exec_gpu_replan_fn replan, void *replan_user,
+                                  exec_gpu_engine **out_engine) {
+    *out_engine = NULL;
+    tci_status st = exec_gpu_check_device();
+    exec_gpu_engine *e = NULL;
+    if (st == TCI_OK) {
+        e = calloc(1, sizeof *e);
+        if (!e) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+    }
+    if (st != TCI_OK) {
+        plan_destroy(built);
+        return st;
+    }
+    e->plan = built;
+    e->replan = replan;
+    e->replan_user = replan_user;
     e->kernels = kernels;
     if (options) e->options = *options;
-    tci_status st = plan_build(graph, options, &e->plan);
-    if (st == TCI_OK) {
-        size_t nt = (size_t)e->plan->num_tensors + 1, ns = (size_t)e->plan->num_steps + 1;
-        e->constants = calloc(nt, sizeof(void *));
-        e->owns_constant = calloc(nt, sizeof(bool));
-        e->impl = calloc(ns, sizeof *e->impl);
-        for (size_t i = 0; e->impl && i < ns; i++) {
-            e->impl[i].wmma = -1;
-            e->impl[i].library_ms = e->impl[i].wmma_ms = -1.0f;
-            const plan_step *s = i < (size_t)e->plan->num_steps ? &e->plan->steps[i] : NULL;
-            e->impl[i].dtype = s && s->num_outputs ? e->plan->tensors[s->outputs[0]].dtype
-                                                   : TCI_DTYPE_UNDEFINED;
-        }
-        if (!e->constants || !e->owns_constant || !e->impl)
-            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+    size_t nt = (size_t)e->plan->num_tensors + 1, ns = (size_t)e->plan->num_steps + 1;
+    e->constants = calloc(nt, sizeof(void *));
+    e->owns_constant = calloc(nt, sizeof(bool));
+    e->impl = calloc(ns, sizeof *e->impl);
+    for (size_t i = 0; e->impl && i < ns; i++) {
+        e->impl[i].wmma = -1;
+        e->impl[i].library_ms = e->impl[i].wmma_ms = -1.0f;
+        const plan_step *s = i < (size_t)e->plan->num_steps ? &e->plan->steps[i] : NULL;
+        e->impl[i].dtype = s && s->num_outputs ? e->plan->tensors[s->outputs[0]].dtype
+                                               : TCI_DTYPE_UNDEFINED;
     }
+    if (!e->constants || !e->owns_constant || !e->impl)
+        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
     const plan *p = e->plan;
     /* conv weights/bias are packed per step; every other constant is uploaded as laid out */
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
@@ -148,9 +158,10 @@ static void *borrow_constant(const exec_gpu_engine *parent, const plan_tensor *t
     return parent->constants[index];
 }
 
-/* Plans the pristine graph with input i's leading dim set to dim0[i] and ties the result to
- * the base engine's weights and library plans. A plan whose steps differ from the base's other
- * than in the batch (a model whose structure depends on the batch) is refused. */
+/* Has the base engine's replan function plan the batch of dim0 (input i's leading dim dim0[i])
+ * and ties the result to the base engine's weights and library plans. A plan whose steps differ
+ * from the base's other than in the batch (a model whose structure depends on the batch) is
+ * refused. */
 tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
                               exec_gpu_engine **out) {
     *out = NULL;
@@ -158,17 +169,7 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
     exec_gpu_engine *e = calloc(1, sizeof *e);
     if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
     e->parent = base;
-    tci_status st = ir_graph_clone(base->pristine, &e->graph);
-    for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
-        const char *name = bp->tensors[bp->input_tensors[i]].name;
-        ir_tensor *t = ir_graph_find_tensor(e->graph, name);
-        if (!t || !t->is_graph_input || t->rank < 1)
-            st = tci_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy", name);
-        else
-            t->dims[0] = dim0[i];
-    }
-    if (st == TCI_OK) st = pass_optimize(e->graph);
-    if (st == TCI_OK) st = plan_build(e->graph, &base->options, &e->plan);
+    tci_status st = base->replan(base->replan_user, bp, dim0, &e->graph, &e->plan);
     const plan *p = e->plan;
     if (st == TCI_OK && (p->num_steps != bp->num_steps || p->num_inputs != bp->num_inputs ||
                          p->num_outputs != bp->num_outputs))

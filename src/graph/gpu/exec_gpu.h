@@ -5,26 +5,40 @@
 
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "graph/plan.h"
 
 typedef struct exec_gpu_engine exec_gpu_engine;
 typedef struct exec_gpu_context exec_gpu_context;
 
-/* Builds from an optimised graph with fully known shapes. Needs a GPU: TCI_ERR_NO_DEVICE
- * otherwise. The graph must outlive the engine. pristine (may be NULL) is the same graph before
- * the passes, with the built input shapes: with it, a context also runs inputs whose leading
- * dim is smaller than built (another batch size), re-planning a copy of it for that batch on
- * first use while keeping the built engine's weights and library plans. It must outlive the
- * engine, and so must options->fp32_layers. kernels: the families convolutions may run on (own
+/* Plans another batch size for a context (see exec_gpu_engine_create): the optimised graph with
+ * the leading dim of input i of built (the engine's plan, inputs in its order) set to dim0[i],
+ * and its plan, built with the options the engine's plan was. On success both pass to the
+ * engine, which keeps the graph alive as long as the plan; on failure both are left NULL.
+ * Called from exec_gpu_run and exec_gpu_run_device, on the thread running the context. */
+typedef tci_status (*exec_gpu_replan_fn)(void *user, const plan *built, const int64_t *dim0,
+                                         ir_graph **out_graph, plan **out_plan);
+
+/* TCI_OK when a CUDA GPU is usable, else TCI_ERR_NO_DEVICE (what exec_gpu_engine_create
+ * returns there): lets a caller fail before planning. */
+tci_status exec_gpu_check_device(void);
+
+/* Makes a plan real on the GPU. Needs a GPU: TCI_ERR_NO_DEVICE otherwise. built (plan_build of
+ * an optimised graph with fully known shapes, with options) passes to the engine, also on
+ * failure; the graph it was built from must outlive the engine, and so must
+ * options->fp32_layers. replan (may be NULL): with it, a context also runs inputs whose leading
+ * dim is smaller than built (another batch size), planning that batch through
+ * replan(replan_user, ...) on first use while keeping the built engine's weights and library
+ * plans; replan_user must outlive the engine. kernels: the families convolutions may run on (own
  * WMMA kernels against cuDNN, timed per layer, by default). timing_cache_path (may be NULL): a
  * file of earlier choices for this GPU and these library versions; layers found there are not
  * timed, the others are, and the file is rewritten with them. choices (may be NULL): the
  * kernel choices of an engine file (exec_gpu_engine_choices of an engine built on this machine),
  * used like timing-cache entries. */
-tci_status exec_gpu_engine_create(const ir_graph *graph, const ir_graph *pristine,
-                                  const plan_options *options, tci_kernels kernels,
+tci_status exec_gpu_engine_create(plan *built, const plan_options *options, tci_kernels kernels,
                                   const char *timing_cache_path, const char *choices,
+                                  exec_gpu_replan_fn replan, void *replan_user,
                                   exec_gpu_engine **out_engine);
 void exec_gpu_engine_destroy(exec_gpu_engine *engine);
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);

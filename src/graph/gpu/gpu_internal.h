@@ -60,13 +60,16 @@ typedef struct timing_cache {
 
 struct exec_gpu_engine {
     plan *plan;
-    /* A batch variant (a smaller batch than the engine was built for) is planned anew from
-     * the pristine graph but borrows its parent's packed weights, library plans and every
-     * constant whose bytes are the same; the step arrays below are then the parent's. */
+    /* A batch variant (a smaller batch than the engine was built for) is planned anew by the
+     * base engine's replan function but borrows its parent's packed weights, library plans and
+     * every constant whose bytes are the same; the step arrays below are then the parent's. */
     const exec_gpu_engine *parent;
-    const ir_graph *pristine;  /* base engine: the graph before the passes, or NULL */
-    ir_graph *graph;           /* variant: its optimised copy of the graph (steps point into it) */
-    plan_options options;      /* what the plan was built with; variants are planned alike */
+    exec_gpu_replan_fn replan; /* base engine: plans another batch, or NULL (none runs) */
+    void *replan_user;
+    ir_graph *graph;           /* variant: the graph replan built its plan from (steps point
+                                  into it) */
+    plan_options options;      /* what the plan was built with (tf32 and bf16 steer the kernel
+                                  descriptors and the timing-cache keys) */
     tci_kernels kernels;       /* which kernel families may run convolutions */
     timing_cache *cache;       /* during creation only: the choices of the timing-cache file
                                   and of the engine file, and those timed so far */
