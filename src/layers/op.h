@@ -120,6 +120,12 @@ tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const i
 tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, float *shift,
                                 bool *folded);
 
+/* Runs one prepared node on the fp32 reference: infers output shapes from the input values,
+ * allocates each non-NULL out[] data with malloc (the caller frees it; on failure it is freed and
+ * set NULL) and runs the op's cpu_forward. in[] has node->num_inputs entries (NULL where
+ * omitted), all with data. */
+tci_status op_run_node(const ir_node *node, const tci_tensor *const *in, tci_tensor *const *out);
+
 /* Calls fn for every registered descriptor. */
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 

@@ -13,7 +13,6 @@ int tci_test_run_suite(Suite *suite) {
 
 #include <stdio.h>
 
-#include "graph/cpu/exec_cpu.h"
 #include "layers/op.h"
 
 ir_node *th_node(ir_graph *graph, const char *op_type, int opset, int num_inputs,
@@ -106,7 +105,7 @@ tci_status th_run(ir_graph *graph, ir_node *node, const tci_tensor *inputs, tci_
     }
     tci_status st = op_prepare_node(node, graph->arena);
     if (st != TCI_OK) return st;
-    return exec_cpu_node(node, in, out);
+    return op_run_node(node, in, out);
 }
 
 void th_free(tci_tensor *outputs, int count) {

@@ -7,49 +7,6 @@
 
 #include "layers/op.h"
 
-tci_status exec_cpu_node(const ir_node *node, const tci_tensor *const *in, tci_tensor *const *out) {
-    for (int o = 0; o < node->num_outputs; o++)
-        if (out[o]) {
-            memset(out[o], 0, sizeof *out[o]);
-            out[o]->rank = -1;
-            if (node->outputs[o]) out[o]->name = node->outputs[o]->name;
-        }
-    TCI_TRY(node->desc->infer(node, in, out));
-    tci_status st = TCI_OK;
-    for (int o = 0; o < node->num_outputs && st == TCI_OK; o++) {
-        tci_tensor *t = out[o];
-        if (!t) continue;
-        int64_t count;
-        st = ir_count_elements(t->rank, t->dims, &count);
-        if (st != TCI_OK) {
-            st = tci_error_prefix(st, "node '%s' (%s) output %d", node->name, node->op_type, o);
-            break;
-        }
-        if (count < 0 || t->dtype == TCI_DTYPE_UNDEFINED) {
-            st = ir_node_error(node, TCI_ERR_INTERNAL, "output %d shape not inferred", o);
-            break;
-        }
-        size_t elem = tci_dtype_size(t->dtype);
-        if ((uint64_t)count > SIZE_MAX / 2 / elem) {
-            st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "output %d is too large", o);
-            break;
-        }
-        /* never malloc(0): a zero-element tensor still gets a distinct non-NULL pointer */
-        t->data = malloc(count ? (size_t)count * elem : 1);
-        if (!t->data)
-            st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "cannot allocate output %d (%lld bytes)",
-                               o, (long long)(count * (int64_t)elem));
-    }
-    if (st == TCI_OK) st = node->desc->cpu_forward(node, in, out);
-    if (st != TCI_OK)
-        for (int o = 0; o < node->num_outputs; o++)
-            if (out[o]) {
-                free(out[o]->data);
-                out[o]->data = NULL;
-            }
-    return st;
-}
-
 typedef struct exec_value {
     tci_tensor tensor;
     bool owned;
@@ -160,7 +117,7 @@ tci_status exec_cpu_run(exec_cpu *e, const tci_tensor *inputs, size_t num_inputs
             e->in[k] = n->inputs[k] ? &e->values[n->inputs[k]->index].tensor : NULL;
         for (int k = 0; k < n->num_outputs; k++)
             e->out[k] = n->outputs[k] ? &e->values[n->outputs[k]->index].tensor : NULL;
-        st = exec_cpu_node(n, e->in, e->out);
+        st = op_run_node(n, e->in, e->out);
         if (st != TCI_OK) break;
         for (int k = 0; k < n->num_outputs; k++)
             if (n->outputs[k]) e->values[n->outputs[k]->index].owned = true;

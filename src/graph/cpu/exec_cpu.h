@@ -4,11 +4,6 @@
 
 #include "graph/ir.h"
 
-/* Runs one prepared node: infers output shapes from the input values, allocates each non-NULL
- * out[] data with malloc (the caller frees it, also on failure it is freed and set NULL) and runs
- * the op's cpu_forward. in[] has node->num_inputs entries (NULL where omitted), all with data. */
-tci_status exec_cpu_node(const ir_node *node, const tci_tensor *const *in, tci_tensor *const *out);
-
 typedef struct exec_cpu exec_cpu;
 
 /* Prepares to run graph (sorted, prepared, optimised); the graph must outlive the executor. */

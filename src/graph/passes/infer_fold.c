@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "layers/op.h"
 
@@ -58,7 +57,7 @@ static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in
     if (n->num_outputs > 16) return TCI_OK;
     /* Shape-only ops get a view whose data is NULL: their forward reads dims only. */
     for (int o = 0; o < n->num_outputs; o++) out[o] = n->outputs[o] ? &outs[o] : NULL;
-    TCI_TRY(exec_cpu_node(n, in, out));
+    TCI_TRY(op_run_node(n, in, out));
     tci_status st = TCI_OK;
     for (int o = 0; o < n->num_outputs; o++) {
         if (!out[o]) continue;
