@@ -207,10 +207,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     if (st == TCI_OK) st = copy_strings(options->fp32_layers, &e->fp32_layers);
     if (st == TCI_OK) {
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
-        e->plan_options.all_fp32 = options->precision == TCI_PRECISION_FP32 ||
-                                   options->precision == TCI_PRECISION_TF32;
-        e->plan_options.tf32 = options->precision == TCI_PRECISION_TF32;
-        e->plan_options.bf16 = options->precision == TCI_PRECISION_BF16;
+        e->plan_options.precision = options->precision;
         e->precision = options->precision;
         e->kernels = options->kernels;
     }

@@ -20,15 +20,18 @@ typedef struct plan_options {
      * follow it, data-movement nodes (Reshape, Concat, Slice...) keep the precision of their
      * first input, every other node reads fp16 (a cast step where needed). */
     const char *const *fp32_layers;
-    /* Every node in fp32, with tensor-op math off in the libraries: the GPU fp32 baseline. */
-    bool all_fp32;
-    /* fp32 steps may use TF32 tensor cores in cuDNN / cuBLASLt (--precision tf32); the plan
-     * itself is that of all_fp32. */
-    bool tf32;
-    /* bfloat16 instead of fp16 for every float tensor of the nodes not kept in fp32
-     * (--precision bf16); everything else as for fp16. */
-    bool bf16;
+    /* The engine's precision, one value from the options to the kernels: FP16 or BF16 store
+     * every float tensor of the nodes not kept in fp32 in that 16-bit type; FP32 (tensor-op math
+     * off: the GPU fp32 baseline) and TF32 (the same plan, TF32 tensor cores allowed in cuDNN,
+     * cuBLASLt and the WMMA tf32 kernel) store every float tensor as FLOAT. Each plan tensor
+     * carries the storage dtype that follows (plan_tensor.dtype). */
+    tci_precision precision;
 } plan_options;
+
+/* Whether every node of a plan built with options runs in fp32 (FP32 and TF32). */
+bool plan_all_fp32(const plan_options *options);
+/* The 16-bit float of the nodes not kept in fp32: BFLOAT16 for BF16, else FLOAT16. */
+tci_dtype plan_half_dtype(const plan_options *options);
 
 /* Lowers an optimised graph (pass_optimize done; every dim of every tensor known) to a plan.
  * An op without a GPU path is an error naming the node; so is a shape that depends on runtime

@@ -323,7 +323,7 @@ END_TEST
  * and counted at fp32 size. */
 START_TEST(test_all_fp32) {
     ir_graph *g = head_graph();
-    plan_options o = {.all_fp32 = true};
+    plan_options o = {.precision = TCI_PRECISION_FP32};
     plan *p, *half;
     ck_assert_tci_ok(plan_build(g, &o, &p));
     ck_assert_tci_ok(plan_build(g, NULL, &half));
@@ -347,7 +347,7 @@ END_TEST
 START_TEST(test_bf16) {
     ir_graph *g = head_graph();
     const char *names[] = {"sm", NULL};
-    plan_options o = {.bf16 = true, .fp32_layers = names}, ho = {.fp32_layers = names};
+    plan_options o = {.precision = TCI_PRECISION_BF16, .fp32_layers = names}, ho = {.fp32_layers = names};
     plan *p, *half;
     ck_assert_tci_ok(plan_build(g, &o, &p));
     ck_assert_tci_ok(plan_build(g, &ho, &half));

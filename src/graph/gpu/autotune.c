@@ -226,7 +226,7 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     im->kernel = info.algorithm;
     if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
     /* fp32 steps: the WMMA tf32 kernel in --precision tf32, else the library alone */
-    bool tf32 = fp32 && e->options.tf32;
+    bool tf32 = fp32 && gpu_allows_tf32(e);
     if ((fp32 && !tf32) || e->kernels == TCI_KERNELS_LIBRARY) return TCI_OK;
     TCI_TRY(time_trial(&trial, stream, &im->library_ms));
     int best;
@@ -264,7 +264,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
     int cfg = -1;
     if (sscanf(hit->value, "wmma %d", &cfg) == 1) {
         bool tf32 = cfg == WMMA_TF32;
-        if (cfg < 0 || tf32 != fp32 || (tf32 && (!gemm || !e->options.tf32)) ||
+        if (cfg < 0 || tf32 != fp32 || (tf32 && (!gemm || !gpu_allows_tf32(e))) ||
             !wmma_applies(&t, cfg))
             return tci_error(TCI_ERR_UNSUPPORTED, "cached WMMA config %d does not apply", cfg);
         im->wmma = cfg;

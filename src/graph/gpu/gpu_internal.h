@@ -120,6 +120,8 @@ struct exec_gpu_context {
 enum { CHOICE_BYTES = 2 * KERN_GEMM_ALGO_BYTES + 16 };
 
 /* step_desc.c: plan step -> kernel descriptor */
+/* fp32 steps may use TF32 tensor cores (TCI_PRECISION_TF32). */
+bool gpu_allows_tf32(const exec_gpu_engine *e);
 kern_act gpu_act_of(plan_act a);
 kern_eltwise_op gpu_binary_op_of(plan_binary b);
 bool gpu_step_fp32(const plan *p, const plan_step *s);

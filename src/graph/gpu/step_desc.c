@@ -6,6 +6,10 @@
 #include "graph/gpu/gpu_internal.h"
 #include "kernels/wgmma_gemm.h"
 
+bool gpu_allows_tf32(const exec_gpu_engine *e) {
+    return e->options.precision == TCI_PRECISION_TF32;
+}
+
 kern_act gpu_act_of(plan_act a) {
     switch (a) {
     case PLAN_ACT_RELU: return KERN_ACT_RELU;
@@ -127,7 +131,7 @@ void gpu_conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dt
     d->mode = fp32                          ? KERN_CONV_FP32_NHWC8
               : dtype == TCI_DTYPE_BFLOAT16 ? KERN_CONV_BF16_NHWC8
                                             : KERN_CONV_FP16_NHWC8;
-    d->allow_tf32 = fp32 && e->options.tf32;
+    d->allow_tf32 = fp32 && gpu_allows_tf32(e);
     d->workspace_limit = WORKSPACE_LIMIT;
 }
 
@@ -136,7 +140,7 @@ void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype d
     memset(d, 0, sizeof *d);
     d->fp32 = dtype == TCI_DTYPE_FLOAT;
     d->bf16 = dtype == TCI_DTYPE_BFLOAT16;
-    d->allow_tf32 = d->fp32 && e->options.tf32;
+    d->allow_tf32 = d->fp32 && gpu_allows_tf32(e);
     d->n = (int)c->n;
     d->c = (int)c->c;
     d->h = (int)c->h;
@@ -186,7 +190,7 @@ void gpu_gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, tci_dtype dt
     d->beta = 0.0f;
     d->epilogue = gemm_epilogue(g);
     d->dtype = fp32 ? KERN_GEMM_FP32 : dtype == TCI_DTYPE_BFLOAT16 ? KERN_GEMM_BF16 : KERN_GEMM_FP16;
-    d->allow_tf32 = fp32 && e && e->options.tf32;
+    d->allow_tf32 = fp32 && e && gpu_allows_tf32(e);
     d->workspace_limit = WORKSPACE_LIMIT;
     d->alignment = 0;
     d->candidates = GEMM_CANDIDATES;

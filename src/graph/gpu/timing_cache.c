@@ -152,13 +152,14 @@ tci_status gpu_cache_save(const timing_cache *c) {
  * on, the kernel families allowed, and the precision. */
 void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, size_t size) {
     bool fp32 = gpu_step_fp32(e->plan, s);
-    const char *half = e->options.bf16 ? "bf16" : "fp16";
+    bool bf16 = plan_half_dtype(&e->options) == TCI_DTYPE_BFLOAT16;
+    const char *precision = fp32 ? (gpu_allows_tf32(e) ? "tf32" : "fp32") : bf16 ? "bf16" : "fp16";
     if (s->kind == PLAN_STEP_GEMM) {
         const plan_gemm *g = &s->u.gemm;
         snprintf(buf, size,
                  "gemm %s k%d b%" PRId64 " m%" PRId64 " n%" PRId64 " k%" PRId64 " t%d%d ld%" PRId64
                  ",%" PRId64 ",%" PRId64 " st%" PRId64 ",%" PRId64 ",%" PRId64 " a%g bias%d act%d,%g,%g",
-                 fp32 ? (e->options.tf32 ? "tf32" : "fp32") : half, (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
+                 precision, (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
                  g->trans_b, g->lda, g->ldb, g->ldc, g->stride_a, g->stride_b, g->stride_c,
                  g->alpha, g->has_bias, (int)g->act.kind, g->act.alpha, g->act.beta);
         return;
@@ -169,7 +170,7 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
              "conv %s k%d n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " k%" PRId64 " %" PRId64
              "x%" PRId64 " o%" PRId64 "x%" PRId64 " p%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
              " s%" PRId64 ",%" PRId64 " d%" PRId64 ",%" PRId64 " g%" PRId64 " b%d z%d act%d,%d,%g,%g",
-             fp32 ? (e->options.tf32 ? "tf32" : "fp32") : half, (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
+             precision, (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
              c->out_h, c->out_w, c->pad_top, c->pad_left, c->pad_bottom, c->pad_right,
              c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->has_bias,
              c->has_residual, (int)c->act.kind, (int)a.kind, a.alpha, a.beta);

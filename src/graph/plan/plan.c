@@ -173,6 +173,16 @@ static void match_op(const op_desc *d, void *user) {
     if (strcmp(d->op_type, l->op_type) == 0) l->found = true;
 }
 
+bool plan_all_fp32(const plan_options *options) {
+    return options &&
+           (options->precision == TCI_PRECISION_FP32 || options->precision == TCI_PRECISION_TF32);
+}
+
+tci_dtype plan_half_dtype(const plan_options *options) {
+    return options && options->precision == TCI_PRECISION_BF16 ? TCI_DTYPE_BFLOAT16
+                                                               : TCI_DTYPE_FLOAT16;
+}
+
 bool plan_fp32_selects(const char *entry, const ir_node *node) {
     return strcmp(node->name, entry) == 0 || strcmp(node->op_type, entry) == 0 ||
            fnmatch(entry, node->name, 0) == 0;
@@ -183,7 +193,7 @@ static tci_status mark_fp32_nodes(plan_builder *b) {
     const ir_graph *g = b->g;
     const plan_options *o = b->options;
     if (!o) return TCI_OK;
-    for (size_t i = 0; i < g->num_nodes; i++) b->fp32_node[i] = o->all_fp32;
+    for (size_t i = 0; i < g->num_nodes; i++) b->fp32_node[i] = plan_all_fp32(o);
     for (const char *const *name = o->fp32_layers; name && *name; name++) {
         bool found = false;
         for (size_t i = 0; i < g->num_nodes; i++)
@@ -254,7 +264,7 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     b.p = p;
     b.g = graph;
     b.options = options;
-    b.half = options && options->bf16 ? TCI_DTYPE_BFLOAT16 : TCI_DTYPE_FLOAT16;
+    b.half = plan_half_dtype(options);
     if (p) {
         p->arena = tci_arena_create();
         p->num_inputs = (int)graph->num_inputs;
