@@ -31,7 +31,7 @@ __device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, v
                        : e.out == kOutBf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(c)[off])
                                            : __half2float(static_cast<const __half *>(c)[off]));
     if (e.has_bias) v += e.bias[col];
-    if (e.act != KERN_ACT_NONE) v = kern_util::act_precise(e.act, v, e.act_alpha, e.act_beta);
+    if (e.act != ACT_NONE) v = kern_util::act_precise(e.act, v, e.act_alpha, e.act_beta);
     if (e.out == kOutF32)
         static_cast<float *>(d)[off] = v;
     else if (e.out == kOutBf16)

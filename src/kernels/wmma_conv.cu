@@ -74,26 +74,26 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 // gives what the separate elementwise kernel would.
 __device__ __forceinline__ float act_apply(int act, float x, float alpha, float beta) {
     switch (act) {
-    case KERN_ACT_RELU: return x < 0.0f ? 0.0f : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
-    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
-    case KERN_ACT_SIGMOID: return __frcp_rn(1.0f + __expf(-x));
-    case KERN_ACT_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
-    case KERN_ACT_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
-    case KERN_ACT_TANH: return tanhf(x);
-    case KERN_ACT_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
-    case KERN_ACT_SELU: return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
-    case KERN_ACT_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(__expf(-fabsf(x)));
-    case KERN_ACT_SQRT: return sqrtf(x);
-    case KERN_ACT_ERF: return erff(x);
-    case KERN_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case KERN_ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case KERN_ACT_SILU: return x * __frcp_rn(1.0f + __expf(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabsf(x);
-    case KERN_ACT_EXP: return __expf(x);
-    case KERN_ACT_LOG: return __logf(x);
-    case KERN_ACT_RECIPROCAL: return __frcp_rn(x);
+    case ACT_RELU: return x < 0.0f ? 0.0f : x;
+    case ACT_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
+    case ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
+    case ACT_SIGMOID: return __frcp_rn(1.0f + __expf(-x));
+    case ACT_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
+    case ACT_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
+    case ACT_TANH: return tanhf(x);
+    case ACT_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
+    case ACT_SELU: return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
+    case ACT_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(__expf(-fabsf(x)));
+    case ACT_SQRT: return sqrtf(x);
+    case ACT_ERF: return erff(x);
+    case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    case ACT_SILU: return x * __frcp_rn(1.0f + __expf(-x));
+    case ACT_NEG: return -x;
+    case ACT_ABS: return fabsf(x);
+    case ACT_EXP: return __expf(x);
+    case ACT_LOG: return __logf(x);
+    case ACT_RECIPROCAL: return __frcp_rn(x);
     default: return x;
     }
 }
@@ -495,7 +495,7 @@ tci_status check_desc(const kern_wmma_conv_desc *d, const char *who) {
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: with %lld groups, c/groups (%lld) and k/groups (%lld) must be multiples of 8", who,
                          (long long)d->groups, (long long)(d->c / d->groups), (long long)(d->k / d->groups));
-    if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
+    if ((int)d->act < 0 || d->act >= ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
     if (d->dtype != TCI_DTYPE_UNDEFINED && d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_BFLOAT16)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: dtype %s (float16 or bfloat16 only)", who,
