@@ -10,6 +10,7 @@
 extern "C" {
 #include "util/status.h"
 }
+#include "kernels/act.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/eltwise.h"
 #include "kernels/kern_util.cuh"
@@ -29,83 +30,6 @@ enum InputKind { kFull = 0, kScalar = 1, kLastVec = 2 };
 
 // ------------------------------------------------------------------------------------------------
 // Element math (fp32; int64 separately)
-
-// Every activation, for the host-side dispatch that instantiates each kernel once per activation:
-// a runtime switch per element made the vector kernel too large and slow (seen: 0.8 TB/s for
-// fp16 sigmoid against 3.4 TB/s for a copy).
-// clang-format off
-#define ELTWISE_ACTS(X)                                                                            \
-    X(ACT_NONE) X(ACT_RELU) X(ACT_LEAKY_RELU) X(ACT_CLIP)                      \
-    X(ACT_SIGMOID) X(ACT_HARD_SIGMOID) X(ACT_HARD_SWISH) X(ACT_TANH)           \
-    X(ACT_ELU) X(ACT_SELU) X(ACT_SOFTPLUS) X(ACT_SQRT) X(ACT_ERF)         \
-    X(ACT_GELU) X(ACT_GELU_TANH) X(ACT_SILU) X(ACT_NEG) X(ACT_ABS)        \
-    X(ACT_EXP) X(ACT_LOG) X(ACT_RECIPROCAL)
-// clang-format on
-
-#define ELTWISE_COUNT_ONE(A) +1
-static_assert(0 ELTWISE_ACTS(ELTWISE_COUNT_ONE) == ACT_COUNT,
-              "ELTWISE_ACTS misses an activation");
-#undef ELTWISE_COUNT_ONE
-
-// FAST (the fp16 and bf16 kernels): hardware exp/log/reciprocal approximations, whose few-ulp
-// fp32 errors vanish in the fp16 (2^-11) or bf16 (2^-8) rounding of the result; the fp32 kernels
-// keep the precise functions.
-template <bool FAST> __device__ __forceinline__ float exp_(float x) {
-    return FAST ? __expf(x) : expf(x);
-}
-template <bool FAST> __device__ __forceinline__ float log_(float x) {
-    return FAST ? __logf(x) : logf(x);
-}
-template <bool FAST> __device__ __forceinline__ float rcp_(float x) {
-    return FAST ? __frcp_rn(x) : 1.0f / x;
-}
-
-template <int ACT, bool FAST>
-__device__ __forceinline__ float act_apply(float x, float alpha, float beta) {
-    if constexpr (ACT == ACT_RELU)
-        return x < 0.0f ? 0.0f : x;
-    else if constexpr (ACT == ACT_LEAKY_RELU)
-        return x < 0.0f ? alpha * x : x;
-    else if constexpr (ACT == ACT_CLIP)
-        return x < alpha ? alpha : (x > beta ? beta : x);
-    else if constexpr (ACT == ACT_SIGMOID)
-        return rcp_<FAST>(1.0f + exp_<FAST>(-x));
-    else if constexpr (ACT == ACT_HARD_SIGMOID)
-        return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
-    else if constexpr (ACT == ACT_HARD_SWISH)
-        return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
-    else if constexpr (ACT == ACT_TANH)
-        return tanhf(x);
-    else if constexpr (ACT == ACT_ELU)
-        return x < 0.0f ? alpha * expm1f(x) : x;
-    else if constexpr (ACT == ACT_SELU)
-        return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
-    // max(x,0) + log1p(exp(-|x|)) neither overflows for large x nor loses small results
-    else if constexpr (ACT == ACT_SOFTPLUS)
-        return fmaxf(x, 0.0f) + log1pf(exp_<FAST>(-fabsf(x)));
-    else if constexpr (ACT == ACT_SQRT)
-        return sqrtf(x);
-    else if constexpr (ACT == ACT_ERF)
-        return erff(x);
-    else if constexpr (ACT == ACT_GELU)
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    else if constexpr (ACT == ACT_GELU_TANH)
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    else if constexpr (ACT == ACT_SILU)
-        return x * rcp_<FAST>(1.0f + exp_<FAST>(-x));
-    else if constexpr (ACT == ACT_NEG)
-        return -x;
-    else if constexpr (ACT == ACT_ABS)
-        return fabsf(x);
-    else if constexpr (ACT == ACT_EXP)
-        return exp_<FAST>(x);
-    else if constexpr (ACT == ACT_LOG)
-        return log_<FAST>(x);
-    else if constexpr (ACT == ACT_RECIPROCAL)
-        return rcp_<FAST>(x);
-    else
-        return x;
-}
 
 template <bool FAST> __device__ __forceinline__ float binary_apply(int op, float a, float b) {
     switch (op) {
@@ -167,12 +91,23 @@ __device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
     }
 }
 
-__device__ __forceinline__ int64_t act_i64(int act, int64_t x) {
-    switch (act) {
-    case ACT_NEG: return (int64_t)(0 - (uint64_t)x);
-    case ACT_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case ACT_RELU: return x < 0 ? 0 : x;
-    default: return x;
+// The activations int64 has (validate() rejects the others); act_i64 of any other fails to
+// compile.
+template <int ACT>
+constexpr bool kInt64Act = ACT == ACT_NONE || ACT == ACT_NEG || ACT == ACT_ABS || ACT == ACT_RELU;
+
+template <int ACT> __device__ __forceinline__ int64_t act_i64(int64_t x) {
+    if constexpr (ACT == ACT_NONE)
+        return x;
+    else if constexpr (ACT == ACT_NEG)
+        return (int64_t)(0 - (uint64_t)x);
+    else if constexpr (ACT == ACT_ABS)
+        return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    else if constexpr (ACT == ACT_RELU)
+        return x < 0 ? 0 : x;
+    else {
+        static_assert(kNoCase<ACT>, "an activation int64 does not have");
+        return x;
     }
 }
 
@@ -374,7 +309,7 @@ __global__ void eltwise_general_float(const General<IdxT> p) {
     }
 }
 
-template <typename IdxT> __global__ void eltwise_general_i64(const General<IdxT> p, int act) {
+template <typename IdxT, int ACT> __global__ void eltwise_general_i64(const General<IdxT> p) {
     const IdxT step = (IdxT)gridDim.x * (IdxT)blockDim.x;
     for (IdxT i = (IdxT)blockIdx.x * (IdxT)blockDim.x + (IdxT)threadIdx.x; i < p.total; i += step) {
         IdxT off[kMaxInputs];
@@ -396,7 +331,7 @@ template <typename IdxT> __global__ void eltwise_general_i64(const General<IdxT>
                 if (p.op != BINARY_NONE)
                     r = binary_i64(p.op, r, b[off[1]]);
             }
-            r = act_i64(act, r);
+            r = act_i64<ACT>(r);
         }
         static_cast<int64_t *>(p.out)[i] = r;
     }
@@ -584,6 +519,15 @@ bool fits_32(const Shape &s, int num_inputs) {
     return true;
 }
 
+// Calls f(TypeTag<T>{}, ActTag<ACT>{}) for d's float dtype and activation: one kernel per pair.
+template <typename F> tci_status with_float_kernel(const kern_eltwise_desc *d, F &&f) {
+    Storage storage;
+    TCI_TRY(storage_type("kern_eltwise", d->dtype, &storage));
+    return with_storage(storage, [&](auto type) {
+        return with_act("kern_eltwise", d->act, [&](auto act) { return f(type, act); });
+    });
+}
+
 template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, const Shape &s,
                                                    const void *const *inputs, int num_inputs,
                                                    void *out, cudaStream_t stream) {
@@ -607,34 +551,23 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
     p.out = out;
     const unsigned blocks = blocks_for((s.total + kUnroll - 1) / kUnroll, kThreads);
     if (d->dtype == TCI_DTYPE_INT64) {
-        eltwise_general_i64<IdxT>
-            <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p, (int)d->act);
-    } else if (d->dtype == TCI_DTYPE_FLOAT16) {
-        switch (d->act) {
-#define GENERAL_CASE(A)                                                                            \
-    case A: eltwise_general_float<__half, IdxT, A><<<blocks, kThreads, 0, stream>>>(p); break;
-            ELTWISE_ACTS(GENERAL_CASE)
-#undef GENERAL_CASE
-        default: break;
-        }
-    } else if (d->dtype == TCI_DTYPE_BFLOAT16) {
-        switch (d->act) {
-#define GENERAL_CASE(A)                                                                            \
-    case A:                                                                                        \
-        eltwise_general_float<__nv_bfloat16, IdxT, A><<<blocks, kThreads, 0, stream>>>(p);         \
-        break;
-            ELTWISE_ACTS(GENERAL_CASE)
-#undef GENERAL_CASE
-        default: break;
-        }
+        TCI_TRY(with_act("kern_eltwise", d->act, [&](auto act) {
+            constexpr int A = decltype(act)::value;
+            if constexpr (kInt64Act<A>) {
+                eltwise_general_i64<IdxT, A>
+                    <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p);
+                return TCI_OK;
+            } else {
+                return tci_error(TCI_ERR_UNSUPPORTED,
+                                 "kern_eltwise: activation %d is not provided for int64", A);
+            }
+        }));
     } else {
-        switch (d->act) {
-#define GENERAL_CASE(A)                                                                            \
-    case A: eltwise_general_float<float, IdxT, A><<<blocks, kThreads, 0, stream>>>(p); break;
-            ELTWISE_ACTS(GENERAL_CASE)
-#undef GENERAL_CASE
-        default: break;
-        }
+        TCI_TRY(with_float_kernel(d, [&](auto type, auto act) {
+            using T = typename decltype(type)::type;
+            eltwise_general_float<T, IdxT, decltype(act)::value><<<blocks, kThreads, 0, stream>>>(p);
+            return TCI_OK;
+        }));
     }
     KERN_LAUNCH_CHECK("kern_eltwise");
     return TCI_OK;
@@ -718,20 +651,11 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
         const bool half = d->dtype == TCI_DTYPE_FLOAT16, bf16 = d->dtype == TCI_DTYPE_BFLOAT16;
         const unsigned blocks =
             blocks_for(half || bf16 ? (s.total + 7) / 8 : (s.total + 3) / 4, kThreads);
-        switch (d->act) {
-#define FAST_CASE(A)                                                                               \
-    case A:                                                                                        \
-        if (half)                                                                                  \
-            eltwise_fast<__half, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                     \
-        else if (bf16)                                                                             \
-            eltwise_fast<__nv_bfloat16, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);              \
-        else                                                                                       \
-            eltwise_fast<float, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                      \
-        break;
-            ELTWISE_ACTS(FAST_CASE)
-#undef FAST_CASE
-        default: break;
-        }
+        TCI_TRY(with_float_kernel(d, [&](auto type, auto act) {
+            using T = typename decltype(type)::type;
+            eltwise_fast<T, IdxT, decltype(act)::value><<<blocks, kThreads, 0, stream>>>(f);
+            return TCI_OK;
+        }));
         KERN_LAUNCH_CHECK("kern_eltwise");
         return TCI_OK;
     }
