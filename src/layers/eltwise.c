@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layers/op.h"
+#include "util/elementwise.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Broadcast walk
@@ -429,18 +430,6 @@ BINARY_KERNEL(k_pow_f32, float, float, pow_f32)
 BINARY_KERNEL(k_pow_f64, double, double, pow_f64)
 BINARY_KERNEL(k_prelu_f32, float, float, prelu_f32)
 
-typedef enum binary_kind {
-    BINARY_ADD,
-    BINARY_SUB,
-    BINARY_MUL,
-    BINARY_DIV,
-    BINARY_MAX,
-    BINARY_MIN,
-    BINARY_EQUAL,
-    BINARY_POW,
-    BINARY_KIND_COUNT,
-} binary_kind;
-
 /* Slots of the kernel table by dtype. */
 enum { SLOT_F32, SLOT_F64, SLOT_I8, SLOT_U8, SLOT_I32, SLOT_I64, SLOT_BOOL, SLOT_COUNT };
 
@@ -460,7 +449,7 @@ static int dtype_slot(tci_dtype dtype) {
 #define TYPED_ROW(op)                                                                             \
     {k_##op##_f32, k_##op##_f64, k_##op##_i8, k_##op##_u8, k_##op##_i32, k_##op##_i64, NULL}
 
-static const binary_kernel binary_kernels[BINARY_KIND_COUNT][SLOT_COUNT] = {
+static const binary_kernel binary_kernels[BINARY_COUNT][SLOT_COUNT] = {
     [BINARY_ADD] = TYPED_ROW(add),
     [BINARY_SUB] = TYPED_ROW(sub),
     [BINARY_MUL] = TYPED_ROW(mul),
@@ -504,12 +493,12 @@ static void run_pow_generic(tci_tensor *out, const tci_tensor *a, const tci_tens
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct binary_params {
-    binary_kind kind;
+    binary_op kind;
 } binary_params;
 
 static const struct {
     const char *op_type;
-    binary_kind kind;
+    binary_op kind;
 } binary_names[] = {
     {"Add", BINARY_ADD}, {"Sub", BINARY_SUB},     {"Mul", BINARY_MUL}, {"Div", BINARY_DIV},
     {"Pow", BINARY_POW}, {"Equal", BINARY_EQUAL}, {"Sum", BINARY_ADD}, {"Max", BINARY_MAX},
