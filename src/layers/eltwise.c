@@ -162,48 +162,33 @@ static const char *const no_attrs[] = {NULL};
  * Unary float activations
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum unary_kind {
-    UNARY_RELU,
-    UNARY_LEAKY_RELU,
-    UNARY_SIGMOID,
-    UNARY_HARD_SIGMOID,
-    UNARY_HARD_SWISH,
-    UNARY_TANH,
-    UNARY_ELU,
-    UNARY_SELU,
-    UNARY_SOFTPLUS,
-    UNARY_SQRT,
-    UNARY_ERF,
-    UNARY_GELU,
-    UNARY_GELU_TANH,
-} unary_kind;
-
+/* alpha and beta as in util/elementwise.h's ACT_LIST (Selu's gamma is beta). */
 typedef struct unary_params {
-    unary_kind kind;
-    float alpha, beta, gamma;
+    act_kind kind;
+    float alpha, beta;
 } unary_params;
 
 typedef struct unary_spec {
     const char *op_type;
-    unary_kind kind;
+    act_kind kind;
     const char *attrs[3];
-    float alpha, beta, gamma; /* ONNX defaults */
+    float alpha, beta; /* ONNX defaults */
 } unary_spec;
 
 static const unary_spec unary_specs[] = {
-    {"Relu", UNARY_RELU, {NULL}, 0, 0, 0},
-    {"LeakyRelu", UNARY_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0, 0},
-    {"Sigmoid", UNARY_SIGMOID, {NULL}, 0, 0, 0},
-    {"HardSigmoid", UNARY_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f, 0},
-    {"HardSwish", UNARY_HARD_SWISH, {NULL}, 1.0f / 6.0f, 0.5f, 0},
-    {"Tanh", UNARY_TANH, {NULL}, 0, 0, 0},
-    {"Elu", UNARY_ELU, {"alpha", NULL}, 1.0f, 0, 0},
-    {"Selu", UNARY_SELU, {"alpha", "gamma", NULL}, 1.67326319217681884765625f, 0,
+    {"Relu", ACT_RELU, {NULL}, 0, 0},
+    {"LeakyRelu", ACT_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0},
+    {"Sigmoid", ACT_SIGMOID, {NULL}, 0, 0},
+    {"HardSigmoid", ACT_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f},
+    {"HardSwish", ACT_HARD_SWISH, {NULL}, 0, 0},
+    {"Tanh", ACT_TANH, {NULL}, 0, 0},
+    {"Elu", ACT_ELU, {"alpha", NULL}, 1.0f, 0},
+    {"Selu", ACT_SELU, {"alpha", "gamma", NULL}, 1.67326319217681884765625f,
      1.05070102214813232421875f},
-    {"Softplus", UNARY_SOFTPLUS, {NULL}, 0, 0, 0},
-    {"Sqrt", UNARY_SQRT, {NULL}, 0, 0, 0},
-    {"Erf", UNARY_ERF, {NULL}, 0, 0, 0},
-    {"Gelu", UNARY_GELU, {"approximate", NULL}, 0, 0, 0},
+    {"Softplus", ACT_SOFTPLUS, {NULL}, 0, 0},
+    {"Sqrt", ACT_SQRT, {NULL}, 0, 0},
+    {"Erf", ACT_ERF, {NULL}, 0, 0},
+    {"Gelu", ACT_GELU, {"approximate", NULL}, 0, 0},
 };
 
 static tci_status unary_parse(ir_node *node, tci_arena *arena) {
@@ -217,18 +202,17 @@ static tci_status unary_parse(ir_node *node, tci_arena *arena) {
     p->kind = spec->kind;
     p->alpha = spec->alpha;
     p->beta = spec->beta;
-    p->gamma = spec->gamma;
     for (int i = 0; spec->attrs[i]; i++) {
         const char *name = spec->attrs[i];
         if (strcmp(name, "alpha") == 0) TCI_TRY(ir_attr_float(node, name, p->alpha, &p->alpha));
-        if (strcmp(name, "beta") == 0) TCI_TRY(ir_attr_float(node, name, p->beta, &p->beta));
-        if (strcmp(name, "gamma") == 0) TCI_TRY(ir_attr_float(node, name, p->gamma, &p->gamma));
+        if (strcmp(name, "beta") == 0 || strcmp(name, "gamma") == 0)
+            TCI_TRY(ir_attr_float(node, name, p->beta, &p->beta));
     }
-    if (spec->kind == UNARY_GELU) {
+    if (spec->kind == ACT_GELU) {
         const char *approximate;
         TCI_TRY(ir_attr_string(node, "approximate", "none", &approximate));
         if (strcmp(approximate, "tanh") == 0)
-            p->kind = UNARY_GELU_TANH;
+            p->kind = ACT_GELU_TANH;
         else if (strcmp(approximate, "none") != 0)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "attribute 'approximate' value '%s' is not supported (none, "
@@ -252,64 +236,7 @@ static tci_status unary_forward(const ir_node *node, const tci_tensor *const *in
     const float *x = in[0]->data;
     float *y = out[0]->data;
     const int64_t n = op_count(in[0]);
-    const float alpha = p->alpha, beta = p->beta, gamma = p->gamma;
-    switch (p->kind) {
-    case UNARY_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
-        break;
-    case UNARY_LEAKY_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i];
-        break;
-    case UNARY_SIGMOID:
-        /* exp of -|x| never overflows; selecting instead of branching keeps mixed-sign data
-         * from mispredicting */
-        for (int64_t i = 0; i < n; i++) {
-            float e = expf(-fabsf(x[i])), r = 1.0f / (1.0f + e);
-            y[i] = x[i] >= 0 ? r : e * r;
-        }
-        break;
-    case UNARY_HARD_SIGMOID:
-    case UNARY_HARD_SWISH:
-        for (int64_t i = 0; i < n; i++) {
-            float v = alpha * x[i] + beta;
-            v = v < 0 ? 0.0f : v > 1 ? 1.0f : v;
-            y[i] = p->kind == UNARY_HARD_SWISH ? x[i] * v : v;
-        }
-        break;
-    case UNARY_TANH:
-        for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
-        break;
-    case UNARY_ELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * expm1f(x[i]) : x[i];
-        break;
-    case UNARY_SELU:
-        for (int64_t i = 0; i < n; i++)
-            y[i] = x[i] > 0 ? gamma * x[i] : gamma * (alpha * expf(x[i]) - alpha);
-        break;
-    case UNARY_SOFTPLUS:
-        /* log(1 + e^x) without overflowing e^x for large x */
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            y[i] = v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
-        }
-        break;
-    case UNARY_SQRT:
-        for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
-        break;
-    case UNARY_ERF:
-        for (int64_t i = 0; i < n; i++) y[i] = erff(x[i]);
-        break;
-    case UNARY_GELU:
-        for (int64_t i = 0; i < n; i++)
-            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
-        break;
-    case UNARY_GELU_TANH:
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            y[i] = 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-        }
-        break;
-    }
+    for (int64_t i = 0; i < n; i++) y[i] = act_apply_host(p->kind, x[i], p->alpha, p->beta);
     return TCI_OK;
 }
 
