@@ -166,40 +166,42 @@ static uint64_t fill_bits(tci_dtype dtype, double value) {
     return bits;
 }
 
-static kern_act act_of(plan_act a) {
+/* TEMPORARY (until plan_act / plan_binary are replaced at integration): act_of and binary_op_of
+ * return util/elementwise.h's enums, which replaced kern_act and kern_eltwise_op. */
+static act_kind act_of(plan_act a) {
     switch (a) {
-    case PLAN_ACT_RELU: return KERN_ACT_RELU;
-    case PLAN_ACT_LEAKY_RELU: return KERN_ACT_LEAKY_RELU;
-    case PLAN_ACT_CLIP: return KERN_ACT_CLIP;
-    case PLAN_ACT_SIGMOID: return KERN_ACT_SIGMOID;
-    case PLAN_ACT_HARD_SIGMOID: return KERN_ACT_HARD_SIGMOID;
-    case PLAN_ACT_HARD_SWISH: return KERN_ACT_HARD_SWISH;
-    case PLAN_ACT_TANH: return KERN_ACT_TANH;
-    case PLAN_ACT_ELU: return KERN_ACT_ELU;
-    case PLAN_ACT_SELU: return KERN_ACT_SELU;
-    case PLAN_ACT_SOFTPLUS: return KERN_ACT_SOFTPLUS;
-    case PLAN_ACT_SILU: return KERN_ACT_SILU;
-    case PLAN_ACT_GELU: return KERN_ACT_GELU;
-    case PLAN_ACT_GELU_TANH: return KERN_ACT_GELU_TANH;
-    case PLAN_ACT_SQRT: return KERN_ACT_SQRT;
-    case PLAN_ACT_ERF: return KERN_ACT_ERF;
-    default: return KERN_ACT_NONE;
+    case PLAN_ACT_RELU: return ACT_RELU;
+    case PLAN_ACT_LEAKY_RELU: return ACT_LEAKY_RELU;
+    case PLAN_ACT_CLIP: return ACT_CLIP;
+    case PLAN_ACT_SIGMOID: return ACT_SIGMOID;
+    case PLAN_ACT_HARD_SIGMOID: return ACT_HARD_SIGMOID;
+    case PLAN_ACT_HARD_SWISH: return ACT_HARD_SWISH;
+    case PLAN_ACT_TANH: return ACT_TANH;
+    case PLAN_ACT_ELU: return ACT_ELU;
+    case PLAN_ACT_SELU: return ACT_SELU;
+    case PLAN_ACT_SOFTPLUS: return ACT_SOFTPLUS;
+    case PLAN_ACT_SILU: return ACT_SILU;
+    case PLAN_ACT_GELU: return ACT_GELU;
+    case PLAN_ACT_GELU_TANH: return ACT_GELU_TANH;
+    case PLAN_ACT_SQRT: return ACT_SQRT;
+    case PLAN_ACT_ERF: return ACT_ERF;
+    default: return ACT_NONE;
     }
 }
 
-static kern_eltwise_op binary_op_of(plan_binary b) {
+static binary_op binary_op_of(plan_binary b) {
     switch (b) {
-    case PLAN_BIN_ADD: return KERN_ELTWISE_ADD;
-    case PLAN_BIN_SUB: return KERN_ELTWISE_SUB;
-    case PLAN_BIN_MUL: return KERN_ELTWISE_MUL;
-    case PLAN_BIN_DIV: return KERN_ELTWISE_DIV;
-    case PLAN_BIN_POW: return KERN_ELTWISE_POW;
-    case PLAN_BIN_MAX: return KERN_ELTWISE_MAX;
-    case PLAN_BIN_MIN: return KERN_ELTWISE_MIN;
-    case PLAN_BIN_PRELU: return KERN_ELTWISE_PRELU;
-    case PLAN_BIN_EQUAL: return KERN_ELTWISE_EQUAL;
-    case PLAN_BIN_WHERE: return KERN_ELTWISE_WHERE;
-    default: return KERN_ELTWISE_UNARY;
+    case PLAN_BIN_ADD: return BINARY_ADD;
+    case PLAN_BIN_SUB: return BINARY_SUB;
+    case PLAN_BIN_MUL: return BINARY_MUL;
+    case PLAN_BIN_DIV: return BINARY_DIV;
+    case PLAN_BIN_POW: return BINARY_POW;
+    case PLAN_BIN_MAX: return BINARY_MAX;
+    case PLAN_BIN_MIN: return BINARY_MIN;
+    case PLAN_BIN_PRELU: return BINARY_PRELU;
+    case PLAN_BIN_EQUAL: return BINARY_EQUAL;
+    case PLAN_BIN_WHERE: return BINARY_WHERE;
+    default: return BINARY_NONE;
     }
 }
 
@@ -219,7 +221,8 @@ static tci_status run_activation(const plan_tensor *t, void *data, plan_activati
         rank = 1;
     }
     kern_eltwise_desc d;
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, t->dtype, rank, dims);
+    /* TEMPORARY: BINARY_NONE was KERN_ELTWISE_UNARY (see act_of) */
+    kern_eltwise_desc_init(&d, BINARY_NONE, t->dtype, rank, dims);
     d.act = act_of(act.kind);
     d.act_alpha = act.alpha;
     d.act_beta = act.beta;
