@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "graph/ir.h"
+#include "util/elementwise.h"
 
 typedef enum plan_layout {
     PLAN_LAYOUT_DENSE = 0, /* row-major in logical order */
@@ -41,44 +42,6 @@ typedef struct plan_tensor {
     int first_step, last_step;   /* lifetime in steps, for the memory planner */
     size_t offset;               /* PLAN_MEM_ARENA: planned offset */
 } plan_tensor;
-
-typedef enum plan_act {
-    PLAN_ACT_NONE = 0,
-    PLAN_ACT_RELU,
-    PLAN_ACT_LEAKY_RELU, /* alpha */
-    PLAN_ACT_CLIP,       /* [alpha, beta]; Relu6 is CLIP 0..6 */
-    PLAN_ACT_SIGMOID,
-    PLAN_ACT_HARD_SIGMOID, /* alpha, beta */
-    PLAN_ACT_HARD_SWISH,
-    PLAN_ACT_TANH,
-    PLAN_ACT_ELU,        /* alpha */
-    PLAN_ACT_SELU,       /* alpha, beta=gamma */
-    PLAN_ACT_SOFTPLUS,
-    PLAN_ACT_SILU,
-    PLAN_ACT_GELU,       /* erf form */
-    PLAN_ACT_GELU_TANH,
-    PLAN_ACT_SQRT,
-    PLAN_ACT_ERF,
-} plan_act;
-
-typedef struct plan_activation {
-    plan_act kind;
-    float alpha, beta;
-} plan_activation;
-
-typedef enum plan_binary {
-    PLAN_BIN_NONE = 0,
-    PLAN_BIN_ADD,
-    PLAN_BIN_SUB,
-    PLAN_BIN_MUL,
-    PLAN_BIN_DIV,
-    PLAN_BIN_POW,
-    PLAN_BIN_MAX,
-    PLAN_BIN_MIN,
-    PLAN_BIN_PRELU,
-    PLAN_BIN_EQUAL,
-    PLAN_BIN_WHERE, /* ternary: inputs cond, x, y */
-} plan_binary;
 
 typedef enum plan_step_kind {
     PLAN_STEP_CONV = 1,   /* y = act(conv(x, w) + bias + residual) */
@@ -122,8 +85,8 @@ typedef struct plan_conv {
     int64_t stride_h, stride_w, dilation_h, dilation_w, groups;
     bool has_bias, has_residual;
     bool depthwise;           /* groups == C == K: our own kernel, any activation fused */
-    plan_activation act;      /* applied after bias and residual */
-    plan_activation post_act; /* what the library cannot fuse runs as an extra eltwise step */
+    act_params act;      /* applied after bias and residual */
+    act_params post_act; /* what the library cannot fuse runs as an extra eltwise step */
     const char *fused;        /* e.g. "Conv+BatchNormalization+Add+Relu" (for reports) */
 } plan_conv;
 
@@ -135,7 +98,7 @@ typedef struct plan_gemm {
     float alpha, beta;
     bool has_bias;       /* per column of the output (N), fused */
     bool has_c;          /* beta * C, C in inputs[2] broadcast to (M,N) by c_strided */
-    plan_activation act;
+    act_params act;
     const char *fused;
 } plan_gemm;
 
@@ -159,8 +122,8 @@ typedef struct plan_step {
         plan_gemm gemm;
         plan_pool pool;
         struct {
-            plan_binary op;
-            plan_activation act;
+            binary_op op;
+            act_params act;
             plan_strided view;
         } eltwise;
         struct {
@@ -301,7 +264,7 @@ const ir_node *lower_silu_mul(const plan_builder *b, const ir_tensor *t);
  * `accept` takes (NULL: any): sets *act, marks the fused nodes, appends "+Op" to label, and
  * returns in *out_tensor the tensor that replaces t (t itself when nothing fuses). */
 tci_status lower_fuse_activation(plan_builder *b, const ir_tensor *t,
-                                 bool (*accept)(plan_act kind), plan_activation *act,
+                                 bool (*accept)(act_kind kind), act_params *act,
                                  const ir_tensor **out_tensor, char *label, size_t label_size);
 
 /* ---- views of plan tensors, for strided steps ---- */
@@ -313,9 +276,9 @@ void lower_output_view(const plan_tensor *y, plan_strided *view);
 void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_t *strides);
 /* One element-wise step y = act(op(inputs...)) over IR inputs; out_override >= 0 writes into
  * that plan tensor instead of creating one for `out`. */
-tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, plan_binary op,
+tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op,
                               const ir_tensor *const *inputs, int num_inputs,
-                              const ir_tensor *out, plan_activation act, const char *label,
+                              const ir_tensor *out, act_params act, const char *label,
                               int out_override, plan_layout layout);
 
 /* ---- small helpers ---- */

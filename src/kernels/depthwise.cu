@@ -13,6 +13,7 @@
 extern "C" {
 #include "util/status.h"
 }
+#include "kernels/act.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/depthwise.h"
 #include "kernels/kern_util.cuh"
@@ -131,67 +132,22 @@ template <int CH> struct Floats {
 template <int CH>
 __device__ __noinline__ Floats<CH> apply_act_rare(Floats<CH> f, int act, float alpha, float beta) {
 #pragma unroll
-    for (int k = 0; k < CH; k++) {
-        const float x = f.v[k];
-        float r = x;
-        switch (act) {
-        case KERN_ACT_TANH: r = tanhf(x); break;
-        case KERN_ACT_ELU: r = x < 0.0f ? alpha * expm1f(x) : x; break;
-        case KERN_ACT_SELU: r = x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x; break;
-        case KERN_ACT_SOFTPLUS: r = fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); break;
-        case KERN_ACT_SQRT: r = sqrtf(x); break;
-        case KERN_ACT_ERF: r = erff(x); break;
-        case KERN_ACT_GELU: r = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); break;
-        case KERN_ACT_GELU_TANH:
-            r = 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-            break;
-        case KERN_ACT_NEG: r = -x; break;
-        case KERN_ACT_ABS: r = fabsf(x); break;
-        case KERN_ACT_EXP: r = expf(x); break;
-        case KERN_ACT_LOG: r = logf(x); break;
-        case KERN_ACT_RECIPROCAL: r = 1.0f / x; break;
-        default: break;
-        }
-        f.v[k] = r;
-    }
+    for (int k = 0; k < CH; k++) f.v[k] = act_apply_rt<false>(act, f.v[k], alpha, beta);
     return f;
 }
 
-// One uniform switch per output vector; the formulas are eltwise.cu's so fused and unfused
-// activations agree.
+// One uniform switch per output vector; the precise fp32 functions, as the fp32 elementwise
+// kernel has them.
 template <int CH> __device__ __forceinline__ void apply_act(float (&v)[CH], int act, float alpha, float beta) {
     switch (act) {
-    case KERN_ACT_NONE: break;
-    case KERN_ACT_RELU:
-#pragma unroll
-        for (int k = 0; k < CH; k++) v[k] = v[k] < 0.0f ? 0.0f : v[k];
-        break;
-    case KERN_ACT_LEAKY_RELU:
-#pragma unroll
-        for (int k = 0; k < CH; k++) v[k] = v[k] < 0.0f ? alpha * v[k] : v[k];
-        break;
-    case KERN_ACT_CLIP:
-#pragma unroll
-        for (int k = 0; k < CH; k++) v[k] = v[k] < alpha ? alpha : (v[k] > beta ? beta : v[k]);
-        break;
-    case KERN_ACT_HARD_SIGMOID:
-#pragma unroll
-        for (int k = 0; k < CH; k++) v[k] = fminf(1.0f, fmaxf(0.0f, alpha * v[k] + beta));
-        break;
-    case KERN_ACT_HARD_SWISH:
-#pragma unroll
-        for (int k = 0; k < CH; k++) v[k] = v[k] * fminf(1.0f, fmaxf(0.0f, v[k] * (1.0f / 6.0f) + 0.5f));
-        break;
-    case KERN_ACT_SIGMOID:
-    case KERN_ACT_SILU: {
-        const bool silu = act == KERN_ACT_SILU;
-#pragma unroll
-        for (int k = 0; k < CH; k++) {
-            const float s = 1.0f / (1.0f + expf(-v[k]));
-            v[k] = silu ? v[k] * s : s;
-        }
-        break;
-    }
+    case ACT_NONE: break;
+    case ACT_RELU: act_each<ACT_RELU, false>(v, alpha, beta); break;
+    case ACT_LEAKY_RELU: act_each<ACT_LEAKY_RELU, false>(v, alpha, beta); break;
+    case ACT_CLIP: act_each<ACT_CLIP, false>(v, alpha, beta); break;
+    case ACT_HARD_SIGMOID: act_each<ACT_HARD_SIGMOID, false>(v, alpha, beta); break;
+    case ACT_HARD_SWISH: act_each<ACT_HARD_SWISH, false>(v, alpha, beta); break;
+    case ACT_SIGMOID: act_each<ACT_SIGMOID, false>(v, alpha, beta); break;
+    case ACT_SILU: act_each<ACT_SILU, false>(v, alpha, beta); break;
     default: {
         Floats<CH> f;
 #pragma unroll
@@ -476,7 +432,7 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     TCI_TRY(storage_type(who, d->dtype, &storage));
     const bool fp32 = storage == Storage::kFloat;
     const int64_t esize = fp32 ? 4 : 2;
-    if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
+    if ((int)d->act < 0 || d->act >= ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
     if ((int)d->path < 0 || d->path >= KERN_DEPTHWISE_PATH_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown path %d", who, (int)d->path);

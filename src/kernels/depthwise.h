@@ -7,8 +7,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "kernels/eltwise.h"
 #include "tcinfer.h"
+#include "util/elementwise.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,8 +36,8 @@ typedef struct kern_depthwise_desc {
     int64_t kernel_h, kernel_w; /* any size >= 1; 3x3 and 5x5 are the fast ones */
     int64_t stride_h, stride_w, dilation_h, dilation_w;
     int64_t pad_top, pad_left;  /* >= 0 */
-    kern_act act;               /* any kern_act, with act_alpha / act_beta as in eltwise.h
-                                   (ReLU6: KERN_ACT_CLIP, alpha 0, beta 6) */
+    act_kind act;               /* any, with act_alpha / act_beta as in util/elementwise.h
+                                   (ReLU6: ACT_CLIP, alpha 0, beta 6); precise fp32 functions */
     float act_alpha, act_beta;
     kern_depthwise_path path;   /* 0 (AUTO) for the engine */
     /* of x, w, z and y: 0 or TCI_DTYPE_FLOAT16 (fp16), TCI_DTYPE_BFLOAT16 (bf16: the fp16

@@ -10,6 +10,7 @@
 extern "C" {
 #include "util/status.h"
 }
+#include "kernels/act.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/eltwise.h"
 #include "kernels/kern_util.cuh"
@@ -30,93 +31,16 @@ enum InputKind { kFull = 0, kScalar = 1, kLastVec = 2 };
 // ------------------------------------------------------------------------------------------------
 // Element math (fp32; int64 separately)
 
-// Every activation, for the host-side dispatch that instantiates each kernel once per activation:
-// a runtime switch per element made the vector kernel too large and slow (seen: 0.8 TB/s for
-// fp16 sigmoid against 3.4 TB/s for a copy).
-// clang-format off
-#define ELTWISE_ACTS(X)                                                                            \
-    X(KERN_ACT_NONE) X(KERN_ACT_RELU) X(KERN_ACT_LEAKY_RELU) X(KERN_ACT_CLIP)                      \
-    X(KERN_ACT_SIGMOID) X(KERN_ACT_HARD_SIGMOID) X(KERN_ACT_HARD_SWISH) X(KERN_ACT_TANH)           \
-    X(KERN_ACT_ELU) X(KERN_ACT_SELU) X(KERN_ACT_SOFTPLUS) X(KERN_ACT_SQRT) X(KERN_ACT_ERF)         \
-    X(KERN_ACT_GELU) X(KERN_ACT_GELU_TANH) X(KERN_ACT_SILU) X(KERN_ACT_NEG) X(KERN_ACT_ABS)        \
-    X(KERN_ACT_EXP) X(KERN_ACT_LOG) X(KERN_ACT_RECIPROCAL)
-// clang-format on
-
-#define ELTWISE_COUNT_ONE(A) +1
-static_assert(0 ELTWISE_ACTS(ELTWISE_COUNT_ONE) == KERN_ACT_COUNT,
-              "ELTWISE_ACTS misses an activation");
-#undef ELTWISE_COUNT_ONE
-
-// FAST (the fp16 and bf16 kernels): hardware exp/log/reciprocal approximations, whose few-ulp
-// fp32 errors vanish in the fp16 (2^-11) or bf16 (2^-8) rounding of the result; the fp32 kernels
-// keep the precise functions.
-template <bool FAST> __device__ __forceinline__ float exp_(float x) {
-    return FAST ? __expf(x) : expf(x);
-}
-template <bool FAST> __device__ __forceinline__ float log_(float x) {
-    return FAST ? __logf(x) : logf(x);
-}
-template <bool FAST> __device__ __forceinline__ float rcp_(float x) {
-    return FAST ? __frcp_rn(x) : 1.0f / x;
-}
-
-template <int ACT, bool FAST>
-__device__ __forceinline__ float act_apply(float x, float alpha, float beta) {
-    if constexpr (ACT == KERN_ACT_RELU)
-        return x < 0.0f ? 0.0f : x;
-    else if constexpr (ACT == KERN_ACT_LEAKY_RELU)
-        return x < 0.0f ? alpha * x : x;
-    else if constexpr (ACT == KERN_ACT_CLIP)
-        return x < alpha ? alpha : (x > beta ? beta : x);
-    else if constexpr (ACT == KERN_ACT_SIGMOID)
-        return rcp_<FAST>(1.0f + exp_<FAST>(-x));
-    else if constexpr (ACT == KERN_ACT_HARD_SIGMOID)
-        return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
-    else if constexpr (ACT == KERN_ACT_HARD_SWISH)
-        return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
-    else if constexpr (ACT == KERN_ACT_TANH)
-        return tanhf(x);
-    else if constexpr (ACT == KERN_ACT_ELU)
-        return x < 0.0f ? alpha * expm1f(x) : x;
-    else if constexpr (ACT == KERN_ACT_SELU)
-        return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
-    // max(x,0) + log1p(exp(-|x|)) neither overflows for large x nor loses small results
-    else if constexpr (ACT == KERN_ACT_SOFTPLUS)
-        return fmaxf(x, 0.0f) + log1pf(exp_<FAST>(-fabsf(x)));
-    else if constexpr (ACT == KERN_ACT_SQRT)
-        return sqrtf(x);
-    else if constexpr (ACT == KERN_ACT_ERF)
-        return erff(x);
-    else if constexpr (ACT == KERN_ACT_GELU)
-        return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    else if constexpr (ACT == KERN_ACT_GELU_TANH)
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    else if constexpr (ACT == KERN_ACT_SILU)
-        return x * rcp_<FAST>(1.0f + exp_<FAST>(-x));
-    else if constexpr (ACT == KERN_ACT_NEG)
-        return -x;
-    else if constexpr (ACT == KERN_ACT_ABS)
-        return fabsf(x);
-    else if constexpr (ACT == KERN_ACT_EXP)
-        return exp_<FAST>(x);
-    else if constexpr (ACT == KERN_ACT_LOG)
-        return log_<FAST>(x);
-    else if constexpr (ACT == KERN_ACT_RECIPROCAL)
-        return rcp_<FAST>(x);
-    else
-        return x;
-}
-
 template <bool FAST> __device__ __forceinline__ float binary_apply(int op, float a, float b) {
     switch (op) {
-    case KERN_ELTWISE_ADD: return a + b;
-    case KERN_ELTWISE_SUB: return a - b;
-    case KERN_ELTWISE_MUL: return a * b;
-    case KERN_ELTWISE_DIV: return FAST ? __fdividef(a, b) : a / b;
-    case KERN_ELTWISE_POW: return powf(a, b);
-    case KERN_ELTWISE_MAX: return (a != a || a > b) ? a : b;
-    case KERN_ELTWISE_MIN: return (a != a || a < b) ? a : b;
-    case KERN_ELTWISE_PRELU: return a < 0.0f ? b * a : a;
+    case BINARY_ADD: return a + b;
+    case BINARY_SUB: return a - b;
+    case BINARY_MUL: return a * b;
+    case BINARY_DIV: return FAST ? __fdividef(a, b) : a / b;
+    case BINARY_POW: return powf(a, b);
+    case BINARY_MAX: return (a != a || a > b) ? a : b;
+    case BINARY_MIN: return (a != a || a < b) ? a : b;
+    case BINARY_PRELU: return a < 0.0f ? b * a : a;
     default: return a;
     }
 }
@@ -125,17 +49,17 @@ template <bool FAST> __device__ __forceinline__ float binary_apply(int op, float
 template <int N, bool FAST>
 __device__ __forceinline__ void binary_vec(int op, float *a, const float *b) {
     switch (op) {
-    case KERN_ELTWISE_ADD:
+    case BINARY_ADD:
 #pragma unroll
         for (int j = 0; j < N; j++)
             a[j] = a[j] + b[j];
         break;
-    case KERN_ELTWISE_SUB:
+    case BINARY_SUB:
 #pragma unroll
         for (int j = 0; j < N; j++)
             a[j] = a[j] - b[j];
         break;
-    case KERN_ELTWISE_MUL:
+    case BINARY_MUL:
 #pragma unroll
         for (int j = 0; j < N; j++)
             a[j] = a[j] * b[j];
@@ -152,27 +76,38 @@ __device__ __forceinline__ void binary_vec(int op, float *a, const float *b) {
 __device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
     const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     switch (op) {
-    case KERN_ELTWISE_ADD: return (int64_t)(ua + ub);
-    case KERN_ELTWISE_SUB: return (int64_t)(ua - ub);
-    case KERN_ELTWISE_MUL: return (int64_t)(ua * ub);
-    case KERN_ELTWISE_DIV:
+    case BINARY_ADD: return (int64_t)(ua + ub);
+    case BINARY_SUB: return (int64_t)(ua - ub);
+    case BINARY_MUL: return (int64_t)(ua * ub);
+    case BINARY_DIV:
         if (b == 0)
             return 0;
         if (b == -1)
             return (int64_t)(0 - ua);
         return a / b;
-    case KERN_ELTWISE_MAX: return a > b ? a : b;
-    case KERN_ELTWISE_MIN: return a < b ? a : b;
+    case BINARY_MAX: return a > b ? a : b;
+    case BINARY_MIN: return a < b ? a : b;
     default: return a;
     }
 }
 
-__device__ __forceinline__ int64_t act_i64(int act, int64_t x) {
-    switch (act) {
-    case KERN_ACT_NEG: return (int64_t)(0 - (uint64_t)x);
-    case KERN_ACT_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case KERN_ACT_RELU: return x < 0 ? 0 : x;
-    default: return x;
+// The activations int64 has (validate() rejects the others); act_i64 of any other fails to
+// compile.
+template <int ACT>
+constexpr bool kInt64Act = ACT == ACT_NONE || ACT == ACT_NEG || ACT == ACT_ABS || ACT == ACT_RELU;
+
+template <int ACT> __device__ __forceinline__ int64_t act_i64(int64_t x) {
+    if constexpr (ACT == ACT_NONE)
+        return x;
+    else if constexpr (ACT == ACT_NEG)
+        return (int64_t)(0 - (uint64_t)x);
+    else if constexpr (ACT == ACT_ABS)
+        return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    else if constexpr (ACT == ACT_RELU)
+        return x < 0 ? 0 : x;
+    else {
+        static_assert(kNoCase<ACT>, "an activation int64 does not have");
+        return x;
     }
 }
 
@@ -341,13 +276,13 @@ __global__ void eltwise_general_float(const General<IdxT> p) {
             valid[j] = general_offsets(p, i, off);
             if (!valid[j])
                 continue;
-            if (p.op == KERN_ELTWISE_WHERE) {
+            if (p.op == BINARY_WHERE) {
                 cond[j] = static_cast<const uint8_t *>(p.in[0])[off[0]] != 0;
                 a[j] = p.scale[1] * ld<T>(p.in[1], off[1]);
                 b[j] = p.scale[2] * ld<T>(p.in[2], off[2]);
             } else {
                 a[j] = p.scale[0] * ld<T>(p.in[0], off[0]);
-                if (p.op != KERN_ELTWISE_UNARY)
+                if (p.op != BINARY_NONE)
                     b[j] = p.scale[1] * ld<T>(p.in[1], off[1]);
             }
         }
@@ -356,16 +291,16 @@ __global__ void eltwise_general_float(const General<IdxT> p) {
             const IdxT i = start + (IdxT)(j * blockDim.x + threadIdx.x);
             if (i >= p.total)
                 continue;
-            if (p.op == KERN_ELTWISE_EQUAL) {
+            if (p.op == BINARY_EQUAL) {
                 static_cast<uint8_t *>(p.out)[i] = valid[j] && a[j] == b[j];
                 continue;
             }
             float r = 0.0f;
             if (valid[j]) {
-                if (p.op == KERN_ELTWISE_WHERE)
+                if (p.op == BINARY_WHERE)
                     r = cond[j] ? a[j] : b[j];
                 else
-                    r = p.op == KERN_ELTWISE_UNARY ? a[j]
+                    r = p.op == BINARY_NONE ? a[j]
                                                    : binary_apply<kFastMath<T>>(p.op, a[j], b[j]);
                 r = act_apply<ACT, kFastMath<T>>(r, p.alpha, p.beta);
             }
@@ -374,29 +309,29 @@ __global__ void eltwise_general_float(const General<IdxT> p) {
     }
 }
 
-template <typename IdxT> __global__ void eltwise_general_i64(const General<IdxT> p, int act) {
+template <typename IdxT, int ACT> __global__ void eltwise_general_i64(const General<IdxT> p) {
     const IdxT step = (IdxT)gridDim.x * (IdxT)blockDim.x;
     for (IdxT i = (IdxT)blockIdx.x * (IdxT)blockDim.x + (IdxT)threadIdx.x; i < p.total; i += step) {
         IdxT off[kMaxInputs];
         const bool valid = general_offsets(p, i, off);
         const int64_t *a = static_cast<const int64_t *>(p.in[0]);
         const int64_t *b = static_cast<const int64_t *>(p.in[1]);
-        if (p.op == KERN_ELTWISE_EQUAL) {
+        if (p.op == BINARY_EQUAL) {
             static_cast<uint8_t *>(p.out)[i] = valid ? (uint8_t)(a[off[0]] == b[off[1]]) : 0;
             continue;
         }
         int64_t r = 0;
         if (valid) {
-            if (p.op == KERN_ELTWISE_WHERE) {
+            if (p.op == BINARY_WHERE) {
                 const bool cond = static_cast<const uint8_t *>(p.in[0])[off[0]] != 0;
                 r = cond ? static_cast<const int64_t *>(p.in[1])[off[1]]
                          : static_cast<const int64_t *>(p.in[2])[off[2]];
             } else {
                 r = a[off[0]];
-                if (p.op != KERN_ELTWISE_UNARY)
+                if (p.op != BINARY_NONE)
                     r = binary_i64(p.op, r, b[off[1]]);
             }
-            r = act_i64(act, r);
+            r = act_i64<ACT>(r);
         }
         static_cast<int64_t *>(p.out)[i] = r;
     }
@@ -437,7 +372,7 @@ __device__ float fast_element(const Fast<IdxT> &p, IdxT i) {
     if (p.pad_mode != 0 && pad_index(p, i) >= p.real_c)
         return 0.0f;
     float r = p.scale[0] * ld<T>(p.in[0], fast_offset(p, 0, i));
-    if (p.op != KERN_ELTWISE_UNARY)
+    if (p.op != BINARY_NONE)
         r = binary_apply<kFastMath<T>>(p.op, r, p.scale[1] * ld<T>(p.in[1], fast_offset(p, 1, i)));
     return act_apply<ACT, kFastMath<T>>(r, p.alpha, p.beta);
 }
@@ -489,7 +424,7 @@ template <typename T, typename IdxT, int ACT> __global__ void eltwise_fast(const
                 for (int j = 0; j < n; j++)
                     a[j] *= p.scale[0];
             }
-            if (p.op != KERN_ELTWISE_UNARY) {
+            if (p.op != BINARY_NONE) {
                 float b[n];
                 fast_load<T>(p, 1, base, valid, b);
                 if (p.scale[1] != 1.0f) {
@@ -584,6 +519,15 @@ bool fits_32(const Shape &s, int num_inputs) {
     return true;
 }
 
+// Calls f(TypeTag<T>{}, ActTag<ACT>{}) for d's float dtype and activation: one kernel per pair.
+template <typename F> tci_status with_float_kernel(const kern_eltwise_desc *d, F &&f) {
+    Storage storage;
+    TCI_TRY(storage_type("kern_eltwise", d->dtype, &storage));
+    return with_storage(storage, [&](auto type) {
+        return with_act("kern_eltwise", d->act, [&](auto act) { return f(type, act); });
+    });
+}
+
 template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, const Shape &s,
                                                    const void *const *inputs, int num_inputs,
                                                    void *out, cudaStream_t stream) {
@@ -607,34 +551,23 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
     p.out = out;
     const unsigned blocks = blocks_for((s.total + kUnroll - 1) / kUnroll, kThreads);
     if (d->dtype == TCI_DTYPE_INT64) {
-        eltwise_general_i64<IdxT>
-            <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p, (int)d->act);
-    } else if (d->dtype == TCI_DTYPE_FLOAT16) {
-        switch (d->act) {
-#define GENERAL_CASE(A)                                                                            \
-    case A: eltwise_general_float<__half, IdxT, A><<<blocks, kThreads, 0, stream>>>(p); break;
-            ELTWISE_ACTS(GENERAL_CASE)
-#undef GENERAL_CASE
-        default: break;
-        }
-    } else if (d->dtype == TCI_DTYPE_BFLOAT16) {
-        switch (d->act) {
-#define GENERAL_CASE(A)                                                                            \
-    case A:                                                                                        \
-        eltwise_general_float<__nv_bfloat16, IdxT, A><<<blocks, kThreads, 0, stream>>>(p);         \
-        break;
-            ELTWISE_ACTS(GENERAL_CASE)
-#undef GENERAL_CASE
-        default: break;
-        }
+        TCI_TRY(with_act("kern_eltwise", d->act, [&](auto act) {
+            constexpr int A = decltype(act)::value;
+            if constexpr (kInt64Act<A>) {
+                eltwise_general_i64<IdxT, A>
+                    <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p);
+                return TCI_OK;
+            } else {
+                return tci_error(TCI_ERR_UNSUPPORTED,
+                                 "kern_eltwise: activation %d is not provided for int64", A);
+            }
+        }));
     } else {
-        switch (d->act) {
-#define GENERAL_CASE(A)                                                                            \
-    case A: eltwise_general_float<float, IdxT, A><<<blocks, kThreads, 0, stream>>>(p); break;
-            ELTWISE_ACTS(GENERAL_CASE)
-#undef GENERAL_CASE
-        default: break;
-        }
+        TCI_TRY(with_float_kernel(d, [&](auto type, auto act) {
+            using T = typename decltype(type)::type;
+            eltwise_general_float<T, IdxT, decltype(act)::value><<<blocks, kThreads, 0, stream>>>(p);
+            return TCI_OK;
+        }));
     }
     KERN_LAUNCH_CHECK("kern_eltwise");
     return TCI_OK;
@@ -648,7 +581,7 @@ bool float_dtype(tci_dtype t) {
 template <typename IdxT> bool plan_fast(const kern_eltwise_desc *d, const Shape &s,
                                         const void *const *inputs, int num_inputs, void *out,
                                         Fast<IdxT> *p) {
-    if (d->op == KERN_ELTWISE_EQUAL || d->op == KERN_ELTWISE_WHERE)
+    if (d->op == BINARY_EQUAL || d->op == BINARY_WHERE)
         return false;
     if (!float_dtype(d->dtype))
         return false;
@@ -718,20 +651,11 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
         const bool half = d->dtype == TCI_DTYPE_FLOAT16, bf16 = d->dtype == TCI_DTYPE_BFLOAT16;
         const unsigned blocks =
             blocks_for(half || bf16 ? (s.total + 7) / 8 : (s.total + 3) / 4, kThreads);
-        switch (d->act) {
-#define FAST_CASE(A)                                                                               \
-    case A:                                                                                        \
-        if (half)                                                                                  \
-            eltwise_fast<__half, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                     \
-        else if (bf16)                                                                             \
-            eltwise_fast<__nv_bfloat16, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);              \
-        else                                                                                       \
-            eltwise_fast<float, IdxT, A><<<blocks, kThreads, 0, stream>>>(f);                      \
-        break;
-            ELTWISE_ACTS(FAST_CASE)
-#undef FAST_CASE
-        default: break;
-        }
+        TCI_TRY(with_float_kernel(d, [&](auto type, auto act) {
+            using T = typename decltype(type)::type;
+            eltwise_fast<T, IdxT, decltype(act)::value><<<blocks, kThreads, 0, stream>>>(f);
+            return TCI_OK;
+        }));
         KERN_LAUNCH_CHECK("kern_eltwise");
         return TCI_OK;
     }
@@ -742,9 +666,9 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
                     int64_t *total) {
     if (!d || !inputs)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: NULL desc or inputs");
-    if ((int)d->op < 0 || d->op >= KERN_ELTWISE_OP_COUNT)
+    if ((int)d->op < 0 || d->op >= BINARY_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown op %d", (int)d->op);
-    if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
+    if ((int)d->act < 0 || d->act >= ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown activation %d",
                          (int)d->act);
     if (d->rank < 0 || d->rank > kMaxRank)
@@ -769,20 +693,20 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "kern_eltwise: dtype %s is not supported (float16, bfloat16, float, int64)",
                          tci_dtype_name(d->dtype));
-    if (d->op == KERN_ELTWISE_EQUAL && d->act != KERN_ACT_NONE)
+    if (d->op == BINARY_EQUAL && d->act != ACT_NONE)
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "kern_eltwise: Equal writes uint8 and takes no activation");
     const int num_inputs = kern_eltwise_num_inputs(d->op);
     if (is_int) {
-        if (d->op == KERN_ELTWISE_POW || d->op == KERN_ELTWISE_PRELU)
+        if (d->op == BINARY_POW || d->op == BINARY_PRELU)
             return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: op %d is not provided for int64",
                              (int)d->op);
-        if (d->act != KERN_ACT_NONE && d->act != KERN_ACT_NEG && d->act != KERN_ACT_ABS &&
-            d->act != KERN_ACT_RELU)
+        if (d->act != ACT_NONE && d->act != ACT_NEG && d->act != ACT_ABS &&
+            d->act != ACT_RELU)
             return tci_error(TCI_ERR_UNSUPPORTED,
                              "kern_eltwise: activation %d is not provided for int64", (int)d->act);
         for (int k = 0; k < num_inputs; k++)
-            if (d->input_scale[k] != 1.0f && !(d->op == KERN_ELTWISE_WHERE && k == 0))
+            if (d->input_scale[k] != 1.0f && !(d->op == BINARY_WHERE && k == 0))
                 return tci_error(TCI_ERR_UNSUPPORTED,
                                  "kern_eltwise: int64 inputs take no scale (input %d: %g)", k,
                                  (double)d->input_scale[k]);
@@ -800,19 +724,19 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
 
 } // namespace
 
-extern "C" int kern_eltwise_num_inputs(kern_eltwise_op op) {
-    if (op == KERN_ELTWISE_UNARY)
+extern "C" int kern_eltwise_num_inputs(binary_op op) {
+    if (op == BINARY_NONE)
         return 1;
-    if (op == KERN_ELTWISE_WHERE)
+    if (op == BINARY_WHERE)
         return 3;
     return 2;
 }
 
-extern "C" void kern_eltwise_desc_init(kern_eltwise_desc *desc, kern_eltwise_op op, tci_dtype dtype,
+extern "C" void kern_eltwise_desc_init(kern_eltwise_desc *desc, binary_op op, tci_dtype dtype,
                                        int rank, const int64_t *dims) {
     memset(desc, 0, sizeof *desc);
     desc->op = op;
-    desc->act = KERN_ACT_NONE;
+    desc->act = ACT_NONE;
     desc->dtype = dtype;
     if (rank < 0)
         rank = 0;

@@ -41,7 +41,7 @@ tci_status kern_gemm_desc_check(const char *who, const kern_wmma_gemm_desc *d, i
                              ">= m * ldc = %lld)",
                              who, (long long)d->stride_c, (long long)(d->m * out->ldc));
     }
-    if ((int)d->act < 0 || (int)d->act >= KERN_ACT_COUNT)
+    if ((int)d->act < 0 || (int)d->act >= ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown act %d", who, (int)d->act);
     if (ceil_div(d->m, tile_m) * ceil_div(d->n, tile_n) > INT32_MAX)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: %lld x %lld needs too many tiles", who,

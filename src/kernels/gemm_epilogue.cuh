@@ -1,5 +1,5 @@
 // The fused epilogue of tcinfer's GEMM kernels (wmma_gemm.cu, wgmma_gemm.cu): alpha * acc +
-// beta * C + bias, the activation, one rounding to the output type.
+// beta * C + bias, the activation (precise fp32 functions), one rounding to the output type.
 // Internal to src/kernels/*.cu (CUDA C++); host code never includes it.
 #ifndef TCI_KERNELS_GEMM_EPILOGUE_CUH
 #define TCI_KERNELS_GEMM_EPILOGUE_CUH
@@ -8,7 +8,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "kernels/eltwise.h"
+#include "kernels/act.cuh"
 #include "kernels/kern_util.cuh"
 
 namespace gemm_epilogue {
@@ -31,7 +31,7 @@ __device__ __forceinline__ void epilogue_one(const Epilogue &e, const void *c, v
                        : e.out == kOutBf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(c)[off])
                                            : __half2float(static_cast<const __half *>(c)[off]));
     if (e.has_bias) v += e.bias[col];
-    if (e.act != KERN_ACT_NONE) v = kern_util::act_precise(e.act, v, e.act_alpha, e.act_beta);
+    if (e.act != ACT_NONE) v = kern_util::act_apply_rt<false>(e.act, v, e.act_alpha, e.act_beta);
     if (e.out == kOutF32)
         static_cast<float *>(d)[off] = v;
     else if (e.out == kOutBf16)
@@ -83,7 +83,7 @@ __device__ __forceinline__ void epilogue_eight(const Epilogue &e, const void *c,
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[i] += add[i];
     }
-    kern_util::act8<kern_util::ActPrecise>(e.act, v, e.act_alpha, e.act_beta);
+    kern_util::act8<false>(e.act, v, e.act_alpha, e.act_beta);
     if (e.out == kOutF32)
         store_eight<float>(d, off, v);
     else if (e.out == kOutBf16)

@@ -11,8 +11,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "kernels/eltwise.h"
-
 // util/status.h has no extern "C" guard of its own
 extern "C" {
 #include "util/status.h"
@@ -201,69 +199,6 @@ __device__ __forceinline__ float8 ldg_chunk(const float8 *p) {
     u.lo = __ldg(&p->lo);
     u.hi = __ldg(&p->hi);
     return u;
-}
-
-// The precise fp32 forms of eltwise.cu's activations as a runtime switch: the GEMM epilogues
-// (wmma_gemm.cu, wgmma_gemm.cu) apply it once per output element after a K-long dot product.
-__device__ __forceinline__ float act_precise(int act, float x, float alpha, float beta) {
-    switch (act) {
-    case KERN_ACT_RELU: return x < 0.0f ? 0.0f : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
-    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
-    case KERN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case KERN_ACT_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
-    case KERN_ACT_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
-    case KERN_ACT_TANH: return tanhf(x);
-    case KERN_ACT_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
-    case KERN_ACT_SELU: return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
-    case KERN_ACT_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
-    case KERN_ACT_SQRT: return sqrtf(x);
-    case KERN_ACT_ERF: return erff(x);
-    case KERN_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case KERN_ACT_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case KERN_ACT_SILU: return x / (1.0f + expf(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabsf(x);
-    case KERN_ACT_EXP: return expf(x);
-    case KERN_ACT_LOG: return logf(x);
-    case KERN_ACT_RECIPROCAL: return 1.0f / x;
-    default: return x;
-    }
-}
-
-struct ActPrecise {
-    __device__ __forceinline__ static float apply(int act, float x, float alpha, float beta) {
-        return act_precise(act, x, alpha, beta);
-    }
-};
-
-template <class Act, int ACT>
-__device__ __forceinline__ void act8_as(float (&v)[8], float alpha, float beta) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = Act::apply(ACT, v[i], alpha, beta);
-}
-
-// Activation `act` (Act::apply's formulas) on eight values of an epilogue, dispatched once for
-// the eight: Act::apply in a loop over the values compiles to one indirect branch (the switch's
-// jump table) per value. The activations the engine fuses into convolutions and GEMMs get a
-// case of their own; the others keep the per-value switch.
-template <class Act>
-__device__ __forceinline__ void act8(int act, float (&v)[8], float alpha, float beta) {
-    switch (act) {
-    case KERN_ACT_NONE: return;
-    case KERN_ACT_RELU: act8_as<Act, KERN_ACT_RELU>(v, alpha, beta); return;
-    case KERN_ACT_CLIP: act8_as<Act, KERN_ACT_CLIP>(v, alpha, beta); return;
-    case KERN_ACT_LEAKY_RELU: act8_as<Act, KERN_ACT_LEAKY_RELU>(v, alpha, beta); return;
-    case KERN_ACT_SIGMOID: act8_as<Act, KERN_ACT_SIGMOID>(v, alpha, beta); return;
-    case KERN_ACT_HARD_SWISH: act8_as<Act, KERN_ACT_HARD_SWISH>(v, alpha, beta); return;
-    case KERN_ACT_SILU: act8_as<Act, KERN_ACT_SILU>(v, alpha, beta); return;
-    case KERN_ACT_GELU: act8_as<Act, KERN_ACT_GELU>(v, alpha, beta); return;
-    case KERN_ACT_GELU_TANH: act8_as<Act, KERN_ACT_GELU_TANH>(v, alpha, beta); return;
-    default:
-#pragma unroll
-        for (int i = 0; i < 8; ++i) v[i] = Act::apply(act, v[i], alpha, beta);
-    }
 }
 
 } // namespace kern_util

@@ -15,6 +15,7 @@
 extern "C" {
 #include "util/status.h"
 }
+#include "kernels/act.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/kern_util.cuh"
 #include "kernels/wmma_conv.h"
@@ -70,40 +71,6 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// eltwise.cu's formulas with its fp16-kernel approximations (FAST), so that a fused activation
-// gives what the separate elementwise kernel would.
-__device__ __forceinline__ float act_apply(int act, float x, float alpha, float beta) {
-    switch (act) {
-    case KERN_ACT_RELU: return x < 0.0f ? 0.0f : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
-    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
-    case KERN_ACT_SIGMOID: return __frcp_rn(1.0f + __expf(-x));
-    case KERN_ACT_HARD_SIGMOID: return fminf(1.0f, fmaxf(0.0f, alpha * x + beta));
-    case KERN_ACT_HARD_SWISH: return x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f));
-    case KERN_ACT_TANH: return tanhf(x);
-    case KERN_ACT_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
-    case KERN_ACT_SELU: return x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x;
-    case KERN_ACT_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(__expf(-fabsf(x)));
-    case KERN_ACT_SQRT: return sqrtf(x);
-    case KERN_ACT_ERF: return erff(x);
-    case KERN_ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case KERN_ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    case KERN_ACT_SILU: return x * __frcp_rn(1.0f + __expf(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabsf(x);
-    case KERN_ACT_EXP: return __expf(x);
-    case KERN_ACT_LOG: return __logf(x);
-    case KERN_ACT_RECIPROCAL: return __frcp_rn(x);
-    default: return x;
-    }
-}
-
-struct ActFast {
-    __device__ __forceinline__ static float apply(int act, float x, float alpha, float beta) {
-        return act_apply(act, x, alpha, beta);
-    }
-};
-
 // Two elements of type E in 32 bits (the lower address in the low half), rounded to nearest even.
 template <class E> __device__ __forceinline__ uint32_t pack2(float lo, float hi);
 template <> __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
@@ -141,7 +108,9 @@ template <class E> __device__ __forceinline__ void epilogue8(const Params &p, fl
         const float2 a = unpack2<E>(zz.x), b = unpack2<E>(zz.y), c = unpack2<E>(zz.z), d = unpack2<E>(zz.w);
         v[0] += a.x, v[1] += a.y, v[2] += b.x, v[3] += b.y, v[4] += c.x, v[5] += c.y, v[6] += d.x, v[7] += d.y;
     }
-    kern_util::act8<ActFast>(p.act, v, p.act_alpha, p.act_beta);
+    // FAST: the fp16 elementwise kernel's forms, so that a fused activation gives what the separate
+    // elementwise kernel would
+    kern_util::act8<true>(p.act, v, p.act_alpha, p.act_beta);
     if (ch + 8 > p.k_real) {
 #pragma unroll
         for (int j = 0; j < 8; j++)
@@ -495,7 +464,7 @@ tci_status check_desc(const kern_wmma_conv_desc *d, const char *who) {
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: with %lld groups, c/groups (%lld) and k/groups (%lld) must be multiples of 8", who,
                          (long long)d->groups, (long long)(d->c / d->groups), (long long)(d->k / d->groups));
-    if ((int)d->act < 0 || d->act >= KERN_ACT_COUNT)
+    if ((int)d->act < 0 || d->act >= ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
     if (d->dtype != TCI_DTYPE_UNDEFINED && d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_BFLOAT16)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: dtype %s (float16 or bfloat16 only)", who,

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/eltwise.h"
 #include "tcinfer.h"
+#include "util/elementwise.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,7 +27,7 @@ typedef struct kern_wmma_conv_desc {
     int64_t stride_h, stride_w, dilation_h, dilation_w;
     int64_t groups;            /* 1, or > 1 with c/groups and k/groups multiples of 8 (nothing padded) */
     float alpha;               /* scale of the accumulator, normally 1 */
-    kern_act act;              /* any kern_act, formulas of eltwise.cu's fp16 kernels */
+    act_kind act;              /* any; the fast (fp16-kernel) forms of util/elementwise.h's */
     float act_alpha, act_beta;
     /* element type of x, w, z and y: TCI_DTYPE_FLOAT16 (or 0), or TCI_DTYPE_BFLOAT16, which the
      * configs with 16x16x16 fragments offer (the others say TCI_ERR_UNSUPPORTED) */

@@ -596,7 +596,7 @@ void kern_wmma_gemm_desc_init(kern_wmma_gemm_desc *desc, int64_t m, int64_t n, i
     desc->batch = 1;
     desc->m = m, desc->n = n, desc->k = k, desc->trans_a = trans_a, desc->trans_b = trans_b;
     desc->alpha = 1.0f;
-    desc->act = KERN_ACT_NONE;
+    desc->act = ACT_NONE;
     desc->out_dtype = TCI_DTYPE_FLOAT16;
     desc->in_dtype = TCI_DTYPE_FLOAT16;
 }
@@ -732,7 +732,7 @@ tci_status kern_wmma_variant_supports(const kern_wmma_gemm_desc *desc, kern_wmma
             return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes int32", who,
                              v.name, tci_dtype_name(out));
         if (desc->alpha != 1.0f || desc->beta != 0.0f || desc->has_bias ||
-            desc->act != KERN_ACT_NONE)
+            desc->act != ACT_NONE)
             return tci_error(TCI_ERR_UNSUPPORTED,
                              "%s %s: integer GEMMs are exact, D = A B: alpha 1, beta 0, no bias, "
                              "no act",
@@ -742,7 +742,7 @@ tci_status kern_wmma_variant_supports(const kern_wmma_gemm_desc *desc, kern_wmma
         if (out != TCI_DTYPE_DOUBLE)
             return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes double",
                              who, v.name, tci_dtype_name(out));
-        if (desc->has_bias || desc->act != KERN_ACT_NONE)
+        if (desc->has_bias || desc->act != ACT_NONE)
             return tci_error(TCI_ERR_UNSUPPORTED, "%s %s: no bias or act in fp64", who, v.name);
         break;
     }

@@ -8,8 +8,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "kernels/eltwise.h"
 #include "tcinfer.h"
+#include "util/elementwise.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +32,7 @@ typedef struct kern_wmma_gemm_desc {
     int64_t stride_a, stride_b, stride_c;
     float alpha, beta;
     int has_bias;           /* bias: n fp32 values, shared by every batch */
-    kern_act act;           /* any kern_act, formulas and parameters as in eltwise.h */
+    act_kind act;           /* any, as in util/elementwise.h; precise fp32 functions */
     float act_alpha, act_beta;
     /* type of D (and of C). Flagship family: in_dtype (FLOAT16 or BFLOAT16) or TCI_DTYPE_FLOAT.
      * Variants: see kern_wmma_variant. */

@@ -628,9 +628,9 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     }
     /* residual Add (the other operand already computed), then an activation */
     int residual = -1;
-    plan_activation act = {0};
+    act_params act = {0};
     next = st == TCI_OK ? lower_single_consumer(b, out) : NULL;
-    if (next && next->desc->binary == PLAN_BIN_ADD && next->num_inputs == 2) {
+    if (next && next->desc->binary == BINARY_ADD && next->num_inputs == 2) {
         const ir_tensor *other = next->inputs[0] == out ? next->inputs[1] : next->inputs[0];
         bool same = other->rank == 4 && lower_layout_of(b, other) >= 0;
         for (int i = 0; same && i < 4; i++) same = other->dims[i] == out->dims[i];
@@ -677,7 +677,7 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     /* cuDNN's fused call applies ReLU (or nothing); other activations run after it. The
      * depthwise kernel (cuDNN's NHWC depthwise is far off bandwidth) fuses any of them. */
     pc->depthwise = depthwise;
-    if (depthwise || act.kind == PLAN_ACT_RELU || act.kind == PLAN_ACT_NONE) pc->act = act;
+    if (depthwise || (act_flags(act.kind) & ACT_FUSES_CUDNN)) pc->act = act;
     else pc->post_act = act;
     lower_step_io(step, 4, (int[]){xt, wt, bt, residual}, 1, &yt);
     return TCI_OK;
@@ -703,7 +703,7 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     free(shift);
     TCI_TRY(st);
     char label[256] = "ConvTranspose";
-    plan_activation act;
+    act_params act;
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label));
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "layers/op.h"
+#include "util/elementwise.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Broadcast walk
@@ -162,48 +163,33 @@ static const char *const no_attrs[] = {NULL};
  * Unary float activations
  * ------------------------------------------------------------------------------------------- */
 
-typedef enum unary_kind {
-    UNARY_RELU,
-    UNARY_LEAKY_RELU,
-    UNARY_SIGMOID,
-    UNARY_HARD_SIGMOID,
-    UNARY_HARD_SWISH,
-    UNARY_TANH,
-    UNARY_ELU,
-    UNARY_SELU,
-    UNARY_SOFTPLUS,
-    UNARY_SQRT,
-    UNARY_ERF,
-    UNARY_GELU,
-    UNARY_GELU_TANH,
-} unary_kind;
-
+/* alpha and beta as in util/elementwise.h's ACT_LIST (Selu's gamma is beta). */
 typedef struct unary_params {
-    unary_kind kind;
-    float alpha, beta, gamma;
+    act_kind kind;
+    float alpha, beta;
 } unary_params;
 
 typedef struct unary_spec {
     const char *op_type;
-    unary_kind kind;
+    act_kind kind;
     const char *attrs[3];
-    float alpha, beta, gamma; /* ONNX defaults */
+    float alpha, beta; /* ONNX defaults */
 } unary_spec;
 
 static const unary_spec unary_specs[] = {
-    {"Relu", UNARY_RELU, {NULL}, 0, 0, 0},
-    {"LeakyRelu", UNARY_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0, 0},
-    {"Sigmoid", UNARY_SIGMOID, {NULL}, 0, 0, 0},
-    {"HardSigmoid", UNARY_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f, 0},
-    {"HardSwish", UNARY_HARD_SWISH, {NULL}, 1.0f / 6.0f, 0.5f, 0},
-    {"Tanh", UNARY_TANH, {NULL}, 0, 0, 0},
-    {"Elu", UNARY_ELU, {"alpha", NULL}, 1.0f, 0, 0},
-    {"Selu", UNARY_SELU, {"alpha", "gamma", NULL}, 1.67326319217681884765625f, 0,
+    {"Relu", ACT_RELU, {NULL}, 0, 0},
+    {"LeakyRelu", ACT_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0},
+    {"Sigmoid", ACT_SIGMOID, {NULL}, 0, 0},
+    {"HardSigmoid", ACT_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f},
+    {"HardSwish", ACT_HARD_SWISH, {NULL}, 0, 0},
+    {"Tanh", ACT_TANH, {NULL}, 0, 0},
+    {"Elu", ACT_ELU, {"alpha", NULL}, 1.0f, 0},
+    {"Selu", ACT_SELU, {"alpha", "gamma", NULL}, 1.67326319217681884765625f,
      1.05070102214813232421875f},
-    {"Softplus", UNARY_SOFTPLUS, {NULL}, 0, 0, 0},
-    {"Sqrt", UNARY_SQRT, {NULL}, 0, 0, 0},
-    {"Erf", UNARY_ERF, {NULL}, 0, 0, 0},
-    {"Gelu", UNARY_GELU, {"approximate", NULL}, 0, 0, 0},
+    {"Softplus", ACT_SOFTPLUS, {NULL}, 0, 0},
+    {"Sqrt", ACT_SQRT, {NULL}, 0, 0},
+    {"Erf", ACT_ERF, {NULL}, 0, 0},
+    {"Gelu", ACT_GELU, {"approximate", NULL}, 0, 0},
 };
 
 static tci_status unary_parse(ir_node *node, tci_arena *arena) {
@@ -217,18 +203,17 @@ static tci_status unary_parse(ir_node *node, tci_arena *arena) {
     p->kind = spec->kind;
     p->alpha = spec->alpha;
     p->beta = spec->beta;
-    p->gamma = spec->gamma;
     for (int i = 0; spec->attrs[i]; i++) {
         const char *name = spec->attrs[i];
         if (strcmp(name, "alpha") == 0) TCI_TRY(ir_attr_float(node, name, p->alpha, &p->alpha));
-        if (strcmp(name, "beta") == 0) TCI_TRY(ir_attr_float(node, name, p->beta, &p->beta));
-        if (strcmp(name, "gamma") == 0) TCI_TRY(ir_attr_float(node, name, p->gamma, &p->gamma));
+        if (strcmp(name, "beta") == 0 || strcmp(name, "gamma") == 0)
+            TCI_TRY(ir_attr_float(node, name, p->beta, &p->beta));
     }
-    if (spec->kind == UNARY_GELU) {
+    if (spec->kind == ACT_GELU) {
         const char *approximate;
         TCI_TRY(ir_attr_string(node, "approximate", "none", &approximate));
         if (strcmp(approximate, "tanh") == 0)
-            p->kind = UNARY_GELU_TANH;
+            p->kind = ACT_GELU_TANH;
         else if (strcmp(approximate, "none") != 0)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "attribute 'approximate' value '%s' is not supported (none, "
@@ -252,64 +237,7 @@ static tci_status unary_forward(const ir_node *node, const tci_tensor *const *in
     const float *x = in[0]->data;
     float *y = out[0]->data;
     const int64_t n = op_count(in[0]);
-    const float alpha = p->alpha, beta = p->beta, gamma = p->gamma;
-    switch (p->kind) {
-    case UNARY_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i];
-        break;
-    case UNARY_LEAKY_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * x[i] : x[i];
-        break;
-    case UNARY_SIGMOID:
-        /* exp of -|x| never overflows; selecting instead of branching keeps mixed-sign data
-         * from mispredicting */
-        for (int64_t i = 0; i < n; i++) {
-            float e = expf(-fabsf(x[i])), r = 1.0f / (1.0f + e);
-            y[i] = x[i] >= 0 ? r : e * r;
-        }
-        break;
-    case UNARY_HARD_SIGMOID:
-    case UNARY_HARD_SWISH:
-        for (int64_t i = 0; i < n; i++) {
-            float v = alpha * x[i] + beta;
-            v = v < 0 ? 0.0f : v > 1 ? 1.0f : v;
-            y[i] = p->kind == UNARY_HARD_SWISH ? x[i] * v : v;
-        }
-        break;
-    case UNARY_TANH:
-        for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
-        break;
-    case UNARY_ELU:
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] < 0 ? alpha * expm1f(x[i]) : x[i];
-        break;
-    case UNARY_SELU:
-        for (int64_t i = 0; i < n; i++)
-            y[i] = x[i] > 0 ? gamma * x[i] : gamma * (alpha * expf(x[i]) - alpha);
-        break;
-    case UNARY_SOFTPLUS:
-        /* log(1 + e^x) without overflowing e^x for large x */
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            y[i] = v > 0 ? v + log1pf(expf(-v)) : log1pf(expf(v));
-        }
-        break;
-    case UNARY_SQRT:
-        for (int64_t i = 0; i < n; i++) y[i] = sqrtf(x[i]);
-        break;
-    case UNARY_ERF:
-        for (int64_t i = 0; i < n; i++) y[i] = erff(x[i]);
-        break;
-    case UNARY_GELU:
-        for (int64_t i = 0; i < n; i++)
-            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
-        break;
-    case UNARY_GELU_TANH:
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            y[i] = 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-        }
-        break;
-    }
+    for (int64_t i = 0; i < n; i++) y[i] = act_apply_host(p->kind, x[i], p->alpha, p->beta);
     return TCI_OK;
 }
 
@@ -430,18 +358,6 @@ BINARY_KERNEL(k_pow_f32, float, float, pow_f32)
 BINARY_KERNEL(k_pow_f64, double, double, pow_f64)
 BINARY_KERNEL(k_prelu_f32, float, float, prelu_f32)
 
-typedef enum binary_kind {
-    BINARY_ADD,
-    BINARY_SUB,
-    BINARY_MUL,
-    BINARY_DIV,
-    BINARY_MAX,
-    BINARY_MIN,
-    BINARY_EQUAL,
-    BINARY_POW,
-    BINARY_KIND_COUNT,
-} binary_kind;
-
 /* Slots of the kernel table by dtype. */
 enum { SLOT_F32, SLOT_F64, SLOT_I8, SLOT_U8, SLOT_I32, SLOT_I64, SLOT_BOOL, SLOT_COUNT };
 
@@ -461,7 +377,7 @@ static int dtype_slot(tci_dtype dtype) {
 #define TYPED_ROW(op)                                                                             \
     {k_##op##_f32, k_##op##_f64, k_##op##_i8, k_##op##_u8, k_##op##_i32, k_##op##_i64, NULL}
 
-static const binary_kernel binary_kernels[BINARY_KIND_COUNT][SLOT_COUNT] = {
+static const binary_kernel binary_kernels[BINARY_COUNT][SLOT_COUNT] = {
     [BINARY_ADD] = TYPED_ROW(add),
     [BINARY_SUB] = TYPED_ROW(sub),
     [BINARY_MUL] = TYPED_ROW(mul),
@@ -505,12 +421,12 @@ static void run_pow_generic(tci_tensor *out, const tci_tensor *a, const tci_tens
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct binary_params {
-    binary_kind kind;
+    binary_op kind;
 } binary_params;
 
 static const struct {
     const char *op_type;
-    binary_kind kind;
+    binary_op kind;
 } binary_names[] = {
     {"Add", BINARY_ADD}, {"Sub", BINARY_SUB},     {"Mul", BINARY_MUL}, {"Div", BINARY_DIV},
     {"Pow", BINARY_POW}, {"Equal", BINARY_EQUAL}, {"Sum", BINARY_ADD}, {"Max", BINARY_MAX},
@@ -1023,31 +939,17 @@ static tci_status cast_forward(const ir_node *node, const tci_tensor *const *in,
  * GPU lowering
  * ------------------------------------------------------------------------------------------- */
 
-static const plan_act unary_acts[] = {
-    [UNARY_RELU] = PLAN_ACT_RELU,       [UNARY_LEAKY_RELU] = PLAN_ACT_LEAKY_RELU,
-    [UNARY_SIGMOID] = PLAN_ACT_SIGMOID, [UNARY_HARD_SIGMOID] = PLAN_ACT_HARD_SIGMOID,
-    [UNARY_HARD_SWISH] = PLAN_ACT_HARD_SWISH, [UNARY_TANH] = PLAN_ACT_TANH,
-    [UNARY_ELU] = PLAN_ACT_ELU,         [UNARY_SELU] = PLAN_ACT_SELU,
-    [UNARY_SOFTPLUS] = PLAN_ACT_SOFTPLUS, [UNARY_SQRT] = PLAN_ACT_SQRT,
-    [UNARY_ERF] = PLAN_ACT_ERF,         [UNARY_GELU] = PLAN_ACT_GELU,
-    [UNARY_GELU_TANH] = PLAN_ACT_GELU_TANH,
-};
-
-static tci_status unary_epilogue(const ir_node *node, plan_activation *act) {
+static tci_status unary_epilogue(const ir_node *node, act_params *act) {
     const unary_params *p = node->params;
-    act->kind = unary_acts[p->kind];
-    act->alpha = act->beta = 0.0f;
-    if (p->kind == UNARY_LEAKY_RELU || p->kind == UNARY_ELU || p->kind == UNARY_HARD_SIGMOID ||
-        p->kind == UNARY_SELU)
-        act->alpha = p->alpha;
-    if (p->kind == UNARY_HARD_SIGMOID) act->beta = p->beta;
-    if (p->kind == UNARY_SELU) act->beta = p->gamma;
+    act->kind = p->kind;
+    act->alpha = p->alpha;
+    act->beta = p->beta;
     return TCI_OK;
 }
 
-static tci_status clip_epilogue(const ir_node *node, plan_activation *act) {
+static tci_status clip_epilogue(const ir_node *node, act_params *act) {
     const clip_params *p = node->params;
-    act->kind = PLAN_ACT_CLIP;
+    act->kind = ACT_CLIP;
     if (node->since_version < 11) {
         act->alpha = p->min;
         act->beta = p->max;
@@ -1064,18 +966,18 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_require_known(node, out));
     plan_layout layout = lower_eltwise_layout(b, node, out);
     const char *label = node->op_type;
-    plan_activation act;
+    act_params act;
     TCI_TRY(node->desc->epilogue(node, &act));
-    if (act.kind == PLAN_ACT_SIGMOID) {
+    if (act.kind == ACT_SIGMOID) {
         const ir_node *mul = lower_silu_mul(b, node->inputs[0]);
         if (mul && !lower_is_fused(b, mul)) {
             lower_mark_fused(b, mul);
-            act.kind = PLAN_ACT_SILU;
+            act.kind = ACT_SILU;
             out = mul->outputs[0];
             label = "Sigmoid+Mul(SiLU)";
         }
     }
-    return lower_eltwise_step(b, node, PLAN_BIN_NONE, (const ir_tensor *const *)node->inputs, 1,
+    return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)node->inputs, 1,
                               out, act, lower_intern(b, label), -1, layout);
 }
 
@@ -1087,27 +989,27 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
     plan_layout layout = lower_eltwise_layout(b, node, out);
     char label[256];
     snprintf(label, sizeof label, "%s", node->op_type);
-    plan_binary op = node->desc->binary;
+    binary_op op = node->desc->binary;
     /* the kernels take one value dtype (Where's condition aside) */
-    int first = op == PLAN_BIN_WHERE ? 1 : 0;
+    int first = op == BINARY_WHERE ? 1 : 0;
     for (int i = first + 1; i < node->num_inputs; i++)
         if (node->inputs[i] && node->inputs[i]->dtype != node->inputs[first]->dtype)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "inputs of dtypes %s and %s: mixed dtypes have no GPU path",
                                  tci_dtype_name(node->inputs[first]->dtype),
                                  tci_dtype_name(node->inputs[i]->dtype));
-    plan_activation act = {0};
+    act_params act = {0};
     const ir_tensor *const *inputs = (const ir_tensor *const *)node->inputs;
-    if (op == PLAN_BIN_WHERE)
+    if (op == BINARY_WHERE)
         return lower_eltwise_step(b, node, op, inputs, 3, out, act, lower_intern(b, label), -1,
                                   PLAN_LAYOUT_DENSE);
     int n = node->num_inputs;
     if (n == 1) /* Sum/Max/Min of one input: a copy */
-        return lower_eltwise_step(b, node, PLAN_BIN_NONE, inputs, 1, out, act,
+        return lower_eltwise_step(b, node, BINARY_NONE, inputs, 1, out, act,
                                   lower_intern(b, label), -1, layout);
     const ir_tensor *final_out = out;
     TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &final_out, label, sizeof label));
-    plan_activation none = {0};
+    act_params none = {0};
     int acc = -1;
     for (int i = 1; i < n; i++) {
         bool last = i == n - 1;
@@ -1170,31 +1072,31 @@ static tci_status cast_gpu_lower(plan_builder *b, const ir_node *node) {
                                 .epilogue = epilogue_fn,                                          \
                                 .binary = binary_op}
 
-OP(relu_op, "Relu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13, 14);
-OP(leaky_relu_op, "LeakyRelu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 16);
-OP(sigmoid_op, "Sigmoid", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13);
-OP(hard_sigmoid_op, "HardSigmoid", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 22);
-OP(hard_swish_op, "HardSwish", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 14, 22);
-OP(tanh_op, "Tanh", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13);
-OP(elu_op, "Elu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 22);
-OP(selu_op, "Selu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 22);
-OP(softplus_op, "Softplus", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 1, 22);
-OP(sqrt_op, "Sqrt", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 6, 13);
-OP(erf_op, "Erf", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 9, 13);
-OP(gelu_op, "Gelu", unary, activation_gpu_lower, unary_epilogue, PLAN_BIN_NONE, 20);
-OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, PLAN_BIN_NONE, 6, 11, 12, 13);
-OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, PLAN_BIN_PRELU, 7, 9, 16);
-OP(add_op, "Add", binary, binary_gpu_lower, NULL, PLAN_BIN_ADD, 7, 13, 14);
-OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, PLAN_BIN_SUB, 7, 13, 14);
-OP(mul_op, "Mul", binary, binary_gpu_lower, NULL, PLAN_BIN_MUL, 7, 13, 14);
-OP(div_op, "Div", binary, binary_gpu_lower, NULL, PLAN_BIN_DIV, 7, 13, 14);
-OP(pow_op, "Pow", binary, binary_gpu_lower, NULL, PLAN_BIN_POW, 7, 12, 13, 15);
-OP(equal_op, "Equal", binary, binary_gpu_lower, NULL, PLAN_BIN_EQUAL, 7, 11, 13, 19);
-OP(where_op, "Where", where, binary_gpu_lower, NULL, PLAN_BIN_WHERE, 9, 16);
-OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, PLAN_BIN_ADD, 6, 8, 13);
-OP(max_op, "Max", variadic, binary_gpu_lower, NULL, PLAN_BIN_MAX, 6, 8, 12, 13);
-OP(min_op, "Min", variadic, binary_gpu_lower, NULL, PLAN_BIN_MIN, 6, 8, 12, 13);
-OP(cast_op, "Cast", cast, cast_gpu_lower, NULL, PLAN_BIN_NONE, 6, 9, 13, 19, 21, 23, 24, 25, 28);
+OP(relu_op, "Relu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13, 14);
+OP(leaky_relu_op, "LeakyRelu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 16);
+OP(sigmoid_op, "Sigmoid", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13);
+OP(hard_sigmoid_op, "HardSigmoid", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 22);
+OP(hard_swish_op, "HardSwish", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 14, 22);
+OP(tanh_op, "Tanh", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13);
+OP(elu_op, "Elu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 22);
+OP(selu_op, "Selu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 22);
+OP(softplus_op, "Softplus", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 1, 22);
+OP(sqrt_op, "Sqrt", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13);
+OP(erf_op, "Erf", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 9, 13);
+OP(gelu_op, "Gelu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 20);
+OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, BINARY_NONE, 6, 11, 12, 13);
+OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, BINARY_PRELU, 7, 9, 16);
+OP(add_op, "Add", binary, binary_gpu_lower, NULL, BINARY_ADD, 7, 13, 14);
+OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, BINARY_SUB, 7, 13, 14);
+OP(mul_op, "Mul", binary, binary_gpu_lower, NULL, BINARY_MUL, 7, 13, 14);
+OP(div_op, "Div", binary, binary_gpu_lower, NULL, BINARY_DIV, 7, 13, 14);
+OP(pow_op, "Pow", binary, binary_gpu_lower, NULL, BINARY_POW, 7, 12, 13, 15);
+OP(equal_op, "Equal", binary, binary_gpu_lower, NULL, BINARY_EQUAL, 7, 11, 13, 19);
+OP(where_op, "Where", where, binary_gpu_lower, NULL, BINARY_WHERE, 9, 16);
+OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, 6, 8, 13);
+OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, 6, 8, 12, 13);
+OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, 6, 8, 12, 13);
+OP(cast_op, "Cast", cast, cast_gpu_lower, NULL, BINARY_NONE, 6, 9, 13, 19, 21, 23, 24, 25, 28);
 
 const op_desc *const layer_eltwise_ops[] = {
     &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,

@@ -294,7 +294,7 @@ static tci_status fuse_bias(plan_builder *b, const ir_tensor *t, int64_t n, floa
     *out_bias = NULL;
     *out_tensor = t;
     const ir_node *next = lower_single_consumer(b, t);
-    if (!next || next->desc->binary != PLAN_BIN_ADD || next->num_inputs != 2) return TCI_OK;
+    if (!next || next->desc->binary != BINARY_ADD || next->num_inputs != 2) return TCI_OK;
     const ir_tensor *c = next->inputs[0] == t ? next->inputs[1] : next->inputs[0];
     if (!c->data || c->dtype != TCI_DTYPE_FLOAT || lower_count(c) != n || c->rank < 1 ||
         c->dims[c->rank - 1] != n || next->outputs[0]->rank != t->rank)
@@ -309,8 +309,8 @@ static tci_status fuse_bias(plan_builder *b, const ir_tensor *t, int64_t n, floa
     return TCI_OK;
 }
 
-/* ReLU and tanh-GELU are cuBLASLt epilogues; anything else stays a separate step. */
-static bool gemm_fuses(plan_act kind) { return kind == PLAN_ACT_RELU || kind == PLAN_ACT_GELU_TANH; }
+/* What cuBLASLt has an epilogue for (ReLU, tanh-GELU); anything else stays a separate step. */
+static bool gemm_fuses(act_kind kind) { return (act_flags(kind) & ACT_FUSES_CUBLASLT) != 0; }
 
 static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g, int a_index, int b_index,
                               const ir_tensor *out, const char *label, float *bias) {

@@ -766,7 +766,7 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_temporary(b, "bn_scaled", lower_float_dtype(b), PLAN_LAYOUT_NHWC8, 4, x->dims,
                             &tmp));
     char label[256] = "BatchNormalization";
-    plan_activation act;
+    act_params act;
     const ir_tensor *out = y;
     TCI_TRY(lower_fuse_activation(b, y, NULL, &act, &out, label, sizeof label));
     TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
@@ -774,7 +774,7 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     for (int k = 0; k < 2; k++) {
         plan_step *s;
         TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, lower_intern(b, label), &s));
-        s->u.eltwise.op = k == 0 ? PLAN_BIN_MUL : PLAN_BIN_ADD;
+        s->u.eltwise.op = k == 0 ? BINARY_MUL : BINARY_ADD;
         if (k == 1) s->u.eltwise.act = act;
         const plan_tensor *o = lower_tensor(b, pairs[k][2]);
         lower_output_view(o, &s->u.eltwise.view);

@@ -47,10 +47,10 @@ typedef struct op_desc {
     tci_status (*gpu_lower)(plan_builder *b, const ir_node *node);
     /* The activation the op computes, when a producer's step may apply it as an epilogue
      * (Relu, Clip, Gelu...); NULL for every other op. */
-    tci_status (*epilogue)(const ir_node *node, plan_activation *out);
-    /* The element-wise binary op it computes (Add, Mul, Sum...), PLAN_BIN_NONE otherwise: what
+    tci_status (*epilogue)(const ir_node *node, act_params *out);
+    /* The element-wise binary op it computes (Add, Mul, Sum...), BINARY_NONE otherwise: what
      * fusion patterns (residual Add, SiLU's Mul, a Linear layer's bias) look for. */
-    plan_binary binary;
+    binary_op binary;
 } op_desc;
 
 /* ---- helpers shared by family files (src/layers/op_util.c) ---- */

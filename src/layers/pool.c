@@ -540,7 +540,7 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
     char label[256];
     snprintf(label, sizeof label, "%s", node->op_type);
-    plan_activation act;
+    act_params act;
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label));
     TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
@@ -564,8 +564,8 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     pp->dilation_h = win.dilation[0];
     pp->dilation_w = win.dilation[1];
     lower_step_io(s, 1, &xi, 1, &yt);
-    if (act.kind != PLAN_ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
-        return lower_eltwise_step(b, node, PLAN_BIN_NONE, (const ir_tensor *const *)&out, 1, out, act,
+    if (act.kind != ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
+        return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)&out, 1, out, act,
                             lower_intern(b, label), yt, PLAN_LAYOUT_NHWC8);
     return TCI_OK;
 }

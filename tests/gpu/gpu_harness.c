@@ -128,30 +128,30 @@ void gpu_layernorm_reference(const float *x, const float *g, const float *b, int
     }
 }
 
-double gpu_act_reference(kern_act act, double x, double a, double b) {
+double gpu_act_reference(act_kind act, double x, double a, double b) {
     switch (act) {
-    case KERN_ACT_NONE: return x;
-    case KERN_ACT_RELU: return x < 0 ? 0 : x;
-    case KERN_ACT_LEAKY_RELU: return x < 0 ? a * x : x;
-    case KERN_ACT_CLIP: return x < a ? a : (x > b ? b : x);
-    case KERN_ACT_SIGMOID: return 1 / (1 + exp(-x));
-    case KERN_ACT_HARD_SIGMOID: return fmin(1, fmax(0, a * x + b));
-    case KERN_ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
-    case KERN_ACT_TANH: return tanh(x);
-    case KERN_ACT_ELU: return x < 0 ? a * expm1(x) : x;
-    case KERN_ACT_SELU: return x <= 0 ? b * (a * expm1(x)) : b * x;
-    case KERN_ACT_SOFTPLUS: return fmax(x, 0) + log1p(exp(-fabs(x)));
-    case KERN_ACT_SQRT: return sqrt(x);
-    case KERN_ACT_ERF: return erf(x);
-    case KERN_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
-    case KERN_ACT_GELU_TANH:
+    case ACT_NONE: return x;
+    case ACT_RELU: return x < 0 ? 0 : x;
+    case ACT_LEAKY_RELU: return x < 0 ? a * x : x;
+    case ACT_CLIP: return x < a ? a : (x > b ? b : x);
+    case ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case ACT_HARD_SIGMOID: return fmin(1, fmax(0, a * x + b));
+    case ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
+    case ACT_TANH: return tanh(x);
+    case ACT_ELU: return x < 0 ? a * expm1(x) : x;
+    case ACT_SELU: return x <= 0 ? b * (a * expm1(x)) : b * x;
+    case ACT_SOFTPLUS: return fmax(x, 0) + log1p(exp(-fabs(x)));
+    case ACT_SQRT: return sqrt(x);
+    case ACT_ERF: return erf(x);
+    case ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case ACT_GELU_TANH:
         return 0.5 * x * (1 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-    case KERN_ACT_SILU: return x / (1 + exp(-x));
-    case KERN_ACT_NEG: return -x;
-    case KERN_ACT_ABS: return fabs(x);
-    case KERN_ACT_EXP: return exp(x);
-    case KERN_ACT_LOG: return log(x);
-    case KERN_ACT_RECIPROCAL: return 1 / x;
+    case ACT_SILU: return x / (1 + exp(-x));
+    case ACT_NEG: return -x;
+    case ACT_ABS: return fabs(x);
+    case ACT_EXP: return exp(x);
+    case ACT_LOG: return log(x);
+    case ACT_RECIPROCAL: return 1 / x;
     default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
     }
 }

@@ -61,7 +61,7 @@ void gpu_layernorm_reference(const float *x, const float *g, const float *b, int
 
 /* An activation of eltwise.h (parameters a, b as there) in double: the reference of every
  * kernel that applies one. */
-double gpu_act_reference(kern_act act, double x, double a, double b);
+double gpu_act_reference(act_kind act, double x, double a, double b);
 
 /* Deterministic uniform [lo, hi) floats. */
 void gpu_fill_random(float *dst, size_t n, uint64_t seed, float lo, float hi);

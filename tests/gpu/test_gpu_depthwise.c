@@ -18,7 +18,7 @@ static float round_half(float v) { return op_half_to_float(op_float_to_half(v));
 typedef struct {
     int64_t n, c, h, w, r, s, sh, sw, dh, dw, pt, pl, pb, pr;
     bool bias, residual;
-    kern_act act;
+    act_kind act;
     float alpha, beta;
 } dw_case;
 
@@ -157,36 +157,36 @@ static void check_case(const dw_case *t, kern_depthwise_path path, bool in_place
 
 /* n, c, h, w, r, s, stride h/w, dilation h/w, pads top/left/bottom/right, bias, residual, act. */
 static const dw_case cases[] = {
-    {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_NONE, 0, 0},
-    {3, 32, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_RELU, 0, 0},
-    {3, 96, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_CLIP, 0, 6},
-    {3, 13, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_CLIP, -0.25f, 0.25f},
-    {3, 32, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, KERN_ACT_SILU, 0, 0},
-    {3, 96, 15, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_HARD_SWISH, 0, 0},
-    {3, 13, 7, 9, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, true, true, KERN_ACT_SIGMOID, 0, 0},
-    {3, 32, 11, 9, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, true, false, KERN_ACT_SILU, 0, 0},
-    {3, 96, 7, 9, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, KERN_ACT_LEAKY_RELU, 0.1f, 0},
-    {3, 40, 16, 18, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, false, false, KERN_ACT_NONE, 0, 0},
+    {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, ACT_NONE, 0, 0},
+    {3, 32, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, ACT_RELU, 0, 0},
+    {3, 96, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, ACT_CLIP, 0, 6},
+    {3, 13, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true, ACT_CLIP, -0.25f, 0.25f},
+    {3, 32, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false, ACT_SILU, 0, 0},
+    {3, 96, 15, 17, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, ACT_HARD_SWISH, 0, 0},
+    {3, 13, 7, 9, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, true, true, ACT_SIGMOID, 0, 0},
+    {3, 32, 11, 9, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, true, false, ACT_SILU, 0, 0},
+    {3, 96, 7, 9, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, ACT_LEAKY_RELU, 0.1f, 0},
+    {3, 40, 16, 18, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, false, false, ACT_NONE, 0, 0},
     /* dilation (generic path only) */
-    {3, 13, 7, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, true, true, KERN_ACT_RELU, 0, 0},
-    {3, 96, 9, 7, 3, 3, 2, 1, 2, 3, 2, 3, 2, 3, true, false, KERN_ACT_SIGMOID, 0, 0},
+    {3, 13, 7, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, true, true, ACT_RELU, 0, 0},
+    {3, 96, 9, 7, 3, 3, 2, 1, 2, 3, 2, 3, 2, 3, true, false, ACT_SIGMOID, 0, 0},
     /* asymmetric and zero pads (SAME_UPPER / VALID), the rarer activations */
-    {3, 13, 7, 9, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, true, false, KERN_ACT_TANH, 0, 0},
-    {3, 32, 8, 10, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true, true, KERN_ACT_ELU, 0.7f, 0},
-    {3, 96, 8, 10, 5, 5, 2, 2, 1, 1, 1, 1, 2, 2, true, false, KERN_ACT_GELU, 0, 0},
-    {3, 13, 7, 9, 5, 5, 1, 1, 1, 1, 0, 2, 4, 2, false, true, KERN_ACT_HARD_SIGMOID, 0.2f, 0.5f},
-    {3, 32, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_ABS, 0, 0},
+    {3, 13, 7, 9, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, true, false, ACT_TANH, 0, 0},
+    {3, 32, 8, 10, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true, true, ACT_ELU, 0.7f, 0},
+    {3, 96, 8, 10, 5, 5, 2, 2, 1, 1, 1, 1, 2, 2, true, false, ACT_GELU, 0, 0},
+    {3, 13, 7, 9, 5, 5, 1, 1, 1, 1, 0, 2, 4, 2, false, true, ACT_HARD_SIGMOID, 0.2f, 0.5f},
+    {3, 32, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, ACT_ABS, 0, 0},
     /* other kernel shapes and strides: generic */
-    {3, 13, 7, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, false, KERN_ACT_NONE, 0, 0},
-    {3, 32, 9, 11, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, true, false, KERN_ACT_RELU, 0, 0},
-    {3, 13, 7, 9, 3, 5, 1, 2, 1, 1, 1, 2, 1, 2, true, false, KERN_ACT_NONE, 0, 0},
-    {3, 32, 7, 9, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_NONE, 0, 0},
+    {3, 13, 7, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, false, ACT_NONE, 0, 0},
+    {3, 32, 9, 11, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, true, false, ACT_RELU, 0, 0},
+    {3, 13, 7, 9, 3, 5, 1, 2, 1, 1, 1, 2, 1, 2, true, false, ACT_NONE, 0, 0},
+    {3, 32, 7, 9, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, true, false, ACT_NONE, 0, 0},
     /* windows that miss the input entirely (pads larger than the kernel reach) */
-    {1, 13, 2, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3, true, true, KERN_ACT_NONE, 0, 0},
+    {1, 13, 2, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3, true, true, ACT_NONE, 0, 0},
     /* tall tiles with several row and column tiles, channel groups (c 600: 75 chunks, 3 groups) */
-    {2, 600, 15, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_CLIP, 0, 6},
-    {2, 300, 29, 9, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, true, false, KERN_ACT_SILU, 0, 0},
-    {1, 8, 40, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_RELU, 0, 0},
+    {2, 600, 15, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, ACT_CLIP, 0, 6},
+    {2, 300, 29, 9, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, true, false, ACT_SILU, 0, 0},
+    {1, 8, 40, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, ACT_RELU, 0, 0},
 };
 
 static bool tiled_applies(const dw_case *t) {
@@ -223,8 +223,8 @@ START_TEST(test_depthwise_bf16) {
             check_case_as(bf16, t, KERN_DEPTHWISE_TILED_TALL, false, 7300 + 10 * i);
         }
     }
-    const dw_case t3 = {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_RELU, 0, 0};
-    const dw_case t5 = {2, 40, 9, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, KERN_ACT_SILU, 0, 0};
+    const dw_case t3 = {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, ACT_RELU, 0, 0};
+    const dw_case t5 = {2, 40, 9, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, ACT_SILU, 0, 0};
     for (int p = KERN_DEPTHWISE_AUTO; p <= KERN_DEPTHWISE_TILED_TALL; p++) {
         check_case_as(bf16, &t3, (kern_depthwise_path)p, true, 7500 + p);
         check_case_as(bf16, &t5, (kern_depthwise_path)p, true, 7600 + p);
@@ -239,9 +239,9 @@ END_TEST
 
 /* z == y: each thread reads its residual just before it overwrites it. */
 START_TEST(test_depthwise_in_place_residual) {
-    const dw_case t3 = {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_RELU, 0, 0};
-    const dw_case t5 = {2, 40, 9, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, KERN_ACT_SILU, 0, 0};
-    const dw_case td = {2, 13, 7, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false, true, KERN_ACT_NONE, 0, 0};
+    const dw_case t3 = {3, 13, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, ACT_RELU, 0, 0};
+    const dw_case t5 = {2, 40, 9, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, ACT_SILU, 0, 0};
+    const dw_case td = {2, 13, 7, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, false, true, ACT_NONE, 0, 0};
     for (int p = KERN_DEPTHWISE_AUTO; p <= KERN_DEPTHWISE_TILED_TALL; p++) {
         check_case(&t3, (kern_depthwise_path)p, true, 5000 + p);
         check_case(&t5, (kern_depthwise_path)p, true, 5100 + p);
@@ -252,7 +252,7 @@ END_TEST
 
 /* Large enough that AUTO takes the tall tiles (and several row tiles per image). */
 START_TEST(test_depthwise_auto_tall) {
-    const dw_case t = {8, 96, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_CLIP, 0, 6};
+    const dw_case t = {8, 96, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, ACT_CLIP, 0, 6};
     check_case(&t, KERN_DEPTHWISE_AUTO, false, 6000);
 }
 END_TEST
@@ -294,7 +294,7 @@ START_TEST(test_depthwise_errors) {
     char *buf = gpu_upload(zeros, sizeof zeros);
     char *x = buf, *w = buf + 1024, *y = buf + 2048;
     kern_depthwise_desc d;
-    const dw_case t = {1, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, KERN_ACT_NONE, 0, 0};
+    const dw_case t = {1, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, ACT_NONE, 0, 0};
     dw_desc(&t, KERN_DEPTHWISE_AUTO, &d); /* x and y: 4*4*8 halves = 256 bytes */
     ck_assert_tci_ok(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0));
     gpu_sync();
@@ -311,10 +311,10 @@ START_TEST(test_depthwise_errors) {
                         "y overlaps w");
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, y + 16, y, 0), TCI_ERR_INVALID_ARGUMENT,
                         "partly overlaps");
-    d.act = (kern_act)99;
+    d.act = (act_kind)99;
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_INVALID_ARGUMENT,
                         "unknown activation 99");
-    d.act = KERN_ACT_NONE;
+    d.act = ACT_NONE;
     d.path = (kern_depthwise_path)9;
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_INVALID_ARGUMENT,
                         "unknown path 9");
@@ -353,7 +353,7 @@ END_TEST
 typedef struct {
     const char *what;
     int64_t n, c, h, w, k, stride;
-    kern_act act;
+    act_kind act;
     kern_depthwise_path path;
 } dw_timing;
 
@@ -439,15 +439,15 @@ static void time_one(const dw_timing *t) {
 
 START_TEST(test_depthwise_timing) {
     static const dw_timing shapes[] = {
-        {"3x3 s1 256x96x112x112", 256, 96, 112, 112, 3, 1, KERN_ACT_CLIP, KERN_DEPTHWISE_AUTO},
-        {"3x3 s1 256x96x112x112", 256, 96, 112, 112, 3, 1, KERN_ACT_CLIP, KERN_DEPTHWISE_GENERIC},
-        {"3x3 s2 256x96x112x112", 256, 96, 112, 112, 3, 2, KERN_ACT_CLIP, KERN_DEPTHWISE_AUTO},
-        {"3x3 s1 256x576x14x14", 256, 576, 14, 14, 3, 1, KERN_ACT_CLIP, KERN_DEPTHWISE_AUTO},
-        {"3x3 s2 256x576x14x14", 256, 576, 14, 14, 3, 2, KERN_ACT_CLIP, KERN_DEPTHWISE_AUTO},
-        {"3x3 s1 1x96x112x112", 1, 96, 112, 112, 3, 1, KERN_ACT_CLIP, KERN_DEPTHWISE_AUTO},
-        {"5x5 s2 256x144x56x56", 256, 144, 56, 56, 5, 2, KERN_ACT_SILU, KERN_DEPTHWISE_AUTO},
-        {"5x5 s1 256x672x14x14", 256, 672, 14, 14, 5, 1, KERN_ACT_SILU, KERN_DEPTHWISE_AUTO},
-        {"5x5 s1 256x1152x7x7", 256, 1152, 7, 7, 5, 1, KERN_ACT_SILU, KERN_DEPTHWISE_AUTO},
+        {"3x3 s1 256x96x112x112", 256, 96, 112, 112, 3, 1, ACT_CLIP, KERN_DEPTHWISE_AUTO},
+        {"3x3 s1 256x96x112x112", 256, 96, 112, 112, 3, 1, ACT_CLIP, KERN_DEPTHWISE_GENERIC},
+        {"3x3 s2 256x96x112x112", 256, 96, 112, 112, 3, 2, ACT_CLIP, KERN_DEPTHWISE_AUTO},
+        {"3x3 s1 256x576x14x14", 256, 576, 14, 14, 3, 1, ACT_CLIP, KERN_DEPTHWISE_AUTO},
+        {"3x3 s2 256x576x14x14", 256, 576, 14, 14, 3, 2, ACT_CLIP, KERN_DEPTHWISE_AUTO},
+        {"3x3 s1 1x96x112x112", 1, 96, 112, 112, 3, 1, ACT_CLIP, KERN_DEPTHWISE_AUTO},
+        {"5x5 s2 256x144x56x56", 256, 144, 56, 56, 5, 2, ACT_SILU, KERN_DEPTHWISE_AUTO},
+        {"5x5 s1 256x672x14x14", 256, 672, 14, 14, 5, 1, ACT_SILU, KERN_DEPTHWISE_AUTO},
+        {"5x5 s1 256x1152x7x7", 256, 1152, 7, 7, 5, 1, ACT_SILU, KERN_DEPTHWISE_AUTO},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) time_one(&shapes[i]);
 }

@@ -17,16 +17,16 @@
 
 /* ---- reference ---------------------------------------------------------------------------- */
 
-static double binary_ref(kern_eltwise_op op, double a, double b) {
+static double binary_ref(binary_op op, double a, double b) {
     switch (op) {
-    case KERN_ELTWISE_ADD: return a + b;
-    case KERN_ELTWISE_SUB: return a - b;
-    case KERN_ELTWISE_MUL: return a * b;
-    case KERN_ELTWISE_DIV: return a / b;
-    case KERN_ELTWISE_POW: return pow(a, b);
-    case KERN_ELTWISE_MAX: return a > b ? a : b;
-    case KERN_ELTWISE_MIN: return a < b ? a : b;
-    case KERN_ELTWISE_PRELU: return a < 0 ? b * a : a;
+    case BINARY_ADD: return a + b;
+    case BINARY_SUB: return a - b;
+    case BINARY_MUL: return a * b;
+    case BINARY_DIV: return a / b;
+    case BINARY_POW: return pow(a, b);
+    case BINARY_MAX: return a > b ? a : b;
+    case BINARY_MIN: return a < b ? a : b;
+    case BINARY_PRELU: return a < 0 ? b * a : a;
     default: ck_abort_msg("no reference for op %d", (int)op); return 0;
     }
 }
@@ -106,7 +106,7 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
     void *owned[MAX_IN] = {NULL, NULL, NULL};
     size_t bytes[MAX_IN] = {0, 0, 0}, base_bytes[MAX_IN] = {0, 0, 0};
     for (int k = 0; k < nin; k++) {
-        if (d->op == KERN_ELTWISE_WHERE && k == 0) {
+        if (d->op == BINARY_WHERE && k == 0) {
             raw[k] = cond;
             bytes[k] = counts[k];
             base_bytes[k] = base ? (size_t)base[k] : 0;
@@ -124,7 +124,7 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
         }
     }
     int64_t total = total_of(d);
-    bool equal = d->op == KERN_ELTWISE_EQUAL;
+    bool equal = d->op == BINARY_EQUAL;
     size_t out_esize = equal ? 1 : esize;
     unsigned char *out = malloc((size_t)total * out_esize + 1);
     run_raw(d, raw, bytes, base_bytes, out, (size_t)total * out_esize, misalign);
@@ -147,12 +147,12 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
         double got = got_f;
         double want = 0;
         if (valid) {
-            if (d->op == KERN_ELTWISE_WHERE) {
+            if (d->op == BINARY_WHERE) {
                 want = cond[off[0]] ? (double)d->input_scale[1] * vals[1][off[1]]
                                     : (double)d->input_scale[2] * vals[2][off[2]];
             } else {
                 want = (double)(d->input_scale[0] * vals[0][off[0]]);
-                if (d->op != KERN_ELTWISE_UNARY)
+                if (d->op != BINARY_NONE)
                     want = binary_ref(d->op, want, (double)(d->input_scale[1] * vals[1][off[1]]));
             }
             want = gpu_act_reference(d->act, want, d->act_alpha, d->act_beta);
@@ -192,21 +192,21 @@ static const tci_dtype float_types[] = {TCI_DTYPE_FLOAT16, TCI_DTYPE_FLOAT, TCI_
 #define FLOAT_TYPES ((int)(sizeof float_types / sizeof float_types[0]))
 
 /* Input range where the activation is defined and well conditioned in fp16. */
-static void act_range(kern_act act, float *lo, float *hi) {
+static void act_range(act_kind act, float *lo, float *hi) {
     *lo = -4.0f, *hi = 4.0f;
-    if (act == KERN_ACT_SQRT || act == KERN_ACT_LOG || act == KERN_ACT_RECIPROCAL)
+    if (act == ACT_SQRT || act == ACT_LOG || act == ACT_RECIPROCAL)
         *lo = 0.25f;
 }
 
-static void set_act_params(kern_eltwise_desc *d, kern_act act) {
+static void set_act_params(kern_eltwise_desc *d, act_kind act) {
     d->act = act;
     d->act_alpha = 0.0f, d->act_beta = 0.0f;
     switch (act) {
-    case KERN_ACT_LEAKY_RELU: d->act_alpha = 0.1f; break;
-    case KERN_ACT_CLIP: d->act_alpha = -1.5f, d->act_beta = 2.25f; break;
-    case KERN_ACT_HARD_SIGMOID: d->act_alpha = 0.2f, d->act_beta = 0.5f; break;
-    case KERN_ACT_ELU: d->act_alpha = 0.7f; break;
-    case KERN_ACT_SELU: d->act_alpha = 1.67326319f, d->act_beta = 1.05070102f; break;
+    case ACT_LEAKY_RELU: d->act_alpha = 0.1f; break;
+    case ACT_CLIP: d->act_alpha = -1.5f, d->act_beta = 2.25f; break;
+    case ACT_HARD_SIGMOID: d->act_alpha = 0.2f, d->act_beta = 0.5f; break;
+    case ACT_ELU: d->act_alpha = 0.7f; break;
+    case ACT_SELU: d->act_alpha = 1.67326319f, d->act_beta = 1.05070102f; break;
     default: break;
     }
 }
@@ -217,14 +217,14 @@ START_TEST(test_every_activation_dense) {
     const int64_t dims[4] = {2, 13, 7, 9};
     const size_t n = 2 * 13 * 7 * 9;
     for (int t = 0; t < FLOAT_TYPES; t++)
-        for (int act = 0; act < KERN_ACT_COUNT; act++)
+        for (int act = 0; act < ACT_COUNT; act++)
             for (size_t misalign = 0; misalign <= 4; misalign += 4) { /* 4: general path */
                 kern_eltwise_desc d;
-                kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 4, dims);
-                set_act_params(&d, (kern_act)act);
-                d.input_scale[0] = act == KERN_ACT_RELU ? 0.5f : 1.0f;
+                kern_eltwise_desc_init(&d, BINARY_NONE, float_types[t], 4, dims);
+                set_act_params(&d, (act_kind)act);
+                d.input_scale[0] = act == ACT_RELU ? 0.5f : 1.0f;
                 float lo, hi;
-                act_range((kern_act)act, &lo, &hi);
+                act_range((act_kind)act, &lo, &hi);
                 float *a = random_floats(n, 100 + (uint64_t)act, lo, hi);
                 float *vals[1] = {a};
                 size_t counts[1] = {n};
@@ -240,13 +240,13 @@ START_TEST(test_activation_nhwc8_padding) {
     const int64_t dims[4] = {2, 7, 9, 16};
     const int64_t rows = 2 * 7 * 9;
     const size_t n = (size_t)rows * 16;
-    const kern_act acts[] = {KERN_ACT_NONE,         KERN_ACT_SIGMOID,    KERN_ACT_EXP,
-                             KERN_ACT_HARD_SIGMOID, KERN_ACT_HARD_SWISH, KERN_ACT_GELU};
+    const act_kind acts[] = {ACT_NONE,         ACT_SIGMOID,    ACT_EXP,
+                             ACT_HARD_SIGMOID, ACT_HARD_SWISH, ACT_GELU};
     for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t a_i = 0; a_i < sizeof acts / sizeof acts[0]; a_i++)
             for (size_t misalign = 0; misalign <= 4; misalign += 4) {
                 kern_eltwise_desc d;
-                kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 4, dims);
+                kern_eltwise_desc_init(&d, BINARY_NONE, float_types[t], 4, dims);
                 set_act_params(&d, acts[a_i]);
                 d.pad_dim = 3;
                 d.real_c = 13;
@@ -267,16 +267,16 @@ START_TEST(test_padding_general_path) {
     const int64_t dims_b[3] = {3, 5, 12}; /* pad_dim 2, 12 % 8 != 0 */
     for (int t = 0; t < FLOAT_TYPES; t++) {
         kern_eltwise_desc d;
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 3, dims_a);
-        set_act_params(&d, KERN_ACT_SIGMOID);
+        kern_eltwise_desc_init(&d, BINARY_NONE, float_types[t], 3, dims_a);
+        set_act_params(&d, ACT_SIGMOID);
         d.pad_dim = 1;
         d.real_c = 13;
         float *a = random_floats(180, 3, -2, 2); /* enough for both shapes */
         float *vals[1] = {a};
         size_t counts[1] = {180};
         check_float(&d, vals, counts, NULL, 0);
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 3, dims_b);
-        set_act_params(&d, KERN_ACT_EXP);
+        kern_eltwise_desc_init(&d, BINARY_NONE, float_types[t], 3, dims_b);
+        set_act_params(&d, ACT_EXP);
         d.pad_dim = 2;
         d.real_c = 10;
         check_float(&d, vals, counts, NULL, 0);
@@ -287,11 +287,11 @@ END_TEST
 
 /* ---- binary ops ---------------------------------------------------------------------------- */
 
-static void binary_ranges(kern_eltwise_op op, float r[4]) {
+static void binary_ranges(binary_op op, float r[4]) {
     r[0] = -3, r[1] = 3, r[2] = -3, r[3] = 3;
-    if (op == KERN_ELTWISE_DIV)
+    if (op == BINARY_DIV)
         r[2] = 0.5f, r[3] = 3; /* divisor away from 0 */
-    if (op == KERN_ELTWISE_POW)
+    if (op == BINARY_POW)
         r[0] = 0.5f, r[1] = 2, r[2] = -2, r[3] = 2;
 }
 
@@ -299,17 +299,17 @@ START_TEST(test_binary_same_shape) {
     const int64_t dims4[4] = {2, 13, 7, 9};
     const int64_t dims3[3] = {3, 5, 7}; /* 105: a tail after the vectors */
     for (int t = 0; t < FLOAT_TYPES; t++)
-        for (int op = KERN_ELTWISE_ADD; op <= KERN_ELTWISE_PRELU; op++)
+        for (int op = BINARY_ADD; op <= BINARY_PRELU; op++)
             for (int shape = 0; shape < 2; shape++)
                 for (size_t misalign = 0; misalign <= 4; misalign += 4) {
                     kern_eltwise_desc d;
                     if (shape == 0)
-                        kern_eltwise_desc_init(&d, (kern_eltwise_op)op, float_types[t], 4, dims4);
+                        kern_eltwise_desc_init(&d, (binary_op)op, float_types[t], 4, dims4);
                     else
-                        kern_eltwise_desc_init(&d, (kern_eltwise_op)op, float_types[t], 3, dims3);
+                        kern_eltwise_desc_init(&d, (binary_op)op, float_types[t], 3, dims3);
                     size_t n = (size_t)total_of(&d);
                     float r[4];
-                    binary_ranges((kern_eltwise_op)op, r);
+                    binary_ranges((binary_op)op, r);
                     float *a = random_floats(n, 11 + (uint64_t)op, r[0], r[1]);
                     float *b = random_floats(n, 31 + (uint64_t)op, r[2], r[3]);
                     float *vals[2] = {a, b};
@@ -327,8 +327,8 @@ START_TEST(test_binary_per_channel_nhwc8) {
     const int64_t dims[4] = {2, 7, 9, 16};
     const int64_t rows = 2 * 7 * 9;
     const size_t n = (size_t)rows * 16;
-    const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD, KERN_ELTWISE_MUL, KERN_ELTWISE_SUB,
-                                   KERN_ELTWISE_PRELU, KERN_ELTWISE_DIV};
+    const binary_op ops[] = {BINARY_ADD, BINARY_MUL, BINARY_SUB,
+                                   BINARY_PRELU, BINARY_DIV};
     for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
             for (int padded_vec = 0; padded_vec < 2; padded_vec++)
@@ -339,8 +339,8 @@ START_TEST(test_binary_per_channel_nhwc8) {
                     d.real_c = 13;
                     d.strides[1][0] = d.strides[1][1] = d.strides[1][2] = 0;
                     d.strides[1][3] = 1;
-                    if (ops[o] == KERN_ELTWISE_ADD)
-                        set_act_params(&d, KERN_ACT_RELU);
+                    if (ops[o] == BINARY_ADD)
+                        set_act_params(&d, ACT_RELU);
                     float *a = random_floats(n, 5 + o, -2, 2);
                     zero_padding(a, rows, 16, 13);
                     size_t vec = padded_vec ? 16 : 13;
@@ -360,8 +360,8 @@ END_TEST
 START_TEST(test_binary_scalar) {
     const int64_t dims[2] = {5, 33};
     const size_t n = 5 * 33;
-    const kern_eltwise_op ops[] = {KERN_ELTWISE_MUL, KERN_ELTWISE_SUB, KERN_ELTWISE_DIV,
-                                   KERN_ELTWISE_POW, KERN_ELTWISE_MAX};
+    const binary_op ops[] = {BINARY_MUL, BINARY_SUB, BINARY_DIV,
+                                   BINARY_POW, BINARY_MAX};
     for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
             for (int side = 0; side < 2; side++) {
@@ -395,7 +395,7 @@ START_TEST(test_binary_row_broadcast) {
     for (int t = 0; t < FLOAT_TYPES; t++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             kern_eltwise_desc d;
-            kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, float_types[t], 3, cases[c].out);
+            kern_eltwise_desc_init(&d, BINARY_ADD, float_types[t], 3, cases[c].out);
             ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, cases[c].b_rank, cases[c].b));
             size_t n = (size_t)total_of(&d), nb = 1;
             for (int i = 0; i < cases[c].b_rank; i++)
@@ -416,7 +416,7 @@ START_TEST(test_binary_general_broadcast) {
     for (int t = 0; t < FLOAT_TYPES; t++) {
         const int64_t out[3] = {2, 7, 9}, ad[3] = {2, 1, 9}, bd[3] = {1, 7, 1};
         kern_eltwise_desc d;
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_MUL, float_types[t], 3, out);
+        kern_eltwise_desc_init(&d, BINARY_MUL, float_types[t], 3, out);
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 3, ad));
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 3, bd));
         float *a = random_floats(18, 61, -2, 2), *b = random_floats(7, 62, -2, 2);
@@ -428,10 +428,10 @@ START_TEST(test_binary_general_broadcast) {
 
         const int64_t out6[6] = {2, 3, 4, 5, 3, 2}, a6[6] = {2, 1, 4, 1, 3, 2},
                       b6[5] = {3, 1, 5, 1, 2};
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_SUB, float_types[t], 6, out6);
+        kern_eltwise_desc_init(&d, BINARY_SUB, float_types[t], 6, out6);
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 6, a6));
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 5, b6));
-        set_act_params(&d, KERN_ACT_TANH);
+        set_act_params(&d, ACT_TANH);
         a = random_floats(48, 63, -2, 2), b = random_floats(30, 64, -2, 2);
         float *vals6[2] = {a, b};
         size_t counts6[2] = {48, 30};
@@ -446,15 +446,15 @@ END_TEST
 START_TEST(test_fused_binary_activation_scales) {
     const int64_t dims[4] = {2, 13, 7, 9};
     const size_t n = 2 * 13 * 7 * 9;
-    const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD, KERN_ELTWISE_SUB, KERN_ELTWISE_MUL};
-    const kern_act acts[] = {KERN_ACT_RELU, KERN_ACT_CLIP, KERN_ACT_SIGMOID};
+    const binary_op ops[] = {BINARY_ADD, BINARY_SUB, BINARY_MUL};
+    const act_kind acts[] = {ACT_RELU, ACT_CLIP, ACT_SIGMOID};
     for (int t = 0; t < FLOAT_TYPES; t++)
         for (int i = 0; i < 3; i++)
             for (size_t misalign = 0; misalign <= 4; misalign += 4) {
                 kern_eltwise_desc d;
                 kern_eltwise_desc_init(&d, ops[i], float_types[t], 4, dims);
                 set_act_params(&d, acts[i]);
-                if (acts[i] == KERN_ACT_CLIP)
+                if (acts[i] == ACT_CLIP)
                     d.act_alpha = 0.0f, d.act_beta = 6.0f;
                 d.input_scale[0] = 0.5f;
                 d.input_scale[1] = -2.0f;
@@ -475,7 +475,7 @@ START_TEST(test_strided_copy) {
     for (int t = 0; t < FLOAT_TYPES; t++) {
         const int64_t out[4] = {2, 13, 7, 9};
         kern_eltwise_desc d;
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 4, out);
+        kern_eltwise_desc_init(&d, BINARY_NONE, float_types[t], 4, out);
         d.strides[0][0] = 7 * 9 * 16, d.strides[0][1] = 1, d.strides[0][2] = 9 * 16,
         d.strides[0][3] = 16;
         size_t n = 2 * 7 * 9 * 16;
@@ -485,7 +485,7 @@ START_TEST(test_strided_copy) {
         check_float(&d, vals, counts, NULL, 0);
 
         const int64_t out2[2] = {6, 11};
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, float_types[t], 2, out2);
+        kern_eltwise_desc_init(&d, BINARY_NONE, float_types[t], 2, out2);
         d.strides[0][1] = -1;
         int64_t base[MAX_IN] = {10, 0, 0}; /* index 0 maps to the last element of a row */
         check_float_base(&d, vals, (size_t[]){66}, NULL, base, 0);
@@ -499,7 +499,7 @@ START_TEST(test_equal_and_where) {
         /* Equal on small integers (so that equal values occur) with a row broadcast */
         const int64_t out[2] = {9, 13}, bd[1] = {13};
         kern_eltwise_desc d;
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_EQUAL, float_types[t], 2, out);
+        kern_eltwise_desc_init(&d, BINARY_EQUAL, float_types[t], 2, out);
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
         float *a = random_floats(117, 91, 0, 3), *b = random_floats(13, 92, 0, 3);
         for (int i = 0; i < 117; i++)
@@ -513,11 +513,11 @@ START_TEST(test_equal_and_where) {
         free(b);
 
         /* Where with cond (9,1) broadcast, x (9,13), y scalar, and an activation after */
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_WHERE, float_types[t], 2, out);
+        kern_eltwise_desc_init(&d, BINARY_WHERE, float_types[t], 2, out);
         const int64_t cd[2] = {9, 1};
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 2, cd));
         d.strides[2][0] = d.strides[2][1] = 0;
-        set_act_params(&d, KERN_ACT_RELU);
+        set_act_params(&d, ACT_RELU);
         d.input_scale[1] = 2.0f;
         uint8_t cond[9] = {1, 0, 1, 1, 0, 0, 1, 0, 1};
         float *x = random_floats(117, 93, -2, 2), *y = random_floats(1, 94, -2, 2);
@@ -533,15 +533,15 @@ END_TEST
 
 /* ---- int64 --------------------------------------------------------------------------------- */
 
-static int64_t i64_ref(kern_eltwise_op op, int64_t a, int64_t b) {
+static int64_t i64_ref(binary_op op, int64_t a, int64_t b) {
     switch (op) {
-    case KERN_ELTWISE_ADD: return a + b;
-    case KERN_ELTWISE_SUB: return a - b;
-    case KERN_ELTWISE_MUL: return a * b;
-    case KERN_ELTWISE_DIV: return b == 0 ? 0 : a / b;
-    case KERN_ELTWISE_MAX: return a > b ? a : b;
-    case KERN_ELTWISE_MIN: return a < b ? a : b;
-    case KERN_ELTWISE_EQUAL: return a == b;
+    case BINARY_ADD: return a + b;
+    case BINARY_SUB: return a - b;
+    case BINARY_MUL: return a * b;
+    case BINARY_DIV: return b == 0 ? 0 : a / b;
+    case BINARY_MAX: return a > b ? a : b;
+    case BINARY_MIN: return a < b ? a : b;
+    case BINARY_EQUAL: return a == b;
     default: return a;
     }
 }
@@ -553,16 +553,16 @@ START_TEST(test_int64_ops) {
         a[i] = (i * 37) % 23 - 11;
     for (int i = 0; i < 11; i++)
         b[i] = i - 5; /* includes 0: x/0 gives 0 */
-    const kern_eltwise_op ops[] = {KERN_ELTWISE_ADD,  KERN_ELTWISE_SUB, KERN_ELTWISE_MUL,
-                                   KERN_ELTWISE_DIV,  KERN_ELTWISE_MAX, KERN_ELTWISE_MIN,
-                                   KERN_ELTWISE_EQUAL};
+    const binary_op ops[] = {BINARY_ADD,  BINARY_SUB, BINARY_MUL,
+                                   BINARY_DIV,  BINARY_MAX, BINARY_MIN,
+                                   BINARY_EQUAL};
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
         kern_eltwise_desc d;
         kern_eltwise_desc_init(&d, ops[o], TCI_DTYPE_INT64, 2, out);
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
         const void *raw[2] = {a, b};
         size_t bytes[2] = {sizeof a, sizeof b};
-        bool equal = ops[o] == KERN_ELTWISE_EQUAL;
+        bool equal = ops[o] == BINARY_EQUAL;
         int64_t got[44];
         uint8_t got8[44];
         run_raw(&d, raw, bytes, NULL, equal ? (void *)got8 : (void *)got, equal ? 44 : sizeof got,
@@ -576,14 +576,14 @@ START_TEST(test_int64_ops) {
         }
     }
     /* truncation toward zero */
-    ck_assert_int_eq(i64_ref(KERN_ELTWISE_DIV, -7, 2), -3);
+    ck_assert_int_eq(i64_ref(BINARY_DIV, -7, 2), -3);
 
     /* unary Neg / Abs / copy with a strided (transposed) read */
-    const kern_act acts[] = {KERN_ACT_NONE, KERN_ACT_NEG, KERN_ACT_ABS, KERN_ACT_RELU};
+    const act_kind acts[] = {ACT_NONE, ACT_NEG, ACT_ABS, ACT_RELU};
     const int64_t tout[2] = {11, 4};
     for (size_t i = 0; i < 4; i++) {
         kern_eltwise_desc d;
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, TCI_DTYPE_INT64, 2, tout);
+        kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_INT64, 2, tout);
         d.act = acts[i];
         d.strides[0][0] = 1, d.strides[0][1] = 11;
         const void *raw[1] = {a};
@@ -593,16 +593,16 @@ START_TEST(test_int64_ops) {
         for (int r = 0; r < 11; r++)
             for (int c = 0; c < 4; c++) {
                 int64_t x = a[c * 11 + r];
-                int64_t want = acts[i] == KERN_ACT_NEG    ? -x
-                               : acts[i] == KERN_ACT_ABS  ? (x < 0 ? -x : x)
-                               : acts[i] == KERN_ACT_RELU ? (x < 0 ? 0 : x)
+                int64_t want = acts[i] == ACT_NEG    ? -x
+                               : acts[i] == ACT_ABS  ? (x < 0 ? -x : x)
+                               : acts[i] == ACT_RELU ? (x < 0 ? 0 : x)
                                                           : x;
                 ck_assert_int_eq(got[r * 4 + c], want);
             }
     }
     /* Where on int64 with a broadcast cond */
     kern_eltwise_desc d;
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_WHERE, TCI_DTYPE_INT64, 2, out);
+    kern_eltwise_desc_init(&d, BINARY_WHERE, TCI_DTYPE_INT64, 2, out);
     ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 0, 1, bd));
     ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 2, 1, bd));
     uint8_t cond[11] = {1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0};
@@ -623,11 +623,11 @@ START_TEST(test_large_and_in_place) {
     const int64_t rows = 4 * 56 * 56;
     const size_t n = (size_t)rows * 72;
     kern_eltwise_desc d;
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
     d.pad_dim = 3;
     d.real_c = 67;
     d.strides[1][0] = d.strides[1][1] = d.strides[1][2] = 0;
-    set_act_params(&d, KERN_ACT_RELU);
+    set_act_params(&d, ACT_RELU);
     float *a = random_floats(n, 101, -2, 2), *b = random_floats(72, 102, -1, 1);
     zero_padding(a, rows, 72, 67);
     float *vals[2] = {a, b};
@@ -639,8 +639,8 @@ START_TEST(test_large_and_in_place) {
     gpu_to_half(a, h, n);
     void *buf = gpu_upload(h, n * 2);
     kern_eltwise_desc u;
-    kern_eltwise_desc_init(&u, KERN_ELTWISE_UNARY, TCI_DTYPE_FLOAT16, 4, dims);
-    set_act_params(&u, KERN_ACT_NEG);
+    kern_eltwise_desc_init(&u, BINARY_NONE, TCI_DTYPE_FLOAT16, 4, dims);
+    set_act_params(&u, ACT_NEG);
     const void *in[1] = {buf};
     ck_assert_tci_ok(kern_eltwise(&u, in, buf, 0));
     gpu_sync();
@@ -675,11 +675,11 @@ START_TEST(test_64bit_indexing) {
     uint16_t *host = malloc(chunk * 2);
     for (int general = 0; general < 2; general++) {
         kern_eltwise_desc d;
-        kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, TCI_DTYPE_FLOAT16, 2, dims);
+        kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_FLOAT16, 2, dims);
         d.strides[0][0] = 0;
         d.pad_dim = 1;
         d.real_c = 5;
-        set_act_params(&d, KERN_ACT_ABS);
+        set_act_params(&d, ACT_ABS);
         /* misaligned vector and output force the general path */
         const void *in[1] = {vdev + (general ? 2 : 0)};
         unsigned char *o = out + (general ? 2 : 0);
@@ -712,40 +712,40 @@ START_TEST(test_errors) {
     const void *in[3] = {dev, dev, dev};
 
     ck_assert_tci_error(kern_eltwise(NULL, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "NULL desc");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
     d.rank = 7;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "rank 7");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
     d.dims[1] = -2;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT,
                         "dim 1 is negative");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
     d.pad_dim = 4;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "pad_dim 4");
     d.pad_dim = 3;
     d.real_c = -1;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "real_c -1");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_DOUBLE, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_DOUBLE, 4, dims);
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "dtype double");
-    kern_eltwise_desc_init(&d, (kern_eltwise_op)99, TCI_DTYPE_FLOAT16, 4, dims);
+    kern_eltwise_desc_init(&d, (binary_op)99, TCI_DTYPE_FLOAT16, 4, dims);
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT, "unknown op 99");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
-    d.act = (kern_act)-1;
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    d.act = (act_kind)-1;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_INVALID_ARGUMENT,
                         "unknown activation -1");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_EQUAL, TCI_DTYPE_FLOAT16, 4, dims);
-    d.act = KERN_ACT_RELU;
+    kern_eltwise_desc_init(&d, BINARY_EQUAL, TCI_DTYPE_FLOAT16, 4, dims);
+    d.act = ACT_RELU;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "Equal");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_POW, TCI_DTYPE_INT64, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_POW, TCI_DTYPE_INT64, 4, dims);
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "int64");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, TCI_DTYPE_INT64, 4, dims);
-    d.act = KERN_ACT_SIGMOID;
+    kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_INT64, 4, dims);
+    d.act = ACT_SIGMOID;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
                         "activation 4 is not provided for int64");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_INT64, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_INT64, 4, dims);
     d.input_scale[1] = 2.0f;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "take no scale");
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
     const void *missing[3] = {dev, NULL, NULL};
     ck_assert_tci_error(kern_eltwise(&d, missing, dev, 0), TCI_ERR_INVALID_ARGUMENT,
                         "input 1 is NULL");
@@ -757,11 +757,11 @@ START_TEST(test_errors) {
                         "input 3");
     /* an empty output enqueues nothing and needs no buffers */
     const int64_t empty[2] = {0, 5};
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_ADD, TCI_DTYPE_FLOAT16, 2, empty);
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 2, empty);
     const void *none[3] = {NULL, NULL, NULL};
     ck_assert_tci_ok(kern_eltwise(&d, none, NULL, 0));
-    ck_assert_int_eq(kern_eltwise_num_inputs(KERN_ELTWISE_WHERE), 3);
-    ck_assert_int_eq(kern_eltwise_num_inputs(KERN_ELTWISE_UNARY), 1);
+    ck_assert_int_eq(kern_eltwise_num_inputs(BINARY_WHERE), 3);
+    ck_assert_int_eq(kern_eltwise_num_inputs(BINARY_NONE), 1);
     gpu_free(dev);
 }
 END_TEST

@@ -579,7 +579,7 @@ END_TEST
 typedef struct {
     int64_t n, c, h, w, r, s, sh, sw, dh, dw, pt, pl, pb, pr;
     bool bias, residual;
-    kern_act act;
+    act_kind act;
     float alpha, beta;
 } dw_case;
 
@@ -601,13 +601,13 @@ static kern_depthwise_desc dw_desc(const dw_case *t, kern_depthwise_path path, t
     return d;
 }
 
-static double dw_act(kern_act act, double x, double alpha, double beta) {
+static double dw_act(act_kind act, double x, double alpha, double beta) {
     switch (act) {
-    case KERN_ACT_NONE: return x;
-    case KERN_ACT_RELU: return x < 0 ? 0 : x;
-    case KERN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
-    case KERN_ACT_SIGMOID: return 1 / (1 + exp(-x));
-    case KERN_ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
+    case ACT_NONE: return x;
+    case ACT_RELU: return x < 0 ? 0 : x;
+    case ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
+    case ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case ACT_HARD_SWISH: return x * fmin(1, fmax(0, x / 6 + 0.5));
     default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
     }
 }
@@ -646,13 +646,13 @@ static void dw_reference(const kern_depthwise_desc *d, const dw_case *t, const f
 }
 
 static const dw_case dw_cases[] = {
-    {2, 13, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, KERN_ACT_RELU, 0, 0},
-    {1, 3, 10, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_NONE, 0, 0},
-    {2, 13, 12, 12, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, KERN_ACT_SIGMOID, 0, 0},
-    {1, 13, 11, 11, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, false, false, KERN_ACT_NONE, 0, 0},
-    {1, 24, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, KERN_ACT_HARD_SWISH, 0, 0},
-    {2, 3, 8, 7, 2, 3, 1, 2, 2, 1, 1, 0, 1, 1, true, true, KERN_ACT_CLIP, 0, 6}, /* generic */
-    {1, 13, 9, 9, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, false, true, KERN_ACT_NONE, 0, 0}, /* no pads */
+    {2, 13, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, ACT_RELU, 0, 0},
+    {1, 3, 10, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, ACT_NONE, 0, 0},
+    {2, 13, 12, 12, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, true, ACT_SIGMOID, 0, 0},
+    {1, 13, 11, 11, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, false, false, ACT_NONE, 0, 0},
+    {1, 24, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, ACT_HARD_SWISH, 0, 0},
+    {2, 3, 8, 7, 2, 3, 1, 2, 2, 1, 1, 0, 1, 1, true, true, ACT_CLIP, 0, 6}, /* generic */
+    {1, 13, 9, 9, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, false, true, ACT_NONE, 0, 0}, /* no pads */
 };
 
 static bool dw_tiled(const dw_case *t) {
@@ -786,7 +786,7 @@ START_TEST(test_depthwise_fp32_pack_and_errors) {
 
     static const unsigned char zeros[4096];
     char *buf = gpu_upload(zeros, sizeof zeros);
-    const dw_case t = {1, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, KERN_ACT_NONE, 0, 0};
+    const dw_case t = {1, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false, ACT_NONE, 0, 0};
     d = dw_desc(&t, KERN_DEPTHWISE_AUTO, TCI_DTYPE_FLOAT); /* x, y: 4*4*8 floats = 512 bytes */
     char *x = buf, *wt = buf + 1024, *y = buf + 2048;
     ck_assert_tci_ok(kern_depthwise_conv(&d, x, wt, NULL, NULL, y, 0));

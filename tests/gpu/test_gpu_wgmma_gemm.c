@@ -28,7 +28,7 @@ typedef struct {
     int64_t ld_pad; /* extra elements per stored row, on top of rounding up to 8 */
     float alpha, beta;
     int bias;
-    kern_act act;
+    act_kind act;
     float act_alpha, act_beta;
     tci_dtype out;
     int inplace; /* C is D itself */
@@ -55,7 +55,7 @@ static shape base_shape(int64_t m, int64_t n, int64_t k, int ta, int tb) {
     memset(&s, 0, sizeof s);
     s.m = m, s.n = n, s.k = k, s.ta = ta, s.tb = tb;
     s.alpha = 1.0f;
-    s.act = KERN_ACT_NONE;
+    s.act = ACT_NONE;
     s.out = TCI_DTYPE_FLOAT16;
     return s;
 }
@@ -209,7 +209,7 @@ static void problem_verify(problem *p, int config) {
         double y_lo = gpu_act_reference(d->act, x - ex, d->act_alpha, d->act_beta);
         double y_hi = gpu_act_reference(d->act, x + ex, d->act_alpha, d->act_beta);
         double ey = fmax(fabs(y_hi - y), fabs(y - y_lo));
-        if (d->act != KERN_ACT_NONE) ey += 8 * 0x1p-24 * fmax(fabs(x), fabs(y));
+        if (d->act != ACT_NONE) ey += 8 * 0x1p-24 * fmax(fabs(x), fabs(y));
         double tol = ey * (1.0 + out_rel) + out_rel * fabs(y) + out_abs;
         ck_assert_msg(fabs(g - y) <= tol,
                       "%s [%s]: D[%lld][%lld][%lld] = %.9g, want %.9g (tolerance %.3g)", p->name,
@@ -287,7 +287,7 @@ START_TEST(multi_tile_epilogue) {
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
             shape s = base_shape(300, 520, 700, ta, tb);
-            s.alpha = 0.5f, s.beta = 0.75f, s.bias = 1, s.act = KERN_ACT_GELU;
+            s.alpha = 0.5f, s.beta = 0.75f, s.bias = 1, s.act = ACT_GELU;
             s.ld_pad = 8;
             char name[80];
             snprintf(name, sizeof name, "300x520x700 a.5 b.75 bias gelu tA %d tB %d", ta, tb);
@@ -313,12 +313,12 @@ END_TEST
 
 START_TEST(activations) {
     static const struct {
-        kern_act act;
+        act_kind act;
         float a, b;
     } acts[] = {
-        {KERN_ACT_RELU, 0, 0},           {KERN_ACT_LEAKY_RELU, 0.1f, 0}, {KERN_ACT_CLIP, -0.5f, 0.5f},
-        {KERN_ACT_SIGMOID, 0, 0},        {KERN_ACT_TANH, 0, 0},          {KERN_ACT_GELU, 0, 0},
-        {KERN_ACT_GELU_TANH, 0, 0},      {KERN_ACT_SILU, 0, 0},          {KERN_ACT_HARD_SWISH, 0, 0},
+        {ACT_RELU, 0, 0},           {ACT_LEAKY_RELU, 0.1f, 0}, {ACT_CLIP, -0.5f, 0.5f},
+        {ACT_SIGMOID, 0, 0},        {ACT_TANH, 0, 0},          {ACT_GELU, 0, 0},
+        {ACT_GELU_TANH, 0, 0},      {ACT_SILU, 0, 0},          {ACT_HARD_SWISH, 0, 0},
     };
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         shape s = base_shape(130, 200, 72, 0, (int)(i & 1));
@@ -378,9 +378,9 @@ START_TEST(errors) {
     d.out_dtype = TCI_DTYPE_INT32;
     ck_assert_tci_error(kern_wgmma_gemm_supports(&d, 0), TCI_ERR_INVALID_ARGUMENT, "out_dtype");
     d.out_dtype = TCI_DTYPE_FLOAT16;
-    d.act = KERN_ACT_COUNT;
+    d.act = ACT_COUNT;
     ck_assert_tci_error(kern_wgmma_gemm_supports(&d, 0), TCI_ERR_INVALID_ARGUMENT, "unknown act");
-    d.act = KERN_ACT_NONE;
+    d.act = ACT_NONE;
     d.trans_a = 2;
     ck_assert_tci_error(kern_wgmma_gemm_supports(&d, 0), TCI_ERR_INVALID_ARGUMENT, "trans_a");
     d.trans_a = 1;

@@ -23,7 +23,7 @@ typedef struct {
     int64_t n, desc_n, c, h, w, k, r, s, sh, sw, dh, dw, pt, pl, pb, pr, groups;
     bool bias;
     int residual;
-    kern_act act;
+    act_kind act;
     float act_alpha, act_beta, alpha;
     float shift; /* added to every bias: keeps sqrt / log / reciprocal away from 0 */
 } wc_case;
@@ -219,7 +219,7 @@ static void check_config(const wc_case *t, const kern_wmma_conv_desc *d, const w
     if (dws) gpu_free(dws);
 }
 
-#define A(act) KERN_ACT_##act
+#define A(act) ACT_##act
 /* n, desc_n, c, h, w, k, r, s, stride h/w, dilation h/w, pads top/left/bottom/right, groups, bias, residual,
  * act, act_alpha, act_beta, alpha, shift */
 static const wc_case cases[] = {
@@ -264,7 +264,7 @@ START_TEST(test_wmma_conv_cases) {
     const int configs = kern_wmma_conv_config_count();
     int ran[64] = {0};
     ck_assert_int_le(configs, 64);
-    bool act_seen[KERN_ACT_COUNT] = {false};
+    bool act_seen[ACT_COUNT] = {false};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const wc_case *t = &cases[i];
         act_seen[t->act] = true;
@@ -287,7 +287,7 @@ START_TEST(test_wmma_conv_cases) {
         }
         free_data(&o);
     }
-    for (int a = 0; a < KERN_ACT_COUNT; a++) ck_assert_msg(act_seen[a], "no case for activation %d", a);
+    for (int a = 0; a < ACT_COUNT; a++) ck_assert_msg(act_seen[a], "no case for activation %d", a);
     for (int cfg = 0; cfg < configs; cfg++) {
         ck_assert_msg(ran[cfg] > 0, "%s ran on no case", kern_wmma_conv_config_name(cfg));
         printf("wmma_conv %-40s checked on %d of %zu cases\n", kern_wmma_conv_config_name(cfg), ran[cfg],
@@ -393,7 +393,7 @@ START_TEST(test_wmma_conv_errors) {
     static const unsigned char zeros[1 << 16];
     char *buf = gpu_upload(zeros, sizeof zeros);
     kern_wmma_conv_desc d;
-    const wc_case t = {1, 2, 8, 4, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false, NO_RESIDUAL, KERN_ACT_NONE, 0, 0, 1, 0};
+    const wc_case t = {1, 2, 8, 4, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false, NO_RESIDUAL, ACT_NONE, 0, 0, 1, 0};
     wc_desc(&t, &d); /* x, y: 4*4*8 halves = 256 bytes at n 1; w: 8*9*8 halves = 1152 bytes */
     char *x = buf, *y = buf + 4096, *w = buf + 8192, *ws = buf + 16384;
     const int plain = config_named("wmma 64x64x32 w4 16x16x16 s4");
@@ -441,7 +441,7 @@ START_TEST(test_wmma_conv_errors) {
     ck_assert_tci_error(kern_wmma_conv_supports(&big, plain), TCI_ERR_UNSUPPORTED, "32-bit indexing");
 
     kern_wmma_conv_desc bad = d;
-    bad.act = (kern_act)99;
+    bad.act = (act_kind)99;
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "unknown activation 99");
     bad = d, bad.groups = 2; /* c 8 / 2 groups = 4 channels a group */
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "multiples of 8");
@@ -535,7 +535,7 @@ static void bench_layer(const wc_layer *l, int64_t n, cudnnHandle_t handle) {
     d.n = n, d.c = l->c, d.h = l->h, d.w = l->w, d.k = l->k, d.r = d.s = l->r;
     d.out_h = out_size(l->h, l->pad, l->pad, l->r, l->stride, 1), d.out_w = out_size(l->w, l->pad, l->pad, l->r, l->stride, 1);
     d.pad_top = d.pad_left = l->pad, d.stride_h = d.stride_w = l->stride, d.dilation_h = d.dilation_w = 1;
-    d.groups = 1, d.alpha = 1, d.act = KERN_ACT_RELU;
+    d.groups = 1, d.alpha = 1, d.act = ACT_RELU;
     const int64_t cp = round8(l->c), kp = round8(l->k);
     const size_t x_count = (size_t)(n * l->h * l->w * cp), y_count = (size_t)(n * d.out_h * d.out_w * kp);
     const size_t w_count = kern_wmma_conv_weight_elements(&d);

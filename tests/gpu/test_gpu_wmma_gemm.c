@@ -158,7 +158,7 @@ typedef struct {
     int64_t ld_pad; /* extra elements per stored row */
     float alpha, beta;
     int bias;
-    kern_act act;
+    act_kind act;
     float act_alpha, act_beta;
     tci_dtype out;
     int inplace;
@@ -338,7 +338,7 @@ static void problem_check(problem *p, kernel_id kid, acc_model model) {
                     continue;
                 }
                 double ey = fmax(fabs(y_hi - y), fabs(y - y_lo));
-                if (d->act != KERN_ACT_NONE) ey += 8 * 0x1p-24 * fmax(fabs(x), fabs(y));
+                if (d->act != ACT_NONE) ey += 8 * 0x1p-24 * fmax(fabs(x), fabs(y));
                 double tol = ey * (1.0 + out_rel) + out_rel * fabs(y) + out_abs;
                 /* beyond fp16's range (65504 and half an ulp) the rounding gives infinity */
                 if (d->out_dtype == TCI_DTYPE_FLOAT16 && isinf(g) && fabs(y) + tol >= 65504.0 &&
@@ -357,7 +357,7 @@ static shape base_shape(int64_t m, int64_t n, int64_t k, int ta, int tb) {
     s.m = m, s.n = n, s.k = k, s.ta = ta, s.tb = tb;
     s.alpha = 1.0f;
     s.round8 = 1;
-    s.act = KERN_ACT_NONE;
+    s.act = ACT_NONE;
     s.out = TCI_DTYPE_FLOAT16;
     return s;
 }
@@ -413,7 +413,7 @@ START_TEST(family_multi_tile_epilogue) {
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
             shape s = base_shape(300, 260, 200, ta, tb);
-            s.alpha = 0.5f, s.beta = 0.75f, s.bias = 1, s.act = KERN_ACT_GELU_TANH;
+            s.alpha = 0.5f, s.beta = 0.75f, s.bias = 1, s.act = ACT_GELU_TANH;
             s.ld_pad = 8;
             char name[80];
             snprintf(name, sizeof name, "300x260x200 tA %d tB %d bias beta gelu", ta, tb);
@@ -427,7 +427,7 @@ END_TEST
 START_TEST(family_whole_tiles) {
     for (int t = 0; t < 4; t++) {
         shape s = base_shape(512, 512, 256, t >> 1, t & 1);
-        s.bias = 1, s.act = KERN_ACT_RELU;
+        s.bias = 1, s.act = ACT_RELU;
         char name[64];
         snprintf(name, sizeof name, "512x512x256 tA %d tB %d bias relu", t >> 1, t & 1);
         check_all_configs(name, &s, 250 + (uint64_t)t);
@@ -456,7 +456,7 @@ START_TEST(family_classifier_row) {
     s.bias = 1;
     check_all_configs("1x1000x2048 bias", &s, 400);
     shape t = base_shape(1, 1000, 2048, 0, 1);
-    t.bias = 1, t.act = KERN_ACT_RELU;
+    t.bias = 1, t.act = ACT_RELU;
     check_all_configs("1x1000x2048 tB bias relu", &t, 401);
 }
 END_TEST
@@ -466,7 +466,7 @@ START_TEST(family_batched_broadcast) {
     s.batch = 3, s.bcast_b = 1, s.bias = 1, s.beta = 1.0f;
     check_all_configs("batch 3, B broadcast, beta 1", &s, 500);
     shape t = base_shape(33, 24, 64, 1, 0);
-    t.batch = 4, t.bcast_a = 1, t.act = KERN_ACT_SILU, t.out = TCI_DTYPE_FLOAT;
+    t.batch = 4, t.bcast_a = 1, t.act = ACT_SILU, t.out = TCI_DTYPE_FLOAT;
     check_all_configs("batch 4, A broadcast, tA, silu fp32", &t, 501);
     shape u = base_shape(128, 128, 64, 0, 1);
     u.batch = 5, u.ld_pad = 16;
@@ -476,15 +476,15 @@ END_TEST
 
 /* every activation on the fp32 accumulator, parameters as eltwise.h documents them */
 START_TEST(family_every_activation) {
-    for (int act = 0; act < KERN_ACT_COUNT; act++) {
+    for (int act = 0; act < ACT_COUNT; act++) {
         shape s = base_shape(45, 40, 24, act & 1, 0);
-        s.act = (kern_act)act, s.bias = 1, s.beta = 0.5f, s.alpha = 0.25f;
+        s.act = (act_kind)act, s.bias = 1, s.beta = 0.5f, s.alpha = 0.25f;
         switch (s.act) {
-        case KERN_ACT_LEAKY_RELU: s.act_alpha = 0.1f; break;
-        case KERN_ACT_CLIP: s.act_alpha = -0.5f, s.act_beta = 0.75f; break;
-        case KERN_ACT_HARD_SIGMOID: s.act_alpha = 0.2f, s.act_beta = 0.5f; break;
-        case KERN_ACT_ELU: s.act_alpha = 1.0f; break;
-        case KERN_ACT_SELU: s.act_alpha = 1.6732632f, s.act_beta = 1.0507010f; break;
+        case ACT_LEAKY_RELU: s.act_alpha = 0.1f; break;
+        case ACT_CLIP: s.act_alpha = -0.5f, s.act_beta = 0.75f; break;
+        case ACT_HARD_SIGMOID: s.act_alpha = 0.2f, s.act_beta = 0.5f; break;
+        case ACT_ELU: s.act_alpha = 1.0f; break;
+        case ACT_SELU: s.act_alpha = 1.6732632f, s.act_beta = 1.0507010f; break;
         default: break;
         }
         s.out = act % 3 == 0 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;
@@ -501,7 +501,7 @@ END_TEST
 
 START_TEST(family_in_place_and_graph) {
     shape s = base_shape(70, 90, 40, 0, 0);
-    s.beta = 1.0f, s.bias = 1, s.act = KERN_ACT_RELU, s.inplace = 1;
+    s.beta = 1.0f, s.bias = 1, s.act = ACT_RELU, s.inplace = 1;
     problem p;
     problem_make(&p, "in place c == d", &s, IN_F16, 700);
     kernel_id kid = {0, 0};
@@ -559,7 +559,7 @@ START_TEST(family_errors) {
     e = d, e.lda = 32;
     ck_assert_tci_error(kern_wmma_gemm_supports(&e, 0), TCI_ERR_INVALID_ARGUMENT,
                         "smaller than the stored columns");
-    e = d, e.act = (kern_act)99;
+    e = d, e.act = (act_kind)99;
     ck_assert_tci_error(kern_wmma_gemm_supports(&e, 0), TCI_ERR_INVALID_ARGUMENT, "unknown act 99");
     e = d, e.out_dtype = TCI_DTYPE_INT32;
     ck_assert_tci_error(kern_wmma_gemm_supports(&e, 0), TCI_ERR_INVALID_ARGUMENT, "out_dtype");
@@ -652,7 +652,7 @@ START_TEST(variants_every_type_and_shape) {
         if (variant_is_float(vc)) {
             shape e = base_shape(50, 37, 40, 1, 0);
             e.round8 = 0, e.out = vc->out;
-            e.alpha = 0.5f, e.beta = 1.0f, e.bias = 1, e.act = KERN_ACT_SILU;
+            e.alpha = 0.5f, e.beta = 1.0f, e.bias = 1, e.act = ACT_SILU;
             check_variant(vc, "bias beta silu", &e, 950 + i);
         }
     }

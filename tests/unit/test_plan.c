@@ -57,7 +57,7 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     ck_assert_ptr_nonnull(s);
     ck_assert_str_eq(s->label, "Conv+BatchNormalization+Add+Relu");
     ck_assert(s->u.conv.has_residual);
-    ck_assert_int_eq(s->u.conv.act.kind, PLAN_ACT_RELU);
+    ck_assert_int_eq(s->u.conv.act.kind, ACT_RELU);
     ck_assert_int_eq(s->u.conv.pad_top, 1);
     ck_assert_int_eq(s->u.conv.out_h, 5);
     /* folded weights: w * gamma / sqrt(var + eps), still (K, C, R, S) fp32 */
@@ -114,7 +114,7 @@ START_TEST(test_head_conversion_and_gemm_fusion) {
     ck_assert_int_eq(s->u.gemm.m, 2);
     ck_assert_int_eq(s->u.gemm.n, 5);
     ck_assert_int_eq(s->u.gemm.k, 12);
-    ck_assert_int_eq(s->u.gemm.act.kind, PLAN_ACT_RELU);
+    ck_assert_int_eq(s->u.gemm.act.kind, ACT_RELU);
     ck_assert_int_eq(p->num_steps, 3);
     /* the input feeds a pooling op, so it arrives NHWC8 */
     ck_assert_int_eq(p->tensors[p->input_tensors[0]].layout, PLAN_LAYOUT_NHWC8);
@@ -152,7 +152,7 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
     ck_assert_ptr_nonnull(mul);
-    ck_assert_int_eq(mul->u.eltwise.op, PLAN_BIN_MUL);
+    ck_assert_int_eq(mul->u.eltwise.op, BINARY_MUL);
     ck_assert_int_eq(mul->u.eltwise.view.rank, 4);
     ck_assert_int_eq(mul->u.eltwise.view.dims[3], 16); /* N, H, W, Cp */
     ck_assert_int_eq(mul->u.eltwise.view.pad_dim, 3);

@@ -122,10 +122,8 @@ enum { CHOICE_BYTES = 2 * KERN_GEMM_ALGO_BYTES + 16 };
 /* step_desc.c: plan step -> kernel descriptor */
 /* fp32 steps may use TF32 tensor cores (TCI_PRECISION_TF32). */
 bool gpu_allows_tf32(const exec_gpu_engine *e);
-kern_act gpu_act_of(plan_act a);
-kern_eltwise_op gpu_binary_op_of(plan_binary b);
 bool gpu_step_fp32(const plan *p, const plan_step *s);
-plan_activation gpu_conv_activation(const plan_conv *c);
+act_params gpu_conv_activation(const plan_conv *c);
 void gpu_depthwise_desc_of(const plan_conv *c, tci_dtype dtype, kern_depthwise_desc *d);
 void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *d);
 void gpu_conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,

@@ -47,7 +47,7 @@ static uint64_t fill_bits(tci_dtype dtype, double value) {
 }
 
 /* An in-place activation over a whole NHWC8 or dense tensor (what an epilogue cannot fuse). */
-static tci_status run_activation(const plan_tensor *t, void *data, plan_activation act,
+static tci_status run_activation(const plan_tensor *t, void *data, act_params act,
                                  cudaStream_t stream) {
     int64_t dims[PLAN_MAX_PHYS_RANK];
     int rank;
@@ -62,8 +62,8 @@ static tci_status run_activation(const plan_tensor *t, void *data, plan_activati
         rank = 1;
     }
     kern_eltwise_desc d;
-    kern_eltwise_desc_init(&d, KERN_ELTWISE_UNARY, t->dtype, rank, dims);
-    d.act = gpu_act_of(act.kind);
+    kern_eltwise_desc_init(&d, BINARY_NONE, t->dtype, rank, dims);
+    d.act = act.kind;
     d.act_alpha = act.alpha;
     d.act_beta = act.beta;
     if (t->layout == PLAN_LAYOUT_NHWC8) {
@@ -125,14 +125,14 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                               e->impl[index].weights, e->impl[index].bias,
                               s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                               e->workspace_bytes));
-        if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
+        if (s->u.conv.post_act.kind != ACT_NONE)
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_CONV_TRANSPOSE:
         TCI_TRY(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.n, in[0],
                                e->impl[index].weights, e->impl[index].bias, out, c->workspace,
                                e->workspace_bytes));
-        if (s->u.conv.post_act.kind != PLAN_ACT_NONE)
+        if (s->u.conv.post_act.kind != ACT_NONE)
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_GEMM:
@@ -145,11 +145,11 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                              out, e->impl[index].bias, c->workspace, e->workspace_bytes);
     case PLAN_STEP_ELTWISE: {
         const plan_strided *v = &s->u.eltwise.view;
-        int value_input = s->u.eltwise.op == PLAN_BIN_WHERE ? 1 : 0;
+        int value_input = s->u.eltwise.op == BINARY_WHERE ? 1 : 0;
         kern_eltwise_desc d;
-        kern_eltwise_desc_init(&d, gpu_binary_op_of(s->u.eltwise.op),
+        kern_eltwise_desc_init(&d, s->u.eltwise.op,
                                gpu_tensor_of(p, s->inputs[value_input])->dtype, v->rank, v->dims);
-        d.act = gpu_act_of(s->u.eltwise.act.kind);
+        d.act = s->u.eltwise.act.kind;
         d.act_alpha = s->u.eltwise.act.alpha;
         d.act_beta = s->u.eltwise.act.beta;
         for (int k = 0; k < s->num_inputs; k++)

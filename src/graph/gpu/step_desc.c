@@ -10,43 +10,6 @@ bool gpu_allows_tf32(const exec_gpu_engine *e) {
     return e->options.precision == TCI_PRECISION_TF32;
 }
 
-kern_act gpu_act_of(plan_act a) {
-    switch (a) {
-    case PLAN_ACT_RELU: return KERN_ACT_RELU;
-    case PLAN_ACT_LEAKY_RELU: return KERN_ACT_LEAKY_RELU;
-    case PLAN_ACT_CLIP: return KERN_ACT_CLIP;
-    case PLAN_ACT_SIGMOID: return KERN_ACT_SIGMOID;
-    case PLAN_ACT_HARD_SIGMOID: return KERN_ACT_HARD_SIGMOID;
-    case PLAN_ACT_HARD_SWISH: return KERN_ACT_HARD_SWISH;
-    case PLAN_ACT_TANH: return KERN_ACT_TANH;
-    case PLAN_ACT_ELU: return KERN_ACT_ELU;
-    case PLAN_ACT_SELU: return KERN_ACT_SELU;
-    case PLAN_ACT_SOFTPLUS: return KERN_ACT_SOFTPLUS;
-    case PLAN_ACT_SILU: return KERN_ACT_SILU;
-    case PLAN_ACT_GELU: return KERN_ACT_GELU;
-    case PLAN_ACT_GELU_TANH: return KERN_ACT_GELU_TANH;
-    case PLAN_ACT_SQRT: return KERN_ACT_SQRT;
-    case PLAN_ACT_ERF: return KERN_ACT_ERF;
-    default: return KERN_ACT_NONE;
-    }
-}
-
-kern_eltwise_op gpu_binary_op_of(plan_binary b) {
-    switch (b) {
-    case PLAN_BIN_ADD: return KERN_ELTWISE_ADD;
-    case PLAN_BIN_SUB: return KERN_ELTWISE_SUB;
-    case PLAN_BIN_MUL: return KERN_ELTWISE_MUL;
-    case PLAN_BIN_DIV: return KERN_ELTWISE_DIV;
-    case PLAN_BIN_POW: return KERN_ELTWISE_POW;
-    case PLAN_BIN_MAX: return KERN_ELTWISE_MAX;
-    case PLAN_BIN_MIN: return KERN_ELTWISE_MIN;
-    case PLAN_BIN_PRELU: return KERN_ELTWISE_PRELU;
-    case PLAN_BIN_EQUAL: return KERN_ELTWISE_EQUAL;
-    case PLAN_BIN_WHERE: return KERN_ELTWISE_WHERE;
-    default: return KERN_ELTWISE_UNARY;
-    }
-}
-
 /* A step of an fp32 layer (or of the fp32 baseline): its output is FLOAT on the device. */
 bool gpu_step_fp32(const plan *p, const plan_step *s) {
     return s->num_outputs && p->tensors[s->outputs[0]].dtype == TCI_DTYPE_FLOAT;
@@ -69,14 +32,14 @@ void gpu_depthwise_desc_of(const plan_conv *c, tci_dtype dtype, kern_depthwise_d
     d->dilation_w = c->dilation_w;
     d->pad_top = c->pad_top;
     d->pad_left = c->pad_left;
-    d->act = gpu_act_of(c->act.kind);
+    d->act = c->act.kind;
     d->act_alpha = c->act.alpha;
     d->act_beta = c->act.beta;
 }
 
 /* The activation the step applies after bias and residual (WMMA fuses any). */
-plan_activation gpu_conv_activation(const plan_conv *c) {
-    return c->act.kind != PLAN_ACT_NONE ? c->act : c->post_act;
+act_params gpu_conv_activation(const plan_conv *c) {
+    return c->act.kind != ACT_NONE ? c->act : c->post_act;
 }
 
 void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *d) {
@@ -99,8 +62,8 @@ void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *
     d->dilation_w = c->dilation_w;
     d->groups = c->groups;
     d->alpha = 1.0f;
-    plan_activation a = gpu_conv_activation(c);
-    d->act = gpu_act_of(a.kind);
+    act_params a = gpu_conv_activation(c);
+    d->act = a.kind;
     d->act_alpha = a.alpha;
     d->act_beta = a.beta;
 }
@@ -125,7 +88,7 @@ void gpu_conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dt
     d->dilations[0] = (int)c->dilation_h;
     d->dilations[1] = (int)c->dilation_w;
     d->groups = (int)c->groups;
-    d->activation = c->act.kind == PLAN_ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
+    d->activation = c->act.kind == ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
     d->has_bias = c->has_bias;
     d->has_residual = c->has_residual;
     d->mode = fp32                          ? KERN_CONV_FP32_NHWC8
@@ -164,8 +127,8 @@ void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype d
 }
 
 static kern_gemm_epilogue gemm_epilogue(const plan_gemm *g) {
-    if (g->act.kind == PLAN_ACT_RELU) return g->has_bias ? KERN_GEMM_EPILOGUE_RELU_BIAS : KERN_GEMM_EPILOGUE_RELU;
-    if (g->act.kind == PLAN_ACT_GELU_TANH)
+    if (g->act.kind == ACT_RELU) return g->has_bias ? KERN_GEMM_EPILOGUE_RELU_BIAS : KERN_GEMM_EPILOGUE_RELU;
+    if (g->act.kind == ACT_GELU_TANH)
         return g->has_bias ? KERN_GEMM_EPILOGUE_GELU_BIAS : KERN_GEMM_EPILOGUE_GELU;
     return g->has_bias ? KERN_GEMM_EPILOGUE_BIAS : KERN_GEMM_EPILOGUE_NONE;
 }
@@ -207,7 +170,7 @@ void gpu_wmma_gemm_desc_of(const plan_gemm *g, tci_dtype dtype, kern_wmma_gemm_d
     d->stride_c = g->stride_c;
     d->alpha = g->alpha;
     d->has_bias = g->has_bias;
-    d->act = gpu_act_of(g->act.kind);
+    d->act = g->act.kind;
     d->act_alpha = g->act.alpha;
     d->act_beta = g->act.beta;
     d->in_dtype = dtype == TCI_DTYPE_FLOAT ? TCI_DTYPE_FLOAT16 : dtype; /* tf32: a variant's */

@@ -165,7 +165,7 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
         return;
     }
     const plan_conv *c = &s->u.conv;
-    plan_activation a = gpu_conv_activation(c);
+    act_params a = gpu_conv_activation(c);
     snprintf(buf, size,
              "conv %s k%d n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " k%" PRId64 " %" PRId64
              "x%" PRId64 " o%" PRId64 "x%" PRId64 " p%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64

@@ -382,7 +382,7 @@ tci_status lower_scalar_input(const ir_node *n, int index, float def, float *out
 }
 
 /* The activation node computes as an epilogue, if its descriptor says it is one. */
-static tci_status epilogue_of(const ir_node *n, bool *is_act, plan_activation *act) {
+static tci_status epilogue_of(const ir_node *n, bool *is_act, act_params *act) {
     memset(act, 0, sizeof *act);
     *is_act = n->desc && n->desc->epilogue;
     return *is_act ? n->desc->epilogue(n, act) : TCI_OK;
@@ -390,11 +390,11 @@ static tci_status epilogue_of(const ir_node *n, bool *is_act, plan_activation *a
 
 static bool is_sigmoid(const ir_node *n) {
     bool is_act;
-    plan_activation a;
-    return epilogue_of(n, &is_act, &a) == TCI_OK && is_act && a.kind == PLAN_ACT_SIGMOID;
+    act_params a;
+    return epilogue_of(n, &is_act, &a) == TCI_OK && is_act && a.kind == ACT_SIGMOID;
 }
 
-static bool is_binary(const ir_node *n, plan_binary op) {
+static bool is_binary(const ir_node *n, binary_op op) {
     return n->desc && n->desc->binary == op && n->num_inputs == 2;
 }
 
@@ -414,7 +414,7 @@ const ir_node *lower_silu_mul(const plan_builder *b, const ir_tensor *t) {
         for (int k = 0; k < n->num_inputs; k++)
             if (n->inputs[k] == t) {
                 if (is_sigmoid(n)) sig = n;
-                else if (is_binary(n, PLAN_BIN_MUL)) mul = n;
+                else if (is_binary(n, BINARY_MUL)) mul = n;
             }
     }
     if (!sig || !mul) return NULL;
@@ -426,13 +426,13 @@ const ir_node *lower_silu_mul(const plan_builder *b, const ir_tensor *t) {
 }
 
 tci_status lower_fuse_activation(plan_builder *b, const ir_tensor *t,
-                                 bool (*accept)(plan_act kind), plan_activation *act,
+                                 bool (*accept)(act_kind kind), act_params *act,
                                  const ir_tensor **out_tensor, char *label, size_t label_size) {
     memset(act, 0, sizeof *act);
     *out_tensor = t;
     const ir_node *mul = lower_silu_mul(b, t);
-    if (mul && (!accept || accept(PLAN_ACT_SILU))) {
-        act->kind = PLAN_ACT_SILU;
+    if (mul && (!accept || accept(ACT_SILU))) {
+        act->kind = ACT_SILU;
         lower_mark_fused(b, silu_sigmoid(b, t));
         lower_mark_fused(b, mul);
         *out_tensor = mul->outputs[0];
@@ -442,7 +442,7 @@ tci_status lower_fuse_activation(plan_builder *b, const ir_tensor *t,
     const ir_node *next = lower_single_consumer(b, t);
     if (!next) return TCI_OK;
     bool is_act;
-    plan_activation a;
+    act_params a;
     TCI_TRY(epilogue_of(next, &is_act, &a));
     if (!is_act || next->inputs[0] != t || (accept && !accept(a.kind))) return TCI_OK;
     *act = a;
@@ -557,9 +557,9 @@ plan_layout lower_eltwise_layout(const plan_builder *b, const ir_node *node, con
 }
 
 /* One element-wise step: y = act(op(inputs...)) over IR inputs, output IR tensor `out`. */
-tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, plan_binary op,
+tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op,
                                const ir_tensor *const *inputs, int num_inputs,
-                               const ir_tensor *out, plan_activation act, const char *label,
+                               const ir_tensor *out, act_params act, const char *label,
                                int out_override, plan_layout layout) {
     int idx[PLAN_MAX_STEP_INPUTS];
     for (int i = 0; i < num_inputs; i++)

@@ -1,0 +1,102 @@
+/* The element-wise vocabulary, defined once: each activation's enum value, name, formula and the
+ * libraries that can fuse it, and the binary/ternary element-wise ops. Plain C, included by host
+ * code and by the CUDA kernels alike (src/kernels/act.cuh expands the formulas for the device). */
+#ifndef TCI_UTIL_ELEMENTWISE_H
+#define TCI_UTIL_ELEMENTWISE_H
+
+/* What fuses an activation into a convolution or GEMM beyond tcinfer's own kernels (which fuse
+ * every activation). */
+#define ACT_FUSES_CUDNN 1u    /* cuDNN's fused convolution + bias + activation call */
+#define ACT_FUSES_CUBLASLT 2u /* a cuBLASLt epilogue */
+
+/* X(NAME, "display name", FORMULA, FLAGS), one row per activation; the row order is the enum's
+ * numbering. FORMULA is an fp32 expression in x, alpha and beta. It calls EXP_, LOG_ and RCP_
+ * (1/v), which the expanding context defines: the precise functions on the host and in the
+ * precise device kernels, the hardware approximations in the fast ones (kernels/act.cuh); every
+ * other function in it exists identically on host and device. Comments give the parameters. */
+/* clang-format off */
+#define ACT_LIST(X)                                                                                \
+    X(NONE, "None", x, ACT_FUSES_CUDNN | ACT_FUSES_CUBLASLT)                                       \
+    X(RELU, "Relu", x < 0.0f ? 0.0f : x, ACT_FUSES_CUDNN | ACT_FUSES_CUBLASLT)                     \
+    /* alpha: slope for x < 0 */                                                                   \
+    X(LEAKY_RELU, "LeakyRelu", x < 0.0f ? alpha * x : x, 0)                                        \
+    /* alpha: min, beta: max (-INFINITY / INFINITY for an absent bound); ReLU6 is CLIP(0, 6) */    \
+    X(CLIP, "Clip", x < alpha ? alpha : (x > beta ? beta : x), 0)                                  \
+    X(SIGMOID, "Sigmoid", RCP_(1.0f + EXP_(-x)), 0)                                                \
+    X(HARD_SIGMOID, "HardSigmoid", fminf(1.0f, fmaxf(0.0f, alpha * x + beta)), 0)                  \
+    X(HARD_SWISH, "HardSwish", x * fminf(1.0f, fmaxf(0.0f, x * (1.0f / 6.0f) + 0.5f)), 0)          \
+    X(TANH, "Tanh", tanhf(x), 0)                                                                   \
+    X(ELU, "Elu", x < 0.0f ? alpha * expm1f(x) : x, 0)                                             \
+    /* alpha, beta = gamma */                                                                      \
+    X(SELU, "Selu", x <= 0.0f ? beta * (alpha * expm1f(x)) : beta * x, 0)                          \
+    /* max(x, 0) + log1p(exp(-|x|)) neither overflows for large x nor loses small results */       \
+    X(SOFTPLUS, "Softplus", fmaxf(x, 0.0f) + log1pf(EXP_(-fabsf(x))), 0)                           \
+    X(SQRT, "Sqrt", sqrtf(x), 0)                                                                   \
+    X(ERF, "Erf", erff(x), 0)                                                                      \
+    /* 0.5x(1 + erf(x/sqrt 2)) */                                                                  \
+    X(GELU, "Gelu", 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)), 0)                         \
+    /* 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) */                                              \
+    X(GELU_TANH, "GeluTanh",                                                                       \
+      0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x))),               \
+      ACT_FUSES_CUBLASLT)                                                                          \
+    /* x * sigmoid(x) */                                                                           \
+    X(SILU, "Silu", x * RCP_(1.0f + EXP_(-x)), 0)                                                  \
+    X(NEG, "Neg", -x, 0)                                                                           \
+    X(ABS, "Abs", fabsf(x), 0)                                                                     \
+    X(EXP, "Exp", EXP_(x), 0)                                                                      \
+    X(LOG, "Log", LOG_(x), 0)                                                                      \
+    X(RECIPROCAL, "Reciprocal", RCP_(x), 0)
+/* clang-format on */
+
+#define ACT_ENUM_ROW(NAME, DISPLAY, FORMULA, FLAGS) ACT_##NAME,
+typedef enum act_kind { ACT_LIST(ACT_ENUM_ROW) ACT_COUNT } act_kind;
+#undef ACT_ENUM_ROW
+
+/* An activation with its parameters (see ACT_LIST for what alpha and beta mean). */
+typedef struct act_params {
+    act_kind kind;
+    float alpha, beta;
+} act_params;
+
+/* X(NAME, "display name"): y = op(a, b[, c]) before the activation. */
+/* clang-format off */
+#define BINARY_LIST(X)                                                                             \
+    X(NONE, "None")   /* one input: y = act(a) */                                                  \
+    X(ADD, "Add")                                                                                  \
+    X(SUB, "Sub")                                                                                  \
+    X(MUL, "Mul")                                                                                  \
+    X(DIV, "Div")                                                                                  \
+    X(POW, "Pow")                                                                                  \
+    X(MAX, "Max")     /* NaN propagates (numpy.maximum) */                                         \
+    X(MIN, "Min")                                                                                  \
+    X(PRELU, "PRelu") /* a < 0 ? b*a : a, b the slope */                                           \
+    X(EQUAL, "Equal") /* a == b, as 0/1 */                                                         \
+    X(WHERE, "Where") /* inputs (cond, a, b): cond ? a : b */
+/* clang-format on */
+
+#define BINARY_ENUM_ROW(NAME, DISPLAY) BINARY_##NAME,
+typedef enum binary_op { BINARY_LIST(BINARY_ENUM_ROW) BINARY_COUNT } binary_op;
+#undef BINARY_ENUM_ROW
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The display name ("Relu"); "?" for a value outside the enum. */
+const char *act_name(act_kind kind);
+
+/* The ACT_FUSES_* flags of kind; 0 for a value outside the enum. */
+unsigned act_flags(act_kind kind);
+
+/* kind's formula with the precise functions (the fp32 reference); NaN for a value outside the
+ * enum. */
+float act_apply_host(act_kind kind, float x, float alpha, float beta);
+
+/* The display name ("Add"); "?" for a value outside the enum. */
+const char *binary_name(binary_op op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
