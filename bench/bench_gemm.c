@@ -146,7 +146,7 @@ static int run_once(const bench *x, uint16_t *host, size_t count) {
 static double rel_diff(const uint16_t *ours, const uint16_t *ref, size_t count) {
     double diff = 0.0, mag = 0.0;
     for (size_t i = 0; i < count; i++) {
-        const double a = op_half_to_float(ours[i]), b = op_half_to_float(ref[i]);
+        const double a = half_to_float(ours[i]), b = half_to_float(ref[i]);
         if (!(fabs(a - b) <= diff)) diff = fabs(a - b); /* NaN-sticky */
         if (fabs(b) > mag) mag = fabs(b);
     }
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
     for (int which = 0; which < 2; which++) {
         for (size_t i = 0; i < max_elems; i++) {
             state = state * 6364136223846793005ull + 1442695040888963407ull;
-            h[i] = op_float_to_half((float)((state >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f);
+            h[i] = float_to_half((float)((state >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f);
         }
         CUDA_OR_FAIL(cudaMemcpy(which ? db : da, h, max_elems * 2, cudaMemcpyHostToDevice));
     }

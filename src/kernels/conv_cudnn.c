@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/cuda_check.h"
-#include "layers/op.h"
+#include "util/half.h"
 #include "util/status.h"
 
 /* How one run is carried out. PLAIN: no epilogue. FUSED: one cudnnConvolutionBiasActivationForward.
@@ -580,9 +580,9 @@ tci_status kern_conv_pack_weights(const kern_conv_desc *d, const float *weights_
                     size_t o = nchw ? (((size_t)k * in.weight_c + c) * d->r + r) * d->s + s
                                     : (((size_t)k * d->r + r) * d->s + s) * in.weight_c + c;
                     if (fp16)
-                        ((uint16_t *)out)[o] = op_float_to_half(v);
+                        ((uint16_t *)out)[o] = float_to_half(v);
                     else if (bf16)
-                        ((uint16_t *)out)[o] = op_float_to_bfloat16(v);
+                        ((uint16_t *)out)[o] = float_to_bfloat16(v);
                     else
                         ((float *)out)[o] = v;
                 }
@@ -596,9 +596,9 @@ tci_status kern_conv_pack_bias(const kern_conv_desc *d, const float *bias, void 
     for (int k = 0; k < in.output_channels; k++) {
         float v = k < d->k ? bias[k] : 0.0f;
         if (fp16)
-            ((uint16_t *)out)[k] = op_float_to_half(v);
+            ((uint16_t *)out)[k] = float_to_half(v);
         else if (bf16)
-            ((uint16_t *)out)[k] = op_float_to_bfloat16(v);
+            ((uint16_t *)out)[k] = float_to_bfloat16(v);
         else
             ((float *)out)[k] = v;
     }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/cuda_check.h"
-#include "layers/op.h"
+#include "util/half.h"
 #include "util/status.h"
 
 struct kern_convt_plan {
@@ -415,7 +415,7 @@ tci_status kern_convt_pack_weights(const kern_convt_desc *d, const float *weight
                                   : 0.0f;
                     size_t at = (((size_t)ci * d->r + r) * d->s + s) * in.weight_c + co;
                     if (d->fp32) ((float *)out)[at] = v;
-                    else o16[at] = d->bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+                    else o16[at] = d->bf16 ? float_to_bfloat16(v) : float_to_half(v);
                 }
     return TCI_OK;
 }
@@ -427,7 +427,7 @@ tci_status kern_convt_pack_bias(const kern_convt_desc *d, const float *bias, voi
     for (int k = 0; k < in.output_channels; k++) {
         float v = k < d->k ? bias[k] : 0.0f;
         if (d->fp32) ((float *)out)[k] = v;
-        else o16[k] = d->bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+        else o16[k] = d->bf16 ? float_to_bfloat16(v) : float_to_half(v);
     }
     return TCI_OK;
 }

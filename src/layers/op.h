@@ -3,6 +3,7 @@
 #define TCI_LAYERS_OP_H
 
 #include "graph/lower.h"
+#include "util/half.h"
 
 /* Flags of a descriptor. */
 enum {
@@ -55,6 +56,12 @@ typedef struct op_desc {
 
 /* ---- helpers shared by family files (src/layers/op_util.c) ---- */
 
+/* Declares var, allocates it from the arena as node->params, or returns the error. */
+#define OP_ALLOC_PARAMS(node, arena, type, var)                                                   \
+    type *var = tci_arena_alloc((arena), sizeof(type));                                           \
+    if (!var) return ir_node_error((node), TCI_ERR_OUT_OF_MEMORY, "out of memory for parameters"); \
+    (node)->params = var
+
 /* Checks min <= num_inputs <= max and that required inputs (indices < min) are present; same for
  * outputs. Errors name the node. */
 tci_status op_check_arity(const ir_node *node, int min_in, int max_in, int min_out, int max_out);
@@ -81,12 +88,11 @@ int64_t op_read_int(const tci_tensor *t, int64_t i);
 double op_read_number(const tci_tensor *t, int64_t i);
 void op_write_number(tci_tensor *t, int64_t i, double value);
 
-/* IEEE fp16 <-> fp32, round to nearest even. */
-float op_half_to_float(uint16_t h);
-uint16_t op_float_to_half(float f);
-/* bfloat16 bits (the top half of an fp32): round to nearest even, NaN stays a quiet NaN. */
-float op_bfloat16_to_float(uint16_t b);
-uint16_t op_float_to_bfloat16(float f);
+
+/* Element i of raw data of dtype as double / value v stored there, converting to integers as
+ * x86 onnxruntime does (truncation; NaN and out-of-range values give the integer minimum). */
+double op_load_number(tci_dtype dtype, const void *p, int64_t i);
+void op_store_number(tci_dtype dtype, void *p, int64_t i, double v);
 
 /* Row-major strides of dims. */
 void op_strides(int rank, const int64_t *dims, int64_t *strides);
@@ -133,7 +139,8 @@ void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
 extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: unary, binary, variadic, Where,
-                                                      Equal, Cast, Clip, PRelu */
+                                                      Equal, Clip, PRelu */
+extern const op_desc *const layer_cast_ops[];      /* cast.c: Cast */
 extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Gather, Shape ... */
 extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split, Transpose, Slice,
                                                       Pad, Expand */

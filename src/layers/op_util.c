@@ -1,5 +1,6 @@
 /* Helpers shared by the op family files: arity, dtype and broadcast checks, element access. */
 #include <math.h>
+#include <limits.h>
 #include <string.h>
 
 #include "layers/op.h"
@@ -89,7 +90,7 @@ double op_read_number(const tci_tensor *t, int64_t i) {
     switch (t->dtype) {
     case TCI_DTYPE_FLOAT: return ((const float *)t->data)[i];
     case TCI_DTYPE_DOUBLE: return ((const double *)t->data)[i];
-    case TCI_DTYPE_FLOAT16: return op_half_to_float(((const uint16_t *)t->data)[i]);
+    case TCI_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)t->data)[i]);
     case TCI_DTYPE_INT8: return ((const int8_t *)t->data)[i];
     case TCI_DTYPE_UINT8: return ((const uint8_t *)t->data)[i];
     case TCI_DTYPE_BOOL: return ((const uint8_t *)t->data)[i] != 0;
@@ -103,7 +104,7 @@ void op_write_number(tci_tensor *t, int64_t i, double v) {
     switch (t->dtype) {
     case TCI_DTYPE_FLOAT: ((float *)t->data)[i] = (float)v; break;
     case TCI_DTYPE_DOUBLE: ((double *)t->data)[i] = v; break;
-    case TCI_DTYPE_FLOAT16: ((uint16_t *)t->data)[i] = op_float_to_half((float)v); break;
+    case TCI_DTYPE_FLOAT16: ((uint16_t *)t->data)[i] = float_to_half((float)v); break;
     case TCI_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
     case TCI_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
     case TCI_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
@@ -111,71 +112,6 @@ void op_write_number(tci_tensor *t, int64_t i, double v) {
     case TCI_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)v; break;
     default: break;
     }
-}
-
-float op_half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    uint32_t bits;
-    if (exp == 0) {
-        if (man == 0) {
-            bits = sign;
-        } else { /* subnormal: normalise */
-            int e = -1;
-            do {
-                e++;
-                man <<= 1;
-            } while (!(man & 0x400));
-            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t op_float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t absx = x & 0x7fffffff;
-    if (absx >= 0x7f800000u) /* inf or nan */
-        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 : 0));
-    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to inf */
-    if (absx < 0x38800000u) {                                  /* subnormal or zero in half */
-        if (absx < 0x33000000u) return (uint16_t)sign;         /* below half of min subnormal */
-        /* value = m * 2^(e-150); in units of the half subnormal 2^-24 that is m >> (126-e) */
-        uint32_t e = absx >> 23, m = (absx & 0x7fffff) | 0x800000;
-        uint32_t shift = 126 - e;
-        uint32_t q = m >> shift;
-        uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-        return (uint16_t)(sign | q);
-    }
-    uint32_t q = ((absx - 0x38000000u) >> 13);
-    uint32_t rem = absx & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
-    return (uint16_t)(sign | q);
-}
-
-float op_bfloat16_to_float(uint16_t b) {
-    uint32_t bits = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-uint16_t op_float_to_bfloat16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-    /* round to nearest even on the 16 dropped bits; a carry into the exponent is correct,
-     * up to rounding the largest finite values to inf */
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
 }
 
 void op_strides(int rank, const int64_t *dims, int64_t *strides) {
@@ -190,4 +126,44 @@ void op_same_shape(tci_tensor *out, const tci_tensor *in) {
     out->dtype = in->dtype;
     out->rank = in->rank;
     for (int i = 0; i < TCI_MAX_RANK; i++) out->dims[i] = in->dims[i];
+}
+
+/* Float to integer as x86 onnxruntime does it (cvttss2si): truncation, and the "integer
+ * indefinite" minimum for NaN and out-of-range values; narrower types keep the low bits. */
+static int64_t float_to_int64(double v) {
+    if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) return (int64_t)v;
+    return INT64_MIN;
+}
+
+static int32_t float_to_int32(double v) {
+    if (v > -2147483649.0 && v < 2147483648.0) return (int32_t)v;
+    return INT32_MIN;
+}
+
+double op_load_number(tci_dtype dtype, const void *p, int64_t i) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT: return ((const float *)p)[i];
+    case TCI_DTYPE_DOUBLE: return ((const double *)p)[i];
+    case TCI_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)p)[i]);
+    case TCI_DTYPE_INT8: return ((const int8_t *)p)[i];
+    case TCI_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+    case TCI_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case TCI_DTYPE_INT32: return ((const int32_t *)p)[i];
+    case TCI_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+    default: return 0;
+    }
+}
+
+void op_store_number(tci_dtype dtype, void *p, int64_t i, double v) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
+    case TCI_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
+    case TCI_DTYPE_FLOAT16: ((uint16_t *)p)[i] = float_to_half((float)v); break;
+    case TCI_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)float_to_int32(v); break;
+    case TCI_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)float_to_int32(v); break;
+    case TCI_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case TCI_DTYPE_INT32: ((int32_t *)p)[i] = float_to_int32(v); break;
+    case TCI_DTYPE_INT64: ((int64_t *)p)[i] = float_to_int64(v); break;
+    default: break;
+    }
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers/op.h"
+#include "util/half.h"
 #include "onnx/loader.h"
 #include "onnx.pb-c.h"
 #include "util/arena.h"
@@ -51,7 +51,7 @@ static tci_status write_tensor(writer *w, const ir_tensor *t, const char *name, 
     } else {
         uint16_t *h = alloc(w, bytes);
         if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
-        for (int64_t i = 0; i < count; i++) h[i] = op_float_to_half(((const float *)t->data)[i]);
+        for (int64_t i = 0; i < count; i++) h[i] = float_to_half(((const float *)t->data)[i]);
         tp->raw_data.data = (uint8_t *)h;
     }
     *out = tp;
@@ -283,7 +283,7 @@ tci_status onnx_widen_fp16(ir_graph *graph, const char *const *names) {
         TCI_TRY(ir_count_elements(t->rank, t->dims, &count));
         float *wide = tci_arena_alloc(graph->arena, (size_t)(count ? count : 1) * sizeof(float));
         if (!wide) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        for (int64_t i = 0; i < count; i++) wide[i] = op_half_to_float(((const uint16_t *)t->data)[i]);
+        for (int64_t i = 0; i < count; i++) wide[i] = half_to_float(((const uint16_t *)t->data)[i]);
         t->data = wide;
         t->dtype = TCI_DTYPE_FLOAT;
     }

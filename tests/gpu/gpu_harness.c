@@ -39,19 +39,19 @@ void gpu_free(void *device) { cudaFree(device); }
 void gpu_sync(void) { ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess); }
 
 void gpu_to_half(const float *src, uint16_t *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = op_float_to_half(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = float_to_half(src[i]);
 }
 
 void gpu_from_half(const uint16_t *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = op_half_to_float(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = half_to_float(src[i]);
 }
 
 void gpu_to_bf16(const float *src, uint16_t *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = op_float_to_bfloat16(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = float_to_bfloat16(src[i]);
 }
 
 void gpu_from_bf16(const uint16_t *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = op_bfloat16_to_float(src[i]);
+    for (size_t i = 0; i < n; i++) dst[i] = bfloat16_to_float(src[i]);
 }
 
 size_t gpu_dtype_size(tci_dtype dtype) {
@@ -77,8 +77,8 @@ void gpu_decode(tci_dtype dtype, const void *src, float *dst, size_t n) {
 
 void gpu_round_to(tci_dtype dtype, float *v, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        if (dtype == TCI_DTYPE_FLOAT16) v[i] = op_half_to_float(op_float_to_half(v[i]));
-        else if (dtype == TCI_DTYPE_BFLOAT16) v[i] = op_bfloat16_to_float(op_float_to_bfloat16(v[i]));
+        if (dtype == TCI_DTYPE_FLOAT16) v[i] = half_to_float(float_to_half(v[i]));
+        else if (dtype == TCI_DTYPE_BFLOAT16) v[i] = bfloat16_to_float(float_to_bfloat16(v[i]));
     }
 }
 

@@ -26,7 +26,7 @@ void gpu_sync(void);
 void gpu_to_half(const float *src, uint16_t *dst, size_t n);
 void gpu_from_half(const uint16_t *src, float *dst, size_t n);
 
-/* fp32 <-> bf16 arrays through op_float_to_bfloat16 / op_bfloat16_to_float (layers/op.h) */
+/* fp32 <-> bf16 arrays through float_to_bfloat16 / bfloat16_to_float (layers/op.h) */
 void gpu_to_bf16(const float *src, uint16_t *dst, size_t n);
 void gpu_from_bf16(const uint16_t *src, float *dst, size_t n);
 

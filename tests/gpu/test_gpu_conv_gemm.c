@@ -45,7 +45,7 @@ static float *random_floats(size_t n, uint64_t seed, float lo, float hi) {
 
 /* What the GPU sees after the upload: fp16-rounded values in fp16 mode. */
 static void round_to_half(float *v, size_t n) {
-    for (size_t i = 0; i < n; i++) v[i] = op_half_to_float(op_float_to_half(v[i]));
+    for (size_t i = 0; i < n; i++) v[i] = half_to_float(float_to_half(v[i]));
 }
 
 static int near(float got, double want, double rel) {
@@ -99,7 +99,7 @@ static void *pack_activation(const float *nchw, int n, int c, int h, int w, int 
                                    ? (((size_t)ni * cs + ci) * h + hi) * w + wi
                                    : (((size_t)ni * h + hi) * w + wi) * cs + ci;
                     if (es == 2)
-                        ((uint16_t *)out)[o] = op_float_to_half(v);
+                        ((uint16_t *)out)[o] = float_to_half(v);
                     else
                         ((float *)out)[o] = v;
                 }
@@ -108,7 +108,7 @@ static void *pack_activation(const float *nchw, int n, int c, int h, int w, int 
 }
 
 static float stored_value(const void *buf, size_t i, kern_conv_mode mode) {
-    return mode == KERN_CONV_FP16_NHWC8 ? op_half_to_float(((const uint16_t *)buf)[i])
+    return mode == KERN_CONV_FP16_NHWC8 ? half_to_float(((const uint16_t *)buf)[i])
                                         : ((const float *)buf)[i];
 }
 
@@ -434,7 +434,7 @@ START_TEST(conv_fp32_nhwc8) {
     ck_assert_tci_ok(kern_conv_pack_weights(&d32, w, w32));
     ck_assert_tci_ok(kern_conv_pack_bias(&d32, bias, b32));
     for (size_t i = 0; i < i32.weight_elements; i++)
-        ck_assert_msg(op_float_to_half(w32[i]) == w16[i], "weight %zu: fp32 %g, fp16 0x%04x", i,
+        ck_assert_msg(float_to_half(w32[i]) == w16[i], "weight %zu: fp32 %g, fp16 0x%04x", i,
                       (double)w32[i], w16[i]);
     for (int k = 0; k < 16; k++) ck_assert(b32[k] == (k < 13 ? bias[k] : 0.0f));
     free(w), free(bias), free(w16), free(w32), free(b32);
@@ -633,7 +633,7 @@ static void check_gemm(const char *name, const gemm_case *gc) {
         for (int64_t i = 0; i < gc->m; i++)
             for (int64_t j = 0; j < ldc; j++) {
                 size_t o = (size_t)(bi * sc + i * ldc + j);
-                float got = fp16 ? op_half_to_float(((uint16_t *)hd)[o]) : ((float *)hd)[o];
+                float got = fp16 ? half_to_float(((uint16_t *)hd)[o]) : ((float *)hd)[o];
                 if (bi >= rb || i >= m || j >= gc->n) {
                     /* outside the problem nothing is written: still the NaN poison */
                     ck_assert_msg(isnan(got), "%s: D[%d][%lld][%lld] written outside", name, bi,

@@ -41,7 +41,7 @@ static float *random_floats(size_t n, uint64_t seed, float lo, float hi) {
 
 /* What the GPU sees after the upload: fp16-rounded values. */
 static void round_to_half(float *v, size_t n) {
-    for (size_t i = 0; i < n; i++) v[i] = op_half_to_float(op_float_to_half(v[i]));
+    for (size_t i = 0; i < n; i++) v[i] = half_to_float(float_to_half(v[i]));
 }
 
 static int near(float got, double want, double rel) {
@@ -91,7 +91,7 @@ static uint16_t *pack_nhwc8(const float *nchw, int n, int c, int h, int w, int c
             for (int hi = 0; hi < h; hi++)
                 for (int wi = 0; wi < w; wi++)
                     out[(((size_t)ni * h + hi) * w + wi) * cs + ci] =
-                        op_float_to_half(nchw[(((size_t)ni * c + ci) * h + hi) * w + wi]);
+                        float_to_half(nchw[(((size_t)ni * c + ci) * h + hi) * w + wi]);
     *out_bytes = count * sizeof *out;
     return out;
 }
@@ -223,7 +223,7 @@ static void check_convt_maybe(const char *name, const convt_case *cc, int may_re
         for (int pi = 0; pi < p; pi++)
             for (int qi = 0; qi < q; qi++)
                 for (int k = 0; k < cs; k++) {
-                    float got = op_half_to_float(hy[(((size_t)ni * p + pi) * q + qi) * cs + k]);
+                    float got = half_to_float(hy[(((size_t)ni * p + pi) * q + qi) * cs + k]);
                     if (k >= cc->k) {
                         ck_assert_msg(got == 0.0f, "%s: padded channel %d at (%d,%d,%d) is %g",
                                       name, k, ni, pi, qi, (double)got);

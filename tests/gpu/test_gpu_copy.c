@@ -572,7 +572,7 @@ END_TEST
 /* bf16 tensors move as 2-byte elements like fp16: only a constant's bits differ. The fill value
  * is the caller's bf16 bit pattern (round to nearest even of the fp32 value). */
 START_TEST(test_fill_and_pad_bf16) {
-    const uint16_t one_and_half = op_float_to_bfloat16(1.5f), minus = op_float_to_bfloat16(-2.25f);
+    const uint16_t one_and_half = float_to_bfloat16(1.5f), minus = float_to_bfloat16(-2.25f);
     ck_assert_uint_eq(one_and_half, 0x3fc0);
     ck_assert_uint_eq(minus, 0xc010);
     check_fill(2, 1003, 1, one_and_half);
@@ -585,7 +585,7 @@ START_TEST(test_fill_and_pad_bf16) {
     ck_assert_tci_ok(kern_fill(dy, 4, 2, minus, 0));
     gpu_sync();
     gpu_download(got, dy, sizeof got);
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(op_bfloat16_to_float(got[i]), -2.25f);
+    for (int i = 0; i < 4; i++) ck_assert_float_eq(bfloat16_to_float(got[i]), -2.25f);
     gpu_free(dy);
 }
 END_TEST

@@ -13,7 +13,7 @@
 #include "layers/op.h"
 
 static int64_t round8(int64_t c) { return (c + 7) / 8 * 8; }
-static float round_half(float v) { return op_half_to_float(op_float_to_half(v)); }
+static float round_half(float v) { return half_to_float(float_to_half(v)); }
 
 typedef struct {
     int64_t n, c, h, w, r, s, sh, sw, dh, dw, pt, pl, pb, pr;
@@ -267,7 +267,7 @@ START_TEST(test_depthwise_pack) {
     ck_assert_tci_ok(kern_depthwise_pack_weights(&d, w, out));
     for (int tap = 0; tap < 2; tap++)
         for (int ch = 0; ch < 8; ch++)
-            ck_assert_uint_eq(out[tap * 8 + ch], ch < 3 ? op_float_to_half(w[ch * 2 + tap]) : 0);
+            ck_assert_uint_eq(out[tap * 8 + ch], ch < 3 ? float_to_half(w[ch * 2 + tap]) : 0);
     float b[8];
     memset(b, 0xff, sizeof b);
     const float bias[3] = {0.5f, -1, 2};
@@ -279,7 +279,7 @@ START_TEST(test_depthwise_pack) {
     ck_assert_tci_ok(kern_depthwise_pack_weights_bf16(&d, w, out));
     for (int tap = 0; tap < 2; tap++)
         for (int ch = 0; ch < 8; ch++)
-            ck_assert_uint_eq(out[tap * 8 + ch], ch < 3 ? op_float_to_bfloat16(w[ch * 2 + tap]) : 0);
+            ck_assert_uint_eq(out[tap * 8 + ch], ch < 3 ? float_to_bfloat16(w[ch * 2 + tap]) : 0);
     ck_assert_tci_error(kern_depthwise_pack_weights(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT, "NULL pointer");
     ck_assert_tci_error(kern_depthwise_pack_weights_bf16(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT,
                         "kern_depthwise_pack_weights_bf16: NULL pointer");
@@ -380,7 +380,7 @@ static void time_one(const dw_timing *t) {
     void *dx = NULL, *dy = gpu_upload(NULL, out_bytes);
     ck_assert_int_eq(cudaMalloc(&dx, in_bytes), cudaSuccess);
     ck_assert_int_eq(cudaMemset(dx, 0x3c, in_bytes), cudaSuccess); /* every half 0x3c3c */
-    const float a = op_half_to_float(0x3c3c);
+    const float a = half_to_float(0x3c3c);
     void *dw = gpu_upload(wp, (size_t)(taps * cp) * 2), *db = gpu_upload(bp, (size_t)cp * 4);
     ck_assert_tci_ok(kern_depthwise_conv(&d, dx, dw, db, NULL, dy, 0));
     gpu_sync();
@@ -403,7 +403,7 @@ static void time_one(const dw_timing *t) {
                     if (ih >= 0 && ih < t->h && iw >= 0 && iw < t->w) acc += a * w[(ch * t->k + r) * t->k + q];
                 }
             const double want = gpu_act_reference(t->act, acc, 0, 6);
-            const float g = op_half_to_float(got[ch]);
+            const float g = half_to_float(got[ch]);
             ck_assert_msg(fabs(g - want) <= 4e-3 * fmax(1, fabs(want)),
                           "%s: image %lld (%lld, %lld) channel %lld: got %g want %g", t->what, (long long)img,
                           (long long)oh, (long long)ow, (long long)ch, g, want);

@@ -646,7 +646,7 @@ START_TEST(test_large_and_in_place) {
     gpu_sync();
     gpu_download(h, buf, n * 2);
     for (size_t i = 0; i < n; i += 97)
-        ck_assert_float_eq(op_half_to_float(h[i]), -op_half_to_float(op_float_to_half(a[i])));
+        ck_assert_float_eq(half_to_float(h[i]), -half_to_float(float_to_half(a[i])));
     gpu_free(buf);
     free(h);
     free(a);
@@ -691,8 +691,8 @@ START_TEST(test_64bit_indexing) {
             for (size_t i = 0; i < chunk; i++) {
                 size_t c = (first + i) % 8;
                 float want = c < 5 ? fabsf(vecf[c + (general ? 1 : 0)]) : 0.0f;
-                ck_assert_msg(op_half_to_float(host[i]) == want, "element %zu: got %g want %g",
-                              first + i, op_half_to_float(host[i]), want);
+                ck_assert_msg(half_to_float(host[i]) == want, "element %zu: got %g want %g",
+                              first + i, half_to_float(host[i]), want);
             }
         }
     }

@@ -55,7 +55,7 @@ static uint16_t *to_half(const float *x, size_t n) {
 
 /* Rounds x to fp16 values in place (the inputs of the fp16 comparisons). */
 static void round_to_half(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = op_half_to_float(op_float_to_half(x[i]));
+    for (size_t i = 0; i < n; i++) x[i] = half_to_float(float_to_half(x[i]));
 }
 
 /* +0.0f exactly (not -0, not NaN). */
@@ -148,7 +148,7 @@ START_TEST(test_layout_fp32) {
         uint16_t *z3 = download_bits(dz3, dense);
         for (size_t i = 0; i < padded; i++) {
             int64_t ch = (int64_t)(i % (size_t)cp);
-            float ref = ch < c ? op_half_to_float(op_float_to_half(want[i])) : 0.0f;
+            float ref = ch < c ? half_to_float(float_to_half(want[i])) : 0.0f;
             ck_assert_msg(memcmp(&y3[i], &ref, 4) == 0,
                           "shape %zu: fp16 -> fp32 NHWC8 [%zu] %g vs %g", t, i, (double)y3[i],
                           (double)ref);
@@ -331,7 +331,7 @@ START_TEST(test_pool2d_fp16_dtype_zero) {
                 ck_assert_int_eq(b0[i], 0);
                 continue;
             }
-            double got = op_half_to_float(b0[i]);
+            double got = half_to_float(b0[i]);
             ck_assert_msg(fabs(got - want[i]) <= 1e-3 * fmax(1.0, fabs(want[i])),
                           "fp16 pool [%zu] = %g, want %g", i, got, want[i]);
         }
@@ -403,7 +403,7 @@ START_TEST(test_global_pool_fp16_dtype_zero) {
         ck_assert(memcmp(a, cc, nout * 2) == 0);
         for (size_t i = 0; i < nout; i++)
             if ((int64_t)(i % cp) >= c) ck_assert_int_eq(a[i], 0);
-            else ck_assert(!isnan(op_half_to_float(a[i])));
+            else ck_assert(!isnan(half_to_float(a[i])));
         free(a), free(b), free(cc);
         gpu_free(da), gpu_free(db), gpu_free(dc);
     }
@@ -562,7 +562,7 @@ START_TEST(test_resize_fp16_dtype_zero_and_errors) {
     ck_assert(memcmp(b0, b16, nout * 2) == 0);
     for (size_t i = 0; i < nout; i++)
         if (i % 16 >= 13) ck_assert_int_eq(b0[i], 0);
-        else ck_assert(!isnan(op_half_to_float(b0[i])));
+        else ck_assert(!isnan(half_to_float(b0[i])));
     d.dtype = TCI_DTYPE_INT64;
     ck_assert_tci_error(kern_resize_nhwc8(dx, d0, &d, 0), TCI_ERR_UNSUPPORTED,
                         "kern_resize_nhwc8: dtype int64");
@@ -754,7 +754,7 @@ START_TEST(test_depthwise_fp16_dtype_zero) {
                 ck_assert_int_eq(ba[i], 0);
                 continue;
             }
-            double got = op_half_to_float(ba[i]);
+            double got = half_to_float(ba[i]);
             ck_assert_msg(fabs(got - want[i]) <= 2e-3 * scale[i],
                           "fp16 path %d [%zu] = %g, want %g", path, i, got, want[i]);
         }
@@ -975,7 +975,7 @@ START_TEST(test_norm_fp16_dtype_zero) {
     a = download_bits(ya, n), b = download_bits(yb, n), c = download_bits(yc, n);                  \
     ck_assert_msg(memcmp(a, b, n * 2) == 0 && memcmp(a, c, n * 2) == 0, "%s: dtype 0 differs",     \
                   what);                                                                           \
-    for (size_t i = 0; i < n; i++) ck_assert(!isnan(op_half_to_float(a[i])));                     \
+    for (size_t i = 0; i < n; i++) ck_assert(!isnan(half_to_float(a[i])));                     \
     free(a), free(b), free(c)
 
     ck_assert_tci_ok(kern_softmax_rows(dx, ya, rows, len, 0));
@@ -1010,9 +1010,9 @@ START_TEST(test_norm_fp16_dtype_zero) {
     ck_assert(memcmp(a, b, (size_t)rows * 2) == 0 && memcmp(a, c, (size_t)rows * 2) == 0);
     for (int64_t r = 0; r < rows; r++) {
         double want = 0.0;
-        for (int64_t i = 0; i < len; i++) want += op_half_to_float(xh[r * len + i]);
+        for (int64_t i = 0; i < len; i++) want += half_to_float(xh[r * len + i]);
         want /= (double)len;
-        ck_assert_msg(fabs(op_half_to_float(a[r]) - want) <= 2e-3, "fp16 reduce [%lld]",
+        ck_assert_msg(fabs(half_to_float(a[r]) - want) <= 2e-3, "fp16 reduce [%lld]",
                       (long long)r);
     }
     free(a), free(b), free(c);

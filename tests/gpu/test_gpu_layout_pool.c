@@ -21,7 +21,7 @@ static float *random_floats(size_t n, uint64_t seed, float lo, float hi) {
     return v;
 }
 
-static float round_half(float v) { return op_half_to_float(op_float_to_half(v)); }
+static float round_half(float v) { return half_to_float(float_to_half(v)); }
 
 #define F16 TCI_DTYPE_FLOAT16
 #define BF16 TCI_DTYPE_BFLOAT16
@@ -149,12 +149,12 @@ START_TEST(test_dense_casts) {
             gpu_download(h, dh + misalign / 2, (size_t)n * 2);
             gpu_download(z, dz + misalign, (size_t)n * 4);
             for (int64_t i = 0; i < n; i++) {
-                ck_assert_msg(h[i] == op_float_to_half(x[i]),
+                ck_assert_msg(h[i] == float_to_half(x[i]),
                               "count %lld element %lld: 0x%04x vs 0x%04x", (long long)n,
-                              (long long)i, h[i], op_float_to_half(x[i]));
-                ck_assert_msg(z[i] == op_half_to_float(h[i]),
+                              (long long)i, h[i], float_to_half(x[i]));
+                ck_assert_msg(z[i] == half_to_float(h[i]),
                               "count %lld element %lld back: %g vs %g", (long long)n, (long long)i,
-                              z[i], op_half_to_float(h[i]));
+                              z[i], half_to_float(h[i]));
             }
             free(x);
             free(h);
@@ -244,12 +244,12 @@ START_TEST(test_dense_casts_bf16) {
             gpu_download(h, dh + misalign / 2, (size_t)n * 2);
             gpu_download(z, dz + misalign, (size_t)n * 4);
             for (int64_t i = 0; i < n; i++) {
-                ck_assert_msg(h[i] == op_float_to_bfloat16(x[i]),
+                ck_assert_msg(h[i] == float_to_bfloat16(x[i]),
                               "count %lld element %lld: 0x%04x vs 0x%04x", (long long)n,
-                              (long long)i, h[i], op_float_to_bfloat16(x[i]));
-                ck_assert_msg(memcmp(&z[i], &(float){op_bfloat16_to_float(h[i])}, 4) == 0,
+                              (long long)i, h[i], float_to_bfloat16(x[i]));
+                ck_assert_msg(memcmp(&z[i], &(float){bfloat16_to_float(h[i])}, 4) == 0,
                               "count %lld element %lld back: %g vs %g", (long long)n, (long long)i,
-                              z[i], op_bfloat16_to_float(h[i]));
+                              z[i], bfloat16_to_float(h[i]));
             }
             free(x);
             free(h);
@@ -284,28 +284,28 @@ START_TEST(test_cast_bf16) {
     ck_assert_tci_ok(kern_cast(df, TCI_DTYPE_FLOAT, db, TCI_DTYPE_BFLOAT16, N, 0));
     gpu_sync();
     gpu_download(b, db, sizeof b);
-    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], op_float_to_bfloat16(f[i]));
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], float_to_bfloat16(f[i]));
     ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_FLOAT, N, 0));
     float wide[N];
     gpu_sync();
     gpu_download(wide, dx, sizeof wide);
-    for (int i = 0; i < N; i++) ck_assert_float_eq(wide[i], op_bfloat16_to_float(b[i]));
+    for (int i = 0; i < N; i++) ck_assert_float_eq(wide[i], bfloat16_to_float(b[i]));
     /* fp16 -> bf16 and bf16 -> fp16: one rounding from the exact source value */
     ck_assert_tci_ok(kern_cast(dh, TCI_DTYPE_FLOAT16, db, TCI_DTYPE_BFLOAT16, N, 0));
     gpu_sync();
     gpu_download(b, db, sizeof b);
-    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], op_float_to_bfloat16(op_half_to_float(h[i])));
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(b[i], float_to_bfloat16(half_to_float(h[i])));
     ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dh, TCI_DTYPE_FLOAT16, N, 0));
     gpu_sync();
     gpu_download(back, dh, sizeof back);
-    for (int i = 0; i < N; i++) ck_assert_uint_eq(back[i], op_float_to_half(op_bfloat16_to_float(b[i])));
+    for (int i = 0; i < N; i++) ck_assert_uint_eq(back[i], float_to_half(bfloat16_to_float(b[i])));
     /* bf16 -> int64 (toward zero) and bool; int64 -> bf16 */
     ck_assert_tci_ok(kern_cast(df, TCI_DTYPE_FLOAT, db, TCI_DTYPE_BFLOAT16, 6, 0));
     ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_INT64, 6, 0));
     int64_t ints[6];
     gpu_sync();
     gpu_download(ints, dx, sizeof ints);
-    for (int i = 0; i < 6; i++) ck_assert_int_eq(ints[i], (int64_t)op_bfloat16_to_float(op_float_to_bfloat16(f[i])));
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(ints[i], (int64_t)bfloat16_to_float(float_to_bfloat16(f[i])));
     ck_assert_tci_ok(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_BOOL, 6, 0));
     uint8_t flags[6];
     gpu_sync();
@@ -316,7 +316,7 @@ START_TEST(test_cast_bf16) {
     ck_assert_tci_ok(kern_cast(di, TCI_DTYPE_INT64, db, TCI_DTYPE_BFLOAT16, 3, 0));
     gpu_sync();
     gpu_download(b, db, 6);
-    for (int i = 0; i < 3; i++) ck_assert_uint_eq(b[i], op_float_to_bfloat16((float)big[i]));
+    for (int i = 0; i < 3; i++) ck_assert_uint_eq(b[i], float_to_bfloat16((float)big[i]));
     ck_assert_tci_error(kern_cast(db, TCI_DTYPE_BFLOAT16, dx, TCI_DTYPE_DOUBLE, 3, 0),
                         TCI_ERR_INVALID_ARGUMENT, "bfloat16 -> double");
     gpu_free(df), gpu_free(dh), gpu_free(db), gpu_free(dx), gpu_free(di);
@@ -536,7 +536,7 @@ START_TEST(test_global_avg_accumulates_fp32) {
     size_t padded = (size_t)(n * h * w * c);
     uint16_t *xh = malloc(padded * 2);
     for (size_t i = 0; i < padded; i++)
-        xh[i] = op_float_to_half(1.001f);
+        xh[i] = float_to_half(1.001f);
     void *dx = gpu_upload(xh, padded * 2);
     void *dy = gpu_upload(NULL, (size_t)c * 2);
     ck_assert_tci_ok(kern_global_pool(KERN_POOL_AVG, dx, dy, n, c, h, w, 0));

@@ -67,7 +67,7 @@ static double *random_values(size_t n, uint64_t seed, tci_dtype as) {
     ck_assert(f && v);
     gpu_fill_random(f, n, seed, -1.0f, 1.0f);
     for (size_t i = 0; i < n; i++)
-        v[i] = as == TCI_DTYPE_FLOAT16 ? op_half_to_float(op_float_to_half(f[i])) : f[i];
+        v[i] = as == TCI_DTYPE_FLOAT16 ? half_to_float(float_to_half(f[i])) : f[i];
     free(f);
     return v;
 }
@@ -78,7 +78,7 @@ static void *pack(const double *v, size_t n, tci_dtype t) {
     ck_assert_ptr_nonnull(out);
     for (size_t i = 0; i < n; i++) {
         if (t == TCI_DTYPE_FLOAT16)
-            ((uint16_t *)out)[i] = op_float_to_half((float)v[i]);
+            ((uint16_t *)out)[i] = float_to_half((float)v[i]);
         else
             ((float *)out)[i] = (float)v[i];
     }
@@ -200,7 +200,7 @@ static void problem_verify(problem *p, int config) {
             continue;
         }
         size_t r = ((size_t)bi * (size_t)d->m + (size_t)i) * (size_t)d->n + (size_t)j;
-        double g = d->out_dtype == TCI_DTYPE_FLOAT16 ? op_half_to_float(((uint16_t *)got)[o])
+        double g = d->out_dtype == TCI_DTYPE_FLOAT16 ? half_to_float(((uint16_t *)got)[o])
                                                      : ((float *)got)[o];
         double x = p->x[r];
         double ex = fabs(d->alpha) * (double)((d->k + 15) / 16 + 1) * 0x1p-23 * p->s[r] +

@@ -73,8 +73,8 @@ static void random_nhwc8(int64_t pixels, int64_t c, uint64_t seed, float lo, flo
     gpu_fill_random(r, count, seed, lo, hi);
     for (size_t i = 0; i < count; i++)
         if ((int64_t)(i % (size_t)cp) < c) {
-            (*bits)[i] = op_float_to_half(r[i]);
-            (*values)[i] = op_half_to_float((*bits)[i]);
+            (*bits)[i] = float_to_half(r[i]);
+            (*values)[i] = half_to_float((*bits)[i]);
         }
     free(r);
 }
@@ -100,7 +100,7 @@ static void make_data(const wc_case *t, const kern_wmma_conv_desc *d, uint64_t s
     const float a = sqrtf(3.0f / (float)(o->cg * t->r * t->s));
     o->w = malloc(wcount * sizeof *o->w);
     gpu_fill_random(o->w, wcount, seed + 2, -a, a);
-    for (size_t i = 0; i < wcount; i++) o->w[i] = op_half_to_float(op_float_to_half(o->w[i]));
+    for (size_t i = 0; i < wcount; i++) o->w[i] = half_to_float(float_to_half(o->w[i]));
     o->bias = malloc((size_t)t->k * sizeof *o->bias);
     gpu_fill_random(o->bias, (size_t)t->k, seed + 3, -0.5f, 0.5f);
     for (int64_t i = 0; i < t->k; i++) o->bias[i] += t->shift;
@@ -205,7 +205,7 @@ static void check_config(const wc_case *t, const kern_wmma_conv_desc *d, const w
             }
             continue;
         }
-        const double got = op_half_to_float(yb[i]);
+        const double got = half_to_float(yb[i]);
         if (!(fabs(got - o->want[i]) <= o->tol[i])) {
             case_text(t, text, sizeof text);
             ck_abort_msg("%s, %s: pixel %zu channel %lld: got %.8g want %.8g (tolerance %.3g)",
@@ -346,7 +346,7 @@ START_TEST(test_wmma_conv_pack) {
     for (int k = 0; k < 8; k++)
         for (int s = 0; s < 2; s++)
             for (int c = 0; c < 8; c++)
-                ck_assert_uint_eq(out[(k * 2 + s) * 8 + c], k < 2 && c < 3 ? op_float_to_half(w[(k * 3 + c) * 2 + s]) : 0);
+                ck_assert_uint_eq(out[(k * 2 + s) * 8 + c], k < 2 && c < 3 ? float_to_half(w[(k * 3 + c) * 2 + s]) : 0);
 
     static const struct { int c, k, r, s, groups; } shapes[] = {
         {13, 29, 3, 3, 1}, {3, 64, 7, 7, 1}, {256, 256, 3, 3, 32}, {32, 48, 3, 2, 2}, {64, 32, 5, 5, 4}};

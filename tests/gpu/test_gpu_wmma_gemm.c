@@ -68,7 +68,7 @@ static double *random_doubles(size_t n, uint64_t seed, double lo, double hi) {
 static void quantize(double *v, size_t n, in_type t) {
     for (size_t i = 0; i < n; i++) {
         switch (t) {
-        case IN_F16: v[i] = op_half_to_float(op_float_to_half((float)v[i])); break;
+        case IN_F16: v[i] = half_to_float(float_to_half((float)v[i])); break;
         case IN_BF16: v[i] = bf16_to_float(float_to_bf16((float)v[i])); break;
         case IN_F32: v[i] = (float)v[i]; break;
         case IN_S8: v[i] = floor(v[i] * 256.0) - 128.0; break;  /* from U(0,1): -128..127 */
@@ -83,7 +83,7 @@ static void *pack_inputs(const double *v, size_t n, in_type t) {
     ck_assert_ptr_nonnull(out);
     for (size_t i = 0; i < n; i++) {
         switch (t) {
-        case IN_F16: ((uint16_t *)out)[i] = op_float_to_half((float)v[i]); break;
+        case IN_F16: ((uint16_t *)out)[i] = float_to_half((float)v[i]); break;
         case IN_BF16: ((uint16_t *)out)[i] = float_to_bf16((float)v[i]); break;
         case IN_F32: ((float *)out)[i] = (float)v[i]; break;
         case IN_S8: ((signed char *)out)[i] = (signed char)v[i]; break;
@@ -96,7 +96,7 @@ static void *pack_inputs(const double *v, size_t n, in_type t) {
 
 static double out_value(const void *buf, size_t i, tci_dtype t) {
     switch (t) {
-    case TCI_DTYPE_FLOAT16: return op_half_to_float(((const uint16_t *)buf)[i]);
+    case TCI_DTYPE_FLOAT16: return half_to_float(((const uint16_t *)buf)[i]);
     case TCI_DTYPE_FLOAT: return ((const float *)buf)[i];
     case TCI_DTYPE_INT32: return ((const int32_t *)buf)[i];
     case TCI_DTYPE_DOUBLE: return ((const double *)buf)[i];
@@ -210,7 +210,7 @@ static void problem_make(problem *p, const char *name, const shape *sh, in_type 
     ck_assert_ptr_nonnull(hc);
     for (size_t i = 0; i < p->nc; i++) {
         switch (sh->out) {
-        case TCI_DTYPE_FLOAT16: ((uint16_t *)hc)[i] = op_float_to_half((float)p->c[i]); break;
+        case TCI_DTYPE_FLOAT16: ((uint16_t *)hc)[i] = float_to_half((float)p->c[i]); break;
         case TCI_DTYPE_FLOAT: ((float *)hc)[i] = (float)p->c[i]; break;
         case TCI_DTYPE_DOUBLE: ((double *)hc)[i] = p->c[i]; break;
         default: ((int32_t *)hc)[i] = 0; break;

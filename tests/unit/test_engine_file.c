@@ -156,7 +156,7 @@ START_TEST(test_fp16_weights) {
     int inexact = 0;
     for (int64_t i = 0; i < 24; i++) {
         float v = ((const float *)w->data)[i], r = ((const float *)w2->data)[i];
-        ck_assert_float_eq(r, op_half_to_float(op_float_to_half(v)));
+        ck_assert_float_eq(r, half_to_float(float_to_half(v)));
         inexact += r != v;
     }
     ck_assert_int_gt(inexact, 0); /* the test means something: fp16 did round */

@@ -97,11 +97,11 @@ START_TEST(test_half_round_trip) {
     const float values[] = {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.1f};
     const uint16_t bits[] = {0x0000, 0x3c00, 0xc100, 0x7bff, 0x0400, 0x0001, 0x2e66};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
-        ck_assert_uint_eq(op_float_to_half(values[i]), bits[i]);
-        if (i != 6) ck_assert_float_eq(op_half_to_float(bits[i]), values[i]);
+        ck_assert_uint_eq(float_to_half(values[i]), bits[i]);
+        if (i != 6) ck_assert_float_eq(half_to_float(bits[i]), values[i]);
     }
-    ck_assert_uint_eq(op_float_to_half(1e6f), 0x7c00);
-    ck_assert_uint_eq(op_float_to_half(2.9802322e-08f), 0x0000); /* tie rounds to even zero */
+    ck_assert_uint_eq(float_to_half(1e6f), 0x7c00);
+    ck_assert_uint_eq(float_to_half(2.9802322e-08f), 0x0000); /* tie rounds to even zero */
 }
 END_TEST
 
@@ -111,11 +111,11 @@ START_TEST(test_bfloat16_round_trip) {
     const float values[] = {0.0f, 1.0f, -2.5f, 1.00390625f, 1.01171875f, 3.0e38f, 1.0e-40f};
     const uint16_t bits[] = {0x0000, 0x3f80, 0xc020, 0x3f80, 0x3f82, 0x7f62, 0x0001};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
-        ck_assert_uint_eq(op_float_to_bfloat16(values[i]), bits[i]);
-    ck_assert_float_eq(op_bfloat16_to_float(0xc020), -2.5f);
-    ck_assert_uint_eq(op_float_to_bfloat16(3.4028235e38f), 0x7f80);
-    const uint16_t nan = op_float_to_bfloat16(nanf(""));
-    ck_assert(isnan(op_bfloat16_to_float(nan)));
+        ck_assert_uint_eq(float_to_bfloat16(values[i]), bits[i]);
+    ck_assert_float_eq(bfloat16_to_float(0xc020), -2.5f);
+    ck_assert_uint_eq(float_to_bfloat16(3.4028235e38f), 0x7f80);
+    const uint16_t nan = float_to_bfloat16(nanf(""));
+    ck_assert(isnan(bfloat16_to_float(nan)));
 }
 END_TEST
 

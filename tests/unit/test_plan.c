@@ -367,7 +367,7 @@ START_TEST(test_bf16) {
     const plan_tensor *w = &p->tensors[fc->inputs[1]];
     ck_assert_int_eq(w->memory, PLAN_MEM_CONSTANT);
     const uint16_t *bits = w->host_data;
-    for (int i = 0; i < 60; i++) ck_assert_uint_eq(bits[i], op_float_to_bfloat16(0.01f * (float)i));
+    for (int i = 0; i < 60; i++) ck_assert_uint_eq(bits[i], float_to_bfloat16(0.01f * (float)i));
     plan_destroy(half);
     plan_destroy(p);
     ir_graph_destroy(g);

@@ -111,7 +111,7 @@ tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index) {
     bool bf16 = e->impl[index].dtype == TCI_DTYPE_BFLOAT16;
     for (int64_t i = 0; i < n; i++) {
         float v = ((const float *)t->host_data)[i];
-        h[i] = bf16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+        h[i] = bf16 ? float_to_bfloat16(v) : float_to_half(v);
     }
     tci_status st = gpu_upload_bytes(h, (size_t)n * 2, &e->impl[index].bias);
     free(h);

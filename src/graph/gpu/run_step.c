@@ -30,8 +30,8 @@ int64_t gpu_count_of(const plan_tensor *t) {
 static uint64_t fill_bits(tci_dtype dtype, double value) {
     uint64_t bits = 0;
     switch (dtype) {
-    case TCI_DTYPE_FLOAT16: bits = op_float_to_half((float)value); break;
-    case TCI_DTYPE_BFLOAT16: bits = op_float_to_bfloat16((float)value); break;
+    case TCI_DTYPE_FLOAT16: bits = float_to_half((float)value); break;
+    case TCI_DTYPE_BFLOAT16: bits = float_to_bfloat16((float)value); break;
     case TCI_DTYPE_FLOAT: {
         float f = (float)value;
         uint32_t u;

@@ -15,7 +15,7 @@ bool builder_is_float(tci_dtype d) {
 
 /* fp32 -> the bits of a 16-bit float dtype (FLOAT16 or BFLOAT16) */
 static uint16_t half_bits(tci_dtype dtype, float v) {
-    return dtype == TCI_DTYPE_BFLOAT16 ? op_float_to_bfloat16(v) : op_float_to_half(v);
+    return dtype == TCI_DTYPE_BFLOAT16 ? float_to_bfloat16(v) : float_to_half(v);
 }
 
 /* "fp32", "fp16", "bf16": the short names of float dtypes in labels */
