@@ -101,46 +101,6 @@ static const char *at(const tci_tensor *t, int64_t offset) {
  * Scalar helpers
  * ------------------------------------------------------------------------------------------- */
 
-/* Float to integer as x86 onnxruntime does it (cvttss2si): truncation, and the "integer
- * indefinite" minimum for NaN and out-of-range values; narrower types keep the low bits. */
-static int64_t float_to_int64(double v) {
-    if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) return (int64_t)v;
-    return INT64_MIN;
-}
-
-static int32_t float_to_int32(double v) {
-    if (v > -2147483649.0 && v < 2147483648.0) return (int32_t)v;
-    return INT32_MIN;
-}
-
-static double load_number(tci_dtype dtype, const void *p, int64_t i) {
-    switch (dtype) {
-    case TCI_DTYPE_FLOAT: return ((const float *)p)[i];
-    case TCI_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case TCI_DTYPE_FLOAT16: return op_half_to_float(((const uint16_t *)p)[i]);
-    case TCI_DTYPE_INT8: return ((const int8_t *)p)[i];
-    case TCI_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-    case TCI_DTYPE_BOOL: return ((const uint8_t *)p)[i] != 0;
-    case TCI_DTYPE_INT32: return ((const int32_t *)p)[i];
-    case TCI_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-    default: return 0;
-    }
-}
-
-static void store_number(tci_dtype dtype, void *p, int64_t i, double v) {
-    switch (dtype) {
-    case TCI_DTYPE_FLOAT: ((float *)p)[i] = (float)v; break;
-    case TCI_DTYPE_DOUBLE: ((double *)p)[i] = v; break;
-    case TCI_DTYPE_FLOAT16: ((uint16_t *)p)[i] = op_float_to_half((float)v); break;
-    case TCI_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)float_to_int32(v); break;
-    case TCI_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)float_to_int32(v); break;
-    case TCI_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-    case TCI_DTYPE_INT32: ((int32_t *)p)[i] = float_to_int32(v); break;
-    case TCI_DTYPE_INT64: ((int64_t *)p)[i] = float_to_int64(v); break;
-    default: break;
-    }
-}
-
 static tci_status check_same_dtype(const ir_node *node, const tci_tensor *a, int ia,
                                    const tci_tensor *b, int ib) {
     if (a->dtype != TCI_DTYPE_UNDEFINED && b->dtype != TCI_DTYPE_UNDEFINED &&
@@ -150,12 +110,6 @@ static tci_status check_same_dtype(const ir_node *node, const tci_tensor *a, int
                              tci_dtype_name(b->dtype), ia, tci_dtype_name(a->dtype));
     return TCI_OK;
 }
-
-/* Declares var, allocates it from the arena as node->params, or returns the error. */
-#define ALLOC_PARAMS(node, arena, type, var)                                                      \
-    type *var = tci_arena_alloc((arena), sizeof(type));                                           \
-    if (!var) return ir_node_error((node), TCI_ERR_OUT_OF_MEMORY, "out of memory for parameters"); \
-    (node)->params = var
 
 static const char *const no_attrs[] = {NULL};
 
@@ -199,7 +153,7 @@ static tci_status unary_parse(ir_node *node, tci_arena *arena) {
     if (!spec) return ir_node_error(node, TCI_ERR_INTERNAL, "not a unary op");
     TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
     TCI_TRY(ir_check_attrs(node, spec->attrs));
-    ALLOC_PARAMS(node, arena, unary_params, p);
+    OP_ALLOC_PARAMS(node, arena, unary_params, p);
     p->kind = spec->kind;
     p->alpha = spec->alpha;
     p->beta = spec->beta;
@@ -410,9 +364,9 @@ static void run_pow_generic(tci_tensor *out, const tci_tensor *a, const tci_tens
     int64_t o, off[2];
     while (bcast_next(&it, &o, off))
         for (int64_t i = 0; i < it.row; i++) {
-            double x = load_number(a->dtype, a->data, off[0] + i * it.row_stride[0]);
-            double y = load_number(b->dtype, b->data, off[1] + i * it.row_stride[1]);
-            store_number(out->dtype, out->data, o + i, pow(x, y));
+            double x = op_load_number(a->dtype, a->data, off[0] + i * it.row_stride[0]);
+            double y = op_load_number(b->dtype, b->data, off[1] + i * it.row_stride[1]);
+            op_store_number(out->dtype, out->data, o + i, pow(x, y));
         }
 }
 
@@ -442,7 +396,7 @@ static const tci_dtype pow_base_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TC
                                            TCI_DTYPE_INT64, 0};
 
 static tci_status binary_kind_parse(ir_node *node, tci_arena *arena) {
-    ALLOC_PARAMS(node, arena, binary_params, p);
+    OP_ALLOC_PARAMS(node, arena, binary_params, p);
     for (size_t i = 0; i < sizeof binary_names / sizeof binary_names[0]; i++)
         if (strcmp(binary_names[i].op_type, node->op_type) == 0) {
             p->kind = binary_names[i].kind;
@@ -632,7 +586,7 @@ static const tci_dtype clip_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DT
                                        TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64, 0};
 
 static tci_status clip_parse(ir_node *node, tci_arena *arena) {
-    ALLOC_PARAMS(node, arena, clip_params, p);
+    OP_ALLOC_PARAMS(node, arena, clip_params, p);
     if (node->since_version < 11) {
         static const char *const known[] = {"min", "max", NULL};
         TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
@@ -758,184 +712,6 @@ static tci_status prelu_forward(const ir_node *node, const tci_tensor *const *in
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Cast
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct cast_params {
-    tci_dtype to;
-} cast_params;
-
-static const tci_dtype cast_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_FLOAT16,
-                                       TCI_DTYPE_INT8,  TCI_DTYPE_UINT8,  TCI_DTYPE_INT32,
-                                       TCI_DTYPE_INT64, TCI_DTYPE_BOOL,   0};
-
-/* TensorProto.DataType names, for messages about types we do not hold. */
-static const char *const onnx_type_names[] = {
-    "UNDEFINED", "FLOAT",       "UINT8",         "INT8",       "UINT16",         "INT16",
-    "INT32",     "INT64",       "STRING",        "BOOL",       "FLOAT16",        "DOUBLE",
-    "UINT32",    "UINT64",      "COMPLEX64",     "COMPLEX128", "BFLOAT16",       "FLOAT8E4M3FN",
-    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",          "FLOAT4E2M1",
-    "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
-};
-
-static tci_status cast_parse(ir_node *node, tci_arena *arena) {
-    static const char *const known_v6[] = {"to", NULL};
-    static const char *const known_v19[] = {"to", "saturate", NULL};
-    static const char *const known_v24[] = {"to", "saturate", "round_mode", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 24   ? known_v24
-                                 : node->since_version >= 19 ? known_v19
-                                                             : known_v6));
-    if (!ir_node_attr(node, "to"))
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'to' is required");
-    int64_t to, saturate;
-    const char *round_mode;
-    TCI_TRY(ir_attr_int(node, "to", 0, &to));
-    /* saturate and round_mode only change float8 results, and float8 is refused below */
-    TCI_TRY(ir_attr_int(node, "saturate", 1, &saturate));
-    TCI_TRY(ir_attr_string(node, "round_mode", "up", &round_mode));
-    if (strcmp(round_mode, "up") != 0 && strcmp(round_mode, "down") != 0 &&
-        strcmp(round_mode, "nearest") != 0)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                             "attribute 'round_mode' value '%s' is not one of up, down, nearest",
-                             round_mode);
-    const int64_t num_names = (int64_t)(sizeof onnx_type_names / sizeof onnx_type_names[0]);
-    if (to <= 0 || to >= num_names)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                             "attribute 'to' value %lld is not an ONNX data type", (long long)to);
-    bool held = false;
-    for (const tci_dtype *d = cast_types; *d; d++)
-        if ((int64_t)*d == to) held = true;
-    if (!held)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "attribute 'to' value %lld (%s) is not supported", (long long)to,
-                             onnx_type_names[to]);
-    ALLOC_PARAMS(node, arena, cast_params, p);
-    p->to = (tci_dtype)to;
-    return TCI_OK;
-}
-
-static tci_status cast_infer(const ir_node *node, const tci_tensor *const *in,
-                             tci_tensor *const *out) {
-    const cast_params *p = node->params;
-    TCI_TRY(op_check_dtype(node, in[0], 0, cast_types));
-    op_same_shape(out[0], in[0]);
-    out[0]->dtype = p->to;
-    return TCI_OK;
-}
-
-static bool is_float_type(tci_dtype d) {
-    return d == TCI_DTYPE_FLOAT || d == TCI_DTYPE_DOUBLE || d == TCI_DTYPE_FLOAT16;
-}
-
-/* Loads n elements from src + start as double (float sources) or int64 (integer and bool
- * sources: int64 to float must round once, not through double). */
-static void cast_load(tci_dtype dtype, const void *src, int64_t start, int64_t n, double *f,
-                      int64_t *i) {
-    switch (dtype) {
-    case TCI_DTYPE_FLOAT:
-        for (int64_t k = 0; k < n; k++) f[k] = ((const float *)src)[start + k];
-        break;
-    case TCI_DTYPE_DOUBLE:
-        for (int64_t k = 0; k < n; k++) f[k] = ((const double *)src)[start + k];
-        break;
-    case TCI_DTYPE_FLOAT16:
-        for (int64_t k = 0; k < n; k++) f[k] = op_half_to_float(((const uint16_t *)src)[start + k]);
-        break;
-    case TCI_DTYPE_INT8:
-        for (int64_t k = 0; k < n; k++) i[k] = ((const int8_t *)src)[start + k];
-        break;
-    case TCI_DTYPE_UINT8:
-        for (int64_t k = 0; k < n; k++) i[k] = ((const uint8_t *)src)[start + k];
-        break;
-    case TCI_DTYPE_BOOL:
-        for (int64_t k = 0; k < n; k++) i[k] = ((const uint8_t *)src)[start + k] != 0;
-        break;
-    case TCI_DTYPE_INT32:
-        for (int64_t k = 0; k < n; k++) i[k] = ((const int32_t *)src)[start + k];
-        break;
-    case TCI_DTYPE_INT64:
-        for (int64_t k = 0; k < n; k++) i[k] = ((const int64_t *)src)[start + k];
-        break;
-    default: break;
-    }
-}
-
-static void cast_store_float(tci_dtype dtype, void *dst, int64_t start, int64_t n,
-                             const double *f) {
-    switch (dtype) {
-    case TCI_DTYPE_FLOAT:
-        for (int64_t k = 0; k < n; k++) ((float *)dst)[start + k] = (float)f[k];
-        break;
-    case TCI_DTYPE_DOUBLE:
-        for (int64_t k = 0; k < n; k++) ((double *)dst)[start + k] = f[k];
-        break;
-    default:
-        for (int64_t k = 0; k < n; k++) store_number(dtype, dst, start + k, f[k]);
-        break;
-    }
-}
-
-/* Integers narrow by keeping the low bits (two's complement), as ONNX specifies. */
-static void cast_store_int(tci_dtype dtype, void *dst, int64_t start, int64_t n,
-                           const int64_t *v) {
-    switch (dtype) {
-    case TCI_DTYPE_FLOAT:
-        for (int64_t k = 0; k < n; k++) ((float *)dst)[start + k] = (float)v[k];
-        break;
-    case TCI_DTYPE_DOUBLE:
-        for (int64_t k = 0; k < n; k++) ((double *)dst)[start + k] = (double)v[k];
-        break;
-    case TCI_DTYPE_FLOAT16:
-        for (int64_t k = 0; k < n; k++)
-            ((uint16_t *)dst)[start + k] = op_float_to_half((float)v[k]);
-        break;
-    case TCI_DTYPE_INT8:
-        for (int64_t k = 0; k < n; k++) ((int8_t *)dst)[start + k] = (int8_t)(uint8_t)v[k];
-        break;
-    case TCI_DTYPE_UINT8:
-        for (int64_t k = 0; k < n; k++) ((uint8_t *)dst)[start + k] = (uint8_t)v[k];
-        break;
-    case TCI_DTYPE_BOOL:
-        for (int64_t k = 0; k < n; k++) ((uint8_t *)dst)[start + k] = v[k] != 0;
-        break;
-    case TCI_DTYPE_INT32:
-        for (int64_t k = 0; k < n; k++) ((int32_t *)dst)[start + k] = (int32_t)(uint32_t)v[k];
-        break;
-    case TCI_DTYPE_INT64:
-        for (int64_t k = 0; k < n; k++) ((int64_t *)dst)[start + k] = v[k];
-        break;
-    default: break;
-    }
-}
-
-static tci_status cast_forward(const ir_node *node, const tci_tensor *const *in,
-                               tci_tensor *const *out) {
-    (void)node;
-    const tci_tensor *x = in[0];
-    tci_tensor *y = out[0];
-    const int64_t n = op_count(x);
-    if (x->dtype == y->dtype) {
-        if (n) memcpy(y->data, x->data, (size_t)n * tci_dtype_size(x->dtype));
-        return TCI_OK;
-    }
-    /* blocks keep the per-dtype switches out of the element loops */
-    enum { BLOCK = 256 };
-    double f[BLOCK];
-    int64_t v[BLOCK];
-    bool from_float = is_float_type(x->dtype);
-    for (int64_t start = 0; start < n; start += BLOCK) {
-        int64_t len = n - start < BLOCK ? n - start : BLOCK;
-        cast_load(x->dtype, x->data, start, len, f, v);
-        if (from_float)
-            cast_store_float(y->dtype, y->data, start, len, f);
-        else
-            cast_store_int(y->dtype, y->data, start, len, v);
-    }
-    return TCI_OK;
-}
-
-/* ---------------------------------------------------------------------------------------------
  * GPU lowering
  * ------------------------------------------------------------------------------------------- */
 
@@ -1042,20 +818,6 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
-static tci_status cast_gpu_lower(plan_builder *b, const ir_node *node) {
-    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    tci_dtype to = TCI_DTYPE_UNDEFINED;
-    TCI_TRY(lower_device_dtype(b, node, y->dtype, &to));
-    if (to == lower_tensor(b, xi)->dtype) return lower_alias(b, node, y, xi, &yt);
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
-    plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_CAST, node, NULL, &s));
-    s->u.cast.count = lower_count(y);
-    lower_step_io(s, 1, &xi, 1, &yt);
-    return TCI_OK;
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Descriptors
@@ -1096,12 +858,11 @@ OP(where_op, "Where", where, binary_gpu_lower, NULL, BINARY_WHERE, 9, 16);
 OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, 6, 8, 13);
 OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, 6, 8, 12, 13);
 OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, 6, 8, 12, 13);
-OP(cast_op, "Cast", cast, cast_gpu_lower, NULL, BINARY_NONE, 6, 9, 13, 19, 21, 23, 24, 25, 28);
 
 const op_desc *const layer_eltwise_ops[] = {
     &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,
     &elu_op,   &selu_op,       &softplus_op, &sqrt_op,        &erf_op,        &gelu_op,
     &clip_op,  &prelu_op,      &add_op,     &sub_op,          &mul_op,        &div_op,
     &pow_op,   &equal_op,      &where_op,   &sum_op,          &max_op,        &min_op,
-    &cast_op,  NULL,
+    NULL,
 };

@@ -1,0 +1,215 @@
+/* Op family 'cast': Cast between every dtype tcinfer holds, converting as onnxruntime does on
+ * x86 (float to integer truncates; NaN and out-of-range values give the integer minimum). */
+#include <math.h>
+#include <string.h>
+
+#include "layers/op.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Cast
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cast_params {
+    tci_dtype to;
+} cast_params;
+
+static const tci_dtype cast_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_FLOAT16,
+                                       TCI_DTYPE_INT8,  TCI_DTYPE_UINT8,  TCI_DTYPE_INT32,
+                                       TCI_DTYPE_INT64, TCI_DTYPE_BOOL,   0};
+
+/* TensorProto.DataType names, for messages about types we do not hold. */
+static const char *const onnx_type_names[] = {
+    "UNDEFINED", "FLOAT",       "UINT8",         "INT8",       "UINT16",         "INT16",
+    "INT32",     "INT64",       "STRING",        "BOOL",       "FLOAT16",        "DOUBLE",
+    "UINT32",    "UINT64",      "COMPLEX64",     "COMPLEX128", "BFLOAT16",       "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",          "FLOAT4E2M1",
+    "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
+};
+
+static tci_status cast_parse(ir_node *node, tci_arena *arena) {
+    static const char *const known_v6[] = {"to", NULL};
+    static const char *const known_v19[] = {"to", "saturate", NULL};
+    static const char *const known_v24[] = {"to", "saturate", "round_mode", NULL};
+    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    TCI_TRY(ir_check_attrs(node, node->since_version >= 24   ? known_v24
+                                 : node->since_version >= 19 ? known_v19
+                                                             : known_v6));
+    if (!ir_node_attr(node, "to"))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'to' is required");
+    int64_t to, saturate;
+    const char *round_mode;
+    TCI_TRY(ir_attr_int(node, "to", 0, &to));
+    /* saturate and round_mode only change float8 results, and float8 is refused below */
+    TCI_TRY(ir_attr_int(node, "saturate", 1, &saturate));
+    TCI_TRY(ir_attr_string(node, "round_mode", "up", &round_mode));
+    if (strcmp(round_mode, "up") != 0 && strcmp(round_mode, "down") != 0 &&
+        strcmp(round_mode, "nearest") != 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute 'round_mode' value '%s' is not one of up, down, nearest",
+                             round_mode);
+    const int64_t num_names = (int64_t)(sizeof onnx_type_names / sizeof onnx_type_names[0]);
+    if (to <= 0 || to >= num_names)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute 'to' value %lld is not an ONNX data type", (long long)to);
+    bool held = false;
+    for (const tci_dtype *d = cast_types; *d; d++)
+        if ((int64_t)*d == to) held = true;
+    if (!held)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "attribute 'to' value %lld (%s) is not supported", (long long)to,
+                             onnx_type_names[to]);
+    OP_ALLOC_PARAMS(node, arena, cast_params, p);
+    p->to = (tci_dtype)to;
+    return TCI_OK;
+}
+
+static tci_status cast_infer(const ir_node *node, const tci_tensor *const *in,
+                             tci_tensor *const *out) {
+    const cast_params *p = node->params;
+    TCI_TRY(op_check_dtype(node, in[0], 0, cast_types));
+    op_same_shape(out[0], in[0]);
+    out[0]->dtype = p->to;
+    return TCI_OK;
+}
+
+static bool is_float_type(tci_dtype d) {
+    return d == TCI_DTYPE_FLOAT || d == TCI_DTYPE_DOUBLE || d == TCI_DTYPE_FLOAT16;
+}
+
+/* Loads n elements from src + start as double (float sources) or int64 (integer and bool
+ * sources: int64 to float must round once, not through double). */
+static void cast_load(tci_dtype dtype, const void *src, int64_t start, int64_t n, double *f,
+                      int64_t *i) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT:
+        for (int64_t k = 0; k < n; k++) f[k] = ((const float *)src)[start + k];
+        break;
+    case TCI_DTYPE_DOUBLE:
+        for (int64_t k = 0; k < n; k++) f[k] = ((const double *)src)[start + k];
+        break;
+    case TCI_DTYPE_FLOAT16:
+        for (int64_t k = 0; k < n; k++) f[k] = half_to_float(((const uint16_t *)src)[start + k]);
+        break;
+    case TCI_DTYPE_INT8:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const int8_t *)src)[start + k];
+        break;
+    case TCI_DTYPE_UINT8:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const uint8_t *)src)[start + k];
+        break;
+    case TCI_DTYPE_BOOL:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const uint8_t *)src)[start + k] != 0;
+        break;
+    case TCI_DTYPE_INT32:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const int32_t *)src)[start + k];
+        break;
+    case TCI_DTYPE_INT64:
+        for (int64_t k = 0; k < n; k++) i[k] = ((const int64_t *)src)[start + k];
+        break;
+    default: break;
+    }
+}
+
+static void cast_store_float(tci_dtype dtype, void *dst, int64_t start, int64_t n,
+                             const double *f) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT:
+        for (int64_t k = 0; k < n; k++) ((float *)dst)[start + k] = (float)f[k];
+        break;
+    case TCI_DTYPE_DOUBLE:
+        for (int64_t k = 0; k < n; k++) ((double *)dst)[start + k] = f[k];
+        break;
+    default:
+        for (int64_t k = 0; k < n; k++) op_store_number(dtype, dst, start + k, f[k]);
+        break;
+    }
+}
+
+/* Integers narrow by keeping the low bits (two's complement), as ONNX specifies. */
+static void cast_store_int(tci_dtype dtype, void *dst, int64_t start, int64_t n,
+                           const int64_t *v) {
+    switch (dtype) {
+    case TCI_DTYPE_FLOAT:
+        for (int64_t k = 0; k < n; k++) ((float *)dst)[start + k] = (float)v[k];
+        break;
+    case TCI_DTYPE_DOUBLE:
+        for (int64_t k = 0; k < n; k++) ((double *)dst)[start + k] = (double)v[k];
+        break;
+    case TCI_DTYPE_FLOAT16:
+        for (int64_t k = 0; k < n; k++)
+            ((uint16_t *)dst)[start + k] = float_to_half((float)v[k]);
+        break;
+    case TCI_DTYPE_INT8:
+        for (int64_t k = 0; k < n; k++) ((int8_t *)dst)[start + k] = (int8_t)(uint8_t)v[k];
+        break;
+    case TCI_DTYPE_UINT8:
+        for (int64_t k = 0; k < n; k++) ((uint8_t *)dst)[start + k] = (uint8_t)v[k];
+        break;
+    case TCI_DTYPE_BOOL:
+        for (int64_t k = 0; k < n; k++) ((uint8_t *)dst)[start + k] = v[k] != 0;
+        break;
+    case TCI_DTYPE_INT32:
+        for (int64_t k = 0; k < n; k++) ((int32_t *)dst)[start + k] = (int32_t)(uint32_t)v[k];
+        break;
+    case TCI_DTYPE_INT64:
+        for (int64_t k = 0; k < n; k++) ((int64_t *)dst)[start + k] = v[k];
+        break;
+    default: break;
+    }
+}
+
+static tci_status cast_forward(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    (void)node;
+    const tci_tensor *x = in[0];
+    tci_tensor *y = out[0];
+    const int64_t n = op_count(x);
+    if (x->dtype == y->dtype) {
+        if (n) memcpy(y->data, x->data, (size_t)n * tci_dtype_size(x->dtype));
+        return TCI_OK;
+    }
+    /* blocks keep the per-dtype switches out of the element loops */
+    enum { BLOCK = 256 };
+    double f[BLOCK];
+    int64_t v[BLOCK];
+    bool from_float = is_float_type(x->dtype);
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        int64_t len = n - start < BLOCK ? n - start : BLOCK;
+        cast_load(x->dtype, x->data, start, len, f, v);
+        if (from_float)
+            cast_store_float(y->dtype, y->data, start, len, f);
+        else
+            cast_store_int(y->dtype, y->data, start, len, v);
+    }
+    return TCI_OK;
+}
+
+/* ---- GPU lowering ---- */
+
+static tci_status cast_gpu_lower(plan_builder *b, const ir_node *node) {
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    tci_dtype to = TCI_DTYPE_UNDEFINED;
+    TCI_TRY(lower_device_dtype(b, node, y->dtype, &to));
+    if (to == lower_tensor(b, xi)->dtype) return lower_alias(b, node, y, xi, &yt);
+    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_CAST, node, NULL, &s));
+    s->u.cast.count = lower_count(y);
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
+static const int cast_versions[] = {6, 9, 13, 19, 21, 23, 24, 25, 28, 0};
+
+static const op_desc cast_desc = {
+    .op_type = "Cast",
+    .versions = cast_versions,
+    .parse = cast_parse,
+    .infer = cast_infer,
+    .cpu_forward = cast_forward,
+    .flags = 0,
+    .gpu_lower = cast_gpu_lower,
+};
+
+const op_desc *const layer_cast_ops[] = {&cast_desc, NULL};
