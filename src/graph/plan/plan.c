@@ -233,6 +233,11 @@ static tci_status build(plan_builder *b) {
         if (!b->fp32 && (node->desc->flags & OP_MOVES_DATA) && node->num_inputs &&
             node->inputs[0] && !node->inputs[0]->data && b->primary[node->inputs[0]->index] >= 0)
             b->fp32 = b->p->tensors[b->primary[node->inputs[0]->index]].dtype == TCI_DTYPE_FLOAT;
+        /* an output whose shape needs run-time values (Range of runtime scalars...) is the
+         * reason, whatever the op */
+        for (int o = 0; o < node->num_outputs; o++)
+            if (node->outputs[o] && lower_is_read(b, node->outputs[o]))
+                TCI_TRY(lower_require_known(node, node->outputs[o]));
         if (!node->desc->gpu_lower)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "op %s has no GPU path yet (run it with --backend cpu)",
