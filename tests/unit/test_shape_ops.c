@@ -76,6 +76,7 @@ static void check_versions(const op_desc *d, void *user) {
 
 START_TEST(test_versions_resolve) {
     for (const op_desc *const *d = layer_shape_ops; *d; d++) check_versions(*d, NULL);
+    for (const op_desc *const *d = layer_movement_ops; *d; d++) check_versions(*d, NULL);
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     struct {
