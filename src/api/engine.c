@@ -97,6 +97,12 @@ static tci_status mark_all_outputs(ir_graph *g) {
     return TCI_OK;
 }
 
+/* The GPU plan of an optimised graph: the fusion passes, then the planner. */
+static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **out_plan) {
+    TCI_TRY(pass_fuse_for_gpu(g));
+    return plan_build(g, options, out_plan);
+}
+
 static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph **pristine) {
     for (size_t i = 0; i < options->num_shapes; i++)
         TCI_TRY(apply_shape_override(g, &options->shapes[i]));
@@ -150,7 +156,7 @@ static tci_status replan_batch(void *user, const plan *built, const int64_t *dim
             t->dims[0] = dim0[i];
     }
     if (st == TCI_OK) st = pass_optimize(g);
-    if (st == TCI_OK) st = plan_build(g, &e->plan_options, &p);
+    if (st == TCI_OK) st = plan_for_gpu(g, &e->plan_options, &p);
     if (st != TCI_OK) {
         ir_graph_destroy(g);
         return st;
@@ -165,7 +171,7 @@ static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_option
                              const char *choices) {
     plan *built = NULL;
     TCI_TRY(exec_gpu_check_device());
-    TCI_TRY(plan_build(g, &e->plan_options, &built));
+    TCI_TRY(plan_for_gpu(g, &e->plan_options, &built));
     return exec_gpu_engine_create(built, &e->plan_options, options->kernels,
                                   options->timing_cache, choices,
                                   e->pristine ? replan_batch : NULL, e, &e->gpu);
@@ -217,7 +223,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
         e->backend = options->backend;
         e->use_cuda_graph = !options->no_cuda_graph;
         if (e->backend == TCI_BACKEND_GPU && options->plan_only)
-            st = plan_build(g, &e->plan_options, &e->plan_only);
+            st = plan_for_gpu(g, &e->plan_options, &e->plan_only);
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
             st = create_gpu(e, g, options, choices);

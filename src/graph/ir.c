@@ -60,6 +60,8 @@ tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
         ok = n != NULL;
         if (ok) {
             n->params = NULL;
+            n->epilogue = NULL;
+            n->fused_into = NULL;
             n->index = i;
             n->inputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_inputs + 1));
             n->outputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_outputs + 1));

@@ -8,6 +8,7 @@
 
 #include "tcinfer.h"
 #include "util/arena.h"
+#include "util/elementwise.h"
 #include "util/status.h"
 
 /* Newest ONNX opset whose operator history the registry knows (onnx 1.23). */
@@ -57,6 +58,20 @@ typedef struct ir_attr {
     ir_tensor *tensor;       /* IR_ATTR_TENSOR: a constant tensor (data set) */
 } ir_attr;
 
+/* What a GPU step computes beyond its node's op: the nodes after it that the fusion passes
+ * (src/graph/passes/fuse.c) folded into it. The IR stays a valid ONNX graph: the fused nodes stay
+ * in it, marked (ir_node.fused_into), and the CPU executor ignores both. */
+typedef struct ir_epilogue {
+    const char *label;       /* the op types the step computes, "Conv+BatchNormalization+Relu" */
+    ir_tensor *output;       /* what the step writes: the last fused node's output */
+    ir_tensor *weights;      /* Conv: weights with a BatchNormalization folded in, else NULL */
+    ir_tensor *bias;         /* Conv: the folded bias (K values); MatMul: a fused Add's constant
+                                vector of N values; else NULL */
+    ir_tensor *residual;     /* Conv: the other operand of a fused Add, else NULL */
+    const struct ir_node *residual_add; /* that Add (conversions of residual are its steps) */
+    act_params act;          /* the fused activation (ACT_NONE: none) */
+} ir_epilogue;
+
 typedef struct ir_node {
     const char *name;        /* never NULL: the loader names unnamed nodes "<op>_<index>" */
     const char *op_type;
@@ -72,6 +87,8 @@ typedef struct ir_node {
     int num_attrs;
     void *params;            /* op-specific parsed attributes, in the graph arena */
     size_t index;            /* position in graph->nodes, kept by ir_graph_sort */
+    ir_epilogue *epilogue;   /* set by the GPU fusion passes, else NULL */
+    struct ir_node *fused_into; /* computed by that node's GPU step (fusion passes), else NULL */
 } ir_node;
 
 typedef struct ir_opset {

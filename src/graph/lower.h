@@ -250,22 +250,10 @@ bool lower_is_read(const plan_builder *b, const ir_tensor *t);
 plan_layout lower_eltwise_layout(const plan_builder *b, const ir_node *node,
                                  const ir_tensor *out);
 
-/* ---- fusion ---- */
+/* ---- fusion (decided by the passes, src/graph/passes/fuse.c) ---- */
 
-/* t's only reader (not a graph output), or NULL. */
-const ir_node *lower_single_consumer(const plan_builder *b, const ir_tensor *t);
-/* The node is lowered as part of the current step: the build skips it. */
-void lower_mark_fused(plan_builder *b, const ir_node *node);
-bool lower_is_fused(const plan_builder *b, const ir_node *node);
-/* x -> Sigmoid -> s, Mul(x, s) (SiLU as exporters write it): the Mul when t's only readers are
- * exactly that pair, else NULL. */
-const ir_node *lower_silu_mul(const plan_builder *b, const ir_tensor *t);
-/* Follows t into a fusable activation (the next node's descriptor says it is one, or SiLU) that
- * `accept` takes (NULL: any): sets *act, marks the fused nodes, appends "+Op" to label, and
- * returns in *out_tensor the tensor that replaces t (t itself when nothing fuses). */
-tci_status lower_fuse_activation(plan_builder *b, const ir_tensor *t,
-                                 bool (*accept)(act_kind kind), act_params *act,
-                                 const ir_tensor **out_tensor, char *label, size_t label_size);
+/* node->epilogue, or (none filled in) an empty one: label the op type, output outputs[0]. */
+const ir_epilogue *lower_epilogue(const ir_node *node, ir_epilogue *none);
 
 /* ---- views of plan tensors, for strided steps ---- */
 

@@ -1,5 +1,6 @@
 /* Graph passes run at engine build: shape inference with constant folding, pass-through removal,
- * dead-node elimination. Each takes a sorted graph whose nodes are prepared (op_prepare_node). */
+ * dead-node elimination, and the GPU fusions. Each takes a sorted graph whose nodes are prepared
+ * (op_prepare_node). */
 #ifndef TCI_GRAPH_PASSES_H
 #define TCI_GRAPH_PASSES_H
 
@@ -20,5 +21,13 @@ tci_status pass_eliminate_dead_nodes(ir_graph *graph);
 /* The whole optimisation: sort, prepare every node (resolve op, parse attributes), then the
  * passes above in order. */
 tci_status pass_optimize(ir_graph *graph);
+
+/* For the GPU engine, after pass_optimize: folds each BatchNormalization that follows a Conv into
+ * new weights and bias, and records which following nodes (residual Add, a Linear layer's bias,
+ * activations, SiLU's Sigmoid+Mul) each node's step computes as its epilogue, as the ops'
+ * descriptors allow (OP_FOLDS_BATCHNORM, OP_EPILOGUE_*). The fused nodes stay in the graph,
+ * marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running
+ * it again on the same graph changes nothing. */
+tci_status pass_fuse_for_gpu(ir_graph *graph);
 
 #endif

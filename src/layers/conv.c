@@ -599,76 +599,32 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
                              "grouped convolution with %lld channels per group: the GPU path "
                              "needs multiples of 8 (or depthwise)",
                              (long long)cg);
-    int64_t kp = plan_pad8(k);
-
-    /* fold a following BatchNormalization into weights and bias */
-    const float *wsrc = lower_const_floats(w);
-    float *scale = calloc((size_t)kp, sizeof(float));
-    float *shift = calloc((size_t)kp, sizeof(float));
-    if (!scale || !shift) {
-        free(scale);
-        free(shift);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
-    }
-    for (int64_t i = 0; i < k; i++) {
-        scale[i] = 1.0f;
-        shift[i] = bias ? lower_const_floats(bias)[i] : 0.0f;
-    }
-    char label[256];
-    snprintf(label, sizeof label, "Conv");
-    const ir_tensor *out = node->outputs[0];
-    const ir_node *next = lower_single_consumer(b, out);
-    bool bn_folded = false;
-    tci_status st = TCI_OK;
-    if (next && next->inputs[0] == out) st = layer_batchnorm_fold(next, k, scale, shift, &bn_folded);
-    if (bn_folded) {
-        lower_mark_fused(b, next);
-        out = next->outputs[0];
-        strncat(label, "+BatchNormalization", sizeof label - strlen(label) - 1);
-    }
-    /* residual Add (the other operand already computed), then an activation */
-    int residual = -1;
-    act_params act = {0};
-    next = st == TCI_OK ? lower_single_consumer(b, out) : NULL;
-    if (next && next->desc->binary == BINARY_ADD && next->num_inputs == 2) {
-        const ir_tensor *other = next->inputs[0] == out ? next->inputs[1] : next->inputs[0];
-        bool same = other->rank == 4 && lower_layout_of(b, other) >= 0;
-        for (int i = 0; same && i < 4; i++) same = other->dims[i] == out->dims[i];
-        if (same && other != out) {
-            st = lower_input(b, next, other, PLAN_LAYOUT_NHWC8, &residual);
-            if (st == TCI_OK) {
-                lower_mark_fused(b, next);
-                out = next->outputs[0];
-                strncat(label, "+Add", sizeof label - strlen(label) - 1);
-            }
-        }
-    }
-    if (st == TCI_OK) st = lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label);
-
-    /* folded fp32 weights (K, C/group, R, S) and bias (K); the executor packs them into the
-     * layout the convolution library wants */
-    int wt = -1, bt = -1, xt = -1, yt = -1;
-    if (st == TCI_OK) {
-        int64_t wdims[4] = {k, cg, r, s};
-        float *folded = malloc((size_t)(k * cg * r * s) * sizeof(float));
-        if (!folded) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
-        for (int64_t i = 0; st == TCI_OK && i < k * cg * r * s; i++)
-            folded[i] = wsrc[i] * scale[i / (cg * r * s)];
-        if (st == TCI_OK)
-            st = lower_host_constant(b, w->name, folded, 4, wdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &wt);
-        free(folded);
-    }
-    if (st == TCI_OK) {
-        int64_t bdims[1] = {k};
-        st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
-    }
-    free(scale);
+    /* the fusion passes' epilogue: folded weights and bias, residual, activation */
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
+    const ir_tensor *out = e->output;
+    act_params act = e->act;
+    int residual = -1, wt = -1, bt = -1, xt = -1, yt = -1;
+    if (e->residual)
+        TCI_TRY(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_NHWC8, &residual));
+    /* fp32 weights (K, C/group, R, S) and bias (K); the executor packs them into the layout the
+     * convolution library wants */
+    int64_t wdims[4] = {k, cg, r, s}, bdims[1] = {k};
+    const float *wsrc = lower_const_floats(e->weights ? e->weights : w);
+    TCI_TRY(lower_host_constant(b, w->name, wsrc, 4, wdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE,
+                                &wt));
+    const ir_tensor *bsrc = e->bias ? e->bias : bias;
+    float *shift = calloc((size_t)k, sizeof(float));
+    if (!shift) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; bsrc && i < k; i++) shift[i] = lower_const_floats(bsrc)[i];
+    tci_status st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT,
+                                        PLAN_LAYOUT_DENSE, &bt);
     free(shift);
     TCI_TRY(st);
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
     TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
     plan_step *step;
-    TCI_TRY(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, label), &step));
+    TCI_TRY(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
     step_geometry(pc, &win);
     pc->has_bias = true;
@@ -702,18 +658,17 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
         st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
     free(shift);
     TCI_TRY(st);
-    char label[256] = "ConvTranspose";
-    act_params act;
-    const ir_tensor *out = node->outputs[0];
-    TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label));
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
+    const ir_tensor *out = e->output;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
     TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
     plan_step *step;
-    TCI_TRY(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, label), &step));
+    TCI_TRY(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
     step_geometry(pc, &win);
     pc->has_bias = true;
-    pc->post_act = act;
+    pc->post_act = e->act;
     pc->fused = step->label;
     lower_step_io(step, 3, (int[]){xt, wt, bt}, 1, &yt);
     return TCI_OK;
@@ -730,7 +685,7 @@ static const op_desc conv_desc = {
     .parse = conv_parse,
     .infer = conv_infer,
     .cpu_forward = conv_forward,
-    .flags = OP_NHWC_INPUT,
+    .flags = OP_NHWC_INPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_ACT,
     .gpu_lower = conv_gpu_lower,
 };
 
@@ -740,6 +695,7 @@ static const op_desc conv_transpose_desc = {
     .parse = conv_transpose_parse,
     .infer = conv_infer,
     .cpu_forward = conv_transpose_forward,
+    .flags = OP_EPILOGUE_ACT,
     .gpu_lower = conv_transpose_gpu_lower,
 };
 

@@ -741,18 +741,14 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_require_known(node, out));
     plan_layout layout = lower_eltwise_layout(b, node, out);
-    const char *label = node->op_type;
+    /* the fusion passes turn a Sigmoid whose Mul completes a SiLU into one SiLU step */
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
     act_params act;
     TCI_TRY(node->desc->epilogue(node, &act));
-    if (act.kind == ACT_SIGMOID) {
-        const ir_node *mul = lower_silu_mul(b, node->inputs[0]);
-        if (mul && !lower_is_fused(b, mul)) {
-            lower_mark_fused(b, mul);
-            act.kind = ACT_SILU;
-            out = mul->outputs[0];
-            label = "Sigmoid+Mul(SiLU)";
-        }
-    }
+    if (node->epilogue) act = e->act;
+    const char *label = e->label;
+    out = e->output;
     return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)node->inputs, 1,
                               out, act, lower_intern(b, label), -1, layout);
 }
@@ -763,8 +759,6 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_require_known(node, out));
     plan_layout layout = lower_eltwise_layout(b, node, out);
-    char label[256];
-    snprintf(label, sizeof label, "%s", node->op_type);
     binary_op op = node->desc->binary;
     /* the kernels take one value dtype (Where's condition aside) */
     int first = op == BINARY_WHERE ? 1 : 0;
@@ -776,15 +770,19 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
                                  tci_dtype_name(node->inputs[i]->dtype));
     act_params act = {0};
     const ir_tensor *const *inputs = (const ir_tensor *const *)node->inputs;
+    const char *label = lower_intern(b, node->op_type);
     if (op == BINARY_WHERE)
-        return lower_eltwise_step(b, node, op, inputs, 3, out, act, lower_intern(b, label), -1,
+        return lower_eltwise_step(b, node, op, inputs, 3, out, act, label, -1,
                                   PLAN_LAYOUT_DENSE);
     int n = node->num_inputs;
     if (n == 1) /* Sum/Max/Min of one input: a copy */
-        return lower_eltwise_step(b, node, BINARY_NONE, inputs, 1, out, act,
-                                  lower_intern(b, label), -1, layout);
-    const ir_tensor *final_out = out;
-    TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &final_out, label, sizeof label));
+        return lower_eltwise_step(b, node, BINARY_NONE, inputs, 1, out, act, label, -1, layout);
+    /* the activation the fusion passes gave it goes into the last step of the chain */
+    ir_epilogue no_epilogue;
+    const ir_epilogue *e = lower_epilogue(node, &no_epilogue);
+    const ir_tensor *final_out = e->output;
+    act = e->act;
+    label = lower_intern(b, e->label);
     act_params none = {0};
     int acc = -1;
     for (int i = 1; i < n; i++) {
@@ -798,13 +796,13 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
         }
         if (i == 1) { /* inputs 0 and 1 */
             const ir_tensor *pair[2] = {node->inputs[0], node->inputs[1]};
-            TCI_TRY(lower_eltwise_step(b, node, op, pair, 2, final_out, last ? act : none,
-                                       lower_intern(b, label), yt, layout));
+            TCI_TRY(lower_eltwise_step(b, node, op, pair, 2, final_out, last ? act : none, label,
+                                       yt, layout));
         } else { /* acc (already lowered) with input i */
             int other;
             TCI_TRY(lower_input(b, node, node->inputs[i], layout, &other));
             plan_step *s;
-            TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, lower_intern(b, label), &s));
+            TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
             s->u.eltwise.op = op;
             s->u.eltwise.act = last ? act : none;
             const plan_tensor *y = lower_tensor(b, yt);
@@ -818,12 +816,11 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
-
 /* ---------------------------------------------------------------------------------------------
  * Descriptors
  * ------------------------------------------------------------------------------------------- */
 
-#define OP(var, name, family, lower, epilogue_fn, binary_op, ...)                                 \
+#define OP(var, name, family, lower, epilogue_fn, binary_op, op_flags, ...)                       \
     static const int var##_versions[] = {__VA_ARGS__, 0};                                         \
     static const op_desc var = {.op_type = name,                                                  \
                                 .versions = var##_versions,                                       \
@@ -832,32 +829,35 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
                                 .cpu_forward = family##_forward,                                  \
                                 .gpu_lower = lower,                                               \
                                 .epilogue = epilogue_fn,                                          \
-                                .binary = binary_op}
+                                .binary = binary_op,                                              \
+                                .flags = op_flags}
+#define UNARY_OP(var, name, ...)                                                                  \
+    OP(var, name, unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 0, __VA_ARGS__)
 
-OP(relu_op, "Relu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13, 14);
-OP(leaky_relu_op, "LeakyRelu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 16);
-OP(sigmoid_op, "Sigmoid", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13);
-OP(hard_sigmoid_op, "HardSigmoid", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 22);
-OP(hard_swish_op, "HardSwish", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 14, 22);
-OP(tanh_op, "Tanh", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13);
-OP(elu_op, "Elu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 22);
-OP(selu_op, "Selu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 22);
-OP(softplus_op, "Softplus", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 1, 22);
-OP(sqrt_op, "Sqrt", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 6, 13);
-OP(erf_op, "Erf", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 9, 13);
-OP(gelu_op, "Gelu", unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 20);
-OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, BINARY_NONE, 6, 11, 12, 13);
-OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, BINARY_PRELU, 7, 9, 16);
-OP(add_op, "Add", binary, binary_gpu_lower, NULL, BINARY_ADD, 7, 13, 14);
-OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, BINARY_SUB, 7, 13, 14);
-OP(mul_op, "Mul", binary, binary_gpu_lower, NULL, BINARY_MUL, 7, 13, 14);
-OP(div_op, "Div", binary, binary_gpu_lower, NULL, BINARY_DIV, 7, 13, 14);
-OP(pow_op, "Pow", binary, binary_gpu_lower, NULL, BINARY_POW, 7, 12, 13, 15);
-OP(equal_op, "Equal", binary, binary_gpu_lower, NULL, BINARY_EQUAL, 7, 11, 13, 19);
-OP(where_op, "Where", where, binary_gpu_lower, NULL, BINARY_WHERE, 9, 16);
-OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, 6, 8, 13);
-OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, 6, 8, 12, 13);
-OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, 6, 8, 12, 13);
+UNARY_OP(relu_op, "Relu", 6, 13, 14);
+UNARY_OP(leaky_relu_op, "LeakyRelu", 6, 16);
+UNARY_OP(sigmoid_op, "Sigmoid", 6, 13);
+UNARY_OP(hard_sigmoid_op, "HardSigmoid", 6, 22);
+UNARY_OP(hard_swish_op, "HardSwish", 14, 22);
+UNARY_OP(tanh_op, "Tanh", 6, 13);
+UNARY_OP(elu_op, "Elu", 6, 22);
+UNARY_OP(selu_op, "Selu", 6, 22);
+UNARY_OP(softplus_op, "Softplus", 1, 22);
+UNARY_OP(sqrt_op, "Sqrt", 6, 13);
+UNARY_OP(erf_op, "Erf", 9, 13);
+UNARY_OP(gelu_op, "Gelu", 20);
+OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, BINARY_NONE, 0, 6, 11, 12, 13);
+OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, BINARY_PRELU, OP_EPILOGUE_ACT, 7, 9, 16);
+OP(add_op, "Add", binary, binary_gpu_lower, NULL, BINARY_ADD, OP_EPILOGUE_ACT, 7, 13, 14);
+OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, BINARY_SUB, OP_EPILOGUE_ACT, 7, 13, 14);
+OP(mul_op, "Mul", binary, binary_gpu_lower, NULL, BINARY_MUL, OP_EPILOGUE_ACT, 7, 13, 14);
+OP(div_op, "Div", binary, binary_gpu_lower, NULL, BINARY_DIV, OP_EPILOGUE_ACT, 7, 13, 14);
+OP(pow_op, "Pow", binary, binary_gpu_lower, NULL, BINARY_POW, OP_EPILOGUE_ACT, 7, 12, 13, 15);
+OP(equal_op, "Equal", binary, binary_gpu_lower, NULL, BINARY_EQUAL, OP_EPILOGUE_ACT, 7, 11, 13, 19);
+OP(where_op, "Where", where, binary_gpu_lower, NULL, BINARY_WHERE, 0, 9, 16);
+OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, OP_EPILOGUE_ACT, 6, 8, 13);
+OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, OP_EPILOGUE_ACT, 6, 8, 12, 13);
+OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, OP_EPILOGUE_ACT, 6, 8, 12, 13);
 
 const op_desc *const layer_eltwise_ops[] = {
     &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,

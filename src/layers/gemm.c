@@ -160,6 +160,7 @@ static const op_desc gemm_desc = {
     .parse = gemm_parse,
     .infer = gemm_infer,
     .cpu_forward = gemm_forward,
+    .flags = OP_EPILOGUE_LIBRARY_ACT,
     .gpu_lower = gemm_gpu_lower,
 };
 
@@ -287,31 +288,6 @@ static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *i
 
 /* ---- GPU lowering ---- */
 
-/* A following Add of a constant vector of length n (a Linear layer's bias), as bias values. */
-static tci_status fuse_bias(plan_builder *b, const ir_tensor *t, int64_t n, float scale,
-                            const ir_tensor **out_tensor, float **out_bias, char *label,
-                            size_t label_size) {
-    *out_bias = NULL;
-    *out_tensor = t;
-    const ir_node *next = lower_single_consumer(b, t);
-    if (!next || next->desc->binary != BINARY_ADD || next->num_inputs != 2) return TCI_OK;
-    const ir_tensor *c = next->inputs[0] == t ? next->inputs[1] : next->inputs[0];
-    if (!c->data || c->dtype != TCI_DTYPE_FLOAT || lower_count(c) != n || c->rank < 1 ||
-        c->dims[c->rank - 1] != n || next->outputs[0]->rank != t->rank)
-        return TCI_OK;
-    float *bias = malloc((size_t)n * sizeof(float));
-    if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int64_t i = 0; i < n; i++) bias[i] = scale * ((const float *)c->data)[i];
-    lower_mark_fused(b, next);
-    *out_tensor = next->outputs[0];
-    *out_bias = bias;
-    strncat(label, "+Add", label_size - strlen(label) - 1);
-    return TCI_OK;
-}
-
-/* What cuBLASLt has an epilogue for (ReLU, tanh-GELU); anything else stays a separate step. */
-static bool gemm_fuses(act_kind kind) { return (act_flags(kind) & ACT_FUSES_CUBLASLT) != 0; }
-
 static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g, int a_index, int b_index,
                               const ir_tensor *out, const char *label, float *bias) {
     tci_status st = TCI_OK;
@@ -352,7 +328,8 @@ static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
     g.ldb = bm->dims[1];
     g.ldc = g.n;
     g.alpha = alpha;
-    char label[256] = "Gemm";
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
     float *bias = NULL;
     if (c && beta != 0.0f) {
         if (!c->data || c->dtype != TCI_DTYPE_FLOAT || lower_count(c) != g.n ||
@@ -363,16 +340,15 @@ static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
         if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         for (int64_t i = 0; i < g.n; i++) bias[i] = beta * ((const float *)c->data)[i];
     }
-    const ir_tensor *out = node->outputs[0];
-    tci_status st = lower_fuse_activation(b, out, gemm_fuses, &g.act, &out, label, sizeof label);
+    g.act = e->act;
     int ai = -1, bi = -1;
-    if (st == TCI_OK) st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
+    tci_status st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
     if (st == TCI_OK) st = lower_input(b, node, bm, PLAN_LAYOUT_DENSE, &bi);
     if (st != TCI_OK) {
         free(bias);
         return st;
     }
-    return finish_gemm(b, node, &g, ai, bi, out, label, bias);
+    return finish_gemm(b, node, &g, ai, bi, e->output, e->label, bias);
 }
 
 
@@ -411,19 +387,23 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
         g.stride_b = g.k * g.n;
         g.stride_c = g.m * g.n;
     }
-    char label[256] = "MatMul";
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
     float *bias = NULL;
-    const ir_tensor *out = y;
-    tci_status st = fuse_bias(b, out, g.n, 1.0f, &out, &bias, label, sizeof label);
-    if (st == TCI_OK) st = lower_fuse_activation(b, out, gemm_fuses, &g.act, &out, label, sizeof label);
+    if (e->bias) { /* a fused Add of a constant vector (a Linear layer's bias) */
+        bias = malloc((size_t)g.n * sizeof(float));
+        if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        memcpy(bias, e->bias->data, (size_t)g.n * sizeof(float));
+    }
+    g.act = e->act;
     int ai = -1, bi = -1;
-    if (st == TCI_OK) st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
+    tci_status st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
     if (st == TCI_OK) st = lower_input(b, node, bm, PLAN_LAYOUT_DENSE, &bi);
     if (st != TCI_OK) {
         free(bias);
         return st;
     }
-    return finish_gemm(b, node, &g, ai, bi, out, label, bias);
+    return finish_gemm(b, node, &g, ai, bi, e->output, e->label, bias);
 }
 
 static const op_desc matmul_desc = {
@@ -432,6 +412,7 @@ static const op_desc matmul_desc = {
     .parse = matmul_parse,
     .infer = matmul_infer,
     .cpu_forward = matmul_forward,
+    .flags = OP_EPILOGUE_BIAS | OP_EPILOGUE_LIBRARY_ACT,
     .gpu_lower = matmul_gpu_lower,
 };
 

@@ -185,7 +185,7 @@ static const op_desc batchnorm_desc = {
     .parse = batchnorm_parse,
     .infer = batchnorm_infer,
     .cpu_forward = batchnorm_forward,
-    .flags = OP_NHWC_INPUT,
+    .flags = OP_NHWC_INPUT | OP_EPILOGUE_ACT,
     .gpu_lower = batchnorm_gpu_lower,
 };
 
@@ -729,7 +729,7 @@ tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, fl
 
 /* Standalone BatchNormalization: y = x * scale + shift per channel, two element-wise steps. */
 static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
-    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
+    const ir_tensor *x = node->inputs[0];
     TCI_TRY(lower_require_known(node, x));
     if (x->rank != 4 || node->num_outputs > 1)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
@@ -765,15 +765,16 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
     TCI_TRY(lower_temporary(b, "bn_scaled", lower_float_dtype(b), PLAN_LAYOUT_NHWC8, 4, x->dims,
                             &tmp));
-    char label[256] = "BatchNormalization";
-    act_params act;
-    const ir_tensor *out = y;
-    TCI_TRY(lower_fuse_activation(b, y, NULL, &act, &out, label, sizeof label));
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
+    const char *label = lower_intern(b, e->label);
+    act_params act = e->act;
+    const ir_tensor *out = e->output;
     TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
     const int pairs[2][3] = {{xi, si, tmp}, {tmp, hi, yt}};
     for (int k = 0; k < 2; k++) {
         plan_step *s;
-        TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, lower_intern(b, label), &s));
+        TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
         s->u.eltwise.op = k == 0 ? BINARY_MUL : BINARY_ADD;
         if (k == 1) s->u.eltwise.act = act;
         const plan_tensor *o = lower_tensor(b, pairs[k][2]);

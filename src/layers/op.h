@@ -19,6 +19,12 @@ enum {
     /* The GPU path reads input 0 in NHWC8 (Conv, pooling, BatchNormalization, Resize): a 4-D
      * float engine input that feeds such a node is converted to NHWC8 on the way in. */
     OP_NHWC_INPUT = 1u << 3,
+    /* What the GPU fusion passes (src/graph/passes/fuse.c) may fold into the op's step: */
+    OP_EPILOGUE_ACT = 1u << 4,         /* any following activation (or SiLU pair) */
+    OP_EPILOGUE_LIBRARY_ACT = 1u << 5, /* a following activation cuBLASLt has an epilogue for */
+    OP_EPILOGUE_RESIDUAL = 1u << 6,    /* Add of a same-shape tensor computed earlier (Conv) */
+    OP_EPILOGUE_BIAS = 1u << 7,        /* Add of a constant vector over the last dim (MatMul) */
+    OP_FOLDS_BATCHNORM = 1u << 8,      /* a following inference BatchNormalization (Conv) */
 };
 
 /* In infer and cpu_forward, in[] has node->num_inputs entries and out[] node->num_outputs; an
@@ -44,7 +50,8 @@ typedef struct op_desc {
     unsigned flags;
     /* Emits the node's GPU plan steps through the lowering interface (graph/lower.h) from
      * node->params and the inputs' known shapes; attributes are never parsed a second time.
-     * It may fuse the nodes that follow (lower_mark_fused). NULL: the op has no GPU path. */
+     * What the fusion passes folded into it is in node->epilogue (lower_epilogue). NULL: the op
+     * has no GPU path. */
     tci_status (*gpu_lower)(plan_builder *b, const ir_node *node);
     /* The activation the op computes, when a producer's step may apply it as an epilogue
      * (Relu, Clip, Gelu...); NULL for every other op. */

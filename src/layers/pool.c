@@ -538,14 +538,14 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(layer_pool_window(node, views, &win));
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
-    char label[256];
-    snprintf(label, sizeof label, "%s", node->op_type);
-    act_params act;
-    const ir_tensor *out = node->outputs[0];
-    TCI_TRY(lower_fuse_activation(b, out, NULL, &act, &out, label, sizeof label));
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
+    const char *label = lower_intern(b, e->label);
+    act_params act = e->act;
+    const ir_tensor *out = e->output;
     TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_POOL, node, lower_intern(b, label), &s));
+    TCI_TRY(lower_step(b, PLAN_STEP_POOL, node, label, &s));
     plan_pool *pp = &s->u.pool;
     pp->max = win.is_max;
     pp->count_include_pad = win.count_include_pad;
@@ -566,7 +566,7 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     lower_step_io(s, 1, &xi, 1, &yt);
     if (act.kind != ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
         return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)&out, 1, out, act,
-                            lower_intern(b, label), yt, PLAN_LAYOUT_NHWC8);
+                                  label, yt, PLAN_LAYOUT_NHWC8);
     return TCI_OK;
 }
 
@@ -604,7 +604,7 @@ static const op_desc max_pool_desc = {
     .parse = parse_max_pool,
     .infer = infer_window,
     .cpu_forward = forward_window,
-    .flags = OP_NHWC_INPUT,
+    .flags = OP_NHWC_INPUT | OP_EPILOGUE_ACT,
     .gpu_lower = pool_gpu_lower,
 };
 
@@ -614,7 +614,7 @@ static const op_desc average_pool_desc = {
     .parse = parse_average_pool,
     .infer = infer_window,
     .cpu_forward = forward_window,
-    .flags = OP_NHWC_INPUT,
+    .flags = OP_NHWC_INPUT | OP_EPILOGUE_ACT,
     .gpu_lower = pool_gpu_lower,
 };
 

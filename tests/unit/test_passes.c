@@ -109,12 +109,122 @@ START_TEST(test_duplicate_producer_rejected) {
 }
 END_TEST
 
+/* ---- GPU fusion passes (pass_fuse_for_gpu): decisions on the IR, no plan, no GPU ---- */
+
+static ir_tensor *const_f32(ir_graph *g, const char *name, const float *v, int rank,
+                            const int64_t *dims) {
+    return th_named(g, name, TCI_DTYPE_FLOAT, rank, dims, v);
+}
+
+/* x -> Conv(w, b) -> BatchNormalization -> Add(shortcut = x) -> Relu -> y */
+START_TEST(test_fuse_conv_bn_residual_relu) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 2, 3, 3}, wd[4] = {2, 2, 1, 1}, vd[1] = {2};
+    const float w[4] = {1, 2, 3, 4}, b[2] = {0.5f, -1}, gamma[2] = {2, 1}, beta[2] = {0, 1},
+                mean[2] = {1, 0}, var[2] = {3, 0};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *c = named(g, "c"), *bn = named(g, "bn"), *sum = named(g, "sum"), *y = named(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    ir_node *conv = th_node_io(
+        g, "conv", "Conv", 17,
+        (ir_tensor *[]){x, const_f32(g, "w", w, 4, wd), const_f32(g, "b", b, 1, vd)}, 3, &c, 1);
+    ir_node *bnn = th_node_io(g, "bn", "BatchNormalization", 15,
+                              (ir_tensor *[]){c, const_f32(g, "gamma", gamma, 1, vd),
+                                              const_f32(g, "beta", beta, 1, vd),
+                                              const_f32(g, "mean", mean, 1, vd),
+                                              const_f32(g, "var", var, 1, vd)},
+                              5, &bn, 1);
+    ir_node *add = th_node_io(g, "add", "Add", 14, (ir_tensor *[]){bn, x}, 2, &sum, 1);
+    ir_node *relu = th_node_io(g, "relu", "Relu", 14, &sum, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+
+    const ir_epilogue *e = conv->epilogue;
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(e->label, "Conv+BatchNormalization+Add+Relu");
+    ck_assert_ptr_eq(e->output, y);
+    ck_assert_ptr_eq(e->residual, x);
+    ck_assert_ptr_eq(e->residual_add, add);
+    ck_assert_int_eq(e->act.kind, ACT_RELU);
+    ck_assert_ptr_eq(bnn->fused_into, conv);
+    ck_assert_ptr_eq(add->fused_into, conv);
+    ck_assert_ptr_eq(relu->fused_into, conv);
+    /* folded: w * gamma / sqrt(var + eps), (b - mean) * that + beta; the Conv's own inputs are
+     * untouched, so the CPU reference still computes the unfused graph */
+    const float *fw = e->weights->data, *fb = e->bias->data;
+    double s0 = 2 / sqrt(3 + 1e-5), s1 = 1 / sqrt(0 + 1e-5);
+    ck_assert_float_eq_tol(fw[0], (float)(1 * s0), 1e-6f);
+    ck_assert_float_eq_tol(fw[3], (float)(4 * s1), 1e-2f);
+    ck_assert_float_eq_tol(fb[0], (float)((0.5 - 1) * s0 + 0), 1e-6f);
+    ck_assert_float_eq_tol(fb[1], (float)(-1 * s1 + 1), 1e-2f);
+    ck_assert_float_eq(((const float *)conv->inputs[1]->data)[0], 1.0f);
+    ck_assert_uint_eq(g->num_nodes, 4);
+
+    /* a second run finds the graph fused and changes nothing */
+    size_t tensors = g->num_tensors;
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_uint_eq(g->num_tensors, tensors);
+    ck_assert_ptr_eq(conv->epilogue, e);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* MatMul + Add(bias) + Gelu(tanh) fuse (cuBLASLt has that epilogue); Gemm + Sigmoid does not,
+ * and a SiLU pair after Add fuses whole, as does a Sigmoid+Mul on its own. */
+START_TEST(test_fuse_gemm_and_silu) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {2, 3}, wd[2] = {3, 3}, bd[1] = {3};
+    const float w[9] = {0}, bias[3] = {1, 2, 3};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL);
+    ir_tensor *m = named(g, "m"), *mb = named(g, "mb"), *ge = named(g, "ge"), *gm = named(g, "gm"),
+              *sg = named(g, "sg"), *a = named(g, "a"), *as = named(g, "as"),
+              *silu = named(g, "silu"), *s2 = named(g, "s2"), *y = named(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    ir_tensor *wt = const_f32(g, "w", w, 2, wd), *bt = const_f32(g, "bias", bias, 1, bd);
+    ir_node *mm = th_node_io(g, "mm", "MatMul", 17, (ir_tensor *[]){x, wt}, 2, &m, 1);
+    ir_node *badd = th_node_io(g, "badd", "Add", 14, (ir_tensor *[]){m, bt}, 2, &mb, 1);
+    ir_node *gelu = th_node_io(g, "gelu", "Gelu", 20, &mb, 1, &ge, 1);
+    th_attr_string(g, gelu, "approximate", "tanh");
+    ir_node *gemm = th_node_io(g, "gemm", "Gemm", 13, (ir_tensor *[]){ge, wt}, 2, &gm, 1);
+    ir_node *sig = th_node_io(g, "sig", "Sigmoid", 13, &gm, 1, &sg, 1);
+    ir_node *add = th_node_io(g, "add", "Add", 14, (ir_tensor *[]){sg, x}, 2, &a, 1);
+    ir_node *sig2 = th_node_io(g, "sig2", "Sigmoid", 13, &a, 1, &as, 1);
+    ir_node *mul = th_node_io(g, "mul", "Mul", 14, (ir_tensor *[]){a, as}, 2, &silu, 1);
+    ir_node *sig3 = th_node_io(g, "sig3", "Sigmoid", 13, &silu, 1, &s2, 1);
+    ir_node *mul2 = th_node_io(g, "mul2", "Mul", 14, (ir_tensor *[]){s2, silu}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+
+    ck_assert_str_eq(mm->epilogue->label, "MatMul+Add+Gelu");
+    ck_assert_ptr_eq(mm->epilogue->bias, bt);
+    ck_assert_int_eq(mm->epilogue->act.kind, ACT_GELU_TANH);
+    ck_assert_ptr_eq(badd->fused_into, mm);
+    ck_assert_ptr_eq(gelu->fused_into, mm);
+    ck_assert_ptr_null(gemm->epilogue); /* no cuBLASLt epilogue for Sigmoid */
+    ck_assert_ptr_null(sig->fused_into);
+    ck_assert_str_eq(add->epilogue->label, "Add+SiLU");
+    ck_assert_int_eq(add->epilogue->act.kind, ACT_SILU);
+    ck_assert_ptr_eq(add->epilogue->output, silu);
+    ck_assert_ptr_eq(sig2->fused_into, add);
+    ck_assert_ptr_eq(mul->fused_into, add);
+    /* Sigmoid of silu feeding Mul(s2, silu): silu has two readers, so the standalone pair */
+    ck_assert_str_eq(sig3->epilogue->label, "Sigmoid+Mul(SiLU)");
+    ck_assert_ptr_eq(mul2->fused_into, sig3);
+    ck_assert_ptr_eq(sig3->epilogue->output, y);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("passes");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_pytorch_shape_chain_folds);
     tcase_add_test(tc, test_identity_to_graph_output_kept);
     tcase_add_test(tc, test_duplicate_producer_rejected);
+    tcase_add_test(tc, test_fuse_conv_bn_residual_relu);
+    tcase_add_test(tc, test_fuse_gemm_and_silu);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
 }

@@ -49,6 +49,7 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     th_node_io(g, "add", "Add", 14, (ir_tensor *[]){bn, short_cut}, 2, &sum, 1);
     th_node_io(g, "relu", "Relu", 14, &sum, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
 
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
@@ -101,6 +102,7 @@ START_TEST(test_head_conversion_and_gemm_fusion) {
     th_attr_int(g, gemm, "transB", 1);
     th_node_io(g, "relu", "Relu", 14, &fc, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_layout_conversions, 1);
@@ -148,6 +150,7 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
                    i % 2 ? 2 : 1, &t[i], 1);
     }
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
@@ -178,6 +181,7 @@ START_TEST(test_no_gpu_path_names_node) {
     ir_node *lrn = th_node_io(g, "norm1", "LRN", 13, &x, 1, &y, 1);
     th_attr_int(g, lrn, "size", 3);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     plan *p;
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'norm1' (LRN): op LRN has no GPU path");
@@ -197,6 +201,7 @@ START_TEST(test_gpu_refusals) {
     th_graph_io(g, &x, 1, outs, 2);
     th_node_io(g, "drop", "Dropout", 13, &x, 1, outs, 2);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     plan *p;
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'drop' (Dropout): the Dropout mask output has no GPU path");
@@ -211,6 +216,7 @@ START_TEST(test_gpu_refusals) {
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "pow", "Pow", 15, (ir_tensor *[]){x, e}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "inputs of dtypes float and int32: mixed dtypes have no GPU path");
     ir_graph_destroy(g);
@@ -237,6 +243,7 @@ static ir_graph *head_graph(void) {
     th_node_io(g, "sm", "Softmax", 13, &fc, 1, &y, 1);
     th_node_io(g, "r", "Relu", 14, &x, 1, &z, 1);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     return g;
 }
 

@@ -356,18 +356,13 @@ int lower_layout_of(const plan_builder *b, const ir_tensor *t) {
 
 bool lower_is_read(const plan_builder *b, const ir_tensor *t) { return b->consumers[t->index] > 0; }
 
-const ir_node *lower_single_consumer(const plan_builder *b, const ir_tensor *t) {
-    if (b->consumers[t->index] != 1 || t->is_graph_output) return NULL;
-    const ir_graph *g = b->g;
-    for (size_t i = 0; i < g->num_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
-            if (g->nodes[i]->inputs[k] == t) return g->nodes[i];
-    return NULL;
+const ir_epilogue *lower_epilogue(const ir_node *node, ir_epilogue *none) {
+    if (node->epilogue) return node->epilogue;
+    memset(none, 0, sizeof *none);
+    none->label = node->op_type;
+    none->output = node->num_outputs ? node->outputs[0] : NULL;
+    return none;
 }
-
-void lower_mark_fused(plan_builder *b, const ir_node *node) { b->fused[node->index] = true; }
-
-bool lower_is_fused(const plan_builder *b, const ir_node *node) { return b->fused[node->index]; }
 
 /* Scalar value of an optional constant input (Clip's min/max); def when absent. */
 tci_status lower_scalar_input(const ir_node *n, int index, float def, float *out) {
@@ -378,78 +373,6 @@ tci_status lower_scalar_input(const ir_node *n, int index, float def, float *out
         return ir_node_error(n, TCI_ERR_UNSUPPORTED,
                              "input %d must be a constant float scalar on the GPU", index);
     *out = ((const float *)t->data)[0];
-    return TCI_OK;
-}
-
-/* The activation node computes as an epilogue, if its descriptor says it is one. */
-static tci_status epilogue_of(const ir_node *n, bool *is_act, act_params *act) {
-    memset(act, 0, sizeof *act);
-    *is_act = n->desc && n->desc->epilogue;
-    return *is_act ? n->desc->epilogue(n, act) : TCI_OK;
-}
-
-static bool is_sigmoid(const ir_node *n) {
-    bool is_act;
-    act_params a;
-    return epilogue_of(n, &is_act, &a) == TCI_OK && is_act && a.kind == ACT_SIGMOID;
-}
-
-static bool is_binary(const ir_node *n, binary_op op) {
-    return n->desc && n->desc->binary == op && n->num_inputs == 2;
-}
-
-/* The Sigmoid of the pair lower_silu_mul found. */
-static const ir_node *silu_sigmoid(const plan_builder *b, const ir_tensor *t) {
-    for (size_t i = 0; i < b->g->num_nodes; i++)
-        if (is_sigmoid(b->g->nodes[i]) && b->g->nodes[i]->inputs[0] == t) return b->g->nodes[i];
-    return NULL;
-}
-
-const ir_node *lower_silu_mul(const plan_builder *b, const ir_tensor *t) {
-    if (b->consumers[t->index] != 2 || t->is_graph_output) return NULL;
-    const ir_node *sig = NULL, *mul = NULL;
-    const ir_graph *g = b->g;
-    for (size_t i = 0; i < g->num_nodes; i++) {
-        const ir_node *n = g->nodes[i];
-        for (int k = 0; k < n->num_inputs; k++)
-            if (n->inputs[k] == t) {
-                if (is_sigmoid(n)) sig = n;
-                else if (is_binary(n, BINARY_MUL)) mul = n;
-            }
-    }
-    if (!sig || !mul) return NULL;
-    const ir_tensor *s = sig->outputs[0];
-    if (b->consumers[s->index] != 1 || s->is_graph_output) return NULL;
-    bool pair = (mul->inputs[0] == t && mul->inputs[1] == s) ||
-                (mul->inputs[1] == t && mul->inputs[0] == s);
-    return pair ? mul : NULL;
-}
-
-tci_status lower_fuse_activation(plan_builder *b, const ir_tensor *t,
-                                 bool (*accept)(act_kind kind), act_params *act,
-                                 const ir_tensor **out_tensor, char *label, size_t label_size) {
-    memset(act, 0, sizeof *act);
-    *out_tensor = t;
-    const ir_node *mul = lower_silu_mul(b, t);
-    if (mul && (!accept || accept(ACT_SILU))) {
-        act->kind = ACT_SILU;
-        lower_mark_fused(b, silu_sigmoid(b, t));
-        lower_mark_fused(b, mul);
-        *out_tensor = mul->outputs[0];
-        strncat(label, "+SiLU", label_size - strlen(label) - 1);
-        return TCI_OK;
-    }
-    const ir_node *next = lower_single_consumer(b, t);
-    if (!next) return TCI_OK;
-    bool is_act;
-    act_params a;
-    TCI_TRY(epilogue_of(next, &is_act, &a));
-    if (!is_act || next->inputs[0] != t || (accept && !accept(a.kind))) return TCI_OK;
-    *act = a;
-    lower_mark_fused(b, next);
-    *out_tensor = next->outputs[0];
-    strncat(label, "+", label_size - strlen(label) - 1);
-    strncat(label, next->op_type, label_size - strlen(label) - 1);
     return TCI_OK;
 }
 

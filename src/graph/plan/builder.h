@@ -13,7 +13,6 @@ struct plan_builder {
     int *converted;    /* by IR tensor index * 4 + layout * 2 + fp32: the same value in another
                           layout and/or float precision, -1 if none */
     int *consumers;    /* by IR tensor index: node inputs reading it (+1 for a graph output) */
-    bool *fused;       /* by node index: lowered as part of an earlier node's step */
     bool *fp32_node;   /* by node index: computes and stores its float outputs in fp32 */
     bool fp32;         /* the node being lowered does (its float outputs are FLOAT) */
     tci_dtype half;    /* the 16-bit float of every other node: FLOAT16, or BFLOAT16 (bf16) */

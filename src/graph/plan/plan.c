@@ -228,7 +228,7 @@ static tci_status build(plan_builder *b) {
     TCI_TRY(lower_inputs(b));
     for (size_t i = 0; i < g->num_nodes; i++) {
         ir_node *node = g->nodes[i];
-        if (b->fused[i]) continue;
+        if (node->fused_into) continue;
         b->fp32 = b->fp32_node[i];
         if (!b->fp32 && (node->desc->flags & OP_MOVES_DATA) && node->num_inputs &&
             node->inputs[0] && !node->inputs[0]->data && b->primary[node->inputs[0]->index] >= 0)
@@ -282,11 +282,10 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     b.dense_const = malloc(nt * 2 * sizeof(int));
     b.nhwc_const = malloc(nt * 2 * sizeof(int));
     b.consumers = calloc(nt, sizeof(int));
-    b.fused = calloc(nn, sizeof(bool));
     b.fp32_node = calloc(nn, sizeof(bool));
     tci_status st = TCI_OK;
     if (!p || !p->arena || !p->input_tensors || !p->output_tensors || !b.primary ||
-        !b.converted || !b.dense_const || !b.nhwc_const || !b.consumers || !b.fused ||
+        !b.converted || !b.dense_const || !b.nhwc_const || !b.consumers ||
         !b.fp32_node)
         st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
     if (st == TCI_OK) {
@@ -304,7 +303,6 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     free(b.dense_const);
     free(b.nhwc_const);
     free(b.consumers);
-    free(b.fused);
     free(b.fp32_node);
     if (st != TCI_OK) {
         plan_destroy(p);

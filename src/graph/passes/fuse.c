@@ -1,0 +1,247 @@
+/* The GPU fusion passes: BatchNormalization folded into the Conv before it, and the epilogues
+ * (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul) that a step computes on
+ * its accumulator before the one rounding to 16 bits. Decisions are recorded in the IR
+ * (ir_node.epilogue, ir_node.fused_into); what each op can fuse comes from its descriptor. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/passes.h"
+#include "layers/op.h"
+
+typedef struct fuse_ctx {
+    ir_graph *g;
+    int *consumers; /* by tensor index: node inputs reading it (+1 for a graph output) */
+} fuse_ctx;
+
+/* t's only reader (not a graph output), or NULL. */
+static ir_node *single_consumer(const fuse_ctx *c, const ir_tensor *t) {
+    if (c->consumers[t->index] != 1 || t->is_graph_output) return NULL;
+    for (size_t i = 0; i < c->g->num_nodes; i++)
+        for (int k = 0; k < c->g->nodes[i]->num_inputs; k++)
+            if (c->g->nodes[i]->inputs[k] == t) return c->g->nodes[i];
+    return NULL;
+}
+
+/* The activation node computes as an epilogue, if its descriptor says it is one. */
+static tci_status activation_of(const ir_node *n, bool *is_act, act_params *act) {
+    memset(act, 0, sizeof *act);
+    *is_act = n->desc && n->desc->epilogue && !n->fused_into;
+    return *is_act ? n->desc->epilogue(n, act) : TCI_OK;
+}
+
+static bool is_sigmoid(const ir_node *n) {
+    bool is_act;
+    act_params a;
+    return activation_of(n, &is_act, &a) == TCI_OK && is_act && a.kind == ACT_SIGMOID;
+}
+
+static bool is_binary(const ir_node *n, binary_op op) {
+    return n->desc && n->desc->binary == op && n->num_inputs == 2 && !n->fused_into;
+}
+
+/* x -> Sigmoid -> s, Mul(x, s) (SiLU as exporters write it): the pair when t's only readers are
+ * exactly that Sigmoid and Mul. */
+static bool silu_pair(const fuse_ctx *c, const ir_tensor *t, ir_node **out_sigmoid,
+                      ir_node **out_mul) {
+    *out_sigmoid = *out_mul = NULL;
+    if (c->consumers[t->index] != 2 || t->is_graph_output) return false;
+    ir_node *sig = NULL, *mul = NULL;
+    for (size_t i = 0; i < c->g->num_nodes; i++) {
+        ir_node *n = c->g->nodes[i];
+        for (int k = 0; k < n->num_inputs; k++)
+            if (n->inputs[k] == t) {
+                if (is_sigmoid(n)) sig = n;
+                else if (is_binary(n, BINARY_MUL)) mul = n;
+            }
+    }
+    if (!sig || !mul || sig->inputs[0] != t) return false;
+    const ir_tensor *s = sig->outputs[0];
+    if (c->consumers[s->index] != 1 || s->is_graph_output) return false;
+    if (!((mul->inputs[0] == t && mul->inputs[1] == s) ||
+          (mul->inputs[1] == t && mul->inputs[0] == s)))
+        return false;
+    *out_sigmoid = sig;
+    *out_mul = mul;
+    return true;
+}
+
+/* The epilogue being built for one node. */
+typedef struct building {
+    ir_epilogue e;
+    char label[256];
+    bool any; /* something fused */
+} building;
+
+static void absorb(building *b, ir_node *owner, ir_node *fused, const char *label_part) {
+    fused->fused_into = owner;
+    b->e.output = fused->outputs[0];
+    strncat(b->label, label_part, sizeof b->label - strlen(b->label) - 1);
+    b->any = true;
+}
+
+/* A following activation (or SiLU pair) that `library_only` does not rule out. */
+static tci_status fuse_activation(const fuse_ctx *c, ir_node *n, building *b, bool library_only) {
+    ir_node *sig, *mul;
+    if (!library_only && silu_pair(c, b->e.output, &sig, &mul)) {
+        b->e.act.kind = ACT_SILU;
+        sig->fused_into = n;
+        absorb(b, n, mul, "+SiLU");
+        return TCI_OK;
+    }
+    ir_node *next = single_consumer(c, b->e.output);
+    if (!next) return TCI_OK;
+    bool is_act;
+    act_params a;
+    TCI_TRY(activation_of(next, &is_act, &a));
+    if (!is_act || next->inputs[0] != b->e.output) return TCI_OK;
+    if (library_only && !(act_flags(a.kind) & ACT_FUSES_CUBLASLT)) return TCI_OK;
+    b->e.act = a;
+    char part[64];
+    snprintf(part, sizeof part, "+%s", next->op_type);
+    absorb(b, n, next, part);
+    return TCI_OK;
+}
+
+/* Whether t already holds its value when node n runs: a graph input, or the output of a step
+ * before n (constants excluded). */
+static bool computed_before(const ir_tensor *t, const ir_node *n) {
+    if (t->data) return false;
+    if (t->is_graph_input) return true;
+    const ir_node *p = t->producer;
+    if (!p) return false;
+    const ir_node *step = p->fused_into ? p->fused_into : p;
+    return step->index < n->index;
+}
+
+/* Conv + Add(conv, other): the other operand, computed before the Conv and of the same 4-D
+ * shape, becomes the residual the convolution adds before its activation. */
+static void fuse_residual(const fuse_ctx *c, ir_node *n, building *b) {
+    const ir_tensor *out = b->e.output;
+    ir_node *next = single_consumer(c, out);
+    if (!next || !is_binary(next, BINARY_ADD)) return;
+    ir_tensor *other = next->inputs[0] == out ? next->inputs[1] : next->inputs[0];
+    bool same = other != out && other->rank == 4 && out->rank == 4 && computed_before(other, n);
+    for (int i = 0; same && i < 4; i++) same = other->dims[i] == out->dims[i];
+    if (!same) return;
+    b->e.residual = other;
+    b->e.residual_add = next;
+    absorb(b, n, next, "+Add");
+}
+
+/* MatMul + Add(matmul, c) with c a constant vector of the N output columns: a fused bias. */
+static void fuse_bias(const fuse_ctx *c, ir_node *n, building *b) {
+    const ir_tensor *out = b->e.output;
+    ir_node *next = single_consumer(c, out);
+    if (!next || !is_binary(next, BINARY_ADD) || out->rank < 1) return;
+    ir_tensor *v = next->inputs[0] == out ? next->inputs[1] : next->inputs[0];
+    int64_t cols = out->dims[out->rank - 1];
+    int64_t count = 1;
+    for (int i = 0; i < v->rank; i++) count *= v->dims[i];
+    if (!v->data || v->dtype != TCI_DTYPE_FLOAT || v->rank < 1 || count != cols ||
+        v->dims[v->rank - 1] != cols || next->outputs[0]->rank != out->rank)
+        return;
+    b->e.bias = v;
+    absorb(b, n, next, "+Add");
+}
+
+/* A new anonymous constant of float values (copied into the graph arena). */
+static tci_status float_constant(ir_graph *g, const float *values, int rank,
+                                 const int64_t *dims, ir_tensor **out) {
+    TCI_TRY(ir_graph_add_tensor(g, NULL, out));
+    ir_tensor *t = *out;
+    int64_t count = 1;
+    t->dtype = TCI_DTYPE_FLOAT;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++) count *= t->dims[i] = dims[i];
+    t->data = tci_arena_memdup(g->arena, values, (size_t)count * sizeof(float));
+    return t->data || !count ? TCI_OK
+                             : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
+}
+
+/* Conv + BatchNormalization: the statistics folded into new weights and bias (Conv's constant
+ * float weights, BN's constant statistics of K channels; otherwise nothing happens). */
+static tci_status fold_batchnorm(ir_graph *g, const fuse_ctx *c, ir_node *n, building *b) {
+    const ir_tensor *w = n->inputs[1], *bias = n->num_inputs > 2 ? n->inputs[2] : NULL;
+    ir_node *next = single_consumer(c, b->e.output);
+    if (!next || next->inputs[0] != b->e.output || !w->data || w->dtype != TCI_DTYPE_FLOAT ||
+        w->rank < 1 || (bias && (!bias->data || bias->dtype != TCI_DTYPE_FLOAT)))
+        return TCI_OK;
+    int64_t k = w->dims[0], per = 1;
+    for (int i = 1; i < w->rank; i++) per *= w->dims[i];
+    float *scale = malloc((size_t)(k ? k : 1) * sizeof(float));
+    float *shift = malloc((size_t)(k ? k : 1) * sizeof(float));
+    float *folded = malloc((size_t)(k * per > 0 ? k * per : 1) * sizeof(float));
+    tci_status st = scale && shift && folded
+                        ? TCI_OK
+                        : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
+    for (int64_t i = 0; st == TCI_OK && i < k; i++) {
+        scale[i] = 1.0f;
+        shift[i] = bias ? ((const float *)bias->data)[i] : 0.0f;
+    }
+    bool done = false;
+    if (st == TCI_OK) st = layer_batchnorm_fold(next, k, scale, shift, &done);
+    if (st == TCI_OK && done) {
+        const float *src = w->data;
+        for (int64_t i = 0; i < k * per; i++) folded[i] = src[i] * scale[i / per];
+        st = float_constant(g, folded, w->rank, w->dims, &b->e.weights);
+        int64_t bd[1] = {k};
+        if (st == TCI_OK) st = float_constant(g, shift, 1, bd, &b->e.bias);
+        if (st == TCI_OK) absorb(b, n, next, "+BatchNormalization");
+    }
+    free(scale);
+    free(shift);
+    free(folded);
+    return st;
+}
+
+/* Sigmoid on its own, followed by the Mul of a SiLU pair: one SiLU step. */
+static void fuse_standalone_silu(const fuse_ctx *c, ir_node *n, building *b) {
+    ir_node *sig, *mul;
+    if (!is_sigmoid(n) || !silu_pair(c, n->inputs[0], &sig, &mul) || sig != n) return;
+    b->e.act.kind = ACT_SILU;
+    snprintf(b->label, sizeof b->label, "Sigmoid+Mul(SiLU)");
+    mul->fused_into = n;
+    b->e.output = mul->outputs[0];
+    b->any = true;
+}
+
+static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
+    unsigned f = n->desc ? n->desc->flags : 0;
+    building b;
+    memset(&b, 0, sizeof b);
+    b.e.output = n->outputs[0];
+    snprintf(b.label, sizeof b.label, "%s", n->op_type);
+    if (n->desc && n->desc->epilogue) fuse_standalone_silu(c, n, &b);
+    /* a variadic op of one input is a copy, and a copy has no epilogue */
+    bool one_input = n->desc && n->desc->binary != BINARY_NONE && n->num_inputs < 2;
+    if (b.e.output && !one_input) {
+        if (f & OP_FOLDS_BATCHNORM) TCI_TRY(fold_batchnorm(g, c, n, &b));
+        if (f & OP_EPILOGUE_RESIDUAL) fuse_residual(c, n, &b);
+        if (f & OP_EPILOGUE_BIAS) fuse_bias(c, n, &b);
+        if (f & (OP_EPILOGUE_ACT | OP_EPILOGUE_LIBRARY_ACT))
+            TCI_TRY(fuse_activation(c, n, &b, !(f & OP_EPILOGUE_ACT)));
+    }
+    if (!b.any) return TCI_OK;
+    n->epilogue = tci_arena_memdup(g->arena, &b.e, sizeof b.e);
+    if (n->epilogue) n->epilogue->label = tci_arena_strdup(g->arena, b.label);
+    if (!n->epilogue || !n->epilogue->label)
+        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
+    return TCI_OK;
+}
+
+tci_status pass_fuse_for_gpu(ir_graph *g) {
+    for (size_t i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i]->epilogue || g->nodes[i]->fused_into) return TCI_OK; /* done already */
+    fuse_ctx c = {g, calloc(g->num_tensors + 1, sizeof(int))};
+    if (!c.consumers) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
+    for (size_t i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            if (g->nodes[i]->inputs[k]) c.consumers[g->nodes[i]->inputs[k]->index]++;
+    for (size_t i = 0; i < g->num_outputs; i++) c.consumers[g->outputs[i]->index]++;
+    tci_status st = TCI_OK;
+    for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++)
+        if (!g->nodes[i]->fused_into) st = fuse_node(g, &c, g->nodes[i]);
+    free(c.consumers);
+    return st;
+}
