@@ -288,20 +288,24 @@ static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *i
 
 /* ---- GPU lowering ---- */
 
-static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g, int a_index, int b_index,
-                              const ir_tensor *out, const char *label, float *bias) {
-    tci_status st = TCI_OK;
-    int bias_index = -1, yt = -1;
-    if (bias) {
+/* The GEMM step of Gemm and MatMul: A and B (inputs 0 and 1) dense, the fused epilogue e, and
+ * bias (n values, malloc'd or NULL; freed here). */
+static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g,
+                              const ir_epilogue *e, float *bias) {
+    int a_index = -1, b_index = -1, bias_index = -1, yt = -1;
+    tci_status st = lower_input(b, node, node->inputs[0], PLAN_LAYOUT_DENSE, &a_index);
+    if (st == TCI_OK) st = lower_input(b, node, node->inputs[1], PLAN_LAYOUT_DENSE, &b_index);
+    if (st == TCI_OK && bias) {
         int64_t dims[1] = {g->n};
         st = lower_host_constant(b, "bias", bias, 1, dims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE,
-                           &bias_index);
-        free(bias);
+                                 &bias_index);
     }
+    free(bias);
     TCI_TRY(st);
-    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, e->output, PLAN_LAYOUT_DENSE, &yt));
     plan_step *step;
-    TCI_TRY(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, label), &step));
+    TCI_TRY(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, e->label), &step));
+    g->act = e->act;
     g->has_bias = bias_index >= 0;
     g->fused = step->label;
     step->u.gemm = *g;
@@ -340,15 +344,7 @@ static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
         if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         for (int64_t i = 0; i < g.n; i++) bias[i] = beta * ((const float *)c->data)[i];
     }
-    g.act = e->act;
-    int ai = -1, bi = -1;
-    tci_status st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
-    if (st == TCI_OK) st = lower_input(b, node, bm, PLAN_LAYOUT_DENSE, &bi);
-    if (st != TCI_OK) {
-        free(bias);
-        return st;
-    }
-    return finish_gemm(b, node, &g, ai, bi, e->output, e->label, bias);
+    return finish_gemm(b, node, &g, e, bias);
 }
 
 
@@ -395,15 +391,7 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
         if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         memcpy(bias, e->bias->data, (size_t)g.n * sizeof(float));
     }
-    g.act = e->act;
-    int ai = -1, bi = -1;
-    tci_status st = lower_input(b, node, a, PLAN_LAYOUT_DENSE, &ai);
-    if (st == TCI_OK) st = lower_input(b, node, bm, PLAN_LAYOUT_DENSE, &bi);
-    if (st != TCI_OK) {
-        free(bias);
-        return st;
-    }
-    return finish_gemm(b, node, &g, ai, bi, e->output, e->label, bias);
+    return finish_gemm(b, node, &g, e, bias);
 }
 
 static const op_desc matmul_desc = {

@@ -68,26 +68,33 @@ void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *
     d->act_beta = a.beta;
 }
 
+/* The 2-D geometry the cuDNN convolution descriptors (kern_conv_desc, kern_convt_desc) take
+ * from a plan step, as ints. */
+#define CUDNN_GEOMETRY(d, c)                                                                      \
+    do {                                                                                          \
+        (d)->n = (int)(c)->n;                                                                     \
+        (d)->c = (int)(c)->c;                                                                     \
+        (d)->h = (int)(c)->h;                                                                     \
+        (d)->w = (int)(c)->w;                                                                     \
+        (d)->k = (int)(c)->k;                                                                     \
+        (d)->r = (int)(c)->r;                                                                     \
+        (d)->s = (int)(c)->s;                                                                     \
+        (d)->pads[0] = (int)(c)->pad_top;                                                         \
+        (d)->pads[1] = (int)(c)->pad_left;                                                        \
+        (d)->pads[2] = (int)(c)->pad_bottom;                                                      \
+        (d)->pads[3] = (int)(c)->pad_right;                                                       \
+        (d)->strides[0] = (int)(c)->stride_h;                                                     \
+        (d)->strides[1] = (int)(c)->stride_w;                                                     \
+        (d)->dilations[0] = (int)(c)->dilation_h;                                                 \
+        (d)->dilations[1] = (int)(c)->dilation_w;                                                 \
+        (d)->groups = (int)(c)->groups;                                                           \
+    } while (0)
+
 void gpu_conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
                       kern_conv_desc *d) {
     bool fp32 = dtype == TCI_DTYPE_FLOAT;
     memset(d, 0, sizeof *d);
-    d->n = (int)c->n;
-    d->c = (int)c->c;
-    d->h = (int)c->h;
-    d->w = (int)c->w;
-    d->k = (int)c->k;
-    d->r = (int)c->r;
-    d->s = (int)c->s;
-    d->pads[0] = (int)c->pad_top;
-    d->pads[1] = (int)c->pad_left;
-    d->pads[2] = (int)c->pad_bottom;
-    d->pads[3] = (int)c->pad_right;
-    d->strides[0] = (int)c->stride_h;
-    d->strides[1] = (int)c->stride_w;
-    d->dilations[0] = (int)c->dilation_h;
-    d->dilations[1] = (int)c->dilation_w;
-    d->groups = (int)c->groups;
+    CUDNN_GEOMETRY(d, c);
     d->activation = c->act.kind == ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
     d->has_bias = c->has_bias;
     d->has_residual = c->has_residual;
@@ -104,24 +111,9 @@ void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype d
     d->fp32 = dtype == TCI_DTYPE_FLOAT;
     d->bf16 = dtype == TCI_DTYPE_BFLOAT16;
     d->allow_tf32 = d->fp32 && gpu_allows_tf32(e);
-    d->n = (int)c->n;
-    d->c = (int)c->c;
-    d->h = (int)c->h;
-    d->w = (int)c->w;
-    d->k = (int)c->k;
-    d->r = (int)c->r;
-    d->s = (int)c->s;
+    CUDNN_GEOMETRY(d, c);
     d->out_h = (int)c->out_h;
     d->out_w = (int)c->out_w;
-    d->pads[0] = (int)c->pad_top;
-    d->pads[1] = (int)c->pad_left;
-    d->pads[2] = (int)c->pad_bottom;
-    d->pads[3] = (int)c->pad_right;
-    d->strides[0] = (int)c->stride_h;
-    d->strides[1] = (int)c->stride_w;
-    d->dilations[0] = (int)c->dilation_h;
-    d->dilations[1] = (int)c->dilation_w;
-    d->groups = (int)c->groups;
     d->has_bias = 1;
     d->workspace_limit = WORKSPACE_LIMIT;
 }
