@@ -925,65 +925,23 @@ static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
 
 /* ---- descriptors ---- */
 
-static const op_desc concat_op = {
-    .op_type = "Concat",
-    .versions = SHAPE_VERSIONS(4, 11, 13),
-    .parse = concat_parse,
-    .infer = concat_infer,
-    .cpu_forward = concat_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = concat_gpu_lower,
-};
+SHAPE_OP(concat_op, "Concat", concat_parse, concat_infer, concat_forward,
+         OP_MOVES_DATA, concat_gpu_lower, 4, 11, 13);
 
-static const op_desc split_op = {
-    .op_type = "Split",
-    .versions = SHAPE_VERSIONS(2, 11, 13, 18),
-    .parse = split_parse,
-    .infer = split_infer,
-    .cpu_forward = split_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = split_gpu_lower,
-};
+SHAPE_OP(split_op, "Split", split_parse, split_infer, split_forward,
+         OP_MOVES_DATA, split_gpu_lower, 2, 11, 13, 18);
 
-static const op_desc transpose_op = {
-    .op_type = "Transpose",
-    .versions = SHAPE_VERSIONS(1, 13, 21, 23, 24, 25),
-    .parse = transpose_parse,
-    .infer = transpose_infer,
-    .cpu_forward = transpose_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = transpose_gpu_lower,
-};
+SHAPE_OP(transpose_op, "Transpose", transpose_parse, transpose_infer, transpose_forward,
+         OP_MOVES_DATA, transpose_gpu_lower, 1, 13, 21, 23, 24, 25);
 
-static const op_desc slice_op = {
-    .op_type = "Slice",
-    .versions = SHAPE_VERSIONS(1, 10, 11, 13),
-    .parse = slice_parse,
-    .infer = slice_infer,
-    .cpu_forward = slice_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = slice_gpu_lower,
-};
+SHAPE_OP(slice_op, "Slice", slice_parse, slice_infer, slice_forward,
+         OP_MOVES_DATA, slice_gpu_lower, 1, 10, 11, 13);
 
-static const op_desc pad_op = {
-    .op_type = "Pad",
-    .versions = SHAPE_VERSIONS(2, 11, 13, 18, 19, 21, 23, 24, 25),
-    .parse = pad_parse,
-    .infer = pad_infer,
-    .cpu_forward = pad_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = pad_gpu_lower,
-};
+SHAPE_OP(pad_op, "Pad", pad_parse, pad_infer, pad_forward,
+         OP_MOVES_DATA, pad_gpu_lower, 2, 11, 13, 18, 19, 21, 23, 24, 25);
 
-static const op_desc expand_op = {
-    .op_type = "Expand",
-    .versions = SHAPE_VERSIONS(8, 13),
-    .parse = expand_parse,
-    .infer = expand_infer,
-    .cpu_forward = expand_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = expand_gpu_lower,
-};
+SHAPE_OP(expand_op, "Expand", expand_parse, expand_infer, expand_forward,
+         OP_MOVES_DATA, expand_gpu_lower, 8, 13);
 
 const op_desc *const layer_movement_ops[] = {
     &concat_op,

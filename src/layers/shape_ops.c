@@ -796,100 +796,36 @@ static tci_status gather_gpu_lower(plan_builder *b, const ir_node *node) {
 
 /* ---- descriptors ---- */
 
-static const op_desc flatten_op = {
-    .op_type = "Flatten",
-    .versions = SHAPE_VERSIONS(1, 9, 11, 13, 21, 23, 24, 25),
-    .parse = flatten_parse,
-    .infer = flatten_infer,
-    .cpu_forward = copy_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = reshape_gpu_lower,
-};
+SHAPE_OP(flatten_op, "Flatten", flatten_parse, flatten_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, 1, 9, 11, 13, 21, 23, 24, 25);
 
-static const op_desc reshape_op = {
-    .op_type = "Reshape",
-    .versions = SHAPE_VERSIONS(5, 13, 14, 19, 21, 23, 24, 25),
-    .parse = reshape_parse,
-    .infer = reshape_infer,
-    .cpu_forward = copy_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = reshape_gpu_lower,
-};
+SHAPE_OP(reshape_op, "Reshape", reshape_parse, reshape_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, 5, 13, 14, 19, 21, 23, 24, 25);
 
-static const op_desc squeeze_op = {
-    .op_type = "Squeeze",
-    .versions = SHAPE_VERSIONS(1, 11, 13, 21, 23, 24, 25),
-    .parse = squeeze_parse,
-    .infer = squeeze_infer,
-    .cpu_forward = copy_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = reshape_gpu_lower,
-};
+SHAPE_OP(squeeze_op, "Squeeze", squeeze_parse, squeeze_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, 1, 11, 13, 21, 23, 24, 25);
 
-static const op_desc unsqueeze_op = {
-    .op_type = "Unsqueeze",
-    .versions = SHAPE_VERSIONS(1, 11, 13, 21, 23, 24, 25),
-    .parse = unsqueeze_parse,
-    .infer = unsqueeze_infer,
-    .cpu_forward = copy_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = reshape_gpu_lower,
-};
+SHAPE_OP(unsqueeze_op, "Unsqueeze", unsqueeze_parse, unsqueeze_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, 1, 11, 13, 21, 23, 24, 25);
 
-static const op_desc gather_op = {
-    .op_type = "Gather",
-    .versions = SHAPE_VERSIONS(1, 11, 13),
-    .parse = gather_parse,
-    .infer = gather_infer,
-    .cpu_forward = gather_forward,
-    .flags = OP_MOVES_DATA,
-    .gpu_lower = gather_gpu_lower,
-};
+SHAPE_OP(gather_op, "Gather", gather_parse, gather_infer, gather_forward,
+         OP_MOVES_DATA, gather_gpu_lower, 1, 11, 13);
 
-static const op_desc shape_op = {
-    .op_type = "Shape",
-    .versions = SHAPE_VERSIONS(1, 13, 15, 19, 21, 23, 24, 25),
-    .parse = shape_parse,
-    .infer = shape_infer,
-    .cpu_forward = shape_forward,
-    .flags = OP_FOLD_FROM_SHAPE,
-};
+SHAPE_OP(shape_op, "Shape", shape_parse, shape_infer, shape_forward,
+         OP_FOLD_FROM_SHAPE, NULL, 1, 13, 15, 19, 21, 23, 24, 25);
 
-static const op_desc constant_op = {
-    .op_type = "Constant",
-    .versions = SHAPE_VERSIONS(1, 9, 11, 12, 13, 19, 21, 23, 24, 25),
-    .parse = constant_parse,
-    .infer = constant_infer,
-    .cpu_forward = constant_forward,
-};
+SHAPE_OP(constant_op, "Constant", constant_parse, constant_infer, constant_forward,
+         0, NULL, 1, 9, 11, 12, 13, 19, 21, 23, 24, 25);
 
-static const op_desc constant_of_shape_op = {
-    .op_type = "ConstantOfShape",
-    .versions = SHAPE_VERSIONS(9, 20, 21, 23, 24, 25),
-    .parse = constant_of_shape_parse,
-    .infer = constant_of_shape_infer,
-    .cpu_forward = constant_of_shape_forward,
-};
+SHAPE_OP(constant_of_shape_op, "ConstantOfShape", constant_of_shape_parse,
+         constant_of_shape_infer, constant_of_shape_forward,
+         0, NULL, 9, 20, 21, 23, 24, 25);
 
-static const op_desc identity_op = {
-    .op_type = "Identity",
-    .versions = SHAPE_VERSIONS(1, 13, 14, 16, 19, 21, 23, 24, 25),
-    .parse = identity_parse,
-    .infer = identity_infer,
-    .cpu_forward = copy_forward,
-    .flags = OP_PASSTHROUGH | OP_MOVES_DATA,
-    .gpu_lower = identity_gpu_lower,
-};
+SHAPE_OP(identity_op, "Identity", identity_parse, identity_infer, copy_forward,
+         OP_PASSTHROUGH | OP_MOVES_DATA, identity_gpu_lower, 1, 13, 14, 16, 19, 21, 23, 24, 25);
 
-static const op_desc dropout_op = {
-    .op_type = "Dropout",
-    .versions = SHAPE_VERSIONS(7, 10, 12, 13, 22),
-    .parse = dropout_parse,
-    .infer = dropout_infer,
-    .cpu_forward = dropout_forward,
-    .flags = OP_PASSTHROUGH | OP_MOVES_DATA,
-    .gpu_lower = dropout_gpu_lower,
-};
+SHAPE_OP(dropout_op, "Dropout", dropout_parse, dropout_infer, dropout_forward,
+         OP_PASSTHROUGH | OP_MOVES_DATA, dropout_gpu_lower, 7, 10, 12, 13, 22);
 
 const op_desc *const layer_shape_ops[] = {
     &flatten_op,
