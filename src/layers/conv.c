@@ -679,24 +679,10 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
 static const int conv_versions[] = {1, 11, 22, 0};
 static const int conv_transpose_versions[] = {1, 11, 22, 0};
 
-static const op_desc conv_desc = {
-    .op_type = "Conv",
-    .versions = conv_versions,
-    .parse = conv_parse,
-    .infer = conv_infer,
-    .cpu_forward = conv_forward,
-    .flags = OP_NHWC_INPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_ACT,
-    .gpu_lower = conv_gpu_lower,
-};
+OP_DESC(conv_desc, "Conv", conv_versions, conv_parse, conv_infer, conv_forward,
+        OP_NHWC_INPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_ACT, conv_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc conv_transpose_desc = {
-    .op_type = "ConvTranspose",
-    .versions = conv_transpose_versions,
-    .parse = conv_transpose_parse,
-    .infer = conv_infer,
-    .cpu_forward = conv_transpose_forward,
-    .flags = OP_EPILOGUE_ACT,
-    .gpu_lower = conv_transpose_gpu_lower,
-};
+OP_DESC(conv_transpose_desc, "ConvTranspose", conv_transpose_versions, conv_transpose_parse, conv_infer, conv_transpose_forward,
+        OP_EPILOGUE_ACT, conv_transpose_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_conv_ops[] = {&conv_desc, &conv_transpose_desc, NULL};

@@ -821,16 +821,8 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
  * ------------------------------------------------------------------------------------------- */
 
 #define OP(var, name, family, lower, epilogue_fn, binary_op, op_flags, ...)                       \
-    static const int var##_versions[] = {__VA_ARGS__, 0};                                         \
-    static const op_desc var = {.op_type = name,                                                  \
-                                .versions = var##_versions,                                       \
-                                .parse = family##_parse,                                          \
-                                .infer = family##_infer,                                          \
-                                .cpu_forward = family##_forward,                                  \
-                                .gpu_lower = lower,                                               \
-                                .epilogue = epilogue_fn,                                          \
-                                .binary = binary_op,                                              \
-                                .flags = op_flags}
+    OP_DESC(var, name, OP_VERSIONS(__VA_ARGS__), family##_parse, family##_infer,                  \
+            family##_forward, op_flags, lower, epilogue_fn, binary_op)
 #define UNARY_OP(var, name, ...)                                                                  \
     OP(var, name, unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 0, __VA_ARGS__)
 

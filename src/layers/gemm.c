@@ -154,15 +154,8 @@ static tci_status gemm_forward(const ir_node *node, const tci_tensor *const *in,
     return TCI_OK;
 }
 
-static const op_desc gemm_desc = {
-    .op_type = "Gemm",
-    .versions = gemm_versions,
-    .parse = gemm_parse,
-    .infer = gemm_infer,
-    .cpu_forward = gemm_forward,
-    .flags = OP_EPILOGUE_LIBRARY_ACT,
-    .gpu_lower = gemm_gpu_lower,
-};
+OP_DESC(gemm_desc, "Gemm", gemm_versions, gemm_parse, gemm_infer, gemm_forward,
+        OP_EPILOGUE_LIBRARY_ACT, gemm_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- MatMul ---- */
 
@@ -394,14 +387,7 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
     return finish_gemm(b, node, &g, e, bias);
 }
 
-static const op_desc matmul_desc = {
-    .op_type = "MatMul",
-    .versions = matmul_versions,
-    .parse = matmul_parse,
-    .infer = matmul_infer,
-    .cpu_forward = matmul_forward,
-    .flags = OP_EPILOGUE_BIAS | OP_EPILOGUE_LIBRARY_ACT,
-    .gpu_lower = matmul_gpu_lower,
-};
+OP_DESC(matmul_desc, "MatMul", matmul_versions, matmul_parse, matmul_infer, matmul_forward,
+        OP_EPILOGUE_BIAS | OP_EPILOGUE_LIBRARY_ACT, matmul_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_linear_ops[] = {&gemm_desc, &matmul_desc, NULL};

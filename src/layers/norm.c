@@ -179,15 +179,8 @@ static tci_status batchnorm_forward(const ir_node *node, const tci_tensor *const
     return TCI_OK;
 }
 
-static const op_desc batchnorm_desc = {
-    .op_type = "BatchNormalization",
-    .versions = batchnorm_versions,
-    .parse = batchnorm_parse,
-    .infer = batchnorm_infer,
-    .cpu_forward = batchnorm_forward,
-    .flags = OP_NHWC_INPUT | OP_EPILOGUE_ACT,
-    .gpu_lower = batchnorm_gpu_lower,
-};
+OP_DESC(batchnorm_desc, "BatchNormalization", batchnorm_versions, batchnorm_parse, batchnorm_infer, batchnorm_forward,
+        OP_NHWC_INPUT | OP_EPILOGUE_ACT, batchnorm_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- LayerNormalization ---- */
 
@@ -332,14 +325,8 @@ static tci_status layernorm_forward(const ir_node *node, const tci_tensor *const
     return TCI_OK;
 }
 
-static const op_desc layernorm_desc = {
-    .op_type = "LayerNormalization",
-    .versions = layernorm_versions,
-    .parse = layernorm_parse,
-    .infer = layernorm_infer,
-    .cpu_forward = layernorm_forward,
-    .gpu_lower = layernorm_gpu_lower,
-};
+OP_DESC(layernorm_desc, "LayerNormalization", layernorm_versions, layernorm_parse, layernorm_infer, layernorm_forward,
+        0, layernorm_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- Softmax, LogSoftmax ---- */
 
@@ -463,23 +450,11 @@ static tci_status softmax_forward(const ir_node *node, const tci_tensor *const *
     return TCI_OK;
 }
 
-static const op_desc softmax_desc = {
-    .op_type = "Softmax",
-    .versions = softmax_versions,
-    .parse = softmax_parse,
-    .infer = softmax_infer,
-    .cpu_forward = softmax_forward,
-    .gpu_lower = softmax_gpu_lower,
-};
+OP_DESC(softmax_desc, "Softmax", softmax_versions, softmax_parse, softmax_infer, softmax_forward,
+        0, softmax_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc logsoftmax_desc = {
-    .op_type = "LogSoftmax",
-    .versions = softmax_versions,
-    .parse = softmax_parse,
-    .infer = softmax_infer,
-    .cpu_forward = softmax_forward,
-    .gpu_lower = softmax_gpu_lower,
-};
+OP_DESC(logsoftmax_desc, "LogSoftmax", softmax_versions, softmax_parse, softmax_infer, softmax_forward,
+        0, softmax_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- ReduceMean, ReduceSum ---- */
 
@@ -687,23 +662,11 @@ static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *i
     return TCI_OK;
 }
 
-static const op_desc reduce_sum_desc = {
-    .op_type = "ReduceSum",
-    .versions = reduce_sum_versions,
-    .parse = reduce_parse,
-    .infer = reduce_infer,
-    .cpu_forward = reduce_forward,
-    .gpu_lower = reduce_gpu_lower,
-};
+OP_DESC(reduce_sum_desc, "ReduceSum", reduce_sum_versions, reduce_parse, reduce_infer, reduce_forward,
+        0, reduce_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc reduce_mean_desc = {
-    .op_type = "ReduceMean",
-    .versions = reduce_mean_versions,
-    .parse = reduce_parse,
-    .infer = reduce_infer,
-    .cpu_forward = reduce_forward,
-    .gpu_lower = reduce_gpu_lower,
-};
+OP_DESC(reduce_mean_desc, "ReduceMean", reduce_mean_versions, reduce_parse, reduce_infer, reduce_forward,
+        0, reduce_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- GPU lowering ---- */
 

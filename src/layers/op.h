@@ -61,6 +61,24 @@ typedef struct op_desc {
     binary_op binary;
 } op_desc;
 
+/* Defines descriptor var: versions is a 0-terminated int array (OP_VERSIONS(...) for a literal);
+ * epilogue NULL and binary BINARY_NONE for ops that are neither activations nor binaries. */
+#define OP_DESC(var, name, version_list, parse_fn, infer_fn, forward_fn, op_flags, lower,         \
+                epilogue_fn, binary_op)                                                           \
+    static const op_desc var = {.op_type = name,                                                  \
+                                .versions = version_list,                                         \
+                                .parse = parse_fn,                                                \
+                                .infer = infer_fn,                                                \
+                                .cpu_forward = forward_fn,                                        \
+                                .flags = op_flags,                                                \
+                                .gpu_lower = lower,                                               \
+                                .epilogue = epilogue_fn,                                          \
+                                .binary = binary_op}
+#define OP_VERSIONS(...)                                                                          \
+    (const int[]) {                                                                               \
+        __VA_ARGS__, 0                                                                            \
+    }
+
 /* ---- helpers shared by family files (src/layers/op_util.c) ---- */
 
 /* Declares var, allocates it from the arena as node->params, or returns the error. */

@@ -598,52 +598,20 @@ static tci_status global_max_pool_gpu_lower(plan_builder *b, const ir_node *node
     return layer_lower_global_pool(b, node, node->inputs[0], node->outputs[0], true);
 }
 
-static const op_desc max_pool_desc = {
-    .op_type = "MaxPool",
-    .versions = max_pool_versions,
-    .parse = parse_max_pool,
-    .infer = infer_window,
-    .cpu_forward = forward_window,
-    .flags = OP_NHWC_INPUT | OP_EPILOGUE_ACT,
-    .gpu_lower = pool_gpu_lower,
-};
+OP_DESC(max_pool_desc, "MaxPool", max_pool_versions, parse_max_pool, infer_window, forward_window,
+        OP_NHWC_INPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc average_pool_desc = {
-    .op_type = "AveragePool",
-    .versions = average_pool_versions,
-    .parse = parse_average_pool,
-    .infer = infer_window,
-    .cpu_forward = forward_window,
-    .flags = OP_NHWC_INPUT | OP_EPILOGUE_ACT,
-    .gpu_lower = pool_gpu_lower,
-};
+OP_DESC(average_pool_desc, "AveragePool", average_pool_versions, parse_average_pool, infer_window, forward_window,
+        OP_NHWC_INPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc global_average_pool_desc = {
-    .op_type = "GlobalAveragePool",
-    .versions = global_versions,
-    .parse = parse_global,
-    .infer = infer_global,
-    .cpu_forward = forward_global_average,
-    .flags = OP_NHWC_INPUT,
-    .gpu_lower = global_average_pool_gpu_lower,
-};
+OP_DESC(global_average_pool_desc, "GlobalAveragePool", global_versions, parse_global, infer_global, forward_global_average,
+        OP_NHWC_INPUT, global_average_pool_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc global_max_pool_desc = {
-    .op_type = "GlobalMaxPool",
-    .versions = global_versions,
-    .parse = parse_global,
-    .infer = infer_global,
-    .cpu_forward = forward_global_max,
-    .gpu_lower = global_max_pool_gpu_lower,
-};
+OP_DESC(global_max_pool_desc, "GlobalMaxPool", global_versions, parse_global, infer_global, forward_global_max,
+        0, global_max_pool_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc lrn_desc = {
-    .op_type = "LRN",
-    .versions = lrn_versions,
-    .parse = parse_lrn,
-    .infer = infer_lrn,
-    .cpu_forward = forward_lrn,
-};
+OP_DESC(lrn_desc, "LRN", lrn_versions, parse_lrn, infer_lrn, forward_lrn,
+        0, NULL, NULL, BINARY_NONE);
 
 const op_desc *const layer_pool_ops[] = {
     &max_pool_desc, &average_pool_desc, &global_average_pool_desc, &global_max_pool_desc,

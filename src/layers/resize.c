@@ -672,23 +672,10 @@ static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
 static const int resize_versions[] = {10, 11, 13, 18, 19, 0};
 static const int upsample_versions[] = {7, 9, 10, 0};
 
-static const op_desc resize_desc = {
-    .op_type = "Resize",
-    .versions = resize_versions,
-    .parse = parse_resize,
-    .infer = infer_resize,
-    .cpu_forward = forward_resize,
-    .flags = OP_NHWC_INPUT,
-    .gpu_lower = resize_gpu_lower,
-};
+OP_DESC(resize_desc, "Resize", resize_versions, parse_resize, infer_resize, forward_resize,
+        OP_NHWC_INPUT, resize_gpu_lower, NULL, BINARY_NONE);
 
-static const op_desc upsample_desc = {
-    .op_type = "Upsample",
-    .versions = upsample_versions,
-    .parse = parse_upsample,
-    .infer = infer_resize,
-    .cpu_forward = forward_resize,
-    .gpu_lower = resize_gpu_lower,
-};
+OP_DESC(upsample_desc, "Upsample", upsample_versions, parse_upsample, infer_resize, forward_resize,
+        0, resize_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_resize_ops[] = {&resize_desc, &upsample_desc, NULL};

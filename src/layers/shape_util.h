@@ -5,20 +5,10 @@
 
 #include "layers/op.h"
 
-#define SHAPE_VERSIONS(...)                                                                        \
-    (const int[]) {                                                                                \
-        __VA_ARGS__, 0                                                                             \
-    }
-
 /* A shape-family descriptor; the trailing arguments are the ONNX since-versions. */
 #define SHAPE_OP(var, name, parse_fn, infer_fn, forward_fn, op_flags, lower, ...)                \
-    static const op_desc var = {.op_type = name,                                                  \
-                                .versions = SHAPE_VERSIONS(__VA_ARGS__),                          \
-                                .parse = parse_fn,                                                \
-                                .infer = infer_fn,                                                \
-                                .cpu_forward = forward_fn,                                        \
-                                .flags = op_flags,                                                \
-                                .gpu_lower = lower}
+    OP_DESC(var, name, OP_VERSIONS(__VA_ARGS__), parse_fn, infer_fn, forward_fn, op_flags, lower, \
+            NULL, BINARY_NONE)
 
 /* Declares var, allocates it from the arena as node->params, or returns the error. */
 #define PARAMS(type, var)                                                                          \
