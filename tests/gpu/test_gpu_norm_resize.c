@@ -206,7 +206,7 @@ END_TEST
 /* ---- reduce ---- */
 
 static void check_reduce(tci_dtype dt, int rank, const int64_t *dims, unsigned mask,
-                         kern_reduce_op op, uint64_t seed) {
+                         reduce_op op, uint64_t seed) {
     int64_t n = 1, outputs = 1, count = 1, out_dims[6], strides[6];
     for (int d = rank - 1; d >= 0; d--) strides[d] = n, n *= dims[d];
     for (int d = 0; d < rank; d++) {
@@ -228,7 +228,7 @@ static void check_reduce(tci_dtype dt, int rank, const int64_t *dims, unsigned m
         want[o] += x[i];
     }
     for (int64_t o = 0; o < outputs; o++)
-        if (op == KERN_REDUCE_MEAN) want[o] = count ? want[o] / (double)count : NAN;
+        if (op == REDUCE_MEAN) want[o] = count ? want[o] / (double)count : NAN;
     void *dx = gpu_upload(xh, 2 * (size_t)n), *dy = gpu_upload(NULL, 2 * (size_t)outputs);
     if (dt == BF16) ck_assert_tci_ok(kern_reduce_dtype(dx, dy, rank, dims, mask, op, dt, 0));
     else ck_assert_tci_ok(kern_reduce(dx, dy, rank, dims, mask, op, 0));
@@ -242,37 +242,37 @@ static void check_reduce(tci_dtype dt, int rank, const int64_t *dims, unsigned m
 }
 
 START_TEST(test_reduce_inner) {
-    check_reduce(F16, 3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);   /* rows, scalar */
-    check_reduce(F16, 3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);  /* rows of 624, vectors */
-    check_reduce(F16, 2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);     /* block per row */
-    check_reduce(F16, 4, (int64_t[]){2, 3, 1, 7}, 0xd, KERN_REDUCE_MEAN, 44); /* size-1 dims */
-    check_reduce(F16, 2, (int64_t[]){7, 9}, 3, KERN_REDUCE_SUM, 45);         /* everything */
-    check_reduce(F16, 2, (int64_t[]){100, 8}, 2, KERN_REDUCE_SUM, 46);       /* one lane per row */
-    check_reduce(F16, 2, (int64_t[]){37, 3}, 2, KERN_REDUCE_MEAN, 47);
+    check_reduce(F16, 3, (int64_t[]){5, 6, 100}, 4, REDUCE_SUM, 41);   /* rows, scalar */
+    check_reduce(F16, 3, (int64_t[]){5, 6, 104}, 6, REDUCE_MEAN, 42);  /* rows of 624, vectors */
+    check_reduce(F16, 2, (int64_t[]){3, 5000}, 2, REDUCE_SUM, 43);     /* block per row */
+    check_reduce(F16, 4, (int64_t[]){2, 3, 1, 7}, 0xd, REDUCE_MEAN, 44); /* size-1 dims */
+    check_reduce(F16, 2, (int64_t[]){7, 9}, 3, REDUCE_SUM, 45);         /* everything */
+    check_reduce(F16, 2, (int64_t[]){100, 8}, 2, REDUCE_SUM, 46);       /* one lane per row */
+    check_reduce(F16, 2, (int64_t[]){37, 3}, 2, REDUCE_MEAN, 47);
 }
 END_TEST
 
 START_TEST(test_reduce_outer) {
-    check_reduce(F16, 3, (int64_t[]){50, 7, 3}, 1, KERN_REDUCE_SUM, 51);          /* columns */
-    check_reduce(F16, 4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);     /* NHWC over H, W */
-    check_reduce(F16, 3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);       /* long columns */
-    check_reduce(F16, 2, (int64_t[]){300, 37}, 1, KERN_REDUCE_SUM, 54);
-    check_reduce(F16, 3, (int64_t[]){3, 2000, 64}, 2, KERN_REDUCE_SUM, 55);       /* vectors, deep */
-    check_reduce(F16, 3, (int64_t[]){4, 3, 16}, 2, KERN_REDUCE_MEAN, 56);         /* short columns */
-    check_reduce(F16, 3, (int64_t[]){40, 50, 264}, 2, KERN_REDUCE_MEAN, 57);      /* many blocks */
+    check_reduce(F16, 3, (int64_t[]){50, 7, 3}, 1, REDUCE_SUM, 51);          /* columns */
+    check_reduce(F16, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MEAN, 52);     /* NHWC over H, W */
+    check_reduce(F16, 3, (int64_t[]){3, 2000, 5}, 2, REDUCE_MEAN, 53);       /* long columns */
+    check_reduce(F16, 2, (int64_t[]){300, 37}, 1, REDUCE_SUM, 54);
+    check_reduce(F16, 3, (int64_t[]){3, 2000, 64}, 2, REDUCE_SUM, 55);       /* vectors, deep */
+    check_reduce(F16, 3, (int64_t[]){4, 3, 16}, 2, REDUCE_MEAN, 56);         /* short columns */
+    check_reduce(F16, 3, (int64_t[]){40, 50, 264}, 2, REDUCE_MEAN, 57);      /* many blocks */
 }
 END_TEST
 
 START_TEST(test_reduce_generic_and_edges) {
-    check_reduce(F16, 3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);          /* dims 0 and 2 */
-    check_reduce(F16, 5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, KERN_REDUCE_MEAN, 62);
-    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63);         /* empty: NaN */
-    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);          /* empty: 0 */
-    check_reduce(F16, 2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);             /* nothing reduced */
-    check_reduce(F16, 0, NULL, 0, KERN_REDUCE_MEAN, 66);                         /* scalar */
-    ck_assert_tci_error(kern_reduce(NULL, NULL, 2, (int64_t[]){2, 2}, 4, KERN_REDUCE_SUM, 0),
+    check_reduce(F16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_SUM, 61);          /* dims 0 and 2 */
+    check_reduce(F16, 5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, REDUCE_MEAN, 62);
+    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MEAN, 63);         /* empty: NaN */
+    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_SUM, 64);          /* empty: 0 */
+    check_reduce(F16, 2, (int64_t[]){4, 3}, 0, REDUCE_SUM, 65);             /* nothing reduced */
+    check_reduce(F16, 0, NULL, 0, REDUCE_MEAN, 66);                         /* scalar */
+    ck_assert_tci_error(kern_reduce(NULL, NULL, 2, (int64_t[]){2, 2}, 4, REDUCE_SUM, 0),
                         TCI_ERR_INVALID_ARGUMENT, "beyond rank 2");
-    ck_assert_tci_error(kern_reduce(NULL, NULL, 7, NULL, 0, KERN_REDUCE_SUM, 0),
+    ck_assert_tci_error(kern_reduce(NULL, NULL, 7, NULL, 0, REDUCE_SUM, 0),
                         TCI_ERR_INVALID_ARGUMENT, "rank 7");
 }
 END_TEST
@@ -440,15 +440,15 @@ START_TEST(test_bf16) {
     check_layernorm(BF16, 10, 7, 1, 1, 33);
     check_layernorm(BF16, 3, 2053, 0, 1, 35);
     check_layernorm(BF16, 5, 3000, 1, 0, 34);
-    check_reduce(BF16, 3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);
-    check_reduce(BF16, 3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);
-    check_reduce(BF16, 2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);
-    check_reduce(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);
-    check_reduce(BF16, 3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);
-    check_reduce(BF16, 3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);
-    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63); /* NaN bits of bf16 */
-    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);
-    check_reduce(BF16, 2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);
+    check_reduce(BF16, 3, (int64_t[]){5, 6, 100}, 4, REDUCE_SUM, 41);
+    check_reduce(BF16, 3, (int64_t[]){5, 6, 104}, 6, REDUCE_MEAN, 42);
+    check_reduce(BF16, 2, (int64_t[]){3, 5000}, 2, REDUCE_SUM, 43);
+    check_reduce(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MEAN, 52);
+    check_reduce(BF16, 3, (int64_t[]){3, 2000, 5}, 2, REDUCE_MEAN, 53);
+    check_reduce(BF16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_SUM, 61);
+    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MEAN, 63); /* NaN bits of bf16 */
+    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_SUM, 64);
+    check_reduce(BF16, 2, (int64_t[]){4, 3}, 0, REDUCE_SUM, 65);
     resize_cases_run = 0;
     kern_resize_desc d = {.mode = KERN_RESIZE_NEAREST, .coord = KERN_RESIZE_HALF_PIXEL,
                           .rounding = KERN_RESIZE_ROUND_PREFER_FLOOR, .dtype = BF16};
