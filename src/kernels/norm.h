@@ -1,6 +1,6 @@
 /* Row-wise normalisations and reductions on dense fp16 tensors: softmax, log-softmax,
- * LayerNormalization, the reductions of util/reduce_ops.h. Storage is fp16 (passed as void *); every sum,
- * maximum and statistic is kept in fp32 and rounded to fp16 once on output.
+ * LayerNormalization, the reductions of util/reduce_ops.h. Storage is fp16 (passed as void *);
+ * every sum, maximum and statistic is kept in fp32 and rounded to fp16 once on output.
  *
  * Each launcher has a *_dtype twin taking the storage type of its tensors (x, y, and gamma /
  * beta): 0 or TCI_DTYPE_FLOAT16 is exactly the fp16 launcher, TCI_DTYPE_BFLOAT16 reads and writes
@@ -64,11 +64,12 @@ tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma, const voi
                                      int64_t len, float epsilon, tci_dtype dtype,
                                      cudaStream_t stream);
 
-/* The reduction op (a row of util/reduce_ops.h: sum, mean) of a row-major fp16 tensor of `rank`
- * (0..6) dims over the dims whose bit is set in reduce_mask (bit d = dim d), accumulated in fp32
- * from the op's start value. y is row-major over the kept dims (the keepdims layout; without
- * keepdims the bytes are the same). Reducing over an empty dim gives the start value, NaN for a
- * mean (0/0). Paths: rows when the reduced dims are the innermost, columns when they sit
+/* The reduction op (a row of util/reduce_ops.h: sum, mean, max) of a row-major fp16 tensor of
+ * `rank` (0..6) dims over the dims whose bit is set in reduce_mask (bit d = dim d), accumulated in
+ * fp32 from the op's start value (max compares the fp32 values, exact, and propagates NaN). y is
+ * row-major over the kept dims (the keepdims layout; without keepdims the bytes are the same).
+ * Reducing over an empty dim gives the start value (0 for a sum, -inf for a max), NaN for a mean
+ * (0/0). Paths: rows when the reduced dims are the innermost, columns when they sit
  * outside a kept innermost run (e.g. NHWC over H and W), a warp per output otherwise.
  * y must not overlap x. */
 tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,

@@ -122,8 +122,9 @@ tci_status op_prepare_node(ir_node *node, tci_arena *arena);
 
 /* ---- shared between families ---- */
 
-/* Global average/max pooling of a 4-D input to (N, C, 1, 1) in NHWC8 (pool.c): GlobalAveragePool
- * and a ReduceMean over the spatial dims of an NHWC8 activation (reduce.c). */
+/* Global average/max pooling of a 4-D input to (N, C, 1, 1) in NHWC8 (pool.c): GlobalAveragePool,
+ * GlobalMaxPool, and a ReduceMean or ReduceMax over the spatial dims of an NHWC8 activation
+ * (reduce.c). */
 tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const ir_tensor *x,
                                    const ir_tensor *out, bool max);
 /* Whether node is an inference BatchNormalization whose statistics are constants of k channels
@@ -153,7 +154,8 @@ extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split,
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
 extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
                                                       Softmax, LogSoftmax */
-extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean */
+extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean,
+                                                      ReduceMax */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 
 #endif

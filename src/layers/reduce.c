@@ -1,6 +1,6 @@
-/* Op family 'reduce': ReduceSum and ReduceMean. The reductions themselves are the rows of
- * util/reduce_ops.h; sums accumulate in double (int64 for integers) so long rows stay close to
- * onnxruntime. */
+/* Op family 'reduce': ReduceSum, ReduceMean and ReduceMax. The reductions themselves are the rows
+ * of util/reduce_ops.h; they accumulate in double (int64 for integers and bool) so long sums stay
+ * close to onnxruntime. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 typedef struct reduce_params {
     reduce_op op;
+    const tci_dtype *types; /* what input 0 may be */
     int keepdims;
     int noop_with_empty_axes;
     bool axes_from_input; /* from the op's axes_input_since (ReduceSum 13, the others 18) */
@@ -19,6 +20,9 @@ typedef struct reduce_params {
 } reduce_params;
 
 static const tci_dtype reduce_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT32, TCI_DTYPE_INT64, 0};
+/* ReduceMax from opset 20 also takes bool (False < True) */
+static const tci_dtype reduce_bool_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT32, TCI_DTYPE_INT64,
+                                              TCI_DTYPE_BOOL, 0};
 
 #define REDUCE_START_ROW(NAME, START, COMBINE, DIVIDES) [REDUCE_##NAME] = (START),
 static const double reduce_start[REDUCE_COUNT] = {REDUCE_LIST(REDUCE_START_ROW)};
@@ -29,10 +33,11 @@ static const bool reduce_divides[REDUCE_COUNT] = {REDUCE_LIST(REDUCE_DIVIDES_ROW
 
 /* Parses the attributes of a reduction op whose axes move from an attribute to an input at
  * opset axes_input_since. */
-static tci_status reduce_parse(ir_node *node, tci_arena *arena, reduce_op op,
-                               int axes_input_since) {
+static tci_status reduce_parse(ir_node *node, tci_arena *arena, reduce_op op, int axes_input_since,
+                               const tci_dtype *types) {
     OP_ALLOC_PARAMS(node, arena, reduce_params, p);
     p->op = op;
+    p->types = types;
     p->axes_from_input = node->since_version >= axes_input_since;
     TCI_TRY(op_check_arity(node, 1, p->axes_from_input ? 2 : 1, 1, 1));
     static const char *const known_attr[] = {"axes", "keepdims", NULL};
@@ -88,7 +93,7 @@ static tci_status reduce_infer(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const reduce_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, reduce_types));
+    TCI_TRY(op_check_dtype(node, x, 0, p->types));
     tci_tensor *y = out[0];
     op_set_unknown(y, x->dtype);
     if (x->rank < 0) return TCI_OK;
@@ -184,12 +189,14 @@ static int64_t reduce_int_start(double start, int64_t lowest) {
         }                                                                                         \
     }
 
-/* One accumulator per reduction and input type: floats in double, integers in int64. */
+/* One accumulator per reduction and input type: floats in double, integers and bool in int64. */
 #define REDUCE_ACCUMULATE_ROW(NAME, START, COMBINE, DIVIDES)                                      \
     DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_float, float, double, (START), COMBINE)              \
     DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_int32, int32_t, int64_t,                             \
                              reduce_int_start((START), INT64_MIN), COMBINE)                       \
     DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_int64, int64_t, int64_t,                             \
+                             reduce_int_start((START), INT64_MIN), COMBINE)                       \
+    DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_bool, uint8_t, int64_t,                              \
                              reduce_int_start((START), INT64_MIN), COMBINE)
 REDUCE_LIST(REDUCE_ACCUMULATE_ROW)
 #undef REDUCE_ACCUMULATE_ROW
@@ -198,10 +205,12 @@ typedef struct reduce_accumulators {
     void (*float_in)(const reduce_walk *w, const float *x, double *acc);
     void (*int32_in)(const reduce_walk *w, const int32_t *x, int64_t *acc);
     void (*int64_in)(const reduce_walk *w, const int64_t *x, int64_t *acc);
+    void (*bool_in)(const reduce_walk *w, const uint8_t *x, int64_t *acc);
 } reduce_accumulators;
 
 #define REDUCE_TABLE_ROW(NAME, START, COMBINE, DIVIDES)                                           \
-    [REDUCE_##NAME] = {reduce_##NAME##_float, reduce_##NAME##_int32, reduce_##NAME##_int64},
+    [REDUCE_##NAME] = {reduce_##NAME##_float, reduce_##NAME##_int32, reduce_##NAME##_int64,       \
+                       reduce_##NAME##_bool},
 static const reduce_accumulators reduce_accumulate[REDUCE_COUNT] = {
     REDUCE_LIST(REDUCE_TABLE_ROW)};
 #undef REDUCE_TABLE_ROW
@@ -239,21 +248,25 @@ static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *i
         const reduce_accumulators *r = &reduce_accumulate[p->op];
         if (is_float) r->float_in(&w, x->data, acc);
         else if (x->dtype == TCI_DTYPE_INT32) r->int32_in(&w, x->data, acc);
+        else if (x->dtype == TCI_DTYPE_BOOL) r->bool_in(&w, x->data, acc);
         else r->int64_in(&w, x->data, acc);
     }
     for (int64_t i = 0; i < out_count; i++) {
         if (is_float) {
             double v = ((double *)acc)[i];
             ((float *)y->data)[i] = (float)(divides ? v / (double)group : v);
-        } else {
-            /* integer mean truncates toward zero, like onnxruntime */
-            int64_t v = ((int64_t *)acc)[i];
-            if (divides) v /= group;
-            if (x->dtype == TCI_DTYPE_INT32)
-                ((int32_t *)y->data)[i] =
-                    group ? (int32_t)v : (int32_t)reduce_int_start(start, INT32_MIN);
-            else ((int64_t *)y->data)[i] = v;
+            continue;
         }
+        /* integer mean truncates toward zero, like onnxruntime */
+        int64_t v = ((int64_t *)acc)[i];
+        if (divides) v /= group;
+        /* an empty reduction gives the start in the output's own type (INT64_MIN is the
+         * accumulator's lowest) */
+        if (x->dtype == TCI_DTYPE_INT32)
+            ((int32_t *)y->data)[i] = (int32_t)(group ? v : reduce_int_start(start, INT32_MIN));
+        else if (x->dtype == TCI_DTYPE_BOOL)
+            ((uint8_t *)y->data)[i] = (uint8_t)(group ? v != 0 : reduce_int_start(start, 0) != 0);
+        else ((int64_t *)y->data)[i] = v;
     }
     free(acc);
     return TCI_OK;
@@ -282,10 +295,16 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
         TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &src));
         return lower_alias(b, node, y, src, &idx);
     }
-    /* the spatial mean of an NHWC8 activation is a global average pool */
+    if (x->dtype != TCI_DTYPE_FLOAT)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "%s reductions have no GPU path (float only)",
+                             tci_dtype_name(x->dtype));
+    /* over H and W of an NHWC8 activation, a mean is a global average pool and a max a global
+     * max pool (whose kernel takes fmaxf: a NaN there is dropped, not propagated) */
     if (x->rank == 4 && reduce[2] && reduce[3] && !reduce[0] && !reduce[1] && p->keepdims &&
-        p->op == REDUCE_MEAN && lower_layout_of(b, x) == PLAN_LAYOUT_NHWC8)
-        return layer_lower_global_pool(b, node, x, y, false);
+        (p->op == REDUCE_MEAN || p->op == REDUCE_MAX) && x->dims[2] * x->dims[3] > 0 &&
+        lower_layout_of(b, x) == PLAN_LAYOUT_NHWC8)
+        return layer_lower_global_pool(b, node, x, y, p->op == REDUCE_MAX);
     if (x->rank > PLAN_MAX_PHYS_RANK)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d reductions have no GPU path",
                              x->rank);
@@ -311,15 +330,21 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
 /* ---- the descriptors ---- */
 
 static tci_status reduce_sum_parse(ir_node *node, tci_arena *arena) {
-    return reduce_parse(node, arena, REDUCE_SUM, 13);
+    return reduce_parse(node, arena, REDUCE_SUM, 13, reduce_types);
 }
 
 static tci_status reduce_mean_parse(ir_node *node, tci_arena *arena) {
-    return reduce_parse(node, arena, REDUCE_MEAN, 18);
+    return reduce_parse(node, arena, REDUCE_MEAN, 18, reduce_types);
+}
+
+static tci_status reduce_max_parse(ir_node *node, tci_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_MAX, 18,
+                        node->since_version >= 20 ? reduce_bool_types : reduce_types);
 }
 
 static const int reduce_sum_versions[] = {1, 11, 13, 0};
 static const int reduce_mean_versions[] = {1, 11, 13, 18, 0};
+static const int reduce_max_versions[] = {1, 11, 12, 13, 18, 20, 0};
 
 static const op_desc reduce_sum_desc = {
     .op_type = "ReduceSum",
@@ -339,4 +364,14 @@ static const op_desc reduce_mean_desc = {
     .gpu_lower = reduce_gpu_lower,
 };
 
-const op_desc *const layer_reduce_ops[] = {&reduce_sum_desc, &reduce_mean_desc, NULL};
+static const op_desc reduce_max_desc = {
+    .op_type = "ReduceMax",
+    .versions = reduce_max_versions,
+    .parse = reduce_max_parse,
+    .infer = reduce_infer,
+    .cpu_forward = reduce_forward,
+    .gpu_lower = reduce_gpu_lower,
+};
+
+const op_desc *const layer_reduce_ops[] = {&reduce_sum_desc, &reduce_mean_desc, &reduce_max_desc,
+                                           NULL};

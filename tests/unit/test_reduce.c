@@ -1,6 +1,7 @@
-/* ReduceSum, ReduceMean: hand-computed results, opset differences, shape inference, error
- * paths. */
+/* ReduceSum, ReduceMean, ReduceMax: hand-computed results, opset differences, shape inference,
+ * error paths. */
 #include <math.h>
+#include <stdint.h>
 
 #include "harness.h"
 #include "layers/op.h"
@@ -187,22 +188,23 @@ START_TEST(test_reduce_errors) {
     th_attr_int(g, kd, "keepdims", 2);
     ck_assert_tci_error(op_prepare_node(kd, g->arena), TCI_ERR_INVALID_MODEL,
                         "attribute 'keepdims' must be 0 or 1, got 2");
+    /* axes becomes an input (with noop_with_empty_axes) in ReduceSum-13, the others' 18 */
     const int64_t axes[] = {1};
-    ir_node *at = th_node(g, "ReduceSum", 13, 1, 1);
-    th_attr_ints(g, at, "axes", axes, 1);
-    ck_assert_tci_error(op_prepare_node(at, g->arena), TCI_ERR_UNSUPPORTED,
-                        "unsupported attribute 'axes'");
-    ir_node *at18 = th_node(g, "ReduceMean", 18, 1, 1);
-    th_attr_ints(g, at18, "axes", axes, 1);
-    ck_assert_tci_error(op_prepare_node(at18, g->arena), TCI_ERR_UNSUPPORTED,
-                        "unsupported attribute 'axes'");
-    ir_node *noop = th_node(g, "ReduceMean", 13, 1, 1);
-    th_attr_int(g, noop, "noop_with_empty_axes", 1);
-    ck_assert_tci_error(op_prepare_node(noop, g->arena), TCI_ERR_UNSUPPORTED,
-                        "unsupported attribute 'noop_with_empty_axes'");
-    ir_node *two = th_node(g, "ReduceSum", 11, 2, 1);
-    ck_assert_tci_error(op_prepare_node(two, g->arena), TCI_ERR_INVALID_MODEL,
-                        "has 2 inputs, expected 1 to 1");
+    const char *ops[] = {"ReduceSum", "ReduceMean", "ReduceMax"};
+    const int input_since[] = {13, 18, 18};
+    for (int o = 0; o < 3; o++) {
+        ir_node *at = th_node(g, ops[o], input_since[o], 1, 1);
+        th_attr_ints(g, at, "axes", axes, 1);
+        ck_assert_tci_error(op_prepare_node(at, g->arena), TCI_ERR_UNSUPPORTED,
+                            "unsupported attribute 'axes'");
+        ir_node *noop = th_node(g, ops[o], input_since[o] - 1, 1, 1);
+        th_attr_int(g, noop, "noop_with_empty_axes", 1);
+        ck_assert_tci_error(op_prepare_node(noop, g->arena), TCI_ERR_UNSUPPORTED,
+                            "unsupported attribute 'noop_with_empty_axes'");
+        ir_node *two = th_node(g, ops[o], input_since[o] - 1, 2, 1);
+        ck_assert_tci_error(op_prepare_node(two, g->arena), TCI_ERR_INVALID_MODEL,
+                            "has 2 inputs, expected 1 to 1");
+    }
 
     tci_tensor out[1];
     const int64_t a3[] = {3}, ad[] = {1}, a2d[] = {1, 1}, fd[] = {1};
@@ -283,6 +285,170 @@ START_TEST(test_reduce_infer_unknown) {
 }
 END_TEST
 
+/* ---- ReduceMax ---- */
+
+START_TEST(test_reduce_max_every_version) {
+    const int64_t ax1[] = {1}, axm2[] = {-2}, d21[] = {2, 1}, d3[] = {3}, d11[] = {1, 1};
+    const float rows[] = {3, 6}, cols[] = {4, 5, 6}, all[] = {6};
+    /* axes from the attribute before opset 18 */
+    const int attr_opsets[] = {1, 11, 12, 13, 17};
+    for (int i = 0; i < 5; i++) {
+        int opset = attr_opsets[i];
+        run_reduce("ReduceMax", opset, -1, -1, ax1, 1, false, 2, d21, rows);
+        run_reduce("ReduceMax", opset, 0, -1, axm2, 1, false, 1, d3, cols);
+        run_reduce("ReduceMax", opset, 1, -1, NULL, -1, false, 2, d11, all);
+        run_reduce("ReduceMax", opset, 0, -1, NULL, 0, false, 0, NULL, all);
+    }
+    /* from an input from 18; absent or empty axes: all, or nothing with noop_with_empty_axes */
+    for (int opset = 18; opset <= 28; opset += 2) {
+        run_reduce("ReduceMax", opset, -1, -1, ax1, 1, true, 2, d21, rows);
+        run_reduce("ReduceMax", opset, 0, 0, axm2, 1, true, 1, d3, cols);
+        run_reduce("ReduceMax", opset, 0, 0, NULL, 0, true, 0, NULL, all);
+        run_reduce("ReduceMax", opset, 1, -1, NULL, -1, false, 2, d11, all);
+        run_reduce("ReduceMax", opset, 0, 1, NULL, 0, true, 2, rd_xd, rd_x);
+        run_reduce("ReduceMax", opset, 0, 1, NULL, -1, false, 2, rd_xd, rd_x);
+    }
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int opsets[] = {1, 10, 11, 12, 13, 17, 18, 19, 20, 28};
+    const int since[] = {1, 1, 11, 12, 13, 13, 18, 18, 20, 20};
+    for (int i = 0; i < 10; i++) {
+        ir_node *n = th_node(g, "ReduceMax", opsets[i], 1, 1);
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        ck_assert_int_eq(n->since_version, since[i]);
+    }
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* Runs ReduceMax (opset 18, keepdims 0) of x over the given axes of an input. */
+static void run_max(const tci_tensor *x, const int64_t *axes, int64_t num_axes, tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "ReduceMax", 18, 2, 1);
+    th_attr_int(g, n, "keepdims", 0);
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT64, 1, &num_axes, axes)};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_reduce_max_negative_and_nan) {
+    /* all values below 0: the start is -inf, not 0 */
+    const float neg[] = {-5, -2, -7, -1, -9, -3}, want_rows[] = {-2, -1},
+                want_cols[] = {-1, -2, -3};
+    const int64_t ax1[] = {1}, axm2[] = {-2}, ax01[] = {0, 1};
+    tci_tensor x = th_tensor(F, 2, rd_xd, neg), out[1];
+    run_max(&x, ax1, 1, out);
+    th_assert_near(out[0].data, want_rows, 2, 0);
+    th_free(out, 1);
+    run_max(&x, axm2, 1, out);
+    th_assert_near(out[0].data, want_cols, 3, 0);
+    th_free(out, 1);
+    /* NaN wins wherever it stands (numpy's maximum), in a reduced innermost run or across rows;
+     * -inf is an ordinary value */
+    const float nan_x[] = {1, NAN, 3, -4, -INFINITY, -6, NAN, 8, 9},
+                ninf[] = {-INFINITY, -INFINITY};
+    const int64_t xd[] = {3, 3}, nd[] = {2};
+    x = th_tensor(F, 2, xd, nan_x);
+    run_max(&x, ax1, 1, out);
+    const float *r = out[0].data;
+    ck_assert(isnan(r[0]) && r[1] == -4.0f && isnan(r[2]));
+    th_free(out, 1);
+    run_max(&x, axm2, 1, out);
+    r = out[0].data;
+    ck_assert(isnan(r[0]) && isnan(r[1]) && r[2] == 9.0f);
+    th_free(out, 1);
+    run_max(&x, ax01, 2, out);
+    ck_assert_int_eq(out[0].rank, 0);
+    ck_assert(isnan(((float *)out[0].data)[0]));
+    th_free(out, 1);
+    x = th_tensor(F, 1, nd, ninf);
+    run_max(&x, ax1, 0, out);
+    ck_assert(isinf(((float *)out[0].data)[0]) && ((float *)out[0].data)[0] < 0);
+    th_free(out, 1);
+}
+END_TEST
+
+START_TEST(test_reduce_max_integers_and_bool) {
+    const int32_t x32[] = {1, 2, 4, -3, -5, -8};
+    const int64_t x64[] = {INT64_MIN, -2, -4, 3, INT64_MAX, 8}, ax1[] = {1}, ax0[] = {0};
+    tci_tensor x = th_tensor(TCI_DTYPE_INT32, 2, rd_xd, x32), out[1];
+    run_max(&x, ax1, 1, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+    ck_assert_int_eq(((int32_t *)out[0].data)[0], 4);
+    ck_assert_int_eq(((int32_t *)out[0].data)[1], -3);
+    th_free(out, 1);
+    x = th_tensor(TCI_DTYPE_INT64, 2, rd_xd, x64);
+    run_max(&x, ax0, 1, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT64);
+    const int64_t want64[] = {3, INT64_MAX, 8};
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(((int64_t *)out[0].data)[i], want64[i]);
+    th_free(out, 1);
+    /* bool from opset 20: False < True */
+    const uint8_t xb[] = {1, 1, 1, 0, 0, 1, 0, 0};
+    const int64_t bd[] = {4, 2}, bwd[] = {4, 1};
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "ReduceMax", 20, 2, 1);
+    tci_tensor in[2] = {th_tensor(TCI_DTYPE_BOOL, 2, bd, xb),
+                        th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1}, ax1)};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    th_assert_dims(&out[0], 2, bwd);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_BOOL);
+    const uint8_t wb[] = {1, 1, 1, 0};
+    ck_assert_mem_eq(out[0].data, wb, 4);
+    th_free(out, 1);
+    /* not before 20 */
+    ir_node *n18 = th_node(g, "ReduceMax", 18, 2, 1);
+    tci_tensor xb_shape = th_shape_only(TCI_DTYPE_BOOL, 2, bd);
+    const tci_tensor *in18[] = {&xb_shape, &in[1]};
+    ck_assert_tci_error(th_infer(g, n18, in18, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype bool");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_reduce_max_empty) {
+    /* the max of nothing is -inf for float, the lowest value for integers, false for bool (as
+     * onnxruntime and ONNX's empty_set cases) */
+    const int64_t xd[] = {2, 0, 2}, ax1[] = {1}, wd[] = {2, 1, 2};
+    const uint8_t dummy[8] = {0};
+    const tci_dtype types[] = {F, TCI_DTYPE_INT32, TCI_DTYPE_INT64, TCI_DTYPE_BOOL};
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    for (int t = 0; t < 4; t++) {
+        ir_node *n = th_node(g, "ReduceMax", 20, 2, 1);
+        tci_tensor in[2] = {th_tensor(types[t], 3, xd, dummy),
+                            th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1}, ax1)},
+                   out[1];
+        ck_assert_tci_ok(th_run(g, n, in, out));
+        th_assert_dims(&out[0], 3, wd);
+        for (int i = 0; i < 4; i++) {
+            if (types[t] == F) {
+                float v = ((float *)out[0].data)[i];
+                ck_assert(isinf(v) && v < 0);
+            } else if (types[t] == TCI_DTYPE_INT32) {
+                ck_assert_int_eq(((int32_t *)out[0].data)[i], INT32_MIN);
+            } else if (types[t] == TCI_DTYPE_INT64) {
+                ck_assert_int_eq(((int64_t *)out[0].data)[i], INT64_MIN);
+            } else {
+                ck_assert_int_eq(((uint8_t *)out[0].data)[i], 0);
+            }
+        }
+        th_free(out, 1);
+    }
+    /* a zero dim that is kept: empty output, nothing to write */
+    ir_node *k = th_node(g, "ReduceMax", 13, 1, 1);
+    th_attr_ints(g, k, "axes", (const int64_t[]){2}, 1);
+    th_attr_int(g, k, "keepdims", 0);
+    tci_tensor in_k[1] = {th_tensor(F, 3, xd, dummy)}, out[1];
+    ck_assert_tci_ok(th_run(g, k, in_k, out));
+    th_assert_dims(&out[0], 2, (const int64_t[]){2, 0});
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("reduce");
     TCase *rd = tcase_create("reduce");
@@ -295,5 +461,11 @@ int main(void) {
     tcase_add_test(rd, test_reduce_errors);
     tcase_add_test(rd, test_reduce_infer_unknown);
     suite_add_tcase(s, rd);
+    TCase *mx = tcase_create("max");
+    tcase_add_test(mx, test_reduce_max_every_version);
+    tcase_add_test(mx, test_reduce_max_negative_and_nan);
+    tcase_add_test(mx, test_reduce_max_integers_and_bool);
+    tcase_add_test(mx, test_reduce_max_empty);
+    suite_add_tcase(s, mx);
     return tci_test_run_suite(s);
 }
