@@ -11,6 +11,7 @@
 
 #include "graph/ir.h"
 #include "util/elementwise.h"
+#include "util/reduce_ops.h"
 
 typedef enum plan_layout {
     PLAN_LAYOUT_DENSE = 0, /* row-major in logical order */
@@ -55,7 +56,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_CAST,       /* dtype conversion, dense */
     PLAN_STEP_SOFTMAX,    /* rows of the last axis; log flag */
     PLAN_STEP_LAYERNORM,  /* rows of the last axes */
-    PLAN_STEP_REDUCE,     /* mean/sum over dims */
+    PLAN_STEP_REDUCE,     /* a reduce_op (util/reduce_ops.h) over dims */
     PLAN_STEP_RESIZE,     /* NHWC8 2-D nearest/linear */
     PLAN_STEP_GATHER,
     PLAN_STEP_PAD,
@@ -152,7 +153,7 @@ typedef struct plan_step {
         struct {
             plan_strided view; /* dims of the input; strides[0] of the input */
             bool reduce_dim[PLAN_MAX_PHYS_RANK];
-            bool mean;
+            reduce_op op;
         } reduce;
         struct {
             int64_t n, c, h, w, out_h, out_w;

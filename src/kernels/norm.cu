@@ -1,6 +1,6 @@
-// Softmax, LayerNormalization and Reduce{Sum,Mean} on fp16, bf16 or fp32 storage with fp32
-// arithmetic; see
-// norm.h for the contracts. Rows up to 1024 elements get a warp each, longer rows a block.
+// Softmax, LayerNormalization and the reductions of util/reduce_ops.h on fp16, bf16 or fp32
+// storage with fp32 arithmetic; see norm.h for the contracts. Rows up to 1024 elements get a warp
+// each, longer rows a block.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -8,9 +8,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include "kernels/copy.h"
-// util/status.h has no extern "C" guard of its own; cuda_check.h includes it after this
+// util/status.h and util/half.h have no extern "C" guard of their own; cuda_check.h includes
+// status.h after this
 extern "C" {
+#include "util/half.h"
 #include "util/status.h"
 }
 #include "kernels/cuda_check.h"
@@ -56,30 +60,63 @@ template <int VEC> __device__ __forceinline__ void store_vec(float *p, const flo
     else *p = f[0];
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
+// The reductions of util/reduce_ops.h on the fp32 accumulator, one specialisation per row.
+template <reduce_op OP> struct Reduction;
+#define REDUCTION_ROW(NAME, START, COMBINE, DIVIDES)                                              \
+    template <> struct Reduction<REDUCE_##NAME> {                                                 \
+        static constexpr bool kDivides = (DIVIDES);                                               \
+        __host__ __device__ static float start() { return (float)(START); }                       \
+        __device__ static float combine(float a, float v) { return (COMBINE); }                   \
+    };
+REDUCE_LIST(REDUCTION_ROW)
+#undef REDUCTION_ROW
+
+// The result from the combined value: a mean multiplies by scale (1 / count).
+template <reduce_op OP> __device__ __forceinline__ float reduce_finish(float acc, float scale) {
+    return Reduction<OP>::kDivides ? acc * scale : acc;
+}
+
+// Calls f(std::integral_constant<reduce_op, OP>{}) with op as a compile-time value.
+template <typename F> tci_status with_reduce_op(reduce_op op, F &&f) {
+    switch (op) {
+#define REDUCE_CASE_ROW(NAME, START, COMBINE, DIVIDES)                                            \
+    case REDUCE_##NAME: return f(std::integral_constant<reduce_op, REDUCE_##NAME>{});
+        REDUCE_LIST(REDUCE_CASE_ROW)
+#undef REDUCE_CASE_ROW
+    case REDUCE_COUNT: break;
+    }
+    return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
+}
+
+// The reduction over aligned groups of `group` lanes (a power of two <= 32); every lane of the
+// warp must take part, including lanes whose row is past the end.
+template <reduce_op OP> __device__ __forceinline__ float group_reduce(float v, int group) {
 #pragma unroll
-    for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = group / 2; o > 0; o /= 2)
+        v = Reduction<OP>::combine(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
-// Sum over aligned groups of `group` lanes (a power of two <= 32); every lane of the warp must
-// take part, including lanes whose row is past the end.
-__device__ __forceinline__ float group_sum(float v, int group) {
-    for (int o = group / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-// Every thread gets the total. Starts with a barrier so `shared` may be reused call after call.
-__device__ __forceinline__ float block_sum(float v, float *shared) {
-    v = warp_sum(v);
+// Every thread gets the block's result. Starts with a barrier so `shared` may be reused call
+// after call.
+template <reduce_op OP> __device__ __forceinline__ float block_reduce(float v, float *shared) {
+    v = group_reduce<OP>(v, kWarp);
     const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
     const int warps = (blockDim.x + kWarp - 1) / kWarp;
     __syncthreads();
     if (lane == 0) shared[warp] = v;
     __syncthreads();
-    float t = 0.0f;
-    for (int w = 0; w < warps; w++) t += shared[w];
+    float t = Reduction<OP>::start();
+    for (int w = 0; w < warps; w++) t = Reduction<OP>::combine(t, shared[w]);
     return t;
+}
+
+__device__ __forceinline__ float group_sum(float v, int group) {
+    return group_reduce<REDUCE_SUM>(v, group);
+}
+
+__device__ __forceinline__ float block_sum(float v, float *shared) {
+    return block_reduce<REDUCE_SUM>(v, shared);
 }
 
 // Running (max, sum of exp(x - max)). A -inf max means "nothing seen yet" and adds nothing, so
@@ -326,7 +363,7 @@ tci_status launch_layernorm(const void *x, const void *gamma, const void *beta, 
 
 // ---------------------------------------------------------------- reductions
 
-template <typename T, int VEC, bool BLOCK>
+template <typename T, int VEC, bool BLOCK, reduce_op OP>
 __global__ void reduce_rows_kernel(const T *x, T *y, int64_t rows, int64_t len,
                                    float scale, int group) {
     __shared__ float shared[kWarp];
@@ -335,26 +372,26 @@ __global__ void reduce_rows_kernel(const T *x, T *y, int64_t rows, int64_t len,
         const int64_t row = base + w.sub;
         const bool valid = row < rows;
         const T *xr = x + row * len;
-        float sum = 0.0f;
+        float acc = Reduction<OP>::start();
         if (valid)
             for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
                 float f[VEC];
                 load_vec<VEC>(xr + i, f);
 #pragma unroll
-                for (int k = 0; k < VEC; k++) sum += f[k];
+                for (int k = 0; k < VEC; k++) acc = Reduction<OP>::combine(acc, f[k]);
             }
-        sum = BLOCK ? block_sum(sum, shared) : group_sum(sum, group);
-        if (valid && w.tid == 0) y[row] = from_float<T>(sum * scale);
+        acc = BLOCK ? block_reduce<OP>(acc, shared) : group_reduce<OP>(acc, group);
+        if (valid && w.tid == 0) y[row] = from_float<T>(reduce_finish<OP>(acc, scale));
     }
 }
 
 // x viewed as (outer, len, inner), reduced over len. threadIdx.x walks inner in VEC-wide vectors
-// (coalesced), threadIdx.y splits len; partial sums meet in shared memory, laid out [k][ty][tx]
+// (coalesced), threadIdx.y splits len; partial results meet in shared memory, laid out [k][ty][tx]
 // so that neighbouring lanes hit neighbouring banks. Block sizes are powers of two, at most
 // kColumnThreads threads.
 constexpr int kColumnThreads = 1024;
 
-template <typename T, int VEC>
+template <typename T, int VEC, reduce_op OP>
 __global__ void reduce_columns_kernel(const T *x, T *y, int64_t outer, int64_t len,
                                       int64_t inner, float scale) {
     __shared__ float part[kColumnThreads * VEC];
@@ -363,9 +400,9 @@ __global__ void reduce_columns_kernel(const T *x, T *y, int64_t outer, int64_t l
         for (int64_t kb = (int64_t)blockIdx.x * bx * VEC; kb < inner;
              kb += (int64_t)gridDim.x * bx * VEC) {
             const int64_t k = kb + (int64_t)tx * VEC;
-            float sum[VEC];
+            float acc[VEC];
 #pragma unroll
-            for (int v = 0; v < VEC; v++) sum[v] = 0.0f;
+            for (int v = 0; v < VEC; v++) acc[v] = Reduction<OP>::start();
             if (k < inner) {
                 const T *col = x + o * len * inner + k;
 #pragma unroll 4
@@ -373,24 +410,27 @@ __global__ void reduce_columns_kernel(const T *x, T *y, int64_t outer, int64_t l
                     float f[VEC];
                     load_vec<VEC>(col + r * inner, f);
 #pragma unroll
-                    for (int v = 0; v < VEC; v++) sum[v] += f[v];
+                    for (int v = 0; v < VEC; v++) acc[v] = Reduction<OP>::combine(acc[v], f[v]);
                 }
             }
 #pragma unroll
-            for (int v = 0; v < VEC; v++) part[(v * by + ty) * bx + tx] = sum[v];
+            for (int v = 0; v < VEC; v++) part[(v * by + ty) * bx + tx] = acc[v];
             __syncthreads();
             for (int h = by / 2; h > 0; h /= 2) {
                 if (ty < h) {
 #pragma unroll
-                    for (int v = 0; v < VEC; v++)
-                        part[(v * by + ty) * bx + tx] += part[(v * by + ty + h) * bx + tx];
+                    for (int v = 0; v < VEC; v++) {
+                        float *p = &part[(v * by + ty) * bx + tx];
+                        *p = Reduction<OP>::combine(*p, part[(v * by + ty + h) * bx + tx]);
+                    }
                 }
                 __syncthreads();
             }
             if (ty == 0 && k < inner) {
                 float r[VEC];
 #pragma unroll
-                for (int v = 0; v < VEC; v++) r[v] = part[v * by * bx + tx] * scale;
+                for (int v = 0; v < VEC; v++)
+                    r[v] = reduce_finish<OP>(part[v * by * bx + tx], scale);
                 store_vec<VEC>(y + o * inner + k, r);
             }
             __syncthreads();
@@ -398,7 +438,7 @@ __global__ void reduce_columns_kernel(const T *x, T *y, int64_t outer, int64_t l
     }
 }
 
-template <typename T, int VEC>
+template <typename T, int VEC, reduce_op OP>
 tci_status launch_reduce_columns(const void *x, void *y, int64_t outer, int64_t len,
                                  int64_t inner, float scale, cudaStream_t stream) {
     const int64_t vectors = inner / VEC;
@@ -411,8 +451,8 @@ tci_status launch_reduce_columns(const void *x, void *y, int64_t outer, int64_t 
     while (by > 1 && by / 2 >= len) by /= 2;
     dim3 block((unsigned)bx, (unsigned)by);
     dim3 grid((unsigned)min64(column_blocks, kMaxGridX), (unsigned)min64(outer, kMaxGridY));
-    reduce_columns_kernel<T, VEC><<<grid, block, 0, stream>>>((const T *)x, (T *)y, outer,
-                                                          len, inner, scale);
+    reduce_columns_kernel<T, VEC, OP><<<grid, block, 0, stream>>>((const T *)x, (T *)y, outer,
+                                                              len, inner, scale);
     KERN_LAUNCH_CHECK("reduce_columns_kernel");
     return TCI_OK;
 }
@@ -439,32 +479,33 @@ __device__ __forceinline__ int64_t unravel(int64_t i, int rank, const int64_t *s
 }
 
 // Any other pattern (e.g. reducing dims 0 and 2 of three): a warp per output element.
-template <typename T>
+template <typename T, reduce_op OP>
 __global__ void reduce_generic_kernel(const T *x, T *y, ReduceGeneric d) {
     const int lane = threadIdx.x % kWarp, warps = blockDim.x / kWarp;
     for (int64_t out = (int64_t)blockIdx.x * warps + threadIdx.x / kWarp; out < d.outputs;
          out += (int64_t)gridDim.x * warps) {
         const int64_t base = unravel(out, d.kept_rank, d.kept_shape, d.kept_stride);
-        float sum = 0.0f;
+        float acc = Reduction<OP>::start();
         for (int64_t j = lane; j < d.count; j += kWarp)
-            sum += to_float(
-                x[base + unravel(j, d.reduced_rank, d.reduced_shape, d.reduced_stride)]);
-        sum = warp_sum(sum);
-        if (lane == 0) y[out] = from_float<T>(sum * d.scale);
+            acc = Reduction<OP>::combine(
+                acc, to_float(x[base + unravel(j, d.reduced_rank, d.reduced_shape,
+                                               d.reduced_stride)]));
+        acc = group_reduce<OP>(acc, kWarp);
+        if (lane == 0) y[out] = from_float<T>(reduce_finish<OP>(acc, d.scale));
     }
 }
 
-template <typename T, int VEC>
+template <typename T, int VEC, reduce_op OP>
 tci_status launch_reduce_rows(const void *x, void *y, int64_t rows, int64_t len, float scale,
                               cudaStream_t stream) {
     if (len <= kWarpRowsMax) {
         int group = row_group(ceil_div(len, VEC));
-        reduce_rows_kernel<T, VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
-                                         stream>>>((const T *)x, (T *)y, rows, len,
-                                                   scale, group);
+        reduce_rows_kernel<T, VEC, false, OP><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
+                                             stream>>>((const T *)x, (T *)y, rows, len,
+                                                       scale, group);
     } else {
         unsigned grid = (unsigned)min64(rows, kMaxGridX);
-        reduce_rows_kernel<T, VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
+        reduce_rows_kernel<T, VEC, true, OP><<<grid, block_threads(len / VEC), 0, stream>>>(
             (const T *)x, (T *)y, rows, len, scale, kWarp);
     }
     KERN_LAUNCH_CHECK("reduce_rows_kernel");
@@ -476,14 +517,26 @@ template <typename T> constexpr uint32_t kQuietNan = 0x7fc00000u;
 template <> constexpr uint32_t kQuietNan<__half> = 0x7e00u;
 template <> constexpr uint32_t kQuietNan<__nv_bfloat16> = 0x7fc0u;
 
+// The bits of v in storage type T, on the host.
+template <typename T> uint32_t storage_bits(float v);
+template <> uint32_t storage_bits<float>(float v) {
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+template <> uint32_t storage_bits<__half>(float v) { return float_to_half(v); }
+template <> uint32_t storage_bits<__nv_bfloat16>(float v) { return float_to_bfloat16(v); }
+
 // kern_reduce_dtype after validation: outputs > 0 values of count inputs each.
-template <typename T>
+template <typename T, reduce_op OP>
 tci_status reduce_typed(const void *x, void *y, int rank, const int64_t *dims, unsigned reduce_mask,
-                        kern_reduce_op op, int64_t outputs, int64_t count, cudaStream_t stream) {
-    if (count == 0) // the empty sum; its mean is 0/0
-        return kern_fill(y, outputs, (int)sizeof(T), op == KERN_REDUCE_SUM ? 0u : kQuietNan<T>,
+                        int64_t outputs, int64_t count, cudaStream_t stream) {
+    if (count == 0) // an empty reduction: the start value, 0/0 for a mean
+        return kern_fill(y, outputs, (int)sizeof(T),
+                         Reduction<OP>::kDivides ? kQuietNan<T>
+                                                 : storage_bits<T>(Reduction<OP>::start()),
                          stream);
-    const float scale = op == KERN_REDUCE_MEAN ? 1.0f / (float)count : 1.0f;
+    const float scale = Reduction<OP>::kDivides ? 1.0f / (float)count : 1.0f;
 
     // groups of adjacent dims of one kind, size-1 dims dropped
     int groups = 0;
@@ -511,16 +564,16 @@ tci_status reduce_typed(const void *x, void *y, int rank, const int64_t *dims, u
     }
     if (reduced_groups == 1 && where == groups - 1) {
         if (count % 8 == 0 && aligned16(x))
-            return launch_reduce_rows<T, 8>(x, y, outputs, count, scale, stream);
-        return launch_reduce_rows<T, 1>(x, y, outputs, count, scale, stream);
+            return launch_reduce_rows<T, 8, OP>(x, y, outputs, count, scale, stream);
+        return launch_reduce_rows<T, 1, OP>(x, y, outputs, count, scale, stream);
     }
     if (reduced_groups == 1) {
         int64_t inner = 1;
         for (int g = where + 1; g < groups; g++) inner *= size[g];
         int64_t outer = outputs / inner;
         if (inner % 8 == 0 && aligned16(x) && aligned16(y))
-            return launch_reduce_columns<T, 8>(x, y, outer, count, inner, scale, stream);
-        return launch_reduce_columns<T, 1>(x, y, outer, count, inner, scale, stream);
+            return launch_reduce_columns<T, 8, OP>(x, y, outer, count, inner, scale, stream);
+        return launch_reduce_columns<T, 1, OP>(x, y, outer, count, inner, scale, stream);
     }
     ReduceGeneric rg;
     memset(&rg, 0, sizeof rg);
@@ -538,8 +591,8 @@ tci_status reduce_typed(const void *x, void *y, int rank, const int64_t *dims, u
     }
     rg.outputs = outputs, rg.count = count, rg.scale = scale;
     unsigned grid = (unsigned)min64(ceil_div(outputs, kRowsPerBlock), kMaxGridX);
-    reduce_generic_kernel<T><<<grid, kRowsPerBlock * kWarp, 0, stream>>>((const T *)x, (T *)y,
-                                                                         rg);
+    reduce_generic_kernel<T, OP><<<grid, kRowsPerBlock * kWarp, 0, stream>>>((const T *)x,
+                                                                             (T *)y, rg);
     KERN_LAUNCH_CHECK("reduce_generic_kernel");
     return TCI_OK;
 }
@@ -641,7 +694,7 @@ extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma
 }
 
 extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *dims,
-                                        unsigned reduce_mask, kern_reduce_op op, tci_dtype dtype,
+                                        unsigned reduce_mask, reduce_op op, tci_dtype dtype,
                                         cudaStream_t stream) {
     Storage st = Storage::kHalf;
     TCI_TRY(storage_type("kern_reduce", dtype, &st));
@@ -652,7 +705,7 @@ extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const 
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_reduce: reduce mask 0x%x names dims beyond rank %d", reduce_mask,
                          rank);
-    if (op != KERN_REDUCE_SUM && op != KERN_REDUCE_MEAN)
+    if ((unsigned)op >= REDUCE_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
     if (rank > 0 && !dims) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims is NULL");
     int64_t outputs = 1, count = 1;
@@ -666,12 +719,14 @@ extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const 
     if (outputs == 0) return TCI_OK;
     if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: NULL buffer");
     return with_storage(st, [&](auto tag) {
-        return reduce_typed<typename decltype(tag)::type>(x, y, rank, dims, reduce_mask, op,
-                                                          outputs, count, stream);
+        return with_reduce_op(op, [&](auto op_tag) {
+            return reduce_typed<typename decltype(tag)::type, decltype(op_tag)::value>(
+                x, y, rank, dims, reduce_mask, outputs, count, stream);
+        });
     });
 }
 
 extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
-                                  unsigned reduce_mask, kern_reduce_op op, cudaStream_t stream) {
+                                  unsigned reduce_mask, reduce_op op, cudaStream_t stream) {
     return kern_reduce_dtype(x, y, rank, dims, reduce_mask, op, TCI_DTYPE_FLOAT16, stream);
 }

@@ -1,6 +1,6 @@
 /* Row-wise normalisations and reductions on dense fp16 tensors: softmax, log-softmax,
- * LayerNormalization, ReduceSum/ReduceMean. Storage is fp16 (passed as void *); every sum,
- * maximum and statistic is kept in fp32 and rounded to fp16 once on output.
+ * LayerNormalization, the reductions of util/reduce_ops.h. Storage is fp16 (passed as void *);
+ * every sum, maximum and statistic is kept in fp32 and rounded to fp16 once on output.
  *
  * Each launcher has a *_dtype twin taking the storage type of its tensors (x, y, and gamma /
  * beta): 0 or TCI_DTYPE_FLOAT16 is exactly the fp16 launcher, TCI_DTYPE_BFLOAT16 reads and writes
@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include "tcinfer.h"
+#include "util/reduce_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,18 +64,18 @@ tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma, const voi
                                      int64_t len, float epsilon, tci_dtype dtype,
                                      cudaStream_t stream);
 
-typedef enum kern_reduce_op { KERN_REDUCE_SUM, KERN_REDUCE_MEAN } kern_reduce_op;
-
-/* ReduceSum / ReduceMean of a row-major fp16 tensor of `rank` (0..6) dims over the dims whose
- * bit is set in reduce_mask (bit d = dim d). y is row-major over the kept dims (the keepdims
- * layout; without keepdims the bytes are the same). Reducing over an empty dim gives 0 (sum) or
- * NaN (mean). Paths: rows when the reduced dims are the innermost, columns when they sit
+/* The reduction op (a row of util/reduce_ops.h: sum, mean, max) of a row-major fp16 tensor of
+ * `rank` (0..6) dims over the dims whose bit is set in reduce_mask (bit d = dim d), accumulated in
+ * fp32 from the op's start value (max compares the fp32 values, exact, and propagates NaN). y is
+ * row-major over the kept dims (the keepdims layout; without keepdims the bytes are the same).
+ * Reducing over an empty dim gives the start value (0 for a sum, -inf for a max), NaN for a mean
+ * (0/0). Paths: rows when the reduced dims are the innermost, columns when they sit
  * outside a kept innermost run (e.g. NHWC over H and W), a warp per output otherwise.
  * y must not overlap x. */
 tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
-                       unsigned reduce_mask, kern_reduce_op op, cudaStream_t stream);
+                       unsigned reduce_mask, reduce_op op, cudaStream_t stream);
 tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *dims,
-                             unsigned reduce_mask, kern_reduce_op op, tci_dtype dtype,
+                             unsigned reduce_mask, reduce_op op, tci_dtype dtype,
                              cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -202,7 +202,7 @@ static tci_status cast_gpu_lower(plan_builder *b, const ir_node *node) {
 
 static const int cast_versions[] = {6, 9, 13, 19, 21, 23, 24, 25, 28, 0};
 
-OP_DESC(cast_desc, "Cast", cast_versions, cast_parse, cast_infer, cast_forward,
-        0, cast_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(cast_desc, "Cast", cast_versions, cast_parse, cast_infer, cast_forward, 0, cast_gpu_lower,
+        NULL, BINARY_NONE);
 
 const op_desc *const layer_cast_ops[] = {&cast_desc, NULL};

@@ -680,9 +680,11 @@ static const int conv_versions[] = {1, 11, 22, 0};
 static const int conv_transpose_versions[] = {1, 11, 22, 0};
 
 OP_DESC(conv_desc, "Conv", conv_versions, conv_parse, conv_infer, conv_forward,
-        OP_NHWC_INPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_ACT, conv_gpu_lower, NULL, BINARY_NONE);
+        OP_NHWC_INPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_ACT, conv_gpu_lower,
+        NULL, BINARY_NONE);
 
-OP_DESC(conv_transpose_desc, "ConvTranspose", conv_transpose_versions, conv_transpose_parse, conv_infer, conv_transpose_forward,
-        OP_EPILOGUE_ACT, conv_transpose_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(conv_transpose_desc, "ConvTranspose", conv_transpose_versions, conv_transpose_parse,
+        conv_infer, conv_transpose_forward, OP_EPILOGUE_ACT, conv_transpose_gpu_lower, NULL,
+        BINARY_NONE);
 
 const op_desc *const layer_conv_ops[] = {&conv_desc, &conv_transpose_desc, NULL};

@@ -14,17 +14,6 @@ typedef struct gemm_params {
     float alpha, beta;
 } gemm_params;
 
-/* Reads a 0/1 attribute, refusing other values so that a typo is not silently taken as true. */
-static tci_status read_flag(const ir_node *node, const char *name, int64_t def, int *out) {
-    int64_t v;
-    TCI_TRY(ir_attr_int(node, name, def, &v));
-    if (v != 0 && v != 1)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute '%s' must be 0 or 1, got %lld",
-                             name, (long long)v);
-    *out = (int)v;
-    return TCI_OK;
-}
-
 /* cblas takes int sizes (OpenBLAS without INTERFACE64). */
 static tci_status check_blas_size(const ir_node *node, int64_t m, int64_t n, int64_t k) {
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
@@ -32,12 +21,6 @@ static tci_status check_blas_size(const ir_node *node, int64_t m, int64_t n, int
                              "matrix dims %lldx%lldx%lld exceed the BLAS int range", (long long)m,
                              (long long)n, (long long)k);
     return TCI_OK;
-}
-
-static void set_unknown(tci_tensor *t, tci_dtype dtype) {
-    t->dtype = dtype;
-    t->rank = -1;
-    for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = -1;
 }
 
 static tci_dtype first_dtype(const tci_tensor *a, const tci_tensor *b) {
@@ -55,8 +38,8 @@ static tci_status gemm_parse(ir_node *node, tci_arena *arena) {
     TCI_TRY(ir_check_attrs(node, known));
     gemm_params *p = tci_arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
-    TCI_TRY(read_flag(node, "transA", 0, &p->trans_a));
-    TCI_TRY(read_flag(node, "transB", 0, &p->trans_b));
+    TCI_TRY(op_read_flag(node, "transA", 0, &p->trans_a));
+    TCI_TRY(op_read_flag(node, "transB", 0, &p->trans_b));
     TCI_TRY(ir_attr_float(node, "alpha", 1.0f, &p->alpha));
     TCI_TRY(ir_attr_float(node, "beta", 1.0f, &p->beta));
     node->params = p;
@@ -108,7 +91,7 @@ static tci_status gemm_infer(const ir_node *node, const tci_tensor *const *in,
         }
     }
     tci_tensor *y = out[0];
-    set_unknown(y, first_dtype(a, b));
+    op_set_unknown(y, first_dtype(a, b));
     y->rank = 2;
     y->dims[0] = m;
     y->dims[1] = n;
@@ -198,7 +181,7 @@ static tci_status matmul_infer(const ir_node *node, const tci_tensor *const *in,
                              "operands must have rank >= 1, got ranks %d and %d", a->rank,
                              b->rank);
     tci_tensor *y = out[0];
-    set_unknown(y, first_dtype(a, b));
+    op_set_unknown(y, first_dtype(a, b));
     if (a->rank < 0 || b->rank < 0) return TCI_OK;
     matmul_side sa, sb;
     matmul_side_of(a, false, &sa);

@@ -1,5 +1,5 @@
-/* Op family 'norm': BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax,
- * ReduceMean and ReduceSum. Sums accumulate in double so long rows stay close to onnxruntime. */
+/* Op family 'norm': BatchNormalization (inference), LayerNormalization, Softmax and LogSoftmax.
+ * Sums accumulate in double so long rows stay close to onnxruntime. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +9,11 @@
 static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node);
 static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node);
 static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node);
-static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node);
-
-static tci_status read_flag(const ir_node *node, const char *name, int64_t def, int *out) {
-    int64_t v;
-    TCI_TRY(ir_attr_int(node, name, def, &v));
-    if (v != 0 && v != 1)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute '%s' must be 0 or 1, got %lld",
-                             name, (long long)v);
-    *out = (int)v;
-    return TCI_OK;
-}
 
 static void *alloc_params(ir_node *node, tci_arena *arena, size_t size) {
     void *p = tci_arena_alloc(arena, size);
     if (!p) ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
     return p;
-}
-
-static void set_unknown(tci_tensor *t, tci_dtype dtype) {
-    t->dtype = dtype;
-    t->rank = -1;
-    for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = -1;
 }
 
 static int64_t prod(const int64_t *dims, int from, int to) {
@@ -85,16 +68,16 @@ static tci_status batchnorm_parse(ir_node *node, tci_arena *arena) {
     float momentum = 0.0f;
     TCI_TRY(ir_attr_float(node, "momentum", 0.9f, &momentum)); /* training only; type-checked */
     p->spatial = 1;
-    if (v < 9) TCI_TRY(read_flag(node, "spatial", 1, &p->spatial));
+    if (v < 9) TCI_TRY(op_read_flag(node, "spatial", 1, &p->spatial));
     if (v < 7) {
         int is_test = 0;
-        TCI_TRY(read_flag(node, "is_test", 0, &is_test));
+        TCI_TRY(op_read_flag(node, "is_test", 0, &is_test));
     }
     int extra_outputs = 0;
     for (int i = 1; i < node->num_outputs; i++) extra_outputs += node->outputs[i] != NULL;
     if (v >= 14) {
         int training = 0;
-        TCI_TRY(read_flag(node, "training_mode", 0, &training));
+        TCI_TRY(op_read_flag(node, "training_mode", 0, &training));
         if (training)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "training_mode=1 is not supported (inference only)");
@@ -146,7 +129,7 @@ static tci_status batchnorm_infer(const ir_node *node, const tci_tensor *const *
         }
     }
     op_same_shape(out[0], x);
-    if (x->rank < 0) set_unknown(out[0], x->dtype);
+    if (x->rank < 0) op_set_unknown(out[0], x->dtype);
     return TCI_OK;
 }
 
@@ -179,8 +162,8 @@ static tci_status batchnorm_forward(const ir_node *node, const tci_tensor *const
     return TCI_OK;
 }
 
-OP_DESC(batchnorm_desc, "BatchNormalization", batchnorm_versions, batchnorm_parse, batchnorm_infer, batchnorm_forward,
-        OP_NHWC_INPUT | OP_EPILOGUE_ACT, batchnorm_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(batchnorm_desc, "BatchNormalization", batchnorm_versions, batchnorm_parse, batchnorm_infer,
+        batchnorm_forward, OP_NHWC_INPUT | OP_EPILOGUE_ACT, batchnorm_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- LayerNormalization ---- */
 
@@ -218,7 +201,7 @@ static tci_status layernorm_infer(const ir_node *node, const tci_tensor *const *
     TCI_TRY(check_unidirectional(node, "Scale", scale, x));
     if (bias) TCI_TRY(check_unidirectional(node, "B", bias, x));
     for (int o = 0; o < node->num_outputs; o++)
-        if (out[o]) set_unknown(out[o], o == 0 ? x->dtype : TCI_DTYPE_FLOAT);
+        if (out[o]) op_set_unknown(out[o], o == 0 ? x->dtype : TCI_DTYPE_FLOAT);
     if (x->rank < 0) return TCI_OK;
     int axis;
     TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
@@ -325,8 +308,8 @@ static tci_status layernorm_forward(const ir_node *node, const tci_tensor *const
     return TCI_OK;
 }
 
-OP_DESC(layernorm_desc, "LayerNormalization", layernorm_versions, layernorm_parse, layernorm_infer, layernorm_forward,
-        0, layernorm_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(layernorm_desc, "LayerNormalization", layernorm_versions, layernorm_parse, layernorm_infer,
+        layernorm_forward, 0, layernorm_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- Softmax, LogSoftmax ---- */
 
@@ -362,7 +345,7 @@ static tci_status softmax_infer(const ir_node *node, const tci_tensor *const *in
         TCI_TRY(op_normalize_axis(node, p->axis, in[0]->rank, &axis));
         op_same_shape(out[0], in[0]);
     } else {
-        set_unknown(out[0], in[0]->dtype);
+        op_set_unknown(out[0], in[0]->dtype);
     }
     return TCI_OK;
 }
@@ -450,223 +433,11 @@ static tci_status softmax_forward(const ir_node *node, const tci_tensor *const *
     return TCI_OK;
 }
 
-OP_DESC(softmax_desc, "Softmax", softmax_versions, softmax_parse, softmax_infer, softmax_forward,
-        0, softmax_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(softmax_desc, "Softmax", softmax_versions, softmax_parse, softmax_infer, softmax_forward, 0,
+        softmax_gpu_lower, NULL, BINARY_NONE);
 
-OP_DESC(logsoftmax_desc, "LogSoftmax", softmax_versions, softmax_parse, softmax_infer, softmax_forward,
-        0, softmax_gpu_lower, NULL, BINARY_NONE);
-
-/* ---- ReduceMean, ReduceSum ---- */
-
-typedef struct reduce_params {
-    bool mean;
-    int keepdims;
-    int noop_with_empty_axes;
-    bool axes_from_input; /* ReduceSum 13+, ReduceMean 18+ */
-    const int64_t *axes;  /* from the attribute, before that */
-    size_t num_axes;
-} reduce_params;
-
-static const int reduce_sum_versions[] = {1, 11, 13, 0};
-static const int reduce_mean_versions[] = {1, 11, 13, 18, 0};
-static const tci_dtype reduce_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT32, TCI_DTYPE_INT64, 0};
-
-static tci_status reduce_parse(ir_node *node, tci_arena *arena) {
-    reduce_params *p = alloc_params(node, arena, sizeof *p);
-    if (!p) return TCI_ERR_OUT_OF_MEMORY;
-    p->mean = strcmp(node->op_type, "ReduceMean") == 0;
-    p->axes_from_input = node->since_version >= (p->mean ? 18 : 13);
-    TCI_TRY(op_check_arity(node, 1, p->axes_from_input ? 2 : 1, 1, 1));
-    static const char *const known_attr[] = {"axes", "keepdims", NULL};
-    static const char *const known_input[] = {"keepdims", "noop_with_empty_axes", NULL};
-    TCI_TRY(ir_check_attrs(node, p->axes_from_input ? known_input : known_attr));
-    TCI_TRY(read_flag(node, "keepdims", 1, &p->keepdims));
-    TCI_TRY(read_flag(node, "noop_with_empty_axes", 0, &p->noop_with_empty_axes));
-    if (!p->axes_from_input) TCI_TRY(ir_attr_ints(node, "axes", &p->axes, &p->num_axes));
-    node->params = p;
-    return TCI_OK;
-}
-
-typedef enum reduce_plan_kind {
-    REDUCE_UNKNOWN, /* axes come from an input whose value is not known yet */
-    REDUCE_NOOP,    /* empty axes with noop_with_empty_axes: identity */
-    REDUCE_AXES,    /* reduce the dims flagged in mask */
-} reduce_plan_kind;
-
-/* Works out which dims of in[0] (rank known) are reduced. Duplicate axes count once, as in
- * onnxruntime. */
-static tci_status reduce_plan(const ir_node *node, const tci_tensor *const *in,
-                              reduce_plan_kind *kind, bool *mask) {
-    const reduce_params *p = node->params;
-    int rank = in[0]->rank;
-    const tci_tensor *axes_in = p->axes_from_input && node->num_inputs > 1 ? in[1] : NULL;
-    int64_t count = (int64_t)p->num_axes;
-    if (axes_in) {
-        TCI_TRY(op_check_dtype(node, axes_in, 1, op_index_types));
-        if (axes_in->rank > 1)
-            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input axes must be 1-D, got rank %d",
-                                 axes_in->rank);
-        TCI_TRY(ir_count_elements(axes_in->rank, axes_in->dims, &count));
-        if (count != 0 && !axes_in->data) {
-            *kind = REDUCE_UNKNOWN;
-            return TCI_OK;
-        }
-    }
-    for (int i = 0; i < rank; i++) mask[i] = count == 0;
-    if (count == 0) {
-        *kind = p->noop_with_empty_axes ? REDUCE_NOOP : REDUCE_AXES;
-        return TCI_OK;
-    }
-    for (int64_t i = 0; i < count; i++) {
-        int64_t a = axes_in ? op_read_int(axes_in, i) : p->axes[i];
-        int axis;
-        TCI_TRY(op_normalize_axis(node, a, rank, &axis));
-        mask[axis] = true;
-    }
-    *kind = REDUCE_AXES;
-    return TCI_OK;
-}
-
-static tci_status reduce_infer(const ir_node *node, const tci_tensor *const *in,
-                               tci_tensor *const *out) {
-    const reduce_params *p = node->params;
-    const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, reduce_types));
-    tci_tensor *y = out[0];
-    set_unknown(y, x->dtype);
-    if (x->rank < 0) return TCI_OK;
-    reduce_plan_kind kind;
-    bool mask[TCI_MAX_RANK];
-    TCI_TRY(reduce_plan(node, in, &kind, mask));
-    if (kind == REDUCE_NOOP) {
-        op_same_shape(y, x);
-    } else if (kind == REDUCE_UNKNOWN) {
-        /* which dims go is unknown; with keepdims the rank survives and 1s stay 1 */
-        if (p->keepdims) {
-            y->rank = x->rank;
-            for (int i = 0; i < x->rank; i++) y->dims[i] = x->dims[i] == 1 ? 1 : -1;
-        }
-    } else {
-        int r = 0;
-        for (int i = 0; i < x->rank; i++) {
-            if (!mask[i]) y->dims[r++] = x->dims[i];
-            else if (p->keepdims) y->dims[r++] = 1;
-        }
-        y->rank = r;
-    }
-    return TCI_OK;
-}
-
-/* The input with size-1 dims dropped and neighbouring dims of the same kind (reduced or kept)
- * merged, so the innermost loop runs over as many contiguous elements as possible. */
-typedef struct reduce_walk {
-    int rank;
-    int64_t dims[TCI_MAX_RANK];
-    int64_t out_strides[TCI_MAX_RANK]; /* 0 for reduced dims */
-    bool inner_reduced;
-} reduce_walk;
-
-static void reduce_walk_of(const tci_tensor *x, const bool *mask, reduce_walk *w) {
-    bool reduced[TCI_MAX_RANK];
-    w->rank = 0;
-    for (int i = 0; i < x->rank; i++) {
-        if (x->dims[i] == 1) continue;
-        if (w->rank > 0 && reduced[w->rank - 1] == mask[i]) {
-            w->dims[w->rank - 1] *= x->dims[i];
-        } else {
-            w->dims[w->rank] = x->dims[i];
-            reduced[w->rank++] = mask[i];
-        }
-    }
-    int64_t s = 1;
-    for (int i = w->rank - 1; i >= 0; i--) {
-        w->out_strides[i] = reduced[i] ? 0 : s;
-        if (!reduced[i]) s *= w->dims[i];
-    }
-    w->inner_reduced = w->rank > 0 && reduced[w->rank - 1];
-}
-
-/* Adds every input element into acc[its output index], in input order. */
-#define DEFINE_REDUCE_ACCUMULATE(NAME, T, ACC)                                                    \
-    static void NAME(const reduce_walk *w, const T *x, ACC *acc) {                                \
-        if (w->rank == 0) {                                                                       \
-            acc[0] += (ACC)x[0];                                                                  \
-            return;                                                                               \
-        }                                                                                         \
-        int last = w->rank - 1;                                                                   \
-        int64_t n = w->dims[last], outer = 1, idx[TCI_MAX_RANK] = {0}, off = 0;                   \
-        for (int i = 0; i < last; i++) outer *= w->dims[i];                                       \
-        for (int64_t o = 0; o < outer; o++, x += n) {                                             \
-            if (w->inner_reduced) {                                                               \
-                ACC s = 0;                                                                        \
-                for (int64_t j = 0; j < n; j++) s += (ACC)x[j];                                   \
-                acc[off] += s;                                                                    \
-            } else {                                                                              \
-                for (int64_t j = 0; j < n; j++) acc[off + j] += (ACC)x[j];                        \
-            }                                                                                     \
-            for (int d = last - 1; d >= 0; d--) {                                                 \
-                off += w->out_strides[d];                                                         \
-                if (++idx[d] < w->dims[d]) break;                                                 \
-                off -= w->out_strides[d] * idx[d];                                                \
-                idx[d] = 0;                                                                       \
-            }                                                                                     \
-        }                                                                                         \
-    }
-
-DEFINE_REDUCE_ACCUMULATE(reduce_accumulate_float, float, double)
-DEFINE_REDUCE_ACCUMULATE(reduce_accumulate_int32, int32_t, int64_t)
-DEFINE_REDUCE_ACCUMULATE(reduce_accumulate_int64, int64_t, int64_t)
-
-static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *in,
-                                 tci_tensor *const *out) {
-    const reduce_params *p = node->params;
-    const tci_tensor *x = in[0];
-    tci_tensor *y = out[0];
-    reduce_plan_kind kind;
-    bool mask[TCI_MAX_RANK];
-    TCI_TRY(reduce_plan(node, in, &kind, mask));
-    if (kind == REDUCE_UNKNOWN)
-        return ir_node_error(node, TCI_ERR_INTERNAL, "input axes has no value at run time");
-    int64_t in_count = op_count(x), out_count = op_count(y);
-    size_t elem = tci_dtype_size(x->dtype);
-    if (kind == REDUCE_NOOP) {
-        if (in_count) memcpy(y->data, x->data, (size_t)in_count * elem);
-        return TCI_OK;
-    }
-    if (out_count == 0) return TCI_OK;
-    /* an empty reduction gives 0 for the mean too, as onnxruntime does */
-    int64_t group = in_count / out_count;
-    bool is_float = x->dtype == TCI_DTYPE_FLOAT;
-    void *acc = calloc((size_t)out_count, is_float ? sizeof(double) : sizeof(int64_t));
-    if (!acc) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for accumulators");
-    if (in_count) {
-        reduce_walk w;
-        reduce_walk_of(x, mask, &w);
-        if (is_float) reduce_accumulate_float(&w, x->data, acc);
-        else if (x->dtype == TCI_DTYPE_INT32) reduce_accumulate_int32(&w, x->data, acc);
-        else reduce_accumulate_int64(&w, x->data, acc);
-    }
-    for (int64_t i = 0; i < out_count; i++) {
-        if (is_float) {
-            double v = ((double *)acc)[i];
-            ((float *)y->data)[i] = (float)(p->mean && group ? v / (double)group : v);
-        } else {
-            /* integer mean truncates toward zero, like onnxruntime */
-            int64_t v = ((int64_t *)acc)[i];
-            if (p->mean && group) v /= group;
-            if (x->dtype == TCI_DTYPE_INT32) ((int32_t *)y->data)[i] = (int32_t)v;
-            else ((int64_t *)y->data)[i] = v;
-        }
-    }
-    free(acc);
-    return TCI_OK;
-}
-
-OP_DESC(reduce_sum_desc, "ReduceSum", reduce_sum_versions, reduce_parse, reduce_infer, reduce_forward,
-        0, reduce_gpu_lower, NULL, BINARY_NONE);
-
-OP_DESC(reduce_mean_desc, "ReduceMean", reduce_mean_versions, reduce_parse, reduce_infer, reduce_forward,
-        0, reduce_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(logsoftmax_desc, "LogSoftmax", softmax_versions, softmax_parse, softmax_infer,
+        softmax_forward, 0, softmax_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- GPU lowering ---- */
 
@@ -800,55 +571,5 @@ static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
-static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
-    const reduce_params *p = node->params;
-    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, y));
-    tci_tensor views[2];
-    const tci_tensor *in[2] = {&views[0], NULL};
-    ir_tensor_view(x, &views[0]);
-    if (node->num_inputs > 1 && node->inputs[1]) {
-        if (!node->inputs[1]->data)
-            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "input 1 must be a constant for the GPU path");
-        ir_tensor_view(node->inputs[1], &views[1]);
-        in[1] = &views[1];
-    }
-    reduce_plan_kind kind;
-    bool reduce[TCI_MAX_RANK] = {false};
-    TCI_TRY(reduce_plan(node, in, &kind, reduce));
-    if (kind == REDUCE_NOOP) {
-        int src, idx;
-        TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &src));
-        return lower_alias(b, node, y, src, &idx);
-    }
-    /* the spatial mean of an NHWC8 activation is a global average pool */
-    if (x->rank == 4 && reduce[2] && reduce[3] && !reduce[0] && !reduce[1] && p->keepdims &&
-        p->mean && lower_layout_of(b, x) == PLAN_LAYOUT_NHWC8)
-        return layer_lower_global_pool(b, node, x, y, false);
-    if (x->rank > PLAN_MAX_PHYS_RANK)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d reductions have no GPU path",
-                             x->rank);
-    int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
-    plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_REDUCE, node, NULL, &s));
-    plan_strided *v = &s->u.reduce.view;
-    memset(v, 0, sizeof *v);
-    v->rank = x->rank;
-    v->pad_dim = -1;
-    for (int i = 0; i < x->rank; i++) {
-        v->dims[i] = x->dims[i];
-        s->u.reduce.reduce_dim[i] = reduce[i];
-    }
-    op_strides(x->rank, x->dims, v->strides[0]);
-    s->u.reduce.mean = p->mean;
-    lower_step_io(s, 1, &xi, 1, &yt);
-    return TCI_OK;
-}
-
 const op_desc *const layer_norm_ops[] = {&batchnorm_desc, &layernorm_desc, &softmax_desc,
-                                         &logsoftmax_desc, &reduce_sum_desc, &reduce_mean_desc,
-                                         NULL};
+                                         &logsoftmax_desc, NULL};

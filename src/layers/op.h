@@ -124,6 +124,12 @@ void op_strides(int rank, const int64_t *dims, int64_t *strides);
 
 /* Sets out to the same dtype/rank/dims as in (data untouched). */
 void op_same_shape(tci_tensor *out, const tci_tensor *in);
+/* Sets t to dtype with unknown rank and dims. */
+void op_set_unknown(tci_tensor *t, tci_dtype dtype);
+
+/* Reads a 0/1 attribute (def when absent), refusing other values so that a typo is not silently
+ * taken as true. */
+tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out);
 
 /* Lists of dtypes for op_check_dtype. */
 extern const tci_dtype op_float_types[];   /* float */
@@ -141,8 +147,9 @@ tci_status op_prepare_node(ir_node *node, tci_arena *arena);
 
 /* ---- shared between families ---- */
 
-/* Global average/max pooling of a 4-D input to (N, C, 1, 1) in NHWC8 (pool.c): GlobalAveragePool
- * and a ReduceMean over the spatial dims of an NHWC8 activation. */
+/* Global average/max pooling of a 4-D input to (N, C, 1, 1) in NHWC8 (pool.c): GlobalAveragePool,
+ * GlobalMaxPool, and a ReduceMean or ReduceMax over the spatial dims of an NHWC8 activation
+ * (reduce.c). */
 tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const ir_tensor *x,
                                    const ir_tensor *out, bool max);
 /* Whether node is an inference BatchNormalization whose statistics are constants of k channels
@@ -172,7 +179,9 @@ extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split,
                                                       Pad, Expand */
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
 extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
-                                                      Softmax, LogSoftmax, ReduceMean/Sum */
+                                                      Softmax, LogSoftmax */
+extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean,
+                                                      ReduceMax */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 
 #endif

@@ -128,6 +128,22 @@ void op_same_shape(tci_tensor *out, const tci_tensor *in) {
     for (int i = 0; i < TCI_MAX_RANK; i++) out->dims[i] = in->dims[i];
 }
 
+void op_set_unknown(tci_tensor *t, tci_dtype dtype) {
+    t->dtype = dtype;
+    t->rank = -1;
+    for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = -1;
+}
+
+tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out) {
+    int64_t v;
+    TCI_TRY(ir_attr_int(node, name, def, &v));
+    if (v != 0 && v != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute '%s' must be 0 or 1, got %lld",
+                             name, (long long)v);
+    *out = (int)v;
+    return TCI_OK;
+}
+
 /* Float to integer as x86 onnxruntime does it (cvttss2si): truncation, and the "integer
  * indefinite" minimum for NaN and out-of-range values; narrower types keep the low bits. */
 static int64_t float_to_int64(double v) {

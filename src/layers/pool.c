@@ -601,17 +601,17 @@ static tci_status global_max_pool_gpu_lower(plan_builder *b, const ir_node *node
 OP_DESC(max_pool_desc, "MaxPool", max_pool_versions, parse_max_pool, infer_window, forward_window,
         OP_NHWC_INPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
 
-OP_DESC(average_pool_desc, "AveragePool", average_pool_versions, parse_average_pool, infer_window, forward_window,
-        OP_NHWC_INPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(average_pool_desc, "AveragePool", average_pool_versions, parse_average_pool, infer_window,
+        forward_window, OP_NHWC_INPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
 
-OP_DESC(global_average_pool_desc, "GlobalAveragePool", global_versions, parse_global, infer_global, forward_global_average,
-        OP_NHWC_INPUT, global_average_pool_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(global_average_pool_desc, "GlobalAveragePool", global_versions, parse_global, infer_global,
+        forward_global_average, OP_NHWC_INPUT, global_average_pool_gpu_lower, NULL, BINARY_NONE);
 
-OP_DESC(global_max_pool_desc, "GlobalMaxPool", global_versions, parse_global, infer_global, forward_global_max,
-        0, global_max_pool_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(global_max_pool_desc, "GlobalMaxPool", global_versions, parse_global, infer_global,
+        forward_global_max, 0, global_max_pool_gpu_lower, NULL, BINARY_NONE);
 
-OP_DESC(lrn_desc, "LRN", lrn_versions, parse_lrn, infer_lrn, forward_lrn,
-        0, NULL, NULL, BINARY_NONE);
+OP_DESC(lrn_desc, "LRN", lrn_versions, parse_lrn, infer_lrn, forward_lrn, 0, NULL, NULL,
+        BINARY_NONE);
 
 const op_desc *const layer_pool_ops[] = {
     &max_pool_desc, &average_pool_desc, &global_average_pool_desc, &global_max_pool_desc,

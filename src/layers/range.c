@@ -84,7 +84,7 @@ static tci_status range_forward(const ir_node *node, const tci_tensor *const *in
 
 static const int range_versions[] = {11, 0};
 
-OP_DESC(range_desc, "Range", range_versions, range_parse, range_infer, range_forward,
-        0, NULL, NULL, BINARY_NONE);
+OP_DESC(range_desc, "Range", range_versions, range_parse, range_infer, range_forward, 0, NULL, NULL,
+        BINARY_NONE);
 
 const op_desc *const layer_range_ops[] = {&range_desc, NULL};

@@ -898,7 +898,7 @@ END_TEST
 
 /* ================================================================ reduce */
 
-static void check_reduce_fp32(int rank, const int64_t *dims, unsigned mask, kern_reduce_op op,
+static void check_reduce_fp32(int rank, const int64_t *dims, unsigned mask, reduce_op op,
                               uint64_t seed) {
     int64_t n = 1, outputs = 1, count = 1, out_dims[6];
     for (int d = 0; d < rank; d++) {
@@ -921,7 +921,7 @@ static void check_reduce_fp32(int rank, const int64_t *dims, unsigned mask, kern
         mag[o] += fabs(x[i]);
     }
     for (int64_t o = 0; o < outputs; o++)
-        if (op == KERN_REDUCE_MEAN) {
+        if (op == REDUCE_MEAN) {
             want[o] = count ? want[o] / (double)count : NAN;
             mag[o] = count ? mag[o] / (double)count : 0.0;
         }
@@ -944,18 +944,18 @@ static void check_reduce_fp32(int rank, const int64_t *dims, unsigned mask, kern
 }
 
 START_TEST(test_reduce_fp32) {
-    check_reduce_fp32(3, (int64_t[]){5, 6, 13}, 4, KERN_REDUCE_SUM, 2300);     /* rows, scalar */
-    check_reduce_fp32(3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 2301);   /* rows, vectors */
-    check_reduce_fp32(2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 2302);      /* block per row */
-    check_reduce_fp32(3, (int64_t[]){50, 7, 3}, 1, KERN_REDUCE_SUM, 2303);     /* columns */
-    check_reduce_fp32(4, (int64_t[]){2, 9, 11, 16}, 6, KERN_REDUCE_MEAN, 2304); /* NHWC8 13 -> 16 */
-    check_reduce_fp32(3, (int64_t[]){3, 2000, 64}, 2, KERN_REDUCE_SUM, 2305);  /* vectors, deep */
-    check_reduce_fp32(3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 2306);      /* generic */
-    check_reduce_fp32(5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, KERN_REDUCE_MEAN, 2307);
-    check_reduce_fp32(3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 2308);     /* empty: NaN */
-    check_reduce_fp32(3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 2309);      /* empty: 0 */
-    check_reduce_fp32(2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 2310);         /* a copy */
-    check_reduce_fp32(0, NULL, 0, KERN_REDUCE_MEAN, 2311);                     /* scalar */
+    check_reduce_fp32(3, (int64_t[]){5, 6, 13}, 4, REDUCE_SUM, 2300);     /* rows, scalar */
+    check_reduce_fp32(3, (int64_t[]){5, 6, 104}, 6, REDUCE_MEAN, 2301);   /* rows, vectors */
+    check_reduce_fp32(2, (int64_t[]){3, 5000}, 2, REDUCE_SUM, 2302);      /* block per row */
+    check_reduce_fp32(3, (int64_t[]){50, 7, 3}, 1, REDUCE_SUM, 2303);     /* columns */
+    check_reduce_fp32(4, (int64_t[]){2, 9, 11, 16}, 6, REDUCE_MEAN, 2304); /* NHWC8 13 -> 16 */
+    check_reduce_fp32(3, (int64_t[]){3, 2000, 64}, 2, REDUCE_SUM, 2305);  /* vectors, deep */
+    check_reduce_fp32(3, (int64_t[]){6, 5, 7}, 5, REDUCE_SUM, 2306);      /* generic */
+    check_reduce_fp32(5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, REDUCE_MEAN, 2307);
+    check_reduce_fp32(3, (int64_t[]){4, 0, 3}, 2, REDUCE_MEAN, 2308);     /* empty: NaN */
+    check_reduce_fp32(3, (int64_t[]){4, 0, 3}, 2, REDUCE_SUM, 2309);      /* empty: 0 */
+    check_reduce_fp32(2, (int64_t[]){4, 3}, 0, REDUCE_SUM, 2310);         /* a copy */
+    check_reduce_fp32(0, NULL, 0, REDUCE_MEAN, 2311);                     /* scalar */
 }
 END_TEST
 
@@ -1001,9 +1001,9 @@ START_TEST(test_norm_fp16_dtype_zero) {
     const int64_t dims[2] = {rows, len};
     void *ra = gpu_upload(NULL, (size_t)rows * 2), *rb = gpu_upload(NULL, (size_t)rows * 2),
          *rc = gpu_upload(NULL, (size_t)rows * 2);
-    ck_assert_tci_ok(kern_reduce(dx, ra, 2, dims, 2, KERN_REDUCE_MEAN, 0));
-    ck_assert_tci_ok(kern_reduce_dtype(dx, rb, 2, dims, 2, KERN_REDUCE_MEAN, 0, 0));
-    ck_assert_tci_ok(kern_reduce_dtype(dx, rc, 2, dims, 2, KERN_REDUCE_MEAN, TCI_DTYPE_FLOAT16, 0));
+    ck_assert_tci_ok(kern_reduce(dx, ra, 2, dims, 2, REDUCE_MEAN, 0));
+    ck_assert_tci_ok(kern_reduce_dtype(dx, rb, 2, dims, 2, REDUCE_MEAN, 0, 0));
+    ck_assert_tci_ok(kern_reduce_dtype(dx, rc, 2, dims, 2, REDUCE_MEAN, TCI_DTYPE_FLOAT16, 0));
     gpu_sync();
     a = download_bits(ra, (size_t)rows), b = download_bits(rb, (size_t)rows),
     c = download_bits(rc, (size_t)rows);
@@ -1033,7 +1033,7 @@ START_TEST(test_norm_dtype_errors) {
     ck_assert_tci_error(kern_layernorm_rows_dtype(NULL, NULL, NULL, NULL, NULL, NULL, 0, 8, 1e-5f,
                                                   bad, 0),
                         TCI_ERR_UNSUPPORTED, "kern_layernorm_rows: dtype int64");
-    ck_assert_tci_error(kern_reduce_dtype(NULL, NULL, 0, NULL, 0, KERN_REDUCE_SUM, bad, 0),
+    ck_assert_tci_error(kern_reduce_dtype(NULL, NULL, 0, NULL, 0, REDUCE_SUM, bad, 0),
                         TCI_ERR_UNSUPPORTED, "kern_reduce: dtype int64");
     /* fp32 keeps the other checks */
     ck_assert_tci_error(kern_softmax_rows_dtype(NULL, NULL, -1, 3, TCI_DTYPE_FLOAT, 0),
@@ -1041,7 +1041,7 @@ START_TEST(test_norm_dtype_errors) {
     ck_assert_tci_error(kern_layernorm_rows_dtype((void *)16, NULL, NULL, (void *)16, NULL, NULL, 2,
                                                   8, 1e-5f, TCI_DTYPE_FLOAT, 0),
                         TCI_ERR_INVALID_ARGUMENT, "NULL gamma");
-    ck_assert_tci_ok(kern_reduce_dtype(NULL, NULL, 2, (int64_t[]){0, 3}, 2, KERN_REDUCE_SUM,
+    ck_assert_tci_ok(kern_reduce_dtype(NULL, NULL, 2, (int64_t[]){0, 3}, 2, REDUCE_SUM,
                                        TCI_DTYPE_FLOAT, 0));
 }
 END_TEST

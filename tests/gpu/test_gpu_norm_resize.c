@@ -1,5 +1,5 @@
-/* GPU softmax, LayerNormalization, Reduce and Resize kernels (src/kernels/norm.h, resize.h)
- * against double-precision C references on the same fp16- (or bf16-) rounded inputs. */
+/* GPU softmax, LayerNormalization, Reduce (sum, mean, max) and Resize kernels (src/kernels/norm.h,
+ * resize.h) against double-precision C references on the same fp16- (or bf16-) rounded inputs. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #define F16 TCI_DTYPE_FLOAT16
 #define BF16 TCI_DTYPE_BFLOAT16
+#define F32 TCI_DTYPE_FLOAT
 
 /* n random values of dt (fp16 or bf16) in [lo, hi): bits in *out_bits, their exact values as
  * floats in *out. */
@@ -41,12 +42,18 @@ static float *download_half(tci_dtype dt, const void *device, size_t n) {
  * 8 significant bits, see GPU_BF16_TOL. */
 static double tol_for(tci_dtype dt, double f16_tol) { return dt == BF16 ? GPU_BF16_TOL : f16_tol; }
 
-/* |got - want| <= rel * max(floor, |want|) everywhere (NaN matches NaN only). */
+/* |got - want| <= rel * max(floor, |want|) everywhere (NaN matches NaN only, an infinity
+ * itself only). */
 static void assert_close(const float *got, const double *want, size_t n, double rel, double floor_,
                          const char *what) {
     for (size_t i = 0; i < n; i++) {
         if (isnan(want[i])) {
             ck_assert_msg(isnan(got[i]), "%s[%zu] = %g, want NaN", what, i, (double)got[i]);
+            continue;
+        }
+        if (isinf(want[i])) {
+            ck_assert_msg((double)got[i] == want[i], "%s[%zu] = %g, want %g", what, i,
+                          (double)got[i], want[i]);
             continue;
         }
         double scale = fabs(want[i]) > floor_ ? fabs(want[i]) : floor_;
@@ -205,19 +212,40 @@ END_TEST
 
 /* ---- reduce ---- */
 
-static void check_reduce(tci_dtype dt, int rank, const int64_t *dims, unsigned mask,
-                         kern_reduce_op op, uint64_t seed) {
-    int64_t n = 1, outputs = 1, count = 1, out_dims[6], strides[6];
-    for (int d = rank - 1; d >= 0; d--) strides[d] = n, n *= dims[d];
+/* kern_reduce of random values (fp16, bf16 or fp32 storage) against a double reference: sums
+ * and means within the storage's rounding, a max exactly. A max draws values below 0, so that a
+ * start of 0 would show, and with nan_every > 0 every nan_every-th value is NaN, which must reach
+ * its output (fmaxf would drop it). */
+static void check_reduce_nan(tci_dtype dt, int rank, const int64_t *dims, unsigned mask,
+                             reduce_op op, int nan_every, uint64_t seed) {
+    int64_t n = 1, outputs = 1, count = 1, out_dims[6];
     for (int d = 0; d < rank; d++) {
+        n *= dims[d];
         out_dims[d] = mask >> d & 1 ? 1 : dims[d];
         outputs *= out_dims[d];
         if (mask >> d & 1) count *= dims[d];
     }
-    uint16_t *xh;
+    const bool max = op == REDUCE_MAX;
+    const float lo = max ? -3.0f : -1.0f, hi = max ? -1.0f : 1.0f;
+    const size_t elem = dt == F32 ? 4 : 2;
     float *x;
-    random_half(dt, (size_t)n, seed, -1.0f, 1.0f, &xh, &x);
-    double *want = calloc((size_t)(outputs ? outputs : 1), sizeof(double));
+    void *xbits;
+    if (dt == F32) {
+        x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+        ck_assert_ptr_nonnull(x);
+        gpu_fill_random(x, (size_t)n, seed, lo, hi);
+        xbits = x;
+    } else {
+        uint16_t *h;
+        random_half(dt, (size_t)n, seed, lo, hi, &h, &x);
+        xbits = h;
+    }
+    if (nan_every > 0) {
+        for (int64_t i = nan_every / 2; i < n; i += nan_every) x[i] = NAN;
+        if (dt != F32) gpu_encode(dt, x, xbits, (size_t)n);
+    }
+    double *want = malloc(sizeof(double) * (size_t)(outputs ? outputs : 1));
+    for (int64_t o = 0; o < outputs; o++) want[o] = max ? -INFINITY : 0.0;
     for (int64_t i = 0; i < n; i++) {
         int64_t r = i, o = 0;
         for (int d = rank - 1, s = 1; d >= 0; d--) {
@@ -225,55 +253,97 @@ static void check_reduce(tci_dtype dt, int rank, const int64_t *dims, unsigned m
             r /= dims[d];
             if (!(mask >> d & 1)) o += idx * s, s *= (int)out_dims[d];
         }
-        want[o] += x[i];
+        if (!max) want[o] += x[i];
+        else want[o] = isnan(want[o]) || isnan(x[i]) ? NAN : fmax(want[o], x[i]);
     }
     for (int64_t o = 0; o < outputs; o++)
-        if (op == KERN_REDUCE_MEAN) want[o] = count ? want[o] / (double)count : NAN;
-    void *dx = gpu_upload(xh, 2 * (size_t)n), *dy = gpu_upload(NULL, 2 * (size_t)outputs);
-    if (dt == BF16) ck_assert_tci_ok(kern_reduce_dtype(dx, dy, rank, dims, mask, op, dt, 0));
-    else ck_assert_tci_ok(kern_reduce(dx, dy, rank, dims, mask, op, 0));
+        if (op == REDUCE_MEAN) want[o] = count ? want[o] / (double)count : NAN;
+    void *dx = gpu_upload(xbits, elem * (size_t)n), *dy = gpu_upload(NULL, elem * (size_t)outputs);
+    if (dt == F16) ck_assert_tci_ok(kern_reduce(dx, dy, rank, dims, mask, op, 0));
+    else ck_assert_tci_ok(kern_reduce_dtype(dx, dy, rank, dims, mask, op, dt, 0));
     gpu_sync();
-    float *got = download_half(dt, dy, (size_t)outputs);
-    assert_close(got, want, (size_t)outputs, tol_for(dt, 3e-3), 1.0, "reduce");
-    (void)strides;
+    float *got;
+    if (dt == F32) {
+        got = malloc(sizeof(float) * (size_t)(outputs ? outputs : 1));
+        gpu_download(got, dy, elem * (size_t)outputs);
+    } else {
+        got = download_half(dt, dy, (size_t)outputs);
+    }
+    double tol = max ? 0.0 : dt == F32 ? 1e-5 : tol_for(dt, 3e-3);
+    assert_close(got, want, (size_t)outputs, tol, 1.0, "reduce");
     gpu_free(dx);
     gpu_free(dy);
-    free(xh), free(x), free(want), free(got);
+    if (xbits != x) free(xbits);
+    free(x), free(want), free(got);
+}
+
+static void check_reduce(tci_dtype dt, int rank, const int64_t *dims, unsigned mask,
+                         reduce_op op, uint64_t seed) {
+    check_reduce_nan(dt, rank, dims, mask, op, 0, seed);
 }
 
 START_TEST(test_reduce_inner) {
-    check_reduce(F16, 3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);   /* rows, scalar */
-    check_reduce(F16, 3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);  /* rows of 624, vectors */
-    check_reduce(F16, 2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);     /* block per row */
-    check_reduce(F16, 4, (int64_t[]){2, 3, 1, 7}, 0xd, KERN_REDUCE_MEAN, 44); /* size-1 dims */
-    check_reduce(F16, 2, (int64_t[]){7, 9}, 3, KERN_REDUCE_SUM, 45);         /* everything */
-    check_reduce(F16, 2, (int64_t[]){100, 8}, 2, KERN_REDUCE_SUM, 46);       /* one lane per row */
-    check_reduce(F16, 2, (int64_t[]){37, 3}, 2, KERN_REDUCE_MEAN, 47);
+    check_reduce(F16, 3, (int64_t[]){5, 6, 100}, 4, REDUCE_SUM, 41);   /* rows, scalar */
+    check_reduce(F16, 3, (int64_t[]){5, 6, 104}, 6, REDUCE_MEAN, 42);  /* rows of 624, vectors */
+    check_reduce(F16, 2, (int64_t[]){3, 5000}, 2, REDUCE_SUM, 43);     /* block per row */
+    check_reduce(F16, 4, (int64_t[]){2, 3, 1, 7}, 0xd, REDUCE_MEAN, 44); /* size-1 dims */
+    check_reduce(F16, 2, (int64_t[]){7, 9}, 3, REDUCE_SUM, 45);         /* everything */
+    check_reduce(F16, 2, (int64_t[]){100, 8}, 2, REDUCE_SUM, 46);       /* one lane per row */
+    check_reduce(F16, 2, (int64_t[]){37, 3}, 2, REDUCE_MEAN, 47);
 }
 END_TEST
 
 START_TEST(test_reduce_outer) {
-    check_reduce(F16, 3, (int64_t[]){50, 7, 3}, 1, KERN_REDUCE_SUM, 51);          /* columns */
-    check_reduce(F16, 4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);     /* NHWC over H, W */
-    check_reduce(F16, 3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);       /* long columns */
-    check_reduce(F16, 2, (int64_t[]){300, 37}, 1, KERN_REDUCE_SUM, 54);
-    check_reduce(F16, 3, (int64_t[]){3, 2000, 64}, 2, KERN_REDUCE_SUM, 55);       /* vectors, deep */
-    check_reduce(F16, 3, (int64_t[]){4, 3, 16}, 2, KERN_REDUCE_MEAN, 56);         /* short columns */
-    check_reduce(F16, 3, (int64_t[]){40, 50, 264}, 2, KERN_REDUCE_MEAN, 57);      /* many blocks */
+    check_reduce(F16, 3, (int64_t[]){50, 7, 3}, 1, REDUCE_SUM, 51);          /* columns */
+    check_reduce(F16, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MEAN, 52);     /* NHWC over H, W */
+    check_reduce(F16, 3, (int64_t[]){3, 2000, 5}, 2, REDUCE_MEAN, 53);       /* long columns */
+    check_reduce(F16, 2, (int64_t[]){300, 37}, 1, REDUCE_SUM, 54);
+    check_reduce(F16, 3, (int64_t[]){3, 2000, 64}, 2, REDUCE_SUM, 55);       /* vectors, deep */
+    check_reduce(F16, 3, (int64_t[]){4, 3, 16}, 2, REDUCE_MEAN, 56);         /* short columns */
+    check_reduce(F16, 3, (int64_t[]){40, 50, 264}, 2, REDUCE_MEAN, 57);      /* many blocks */
 }
 END_TEST
 
 START_TEST(test_reduce_generic_and_edges) {
-    check_reduce(F16, 3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);          /* dims 0 and 2 */
-    check_reduce(F16, 5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, KERN_REDUCE_MEAN, 62);
-    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63);         /* empty: NaN */
-    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);          /* empty: 0 */
-    check_reduce(F16, 2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);             /* nothing reduced */
-    check_reduce(F16, 0, NULL, 0, KERN_REDUCE_MEAN, 66);                         /* scalar */
-    ck_assert_tci_error(kern_reduce(NULL, NULL, 2, (int64_t[]){2, 2}, 4, KERN_REDUCE_SUM, 0),
+    check_reduce(F16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_SUM, 61);          /* dims 0 and 2 */
+    check_reduce(F16, 5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, REDUCE_MEAN, 62);
+    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MEAN, 63);         /* empty: NaN */
+    check_reduce(F16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_SUM, 64);          /* empty: 0 */
+    check_reduce(F16, 2, (int64_t[]){4, 3}, 0, REDUCE_SUM, 65);             /* nothing reduced */
+    check_reduce(F16, 0, NULL, 0, REDUCE_MEAN, 66);                         /* scalar */
+    ck_assert_tci_error(kern_reduce(NULL, NULL, 2, (int64_t[]){2, 2}, 4, REDUCE_SUM, 0),
                         TCI_ERR_INVALID_ARGUMENT, "beyond rank 2");
-    ck_assert_tci_error(kern_reduce(NULL, NULL, 7, NULL, 0, KERN_REDUCE_SUM, 0),
+    ck_assert_tci_error(kern_reduce(NULL, NULL, 7, NULL, 0, REDUCE_SUM, 0),
                         TCI_ERR_INVALID_ARGUMENT, "rank 7");
+}
+END_TEST
+
+/* ReduceMax on every path in fp16 and fp32: exact, -inf for an empty reduction, NaN propagated. */
+START_TEST(test_reduce_max) {
+    const tci_dtype types[] = {F16, F32};
+    for (int t = 0; t < 2; t++) {
+        tci_dtype dt = types[t];
+        check_reduce_nan(dt, 3, (int64_t[]){5, 6, 100}, 4, REDUCE_MAX, 0, 71);   /* rows, scalar */
+        check_reduce_nan(dt, 3, (int64_t[]){5, 6, 104}, 6, REDUCE_MAX, 0, 72);   /* rows, vectors */
+        check_reduce_nan(dt, 2, (int64_t[]){3, 5000}, 2, REDUCE_MAX, 0, 73);     /* block per row */
+        check_reduce_nan(dt, 2, (int64_t[]){100, 8}, 2, REDUCE_MAX, 0, 74);      /* lane per row */
+        check_reduce_nan(dt, 3, (int64_t[]){50, 7, 3}, 1, REDUCE_MAX, 0, 75);    /* columns */
+        check_reduce_nan(dt, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MAX, 0, 76); /* NHWC H, W */
+        check_reduce_nan(dt, 3, (int64_t[]){3, 2000, 64}, 2, REDUCE_MAX, 0, 77); /* deep columns */
+        check_reduce_nan(dt, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_MAX, 0, 78);     /* generic */
+        check_reduce_nan(dt, 5, (int64_t[]){2, 3, 4, 5, 6}, 0x15, REDUCE_MAX, 0, 79);
+        /* NaN in some groups and not in others, on each path */
+        check_reduce_nan(dt, 3, (int64_t[]){5, 6, 104}, 4, REDUCE_MAX, 211, 81);   /* rows */
+        check_reduce_nan(dt, 2, (int64_t[]){3, 5000}, 2, REDUCE_MAX, 7001, 82);    /* block */
+        check_reduce_nan(dt, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MAX, 301, 83); /* columns */
+        check_reduce_nan(dt, 3, (int64_t[]){50, 7, 3}, 1, REDUCE_MAX, 97, 84);     /* scalar cols */
+        check_reduce_nan(dt, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_MAX, 37, 85);      /* generic */
+        check_reduce_nan(dt, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MAX, 0, 86);       /* empty: -inf */
+        check_reduce_nan(dt, 2, (int64_t[]){4, 3}, 0, REDUCE_MAX, 0, 87);          /* a copy */
+        check_reduce_nan(dt, 0, NULL, 0, REDUCE_MAX, 0, 88);                       /* scalar */
+    }
+    ck_assert_tci_error(kern_reduce(NULL, NULL, 0, NULL, 0, REDUCE_COUNT, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "unknown op");
 }
 END_TEST
 
@@ -440,15 +510,19 @@ START_TEST(test_bf16) {
     check_layernorm(BF16, 10, 7, 1, 1, 33);
     check_layernorm(BF16, 3, 2053, 0, 1, 35);
     check_layernorm(BF16, 5, 3000, 1, 0, 34);
-    check_reduce(BF16, 3, (int64_t[]){5, 6, 100}, 4, KERN_REDUCE_SUM, 41);
-    check_reduce(BF16, 3, (int64_t[]){5, 6, 104}, 6, KERN_REDUCE_MEAN, 42);
-    check_reduce(BF16, 2, (int64_t[]){3, 5000}, 2, KERN_REDUCE_SUM, 43);
-    check_reduce(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, KERN_REDUCE_MEAN, 52);
-    check_reduce(BF16, 3, (int64_t[]){3, 2000, 5}, 2, KERN_REDUCE_MEAN, 53);
-    check_reduce(BF16, 3, (int64_t[]){6, 5, 7}, 5, KERN_REDUCE_SUM, 61);
-    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_MEAN, 63); /* NaN bits of bf16 */
-    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, KERN_REDUCE_SUM, 64);
-    check_reduce(BF16, 2, (int64_t[]){4, 3}, 0, KERN_REDUCE_SUM, 65);
+    check_reduce(BF16, 3, (int64_t[]){5, 6, 100}, 4, REDUCE_SUM, 41);
+    check_reduce(BF16, 3, (int64_t[]){5, 6, 104}, 6, REDUCE_MEAN, 42);
+    check_reduce(BF16, 2, (int64_t[]){3, 5000}, 2, REDUCE_SUM, 43);
+    check_reduce(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MEAN, 52);
+    check_reduce(BF16, 3, (int64_t[]){3, 2000, 5}, 2, REDUCE_MEAN, 53);
+    check_reduce(BF16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_SUM, 61);
+    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MEAN, 63); /* NaN bits of bf16 */
+    check_reduce(BF16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_SUM, 64);
+    check_reduce(BF16, 2, (int64_t[]){4, 3}, 0, REDUCE_SUM, 65);
+    check_reduce_nan(BF16, 3, (int64_t[]){5, 6, 104}, 4, REDUCE_MAX, 211, 81);
+    check_reduce_nan(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MAX, 301, 83);
+    check_reduce_nan(BF16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_MAX, 37, 85);
+    check_reduce_nan(BF16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MAX, 0, 86); /* -inf bits of bf16 */
     resize_cases_run = 0;
     kern_resize_desc d = {.mode = KERN_RESIZE_NEAREST, .coord = KERN_RESIZE_HALF_PIXEL,
                           .rounding = KERN_RESIZE_ROUND_PREFER_FLOOR, .dtype = BF16};
@@ -537,6 +611,7 @@ int main(void) {
     tcase_add_test(tc, test_reduce_inner);
     tcase_add_test(tc, test_reduce_outer);
     tcase_add_test(tc, test_reduce_generic_and_edges);
+    tcase_add_test(tc, test_reduce_max);
     tcase_add_test(tc, test_resize_nearest);
     tcase_add_test(tc, test_resize_linear);
     tcase_add_test(tc, test_resize_onnx_cases);

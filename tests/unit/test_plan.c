@@ -223,6 +223,66 @@ START_TEST(test_gpu_refusals) {
 }
 END_TEST
 
+/* ReduceMax lowers to a REDUCE step carrying REDUCE_MAX; over H and W of an NHWC8 activation to a
+ * global max pool; an integer one is refused. */
+START_TEST(test_reduce_max_lowering) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[3] = {2, 3, 4}, one = 1;
+    const int64_t last = -1;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL), *y = act(g, "y");
+    ir_tensor *axes = th_named(g, "axes", TCI_DTYPE_INT64, 1, &one, &last);
+    th_graph_io(g, &x, 1, &y, 1);
+    ir_node *n = th_node_io(g, "rmax", "ReduceMax", 18, (ir_tensor *[]){x, axes}, 2, &y, 1);
+    th_attr_int(g, n, "keepdims", 0);
+    ck_assert_tci_ok(pass_optimize(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    const plan_step *s = find_step(p, PLAN_STEP_REDUCE, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->u.reduce.op, REDUCE_MAX);
+    ck_assert_int_eq(s->u.reduce.view.rank, 3);
+    ck_assert(!s->u.reduce.reduce_dim[0] && !s->u.reduce.reduce_dim[1] &&
+              s->u.reduce.reduce_dim[2]);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    /* x[1,3,6,6] -> Conv 1x1 (NHWC8) -> ReduceMax over H, W (keepdims) */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t cd[4] = {1, 3, 6, 6}, wd[4] = {4, 3, 1, 1};
+    float w[12];
+    for (int i = 0; i < 12; i++) w[i] = 0.1f * (float)i;
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, cd, NULL);
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *c = act(g, "c");
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
+    n = th_node_io(g, "rmax", "ReduceMax", 13, &c, 1, &y, 1);
+    th_attr_ints(g, n, "axes", (const int64_t[]){2, -1}, 2);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    s = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(s->u.pool.max);
+    ck_assert_int_eq(s->u.pool.h, 6);
+    ck_assert_ptr_null(find_step(p, PLAN_STEP_REDUCE, 0));
+    ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_NHWC8);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    ck_assert_tci_ok(ir_graph_create(&g));
+    x = th_named(g, "x", TCI_DTYPE_INT64, 3, xd, NULL);
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "rmax", "ReduceMax", 13, &x, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'rmax' (ReduceMax): int64 reductions have no GPU path");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* x[2,12,7,7] -> GlobalAveragePool -> Flatten -> Gemm "fc" -> Softmax "sm" -> y, and x -> Relu
  * "r" -> z (a second output). */
 static ir_graph *head_graph(void) {
@@ -397,6 +457,7 @@ int main(void) {
     tcase_add_test(tc, test_eltwise_chain_memory_and_strides);
     tcase_add_test(tc, test_no_gpu_path_names_node);
     tcase_add_test(tc, test_gpu_refusals);
+    tcase_add_test(tc, test_reduce_max_lowering);
     tcase_add_test(tc, test_fp32_layers);
     tcase_add_test(tc, test_fp32_layer_patterns);
     tcase_add_test(tc, test_all_fp32);

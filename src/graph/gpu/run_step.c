@@ -234,8 +234,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         for (int i = 0; i < s->u.reduce.view.rank; i++)
             if (s->u.reduce.reduce_dim[i]) mask |= 1u << i;
         return kern_reduce_dtype(in[0], out, s->u.reduce.view.rank, s->u.reduce.view.dims, mask,
-                                 s->u.reduce.mean ? KERN_REDUCE_MEAN : KERN_REDUCE_SUM, y->dtype,
-                                 stream);
+                                 s->u.reduce.op, y->dtype, stream);
     }
     case PLAN_STEP_RESIZE: {
         static const kern_resize_coord coords[] = {
