@@ -443,14 +443,6 @@ static void fill_bias(float *y, const tci_tensor *b, int64_t batch, int64_t chan
         }
 }
 
-static tci_status check_blas_dims(const ir_node *node, int64_t a, int64_t b, int64_t c) {
-    if (a > INT_MAX || b > INT_MAX || c > INT_MAX)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "matrix of %lld x %lld x %lld is too large for BLAS", (long long)a,
-                             (long long)b, (long long)c);
-    return TCI_OK;
-}
-
 static tci_status conv_forward(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     conv_geom g;
@@ -472,7 +464,7 @@ static tci_status conv_forward(const ir_node *node, const tci_tensor *const *in,
     int64_t group_in = g.in_channels / p->group, group_out = g.out_channels / p->group;
     int64_t depth = group_in * kernel_size;
     if (g.batch == 0 || group_out == 0 || out_size == 0 || depth == 0) return TCI_OK;
-    TCI_TRY(check_blas_dims(node, group_out, out_size, depth));
+    TCI_TRY(op_check_blas_dims(node, group_out, out_size, depth));
     float *col = NULL;
     if (!direct) {
         col = malloc((size_t)depth * (size_t)out_size * sizeof *col);
@@ -519,7 +511,7 @@ static tci_status conv_transpose_forward(const ir_node *node, const tci_tensor *
     int64_t group_in = g.in_channels / p->group, group_out = g.out_channels / p->group;
     int64_t rows = group_out * kernel_size;
     if (g.batch == 0 || group_in == 0 || in_size == 0 || rows == 0 || out_size == 0) return TCI_OK;
-    TCI_TRY(check_blas_dims(node, rows, in_size, group_in));
+    TCI_TRY(op_check_blas_dims(node, rows, in_size, group_in));
     float *col = NULL;
     if (!direct) {
         col = malloc((size_t)rows * (size_t)in_size * sizeof *col);

@@ -14,15 +14,6 @@ typedef struct gemm_params {
     float alpha, beta;
 } gemm_params;
 
-/* cblas takes int sizes (OpenBLAS without INTERFACE64). */
-static tci_status check_blas_size(const ir_node *node, int64_t m, int64_t n, int64_t k) {
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "matrix dims %lldx%lldx%lld exceed the BLAS int range", (long long)m,
-                             (long long)n, (long long)k);
-    return TCI_OK;
-}
-
 static tci_dtype first_dtype(const tci_tensor *a, const tci_tensor *b) {
     return a->dtype != TCI_DTYPE_UNDEFINED ? a->dtype : b->dtype;
 }
@@ -123,7 +114,7 @@ static tci_status gemm_forward(const ir_node *node, const tci_tensor *const *in,
     int64_t k = a->dims[p->trans_a ? 0 : 1];
     float *y = out[0]->data;
     if (m == 0 || n == 0) return TCI_OK;
-    TCI_TRY(check_blas_size(node, m, n, k));
+    TCI_TRY(op_check_blas_dims(node, m, n, k));
     bool use_c = c && p->beta != 0.0f;
     if (use_c) broadcast_c(c, m, n, y);
     if (k == 0) { /* empty product: BLAS leaves lda undefined here, so do it by hand */
@@ -145,9 +136,7 @@ OP_DESC(gemm_desc, "Gemm", gemm_versions, gemm_parse, gemm_infer, gemm_forward,
 static const int matmul_versions[] = {1, 9, 13, 0};
 
 static tci_status matmul_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
-    static const char *const known[] = {NULL};
-    return ir_check_attrs(node, known);
+    return op_parse_no_attrs(node, 2, 2, 1, 1);
 }
 
 /* The matrix view of one operand: batch dims, rows and cols after 1-D promotion. */
@@ -236,12 +225,12 @@ static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *i
     }
     if (b_batches == 1) {
         /* one weight matrix for every batch: A's batches stack into one tall matrix */
-        TCI_TRY(check_blas_size(node, batches * m, n, k));
+        TCI_TRY(op_check_blas_dims(node, batches * m, n, k));
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(batches * m), (int)n, (int)k,
                     1.0f, ad, (int)k, bd, (int)n, 0.0f, yd, (int)n);
         return TCI_OK;
     }
-    TCI_TRY(check_blas_size(node, m, n, k));
+    TCI_TRY(op_check_blas_dims(node, m, n, k));
     int64_t sta[TCI_MAX_RANK], stb[TCI_MAX_RANK], idx[TCI_MAX_RANK] = {0};
     batch_strides(&sa, out_batch_rank, sta);
     batch_strides(&sb, out_batch_rank, stb);

@@ -656,9 +656,7 @@ static tci_status pad_forward(const ir_node *node, const tci_tensor *const *in,
 /* ---- Expand ---- */
 
 static tci_status expand_parse(ir_node *node, tci_arena *arena) {
-    static const char *const known[] = {NULL};
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
-    return ir_check_attrs(node, known);
+    return op_parse_no_attrs(node, 2, 2, 1, 1);
 }
 
 static tci_status expand_infer(const ir_node *node, const tci_tensor *const *in,

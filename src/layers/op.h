@@ -101,6 +101,14 @@ tci_status op_check_dtype(const ir_node *node, const tci_tensor *in, int index,
 tci_status op_broadcast_shape(const ir_node *node, int rank_a, const int64_t *dims_a, int rank_b,
                               const int64_t *dims_b, int *out_rank, int64_t *out_dims);
 
+/* op_check_arity, then refuses every attribute (ops that have none). */
+tci_status op_parse_no_attrs(const ir_node *node, int min_in, int max_in, int min_out,
+                             int max_out);
+
+/* cblas takes int sizes (OpenBLAS without INTERFACE64): UNSUPPORTED naming the node when an
+ * M x N x K product exceeds them. */
+tci_status op_check_blas_dims(const ir_node *node, int64_t m, int64_t n, int64_t k);
+
 /* Element count of a fully known tensor (0 if any dim is 0). */
 int64_t op_count(const tci_tensor *t);
 

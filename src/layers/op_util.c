@@ -183,3 +183,18 @@ void op_store_number(tci_dtype dtype, void *p, int64_t i, double v) {
     default: break;
     }
 }
+
+tci_status op_check_blas_dims(const ir_node *node, int64_t m, int64_t n, int64_t k) {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "matrix dims %lldx%lldx%lld exceed the BLAS int range", (long long)m,
+                             (long long)n, (long long)k);
+    return TCI_OK;
+}
+
+tci_status op_parse_no_attrs(const ir_node *node, int min_in, int max_in, int min_out,
+                             int max_out) {
+    static const char *const none[] = {NULL};
+    TCI_TRY(op_check_arity(node, min_in, max_in, min_out, max_out));
+    return ir_check_attrs(node, none);
+}

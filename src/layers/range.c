@@ -11,9 +11,7 @@ static const tci_dtype range_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_D
 
 static tci_status range_parse(ir_node *node, tci_arena *arena) {
     (void)arena;
-    static const char *const no_attrs[] = {NULL};
-    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
-    return ir_check_attrs(node, no_attrs);
+    return op_parse_no_attrs(node, 3, 3, 1, 1);
 }
 
 /* The element count onnxruntime gives: ceil((limit - start) / delta) in double, at least 0. A

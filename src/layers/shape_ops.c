@@ -170,14 +170,18 @@ void *shape_params_alloc(ir_node *node, tci_arena *arena, size_t size) {
     return node->params;
 }
 
+tci_status shape_parse_axis(ir_node *node, tci_arena *arena, int num_inputs, int64_t def) {
+    static const char *const known[] = {"axis", NULL};
+    TCI_TRY(op_check_arity(node, num_inputs, num_inputs, 1, 1));
+    TCI_TRY(ir_check_attrs(node, known));
+    PARAMS(axis_params, p);
+    return ir_attr_int(node, "axis", def, &p->axis);
+}
+
 /* ---- Flatten ---- */
 
 static tci_status flatten_parse(ir_node *node, tci_arena *arena) {
-    static const char *const known[] = {"axis", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
-    PARAMS(axis_params, p);
-    return ir_attr_int(node, "axis", 1, &p->axis);
+    return shape_parse_axis(node, arena, 1, 1);
 }
 
 static tci_status flatten_infer(const ir_node *node, const tci_tensor *const *in,
@@ -412,11 +416,7 @@ static tci_status unsqueeze_infer(const ir_node *node, const tci_tensor *const *
 /* ---- Gather ---- */
 
 static tci_status gather_parse(ir_node *node, tci_arena *arena) {
-    static const char *const known[] = {"axis", NULL};
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
-    PARAMS(axis_params, p);
-    return ir_attr_int(node, "axis", 0, &p->axis);
+    return shape_parse_axis(node, arena, 2, 0);
 }
 
 static tci_status gather_infer(const ir_node *node, const tci_tensor *const *in,
@@ -682,9 +682,7 @@ static tci_status constant_of_shape_forward(const ir_node *node, const tci_tenso
 /* ---- Identity / Dropout ---- */
 
 static tci_status identity_parse(ir_node *node, tci_arena *arena) {
-    static const char *const known[] = {NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    return ir_check_attrs(node, known);
+    return op_parse_no_attrs(node, 1, 1, 1, 1);
 }
 
 static tci_status identity_infer(const ir_node *node, const tci_tensor *const *in,
