@@ -759,13 +759,12 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
 
 /* Add, Mul, Where, PRelu... and the variadic Sum/Max/Min as a chain of binary steps with the
  * following activation fused into the last. */
-static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
+static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op op) {
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_require_known(node, out));
     plan_layout layout = lower_eltwise_layout(b, node, out);
     char label[256];
     snprintf(label, sizeof label, "%s", node->op_type);
-    binary_op op = node->desc->binary;
     /* the kernels take one value dtype (Where's condition aside) */
     int first = op == BINARY_WHERE ? 1 : 0;
     for (int i = first + 1; i < node->num_inputs; i++)
@@ -816,6 +815,10 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
         acc = yt;
     }
     return TCI_OK;
+}
+
+static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
+    return lower_binary(b, node, node->desc->binary);
 }
 
 
