@@ -41,6 +41,11 @@ template <bool FAST> __device__ __forceinline__ float binary_apply(int op, float
     case BINARY_MAX: return (a != a || a > b) ? a : b;
     case BINARY_MIN: return (a != a || a < b) ? a : b;
     case BINARY_PRELU: return a < 0.0f ? b * a : a;
+    case BINARY_FMOD: return fmodf(a, b); // exact: no fast variant needed
+    case BINARY_MOD: { // numpy.mod (Mod-28's fmod=0): the divisor's sign, a zero result's too
+        const float r = fmodf(a, b);
+        return r != 0.0f ? ((r < 0.0f) != (b < 0.0f) ? r + b : r) : copysignf(0.0f, b);
+    }
     default: return a;
     }
 }
@@ -87,6 +92,16 @@ __device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
         return a / b;
     case BINARY_MAX: return a > b ? a : b;
     case BINARY_MIN: return a < b ? a : b;
+    case BINARY_MOD:
+    case BINARY_FMOD: {
+        // x % 0 gives 0 as Div does (the host reference reports it); x % -1 is 0, answered
+        // without dividing: INT64_MIN % -1 is undefined behaviour
+        if (b == 0 || b == -1)
+            return 0;
+        const int64_t r = a % b;
+        // Python's sign (the divisor's); r and b differ in sign and |r| < |b|: r + b fits
+        return op == BINARY_MOD && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
     default: return a;
     }
 }

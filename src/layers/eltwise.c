@@ -264,6 +264,29 @@ typedef int (*binary_kernel)(void *out, const void *a, int64_t sa, const void *b
         return (T)(x / y);                                                                        \
     }
 
+/* Mod's fmod=1 for integers: the remainder with the dividend's sign (C's %). A zero divisor is
+ * reported like Div's: onnxruntime's x % 0 is undefined behaviour (SIGFPE on x86). x % -1 is 0,
+ * answered without dividing: MIN % -1 traps on x86. */
+#define SIGNED_REM(T, S)                                                                          \
+    static inline T fmod_##S(T x, T y, int *bad) {                                                \
+        if (y == 0) {                                                                             \
+            *bad = 1;                                                                             \
+            return 0;                                                                             \
+        }                                                                                         \
+        return y == -1 ? 0 : (T)(x % y);                                                          \
+    }
+
+/* Unsigned, where both of Mod's remainders agree. */
+#define UNSIGNED_REM(T, S)                                                                        \
+    static inline T fmod_##S(T x, T y, int *bad) {                                                \
+        if (y == 0) {                                                                             \
+            *bad = 1;                                                                             \
+            return 0;                                                                             \
+        }                                                                                         \
+        return (T)(x % y);                                                                        \
+    }                                                                                             \
+    static inline T mod_##S(T x, T y, int *bad) { return fmod_##S(x, y, bad); }
+
 FLOAT_OPS(float, f32)
 FLOAT_OPS(double, f64)
 INT_OPS(int8_t, uint8_t, i8)
@@ -274,19 +297,42 @@ SIGNED_DIV(int8_t, uint8_t, i8)
 UNSIGNED_DIV(uint8_t, u8)
 SIGNED_DIV(int32_t, uint32_t, i32)
 SIGNED_DIV(int64_t, uint64_t, i64)
+SIGNED_REM(int8_t, i8)
+UNSIGNED_REM(uint8_t, u8)
+SIGNED_REM(int32_t, i32)
+SIGNED_REM(int64_t, i64)
 
 static inline uint8_t eq_bool(uint8_t x, uint8_t y, int *bad) {
     (void)bad;
     return (x != 0) == (y != 0);
 }
-static inline float pow_f32(float x, float y, int *bad) {
-    (void)bad;
-    return powf(x, y);
-}
-static inline double pow_f64(double x, double y, int *bad) {
-    (void)bad;
-    return pow(x, y);
-}
+
+/* A libm function of two arguments as an element function. */
+#define LIBM_OP(NAME, T, FN)                                                                      \
+    static inline T NAME(T x, T y, int *bad) {                                                    \
+        (void)bad;                                                                                \
+        return FN(x, y);                                                                          \
+    }
+
+/* Mod's fmod=0 from fmod_: Python's % for integers, numpy.mod for floats (Mod-28): the divisor's
+ * sign, a zero result's too; inf, NaN and a zero divisor give what fmod gives. r + y cannot
+ * overflow: r and y have opposite signs and |r| < |y|. */
+#define FLOORED_MOD(T, S)                                                                         \
+    static inline T mod_##S(T x, T y, int *bad) {                                                 \
+        T r = fmod_##S(x, y, bad);                                                                \
+        return r != 0 ? ((r < 0) != (y < 0) ? (T)(r + y) : r) : (T)copysign(0.0, (double)y);      \
+    }
+
+LIBM_OP(pow_f32, float, powf)
+LIBM_OP(pow_f64, double, pow)
+LIBM_OP(fmod_f32, float, fmodf)
+LIBM_OP(fmod_f64, double, fmod)
+FLOORED_MOD(float, f32)
+FLOORED_MOD(double, f64)
+FLOORED_MOD(int8_t, i8)
+FLOORED_MOD(int32_t, i32)
+FLOORED_MOD(int64_t, i64)
+
 static inline float prelu_f32(float x, float slope, int *bad) {
     (void)bad;
     return x < 0 ? x * slope : x;
@@ -299,6 +345,8 @@ static inline float prelu_f32(float x, float slope, int *bad) {
     BINARY_KERNEL(k_div_##S, T, T, div_##S)                                                       \
     BINARY_KERNEL(k_max_##S, T, T, max_##S)                                                       \
     BINARY_KERNEL(k_min_##S, T, T, min_##S)                                                       \
+    BINARY_KERNEL(k_fmod_##S, T, T, fmod_##S)                                                     \
+    BINARY_KERNEL(k_mod_##S, T, T, mod_##S)                                                       \
     BINARY_KERNEL(k_eq_##S, T, uint8_t, eq_##S)
 
 KERNELS_FOR_TYPE(float, f32)
@@ -340,6 +388,8 @@ static const binary_kernel binary_kernels[BINARY_COUNT][SLOT_COUNT] = {
     [BINARY_MIN] = TYPED_ROW(min),
     [BINARY_EQUAL] = {k_eq_f32, k_eq_f64, k_eq_i8, k_eq_u8, k_eq_i32, k_eq_i64, k_eq_bool},
     [BINARY_POW] = {k_pow_f32, k_pow_f64, NULL, NULL, NULL, NULL, NULL},
+    [BINARY_MOD] = TYPED_ROW(mod),
+    [BINARY_FMOD] = TYPED_ROW(fmod),
 };
 
 /* Runs kernel over out = a (op) b with broadcasting; *bad is set when a row reported a failure. */
@@ -371,7 +421,7 @@ static void run_pow_generic(tci_tensor *out, const tci_tensor *a, const tci_tens
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Binary ops: Add, Sub, Mul, Div, Pow, Equal; variadic: Sum, Max, Min
+ * Binary ops: Add, Sub, Mul, Div, Pow, Equal, Mod; variadic: Sum, Max, Min
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct binary_params {
@@ -410,6 +460,21 @@ static tci_status binary_parse(ir_node *node, tci_arena *arena) {
     return binary_kind_parse(node, arena);
 }
 
+/* Mod's kind comes from its fmod attribute: 1 is C's fmod, 0 Python's % (numpy.mod). */
+static tci_status mod_parse(ir_node *node, tci_arena *arena) {
+    static const char *const known[] = {"fmod", NULL};
+    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+    TCI_TRY(ir_check_attrs(node, known));
+    int64_t fmod_attr;
+    TCI_TRY(ir_attr_int(node, "fmod", 0, &fmod_attr));
+    if (fmod_attr != 0 && fmod_attr != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'fmod' is %lld, not 0 or 1",
+                             (long long)fmod_attr);
+    OP_ALLOC_PARAMS(node, arena, binary_params, p);
+    p->kind = fmod_attr ? BINARY_FMOD : BINARY_MOD;
+    return TCI_OK;
+}
+
 static tci_status binary_infer(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const binary_params *p = node->params;
@@ -424,6 +489,14 @@ static tci_status binary_infer(const ir_node *node, const tci_tensor *const *in,
         TCI_TRY(op_check_dtype(node, in[1], 1, allowed));
         TCI_TRY(check_same_dtype(node, in[0], 0, in[1], 1));
     }
+    tci_dtype t = in[0]->dtype != TCI_DTYPE_UNDEFINED ? in[0]->dtype : in[1]->dtype;
+    /* Mod-28 defined fmod=0 for floats; onnxruntime refuses it before */
+    if (p->kind == BINARY_MOD && (t == TCI_DTYPE_FLOAT || t == TCI_DTYPE_DOUBLE) &&
+        node->since_version < 28)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "fmod=0 (integer modulus) with %s inputs: before opset 28, "
+                             "floating-point inputs require fmod=1",
+                             tci_dtype_name(t));
     TCI_TRY(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims,
                                &out[0]->rank, out[0]->dims));
     if (p->kind == BINARY_EQUAL)
@@ -753,13 +826,12 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
                               out, act, lower_intern(b, label), -1, layout);
 }
 
-/* Add, Mul, Where, PRelu... and the variadic Sum/Max/Min as a chain of binary steps with the
- * following activation fused into the last. */
-static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
+/* Add, Mul, Where, PRelu, Mod... and the variadic Sum/Max/Min as a chain of binary steps with
+ * the following activation fused into the last. */
+static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op op) {
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_require_known(node, out));
     plan_layout layout = lower_eltwise_layout(b, node, out);
-    binary_op op = node->desc->binary;
     /* the kernels take one value dtype (Where's condition aside) */
     int first = op == BINARY_WHERE ? 1 : 0;
     for (int i = first + 1; i < node->num_inputs; i++)
@@ -816,6 +888,16 @@ static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
+static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
+    return lower_binary(b, node, node->desc->binary);
+}
+
+/* MOD or FMOD, as parsed from the fmod attribute. */
+static tci_status mod_gpu_lower(plan_builder *b, const ir_node *node) {
+    const binary_params *p = node->params;
+    return lower_binary(b, node, p->kind);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Descriptors
  * ------------------------------------------------------------------------------------------- */
@@ -851,10 +933,15 @@ OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, OP_EPILOGUE_ACT,
 OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, OP_EPILOGUE_ACT, 6, 8, 12, 13);
 OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, OP_EPILOGUE_ACT, 6, 8, 12, 13);
 
+/* Mod shares Add's inference and reference through binary_params' kind: MOD or FMOD by the fmod
+ * attribute (.binary, which only fusion patterns read, says MOD for both). 13 added bfloat16, 28
+ * fmod=0 for floats. */
+OP_DESC(mod_op, "Mod", OP_VERSIONS(10, 13, 28), mod_parse, binary_infer, binary_forward,
+        OP_EPILOGUE_ACT, mod_gpu_lower, NULL, BINARY_MOD);
 const op_desc *const layer_eltwise_ops[] = {
     &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,
     &elu_op,   &selu_op,       &softplus_op, &sqrt_op,        &erf_op,        &gelu_op,
     &clip_op,  &prelu_op,      &add_op,     &sub_op,          &mul_op,        &div_op,
     &pow_op,   &equal_op,      &where_op,   &sum_op,          &max_op,        &min_op,
-    NULL,
+    &mod_op,   NULL,
 };

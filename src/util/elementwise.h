@@ -71,7 +71,9 @@ typedef struct act_params {
     X(MIN, "Min")                                                                                  \
     X(PRELU, "PRelu") /* a < 0 ? b*a : a, b the slope */                                           \
     X(EQUAL, "Equal") /* a == b, as 0/1 */                                                         \
-    X(WHERE, "Where") /* inputs (cond, a, b): cond ? a : b */
+    X(WHERE, "Where") /* inputs (cond, a, b): cond ? a : b */                                      \
+    X(MOD, "Mod")     /* integers: remainder with the divisor's sign (Python's %) */               \
+    X(FMOD, "Fmod")   /* remainder with the dividend's sign (C's fmod and %) */
 /* clang-format on */
 
 #define BINARY_ENUM_ROW(NAME, DISPLAY) BINARY_##NAME,

@@ -1,7 +1,7 @@
 /* GPU tests of kern_eltwise against a plain C reference (double math on the values the kernel
  * sees): every activation, every binary op, broadcasting (same shape, per-channel, scalar, row,
  * general, rank 6), fused op+activation with input scales, NHWC8 channel padding, strided copies,
- * Equal/Where, int64, 64-bit indexing and the argument errors. */
+ * Equal/Where, int64, Mod, 64-bit indexing and the argument errors. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdbool.h>
@@ -27,6 +27,8 @@ static double binary_ref(binary_op op, double a, double b) {
     case BINARY_MAX: return a > b ? a : b;
     case BINARY_MIN: return a < b ? a : b;
     case BINARY_PRELU: return a < 0 ? b * a : a;
+    case BINARY_MOD: return a - floor(a / b) * b; /* the spec's formula: NaN for b == 0 */
+    case BINARY_FMOD: return fmod(a, b);
     default: ck_abort_msg("no reference for op %d", (int)op); return 0;
     }
 }
@@ -546,6 +548,16 @@ static int64_t i64_ref(binary_op op, int64_t a, int64_t b) {
     }
 }
 
+/* Mod through 128-bit floor / truncating division (the kernel answers x % 0 with 0). */
+static int64_t i64_mod_ref(binary_op op, int64_t a, int64_t b) {
+    if (b == 0)
+        return 0;
+    __int128 q = (__int128)a / b;
+    if (op == BINARY_MOD && q * b != a && (a < 0) != (b < 0))
+        q -= 1;
+    return (int64_t)((__int128)a - q * b);
+}
+
 START_TEST(test_int64_ops) {
     const int64_t out[2] = {4, 11}, bd[1] = {11};
     int64_t a[44], b[11];
@@ -612,6 +624,93 @@ START_TEST(test_int64_ops) {
     run_raw(&d, raw, bytes, NULL, got, sizeof got, 0);
     for (int i = 0; i < 44; i++)
         ck_assert_int_eq(got[i], cond[i % 11] ? a[i] : b[i % 11]);
+}
+END_TEST
+
+/* ---- Mod ----------------------------------------------------------------------------------- */
+
+/* MOD (numpy.mod, Mod-28's fmod=0 on floats) and FMOD: mixed signs and zero divisors in every
+ * float storage, same shape (vector path, and misaligned: general path), a scalar divisor and a
+ * row broadcast; int64 with the extremes. */
+START_TEST(test_mod_fmod) {
+    const binary_op ops[2] = {BINARY_MOD, BINARY_FMOD};
+    const int64_t dims[3] = {3, 5, 7}, rd[1] = {7};
+    const size_t n = 3 * 5 * 7;
+    for (int t = 0; t < FLOAT_TYPES; t++)
+        for (int o = 0; o < 2; o++) {
+            for (size_t misalign = 0; misalign <= 4; misalign += 4) {
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, ops[o], float_types[t], 3, dims);
+                float *a = random_floats(n, 61 + (uint64_t)o, -3, 3);
+                float *b = random_floats(n, 67 + (uint64_t)o, -3, 3);
+                b[5] = 0.0f, b[9] = -0.0f; /* NaN */
+                a[6] = 0.0f, a[7] = -0.0f;
+                float *vals[2] = {a, b};
+                size_t counts[2] = {n, n};
+                check_float(&d, vals, counts, NULL, misalign);
+                free(a);
+                free(b);
+            }
+            for (int broadcast = 0; broadcast < 2; broadcast++) {
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, ops[o], float_types[t], 3, dims);
+                size_t nb = broadcast == 0 ? 1 : 7;
+                if (broadcast == 0)
+                    d.strides[1][0] = d.strides[1][1] = d.strides[1][2] = 0;
+                else
+                    ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, rd));
+                float *a = random_floats(n, 71 + (uint64_t)o, -3, 3);
+                float *b = random_floats(nb, 73 + (uint64_t)o, -3, 3);
+                float *vals[2] = {a, b};
+                size_t counts[2] = {n, nb};
+                check_float(&d, vals, counts, NULL, 0);
+                free(a);
+                free(b);
+            }
+        }
+    /* fp16 spot values: the divisor's sign against the dividend's */
+    const float want[2][4] = {{1.5f, -1.5f, -1.0f, 1.0f}, {-0.5f, 0.5f, -1.0f, 1.0f}};
+    for (int o = 0; o < 2; o++) {
+        const int64_t four[1] = {4};
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, ops[o], TCI_DTYPE_FLOAT16, 1, four);
+        float af[4] = {-4.5f, 4.5f, -7, 7}, bf[4] = {2, -2, -3, 3};
+        uint16_t ah[4], bh[4], yh[4];
+        gpu_to_half(af, ah, 4);
+        gpu_to_half(bf, bh, 4);
+        const void *raw[2] = {ah, bh};
+        size_t bytes[2] = {sizeof ah, sizeof bh};
+        run_raw(&d, raw, bytes, NULL, yh, sizeof yh, 0);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(half_to_float(yh[i]) == want[o][i], "op %d element %d: %g", (int)ops[o],
+                          i, half_to_float(yh[i]));
+    }
+
+    /* int64: x % 0 and x % -1 give 0 (MIN % -1 must not trap) */
+    const int64_t out[2] = {6, 9}, bd[1] = {9};
+    int64_t a[54];
+    const int64_t b[9] = {3, -3, 7, -7, 0, -1, 1, INT64_MIN, INT64_MAX};
+    for (int i = 0; i < 54; i++)
+        a[i] = (i * 37) % 23 - 11;
+    a[0] = INT64_MIN, a[1] = INT64_MAX, a[5] = INT64_MIN, a[52] = INT64_MIN, a[53] = INT64_MAX;
+    for (int o = 0; o < 2; o++) {
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, ops[o], TCI_DTYPE_INT64, 2, out);
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
+        const void *raw[2] = {a, b};
+        size_t bytes[2] = {sizeof a, sizeof b};
+        int64_t got[54];
+        run_raw(&d, raw, bytes, NULL, got, sizeof got, 0);
+        for (int i = 0; i < 54; i++) {
+            int64_t w = i64_mod_ref(ops[o], a[i], b[i % 9]);
+            ck_assert_msg(got[i] == w, "int64 op %d element %d (%lld, %lld): got %lld want %lld",
+                          (int)ops[o], i, (long long)a[i], (long long)b[i % 9],
+                          (long long)got[i], (long long)w);
+        }
+    }
+    ck_assert_int_eq(i64_mod_ref(BINARY_MOD, -7, 3), 2);
+    ck_assert_int_eq(i64_mod_ref(BINARY_FMOD, -7, 3), -1);
+    ck_assert_int_eq(i64_mod_ref(BINARY_MOD, INT64_MIN, INT64_MAX), INT64_MAX - 1);
 }
 END_TEST
 
@@ -783,6 +882,7 @@ int main(void) {
     tcase_add_test(tc, test_strided_copy);
     tcase_add_test(tc, test_equal_and_where);
     tcase_add_test(tc, test_int64_ops);
+    tcase_add_test(tc, test_mod_fmod);
     tcase_add_test(tc, test_large_and_in_place);
     tcase_add_test(tc, test_64bit_indexing);
     tcase_add_test(tc, test_errors);

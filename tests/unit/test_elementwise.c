@@ -19,7 +19,9 @@ START_TEST(test_numbering) {
     ck_assert_int_eq(BINARY_ADD, 1);
     ck_assert_int_eq(BINARY_PRELU, 8);
     ck_assert_int_eq(BINARY_WHERE, 10);
-    ck_assert_int_eq(BINARY_COUNT, 11);
+    ck_assert_int_eq(BINARY_MOD, 11);
+    ck_assert_int_eq(BINARY_FMOD, 12);
+    ck_assert_int_eq(BINARY_COUNT, 13);
 }
 END_TEST
 

@@ -454,6 +454,153 @@ START_TEST(test_binary_errors) {
 }
 END_TEST
 
+/* A Mod node with the given fmod attribute (-1: none, the default 0). */
+static ir_node *mod_node(ir_graph *g, int opset, int fmod_attr) {
+    ir_node *n = th_node(g, "Mod", opset, 2, 1);
+    if (fmod_attr >= 0) th_attr_int(g, n, "fmod", fmod_attr);
+    return n;
+}
+
+START_TEST(test_mod_integers) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    tci_tensor out[1];
+    /* negative operands both ways; MIN % -1 is 0 (it traps when computed as x86's idiv) */
+    const int64_t d[1] = {7};
+    const int32_t a[7] = {-7, 7, -7, 7, 0, INT32_MIN, INT32_MIN};
+    const int32_t b[7] = {3, -3, -3, 3, -5, -1, INT32_MAX};
+    tci_tensor ins[2] = {th_tensor(TCI_DTYPE_INT32, 1, d, a), th_tensor(TCI_DTYPE_INT32, 1, d, b)};
+    const int32_t want_mod[7] = {2, -2, -1, 1, 0, 0, INT32_MAX - 1}; /* Python's % */
+    const int32_t want_fmod[7] = {-1, 1, -1, 1, 0, 0, -1};           /* C's % */
+    for (int f = -1; f <= 1; f++) {
+        ck_assert_tci_ok(th_run(g, mod_node(g, f < 0 ? 10 : 13, f), ins, out));
+        ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+        const int32_t *y = out[0].data;
+        for (int i = 0; i < 7; i++)
+            ck_assert_msg(y[i] == (f == 1 ? want_fmod : want_mod)[i], "fmod=%d element %d: %d",
+                          f, i, y[i]);
+        th_free(out, 1);
+    }
+
+    /* int64 [2,3] by a [3] row and by a scalar */
+    const int64_t ad[2] = {2, 3}, rd[1] = {3};
+    const int64_t a64[6] = {-5, 5, -9, 9, INT64_MIN, -1}, row[3] = {4, -4, 7}, three = -3;
+    tci_tensor l[2] = {th_tensor(TCI_DTYPE_INT64, 2, ad, a64), th_tensor(TCI_DTYPE_INT64, 1, rd, row)};
+    ck_assert_tci_ok(th_run(g, mod_node(g, 13, 0), l, out));
+    ck_assert_int_eq(out[0].rank, 2);
+    const int64_t want_row[6] = {3, -3, 5, 1, 0, 6};
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(((int64_t *)out[0].data)[i], want_row[i]);
+    th_free(out, 1);
+    l[1] = th_tensor(TCI_DTYPE_INT64, 0, NULL, &three);
+    ck_assert_tci_ok(th_run(g, mod_node(g, 13, 1), l, out));
+    const int64_t want_scalar[6] = {-2, 2, 0, 0, -2, -1};
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(((int64_t *)out[0].data)[i], want_scalar[i]);
+    th_free(out, 1);
+
+    /* int8 with its extremes; uint8, where both modes agree */
+    const int64_t two[1] = {2};
+    const int8_t a8[2] = {-128, 127}, b8[2] = {-1, -128};
+    tci_tensor i8[2] = {th_tensor(TCI_DTYPE_INT8, 1, two, a8), th_tensor(TCI_DTYPE_INT8, 1, two, b8)};
+    ck_assert_tci_ok(th_run(g, mod_node(g, 13, 0), i8, out));
+    ck_assert_int_eq(((int8_t *)out[0].data)[0], 0);
+    ck_assert_int_eq(((int8_t *)out[0].data)[1], -1);
+    th_free(out, 1);
+    const uint8_t au[2] = {250, 7}, bu[2] = {7, 250};
+    tci_tensor u8[2] = {th_tensor(TCI_DTYPE_UINT8, 1, two, au),
+                        th_tensor(TCI_DTYPE_UINT8, 1, two, bu)};
+    for (int f = 0; f <= 1; f++) {
+        ck_assert_tci_ok(th_run(g, mod_node(g, 13, f), u8, out));
+        ck_assert_int_eq(((uint8_t *)out[0].data)[0], 5);
+        ck_assert_int_eq(((uint8_t *)out[0].data)[1], 7);
+        th_free(out, 1);
+    }
+
+    /* a zero divisor is reported as Div's is (onnxruntime's x % 0 is undefined) */
+    const int32_t zero[7] = {1, 1, 1, 0, 1, 1, 1};
+    ins[1] = th_tensor(TCI_DTYPE_INT32, 1, d, zero);
+    for (int f = 0; f <= 1; f++) {
+        ck_assert_tci_error(th_run(g, mod_node(g, 13, f), ins, out), TCI_ERR_INVALID_ARGUMENT,
+                            "integer division by zero");
+        ck_assert_ptr_null(out[0].data);
+    }
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_mod_floats) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    tci_tensor out[1];
+    /* fmod=1: C's fmod, the dividend's sign; [2,1] x [3] broadcasts both sides */
+    const int64_t cd[2] = {2, 1}, rd[1] = {3}, od[2] = {2, 3};
+    const float a[2] = {-4.5f, 7.0f}, b[3] = {2.0f, -3.0f, 0.5f};
+    tci_tensor ins[2] = {th_tensor(TCI_DTYPE_FLOAT, 2, cd, a), th_tensor(TCI_DTYPE_FLOAT, 1, rd, b)};
+    expect_float(g, mod_node(g, 13, 1), ins, 2, od, (const float[]){-0.5f, -1.5f, -0.0f, 1, 1, 0},
+                 0);
+    /* Mod-28's fmod=0 on floats is numpy.mod: the divisor's sign */
+    expect_float(g, mod_node(g, 28, 0), ins, 2, od, (const float[]){1.5f, -1.5f, 0, 1, -2, 0}, 0);
+
+    /* numpy.mod's edge cases, in double: a zero takes the divisor's sign, an infinite divisor
+     * returns x or y, inf or NaN operands and a zero divisor give NaN */
+    const int64_t d[1] = {8};
+    const double x[8] = {0.0, -0.0, -3, 3, INFINITY, 1, NAN, 1};
+    const double y[8] = {-2, 2, INFINITY, -INFINITY, 2, 0, 2, NAN};
+    tci_tensor dd[2] = {th_tensor(TCI_DTYPE_DOUBLE, 1, d, x), th_tensor(TCI_DTYPE_DOUBLE, 1, d, y)};
+    ck_assert_tci_ok(th_run(g, mod_node(g, 28, -1), dd, out));
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_DOUBLE);
+    const double *z = out[0].data;
+    ck_assert(z[0] == 0 && signbit(z[0]));
+    ck_assert(z[1] == 0 && !signbit(z[1]));
+    ck_assert_double_eq(z[2], INFINITY);
+    ck_assert_double_eq(z[3], -INFINITY);
+    for (int i = 4; i < 8; i++) ck_assert(isnan(z[i]));
+    th_free(out, 1);
+    ck_assert_tci_ok(th_run(g, mod_node(g, 13, 1), dd, out));
+    z = out[0].data;
+    ck_assert(z[0] == 0 && !signbit(z[0])); /* fmod keeps the dividend's sign */
+    ck_assert(z[1] == 0 && signbit(z[1]));
+    ck_assert_double_eq(z[2], -3);
+    ck_assert_double_eq(z[3], 3);
+    for (int i = 4; i < 8; i++) ck_assert(isnan(z[i]));
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_mod_errors) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    tci_tensor out[1];
+    const int64_t d[1] = {2};
+    const float f[2] = {1, 2};
+    tci_tensor ins[2] = {th_tensor(TCI_DTYPE_FLOAT, 1, d, f), th_tensor(TCI_DTYPE_FLOAT, 1, d, f)};
+    /* floats with fmod=0 before opset 28: refused, as onnxruntime does */
+    ck_assert_tci_error(th_run(g, mod_node(g, 13, -1), ins, out), TCI_ERR_INVALID_MODEL,
+                        "(Mod): fmod=0 (integer modulus) with float inputs: before opset 28, "
+                        "floating-point inputs require fmod=1");
+    const double f64[2] = {1, 2};
+    tci_tensor dd[2] = {th_tensor(TCI_DTYPE_DOUBLE, 1, d, f64), th_tensor(TCI_DTYPE_DOUBLE, 1, d, f64)};
+    ck_assert_tci_error(th_run(g, mod_node(g, 10, 0), dd, out), TCI_ERR_INVALID_MODEL,
+                        "fmod=0 (integer modulus) with double inputs");
+    ck_assert_tci_error(th_run(g, mod_node(g, 13, 2), ins, out), TCI_ERR_INVALID_MODEL,
+                        "attribute 'fmod' is 2, not 0 or 1");
+    ir_node *n = mod_node(g, 13, 1);
+    th_attr_int(g, n, "broadcast", 1);
+    ck_assert_tci_error(th_run(g, n, ins, out), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'broadcast'");
+    ins[1] = th_tensor(TCI_DTYPE_INT64, 1, d, (const int64_t[]){1, 2});
+    ck_assert_tci_error(th_run(g, mod_node(g, 13, 1), ins, out), TCI_ERR_INVALID_MODEL,
+                        "input 1 has dtype int64 but input 0 has float");
+    const uint16_t h[2] = {0x3c00, 0x3c00};
+    ins[0] = ins[1] = th_tensor(TCI_DTYPE_FLOAT16, 1, d, h);
+    ck_assert_tci_error(th_run(g, mod_node(g, 13, 1), ins, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype float16");
+    ck_assert_tci_error(th_run(g, mod_node(g, 9, 1), ins, out), TCI_ERR_UNSUPPORTED,
+                        "older than tcinfer supports (from opset 10)");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_pow) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -931,6 +1078,7 @@ START_TEST(test_version_tables) {
         {"Erf", 9},   {"Gelu", 20},     {"Clip", 6},    {"PRelu", 7},       {"Add", 7},
         {"Sub", 7},   {"Mul", 7},       {"Div", 7},     {"Pow", 7},         {"Equal", 7},
         {"Where", 9}, {"Sum", 6},       {"Max", 6},     {"Min", 6},         {"Cast", 6},
+        {"Mod", 10},
     };
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -955,7 +1103,8 @@ START_TEST(test_version_tables) {
         const char *op;
         int opset, since;
     } picks[] = {{"Cast", 28, 28}, {"Cast", 18, 13}, {"Pow", 14, 13}, {"Equal", 21, 19},
-                 {"Clip", 12, 12}, {"Relu", 17, 14}, {"Max", 11, 8},  {"Softplus", 21, 1}};
+                 {"Clip", 12, 12}, {"Relu", 17, 14}, {"Max", 11, 8},  {"Softplus", 21, 1},
+                 {"Mod", 12, 10},  {"Mod", 27, 13},  {"Mod", 28, 28}};
     for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
         ir_node *n = th_node(g, picks[i].op, picks[i].opset, 1, 1);
         const op_desc *desc;
@@ -983,6 +1132,9 @@ int main(void) {
     tcase_add_test(tc, test_broadcast_patterns);
     tcase_add_test(tc, test_integer_arithmetic);
     tcase_add_test(tc, test_binary_errors);
+    tcase_add_test(tc, test_mod_integers);
+    tcase_add_test(tc, test_mod_floats);
+    tcase_add_test(tc, test_mod_errors);
     tcase_add_test(tc, test_pow);
     tcase_add_test(tc, test_equal);
     tcase_add_test(tc, test_where);

@@ -236,6 +236,7 @@ START_TEST(test_reduce_max_lowering) {
     ir_node *n = th_node_io(g, "rmax", "ReduceMax", 18, (ir_tensor *[]){x, axes}, 2, &y, 1);
     th_attr_int(g, n, "keepdims", 0);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);
@@ -261,6 +262,7 @@ START_TEST(test_reduce_max_lowering) {
     n = th_node_io(g, "rmax", "ReduceMax", 13, &c, 1, &y, 1);
     th_attr_ints(g, n, "axes", (const int64_t[]){2, -1}, 2);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     s = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
     ck_assert_ptr_nonnull(s);
@@ -277,9 +279,43 @@ START_TEST(test_reduce_max_lowering) {
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "rmax", "ReduceMax", 13, &x, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'rmax' (ReduceMax): int64 reductions have no GPU path");
     ir_graph_destroy(g);
+}
+END_TEST
+
+/* Mod lowers to one element-wise step whose op follows the parsed fmod attribute: FMOD for
+ * fmod=1 (here with a Relu fused), MOD for the default 0 on int64. */
+START_TEST(test_mod_lowering) {
+    for (int fmod_attr = 0; fmod_attr <= 1; fmod_attr++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        tci_dtype dt = fmod_attr ? TCI_DTYPE_FLOAT : TCI_DTYPE_INT64;
+        int64_t xd[2] = {2, 3}, yd[1] = {3};
+        ir_tensor *in[2] = {th_named(g, "x", dt, 2, xd, NULL), th_named(g, "y", dt, 1, yd, NULL)};
+        ir_tensor *z = act(g, "z"), *w = act(g, "w");
+        ir_node *mod = th_node_io(g, "mod", "Mod", 13, in, 2, &z, 1);
+        if (fmod_attr) {
+            th_attr_int(g, mod, "fmod", 1);
+            th_node_io(g, "relu", "Relu", 14, &z, 1, &w, 1);
+        }
+        th_graph_io(g, in, 2, fmod_attr ? &w : &z, 1);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        ck_assert_int_eq(p->num_steps, 1);
+        const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, 0);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(s->u.eltwise.op, fmod_attr ? BINARY_FMOD : BINARY_MOD);
+        ck_assert_int_eq(s->u.eltwise.act.kind, fmod_attr ? ACT_RELU : ACT_NONE);
+        ck_assert_str_eq(s->label, fmod_attr ? "Mod+Relu" : "Mod");
+        ck_assert_int_eq(s->u.eltwise.view.strides[1][0], 0);
+        plan_destroy(p);
+        ir_graph_destroy(g);
+    }
 }
 END_TEST
 
@@ -458,6 +494,7 @@ int main(void) {
     tcase_add_test(tc, test_no_gpu_path_names_node);
     tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_reduce_max_lowering);
+    tcase_add_test(tc, test_mod_lowering);
     tcase_add_test(tc, test_fp32_layers);
     tcase_add_test(tc, test_fp32_layer_patterns);
     tcase_add_test(tc, test_all_fp32);
