@@ -541,9 +541,7 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
     const char *label = lower_intern(b, e->label);
-    act_params act = e->act;
-    const ir_tensor *out = e->output;
-    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    TCI_TRY(lower_output(b, node, e->output, PLAN_LAYOUT_NHWC8, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_POOL, node, label, &s));
     plan_pool *pp = &s->u.pool;
@@ -564,9 +562,9 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     pp->dilation_h = win.dilation[0];
     pp->dilation_w = win.dilation[1];
     lower_step_io(s, 1, &xi, 1, &yt);
-    if (act.kind != ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
-        return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)&out, 1, out, act,
-                                  label, yt, PLAN_LAYOUT_NHWC8);
+    if (e->act.kind != ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
+        return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)&e->output, 1,
+                                  e->output, e->act, label, yt, PLAN_LAYOUT_NHWC8);
     return TCI_OK;
 }
 
