@@ -282,8 +282,5 @@ int64_t lower_count(const ir_tensor *t);
 const float *lower_const_floats(const ir_tensor *t);
 /* Scalar value of an optional constant float input; def when absent. */
 tci_status lower_scalar_input(const ir_node *n, int index, float def, float *out);
-/* An int list from a constant input (or, with attr, an attribute of older opsets). */
-tci_status lower_int_list(const ir_node *node, int input, const char *attr, int64_t *values,
-                          int *count, int max, bool *present);
 
 #endif

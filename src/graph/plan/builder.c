@@ -504,36 +504,3 @@ tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op
     s->num_outputs = 1;
     return TCI_OK;
 }
-
-
-/* Reads an int list from a constant input or, for old opsets, an attribute. */
-tci_status lower_int_list(const ir_node *node, int input, const char *attr, int64_t *values,
-                           int *count, int max, bool *present) {
-    *count = 0;
-    *present = false;
-    if (attr) {
-        const int64_t *v;
-        size_t n;
-        TCI_TRY(ir_attr_ints(node, attr, &v, &n));
-        if (v) {
-            if ((int)n > max) return ir_node_error(node, TCI_ERR_UNSUPPORTED, "too many %s", attr);
-            for (size_t i = 0; i < n; i++) values[i] = v[i];
-            *count = (int)n;
-            *present = true;
-            return TCI_OK;
-        }
-    }
-    if (input < 0 || input >= node->num_inputs || !node->inputs[input]) return TCI_OK;
-    const ir_tensor *t = node->inputs[input];
-    if (!t->data)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "input %d must be a constant for the GPU path", input);
-    tci_tensor v;
-    ir_tensor_view(t, &v);
-    int64_t n = lower_count(t);
-    if (n > max) return ir_node_error(node, TCI_ERR_UNSUPPORTED, "input %d is too long", input);
-    for (int64_t i = 0; i < n; i++) values[i] = op_read_int(&v, i);
-    *count = (int)n;
-    *present = true;
-    return TCI_OK;
-}
