@@ -26,8 +26,7 @@ struct tci_engine {
     /* the GPU engine's graph before the passes, shapes as built: smaller batches re-plan a copy */
     ir_graph *pristine;
     char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
-    plan_options plan_options;
-    tci_precision precision;
+    plan_options plan_options; /* fp32 layers and the precision, as the planner takes them */
     tci_kernels kernels;
 #if TCI_HAVE_CUDA
     exec_gpu_engine *gpu;
@@ -214,7 +213,6 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     if (st == TCI_OK) {
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
         e->plan_options.precision = options->precision;
-        e->precision = options->precision;
         e->kernels = options->kernels;
     }
     if (st == TCI_OK) st = build(g, options, keep_pristine ? &e->pristine : NULL);
@@ -404,7 +402,7 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         producer_name(producer, sizeof producer);
         f.machine = machine;
         f.producer = producer;
-        f.precision = (int32_t)engine->precision;
+        f.precision = (int32_t)engine->plan_options.precision;
         f.kernels = (int32_t)engine->kernels;
         ir_graph *g = NULL;
         const char **dropped = NULL;
@@ -429,7 +427,7 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         if (fp32_layers) fp32_layers[kept] = NULL;
         f.fp32_layers = fp32_layers;
         /* bf16 engines keep fp32 weights: fp16 then bf16 would round them twice */
-        if (st == TCI_OK && engine->precision != TCI_PRECISION_BF16)
+        if (st == TCI_OK && engine->plan_options.precision != TCI_PRECISION_BF16)
             st = fp16_weights(g, &engine->plan_options, &mask, &f.fp16_tensors);
         if (st == TCI_OK) st = onnx_save_model(g, mask, &f.model, &f.model_size);
         if (st == TCI_OK) st = exec_gpu_engine_choices(engine->gpu, &f.choices);
