@@ -97,9 +97,10 @@ static tci_status mark_all_outputs(ir_graph *g) {
     return TCI_OK;
 }
 
-/* The GPU plan of an optimised graph: the fusion passes, then the planner. */
+/* The GPU plan of an optimised graph: the fusion and layout passes, then the planner. */
 static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **out_plan) {
     TCI_TRY(pass_fuse_for_gpu(g));
+    TCI_TRY(pass_assign_layouts(g));
     return plan_build(g, options, out_plan);
 }
 
