@@ -349,7 +349,8 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     if (gather_error) {
         cudaMemset(c->gather_error, 0, sizeof(int));
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "a Gather index was out of range");
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "an index input of a gather or scatter was out of range");
     }
     return TCI_OK;
 }

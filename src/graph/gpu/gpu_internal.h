@@ -104,7 +104,7 @@ struct exec_gpu_context {
     void **input_staging;      /* by engine input: the caller's data as given (fp32, int64...) */
     void **output_staging;     /* by engine output: fp32 / int64 / bool, dense NCHW */
     tci_tensor *outputs;       /* host copies */
-    int *gather_error;         /* device flag for out-of-range Gather indices */
+    int *gather_error;         /* device flag: an index (gather, scatter) out of range */
     bool use_graph;
     cudaEvent_t *events;       /* 2 per step, for profiling */
     /* device I/O (exec_gpu_run_device): the caller's buffers, inputs then outputs, or NULLs */
