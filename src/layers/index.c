@@ -1,7 +1,7 @@
-/* Op family 'index': GatherElements, ScatterElements, ScatterND and OneHot, which read or write
- * elements at positions an integer tensor gives. Indices may be int32 or int64 and negative
- * (counted from the end); one still out of range is an error on the CPU reference and is
- * skipped (flagged, never written out of bounds) on the GPU. */
+/* Op family 'index': GatherElements, ScatterElements (and Scatter, its old name), ScatterND and
+ * OneHot, which read or write elements at positions an integer tensor gives. Indices may be int32
+ * or int64 and negative (counted from the end); one still out of range is an error on the CPU
+ * reference and is skipped (flagged, never written out of bounds) on the GPU. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,6 +480,10 @@ SHAPE_OP(gather_elements_op, "GatherElements", gather_elements_parse, gather_ele
 SHAPE_OP(scatter_elements_op, "ScatterElements", scatter_elements_parse, scatter_elements_infer,
          scatter_elements_forward, OP_MOVES_DATA, scatter_elements_gpu_lower, 11, 13, 16, 18);
 
+/* Scatter: ScatterElements under its deprecated name (opsets 9 and 11, no reduction) */
+SHAPE_OP(scatter_op, "Scatter", scatter_elements_parse, scatter_elements_infer,
+         scatter_elements_forward, OP_MOVES_DATA, scatter_elements_gpu_lower, 9, 11);
+
 SHAPE_OP(scatter_nd_op, "ScatterND", scatter_nd_parse, scatter_nd_infer, scatter_nd_forward,
          OP_MOVES_DATA, scatter_nd_gpu_lower, 11, 13, 16, 18);
 
@@ -489,6 +493,7 @@ SHAPE_OP(one_hot_op, "OneHot", one_hot_parse, one_hot_infer, one_hot_forward, 0,
 const op_desc *const layer_index_ops[] = {
     &gather_elements_op,
     &scatter_elements_op,
+    &scatter_op,
     &scatter_nd_op,
     &one_hot_op,
     NULL,

@@ -186,7 +186,7 @@ extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Gath
 extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split, Transpose, Slice,
                                                       Pad, Expand */
 extern const op_desc *const layer_index_ops[];     /* index.c: GatherElements, ScatterElements,
-                                                      ScatterND, OneHot */
+                                                      Scatter, ScatterND, OneHot */
 extern const op_desc *const layer_rearrange_ops[]; /* rearrange.c: Tile, DepthToSpace,
                                                       SpaceToDepth, Trilu */
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */

@@ -90,8 +90,14 @@ START_TEST(test_scatter_elements_reductions) {
         th_assert_near(out.data, cases[c].want, 5, 0);
         th_free(&out, 1);
     }
-    /* max and min only from opset 18, reductions from 16 */
+    /* Scatter, the old name: no reduction attribute at all */
     tci_tensor out;
+    ck_assert_tci_ok(run_op("Scatter", 9, NULL, 1, in, 3, &out));
+    th_assert_near(out.data, cases[0].want, 5, 0);
+    th_free(&out, 1);
+    ck_assert_tci_error(run_op("Scatter", 11, "add", 1, in, 3, &out), TCI_ERR_UNSUPPORTED,
+                        "reduction");
+    /* max and min only from opset 18, reductions from 16 */
     ck_assert_tci_error(run_op("ScatterElements", 16, "max", 1, in, 3, &out),
                         TCI_ERR_UNSUPPORTED, "reduction 'max' is not defined at opset 16");
     ck_assert_tci_error(run_op("ScatterElements", 13, "add", 1, in, 3, &out),
