@@ -258,10 +258,9 @@ tci_status with_scatter_type(const char *who, tci_dtype dtype, kern_scatter_redu
                      tci_dtype_name(dtype), (int)reduce);
 }
 
-// Checks shared by the scatters; fills the data part of d. False (with the error) on bad input.
-tci_status check_scatter(const char *who, void *out, const void *data, const void *indices,
-                         const void *updates, int rank, const int64_t *data_dims,
-                         kern_scatter_reduce reduce, IndexDesc *d) {
+// Checks shared by the scatters; fills the data part of d.
+tci_status check_scatter(const char *who, void *out, const void *data, int rank,
+                         const int64_t *data_dims, kern_scatter_reduce reduce, IndexDesc *d) {
     if (rank < 1 || rank > kMaxRank || !data_dims)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: rank %d is outside 1..%d", who, rank,
                          kMaxRank);
@@ -277,8 +276,6 @@ tci_status check_scatter(const char *who, void *out, const void *data, const voi
     row_major(rank, d->data_dims, d->data_strides);
     if (product(rank, data_dims) > 0 && (!out || !data))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL data or output buffer", who);
-    (void)indices;
-    (void)updates;
     return TCI_OK;
 }
 
@@ -399,7 +396,7 @@ extern "C" tci_status kern_scatter_elements(void *out, const void *data, const v
                                             int *error_flag, cudaStream_t stream) {
     static const char *who = "kern_scatter_elements";
     IndexDesc d;
-    TCI_TRY(check_scatter(who, out, data, indices, updates, rank, data_dims, reduce, &d));
+    TCI_TRY(check_scatter(who, out, data, rank, data_dims, reduce, &d));
     if (axis < 0 || axis >= rank || !index_dims)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: axis %d of rank %d", who, axis, rank);
     d.axis = axis;
@@ -432,7 +429,7 @@ extern "C" tci_status kern_scatter_nd(void *out, const void *data, const void *i
                                       int *error_flag, cudaStream_t stream) {
     static const char *who = "kern_scatter_nd";
     IndexDesc d;
-    TCI_TRY(check_scatter(who, out, data, indices, updates, rank, data_dims, reduce, &d));
+    TCI_TRY(check_scatter(who, out, data, rank, data_dims, reduce, &d));
     if (k < 0 || k > rank || num_updates < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: tuples of %d for rank %d, %lld updates",
                          who, k, rank, (long long)num_updates);
