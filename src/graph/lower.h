@@ -64,7 +64,8 @@ typedef enum plan_step_kind {
     PLAN_STEP_GATHER_ELEMENTS, /* y[i] = x[i with the axis coordinate replaced by idx[i]] */
     PLAN_STEP_SCATTER,         /* y = x, then updates applied at indices, in order (ScatterND
                                   when u.index.nd, else along an axis) */
-    PLAN_STEP_TRILU,           /* zero above or below a diagonal of the last two dims */
+    PLAN_STEP_TRILU,           /* zero above or below a diagonal of the last two dims; the
+                                  diagonal k, or an int64 read from inputs[1] when present */
     PLAN_STEP_ONE_HOT,         /* y = on where the index names the position along depth */
 } plan_step_kind;
 

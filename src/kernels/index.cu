@@ -291,7 +291,9 @@ tci_status copy_data(void *out, const void *data, int64_t count, tci_dtype dtype
 
 template <typename T>
 __global__ void trilu_kernel(T *__restrict__ out, const T *__restrict__ in, int64_t total,
-                             int64_t rows, int64_t cols, int64_t k, int upper) {
+                             int64_t rows, int64_t cols, int64_t k, const int64_t *k_device,
+                             int upper) {
+    if (k_device) k = *k_device;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (int64_t)gridDim.x * blockDim.x) {
         int64_t t = div_fast(e, cols);
@@ -447,8 +449,8 @@ extern "C" tci_status kern_scatter_nd(void *out, const void *data, const void *i
 }
 
 extern "C" tci_status kern_trilu(void *out, const void *in, int64_t batch, int64_t rows,
-                                 int64_t cols, int64_t k, int upper, int elem_size,
-                                 cudaStream_t stream) {
+                                 int64_t cols, int64_t k, const int64_t *k_device, int upper,
+                                 int elem_size, cudaStream_t stream) {
     if (batch < 0 || rows < 0 || cols < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_trilu: negative extent (%lld, %lld, %lld)",
                          (long long)batch, (long long)rows, (long long)cols);
@@ -461,7 +463,7 @@ extern "C" tci_status kern_trilu(void *out, const void *in, int64_t batch, int64
     return with_raw_type(elem_size, [&](auto tag) {
         using T = typename decltype(tag)::type;
         trilu_kernel<T><<<blocks_for(total, kBlock), kBlock, 0, stream>>>(
-            (T *)out, (const T *)in, total, rows, cols, k, upper);
+            (T *)out, (const T *)in, total, rows, cols, k, k_device, upper);
         KERN_LAUNCH_CHECK("trilu_kernel");
         return TCI_OK;
     });

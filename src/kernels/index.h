@@ -64,9 +64,11 @@ tci_status kern_scatter_nd(void *out, const void *data, const void *indices, int
                            int *error_flag, cudaStream_t stream);
 
 /* out = in over (batch, rows, cols), with zero (all bits clear) where the column minus the row is
- * below k (upper) or above k (lower). */
+ * below k (upper) or above k (lower). k_device, when not NULL, is a device int64 read in place of
+ * k (a diagonal computed at run time). */
 tci_status kern_trilu(void *out, const void *in, int64_t batch, int64_t rows, int64_t cols,
-                      int64_t k, int upper, int elem_size, cudaStream_t stream);
+                      int64_t k, const int64_t *k_device, int upper, int elem_size,
+                      cudaStream_t stream);
 
 /* out viewed as (outer, depth, inner): on where indices[o * inner + i] (negative adds depth)
  * equals the depth position, off elsewhere (also for an index outside [-depth, depth)).

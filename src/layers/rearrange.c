@@ -344,16 +344,20 @@ static tci_status trilu_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *kt = node->num_inputs > 1 ? node->inputs[1] : NULL;
     TCI_TRY(lower_require_known(node, x));
     int64_t k = 0;
-    if (kt) {
-        if (!kt->data)
-            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "k (input 1) must be a constant for the GPU path");
+    int io[2], n = 1;
+    if (kt && kt->data) {
         tci_tensor v;
         ir_tensor_view(kt, &v);
         if (op_count(&v) > 0) k = op_read_int(&v, 0);
+    } else if (kt) {
+        /* k computed at run time: the kernel reads it on the device */
+        TCI_TRY(lower_require_known(node, kt));
+        if (lower_count(kt) != 1)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "k must have one element");
+        TCI_TRY(lower_input(b, node, kt, PLAN_LAYOUT_DENSE, &io[n++]));
     }
-    int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    int yt;
+    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &io[0]));
     TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
     if (lower_count(y) == 0) return TCI_OK;
     plan_step *s;
@@ -364,7 +368,7 @@ static tci_status trilu_gpu_lower(plan_builder *b, const ir_node *node) {
     s->u.trilu.k = k;
     s->u.trilu.upper = p->upper;
     s->u.trilu.elem_size = tci_dtype_size(lower_tensor(b, yt)->dtype);
-    lower_step_io(s, 1, &xi, 1, &yt);
+    lower_step_io(s, n, io, 1, &yt);
     return TCI_OK;
 }
 

@@ -260,13 +260,21 @@ START_TEST(test_trilu) {
             ck_assert_tci_ok(th_run(g, n, in, &want));
             ir_graph_destroy(g);
             void *dx = gpu_upload(x, sizeof x), *dy = gpu_upload(NULL, sizeof x);
-            ck_assert_tci_ok(kern_trilu(dy, dx, 3, 5, 7, k, upper, 4, 0));
+            ck_assert_tci_ok(kern_trilu(dy, dx, 3, 5, 7, k, NULL, upper, 4, 0));
             gpu_sync();
             float got[105];
             gpu_download(got, dy, sizeof got);
             assert_bytes(got, want.data, sizeof got, "trilu");
+            /* the same k read on the device (the host value given is ignored) */
+            int64_t *dk = gpu_upload(&k, sizeof k);
+            gpu_free(dy);
+            dy = gpu_upload(NULL, sizeof x);
+            ck_assert_tci_ok(kern_trilu(dy, dx, 3, 5, 7, 1000, dk, upper, 4, 0));
+            gpu_sync();
+            gpu_download(got, dy, sizeof got);
+            assert_bytes(got, want.data, sizeof got, "trilu, k on the device");
             th_free(&want, 1);
-            gpu_free(dx), gpu_free(dy);
+            gpu_free(dx), gpu_free(dy), gpu_free(dk);
         }
 }
 END_TEST

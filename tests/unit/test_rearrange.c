@@ -253,9 +253,10 @@ START_TEST(test_trilu_gpu_lowering) {
     ck_assert_int_eq(s->u.trilu.k, -2);
     ck_assert(!s->u.trilu.upper);
     ck_assert_int_eq(s->u.trilu.elem_size, 2);
+    ck_assert_int_eq(s->num_inputs, 1);
     plan_destroy(p);
     ir_graph_destroy(g);
-    /* k computed at run time: refused naming the input */
+    /* k computed at run time: the step reads it from its second input */
     ck_assert_tci_ok(ir_graph_create(&g));
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
     kt = th_named(g, "k", TCI_DTYPE_INT64, 0, NULL, NULL);
@@ -263,8 +264,12 @@ START_TEST(test_trilu_gpu_lowering) {
     th_node_io(g, "t", "Trilu", 14, (ir_tensor *[]){x, kt}, 2, &y, 1);
     th_graph_io(g, (ir_tensor *[]){x, kt}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "k (input 1) must be a constant");
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    s = only_step(p, PLAN_STEP_TRILU);
+    ck_assert_int_eq(s->num_inputs, 2);
+    const plan_tensor *k_dev = &p->tensors[s->inputs[1]];
+    ck_assert_int_eq(k_dev->dtype, TCI_DTYPE_INT64);
+    plan_destroy(p);
     ir_graph_destroy(g);
 }
 END_TEST

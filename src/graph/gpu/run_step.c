@@ -294,7 +294,8 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
     }
     case PLAN_STEP_TRILU:
         return kern_trilu(out, in[0], s->u.trilu.batch, s->u.trilu.rows, s->u.trilu.cols,
-                          s->u.trilu.k, s->u.trilu.upper, (int)s->u.trilu.elem_size, stream);
+                          s->u.trilu.k, s->num_inputs > 1 ? (const int64_t *)in[1] : NULL,
+                          s->u.trilu.upper, (int)s->u.trilu.elem_size, stream);
     case PLAN_STEP_ONE_HOT:
         return kern_one_hot(out, in[0], gpu_tensor_of(p, s->inputs[0])->dtype == TCI_DTYPE_INT32,
                             s->u.one_hot.outer, s->u.one_hot.depth, s->u.one_hot.inner,
