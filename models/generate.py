@@ -304,6 +304,23 @@ def segmentation_decoder():
                    "decoder with skip connections, opset 18.")
 
 
+def dense_concat():
+    b = Builder(7)
+    widths = [2, 3] * 10                                                       # 50 channels
+    feats = [b.node("Relu", [b.conv("input", 4, w, 3)]) for w in widths]
+    cat = b.node("Concat", feats, axis=1)                                     # 20 inputs
+    parts = b.node("Split", [cat, b.ints(widths, "split")], outputs=20, axis=1)
+    x = b.node("Concat", parts[::-1], axis=1)
+    x = b.conv(x, 50, 16, 1, gain=1.0)
+    x = b.node("DepthToSpace", [x], blocksize=2, mode="CRD")                  # 4 x 16 x 16
+    x = b.node("Tile", [x, b.ints([1, 1, 1, 2], "repeats")])                   # 4 x 16 x 32
+    b.node("Trilu", [x, b.ints(-3, "k")], name="tri", upper=1)
+    return b.model("dense_concat", [tensor("input", ["N", 4, 8, 8])],
+                   [tensor("tri_out", ["N", 4, 16, 32])], 14,
+                   "DenseNet-style Concat of 20 feature maps and Split into 20, then "
+                   "DepthToSpace (CRD), Tile and Trilu, opset 14, symbolic batch.")
+
+
 MODELS = {
     "small_cnn": small_cnn,
     "resnet_mini": resnet_mini,
@@ -311,6 +328,7 @@ MODELS = {
     "mlp": mlp,
     "transformer_block": transformer_block,
     "segmentation_decoder": segmentation_decoder,
+    "dense_concat": dense_concat,
 }
 
 

@@ -56,7 +56,22 @@ typedef enum plan_step_kind {
     PLAN_STEP_GATHER,
     PLAN_STEP_PAD,
     PLAN_STEP_CONV_TRANSPOSE, /* y = conv_transpose(x, w) + bias, then post_act */
+    PLAN_STEP_GATHER_ELEMENTS, /* y[i] = x[i with the axis coordinate replaced by idx[i]] */
+    PLAN_STEP_SCATTER,         /* y = x, then updates applied at indices, in order (ScatterND
+                                  when u.index.nd, else along an axis) */
+    PLAN_STEP_TRILU,           /* zero above or below a diagonal of the last two dims; the
+                                  diagonal k, or an int64 read from inputs[1] when present */
+    PLAN_STEP_ONE_HOT,         /* y = on where the index names the position along depth */
 } plan_step_kind;
+
+/* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
+typedef enum plan_scatter_reduce {
+    PLAN_SCATTER_NONE = 0,
+    PLAN_SCATTER_ADD,
+    PLAN_SCATTER_MUL,
+    PLAN_SCATTER_MAX,
+    PLAN_SCATTER_MIN,
+} plan_scatter_reduce;
 
 #define PLAN_MAX_STEP_INPUTS 4
 #define PLAN_NEAREST_LEGACY 4
@@ -171,6 +186,26 @@ typedef struct plan_step {
             double value;
             size_t elem_size;
         } pad;
+        struct {
+            int rank;                               /* of the data (x and y) */
+            int64_t data_dims[PLAN_MAX_PHYS_RANK];
+            int64_t index_dims[PLAN_MAX_PHYS_RANK]; /* the indices' (same rank) unless nd */
+            int axis;                               /* unless nd */
+            bool nd;                                /* ScatterND: tuples of k leading indices */
+            int k;
+            int64_t num_updates;                    /* nd: number of index tuples */
+            plan_scatter_reduce reduce;
+            size_t elem_size;
+        } index;
+        struct {
+            int64_t batch, rows, cols, k;
+            bool upper;
+            size_t elem_size;
+        } trilu;
+        struct {
+            int64_t outer, depth, inner; /* y viewed as (outer, depth, inner) */
+            double off, on;
+        } one_hot;
     } u;
 } plan_step;
 

@@ -209,6 +209,10 @@ extern const op_desc *const layer_range_ops[];     /* range.c: Range */
 extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Gather, Shape ... */
 extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split, Transpose, Slice,
                                                       Pad, Expand */
+extern const op_desc *const layer_index_ops[];     /* index.c: GatherElements, ScatterElements,
+                                                      Scatter, ScatterND, OneHot */
+extern const op_desc *const layer_rearrange_ops[]; /* rearrange.c: Tile, DepthToSpace,
+                                                      SpaceToDepth, Trilu */
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
 extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
                                                       Softmax, LogSoftmax */

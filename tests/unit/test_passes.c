@@ -1,5 +1,7 @@
 /* Graph passes: shape-chain folding, pass-through removal, dead nodes, inference of shapes; the
  * GPU fusions and layouts. */
+#include <stdio.h>
+
 #include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "graph/plan.h"
@@ -419,6 +421,68 @@ START_TEST(test_layouts_reduce_global_pool) {
 }
 END_TEST
 
+/* Concat of 20 inputs (DenseNet) and Split into 20 outputs: shapes are inferred, a Concat of
+ * constants folds, and the reference runs them (shape inference once refused more than 16). */
+START_TEST(test_wide_concat_and_split) {
+    enum { WIDE = 20 };
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {2, 3}, cd[2] = {2, 1};
+    float cv[WIDE][2];
+    ir_tensor *cat_in[WIDE], *folded_in[WIDE], *parts[WIDE];
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL);
+    cat_in[0] = x;
+    for (int i = 0; i < WIDE; i++) {
+        char name[16];
+        cv[i][0] = (float)i;
+        cv[i][1] = (float)(100 + i);
+        snprintf(name, sizeof name, "c%d", i);
+        folded_in[i] = const_f32(g, name, cv[i], 2, cd);
+        if (i) cat_in[i] = folded_in[i];
+        snprintf(name, sizeof name, "part%d", i);
+        parts[i] = named(g, name);
+    }
+    ir_tensor *cat = named(g, "cat"), *consts = named(g, "consts"), *sum = named(g, "sum");
+    ir_node *n = th_node_io(g, "cat", "Concat", 13, cat_in, WIDE, &cat, 1);
+    th_attr_int(g, n, "axis", 1);
+    n = th_node_io(g, "consts", "Concat", 13, folded_in, WIDE, &consts, 1);
+    th_attr_int(g, n, "axis", 1);
+    /* split sizes 3, 1, 1, ...: x comes back as the first part */
+    int64_t sizes[WIDE];
+    for (int i = 0; i < WIDE; i++) sizes[i] = i ? 1 : 3;
+    ir_tensor *split = const_i64(g, "sizes", sizes, WIDE);
+    n = th_node_io(g, "split", "Split", 13, (ir_tensor *[]){cat, split}, 2, parts, WIDE);
+    th_attr_int(g, n, "axis", 1);
+    th_node_io(g, "sum", "Add", 14, (ir_tensor *[]){parts[WIDE - 1], consts}, 2, &sum, 1);
+    ir_tensor *outs[WIDE + 1];
+    for (int i = 0; i < WIDE; i++) outs[i] = parts[i];
+    outs[WIDE] = sum;
+    th_graph_io(g, &x, 1, outs, WIDE + 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_int_eq(g->num_nodes, 3); /* the constant Concat folded */
+    ck_assert_ptr_nonnull(consts->data);
+    ck_assert_int_eq(consts->dims[1], WIDE);
+    ck_assert_int_eq(cat->dims[1], 22);
+    ck_assert_int_eq(parts[WIDE - 1]->dims[1], 1);
+    exec_cpu *e;
+    ck_assert_tci_ok(exec_cpu_create(g, &e));
+    float xv[6] = {-1, -2, -3, -4, -5, -6};
+    tci_tensor in = th_tensor(TCI_DTYPE_FLOAT, 2, xd, xv);
+    ck_assert_tci_ok(exec_cpu_run(e, &in, 1));
+    th_assert_near(exec_cpu_output(e, 0)->data, xv, 6, 0);
+    const float *last = exec_cpu_output(e, WIDE - 1)->data;
+    ck_assert_float_eq(last[0], 19);
+    ck_assert_float_eq(last[1], 119);
+    const float *s = exec_cpu_output(e, WIDE)->data; /* 19 + consts[0, :], 119 + consts[1, :] */
+    for (int i = 0; i < WIDE; i++) {
+        ck_assert_float_eq(s[i], 19.0f + (float)i);
+        ck_assert_float_eq(s[WIDE + i], 219.0f + (float)i);
+    }
+    exec_cpu_destroy(e);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("passes");
     TCase *tc = tcase_create("core");
@@ -431,6 +495,7 @@ int main(void) {
     tcase_add_test(tc, test_layouts_matmul_chain_dense);
     tcase_add_test(tc, test_layouts_eltwise_follows);
     tcase_add_test(tc, test_layouts_reduce_global_pool);
+    tcase_add_test(tc, test_wide_concat_and_split);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
 }

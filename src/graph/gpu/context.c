@@ -382,7 +382,8 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     c->nonfinite_on_host = true;
     if (gather_error) {
         cudaMemset(c->gather_error, 0, sizeof(int));
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "a Gather index was out of range");
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "an index input of a gather or scatter was out of range");
     }
     return TCI_OK;
 }

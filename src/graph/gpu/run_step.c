@@ -6,6 +6,7 @@
 #include "graph/gpu/gpu_internal.h"
 #include "kernels/cast.h"
 #include "kernels/copy.h"
+#include "kernels/index.h"
 #include "kernels/layout.h"
 #include "kernels/norm.h"
 #include "kernels/pool.h"
@@ -271,6 +272,36 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                         s->u.pad.pads_end, modes[s->u.pad.mode],
                         fill_bits(y->dtype, s->u.pad.value), (int)s->u.pad.elem_size, stream);
     }
+    case PLAN_STEP_GATHER_ELEMENTS:
+        return kern_gather_elements(out, in[0], in[1],
+                                    gpu_tensor_of(p, s->inputs[1])->dtype == TCI_DTYPE_INT32,
+                                    s->u.index.rank, s->u.index.data_dims, s->u.index.index_dims,
+                                    s->u.index.axis, (int)s->u.index.elem_size, c->gather_error,
+                                    stream);
+    case PLAN_STEP_SCATTER: {
+        static const kern_scatter_reduce reduces[] = {KERN_SCATTER_NONE, KERN_SCATTER_ADD,
+                                                      KERN_SCATTER_MUL, KERN_SCATTER_MAX,
+                                                      KERN_SCATTER_MIN};
+        int i32 = gpu_tensor_of(p, s->inputs[1])->dtype == TCI_DTYPE_INT32;
+        kern_scatter_reduce r = reduces[s->u.index.reduce];
+        if (s->u.index.nd)
+            return kern_scatter_nd(out, in[0], in[1], i32, in[2], s->u.index.rank,
+                                   s->u.index.data_dims, s->u.index.k, s->u.index.num_updates, r,
+                                   y->dtype, c->gather_error, stream);
+        return kern_scatter_elements(out, in[0], in[1], i32, in[2], s->u.index.rank,
+                                     s->u.index.data_dims, s->u.index.index_dims, s->u.index.axis,
+                                     r, y->dtype, c->gather_error, stream);
+    }
+    case PLAN_STEP_TRILU:
+        return kern_trilu(out, in[0], s->u.trilu.batch, s->u.trilu.rows, s->u.trilu.cols,
+                          s->u.trilu.k, s->num_inputs > 1 ? (const int64_t *)in[1] : NULL,
+                          s->u.trilu.upper, (int)s->u.trilu.elem_size, stream);
+    case PLAN_STEP_ONE_HOT:
+        return kern_one_hot(out, in[0], gpu_tensor_of(p, s->inputs[0])->dtype == TCI_DTYPE_INT32,
+                            s->u.one_hot.outer, s->u.one_hot.depth, s->u.one_hot.inner,
+                            fill_bits(y->dtype, s->u.one_hot.off),
+                            fill_bits(y->dtype, s->u.one_hot.on), (int)tci_dtype_size(y->dtype),
+                            stream);
     }
     return tci_error(TCI_ERR_INTERNAL, "unknown plan step kind %d", (int)s->kind);
 }

@@ -50,11 +50,10 @@ static tci_status merge_shape(const ir_node *n, ir_tensor *t, const tci_tensor *
     return TCI_OK;
 }
 
-static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in, bool *folded) {
-    tci_tensor outs[16];
-    tci_tensor *out[16] = {0};
+/* outs and out have n->num_outputs entries of scratch. */
+static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in,
+                            tci_tensor *outs, tci_tensor **out, bool *folded) {
     *folded = false;
-    if (n->num_outputs > 16) return TCI_OK;
     /* Shape-only ops get a view whose data is NULL: their forward reads dims only. */
     for (int o = 0; o < n->num_outputs; o++) out[o] = n->outputs[o] ? &outs[o] : NULL;
     TCI_TRY(op_run_node(n, in, out));
@@ -88,39 +87,59 @@ static int64_t output_bytes_bound(const ir_node *n) {
     return total;
 }
 
-tci_status pass_infer_and_fold(ir_graph *g) {
-    size_t kept = 0;
-    tci_tensor views[16], outs[16];
-    const tci_tensor *in[16];
-    tci_tensor *out[16];
-    for (size_t i = 0; i < g->num_nodes; i++) {
-        ir_node *n = g->nodes[i];
-        if (n->num_inputs > 16 || n->num_outputs > 16)
-            return ir_node_error(n, TCI_ERR_UNSUPPORTED, "more than 16 inputs or outputs");
-        for (int k = 0; k < n->num_inputs; k++) {
-            in[k] = NULL;
-            if (!n->inputs[k]) continue;
-            ir_tensor_view(n->inputs[k], &views[k]);
-            in[k] = &views[k];
-        }
-        for (int o = 0; o < n->num_outputs; o++) {
-            out[o] = NULL;
-            if (!n->outputs[o]) continue;
-            memset(&outs[o], 0, sizeof outs[o]);
-            outs[o].rank = -1;
-            for (int d = 0; d < TCI_MAX_RANK; d++) outs[o].dims[d] = -1;
-            out[o] = &outs[o];
-        }
-        TCI_TRY(n->desc->infer(n, in, out));
-        for (int o = 0; o < n->num_outputs; o++)
-            if (out[o]) TCI_TRY(merge_shape(n, n->outputs[o], out[o]));
-        bool folded = false;
-        if (foldable(n)) {
-            int64_t bytes = output_bytes_bound(n);
-            if (bytes >= 0 && bytes <= FOLD_MAX_BYTES) TCI_TRY(fold_node(g, n, in, &folded));
-        }
-        if (!folded) g->nodes[kept++] = n;
+/* One node: inference, then folding when its inputs are constants. The scratch arrays have room
+ * for the node's inputs and outputs. */
+static tci_status infer_node(ir_graph *g, ir_node *n, tci_tensor *views, const tci_tensor **in,
+                             tci_tensor *outs, tci_tensor **out, bool *folded) {
+    *folded = false;
+    for (int k = 0; k < n->num_inputs; k++) {
+        in[k] = NULL;
+        if (!n->inputs[k]) continue;
+        ir_tensor_view(n->inputs[k], &views[k]);
+        in[k] = &views[k];
     }
+    for (int o = 0; o < n->num_outputs; o++) {
+        out[o] = NULL;
+        if (!n->outputs[o]) continue;
+        memset(&outs[o], 0, sizeof outs[o]);
+        outs[o].rank = -1;
+        for (int d = 0; d < TCI_MAX_RANK; d++) outs[o].dims[d] = -1;
+        out[o] = &outs[o];
+    }
+    TCI_TRY(n->desc->infer(n, in, out));
+    for (int o = 0; o < n->num_outputs; o++)
+        if (out[o]) TCI_TRY(merge_shape(n, n->outputs[o], out[o]));
+    if (foldable(n)) {
+        int64_t bytes = output_bytes_bound(n);
+        if (bytes >= 0 && bytes <= FOLD_MAX_BYTES) TCI_TRY(fold_node(g, n, in, outs, out, folded));
+    }
+    return TCI_OK;
+}
+
+tci_status pass_infer_and_fold(ir_graph *g) {
+    /* scratch sized for the widest node: Concat and Split take any number of tensors */
+    size_t width = 1;
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        if ((size_t)g->nodes[i]->num_inputs > width) width = (size_t)g->nodes[i]->num_inputs;
+        if ((size_t)g->nodes[i]->num_outputs > width) width = (size_t)g->nodes[i]->num_outputs;
+    }
+    tci_tensor *views = calloc(width, sizeof *views), *outs = calloc(width, sizeof *outs);
+    const tci_tensor **in = calloc(width, sizeof *in);
+    tci_tensor **out = calloc(width, sizeof *out);
+    tci_status st = TCI_OK;
+    if (!views || !outs || !in || !out)
+        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory for shape inference");
+    size_t kept = 0;
+    for (size_t i = 0; i < g->num_nodes && st == TCI_OK; i++) {
+        bool folded = false;
+        st = infer_node(g, g->nodes[i], views, in, outs, out, &folded);
+        if (st == TCI_OK && !folded) g->nodes[kept++] = g->nodes[i];
+    }
+    free(views);
+    free(outs);
+    free(in);
+    free(out);
+    TCI_TRY(st);
     g->num_nodes = kept;
     for (size_t i = 0; i < kept; i++) g->nodes[i]->index = i;
     return TCI_OK;

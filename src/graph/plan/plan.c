@@ -29,6 +29,10 @@ const char *plan_step_kernel(const plan_step *step) {
     case PLAN_STEP_RESIZE: return "tcinfer resize";
     case PLAN_STEP_GATHER: return "tcinfer gather";
     case PLAN_STEP_PAD: return "tcinfer pad";
+    case PLAN_STEP_GATHER_ELEMENTS: return "tcinfer gather_elements";
+    case PLAN_STEP_SCATTER: return step->u.index.nd ? "tcinfer scatter_nd" : "tcinfer scatter_elements";
+    case PLAN_STEP_TRILU: return "tcinfer trilu";
+    case PLAN_STEP_ONE_HOT: return "tcinfer one_hot";
     case PLAN_STEP_CONV: return step->u.conv.depthwise ? "tcinfer depthwise" : "cuDNN convolution";
     case PLAN_STEP_CONV_TRANSPOSE: return "cuDNN backward-data convolution";
     case PLAN_STEP_GEMM: return "cuBLASLt GEMM";
