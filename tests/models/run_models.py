@@ -25,6 +25,7 @@ MODELS = [
     "mlp",
     "transformer_block",
     "segmentation_decoder",
+    "crnn",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them
