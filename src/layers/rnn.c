@@ -413,9 +413,10 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
     const int64_t D = p->directions;
     if (T * B == 0 || IN == 0)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "the GPU path needs a non-empty input X");
-    if (H > 4096)
+    /* kern_rnn keeps a sequence's h_{t-1} in shared memory: KERN_RNN_MAX_HIDDEN */
+    if (H < 1 || H > 4096)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "hidden_size %lld is above the GPU path's 4096", (long long)H);
+                             "hidden_size %lld is outside the GPU path's 1..4096", (long long)H);
     /* the input projection of every step and direction: one GEMM, X (T*B, I) by W^T */
     int xi = -1, wi = -1, bias_i = -1, xw = -1;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
