@@ -86,7 +86,8 @@ __global__ void rnn_step_kernel(Dims d, int64_t t, const T *xw, const float *wei
     float *hs = shared, *rhs = shared + H;
     for (int64_t j = threadIdx.x; j < H; j += blockDim.x) hs[j] = h[j];
     __syncthreads();
-    const T *x = xw + (d.batch_major ? b * d.steps + tt : tt * d.batch + b) * d.dirs * GH + dir * GH;
+    const int64_t row = d.batch_major ? b * d.steps + tt : tt * d.batch + b;
+    const T *x = xw + row * d.dirs * GH + dir * GH;
     const float *rt = weights + dir * H * GH;                      // rt[k * GH + g * H + j]
     const float *rb = weights + d.dirs * H * GH + dir * GH;        // per gate
     const float *pe = weights + d.dirs * H * GH + d.dirs * GH + dir * 3 * H; // i, o, f

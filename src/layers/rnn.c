@@ -48,7 +48,8 @@ static tci_status check_activations(const ir_node *node, const rnn_params *p) {
     if (!a) return TCI_OK;
     int n = per_direction[p->cell];
     if (a->type != IR_ATTR_STRINGS)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'activations' must be strings");
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute 'activations' must be strings");
     bool ok = a->count == (size_t)(n * p->directions);
     for (size_t i = 0; ok && i < a->count; i++)
         ok = same_name_nocase(a->strings[i], defaults[p->cell][i % (size_t)n]);
@@ -238,13 +239,12 @@ static int64_t y_index(const rnn_params *p, int64_t steps, int64_t dirs, int64_t
 
 /* One direction of the recurrence over the whole sequence. xw holds X*W^T + Wb for every row of
  * X (in X's order); h and c (batch x hidden) hold the initial state on entry, the final one on
- * return; hr, gate and rh are scratch of batch x gates*hidden, batch x gates*hidden, batch x
- * hidden. */
+ * return; hr (batch x gates*hidden) and rh (batch x hidden) are scratch. */
 typedef struct rnn_direction {
     const rnn_params *p;
     int64_t steps, batch, hidden, dirs, d;
     bool backward;
-    const float *xw, *r, *rb, *peep; /* r: this direction's (gates*hidden, hidden); rb, peep or NULL */
+    const float *xw, *r, *rb, *peep; /* r: (gates*hidden, hidden); rb, peep may be NULL */
     const int32_t *lens;             /* or NULL */
     float *h, *c, *hr, *rh, *y;      /* y: the whole Y output, or NULL */
 } rnn_direction;
@@ -275,7 +275,7 @@ static void run_direction(const rnn_direction *s) {
             float *rh = s->rh + b * H;
             for (int64_t j = 0; j < H; j++) {
                 float g[4];
-                for (int64_t k = 0; k < G; k++)
+                for (int64_t k = 0; k < n / H; k++) /* the gates whose product is computed */
                     g[k] = x[k * H + j] + (rb ? rb[k * H + j] : 0.0f) + hr[k * H + j];
                 if (p->cell == RNN_CELL_RNN) {
                     h[j] = tanhf(g[0]);
@@ -292,7 +292,8 @@ static void run_direction(const rnn_direction *s) {
                     hr[j] = z; /* z's product is used: its slot keeps z */
                 } else { /* linear_before_reset: r (.) (h_{t-1} R_h^T + Rb_h) */
                     float z = sigmoidf(g[0]), r = sigmoidf(g[1]);
-                    float hh = tanhf(x[2 * H + j] + r * (hr[2 * H + j] + (rb ? rb[2 * H + j] : 0.0f)));
+                    float rbh = rb ? rb[2 * H + j] : 0.0f;
+                    float hh = tanhf(x[2 * H + j] + r * (hr[2 * H + j] + rbh));
                     h[j] = (1.0f - z) * hh + z * h[j];
                 }
             }
@@ -486,7 +487,8 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
         const ir_tensor *t = opt[k ? RNN_INITIAL_C : RNN_INITIAL_H];
         if (t) TCI_TRY(lower_input(b, node, t, PLAN_LAYOUT_DENSE, &init[k]));
     }
-    if (opt[RNN_SEQ_LENS]) TCI_TRY(lower_input(b, node, opt[RNN_SEQ_LENS], PLAN_LAYOUT_DENSE, &lens));
+    if (opt[RNN_SEQ_LENS])
+        TCI_TRY(lower_input(b, node, opt[RNN_SEQ_LENS], PLAN_LAYOUT_DENSE, &lens));
     snprintf(label, sizeof label, "%s initial state", node->op_type);
     TCI_TRY(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
     rs.phase = PLAN_RNN_INIT;

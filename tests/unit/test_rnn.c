@@ -23,10 +23,11 @@ START_TEST(test_lstm_one_step) {
     float bias[8] = {0.1f, -0.2f, 0.3f, 0.05f, 0.02f, 0.04f, -0.06f, 0.08f};
     float h0 = 0.6f, c0 = -0.2f, peep[3] = {0.5f, -0.3f, 0.25f}; /* i, o, f */
     int32_t len = 1;
-    tci_tensor in[8] = {th_tensor(TCI_DTYPE_FLOAT, 3, xd, &x),   th_tensor(TCI_DTYPE_FLOAT, 3, wd, w),
-                        th_tensor(TCI_DTYPE_FLOAT, 3, wd, r),    th_tensor(TCI_DTYPE_FLOAT, 2, bd, bias),
-                        th_tensor(TCI_DTYPE_INT32, 1, sd, &len), th_tensor(TCI_DTYPE_FLOAT, 3, hd, &h0),
-                        th_tensor(TCI_DTYPE_FLOAT, 3, hd, &c0),  th_tensor(TCI_DTYPE_FLOAT, 2, pd, peep)};
+    tci_tensor in[8] = {
+        th_tensor(TCI_DTYPE_FLOAT, 3, xd, &x),   th_tensor(TCI_DTYPE_FLOAT, 3, wd, w),
+        th_tensor(TCI_DTYPE_FLOAT, 3, wd, r),    th_tensor(TCI_DTYPE_FLOAT, 2, bd, bias),
+        th_tensor(TCI_DTYPE_INT32, 1, sd, &len), th_tensor(TCI_DTYPE_FLOAT, 3, hd, &h0),
+        th_tensor(TCI_DTYPE_FLOAT, 3, hd, &c0),  th_tensor(TCI_DTYPE_FLOAT, 2, pd, peep)};
     tci_tensor out[3];
     ck_assert_tci_ok(th_run(g, n, in, out));
     /* gate order i, o, f, c in W, R and each half of B */
@@ -61,9 +62,10 @@ static void gru_step(int linear_before_reset) {
     float bias[12] = {0.01f, 0.02f, 0.03f, 0.04f, 0.05f, 0.06f,
                       -0.07f, 0.08f, -0.09f, 0.1f, -0.11f, 0.12f};
     float h0[2] = {0.3f, -0.8f};
-    tci_tensor in[6] = {th_tensor(TCI_DTYPE_FLOAT, 3, xd, &x), th_tensor(TCI_DTYPE_FLOAT, 3, wd, w),
-                        th_tensor(TCI_DTYPE_FLOAT, 3, rd, r), th_tensor(TCI_DTYPE_FLOAT, 2, bd, bias),
-                        absent(),                             th_tensor(TCI_DTYPE_FLOAT, 3, hd, h0)};
+    tci_tensor in[6] = {
+        th_tensor(TCI_DTYPE_FLOAT, 3, xd, &x), th_tensor(TCI_DTYPE_FLOAT, 3, wd, w),
+        th_tensor(TCI_DTYPE_FLOAT, 3, rd, r),  th_tensor(TCI_DTYPE_FLOAT, 2, bd, bias),
+        absent(),                              th_tensor(TCI_DTYPE_FLOAT, 3, hd, h0)};
     tci_tensor out[2];
     ck_assert_tci_ok(th_run(g, n, in, out));
     /* rows of W/R: z0 z1 r0 r1 h0 h1; B: Wb (6) then Rb (6) */
@@ -139,7 +141,8 @@ END_TEST
 /* Bidirectional: the backward half of Y and Y_h is the forward run of the reversed sequence. */
 START_TEST(test_lstm_bidirectional_mirrors) {
     int64_t xd[3] = {3, 1, 2}, wd[3] = {2, 8, 2}, rd[3] = {2, 8, 2};
-    float x[6] = {0.3f, -0.1f, 0.5f, 0.2f, -0.4f, 0.6f}, xr[6] = {-0.4f, 0.6f, 0.5f, 0.2f, 0.3f, -0.1f};
+    float x[6] = {0.3f, -0.1f, 0.5f, 0.2f, -0.4f, 0.6f};
+    float xr[6] = {-0.4f, 0.6f, 0.5f, 0.2f, 0.3f, -0.1f}; /* the time steps reversed */
     float w[32], r[32];
     for (int i = 0; i < 32; i++) {
         w[i] = 0.05f * (float)((i * 7) % 11) - 0.25f;
