@@ -321,6 +321,32 @@ def dense_concat():
                    "DepthToSpace (CRD), Tile and Trilu, opset 14, symbolic batch.")
 
 
+def crnn():
+    """Text-line recogniser in the CRNN style: a conv feature extractor whose columns become a
+    sequence for a bidirectional LSTM, then per-step class logits."""
+    b = Builder(8)
+    x = b.node("MaxPool", [b.node("Relu", [b.conv("image", 1, 16, 3)])],
+               kernel_shape=[2, 2], strides=[2, 2])                         # 16 x 16 x 32
+    x = b.node("MaxPool", [b.node("Relu", [b.bn(b.conv(x, 16, 32, 3, bias=False), 32)])],
+               kernel_shape=[2, 2], strides=[2, 2])                         # 32 x 8 x 16
+    seq = b.node("Transpose", [b.node("Reshape", [x, b.ints([0, 256, 16])])],
+                 perm=[2, 0, 1])                                            # 16 x N x 256
+    hidden = 32
+    w = b.weight((2, 4 * hidden, 256), 256, 1.0, "lstm_w")
+    r = b.weight((2, 4 * hidden, hidden), hidden, 1.0, "lstm_r")
+    bias = b.const((b.rng.standard_normal((2, 8 * hidden)) * 0.1).astype(np.float32), "lstm_b")
+    y, _, _ = b.node("LSTM", [seq, w, r, bias], outputs=3, hidden_size=hidden,
+                     direction="bidirectional")                             # 16 x 2 x N x 32
+    y = b.node("Reshape", [b.node("Transpose", [y], perm=[0, 2, 1, 3]),
+                           b.ints([0, 0, 2 * hidden])])                     # 16 x N x 64
+    b.node("Add", [b.node("MatMul", [y, b.weight((2 * hidden, 11), 2 * hidden, 1.0, "cls_w")]),
+                   b.bias(11, "cls_b")], name="logits")
+    return b.model("crnn", [tensor("image", ["N", 1, 32, 64])],
+                   [tensor("logits_out", [16, "N", 11])], 17,
+                   "CRNN-style recogniser: conv features read column by column by a "
+                   "bidirectional LSTM, opset 17, symbolic batch.")
+
+
 MODELS = {
     "small_cnn": small_cnn,
     "resnet_mini": resnet_mini,
@@ -329,6 +355,7 @@ MODELS = {
     "transformer_block": transformer_block,
     "segmentation_decoder": segmentation_decoder,
     "dense_concat": dense_concat,
+    "crnn": crnn,
 }
 
 

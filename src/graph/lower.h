@@ -62,6 +62,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_TRILU,           /* zero above or below a diagonal of the last two dims; the
                                   diagonal k, or an int64 read from inputs[1] when present */
     PLAN_STEP_ONE_HOT,         /* y = on where the index names the position along depth */
+    PLAN_STEP_RNN,        /* a recurrent layer's state set-up, time steps or final state */
 } plan_step_kind;
 
 /* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
@@ -119,6 +120,33 @@ typedef struct plan_pool {
     int64_t n, c, h, w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w;
     int64_t pad_top, pad_left, dilation_h, dilation_w;
 } plan_pool;
+
+/* The recurrence of LSTM, GRU and RNN (src/layers/rnn.c) as three steps over one fp32 state
+ * tensor (2 x directions*batch*hidden: h, then c; GRU keeps its update gate where LSTM keeps c),
+ * indexed (direction, batch, unit):
+ *   INIT   inputs initial_h, initial_c (-1: zeros)                  output state
+ *   STEPS  inputs xw, weights, sequence_lens (-1: all full), state  output Y, or none
+ *   FINAL  inputs state, sequence_lens                              outputs Y_h and/or Y_c
+ * xw is the input projection X W^T + Wb (a GEMM step before them): a row per row of X, in X's
+ * order, columns direction-major in ONNX's gate order. weights is fp32: per direction R
+ * transposed ((hidden) x gates*hidden), then Rb (gates*hidden) per direction, then P (3*hidden)
+ * per direction (zeros when absent). */
+typedef enum plan_rnn_phase { PLAN_RNN_INIT = 0, PLAN_RNN_STEPS, PLAN_RNN_FINAL } plan_rnn_phase;
+typedef enum plan_rnn_cell {
+    PLAN_RNN_TANH = 0, /* RNN: one gate, tanh */
+    PLAN_RNN_GRU,      /* gates z, r, h */
+    PLAN_RNN_LSTM,     /* gates i, o, f, c; peepholes i, o, f */
+} plan_rnn_cell;
+
+typedef struct plan_rnn {
+    plan_rnn_phase phase;
+    plan_rnn_cell cell;
+    int64_t seq_length, batch, hidden, directions;
+    bool reverse;             /* one direction, run backward */
+    bool batch_major;         /* layout 1: X (B, T, I), Y (B, T, D, H), Y_h (B, D, H) */
+    bool linear_before_reset; /* GRU */
+    bool has_y_h, has_y_c;    /* FINAL: which outputs it writes (in this order) */
+} plan_rnn;
 
 typedef struct plan_step {
     plan_step_kind kind;
@@ -206,6 +234,7 @@ typedef struct plan_step {
             int64_t outer, depth, inner; /* y viewed as (outer, depth, inner) */
             double off, on;
         } one_hot;
+        plan_rnn rnn;
     } u;
 } plan_step;
 
@@ -254,6 +283,10 @@ tci_status lower_temporary(plan_builder *b, const char *name, tci_dtype dtype,
 tci_status lower_host_constant(plan_builder *b, const char *name, const float *values, int rank,
                                const int64_t *dims, tci_dtype dtype, plan_layout layout,
                                int *out_index);
+/* A float constant made at build that a step reads as it is (never a packing source), stored
+ * dense in dtype. */
+tci_status lower_host_data(plan_builder *b, const char *name, const float *values, int rank,
+                           const int64_t *dims, tci_dtype dtype, int *out_index);
 /* Appends a step (zeroed, inputs and outputs -1); label NULL means the node's op type. */
 tci_status lower_step(plan_builder *b, plan_step_kind kind, const ir_node *node,
                       const char *label, plan_step **out_step);

@@ -206,6 +206,7 @@ extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: unary, binary, 
                                                       Equal, Clip, PRelu */
 extern const op_desc *const layer_cast_ops[];      /* cast.c: Cast */
 extern const op_desc *const layer_range_ops[];     /* range.c: Range */
+extern const op_desc *const layer_rnn_ops[];       /* rnn.c: LSTM, GRU, RNN */
 extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Gather, Shape ... */
 extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split, Transpose, Slice,
                                                       Pad, Expand */

@@ -26,6 +26,7 @@ MODELS = [
     "transformer_block",
     "segmentation_decoder",
     "dense_concat",
+    "crnn",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them

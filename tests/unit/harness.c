@@ -68,6 +68,16 @@ void th_attr_string(ir_graph *graph, ir_node *node, const char *name, const char
     add_attr(graph, node, name, IR_ATTR_STRING)->s = tci_arena_strdup(graph->arena, value);
 }
 
+void th_attr_strings(ir_graph *graph, ir_node *node, const char *name,
+                     const char *const *values, size_t count) {
+    ir_attr *a = add_attr(graph, node, name, IR_ATTR_STRINGS);
+    const char **list = tci_arena_alloc(graph->arena, (count ? count : 1) * sizeof *list);
+    ck_assert_ptr_nonnull(list);
+    for (size_t i = 0; i < count; i++) list[i] = tci_arena_strdup(graph->arena, values[i]);
+    a->strings = list;
+    a->count = count;
+}
+
 void th_attr_tensor(ir_graph *graph, ir_node *node, const char *name, const tci_tensor *value) {
     ir_attr *a = add_attr(graph, node, name, IR_ATTR_TENSOR);
     ck_assert_tci_ok(ir_graph_add_tensor(graph, NULL, &a->tensor));

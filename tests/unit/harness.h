@@ -42,6 +42,8 @@ void th_attr_float(ir_graph *graph, ir_node *node, const char *name, float value
 void th_attr_floats(ir_graph *graph, ir_node *node, const char *name, const float *values,
                     size_t count);
 void th_attr_string(ir_graph *graph, ir_node *node, const char *name, const char *value);
+void th_attr_strings(ir_graph *graph, ir_node *node, const char *name,
+                     const char *const *values, size_t count);
 /* A tensor attribute (Constant's value); value's data is copied. */
 void th_attr_tensor(ir_graph *graph, ir_node *node, const char *name, const tci_tensor *value);
 

@@ -11,6 +11,7 @@
 #include "kernels/norm.h"
 #include "kernels/pool.h"
 #include "kernels/resize.h"
+#include "kernels/rnn.h"
 #include "kernels/wgmma_gemm.h"
 #include "layers/op.h"
 
@@ -95,6 +96,45 @@ void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *
         if (c->redirect[root]) return c->redirect[root];
     }
     return gpu_device_ptr(e, arena, index);
+}
+
+/* One of a recurrent layer's three steps (plan_rnn in graph/lower.h). */
+static tci_status run_rnn(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
+                          const plan_step *s, void *const *in, cudaStream_t stream) {
+    const plan *p = e->plan;
+    const plan_rnn *r = &s->u.rnn;
+    kern_rnn_desc d;
+    memset(&d, 0, sizeof d);
+    d.cell = r->cell == PLAN_RNN_LSTM ? KERN_RNN_LSTM
+             : r->cell == PLAN_RNN_GRU ? KERN_RNN_GRU
+                                       : KERN_RNN_TANH;
+    d.seq_length = r->seq_length;
+    d.batch = r->batch;
+    d.hidden = r->hidden;
+    d.directions = r->directions;
+    d.reverse = r->reverse;
+    d.batch_major = r->batch_major;
+    d.linear_before_reset = r->linear_before_reset;
+    switch (r->phase) {
+    case PLAN_RNN_INIT: {
+        int given = s->inputs[0] >= 0 ? s->inputs[0] : s->inputs[1];
+        d.dtype = given >= 0 ? gpu_tensor_of(p, given)->dtype : TCI_DTYPE_FLOAT;
+        return kern_rnn_init(&d, in[0], in[1], gpu_tensor_ptr(e, c, arena, s->outputs[0]), stream);
+    }
+    case PLAN_RNN_STEPS:
+        d.dtype = gpu_tensor_of(p, s->inputs[0])->dtype;
+        return kern_rnn_steps(&d, in[0], in[1], in[2], in[3],
+                              s->num_outputs ? gpu_tensor_ptr(e, c, arena, s->outputs[0]) : NULL,
+                              stream);
+    case PLAN_RNN_FINAL: {
+        if (s->num_outputs == 0) return TCI_OK;
+        d.dtype = gpu_tensor_of(p, s->outputs[0])->dtype;
+        void *y_h = r->has_y_h ? gpu_tensor_ptr(e, c, arena, s->outputs[0]) : NULL;
+        void *y_c = r->has_y_c ? gpu_tensor_ptr(e, c, arena, s->outputs[r->has_y_h ? 1 : 0]) : NULL;
+        return kern_rnn_final(&d, in[0], in[1], y_h, y_c, stream);
+    }
+    }
+    return tci_error(TCI_ERR_INTERNAL, "unknown recurrent step phase %d", (int)r->phase);
 }
 
 tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
@@ -302,6 +342,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                             fill_bits(y->dtype, s->u.one_hot.off),
                             fill_bits(y->dtype, s->u.one_hot.on), (int)tci_dtype_size(y->dtype),
                             stream);
+    case PLAN_STEP_RNN: return run_rnn(e, c, arena, s, in, stream);
     }
     return tci_error(TCI_ERR_INTERNAL, "unknown plan step kind %d", (int)s->kind);
 }

@@ -409,6 +409,15 @@ tci_status lower_host_constant(plan_builder *b, const char *name, const float *v
     return TCI_OK;
 }
 
+tci_status lower_host_data(plan_builder *b, const char *name, const float *values, int rank,
+                           const int64_t *dims, tci_dtype dtype, int *out_index) {
+    TCI_TRY(lower_host_constant(b, name, values, rank, dims, dtype, PLAN_LAYOUT_DENSE, out_index));
+    plan_tensor *pt = &b->p->tensors[*out_index];
+    if (pt->packed_source && !b->fp32) b->p->weight_bytes += pt->bytes - pt->bytes / 2;
+    pt->packed_source = false;
+    return TCI_OK;
+}
+
 /* ---- Conv ---- */
 
 

@@ -36,6 +36,7 @@ const char *plan_step_kernel(const plan_step *step) {
     case PLAN_STEP_CONV: return step->u.conv.depthwise ? "tcinfer depthwise" : "cuDNN convolution";
     case PLAN_STEP_CONV_TRANSPOSE: return "cuDNN backward-data convolution";
     case PLAN_STEP_GEMM: return "cuBLASLt GEMM";
+    case PLAN_STEP_RNN: return "tcinfer rnn";
     }
     return "?";
 }
