@@ -212,8 +212,9 @@ extern const op_desc *const layer_movement_ops[];  /* movement.c: Concat, Split,
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
 extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
                                                       Softmax, LogSoftmax */
-extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean,
-                                                      ReduceMax */
+extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean, ReduceMax,
+                                                      ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+                                                      ReduceLogSumExp, ReduceSumSquare */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 
 #endif

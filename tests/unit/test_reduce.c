@@ -1,4 +1,5 @@
-/* ReduceSum, ReduceMean, ReduceMax: hand-computed results, opset differences, shape inference,
+/* ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
+ * ReduceSumSquare: hand-computed results, opset differences, shape inference,
  * error paths. */
 #include <math.h>
 #include <stdint.h>
@@ -209,7 +210,7 @@ START_TEST(test_reduce_errors) {
     tci_tensor out[1];
     const int64_t a3[] = {3}, ad[] = {1}, a2d[] = {1, 1}, fd[] = {1};
     const float fa[] = {1};
-    tci_tensor x = th_shape_only(F, 2, rd_xd), dbl = th_shape_only(TCI_DTYPE_DOUBLE, 2, rd_xd),
+    tci_tensor x = th_shape_only(F, 2, rd_xd), dbl = th_shape_only(TCI_DTYPE_UINT8, 2, rd_xd),
                axes3 = th_tensor(TCI_DTYPE_INT64, 1, ad, a3),
                axes_2d = th_tensor(TCI_DTYPE_INT64, 2, a2d, a3),
                axes_f = th_tensor(F, 1, fd, fa);
@@ -225,7 +226,7 @@ START_TEST(test_reduce_errors) {
                         "input 1 has unsupported dtype float");
     const tci_tensor *in4[] = {&dbl, NULL};
     ck_assert_tci_error(th_infer(g, range, in4, out), TCI_ERR_UNSUPPORTED,
-                        "input 0 has unsupported dtype double");
+                        "input 0 has unsupported dtype uint8");
     ir_node *attr_range = th_node(g, "ReduceMean", 11, 1, 1);
     const int64_t neg[] = {-3};
     th_attr_ints(g, attr_range, "axes", neg, 1);
@@ -449,6 +450,201 @@ START_TEST(test_reduce_max_empty) {
 }
 END_TEST
 
+/* ---- ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare ---- */
+
+/* Every version resolves, axes are an attribute before 18 and an input from 18. */
+START_TEST(test_reduce_new_ops_every_version) {
+    const char *ops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
+                         "ReduceSumSquare"};
+    /* rd_x = {1..6} as 2x3, reduced over axis 1 */
+    const float want[6][2] = {{1, 4},
+                              {6, 120},
+                              {6, 15},
+                              {3.7416574f, 8.7749643f},
+                              {3.4076059f, 6.4076059f},
+                              {14, 77}};
+    const float want_all[6] = {1, 720, 21, 9.5393920f, 6.4561934f, 91};
+    const int64_t ax1[] = {1}, d21[] = {2, 1}, d2[] = {2}, d11[] = {1, 1};
+    for (int o = 0; o < 6; o++) {
+        const int attr_opsets[] = {1, 11, 12, 13, 17};
+        for (int i = 0; i < 5; i++) {
+            run_reduce(ops[o], attr_opsets[i], -1, -1, ax1, 1, false, 2, d21, want[o]);
+            run_reduce(ops[o], attr_opsets[i], 0, -1, NULL, -1, false, 0, NULL, &want_all[o]);
+        }
+        for (int opset = 18; opset <= 28; opset += 5) {
+            run_reduce(ops[o], opset, 0, -1, ax1, 1, true, 1, d2, want[o]);
+            run_reduce(ops[o], opset, 1, 0, NULL, 0, true, 2, d11, &want_all[o]);
+        }
+    }
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int opsets[] = {1, 11, 12, 13, 17, 18, 20, 27, 28};
+    const int min_since[] = {1, 11, 12, 13, 13, 18, 20, 20, 20};
+    const int l1_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 18};
+    const int lse_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 28};
+    for (int i = 0; i < 9; i++) {
+        for (int o = 0; o < 6; o++) {
+            ir_node *n = th_node(g, ops[o], opsets[i], 1, 1);
+            ck_assert_tci_ok(op_prepare_node(n, g->arena));
+            int want_since = o == 0 ? min_since[i] : o == 4 ? lse_since[i] : l1_since[i];
+            ck_assert_int_eq(n->since_version, want_since);
+        }
+    }
+    /* an L2 norm or log-sum-exp of integers is refused, naming the node */
+    const int32_t xi[] = {1, 2, 3, 4, 5, 6};
+    tci_tensor in[1] = {th_tensor(TCI_DTYPE_INT32, 2, rd_xd, xi)}, out[1];
+    ir_node *l2 = th_node(g, "ReduceL2", 13, 1, 1);
+    ck_assert_tci_error(th_run(g, l2, in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype int32");
+    ir_node *lse = th_node(g, "ReduceLogSumExp", 13, 1, 1);
+    ck_assert_tci_error(th_run(g, lse, in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype int32");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* Runs op (opset 18) of x over axes (an input; num_axes 0: none given). */
+static void run_op18(const char *op, const tci_tensor *x, const int64_t *axes, int64_t num_axes,
+                     int keepdims, int noop, tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, op, op[6] == 'M' && op[7] == 'i' ? 20 : 18, 2, 1);
+    th_attr_int(g, n, "keepdims", keepdims);
+    th_attr_int(g, n, "noop_with_empty_axes", noop);
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT64, 1, &num_axes, num_axes ? axes : rd_xd)};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_reduce_new_ops_values) {
+    const float sx[] = {-1, 2, -3, 4, -5, 6};
+    const int64_t ax0[] = {0}, ax1[] = {1};
+    tci_tensor x = th_tensor(F, 2, rd_xd, sx), out[1];
+    /* noop_with_empty_axes still maps each value, as ONNX's reference does: |x|, x*x */
+    const float absx[] = {1, 2, 3, 4, 5, 6}, sq[] = {1, 4, 9, 16, 25, 36};
+    run_op18("ReduceL1", &x, NULL, 0, 1, 1, out);
+    th_assert_dims(&out[0], 2, rd_xd);
+    th_assert_near(out[0].data, absx, 6, 0);
+    th_free(out, 1);
+    run_op18("ReduceL2", &x, NULL, 0, 1, 1, out);
+    th_assert_near(out[0].data, absx, 6, 0);
+    th_free(out, 1);
+    run_op18("ReduceSumSquare", &x, NULL, 0, 1, 1, out);
+    th_assert_near(out[0].data, sq, 6, 0);
+    th_free(out, 1);
+    run_op18("ReduceMin", &x, NULL, 0, 1, 1, out);
+    th_assert_near(out[0].data, sx, 6, 0);
+    th_free(out, 1);
+    /* over a size-1 axis too */
+    const int64_t cd[] = {6, 1};
+    tci_tensor col = th_tensor(F, 2, cd, sx);
+    run_op18("ReduceL1", &col, ax1, 1, 0, 0, out);
+    th_assert_near(out[0].data, absx, 6, 0);
+    th_free(out, 1);
+    /* columns of signed values */
+    const float min_cols[] = {-1, -5, -3}, prod_cols[] = {-4, -10, -18}, l1_cols[] = {5, 7, 9};
+    run_op18("ReduceMin", &x, ax0, 1, 0, 0, out);
+    th_assert_near(out[0].data, min_cols, 3, 0);
+    th_free(out, 1);
+    run_op18("ReduceProd", &x, ax0, 1, 0, 0, out);
+    th_assert_near(out[0].data, prod_cols, 3, 0);
+    th_free(out, 1);
+    run_op18("ReduceL1", &x, ax0, 1, 0, 0, out);
+    th_assert_near(out[0].data, l1_cols, 3, 0);
+    th_free(out, 1);
+    /* log-sum-exp far outside exp's range: log(exp(1000) + exp(1000)) = 1000 + log 2 */
+    const float big[] = {1000, 1000, -1000, -1000, -INFINITY, -INFINITY},
+                big_want[] = {1000.6931472f, -999.3068528f, -INFINITY};
+    const int64_t bd[] = {3, 2};
+    tci_tensor xb = th_tensor(F, 2, bd, big);
+    run_op18("ReduceLogSumExp", &xb, ax1, 1, 0, 0, out);
+    const float *r = out[0].data;
+    th_assert_near(r, big_want, 2, 1e-4f);
+    ck_assert(isinf(r[2]) && r[2] < 0);
+    th_free(out, 1);
+    const float with_inf[] = {1, INFINITY, INFINITY, INFINITY, NAN, 2};
+    xb = th_tensor(F, 2, bd, with_inf);
+    run_op18("ReduceLogSumExp", &xb, ax1, 1, 0, 0, out);
+    r = out[0].data;
+    ck_assert(isinf(r[0]) && r[0] > 0 && isinf(r[1]) && r[1] > 0 && isnan(r[2]));
+    th_free(out, 1);
+    /* NaN wins in a min as in a max */
+    run_op18("ReduceMin", &xb, ax1, 1, 0, 0, out);
+    r = out[0].data;
+    ck_assert(r[0] == 1.0f && isinf(r[1]) && isnan(r[2]));
+    th_free(out, 1);
+    /* double in, double out */
+    const double xd[] = {3, 4, -6, 8};
+    const int64_t dd[] = {2, 2};
+    tci_tensor xdbl = th_tensor(TCI_DTYPE_DOUBLE, 2, dd, xd);
+    run_op18("ReduceL2", &xdbl, ax1, 1, 0, 0, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_DOUBLE);
+    ck_assert(((double *)out[0].data)[0] == 5.0 && ((double *)out[0].data)[1] == 10.0);
+    th_free(out, 1);
+}
+END_TEST
+
+START_TEST(test_reduce_new_ops_integers_and_empty) {
+    const int32_t x32[] = {-1, 2, -3, 4, -5, 6};
+    const int64_t ax1[] = {1}, ax0[] = {0};
+    tci_tensor x = th_tensor(TCI_DTYPE_INT32, 2, rd_xd, x32), out[1];
+    const int32_t min_rows[] = {-3, -5}, prod_rows[] = {6, -120}, l1_rows[] = {6, 15},
+                  sq_cols[] = {17, 29, 45};
+    const char *ops[] = {"ReduceMin", "ReduceProd", "ReduceL1"};
+    const int32_t *wants[] = {min_rows, prod_rows, l1_rows};
+    for (int o = 0; o < 3; o++) {
+        run_op18(ops[o], &x, ax1, 1, 0, 0, out);
+        ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+        for (int i = 0; i < 2; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], wants[o][i]);
+        th_free(out, 1);
+    }
+    run_op18("ReduceSumSquare", &x, ax0, 1, 0, 0, out);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], sq_cols[i]);
+    th_free(out, 1);
+    const int64_t x64[] = {INT64_MAX, 5, -7, INT64_MIN};
+    const int64_t d22[] = {2, 2};
+    tci_tensor xl = th_tensor(TCI_DTYPE_INT64, 2, d22, x64);
+    run_op18("ReduceMin", &xl, ax1, 1, 0, 0, out);
+    ck_assert_int_eq(((int64_t *)out[0].data)[0], 5);
+    ck_assert_int_eq(((int64_t *)out[0].data)[1], INT64_MIN);
+    th_free(out, 1);
+    /* bool min (opset 20) is a logical and */
+    const uint8_t xb[] = {1, 1, 1, 0, 0, 0};
+    const int64_t bd[] = {3, 2};
+    tci_tensor b = th_tensor(TCI_DTYPE_BOOL, 2, bd, xb);
+    run_op18("ReduceMin", &b, ax1, 1, 0, 0, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_BOOL);
+    const uint8_t band[] = {1, 0, 0};
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(((uint8_t *)out[0].data)[i], band[i]);
+    th_free(out, 1);
+    /* empty sets: min +inf (the highest integer, true), prod 1, norms and sums 0, log-sum-exp
+     * -inf */
+    const int64_t ed[] = {2, 0, 2}, wd[] = {2, 1, 2};
+    const uint8_t dummy[8] = {0};
+    const char *fops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
+                          "ReduceSumSquare"};
+    const float fwant[] = {INFINITY, 1, 0, 0, -INFINITY, 0};
+    tci_tensor e = th_tensor(F, 3, ed, dummy);
+    for (int o = 0; o < 6; o++) {
+        run_op18(fops[o], &e, ax1, 1, 1, 0, out);
+        th_assert_dims(&out[0], 3, wd);
+        for (int i = 0; i < 4; i++) ck_assert(((float *)out[0].data)[i] == fwant[o]);
+        th_free(out, 1);
+    }
+    e = th_tensor(TCI_DTYPE_INT32, 3, ed, dummy);
+    run_op18("ReduceMin", &e, ax1, 1, 1, 0, out);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], INT32_MAX);
+    th_free(out, 1);
+    run_op18("ReduceProd", &e, ax1, 1, 1, 0, out);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], 1);
+    th_free(out, 1);
+    e = th_tensor(TCI_DTYPE_BOOL, 3, ed, dummy);
+    run_op18("ReduceMin", &e, ax1, 1, 1, 0, out);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((uint8_t *)out[0].data)[i], 1);
+    th_free(out, 1);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("reduce");
     TCase *rd = tcase_create("reduce");
@@ -467,5 +663,10 @@ int main(void) {
     tcase_add_test(mx, test_reduce_max_integers_and_bool);
     tcase_add_test(mx, test_reduce_max_empty);
     suite_add_tcase(s, mx);
+    TCase *more = tcase_create("min_prod_norms");
+    tcase_add_test(more, test_reduce_new_ops_every_version);
+    tcase_add_test(more, test_reduce_new_ops_values);
+    tcase_add_test(more, test_reduce_new_ops_integers_and_empty);
+    suite_add_tcase(s, more);
     return tci_test_run_suite(s);
 }
