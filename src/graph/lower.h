@@ -56,11 +56,16 @@ typedef enum plan_step_kind {
     PLAN_STEP_GATHER,
     PLAN_STEP_PAD,
     PLAN_STEP_CONV_TRANSPOSE, /* y = conv_transpose(x, w) + bias, then post_act */
+    PLAN_STEP_ARG_REDUCE, /* int64 position of the max / min along an axis (ArgMax, ArgMin) */
+    PLAN_STEP_CUMSUM,     /* running sum along an axis */
+    PLAN_STEP_TOPK,       /* the k best values along an axis and their int64 positions */
 } plan_step_kind;
 
 #define PLAN_MAX_STEP_INPUTS 4
 #define PLAN_NEAREST_LEGACY 4
 #define PLAN_MAX_PHYS_RANK 6
+/* The largest K a PLAN_STEP_TOPK takes (kern_topk keeps the best K of a run per thread). */
+#define PLAN_TOPK_MAX_K 64
 
 /* Physical view for strided kernels: shape of the output and the strides of each operand (in
  * elements, 0 where broadcast). */
@@ -171,6 +176,13 @@ typedef struct plan_step {
             double value;
             size_t elem_size;
         } pad;
+        struct {
+            int64_t outer, len, inner; /* the input viewed around its axis */
+            int64_t k;                 /* TOPK: how many */
+            bool is_min, select_last;  /* ARG_REDUCE */
+            bool exclusive, reverse;   /* CUMSUM */
+            bool largest;              /* TOPK */
+        } axis;
     } u;
 } plan_step;
 

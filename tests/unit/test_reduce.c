@@ -1,6 +1,6 @@
 /* ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
- * ReduceSumSquare: hand-computed results, opset differences, shape inference,
- * error paths. */
+ * ReduceSumSquare, and ArgMax, ArgMin, CumSum, TopK (argreduce.c): hand-computed results, opset
+ * differences, shape inference, error paths. */
 #include <math.h>
 #include <stdint.h>
 
@@ -645,6 +645,296 @@ START_TEST(test_reduce_new_ops_integers_and_empty) {
 }
 END_TEST
 
+/* ---- ArgMax, ArgMin ---- */
+
+/* Runs ArgMax / ArgMin of x at opset 13 (select_last -1: attribute absent) into out. */
+static void run_arg(const char *op, const tci_tensor *x, int64_t axis, int keepdims,
+                    int select_last, tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, op, 13, 1, 1);
+    th_attr_int(g, n, "axis", axis);
+    th_attr_int(g, n, "keepdims", keepdims);
+    if (select_last >= 0) th_attr_int(g, n, "select_last_index", select_last);
+    ck_assert_tci_ok(th_run(g, n, x, out));
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT64);
+    ir_graph_destroy(g);
+}
+
+static void assert_int64s(const tci_tensor *t, const int64_t *want, int64_t n) {
+    ck_assert_int_eq(tci_tensor_count(t), n);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(((const int64_t *)t->data)[i] == want[i], "[%lld] = %lld, want %lld",
+                      (long long)i, (long long)((const int64_t *)t->data)[i],
+                      (long long)want[i]);
+}
+
+START_TEST(test_argmax_argmin) {
+    const float v[] = {1, 5, 5, 7, 2, 7};
+    tci_tensor x = th_tensor(F, 2, rd_xd, v), out[1];
+    const int64_t d21[] = {2, 1}, d3[] = {3};
+    run_arg("ArgMax", &x, 1, 1, -1, out);
+    th_assert_dims(&out[0], 2, d21);
+    assert_int64s(&out[0], (const int64_t[]){1, 0}, 2);
+    th_free(out, 1);
+    run_arg("ArgMax", &x, -1, 1, 1, out); /* ties: the last */
+    assert_int64s(&out[0], (const int64_t[]){2, 2}, 2);
+    th_free(out, 1);
+    run_arg("ArgMax", &x, 0, 0, 0, out);
+    th_assert_dims(&out[0], 1, d3);
+    assert_int64s(&out[0], (const int64_t[]){1, 0, 1}, 3);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 1, 0, -1, out);
+    assert_int64s(&out[0], (const int64_t[]){0, 1}, 2);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, -2, 0, 1, out);
+    assert_int64s(&out[0], (const int64_t[]){0, 1, 0}, 3);
+    th_free(out, 1);
+    /* a NaN wins for both, as in numpy: the first, or the last with select_last_index */
+    const float nan_v[] = {1, NAN, 3, NAN};
+    const int64_t nd[] = {4};
+    x = th_tensor(F, 1, nd, nan_v);
+    run_arg("ArgMax", &x, 0, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){1}, 1);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 0, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){1}, 1);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 0, 0, 1, out);
+    assert_int64s(&out[0], (const int64_t[]){3}, 1);
+    th_free(out, 1);
+    /* int64 compares exactly (as doubles these two would tie) */
+    const int64_t big[] = {INT64_MAX - 1, INT64_MAX, INT64_MIN + 1, INT64_MIN};
+    const int64_t bd[] = {2, 2};
+    x = th_tensor(TCI_DTYPE_INT64, 2, bd, big);
+    run_arg("ArgMax", &x, 1, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){1, 0}, 2);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 1, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){0, 1}, 2);
+    th_free(out, 1);
+
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int opsets[] = {1, 10, 11, 12, 13, 28}, since[] = {1, 1, 11, 12, 13, 13};
+    for (int i = 0; i < 6; i++) {
+        ir_node *n = th_node(g, "ArgMin", opsets[i], 1, 1);
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        ck_assert_int_eq(n->since_version, since[i]);
+    }
+    /* select_last_index arrives in opset 12 */
+    ir_node *old = th_node(g, "ArgMax", 11, 1, 1);
+    th_attr_int(g, old, "select_last_index", 1);
+    ck_assert_tci_error(op_prepare_node(old, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'select_last_index'");
+    ir_node *flag = th_node(g, "ArgMax", 13, 1, 1);
+    th_attr_int(g, flag, "keepdims", 3);
+    ck_assert_tci_error(op_prepare_node(flag, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'keepdims' must be 0 or 1, got 3");
+    /* an empty axis has no position; an out-of-range axis is named */
+    const int64_t ed[] = {2, 0};
+    tci_tensor e = th_shape_only(F, 2, ed), o[1];
+    const tci_tensor *ein[] = {&e};
+    ir_node *empty = th_node(g, "ArgMax", 13, 1, 1);
+    th_attr_int(g, empty, "axis", 1);
+    ck_assert_tci_error(th_infer(g, empty, ein, o), TCI_ERR_INVALID_MODEL,
+                        "axis 1 is empty: there is no position to return");
+    ir_node *range = th_node(g, "ArgMin", 13, 1, 1);
+    th_attr_int(g, range, "axis", 2);
+    ck_assert_tci_error(th_infer(g, range, ein, o), TCI_ERR_INVALID_MODEL,
+                        "axis 2 out of range for rank 2");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- CumSum ---- */
+
+static void run_cumsum(const tci_tensor *x, int64_t axis, int exclusive, int reverse,
+                       tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "CumSum", 14, 2, 1);
+    if (exclusive) th_attr_int(g, n, "exclusive", 1);
+    if (reverse) th_attr_int(g, n, "reverse", 1);
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT32, 0, NULL, (const int32_t[]){(int32_t)axis})};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_cumsum) {
+    const float v[] = {1, 2, 3, 4, 5};
+    const int64_t d5[] = {5};
+    tci_tensor x = th_tensor(F, 1, d5, v), out[1];
+    const float plain[] = {1, 3, 6, 10, 15}, excl[] = {0, 1, 3, 6, 10}, rev[] = {15, 14, 12, 9, 5},
+                rev_excl[] = {14, 12, 9, 5, 0};
+    const float *wants[] = {plain, excl, rev, rev_excl};
+    for (int m = 0; m < 4; m++) {
+        run_cumsum(&x, 0, m & 1, m >> 1, out);
+        th_assert_dims(&out[0], 1, d5);
+        th_assert_near(out[0].data, wants[m], 5, 0);
+        th_free(out, 1);
+    }
+    /* 2-D over either axis, negative axis */
+    const float rows[] = {1, 3, 6, 4, 9, 15}, cols[] = {1, 2, 3, 5, 7, 9};
+    x = th_tensor(F, 2, rd_xd, rd_x);
+    run_cumsum(&x, -1, 0, 0, out);
+    th_assert_near(out[0].data, rows, 6, 0);
+    th_free(out, 1);
+    run_cumsum(&x, 0, 0, 0, out);
+    th_assert_near(out[0].data, cols, 6, 0);
+    th_free(out, 1);
+    /* int32 and int64 stay integers */
+    const int32_t xi[] = {1, -2, 3, -4, 5, -6};
+    x = th_tensor(TCI_DTYPE_INT32, 2, rd_xd, xi);
+    run_cumsum(&x, 1, 1, 1, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+    const int32_t wi[] = {1, 3, 0, -1, -6, 0};
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], wi[i]);
+    th_free(out, 1);
+    const int64_t xl[] = {INT64_C(1) << 60, INT64_C(1) << 60, 1};
+    const int64_t d3[] = {3};
+    x = th_tensor(TCI_DTYPE_INT64, 1, d3, xl);
+    run_cumsum(&x, 0, 0, 0, out);
+    ck_assert_int_eq(((int64_t *)out[0].data)[2], (INT64_C(1) << 61) + 1);
+    th_free(out, 1);
+
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int opsets[] = {11, 13, 14, 28}, since[] = {11, 11, 14, 14};
+    for (int i = 0; i < 4; i++) {
+        ir_node *n = th_node(g, "CumSum", opsets[i], 2, 1);
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        ck_assert_int_eq(n->since_version, since[i]);
+    }
+    ir_node *ten = th_node(g, "CumSum", 10, 2, 1);
+    ck_assert_tci_error(op_prepare_node(ten, g->arena), TCI_ERR_UNSUPPORTED, "opset");
+    ir_node *one = th_node(g, "CumSum", 14, 1, 1);
+    ck_assert_tci_error(op_prepare_node(one, g->arena), TCI_ERR_INVALID_MODEL,
+                        "has 1 inputs, expected 2 to 2");
+    tci_tensor xs = th_shape_only(F, 2, rd_xd), o[1];
+    const int64_t two[] = {0, 1}, d2[] = {2}, d11[] = {1, 1};
+    tci_tensor a2 = th_tensor(TCI_DTYPE_INT64, 1, d2, two), a11 = th_tensor(TCI_DTYPE_INT64, 2, d11, two),
+               af = th_tensor(F, 1, (const int64_t[]){1}, rd_x),
+               a3 = th_tensor(TCI_DTYPE_INT64, 0, NULL, (const int64_t[]){2});
+    ir_node *n = th_node(g, "CumSum", 14, 2, 1);
+    const tci_tensor *i1[] = {&xs, &a2}, *i2[] = {&xs, &a11}, *i3[] = {&xs, &af}, *i4[] = {&xs, &a3};
+    ck_assert_tci_error(th_infer(g, n, i1, o), TCI_ERR_INVALID_MODEL,
+                        "input axis must hold one value, got 2");
+    ck_assert_tci_error(th_infer(g, n, i2, o), TCI_ERR_INVALID_MODEL,
+                        "input axis must be a scalar, got rank 2");
+    ck_assert_tci_error(th_infer(g, n, i3, o), TCI_ERR_UNSUPPORTED,
+                        "input 1 has unsupported dtype float");
+    ck_assert_tci_error(th_infer(g, n, i4, o), TCI_ERR_INVALID_MODEL,
+                        "axis 2 out of range for rank 2");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- TopK ---- */
+
+/* TopK of x at opset 11 over axis with k from an input; largest / sorted -1: absent. */
+static void run_topk(const tci_tensor *x, int64_t k, int64_t axis, int largest, tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "TopK", 11, 2, 2);
+    th_attr_int(g, n, "axis", axis);
+    if (largest >= 0) th_attr_int(g, n, "largest", largest);
+    const int64_t kd[] = {1};
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT64, 1, kd, &k)};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ck_assert_int_eq(out[1].dtype, TCI_DTYPE_INT64);
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_topk) {
+    const float v[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+    const int64_t xd[] = {3, 4}, d32[] = {3, 2}, d24[] = {2, 4};
+    tci_tensor x = th_tensor(F, 2, xd, v), out[2];
+    run_topk(&x, 2, 1, -1, out);
+    th_assert_dims(&out[0], 2, d32);
+    th_assert_dims(&out[1], 2, d32);
+    th_assert_near(out[0].data, (const float[]){4, 3, 9, 6, 8, 5}, 6, 0);
+    /* the two 5s of row 2: the lower position first */
+    assert_int64s(&out[1], (const int64_t[]){2, 0, 1, 3, 3, 0}, 6);
+    th_free(out, 2);
+    run_topk(&x, 2, 1, 0, out);
+    th_assert_near(out[0].data, (const float[]){1, 1, 2, 5, 3, 5}, 6, 0);
+    assert_int64s(&out[1], (const int64_t[]){1, 3, 2, 0, 1, 0}, 6);
+    th_free(out, 2);
+    run_topk(&x, 2, -2, 1, out); /* down the columns */
+    th_assert_dims(&out[0], 2, d24);
+    th_assert_near(out[0].data, (const float[]){5, 9, 5, 8, 5, 3, 4, 6}, 8, 0);
+    assert_int64s(&out[1], (const int64_t[]){1, 1, 2, 2, 2, 2, 0, 1}, 8);
+    th_free(out, 2);
+    /* NaN ranks above every number: first when largest, last when smallest */
+    const float nv[] = {2, NAN, 7, -1};
+    const int64_t nd[] = {4};
+    x = th_tensor(F, 1, nd, nv);
+    run_topk(&x, 2, 0, 1, out);
+    ck_assert(isnan(((float *)out[0].data)[0]) && ((float *)out[0].data)[1] == 7.0f);
+    assert_int64s(&out[1], (const int64_t[]){1, 2}, 2);
+    th_free(out, 2);
+    run_topk(&x, 4, 0, 0, out);
+    assert_int64s(&out[1], (const int64_t[]){3, 0, 2, 1}, 4);
+    th_free(out, 2);
+    /* k = 0: empty outputs */
+    run_topk(&x, 0, 0, 1, out);
+    th_assert_dims(&out[0], 1, (const int64_t[]){0});
+    th_free(out, 2);
+    /* int64 exactly, values bit for bit */
+    const int64_t lv[] = {INT64_MAX - 1, INT64_MIN, INT64_MAX};
+    const int64_t ld[] = {3};
+    x = th_tensor(TCI_DTYPE_INT64, 1, ld, lv);
+    run_topk(&x, 2, 0, 1, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT64);
+    assert_int64s(&out[0], (const int64_t[]){INT64_MAX, INT64_MAX - 1}, 2);
+    assert_int64s(&out[1], (const int64_t[]){2, 0}, 2);
+    th_free(out, 2);
+
+    /* opset 1: k and axis are attributes */
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n1 = th_node(g, "TopK", 1, 1, 2);
+    th_attr_int(g, n1, "k", 1);
+    x = th_tensor(F, 2, xd, v);
+    ck_assert_tci_ok(th_run(g, n1, &x, out));
+    th_assert_near(out[0].data, (const float[]){4, 9, 8}, 3, 0);
+    assert_int64s(&out[1], (const int64_t[]){2, 1, 3}, 3);
+    th_free(out, 2);
+    const int opsets[] = {1, 9, 10, 11, 23, 24, 28}, since[] = {1, 1, 10, 11, 11, 24, 24};
+    for (int i = 0; i < 7; i++) {
+        ir_node *n = th_node(g, "TopK", opsets[i], opsets[i] >= 10 ? 2 : 1, 2);
+        if (opsets[i] < 10) th_attr_int(g, n, "k", 1);
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        ck_assert_int_eq(n->since_version, since[i]);
+    }
+    ir_node *nok = th_node(g, "TopK", 1, 1, 2);
+    ck_assert_tci_error(op_prepare_node(nok, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'k' is required");
+    ir_node *largest10 = th_node(g, "TopK", 10, 2, 2);
+    th_attr_int(g, largest10, "largest", 0);
+    ck_assert_tci_error(op_prepare_node(largest10, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'largest'");
+    tci_tensor xs = th_shape_only(F, 2, xd), o[2];
+    tci_tensor k5 = th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1}, (const int64_t[]){5}),
+               kneg = th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1}, (const int64_t[]){-1}),
+               k32 = th_tensor(TCI_DTYPE_INT32, 1, (const int64_t[]){1}, (const int32_t[]){1}),
+               kunk = th_shape_only(TCI_DTYPE_INT64, 1, (const int64_t[]){1});
+    ir_node *n = th_node(g, "TopK", 11, 2, 2);
+    const tci_tensor *i1[] = {&xs, &k5}, *i2[] = {&xs, &kneg}, *i3[] = {&xs, &k32},
+                     *i4[] = {&xs, &kunk};
+    ck_assert_tci_error(th_infer(g, n, i1, o), TCI_ERR_INVALID_MODEL,
+                        "K 5 is larger than axis 1 (4)");
+    ck_assert_tci_error(th_infer(g, n, i2, o), TCI_ERR_INVALID_MODEL, "K must be >= 0, got -1");
+    ck_assert_tci_error(th_infer(g, n, i3, o), TCI_ERR_UNSUPPORTED,
+                        "input 1 has unsupported dtype int32");
+    ck_assert_tci_ok(th_infer(g, n, i4, o));
+    th_assert_dims(&o[0], 2, (const int64_t[]){3, -1});
+    ck_assert_int_eq(o[1].dtype, TCI_DTYPE_INT64);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("reduce");
     TCase *rd = tcase_create("reduce");
@@ -668,5 +958,10 @@ int main(void) {
     tcase_add_test(more, test_reduce_new_ops_values);
     tcase_add_test(more, test_reduce_new_ops_integers_and_empty);
     suite_add_tcase(s, more);
+    TCase *axis = tcase_create("argreduce");
+    tcase_add_test(axis, test_argmax_argmin);
+    tcase_add_test(axis, test_cumsum);
+    tcase_add_test(axis, test_topk);
+    suite_add_tcase(s, axis);
     return tci_test_run_suite(s);
 }

@@ -29,6 +29,9 @@ const char *plan_step_kernel(const plan_step *step) {
     case PLAN_STEP_RESIZE: return "tcinfer resize";
     case PLAN_STEP_GATHER: return "tcinfer gather";
     case PLAN_STEP_PAD: return "tcinfer pad";
+    case PLAN_STEP_ARG_REDUCE: return "tcinfer arg_reduce";
+    case PLAN_STEP_CUMSUM: return "tcinfer cumsum";
+    case PLAN_STEP_TOPK: return "tcinfer topk";
     case PLAN_STEP_CONV: return step->u.conv.depthwise ? "tcinfer depthwise" : "cuDNN convolution";
     case PLAN_STEP_CONV_TRANSPOSE: return "cuDNN backward-data convolution";
     case PLAN_STEP_GEMM: return "cuBLASLt GEMM";
