@@ -350,6 +350,31 @@ START_TEST(test_mod_lowering) {
 }
 END_TEST
 
+/* A reduction with noop_with_empty_axes and no axes reduces nothing, but still maps each value
+ * (|x| for ReduceL1): a REDUCE step with no reduced dim, not an alias of its input. */
+START_TEST(test_reduce_noop_lowering) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {4, 6};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    ir_node *n = th_node_io(g, "l1", "ReduceL1", 18, &x, 1, &y, 1);
+    th_attr_int(g, n, "noop_with_empty_axes", 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    const plan_step *s = find_step(p, PLAN_STEP_REDUCE, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->u.reduce.op, REDUCE_L1);
+    ck_assert(!s->u.reduce.reduce_dim[0] && !s->u.reduce.reduce_dim[1]);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].alias_of, -1);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].dims[1], 6);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* ArgMin, CumSum and TopK lower to their axis steps, viewed around the axis; a TopK whose K
  * the per-row kernel cannot keep, and a CumSum whose axis is a runtime value, are refused naming
  * the node. */
@@ -599,6 +624,7 @@ int main(void) {
     tcase_add_test(tc, test_needs_layout_pass);
     tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_reduce_max_lowering);
+    tcase_add_test(tc, test_reduce_noop_lowering);
     tcase_add_test(tc, test_argreduce_lowering);
     tcase_add_test(tc, test_mod_lowering);
     tcase_add_test(tc, test_fp32_layers);
