@@ -63,6 +63,9 @@ typedef enum plan_step_kind {
                                   diagonal k, or an int64 read from inputs[1] when present */
     PLAN_STEP_ONE_HOT,         /* y = on where the index names the position along depth */
     PLAN_STEP_RNN,        /* a recurrent layer's state set-up, time steps or final state */
+    PLAN_STEP_ARG_REDUCE, /* int64 position of the max / min along an axis (ArgMax, ArgMin) */
+    PLAN_STEP_CUMSUM,     /* running sum along an axis */
+    PLAN_STEP_TOPK,       /* the k best values along an axis and their int64 positions */
 } plan_step_kind;
 
 /* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
@@ -77,6 +80,8 @@ typedef enum plan_scatter_reduce {
 #define PLAN_MAX_STEP_INPUTS 4
 #define PLAN_NEAREST_LEGACY 4
 #define PLAN_MAX_PHYS_RANK 6
+/* The largest K a PLAN_STEP_TOPK takes (kern_topk keeps the best K of a run per thread). */
+#define PLAN_TOPK_MAX_K 64
 
 /* Physical view for strided kernels: shape of the output and the strides of each operand (in
  * elements, 0 where broadcast). */
@@ -235,6 +240,13 @@ typedef struct plan_step {
             double off, on;
         } one_hot;
         plan_rnn rnn;
+        struct {
+            int64_t outer, len, inner; /* the input viewed around its axis */
+            int64_t k;                 /* TOPK: how many */
+            bool is_min, select_last;  /* ARG_REDUCE */
+            bool exclusive, reverse;   /* CUMSUM */
+            bool largest;              /* TOPK */
+        } axis;
     } u;
 } plan_step;
 

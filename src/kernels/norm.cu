@@ -60,26 +60,29 @@ template <int VEC> __device__ __forceinline__ void store_vec(float *p, const flo
     else *p = f[0];
 }
 
-// The reductions of util/reduce_ops.h on the fp32 accumulator, one specialisation per row.
+// The reductions of util/reduce_ops.h on the fp32 accumulator, one specialisation per row: map
+// takes in one input value, combine merges two accumulators (values, lanes, partial results).
 template <reduce_op OP> struct Reduction;
-#define REDUCTION_ROW(NAME, START, COMBINE, DIVIDES)                                              \
+#define REDUCTION_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES)                                 \
     template <> struct Reduction<REDUCE_##NAME> {                                                 \
         static constexpr bool kDivides = (DIVIDES);                                               \
         __host__ __device__ static float start() { return (float)(START); }                       \
+        __device__ static float map(float v) { return (MAP); }                                    \
         __device__ static float combine(float a, float v) { return (COMBINE); }                   \
+        __host__ __device__ static float finish(float a) { return (FINISH); }                     \
     };
 REDUCE_LIST(REDUCTION_ROW)
 #undef REDUCTION_ROW
 
 // The result from the combined value: a mean multiplies by scale (1 / count).
 template <reduce_op OP> __device__ __forceinline__ float reduce_finish(float acc, float scale) {
-    return Reduction<OP>::kDivides ? acc * scale : acc;
+    return Reduction<OP>::finish(Reduction<OP>::kDivides ? acc * scale : acc);
 }
 
 // Calls f(std::integral_constant<reduce_op, OP>{}) with op as a compile-time value.
 template <typename F> tci_status with_reduce_op(reduce_op op, F &&f) {
     switch (op) {
-#define REDUCE_CASE_ROW(NAME, START, COMBINE, DIVIDES)                                            \
+#define REDUCE_CASE_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES)                                            \
     case REDUCE_##NAME: return f(std::integral_constant<reduce_op, REDUCE_##NAME>{});
         REDUCE_LIST(REDUCE_CASE_ROW)
 #undef REDUCE_CASE_ROW
@@ -378,7 +381,7 @@ __global__ void reduce_rows_kernel(const T *x, T *y, int64_t rows, int64_t len,
                 float f[VEC];
                 load_vec<VEC>(xr + i, f);
 #pragma unroll
-                for (int k = 0; k < VEC; k++) acc = Reduction<OP>::combine(acc, f[k]);
+                for (int k = 0; k < VEC; k++) acc = Reduction<OP>::combine(acc, Reduction<OP>::map(f[k]));
             }
         acc = BLOCK ? block_reduce<OP>(acc, shared) : group_reduce<OP>(acc, group);
         if (valid && w.tid == 0) y[row] = from_float<T>(reduce_finish<OP>(acc, scale));
@@ -410,7 +413,8 @@ __global__ void reduce_columns_kernel(const T *x, T *y, int64_t outer, int64_t l
                     float f[VEC];
                     load_vec<VEC>(col + r * inner, f);
 #pragma unroll
-                    for (int v = 0; v < VEC; v++) acc[v] = Reduction<OP>::combine(acc[v], f[v]);
+                    for (int v = 0; v < VEC; v++)
+                        acc[v] = Reduction<OP>::combine(acc[v], Reduction<OP>::map(f[v]));
                 }
             }
 #pragma unroll
@@ -488,8 +492,8 @@ __global__ void reduce_generic_kernel(const T *x, T *y, ReduceGeneric d) {
         float acc = Reduction<OP>::start();
         for (int64_t j = lane; j < d.count; j += kWarp)
             acc = Reduction<OP>::combine(
-                acc, to_float(x[base + unravel(j, d.reduced_rank, d.reduced_shape,
-                                               d.reduced_stride)]));
+                acc, Reduction<OP>::map(to_float(
+                         x[base + unravel(j, d.reduced_rank, d.reduced_shape, d.reduced_stride)])));
         acc = group_reduce<OP>(acc, kWarp);
         if (lane == 0) y[out] = from_float<T>(reduce_finish<OP>(acc, d.scale));
     }
@@ -531,10 +535,11 @@ template <> uint32_t storage_bits<__nv_bfloat16>(float v) { return float_to_bflo
 template <typename T, reduce_op OP>
 tci_status reduce_typed(const void *x, void *y, int rank, const int64_t *dims, unsigned reduce_mask,
                         int64_t outputs, int64_t count, cudaStream_t stream) {
-    if (count == 0) // an empty reduction: the start value, 0/0 for a mean
+    if (count == 0) // an empty reduction: the finished start value, 0/0 for a mean
         return kern_fill(y, outputs, (int)sizeof(T),
-                         Reduction<OP>::kDivides ? kQuietNan<T>
-                                                 : storage_bits<T>(Reduction<OP>::start()),
+                         Reduction<OP>::kDivides
+                             ? kQuietNan<T>
+                             : storage_bits<T>(Reduction<OP>::finish(Reduction<OP>::start())),
                          stream);
     const float scale = Reduction<OP>::kDivides ? 1.0f / (float)count : 1.0f;
 
@@ -556,12 +561,8 @@ tci_status reduce_typed(const void *x, void *y, int rank, const int64_t *dims, u
     int reduced_groups = 0, where = -1;
     for (int g = 0; g < groups; g++)
         if (reduced[g]) reduced_groups++, where = g;
-    if (reduced_groups == 0) {
-        if (x != y)
-            KERN_CUDA_CHECK(cudaMemcpyAsync(y, x, (size_t)outputs * sizeof(T),
-                                            cudaMemcpyDeviceToDevice, stream));
-        return TCI_OK;
-    }
+    if (reduced_groups == 0) // each value on its own, through the row's map and finish (|x|, x*x)
+        return launch_reduce_rows<T, 1, OP>(x, y, outputs, 1, scale, stream);
     if (reduced_groups == 1 && where == groups - 1) {
         if (count % 8 == 0 && aligned16(x))
             return launch_reduce_rows<T, 8, OP>(x, y, outputs, count, scale, stream);

@@ -64,12 +64,14 @@ tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma, const voi
                                      int64_t len, float epsilon, tci_dtype dtype,
                                      cudaStream_t stream);
 
-/* The reduction op (a row of util/reduce_ops.h: sum, mean, max) of a row-major fp16 tensor of
- * `rank` (0..6) dims over the dims whose bit is set in reduce_mask (bit d = dim d), accumulated in
- * fp32 from the op's start value (max compares the fp32 values, exact, and propagates NaN). y is
- * row-major over the kept dims (the keepdims layout; without keepdims the bytes are the same).
- * Reducing over an empty dim gives the start value (0 for a sum, -inf for a max), NaN for a mean
- * (0/0). Paths: rows when the reduced dims are the innermost, columns when they sit
+/* The reduction op (a row of util/reduce_ops.h: sum, mean, max, min, prod, L1, L2, log-sum-exp,
+ * sum of squares) of a row-major fp16 tensor of `rank` (0..6) dims over the dims whose bit is set
+ * in reduce_mask (bit d = dim d), accumulated in fp32 from the op's start value (max and min
+ * compare the fp32 values, exact, and propagate NaN). y is row-major over the kept dims (the
+ * keepdims layout; without keepdims the bytes are the same). With nothing reduced each value
+ * still goes through the row's map and finish (|x| for L1). Reducing over an empty dim gives the
+ * finished start value (0 for a sum, -inf for a max, +inf for a min, 1 for a product), NaN for a
+ * mean (0/0). Paths: rows when the reduced dims are the innermost, columns when they sit
  * outside a kept innermost run (e.g. NHWC over H and W), a warp per output otherwise.
  * y must not overlap x. */
 tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,

@@ -217,8 +217,11 @@ extern const op_desc *const layer_rearrange_ops[]; /* rearrange.c: Tile, DepthTo
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
 extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
                                                       Softmax, LogSoftmax */
-extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean,
-                                                      ReduceMax */
+extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean, ReduceMax,
+                                                      ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+                                                      ReduceLogSumExp, ReduceSumSquare */
+extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
+                                                      TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 
 #endif

@@ -1,5 +1,6 @@
-/* Op family 'reduce': ReduceSum, ReduceMean and ReduceMax. The reductions themselves are the rows
- * of util/reduce_ops.h; they accumulate in double (int64 for integers and bool) so long sums stay
+/* Op family 'reduce': ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+ * ReduceLogSumExp and ReduceSumSquare. The reductions themselves are the rows of
+ * util/reduce_ops.h; they accumulate in double (int64 for integers and bool) so long sums stay
  * close to onnxruntime. */
 #include <math.h>
 #include <stdint.h>
@@ -19,17 +20,37 @@ typedef struct reduce_params {
     size_t num_axes;
 } reduce_params;
 
-static const tci_dtype reduce_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT32, TCI_DTYPE_INT64, 0};
-/* ReduceMax from opset 20 also takes bool (False < True) */
-static const tci_dtype reduce_bool_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT32, TCI_DTYPE_INT64,
-                                              TCI_DTYPE_BOOL, 0};
+static const tci_dtype reduce_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT32,
+                                         TCI_DTYPE_INT64, 0};
+/* ReduceMax and ReduceMin from opset 20 also take bool (False < True) */
+static const tci_dtype reduce_bool_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT32,
+                                              TCI_DTYPE_INT64, TCI_DTYPE_BOOL, 0};
+/* an L2 norm and a log-sum-exp of integers would round a real result: floats only */
+static const tci_dtype reduce_float_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, 0};
 
-#define REDUCE_START_ROW(NAME, START, COMBINE, DIVIDES) [REDUCE_##NAME] = (START),
+#define REDUCE_START_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES) [REDUCE_##NAME] = (START),
 static const double reduce_start[REDUCE_COUNT] = {REDUCE_LIST(REDUCE_START_ROW)};
 #undef REDUCE_START_ROW
-#define REDUCE_DIVIDES_ROW(NAME, START, COMBINE, DIVIDES) [REDUCE_##NAME] = (DIVIDES),
+#define REDUCE_DIVIDES_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES) [REDUCE_##NAME] = (DIVIDES),
 static const bool reduce_divides[REDUCE_COUNT] = {REDUCE_LIST(REDUCE_DIVIDES_ROW)};
 #undef REDUCE_DIVIDES_ROW
+
+/* FINISH of each row, on a double (floats) or an int64 (integers and bool) accumulator. */
+#define REDUCE_FINISH_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES)                             \
+    static double reduce_finish_##NAME(double a) { return (FINISH); }                             \
+    static int64_t reduce_finish_int_##NAME(int64_t a) { return (int64_t)(FINISH); }
+REDUCE_LIST(REDUCE_FINISH_ROW)
+#undef REDUCE_FINISH_ROW
+#define REDUCE_FINISH_TABLE_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES)                       \
+    [REDUCE_##NAME] = reduce_finish_##NAME,
+static double (*const reduce_finish[REDUCE_COUNT])(double) = {
+    REDUCE_LIST(REDUCE_FINISH_TABLE_ROW)};
+#undef REDUCE_FINISH_TABLE_ROW
+#define REDUCE_FINISH_INT_TABLE_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES)                   \
+    [REDUCE_##NAME] = reduce_finish_int_##NAME,
+static int64_t (*const reduce_finish_int[REDUCE_COUNT])(int64_t) = {
+    REDUCE_LIST(REDUCE_FINISH_INT_TABLE_ROW)};
+#undef REDUCE_FINISH_INT_TABLE_ROW
 
 /* Parses the attributes of a reduction op whose axes move from an attribute to an input at
  * opset axes_input_since. */
@@ -51,7 +72,9 @@ static tci_status reduce_parse(ir_node *node, tci_arena *arena, reduce_op op, in
 
 typedef enum reduce_plan_kind {
     REDUCE_PLAN_UNKNOWN, /* axes come from an input whose value is not known yet */
-    REDUCE_PLAN_NOOP,    /* empty axes with noop_with_empty_axes: identity */
+    REDUCE_PLAN_NOOP,    /* empty axes with noop_with_empty_axes: nothing reduced (each value
+                            still goes through its row's MAP and FINISH: an L1 norm gives |x|,
+                            as ONNX's reference has it) */
     REDUCE_PLAN_AXES,    /* reduce the dims flagged in mask */
 } reduce_plan_kind;
 
@@ -74,7 +97,7 @@ static tci_status reduce_plan(const ir_node *node, const tci_tensor *const *in,
             return TCI_OK;
         }
     }
-    for (int i = 0; i < rank; i++) mask[i] = count == 0;
+    for (int i = 0; i < rank; i++) mask[i] = count == 0 && !p->noop_with_empty_axes;
     if (count == 0) {
         *kind = p->noop_with_empty_axes ? REDUCE_PLAN_NOOP : REDUCE_PLAN_AXES;
         return TCI_OK;
@@ -148,17 +171,20 @@ static void reduce_walk_of(const tci_tensor *x, const bool *mask, reduce_walk *w
     w->inner_reduced = w->rank > 0 && reduced[w->rank - 1];
 }
 
-/* The start of a reduction in an integer type: -inf stands for the type's lowest value. */
-static int64_t reduce_int_start(double start, int64_t lowest) {
-    return start == -INFINITY ? lowest : (int64_t)start;
+/* The start of a reduction in an integer type: -inf and inf stand for the type's lowest and
+ * highest values. */
+static int64_t reduce_int_start(double start, int64_t lowest, int64_t highest) {
+    return start == -INFINITY ? lowest : start == INFINITY ? highest : (int64_t)start;
 }
 
 /* Takes every input element into acc[its output index], in input order; acc holds the start on
  * entry. A reduced innermost run is combined on its own first, then into acc. */
-#define DEFINE_REDUCE_ACCUMULATE(NAME, T, ACC, START, COMBINE)                                    \
+#define DEFINE_REDUCE_ACCUMULATE(NAME, T, ACC, START, MAP, COMBINE)                               \
     static void NAME(const reduce_walk *w, const T *x, ACC *acc) {                                \
         if (w->rank == 0) {                                                                       \
-            ACC a = acc[0], v = (ACC)x[0];                                                        \
+            ACC v = (ACC)x[0];                                                                    \
+            v = (MAP);                                                                            \
+            ACC a = acc[0];                                                                       \
             acc[0] = (COMBINE);                                                                   \
             return;                                                                               \
         }                                                                                         \
@@ -169,14 +195,18 @@ static int64_t reduce_int_start(double start, int64_t lowest) {
             if (w->inner_reduced) {                                                               \
                 ACC run = (START);                                                                \
                 for (int64_t j = 0; j < n; j++) {                                                 \
-                    ACC a = run, v = (ACC)x[j];                                                   \
+                    ACC v = (ACC)x[j];                                                            \
+                    v = (MAP);                                                                    \
+                    ACC a = run;                                                                  \
                     run = (COMBINE);                                                              \
                 }                                                                                 \
                 ACC a = acc[off], v = run;                                                        \
                 acc[off] = (COMBINE);                                                             \
             } else {                                                                              \
                 for (int64_t j = 0; j < n; j++) {                                                 \
-                    ACC a = acc[off + j], v = (ACC)x[j];                                          \
+                    ACC v = (ACC)x[j];                                                            \
+                    v = (MAP);                                                                    \
+                    ACC a = acc[off + j];                                                         \
                     acc[off + j] = (COMBINE);                                                     \
                 }                                                                                 \
             }                                                                                     \
@@ -190,27 +220,29 @@ static int64_t reduce_int_start(double start, int64_t lowest) {
     }
 
 /* One accumulator per reduction and input type: floats in double, integers and bool in int64. */
-#define REDUCE_ACCUMULATE_ROW(NAME, START, COMBINE, DIVIDES)                                      \
-    DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_float, float, double, (START), COMBINE)              \
+#define REDUCE_ACCUMULATE_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES)                         \
+    DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_float, float, double, (START), MAP, COMBINE)         \
+    DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_double, double, double, (START), MAP, COMBINE)       \
     DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_int32, int32_t, int64_t,                             \
-                             reduce_int_start((START), INT64_MIN), COMBINE)                       \
+                             reduce_int_start((START), INT64_MIN, INT64_MAX), MAP, COMBINE)       \
     DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_int64, int64_t, int64_t,                             \
-                             reduce_int_start((START), INT64_MIN), COMBINE)                       \
+                             reduce_int_start((START), INT64_MIN, INT64_MAX), MAP, COMBINE)       \
     DEFINE_REDUCE_ACCUMULATE(reduce_##NAME##_bool, uint8_t, int64_t,                              \
-                             reduce_int_start((START), INT64_MIN), COMBINE)
+                             reduce_int_start((START), INT64_MIN, INT64_MAX), MAP, COMBINE)
 REDUCE_LIST(REDUCE_ACCUMULATE_ROW)
 #undef REDUCE_ACCUMULATE_ROW
 
 typedef struct reduce_accumulators {
     void (*float_in)(const reduce_walk *w, const float *x, double *acc);
+    void (*double_in)(const reduce_walk *w, const double *x, double *acc);
     void (*int32_in)(const reduce_walk *w, const int32_t *x, int64_t *acc);
     void (*int64_in)(const reduce_walk *w, const int64_t *x, int64_t *acc);
     void (*bool_in)(const reduce_walk *w, const uint8_t *x, int64_t *acc);
 } reduce_accumulators;
 
-#define REDUCE_TABLE_ROW(NAME, START, COMBINE, DIVIDES)                                           \
-    [REDUCE_##NAME] = {reduce_##NAME##_float, reduce_##NAME##_int32, reduce_##NAME##_int64,       \
-                       reduce_##NAME##_bool},
+#define REDUCE_TABLE_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES)                              \
+    [REDUCE_##NAME] = {reduce_##NAME##_float, reduce_##NAME##_double, reduce_##NAME##_int32,      \
+                       reduce_##NAME##_int64, reduce_##NAME##_bool},
 static const reduce_accumulators reduce_accumulate[REDUCE_COUNT] = {
     REDUCE_LIST(REDUCE_TABLE_ROW)};
 #undef REDUCE_TABLE_ROW
@@ -226,27 +258,24 @@ static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *i
     if (kind == REDUCE_PLAN_UNKNOWN)
         return ir_node_error(node, TCI_ERR_INTERNAL, "input axes has no value at run time");
     int64_t in_count = op_count(x), out_count = op_count(y);
-    size_t elem = tci_dtype_size(x->dtype);
-    if (kind == REDUCE_PLAN_NOOP) {
-        if (in_count) memcpy(y->data, x->data, (size_t)in_count * elem);
-        return TCI_OK;
-    }
     if (out_count == 0) return TCI_OK;
     /* an empty reduction gives the start: a mean too (0 rather than 0/0), as onnxruntime does */
     int64_t group = in_count / out_count;
-    bool is_float = x->dtype == TCI_DTYPE_FLOAT, divides = reduce_divides[p->op] && group;
+    bool is_float = x->dtype == TCI_DTYPE_FLOAT || x->dtype == TCI_DTYPE_DOUBLE;
+    bool divides = reduce_divides[p->op] && group;
     double start = reduce_start[p->op];
     void *acc = malloc((size_t)out_count * (is_float ? sizeof(double) : sizeof(int64_t)));
     if (!acc) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for accumulators");
     for (int64_t i = 0; i < out_count; i++) {
         if (is_float) ((double *)acc)[i] = start;
-        else ((int64_t *)acc)[i] = reduce_int_start(start, INT64_MIN);
+        else ((int64_t *)acc)[i] = reduce_int_start(start, INT64_MIN, INT64_MAX);
     }
     if (in_count) {
         reduce_walk w;
         reduce_walk_of(x, mask, &w);
         const reduce_accumulators *r = &reduce_accumulate[p->op];
-        if (is_float) r->float_in(&w, x->data, acc);
+        if (x->dtype == TCI_DTYPE_FLOAT) r->float_in(&w, x->data, acc);
+        else if (x->dtype == TCI_DTYPE_DOUBLE) r->double_in(&w, x->data, acc);
         else if (x->dtype == TCI_DTYPE_INT32) r->int32_in(&w, x->data, acc);
         else if (x->dtype == TCI_DTYPE_BOOL) r->bool_in(&w, x->data, acc);
         else r->int64_in(&w, x->data, acc);
@@ -254,18 +283,23 @@ static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *i
     for (int64_t i = 0; i < out_count; i++) {
         if (is_float) {
             double v = ((double *)acc)[i];
-            ((float *)y->data)[i] = (float)(divides ? v / (double)group : v);
+            v = reduce_finish[p->op](divides ? v / (double)group : v);
+            if (x->dtype == TCI_DTYPE_DOUBLE) ((double *)y->data)[i] = v;
+            else ((float *)y->data)[i] = (float)v;
             continue;
         }
         /* integer mean truncates toward zero, like onnxruntime */
         int64_t v = ((int64_t *)acc)[i];
         if (divides) v /= group;
-        /* an empty reduction gives the start in the output's own type (INT64_MIN is the
-         * accumulator's lowest) */
+        v = reduce_finish_int[p->op](v);
+        /* an empty reduction gives the start in the output's own type (INT64_MIN and INT64_MAX
+         * are the accumulator's extremes) */
         if (x->dtype == TCI_DTYPE_INT32)
-            ((int32_t *)y->data)[i] = (int32_t)(group ? v : reduce_int_start(start, INT32_MIN));
+            ((int32_t *)y->data)[i] =
+                (int32_t)(group ? v : reduce_int_start(start, INT32_MIN, INT32_MAX));
         else if (x->dtype == TCI_DTYPE_BOOL)
-            ((uint8_t *)y->data)[i] = (uint8_t)(group ? v != 0 : reduce_int_start(start, 0) != 0);
+            ((uint8_t *)y->data)[i] =
+                (uint8_t)(group ? v != 0 : reduce_int_start(start, 0, 1) != 0);
         else ((int64_t *)y->data)[i] = v;
     }
     free(acc);
@@ -321,11 +355,6 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
     reduce_plan_kind kind;
     bool reduce[TCI_MAX_RANK] = {false};
     TCI_TRY(reduce_plan(node, in, &kind, reduce));
-    if (kind == REDUCE_PLAN_NOOP) {
-        int src, idx;
-        TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &src));
-        return lower_alias(b, node, y, src, &idx);
-    }
     if (x->dtype != TCI_DTYPE_FLOAT)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "%s reductions have no GPU path (float only)",
@@ -370,18 +399,55 @@ static tci_status reduce_max_parse(ir_node *node, tci_arena *arena) {
                         node->since_version >= 20 ? reduce_bool_types : reduce_types);
 }
 
+static tci_status reduce_min_parse(ir_node *node, tci_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_MIN, 18,
+                        node->since_version >= 20 ? reduce_bool_types : reduce_types);
+}
+
+static tci_status reduce_prod_parse(ir_node *node, tci_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_PROD, 18, reduce_types);
+}
+
+static tci_status reduce_l1_parse(ir_node *node, tci_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_L1, 18, reduce_types);
+}
+
+static tci_status reduce_l2_parse(ir_node *node, tci_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_L2, 18, reduce_float_types);
+}
+
+static tci_status reduce_log_sum_exp_parse(ir_node *node, tci_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_LOG_SUM_EXP, 18, reduce_float_types);
+}
+
+static tci_status reduce_sum_square_parse(ir_node *node, tci_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_SUM_SQUARE, 18, reduce_types);
+}
+
 static const int reduce_sum_versions[] = {1, 11, 13, 0};
 static const int reduce_mean_versions[] = {1, 11, 13, 18, 0};
 static const int reduce_max_versions[] = {1, 11, 12, 13, 18, 20, 0};
+/* ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare */
+static const int reduce_18_versions[] = {1, 11, 13, 18, 0};
+static const int reduce_log_sum_exp_versions[] = {1, 11, 13, 18, 28, 0};
 
-OP_DESC_KEEPS_NHWC(reduce_sum_desc, "ReduceSum", reduce_sum_versions, reduce_sum_parse,
-                   reduce_infer, reduce_forward, 0, reduce_gpu_lower, reduce_keeps_nhwc);
+#define REDUCE_DESC(var, name, versions, parse)                                                   \
+    OP_DESC_KEEPS_NHWC(var, name, versions, parse, reduce_infer, reduce_forward, 0,               \
+                       reduce_gpu_lower, reduce_keeps_nhwc)
 
-OP_DESC_KEEPS_NHWC(reduce_mean_desc, "ReduceMean", reduce_mean_versions, reduce_mean_parse,
-                   reduce_infer, reduce_forward, 0, reduce_gpu_lower, reduce_keeps_nhwc);
+REDUCE_DESC(reduce_sum_desc, "ReduceSum", reduce_sum_versions, reduce_sum_parse);
+REDUCE_DESC(reduce_mean_desc, "ReduceMean", reduce_mean_versions, reduce_mean_parse);
+REDUCE_DESC(reduce_max_desc, "ReduceMax", reduce_max_versions, reduce_max_parse);
+REDUCE_DESC(reduce_min_desc, "ReduceMin", reduce_max_versions, reduce_min_parse);
+REDUCE_DESC(reduce_prod_desc, "ReduceProd", reduce_18_versions, reduce_prod_parse);
+REDUCE_DESC(reduce_l1_desc, "ReduceL1", reduce_18_versions, reduce_l1_parse);
+REDUCE_DESC(reduce_l2_desc, "ReduceL2", reduce_18_versions, reduce_l2_parse);
+REDUCE_DESC(reduce_log_sum_exp_desc, "ReduceLogSumExp", reduce_log_sum_exp_versions,
+            reduce_log_sum_exp_parse);
+REDUCE_DESC(reduce_sum_square_desc, "ReduceSumSquare", reduce_18_versions,
+            reduce_sum_square_parse);
 
-OP_DESC_KEEPS_NHWC(reduce_max_desc, "ReduceMax", reduce_max_versions, reduce_max_parse,
-                   reduce_infer, reduce_forward, 0, reduce_gpu_lower, reduce_keeps_nhwc);
-
-const op_desc *const layer_reduce_ops[] = {&reduce_sum_desc, &reduce_mean_desc, &reduce_max_desc,
-                                           NULL};
+const op_desc *const layer_reduce_ops[] = {
+    &reduce_sum_desc, &reduce_mean_desc,        &reduce_max_desc,        &reduce_min_desc,
+    &reduce_prod_desc, &reduce_l1_desc,         &reduce_l2_desc,         &reduce_log_sum_exp_desc,
+    &reduce_sum_square_desc, NULL};

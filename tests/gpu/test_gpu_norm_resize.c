@@ -1,5 +1,6 @@
-/* GPU softmax, LayerNormalization, Reduce (sum, mean, max) and Resize kernels (src/kernels/norm.h,
- * resize.h) against double-precision C references on the same fp16- (or bf16-) rounded inputs. */
+/* GPU softmax, LayerNormalization, Reduce (the rows of util/reduce_ops.h) and Resize kernels
+ * (src/kernels/norm.h, resize.h) against double-precision C references on the same fp16- (or
+ * bf16-) rounded inputs. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -212,10 +213,44 @@ END_TEST
 
 /* ---- reduce ---- */
 
-/* kern_reduce of random values (fp16, bf16 or fp32 storage) against a double reference: sums
- * and means within the storage's rounding, a max exactly. A max draws values below 0, so that a
- * start of 0 would show, and with nan_every > 0 every nan_every-th value is NaN, which must reach
- * its output (fmaxf would drop it). */
+/* The reductions of util/reduce_ops.h written out on their own in double, so that a wrong row
+ * shows: the start, one value taken in, and the result. */
+static double ref_start(reduce_op op) {
+    switch (op) {
+    case REDUCE_MAX: return -INFINITY;
+    case REDUCE_MIN: return INFINITY;
+    case REDUCE_PROD: return 1.0;
+    default: return 0.0; /* sums; a log-sum-exp sums exp(x) and takes the log at the end */
+    }
+}
+
+static double ref_take(reduce_op op, double a, double v) {
+    switch (op) {
+    case REDUCE_MAX: return isnan(a) || isnan(v) ? NAN : fmax(a, v);
+    case REDUCE_MIN: return isnan(a) || isnan(v) ? NAN : fmin(a, v);
+    case REDUCE_PROD: return a * v;
+    case REDUCE_L1: return a + fabs(v);
+    case REDUCE_L2:
+    case REDUCE_SUM_SQUARE: return a + v * v;
+    case REDUCE_LOG_SUM_EXP: return a + exp(v);
+    default: return a + v;
+    }
+}
+
+static double ref_result(reduce_op op, double a, int64_t count) {
+    switch (op) {
+    case REDUCE_MEAN: return count ? a / (double)count : NAN;
+    case REDUCE_L2: return sqrt(a);
+    case REDUCE_LOG_SUM_EXP: return log(a);
+    default: return a;
+    }
+}
+
+/* kern_reduce of random values (fp16, bf16 or fp32 storage) against a double reference: sums,
+ * means, products, norms and log-sum-exp within the storage's rounding, a max or min exactly.
+ * A max draws values below 0 and a min above 0, so that a start of 0 would show; a product
+ * values near 1; and with nan_every > 0 every nan_every-th value is NaN, which must reach its
+ * output (fmaxf would drop it). */
 static void check_reduce_nan(tci_dtype dt, int rank, const int64_t *dims, unsigned mask,
                              reduce_op op, int nan_every, uint64_t seed) {
     int64_t n = 1, outputs = 1, count = 1, out_dims[6];
@@ -225,8 +260,11 @@ static void check_reduce_nan(tci_dtype dt, int rank, const int64_t *dims, unsign
         outputs *= out_dims[d];
         if (mask >> d & 1) count *= dims[d];
     }
-    const bool max = op == REDUCE_MAX;
-    const float lo = max ? -3.0f : -1.0f, hi = max ? -1.0f : 1.0f;
+    const bool exact = op == REDUCE_MAX || op == REDUCE_MIN;
+    const float lo = op == REDUCE_MAX ? -3.0f : op == REDUCE_MIN ? 1.0f
+                     : op == REDUCE_PROD ? 0.9f : -1.0f;
+    const float hi = op == REDUCE_MAX ? -1.0f : op == REDUCE_MIN ? 3.0f
+                     : op == REDUCE_PROD ? 1.1f : 1.0f;
     const size_t elem = dt == F32 ? 4 : 2;
     float *x;
     void *xbits;
@@ -245,7 +283,7 @@ static void check_reduce_nan(tci_dtype dt, int rank, const int64_t *dims, unsign
         if (dt != F32) gpu_encode(dt, x, xbits, (size_t)n);
     }
     double *want = malloc(sizeof(double) * (size_t)(outputs ? outputs : 1));
-    for (int64_t o = 0; o < outputs; o++) want[o] = max ? -INFINITY : 0.0;
+    for (int64_t o = 0; o < outputs; o++) want[o] = ref_start(op);
     for (int64_t i = 0; i < n; i++) {
         int64_t r = i, o = 0;
         for (int d = rank - 1, s = 1; d >= 0; d--) {
@@ -253,11 +291,9 @@ static void check_reduce_nan(tci_dtype dt, int rank, const int64_t *dims, unsign
             r /= dims[d];
             if (!(mask >> d & 1)) o += idx * s, s *= (int)out_dims[d];
         }
-        if (!max) want[o] += x[i];
-        else want[o] = isnan(want[o]) || isnan(x[i]) ? NAN : fmax(want[o], x[i]);
+        want[o] = ref_take(op, want[o], x[i]);
     }
-    for (int64_t o = 0; o < outputs; o++)
-        if (op == REDUCE_MEAN) want[o] = count ? want[o] / (double)count : NAN;
+    for (int64_t o = 0; o < outputs; o++) want[o] = ref_result(op, want[o], count);
     void *dx = gpu_upload(xbits, elem * (size_t)n), *dy = gpu_upload(NULL, elem * (size_t)outputs);
     if (dt == F16) ck_assert_tci_ok(kern_reduce(dx, dy, rank, dims, mask, op, 0));
     else ck_assert_tci_ok(kern_reduce_dtype(dx, dy, rank, dims, mask, op, dt, 0));
@@ -269,7 +305,9 @@ static void check_reduce_nan(tci_dtype dt, int rank, const int64_t *dims, unsign
     } else {
         got = download_half(dt, dy, (size_t)outputs);
     }
-    double tol = max ? 0.0 : dt == F32 ? 1e-5 : tol_for(dt, 3e-3);
+    /* fp32: a product or a log-sum-exp rounds once per value taken in, a sum in a tree */
+    double f32_tol = op == REDUCE_PROD || op == REDUCE_LOG_SUM_EXP ? 1e-4 : 1e-5;
+    double tol = exact ? 0.0 : dt == F32 ? f32_tol : tol_for(dt, 3e-3);
     assert_close(got, want, (size_t)outputs, tol, 1.0, "reduce");
     gpu_free(dx);
     gpu_free(dy);
@@ -344,6 +382,39 @@ START_TEST(test_reduce_max) {
     }
     ck_assert_tci_error(kern_reduce(NULL, NULL, 0, NULL, 0, REDUCE_COUNT, 0),
                         TCI_ERR_INVALID_ARGUMENT, "unknown op");
+}
+END_TEST
+
+/* ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare on every path in
+ * fp16 and fp32; nothing reduced (mask 0, or only size-1 dims) still maps each value (|x|, x*x). */
+START_TEST(test_reduce_more_ops) {
+    const tci_dtype types[] = {F16, F32};
+    const reduce_op ops[] = {REDUCE_MIN, REDUCE_PROD, REDUCE_L1, REDUCE_L2, REDUCE_LOG_SUM_EXP,
+                             REDUCE_SUM_SQUARE};
+    for (int t = 0; t < 2; t++) {
+        for (int o = 0; o < 6; o++) {
+            tci_dtype dt = types[t];
+            reduce_op op = ops[o];
+            uint64_t seed = 100 + 20 * (uint64_t)o + 10 * (uint64_t)t;
+            check_reduce_nan(dt, 3, (int64_t[]){5, 6, 100}, 4, op, 0, seed + 1);   /* rows */
+            check_reduce_nan(dt, 3, (int64_t[]){5, 6, 104}, 6, op, 0, seed + 2);   /* vectors */
+            check_reduce_nan(dt, 2, (int64_t[]){3, 5000}, 2, op, 0, seed + 3);     /* block */
+            check_reduce_nan(dt, 2, (int64_t[]){100, 8}, 2, op, 0, seed + 4);      /* lane */
+            check_reduce_nan(dt, 3, (int64_t[]){50, 7, 3}, 1, op, 0, seed + 5);    /* columns */
+            check_reduce_nan(dt, 4, (int64_t[]){2, 9, 11, 24}, 6, op, 0, seed + 6); /* NHWC */
+            check_reduce_nan(dt, 3, (int64_t[]){3, 2000, 64}, 2, op, 0, seed + 7); /* deep */
+            check_reduce_nan(dt, 3, (int64_t[]){6, 5, 7}, 5, op, 0, seed + 8);     /* generic */
+            check_reduce_nan(dt, 3, (int64_t[]){4, 0, 3}, 2, op, 0, seed + 9);     /* empty */
+            check_reduce_nan(dt, 2, (int64_t[]){4, 3}, 0, op, 0, seed + 10);       /* none */
+            check_reduce_nan(dt, 3, (int64_t[]){4, 1, 3}, 2, op, 0, seed + 11);    /* size 1 */
+            check_reduce_nan(dt, 0, NULL, 0, op, 0, seed + 12);                    /* scalar */
+        }
+        /* NaN reaches a min on each path */
+        check_reduce_nan(types[t], 3, (int64_t[]){5, 6, 104}, 4, REDUCE_MIN, 211, 91);
+        check_reduce_nan(types[t], 2, (int64_t[]){3, 5000}, 2, REDUCE_MIN, 7001, 92);
+        check_reduce_nan(types[t], 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MIN, 301, 93);
+        check_reduce_nan(types[t], 3, (int64_t[]){6, 5, 7}, 5, REDUCE_MIN, 37, 94);
+    }
 }
 END_TEST
 
@@ -523,6 +594,11 @@ START_TEST(test_bf16) {
     check_reduce_nan(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_MAX, 301, 83);
     check_reduce_nan(BF16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_MAX, 37, 85);
     check_reduce_nan(BF16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MAX, 0, 86); /* -inf bits of bf16 */
+    check_reduce_nan(BF16, 3, (int64_t[]){4, 0, 3}, 2, REDUCE_MIN, 0, 87); /* +inf bits */
+    check_reduce_nan(BF16, 3, (int64_t[]){5, 6, 104}, 4, REDUCE_L2, 0, 88);
+    check_reduce_nan(BF16, 4, (int64_t[]){2, 9, 11, 24}, 6, REDUCE_LOG_SUM_EXP, 0, 89);
+    check_reduce_nan(BF16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_PROD, 0, 90);
+    check_reduce_nan(BF16, 2, (int64_t[]){4, 3}, 0, REDUCE_L1, 0, 91);
     resize_cases_run = 0;
     kern_resize_desc d = {.mode = KERN_RESIZE_NEAREST, .coord = KERN_RESIZE_HALF_PIXEL,
                           .rounding = KERN_RESIZE_ROUND_PREFER_FLOOR, .dtype = BF16};
@@ -612,6 +688,7 @@ int main(void) {
     tcase_add_test(tc, test_reduce_outer);
     tcase_add_test(tc, test_reduce_generic_and_edges);
     tcase_add_test(tc, test_reduce_max);
+    tcase_add_test(tc, test_reduce_more_ops);
     tcase_add_test(tc, test_resize_nearest);
     tcase_add_test(tc, test_resize_linear);
     tcase_add_test(tc, test_resize_onnx_cases);

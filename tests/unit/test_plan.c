@@ -350,6 +350,103 @@ START_TEST(test_mod_lowering) {
 }
 END_TEST
 
+/* A reduction with noop_with_empty_axes and no axes reduces nothing, but still maps each value
+ * (|x| for ReduceL1): a REDUCE step with no reduced dim, not an alias of its input. */
+START_TEST(test_reduce_noop_lowering) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {4, 6};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    ir_node *n = th_node_io(g, "l1", "ReduceL1", 18, &x, 1, &y, 1);
+    th_attr_int(g, n, "noop_with_empty_axes", 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    const plan_step *s = find_step(p, PLAN_STEP_REDUCE, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->u.reduce.op, REDUCE_L1);
+    ck_assert(!s->u.reduce.reduce_dim[0] && !s->u.reduce.reduce_dim[1]);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].alias_of, -1);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].dims[1], 6);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ArgMin, CumSum and TopK lower to their axis steps, viewed around the axis; a TopK whose K
+ * the per-row kernel cannot keep, and a CumSum whose axis is a runtime value, are refused naming
+ * the node. */
+START_TEST(test_argreduce_lowering) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[3] = {2, 5, 3}, one = 1;
+    const int64_t k2 = 2;
+    const int32_t axis1 = 1;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+    ir_tensor *am = act(g, "am"), *cs = act(g, "cs"), *tv = act(g, "tv"), *ti = act(g, "ti");
+    ir_tensor *kt = th_named(g, "k", TCI_DTYPE_INT64, 1, &one, &k2);
+    ir_tensor *at = th_named(g, "axis", TCI_DTYPE_INT32, 0, NULL, &axis1);
+    ir_tensor *outs[4] = {am, cs, tv, ti};
+    th_graph_io(g, &x, 1, outs, 4);
+    ir_node *n = th_node_io(g, "amax", "ArgMin", 13, &x, 1, &am, 1);
+    th_attr_int(g, n, "axis", -2);
+    th_attr_int(g, n, "select_last_index", 1);
+    n = th_node_io(g, "csum", "CumSum", 14, (ir_tensor *[]){x, at}, 2, &cs, 1);
+    th_attr_int(g, n, "reverse", 1);
+    n = th_node_io(g, "topk", "TopK", 11, (ir_tensor *[]){x, kt}, 2, (ir_tensor *[]){tv, ti}, 2);
+    th_attr_int(g, n, "axis", 1);
+    th_attr_int(g, n, "largest", 0);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    const plan_step *s = find_step(p, PLAN_STEP_ARG_REDUCE, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(s->u.axis.outer == 2 && s->u.axis.len == 5 && s->u.axis.inner == 3);
+    ck_assert(s->u.axis.is_min && s->u.axis.select_last);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].dtype, TCI_DTYPE_INT64);
+    s = find_step(p, PLAN_STEP_CUMSUM, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(s->u.axis.len == 5 && s->u.axis.reverse && !s->u.axis.exclusive);
+    s = find_step(p, PLAN_STEP_TOPK, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->num_outputs, 2);
+    ck_assert(s->u.axis.k == 2 && !s->u.axis.largest && s->u.axis.inner == 3);
+    ck_assert_int_eq(p->tensors[s->outputs[1]].dtype, TCI_DTYPE_INT64);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].dims[1], 2);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t wide[2] = {2, 100};
+    const int64_t k65 = 65;
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, wide, NULL);
+    tv = act(g, "tv"), ti = act(g, "ti");
+    kt = th_named(g, "k", TCI_DTYPE_INT64, 1, &one, &k65);
+    th_graph_io(g, &x, 1, (ir_tensor *[]){tv, ti}, 2);
+    th_node_io(g, "topk", "TopK", 11, (ir_tensor *[]){x, kt}, 2, (ir_tensor *[]){tv, ti}, 2);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'topk' (TopK): K 65 has no GPU path");
+    ir_graph_destroy(g);
+
+    ck_assert_tci_ok(ir_graph_create(&g));
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+    cs = act(g, "cs");
+    at = th_named(g, "axis", TCI_DTYPE_INT32, 0, NULL, NULL);
+    th_graph_io(g, (ir_tensor *[]){x, at}, 2, &cs, 1);
+    th_node_io(g, "csum", "CumSum", 14, (ir_tensor *[]){x, at}, 2, &cs, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'csum' (CumSum): input axis must be a constant for the GPU path");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* x[2,12,7,7] -> GlobalAveragePool -> Flatten -> Gemm "fc" -> Softmax "sm" -> y, and x -> Relu
  * "r" -> z (a second output). */
 static ir_graph *head_graph(void) {
@@ -527,6 +624,8 @@ int main(void) {
     tcase_add_test(tc, test_needs_layout_pass);
     tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_reduce_max_lowering);
+    tcase_add_test(tc, test_reduce_noop_lowering);
+    tcase_add_test(tc, test_argreduce_lowering);
     tcase_add_test(tc, test_mod_lowering);
     tcase_add_test(tc, test_fp32_layers);
     tcase_add_test(tc, test_fp32_layer_patterns);

@@ -1,5 +1,6 @@
-/* ReduceSum, ReduceMean, ReduceMax: hand-computed results, opset differences, shape inference,
- * error paths. */
+/* ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
+ * ReduceSumSquare, and ArgMax, ArgMin, CumSum, TopK (argreduce.c): hand-computed results, opset
+ * differences, shape inference, error paths. */
 #include <math.h>
 #include <stdint.h>
 
@@ -209,7 +210,7 @@ START_TEST(test_reduce_errors) {
     tci_tensor out[1];
     const int64_t a3[] = {3}, ad[] = {1}, a2d[] = {1, 1}, fd[] = {1};
     const float fa[] = {1};
-    tci_tensor x = th_shape_only(F, 2, rd_xd), dbl = th_shape_only(TCI_DTYPE_DOUBLE, 2, rd_xd),
+    tci_tensor x = th_shape_only(F, 2, rd_xd), dbl = th_shape_only(TCI_DTYPE_UINT8, 2, rd_xd),
                axes3 = th_tensor(TCI_DTYPE_INT64, 1, ad, a3),
                axes_2d = th_tensor(TCI_DTYPE_INT64, 2, a2d, a3),
                axes_f = th_tensor(F, 1, fd, fa);
@@ -225,7 +226,7 @@ START_TEST(test_reduce_errors) {
                         "input 1 has unsupported dtype float");
     const tci_tensor *in4[] = {&dbl, NULL};
     ck_assert_tci_error(th_infer(g, range, in4, out), TCI_ERR_UNSUPPORTED,
-                        "input 0 has unsupported dtype double");
+                        "input 0 has unsupported dtype uint8");
     ir_node *attr_range = th_node(g, "ReduceMean", 11, 1, 1);
     const int64_t neg[] = {-3};
     th_attr_ints(g, attr_range, "axes", neg, 1);
@@ -449,6 +450,491 @@ START_TEST(test_reduce_max_empty) {
 }
 END_TEST
 
+/* ---- ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare ---- */
+
+/* Every version resolves, axes are an attribute before 18 and an input from 18. */
+START_TEST(test_reduce_new_ops_every_version) {
+    const char *ops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
+                         "ReduceSumSquare"};
+    /* rd_x = {1..6} as 2x3, reduced over axis 1 */
+    const float want[6][2] = {{1, 4},
+                              {6, 120},
+                              {6, 15},
+                              {3.7416574f, 8.7749643f},
+                              {3.4076059f, 6.4076059f},
+                              {14, 77}};
+    const float want_all[6] = {1, 720, 21, 9.5393920f, 6.4561934f, 91};
+    const int64_t ax1[] = {1}, d21[] = {2, 1}, d2[] = {2}, d11[] = {1, 1};
+    for (int o = 0; o < 6; o++) {
+        const int attr_opsets[] = {1, 11, 12, 13, 17};
+        for (int i = 0; i < 5; i++) {
+            run_reduce(ops[o], attr_opsets[i], -1, -1, ax1, 1, false, 2, d21, want[o]);
+            run_reduce(ops[o], attr_opsets[i], 0, -1, NULL, -1, false, 0, NULL, &want_all[o]);
+        }
+        for (int opset = 18; opset <= 28; opset += 5) {
+            run_reduce(ops[o], opset, 0, -1, ax1, 1, true, 1, d2, want[o]);
+            run_reduce(ops[o], opset, 1, 0, NULL, 0, true, 2, d11, &want_all[o]);
+        }
+    }
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int opsets[] = {1, 11, 12, 13, 17, 18, 20, 27, 28};
+    const int min_since[] = {1, 11, 12, 13, 13, 18, 20, 20, 20};
+    const int l1_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 18};
+    const int lse_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 28};
+    for (int i = 0; i < 9; i++) {
+        for (int o = 0; o < 6; o++) {
+            ir_node *n = th_node(g, ops[o], opsets[i], 1, 1);
+            ck_assert_tci_ok(op_prepare_node(n, g->arena));
+            int want_since = o == 0 ? min_since[i] : o == 4 ? lse_since[i] : l1_since[i];
+            ck_assert_int_eq(n->since_version, want_since);
+        }
+    }
+    /* an L2 norm or log-sum-exp of integers is refused, naming the node */
+    const int32_t xi[] = {1, 2, 3, 4, 5, 6};
+    tci_tensor in[1] = {th_tensor(TCI_DTYPE_INT32, 2, rd_xd, xi)}, out[1];
+    ir_node *l2 = th_node(g, "ReduceL2", 13, 1, 1);
+    ck_assert_tci_error(th_run(g, l2, in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype int32");
+    ir_node *lse = th_node(g, "ReduceLogSumExp", 13, 1, 1);
+    ck_assert_tci_error(th_run(g, lse, in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype int32");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* Runs op (opset 18) of x over axes (an input; num_axes 0: none given). */
+static void run_op18(const char *op, const tci_tensor *x, const int64_t *axes, int64_t num_axes,
+                     int keepdims, int noop, tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, op, op[6] == 'M' && op[7] == 'i' ? 20 : 18, 2, 1);
+    th_attr_int(g, n, "keepdims", keepdims);
+    th_attr_int(g, n, "noop_with_empty_axes", noop);
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT64, 1, &num_axes, num_axes ? axes : rd_xd)};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_reduce_new_ops_values) {
+    const float sx[] = {-1, 2, -3, 4, -5, 6};
+    const int64_t ax0[] = {0}, ax1[] = {1};
+    tci_tensor x = th_tensor(F, 2, rd_xd, sx), out[1];
+    /* noop_with_empty_axes still maps each value, as ONNX's reference does: |x|, x*x */
+    const float absx[] = {1, 2, 3, 4, 5, 6}, sq[] = {1, 4, 9, 16, 25, 36};
+    run_op18("ReduceL1", &x, NULL, 0, 1, 1, out);
+    th_assert_dims(&out[0], 2, rd_xd);
+    th_assert_near(out[0].data, absx, 6, 0);
+    th_free(out, 1);
+    run_op18("ReduceL2", &x, NULL, 0, 1, 1, out);
+    th_assert_near(out[0].data, absx, 6, 0);
+    th_free(out, 1);
+    run_op18("ReduceSumSquare", &x, NULL, 0, 1, 1, out);
+    th_assert_near(out[0].data, sq, 6, 0);
+    th_free(out, 1);
+    run_op18("ReduceMin", &x, NULL, 0, 1, 1, out);
+    th_assert_near(out[0].data, sx, 6, 0);
+    th_free(out, 1);
+    /* over a size-1 axis too */
+    const int64_t cd[] = {6, 1};
+    tci_tensor col = th_tensor(F, 2, cd, sx);
+    run_op18("ReduceL1", &col, ax1, 1, 0, 0, out);
+    th_assert_near(out[0].data, absx, 6, 0);
+    th_free(out, 1);
+    /* columns of signed values */
+    const float min_cols[] = {-1, -5, -3}, prod_cols[] = {-4, -10, -18}, l1_cols[] = {5, 7, 9};
+    run_op18("ReduceMin", &x, ax0, 1, 0, 0, out);
+    th_assert_near(out[0].data, min_cols, 3, 0);
+    th_free(out, 1);
+    run_op18("ReduceProd", &x, ax0, 1, 0, 0, out);
+    th_assert_near(out[0].data, prod_cols, 3, 0);
+    th_free(out, 1);
+    run_op18("ReduceL1", &x, ax0, 1, 0, 0, out);
+    th_assert_near(out[0].data, l1_cols, 3, 0);
+    th_free(out, 1);
+    /* log-sum-exp far outside exp's range: log(exp(1000) + exp(1000)) = 1000 + log 2 */
+    const float big[] = {1000, 1000, -1000, -1000, -INFINITY, -INFINITY},
+                big_want[] = {1000.6931472f, -999.3068528f, -INFINITY};
+    const int64_t bd[] = {3, 2};
+    tci_tensor xb = th_tensor(F, 2, bd, big);
+    run_op18("ReduceLogSumExp", &xb, ax1, 1, 0, 0, out);
+    const float *r = out[0].data;
+    th_assert_near(r, big_want, 2, 1e-4f);
+    ck_assert(isinf(r[2]) && r[2] < 0);
+    th_free(out, 1);
+    const float with_inf[] = {1, INFINITY, INFINITY, INFINITY, NAN, 2};
+    xb = th_tensor(F, 2, bd, with_inf);
+    run_op18("ReduceLogSumExp", &xb, ax1, 1, 0, 0, out);
+    r = out[0].data;
+    ck_assert(isinf(r[0]) && r[0] > 0 && isinf(r[1]) && r[1] > 0 && isnan(r[2]));
+    th_free(out, 1);
+    /* NaN wins in a min as in a max */
+    run_op18("ReduceMin", &xb, ax1, 1, 0, 0, out);
+    r = out[0].data;
+    ck_assert(r[0] == 1.0f && isinf(r[1]) && isnan(r[2]));
+    th_free(out, 1);
+    /* double in, double out */
+    const double xd[] = {3, 4, -6, 8};
+    const int64_t dd[] = {2, 2};
+    tci_tensor xdbl = th_tensor(TCI_DTYPE_DOUBLE, 2, dd, xd);
+    run_op18("ReduceL2", &xdbl, ax1, 1, 0, 0, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_DOUBLE);
+    ck_assert(((double *)out[0].data)[0] == 5.0 && ((double *)out[0].data)[1] == 10.0);
+    th_free(out, 1);
+}
+END_TEST
+
+START_TEST(test_reduce_new_ops_integers_and_empty) {
+    const int32_t x32[] = {-1, 2, -3, 4, -5, 6};
+    const int64_t ax1[] = {1}, ax0[] = {0};
+    tci_tensor x = th_tensor(TCI_DTYPE_INT32, 2, rd_xd, x32), out[1];
+    const int32_t min_rows[] = {-3, -5}, prod_rows[] = {6, -120}, l1_rows[] = {6, 15},
+                  sq_cols[] = {17, 29, 45};
+    const char *ops[] = {"ReduceMin", "ReduceProd", "ReduceL1"};
+    const int32_t *wants[] = {min_rows, prod_rows, l1_rows};
+    for (int o = 0; o < 3; o++) {
+        run_op18(ops[o], &x, ax1, 1, 0, 0, out);
+        ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+        for (int i = 0; i < 2; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], wants[o][i]);
+        th_free(out, 1);
+    }
+    run_op18("ReduceSumSquare", &x, ax0, 1, 0, 0, out);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], sq_cols[i]);
+    th_free(out, 1);
+    const int64_t x64[] = {INT64_MAX, 5, -7, INT64_MIN};
+    const int64_t d22[] = {2, 2};
+    tci_tensor xl = th_tensor(TCI_DTYPE_INT64, 2, d22, x64);
+    run_op18("ReduceMin", &xl, ax1, 1, 0, 0, out);
+    ck_assert_int_eq(((int64_t *)out[0].data)[0], 5);
+    ck_assert_int_eq(((int64_t *)out[0].data)[1], INT64_MIN);
+    th_free(out, 1);
+    /* bool min (opset 20) is a logical and */
+    const uint8_t xb[] = {1, 1, 1, 0, 0, 0};
+    const int64_t bd[] = {3, 2};
+    tci_tensor b = th_tensor(TCI_DTYPE_BOOL, 2, bd, xb);
+    run_op18("ReduceMin", &b, ax1, 1, 0, 0, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_BOOL);
+    const uint8_t band[] = {1, 0, 0};
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(((uint8_t *)out[0].data)[i], band[i]);
+    th_free(out, 1);
+    /* empty sets: min +inf (the highest integer, true), prod 1, norms and sums 0, log-sum-exp
+     * -inf */
+    const int64_t ed[] = {2, 0, 2}, wd[] = {2, 1, 2};
+    const uint8_t dummy[8] = {0};
+    const char *fops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
+                          "ReduceSumSquare"};
+    const float fwant[] = {INFINITY, 1, 0, 0, -INFINITY, 0};
+    tci_tensor e = th_tensor(F, 3, ed, dummy);
+    for (int o = 0; o < 6; o++) {
+        run_op18(fops[o], &e, ax1, 1, 1, 0, out);
+        th_assert_dims(&out[0], 3, wd);
+        for (int i = 0; i < 4; i++) ck_assert(((float *)out[0].data)[i] == fwant[o]);
+        th_free(out, 1);
+    }
+    e = th_tensor(TCI_DTYPE_INT32, 3, ed, dummy);
+    run_op18("ReduceMin", &e, ax1, 1, 1, 0, out);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], INT32_MAX);
+    th_free(out, 1);
+    run_op18("ReduceProd", &e, ax1, 1, 1, 0, out);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], 1);
+    th_free(out, 1);
+    e = th_tensor(TCI_DTYPE_BOOL, 3, ed, dummy);
+    run_op18("ReduceMin", &e, ax1, 1, 1, 0, out);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(((uint8_t *)out[0].data)[i], 1);
+    th_free(out, 1);
+}
+END_TEST
+
+/* ---- ArgMax, ArgMin ---- */
+
+/* Runs ArgMax / ArgMin of x at opset 13 (select_last -1: attribute absent) into out. */
+static void run_arg(const char *op, const tci_tensor *x, int64_t axis, int keepdims,
+                    int select_last, tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, op, 13, 1, 1);
+    th_attr_int(g, n, "axis", axis);
+    th_attr_int(g, n, "keepdims", keepdims);
+    if (select_last >= 0) th_attr_int(g, n, "select_last_index", select_last);
+    ck_assert_tci_ok(th_run(g, n, x, out));
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT64);
+    ir_graph_destroy(g);
+}
+
+static void assert_int64s(const tci_tensor *t, const int64_t *want, int64_t n) {
+    ck_assert_int_eq(tci_tensor_count(t), n);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(((const int64_t *)t->data)[i] == want[i], "[%lld] = %lld, want %lld",
+                      (long long)i, (long long)((const int64_t *)t->data)[i],
+                      (long long)want[i]);
+}
+
+START_TEST(test_argmax_argmin) {
+    const float v[] = {1, 5, 5, 7, 2, 7};
+    tci_tensor x = th_tensor(F, 2, rd_xd, v), out[1];
+    const int64_t d21[] = {2, 1}, d3[] = {3};
+    run_arg("ArgMax", &x, 1, 1, -1, out);
+    th_assert_dims(&out[0], 2, d21);
+    assert_int64s(&out[0], (const int64_t[]){1, 0}, 2);
+    th_free(out, 1);
+    run_arg("ArgMax", &x, -1, 1, 1, out); /* ties: the last */
+    assert_int64s(&out[0], (const int64_t[]){2, 2}, 2);
+    th_free(out, 1);
+    run_arg("ArgMax", &x, 0, 0, 0, out);
+    th_assert_dims(&out[0], 1, d3);
+    assert_int64s(&out[0], (const int64_t[]){1, 0, 1}, 3);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 1, 0, -1, out);
+    assert_int64s(&out[0], (const int64_t[]){0, 1}, 2);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, -2, 0, 1, out);
+    assert_int64s(&out[0], (const int64_t[]){0, 1, 0}, 3);
+    th_free(out, 1);
+    /* a NaN wins for both, as in numpy: the first, or the last with select_last_index */
+    const float nan_v[] = {1, NAN, 3, NAN};
+    const int64_t nd[] = {4};
+    x = th_tensor(F, 1, nd, nan_v);
+    run_arg("ArgMax", &x, 0, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){1}, 1);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 0, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){1}, 1);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 0, 0, 1, out);
+    assert_int64s(&out[0], (const int64_t[]){3}, 1);
+    th_free(out, 1);
+    /* int64 compares exactly (as doubles these two would tie) */
+    const int64_t big[] = {INT64_MAX - 1, INT64_MAX, INT64_MIN + 1, INT64_MIN};
+    const int64_t bd[] = {2, 2};
+    x = th_tensor(TCI_DTYPE_INT64, 2, bd, big);
+    run_arg("ArgMax", &x, 1, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){1, 0}, 2);
+    th_free(out, 1);
+    run_arg("ArgMin", &x, 1, 0, 0, out);
+    assert_int64s(&out[0], (const int64_t[]){0, 1}, 2);
+    th_free(out, 1);
+
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int opsets[] = {1, 10, 11, 12, 13, 28}, since[] = {1, 1, 11, 12, 13, 13};
+    for (int i = 0; i < 6; i++) {
+        ir_node *n = th_node(g, "ArgMin", opsets[i], 1, 1);
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        ck_assert_int_eq(n->since_version, since[i]);
+    }
+    /* select_last_index arrives in opset 12 */
+    ir_node *old = th_node(g, "ArgMax", 11, 1, 1);
+    th_attr_int(g, old, "select_last_index", 1);
+    ck_assert_tci_error(op_prepare_node(old, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'select_last_index'");
+    ir_node *flag = th_node(g, "ArgMax", 13, 1, 1);
+    th_attr_int(g, flag, "keepdims", 3);
+    ck_assert_tci_error(op_prepare_node(flag, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'keepdims' must be 0 or 1, got 3");
+    /* an empty axis has no position; an out-of-range axis is named */
+    const int64_t ed[] = {2, 0};
+    tci_tensor e = th_shape_only(F, 2, ed), o[1];
+    const tci_tensor *ein[] = {&e};
+    ir_node *empty = th_node(g, "ArgMax", 13, 1, 1);
+    th_attr_int(g, empty, "axis", 1);
+    ck_assert_tci_error(th_infer(g, empty, ein, o), TCI_ERR_INVALID_MODEL,
+                        "axis 1 is empty: there is no position to return");
+    ir_node *range = th_node(g, "ArgMin", 13, 1, 1);
+    th_attr_int(g, range, "axis", 2);
+    ck_assert_tci_error(th_infer(g, range, ein, o), TCI_ERR_INVALID_MODEL,
+                        "axis 2 out of range for rank 2");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- CumSum ---- */
+
+static void run_cumsum(const tci_tensor *x, int64_t axis, int exclusive, int reverse,
+                       tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "CumSum", 14, 2, 1);
+    if (exclusive) th_attr_int(g, n, "exclusive", 1);
+    if (reverse) th_attr_int(g, n, "reverse", 1);
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT32, 0, NULL, (const int32_t[]){(int32_t)axis})};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_cumsum) {
+    const float v[] = {1, 2, 3, 4, 5};
+    const int64_t d5[] = {5};
+    tci_tensor x = th_tensor(F, 1, d5, v), out[1];
+    const float plain[] = {1, 3, 6, 10, 15}, excl[] = {0, 1, 3, 6, 10}, rev[] = {15, 14, 12, 9, 5},
+                rev_excl[] = {14, 12, 9, 5, 0};
+    const float *wants[] = {plain, excl, rev, rev_excl};
+    for (int m = 0; m < 4; m++) {
+        run_cumsum(&x, 0, m & 1, m >> 1, out);
+        th_assert_dims(&out[0], 1, d5);
+        th_assert_near(out[0].data, wants[m], 5, 0);
+        th_free(out, 1);
+    }
+    /* 2-D over either axis, negative axis */
+    const float rows[] = {1, 3, 6, 4, 9, 15}, cols[] = {1, 2, 3, 5, 7, 9};
+    x = th_tensor(F, 2, rd_xd, rd_x);
+    run_cumsum(&x, -1, 0, 0, out);
+    th_assert_near(out[0].data, rows, 6, 0);
+    th_free(out, 1);
+    run_cumsum(&x, 0, 0, 0, out);
+    th_assert_near(out[0].data, cols, 6, 0);
+    th_free(out, 1);
+    /* int32 and int64 stay integers */
+    const int32_t xi[] = {1, -2, 3, -4, 5, -6};
+    x = th_tensor(TCI_DTYPE_INT32, 2, rd_xd, xi);
+    run_cumsum(&x, 1, 1, 1, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+    const int32_t wi[] = {1, 3, 0, -1, -6, 0};
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(((int32_t *)out[0].data)[i], wi[i]);
+    th_free(out, 1);
+    const int64_t xl[] = {INT64_C(1) << 60, INT64_C(1) << 60, 1};
+    const int64_t d3[] = {3};
+    x = th_tensor(TCI_DTYPE_INT64, 1, d3, xl);
+    run_cumsum(&x, 0, 0, 0, out);
+    ck_assert_int_eq(((int64_t *)out[0].data)[2], (INT64_C(1) << 61) + 1);
+    th_free(out, 1);
+
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int opsets[] = {11, 13, 14, 28}, since[] = {11, 11, 14, 14};
+    for (int i = 0; i < 4; i++) {
+        ir_node *n = th_node(g, "CumSum", opsets[i], 2, 1);
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        ck_assert_int_eq(n->since_version, since[i]);
+    }
+    ir_node *ten = th_node(g, "CumSum", 10, 2, 1);
+    ck_assert_tci_error(op_prepare_node(ten, g->arena), TCI_ERR_UNSUPPORTED, "opset");
+    ir_node *one = th_node(g, "CumSum", 14, 1, 1);
+    ck_assert_tci_error(op_prepare_node(one, g->arena), TCI_ERR_INVALID_MODEL,
+                        "has 1 inputs, expected 2 to 2");
+    tci_tensor xs = th_shape_only(F, 2, rd_xd), o[1];
+    const int64_t two[] = {0, 1}, d2[] = {2}, d11[] = {1, 1};
+    tci_tensor a2 = th_tensor(TCI_DTYPE_INT64, 1, d2, two), a11 = th_tensor(TCI_DTYPE_INT64, 2, d11, two),
+               af = th_tensor(F, 1, (const int64_t[]){1}, rd_x),
+               a3 = th_tensor(TCI_DTYPE_INT64, 0, NULL, (const int64_t[]){2});
+    ir_node *n = th_node(g, "CumSum", 14, 2, 1);
+    const tci_tensor *i1[] = {&xs, &a2}, *i2[] = {&xs, &a11}, *i3[] = {&xs, &af}, *i4[] = {&xs, &a3};
+    ck_assert_tci_error(th_infer(g, n, i1, o), TCI_ERR_INVALID_MODEL,
+                        "input axis must hold one value, got 2");
+    ck_assert_tci_error(th_infer(g, n, i2, o), TCI_ERR_INVALID_MODEL,
+                        "input axis must be a scalar, got rank 2");
+    ck_assert_tci_error(th_infer(g, n, i3, o), TCI_ERR_UNSUPPORTED,
+                        "input 1 has unsupported dtype float");
+    ck_assert_tci_error(th_infer(g, n, i4, o), TCI_ERR_INVALID_MODEL,
+                        "axis 2 out of range for rank 2");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- TopK ---- */
+
+/* TopK of x at opset 11 over axis with k from an input; largest / sorted -1: absent. */
+static void run_topk(const tci_tensor *x, int64_t k, int64_t axis, int largest, tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "TopK", 11, 2, 2);
+    th_attr_int(g, n, "axis", axis);
+    if (largest >= 0) th_attr_int(g, n, "largest", largest);
+    const int64_t kd[] = {1};
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT64, 1, kd, &k)};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ck_assert_int_eq(out[1].dtype, TCI_DTYPE_INT64);
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_topk) {
+    const float v[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+    const int64_t xd[] = {3, 4}, d32[] = {3, 2}, d24[] = {2, 4};
+    tci_tensor x = th_tensor(F, 2, xd, v), out[2];
+    run_topk(&x, 2, 1, -1, out);
+    th_assert_dims(&out[0], 2, d32);
+    th_assert_dims(&out[1], 2, d32);
+    th_assert_near(out[0].data, (const float[]){4, 3, 9, 6, 8, 5}, 6, 0);
+    /* the two 5s of row 2: the lower position first */
+    assert_int64s(&out[1], (const int64_t[]){2, 0, 1, 3, 3, 0}, 6);
+    th_free(out, 2);
+    run_topk(&x, 2, 1, 0, out);
+    th_assert_near(out[0].data, (const float[]){1, 1, 2, 5, 3, 5}, 6, 0);
+    assert_int64s(&out[1], (const int64_t[]){1, 3, 2, 0, 1, 0}, 6);
+    th_free(out, 2);
+    run_topk(&x, 2, -2, 1, out); /* down the columns */
+    th_assert_dims(&out[0], 2, d24);
+    th_assert_near(out[0].data, (const float[]){5, 9, 5, 8, 5, 3, 4, 6}, 8, 0);
+    assert_int64s(&out[1], (const int64_t[]){1, 1, 2, 2, 2, 2, 0, 1}, 8);
+    th_free(out, 2);
+    /* NaN ranks above every number: first when largest, last when smallest */
+    const float nv[] = {2, NAN, 7, -1};
+    const int64_t nd[] = {4};
+    x = th_tensor(F, 1, nd, nv);
+    run_topk(&x, 2, 0, 1, out);
+    ck_assert(isnan(((float *)out[0].data)[0]) && ((float *)out[0].data)[1] == 7.0f);
+    assert_int64s(&out[1], (const int64_t[]){1, 2}, 2);
+    th_free(out, 2);
+    run_topk(&x, 4, 0, 0, out);
+    assert_int64s(&out[1], (const int64_t[]){3, 0, 2, 1}, 4);
+    th_free(out, 2);
+    /* k = 0: empty outputs */
+    run_topk(&x, 0, 0, 1, out);
+    th_assert_dims(&out[0], 1, (const int64_t[]){0});
+    th_free(out, 2);
+    /* int64 exactly, values bit for bit */
+    const int64_t lv[] = {INT64_MAX - 1, INT64_MIN, INT64_MAX};
+    const int64_t ld[] = {3};
+    x = th_tensor(TCI_DTYPE_INT64, 1, ld, lv);
+    run_topk(&x, 2, 0, 1, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT64);
+    assert_int64s(&out[0], (const int64_t[]){INT64_MAX, INT64_MAX - 1}, 2);
+    assert_int64s(&out[1], (const int64_t[]){2, 0}, 2);
+    th_free(out, 2);
+
+    /* opset 1: k and axis are attributes */
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n1 = th_node(g, "TopK", 1, 1, 2);
+    th_attr_int(g, n1, "k", 1);
+    x = th_tensor(F, 2, xd, v);
+    ck_assert_tci_ok(th_run(g, n1, &x, out));
+    th_assert_near(out[0].data, (const float[]){4, 9, 8}, 3, 0);
+    assert_int64s(&out[1], (const int64_t[]){2, 1, 3}, 3);
+    th_free(out, 2);
+    const int opsets[] = {1, 9, 10, 11, 23, 24, 28}, since[] = {1, 1, 10, 11, 11, 24, 24};
+    for (int i = 0; i < 7; i++) {
+        ir_node *n = th_node(g, "TopK", opsets[i], opsets[i] >= 10 ? 2 : 1, 2);
+        if (opsets[i] < 10) th_attr_int(g, n, "k", 1);
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        ck_assert_int_eq(n->since_version, since[i]);
+    }
+    ir_node *nok = th_node(g, "TopK", 1, 1, 2);
+    ck_assert_tci_error(op_prepare_node(nok, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'k' is required");
+    ir_node *largest10 = th_node(g, "TopK", 10, 2, 2);
+    th_attr_int(g, largest10, "largest", 0);
+    ck_assert_tci_error(op_prepare_node(largest10, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'largest'");
+    tci_tensor xs = th_shape_only(F, 2, xd), o[2];
+    tci_tensor k5 = th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1}, (const int64_t[]){5}),
+               kneg = th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1}, (const int64_t[]){-1}),
+               k32 = th_tensor(TCI_DTYPE_INT32, 1, (const int64_t[]){1}, (const int32_t[]){1}),
+               kunk = th_shape_only(TCI_DTYPE_INT64, 1, (const int64_t[]){1});
+    ir_node *n = th_node(g, "TopK", 11, 2, 2);
+    const tci_tensor *i1[] = {&xs, &k5}, *i2[] = {&xs, &kneg}, *i3[] = {&xs, &k32},
+                     *i4[] = {&xs, &kunk};
+    ck_assert_tci_error(th_infer(g, n, i1, o), TCI_ERR_INVALID_MODEL,
+                        "K 5 is larger than axis 1 (4)");
+    ck_assert_tci_error(th_infer(g, n, i2, o), TCI_ERR_INVALID_MODEL, "K must be >= 0, got -1");
+    ck_assert_tci_error(th_infer(g, n, i3, o), TCI_ERR_UNSUPPORTED,
+                        "input 1 has unsupported dtype int32");
+    ck_assert_tci_ok(th_infer(g, n, i4, o));
+    th_assert_dims(&o[0], 2, (const int64_t[]){3, -1});
+    ck_assert_int_eq(o[1].dtype, TCI_DTYPE_INT64);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("reduce");
     TCase *rd = tcase_create("reduce");
@@ -467,5 +953,15 @@ int main(void) {
     tcase_add_test(mx, test_reduce_max_integers_and_bool);
     tcase_add_test(mx, test_reduce_max_empty);
     suite_add_tcase(s, mx);
+    TCase *more = tcase_create("min_prod_norms");
+    tcase_add_test(more, test_reduce_new_ops_every_version);
+    tcase_add_test(more, test_reduce_new_ops_values);
+    tcase_add_test(more, test_reduce_new_ops_integers_and_empty);
+    suite_add_tcase(s, more);
+    TCase *axis = tcase_create("argreduce");
+    tcase_add_test(axis, test_argmax_argmin);
+    tcase_add_test(axis, test_cumsum);
+    tcase_add_test(axis, test_topk);
+    suite_add_tcase(s, axis);
     return tci_test_run_suite(s);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph/gpu/gpu_internal.h"
+#include "kernels/argreduce.h"
 #include "kernels/cast.h"
 #include "kernels/copy.h"
 #include "kernels/index.h"
@@ -14,6 +15,8 @@
 #include "kernels/rnn.h"
 #include "kernels/wgmma_gemm.h"
 #include "layers/op.h"
+
+_Static_assert(PLAN_TOPK_MAX_K <= KERN_TOPK_MAX_K, "TopK lowers a K that kern_topk refuses");
 
 const plan_tensor *gpu_tensor_of(const plan *p, int index) { return &p->tensors[index]; }
 
@@ -343,6 +346,17 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                             fill_bits(y->dtype, s->u.one_hot.on), (int)tci_dtype_size(y->dtype),
                             stream);
     case PLAN_STEP_RNN: return run_rnn(e, c, arena, s, in, stream);
+    case PLAN_STEP_ARG_REDUCE:
+        return kern_arg_reduce(in[0], out, s->u.axis.outer, s->u.axis.len, s->u.axis.inner,
+                               s->u.axis.is_min, s->u.axis.select_last,
+                               gpu_tensor_of(p, s->inputs[0])->dtype, stream);
+    case PLAN_STEP_CUMSUM:
+        return kern_cumsum(in[0], out, s->u.axis.outer, s->u.axis.len, s->u.axis.inner,
+                           s->u.axis.exclusive, s->u.axis.reverse, y->dtype, stream);
+    case PLAN_STEP_TOPK:
+        return kern_topk(in[0], out, gpu_tensor_ptr(e, c, arena, s->outputs[1]), s->u.axis.outer,
+                         s->u.axis.len, s->u.axis.inner, s->u.axis.k, s->u.axis.largest, y->dtype,
+                         stream);
     }
     return tci_error(TCI_ERR_INTERNAL, "unknown plan step kind %d", (int)s->kind);
 }

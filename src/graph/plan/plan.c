@@ -33,6 +33,9 @@ const char *plan_step_kernel(const plan_step *step) {
     case PLAN_STEP_SCATTER: return step->u.index.nd ? "tcinfer scatter_nd" : "tcinfer scatter_elements";
     case PLAN_STEP_TRILU: return "tcinfer trilu";
     case PLAN_STEP_ONE_HOT: return "tcinfer one_hot";
+    case PLAN_STEP_ARG_REDUCE: return "tcinfer arg_reduce";
+    case PLAN_STEP_CUMSUM: return "tcinfer cumsum";
+    case PLAN_STEP_TOPK: return "tcinfer topk";
     case PLAN_STEP_CONV: return step->u.conv.depthwise ? "tcinfer depthwise" : "cuDNN convolution";
     case PLAN_STEP_CONV_TRANSPOSE: return "cuDNN backward-data convolution";
     case PLAN_STEP_GEMM: return "cuBLASLt GEMM";
