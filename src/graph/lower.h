@@ -12,6 +12,7 @@
 #include "graph/ir.h"
 #include "util/elementwise.h"
 #include "util/reduce_ops.h"
+#include "util/resize_modes.h"
 
 typedef enum plan_layout {
     PLAN_LAYOUT_DENSE = 0, /* row-major in logical order */
@@ -64,7 +65,6 @@ typedef enum plan_step_kind {
 } plan_step_kind;
 
 #define PLAN_MAX_STEP_INPUTS 4
-#define PLAN_NEAREST_LEGACY 4
 #define PLAN_MAX_PHYS_RANK 6
 
 /* Physical view for strided kernels: shape of the output and the strides of each operand (in
@@ -157,11 +157,9 @@ typedef struct plan_step {
         } reduce;
         struct {
             int64_t n, c, h, w, out_h, out_w;
-            bool linear;
-            int coord_mode;   /* half_pixel, pytorch_half_pixel, align_corners, asymmetric,
-                                 half_pixel_symmetric: 0..4 */
-            int nearest_mode; /* round_prefer_floor, round_prefer_ceil, floor, ceil: 0..3, or
-                                 PLAN_NEAREST_LEGACY (Upsample, Resize-10) */
+            resize_mode mode;         /* nearest or linear */
+            resize_coord coord;
+            resize_rounding rounding; /* nearest only */
             float scale_h, scale_w;
         } resize;
         struct {

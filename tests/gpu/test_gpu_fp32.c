@@ -436,13 +436,13 @@ END_TEST
 
 /* ================================================================ resize */
 
-static double resize_coordinate(kern_resize_coord coord, double x, double scale, int64_t in) {
+static double resize_coordinate(resize_coord coord, double x, double scale, int64_t in) {
     double length = scale * (double)in;
     switch (coord) {
-    case KERN_RESIZE_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
-    case KERN_RESIZE_ALIGN_CORNERS:
+    case RESIZE_COORD_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
+    case RESIZE_COORD_ALIGN_CORNERS:
         return fabs(length - 1.0) < 1e-9 ? 0.0 : x * (double)(in - 1) / (length - 1.0);
-    case KERN_RESIZE_ASYMMETRIC: return x / scale;
+    case RESIZE_COORD_ASYMMETRIC: return x / scale;
     default: ck_abort_msg("no reference for coordinate mode %d", (int)coord); return 0.0;
     }
 }
@@ -456,15 +456,15 @@ static void resize_axis(const kern_resize_desc *d, int64_t o, double scale, int6
         return;
     }
     double x = resize_coordinate(d->coord, (double)o, scale, in), base = floor(x), r = x - base;
-    if (d->mode == KERN_RESIZE_LINEAR) {
+    if (d->mode == RESIZE_LINEAR) {
         *i0 = clamp_index((int64_t)base, in), *i1 = clamp_index((int64_t)base + 1, in), *w1 = r;
         return;
     }
     int up = 0;
     if (r != 0.0) switch (d->rounding) {
-        case KERN_RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
-        case KERN_RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
-        case KERN_RESIZE_CEIL: up = 1; break;
+        case RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
+        case RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
+        case RESIZE_ROUND_CEIL: up = 1; break;
         default: up = 0; break;
         }
     *i0 = *i1 = clamp_index((int64_t)base + up, in), *w1 = 0.0;
@@ -502,7 +502,7 @@ static void check_resize_fp32(kern_resize_desc d, uint64_t seed) {
     snprintf(what, sizeof what, "resize fp32 mode %d coord %d %lldx%lld -> %lldx%lld c %lld",
              (int)d.mode, (int)d.coord, (long long)d.in_h, (long long)d.in_w, (long long)d.out_h,
              (long long)d.out_w, (long long)d.c);
-    check_nhwc8(what, got, want, scale, nout, d.c, d.mode == KERN_RESIZE_NEAREST);
+    check_nhwc8(what, got, want, scale, nout, d.c, d.mode == RESIZE_NEAREST);
     free(xd), free(x), free(want), free(scale), free(got);
     gpu_free(dx), gpu_free(dy);
 }
@@ -516,16 +516,16 @@ START_TEST(test_resize_fp32) {
         {7, 9, 7, 18, 1.0, 2.0}, /* identity rows */
     };
     static const struct {
-        kern_resize_mode mode;
-        kern_resize_coord coord;
-        kern_resize_rounding rounding;
+        resize_mode mode;
+        resize_coord coord;
+        resize_rounding rounding;
     } modes[] = {
-        {KERN_RESIZE_NEAREST, KERN_RESIZE_HALF_PIXEL, KERN_RESIZE_ROUND_PREFER_FLOOR},
-        {KERN_RESIZE_NEAREST, KERN_RESIZE_ASYMMETRIC, KERN_RESIZE_FLOOR},
-        {KERN_RESIZE_NEAREST, KERN_RESIZE_ALIGN_CORNERS, KERN_RESIZE_ROUND_PREFER_CEIL},
-        {KERN_RESIZE_LINEAR, KERN_RESIZE_HALF_PIXEL, 0},
-        {KERN_RESIZE_LINEAR, KERN_RESIZE_ALIGN_CORNERS, 0},
-        {KERN_RESIZE_LINEAR, KERN_RESIZE_ASYMMETRIC, 0},
+        {RESIZE_NEAREST, RESIZE_COORD_HALF_PIXEL, RESIZE_ROUND_PREFER_FLOOR},
+        {RESIZE_NEAREST, RESIZE_COORD_ASYMMETRIC, RESIZE_ROUND_FLOOR},
+        {RESIZE_NEAREST, RESIZE_COORD_ALIGN_CORNERS, RESIZE_ROUND_PREFER_CEIL},
+        {RESIZE_LINEAR, RESIZE_COORD_HALF_PIXEL, 0},
+        {RESIZE_LINEAR, RESIZE_COORD_ALIGN_CORNERS, 0},
+        {RESIZE_LINEAR, RESIZE_COORD_ASYMMETRIC, 0},
     };
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -546,7 +546,7 @@ START_TEST(test_resize_fp16_dtype_zero_and_errors) {
     kern_resize_desc d;
     memset(&d, 0, sizeof d);
     d.n = 1, d.c = 13, d.in_h = 5, d.in_w = 6, d.out_h = 9, d.out_w = 11;
-    d.scale_h = 1.8, d.scale_w = 11.0 / 6.0, d.mode = KERN_RESIZE_LINEAR;
+    d.scale_h = 1.8, d.scale_w = 11.0 / 6.0, d.mode = RESIZE_LINEAR;
     const size_t nin = 5 * 6 * 16, nout = 9 * 11 * 16;
     float *x = random_floats(nin, 1300, -2, 2);
     uint16_t *xh = to_half(x, nin);

@@ -237,12 +237,6 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                  s->u.reduce.op, y->dtype, stream);
     }
     case PLAN_STEP_RESIZE: {
-        static const kern_resize_coord coords[] = {
-            KERN_RESIZE_HALF_PIXEL, KERN_RESIZE_PYTORCH_HALF_PIXEL, KERN_RESIZE_ALIGN_CORNERS,
-            KERN_RESIZE_ASYMMETRIC, KERN_RESIZE_HALF_PIXEL_SYMMETRIC};
-        static const kern_resize_rounding roundings[] = {
-            KERN_RESIZE_ROUND_PREFER_FLOOR, KERN_RESIZE_ROUND_PREFER_CEIL, KERN_RESIZE_FLOOR,
-            KERN_RESIZE_CEIL, KERN_RESIZE_ROUND_LEGACY};
         kern_resize_desc d;
         memset(&d, 0, sizeof d);
         d.dtype = y->dtype;
@@ -254,9 +248,9 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         d.out_w = s->u.resize.out_w;
         d.scale_h = s->u.resize.scale_h;
         d.scale_w = s->u.resize.scale_w;
-        d.mode = s->u.resize.linear ? KERN_RESIZE_LINEAR : KERN_RESIZE_NEAREST;
-        d.coord = coords[s->u.resize.coord_mode];
-        d.rounding = roundings[s->u.resize.nearest_mode];
+        d.mode = s->u.resize.mode;
+        d.coord = s->u.resize.coord;
+        d.rounding = s->u.resize.rounding;
         return kern_resize_nhwc8(in[0], out, &d, stream);
     }
     case PLAN_STEP_GATHER:
