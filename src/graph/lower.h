@@ -11,6 +11,7 @@
 
 #include "graph/ir.h"
 #include "util/elementwise.h"
+#include "util/pool_kinds.h"
 #include "util/reduce_ops.h"
 #include "util/resize_modes.h"
 
@@ -104,7 +105,7 @@ typedef struct plan_gemm {
 } plan_gemm;
 
 typedef struct plan_pool {
-    bool max;
+    pool_kind kind;
     bool count_include_pad;
     int64_t n, c, h, w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w;
     int64_t pad_top, pad_left, dilation_h, dilation_w;

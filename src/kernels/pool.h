@@ -8,12 +8,11 @@
 #include <stdint.h>
 
 #include "tcinfer.h"
+#include "util/pool_kinds.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum kern_pool_mode { KERN_POOL_MAX = 0, KERN_POOL_AVG = 1 } kern_pool_mode;
 
 /* Window (oh, ow) covers input rows oh*stride_h - pad_top + i*dilation_h (i < kernel_h), likewise
  * for columns; taps outside the input are skipped. out_h/out_w are the engine's (floor or ceil
@@ -26,7 +25,7 @@ typedef enum kern_pool_mode { KERN_POOL_MAX = 0, KERN_POOL_AVG = 1 } kern_pool_m
  * layout; TCI_DTYPE_FLOAT: fp32 tensors in the same NHWC8 layout (Cp channels of 4 bytes);
  * anything else is TCI_ERR_UNSUPPORTED. */
 typedef struct kern_pool2d_desc {
-    kern_pool_mode mode;
+    pool_kind mode;
     int count_include_pad; /* average only */
     int64_t n, c;          /* logical channels; the tensors have Cp = round_up(c, 8) */
     int64_t in_h, in_w, out_h, out_w;
@@ -46,13 +45,13 @@ tci_status kern_pool2d(const kern_pool2d_desc *desc, const void *src, void *dst,
 /* GlobalAveragePool / GlobalMaxPool: src (n, h, w, Cp) -> dst (n, 1, 1, Cp), NHWC8 fp16, 16-byte
  * aligned; h*w must be > 0. One block reduces a group of channels of one image over h*w, so large
  * (56x56) and small (7x7) planes both spread over the GPU. */
-tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16, void *dst_f16, int64_t n,
+tci_status kern_global_pool(pool_kind mode, const void *src_f16, void *dst_f16, int64_t n,
                             int64_t c, int64_t h, int64_t w, cudaStream_t stream);
 
 /* The same for any storage type: dtype 0 or TCI_DTYPE_FLOAT16 is kern_global_pool,
  * TCI_DTYPE_BFLOAT16 reads and writes NHWC8 bf16 and TCI_DTYPE_FLOAT NHWC8 fp32 (dst (n, 1, 1, Cp)
  * of that type, padded channels zero); anything else is TCI_ERR_UNSUPPORTED. */
-tci_status kern_global_pool_dtype(kern_pool_mode mode, const void *src, void *dst, int64_t n,
+tci_status kern_global_pool_dtype(pool_kind mode, const void *src, void *dst, int64_t n,
                                   int64_t c, int64_t h, int64_t w, tci_dtype dtype,
                                   cudaStream_t stream);
 

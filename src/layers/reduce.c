@@ -304,7 +304,8 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
     if (x->rank == 4 && reduce[2] && reduce[3] && !reduce[0] && !reduce[1] && p->keepdims &&
         (p->op == REDUCE_MEAN || p->op == REDUCE_MAX) && x->dims[2] * x->dims[3] > 0 &&
         lower_layout_of(b, x) == PLAN_LAYOUT_NHWC8)
-        return layer_lower_global_pool(b, node, x, y, p->op == REDUCE_MAX);
+        return layer_lower_global_pool(b, node, x, y,
+                                       p->op == REDUCE_MAX ? POOL_MAX : POOL_AVERAGE);
     if (x->rank > PLAN_MAX_PHYS_RANK)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d reductions have no GPU path",
                              x->rank);

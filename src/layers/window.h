@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "graph/ir.h"
+#include "util/pool_kinds.h"
 
 #define LAYER_MAX_SPATIAL (TCI_MAX_RANK - 2)
 
@@ -15,7 +16,8 @@ typedef struct layer_window {
     int64_t in[LAYER_MAX_SPATIAL], out[LAYER_MAX_SPATIAL], kernel[LAYER_MAX_SPATIAL];
     int64_t stride[LAYER_MAX_SPATIAL], dilation[LAYER_MAX_SPATIAL];
     int64_t pad_begin[LAYER_MAX_SPATIAL], pad_end[LAYER_MAX_SPATIAL];
-    bool is_max, count_include_pad, ceil_mode; /* pooling only */
+    pool_kind kind;                    /* pooling only */
+    bool count_include_pad, ceil_mode; /* pooling only */
 } layer_window;
 
 /* in[] as for the op's infer (X, W[, B] for Conv; X for pooling), with known dims. */

@@ -215,7 +215,7 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb,
     return o;
 }
 
-static kern_pool2d_desc pool_desc(const pool_case *pc, kern_pool_mode mode, int cip, tci_dtype dt) {
+static kern_pool2d_desc pool_desc(const pool_case *pc, pool_kind mode, int cip, tci_dtype dt) {
     kern_pool2d_desc p;
     memset(&p, 0, sizeof p);
     p.mode = mode, p.count_include_pad = cip, p.dtype = dt;
@@ -238,7 +238,7 @@ static void pool_reference(const kern_pool2d_desc *p, const float *x, double low
             for (int64_t ow = 0; ow < p->out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
                     int64_t hs = oh * p->stride_h - p->pad_top, ws = ow * p->stride_w - p->pad_left;
-                    double acc = p->mode == KERN_POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
+                    double acc = p->mode == POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
                     int64_t taps = 0, ch_ = 0, cw_ = 0;
                     for (int64_t a = 0; a < p->kernel_h; a++)
                         if (hs + a * p->dilation_h < p->in_h + p->pad_bottom) ch_++;
@@ -251,10 +251,10 @@ static void pool_reference(const kern_pool2d_desc *p, const float *x, double low
                             double v = x[((i * p->in_h + ih) * p->in_w + iw) * cp + ch];
                             taps++;
                             mag += fabs(v);
-                            acc = p->mode == KERN_POOL_MAX ? fmax(acc, v) : acc + v;
+                            acc = p->mode == POOL_MAX ? fmax(acc, v) : acc + v;
                         }
                     size_t o = (size_t)(((i * p->out_h + oh) * p->out_w + ow) * cp + ch);
-                    if (p->mode == KERN_POOL_MAX) {
+                    if (p->mode == POOL_MAX) {
                         want[o] = taps ? acc : lowest;
                     } else {
                         int64_t div = p->count_include_pad ? ch_ * cw_ : taps;
@@ -273,7 +273,7 @@ static const pool_case pool_cases[] = {
     {1, 70, 5, 5, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0, false},  /* one window, many chunks */
 };
 
-static void check_pool_case(const pool_case *pc, kern_pool_mode mode, int cip, uint64_t seed) {
+static void check_pool_case(const pool_case *pc, pool_kind mode, int cip, uint64_t seed) {
     kern_pool2d_desc p = pool_desc(pc, mode, cip, TCI_DTYPE_FLOAT);
     const int64_t cp = round8(pc->c);
     const size_t nin = (size_t)(pc->n * pc->h * pc->w * cp),
@@ -289,16 +289,16 @@ static void check_pool_case(const pool_case *pc, kern_pool_mode mode, int cip, u
     char what[96];
     snprintf(what, sizeof what, "pool2d fp32 seed %llu mode %d cip %d", (unsigned long long)seed,
              (int)mode, cip);
-    check_nhwc8(what, got, want, scale, nout, pc->c, mode == KERN_POOL_MAX);
+    check_nhwc8(what, got, want, scale, nout, pc->c, mode == POOL_MAX);
     free(xd), free(x), free(want), free(scale), free(got);
     gpu_free(dx), gpu_free(dy);
 }
 
 START_TEST(test_pool2d_fp32) {
     for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
-        check_pool_case(&pool_cases[i], KERN_POOL_MAX, 0, 800 + 10 * i);
-        check_pool_case(&pool_cases[i], KERN_POOL_AVG, 0, 801 + 10 * i);
-        check_pool_case(&pool_cases[i], KERN_POOL_AVG, 1, 802 + 10 * i);
+        check_pool_case(&pool_cases[i], POOL_MAX, 0, 800 + 10 * i);
+        check_pool_case(&pool_cases[i], POOL_AVERAGE, 0, 801 + 10 * i);
+        check_pool_case(&pool_cases[i], POOL_AVERAGE, 1, 802 + 10 * i);
     }
 }
 END_TEST
@@ -307,9 +307,9 @@ END_TEST
  * max window is fp16's lowest value. */
 START_TEST(test_pool2d_fp16_dtype_zero) {
     const pool_case *pc = &pool_cases[3];
-    for (int mode = KERN_POOL_MAX; mode <= KERN_POOL_AVG; mode++) {
-        kern_pool2d_desc p0 = pool_desc(pc, (kern_pool_mode)mode, 1, 0);
-        kern_pool2d_desc p16 = pool_desc(pc, (kern_pool_mode)mode, 1, TCI_DTYPE_FLOAT16);
+    for (int mode = POOL_MAX; mode <= POOL_AVERAGE; mode++) {
+        kern_pool2d_desc p0 = pool_desc(pc, (pool_kind)mode, 1, 0);
+        kern_pool2d_desc p16 = pool_desc(pc, (pool_kind)mode, 1, TCI_DTYPE_FLOAT16);
         const int64_t cp = round8(pc->c);
         const size_t nin = (size_t)(pc->n * pc->h * pc->w * cp),
                      nout = (size_t)(p0.n * p0.out_h * p0.out_w * cp);
@@ -341,7 +341,7 @@ START_TEST(test_pool2d_fp16_dtype_zero) {
 }
 END_TEST
 
-static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, kern_pool_mode mode,
+static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, pool_kind mode,
                               uint64_t seed) {
     const int64_t cp = round8(c), hw = h * w;
     const size_t nin = (size_t)(n * hw * cp), nout = (size_t)(n * cp);
@@ -350,13 +350,13 @@ static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, kern_p
     double *want = malloc(nout * sizeof *want), *scale = malloc(nout * sizeof *scale);
     for (int64_t i = 0; i < n; i++)
         for (int64_t ch = 0; ch < cp; ch++) {
-            double acc = mode == KERN_POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
+            double acc = mode == POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
             for (int64_t s = 0; s < hw; s++) {
                 double v = x[(i * hw + s) * cp + ch];
-                acc = mode == KERN_POOL_MAX ? fmax(acc, v) : acc + v;
+                acc = mode == POOL_MAX ? fmax(acc, v) : acc + v;
                 mag += fabs(v);
             }
-            want[i * cp + ch] = mode == KERN_POOL_MAX ? acc : acc / (double)hw;
+            want[i * cp + ch] = mode == POOL_MAX ? acc : acc / (double)hw;
             scale[i * cp + ch] = 1.0 + mag / (double)hw;
         }
     void *dx = gpu_upload(x, nin * 4), *dy = gpu_upload(NULL, nout * 4);
@@ -366,17 +366,17 @@ static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, kern_p
     char what[96];
     snprintf(what, sizeof what, "global pool fp32 %lldx%lld mode %d", (long long)h, (long long)w,
              (int)mode);
-    check_nhwc8(what, got, want, scale, nout, c, mode == KERN_POOL_MAX);
+    check_nhwc8(what, got, want, scale, nout, c, mode == POOL_MAX);
     free(xd), free(x), free(want), free(scale), free(got);
     gpu_free(dx), gpu_free(dy);
 }
 
 START_TEST(test_global_pool_fp32) {
-    for (int mode = KERN_POOL_MAX; mode <= KERN_POOL_AVG; mode++) {
-        check_global_pool(2, 13, 7, 7, (kern_pool_mode)mode, 1000 + mode);
-        check_global_pool(1, 3, 56, 56, (kern_pool_mode)mode, 1010 + mode); /* 1024 threads */
-        check_global_pool(3, 13, 1, 1, (kern_pool_mode)mode, 1020 + mode);
-        check_global_pool(2, 200, 3, 5, (kern_pool_mode)mode, 1030 + mode); /* 25 chunks */
+    for (int mode = POOL_MAX; mode <= POOL_AVERAGE; mode++) {
+        check_global_pool(2, 13, 7, 7, (pool_kind)mode, 1000 + mode);
+        check_global_pool(1, 3, 56, 56, (pool_kind)mode, 1010 + mode); /* 1024 threads */
+        check_global_pool(3, 13, 1, 1, (pool_kind)mode, 1020 + mode);
+        check_global_pool(2, 200, 3, 5, (pool_kind)mode, 1030 + mode); /* 25 chunks */
     }
 }
 END_TEST
@@ -389,12 +389,12 @@ START_TEST(test_global_pool_fp16_dtype_zero) {
     for (size_t i = 0; i < nin; i++)
         if ((int64_t)(i % cp) >= c) xh[i] = 0;
     void *dx = gpu_upload(xh, nin * 2);
-    for (int mode = KERN_POOL_MAX; mode <= KERN_POOL_AVG; mode++) {
+    for (int mode = POOL_MAX; mode <= POOL_AVERAGE; mode++) {
         void *da = gpu_upload(NULL, nout * 2), *db = gpu_upload(NULL, nout * 2),
              *dc = gpu_upload(NULL, nout * 2);
-        ck_assert_tci_ok(kern_global_pool((kern_pool_mode)mode, dx, da, n, c, h, w, 0));
-        ck_assert_tci_ok(kern_global_pool_dtype((kern_pool_mode)mode, dx, db, n, c, h, w, 0, 0));
-        ck_assert_tci_ok(kern_global_pool_dtype((kern_pool_mode)mode, dx, dc, n, c, h, w,
+        ck_assert_tci_ok(kern_global_pool((pool_kind)mode, dx, da, n, c, h, w, 0));
+        ck_assert_tci_ok(kern_global_pool_dtype((pool_kind)mode, dx, db, n, c, h, w, 0, 0));
+        ck_assert_tci_ok(kern_global_pool_dtype((pool_kind)mode, dx, dc, n, c, h, w,
                                                 TCI_DTYPE_FLOAT16, 0));
         gpu_sync();
         uint16_t *a = download_bits(da, nout), *b = download_bits(db, nout),
@@ -416,7 +416,7 @@ START_TEST(test_pool_fp32_errors) {
     static const unsigned char zeros[512];
     char *d = gpu_upload(zeros, sizeof zeros);
     pool_case pc = {1, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, false};
-    kern_pool2d_desc p = pool_desc(&pc, KERN_POOL_MAX, 0, TCI_DTYPE_INT32);
+    kern_pool2d_desc p = pool_desc(&pc, POOL_MAX, 0, TCI_DTYPE_INT32);
     ck_assert_tci_error(kern_pool2d(&p, d, d + 256, 0), TCI_ERR_UNSUPPORTED,
                         "kern_pool2d: dtype int32");
     p.dtype = TCI_DTYPE_FLOAT;
@@ -424,10 +424,10 @@ START_TEST(test_pool_fp32_errors) {
                         "16-byte aligned");
     ck_assert_tci_ok(kern_pool2d(&p, d, d + 256, 0));
     gpu_sync();
-    ck_assert_tci_error(kern_global_pool_dtype(KERN_POOL_AVG, d, d + 256, 1, 3, 2, 2,
+    ck_assert_tci_error(kern_global_pool_dtype(POOL_AVERAGE, d, d + 256, 1, 3, 2, 2,
                                                TCI_DTYPE_UINT8, 0),
                         TCI_ERR_UNSUPPORTED, "kern_global_pool: dtype uint8");
-    ck_assert_tci_error(kern_global_pool_dtype(KERN_POOL_AVG, d, d + 256, 1, 3, 0, 2,
+    ck_assert_tci_error(kern_global_pool_dtype(POOL_AVERAGE, d, d + 256, 1, 3, 0, 2,
                                                TCI_DTYPE_FLOAT, 0),
                         TCI_ERR_INVALID_ARGUMENT, "empty plane");
     gpu_free(d);

@@ -266,7 +266,7 @@ START_TEST(test_reduce_max_lowering) {
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     s = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
     ck_assert_ptr_nonnull(s);
-    ck_assert(s->u.pool.max);
+    ck_assert_int_eq(s->u.pool.kind, POOL_MAX);
     ck_assert_int_eq(s->u.pool.h, 6);
     ck_assert_ptr_null(find_step(p, PLAN_STEP_REDUCE, 0));
     ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_NHWC8);

@@ -162,7 +162,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         const plan_pool *pp = &s->u.pool;
         kern_pool2d_desc d = {0};
         d.dtype = y->dtype;
-        d.mode = pp->max ? KERN_POOL_MAX : KERN_POOL_AVG;
+        d.mode = pp->kind;
         d.count_include_pad = pp->count_include_pad;
         d.n = pp->n;
         d.c = pp->c;
@@ -188,7 +188,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         return kern_pool2d(&d, in[0], out, stream);
     }
     case PLAN_STEP_GLOBAL_POOL:
-        return kern_global_pool_dtype(s->u.pool.max ? KERN_POOL_MAX : KERN_POOL_AVG, in[0], out,
+        return kern_global_pool_dtype(s->u.pool.kind, in[0], out,
                                       s->u.pool.n, s->u.pool.c, s->u.pool.h, s->u.pool.w,
                                       y->dtype, stream);
     case PLAN_STEP_COPY: {
