@@ -1,8 +1,8 @@
 // Resize of NHWC8 fp16, bf16 or fp32 tensors over H and W: one thread per output pixel and 8-channel
 // vector.
 // Source coordinates are computed in double as the ONNX reference does, so that coordinates
-// landing exactly on .5 round the same way here and on the CPU; the formulas are the rows of
-// util/resize_modes.h, which the CPU reference expands too.
+// landing exactly on .5 round the same way here and on the CPU: both call util/resize_modes.h's
+// functions, which expand its formulas.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -38,43 +38,6 @@ struct ResizeParams {
     resize_rounding rounding;
 };
 
-// Products are rounded on their own (__dmul_rn) so that nvcc does not fuse them into FMAs: the
-// coordinates must round exactly as the CPU reference's, or ties at .5 would pick other pixels.
-#define MUL_(a, b) __dmul_rn((a), (b))
-#define COORD_CASE(NAME, ATTR, FORMULA)                                                            \
-    case RESIZE_COORD_##NAME: return (FORMULA);
-#define ROUNDING_CASE(NAME, ATTR, FORMULA)                                                         \
-    case RESIZE_ROUND_##NAME: return (FORMULA);
-
-// Every row of the list has its case; the launcher keeps the values in range.
-__device__ double source_coordinate(resize_coord coord, const Axis &a, int64_t o) {
-    const double x = (double)o, scale = a.scale;
-    const int64_t in = a.in, out = a.out;
-    const double length = MUL_(scale, (double)in); // fractional where the scale does not divide
-    const bool single = fabs(length - 1.0) < 1e-9;
-    // tf_crop_and_resize's region as the whole axis: the launcher refuses that mode (it would
-    // need a region per axis and the extrapolation value)
-    const float roi_start = 0.0f, roi_span = 1.0f;
-    switch (coord) {
-        RESIZE_COORD_LIST(COORD_CASE)
-    case RESIZE_COORD_COUNT: break;
-    }
-    return x;
-}
-
-// The input index of a source coordinate i + frac with 0 < frac < 1.
-__device__ int64_t nearest_index(resize_rounding rounding, int64_t i, double frac, double scale) {
-    switch (rounding) {
-        RESIZE_ROUNDING_LIST(ROUNDING_CASE)
-    case RESIZE_ROUNDING_COUNT: break;
-    }
-    return i;
-}
-
-#undef MUL_
-#undef COORD_CASE
-#undef ROUNDING_CASE
-
 __device__ __forceinline__ int64_t clamp_index(int64_t i, int64_t n) {
     return i < 0 ? 0 : i >= n ? n - 1 : i;
 }
@@ -87,15 +50,15 @@ __device__ void axis_taps(const ResizeParams &p, const Axis &a, int64_t o, int64
         w1 = 0.0f;
         return;
     }
-    const double x = source_coordinate(p.coord, a, o);
-    const double base = floor(x), frac = x - base;
-    int64_t i = (int64_t)base;
+    // tf_crop_and_resize's region (the whole axis here) is not used: the launcher refuses it
+    const double x = resize_source_coordinate(p.coord, o, a.scale, a.in, a.out, 0.0f, 1.0f);
     if (p.mode == RESIZE_NEAREST) {
-        if (frac != 0.0) i = nearest_index(p.rounding, i, frac, a.scale);
-        i0 = i1 = clamp_index(i, a.in);
+        i0 = i1 = clamp_index(resize_nearest_index(p.rounding, x, a.scale), a.in);
         w1 = 0.0f;
         return;
     }
+    const double base = floor(x), frac = x - base;
+    const int64_t i = (int64_t)base;
     i0 = clamp_index(i, a.in);
     i1 = clamp_index(i + 1, a.in);
     w1 = (float)frac;

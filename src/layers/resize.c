@@ -373,40 +373,12 @@ typedef struct axis_table {
     bool *outside;
 } axis_table;
 
-/* The row formulas of util/resize_modes.h; the host's products are plain ones. */
-#define MUL_(a, b) ((a) * (b))
-#define COORD_CASE(NAME, ATTR, FORMULA)                                                            \
-    case RESIZE_COORD_##NAME: return (FORMULA);
-#define ROUNDING_CASE(NAME, ATTR, FORMULA)                                                         \
-    case RESIZE_ROUND_##NAME: return (FORMULA);
-
 static double source_coordinate(const resize_params *p, const resize_target *t, int a,
                                 int64_t o, int64_t in, int64_t out) {
-    double scale = t->scale[a], x = (double)o;
-    double length = MUL_(scale, (double)in);
-    bool single = fabs(length - 1.0) < 1e-9;
-    float roi_start = (float)t->roi_start[a], roi_span = (float)t->roi_end[a] - roi_start;
-    switch (p->coord) {
-        RESIZE_COORD_LIST(COORD_CASE)
-    case RESIZE_COORD_COUNT: break;
-    }
-    return x;
+    float roi_start = (float)t->roi_start[a];
+    return resize_source_coordinate(p->coord, o, t->scale[a], in, out, roi_start,
+                                    (float)t->roi_end[a] - roi_start);
 }
-
-static int64_t nearest_index(const resize_params *p, double scale, double x) {
-    double base = floor(x), frac = x - base;
-    int64_t i = (int64_t)base;
-    if (frac == 0.0) return i;
-    switch (p->rounding) {
-        RESIZE_ROUNDING_LIST(ROUNDING_CASE)
-    case RESIZE_ROUNDING_COUNT: break;
-    }
-    return i;
-}
-
-#undef MUL_
-#undef COORD_CASE
-#undef ROUNDING_CASE
 
 static void cubic_weights(double a, double r, double *w) {
     double s = r + 1.0, u = 1.0 - r, v = u + 1.0;
@@ -440,7 +412,7 @@ static tci_status build_axis(const ir_node *node, const resize_target *t, int a,
             p->coord == RESIZE_COORD_TF_CROP_AND_RESIZE && (x < 0.0 || x > (double)(in - 1));
         int64_t first;
         if (p->mode == RESIZE_NEAREST) {
-            first = nearest_index(p, t->scale[a], x);
+            first = resize_nearest_index(p->rounding, x, t->scale[a]);
             w[0] = 1.0;
         } else {
             double base = floor(x), r = x - base;
