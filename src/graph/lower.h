@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "graph/ir.h"
+#include "util/conv_geom.h"
 #include "util/elementwise.h"
 #include "util/pool_kinds.h"
 #include "util/reduce_ops.h"
@@ -82,9 +83,7 @@ typedef struct plan_strided {
 } plan_strided;
 
 typedef struct plan_conv {
-    int64_t n, c, h, w, k, r, s, out_h, out_w;
-    int64_t pad_top, pad_left, pad_bottom, pad_right;
-    int64_t stride_h, stride_w, dilation_h, dilation_w, groups;
+    conv_geom geom;
     bool has_bias, has_residual;
     bool depthwise;           /* groups == C == K: our own kernel, any activation fused */
     act_params act;      /* applied after bias and residual */
@@ -107,8 +106,10 @@ typedef struct plan_gemm {
 typedef struct plan_pool {
     pool_kind kind;
     bool count_include_pad;
-    int64_t n, c, h, w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w;
-    int64_t pad_top, pad_left, dilation_h, dilation_w;
+    /* PLAN_STEP_POOL: the window, pad_bottom and pad_right what the output size implies beyond
+     * the input (the ceil-mode overhang included); PLAN_STEP_GLOBAL_POOL: n, c, h, w and a 1x1
+     * output */
+    conv_geom geom;
 } plan_pool;
 
 typedef struct plan_step {

@@ -230,15 +230,15 @@ tci_status launch_pool2d(const kern_pool2d_desc *d, int64_t chunks, int64_t tota
     using C = typename Chunk8<T>::type;
     Pool2d<IdxT> p;
     p.total = (IdxT)total;
-    p.c = (IdxT)d->c;
+    p.c = (IdxT)d->geom.c;
     p.chunks = (IdxT)chunks;
-    p.in_h = (IdxT)d->in_h, p.in_w = (IdxT)d->in_w, p.out_h = (IdxT)d->out_h,
-    p.out_w = (IdxT)d->out_w;
-    p.kernel_h = (IdxT)d->kernel_h, p.kernel_w = (IdxT)d->kernel_w;
-    p.stride_h = (IdxT)d->stride_h, p.stride_w = (IdxT)d->stride_w;
-    p.dilation_h = (IdxT)d->dilation_h, p.dilation_w = (IdxT)d->dilation_w;
-    p.pad_top = (IdxT)d->pad_top, p.pad_left = (IdxT)d->pad_left;
-    p.pad_bottom = (IdxT)d->pad_bottom, p.pad_right = (IdxT)d->pad_right;
+    p.in_h = (IdxT)d->geom.h, p.in_w = (IdxT)d->geom.w, p.out_h = (IdxT)d->geom.out_h,
+    p.out_w = (IdxT)d->geom.out_w;
+    p.kernel_h = (IdxT)d->geom.kernel_h, p.kernel_w = (IdxT)d->geom.kernel_w;
+    p.stride_h = (IdxT)d->geom.stride_h, p.stride_w = (IdxT)d->geom.stride_w;
+    p.dilation_h = (IdxT)d->geom.dilation_h, p.dilation_w = (IdxT)d->geom.dilation_w;
+    p.pad_top = (IdxT)d->geom.pad_top, p.pad_left = (IdxT)d->geom.pad_left;
+    p.pad_bottom = (IdxT)d->geom.pad_bottom, p.pad_right = (IdxT)d->geom.pad_right;
     p.count_include_pad = d->count_include_pad != 0;
     pool2d_kernel<T, IdxT, KIND><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(
         static_cast<const C *>(src), static_cast<C *>(dst), p);
@@ -264,46 +264,46 @@ extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src, vo
     TCI_TRY(storage_type("kern_pool2d", d->dtype, &st));
     if ((int)d->mode < 0 || d->mode >= POOL_KIND_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: unknown mode %d", (int)d->mode);
-    if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
+    if (d->geom.n < 0 || d->geom.c < 0 || d->geom.h < 0 || d->geom.w < 0 || d->geom.out_h < 0 || d->geom.out_w < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_pool2d: negative size (n %lld, c %lld, in %lldx%lld, out %lldx%lld)",
-                         (long long)d->n, (long long)d->c, (long long)d->in_h, (long long)d->in_w,
-                         (long long)d->out_h, (long long)d->out_w);
-    if (d->kernel_h < 1 || d->kernel_w < 1 || d->stride_h < 1 || d->stride_w < 1 ||
-        d->dilation_h < 1 || d->dilation_w < 1)
+                         (long long)d->geom.n, (long long)d->geom.c, (long long)d->geom.h, (long long)d->geom.w,
+                         (long long)d->geom.out_h, (long long)d->geom.out_w);
+    if (d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.stride_h < 1 || d->geom.stride_w < 1 ||
+        d->geom.dilation_h < 1 || d->geom.dilation_w < 1)
         return tci_error(
             TCI_ERR_INVALID_ARGUMENT,
             "kern_pool2d: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1",
-            (long long)d->kernel_h, (long long)d->kernel_w, (long long)d->stride_h,
-            (long long)d->stride_w, (long long)d->dilation_h, (long long)d->dilation_w);
-    if (d->pad_top < 0 || d->pad_left < 0 || d->pad_bottom < 0 || d->pad_right < 0)
+            (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h,
+            (long long)d->geom.stride_w, (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
+    if (d->geom.pad_top < 0 || d->geom.pad_left < 0 || d->geom.pad_bottom < 0 || d->geom.pad_right < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_pool2d: negative pads (%lld, %lld, %lld, %lld)",
-                         (long long)d->pad_top, (long long)d->pad_left, (long long)d->pad_bottom,
-                         (long long)d->pad_right);
-    const int64_t chunks = (d->c + 7) / 8;
-    const int64_t in_total = checked_mul(checked_mul(checked_mul(d->n, d->in_h), d->in_w), chunks);
-    const int64_t total = checked_mul(checked_mul(checked_mul(d->n, d->out_h), d->out_w), chunks);
+                         (long long)d->geom.pad_top, (long long)d->geom.pad_left, (long long)d->geom.pad_bottom,
+                         (long long)d->geom.pad_right);
+    const int64_t chunks = (d->geom.c + 7) / 8;
+    const int64_t in_total = checked_mul(checked_mul(checked_mul(d->geom.n, d->geom.h), d->geom.w), chunks);
+    const int64_t total = checked_mul(checked_mul(checked_mul(d->geom.n, d->geom.out_h), d->geom.out_w), chunks);
     // every index the kernel forms along an axis is bounded by in + pads + out*stride +
     // kernel*dilation
-    const int64_t parts[] = {checked_mul(d->out_h, d->stride_h),
-                             checked_mul(d->kernel_h, d->dilation_h),
-                             checked_mul(d->out_w, d->stride_w),
-                             checked_mul(d->kernel_w, d->dilation_w),
-                             d->in_h,
-                             d->in_w,
-                             d->pad_top,
-                             d->pad_bottom,
-                             d->pad_left,
-                             d->pad_right};
+    const int64_t parts[] = {checked_mul(d->geom.out_h, d->geom.stride_h),
+                             checked_mul(d->geom.kernel_h, d->geom.dilation_h),
+                             checked_mul(d->geom.out_w, d->geom.stride_w),
+                             checked_mul(d->geom.kernel_w, d->geom.dilation_w),
+                             d->geom.h,
+                             d->geom.w,
+                             d->geom.pad_top,
+                             d->geom.pad_bottom,
+                             d->geom.pad_left,
+                             d->geom.pad_right};
     bool too_large = in_total < 0 || total < 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (parts[i] < 0 || parts[i] > INT64_MAX / 64)
             too_large = true;
     if (too_large)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: sizes too large");
-    const int64_t reach_h = parts[0] + parts[1] + d->in_h + d->pad_top + d->pad_bottom;
-    const int64_t reach_w = parts[2] + parts[3] + d->in_w + d->pad_left + d->pad_right;
+    const int64_t reach_h = parts[0] + parts[1] + d->geom.h + d->geom.pad_top + d->geom.pad_bottom;
+    const int64_t reach_w = parts[2] + parts[3] + d->geom.w + d->geom.pad_left + d->geom.pad_right;
     if (total == 0)
         return TCI_OK;
     if (!src || !dst)

@@ -8,17 +8,17 @@
 #include <stdint.h>
 
 #include "tcinfer.h"
+#include "util/conv_geom.h"
 #include "util/pool_kinds.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Window (oh, ow) covers input rows oh*stride_h - pad_top + i*dilation_h (i < kernel_h), likewise
- * for columns; taps outside the input are skipped. out_h/out_w are the engine's (floor or ceil
- * mode); pad_bottom/pad_right are the explicit ONNX pads and only set the divisor of
- * count_include_pad: taps inside the input or its explicit padding are counted, taps a ceil-mode
- * window adds beyond that are not (as onnxruntime). A max window that misses the input gives the
+/* The window (geom: util/conv_geom.h; k and groups are not read); taps outside the input are
+ * skipped. out_h/out_w are the engine's (floor or ceil mode); pad_bottom/pad_right only set the
+ * divisor of count_include_pad: taps inside the input or its bottom/right padding are counted
+ * (the engine passes the padding the output size implies). A max window that misses the input gives the
  * lowest finite value of the storage type (fp16 -65504, bf16 -3.3895e38, fp32 -FLT_MAX); an
  * average one gives 0.
  * dtype: 0 or TCI_DTYPE_FLOAT16: fp16 tensors; TCI_DTYPE_BFLOAT16: bf16 tensors in the same
@@ -27,10 +27,7 @@ extern "C" {
 typedef struct kern_pool2d_desc {
     pool_kind mode;
     int count_include_pad; /* average only */
-    int64_t n, c;          /* logical channels; the tensors have Cp = round_up(c, 8) */
-    int64_t in_h, in_w, out_h, out_w;
-    int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
-    int64_t pad_top, pad_left, pad_bottom, pad_right;
+    conv_geom geom;        /* logical channels c; the tensors have Cp = round_up(c, 8) */
     tci_dtype dtype; /* of src and dst: 0 / TCI_DTYPE_FLOAT16, TCI_DTYPE_BFLOAT16 or
                         TCI_DTYPE_FLOAT */
 } kern_pool2d_desc;

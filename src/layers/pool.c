@@ -249,6 +249,7 @@ tci_status layer_pool_window(const ir_node *node, const tci_tensor *const *in,
     out_window->spatial = p->num_spatial;
     out_window->batch = x->dims[0];
     out_window->in_channels = out_window->out_channels = x->dims[1];
+    out_window->group = 1;
     out_window->kind = p->kind;
     out_window->count_include_pad = p->count_include_pad;
     out_window->ceil_mode = p->ceil_mode;
@@ -548,20 +549,16 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     plan_pool *pp = &s->u.pool;
     pp->kind = win.kind;
     pp->count_include_pad = win.count_include_pad;
-    pp->n = x->dims[0];
-    pp->c = x->dims[1];
-    pp->h = x->dims[2];
-    pp->w = x->dims[3];
-    pp->out_h = win.out[0];
-    pp->out_w = win.out[1];
-    pp->kernel_h = win.kernel[0];
-    pp->kernel_w = win.kernel[1];
-    pp->stride_h = win.stride[0];
-    pp->stride_w = win.stride[1];
-    pp->pad_top = win.pad_begin[0];
-    pp->pad_left = win.pad_begin[1];
-    pp->dilation_h = win.dilation[0];
-    pp->dilation_w = win.dilation[1];
+    conv_geom *g = &pp->geom;
+    layer_window_geom(&win, g);
+    /* the end padding the kernel gets is what the output size implies beyond the input (the
+     * ceil-mode overhang included), not the attribute's */
+    g->pad_bottom = (g->out_h - 1) * g->stride_h + (g->kernel_h - 1) * g->dilation_h + 1 - g->h -
+                    g->pad_top;
+    g->pad_right = (g->out_w - 1) * g->stride_w + (g->kernel_w - 1) * g->dilation_w + 1 - g->w -
+                   g->pad_left;
+    if (g->pad_bottom < 0) g->pad_bottom = 0;
+    if (g->pad_right < 0) g->pad_right = 0;
     lower_step_io(s, 1, &xi, 1, &yt);
     if (e->act.kind != ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
         return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)&e->output, 1,
@@ -580,11 +577,12 @@ tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const i
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_GLOBAL_POOL, node, NULL, &s));
     s->u.pool.kind = kind;
-    s->u.pool.n = x->dims[0];
-    s->u.pool.c = x->dims[1];
-    s->u.pool.h = x->dims[2];
-    s->u.pool.w = x->dims[3];
-    s->u.pool.out_h = s->u.pool.out_w = 1;
+    conv_geom *g = &s->u.pool.geom;
+    g->n = x->dims[0];
+    g->c = x->dims[1];
+    g->h = x->dims[2];
+    g->w = x->dims[3];
+    g->out_h = g->out_w = 1; /* the rest of the window is the whole plane */
     lower_step_io(s, 1, &xi, 1, &yt);
     return TCI_OK;
 }

@@ -219,12 +219,12 @@ static kern_pool2d_desc pool_desc(const pool_case *pc, pool_kind mode, int cip, 
     kern_pool2d_desc p;
     memset(&p, 0, sizeof p);
     p.mode = mode, p.count_include_pad = cip, p.dtype = dt;
-    p.n = pc->n, p.c = pc->c, p.in_h = pc->h, p.in_w = pc->w;
-    p.kernel_h = pc->kh, p.kernel_w = pc->kw, p.stride_h = pc->sh, p.stride_w = pc->sw;
-    p.dilation_h = pc->dh, p.dilation_w = pc->dw;
-    p.pad_top = pc->pt, p.pad_left = pc->pl, p.pad_bottom = pc->pb, p.pad_right = pc->pr;
-    p.out_h = pool_out(pc->h, pc->kh, pc->sh, pc->dh, pc->pt, pc->pb, pc->ceil_mode);
-    p.out_w = pool_out(pc->w, pc->kw, pc->sw, pc->dw, pc->pl, pc->pr, pc->ceil_mode);
+    p.geom.n = pc->n, p.geom.c = pc->c, p.geom.h = pc->h, p.geom.w = pc->w;
+    p.geom.kernel_h = pc->kh, p.geom.kernel_w = pc->kw, p.geom.stride_h = pc->sh, p.geom.stride_w = pc->sw;
+    p.geom.dilation_h = pc->dh, p.geom.dilation_w = pc->dw;
+    p.geom.pad_top = pc->pt, p.geom.pad_left = pc->pl, p.geom.pad_bottom = pc->pb, p.geom.pad_right = pc->pr;
+    p.geom.out_h = pool_out(pc->h, pc->kh, pc->sh, pc->dh, pc->pt, pc->pb, pc->ceil_mode);
+    p.geom.out_w = pool_out(pc->w, pc->kw, pc->sw, pc->dw, pc->pl, pc->pr, pc->ceil_mode);
     return p;
 }
 
@@ -232,28 +232,28 @@ static kern_pool2d_desc pool_desc(const pool_case *pc, pool_kind mode, int cip, 
  * give lowest (the storage type's lowest finite value). */
 static void pool_reference(const kern_pool2d_desc *p, const float *x, double lowest, double *want,
                            double *scale) {
-    int64_t cp = round8(p->c);
-    for (int64_t i = 0; i < p->n; i++)
-        for (int64_t oh = 0; oh < p->out_h; oh++)
-            for (int64_t ow = 0; ow < p->out_w; ow++)
+    int64_t cp = round8(p->geom.c);
+    for (int64_t i = 0; i < p->geom.n; i++)
+        for (int64_t oh = 0; oh < p->geom.out_h; oh++)
+            for (int64_t ow = 0; ow < p->geom.out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
-                    int64_t hs = oh * p->stride_h - p->pad_top, ws = ow * p->stride_w - p->pad_left;
+                    int64_t hs = oh * p->geom.stride_h - p->geom.pad_top, ws = ow * p->geom.stride_w - p->geom.pad_left;
                     double acc = p->mode == POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
                     int64_t taps = 0, ch_ = 0, cw_ = 0;
-                    for (int64_t a = 0; a < p->kernel_h; a++)
-                        if (hs + a * p->dilation_h < p->in_h + p->pad_bottom) ch_++;
-                    for (int64_t b = 0; b < p->kernel_w; b++)
-                        if (ws + b * p->dilation_w < p->in_w + p->pad_right) cw_++;
-                    for (int64_t a = 0; a < p->kernel_h; a++)
-                        for (int64_t b = 0; b < p->kernel_w; b++) {
-                            int64_t ih = hs + a * p->dilation_h, iw = ws + b * p->dilation_w;
-                            if (ih < 0 || ih >= p->in_h || iw < 0 || iw >= p->in_w) continue;
-                            double v = x[((i * p->in_h + ih) * p->in_w + iw) * cp + ch];
+                    for (int64_t a = 0; a < p->geom.kernel_h; a++)
+                        if (hs + a * p->geom.dilation_h < p->geom.h + p->geom.pad_bottom) ch_++;
+                    for (int64_t b = 0; b < p->geom.kernel_w; b++)
+                        if (ws + b * p->geom.dilation_w < p->geom.w + p->geom.pad_right) cw_++;
+                    for (int64_t a = 0; a < p->geom.kernel_h; a++)
+                        for (int64_t b = 0; b < p->geom.kernel_w; b++) {
+                            int64_t ih = hs + a * p->geom.dilation_h, iw = ws + b * p->geom.dilation_w;
+                            if (ih < 0 || ih >= p->geom.h || iw < 0 || iw >= p->geom.w) continue;
+                            double v = x[((i * p->geom.h + ih) * p->geom.w + iw) * cp + ch];
                             taps++;
                             mag += fabs(v);
                             acc = p->mode == POOL_MAX ? fmax(acc, v) : acc + v;
                         }
-                    size_t o = (size_t)(((i * p->out_h + oh) * p->out_w + ow) * cp + ch);
+                    size_t o = (size_t)(((i * p->geom.out_h + oh) * p->geom.out_w + ow) * cp + ch);
                     if (p->mode == POOL_MAX) {
                         want[o] = taps ? acc : lowest;
                     } else {
@@ -277,7 +277,7 @@ static void check_pool_case(const pool_case *pc, pool_kind mode, int cip, uint64
     kern_pool2d_desc p = pool_desc(pc, mode, cip, TCI_DTYPE_FLOAT);
     const int64_t cp = round8(pc->c);
     const size_t nin = (size_t)(pc->n * pc->h * pc->w * cp),
-                 nout = (size_t)(p.n * p.out_h * p.out_w * cp);
+                 nout = (size_t)(p.geom.n * p.geom.out_h * p.geom.out_w * cp);
     float *xd = random_floats((size_t)(pc->n * pc->c * pc->h * pc->w), seed, -3, 3);
     float *x = host_nhwc8(xd, pc->n, pc->c, pc->h, pc->w);
     double *want = malloc(nout * sizeof *want), *scale = malloc(nout * sizeof *scale);
@@ -312,7 +312,7 @@ START_TEST(test_pool2d_fp16_dtype_zero) {
         kern_pool2d_desc p16 = pool_desc(pc, (pool_kind)mode, 1, TCI_DTYPE_FLOAT16);
         const int64_t cp = round8(pc->c);
         const size_t nin = (size_t)(pc->n * pc->h * pc->w * cp),
-                     nout = (size_t)(p0.n * p0.out_h * p0.out_w * cp);
+                     nout = (size_t)(p0.geom.n * p0.geom.out_h * p0.geom.out_w * cp);
         float *xd = random_floats((size_t)(pc->n * pc->c * pc->h * pc->w), 900 + mode, -3, 3);
         round_to_half(xd, (size_t)(pc->n * pc->c * pc->h * pc->w));
         float *x = host_nhwc8(xd, pc->n, pc->c, pc->h, pc->w);
@@ -590,11 +590,11 @@ static int64_t conv_out(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s
 static kern_depthwise_desc dw_desc(const dw_case *t, kern_depthwise_path path, tci_dtype dt) {
     kern_depthwise_desc d;
     memset(&d, 0, sizeof d);
-    d.n = t->n, d.c = t->c, d.in_h = t->h, d.in_w = t->w;
-    d.out_h = conv_out(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
-    d.out_w = conv_out(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
-    d.kernel_h = t->r, d.kernel_w = t->s, d.stride_h = t->sh, d.stride_w = t->sw;
-    d.dilation_h = t->dh, d.dilation_w = t->dw, d.pad_top = t->pt, d.pad_left = t->pl;
+    d.geom.n = t->n, d.geom.c = t->c, d.geom.h = t->h, d.geom.w = t->w;
+    d.geom.out_h = conv_out(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
+    d.geom.out_w = conv_out(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
+    d.geom.kernel_h = t->r, d.geom.kernel_w = t->s, d.geom.stride_h = t->sh, d.geom.stride_w = t->sw;
+    d.geom.dilation_h = t->dh, d.geom.dilation_w = t->dw, d.geom.pad_top = t->pt, d.geom.pad_left = t->pl;
     d.act = t->act, d.act_alpha = t->alpha, d.act_beta = t->beta;
     d.path = path;
     d.dtype = dt;
@@ -617,24 +617,24 @@ static double dw_act(act_kind act, double x, double alpha, double beta) {
 static void dw_reference(const kern_depthwise_desc *d, const dw_case *t, const float *x,
                          const float *w, const float *bias, const float *z, double *want,
                          double *scale) {
-    int64_t cp = round8(d->c);
-    for (int64_t i = 0; i < d->n; i++)
-        for (int64_t oh = 0; oh < d->out_h; oh++)
-            for (int64_t ow = 0; ow < d->out_w; ow++)
+    int64_t cp = round8(d->geom.c);
+    for (int64_t i = 0; i < d->geom.n; i++)
+        for (int64_t oh = 0; oh < d->geom.out_h; oh++)
+            for (int64_t ow = 0; ow < d->geom.out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
-                    size_t o = (size_t)(((i * d->out_h + oh) * d->out_w + ow) * cp + ch);
-                    if (ch >= d->c) {
+                    size_t o = (size_t)(((i * d->geom.out_h + oh) * d->geom.out_w + ow) * cp + ch);
+                    if (ch >= d->geom.c) {
                         want[o] = 0.0, scale[o] = 1.0;
                         continue;
                     }
                     double acc = 0.0, mag = 0.0;
-                    for (int64_t r = 0; r < d->kernel_h; r++)
-                        for (int64_t s = 0; s < d->kernel_w; s++) {
-                            int64_t ih = oh * d->stride_h - d->pad_top + r * d->dilation_h;
-                            int64_t iw = ow * d->stride_w - d->pad_left + s * d->dilation_w;
-                            if (ih < 0 || ih >= d->in_h || iw < 0 || iw >= d->in_w) continue;
-                            double term = (double)x[((i * d->in_h + ih) * d->in_w + iw) * cp + ch] *
-                                          w[(ch * d->kernel_h + r) * d->kernel_w + s];
+                    for (int64_t r = 0; r < d->geom.kernel_h; r++)
+                        for (int64_t s = 0; s < d->geom.kernel_w; s++) {
+                            int64_t ih = oh * d->geom.stride_h - d->geom.pad_top + r * d->geom.dilation_h;
+                            int64_t iw = ow * d->geom.stride_w - d->geom.pad_left + s * d->geom.dilation_w;
+                            if (ih < 0 || ih >= d->geom.h || iw < 0 || iw >= d->geom.w) continue;
+                            double term = (double)x[((i * d->geom.h + ih) * d->geom.w + iw) * cp + ch] *
+                                          w[(ch * d->geom.kernel_h + r) * d->geom.kernel_w + s];
                             acc += term;
                             mag += fabs(term);
                         }
@@ -666,13 +666,13 @@ static void check_dw_fp32(const dw_case *t, kern_depthwise_path path, bool in_pl
     kern_depthwise_desc d = dw_desc(t, path, TCI_DTYPE_FLOAT);
     const int64_t cp = round8(t->c), taps = t->r * t->s;
     const size_t nin = (size_t)(t->n * t->h * t->w * cp),
-                 nout = (size_t)(t->n * d.out_h * d.out_w * cp);
+                 nout = (size_t)(t->n * d.geom.out_h * d.geom.out_w * cp);
     float *xd = random_floats((size_t)(t->n * t->c * t->h * t->w), seed, -1, 1);
     float *x = host_nhwc8(xd, t->n, t->c, t->h, t->w);
     float *w = random_floats((size_t)(t->c * taps), seed + 1, -0.5f, 0.5f);
     float *bias = random_floats((size_t)t->c, seed + 2, -1, 1);
-    float *zd = random_floats((size_t)(t->n * t->c * d.out_h * d.out_w), seed + 3, -1, 1);
-    float *z = host_nhwc8(zd, t->n, t->c, d.out_h, d.out_w);
+    float *zd = random_floats((size_t)(t->n * t->c * d.geom.out_h * d.geom.out_w), seed + 3, -1, 1);
+    float *z = host_nhwc8(zd, t->n, t->c, d.geom.out_h, d.geom.out_w);
     float *wp = malloc((size_t)(taps * cp) * sizeof *wp), *bp = malloc((size_t)cp * sizeof *bp);
     ck_assert_tci_ok(kern_depthwise_pack_weights_f32(&d, w, wp));
     ck_assert_tci_ok(kern_depthwise_pack_bias(&d, bias, bp));
@@ -721,16 +721,16 @@ START_TEST(test_depthwise_fp16_dtype_zero) {
     const int64_t cp = round8(t->c), taps = t->r * t->s;
     kern_depthwise_desc d0 = dw_desc(t, KERN_DEPTHWISE_AUTO, 0);
     const size_t nin = (size_t)(t->n * t->h * t->w * cp),
-                 nout = (size_t)(t->n * d0.out_h * d0.out_w * cp);
+                 nout = (size_t)(t->n * d0.geom.out_h * d0.geom.out_w * cp);
     float *xd = random_floats((size_t)(t->n * t->c * t->h * t->w), 2000, -1, 1);
     round_to_half(xd, (size_t)(t->n * t->c * t->h * t->w));
     float *x = host_nhwc8(xd, t->n, t->c, t->h, t->w);
     float *w = random_floats((size_t)(t->c * taps), 2001, -0.5f, 0.5f);
     round_to_half(w, (size_t)(t->c * taps));
     float *bias = random_floats((size_t)t->c, 2002, -1, 1);
-    float *zd = random_floats((size_t)(t->n * t->c * d0.out_h * d0.out_w), 2003, -1, 1);
-    round_to_half(zd, (size_t)(t->n * t->c * d0.out_h * d0.out_w));
-    float *z = host_nhwc8(zd, t->n, t->c, d0.out_h, d0.out_w);
+    float *zd = random_floats((size_t)(t->n * t->c * d0.geom.out_h * d0.geom.out_w), 2003, -1, 1);
+    round_to_half(zd, (size_t)(t->n * t->c * d0.geom.out_h * d0.geom.out_w));
+    float *z = host_nhwc8(zd, t->n, t->c, d0.geom.out_h, d0.geom.out_w);
     uint16_t *xh = to_half(x, nin), *zh = to_half(z, nout);
     uint16_t *wp = malloc((size_t)(taps * cp) * 2);
     float *bp = malloc((size_t)cp * 4);
@@ -770,7 +770,7 @@ END_TEST
 START_TEST(test_depthwise_fp32_pack_and_errors) {
     kern_depthwise_desc d;
     memset(&d, 0, sizeof d);
-    d.c = 3, d.kernel_h = 1, d.kernel_w = 2;
+    d.geom.c = 3, d.geom.kernel_h = 1, d.geom.kernel_w = 2;
     const float w[6] = {1, 2, 3, 4, 5, 6}; /* (C, 1, R, S): channel c has taps {2c+1, 2c+2} */
     float out[16];
     memset(out, 0xff, sizeof out);

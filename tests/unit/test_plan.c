@@ -59,8 +59,8 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     ck_assert_str_eq(s->label, "Conv+BatchNormalization+Add+Relu");
     ck_assert(s->u.conv.has_residual);
     ck_assert_int_eq(s->u.conv.act.kind, ACT_RELU);
-    ck_assert_int_eq(s->u.conv.pad_top, 1);
-    ck_assert_int_eq(s->u.conv.out_h, 5);
+    ck_assert_int_eq(s->u.conv.geom.pad_top, 1);
+    ck_assert_int_eq(s->u.conv.geom.out_h, 5);
     /* folded weights: w * gamma / sqrt(var + eps), still (K, C, R, S) fp32 */
     const plan_tensor *pw = &p->tensors[s->inputs[1]];
     ck_assert_int_eq(pw->dims[0], 4);
@@ -267,7 +267,7 @@ START_TEST(test_reduce_max_lowering) {
     s = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(s->u.pool.kind, POOL_MAX);
-    ck_assert_int_eq(s->u.pool.h, 6);
+    ck_assert_int_eq(s->u.pool.geom.h, 6);
     ck_assert_ptr_null(find_step(p, PLAN_STEP_REDUCE, 0));
     ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_NHWC8);
     plan_destroy(p);
