@@ -90,6 +90,29 @@ tci_status kern_cudnn_check_geom(const conv_geom *g, const char *who, int with_o
     return TCI_OK;
 }
 
+tci_status kern_cudnn_nhwc8_channels(const conv_geom *g, const char *who, int *in_channels,
+                                     int *out_channels, int *groups) {
+    if (g->groups == 1) {
+        *in_channels = round_up8((int)g->c);
+        *out_channels = round_up8((int)g->k);
+        *groups = 1;
+    } else if (g->groups == g->c && g->k == g->c) {
+        /* depthwise: the padded channels become extra groups with zero weights */
+        *in_channels = *out_channels = *groups = round_up8((int)g->c);
+    } else if (g->c % 8 == 0 && g->k % 8 == 0) {
+        *in_channels = (int)g->c;
+        *out_channels = (int)g->k;
+        *groups = (int)g->groups;
+    } else {
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: groups %lld with %lld input and %lld output channels: padding to "
+                         "multiples of 8 would break the groups (NHWC8 needs groups == 1, depthwise "
+                         "groups == C == K, or C and K multiples of 8)",
+                         who, (long long)g->groups, (long long)g->c, (long long)g->k);
+    }
+    return TCI_OK;
+}
+
 static tci_status validate(const kern_conv_desc *d) {
     if (d->activation != KERN_CONV_ACT_NONE && d->activation != KERN_CONV_ACT_RELU)
         return tci_error(TCI_ERR_UNSUPPORTED, "conv plan: activation %d (cuDNN fuses ReLU only)",
@@ -113,42 +136,19 @@ static tci_status plan_shapes(const kern_conv_desc *d, kern_conv_info *info) {
                          (long long)eh, (long long)ew, (long long)ph, (long long)pw);
     info->out_h = (int)((ph - eh) / d->geom.stride_h + 1);
     info->out_w = (int)((pw - ew) / d->geom.stride_w + 1);
-    int cg = d->geom.c / d->geom.groups;
     /* the NHWC8 modes pad channels the same way; only the element type differs */
     int padded = d->mode == KERN_CONV_FP16_NHWC8 || d->mode == KERN_CONV_FP32_NHWC8 ||
                  d->mode == KERN_CONV_BF16_NHWC8;
     if (!padded) {
-        info->input_channels = d->geom.c;
-        info->output_channels = d->geom.k;
-        info->weight_k = d->geom.k;
-        info->weight_c = cg;
-        info->cudnn_groups = d->geom.groups;
-    } else if (d->geom.groups == 1) {
-        info->input_channels = round_up8(d->geom.c);
-        info->output_channels = round_up8(d->geom.k);
-        info->weight_k = info->output_channels;
-        info->weight_c = info->input_channels;
-        info->cudnn_groups = 1;
-    } else if (d->geom.groups == d->geom.c && d->geom.k == d->geom.c) {
-        /* depthwise: the padded channels become extra groups with zero weights */
-        info->input_channels = round_up8(d->geom.c);
-        info->output_channels = info->input_channels;
-        info->weight_k = info->input_channels;
-        info->weight_c = 1;
-        info->cudnn_groups = info->input_channels;
-    } else if (d->geom.c % 8 == 0 && d->geom.k % 8 == 0) {
-        info->input_channels = d->geom.c;
-        info->output_channels = d->geom.k;
-        info->weight_k = d->geom.k;
-        info->weight_c = cg;
-        info->cudnn_groups = d->geom.groups;
+        info->input_channels = (int)d->geom.c;
+        info->output_channels = (int)d->geom.k;
+        info->cudnn_groups = (int)d->geom.groups;
     } else {
-        return tci_error(TCI_ERR_UNSUPPORTED,
-                         "conv plan: groups %d with %d input and %d output channels: padding to "
-                         "multiples of 8 would break the groups (NHWC8 needs groups == 1, depthwise "
-                         "groups == C == K, or C and K multiples of 8)",
-                         (int)d->geom.groups, (int)d->geom.c, (int)d->geom.k);
+        TCI_TRY(kern_cudnn_nhwc8_channels(&d->geom, "conv plan", &info->input_channels,
+                                          &info->output_channels, &info->cudnn_groups));
     }
+    info->weight_k = info->output_channels;
+    info->weight_c = info->input_channels / info->cudnn_groups;
     info->weight_elements =
         (size_t)info->weight_k * (size_t)d->geom.kernel_h * (size_t)d->geom.kernel_w * (size_t)info->weight_c;
     info->bias_elements = (size_t)info->output_channels;

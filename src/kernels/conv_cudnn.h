@@ -142,6 +142,12 @@ tci_status kern_conv_pack_bias(const kern_conv_desc *desc, const float *bias, vo
  * (TCI_ERR_UNSUPPORTED). */
 tci_status kern_cudnn_check_geom(const conv_geom *g, const char *who, int with_output);
 
+/* The NHWC8 channel layout cuDNN sees for g (see kern_conv_create): the stored input and output
+ * channel counts and cuDNN's group count; TCI_ERR_UNSUPPORTED, `who` starting the message, for
+ * groupings the channel padding would break. g as kern_cudnn_check_geom accepts it. */
+tci_status kern_cudnn_nhwc8_channels(const conv_geom *g, const char *who, int *in_channels,
+                                     int *out_channels, int *groups);
+
 /* Releases the descriptors and the plan's device memory; NULL is a no-op. Not while a run that
  * uses the plan may still be executing. */
 void kern_conv_destroy(kern_conv_plan *plan);

@@ -34,8 +34,6 @@ static const char *algo_name(cudnnConvolutionBwdDataAlgo_t algo) {
     }
 }
 
-static int round_up8(int v) { return (v + 7) / 8 * 8; }
-
 static tci_status validate(const kern_convt_desc *d) {
     return kern_cudnn_check_geom(&d->geom, "conv-transpose plan", 1);
 }
@@ -67,32 +65,11 @@ static tci_status plan_shapes(const kern_convt_desc *d, kern_convt_info *info) {
                          d->geom.out_w));
     info->out_h = d->geom.out_h;
     info->out_w = d->geom.out_w;
-    if (d->geom.groups == 1) {
-        info->input_channels = round_up8(d->geom.c);
-        info->output_channels = round_up8(d->geom.k);
-        info->weight_k = info->input_channels;
-        info->weight_c = info->output_channels;
-        info->cudnn_groups = 1;
-    } else if (d->geom.groups == d->geom.c && d->geom.k == d->geom.c) {
-        /* depthwise: the padded channels become extra groups with zero weights */
-        info->input_channels = round_up8(d->geom.c);
-        info->output_channels = info->input_channels;
-        info->weight_k = info->input_channels;
-        info->weight_c = 1;
-        info->cudnn_groups = info->input_channels;
-    } else if (d->geom.c % 8 == 0 && d->geom.k % 8 == 0) {
-        info->input_channels = d->geom.c;
-        info->output_channels = d->geom.k;
-        info->weight_k = d->geom.c;
-        info->weight_c = d->geom.k / d->geom.groups;
-        info->cudnn_groups = d->geom.groups;
-    } else {
-        return tci_error(TCI_ERR_UNSUPPORTED,
-                         "conv-transpose plan: groups %d with %d input and %d output channels: "
-                         "padding to multiples of 8 would break the groups (fp16 needs groups == "
-                         "1, depthwise groups == C_in == C_out, or both counts multiples of 8)",
-                         (int)d->geom.groups, (int)d->geom.c, (int)d->geom.k);
-    }
+    TCI_TRY(kern_cudnn_nhwc8_channels(&d->geom, "conv-transpose plan", &info->input_channels,
+                                      &info->output_channels, &info->cudnn_groups));
+    /* the filter of the forward convolution from Y-shaped to X-shaped tensors */
+    info->weight_k = info->input_channels;
+    info->weight_c = info->output_channels / info->cudnn_groups;
     info->weight_elements =
         (size_t)info->weight_k * (size_t)d->geom.kernel_h * (size_t)d->geom.kernel_w * (size_t)info->weight_c;
     info->bias_elements = (size_t)info->output_channels;
