@@ -274,6 +274,26 @@ tci_status tci_context_run_device(tci_context *context, const void *const *input
  * run or tci_context_destroy. */
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor);
 
+/* NaN and Inf in the outputs of the last run. A wrong answer is never silent: fp16 holds at most
+ * 65504, and a layer whose values exceed that (or a bf16 one, fp32's range) yields Inf, then
+ * NaN. GPU runs count these values on the device as part of every run. */
+typedef struct tci_nonfinite_report {
+    uint64_t count;        /* NaN and +-Inf values over all outputs of the last run; 0: none */
+    size_t output_index;   /* the first output holding one (count > 0) */
+    /* GPU engines, count > 0: the last run's inputs are run again layer by layer to find the
+     * first one whose output holds NaN or Inf: */
+    int found;             /* 1: layer and op_type name it; 0: not located (a CPU engine, or
+                              an input holds them: input_index) */
+    char layer[256];       /* the first node of that layer (the ONNX node name) */
+    char op_type[128];     /* the ops fused into it, e.g. "Conv+BatchNormalization+Relu" */
+    long input_index;      /* >= 0: engine input that already holds NaN or Inf */
+} tci_nonfinite_report;
+
+/* Fills out_report for the last run (tci_context_run, or tci_context_run_device once its stream
+ * has passed the run: this call waits for it). Locating the layer re-runs the network once
+ * without the CUDA graph, on the last inputs (device runs: the buffers must still hold them). */
+tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out_report);
+
 /* ---- GPU ---- */
 
 /* Number of usable CUDA GPUs (0 where there is none or the build has no CUDA); name (may be NULL)

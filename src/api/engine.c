@@ -1,5 +1,6 @@
 /* The public engine and context: load, optimise, and run through the chosen executor. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,9 +97,10 @@ static tci_status mark_all_outputs(ir_graph *g) {
     return TCI_OK;
 }
 
-/* The GPU plan of an optimised graph: the fusion passes, then the planner. */
+/* The GPU plan of an optimised graph: the fusion and layout passes, then the planner. */
 static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **out_plan) {
     TCI_TRY(pass_fuse_for_gpu(g));
+    TCI_TRY(pass_assign_layouts(g));
     return plan_build(g, options, out_plan);
 }
 
@@ -739,6 +741,50 @@ tci_status tci_context_output(const tci_context *context, size_t index, tci_tens
     if (!t->data) return tci_error(TCI_ERR_INVALID_ARGUMENT, "no run has produced outputs yet");
     *out_tensor = *t;
     out_tensor->name = context->engine->graph->outputs[index]->name;
+    return TCI_OK;
+}
+
+static uint64_t count_nonfinite_host(const tci_tensor *t) {
+    uint64_t n = 0;
+    if (t->dtype != TCI_DTYPE_FLOAT || !t->data) return 0;
+    const float *v = t->data;
+    for (int64_t i = 0, count = tci_tensor_count(t); i < count; i++) n += !isfinite(v[i]);
+    return n;
+}
+
+tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out_report) {
+    if (!context || !out_report) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    memset(out_report, 0, sizeof *out_report);
+    out_report->input_index = -1;
+    size_t n = context->engine->graph->num_outputs;
+    uint64_t *counts = calloc(n + 1, sizeof *counts);
+    if (!counts) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    tci_status st = TCI_OK;
+#if TCI_HAVE_CUDA
+    if (context->gpu)
+        st = exec_gpu_nonfinite(context->gpu, counts);
+    else
+#endif
+        for (size_t k = 0; k < n; k++) counts[k] = count_nonfinite_host(exec_cpu_output(context->cpu, k));
+    for (size_t k = n; st == TCI_OK && k-- > 0;) {
+        if (counts[k]) out_report->output_index = k;
+        out_report->count += counts[k];
+    }
+    free(counts);
+    TCI_TRY(st);
+#if TCI_HAVE_CUDA
+    if (context->gpu && out_report->count) {
+        int input = -1, step = -1;
+        TCI_TRY(exec_gpu_locate_nonfinite(context->gpu, &input, &step));
+        out_report->input_index = input;
+        if (step >= 0) {
+            const plan_step *s = &exec_gpu_context_plan(context->gpu)->steps[step];
+            out_report->found = 1;
+            snprintf(out_report->layer, sizeof out_report->layer, "%s", s->node->name);
+            snprintf(out_report->op_type, sizeof out_report->op_type, "%s", s->label);
+        }
+    }
+#endif
     return TCI_OK;
 }
 

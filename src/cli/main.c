@@ -712,21 +712,82 @@ static int run_profile(const cli_args *a, tci_context *ctx) {
     return 0;
 }
 
-/* The fp32 CPU baseline on the same inputs, and the error of every float output. */
-static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor *inputs,
-                       size_t num_inputs) {
+/* The fp32 baseline (--baseline) built and run on the same inputs. */
+static tci_status run_baseline(const cli_args *a, bool all_outputs, const tci_tensor *inputs,
+                               size_t num_inputs, tci_engine **out_engine,
+                               tci_context **out_context) {
     tci_engine_options options;
     tci_engine_options_init(&options);
     options.shapes = a->shapes;
     options.num_shapes = (size_t)a->num_shapes;
     options.backend = a->baseline_gpu ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
     options.precision = TCI_PRECISION_FP32;
-    options.mark_all_outputs = a->compare_layers;
+    options.mark_all_outputs = all_outputs;
+    *out_context = NULL;
+    tci_status st = tci_engine_create_from_file(a->model, &options, out_engine);
+    if (st == TCI_OK) st = tci_context_create(*out_engine, out_context);
+    if (st == TCI_OK) st = tci_context_run(*out_context, inputs, num_inputs);
+    return st;
+}
+
+/* NaN or Inf in the outputs: where they first appeared and whether the fp32 reference has them
+ * too. An fp16/bf16 overflow (the reference finite) is an error with the fix to try. */
+static int check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *inputs,
+                           size_t num_inputs) {
+    tci_nonfinite_report r;
+    tci_status st = tci_context_nonfinite(ctx, &r);
+    if (st != TCI_OK) return fail(st);
+    if (!r.count) return 0;
+    tci_tensor out;
+    tci_context_output(ctx, r.output_index, &out);
+    if (a->backend != TCI_BACKEND_GPU) {
+        fprintf(stderr, "tcinfer: note: the outputs hold %llu NaN/Inf values (first in '%s')\n",
+                (unsigned long long)r.count, out.name);
+        return 0;
+    }
+    char where[512] = "no layer of the re-run produced them";
+    if (r.input_index >= 0)
+        snprintf(where, sizeof where, "engine input %ld already holds NaN/Inf", r.input_index);
+    else if (r.found)
+        snprintf(where, sizeof where, "they first appear in the output of layer '%s' (%s)",
+                 r.layer, r.op_type);
+    tci_engine *ref_engine = NULL;
+    tci_context *ref = NULL;
+    tci_nonfinite_report rr;
+    st = run_baseline(a, false, inputs, num_inputs, &ref_engine, &ref);
+    if (st == TCI_OK) st = tci_context_nonfinite(ref, &rr);
+    tci_context_destroy(ref);
+    tci_engine_destroy(ref_engine);
+    if (st != TCI_OK) return fail(st);
+    const char *precision = a->precision == TCI_PRECISION_BF16   ? "bf16"
+                            : a->precision == TCI_PRECISION_FP32 ? "fp32"
+                            : a->precision == TCI_PRECISION_TF32 ? "tf32"
+                                                                 : "fp16";
+    if (rr.count) {
+        fprintf(stderr,
+                "tcinfer: note: the GPU outputs hold %llu NaN/Inf values (first in '%s'); the "
+                "fp32 reference holds %llu: they come from the model and its inputs, not from "
+                "%s (%s)\n",
+                (unsigned long long)r.count, out.name, (unsigned long long)rr.count, precision,
+                where);
+        return 0;
+    }
+    fprintf(stderr,
+            "tcinfer: error: the GPU outputs hold %llu NaN/Inf values (first in '%s') where the "
+            "fp32 reference holds none: %s overflow; %s.\n",
+            (unsigned long long)r.count, out.name, precision, where);
+    if (r.found)
+        fprintf(stderr, "tcinfer: try --precision bf16 (fp32's range), or keep that layer in "
+                        "fp32: --fp32-layers '%s'\n", r.layer);
+    return EXIT_FAILURE;
+}
+
+/* The fp32 CPU baseline on the same inputs, and the error of every float output. */
+static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor *inputs,
+                       size_t num_inputs) {
     tci_engine *cpu = NULL;
     tci_context *base = NULL;
-    tci_status st = tci_engine_create_from_file(a->model, &options, &cpu);
-    if (st == TCI_OK) st = tci_context_create(cpu, &base);
-    if (st == TCI_OK) st = tci_context_run(base, inputs, num_inputs);
+    tci_status st = run_baseline(a, a->compare_layers, inputs, num_inputs, &cpu, &base);
     int rc = st == TCI_OK ? 0 : fail(st);
     size_t n = rc == 0 ? tci_engine_output_count(cpu) : 0;
     double *errors = calloc(n + 1, sizeof *errors);
@@ -864,9 +925,12 @@ int main(int argc, char **argv) {
             }
         rc = write_outputs(&a, ctx, num_outputs);
     }
+    /* an overflow fails the call, after --compare and the rest have reported */
+    int nonfinite_rc = rc == 0 && !a.compare_layers ? check_nonfinite(&a, ctx, inputs, num_inputs) : 0;
     if (rc == 0 && a.compare) rc = run_compare(&a, ctx, inputs, num_inputs);
     if (rc == 0 && a.bench) rc = run_bench(&a, ctx, inputs);
     if (rc == 0 && a.profile) rc = run_profile(&a, ctx);
+    if (rc == 0) rc = nonfinite_rc;
     for (size_t i = 0; inputs && i < num_inputs; i++) tci_tensor_release(&inputs[i]);
     for (int i = 0; i < a.num_shapes; i++) free(a.shape_names[i]);
     free(inputs);

@@ -17,6 +17,13 @@
 struct op_desc;
 struct ir_node;
 
+/* How a tensor is stored on the GPU. The layout pass (src/graph/passes/layout.c) chooses it for
+ * every IR tensor a step computes (ir_tensor.layout); the plan's tensors carry it. */
+typedef enum plan_layout {
+    PLAN_LAYOUT_DENSE = 0, /* row-major in logical order */
+    PLAN_LAYOUT_NHWC8,     /* 4-D (N,C,H,W) stored NHWC, C padded with zeros to a multiple of 8 */
+} plan_layout;
+
 typedef struct ir_tensor {
     const char *name;
     tci_dtype dtype;                         /* TCI_DTYPE_UNDEFINED until inferred */
@@ -28,6 +35,8 @@ typedef struct ir_tensor {
     bool is_graph_input;
     bool is_graph_output;
     size_t index;                            /* position in graph->tensors */
+    plan_layout layout;                      /* on the GPU (pass_assign_layouts); constants are
+                                                uploaded in whatever layout a reader wants */
 } ir_tensor;
 
 /* Values follow ONNX's AttributeProto.AttributeType. */
@@ -110,6 +119,7 @@ typedef struct ir_graph {
     ir_opset *opsets;
     size_t num_opsets;
     int64_t ir_version;
+    bool layouts_assigned;   /* pass_assign_layouts ran: what the planner needs */
 } ir_graph;
 
 tci_status ir_graph_create(ir_graph **out_graph);

@@ -16,11 +16,6 @@
 #include "util/reduce_ops.h"
 #include "util/resize_modes.h"
 
-typedef enum plan_layout {
-    PLAN_LAYOUT_DENSE = 0, /* row-major in logical order */
-    PLAN_LAYOUT_NHWC8,     /* 4-D (N,C,H,W) stored NHWC, C padded with zeros to a multiple of 8 */
-} plan_layout;
-
 typedef enum plan_memory {
     PLAN_MEM_ARENA = 0, /* an activation: offset in the context's arena */
     PLAN_MEM_CONSTANT,  /* uploaded once at build from host_data (already in device layout) */
@@ -201,22 +196,20 @@ typedef struct plan {
  * precision of the node being lowered, and which nodes were fused into earlier steps. */
 typedef struct plan_builder plan_builder;
 
-/* lower_input's `want`: the tensor in whatever layout it already has. */
-enum { LOWER_ANY_LAYOUT = -1 };
-
-/* The plan tensor holding IR tensor t in layout `want` (or LOWER_ANY_LAYOUT) and, for float
- * values, in the float precision of the node being lowered; inserts a layout conversion and/or a
- * cast step the first time one is needed and uploads constants. */
-tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t, int want,
+/* The plan tensor holding IR tensor t in layout `want` (what the node's step reads) and, for
+ * float values, in the float precision of the node being lowered; inserts a layout conversion
+ * and/or a cast step the first time one is needed and uploads constants. */
+tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t, plan_layout want,
                        int *out_index);
-/* Creates the plan tensor of node output t (NHWC8 falls back to dense for what is not 4-D
- * float). Errors when a dim of t depends on runtime values. */
-tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t,
-                        plan_layout layout, int *out_index);
-/* Node output t shares the memory of plan tensor src with t's dims (dense reshapes). */
+/* Creates the plan tensor of node output t, in the layout the layout pass recorded for it
+ * (t->layout). Errors when a dim of t depends on runtime values. */
+tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t, int *out_index);
+/* Node output t (laid out dense) shares the memory of plan tensor src with t's dims (dense
+ * reshapes). */
 tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
                        int *out_index);
-/* Node output t is plan tensor src as it is (same layout and dims): Identity. */
+/* Node output t is plan tensor src as it is (same layout, the one recorded for t, and dims):
+ * Identity. */
 tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src);
 /* A temporary activation (name interned). */
 tci_status lower_temporary(plan_builder *b, const char *name, tci_dtype dtype,
@@ -242,14 +235,8 @@ tci_status lower_device_dtype(const plan_builder *b, const ir_node *node, tci_dt
                               tci_dtype *out);
 /* Errors, naming the node, when a dim of t is not known at build. */
 tci_status lower_require_known(const ir_node *node, const ir_tensor *t);
-/* The layout of an already lowered, non-constant IR tensor, or -1. */
-int lower_layout_of(const plan_builder *b, const ir_tensor *t);
 /* Whether some node (or the graph's outputs) reads t. */
 bool lower_is_read(const plan_builder *b, const ir_tensor *t);
-/* The output layout of an element-wise node: NHWC8 when it is 4-D float and some non-constant
- * float input already is NHWC8, else dense. */
-plan_layout lower_eltwise_layout(const plan_builder *b, const ir_node *node,
-                                 const ir_tensor *out);
 
 /* ---- fusion (decided by the passes, src/graph/passes/fuse.c) ---- */
 
@@ -263,12 +250,13 @@ void lower_output_view(const plan_tensor *y, plan_strided *view);
 /* Strides (elements) of operand `in` read along the physical dims of `out`, 0 where in
  * broadcasts. in has out's layout; a dense operand of lower rank is right-aligned. */
 void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_t *strides);
-/* One element-wise step y = act(op(inputs...)) over IR inputs; out_override >= 0 writes into
- * that plan tensor instead of creating one for `out`. */
+/* One element-wise step y = act(op(inputs...)) over IR inputs, in the layout recorded for `out`
+ * (the inputs are read in it); out_override >= 0 writes into that plan tensor instead of
+ * creating one for `out`. */
 tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op,
                               const ir_tensor *const *inputs, int num_inputs,
                               const ir_tensor *out, act_params act, const char *label,
-                              int out_override, plan_layout layout);
+                              int out_override);
 
 /* ---- small helpers ---- */
 

@@ -1,6 +1,6 @@
 /* Graph passes run at engine build: shape inference with constant folding, pass-through removal,
- * dead-node elimination, and the GPU fusions. Each takes a sorted graph whose nodes are prepared
- * (op_prepare_node). */
+ * dead-node elimination, and for the GPU the fusions and the layouts. Each takes a sorted graph
+ * whose nodes are prepared (op_prepare_node). */
 #ifndef TCI_GRAPH_PASSES_H
 #define TCI_GRAPH_PASSES_H
 
@@ -29,5 +29,15 @@ tci_status pass_optimize(ir_graph *graph);
  * marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running
  * it again on the same graph changes nothing. */
 tci_status pass_fuse_for_gpu(ir_graph *graph);
+
+/* For the GPU engine, after pass_fuse_for_gpu: records in ir_tensor.layout the layout each
+ * tensor a step computes is stored in, from the descriptors (src/layers/op.h): NHWC8 (4-D float
+ * only) for the outputs of OP_NHWC_OUTPUT ops, of OP_FOLLOWS_LAYOUT ops with a computed NHWC8
+ * input and only float computed inputs, of pass-throughs of an NHWC8 input, and of ops whose
+ * keeps_nhwc says so for their NHWC8 input 0; for engine inputs read as input 0 by an
+ * OP_NHWC_INPUT op; dense for everything else. The outputs of fused nodes take the layout of the
+ * step that computes them. The planner lowers every tensor in its recorded layout and refuses a
+ * graph this pass has not run on. Running it again gives the same layouts. */
+tci_status pass_assign_layouts(ir_graph *graph);
 
 #endif

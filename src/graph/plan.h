@@ -33,7 +33,8 @@ bool plan_all_fp32(const plan_options *options);
 /* The 16-bit float of the nodes not kept in fp32: BFLOAT16 for BF16, else FLOAT16. */
 tci_dtype plan_half_dtype(const plan_options *options);
 
-/* Lowers an optimised graph (pass_optimize done; every dim of every tensor known) to a plan.
+/* Lowers an optimised graph (pass_optimize done; every dim of every tensor known; for the GPU,
+ * pass_fuse_for_gpu and pass_assign_layouts done) to a plan.
  * An op without a GPU path is an error naming the node; so is a shape that depends on runtime
  * values. */
 tci_status plan_build(const ir_graph *graph, const plan_options *options, plan **out_plan);

@@ -192,7 +192,7 @@ static tci_status cast_gpu_lower(plan_builder *b, const ir_node *node) {
     tci_dtype to = TCI_DTYPE_UNDEFINED;
     TCI_TRY(lower_device_dtype(b, node, y->dtype, &to));
     if (to == lower_tensor(b, xi)->dtype) return lower_alias(b, node, y, xi, &yt);
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_CAST, node, NULL, &s));
     s->u.cast.count = lower_count(y);

@@ -585,7 +585,7 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     free(shift);
     TCI_TRY(st);
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
-    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    TCI_TRY(lower_output(b, node, out, &yt));
     plan_step *step;
     TCI_TRY(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
@@ -625,7 +625,7 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     const ir_epilogue *e = lower_epilogue(node, &none);
     const ir_tensor *out = e->output;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
-    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    TCI_TRY(lower_output(b, node, out, &yt));
     plan_step *step;
     TCI_TRY(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
@@ -643,11 +643,12 @@ static const int conv_versions[] = {1, 11, 22, 0};
 static const int conv_transpose_versions[] = {1, 11, 22, 0};
 
 OP_DESC(conv_desc, "Conv", conv_versions, conv_parse, conv_infer, conv_forward,
-        OP_NHWC_INPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_ACT, conv_gpu_lower,
-        NULL, BINARY_NONE);
+        OP_NHWC_INPUT | OP_NHWC_OUTPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL |
+            OP_EPILOGUE_ACT,
+        conv_gpu_lower, NULL, BINARY_NONE);
 
 OP_DESC(conv_transpose_desc, "ConvTranspose", conv_transpose_versions, conv_transpose_parse,
-        conv_infer, conv_transpose_forward, OP_EPILOGUE_ACT, conv_transpose_gpu_lower, NULL,
-        BINARY_NONE);
+        conv_infer, conv_transpose_forward, OP_NHWC_OUTPUT | OP_EPILOGUE_ACT,
+        conv_transpose_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_conv_ops[] = {&conv_desc, &conv_transpose_desc, NULL};

@@ -813,7 +813,6 @@ static tci_status clip_epilogue(const ir_node *node, act_params *act) {
 static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_require_known(node, out));
-    plan_layout layout = lower_eltwise_layout(b, node, out);
     /* the fusion passes turn a Sigmoid whose Mul completes a SiLU into one SiLU step */
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
@@ -823,7 +822,7 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
     const char *label = e->label;
     out = e->output;
     return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)node->inputs, 1,
-                              out, act, lower_intern(b, label), -1, layout);
+                              out, act, lower_intern(b, label), -1);
 }
 
 /* Add, Mul, Where, PRelu, Mod... and the variadic Sum/Max/Min as a chain of binary steps with
@@ -831,7 +830,7 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
 static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op op) {
     const ir_tensor *out = node->outputs[0];
     TCI_TRY(lower_require_known(node, out));
-    plan_layout layout = lower_eltwise_layout(b, node, out);
+    plan_layout layout = out->layout; /* the layout pass's, for the chain's temporaries */
     /* the kernels take one value dtype (Where's condition aside) */
     int first = op == BINARY_WHERE ? 1 : 0;
     for (int i = first + 1; i < node->num_inputs; i++)
@@ -844,11 +843,10 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
     const ir_tensor *const *inputs = (const ir_tensor *const *)node->inputs;
     const char *label = lower_intern(b, node->op_type);
     if (op == BINARY_WHERE)
-        return lower_eltwise_step(b, node, op, inputs, 3, out, act, label, -1,
-                                  PLAN_LAYOUT_DENSE);
+        return lower_eltwise_step(b, node, op, inputs, 3, out, act, label, -1);
     int n = node->num_inputs;
     if (n == 1) /* Sum/Max/Min of one input: a copy */
-        return lower_eltwise_step(b, node, BINARY_NONE, inputs, 1, out, act, label, -1, layout);
+        return lower_eltwise_step(b, node, BINARY_NONE, inputs, 1, out, act, label, -1);
     /* the activation the fusion passes gave it goes into the last step of the chain */
     ir_epilogue no_epilogue;
     const ir_epilogue *e = lower_epilogue(node, &no_epilogue);
@@ -861,7 +859,7 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
         bool last = i == n - 1;
         int yt = -1;
         if (!last || i > 1) {
-            if (last) TCI_TRY(lower_output(b, node, final_out, layout, &yt));
+            if (last) TCI_TRY(lower_output(b, node, final_out, &yt));
             else
                 TCI_TRY(lower_temporary(b, "partial", lower_float_dtype(b), layout, out->rank,
                                         out->dims, &yt));
@@ -869,7 +867,7 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
         if (i == 1) { /* inputs 0 and 1 */
             const ir_tensor *pair[2] = {node->inputs[0], node->inputs[1]};
             TCI_TRY(lower_eltwise_step(b, node, op, pair, 2, final_out, last ? act : none, label,
-                                       yt, layout));
+                                       yt));
         } else { /* acc (already lowered) with input i */
             int other;
             TCI_TRY(lower_input(b, node, node->inputs[i], layout, &other));
@@ -905,8 +903,12 @@ static tci_status mod_gpu_lower(plan_builder *b, const ir_node *node) {
 #define OP(var, name, family, lower, epilogue_fn, binary_op, op_flags, ...)                       \
     OP_DESC(var, name, OP_VERSIONS(__VA_ARGS__), family##_parse, family##_infer,                  \
             family##_forward, op_flags, lower, epilogue_fn, binary_op)
+/* a binary takes a following activation into its step, which runs in its inputs' layout (Where
+ * stays dense) */
+#define BINARY_FLAGS (OP_EPILOGUE_ACT | OP_FOLLOWS_LAYOUT)
 #define UNARY_OP(var, name, ...)                                                                  \
-    OP(var, name, unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, 0, __VA_ARGS__)
+    OP(var, name, unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, OP_FOLLOWS_LAYOUT,    \
+       __VA_ARGS__)
 
 UNARY_OP(relu_op, "Relu", 6, 13, 14);
 UNARY_OP(leaky_relu_op, "LeakyRelu", 6, 16);
@@ -920,24 +922,25 @@ UNARY_OP(softplus_op, "Softplus", 1, 22);
 UNARY_OP(sqrt_op, "Sqrt", 6, 13);
 UNARY_OP(erf_op, "Erf", 9, 13);
 UNARY_OP(gelu_op, "Gelu", 20);
-OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, BINARY_NONE, 0, 6, 11, 12, 13);
-OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, BINARY_PRELU, OP_EPILOGUE_ACT, 7, 9, 16);
-OP(add_op, "Add", binary, binary_gpu_lower, NULL, BINARY_ADD, OP_EPILOGUE_ACT, 7, 13, 14);
-OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, BINARY_SUB, OP_EPILOGUE_ACT, 7, 13, 14);
-OP(mul_op, "Mul", binary, binary_gpu_lower, NULL, BINARY_MUL, OP_EPILOGUE_ACT, 7, 13, 14);
-OP(div_op, "Div", binary, binary_gpu_lower, NULL, BINARY_DIV, OP_EPILOGUE_ACT, 7, 13, 14);
-OP(pow_op, "Pow", binary, binary_gpu_lower, NULL, BINARY_POW, OP_EPILOGUE_ACT, 7, 12, 13, 15);
-OP(equal_op, "Equal", binary, binary_gpu_lower, NULL, BINARY_EQUAL, OP_EPILOGUE_ACT, 7, 11, 13, 19);
+OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, BINARY_NONE, OP_FOLLOWS_LAYOUT, 6,
+   11, 12, 13);
+OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, BINARY_PRELU, BINARY_FLAGS, 7, 9, 16);
+OP(add_op, "Add", binary, binary_gpu_lower, NULL, BINARY_ADD, BINARY_FLAGS, 7, 13, 14);
+OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, BINARY_SUB, BINARY_FLAGS, 7, 13, 14);
+OP(mul_op, "Mul", binary, binary_gpu_lower, NULL, BINARY_MUL, BINARY_FLAGS, 7, 13, 14);
+OP(div_op, "Div", binary, binary_gpu_lower, NULL, BINARY_DIV, BINARY_FLAGS, 7, 13, 14);
+OP(pow_op, "Pow", binary, binary_gpu_lower, NULL, BINARY_POW, BINARY_FLAGS, 7, 12, 13, 15);
+OP(equal_op, "Equal", binary, binary_gpu_lower, NULL, BINARY_EQUAL, BINARY_FLAGS, 7, 11, 13, 19);
 OP(where_op, "Where", where, binary_gpu_lower, NULL, BINARY_WHERE, 0, 9, 16);
-OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, OP_EPILOGUE_ACT, 6, 8, 13);
-OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, OP_EPILOGUE_ACT, 6, 8, 12, 13);
-OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, OP_EPILOGUE_ACT, 6, 8, 12, 13);
+OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, BINARY_FLAGS, 6, 8, 13);
+OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, BINARY_FLAGS, 6, 8, 12, 13);
+OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, BINARY_FLAGS, 6, 8, 12, 13);
 
 /* Mod shares Add's inference and reference through binary_params' kind: MOD or FMOD by the fmod
  * attribute (.binary, which only fusion patterns read, says MOD for both). 13 added bfloat16, 28
  * fmod=0 for floats. */
 OP_DESC(mod_op, "Mod", OP_VERSIONS(10, 13, 28), mod_parse, binary_infer, binary_forward,
-        OP_EPILOGUE_ACT, mod_gpu_lower, NULL, BINARY_MOD);
+        BINARY_FLAGS, mod_gpu_lower, NULL, BINARY_MOD);
 const op_desc *const layer_eltwise_ops[] = {
     &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,
     &elu_op,   &selu_op,       &softplus_op, &sqrt_op,        &erf_op,        &gelu_op,

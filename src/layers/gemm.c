@@ -267,7 +267,7 @@ static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g
     }
     free(bias);
     TCI_TRY(st);
-    TCI_TRY(lower_output(b, node, e->output, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, e->output, &yt));
     plan_step *step;
     TCI_TRY(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, e->label), &step));
     g->act = e->act;

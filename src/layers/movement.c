@@ -741,7 +741,7 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
                              x->rank);
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     int64_t in_strides[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, in_strides);
     for (int i = 0; i < x->rank; i++) strides[i] = in_strides[p->perm ? p->perm[i] : x->rank - 1 - i];
@@ -806,10 +806,9 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_require_known(node, y));
     int axis;
     TCI_TRY(op_normalize_axis(node, p->axis, y->rank, &axis));
-    plan_layout layout = lower_eltwise_layout(b, node, y);
+    plan_layout layout = y->layout; /* the layout pass's: its inputs' when they are NHWC8 */
     int yt;
-    TCI_TRY(lower_output(b, node, y, layout, &yt));
-    layout = lower_tensor(b, yt)->layout;
+    TCI_TRY(lower_output(b, node, y, &yt));
     /* padding channels between NHWC8 blocks must end up zero */
     if (layout == PLAN_LAYOUT_NHWC8 && axis == 1 && y->dims[1] % 8)
         TCI_TRY(fill_step(b, node, yt, 0));
@@ -839,7 +838,7 @@ static tci_status split_gpu_lower(plan_builder *b, const ir_node *node) {
         const ir_tensor *y = node->outputs[o];
         if (!y) continue;
         int yt;
-        TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+        TCI_TRY(lower_output(b, node, y, &yt));
         TCI_TRY(copy_step(b, node, xi, yt, xs, start * xs[axis]));
         start += y->dims[axis];
     }
@@ -861,7 +860,7 @@ static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(slice_plan(node, in, start, step, len));
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     if (lower_count(y) == 0) return TCI_OK;
     int64_t xs[TCI_MAX_RANK], strides[TCI_MAX_RANK], offset = 0;
     op_strides(x->rank, x->dims, xs);
@@ -877,7 +876,7 @@ static tci_status expand_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_require_known(node, y));
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     int64_t strides[PLAN_MAX_PHYS_RANK];
     lower_operand_strides(lower_tensor(b, yt), lower_tensor(b, xi), strides);
     return copy_step(b, node, xi, yt, strides, 0);
@@ -905,7 +904,7 @@ static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
     if (node->since_version >= 11) TCI_TRY(lower_scalar_input(node, 2, 0.0f, &value));
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_PAD, node, NULL, &s));
     s->u.pad.rank = x->rank;
@@ -924,7 +923,7 @@ static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
 /* ---- descriptors ---- */
 
 SHAPE_OP(concat_op, "Concat", concat_parse, concat_infer, concat_forward,
-         OP_MOVES_DATA, concat_gpu_lower, 4, 11, 13);
+         OP_MOVES_DATA | OP_FOLLOWS_LAYOUT, concat_gpu_lower, 4, 11, 13);
 
 SHAPE_OP(split_op, "Split", split_parse, split_infer, split_forward,
          OP_MOVES_DATA, split_gpu_lower, 2, 11, 13, 18);

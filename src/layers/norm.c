@@ -163,7 +163,8 @@ static tci_status batchnorm_forward(const ir_node *node, const tci_tensor *const
 }
 
 OP_DESC(batchnorm_desc, "BatchNormalization", batchnorm_versions, batchnorm_parse, batchnorm_infer,
-        batchnorm_forward, OP_NHWC_INPUT | OP_EPILOGUE_ACT, batchnorm_gpu_lower, NULL, BINARY_NONE);
+        batchnorm_forward, OP_NHWC_INPUT | OP_NHWC_OUTPUT | OP_EPILOGUE_ACT, batchnorm_gpu_lower,
+        NULL, BINARY_NONE);
 
 /* ---- LayerNormalization ---- */
 
@@ -504,7 +505,7 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     const char *label = lower_intern(b, e->label);
     act_params act = e->act;
     const ir_tensor *out = e->output;
-    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    TCI_TRY(lower_output(b, node, out, &yt));
     const int pairs[2][3] = {{xi, si, tmp}, {tmp, hi, yt}};
     for (int k = 0; k < 2; k++) {
         plan_step *s;
@@ -531,7 +532,7 @@ static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node) {
                              "softmax over axis %d (not the last) has no GPU path", axis);
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_SOFTMAX, node, NULL, &s));
     s->u.softmax.rows = lower_prod(x->dims, 0, axis);
@@ -560,7 +561,7 @@ static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     TCI_TRY(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
     if (bias) TCI_TRY(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_LAYERNORM, node, NULL, &s));
     s->u.layernorm.rows = lower_prod(x->dims, 0, axis);

@@ -16,8 +16,9 @@ enum {
     /* The op only moves or selects data (Reshape, Concat, Slice, Gather...): exact in any
      * precision, so on the GPU it keeps the precision of its first input. */
     OP_MOVES_DATA = 1u << 2,
-    /* The GPU path reads input 0 in NHWC8 (Conv, pooling, BatchNormalization, Resize): a 4-D
-     * float engine input that feeds such a node is converted to NHWC8 on the way in. */
+    /* The GPU path reads input 0 in NHWC8 (Conv, pooling, BatchNormalization, Resize): the layout
+     * pass lays out a 4-D float engine input that feeds such a node NHWC8, so that it is
+     * converted on the way in. */
     OP_NHWC_INPUT = 1u << 3,
     /* What the GPU fusion passes (src/graph/passes/fuse.c) may fold into the op's step: */
     OP_EPILOGUE_ACT = 1u << 4,         /* any following activation (or SiLU pair) */
@@ -25,6 +26,13 @@ enum {
     OP_EPILOGUE_RESIDUAL = 1u << 6,    /* Add of a same-shape tensor computed earlier (Conv) */
     OP_EPILOGUE_BIAS = 1u << 7,        /* Add of a constant vector over the last dim (MatMul) */
     OP_FOLDS_BATCHNORM = 1u << 8,      /* a following inference BatchNormalization (Conv) */
+    /* What the layout pass (src/graph/passes/layout.c) records for the op's outputs; without
+     * either (and without keeps_nhwc) they are dense: */
+    /* the step writes NHWC8 (Conv, ConvTranspose, pooling, BatchNormalization, Resize) */
+    OP_NHWC_OUTPUT = 1u << 9,
+    /* an element-wise step in its inputs' layout (activations, binaries, Concat): NHWC8 when a
+     * non-constant input is NHWC8 and every non-constant input is float */
+    OP_FOLLOWS_LAYOUT = 1u << 10,
 };
 
 /* In infer and cpu_forward, in[] has node->num_inputs entries and out[] node->num_outputs; an
@@ -59,6 +67,10 @@ typedef struct op_desc {
     /* The element-wise binary op it computes (Add, Mul, Sum...), BINARY_NONE otherwise: what
      * fusion patterns (residual Add, SiLU's Mul, a Linear layer's bias) look for. */
     binary_op binary;
+    /* For an op whose step keeps an NHWC8 input 0 NHWC8 for some parameters only (a ReduceMean
+     * over H and W is a global average pool): whether node's does. The layout pass asks it when
+     * input 0 is laid out NHWC8 and records the output NHWC8 if so; NULL: never. */
+    bool (*keeps_nhwc)(const ir_node *node);
 } op_desc;
 
 /* Defines descriptor var: versions is a 0-terminated int array (OP_VERSIONS(...) for a literal);
@@ -74,6 +86,18 @@ typedef struct op_desc {
                                 .gpu_lower = lower,                                               \
                                 .epilogue = epilogue_fn,                                          \
                                 .binary = binary_op}
+/* OP_DESC (neither activation nor binary) with a keeps_nhwc. */
+#define OP_DESC_KEEPS_NHWC(var, name, version_list, parse_fn, infer_fn, forward_fn, op_flags,     \
+                           lower, keeps_fn)                                                       \
+    static const op_desc var = {.op_type = name,                                                  \
+                                .versions = version_list,                                         \
+                                .parse = parse_fn,                                                \
+                                .infer = infer_fn,                                                \
+                                .cpu_forward = forward_fn,                                        \
+                                .flags = op_flags,                                                \
+                                .gpu_lower = lower,                                               \
+                                .binary = BINARY_NONE,                                            \
+                                .keeps_nhwc = keeps_fn}
 #define OP_VERSIONS(...)                                                                          \
     (const int[]) {                                                                               \
         __VA_ARGS__, 0                                                                            \

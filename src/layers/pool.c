@@ -543,7 +543,7 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
     const char *label = lower_intern(b, e->label);
-    TCI_TRY(lower_output(b, node, e->output, PLAN_LAYOUT_NHWC8, &yt));
+    TCI_TRY(lower_output(b, node, e->output, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_POOL, node, label, &s));
     plan_pool *pp = &s->u.pool;
@@ -562,7 +562,7 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     lower_step_io(s, 1, &xi, 1, &yt);
     if (e->act.kind != ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
         return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)&e->output, 1,
-                                  e->output, e->act, label, yt, PLAN_LAYOUT_NHWC8);
+                                  e->output, e->act, label, yt);
     return TCI_OK;
 }
 
@@ -573,7 +573,7 @@ tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const i
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "the GPU path pools 4-D inputs");
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
-    TCI_TRY(lower_output(b, node, out, PLAN_LAYOUT_NHWC8, &yt));
+    TCI_TRY(lower_output(b, node, out, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_GLOBAL_POOL, node, NULL, &s));
     s->u.pool.kind = kind;
@@ -596,16 +596,18 @@ static tci_status global_max_pool_gpu_lower(plan_builder *b, const ir_node *node
 }
 
 OP_DESC(max_pool_desc, "MaxPool", max_pool_versions, parse_max_pool, infer_window, forward_window,
-        OP_NHWC_INPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
+        OP_NHWC_INPUT | OP_NHWC_OUTPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
 
 OP_DESC(average_pool_desc, "AveragePool", average_pool_versions, parse_average_pool, infer_window,
-        forward_window, OP_NHWC_INPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL, BINARY_NONE);
+        forward_window, OP_NHWC_INPUT | OP_NHWC_OUTPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL,
+        BINARY_NONE);
 
 OP_DESC(global_average_pool_desc, "GlobalAveragePool", global_versions, parse_global, infer_global,
-        forward_global_average, OP_NHWC_INPUT, global_average_pool_gpu_lower, NULL, BINARY_NONE);
+        forward_global_average, OP_NHWC_INPUT | OP_NHWC_OUTPUT, global_average_pool_gpu_lower, NULL,
+        BINARY_NONE);
 
 OP_DESC(global_max_pool_desc, "GlobalMaxPool", global_versions, parse_global, infer_global,
-        forward_global_max, 0, global_max_pool_gpu_lower, NULL, BINARY_NONE);
+        forward_global_max, OP_NHWC_OUTPUT, global_max_pool_gpu_lower, NULL, BINARY_NONE);
 
 OP_DESC(lrn_desc, "LRN", lrn_versions, parse_lrn, infer_lrn, forward_lrn, 0, NULL, NULL,
         BINARY_NONE);

@@ -272,21 +272,52 @@ static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *i
     return TCI_OK;
 }
 
+/* Views of input 0 and the axes input (in[1] NULL when absent); false when the axes are not a
+ * constant. */
+static bool reduce_views(const ir_node *node, tci_tensor *views, const tci_tensor **in) {
+    ir_tensor_view(node->inputs[0], &views[0]);
+    in[0] = &views[0];
+    in[1] = NULL;
+    if (node->num_inputs > 1 && node->inputs[1]) {
+        if (!node->inputs[1]->data) return false;
+        ir_tensor_view(node->inputs[1], &views[1]);
+        in[1] = &views[1];
+    }
+    return true;
+}
+
+/* Over H and W (only) of a known, non-empty 4-D float tensor with keepdims, a mean is a global
+ * average pool and a max a global max pool (whose kernel takes fmaxf: a NaN there is dropped,
+ * not propagated). On an NHWC8 input (the only time the layout pass asks) the step is that pool
+ * and its output stays NHWC8. */
+static bool reduce_keeps_nhwc(const ir_node *node) {
+    const reduce_params *p = node->params;
+    const ir_tensor *x = node->inputs[0];
+    if (x->rank != 4 || x->dtype != TCI_DTYPE_FLOAT || !p->keepdims ||
+        (p->op != REDUCE_MEAN && p->op != REDUCE_MAX))
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (x->dims[i] < 0) return false;
+    tci_tensor views[2];
+    const tci_tensor *in[2];
+    reduce_plan_kind kind;
+    bool reduce[TCI_MAX_RANK] = {false};
+    if (x->dims[2] * x->dims[3] == 0 || !reduce_views(node, views, in) ||
+        reduce_plan(node, in, &kind, reduce) != TCI_OK)
+        return false;
+    return kind == REDUCE_PLAN_AXES && reduce[2] && reduce[3] && !reduce[0] && !reduce[1];
+}
+
 static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
     const reduce_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
     TCI_TRY(lower_require_known(node, x));
     TCI_TRY(lower_require_known(node, y));
     tci_tensor views[2];
-    const tci_tensor *in[2] = {&views[0], NULL};
-    ir_tensor_view(x, &views[0]);
-    if (node->num_inputs > 1 && node->inputs[1]) {
-        if (!node->inputs[1]->data)
-            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "input 1 must be a constant for the GPU path");
-        ir_tensor_view(node->inputs[1], &views[1]);
-        in[1] = &views[1];
-    }
+    const tci_tensor *in[2];
+    if (!reduce_views(node, views, in))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "input 1 must be a constant for the GPU path");
     reduce_plan_kind kind;
     bool reduce[TCI_MAX_RANK] = {false};
     TCI_TRY(reduce_plan(node, in, &kind, reduce));
@@ -299,11 +330,8 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "%s reductions have no GPU path (float only)",
                              tci_dtype_name(x->dtype));
-    /* over H and W of an NHWC8 activation, a mean is a global average pool and a max a global
-     * max pool (whose kernel takes fmaxf: a NaN there is dropped, not propagated) */
-    if (x->rank == 4 && reduce[2] && reduce[3] && !reduce[0] && !reduce[1] && p->keepdims &&
-        (p->op == REDUCE_MEAN || p->op == REDUCE_MAX) && x->dims[2] * x->dims[3] > 0 &&
-        lower_layout_of(b, x) == PLAN_LAYOUT_NHWC8)
+    /* the layout pass kept the output NHWC8: a global pool (reduce_keeps_nhwc) */
+    if (y->layout == PLAN_LAYOUT_NHWC8)
         return layer_lower_global_pool(b, node, x, y,
                                        p->op == REDUCE_MAX ? POOL_MAX : POOL_AVERAGE);
     if (x->rank > PLAN_MAX_PHYS_RANK)
@@ -311,7 +339,7 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
                              x->rank);
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_REDUCE, node, NULL, &s));
     plan_strided *v = &s->u.reduce.view;
@@ -347,14 +375,14 @@ static const int reduce_sum_versions[] = {1, 11, 13, 0};
 static const int reduce_mean_versions[] = {1, 11, 13, 18, 0};
 static const int reduce_max_versions[] = {1, 11, 12, 13, 18, 20, 0};
 
-OP_DESC(reduce_sum_desc, "ReduceSum", reduce_sum_versions, reduce_sum_parse, reduce_infer,
-        reduce_forward, 0, reduce_gpu_lower, NULL, BINARY_NONE);
+OP_DESC_KEEPS_NHWC(reduce_sum_desc, "ReduceSum", reduce_sum_versions, reduce_sum_parse,
+                   reduce_infer, reduce_forward, 0, reduce_gpu_lower, reduce_keeps_nhwc);
 
-OP_DESC(reduce_mean_desc, "ReduceMean", reduce_mean_versions, reduce_mean_parse, reduce_infer,
-        reduce_forward, 0, reduce_gpu_lower, NULL, BINARY_NONE);
+OP_DESC_KEEPS_NHWC(reduce_mean_desc, "ReduceMean", reduce_mean_versions, reduce_mean_parse,
+                   reduce_infer, reduce_forward, 0, reduce_gpu_lower, reduce_keeps_nhwc);
 
-OP_DESC(reduce_max_desc, "ReduceMax", reduce_max_versions, reduce_max_parse, reduce_infer,
-        reduce_forward, 0, reduce_gpu_lower, NULL, BINARY_NONE);
+OP_DESC_KEEPS_NHWC(reduce_max_desc, "ReduceMax", reduce_max_versions, reduce_max_parse,
+                   reduce_infer, reduce_forward, 0, reduce_gpu_lower, reduce_keeps_nhwc);
 
 const op_desc *const layer_reduce_ops[] = {&reduce_sum_desc, &reduce_mean_desc, &reduce_max_desc,
                                            NULL};

@@ -553,7 +553,7 @@ static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
     }
     int xi, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_NHWC8, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_RESIZE, node, NULL, &s));
     s->u.resize.n = x->dims[0];
@@ -577,9 +577,9 @@ static const int resize_versions[] = {10, 11, 13, 18, 19, 0};
 static const int upsample_versions[] = {7, 9, 10, 0};
 
 OP_DESC(resize_desc, "Resize", resize_versions, parse_resize, infer_resize, forward_resize,
-        OP_NHWC_INPUT, resize_gpu_lower, NULL, BINARY_NONE);
+        OP_NHWC_INPUT | OP_NHWC_OUTPUT, resize_gpu_lower, NULL, BINARY_NONE);
 
 OP_DESC(upsample_desc, "Upsample", upsample_versions, parse_upsample, infer_resize, forward_resize,
-        0, resize_gpu_lower, NULL, BINARY_NONE);
+        OP_NHWC_OUTPUT, resize_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_resize_ops[] = {&resize_desc, &upsample_desc, NULL};

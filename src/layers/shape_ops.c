@@ -740,7 +740,7 @@ static tci_status dropout_forward(const ir_node *node, const tci_tensor *const *
 /* Identity: the output is the input. */
 static tci_status identity_gpu_lower(plan_builder *b, const ir_node *node) {
     int src;
-    TCI_TRY(lower_input(b, node, node->inputs[0], LOWER_ANY_LAYOUT, &src));
+    TCI_TRY(lower_input(b, node, node->inputs[0], node->outputs[0]->layout, &src));
     return lower_forward(b, node, node->outputs[0], src);
 }
 
@@ -780,7 +780,7 @@ static tci_status gather_gpu_lower(plan_builder *b, const ir_node *node) {
     int xi, ii, yt;
     TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     TCI_TRY(lower_input(b, node, idx, PLAN_LAYOUT_DENSE, &ii));
-    TCI_TRY(lower_output(b, node, y, PLAN_LAYOUT_DENSE, &yt));
+    TCI_TRY(lower_output(b, node, y, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_GATHER, node, NULL, &s));
     s->u.gather.outer = lower_prod(x->dims, 0, axis);

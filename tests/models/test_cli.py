@@ -424,6 +424,41 @@ class CliTest(unittest.TestCase):
         path = self.save(make_model([node], [value("x", [2])], [value("y", [2])]))
         self.assert_error(run("--quiet", "--random", 1, path), 3, "foo_bar", "odd")
 
+    # NaN and Inf ------------------------------------------------------------------------------
+
+    def test_nonfinite_output_noted_on_cpu(self):
+        """Sqrt of negative inputs: the fp32 reference's own NaN are noted, not an error."""
+        node = helper.make_node("Sqrt", ["x"], ["y"], name="root")
+        path = self.save(make_model([node], [value("x", [64])], [value("y", [64])]))
+        rc, out, err = run("--backend", "cpu", "--quiet", "--random", 1, path)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"tcinfer: note: the outputs hold \d+ NaN/Inf values \(first in 'y'\)")
+
+    def overflow_model(self):
+        """y = (x * 2000) @ W, W = 100: |y| up to 1.3e7, past fp16's 65504 but fine in fp32."""
+        nodes = [helper.make_node("Mul", ["x", "k"], ["xs"], name="scale"),
+                 helper.make_node("MatMul", ["xs", "w"], ["y"], name="mm")]
+        inits = [numpy_helper.from_array(np.array(2000, np.float32), "k"),
+                 numpy_helper.from_array(np.full((64, 8), 100, np.float32), "w")]
+        return self.save(make_model(nodes, [value("x", [4, 64])], [value("y", [4, 8])],
+                                    initializers=inits))
+
+    def test_fp16_overflow_names_the_layer(self):
+        """On the GPU (skipped without one): the overflow fails the run, naming the MatMul and
+        the fixes; each fix then runs clean."""
+        m = re.search(r"GPUs: (\d+)", run("--devices")[1])
+        if not m or m.group(1) == "0":
+            self.skipTest("no GPU")
+        path = self.overflow_model()
+        err = self.assert_error(run("--quiet", "--random", 1, path), 1, "fp16 overflow",
+                                r"layer 'mm' \(MatMul\)", r"--precision bf16",
+                                r"--fp32-layers 'mm'")
+        self.assertRegex(err, r"where the fp32 reference holds none")
+        for fix in (["--precision", "bf16"], ["--fp32-layers", "mm"]):
+            rc, out, err = run("--quiet", "--random", 1, *fix, path)
+            self.assertEqual(rc, 0, f"{fix}: {err}")
+            self.assertNotIn("NaN/Inf", err)
+
     def test_unsupported_domain(self):
         node = helper.make_node("Relu", ["x"], ["y"], name="custom", domain="com.example")
         graph = helper.make_graph([node], "g", [value("x", [2])], [value("y", [2])])

@@ -38,6 +38,19 @@ START_TEST(test_run_demo) {
     double sum = 0;
     for (int i = 0; i < 10; i++) sum += ((float *)out.data)[i];
     ck_assert_double_eq_tol(sum, 1.0, 1e-5); /* the demo ends in Softmax */
+    tci_nonfinite_report nf;
+    ck_assert_tci_ok(tci_context_nonfinite(c, &nf));
+    ck_assert_uint_eq(nf.count, 0);
+    /* a NaN in the input reaches all 10 outputs through the Softmax: reported, no layer named
+     * (the CPU reference does not locate) */
+    ((float *)in.data)[0] = NAN;
+    ck_assert_tci_ok(tci_context_run(c, &in, 1));
+    ck_assert_tci_ok(tci_context_nonfinite(c, &nf));
+    ck_assert_uint_eq(nf.count, 10);
+    ck_assert_uint_eq(nf.output_index, 0);
+    ck_assert_int_eq(nf.found, 0);
+    ck_assert_int_eq(nf.input_index, -1);
+    ck_assert_tci_error(tci_context_nonfinite(NULL, &nf), TCI_ERR_INVALID_ARGUMENT, "NULL");
     /* the CPU benchmark re-runs the kept inputs, also after the caller freed them */
     tci_tensor_release(&in);
     float ms[3];

@@ -74,6 +74,7 @@ static ir_graph *small_net(void) {
     th_node_io(g, "softmax", "Softmax", 13, &logits, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     return g;
 }
 
@@ -89,6 +90,7 @@ static ir_graph *round_trip(const ir_graph *g, const bool *as_fp16, const char *
     ck_assert_tci_ok(onnx_widen_fp16(back, fp16_names));
     ck_assert_tci_ok(pass_optimize(back));
     ck_assert_tci_ok(pass_fuse_for_gpu(back));
+    ck_assert_tci_ok(pass_assign_layouts(back));
     return back;
 }
 

@@ -1,6 +1,8 @@
-/* Graph passes: shape-chain folding, pass-through removal, dead nodes, inference of shapes. */
+/* Graph passes: shape-chain folding, pass-through removal, dead nodes, inference of shapes; the
+ * GPU fusions and layouts. */
 #include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
+#include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
 
@@ -217,6 +219,206 @@ START_TEST(test_fuse_gemm_and_silu) {
 }
 END_TEST
 
+/* ---- the layout pass (pass_assign_layouts): layouts recorded on the IR, no GPU ---- */
+
+/* x[1,3,4,4] -> Conv(8 out, 1x1) -> Relu -> Add(x2) -> y: the Conv writes NHWC8 (its Relu fused
+ * into the step, its output the step's), the Add follows its NHWC8 input, the engine input the
+ * Conv reads arrives NHWC8 and the one only the Add reads stays dense. */
+START_TEST(test_layouts_conv_relu_add) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 3, 4, 4}, x2d[4] = {1, 8, 4, 4}, wd[4] = {8, 3, 1, 1};
+    float w[24] = {0};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *x2 = th_named(g, "x2", TCI_DTYPE_FLOAT, 4, x2d, NULL);
+    ir_tensor *wt = const_f32(g, "w", w, 4, wd);
+    ir_tensor *c = named(g, "c"), *r = named(g, "r"), *y = named(g, "y");
+    th_graph_io(g, (ir_tensor *[]){x, x2}, 2, &y, 1);
+    ir_node *conv = th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
+    ir_node *relu = th_node_io(g, "relu", "Relu", 14, &c, 1, &r, 1);
+    ir_node *add = th_node_io(g, "add", "Add", 14, (ir_tensor *[]){r, x2}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_ptr_eq(relu->fused_into, conv);
+    ck_assert_ptr_null(add->fused_into);
+    ck_assert(!g->layouts_assigned);
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert(g->layouts_assigned);
+    ck_assert_int_eq(x->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(x2->layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(wt->layout, PLAN_LAYOUT_DENSE); /* constants: whatever a reader wants */
+    ck_assert_int_eq(c->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(r->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(y->layout, PLAN_LAYOUT_NHWC8);
+    /* again: the same */
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_int_eq(x->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(x2->layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(y->layout, PLAN_LAYOUT_NHWC8);
+    /* the planner lowers them so: x arrives NHWC8, x2 is converted for the Add, no other step */
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->tensors[p->input_tensors[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(p->tensors[p->input_tensors[1]].layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(p->tensors[p->output_tensors[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(p->num_layout_conversions, 1);
+    ck_assert_int_eq(p->num_steps, 3); /* Conv+Relu, x2 to NHWC8, Add */
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* x[2,4,8] -> MatMul -> Add(bias) -> Relu -> MatMul -> Add(x) -> y: rank 3, no NHWC8 op, dense
+ * throughout (fused or not). */
+START_TEST(test_layouts_matmul_chain_dense) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[3] = {2, 4, 8}, wd[2] = {8, 8}, bd[1] = {8};
+    float w[64] = {0}, bias[8] = {0};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+    ir_tensor *wt = const_f32(g, "w", w, 2, wd), *bt = const_f32(g, "bias", bias, 1, bd);
+    ir_tensor *m = named(g, "m"), *mb = named(g, "mb"), *r = named(g, "r"), *m2 = named(g, "m2"),
+              *y = named(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "mm", "MatMul", 13, (ir_tensor *[]){x, wt}, 2, &m, 1);
+    th_node_io(g, "badd", "Add", 14, (ir_tensor *[]){m, bt}, 2, &mb, 1);
+    th_node_io(g, "relu", "Relu", 14, &mb, 1, &r, 1);
+    th_node_io(g, "mm2", "MatMul", 13, (ir_tensor *[]){r, wt}, 2, &m2, 1);
+    th_node_io(g, "add", "Add", 14, (ir_tensor *[]){m2, x}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    for (size_t i = 0; i < g->num_tensors; i++)
+        ck_assert_msg(g->tensors[i]->layout == PLAN_LAYOUT_DENSE, "'%s' is not dense",
+                      g->tensors[i]->name ? g->tensors[i]->name : "?");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* c = Conv(x) is NHWC8 and read by many (nothing fuses): 4-D float element-wise ops and Concat
+ * fed by it follow it (constants and dense inputs notwithstanding); what is not 4-D float, what
+ * reads only dense inputs, Where, and ops without a layout of their own (Transpose, Reshape,
+ * Softmax) are dense. */
+START_TEST(test_layouts_eltwise_follows) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 3, 4, 4}, x3d[4] = {1, 8, 4, 4}, wd[4] = {8, 3, 1, 1}, kd[3] = {8, 1, 1},
+            sd[1] = {3};
+    float w[24] = {0}, k[8] = {0};
+    const int64_t shape[3] = {1, 8, 16};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *x3 = th_named(g, "x3", TCI_DTYPE_FLOAT, 4, x3d, NULL);
+    ir_tensor *wt = const_f32(g, "w", w, 4, wd), *kt = const_f32(g, "k", k, 3, kd);
+    ir_tensor *st = th_named(g, "shape", TCI_DTYPE_INT64, 1, sd, shape);
+    ir_tensor *c = named(g, "c"), *a = named(g, "a"), *m = named(g, "m"), *d = named(g, "d"),
+              *q = named(g, "q"), *sg = named(g, "sg"), *t = named(g, "t"), *u = named(g, "u"),
+              *r3 = named(g, "r3"), *e = named(g, "e"), *eq = named(g, "eq"),
+              *wh = named(g, "wh"), *sm = named(g, "sm"), *ci = named(g, "ci");
+    ir_tensor *outs[] = {a, m, d, q, sg, u, e, wh, sm, ci};
+    th_graph_io(g, (ir_tensor *[]){x, x3}, 2, outs, 10);
+    th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
+    th_node_io(g, "add_const", "Add", 14, (ir_tensor *[]){c, kt}, 2, &a, 1);
+    th_node_io(g, "mul_dense", "Mul", 14, (ir_tensor *[]){x3, c}, 2, &m, 1);
+    th_node_io(g, "add_dense", "Add", 14, (ir_tensor *[]){x3, x3}, 2, &d, 1);
+    ir_node *cat = th_node_io(g, "cat", "Concat", 13, (ir_tensor *[]){x3, c}, 2, &q, 1);
+    th_attr_int(g, cat, "axis", 1);
+    th_node_io(g, "sig", "Sigmoid", 13, &c, 1, &sg, 1);
+    th_node_io(g, "transpose", "Transpose", 13, &c, 1, &t, 1);
+    th_node_io(g, "relu_t", "Relu", 14, &t, 1, &u, 1);
+    th_node_io(g, "reshape", "Reshape", 14, (ir_tensor *[]){c, st}, 2, &r3, 1);
+    th_node_io(g, "relu_3d", "Relu", 14, &r3, 1, &e, 1);
+    th_node_io(g, "equal", "Equal", 13, (ir_tensor *[]){c, x3}, 2, &eq, 1);
+    th_node_io(g, "where", "Where", 16, (ir_tensor *[]){eq, c, x3}, 3, &wh, 1);
+    th_node_io(g, "softmax", "Softmax", 13, &c, 1, &sm, 1);
+    ir_node *cast = th_node_io(g, "cast", "Cast", 13, &c, 1, &ci, 1);
+    th_attr_int(g, cast, "to", TCI_DTYPE_INT64);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    for (size_t i = 0; i < g->num_nodes; i++) ck_assert_ptr_null(g->nodes[i]->fused_into);
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_int_eq(x3->layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(c->layout, PLAN_LAYOUT_NHWC8);
+    const ir_tensor *nhwc[] = {a, m, q, sg};
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(nhwc[i]->layout == PLAN_LAYOUT_NHWC8, "'%s' is not NHWC8", nhwc[i]->name);
+    const ir_tensor *dense[] = {d, t, u, r3, e, eq, wh, sm, ci};
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(dense[i]->layout == PLAN_LAYOUT_DENSE, "'%s' is not dense", dense[i]->name);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ReduceMean / ReduceMax over H and W (keepdims) of an NHWC8 activation keep NHWC8, and the
+ * planner lowers them to global pools; other axes, keepdims=0, ReduceSum, or a dense input give
+ * a dense output and a REDUCE step. */
+START_TEST(test_layouts_reduce_global_pool) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 3, 4, 4}, wd[4] = {8, 3, 1, 1};
+    float w[24] = {0};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *x2 = th_named(g, "x2", TCI_DTYPE_FLOAT, 4, xd, NULL); /* read by no Conv */
+    ir_tensor *wt = const_f32(g, "w", w, 4, wd), *c = named(g, "c");
+    ir_tensor *mean = named(g, "mean"), *max = named(g, "max"), *flat = named(g, "flat"),
+              *sum = named(g, "sum"), *chan = named(g, "chan"), *in = named(g, "in");
+    ir_tensor *outs[] = {mean, max, flat, sum, chan, in};
+    th_graph_io(g, (ir_tensor *[]){x, x2}, 2, outs, 6);
+    th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
+    const struct {
+        const char *name, *op;
+        ir_tensor *from, *to;
+        int64_t axes[2];
+        int num_axes, keepdims;
+    } reductions[] = {
+        {"r_mean", "ReduceMean", c, mean, {2, 3}, 2, 1},
+        {"r_max", "ReduceMax", c, max, {-1, -2}, 2, 1},
+        {"r_flat", "ReduceMean", c, flat, {2, 3}, 2, 0},
+        {"r_sum", "ReduceSum", c, sum, {2, 3}, 2, 1},
+        {"r_chan", "ReduceMean", c, chan, {1}, 1, 1},
+        {"r_in", "ReduceMean", x2, in, {2, 3}, 2, 1},
+    };
+    for (int i = 0; i < 6; i++) {
+        int64_t n = reductions[i].num_axes;
+        ir_tensor *from = reductions[i].from, *to = reductions[i].to;
+        bool sum_op = strcmp(reductions[i].op, "ReduceSum") == 0;
+        /* ReduceSum takes its axes as an input from 13 on; the others as an attribute at 13 */
+        ir_node *r = sum_op ? th_node_io(g, reductions[i].name, reductions[i].op, 13,
+                                         (ir_tensor *[]){from, th_named(g, NULL, TCI_DTYPE_INT64, 1,
+                                                                        &n, reductions[i].axes)},
+                                         2, &to, 1)
+                            : th_node_io(g, reductions[i].name, reductions[i].op, 13, &from, 1,
+                                         &to, 1);
+        if (!sum_op) th_attr_ints(g, r, "axes", reductions[i].axes, (size_t)n);
+        th_attr_int(g, r, "keepdims", reductions[i].keepdims);
+    }
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_int_eq(x2->layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(mean->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(max->layout, PLAN_LAYOUT_NHWC8);
+    const ir_tensor *dense[] = {flat, sum, chan, in};
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(dense[i]->layout == PLAN_LAYOUT_DENSE, "'%s' is not dense", dense[i]->name);
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    int pools = 0, reduces = 0;
+    for (int i = 0; i < p->num_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        if (s->kind == PLAN_STEP_GLOBAL_POOL) {
+            pools++;
+            ck_assert((s->u.pool.kind == POOL_MAX) == (strcmp(s->node->name, "r_max") == 0));
+            ck_assert_int_eq(p->tensors[s->outputs[0]].layout, PLAN_LAYOUT_NHWC8);
+        }
+        if (s->kind == PLAN_STEP_REDUCE) reduces++;
+    }
+    ck_assert_int_eq(pools, 2);
+    ck_assert_int_eq(reduces, 4);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("passes");
     TCase *tc = tcase_create("core");
@@ -225,6 +427,10 @@ int main(void) {
     tcase_add_test(tc, test_duplicate_producer_rejected);
     tcase_add_test(tc, test_fuse_conv_bn_residual_relu);
     tcase_add_test(tc, test_fuse_gemm_and_silu);
+    tcase_add_test(tc, test_layouts_conv_relu_add);
+    tcase_add_test(tc, test_layouts_matmul_chain_dense);
+    tcase_add_test(tc, test_layouts_eltwise_follows);
+    tcase_add_test(tc, test_layouts_reduce_global_pool);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
 }

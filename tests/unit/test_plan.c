@@ -50,6 +50,7 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     th_node_io(g, "relu", "Relu", 14, &sum, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
 
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
@@ -103,6 +104,7 @@ START_TEST(test_head_conversion_and_gemm_fusion) {
     th_node_io(g, "relu", "Relu", 14, &fc, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_layout_conversions, 1);
@@ -151,6 +153,7 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
     }
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
@@ -182,6 +185,7 @@ START_TEST(test_no_gpu_path_names_node) {
     th_attr_int(g, lrn, "size", 3);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     plan *p;
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'norm1' (LRN): op LRN has no GPU path");
@@ -191,6 +195,27 @@ START_TEST(test_no_gpu_path_names_node) {
 END_TEST
 
 /* Found on the GPU: the Dropout mask and integer Pow exponents must be refused, not run wrongly. */
+/* The planner follows the layout pass's record; without it, no plan rather than a dense one. */
+START_TEST(test_needs_layout_pass) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 4, 3, 3};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "relu", "Relu", 14, &x, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    plan *p;
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_INTERNAL,
+                        "layouts are not assigned (pass_assign_layouts)");
+    ck_assert_ptr_null(p);
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_gpu_refusals) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -202,6 +227,7 @@ START_TEST(test_gpu_refusals) {
     th_node_io(g, "drop", "Dropout", 13, &x, 1, outs, 2);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     plan *p;
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'drop' (Dropout): the Dropout mask output has no GPU path");
@@ -217,6 +243,7 @@ START_TEST(test_gpu_refusals) {
     th_node_io(g, "pow", "Pow", 15, (ir_tensor *[]){x, e}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "inputs of dtypes float and int32: mixed dtypes have no GPU path");
     ir_graph_destroy(g);
@@ -237,6 +264,7 @@ START_TEST(test_reduce_max_lowering) {
     th_attr_int(g, n, "keepdims", 0);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);
@@ -263,6 +291,7 @@ START_TEST(test_reduce_max_lowering) {
     th_attr_ints(g, n, "axes", (const int64_t[]){2, -1}, 2);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     s = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
     ck_assert_ptr_nonnull(s);
@@ -280,6 +309,7 @@ START_TEST(test_reduce_max_lowering) {
     th_node_io(g, "rmax", "ReduceMax", 13, &x, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'rmax' (ReduceMax): int64 reductions have no GPU path");
     ir_graph_destroy(g);
@@ -304,6 +334,7 @@ START_TEST(test_mod_lowering) {
         th_graph_io(g, in, 2, fmod_attr ? &w : &z, 1);
         ck_assert_tci_ok(pass_optimize(g));
         ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
         plan *p;
         ck_assert_tci_ok(plan_build(g, NULL, &p));
         ck_assert_int_eq(p->num_steps, 1);
@@ -340,6 +371,7 @@ static ir_graph *head_graph(void) {
     th_node_io(g, "r", "Relu", 14, &x, 1, &z, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     return g;
 }
 
@@ -492,6 +524,7 @@ int main(void) {
     tcase_add_test(tc, test_head_conversion_and_gemm_fusion);
     tcase_add_test(tc, test_eltwise_chain_memory_and_strides);
     tcase_add_test(tc, test_no_gpu_path_names_node);
+    tcase_add_test(tc, test_needs_layout_pass);
     tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_reduce_max_lowering);
     tcase_add_test(tc, test_mod_lowering);

@@ -107,6 +107,7 @@ START_TEST(test_range_gpu_plan) {
     ir_graph *g = range_graph(true);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);
@@ -117,6 +118,7 @@ START_TEST(test_range_gpu_plan) {
     g = range_graph(false);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'range' (Range): dim 0 of 'r' depends on runtime values");
     ir_graph_destroy(g);

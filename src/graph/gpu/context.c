@@ -7,6 +7,7 @@
 
 #include "graph/gpu/gpu_internal.h"
 #include "kernels/cuda_check.h"
+#include "kernels/finite.h"
 #include "kernels/layout.h"
 
 /* Host dtype of an engine input/output: float stays fp32 on the host. */
@@ -43,8 +44,9 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     c->events = calloc((size_t)p->num_steps * 2 + 2, sizeof(cudaEvent_t));
     c->device_io = calloc((size_t)(p->num_inputs + p->num_outputs) + 1, sizeof(void *));
     c->copy_output = calloc((size_t)p->num_outputs + 1, sizeof(bool));
+    c->nonfinite_host = calloc((size_t)p->num_outputs + 1, sizeof(unsigned int));
     if (!c->input_staging || !c->output_staging || !c->outputs || !c->events || !c->device_io ||
-        !c->copy_output)
+        !c->copy_output || !c->nonfinite_host)
         st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
 #define CTX_CHECK(call)                                                                           \
     if (st == TCI_OK && (call) != 0)                                                              \
@@ -56,6 +58,7 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     CTX_CHECK(cudaMalloc(&c->workspace, e->workspace_bytes ? e->workspace_bytes : 1));
     CTX_CHECK(cudaMalloc((void **)&c->gather_error, sizeof(int)));
     CTX_CHECK(cudaMemset(c->gather_error, 0, sizeof(int)));
+    CTX_CHECK(cudaMalloc((void **)&c->nonfinite, ((size_t)p->num_outputs + 1) * sizeof(unsigned int)));
     for (int i = 0; i < p->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
         CTX_CHECK(cudaMalloc(&c->input_staging[i],
@@ -108,6 +111,8 @@ void exec_gpu_context_destroy(exec_gpu_context *c) {
     for (int i = 0; c->output_staging && i < p->num_outputs; i++) cudaFree(c->output_staging[i]);
     for (int i = 0; c->outputs && i < p->num_outputs; i++) free(c->outputs[i].data);
     cudaFree(c->gather_error);
+    cudaFree(c->nonfinite);
+    free(c->nonfinite_host);
     cudaFree(c->workspace);
     cudaFree(c->arena);
     if (c->lt) cublasLtDestroy(c->lt);
@@ -198,6 +203,26 @@ static bool device_mode(const exec_gpu_context *c) {
     return p->num_inputs + p->num_outputs > 0 && c->device_io[0] != NULL;
 }
 
+/* Counts the NaN/Inf values of every output where the caller receives it: the staging
+ * buffers (host runs) or the caller's device buffers (NHWC8 pads hold zeros). */
+static tci_status count_nonfinite_outputs(exec_gpu_context *c, bool device) {
+    const plan *p = c->engine->plan;
+    if (!p->num_outputs) return TCI_OK;
+    KERN_CUDA_CHECK(cudaMemsetAsync(c->nonfinite, 0, (size_t)p->num_outputs * sizeof(unsigned int),
+                                    c->stream));
+    for (int k = 0; k < p->num_outputs; k++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[k]);
+        if (device)
+            TCI_TRY(kern_count_nonfinite(c->device_io[p->num_inputs + k], t->dtype,
+                                         (int64_t)(t->bytes / tci_dtype_size(t->dtype)),
+                                         &c->nonfinite[k], c->stream));
+        else
+            TCI_TRY(kern_count_nonfinite(c->output_staging[k], host_dtype(t), gpu_count_of(t),
+                                         &c->nonfinite[k], c->stream));
+    }
+    return TCI_OK;
+}
+
 /* Everything between the staging (or the caller's) buffers: what the CUDA graph captures. */
 static tci_status enqueue_all(exec_gpu_context *c) {
     const exec_gpu_engine *e = c->engine;
@@ -206,7 +231,10 @@ static tci_status enqueue_all(exec_gpu_context *c) {
     if (!device) TCI_TRY(convert_inputs(c));
     for (int i = 0; i < p->num_steps; i++)
         TCI_TRY(gpu_step_error(&p->steps[i], gpu_run_step(e, c, c->arena, i, c->stream)));
-    if (!device) return convert_outputs(c);
+    if (!device) {
+        TCI_TRY(convert_outputs(c));
+        return count_nonfinite_outputs(c, false);
+    }
     for (int k = 0; k < p->num_outputs; k++) {
         const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[k]);
         if (c->copy_output[k] && t->bytes)
@@ -214,7 +242,7 @@ static tci_status enqueue_all(exec_gpu_context *c) {
                                             gpu_tensor_ptr(e, c, c->arena, p->output_tensors[k]),
                                             t->bytes, cudaMemcpyDeviceToDevice, c->stream));
     }
-    return TCI_OK;
+    return count_nonfinite_outputs(c, true);
 }
 
 static tci_status launch(exec_gpu_context *c) {
@@ -346,7 +374,12 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     int gather_error = 0;
     KERN_CUDA_CHECK(cudaMemcpyAsync(&gather_error, c->gather_error, sizeof gather_error,
                                     cudaMemcpyDeviceToHost, c->stream));
+    if (p->num_outputs)
+        KERN_CUDA_CHECK(cudaMemcpyAsync(c->nonfinite_host, c->nonfinite,
+                                        (size_t)p->num_outputs * sizeof(unsigned int),
+                                        cudaMemcpyDeviceToHost, c->stream));
     KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    c->nonfinite_on_host = true;
     if (gather_error) {
         cudaMemset(c->gather_error, 0, sizeof(int));
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "a Gather index was out of range");
@@ -388,6 +421,7 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
     TCI_TRY(st);
     KERN_CUDA_CHECK(cudaEventRecord(c->caller_ready, caller));
     KERN_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->caller_ready, 0));
+    c->nonfinite_on_host = false;
     TCI_TRY(launch(c));
     KERN_CUDA_CHECK(cudaEventRecord(c->done, c->stream));
     KERN_CUDA_CHECK(cudaStreamWaitEvent(caller, c->done, 0));
@@ -442,3 +476,65 @@ tci_status exec_gpu_profile(exec_gpu_context *c, int iterations, float *step_ms)
     free(samples);
     return st;
 }
+
+tci_status exec_gpu_nonfinite(exec_gpu_context *c, uint64_t *counts) {
+    const plan *p = c->engine->plan;
+    if (!c->nonfinite_on_host && p->num_outputs) {
+        KERN_CUDA_CHECK(cudaMemcpyAsync(c->nonfinite_host, c->nonfinite,
+                                        (size_t)p->num_outputs * sizeof(unsigned int),
+                                        cudaMemcpyDeviceToHost, c->stream));
+        KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        c->nonfinite_on_host = true;
+    }
+    for (int k = 0; k < p->num_outputs; k++) counts[k] = c->nonfinite_host[k];
+    return TCI_OK;
+}
+
+/* NaN/Inf values in the physical storage of plan tensor index (NHWC8 pads hold zeros). */
+static tci_status count_tensor(exec_gpu_context *c, int index, unsigned int *out_count) {
+    const plan *p = c->engine->plan;
+    const plan_tensor *t = gpu_tensor_of(p, index);
+    unsigned int *counter = &c->nonfinite[p->num_outputs];
+    *out_count = 0;
+    if (t->dtype != TCI_DTYPE_FLOAT16 && t->dtype != TCI_DTYPE_BFLOAT16 &&
+        t->dtype != TCI_DTYPE_FLOAT)
+        return TCI_OK;
+    KERN_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof *counter, c->stream));
+    TCI_TRY(kern_count_nonfinite(gpu_tensor_ptr(c->engine, c, c->arena, index), t->dtype,
+                                 (int64_t)(t->bytes / tci_dtype_size(t->dtype)), counter,
+                                 c->stream));
+    KERN_CUDA_CHECK(cudaMemcpyAsync(out_count, counter, sizeof *counter, cudaMemcpyDeviceToHost,
+                                    c->stream));
+    KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return TCI_OK;
+}
+
+tci_status exec_gpu_locate_nonfinite(exec_gpu_context *c, int *out_input, int *out_step) {
+    const exec_gpu_engine *e = c->engine;
+    const plan *p = e->plan;
+    *out_input = *out_step = -1;
+    unsigned int n = 0;
+    if (!device_mode(c)) TCI_TRY(convert_inputs(c));
+    for (int i = 0; i < p->num_inputs; i++) {
+        TCI_TRY(count_tensor(c, p->input_tensors[i], &n));
+        if (n) {
+            *out_input = i;
+            return TCI_OK;
+        }
+    }
+    for (int i = 0; i < p->num_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        TCI_TRY(gpu_step_error(s, gpu_run_step(e, c, c->arena, i, c->stream)));
+        for (int j = 0; j < s->num_outputs; j++) {
+            if (s->outputs[j] < 0) continue;
+            TCI_TRY(count_tensor(c, s->outputs[j], &n));
+            if (n) {
+                *out_step = i;
+                return TCI_OK;
+            }
+        }
+    }
+    return TCI_OK;
+}
+
+const plan *exec_gpu_context_plan(const exec_gpu_context *c) { return c->engine->plan; }

@@ -74,6 +74,17 @@ tci_status exec_gpu_run_device(exec_gpu_context *context, const void *const *inp
                                void *const *outputs, const int64_t *leading_dims,
                                cudaStream_t stream);
 
+/* NaN and +-Inf values in each output of the last run (counts[num_outputs]), counted on the
+ * device as part of every run; after exec_gpu_run_device this waits for the run. */
+tci_status exec_gpu_nonfinite(exec_gpu_context *context, uint64_t *counts);
+/* Re-runs the last run's inputs step by step, without the CUDA graph, and finds where NaN or
+ * Inf values first appear: *out_input, the engine input that already holds some, or
+ * *out_step, the first step whose output does (-1 each when none; the values then came from
+ * none of the steps, e.g. a run on other inputs since). */
+tci_status exec_gpu_locate_nonfinite(exec_gpu_context *context, int *out_input, int *out_step);
+/* The plan of the batch the context ran last (steps as exec_gpu_locate_nonfinite numbers them). */
+const plan *exec_gpu_context_plan(const exec_gpu_context *context);
+
 /* Times `iterations` executions of the plan on the inputs of the last run (after `warmup`
  * untimed ones), each with CUDA events; times_ms has `iterations` entries. */
 tci_status exec_gpu_bench(exec_gpu_context *context, int iterations, int warmup, float *times_ms);

@@ -105,6 +105,10 @@ struct exec_gpu_context {
     void **output_staging;     /* by engine output: fp32 / int64 / bool, dense NCHW */
     tci_tensor *outputs;       /* host copies */
     int *gather_error;         /* device flag for out-of-range Gather indices */
+    unsigned int *nonfinite;   /* device: NaN/Inf values by output in the last run, then one
+                                  counter for exec_gpu_locate_nonfinite */
+    unsigned int *nonfinite_host; /* by output: the host copy (exec_gpu_run) */
+    bool nonfinite_on_host;    /* nonfinite_host holds the last run's (not a device run's) */
     bool use_graph;
     cudaEvent_t *events;       /* 2 per step, for profiling */
     /* device I/O (exec_gpu_run_device): the caller's buffers, inputs then outputs, or NULLs */

@@ -237,20 +237,17 @@ static tci_status convert_step(plan_builder *b, const ir_node *node, const ir_te
     return TCI_OK;
 }
 
-/* The plan tensor holding IR tensor t in the wanted layout (-1: whatever it has) and, for float
- * values, in the float precision of the node being lowered, inserting a layout conversion
- * and/or a cast the first time one is needed. */
-tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t, int want,
-                            int *out_index) {
-    if (is_constant(t)) {
-        plan_layout layout = want == PLAN_LAYOUT_NHWC8 ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE;
-        return builder_constant(b, node, t, layout, out_index);
-    }
+/* The plan tensor holding IR tensor t in the wanted layout and, for float values, in the float
+ * precision of the node being lowered, inserting a layout conversion and/or a cast the first
+ * time one is needed. */
+tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t, plan_layout want,
+                       int *out_index) {
+    if (is_constant(t)) return builder_constant(b, node, t, want, out_index);
     int idx = b->primary[t->index];
     if (idx < 0)
         return ir_node_error(node, TCI_ERR_INTERNAL, "input '%s' has not been lowered", t->name);
     const plan_tensor *pt = &b->p->tensors[idx];
-    plan_layout layout = want < 0 ? pt->layout : (plan_layout)want;
+    plan_layout layout = want;
     tci_dtype dtype = builder_is_float(pt->dtype) ? lower_float_dtype(b) : pt->dtype;
     if (pt->layout == layout && pt->dtype == dtype) {
         *out_index = idx;
@@ -282,23 +279,31 @@ tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t,
     return TCI_OK;
 }
 
-/* Creates the plan tensor for node output t in the given layout. */
-tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t,
-                              plan_layout layout, int *out_index) {
+/* Creates the plan tensor for node output t in the layout the layout pass recorded. */
+tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t, int *out_index) {
     TCI_TRY(lower_require_known(node, t));
     tci_dtype dtype = TCI_DTYPE_UNDEFINED;
     TCI_TRY(lower_device_dtype(b, node, t->dtype, &dtype));
-    if (layout == PLAN_LAYOUT_NHWC8 && (t->rank != 4 || !builder_is_float(dtype)))
-        layout = PLAN_LAYOUT_DENSE;
-    TCI_TRY(builder_new_tensor(b, t->name, dtype, layout, t->rank, t->dims, out_index));
+    if (t->layout == PLAN_LAYOUT_NHWC8 && (t->rank != 4 || !builder_is_float(dtype)))
+        return ir_node_error(node, TCI_ERR_INTERNAL,
+                             "'%s' is laid out NHWC8 but is no 4-D float tensor", t->name);
+    TCI_TRY(builder_new_tensor(b, t->name, dtype, t->layout, t->rank, t->dims, out_index));
     b->primary[t->index] = *out_index;
     return TCI_OK;
+}
+
+/* The layout pass's record and the layout a lowering gives t disagree: a bug, named. */
+static tci_status layout_mismatch(const ir_node *node, const ir_tensor *t) {
+    return ir_node_error(node, TCI_ERR_INTERNAL,
+                         "'%s' is lowered in another layout than the layout pass recorded",
+                         t->name);
 }
 
 /* An output sharing the memory of src with new dims (Reshape and friends on dense data). */
 tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
                                int *out_index) {
     TCI_TRY(lower_require_known(node, t));
+    if (t->layout != PLAN_LAYOUT_DENSE) return layout_mismatch(node, t);
     plan_tensor copy = b->p->tensors[src];
     int idx;
     TCI_TRY(builder_new_tensor(b, t->name, copy.dtype, PLAN_LAYOUT_DENSE, t->rank, t->dims, &idx));
@@ -319,6 +324,7 @@ tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t,
 tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src) {
     const plan_tensor copy = b->p->tensors[src];
     int idx;
+    if (copy.layout != t->layout) return layout_mismatch(node, t);
     if (copy.layout == PLAN_LAYOUT_DENSE) return lower_alias(b, node, t, src, &idx);
     TCI_TRY(builder_new_tensor(b, t->name, copy.dtype, copy.layout, copy.rank, copy.dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
@@ -346,11 +352,6 @@ void lower_step_io(plan_step *s, int num_inputs, const int *inputs, int num_outp
 }
 
 const plan_tensor *lower_tensor(const plan_builder *b, int index) { return &b->p->tensors[index]; }
-
-int lower_layout_of(const plan_builder *b, const ir_tensor *t) {
-    if (!t || is_constant(t) || b->primary[t->index] < 0) return -1;
-    return (int)b->p->tensors[b->primary[t->index]].layout;
-}
 
 /* ---- consumers and fusion ---- */
 
@@ -464,31 +465,17 @@ void lower_output_view(const plan_tensor *out, plan_strided *v) {
     v->real_channels = out->layout == PLAN_LAYOUT_NHWC8 ? out->dims[1] : 0;
 }
 
-/* Lays out an element-wise node's output: NHWC8 when it is 4-D float and some non-constant
- * float input already is NHWC8, else dense. */
-plan_layout lower_eltwise_layout(const plan_builder *b, const ir_node *node, const ir_tensor *out) {
-    if (out->rank != 4 || out->dtype != TCI_DTYPE_FLOAT) return PLAN_LAYOUT_DENSE;
-    bool any = false;
-    for (int i = 0; i < node->num_inputs; i++) {
-        const ir_tensor *t = node->inputs[i];
-        if (!t || is_constant(t)) continue;
-        if (t->dtype != TCI_DTYPE_FLOAT) return PLAN_LAYOUT_DENSE;
-        int idx = b->primary[t->index];
-        if (idx >= 0 && b->p->tensors[idx].layout == PLAN_LAYOUT_NHWC8) any = true;
-    }
-    return any ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE;
-}
-
-/* One element-wise step: y = act(op(inputs...)) over IR inputs, output IR tensor `out`. */
+/* One element-wise step: y = act(op(inputs...)) over IR inputs, output IR tensor `out`, all in
+ * the layout recorded for out. */
 tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op,
-                               const ir_tensor *const *inputs, int num_inputs,
-                               const ir_tensor *out, act_params act, const char *label,
-                               int out_override, plan_layout layout) {
+                              const ir_tensor *const *inputs, int num_inputs,
+                              const ir_tensor *out, act_params act, const char *label,
+                              int out_override) {
     int idx[PLAN_MAX_STEP_INPUTS];
     for (int i = 0; i < num_inputs; i++)
-        TCI_TRY(lower_input(b, node, inputs[i], layout, &idx[i]));
+        TCI_TRY(lower_input(b, node, inputs[i], out->layout, &idx[i]));
     int yt = out_override;
-    if (yt < 0) TCI_TRY(lower_output(b, node, out, layout, &yt));
+    if (yt < 0) TCI_TRY(lower_output(b, node, out, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
     s->u.eltwise.op = op;

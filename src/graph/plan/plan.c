@@ -1,6 +1,6 @@
-/* The plan build: engine inputs laid out for their readers, every node lowered in order by its
- * descriptor's gpu_lower (in fp32 where fp32 layers ask for it), graph outputs bound, then
- * lifetimes and arena offsets from the memory planner. */
+/* The plan build: engine inputs, then every node lowered in order by its descriptor's gpu_lower
+ * (in fp32 where fp32 layers ask for it), each tensor in the layout the layout pass recorded,
+ * graph outputs bound, then lifetimes and arena offsets from the memory planner. */
 #define _POSIX_C_SOURCE 200809L /* fnmatch */
 #include "graph/plan.h"
 
@@ -62,17 +62,10 @@ static tci_status lower_inputs(plan_builder *b) {
         else
             return tci_error(TCI_ERR_UNSUPPORTED, "input '%s' has dtype %s, which has no GPU path",
                              t->name, tci_dtype_name(t->dtype));
-        /* 4-D float inputs feeding spatial ops arrive NHWC8 straight from the input kernel */
-        plan_layout layout = PLAN_LAYOUT_DENSE;
-        if (t->rank == 4 && builder_is_float(dtype)) {
-            for (size_t n = 0; n < g->num_nodes; n++) {
-                const ir_node *node = g->nodes[n];
-                if (node->inputs[0] == t && (node->desc->flags & OP_NHWC_INPUT))
-                    layout = PLAN_LAYOUT_NHWC8;
-            }
-        }
+        /* in the layout the layout pass chose: NHWC8 ones (feeding spatial ops) arrive so
+         * straight from the input kernel */
         int idx;
-        TCI_TRY(builder_new_tensor(b, t->name, dtype, layout, t->rank, t->dims, &idx));
+        TCI_TRY(builder_new_tensor(b, t->name, dtype, t->layout, t->rank, t->dims, &idx));
         b->p->tensors[idx].input_index = (int)i;
         b->primary[t->index] = idx;
         b->p->input_tensors[i] = idx;
@@ -263,6 +256,9 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     *out_plan = NULL;
     if (graph->num_nodes == 0)
         return tci_error(TCI_ERR_UNSUPPORTED, "the model has no nodes to run on the GPU");
+    if (!graph->layouts_assigned)
+        return tci_error(TCI_ERR_INTERNAL,
+                         "the graph's GPU layouts are not assigned (pass_assign_layouts)");
     plan *p = calloc(1, sizeof *p);
     plan_builder b = {0};
     size_t nt = graph->num_tensors, nn = graph->num_nodes;

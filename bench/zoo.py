@@ -1,0 +1,777 @@
+#!/usr/bin/env python3
+"""The model zoo sweep: public architectures exported to ONNX and run through tcinfer.
+
+Runs on the GPU machine (PyTorch with torchvision, timm and transformers; onnxruntime on the
+CPU). Random weights (seed 0; BatchNorm statistics measured on random inputs so activations keep
+a trained network's scale). For each model, one row:
+
+- the exporter and opset;
+- tcinfer's CPU reference against onnxruntime on the same inputs (relative L2 <= 1e-5 per
+  float output, integer outputs equal);
+- tcinfer's GPU fp16 engine against PyTorch fp32 (TF32 off) on the same inputs, next to
+  PyTorch fp16's own error against the same reference: no worse is a pass; classifiers must
+  also give the same top-1 on every row;
+- batch-1 latency and batch-64 throughput of tcinfer and of PyTorch fp16 (CUDA graph replay).
+
+An error names what stopped the model (the op, for tcinfer); a wrong result is a failed row.
+Results go to a JSON file per model (so a sweep can run in parts, --part I/N) and
+--report renders every JSON file found into one markdown table (docs/zoo.md).
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import glob
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_models import (error_text, fmt_ms, markdown_table, parse_bench,  # noqa: E402
+                          resolve_binary, run_tcinfer)
+
+OPSET = 17
+ACC_BATCH = 4          # rows of the accuracy comparison
+BENCH_BATCHES = (1, 64)
+CPU_REL_L2 = 1e-5      # tcinfer CPU reference vs onnxruntime
+SEQ = 128              # tokens of the text models
+CALIBRATION_BATCHES = 2
+
+# ---------------------------------------------------------------- the models
+
+TIMM = [
+    # classic and modern CNNs
+    "resnet18", "resnet50d", "resnext50_32x4d", "seresnext26d_32x4d", "wide_resnet50_2",
+    "densenet121", "dpn68", "dla34", "vgg11_bn", "inception_v3", "inception_v4", "xception41",
+    "regnetx_002", "regnety_008", "res2net50_26w_4s", "resnest14d", "cspresnet50", "cspdarknet53",
+    "darknet53", "hrnet_w18_small", "efficientnet_b0", "efficientnetv2_rw_t", "tf_efficientnet_lite0",
+    "convnext_tiny", "convnextv2_atto", "nfnet_l0", "dm_nfnet_f0", "nf_resnet26",
+    # mobile nets
+    "mobilenetv2_100", "mobilenetv3_large_100", "mobilenetv4_conv_small", "mnasnet_100",
+    "ghostnet_100", "lcnet_050", "fbnetc_100", "tinynet_a", "efficientvit_b0",
+    # re-parameterised
+    "repvgg_a0", "mobileone_s0", "fastvit_t8", "repghostnet_050",
+    # vision transformers and hybrids
+    "vit_tiny_patch16_224", "deit_tiny_patch16_224", "swin_tiny_patch4_window7_224",
+    "levit_128s", "coat_lite_tiny", "pvt_v2_b0", "mobilevit_xxs", "edgenext_xx_small",
+    "poolformer_s12", "convit_tiny", "crossvit_tiny_240", "twins_svt_small", "cait_xxs24_224",
+    "efficientformer_l1", "tiny_vit_5m_224", "maxvit_nano_rw_256",
+    # MLP mixers
+    "mixer_b16_224", "resmlp_12_224", "gmlp_ti16_224",
+]
+
+
+class Spec:
+    """One model of the sweep: how to build it and its inputs."""
+
+    def __init__(self, name, family, build, classifier=False):
+        self.name, self.family, self.build, self.classifier = name, family, build, classifier
+
+
+def _tuple_outputs(torch, model):
+    """Wraps model so that forward returns a flat tuple of tensors (dicts, ModelOutputs and
+    nested tuples flattened in order), the ONNX outputs in the same order."""
+
+    def flat(x, out):
+        if torch.is_tensor(x):
+            out.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                flat(v, out)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                flat(v, out)
+        elif hasattr(x, "to_tuple"):
+            flat(x.to_tuple(), out)
+        return out
+
+    class Flat(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            return tuple(flat(self.inner(*args), []))
+
+    return Flat(model).eval()
+
+
+def _image_inputs(torch, shape):
+    return {"input": ("float", tuple(shape), 0)}
+
+
+def _text_inputs(torch, vocab):
+    return {"input_ids": ("ids", (SEQ,), vocab), "attention_mask": ("mask", (SEQ,), 0)}
+
+
+def make_inputs(torch, desc, batch, seed):
+    """Seeded inputs of desc ({name: (kind, shape, vocab)}): normal floats, token ids, and an
+    attention mask with a padded tail, as a batch of unequal prompts has."""
+    g = torch.Generator().manual_seed(seed)
+    x = {}
+    for name, (kind, shape, vocab) in desc.items():
+        full = (batch,) + tuple(shape)
+        if kind == "ids":
+            x[name] = torch.randint(0, vocab, full, generator=g)
+        elif kind == "mask":
+            x[name] = torch.ones(full, dtype=torch.int64)
+            x[name][:, shape[0] - shape[0] // 8:] = 0
+        else:
+            x[name] = torch.randn(full, generator=g)
+    return x
+
+
+def _torchvision_classifier(name):
+    def build(torch):
+        import torchvision
+        kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
+        model = getattr(torchvision.models, name)(weights=None, **kw)
+        size = 299 if name == "inception_v3" else 224
+        return model, _image_inputs(torch, (3, size, size)), {}
+    return build
+
+
+def _timm_model(name):
+    def build(torch):
+        import timm
+        model = timm.create_model(name, pretrained=False)
+        shape = tuple(model.pretrained_cfg.get("input_size", (3, 224, 224)))
+        return model, _image_inputs(torch, shape), {}
+    return build
+
+
+def _torchvision_segmentation(name):
+    def build(torch):
+        import torchvision
+        model = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
+        return model, _image_inputs(torch, (3, 520, 520)), {}
+    return build
+
+
+def _torchvision_detection_heads(name, size):
+    """Backbone (with FPN) and heads, up to the box decoding and NMS: their outputs are the
+    raw regression and classification maps."""
+    def build(torch):
+        import torchvision
+
+        det = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None)
+
+        class Heads(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.backbone, self.head = det.backbone, det.head
+
+            def forward(self, x):
+                feats = self.backbone(x)
+                feats = list(feats.values()) if isinstance(feats, dict) else [feats]
+                return self.head(feats)
+
+        return Heads(), _image_inputs(torch, (3, size, size)), {}
+    return build
+
+
+def _transformers_model(kind):
+    def build(torch):
+        import transformers as tf
+        if kind == "bert":
+            model, vocab = tf.BertModel(tf.BertConfig()), 30522
+        elif kind == "distilbert":
+            model, vocab = tf.DistilBertModel(tf.DistilBertConfig()), 30522
+        elif kind == "roberta":
+            model, vocab = tf.RobertaModel(tf.RobertaConfig(vocab_size=50265,
+                                                            max_position_embeddings=514)), 50265
+        elif kind == "gpt2":
+            cfg = tf.GPT2Config(use_cache=False)
+            model = tf.GPT2LMHeadModel(cfg)
+            vocab = cfg.vocab_size
+        elif kind == "vit":
+            model = tf.ViTForImageClassification(tf.ViTConfig(num_labels=1000))
+            return model, _image_inputs(torch, (3, 224, 224)), {}
+        elif kind == "wav2vec2":
+            model = tf.Wav2Vec2Model(tf.Wav2Vec2Config())
+
+            return model, {"input": ("float", (16000,), 0)}, {}
+        else:
+            raise ValueError(kind)
+        model.config.return_dict = False
+
+        class ByName(torch.nn.Module):
+            """Passes the inputs by name (GPT-2's second positional input is the KV cache)."""
+
+            def __init__(self):
+                super().__init__()
+                self.inner = model
+
+            def forward(self, input_ids, attention_mask):
+                return self.inner(input_ids=input_ids, attention_mask=attention_mask)
+
+        return ByName(), _text_inputs(torch, vocab), {}
+    return build
+
+
+def _yolo_like(torch):
+    """A YOLOv8-style anchor-free detector: conv backbone, three strides, and the decoding whose
+    grid is computed in the graph from the feature maps' shapes (Shape, Gather, Range, ...)."""
+    nn = torch.nn
+
+    def block(ci, co, s):
+        return nn.Sequential(nn.Conv2d(ci, co, 3, s, 1, bias=False), nn.BatchNorm2d(co), nn.SiLU())
+
+    class Yolo(nn.Module):
+        def __init__(self, nc=80, reg=16):
+            super().__init__()
+            self.nc, self.reg = nc, reg
+            self.stem = nn.Sequential(block(3, 16, 2), block(16, 32, 2), block(32, 32, 1))
+            self.p3 = nn.Sequential(block(32, 64, 2), block(64, 64, 1))
+            self.p4 = nn.Sequential(block(64, 128, 2), block(128, 128, 1))
+            self.p5 = nn.Sequential(block(128, 256, 2), block(256, 256, 1))
+            self.heads = nn.ModuleList(nn.Sequential(block(c, 64, 1), nn.Conv2d(64, 4 * reg + nc, 1))
+                                       for c in (64, 128, 256))
+            self.register_buffer("proj", torch.arange(reg, dtype=torch.float32))
+
+        def forward(self, x):
+            x = self.stem(x)
+            f3 = self.p3(x)
+            f4 = self.p4(f3)
+            f5 = self.p5(f4)
+            boxes, scores = [], []
+            for f, head, stride in zip((f3, f4, f5), self.heads, (8, 16, 32)):
+                y = head(f)
+                b, _, h, w = y.shape
+                sy = torch.arange(h, dtype=torch.float32, device=y.device) + 0.5
+                sx = torch.arange(w, dtype=torch.float32, device=y.device) + 0.5
+                gy, gx = torch.meshgrid(sy, sx, indexing="ij")
+                anchors = torch.stack((gx, gy), -1).view(1, h * w, 2)
+                y = y.view(b, 4 * self.reg + self.nc, h * w).permute(0, 2, 1)
+                dist = y[..., :4 * self.reg].reshape(b, h * w, 4, self.reg).softmax(-1) @ self.proj
+                lt, rb = dist[..., :2], dist[..., 2:]
+                xy = (anchors + (rb - lt) / 2) * stride
+                wh = (lt + rb) * stride
+                boxes.append(torch.cat((xy, wh), -1))
+                scores.append(y[..., 4 * self.reg:].sigmoid())
+            return torch.cat(boxes, 1), torch.cat(scores, 1)
+
+    return Yolo(), _image_inputs(torch, (3, 640, 640)), {"dynamic_hw": True}
+
+
+def _crnn(torch):
+    """A CRNN text recogniser: conv features, a two-layer bidirectional LSTM, per-column
+    classes (CTC)."""
+    nn = torch.nn
+
+    class Crnn(nn.Module):
+        def __init__(self, classes=37):
+            super().__init__()
+            c = [1, 64, 128, 256, 256]
+            layers = []
+            for i in range(4):
+                layers += [nn.Conv2d(c[i], c[i + 1], 3, 1, 1), nn.BatchNorm2d(c[i + 1]), nn.ReLU()]
+                layers.append(nn.MaxPool2d((2, 2) if i < 2 else (2, 1)))
+            self.cnn = nn.Sequential(*layers)
+            self.rnn = nn.LSTM(256 * 2, 128, num_layers=2, bidirectional=True, batch_first=False)
+            self.fc = nn.Linear(256, classes)
+
+        def forward(self, x):
+            f = self.cnn(x)  # N, 256, 2, W/4
+            n, c, h, w = f.shape
+            f = f.reshape(n, c * h, w).permute(2, 0, 1)  # T, N, C
+            y, _ = self.rnn(f)
+            return self.fc(y).log_softmax(-1)
+
+    return Crnn(), _image_inputs(torch, (1, 32, 128)), {}
+
+
+def _gru_tagger(torch):
+    """A GRU sequence model (reverse-direction GRU over embedded tokens)."""
+    nn = torch.nn
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(1000, 128)
+            self.gru = nn.GRU(128, 256, num_layers=1, bidirectional=True, batch_first=True)
+            self.out = nn.Linear(512, 20)
+
+        def forward(self, input_ids, attention_mask):
+            y, _ = self.gru(self.emb(input_ids))
+            return self.out(y)
+
+    return Tagger(), _text_inputs(torch, 1000), {}
+
+
+def all_specs():
+    import torchvision
+    specs = []
+    for name in sorted(torchvision.models.list_models(module=torchvision.models)):
+        specs.append(Spec("tv/" + name, "torchvision classification",
+                          _torchvision_classifier(name), True))
+    for name in TIMM:
+        specs.append(Spec("timm/" + name, "timm", _timm_model(name), True))
+    for name in ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large",
+                 "lraspp_mobilenet_v3_large"):
+        specs.append(Spec("tv-seg/" + name, "torchvision segmentation",
+                          _torchvision_segmentation(name)))
+    for name, size in (("ssdlite320_mobilenet_v3_large", 320), ("retinanet_resnet50_fpn", 512),
+                       ("fcos_resnet50_fpn", 512), ("ssd300_vgg16", 300)):
+        specs.append(Spec("tv-det/" + name, "torchvision detection (backbone + heads)",
+                          _torchvision_detection_heads(name, size)))
+    for kind in ("bert", "distilbert", "roberta", "gpt2"):
+        specs.append(Spec("hf/" + kind, "transformers text", _transformers_model(kind)))
+    specs.append(Spec("hf/vit", "transformers vision", _transformers_model("vit"), True))
+    specs.append(Spec("hf/wav2vec2", "transformers audio encoder", _transformers_model("wav2vec2")))
+    specs.append(Spec("custom/yolo", "YOLO-style detector with shape subgraph", _yolo_like))
+    specs.append(Spec("custom/crnn", "CRNN (conv + bidirectional LSTM)", _crnn))
+    specs.append(Spec("custom/gru_tagger", "GRU sequence model", _gru_tagger))
+    return specs
+
+
+# ---------------------------------------------------------------- export
+
+def calibrate(torch, model, desc):
+    """Measures BatchNorm statistics on random inputs, as training would have set them."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    model.eval()
+    for m in norms:
+        m.train()
+        m.reset_running_stats()
+        m.momentum = None
+    with torch.no_grad():
+        for i in range(CALIBRATION_BATCHES):
+            model(*make_inputs(torch, desc, 4, 100 + i).values())
+    model.eval()
+
+
+def slug(name):
+    return name.replace("/", "__")
+
+
+def export_one(spec_name, out_dir):
+    """In a worker process: builds, calibrates and exports one model. Returns a dict."""
+    import torch
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    spec = {s.name: s for s in all_specs()}[spec_name]
+    t0 = time.time()
+    path = os.path.join(out_dir, slug(spec_name) + ".onnx")
+    info = {"name": spec_name, "family": spec.family, "classifier": spec.classifier,
+            "onnx": path}
+    try:
+        model, desc, opts = spec.build(torch)
+        model.eval()
+        calibrate(torch, model, desc)
+        model = _tuple_outputs(torch, model)
+        x = make_inputs(torch, desc, 2, 0)
+        names = list(x.keys())
+        with torch.no_grad():
+            outs = model(*x.values())
+        out_names = ["output_%d" % i for i in range(len(outs))]
+        dyn = {n: {0: "batch"} for n in names}
+        if opts.get("dynamic_hw"):
+            dyn["input"] = {0: "batch", 2: "height", 3: "width"}
+        info["inputs"] = {n: [k, list(shape), vocab] for n, (k, shape, vocab) in desc.items()}
+        info["outputs"] = out_names
+        how = "TorchScript, opset %d" % OPSET
+        try:
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, tuple(x.values()), path, dynamo=False,
+                                  opset_version=OPSET, input_names=names, output_names=out_names,
+                                  dynamic_axes=dyn, do_constant_folding=True)
+        except Exception as e:
+            info["export_note"] = "TorchScript exporter failed: " + error_text(e)
+            how = "dynamo, opset 18"
+            with torch.no_grad():
+                prog = torch.onnx.export(
+                    model, tuple(x.values()), path, dynamo=True, opset_version=18,
+                    input_names=names, output_names=out_names,
+                    dynamic_shapes=tuple({0: torch.export.Dim("batch", min=1, max=1024)}
+                                         for _ in names))
+            if prog is not None and not os.path.exists(path):
+                prog.save(path)
+        info["exporter"] = how
+        info["torch"] = torch.__version__
+        info["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
+        torch.save(model.state_dict(), path + ".pt")
+    except Exception as e:
+        info["error"] = "export: " + error_text(e)
+        info["traceback"] = traceback.format_exc()[-2000:]
+    info["export_s"] = round(time.time() - t0, 1)
+    return info
+
+
+# ---------------------------------------------------------------- comparisons
+
+def rel_l2(got, ref):
+    import numpy as np
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape:
+        return float("inf")
+    n = np.linalg.norm(ref)
+    d = np.linalg.norm(got - ref)
+    if not np.isfinite(d):
+        return float("inf")
+    return float(d / n) if n > 0 else float(d)
+
+
+def compare_outputs(got, ref, bound):
+    """(worst rel L2 over float outputs, first problem or None)."""
+    import numpy as np
+    worst = 0.0
+    if len(got) != len(ref):
+        return float("inf"), "%d outputs, expected %d" % (len(got), len(ref))
+    for i, (g, r) in enumerate(zip(got, ref)):
+        g, r = np.asarray(g), np.asarray(r)
+        if g.shape != r.shape:
+            return float("inf"), "output %d shape %s, expected %s" % (i, g.shape, r.shape)
+        if np.issubdtype(r.dtype, np.floating):
+            e = rel_l2(g, r)
+            worst = max(worst, e)
+        elif not np.array_equal(g, r):
+            return float("inf"), "output %d (%s) differs" % (i, r.dtype)
+    if bound is not None and worst > bound:
+        return worst, "rel L2 %.3g > %.3g" % (worst, bound)
+    return worst, None
+
+
+def write_inputs(x, folder):
+    import numpy as np
+    os.makedirs(folder, exist_ok=True)
+    args, shapes = [], []
+    for n, v in x.items():
+        p = os.path.join(folder, n + ".npy")
+        np.save(p, v)
+        args.append("%s=%s" % (n, p))
+        shapes += ["--shape", "%s:%s" % (n, "x".join(str(d) for d in v.shape))]
+    return args, shapes
+
+
+def tcinfer_outputs(binary, onnx_path, backend, input_args, shape_args, folder, timeout):
+    import numpy as np
+    os.makedirs(folder, exist_ok=True)
+    for f in glob.glob(os.path.join(folder, "output_*.npy")):
+        os.remove(f)
+    args = [onnx_path, "--backend", backend, "--quiet", "--output-dir", folder] + shape_args + input_args
+    _, err = run_tcinfer(binary, args, timeout)
+    if err:
+        return None, err
+    outs = []
+    i = 0
+    while os.path.exists(os.path.join(folder, "output_%d.npy" % i)):
+        outs.append(np.load(os.path.join(folder, "output_%d.npy" % i)))
+        i += 1
+    return outs, None
+
+
+def tcinfer_bench(binary, onnx_path, shape_args, iters, timeout):
+    args = [onnx_path, "--backend", "gpu", "--random", "0", "--quiet", "--bench", str(iters),
+            "--warmup", "10"] + shape_args
+    out, err = run_tcinfer(binary, args, timeout)
+    if err:
+        return {"error": err}
+    r = parse_bench(out)
+    return r if r else {"error": "no bench line"}
+
+
+def pytorch_run(torch, model, x, half):
+    dev = "cuda"
+    m = model.to(dev)
+    xs = [v.to(dev) for v in x.values()]
+    if half:
+        m = m.half()
+        xs = [v.half() if v.is_floating_point() else v for v in xs]
+    with torch.no_grad():
+        outs = m(*xs)
+    res = [o.float().cpu().numpy() if o.is_floating_point() else o.cpu().numpy() for o in outs]
+    model.float()
+    return res
+
+
+def pytorch_bench(torch, model, make, batch, iters):
+    """fp16 CUDA graph replay: median ms."""
+    m = model.to("cuda").half()
+    xs = [v.to("cuda") for v in make(batch, 0).values()]
+    xs = [v.half() if v.is_floating_point() else v for v in xs]
+    try:
+        with torch.inference_mode():
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    m(*xs)
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            try:
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    m(*xs)
+                step = graph.replay
+                how = "graph"
+            except Exception:
+                torch.cuda.synchronize()
+                graph = None
+                step = lambda: m(*xs)  # noqa: E731
+                how = "eager (graph capture failed)"
+            for _ in range(5):
+                step()
+            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(iters)]
+            for s, e in ev:
+                s.record()
+                step()
+                e.record()
+            torch.cuda.synchronize()
+        return {"median_ms": statistics.median(s.elapsed_time(e) for s, e in ev), "how": how}
+    finally:
+        model.float()
+        graph = None
+        torch.cuda.empty_cache()
+
+
+def sweep_one(torch, binary, info, work, timeout, iters):
+    """Fills info with the CPU, GPU accuracy and timing results."""
+    import numpy as np
+    import onnxruntime as ort
+    name = info["name"]
+    folder = os.path.join(work, slug(name))
+    spec = {s.name: s for s in all_specs()}[name]
+    model, _, _ = spec.build(torch)
+    model = _tuple_outputs(torch, model)
+    model.load_state_dict(torch.load(info["onnx"] + ".pt"))
+    model.eval()
+    desc = {n: (k, tuple(shape), vocab) for n, (k, shape, vocab) in info["inputs"].items()}
+
+    def make(batch, seed):
+        return make_inputs(torch, desc, batch, seed)
+
+    x = make(ACC_BATCH, 0)
+    xnp = {n: v.numpy() for n, v in x.items()}
+    input_args, shape_args = write_inputs(xnp, folder)
+
+    # 1. CPU reference vs onnxruntime
+    t0 = time.time()
+    try:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 8
+        sess = ort.InferenceSession(info["onnx"], so, providers=["CPUExecutionProvider"])
+        ref = sess.run(None, xnp)
+        got, err = tcinfer_outputs(binary, info["onnx"], "cpu", input_args, shape_args,
+                                   os.path.join(folder, "cpu"), timeout)
+        if err:
+            info["cpu"] = {"error": err}
+        else:
+            e, problem = compare_outputs(got, ref, CPU_REL_L2)
+            info["cpu"] = {"rel_l2": e, "ok": problem is None, "problem": problem}
+    except Exception as exc:
+        info["cpu"] = {"error": "onnxruntime: " + error_text(exc)}
+    info["cpu_s"] = round(time.time() - t0, 1)
+
+    # 2. GPU fp16 vs PyTorch fp32, next to PyTorch fp16
+    t0 = time.time()
+    try:
+        ref32 = pytorch_run(torch, model, x, half=False)
+        pt16 = pytorch_run(torch, model, x, half=True)
+        pt_err = compare_outputs(pt16, ref32, None)[0]
+        got, err = tcinfer_outputs(binary, info["onnx"], "gpu", input_args, shape_args,
+                                   os.path.join(folder, "gpu"), timeout)
+        if err:
+            info["gpu"] = {"error": err, "pytorch_fp16_rel_l2": pt_err}
+        else:
+            e, problem = compare_outputs(got, ref32, None)
+            g = {"rel_l2": e, "pytorch_fp16_rel_l2": pt_err, "problem": problem}
+            if problem is None and not e <= pt_err:
+                g["problem"] = "rel L2 %.3g > PyTorch fp16's %.3g" % (e, pt_err)
+            if info["classifier"] and problem is None:
+                t1 = int((np.asarray(got[0]).argmax(-1) == ref32[0].argmax(-1)).sum())
+                p1 = int((pt16[0].argmax(-1) == ref32[0].argmax(-1)).sum())
+                g["top1"], g["pytorch_top1"] = t1, p1
+                if t1 != ACC_BATCH and g["problem"] is None:
+                    g["problem"] = "top-1 %d/%d" % (t1, ACC_BATCH)
+            g["ok"] = g["problem"] is None
+            info["gpu"] = g
+    except Exception as exc:
+        info["gpu"] = {"error": "PyTorch: " + error_text(exc)}
+        torch.cuda.empty_cache()
+    info["gpu_s"] = round(time.time() - t0, 1)
+
+    # 3. timings
+    t0 = time.time()
+    info["bench"] = {}
+    for b in BENCH_BATCHES:
+        row = {}
+        shapes = []
+        for n, (_, shape, _) in desc.items():
+            shapes += ["--shape", "%s:%s" % (n, "x".join(str(d) for d in [b] + list(shape)))]
+        if "error" not in info.get("gpu", {"error": 1}) or b == 1:
+            row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters, timeout)
+        try:
+            row["pytorch"] = pytorch_bench(torch, model, make, b, iters)
+        except Exception as exc:
+            row["pytorch"] = {"error": error_text(exc)}
+            torch.cuda.empty_cache()
+        info["bench"][str(b)] = row
+        if "tcinfer" in row and "error" in row["tcinfer"]:
+            break
+    info["bench_s"] = round(time.time() - t0, 1)
+    del model
+    torch.cuda.empty_cache()
+    return info
+
+
+# ---------------------------------------------------------------- report
+
+def verdict(info):
+    """'pass' or the first reason the row fails."""
+    if "error" in info:
+        return info["error"]
+    cpu, gpu = info.get("cpu", {}), info.get("gpu", {})
+    if "error" in cpu:
+        return "CPU: " + cpu["error"]
+    if not cpu.get("ok"):
+        return "CPU: " + (cpu.get("problem") or "wrong")
+    if "error" in gpu:
+        return "GPU: " + gpu["error"]
+    if not gpu.get("ok"):
+        return "GPU: " + (gpu.get("problem") or "wrong")
+    return "pass"
+
+
+def _cell(text, limit=90):
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _bench_cells(info):
+    cells = []
+    for b in BENCH_BATCHES:
+        row = info.get("bench", {}).get(str(b), {})
+        tc, pt = row.get("tcinfer"), row.get("pytorch")
+        if not tc or "error" in tc or not pt or "error" in pt:
+            cells.append("-")
+            continue
+        if b == 1:
+            cells.append("%s / %s (%.2fx)" % (fmt_ms(tc["median_ms"]), fmt_ms(pt["median_ms"]),
+                                              pt["median_ms"] / tc["median_ms"]))
+        else:
+            cells.append("%.0f / %.0f (%.2fx)" % (1000 * b / tc["median_ms"],
+                                                 1000 * b / pt["median_ms"],
+                                                 pt["median_ms"] / tc["median_ms"]))
+    return cells
+
+
+def report(results_dir, path):
+    infos = []
+    for f in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
+        with open(f) as fh:
+            infos.append(json.load(fh))
+    rows = []
+    n_cpu = n_gpu = 0
+    for i in infos:
+        cpu, gpu = i.get("cpu", {}), i.get("gpu", {})
+        cpu_ok = "error" not in i and "error" not in cpu and cpu.get("ok")
+        gpu_ok = cpu_ok and "error" not in gpu and gpu.get("ok")
+        n_cpu += bool(cpu_ok)
+        n_gpu += bool(verdict(i) == "pass")
+        cpu_cell = ("%.1e" % cpu["rel_l2"]) if "rel_l2" in cpu else "-"
+        gpu_cell = "-"
+        if "rel_l2" in gpu:
+            gpu_cell = "%.2e vs %.2e" % (gpu["rel_l2"], gpu["pytorch_fp16_rel_l2"])
+            if "top1" in gpu:
+                gpu_cell += ", top-1 %d/%d" % (gpu["top1"], ACC_BATCH)
+        rows.append([i["name"], _cell(i.get("exporter", "-"), 40), cpu_cell, gpu_cell]
+                    + _bench_cells(i) + [_cell(verdict(i))])
+    date = datetime.date.today().isoformat()
+    lines = [
+        "# The model zoo sweep", "",
+        "`bench/zoo.py` on the H200, %s: public architectures with random weights (seed 0; "
+        "BatchNorm statistics measured on random inputs), exported to ONNX and run through "
+        "tcinfer. CPU: tcinfer's fp32 reference against onnxruntime, relative L2 (pass <= %g). "
+        "GPU: tcinfer fp16 against PyTorch fp32 (TF32 off), next to PyTorch fp16's error against "
+        "the same reference, on %d seeded inputs (pass: no worse, and the same top-1 on every row "
+        "for classifiers). Speed: batch-1 latency tcinfer / PyTorch fp16 ms and batch-64 "
+        "throughput tcinfer / PyTorch fp16 per second, PyTorch timed as CUDA graph replays; "
+        "the ratio is PyTorch ms / tcinfer ms (> 1: tcinfer faster)." % (date, CPU_REL_L2, ACC_BATCH),
+        "",
+        "Correct on the CPU reference: %d of %d; correct on the GPU: %d of %d." % (
+            n_cpu, len(infos), n_gpu, len(infos)),
+        "",
+        markdown_table(["model", "exporter, opset", "CPU rel L2", "GPU rel L2 vs PyTorch fp16",
+                        "b1 ms tcinfer / PyTorch", "b64 /s tcinfer / PyTorch", "result"], rows),
+        "",
+    ]
+    text = "\n".join(lines)
+    with open(path, "w") as fh:
+        fh.write(text)
+    print(text)
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tcinfer", default="build/tcinfer")
+    p.add_argument("--work", default="out/zoo", help="ONNX files and inputs (default %(default)s)")
+    p.add_argument("--results", default="out/zoo/results", help="one JSON per model")
+    p.add_argument("--part", default="1/1", help="I/N: run the I-th of N equal parts of the list")
+    p.add_argument("--only", default="", help="comma-separated names (or name prefixes) to run")
+    p.add_argument("--list", action="store_true", help="print the models and exit")
+    p.add_argument("--jobs", type=int, default=8, help="export processes (default %(default)s)")
+    p.add_argument("--iters", type=int, default=30, help="timed runs per cell")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per tcinfer call")
+    p.add_argument("--deadline", type=float, default=0,
+                   help="stop starting models after this many seconds (0: none)")
+    p.add_argument("--report", metavar="MD", help="render every result JSON into MD and exit")
+    args = p.parse_args(argv)
+    if args.report:
+        report(args.results, args.report)
+        return 0
+    specs = all_specs()
+    if args.only:
+        want = [w for w in args.only.split(",") if w]
+        specs = [s for s in specs if any(s.name == w or s.name.startswith(w) for w in want)]
+    i, n = (int(v) for v in args.part.split("/"))
+    specs = specs[i - 1::n]
+    if args.list:
+        for s in specs:
+            print(s.name, "-", s.family)
+        return 0
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    binary = resolve_binary(args.tcinfer)
+    os.makedirs(args.work, exist_ok=True)
+    os.makedirs(args.results, exist_ok=True)
+    started = time.time()
+    with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(export_one, s.name, args.work) for s in specs]
+        for f in futures:
+            info = f.result()
+            out = os.path.join(args.results, slug(info["name"]) + ".json")
+            if args.deadline and time.time() - started > args.deadline:
+                print("deadline: %s not run" % info["name"], flush=True)
+                continue
+            if "error" not in info:
+                try:
+                    sweep_one(torch, binary, info, args.work, args.timeout, args.iters)
+                except Exception as exc:
+                    info["error"] = "sweep: " + error_text(exc)
+                    info["traceback"] = traceback.format_exc()[-2000:]
+            with open(out, "w") as fh:
+                json.dump(info, fh, indent=1)
+            print("%-40s %s  (export %ss, cpu %ss, gpu %ss, bench %ss)" % (
+                info["name"], verdict(info), info.get("export_s"), info.get("cpu_s"),
+                info.get("gpu_s"), info.get("bench_s")), flush=True)
+        for f in futures:
+            f.cancel()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
