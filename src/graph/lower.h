@@ -10,8 +10,11 @@
 #include <stdint.h>
 
 #include "graph/ir.h"
+#include "util/conv_geom.h"
 #include "util/elementwise.h"
+#include "util/pool_kinds.h"
 #include "util/reduce_ops.h"
+#include "util/resize_modes.h"
 
 typedef enum plan_memory {
     PLAN_MEM_ARENA = 0, /* an activation: offset in the context's arena */
@@ -78,7 +81,6 @@ typedef enum plan_scatter_reduce {
 } plan_scatter_reduce;
 
 #define PLAN_MAX_STEP_INPUTS 4
-#define PLAN_NEAREST_LEGACY 4
 #define PLAN_MAX_PHYS_RANK 6
 /* The largest K a PLAN_STEP_TOPK takes (kern_topk keeps the best K of a run per thread). */
 #define PLAN_TOPK_MAX_K 64
@@ -97,9 +99,7 @@ typedef struct plan_strided {
 } plan_strided;
 
 typedef struct plan_conv {
-    int64_t n, c, h, w, k, r, s, out_h, out_w;
-    int64_t pad_top, pad_left, pad_bottom, pad_right;
-    int64_t stride_h, stride_w, dilation_h, dilation_w, groups;
+    conv_geom geom;
     bool has_bias, has_residual;
     bool depthwise;           /* groups == C == K: our own kernel, any activation fused */
     act_params act;      /* applied after bias and residual */
@@ -120,10 +120,12 @@ typedef struct plan_gemm {
 } plan_gemm;
 
 typedef struct plan_pool {
-    bool max;
+    pool_kind kind;
     bool count_include_pad;
-    int64_t n, c, h, w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w;
-    int64_t pad_top, pad_left, dilation_h, dilation_w;
+    /* PLAN_STEP_POOL: the window, pad_bottom and pad_right what the output size implies beyond
+     * the input (the ceil-mode overhang included); PLAN_STEP_GLOBAL_POOL: n, c, h, w and a 1x1
+     * output */
+    conv_geom geom;
 } plan_pool;
 
 /* The recurrence of LSTM, GRU and RNN (src/layers/rnn.c) as three steps over one fp32 state
@@ -200,11 +202,9 @@ typedef struct plan_step {
         } reduce;
         struct {
             int64_t n, c, h, w, out_h, out_w;
-            bool linear;
-            int coord_mode;   /* half_pixel, pytorch_half_pixel, align_corners, asymmetric,
-                                 half_pixel_symmetric: 0..4 */
-            int nearest_mode; /* round_prefer_floor, round_prefer_ceil, floor, ceil: 0..3, or
-                                 PLAN_NEAREST_LEGACY (Upsample, Resize-10) */
+            resize_mode mode;         /* nearest or linear */
+            resize_coord coord;
+            resize_rounding rounding; /* nearest only */
             float scale_h, scale_w;
         } resize;
         struct {

@@ -2,6 +2,7 @@
  * and the fused conv + bias + residual + activation call with a plain fallback. */
 #include "kernels/conv_cudnn.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ struct kern_conv_plan {
     kern_conv_info info;
     cudnnDataType_t data_type;
     cudnnTensorFormat_t format;
-    cudnnTensorDescriptor_t x_desc, y_desc, bias_desc; /* x and y for desc.n */
+    cudnnTensorDescriptor_t x_desc, y_desc, bias_desc; /* x and y for desc.geom.n */
     cudnnFilterDescriptor_t w_desc;
     cudnnConvolutionDescriptor_t conv_desc;
     cudnnActivationDescriptor_t act_desc;
@@ -49,24 +50,70 @@ static const char *algo_name(cudnnConvolutionFwdAlgo_t algo) {
 
 static int round_up8(int v) { return (v + 7) / 8 * 8; }
 
-static tci_status validate(const kern_conv_desc *d) {
-    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || d->k < 1 || d->r < 1 || d->s < 1)
+tci_status kern_cudnn_check_geom(const conv_geom *g, const char *who, int with_output) {
+    if (g->n < 1 || g->c < 1 || g->h < 1 || g->w < 1 || g->k < 1 || g->kernel_h < 1 ||
+        g->kernel_w < 1 || (with_output && (g->out_h < 1 || g->out_w < 1)))
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "conv plan: sizes must be positive (n %d c %d h %d w %d k %d r %d s %d)",
-                         d->n, d->c, d->h, d->w, d->k, d->r, d->s);
+                         "%s: sizes must be positive (n %lld c %lld h %lld w %lld k %lld r %lld "
+                         "s %lld%s)",
+                         who, (long long)g->n, (long long)g->c, (long long)g->h, (long long)g->w,
+                         (long long)g->k, (long long)g->kernel_h, (long long)g->kernel_w,
+                         with_output ? " and a positive output" : "");
+    const int64_t pads[] = {g->pad_top, g->pad_left, g->pad_bottom, g->pad_right};
     for (int i = 0; i < 4; i++)
-        if (d->pads[i] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: negative pad %d", d->pads[i]);
-    for (int i = 0; i < 2; i++)
-        if (d->strides[i] < 1 || d->dilations[i] < 1)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "conv plan: strides (%d, %d) and dilations (%d, %d) must be >= 1",
-                             d->strides[0], d->strides[1], d->dilations[0], d->dilations[1]);
-    if (d->groups < 1 || d->c % d->groups != 0 || d->k % d->groups != 0)
-        return tci_error(
-            TCI_ERR_INVALID_ARGUMENT,
-            "conv plan: groups %d must divide input channels %d and output channels %d", d->groups,
-            d->c, d->k);
+        if (pads[i] < 0)
+            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pad %lld", who,
+                             (long long)pads[i]);
+    if (g->stride_h < 1 || g->stride_w < 1 || g->dilation_h < 1 || g->dilation_w < 1)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: strides (%lld, %lld) and dilations (%lld, %lld) must be >= 1", who,
+                         (long long)g->stride_h, (long long)g->stride_w, (long long)g->dilation_h,
+                         (long long)g->dilation_w);
+    if (g->groups < 1 || g->c % g->groups != 0 || g->k % g->groups != 0)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "%s: groups %lld must divide input channels %lld and output channels %lld",
+                         who, (long long)g->groups, (long long)g->c, (long long)g->k);
+    /* cuDNN's descriptors take int; channels are rounded up to a multiple of 8 */
+    const int64_t values[] = {g->n, g->c + 7, g->h, g->w, g->k + 7, g->kernel_h, g->kernel_w,
+                              g->out_h, g->out_w, g->stride_h, g->stride_w, g->dilation_h,
+                              g->dilation_w, g->pad_top, g->pad_left, g->pad_bottom, g->pad_right};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        if (values[i] > INT_MAX)
+            return tci_error(TCI_ERR_UNSUPPORTED, "%s: a size of %lld is beyond cuDNN's int", who,
+                             (long long)values[i]);
+    if (g->pad_top != g->pad_bottom || g->pad_left != g->pad_right)
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: asymmetric pads (top %lld, left %lld, bottom %lld, right %lld); cuDNN "
+                         "needs top == bottom and left == right: pad the input explicitly",
+                         who, (long long)g->pad_top, (long long)g->pad_left,
+                         (long long)g->pad_bottom, (long long)g->pad_right);
+    return TCI_OK;
+}
+
+tci_status kern_cudnn_nhwc8_channels(const conv_geom *g, const char *who, int *in_channels,
+                                     int *out_channels, int *groups) {
+    if (g->groups == 1) {
+        *in_channels = round_up8((int)g->c);
+        *out_channels = round_up8((int)g->k);
+        *groups = 1;
+    } else if (g->groups == g->c && g->k == g->c) {
+        /* depthwise: the padded channels become extra groups with zero weights */
+        *in_channels = *out_channels = *groups = round_up8((int)g->c);
+    } else if (g->c % 8 == 0 && g->k % 8 == 0) {
+        *in_channels = (int)g->c;
+        *out_channels = (int)g->k;
+        *groups = (int)g->groups;
+    } else {
+        return tci_error(TCI_ERR_UNSUPPORTED,
+                         "%s: groups %lld with %lld input and %lld output channels: padding to "
+                         "multiples of 8 would break the groups (NHWC8 needs groups == 1, depthwise "
+                         "groups == C == K, or C and K multiples of 8)",
+                         who, (long long)g->groups, (long long)g->c, (long long)g->k);
+    }
+    return TCI_OK;
+}
+
+static tci_status validate(const kern_conv_desc *d) {
     if (d->activation != KERN_CONV_ACT_NONE && d->activation != KERN_CONV_ACT_RELU)
         return tci_error(TCI_ERR_UNSUPPORTED, "conv plan: activation %d (cuDNN fuses ReLU only)",
                          (int)d->activation);
@@ -74,64 +121,36 @@ static tci_status validate(const kern_conv_desc *d) {
         d->mode != KERN_CONV_FP32_NHWC && d->mode != KERN_CONV_FP32_NHWC8 &&
         d->mode != KERN_CONV_BF16_NHWC8)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: unknown mode %d", (int)d->mode);
-    if (d->pads[0] != d->pads[2] || d->pads[1] != d->pads[3])
-        return tci_error(TCI_ERR_UNSUPPORTED,
-                         "conv plan: asymmetric pads (top %d, left %d, bottom %d, right %d); cuDNN "
-                         "needs top == bottom and left == right: pad the input explicitly",
-                         d->pads[0], d->pads[1], d->pads[2], d->pads[3]);
-    return TCI_OK;
+    return kern_cudnn_check_geom(&d->geom, "conv plan", 0);
 }
 
 /* Fills the shape part of info: stored channel counts, the filter cuDNN sees, output size. */
 static tci_status plan_shapes(const kern_conv_desc *d, kern_conv_info *info) {
-    int64_t eh = (int64_t)d->dilations[0] * (d->r - 1) + 1;
-    int64_t ew = (int64_t)d->dilations[1] * (d->s - 1) + 1;
-    int64_t ph = (int64_t)d->h + d->pads[0] + d->pads[2];
-    int64_t pw = (int64_t)d->w + d->pads[1] + d->pads[3];
+    int64_t eh = (int64_t)d->geom.dilation_h * (d->geom.kernel_h - 1) + 1;
+    int64_t ew = (int64_t)d->geom.dilation_w * (d->geom.kernel_w - 1) + 1;
+    int64_t ph = (int64_t)d->geom.h + d->geom.pad_top + d->geom.pad_bottom;
+    int64_t pw = (int64_t)d->geom.w + d->geom.pad_left + d->geom.pad_right;
     if (eh > ph || ew > pw)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv plan: dilated kernel %lldx%lld larger than padded input %lldx%lld",
                          (long long)eh, (long long)ew, (long long)ph, (long long)pw);
-    info->out_h = (int)((ph - eh) / d->strides[0] + 1);
-    info->out_w = (int)((pw - ew) / d->strides[1] + 1);
-    int cg = d->c / d->groups;
+    info->out_h = (int)((ph - eh) / d->geom.stride_h + 1);
+    info->out_w = (int)((pw - ew) / d->geom.stride_w + 1);
     /* the NHWC8 modes pad channels the same way; only the element type differs */
     int padded = d->mode == KERN_CONV_FP16_NHWC8 || d->mode == KERN_CONV_FP32_NHWC8 ||
                  d->mode == KERN_CONV_BF16_NHWC8;
     if (!padded) {
-        info->input_channels = d->c;
-        info->output_channels = d->k;
-        info->weight_k = d->k;
-        info->weight_c = cg;
-        info->cudnn_groups = d->groups;
-    } else if (d->groups == 1) {
-        info->input_channels = round_up8(d->c);
-        info->output_channels = round_up8(d->k);
-        info->weight_k = info->output_channels;
-        info->weight_c = info->input_channels;
-        info->cudnn_groups = 1;
-    } else if (d->groups == d->c && d->k == d->c) {
-        /* depthwise: the padded channels become extra groups with zero weights */
-        info->input_channels = round_up8(d->c);
-        info->output_channels = info->input_channels;
-        info->weight_k = info->input_channels;
-        info->weight_c = 1;
-        info->cudnn_groups = info->input_channels;
-    } else if (d->c % 8 == 0 && d->k % 8 == 0) {
-        info->input_channels = d->c;
-        info->output_channels = d->k;
-        info->weight_k = d->k;
-        info->weight_c = cg;
-        info->cudnn_groups = d->groups;
+        info->input_channels = (int)d->geom.c;
+        info->output_channels = (int)d->geom.k;
+        info->cudnn_groups = (int)d->geom.groups;
     } else {
-        return tci_error(TCI_ERR_UNSUPPORTED,
-                         "conv plan: groups %d with %d input and %d output channels: padding to "
-                         "multiples of 8 would break the groups (NHWC8 needs groups == 1, depthwise "
-                         "groups == C == K, or C and K multiples of 8)",
-                         d->groups, d->c, d->k);
+        TCI_TRY(kern_cudnn_nhwc8_channels(&d->geom, "conv plan", &info->input_channels,
+                                          &info->output_channels, &info->cudnn_groups));
     }
+    info->weight_k = info->output_channels;
+    info->weight_c = info->input_channels / info->cudnn_groups;
     info->weight_elements =
-        (size_t)info->weight_k * (size_t)d->r * (size_t)d->s * (size_t)info->weight_c;
+        (size_t)info->weight_k * (size_t)d->geom.kernel_h * (size_t)d->geom.kernel_w * (size_t)info->weight_c;
     info->bias_elements = (size_t)info->output_channels;
     return TCI_OK;
 }
@@ -156,14 +175,14 @@ static tci_status build_descriptors(kern_conv_plan *p) {
     KERN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w_desc));
     KERN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv_desc));
     KERN_CUDNN_CHECK(cudnnCreateActivationDescriptor(&p->act_desc));
-    TCI_TRY(set_tensor(p, p->x_desc, d->n, in->input_channels, d->h, d->w));
-    TCI_TRY(set_tensor(p, p->y_desc, d->n, in->output_channels, in->out_h, in->out_w));
+    TCI_TRY(set_tensor(p, p->x_desc, d->geom.n, in->input_channels, d->geom.h, d->geom.w));
+    TCI_TRY(set_tensor(p, p->y_desc, d->geom.n, in->output_channels, in->out_h, in->out_w));
     TCI_TRY(set_tensor(p, p->bias_desc, 1, in->output_channels, 1, 1));
     KERN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w_desc, p->data_type, p->format, in->weight_k,
-                                                in->weight_c, d->r, d->s));
+                                                in->weight_c, d->geom.kernel_h, d->geom.kernel_w));
     KERN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-        p->conv_desc, d->pads[0], d->pads[1], d->strides[0], d->strides[1], d->dilations[0],
-        d->dilations[1], CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        p->conv_desc, d->geom.pad_top, d->geom.pad_left, d->geom.stride_h, d->geom.stride_w, d->geom.dilation_h,
+        d->geom.dilation_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     KERN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv_desc, in->cudnn_groups));
     /* FMA math keeps the fp32 baseline free of TF32 */
     KERN_CUDNN_CHECK(
@@ -176,11 +195,11 @@ static tci_status build_descriptors(kern_conv_plan *p) {
     int on, oc, oh, ow;
     KERN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv_desc, p->x_desc, p->w_desc, &on,
                                                            &oc, &oh, &ow));
-    if (on != d->n || oc != in->output_channels || oh != in->out_h || ow != in->out_w)
+    if (on != d->geom.n || oc != in->output_channels || oh != in->out_h || ow != in->out_w)
         return tci_error(
             TCI_ERR_INTERNAL,
             "conv plan: cuDNN output %dx%dx%dx%d differs from the expected %dx%dx%dx%d", on, oc, oh,
-            ow, d->n, in->output_channels, in->out_h, in->out_w);
+            ow, (int)d->geom.n, in->output_channels, in->out_h, in->out_w);
     return TCI_OK;
 }
 
@@ -391,7 +410,7 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "conv plan: cuDNN has no algorithm for %dx%dx%dx%d * %dx%dx%dx%d (groups "
                          "%d) within a workspace of %zu bytes",
-                         d->n, p->info.input_channels, d->h, d->w, p->info.weight_k, d->r, d->s,
+                         (int)d->geom.n, p->info.input_channels, (int)d->geom.h, (int)d->geom.w, p->info.weight_k, (int)d->geom.kernel_h, (int)d->geom.kernel_w,
                          p->info.weight_c, p->info.cudnn_groups, d->workspace_limit);
     if (!sc) {
         /* untimed: trust the heuristics' order, minding the documented IDENTITY restriction */
@@ -504,8 +523,8 @@ static tci_status run_with(const kern_conv_plan *p, cudnnHandle_t handle,
                            const void *x, const void *w, const void *bias, const void *z, void *y,
                            void *workspace, size_t workspace_bytes) {
     size_t need = p->info.workspace_bytes;
-    if (n != p->desc.n) {
-        TCI_TRY(set_tensor(p, xd, n, p->info.input_channels, p->desc.h, p->desc.w));
+    if (n != p->desc.geom.n) {
+        TCI_TRY(set_tensor(p, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
         TCI_TRY(set_tensor(p, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
         KERN_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, xd, p->w_desc,
                                                                  p->conv_desc, yd, p->algo, &need));
@@ -527,9 +546,9 @@ tci_status kern_conv_run(const kern_conv_plan *p, cudnnHandle_t handle, cudaStre
     if (!p || !handle || !x || !w || !y)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv run: plan, handle, x, w and y are required");
-    if (n < 1 || n > p->desc.n)
+    if (n < 1 || n > p->desc.geom.n)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv run: batch %d outside 1..%d", n,
-                         p->desc.n);
+                         (int)p->desc.geom.n);
     if ((bias != NULL) != (p->desc.has_bias != 0) || (z != NULL) != (p->desc.has_residual != 0))
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv run: bias %s and residual %s do not match the plan (bias %s, "
@@ -538,7 +557,7 @@ tci_status kern_conv_run(const kern_conv_plan *p, cudnnHandle_t handle, cudaStre
                          p->desc.has_bias ? "yes" : "no", p->desc.has_residual ? "yes" : "no");
     if (y == x) return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv run: y must not alias x");
     KERN_CUDNN_CHECK(cudnnSetStream(handle, stream));
-    if (n == p->desc.n)
+    if (n == p->desc.geom.n)
         return run_with(p, handle, p->x_desc, p->y_desc, n, x, w, bias, z, y, workspace,
                         workspace_bytes);
     cudnnTensorDescriptor_t xd = NULL, yd = NULL;
@@ -567,18 +586,18 @@ tci_status kern_conv_shapes(const kern_conv_desc *desc, kern_conv_info *out_info
 tci_status kern_conv_pack_weights(const kern_conv_desc *d, const float *weights_oihw, void *out) {
     kern_conv_info in;
     TCI_TRY(kern_conv_shapes(d, &in));
-    int cg = d->c / d->groups, rs = d->r * d->s;
+    int cg = d->geom.c / d->geom.groups, rs = d->geom.kernel_h * d->geom.kernel_w;
     int fp16 = d->mode == KERN_CONV_FP16_NHWC8, bf16 = d->mode == KERN_CONV_BF16_NHWC8;
     int nchw = d->mode == KERN_CONV_FP32_NCHW;
     for (int k = 0; k < in.weight_k; k++)
-        for (int r = 0; r < d->r; r++)
-            for (int s = 0; s < d->s; s++)
+        for (int r = 0; r < d->geom.kernel_h; r++)
+            for (int s = 0; s < d->geom.kernel_w; s++)
                 for (int c = 0; c < in.weight_c; c++) {
-                    float v = k < d->k && c < cg
-                                  ? weights_oihw[((size_t)k * cg + c) * rs + (size_t)r * d->s + s]
+                    float v = k < d->geom.k && c < cg
+                                  ? weights_oihw[((size_t)k * cg + c) * rs + (size_t)r * d->geom.kernel_w + s]
                                   : 0.0f;
-                    size_t o = nchw ? (((size_t)k * in.weight_c + c) * d->r + r) * d->s + s
-                                    : (((size_t)k * d->r + r) * d->s + s) * in.weight_c + c;
+                    size_t o = nchw ? (((size_t)k * in.weight_c + c) * d->geom.kernel_h + r) * d->geom.kernel_w + s
+                                    : (((size_t)k * d->geom.kernel_h + r) * d->geom.kernel_w + s) * in.weight_c + c;
                     if (fp16)
                         ((uint16_t *)out)[o] = float_to_half(v);
                     else if (bf16)
@@ -594,7 +613,7 @@ tci_status kern_conv_pack_bias(const kern_conv_desc *d, const float *bias, void 
     TCI_TRY(kern_conv_shapes(d, &in));
     int fp16 = d->mode == KERN_CONV_FP16_NHWC8, bf16 = d->mode == KERN_CONV_BF16_NHWC8;
     for (int k = 0; k < in.output_channels; k++) {
-        float v = k < d->k ? bias[k] : 0.0f;
+        float v = k < d->geom.k ? bias[k] : 0.0f;
         if (fp16)
             ((uint16_t *)out)[k] = float_to_half(v);
         else if (bf16)

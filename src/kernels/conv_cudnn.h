@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "tcinfer.h"
+#include "util/conv_geom.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,12 +41,10 @@ typedef struct {
 } kern_conv_choice;
 
 typedef struct {
-    int n, c, h, w;      /* input, logical; n is the largest batch the plan will run */
-    int k, r, s;         /* output channels, kernel height and width */
-    int pads[4];         /* top, left, bottom, right; cuDNN needs top == bottom, left == right */
-    int strides[2];      /* vertical, horizontal */
-    int dilations[2];    /* vertical, horizontal */
-    int groups;
+    /* logical sizes; n is the largest batch the plan will run; cuDNN needs pad_top ==
+     * pad_bottom and pad_left == pad_right, and every value within int; out_h and out_w are
+     * not read (kern_conv_info gives them) */
+    conv_geom geom;
     kern_conv_activation activation;
     int has_bias;        /* bias input given to kern_conv_run */
     int has_residual;    /* z input given to kern_conv_run: y = act(conv(x) + bias + z) */
@@ -136,6 +135,18 @@ tci_status kern_conv_shapes(const kern_conv_desc *desc, kern_conv_info *out_info
  * kern_conv_shapes. */
 tci_status kern_conv_pack_weights(const kern_conv_desc *desc, const float *weights_oihw, void *out);
 tci_status kern_conv_pack_bias(const kern_conv_desc *desc, const float *bias, void *out);
+
+/* The geometry checks kern_conv_create and kern_convt_create share, `who` starting the message:
+ * positive sizes (with_output: out_h and out_w too), pads >= 0, strides and dilations >= 1,
+ * groups dividing c and k (TCI_ERR_INVALID_ARGUMENT); values beyond int, asymmetric pads
+ * (TCI_ERR_UNSUPPORTED). */
+tci_status kern_cudnn_check_geom(const conv_geom *g, const char *who, int with_output);
+
+/* The NHWC8 channel layout cuDNN sees for g (see kern_conv_create): the stored input and output
+ * channel counts and cuDNN's group count; TCI_ERR_UNSUPPORTED, `who` starting the message, for
+ * groupings the channel padding would break. g as kern_cudnn_check_geom accepts it. */
+tci_status kern_cudnn_nhwc8_channels(const conv_geom *g, const char *who, int *in_channels,
+                                     int *out_channels, int *groups);
 
 /* Releases the descriptors and the plan's device memory; NULL is a no-op. Not while a run that
  * uses the plan may still be executing. */

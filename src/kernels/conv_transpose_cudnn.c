@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/conv_cudnn.h"
 #include "kernels/cuda_check.h"
 #include "util/half.h"
 #include "util/status.h"
@@ -14,7 +15,7 @@
 struct kern_convt_plan {
     kern_convt_desc desc;
     kern_convt_info info;
-    cudnnTensorDescriptor_t x_desc, y_desc, bias_desc; /* x (dy) and y (dx) for desc.n */
+    cudnnTensorDescriptor_t x_desc, y_desc, bias_desc; /* x (dy) and y (dx) for desc.geom.n */
     cudnnFilterDescriptor_t w_desc;
     cudnnConvolutionDescriptor_t conv_desc;
     cudnnConvolutionBwdDataAlgo_t algo;
@@ -33,36 +34,8 @@ static const char *algo_name(cudnnConvolutionBwdDataAlgo_t algo) {
     }
 }
 
-static int round_up8(int v) { return (v + 7) / 8 * 8; }
-
 static tci_status validate(const kern_convt_desc *d) {
-    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || d->k < 1 || d->r < 1 || d->s < 1 ||
-        d->out_h < 1 || d->out_w < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "conv-transpose plan: sizes must be positive (n %d c %d h %d w %d k %d "
-                         "r %d s %d out %dx%d)",
-                         d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->out_h, d->out_w);
-    for (int i = 0; i < 4; i++)
-        if (d->pads[i] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose plan: negative pad %d",
-                             d->pads[i]);
-    for (int i = 0; i < 2; i++)
-        if (d->strides[i] < 1 || d->dilations[i] < 1)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                             "conv-transpose plan: strides (%d, %d) and dilations (%d, %d) must "
-                             "be >= 1",
-                             d->strides[0], d->strides[1], d->dilations[0], d->dilations[1]);
-    if (d->groups < 1 || d->c % d->groups != 0 || d->k % d->groups != 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "conv-transpose plan: groups %d must divide input channels %d and "
-                         "output channels %d",
-                         d->groups, d->c, d->k);
-    if (d->pads[0] != d->pads[2] || d->pads[1] != d->pads[3])
-        return tci_error(TCI_ERR_UNSUPPORTED,
-                         "conv-transpose plan: asymmetric pads (top %d, left %d, bottom %d, "
-                         "right %d); cuDNN needs top == bottom and left == right",
-                         d->pads[0], d->pads[1], d->pads[2], d->pads[3]);
-    return TCI_OK;
+    return kern_cudnn_check_geom(&d->geom, "conv-transpose plan", 1);
 }
 
 /* The output extent along one axis must be what cuDNN's backward data can produce: the natural
@@ -86,40 +59,19 @@ static tci_status check_extent(const char *axis, int in, int kernel, int pad, in
 
 /* Fills the shape part of info: stored channel counts, the filter cuDNN sees, output size. */
 static tci_status plan_shapes(const kern_convt_desc *d, kern_convt_info *info) {
-    TCI_TRY(check_extent("height", d->h, d->r, d->pads[0], d->strides[0], d->dilations[0],
-                         d->out_h));
-    TCI_TRY(check_extent("width", d->w, d->s, d->pads[1], d->strides[1], d->dilations[1],
-                         d->out_w));
-    info->out_h = d->out_h;
-    info->out_w = d->out_w;
-    if (d->groups == 1) {
-        info->input_channels = round_up8(d->c);
-        info->output_channels = round_up8(d->k);
-        info->weight_k = info->input_channels;
-        info->weight_c = info->output_channels;
-        info->cudnn_groups = 1;
-    } else if (d->groups == d->c && d->k == d->c) {
-        /* depthwise: the padded channels become extra groups with zero weights */
-        info->input_channels = round_up8(d->c);
-        info->output_channels = info->input_channels;
-        info->weight_k = info->input_channels;
-        info->weight_c = 1;
-        info->cudnn_groups = info->input_channels;
-    } else if (d->c % 8 == 0 && d->k % 8 == 0) {
-        info->input_channels = d->c;
-        info->output_channels = d->k;
-        info->weight_k = d->c;
-        info->weight_c = d->k / d->groups;
-        info->cudnn_groups = d->groups;
-    } else {
-        return tci_error(TCI_ERR_UNSUPPORTED,
-                         "conv-transpose plan: groups %d with %d input and %d output channels: "
-                         "padding to multiples of 8 would break the groups (fp16 needs groups == "
-                         "1, depthwise groups == C_in == C_out, or both counts multiples of 8)",
-                         d->groups, d->c, d->k);
-    }
+    TCI_TRY(check_extent("height", d->geom.h, d->geom.kernel_h, d->geom.pad_top, d->geom.stride_h, d->geom.dilation_h,
+                         d->geom.out_h));
+    TCI_TRY(check_extent("width", d->geom.w, d->geom.kernel_w, d->geom.pad_left, d->geom.stride_w, d->geom.dilation_w,
+                         d->geom.out_w));
+    info->out_h = d->geom.out_h;
+    info->out_w = d->geom.out_w;
+    TCI_TRY(kern_cudnn_nhwc8_channels(&d->geom, "conv-transpose plan", &info->input_channels,
+                                      &info->output_channels, &info->cudnn_groups));
+    /* the filter of the forward convolution from Y-shaped to X-shaped tensors */
+    info->weight_k = info->input_channels;
+    info->weight_c = info->output_channels / info->cudnn_groups;
     info->weight_elements =
-        (size_t)info->weight_k * (size_t)d->r * (size_t)d->s * (size_t)info->weight_c;
+        (size_t)info->weight_k * (size_t)d->geom.kernel_h * (size_t)d->geom.kernel_w * (size_t)info->weight_c;
     info->bias_elements = (size_t)info->output_channels;
     return TCI_OK;
 }
@@ -142,16 +94,16 @@ static tci_status build_descriptors(kern_convt_plan *p) {
     KERN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->bias_desc));
     KERN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w_desc));
     KERN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv_desc));
-    TCI_TRY(set_tensor(d, p->x_desc, d->n, in->input_channels, d->h, d->w));
-    TCI_TRY(set_tensor(d, p->y_desc, d->n, in->output_channels, in->out_h, in->out_w));
+    TCI_TRY(set_tensor(d, p->x_desc, d->geom.n, in->input_channels, d->geom.h, d->geom.w));
+    TCI_TRY(set_tensor(d, p->y_desc, d->geom.n, in->output_channels, in->out_h, in->out_w));
     TCI_TRY(set_tensor(d, p->bias_desc, 1, in->output_channels, 1, 1));
     /* filter dims are the forward convolution's (K = dy channels, C = dx channels per group);
      * NHWC format stores them K x R x S x C */
     KERN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w_desc, data_type(d), CUDNN_TENSOR_NHWC,
-                                                in->weight_k, in->weight_c, d->r, d->s));
+                                                in->weight_k, in->weight_c, d->geom.kernel_h, d->geom.kernel_w));
     KERN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-        p->conv_desc, d->pads[0], d->pads[1], d->strides[0], d->strides[1], d->dilations[0],
-        d->dilations[1], CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        p->conv_desc, d->geom.pad_top, d->geom.pad_left, d->geom.stride_h, d->geom.stride_w, d->geom.dilation_h,
+        d->geom.dilation_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     KERN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv_desc, in->cudnn_groups));
     KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(
         p->conv_desc, d->fp32 && !d->allow_tf32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
@@ -159,11 +111,11 @@ static tci_status build_descriptors(kern_convt_plan *p) {
     int on, oc, oh, ow;
     KERN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv_desc, p->y_desc, p->w_desc, &on,
                                                            &oc, &oh, &ow));
-    if (on != d->n || oc != in->input_channels || oh != d->h || ow != d->w)
+    if (on != d->geom.n || oc != in->input_channels || oh != d->geom.h || ow != d->geom.w)
         return tci_error(TCI_ERR_INTERNAL,
                          "conv-transpose plan: cuDNN maps the output back to %dx%dx%dx%d, not the "
                          "input %dx%dx%dx%d",
-                         on, oc, oh, ow, d->n, in->input_channels, d->h, d->w);
+                         on, oc, oh, ow, (int)d->geom.n, in->input_channels, (int)d->geom.h, (int)d->geom.w);
     return TCI_OK;
 }
 
@@ -265,8 +217,8 @@ static tci_status choose_algorithm(kern_convt_plan *p, cudnnHandle_t h, cudaStre
                          "conv-transpose plan: cuDNN has no backward-data algorithm for "
                          "%dx%dx%dx%d -> %dx%dx%dx%d (filter %dx%dx%dx%d, groups %d) within a "
                          "workspace of %zu bytes",
-                         d->n, p->info.input_channels, d->h, d->w, d->n, p->info.output_channels,
-                         d->out_h, d->out_w, p->info.weight_k, d->r, d->s, p->info.weight_c,
+                         (int)d->geom.n, p->info.input_channels, (int)d->geom.h, (int)d->geom.w, (int)d->geom.n, p->info.output_channels,
+                         (int)d->geom.out_h, (int)d->geom.out_w, p->info.weight_k, (int)d->geom.kernel_h, (int)d->geom.kernel_w, p->info.weight_c,
                          p->info.cudnn_groups, d->workspace_limit);
     if (!sc) return use_candidate(p, &cands[0], -1.0f);
     /* Find's order is by its own timing of the backward-data call; the first one that also
@@ -338,8 +290,8 @@ static tci_status run_with(const kern_convt_plan *p, cudnnHandle_t handle,
                            const void *x, const void *w, const void *bias, void *y,
                            void *workspace, size_t workspace_bytes) {
     size_t need = p->info.workspace_bytes;
-    if (n != p->desc.n) {
-        TCI_TRY(set_tensor(&p->desc, xd, n, p->info.input_channels, p->desc.h, p->desc.w));
+    if (n != p->desc.geom.n) {
+        TCI_TRY(set_tensor(&p->desc, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
         TCI_TRY(set_tensor(&p->desc, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
         KERN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
             handle, p->w_desc, xd, p->conv_desc, yd, p->algo, &need));
@@ -361,9 +313,9 @@ tci_status kern_convt_run(const kern_convt_plan *p, cudnnHandle_t handle, cudaSt
     if (!p || !handle || !x || !w || !y)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose run: plan, handle, x, w and y are required");
-    if (n < 1 || n > p->desc.n)
+    if (n < 1 || n > p->desc.geom.n)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose run: batch %d outside 1..%d",
-                         n, p->desc.n);
+                         n, (int)p->desc.geom.n);
     if ((bias != NULL) != (p->desc.has_bias != 0))
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose run: bias %s, but the plan has %s",
@@ -371,7 +323,7 @@ tci_status kern_convt_run(const kern_convt_plan *p, cudnnHandle_t handle, cudaSt
     if (y == x)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose run: y must not alias x");
     KERN_CUDNN_CHECK(cudnnSetStream(handle, stream));
-    if (n == p->desc.n)
+    if (n == p->desc.geom.n)
         return run_with(p, handle, p->x_desc, p->y_desc, n, x, w, bias, y, workspace,
                         workspace_bytes);
     cudnnTensorDescriptor_t xd = NULL, yd = NULL;
@@ -404,16 +356,16 @@ tci_status kern_convt_pack_weights(const kern_convt_desc *d, const float *weight
     kern_convt_info in;
     TCI_TRY(kern_convt_shapes(d, &in));
     /* ONNX W[ci][co_local][r][s] -> cuDNN filter[ci][r][s][co_local] */
-    int kg = d->k / d->groups, rs = d->r * d->s;
+    int kg = d->geom.k / d->geom.groups, rs = d->geom.kernel_h * d->geom.kernel_w;
     uint16_t *o16 = out;
     for (int ci = 0; ci < in.weight_k; ci++)
-        for (int r = 0; r < d->r; r++)
-            for (int s = 0; s < d->s; s++)
+        for (int r = 0; r < d->geom.kernel_h; r++)
+            for (int s = 0; s < d->geom.kernel_w; s++)
                 for (int co = 0; co < in.weight_c; co++) {
-                    float v = ci < d->c && co < kg
-                                  ? weights_onnx[((size_t)ci * kg + co) * rs + (size_t)r * d->s + s]
+                    float v = ci < d->geom.c && co < kg
+                                  ? weights_onnx[((size_t)ci * kg + co) * rs + (size_t)r * d->geom.kernel_w + s]
                                   : 0.0f;
-                    size_t at = (((size_t)ci * d->r + r) * d->s + s) * in.weight_c + co;
+                    size_t at = (((size_t)ci * d->geom.kernel_h + r) * d->geom.kernel_w + s) * in.weight_c + co;
                     if (d->fp32) ((float *)out)[at] = v;
                     else o16[at] = d->bf16 ? float_to_bfloat16(v) : float_to_half(v);
                 }
@@ -425,7 +377,7 @@ tci_status kern_convt_pack_bias(const kern_convt_desc *d, const float *bias, voi
     TCI_TRY(kern_convt_shapes(d, &in));
     uint16_t *o16 = out;
     for (int k = 0; k < in.output_channels; k++) {
-        float v = k < d->k ? bias[k] : 0.0f;
+        float v = k < d->geom.k ? bias[k] : 0.0f;
         if (d->fp32) ((float *)out)[k] = v;
         else o16[k] = d->bf16 ? float_to_bfloat16(v) : float_to_half(v);
     }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "tcinfer.h"
+#include "util/conv_geom.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,15 +23,11 @@ extern "C" {
  * round_up(C_out, 8), padded channels zero; tensor-op math with fp32 accumulation. With
  * desc.fp32 the same layouts hold fp32 values (weights and bias packed as floats). */
 typedef struct {
-    int n, c, h, w;       /* input X, logical: n is the largest batch the plan will run, c = C_in */
-    int k;                /* output channels C_out */
-    int r, s;             /* kernel height and width */
-    int out_h, out_w;     /* output Y size, as ONNX computes it: stride * (in - 1) +
-                           * output_padding + dilation * (kernel - 1) + 1 - pad_begin - pad_end */
-    int pads[4];          /* top, left, bottom, right; cuDNN needs top == bottom, left == right */
-    int strides[2];       /* vertical, horizontal */
-    int dilations[2];     /* vertical, horizontal */
-    int groups;
+    /* input X, logical: n is the largest batch the plan will run, c = C_in, k = C_out; out_h,
+     * out_w the output Y size, as ONNX computes it: stride * (in - 1) + output_padding +
+     * dilation * (kernel - 1) + 1 - pad_begin - pad_end; cuDNN needs pad_top == pad_bottom and
+     * pad_left == pad_right, and every value within int */
+    conv_geom geom;
     int has_bias;         /* bias input given to kern_convt_run */
     int fp32;             /* 1: fp32 tensors, weights and bias in the same NHWC8 layouts, FMA math
                            * (no TF32): the fp32 layers and GPU fp32 baseline; 0: fp16 */

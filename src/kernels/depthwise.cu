@@ -360,8 +360,8 @@ template <typename T, int TH> tci_status dispatch_tiled(const Params &p, dim3 bl
 }
 
 bool tiled_shape(const kern_depthwise_desc *d) {
-    return d->kernel_h == d->kernel_w && (d->kernel_h == 3 || d->kernel_h == 5) && d->stride_h == d->stride_w &&
-           (d->stride_h == 1 || d->stride_h == 2) && d->dilation_h == 1 && d->dilation_w == 1;
+    return d->geom.kernel_h == d->geom.kernel_w && (d->geom.kernel_h == 3 || d->geom.kernel_h == 5) && d->geom.stride_h == d->geom.stride_w &&
+           (d->geom.stride_h == 1 || d->geom.stride_h == 2) && d->geom.dilation_h == 1 && d->geom.dilation_w == 1;
 }
 
 // a*b, or -1 on overflow past INT64_MAX / 16 (room for byte counts)
@@ -380,39 +380,39 @@ bool overlaps(const void *a, int64_t an, const void *b, int64_t bn) {
 // The tiled kernels index within one image in int (check_desc has bounded every term) and clamp
 // their loads into a non-empty input.
 bool tiled_fits(const kern_depthwise_desc *d, bool fp32) {
-    const int64_t vecs = (d->c + 7) / 8 * 8 / tiled_channels(d->kernel_h, fp32);
-    const int64_t reach_h = d->in_h + d->pad_top + (d->out_h + kTallRows) * d->stride_h + d->kernel_h;
-    const int64_t reach_w = d->in_w + d->pad_left + d->out_w * d->stride_w + d->kernel_w;
+    const int64_t vecs = (d->geom.c + 7) / 8 * 8 / tiled_channels(d->geom.kernel_h, fp32);
+    const int64_t reach_h = d->geom.h + d->geom.pad_top + (d->geom.out_h + kTallRows) * d->geom.stride_h + d->geom.kernel_h;
+    const int64_t reach_w = d->geom.w + d->geom.pad_left + d->geom.out_w * d->geom.stride_w + d->geom.kernel_w;
     const int64_t limit = (int64_t)1 << 30;
-    const int64_t in = checked_mul(checked_mul(reach_h, d->in_w + 1), vecs);
+    const int64_t in = checked_mul(checked_mul(reach_h, d->geom.w + 1), vecs);
     const int64_t col = checked_mul(reach_w, vecs);
-    const int64_t out = checked_mul(checked_mul(d->out_h + kTallRows, d->out_w + 1), vecs);
-    const int64_t weights = checked_mul(checked_mul(d->kernel_h, d->kernel_w), vecs);
-    return d->in_h > 0 && d->in_w > 0 && in >= 0 && in <= limit && col >= 0 && col <= limit && out >= 0 &&
+    const int64_t out = checked_mul(checked_mul(d->geom.out_h + kTallRows, d->geom.out_w + 1), vecs);
+    const int64_t weights = checked_mul(checked_mul(d->geom.kernel_h, d->geom.kernel_w), vecs);
+    return d->geom.h > 0 && d->geom.w > 0 && in >= 0 && in <= limit && col >= 0 && col <= limit && out >= 0 &&
            out <= limit && weights >= 0 && weights <= limit;
 }
 
 tci_status check_desc(const kern_depthwise_desc *d, const char *who) {
     if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
-    if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
+    if (d->geom.n < 0 || d->geom.c < 0 || d->geom.h < 0 || d->geom.w < 0 || d->geom.out_h < 0 || d->geom.out_w < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
-                         "%s: negative size (n %lld, c %lld, in %lldx%lld, out %lldx%lld)", who, (long long)d->n,
-                         (long long)d->c, (long long)d->in_h, (long long)d->in_w, (long long)d->out_h,
-                         (long long)d->out_w);
-    if (d->kernel_h < 1 || d->kernel_w < 1 || d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 ||
-        d->dilation_w < 1)
+                         "%s: negative size (n %lld, c %lld, in %lldx%lld, out %lldx%lld)", who, (long long)d->geom.n,
+                         (long long)d->geom.c, (long long)d->geom.h, (long long)d->geom.w, (long long)d->geom.out_h,
+                         (long long)d->geom.out_w);
+    if (d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.stride_h < 1 || d->geom.stride_w < 1 || d->geom.dilation_h < 1 ||
+        d->geom.dilation_w < 1)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1", who,
-                         (long long)d->kernel_h, (long long)d->kernel_w, (long long)d->stride_h,
-                         (long long)d->stride_w, (long long)d->dilation_h, (long long)d->dilation_w);
-    if (d->pad_top < 0 || d->pad_left < 0)
+                         (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h,
+                         (long long)d->geom.stride_w, (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
+    if (d->geom.pad_top < 0 || d->geom.pad_left < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pads (top %lld, left %lld)", who,
-                         (long long)d->pad_top, (long long)d->pad_left);
+                         (long long)d->geom.pad_top, (long long)d->geom.pad_left);
     // every coordinate and index the generic kernel forms in int stays below 2 * kMaxSpatial
-    const int64_t parts[] = {d->c, d->in_h, d->in_w, d->pad_top, d->pad_left,
-                             checked_mul(d->out_h, d->stride_h), checked_mul(d->out_w, d->stride_w),
-                             checked_mul(d->kernel_h, d->dilation_h), checked_mul(d->kernel_w, d->dilation_w),
-                             checked_mul(d->kernel_h, d->kernel_w)};
+    const int64_t parts[] = {d->geom.c, d->geom.h, d->geom.w, d->geom.pad_top, d->geom.pad_left,
+                             checked_mul(d->geom.out_h, d->geom.stride_h), checked_mul(d->geom.out_w, d->geom.stride_w),
+                             checked_mul(d->geom.kernel_h, d->geom.dilation_h), checked_mul(d->geom.kernel_w, d->geom.dilation_w),
+                             checked_mul(d->geom.kernel_h, d->geom.kernel_w)};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (parts[i] < 0 || parts[i] > kMaxSpatial)
             return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
@@ -441,16 +441,16 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "%s: no tiled kernel for kernel %lldx%lld, strides %lldx%lld, dilations %lldx%lld "
                          "(tiled: 3x3 or 5x5, equal strides 1 or 2, dilation 1)",
-                         who, (long long)d->kernel_h, (long long)d->kernel_w, (long long)d->stride_h,
-                         (long long)d->stride_w, (long long)d->dilation_h, (long long)d->dilation_w);
+                         who, (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h,
+                         (long long)d->geom.stride_w, (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
     const bool tiled = tiled_shape(d) && tiled_fits(d, fp32);
     if (forced && !tiled)
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "%s: the tiled kernel needs a non-empty, not huge input (%lldx%lld, c %lld)", who,
-                         (long long)d->in_h, (long long)d->in_w, (long long)d->c);
-    const int64_t chunks = (d->c + 7) / 8;
-    const int64_t in_elems = checked_mul(checked_mul(checked_mul(d->n, d->in_h), d->in_w), chunks * 8);
-    const int64_t out_elems = checked_mul(checked_mul(checked_mul(d->n, d->out_h), d->out_w), chunks * 8);
+                         (long long)d->geom.h, (long long)d->geom.w, (long long)d->geom.c);
+    const int64_t chunks = (d->geom.c + 7) / 8;
+    const int64_t in_elems = checked_mul(checked_mul(checked_mul(d->geom.n, d->geom.h), d->geom.w), chunks * 8);
+    const int64_t out_elems = checked_mul(checked_mul(checked_mul(d->geom.n, d->geom.out_h), d->geom.out_w), chunks * 8);
     if (in_elems < 0 || out_elems < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     if (out_elems == 0) return TCI_OK;
     if (!w || !y || (!x && in_elems > 0)) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
@@ -458,7 +458,7 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: buffers must be 16-byte aligned", who);
     if (overlaps(x, in_elems * esize, y, out_elems * esize))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps x", who);
-    if (overlaps(w, d->kernel_h * d->kernel_w * chunks * 8 * esize, y, out_elems * esize))
+    if (overlaps(w, d->geom.kernel_h * d->geom.kernel_w * chunks * 8 * esize, y, out_elems * esize))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps w", who);
     if (z && z != y && overlaps(z, out_elems * esize, y, out_elems * esize))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: z partly overlaps y (only z == y is allowed)", who);
@@ -467,13 +467,13 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     memset(&p, 0, sizeof p);
     p.x = x, p.w = w, p.z = z, p.y = y;
     p.bias = static_cast<const float4 *>(bias);
-    p.n = d->n;
-    p.c = (int)d->c;
-    p.in_h = (int)d->in_h, p.in_w = (int)d->in_w, p.out_h = (int)d->out_h, p.out_w = (int)d->out_w;
-    p.kernel_h = (int)d->kernel_h, p.kernel_w = (int)d->kernel_w;
-    p.stride_h = (int)d->stride_h, p.stride_w = (int)d->stride_w;
-    p.dilation_h = (int)d->dilation_h, p.dilation_w = (int)d->dilation_w;
-    p.pad_top = (int)d->pad_top, p.pad_left = (int)d->pad_left;
+    p.n = d->geom.n;
+    p.c = (int)d->geom.c;
+    p.in_h = (int)d->geom.h, p.in_w = (int)d->geom.w, p.out_h = (int)d->geom.out_h, p.out_w = (int)d->geom.out_w;
+    p.kernel_h = (int)d->geom.kernel_h, p.kernel_w = (int)d->geom.kernel_w;
+    p.stride_h = (int)d->geom.stride_h, p.stride_w = (int)d->geom.stride_w;
+    p.dilation_h = (int)d->geom.dilation_h, p.dilation_w = (int)d->geom.dilation_w;
+    p.pad_top = (int)d->geom.pad_top, p.pad_left = (int)d->geom.pad_left;
     p.act = (int)d->act;
     p.alpha = d->act_alpha, p.beta = d->act_beta;
 
@@ -490,18 +490,18 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
         });
     }
 
-    const int64_t vecs = chunks * 8 / tiled_channels(d->kernel_h, fp32);
+    const int64_t vecs = chunks * 8 / tiled_channels(d->geom.kernel_h, fp32);
     int rows = d->path == KERN_DEPTHWISE_TILED_SHORT ? kShortRows : kTallRows;
     if (d->path == KERN_DEPTHWISE_AUTO &&
-        checked_mul(checked_mul(d->n, ceil_div(d->out_h, kTallRows)), d->out_w * vecs) < kTallMinThreads)
+        checked_mul(checked_mul(d->geom.n, ceil_div(d->geom.out_h, kTallRows)), d->geom.out_w * vecs) < kTallMinThreads)
         rows = kShortRows;
     // vectors split evenly into groups of <= 32 (a warp spans at most two pixels' channels), then
     // as many columns as fit, split evenly too, then row tiles stacked while threads remain
     const int64_t groups = ceil_div(vecs, 32);
     const int64_t vpb = ceil_div(vecs, groups);
-    const int64_t col_tiles = ceil_div(d->out_w, kTiledThreads / vpb);
-    const int64_t cols = ceil_div(d->out_w, col_tiles);
-    const int64_t row_tiles = ceil_div(d->out_h, rows);
+    const int64_t col_tiles = ceil_div(d->geom.out_w, kTiledThreads / vpb);
+    const int64_t cols = ceil_div(d->geom.out_w, col_tiles);
+    const int64_t row_tiles = ceil_div(d->geom.out_h, rows);
     int64_t stack = kTiledThreads / (vpb * cols);
     if (stack > 64) stack = 64; // blockDim.z limit
     if (stack > row_tiles) stack = row_tiles;
@@ -510,7 +510,7 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     p.vecs = (int)vecs;
     p.vpb = (int)vpb, p.cols = (int)cols, p.tiles_per_block = (int)stack;
     p.groups = (int)groups, p.col_tiles = (int)col_tiles, p.row_groups = (int)row_groups;
-    p.blocks = checked_mul(checked_mul(checked_mul(d->n, row_groups), col_tiles), groups);
+    p.blocks = checked_mul(checked_mul(checked_mul(d->geom.n, row_groups), col_tiles), groups);
     if (p.blocks < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     const dim3 block((unsigned)vpb, (unsigned)cols, (unsigned)stack);
     return with_storage(storage, [&](auto tag) {
@@ -533,10 +533,10 @@ uint16_t host_bf16_bits(float v) {
 
 tci_status check_pack_desc(const kern_depthwise_desc *d, const char *who) {
     if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
-    if (d->c < 0 || d->kernel_h < 1 || d->kernel_w < 1 || d->c > kMaxSpatial || d->kernel_h > kMaxSpatial ||
-        d->kernel_w > kMaxSpatial || checked_mul(checked_mul(d->kernel_h, d->kernel_w), d->c + 8) < 0)
+    if (d->geom.c < 0 || d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.c > kMaxSpatial || d->geom.kernel_h > kMaxSpatial ||
+        d->geom.kernel_w > kMaxSpatial || checked_mul(checked_mul(d->geom.kernel_h, d->geom.kernel_w), d->geom.c + 8) < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad sizes (c %lld, kernel %lldx%lld)", who,
-                         (long long)d->c, (long long)d->kernel_h, (long long)d->kernel_w);
+                         (long long)d->geom.c, (long long)d->geom.kernel_h, (long long)d->geom.kernel_w);
     return TCI_OK;
 }
 
@@ -545,11 +545,11 @@ tci_status pack_16bit(const kern_depthwise_desc *d, const float *w_c1rs, uint16_
                       uint16_t (*bits)(float)) {
     tci_status st = check_pack_desc(d, who);
     if (st != TCI_OK) return st;
-    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
-    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
+    if ((!w_c1rs && d->geom.c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    const int64_t cp = (d->geom.c + 7) / 8 * 8, taps = d->geom.kernel_h * d->geom.kernel_w;
     for (int64_t t = 0; t < taps; t++)
         for (int64_t ch = 0; ch < cp; ch++)
-            out[t * cp + ch] = ch < d->c ? bits(w_c1rs[ch * taps + t]) : 0;
+            out[t * cp + ch] = ch < d->geom.c ? bits(w_c1rs[ch * taps + t]) : 0;
     return TCI_OK;
 }
 } // namespace
@@ -569,20 +569,20 @@ extern "C" tci_status kern_depthwise_pack_weights_f32(const kern_depthwise_desc 
     static const char who[] = "kern_depthwise_pack_weights_f32";
     tci_status st = check_pack_desc(d, who);
     if (st != TCI_OK) return st;
-    if ((!w_c1rs && d->c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
-    const int64_t cp = (d->c + 7) / 8 * 8, taps = d->kernel_h * d->kernel_w;
+    if ((!w_c1rs && d->geom.c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    const int64_t cp = (d->geom.c + 7) / 8 * 8, taps = d->geom.kernel_h * d->geom.kernel_w;
     for (int64_t t = 0; t < taps; t++)
-        for (int64_t ch = 0; ch < cp; ch++) out[t * cp + ch] = ch < d->c ? w_c1rs[ch * taps + t] : 0.0f;
+        for (int64_t ch = 0; ch < cp; ch++) out[t * cp + ch] = ch < d->geom.c ? w_c1rs[ch * taps + t] : 0.0f;
     return TCI_OK;
 }
 
 extern "C" tci_status kern_depthwise_pack_bias(const kern_depthwise_desc *d, const float *bias_c, float *out) {
     static const char who[] = "kern_depthwise_pack_bias";
     if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
-    if (d->c < 0 || d->c > kMaxSpatial)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad channel count %lld", who, (long long)d->c);
+    if (d->geom.c < 0 || d->geom.c > kMaxSpatial)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad channel count %lld", who, (long long)d->geom.c);
     if (!out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
-    const int64_t cp = (d->c + 7) / 8 * 8;
-    for (int64_t ch = 0; ch < cp; ch++) out[ch] = bias_c && ch < d->c ? bias_c[ch] : 0.0f;
+    const int64_t cp = (d->geom.c + 7) / 8 * 8;
+    for (int64_t ch = 0; ch < cp; ch++) out[ch] = bias_c && ch < d->geom.c ? bias_c[ch] : 0.0f;
     return TCI_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tcinfer.h"
+#include "util/conv_geom.h"
 #include "util/elementwise.h"
 
 #ifdef __cplusplus
@@ -27,15 +28,12 @@ typedef enum kern_depthwise_path {
     KERN_DEPTHWISE_PATH_COUNT
 } kern_depthwise_path;
 
-/* Output (oh, ow) of channel ch reads input rows oh*stride_h - pad_top + i*dilation_h (i <
- * kernel_h), likewise for columns; taps outside the input are zero (the bottom/right padding is
- * whatever out_h/out_w imply). */
+/* Taps outside the input are zero (the bottom/right padding is whatever out_h/out_w imply). */
 typedef struct kern_depthwise_desc {
-    int64_t n, c;               /* logical channels; tensors have Cp = round_up(c, 8) */
-    int64_t in_h, in_w, out_h, out_w;
-    int64_t kernel_h, kernel_w; /* any size >= 1; 3x3 and 5x5 are the fast ones */
-    int64_t stride_h, stride_w, dilation_h, dilation_w;
-    int64_t pad_top, pad_left;  /* >= 0 */
+    /* n, c (logical channels; tensors have Cp = round_up(c, 8)), h, w, out_h, out_w, kernel_h
+     * and kernel_w (any size >= 1; 3x3 and 5x5 are the fast ones), strides, dilations, pad_top
+     * and pad_left (>= 0) are read; k, groups, pad_bottom and pad_right are not (k = groups = c) */
+    conv_geom geom;
     act_kind act;               /* any, with act_alpha / act_beta as in util/elementwise.h
                                    (ReLU6: ACT_CLIP, alpha 0, beta 6); precise fp32 functions */
     float act_alpha, act_beta;

@@ -8,30 +8,26 @@
 #include <stdint.h>
 
 #include "tcinfer.h"
+#include "util/conv_geom.h"
+#include "util/pool_kinds.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum kern_pool_mode { KERN_POOL_MAX = 0, KERN_POOL_AVG = 1 } kern_pool_mode;
-
-/* Window (oh, ow) covers input rows oh*stride_h - pad_top + i*dilation_h (i < kernel_h), likewise
- * for columns; taps outside the input are skipped. out_h/out_w are the engine's (floor or ceil
- * mode); pad_bottom/pad_right are the explicit ONNX pads and only set the divisor of
- * count_include_pad: taps inside the input or its explicit padding are counted, taps a ceil-mode
- * window adds beyond that are not (as onnxruntime). A max window that misses the input gives the
+/* The window (geom: util/conv_geom.h; k and groups are not read); taps outside the input are
+ * skipped. out_h/out_w are the engine's (floor or ceil mode); pad_bottom/pad_right only set the
+ * divisor of count_include_pad: taps inside the input or its bottom/right padding are counted
+ * (the engine passes the padding the output size implies). A max window that misses the input gives the
  * lowest finite value of the storage type (fp16 -65504, bf16 -3.3895e38, fp32 -FLT_MAX); an
  * average one gives 0.
  * dtype: 0 or TCI_DTYPE_FLOAT16: fp16 tensors; TCI_DTYPE_BFLOAT16: bf16 tensors in the same
  * layout; TCI_DTYPE_FLOAT: fp32 tensors in the same NHWC8 layout (Cp channels of 4 bytes);
  * anything else is TCI_ERR_UNSUPPORTED. */
 typedef struct kern_pool2d_desc {
-    kern_pool_mode mode;
+    pool_kind mode;
     int count_include_pad; /* average only */
-    int64_t n, c;          /* logical channels; the tensors have Cp = round_up(c, 8) */
-    int64_t in_h, in_w, out_h, out_w;
-    int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
-    int64_t pad_top, pad_left, pad_bottom, pad_right;
+    conv_geom geom;        /* logical channels c; the tensors have Cp = round_up(c, 8) */
     tci_dtype dtype; /* of src and dst: 0 / TCI_DTYPE_FLOAT16, TCI_DTYPE_BFLOAT16 or
                         TCI_DTYPE_FLOAT */
 } kern_pool2d_desc;
@@ -46,13 +42,13 @@ tci_status kern_pool2d(const kern_pool2d_desc *desc, const void *src, void *dst,
 /* GlobalAveragePool / GlobalMaxPool: src (n, h, w, Cp) -> dst (n, 1, 1, Cp), NHWC8 fp16, 16-byte
  * aligned; h*w must be > 0. One block reduces a group of channels of one image over h*w, so large
  * (56x56) and small (7x7) planes both spread over the GPU. */
-tci_status kern_global_pool(kern_pool_mode mode, const void *src_f16, void *dst_f16, int64_t n,
+tci_status kern_global_pool(pool_kind mode, const void *src_f16, void *dst_f16, int64_t n,
                             int64_t c, int64_t h, int64_t w, cudaStream_t stream);
 
 /* The same for any storage type: dtype 0 or TCI_DTYPE_FLOAT16 is kern_global_pool,
  * TCI_DTYPE_BFLOAT16 reads and writes NHWC8 bf16 and TCI_DTYPE_FLOAT NHWC8 fp32 (dst (n, 1, 1, Cp)
  * of that type, padded channels zero); anything else is TCI_ERR_UNSUPPORTED. */
-tci_status kern_global_pool_dtype(kern_pool_mode mode, const void *src, void *dst, int64_t n,
+tci_status kern_global_pool_dtype(pool_kind mode, const void *src, void *dst, int64_t n,
                                   int64_t c, int64_t h, int64_t w, tci_dtype dtype,
                                   cudaStream_t stream);
 

@@ -1,7 +1,8 @@
 // Resize of NHWC8 fp16, bf16 or fp32 tensors over H and W: one thread per output pixel and 8-channel
 // vector.
 // Source coordinates are computed in double as the ONNX reference does, so that coordinates
-// landing exactly on .5 round the same way here and on the CPU.
+// landing exactly on .5 round the same way here and on the CPU: both call util/resize_modes.h's
+// functions, which expand its formulas.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -32,29 +33,10 @@ struct ResizeParams {
     int64_t n, chunks; // chunks: Cp / 8 vectors per pixel
     int64_t last_chunk_channels; // live channels in the last chunk (1..8)
     Axis h, w;
-    int mode, coord, rounding;
+    resize_mode mode;
+    resize_coord coord;
+    resize_rounding rounding;
 };
-
-// Products are rounded on their own (__dmul_rn) so that nvcc does not fuse them into FMAs: the
-// coordinates must round exactly as the CPU reference's, or ties at .5 would pick other pixels.
-__device__ double source_coordinate(int coord, const Axis &a, int64_t o) {
-    const double x = (double)o, scale = a.scale;
-    const double length = __dmul_rn(scale, (double)a.in); // fractional where the scale does not divide
-    const bool single = fabs(length - 1.0) < 1e-9;
-    switch (coord) {
-    case KERN_RESIZE_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
-    case KERN_RESIZE_HALF_PIXEL_SYMMETRIC: {
-        double adjustment = (double)a.out / length;
-        double offset = __dmul_rn((double)a.in / 2.0, 1.0 - adjustment);
-        return offset + (x + 0.5) / scale - 0.5;
-    }
-    case KERN_RESIZE_PYTORCH_HALF_PIXEL: return single ? 0.0 : (x + 0.5) / scale - 0.5;
-    case KERN_RESIZE_ALIGN_CORNERS:
-        return single ? 0.0 : __dmul_rn(x, (double)(a.in - 1)) / (length - 1.0);
-    case KERN_RESIZE_ASYMMETRIC: return x / scale;
-    default: return (x + 0.5) / scale; // tf_half_pixel_for_nn
-    }
-}
 
 __device__ __forceinline__ int64_t clamp_index(int64_t i, int64_t n) {
     return i < 0 ? 0 : i >= n ? n - 1 : i;
@@ -68,23 +50,15 @@ __device__ void axis_taps(const ResizeParams &p, const Axis &a, int64_t o, int64
         w1 = 0.0f;
         return;
     }
-    const double x = source_coordinate(p.coord, a, o);
-    const double base = floor(x), frac = x - base;
-    int64_t i = (int64_t)base;
-    if (p.mode == KERN_RESIZE_NEAREST) {
-        if (frac != 0.0) {
-            switch (p.rounding) {
-            case KERN_RESIZE_ROUND_PREFER_FLOOR: i += frac <= 0.5 ? 0 : 1; break;
-            case KERN_RESIZE_ROUND_PREFER_CEIL: i += frac < 0.5 ? 0 : 1; break;
-            case KERN_RESIZE_FLOOR: break;
-            case KERN_RESIZE_CEIL: i += 1; break;
-            default: i += a.scale < 1.0 ? 1 : 0; break;
-            }
-        }
-        i0 = i1 = clamp_index(i, a.in);
+    // tf_crop_and_resize's region (the whole axis here) is not used: the launcher refuses it
+    const double x = resize_source_coordinate(p.coord, o, a.scale, a.in, a.out, 0.0f, 1.0f);
+    if (p.mode == RESIZE_NEAREST) {
+        i0 = i1 = clamp_index(resize_nearest_index(p.rounding, x, a.scale), a.in);
         w1 = 0.0f;
         return;
     }
+    const double base = floor(x), frac = x - base;
+    const int64_t i = (int64_t)base;
     i0 = clamp_index(i, a.in);
     i1 = clamp_index(i + 1, a.in);
     w1 = (float)frac;
@@ -121,7 +95,7 @@ __global__ void resize_nhwc8_kernel(const C *__restrict__ x, C *__restrict__ y, 
         axis_taps(p, p.w, ow, w0, w1, fw);
         const C *plane = x + n * p.h.in * p.w.in * p.chunks + chunk;
         C out;
-        if (p.mode == KERN_RESIZE_NEAREST) {
+        if (p.mode == RESIZE_NEAREST) {
             out = plane[(h0 * p.w.in + w0) * p.chunks];
         } else {
             float a[8], b[8], c[8], d[8], r[8];
@@ -155,12 +129,13 @@ extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resiz
                          "%lldx%lld)",
                          (long long)d->n, (long long)d->c, (long long)d->in_h, (long long)d->in_w,
                          (long long)d->out_h, (long long)d->out_w);
-    if (d->mode != KERN_RESIZE_NEAREST && d->mode != KERN_RESIZE_LINEAR)
+    if (d->mode != RESIZE_NEAREST && d->mode != RESIZE_LINEAR)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown mode %d", (int)d->mode);
-    if ((int)d->coord < KERN_RESIZE_HALF_PIXEL || d->coord > KERN_RESIZE_TF_HALF_PIXEL_FOR_NN)
+    // tf_crop_and_resize (a region and an extrapolation value) is not covered here
+    if ((int)d->coord < 0 || d->coord >= RESIZE_COORD_TF_CROP_AND_RESIZE)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: unknown coordinate transformation %d", (int)d->coord);
-    if ((int)d->rounding < KERN_RESIZE_ROUND_PREFER_FLOOR || d->rounding > KERN_RESIZE_ROUND_LEGACY)
+    if ((int)d->rounding < 0 || d->rounding >= RESIZE_ROUNDING_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown nearest mode %d",
                          (int)d->rounding);
     if (!(d->scale_h > 0.0 && d->scale_w > 0.0 && isfinite(d->scale_h) && isfinite(d->scale_w)))

@@ -14,31 +14,11 @@
 #include <cuda_runtime_api.h>
 
 #include "tcinfer.h"
+#include "util/resize_modes.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum kern_resize_mode { KERN_RESIZE_NEAREST, KERN_RESIZE_LINEAR } kern_resize_mode;
-
-/* coordinate_transformation_mode */
-typedef enum kern_resize_coord {
-    KERN_RESIZE_HALF_PIXEL,
-    KERN_RESIZE_HALF_PIXEL_SYMMETRIC,
-    KERN_RESIZE_PYTORCH_HALF_PIXEL,
-    KERN_RESIZE_ALIGN_CORNERS,
-    KERN_RESIZE_ASYMMETRIC,
-    KERN_RESIZE_TF_HALF_PIXEL_FOR_NN, /* Resize-11 only */
-} kern_resize_coord;
-
-/* nearest_mode */
-typedef enum kern_resize_rounding {
-    KERN_RESIZE_ROUND_PREFER_FLOOR,
-    KERN_RESIZE_ROUND_PREFER_CEIL,
-    KERN_RESIZE_FLOOR,
-    KERN_RESIZE_CEIL,
-    KERN_RESIZE_ROUND_LEGACY, /* Upsample, Resize-10: ceil when the scale is < 1, else floor */
-} kern_resize_rounding;
 
 typedef struct kern_resize_desc {
     int64_t n, c; /* logical channels; the buffers hold Cp = round_up(c, 8) */
@@ -48,9 +28,9 @@ typedef struct kern_resize_desc {
      * output length as scale * in (fractional or not); an axis with out == in and scale 1 is an
      * identity. */
     double scale_h, scale_w;
-    kern_resize_mode mode;
-    kern_resize_coord coord;
-    kern_resize_rounding rounding; /* nearest only */
+    resize_mode mode;         /* RESIZE_NEAREST or RESIZE_LINEAR */
+    resize_coord coord;       /* any but RESIZE_COORD_TF_CROP_AND_RESIZE */
+    resize_rounding rounding; /* nearest only */
     /* of x and y: 0 or TCI_DTYPE_FLOAT16 (fp16), TCI_DTYPE_BFLOAT16 (bf16, the same layout),
      * TCI_DTYPE_FLOAT (fp32, the same NHWC8 layout with 4-byte elements); anything else is
      * TCI_ERR_UNSUPPORTED */

@@ -429,41 +429,41 @@ struct Shape {
 
 Shape shape_of(const kern_wmma_conv_desc *d, int64_t n) {
     Shape s;
-    s.cp = round8(d->c);
-    s.kp = round8(d->k);
-    s.cg = d->groups == 1 ? s.cp : d->c / d->groups;
-    s.kg = d->k / d->groups;
-    s.ng = d->groups == 1 ? s.kp : s.kg;
-    s.kdim = checked_mul(checked_mul(d->r, d->s), s.cg);
-    s.m = checked_mul(checked_mul(n, d->out_h), d->out_w);
-    s.x_elems = checked_mul(checked_mul(checked_mul(n, d->h), d->w), s.cp);
+    s.cp = round8(d->geom.c);
+    s.kp = round8(d->geom.k);
+    s.cg = d->geom.groups == 1 ? s.cp : d->geom.c / d->geom.groups;
+    s.kg = d->geom.k / d->geom.groups;
+    s.ng = d->geom.groups == 1 ? s.kp : s.kg;
+    s.kdim = checked_mul(checked_mul(d->geom.kernel_h, d->geom.kernel_w), s.cg);
+    s.m = checked_mul(checked_mul(n, d->geom.out_h), d->geom.out_w);
+    s.x_elems = checked_mul(checked_mul(checked_mul(n, d->geom.h), d->geom.w), s.cp);
     s.y_elems = checked_mul(s.m, s.kp);
-    s.w_elems = checked_mul(d->groups == 1 ? s.kp : d->k, s.kdim);
+    s.w_elems = checked_mul(d->geom.groups == 1 ? s.kp : d->geom.k, s.kdim);
     return s;
 }
 
 tci_status check_desc(const kern_wmma_conv_desc *d, const char *who) {
     if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
-    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || d->k < 1 || d->out_h < 1 || d->out_w < 1)
+    if (d->geom.n < 1 || d->geom.c < 1 || d->geom.h < 1 || d->geom.w < 1 || d->geom.k < 1 || d->geom.out_h < 1 || d->geom.out_w < 1)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: sizes must be >= 1 (n %lld, c %lld, in %lldx%lld, k %lld, out %lldx%lld)", who,
-                         (long long)d->n, (long long)d->c, (long long)d->h, (long long)d->w, (long long)d->k,
-                         (long long)d->out_h, (long long)d->out_w);
-    if (d->r < 1 || d->s < 1 || d->stride_h < 1 || d->stride_w < 1 || d->dilation_h < 1 || d->dilation_w < 1)
+                         (long long)d->geom.n, (long long)d->geom.c, (long long)d->geom.h, (long long)d->geom.w, (long long)d->geom.k,
+                         (long long)d->geom.out_h, (long long)d->geom.out_w);
+    if (d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.stride_h < 1 || d->geom.stride_w < 1 || d->geom.dilation_h < 1 || d->geom.dilation_w < 1)
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1", who,
-                         (long long)d->r, (long long)d->s, (long long)d->stride_h, (long long)d->stride_w,
-                         (long long)d->dilation_h, (long long)d->dilation_w);
-    if (d->pad_top < 0 || d->pad_left < 0)
+                         (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h, (long long)d->geom.stride_w,
+                         (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
+    if (d->geom.pad_top < 0 || d->geom.pad_left < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pads (top %lld, left %lld)", who,
-                         (long long)d->pad_top, (long long)d->pad_left);
-    if (d->groups < 1 || d->c % d->groups != 0 || d->k % d->groups != 0)
+                         (long long)d->geom.pad_top, (long long)d->geom.pad_left);
+    if (d->geom.groups < 1 || d->geom.c % d->geom.groups != 0 || d->geom.k % d->geom.groups != 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: groups %lld must divide c %lld and k %lld", who,
-                         (long long)d->groups, (long long)d->c, (long long)d->k);
-    if (d->groups > 1 && ((d->c / d->groups) % 8 != 0 || (d->k / d->groups) % 8 != 0))
+                         (long long)d->geom.groups, (long long)d->geom.c, (long long)d->geom.k);
+    if (d->geom.groups > 1 && ((d->geom.c / d->geom.groups) % 8 != 0 || (d->geom.k / d->geom.groups) % 8 != 0))
         return tci_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: with %lld groups, c/groups (%lld) and k/groups (%lld) must be multiples of 8", who,
-                         (long long)d->groups, (long long)(d->c / d->groups), (long long)(d->k / d->groups));
+                         (long long)d->geom.groups, (long long)(d->geom.c / d->geom.groups), (long long)(d->geom.k / d->geom.groups));
     if ((int)d->act < 0 || d->act >= ACT_COUNT)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
     if (d->dtype != TCI_DTYPE_UNDEFINED && d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_BFLOAT16)
@@ -476,11 +476,11 @@ bool is_bf16(const kern_wmma_conv_desc *d) { return d->dtype == TCI_DTYPE_BFLOAT
 
 // Past the 32-bit indexing of the kernels, or the grid's limits: TCI_ERR_UNSUPPORTED.
 tci_status check_limits(const kern_wmma_conv_desc *d, const Config &cfg, const char *who) {
-    const Shape s = shape_of(d, d->n);
+    const Shape s = shape_of(d, d->geom.n);
     // window origins and reaches, formed in int: (out-1)*stride - pad + (kernel-1)*dilation
-    const int64_t reach[] = {checked_mul(d->out_h, d->stride_h), checked_mul(d->out_w, d->stride_w),
-                             checked_mul(d->r, d->dilation_h), checked_mul(d->s, d->dilation_w),
-                             d->pad_top, d->pad_left, d->h, d->w};
+    const int64_t reach[] = {checked_mul(d->geom.out_h, d->geom.stride_h), checked_mul(d->geom.out_w, d->geom.stride_w),
+                             checked_mul(d->geom.kernel_h, d->geom.dilation_h), checked_mul(d->geom.kernel_w, d->geom.dilation_w),
+                             d->geom.pad_top, d->geom.pad_left, d->geom.h, d->geom.w};
     for (size_t i = 0; i < sizeof reach / sizeof reach[0]; i++)
         if (reach[i] < 0 || reach[i] > ((int64_t)1 << 29))
             return tci_error(TCI_ERR_UNSUPPORTED, "%s: spatial sizes, strides, dilations or pads too large", who);
@@ -488,14 +488,14 @@ tci_status check_limits(const kern_wmma_conv_desc *d, const Config &cfg, const c
     if (s.kdim < 0 || s.m < 0 || s.x_elems < 0 || s.y_elems < 0 || s.w_elems < 0 || s.kdim > limit ||
         s.m > limit || s.x_elems > limit || s.y_elems > limit || s.w_elems > limit)
         return tci_error(TCI_ERR_UNSUPPORTED, "%s: tensors of 2^31 elements or more (32-bit indexing)", who);
-    if (ceil_div(s.ng, cfg.bn) > 65535 || d->groups * cfg.splits > 65535)
+    if (ceil_div(s.ng, cfg.bn) > 65535 || d->geom.groups * cfg.splits > 65535)
         return tci_error(TCI_ERR_UNSUPPORTED, "%s: too many output channels or groups for the grid", who);
     if (cfg.splits > 1) {
         const int64_t ktiles = ceil_div(s.kdim, cfg.bk);
         if (ktiles < cfg.splits)
             return tci_error(TCI_ERR_UNSUPPORTED, "%s: %s: %lld K tiles of %d, fewer than %d splits", who,
                              cfg.name, (long long)ktiles, cfg.bk, cfg.splits);
-        const int64_t tiles = ceil_div(s.m, cfg.bm) * ceil_div(s.ng, cfg.bn) * d->groups;
+        const int64_t tiles = ceil_div(s.m, cfg.bm) * ceil_div(s.ng, cfg.bn) * d->geom.groups;
         if (tiles > kMaxSplitTiles)
             return tci_error(TCI_ERR_UNSUPPORTED,
                              "%s: %s: %lld output tiles already fill the GPU (split-K only up to %lld)", who,
@@ -517,7 +517,7 @@ size_t workspace_bytes(const kern_wmma_conv_desc *d, const Config &cfg, int64_t 
     if (cfg.splits == 1) return 0;
     const Shape s = shape_of(d, n);
     const int64_t mpad = ceil_div(s.m, cfg.bm) * cfg.bm, npad = ceil_div(s.ng, cfg.bn) * cfg.bn;
-    return (size_t)cfg.splits * (size_t)d->groups * (size_t)mpad * (size_t)npad * sizeof(float) + kWorkspaceAlign;
+    return (size_t)cfg.splits * (size_t)d->geom.groups * (size_t)mpad * (size_t)npad * sizeof(float) + kWorkspaceAlign;
 }
 
 uint16_t host_bits(float v, bool bf16) {
@@ -547,7 +547,7 @@ extern "C" size_t kern_wmma_conv_workspace(const kern_wmma_conv_desc *d, int con
         tci_error_clear();
         return 0;
     }
-    return workspace_bytes(d, kConfigs[config], d->n);
+    return workspace_bytes(d, kConfigs[config], d->geom.n);
 }
 
 extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int config, int64_t n, const void *x,
@@ -558,9 +558,9 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
     TCI_TRY(check_config(d, config, who));
     const Config &cfg = kConfigs[config];
     TCI_TRY(check_limits(d, cfg, who));
-    if (n < 1 || n > d->n)
+    if (n < 1 || n > d->geom.n)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: batch %lld outside 1..%lld", who, (long long)n,
-                         (long long)d->n);
+                         (long long)d->geom.n);
     const Shape s = shape_of(d, n);
     if (!x || !w || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
     if (!aligned16(x) || !aligned16(w) || !aligned16(y) || !aligned16(bias) || !aligned16(z) ||
@@ -593,15 +593,15 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
     p.z = z;
     p.y = y;
     p.m = (int)s.m;
-    p.h = (int)d->h, p.w_in = (int)d->w;
+    p.h = (int)d->geom.h, p.w_in = (int)d->geom.w;
     p.cp = (int)s.cp, p.cg = (int)s.cg, p.kdim = (int)s.kdim, p.ng = (int)s.ng;
-    p.k_real = (int)d->k, p.kp = (int)s.kp;
-    p.r = (int)d->r, p.s = (int)d->s;
-    p.stride_h = (int)d->stride_h, p.stride_w = (int)d->stride_w;
-    p.dil_h = (int)d->dilation_h, p.dil_w = (int)d->dilation_w;
-    p.pad_top = (int)d->pad_top, p.pad_left = (int)d->pad_left;
-    p.out_h = (int)d->out_h, p.out_w = (int)d->out_w;
-    p.groups = (int)d->groups, p.splits = cfg.splits;
+    p.k_real = (int)d->geom.k, p.kp = (int)s.kp;
+    p.r = (int)d->geom.kernel_h, p.s = (int)d->geom.kernel_w;
+    p.stride_h = (int)d->geom.stride_h, p.stride_w = (int)d->geom.stride_w;
+    p.dil_h = (int)d->geom.dilation_h, p.dil_w = (int)d->geom.dilation_w;
+    p.pad_top = (int)d->geom.pad_top, p.pad_left = (int)d->geom.pad_left;
+    p.out_h = (int)d->geom.out_h, p.out_w = (int)d->geom.out_w;
+    p.groups = (int)d->geom.groups, p.splits = cfg.splits;
     p.ktiles = (int)ceil_div(s.kdim, cfg.bk);
     p.mpad = (int)(ceil_div(s.m, cfg.bm) * cfg.bm);
     p.npad = (int)(ceil_div(s.ng, cfg.bn) * cfg.bn);
@@ -612,13 +612,13 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
         p.ws = reinterpret_cast<float *>(a);
     }
     // x is the A matrix itself: (M, Cp), no window arithmetic
-    const bool fast = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->pad_top == 0 &&
-                      d->pad_left == 0 && d->out_h == d->h && d->out_w == d->w;
+    const bool fast = d->geom.kernel_h == 1 && d->geom.kernel_w == 1 && d->geom.stride_h == 1 && d->geom.stride_w == 1 && d->geom.pad_top == 0 &&
+                      d->geom.pad_left == 0 && d->geom.out_h == d->geom.h && d->geom.out_w == d->geom.w;
     const dim3 grid((unsigned)ceil_div(s.m, cfg.bm), (unsigned)ceil_div(s.ng, cfg.bn),
-                    (unsigned)(d->groups * cfg.splits));
+                    (unsigned)(d->geom.groups * cfg.splits));
     TCI_TRY((is_bf16(d) ? cfg.launch_bf16 : cfg.launch)(p, fast, grid, stream));
     if (cfg.splits > 1) {
-        const int64_t total = d->groups * s.m * (s.ng / 8);
+        const int64_t total = d->geom.groups * s.m * (s.ng / 8);
         int64_t blocks = ceil_div(total, kReduceThreads);
         if (blocks > kMaxReduceBlocks) blocks = kMaxReduceBlocks;
         void (*reduce)(Params) = is_bf16(d) ? splitk_reduce_kernel<__nv_bfloat16> : splitk_reduce_kernel<__half>;
@@ -631,14 +631,14 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
 namespace {
 tci_status check_pack_desc(const kern_wmma_conv_desc *d, const char *who) {
     if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
-    if (d->c < 1 || d->k < 1 || d->r < 1 || d->s < 1 || d->groups < 1 || d->c % d->groups != 0 ||
-        d->k % d->groups != 0 || (d->groups > 1 && ((d->c / d->groups) % 8 != 0 || (d->k / d->groups) % 8 != 0)))
+    if (d->geom.c < 1 || d->geom.k < 1 || d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.groups < 1 || d->geom.c % d->geom.groups != 0 ||
+        d->geom.k % d->geom.groups != 0 || (d->geom.groups > 1 && ((d->geom.c / d->geom.groups) % 8 != 0 || (d->geom.k / d->geom.groups) % 8 != 0)))
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad sizes (c %lld, k %lld, kernel %lldx%lld, groups %lld)",
-                         who, (long long)d->c, (long long)d->k, (long long)d->r, (long long)d->s,
-                         (long long)d->groups);
-    const int64_t cg = d->groups == 1 ? round8(d->c) : d->c / d->groups;
-    const int64_t rows = d->groups == 1 ? round8(d->k) : d->k;
-    if (checked_mul(checked_mul(checked_mul(rows, d->r), d->s), cg) < 0)
+                         who, (long long)d->geom.c, (long long)d->geom.k, (long long)d->geom.kernel_h, (long long)d->geom.kernel_w,
+                         (long long)d->geom.groups);
+    const int64_t cg = d->geom.groups == 1 ? round8(d->geom.c) : d->geom.c / d->geom.groups;
+    const int64_t rows = d->geom.groups == 1 ? round8(d->geom.k) : d->geom.k;
+    if (checked_mul(checked_mul(checked_mul(rows, d->geom.kernel_h), d->geom.kernel_w), cg) < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     return TCI_OK;
 }
@@ -649,9 +649,9 @@ extern "C" size_t kern_wmma_conv_weight_elements(const kern_wmma_conv_desc *d) {
         tci_error_clear();
         return 0;
     }
-    const int64_t cg = d->groups == 1 ? round8(d->c) : d->c / d->groups;
-    const int64_t rows = d->groups == 1 ? round8(d->k) : d->k;
-    return (size_t)(rows * d->r * d->s * cg);
+    const int64_t cg = d->geom.groups == 1 ? round8(d->geom.c) : d->geom.c / d->geom.groups;
+    const int64_t rows = d->geom.groups == 1 ? round8(d->geom.k) : d->geom.k;
+    return (size_t)(rows * d->geom.kernel_h * d->geom.kernel_w * cg);
 }
 
 extern "C" tci_status kern_wmma_conv_pack_weights(const kern_wmma_conv_desc *d, const float *w_oihw,
@@ -659,14 +659,14 @@ extern "C" tci_status kern_wmma_conv_pack_weights(const kern_wmma_conv_desc *d, 
     static const char who[] = "kern_wmma_conv_pack_weights";
     TCI_TRY(check_pack_desc(d, who));
     if (!w_oihw || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
-    const int64_t c_in = d->c / d->groups;                      // ONNX's input channels per output channel
-    const int64_t cg = d->groups == 1 ? round8(d->c) : c_in;    // stored
-    const int64_t rows = d->groups == 1 ? round8(d->k) : d->k;
-    const int64_t taps = d->r * d->s;
+    const int64_t c_in = d->geom.c / d->geom.groups;                      // ONNX's input channels per output channel
+    const int64_t cg = d->geom.groups == 1 ? round8(d->geom.c) : c_in;    // stored
+    const int64_t rows = d->geom.groups == 1 ? round8(d->geom.k) : d->geom.k;
+    const int64_t taps = d->geom.kernel_h * d->geom.kernel_w;
     for (int64_t k = 0; k < rows; k++)
         for (int64_t t = 0; t < taps; t++)
             for (int64_t c = 0; c < cg; c++)
                 out[(k * taps + t) * cg + c] =
-                    k < d->k && c < c_in ? host_bits(w_oihw[(k * c_in + c) * taps + t], is_bf16(d)) : 0;
+                    k < d->geom.k && c < c_in ? host_bits(w_oihw[(k * c_in + c) * taps + t], is_bf16(d)) : 0;
     return TCI_OK;
 }

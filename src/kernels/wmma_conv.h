@@ -9,23 +9,21 @@
 #include <stdint.h>
 
 #include "tcinfer.h"
+#include "util/conv_geom.h"
 #include "util/elementwise.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Output (oh, ow) of image i reads input rows oh*stride_h - pad_top + r*dilation_h (r < R), likewise
- * for columns; taps outside the input read as zero, so the bottom/right padding is whatever
- * out_h/out_w imply (asymmetric pads are fine). */
+/* Taps outside the input read as zero, so the bottom/right padding is whatever out_h/out_w imply
+ * (asymmetric pads are fine). */
 typedef struct kern_wmma_conv_desc {
-    int64_t n, c, h, w;        /* input; n the largest batch; logical channels c, stored Cp = round_up(c, 8)
-                                  (NHWC fp16, padded channels zero) */
-    int64_t k, r, s;           /* output channels (stored Kp = round_up(k, 8)), kernel height/width */
-    int64_t out_h, out_w;
-    int64_t pad_top, pad_left; /* >= 0 */
-    int64_t stride_h, stride_w, dilation_h, dilation_w;
-    int64_t groups;            /* 1, or > 1 with c/groups and k/groups multiples of 8 (nothing padded) */
+    /* n the largest batch; logical channels c, stored Cp = round_up(c, 8) (NHWC fp16, padded
+     * channels zero); k output channels, stored Kp = round_up(k, 8); pad_top, pad_left >= 0
+     * (pad_bottom and pad_right are not read); groups 1, or > 1 with c/groups and k/groups
+     * multiples of 8 (nothing padded) */
+    conv_geom geom;
     float alpha;               /* scale of the accumulator, normally 1 */
     act_kind act;              /* any; the fast (fp16-kernel) forms of util/elementwise.h's */
     float act_alpha, act_beta;

@@ -9,8 +9,6 @@
 #include "layers/op.h"
 #include "layers/window.h"
 
-/* X, W and Y carry N and C besides the spatial dims. */
-#define CONV_MAX_SPATIAL (TCI_MAX_RANK - 2)
 /* Attribute values above this are refused, so the geometry arithmetic below cannot overflow
  * int64 (kernel * dilation and size * stride stay below 2^56). */
 #define CONV_MAX_ATTR (INT64_C(1) << 24)
@@ -37,16 +35,6 @@ typedef struct conv_params {
     conv_list kernel_shape, pads, strides, dilations, output_padding, output_shape;
 } conv_params;
 
-/* Geometry of one node: -1 wherever the shapes known so far do not tell. */
-typedef struct conv_geom {
-    int spatial; /* -1: unknown rank */
-    int64_t batch, in_channels, out_channels;
-    int64_t in[CONV_MAX_SPATIAL];  /* X's spatial dims */
-    int64_t out[CONV_MAX_SPATIAL]; /* Y's spatial dims */
-    int64_t kernel[CONV_MAX_SPATIAL];
-    int64_t stride[CONV_MAX_SPATIAL], dilation[CONV_MAX_SPATIAL];
-    int64_t pad_begin[CONV_MAX_SPATIAL], pad_end[CONV_MAX_SPATIAL];
-} conv_geom;
 
 static const char *const auto_pad_names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
 
@@ -70,11 +58,11 @@ static tci_status parse_list(ir_node *node, tci_arena *arena, const char *name, 
                              "end per spatial dim)",
                              name, count);
     int spatial = (int)(count / per_axis);
-    if (count / per_axis > CONV_MAX_SPATIAL)
+    if (count / per_axis > LAYER_MAX_SPATIAL)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "attribute '%s' has %zu values: more than %d spatial dims are not "
                              "supported",
-                             name, count, CONV_MAX_SPATIAL);
+                             name, count, LAYER_MAX_SPATIAL);
     if (p->spatial >= 0 && p->spatial != spatial)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "attribute '%s' has %zu values, but other attributes give %d spatial "
@@ -190,7 +178,7 @@ static tci_status check_rank(const ir_node *node, const conv_params *p, const tc
 }
 
 /* Conv: Y = ceil(X / stride) for SAME_*, else the kernel slides over the padded input. */
-static tci_status conv_axis(const ir_node *node, const conv_params *p, conv_geom *g, int i) {
+static tci_status conv_axis(const ir_node *node, const conv_params *p, layer_window *g, int i) {
     int64_t in = g->in[i], k = g->kernel[i], s = g->stride[i], d = g->dilation[i];
     g->out[i] = g->pad_begin[i] = g->pad_end[i] = -1;
     if (p->auto_pad == CONV_PAD_SAME_UPPER || p->auto_pad == CONV_PAD_SAME_LOWER) {
@@ -219,7 +207,7 @@ static tci_status conv_axis(const ir_node *node, const conv_params *p, conv_geom
 
 /* ConvTranspose, following the spec's formulas: an explicit output_shape or SAME_* fixes the
  * output size and the padding follows from it; otherwise the pads fix the output size. */
-static tci_status conv_transpose_axis(const ir_node *node, const conv_params *p, conv_geom *g,
+static tci_status conv_transpose_axis(const ir_node *node, const conv_params *p, layer_window *g,
                                       int i) {
     int64_t in = g->in[i], k = g->kernel[i], s = g->stride[i], d = g->dilation[i];
     int64_t adj = list_at(&p->output_padding, (size_t)i, 0);
@@ -255,13 +243,15 @@ static tci_status conv_transpose_axis(const ir_node *node, const conv_params *p,
 }
 
 /* Everything infer and cpu_forward need from the inputs' shapes, with every check the known
- * values allow. */
-static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in, conv_geom *g) {
+ * values allow: -1 wherever the shapes known so far do not tell. */
+static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in, layer_window *g) {
     const conv_params *p = node->params;
     const tci_tensor *x = in[0], *w = in[1], *b = node->num_inputs > 2 ? in[2] : NULL;
     for (int i = 0; i < node->num_inputs; i++)
         if (in[i]) TCI_TRY(op_check_dtype(node, in[i], i, op_float_types));
 
+    memset(g, 0, sizeof *g);
+    g->group = p->group;
     g->spatial = p->spatial;
     TCI_TRY(check_rank(node, p, x, "X", &g->spatial));
     TCI_TRY(check_rank(node, p, w, "W", &g->spatial));
@@ -327,30 +317,12 @@ static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in
 
 tci_status layer_conv_window(const ir_node *node, const tci_tensor *const *in,
                              layer_window *out_window) {
-    conv_geom g;
-    TCI_TRY(conv_geometry(node, in, &g));
-    const conv_params *p = node->params;
-    memset(out_window, 0, sizeof *out_window);
-    out_window->spatial = g.spatial;
-    out_window->batch = g.batch;
-    out_window->in_channels = g.in_channels;
-    out_window->out_channels = g.out_channels;
-    out_window->group = p->group;
-    for (int i = 0; i < g.spatial; i++) {
-        out_window->in[i] = g.in[i];
-        out_window->out[i] = g.out[i];
-        out_window->kernel[i] = g.kernel[i];
-        out_window->stride[i] = g.stride[i];
-        out_window->dilation[i] = g.dilation[i];
-        out_window->pad_begin[i] = g.pad_begin[i];
-        out_window->pad_end[i] = g.pad_end[i];
-    }
-    return TCI_OK;
+    return conv_geometry(node, in, out_window);
 }
 
 static tci_status conv_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
-    conv_geom g;
+    layer_window g;
     TCI_TRY(conv_geometry(node, in, &g));
     tci_tensor *y = out[0];
     y->dtype = TCI_DTYPE_FLOAT;
@@ -371,7 +343,7 @@ static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b 
  * kernel rows, one column per grid position): gathers for im2col, scatter-adds for col2im. Grid
  * position q and kernel offset t meet image coordinate q * stride - pad_begin + t * dilation;
  * for Conv the grid is Y and the image X, for ConvTranspose the grid is X and the image Y. */
-static void conv_columns(const conv_geom *g, const int64_t *grid, const int64_t *image,
+static void conv_columns(const layer_window *g, const int64_t *grid, const int64_t *image,
                          int64_t channels, float *img, float *col, bool gather) {
     int n = g->spatial, last = n - 1;
     int64_t kernel_size = 1, grid_size = 1, image_size = 1;
@@ -387,7 +359,7 @@ static void conv_columns(const conv_geom *g, const int64_t *grid, const int64_t 
     for (int64_t c = 0; c < channels; c++) {
         float *im = img + c * image_size;
         for (int64_t t = 0; t < kernel_size; t++) {
-            int64_t kpos[CONV_MAX_SPATIAL], rest = t;
+            int64_t kpos[LAYER_MAX_SPATIAL], rest = t;
             for (int i = last; i >= 0; i--) {
                 kpos[i] = rest % g->kernel[i];
                 rest /= g->kernel[i];
@@ -400,7 +372,7 @@ static void conv_columns(const conv_geom *g, const int64_t *grid, const int64_t 
             if (lo > inner) lo = inner;
             if (hi > inner) hi = inner;
             if (hi < lo) hi = lo;
-            int64_t qpos[CONV_MAX_SPATIAL] = {0};
+            int64_t qpos[LAYER_MAX_SPATIAL] = {0};
             for (int64_t o = 0; o < outer; o++) {
                 bool inside = true;
                 int64_t base = 0;
@@ -445,7 +417,7 @@ static void fill_bias(float *y, const tci_tensor *b, int64_t batch, int64_t chan
 
 static tci_status conv_forward(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
-    conv_geom g;
+    layer_window g;
     TCI_TRY(conv_geometry(node, in, &g));
     const conv_params *p = node->params;
     const tci_tensor *b = node->num_inputs > 2 ? in[2] : NULL;
@@ -492,7 +464,7 @@ static tci_status conv_forward(const ir_node *node, const tci_tensor *const *in,
 
 static tci_status conv_transpose_forward(const ir_node *node, const tci_tensor *const *in,
                                          tci_tensor *const *out) {
-    conv_geom g;
+    layer_window g;
     TCI_TRY(conv_geometry(node, in, &g));
     const conv_params *p = node->params;
     const tci_tensor *b = node->num_inputs > 2 ? in[2] : NULL;
@@ -536,26 +508,25 @@ static tci_status conv_transpose_forward(const ir_node *node, const tci_tensor *
 
 /* ---- GPU lowering ---- */
 
-/* The 2-D geometry of a Conv or ConvTranspose step from its window. */
-static void step_geometry(plan_conv *pc, const layer_window *win) {
-    pc->n = win->batch;
-    pc->c = win->in_channels;
-    pc->h = win->in[0];
-    pc->w = win->in[1];
-    pc->k = win->out_channels;
-    pc->r = win->kernel[0];
-    pc->s = win->kernel[1];
-    pc->out_h = win->out[0];
-    pc->out_w = win->out[1];
-    pc->pad_top = win->pad_begin[0];
-    pc->pad_left = win->pad_begin[1];
-    pc->pad_bottom = win->pad_end[0];
-    pc->pad_right = win->pad_end[1];
-    pc->stride_h = win->stride[0];
-    pc->stride_w = win->stride[1];
-    pc->dilation_h = win->dilation[0];
-    pc->dilation_w = win->dilation[1];
-    pc->groups = win->group;
+void layer_window_geom(const layer_window *win, conv_geom *out) {
+    out->n = win->batch;
+    out->c = win->in_channels;
+    out->h = win->in[0];
+    out->w = win->in[1];
+    out->k = win->out_channels;
+    out->kernel_h = win->kernel[0];
+    out->kernel_w = win->kernel[1];
+    out->out_h = win->out[0];
+    out->out_w = win->out[1];
+    out->stride_h = win->stride[0];
+    out->stride_w = win->stride[1];
+    out->dilation_h = win->dilation[0];
+    out->dilation_w = win->dilation[1];
+    out->pad_top = win->pad_begin[0];
+    out->pad_left = win->pad_begin[1];
+    out->pad_bottom = win->pad_end[0];
+    out->pad_right = win->pad_end[1];
+    out->groups = win->group;
 }
 
 /* The checks Conv and ConvTranspose share (2-D, static input, constant float weights and bias)
@@ -618,7 +589,7 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     plan_step *step;
     TCI_TRY(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
-    step_geometry(pc, &win);
+    layer_window_geom(&win, &pc->geom);
     pc->has_bias = true;
     pc->has_residual = residual >= 0;
     pc->fused = step->label;
@@ -658,7 +629,7 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     plan_step *step;
     TCI_TRY(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
-    step_geometry(pc, &win);
+    layer_window_geom(&win, &pc->geom);
     pc->has_bias = true;
     pc->post_act = e->act;
     pc->fused = step->label;

@@ -183,7 +183,7 @@ tci_status op_prepare_node(ir_node *node, tci_arena *arena);
  * GlobalMaxPool, and a ReduceMean or ReduceMax over the spatial dims of an NHWC8 activation
  * (reduce.c). */
 tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const ir_tensor *x,
-                                   const ir_tensor *out, bool max);
+                                   const ir_tensor *out, pool_kind kind);
 /* Whether node is an inference BatchNormalization whose statistics are constants of k channels
  * (norm.c); if so, folds it into the per-channel scale and shift of the values that feed it
  * (shift holds their bias on entry): x*scale + shift. */

@@ -21,7 +21,7 @@ typedef enum pool_auto_pad {
 } pool_auto_pad;
 
 typedef struct pool_params {
-    bool is_max;
+    pool_kind kind;
     int num_spatial;
     int64_t kernel[POOL_MAX_SPATIAL];
     int64_t strides[POOL_MAX_SPATIAL];
@@ -78,8 +78,9 @@ static tci_status read_axis_ints(const ir_node *node, const char *name, int want
     return TCI_OK;
 }
 
-static tci_status parse_window(ir_node *node, tci_arena *arena, bool is_max) {
+static tci_status parse_window(ir_node *node, tci_arena *arena, pool_kind kind) {
     int v = node->since_version;
+    bool is_max = kind == POOL_MAX;
     bool has_indices = is_max && v >= 8;
     TCI_TRY(op_check_arity(node, 1, 1, 1, has_indices ? 2 : 1));
     const char *known[8];
@@ -98,7 +99,7 @@ static tci_status parse_window(ir_node *node, tci_arena *arena, bool is_max) {
     pool_params *p = tci_arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
     memset(p, 0, sizeof *p);
-    p->is_max = is_max;
+    p->kind = kind;
 
     const int64_t *kernel;
     size_t k;
@@ -134,11 +135,11 @@ static tci_status parse_window(ir_node *node, tci_arena *arena, bool is_max) {
 }
 
 static tci_status parse_max_pool(ir_node *node, tci_arena *arena) {
-    return parse_window(node, arena, true);
+    return parse_window(node, arena, POOL_MAX);
 }
 
 static tci_status parse_average_pool(ir_node *node, tci_arena *arena) {
-    return parse_window(node, arena, false);
+    return parse_window(node, arena, POOL_AVERAGE);
 }
 
 static tci_status parse_global(ir_node *node, tci_arena *arena) {
@@ -213,7 +214,7 @@ static tci_status infer_window(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const pool_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, p->is_max ? max_pool_types : op_float_types));
+    TCI_TRY(op_check_dtype(node, x, 0, p->kind == POOL_MAX ? max_pool_types : op_float_types));
     int k = p->num_spatial;
     if (x->rank >= 0 && x->rank != k + 2)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
@@ -248,7 +249,8 @@ tci_status layer_pool_window(const ir_node *node, const tci_tensor *const *in,
     out_window->spatial = p->num_spatial;
     out_window->batch = x->dims[0];
     out_window->in_channels = out_window->out_channels = x->dims[1];
-    out_window->is_max = p->is_max;
+    out_window->group = 1;
+    out_window->kind = p->kind;
     out_window->count_include_pad = p->count_include_pad;
     out_window->ceil_mode = p->ceil_mode;
     for (int d = 0; d < p->num_spatial; d++) {
@@ -320,7 +322,7 @@ static void pool_window_plane(const pool_params *p, const window_plan *w, const 
                     base += (a[d].start + kk[d] * p->dilations[d]) * w->in_strides[d];
                 int64_t pos = a[last].start + a[last].first * dil_last;
                 const float *row = x + base;
-                if (p->is_max) {
+                if (p->kind == POOL_MAX) {
                     for (int64_t t = a[last].first; t < a[last].last; t++, pos += dil_last) {
                         float v = row[pos];
                         if (best_at < 0 || v > best) {
@@ -341,7 +343,7 @@ static void pool_window_plane(const pool_params *p, const window_plan *w, const 
                 if (d < 0) break;
             }
         }
-        if (p->is_max) {
+        if (p->kind == POOL_MAX) {
             /* a window that misses the input (pads or dilation) gives the lowest value, as
              * onnxruntime does */
             y[oi] = best_at < 0 ? -FLT_MAX : best;
@@ -440,7 +442,7 @@ static tci_status infer_global(const ir_node *node, const tci_tensor *const *in,
 }
 
 static tci_status forward_global(const ir_node *node, const tci_tensor *const *in,
-                                 tci_tensor *const *out, bool is_max) {
+                                 tci_tensor *const *out, pool_kind kind) {
     (void)node;
     const tci_tensor *x = in[0];
     int64_t planes = x->dims[0] * x->dims[1], size = 1;
@@ -449,7 +451,7 @@ static tci_status forward_global(const ir_node *node, const tci_tensor *const *i
     float *yp = out[0]->data;
     for (int64_t c = 0; c < planes; c++) {
         const float *row = xp + c * size;
-        if (is_max) {
+        if (kind == POOL_MAX) {
             float best = -INFINITY;
             for (int64_t i = 0; i < size; i++)
                 if (i == 0 || row[i] > best) best = row[i];
@@ -465,12 +467,12 @@ static tci_status forward_global(const ir_node *node, const tci_tensor *const *i
 
 static tci_status forward_global_average(const ir_node *node, const tci_tensor *const *in,
                                          tci_tensor *const *out) {
-    return forward_global(node, in, out, false);
+    return forward_global(node, in, out, POOL_AVERAGE);
 }
 
 static tci_status forward_global_max(const ir_node *node, const tci_tensor *const *in,
                                      tci_tensor *const *out) {
-    return forward_global(node, in, out, true);
+    return forward_global(node, in, out, POOL_MAX);
 }
 
 /* ---- LRN ---- */
@@ -545,22 +547,18 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_POOL, node, label, &s));
     plan_pool *pp = &s->u.pool;
-    pp->max = win.is_max;
+    pp->kind = win.kind;
     pp->count_include_pad = win.count_include_pad;
-    pp->n = x->dims[0];
-    pp->c = x->dims[1];
-    pp->h = x->dims[2];
-    pp->w = x->dims[3];
-    pp->out_h = win.out[0];
-    pp->out_w = win.out[1];
-    pp->kernel_h = win.kernel[0];
-    pp->kernel_w = win.kernel[1];
-    pp->stride_h = win.stride[0];
-    pp->stride_w = win.stride[1];
-    pp->pad_top = win.pad_begin[0];
-    pp->pad_left = win.pad_begin[1];
-    pp->dilation_h = win.dilation[0];
-    pp->dilation_w = win.dilation[1];
+    conv_geom *g = &pp->geom;
+    layer_window_geom(&win, g);
+    /* the end padding the kernel gets is what the output size implies beyond the input (the
+     * ceil-mode overhang included), not the attribute's */
+    g->pad_bottom = (g->out_h - 1) * g->stride_h + (g->kernel_h - 1) * g->dilation_h + 1 - g->h -
+                    g->pad_top;
+    g->pad_right = (g->out_w - 1) * g->stride_w + (g->kernel_w - 1) * g->dilation_w + 1 - g->w -
+                   g->pad_left;
+    if (g->pad_bottom < 0) g->pad_bottom = 0;
+    if (g->pad_right < 0) g->pad_right = 0;
     lower_step_io(s, 1, &xi, 1, &yt);
     if (e->act.kind != ACT_NONE) /* pooling kernels have no epilogue: apply it in place */
         return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)&e->output, 1,
@@ -569,7 +567,7 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
 }
 
 tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const ir_tensor *x,
-                                   const ir_tensor *out, bool max) {
+                                   const ir_tensor *out, pool_kind kind) {
     TCI_TRY(lower_require_known(node, x));
     if (x->rank != 4)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "the GPU path pools 4-D inputs");
@@ -578,22 +576,23 @@ tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const i
     TCI_TRY(lower_output(b, node, out, &yt));
     plan_step *s;
     TCI_TRY(lower_step(b, PLAN_STEP_GLOBAL_POOL, node, NULL, &s));
-    s->u.pool.max = max;
-    s->u.pool.n = x->dims[0];
-    s->u.pool.c = x->dims[1];
-    s->u.pool.h = x->dims[2];
-    s->u.pool.w = x->dims[3];
-    s->u.pool.out_h = s->u.pool.out_w = 1;
+    s->u.pool.kind = kind;
+    conv_geom *g = &s->u.pool.geom;
+    g->n = x->dims[0];
+    g->c = x->dims[1];
+    g->h = x->dims[2];
+    g->w = x->dims[3];
+    g->out_h = g->out_w = 1; /* the rest of the window is the whole plane */
     lower_step_io(s, 1, &xi, 1, &yt);
     return TCI_OK;
 }
 
 static tci_status global_average_pool_gpu_lower(plan_builder *b, const ir_node *node) {
-    return layer_lower_global_pool(b, node, node->inputs[0], node->outputs[0], false);
+    return layer_lower_global_pool(b, node, node->inputs[0], node->outputs[0], POOL_AVERAGE);
 }
 
 static tci_status global_max_pool_gpu_lower(plan_builder *b, const ir_node *node) {
-    return layer_lower_global_pool(b, node, node->inputs[0], node->outputs[0], true);
+    return layer_lower_global_pool(b, node, node->inputs[0], node->outputs[0], POOL_MAX);
 }
 
 OP_DESC(max_pool_desc, "MaxPool", max_pool_versions, parse_max_pool, infer_window, forward_window,

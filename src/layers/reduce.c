@@ -361,7 +361,8 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
                              tci_dtype_name(x->dtype));
     /* the layout pass kept the output NHWC8: a global pool (reduce_keeps_nhwc) */
     if (y->layout == PLAN_LAYOUT_NHWC8)
-        return layer_lower_global_pool(b, node, x, y, p->op == REDUCE_MAX);
+        return layer_lower_global_pool(b, node, x, y,
+                                       p->op == REDUCE_MAX ? POOL_MAX : POOL_AVERAGE);
     if (x->rank > PLAN_MAX_PHYS_RANK)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d reductions have no GPU path",
                              x->rank);

@@ -6,28 +6,7 @@
 #include <string.h>
 
 #include "layers/op.h"
-
-typedef enum resize_mode { RESIZE_NEAREST, RESIZE_LINEAR, RESIZE_CUBIC } resize_mode;
-
-typedef enum resize_coords {
-    COORDS_HALF_PIXEL,
-    COORDS_HALF_PIXEL_SYMMETRIC,
-    COORDS_PYTORCH_HALF_PIXEL,
-    COORDS_ALIGN_CORNERS,
-    COORDS_ASYMMETRIC,
-    COORDS_TF_HALF_PIXEL_FOR_NN,
-    COORDS_TF_CROP_AND_RESIZE,
-} resize_coords;
-
-typedef enum resize_rounding {
-    ROUND_PREFER_FLOOR,
-    ROUND_PREFER_CEIL,
-    ROUND_FLOOR,
-    ROUND_CEIL,
-    /* Upsample and Resize-10 had no nearest_mode: onnxruntime truncates when upsampling and takes
-     * the ceiling when downsampling, which is what models of that era were checked against */
-    ROUND_LEGACY,
-} resize_rounding;
+#include "util/resize_modes.h"
 
 typedef enum resize_keep {
     KEEP_STRETCH,
@@ -38,7 +17,7 @@ typedef enum resize_keep {
 typedef struct resize_params {
     bool is_upsample;
     resize_mode mode;
-    resize_coords coords;
+    resize_coord coord;
     resize_rounding rounding;
     resize_keep keep;
     float cubic_a;
@@ -64,53 +43,30 @@ static const tci_dtype sizes_types[] = {TCI_DTYPE_INT64, 0};
 
 /* ---- parsing ---- */
 
-typedef struct named_value {
-    const char *name;
-    int value;
-} named_value;
+/* The attribute names, indexed by the enums (util/resize_modes.h). */
+#define RESIZE_ATTR_NAME(NAME, ATTR, COLUMN) ATTR,
+static const char *const mode_names[] = {RESIZE_MODE_LIST(RESIZE_ATTR_NAME)};
+static const char *const coord_names[] = {RESIZE_COORD_LIST(RESIZE_ATTR_NAME)};
+static const char *const rounding_names[] = {RESIZE_ROUNDING_LIST(RESIZE_ATTR_NAME)};
+#undef RESIZE_ATTR_NAME
+static const char *const keep_names[] = {"stretch", "not_larger", "not_smaller"};
 
-/* Looks name up in a NULL-terminated table; false if absent. */
-static bool find_named(const named_value *table, const char *name, int *out) {
-    for (; table->name; table++)
-        if (strcmp(table->name, name) == 0) {
-            *out = table->value;
+#define RESIZE_MODE_TAPS(NAME, ATTR, TAPS) TAPS,
+static const int mode_taps[] = {RESIZE_MODE_LIST(RESIZE_MODE_TAPS)};
+#undef RESIZE_MODE_TAPS
+
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* The index of name in names[0..count), false if absent (an empty entry matches nothing: no
+ * attribute value names it). */
+static bool find_name(const char *const *names, int count, const char *name, int *out) {
+    for (int i = 0; i < count; i++)
+        if (names[i][0] && strcmp(names[i], name) == 0) {
+            *out = i;
             return true;
         }
     return false;
 }
-
-static const named_value mode_names[] = {
-    {"nearest", RESIZE_NEAREST},
-    {"linear", RESIZE_LINEAR},
-    {"cubic", RESIZE_CUBIC},
-    {NULL, 0},
-};
-
-static const named_value coords_names[] = {
-    {"half_pixel", COORDS_HALF_PIXEL},
-    {"half_pixel_symmetric", COORDS_HALF_PIXEL_SYMMETRIC},
-    {"pytorch_half_pixel", COORDS_PYTORCH_HALF_PIXEL},
-    {"align_corners", COORDS_ALIGN_CORNERS},
-    {"asymmetric", COORDS_ASYMMETRIC},
-    {"tf_half_pixel_for_nn", COORDS_TF_HALF_PIXEL_FOR_NN},
-    {"tf_crop_and_resize", COORDS_TF_CROP_AND_RESIZE},
-    {NULL, 0},
-};
-
-static const named_value rounding_names[] = {
-    {"round_prefer_floor", ROUND_PREFER_FLOOR},
-    {"round_prefer_ceil", ROUND_PREFER_CEIL},
-    {"floor", ROUND_FLOOR},
-    {"ceil", ROUND_CEIL},
-    {NULL, 0},
-};
-
-static const named_value keep_names[] = {
-    {"stretch", KEEP_STRETCH},
-    {"not_larger", KEEP_NOT_LARGER},
-    {"not_smaller", KEEP_NOT_SMALLER},
-    {NULL, 0},
-};
 
 static tci_status parse_mode(ir_node *node, resize_params *p, bool allow_cubic) {
     const char *name;
@@ -118,7 +74,7 @@ static tci_status parse_mode(ir_node *node, resize_params *p, bool allow_cubic) 
     TCI_TRY(ir_attr_string(node, "mode", "nearest", &name));
     /* "bilinear" is Upsample-1's name for linear, still written by some exporters */
     if (p->is_upsample && strcmp(name, "bilinear") == 0) name = "linear";
-    if (!find_named(mode_names, name, &mode) || (mode == RESIZE_CUBIC && !allow_cubic))
+    if (!find_name(mode_names, COUNT_OF(mode_names), name, &mode) || (mode == RESIZE_CUBIC && !allow_cubic))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "mode '%s' is not supported (%s)", name,
                              allow_cubic ? "nearest, linear or cubic" : "nearest or linear");
     p->mode = (resize_mode)mode;
@@ -130,16 +86,16 @@ static tci_status parse_resize_11(ir_node *node, resize_params *p) {
     const char *s;
     TCI_TRY(ir_attr_string(node, "coordinate_transformation_mode", "half_pixel", &s));
     /* half_pixel_symmetric came in 19; tf_half_pixel_for_nn left in 13 */
-    if (!find_named(coords_names, s, &value) ||
-        (value == COORDS_HALF_PIXEL_SYMMETRIC && v < 19) ||
-        (value == COORDS_TF_HALF_PIXEL_FOR_NN && v >= 13))
+    if (!find_name(coord_names, COUNT_OF(coord_names), s, &value) ||
+        (value == RESIZE_COORD_HALF_PIXEL_SYMMETRIC && v < 19) ||
+        (value == RESIZE_COORD_TF_HALF_PIXEL_FOR_NN && v >= 13))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "coordinate_transformation_mode '%s' is not supported at opset %d", s,
                              node->opset);
-    p->coords = (resize_coords)value;
+    p->coord = (resize_coord)value;
 
     TCI_TRY(ir_attr_string(node, "nearest_mode", "round_prefer_floor", &s));
-    if (!find_named(rounding_names, s, &value))
+    if (!find_name(rounding_names, COUNT_OF(rounding_names), s, &value))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "nearest_mode '%s' is not supported", s);
     p->rounding = (resize_rounding)value;
 
@@ -160,7 +116,7 @@ static tci_status parse_resize_11(ir_node *node, resize_params *p) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "antialias=1 is not supported");
 
     TCI_TRY(ir_attr_string(node, "keep_aspect_ratio_policy", "stretch", &s));
-    if (!find_named(keep_names, s, &value))
+    if (!find_name(keep_names, COUNT_OF(keep_names), s, &value))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "keep_aspect_ratio_policy '%s' is not supported", s);
     p->keep = (resize_keep)value;
@@ -183,8 +139,8 @@ static tci_status parse_resize(ir_node *node, tci_arena *arena) {
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
     memset(p, 0, sizeof *p);
     p->roi_input = p->sizes_input = -1;
-    p->coords = COORDS_ASYMMETRIC;
-    p->rounding = ROUND_LEGACY;
+    p->coord = RESIZE_COORD_ASYMMETRIC;
+    p->rounding = RESIZE_ROUND_LEGACY;
     p->cubic_a = -0.75f;
     if (v < 11) {
         TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
@@ -219,8 +175,8 @@ static tci_status parse_upsample(ir_node *node, tci_arena *arena) {
     memset(p, 0, sizeof *p);
     p->is_upsample = true;
     p->roi_input = p->sizes_input = p->scales_input = -1;
-    p->coords = COORDS_ASYMMETRIC;
-    p->rounding = ROUND_LEGACY;
+    p->coord = RESIZE_COORD_ASYMMETRIC;
+    p->rounding = RESIZE_ROUND_LEGACY;
     if (v < 9) {
         TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
         const char *known[] = {"mode", "scales", NULL};
@@ -321,7 +277,7 @@ static tci_status resolve_target(const ir_node *node, const tci_tensor *const *i
                              has_scales ? "scales" : "sizes", (long long)given, num_axes,
                              p->num_axes ? "one per entry of axes" : "one per input axis");
 
-    if (p->coords == COORDS_TF_CROP_AND_RESIZE && roi) {
+    if (p->coord == RESIZE_COORD_TF_CROP_AND_RESIZE && roi) {
         if (num_roi >= 0 && num_roi != 2 * num_axes)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "roi has %lld entries, expected %d (starts then ends)",
@@ -419,46 +375,9 @@ typedef struct axis_table {
 
 static double source_coordinate(const resize_params *p, const resize_target *t, int a,
                                 int64_t o, int64_t in, int64_t out) {
-    double scale = t->scale[a], x = (double)o;
-    /* the reference measures the output length as scale * input, fractional or not */
-    double length = scale * (double)in;
-    bool single = fabs(length - 1.0) < 1e-9;
-    switch (p->coords) {
-    case COORDS_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
-    case COORDS_HALF_PIXEL_SYMMETRIC: {
-        double adjustment = (double)out / length;
-        double offset = (double)in / 2.0 * (1.0 - adjustment);
-        return offset + (x + 0.5) / scale - 0.5;
-    }
-    case COORDS_PYTORCH_HALF_PIXEL: return single ? 0.0 : (x + 0.5) / scale - 0.5;
-    case COORDS_ALIGN_CORNERS: return single ? 0.0 : x * (double)(in - 1) / (length - 1.0);
-    case COORDS_ASYMMETRIC: return x / scale;
-    case COORDS_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
-    case COORDS_TF_CROP_AND_RESIZE: {
-        /* roi arithmetic in float as the reference does, so coordinates that land on a pixel
-         * there land on it here too */
-        float start = (float)t->roi_start[a], span = (float)t->roi_end[a] - start;
-        float last = (float)(in - 1);
-        double c = single ? (double)(span * last / 2.0f)
-                          : x * (double)span * (double)(in - 1) / (length - 1.0);
-        return c + (double)(start * last);
-    }
-    }
-    return x;
-}
-
-static int64_t nearest_index(const resize_params *p, double scale, double x) {
-    double base = floor(x), frac = x - base;
-    int64_t i = (int64_t)base;
-    if (frac == 0.0) return i;
-    switch (p->rounding) {
-    case ROUND_PREFER_FLOOR: return frac <= 0.5 ? i : i + 1;
-    case ROUND_PREFER_CEIL: return frac < 0.5 ? i : i + 1;
-    case ROUND_FLOOR: return i;
-    case ROUND_CEIL: return i + 1;
-    case ROUND_LEGACY: return scale < 1.0 ? i + 1 : i;
-    }
-    return i;
+    float roi_start = (float)t->roi_start[a];
+    return resize_source_coordinate(p->coord, o, t->scale[a], in, out, roi_start,
+                                    (float)t->roi_end[a] - roi_start);
 }
 
 static void cubic_weights(double a, double r, double *w) {
@@ -473,11 +392,11 @@ static tci_status build_axis(const ir_node *node, const resize_target *t, int a,
                              int64_t out, int64_t stride, axis_table *table) {
     const resize_params *p = node->params;
     memset(table, 0, sizeof *table);
-    bool default_roi = p->coords != COORDS_TF_CROP_AND_RESIZE ||
+    bool default_roi = p->coord != RESIZE_COORD_TF_CROP_AND_RESIZE ||
                        (t->roi_start[a] == 0.0 && t->roi_end[a] == 1.0);
     if (out == in && fabs(t->scale[a] - 1.0) <= 1e-9 && default_roi) return TCI_OK;
 
-    int taps = p->mode == RESIZE_NEAREST ? 1 : p->mode == RESIZE_LINEAR ? 2 : 4;
+    int taps = mode_taps[p->mode];
     size_t n = (size_t)(out ? out : 1);
     table->taps = taps;
     table->offsets = malloc(n * (size_t)taps * sizeof *table->offsets);
@@ -490,10 +409,10 @@ static tci_status build_axis(const ir_node *node, const resize_target *t, int a,
         int64_t *off = table->offsets + o * taps;
         double *w = table->weights + o * taps;
         table->outside[o] =
-            p->coords == COORDS_TF_CROP_AND_RESIZE && (x < 0.0 || x > (double)(in - 1));
+            p->coord == RESIZE_COORD_TF_CROP_AND_RESIZE && (x < 0.0 || x > (double)(in - 1));
         int64_t first;
         if (p->mode == RESIZE_NEAREST) {
-            first = nearest_index(p, t->scale[a], x);
+            first = resize_nearest_index(p->rounding, x, t->scale[a]);
             w[0] = 1.0;
         } else {
             double base = floor(x), r = x - base;
@@ -603,20 +522,6 @@ static tci_status forward_resize(const ir_node *node, const tci_tensor *const *i
 
 /* ---- GPU lowering ---- */
 
-/* The GPU kernel's coordinate mode index (plan_step.u.resize.coord_mode), -1 if it has none. */
-static int gpu_coord_mode(resize_coords coords) {
-    switch (coords) {
-    case COORDS_HALF_PIXEL: return 0;
-    case COORDS_PYTORCH_HALF_PIXEL: return 1;
-    case COORDS_ALIGN_CORNERS: return 2;
-    case COORDS_ASYMMETRIC: return 3;
-    case COORDS_HALF_PIXEL_SYMMETRIC: return 4;
-    case COORDS_TF_HALF_PIXEL_FOR_NN:
-    case COORDS_TF_CROP_AND_RESIZE: return -1;
-    }
-    return -1;
-}
-
 static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
     const resize_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
@@ -627,11 +532,10 @@ static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
                              "the GPU path resizes the two spatial dims of 4-D inputs");
     if (p->mode == RESIZE_CUBIC)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "Resize mode 'cubic' has no GPU path");
-    int coord = gpu_coord_mode(p->coords);
-    if (coord < 0)
+    if (p->coord == RESIZE_COORD_TF_HALF_PIXEL_FOR_NN ||
+        p->coord == RESIZE_COORD_TF_CROP_AND_RESIZE)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "Resize coordinate mode '%s' has no GPU path",
-                             coords_names[p->coords].name);
+                             "Resize coordinate mode '%s' has no GPU path", coord_names[p->coord]);
     /* scales: given ones (the spec computes coordinates from them), else output/input */
     float sh = (float)y->dims[2] / (float)x->dims[2], sw = (float)y->dims[3] / (float)x->dims[3];
     const ir_tensor *scales = p->scales_input >= 0 && p->scales_input < node->num_inputs
@@ -658,9 +562,9 @@ static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
     s->u.resize.w = x->dims[3];
     s->u.resize.out_h = y->dims[2];
     s->u.resize.out_w = y->dims[3];
-    s->u.resize.linear = p->mode == RESIZE_LINEAR;
-    s->u.resize.coord_mode = coord;
-    s->u.resize.nearest_mode = p->rounding == ROUND_LEGACY ? PLAN_NEAREST_LEGACY : (int)p->rounding;
+    s->u.resize.mode = p->mode;
+    s->u.resize.coord = p->coord;
+    s->u.resize.rounding = p->rounding;
     s->u.resize.scale_h = sh;
     s->u.resize.scale_w = sw;
     lower_step_io(s, 1, &xi, 1, &yt);

@@ -69,11 +69,11 @@ typedef struct {
 static kern_conv_desc conv_desc_of(const conv_case *cc) {
     kern_conv_desc d;
     memset(&d, 0, sizeof d);
-    d.n = cc->n, d.c = cc->c, d.h = cc->h, d.w = cc->w, d.k = cc->k, d.r = cc->r, d.s = cc->s;
-    for (int i = 0; i < 4; i++) d.pads[i] = cc->pad;
-    d.strides[0] = d.strides[1] = cc->stride ? cc->stride : 1;
-    d.dilations[0] = d.dilations[1] = cc->dil ? cc->dil : 1;
-    d.groups = cc->groups ? cc->groups : 1;
+    d.geom.n = cc->n, d.geom.c = cc->c, d.geom.h = cc->h, d.geom.w = cc->w, d.geom.k = cc->k, d.geom.kernel_h = cc->r, d.geom.kernel_w = cc->s;
+    d.geom.pad_top = d.geom.pad_left = d.geom.pad_bottom = d.geom.pad_right = cc->pad;
+    d.geom.stride_h = d.geom.stride_w = cc->stride ? cc->stride : 1;
+    d.geom.dilation_h = d.geom.dilation_w = cc->dil ? cc->dil : 1;
+    d.geom.groups = cc->groups ? cc->groups : 1;
     d.activation = cc->act;
     d.has_bias = cc->bias;
     d.has_residual = cc->residual;
@@ -160,7 +160,7 @@ static void check_conv(const char *name, const conv_case *cc) {
     kern_conv_info shape;
     ck_assert_tci_ok(kern_conv_shapes(&desc, &shape));
     int fp16 = cc->mode == KERN_CONV_FP16_NHWC8;
-    int g = desc.groups, p = shape.out_h, q = shape.out_w;
+    int g = desc.geom.groups, p = shape.out_h, q = shape.out_w;
     size_t nx = (size_t)cc->n * cc->c * cc->h * cc->w;
     size_t nw = (size_t)cc->k * (cc->c / g) * cc->r * cc->s;
     size_t ny = (size_t)cc->n * cc->k * p * q;
@@ -461,24 +461,24 @@ START_TEST(conv_errors) {
     conv_case cc = {.n = 2, .c = 8, .h = 8, .w = 8, .k = 8, .r = 3, .s = 3, .pad = 1, .mode = H};
     kern_conv_desc d = conv_desc_of(&cc);
     kern_conv_plan *lib_plan = (kern_conv_plan *)&d;
-    d.pads[2] = 2;
+    d.geom.pad_bottom = 2;
     ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan), TCI_ERR_UNSUPPORTED,
                         "asymmetric pads");
     ck_assert_ptr_null(lib_plan);
     d = conv_desc_of(&cc);
-    d.c = 12, d.k = 12, d.groups = 3;
+    d.geom.c = 12, d.geom.k = 12, d.geom.groups = 3;
     ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan), TCI_ERR_UNSUPPORTED,
                         "would break the groups");
     d = conv_desc_of(&cc);
-    d.groups = 3;
+    d.geom.groups = 3;
     ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "groups 3 must divide");
     d = conv_desc_of(&cc);
-    d.r = 12;
+    d.geom.kernel_h = 12;
     ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "larger than padded input");
     d = conv_desc_of(&cc);
-    d.strides[0] = 0;
+    d.geom.stride_h = 0;
     ck_assert_tci_error(kern_conv_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "strides");
     d = conv_desc_of(&cc);

@@ -68,13 +68,13 @@ static int out_extent(const convt_case *cc, int in, int kernel) {
 static kern_convt_desc convt_desc_of(const convt_case *cc) {
     kern_convt_desc d;
     memset(&d, 0, sizeof d);
-    d.n = cc->n, d.c = cc->c, d.h = cc->h, d.w = cc->w, d.k = cc->k, d.r = cc->r, d.s = cc->s;
-    d.out_h = out_extent(cc, cc->h, cc->r);
-    d.out_w = out_extent(cc, cc->w, cc->s);
-    for (int i = 0; i < 4; i++) d.pads[i] = cc->pad;
-    d.strides[0] = d.strides[1] = case_stride(cc);
-    d.dilations[0] = d.dilations[1] = case_dil(cc);
-    d.groups = case_groups(cc);
+    d.geom.n = cc->n, d.geom.c = cc->c, d.geom.h = cc->h, d.geom.w = cc->w, d.geom.k = cc->k, d.geom.kernel_h = cc->r, d.geom.kernel_w = cc->s;
+    d.geom.out_h = out_extent(cc, cc->h, cc->r);
+    d.geom.out_w = out_extent(cc, cc->w, cc->s);
+    d.geom.pad_top = d.geom.pad_left = d.geom.pad_bottom = d.geom.pad_right = cc->pad;
+    d.geom.stride_h = d.geom.stride_w = case_stride(cc);
+    d.geom.dilation_h = d.geom.dilation_w = case_dil(cc);
+    d.geom.groups = case_groups(cc);
     d.has_bias = cc->bias;
     d.workspace_limit = WORKSPACE_BYTES;
     return d;
@@ -155,9 +155,9 @@ static void check_convt_maybe(const char *name, const convt_case *cc, int may_re
     kern_convt_desc desc = convt_desc_of(cc);
     kern_convt_info shape;
     ck_assert_tci_ok(kern_convt_shapes(&desc, &shape));
-    int g = desc.groups, p = shape.out_h, q = shape.out_w;
-    ck_assert_int_eq(p, desc.out_h);
-    ck_assert_int_eq(q, desc.out_w);
+    int g = desc.geom.groups, p = shape.out_h, q = shape.out_w;
+    ck_assert_int_eq(p, desc.geom.out_h);
+    ck_assert_int_eq(q, desc.geom.out_w);
     size_t nx = (size_t)cc->n * cc->c * cc->h * cc->w;
     size_t nw = (size_t)cc->c * (cc->k / g) * cc->r * cc->s;
     size_t ny = (size_t)cc->n * cc->k * p * q;
@@ -317,36 +317,36 @@ START_TEST(convt_errors) {
                      .stride = 2, .out_pad = 1};
     kern_convt_desc d = convt_desc_of(&cc);
     kern_convt_plan *lib_plan = (kern_convt_plan *)&d;
-    d.pads[2] = 2;
+    d.geom.pad_bottom = 2;
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "asymmetric pads");
     ck_assert_ptr_null(lib_plan);
     d = convt_desc_of(&cc);
-    d.out_h += 1; /* output_padding 2 with stride 2 */
+    d.geom.out_h += 1; /* output_padding 2 with stride 2 */
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "height: output size 13 is not 11 plus");
     d = convt_desc_of(&cc);
-    d.out_w -= 2;
+    d.geom.out_w -= 2;
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "width: output size 10 is not 11 plus");
     d = convt_desc_of(&cc);
-    d.groups = 2;
+    d.geom.groups = 2;
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "groups 2 must divide");
     d = convt_desc_of(&cc);
-    d.c = 6, d.k = 4, d.groups = 2;
+    d.geom.c = 6, d.geom.k = 4, d.geom.groups = 2;
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_UNSUPPORTED, "would break the groups");
     d = convt_desc_of(&cc);
-    d.h = 1, d.r = 1, d.pads[0] = d.pads[2] = 1;
+    d.geom.h = 1, d.geom.kernel_h = 1, d.geom.pad_top = d.geom.pad_bottom = 1;
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "leave no output");
     d = convt_desc_of(&cc);
-    d.dilations[1] = 0;
+    d.geom.dilation_w = 0;
     ck_assert_tci_error(kern_convt_create(g_cudnn, g_stream, &d, NULL, &lib_plan),
                         TCI_ERR_INVALID_ARGUMENT, "dilations");
     d = convt_desc_of(&cc);
-    d.out_w = 0;
+    d.geom.out_w = 0;
     ck_assert_tci_error(kern_convt_shapes(&d, &(kern_convt_info){0}), TCI_ERR_INVALID_ARGUMENT,
                         "sizes must be positive");
     d = convt_desc_of(&cc);

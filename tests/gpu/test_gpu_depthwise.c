@@ -28,11 +28,11 @@ static int64_t out_size(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t 
 
 static void dw_desc(const dw_case *t, kern_depthwise_path path, kern_depthwise_desc *d) {
     memset(d, 0, sizeof *d);
-    d->n = t->n, d->c = t->c, d->in_h = t->h, d->in_w = t->w;
-    d->out_h = out_size(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
-    d->out_w = out_size(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
-    d->kernel_h = t->r, d->kernel_w = t->s, d->stride_h = t->sh, d->stride_w = t->sw;
-    d->dilation_h = t->dh, d->dilation_w = t->dw, d->pad_top = t->pt, d->pad_left = t->pl;
+    d->geom.n = t->n, d->geom.c = t->c, d->geom.h = t->h, d->geom.w = t->w;
+    d->geom.out_h = out_size(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
+    d->geom.out_w = out_size(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
+    d->geom.kernel_h = t->r, d->geom.kernel_w = t->s, d->geom.stride_h = t->sh, d->geom.stride_w = t->sw;
+    d->geom.dilation_h = t->dh, d->geom.dilation_w = t->dw, d->geom.pad_top = t->pt, d->geom.pad_left = t->pl;
     d->act = t->act, d->act_alpha = t->alpha, d->act_beta = t->beta;
     d->path = path;
 }
@@ -40,24 +40,24 @@ static void dw_desc(const dw_case *t, kern_depthwise_path path, kern_depthwise_d
 /* y (n, oh, ow, Cp) from x (n, h, w, Cp) and w (C, R, S), all fp32 values of fp16 data. */
 static void ref_depthwise(const kern_depthwise_desc *d, const float *x, const float *w, const float *bias,
                           const float *z, float *y) {
-    const int64_t cp = round8(d->c);
-    for (int64_t i = 0; i < d->n; i++)
-        for (int64_t oh = 0; oh < d->out_h; oh++)
-            for (int64_t ow = 0; ow < d->out_w; ow++)
+    const int64_t cp = round8(d->geom.c);
+    for (int64_t i = 0; i < d->geom.n; i++)
+        for (int64_t oh = 0; oh < d->geom.out_h; oh++)
+            for (int64_t ow = 0; ow < d->geom.out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
-                    const int64_t o = ((i * d->out_h + oh) * d->out_w + ow) * cp + ch;
-                    if (ch >= d->c) {
+                    const int64_t o = ((i * d->geom.out_h + oh) * d->geom.out_w + ow) * cp + ch;
+                    if (ch >= d->geom.c) {
                         y[o] = 0;
                         continue;
                     }
                     double acc = 0;
-                    for (int64_t r = 0; r < d->kernel_h; r++)
-                        for (int64_t s = 0; s < d->kernel_w; s++) {
-                            const int64_t ih = oh * d->stride_h - d->pad_top + r * d->dilation_h;
-                            const int64_t iw = ow * d->stride_w - d->pad_left + s * d->dilation_w;
-                            if (ih < 0 || ih >= d->in_h || iw < 0 || iw >= d->in_w) continue;
-                            acc += (double)x[((i * d->in_h + ih) * d->in_w + iw) * cp + ch] *
-                                   w[(ch * d->kernel_h + r) * d->kernel_w + s];
+                    for (int64_t r = 0; r < d->geom.kernel_h; r++)
+                        for (int64_t s = 0; s < d->geom.kernel_w; s++) {
+                            const int64_t ih = oh * d->geom.stride_h - d->geom.pad_top + r * d->geom.dilation_h;
+                            const int64_t iw = ow * d->geom.stride_w - d->geom.pad_left + s * d->geom.dilation_w;
+                            if (ih < 0 || ih >= d->geom.h || iw < 0 || iw >= d->geom.w) continue;
+                            acc += (double)x[((i * d->geom.h + ih) * d->geom.w + iw) * cp + ch] *
+                                   w[(ch * d->geom.kernel_h + r) * d->geom.kernel_w + s];
                         }
                     if (bias) acc += bias[ch];
                     if (z) acc += z[o];
@@ -91,11 +91,11 @@ static void check_case_as(tci_dtype dt, const dw_case *t, kern_depthwise_path pa
     dw_desc(t, path, &d);
     if (dt == TCI_DTYPE_BFLOAT16) d.dtype = dt;
     const int64_t cp = round8(t->c), taps = t->r * t->s;
-    const size_t in_count = (size_t)(t->n * t->h * t->w * cp), out_count = (size_t)(t->n * d.out_h * d.out_w * cp);
+    const size_t in_count = (size_t)(t->n * t->h * t->w * cp), out_count = (size_t)(t->n * d.geom.out_h * d.geom.out_w * cp);
     uint16_t *xb, *zb;
     float *x, *z;
     random_nhwc8(dt, t->n * t->h * t->w, t->c, seed, &xb, &x);
-    random_nhwc8(dt, t->n * d.out_h * d.out_w, t->c, seed + 1, &zb, &z);
+    random_nhwc8(dt, t->n * d.geom.out_h * d.geom.out_w, t->c, seed + 1, &zb, &z);
     float *w = malloc((size_t)(t->c * taps + 1) * sizeof *w), *bias = malloc((size_t)(t->c + 1) * sizeof *bias);
     gpu_fill_random(w, (size_t)(t->c * taps), seed + 2, -0.5f, 0.5f);
     gpu_round_to(dt, w, (size_t)(t->c * taps));
@@ -260,7 +260,7 @@ END_TEST
 START_TEST(test_depthwise_pack) {
     kern_depthwise_desc d;
     memset(&d, 0, sizeof d);
-    d.c = 3, d.kernel_h = 1, d.kernel_w = 2;
+    d.geom.c = 3, d.geom.kernel_h = 1, d.geom.kernel_w = 2;
     const float w[6] = {1, 2, 3, 4, 5, 6}; /* (C, 1, R, S): channel c has taps {2c+1, 2c+2} */
     uint16_t out[16];
     memset(out, 0xff, sizeof out);
@@ -284,7 +284,7 @@ START_TEST(test_depthwise_pack) {
     ck_assert_tci_error(kern_depthwise_pack_weights_bf16(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT,
                         "kern_depthwise_pack_weights_bf16: NULL pointer");
     ck_assert_tci_error(kern_depthwise_pack_bias(NULL, bias, b), TCI_ERR_INVALID_ARGUMENT, "NULL desc");
-    d.kernel_w = 0;
+    d.geom.kernel_w = 0;
     ck_assert_tci_error(kern_depthwise_pack_weights(&d, w, out), TCI_ERR_INVALID_ARGUMENT, "bad sizes");
 }
 END_TEST
@@ -319,30 +319,30 @@ START_TEST(test_depthwise_errors) {
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_INVALID_ARGUMENT,
                         "unknown path 9");
     d.path = KERN_DEPTHWISE_TILED_SHORT;
-    d.in_w = 0; /* empty input: only the generic kernel */
+    d.geom.w = 0; /* empty input: only the generic kernel */
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_UNSUPPORTED, "non-empty");
     d.path = KERN_DEPTHWISE_AUTO; /* every tap is padding: y = act(bias) */
     ck_assert_tci_ok(kern_depthwise_conv(&d, NULL, w, NULL, NULL, y, 0));
     gpu_sync();
-    d.in_w = 4;
+    d.geom.w = 4;
     d.path = KERN_DEPTHWISE_TILED_TALL;
-    d.dilation_w = 2;
+    d.geom.dilation_w = 2;
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_UNSUPPORTED, "no tiled kernel");
-    d.dilation_w = 0;
+    d.geom.dilation_w = 0;
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_INVALID_ARGUMENT, "must be >= 1");
-    d.dilation_w = 1;
-    d.pad_left = -1;
+    d.geom.dilation_w = 1;
+    d.geom.pad_left = -1;
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_INVALID_ARGUMENT,
                         "negative pads");
-    d.pad_left = 1;
-    d.out_h = -1;
+    d.geom.pad_left = 1;
+    d.geom.out_h = -1;
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_INVALID_ARGUMENT,
                         "negative size");
-    d.out_h = 4;
-    d.stride_h = INT64_MAX / 2;
+    d.geom.out_h = 4;
+    d.geom.stride_h = INT64_MAX / 2;
     ck_assert_tci_error(kern_depthwise_conv(&d, x, w, NULL, NULL, y, 0), TCI_ERR_INVALID_ARGUMENT, "too large");
-    d.stride_h = 1;
-    d.n = 0; /* nothing to write: no buffer is looked at */
+    d.geom.stride_h = 1;
+    d.geom.n = 0; /* nothing to write: no buffer is looked at */
     ck_assert_tci_ok(kern_depthwise_conv(&d, NULL, NULL, NULL, NULL, NULL, 0));
     gpu_free(buf);
 }
@@ -363,12 +363,12 @@ static void time_one(const dw_timing *t) {
     kern_depthwise_desc d;
     memset(&d, 0, sizeof d);
     const int64_t pad = t->k / 2, cp = round8(t->c), taps = t->k * t->k;
-    d.n = t->n, d.c = t->c, d.in_h = t->h, d.in_w = t->w;
-    d.out_h = out_size(t->h, pad, pad, t->k, t->stride, 1), d.out_w = out_size(t->w, pad, pad, t->k, t->stride, 1);
-    d.kernel_h = d.kernel_w = t->k, d.stride_h = d.stride_w = t->stride, d.dilation_h = d.dilation_w = 1;
-    d.pad_top = d.pad_left = pad, d.act = t->act, d.act_alpha = 0, d.act_beta = 6, d.path = t->path;
+    d.geom.n = t->n, d.geom.c = t->c, d.geom.h = t->h, d.geom.w = t->w;
+    d.geom.out_h = out_size(t->h, pad, pad, t->k, t->stride, 1), d.geom.out_w = out_size(t->w, pad, pad, t->k, t->stride, 1);
+    d.geom.kernel_h = d.geom.kernel_w = t->k, d.geom.stride_h = d.geom.stride_w = t->stride, d.geom.dilation_h = d.geom.dilation_w = 1;
+    d.geom.pad_top = d.geom.pad_left = pad, d.act = t->act, d.act_alpha = 0, d.act_beta = 6, d.path = t->path;
     const size_t in_bytes = (size_t)(t->n * t->h * t->w * cp) * 2;
-    const size_t out_bytes = (size_t)(t->n * d.out_h * d.out_w * cp) * 2;
+    const size_t out_bytes = (size_t)(t->n * d.geom.out_h * d.geom.out_w * cp) * 2;
     float *w = malloc((size_t)(t->c * taps) * sizeof *w), *bias = malloc((size_t)t->c * sizeof *bias);
     gpu_fill_random(w, (size_t)(t->c * taps), 77, -0.5f, 0.5f);
     for (int64_t i = 0; i < t->c * taps; i++) w[i] = round_half(w[i]);
@@ -389,11 +389,11 @@ static void time_one(const dw_timing *t) {
     for (int sample = 0; sample < 300; sample++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         const int64_t img = (int64_t)((s >> 33) % (uint64_t)t->n);
-        const int64_t oh = sample % 3 == 0 ? 0 : (int64_t)((s >> 20) % (uint64_t)d.out_h);
-        const int64_t ow = sample % 5 == 0 ? d.out_w - 1 : (int64_t)((s >> 8) % (uint64_t)d.out_w);
+        const int64_t oh = sample % 3 == 0 ? 0 : (int64_t)((s >> 20) % (uint64_t)d.geom.out_h);
+        const int64_t ow = sample % 5 == 0 ? d.geom.out_w - 1 : (int64_t)((s >> 8) % (uint64_t)d.geom.out_w);
         uint16_t got[2048];
         ck_assert_int_le(cp, 2048);
-        const size_t at = (size_t)(((img * d.out_h + oh) * d.out_w + ow) * cp);
+        const size_t at = (size_t)(((img * d.geom.out_h + oh) * d.geom.out_w + ow) * cp);
         gpu_download(got, (const uint16_t *)dy + at, (size_t)cp * 2);
         for (int64_t ch = 0; ch < t->c; ch++) {
             double acc = bias[ch];

@@ -215,16 +215,16 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb,
     return o;
 }
 
-static kern_pool2d_desc pool_desc(const pool_case *pc, kern_pool_mode mode, int cip, tci_dtype dt) {
+static kern_pool2d_desc pool_desc(const pool_case *pc, pool_kind mode, int cip, tci_dtype dt) {
     kern_pool2d_desc p;
     memset(&p, 0, sizeof p);
     p.mode = mode, p.count_include_pad = cip, p.dtype = dt;
-    p.n = pc->n, p.c = pc->c, p.in_h = pc->h, p.in_w = pc->w;
-    p.kernel_h = pc->kh, p.kernel_w = pc->kw, p.stride_h = pc->sh, p.stride_w = pc->sw;
-    p.dilation_h = pc->dh, p.dilation_w = pc->dw;
-    p.pad_top = pc->pt, p.pad_left = pc->pl, p.pad_bottom = pc->pb, p.pad_right = pc->pr;
-    p.out_h = pool_out(pc->h, pc->kh, pc->sh, pc->dh, pc->pt, pc->pb, pc->ceil_mode);
-    p.out_w = pool_out(pc->w, pc->kw, pc->sw, pc->dw, pc->pl, pc->pr, pc->ceil_mode);
+    p.geom.n = pc->n, p.geom.c = pc->c, p.geom.h = pc->h, p.geom.w = pc->w;
+    p.geom.kernel_h = pc->kh, p.geom.kernel_w = pc->kw, p.geom.stride_h = pc->sh, p.geom.stride_w = pc->sw;
+    p.geom.dilation_h = pc->dh, p.geom.dilation_w = pc->dw;
+    p.geom.pad_top = pc->pt, p.geom.pad_left = pc->pl, p.geom.pad_bottom = pc->pb, p.geom.pad_right = pc->pr;
+    p.geom.out_h = pool_out(pc->h, pc->kh, pc->sh, pc->dh, pc->pt, pc->pb, pc->ceil_mode);
+    p.geom.out_w = pool_out(pc->w, pc->kw, pc->sw, pc->dw, pc->pl, pc->pr, pc->ceil_mode);
     return p;
 }
 
@@ -232,29 +232,29 @@ static kern_pool2d_desc pool_desc(const pool_case *pc, kern_pool_mode mode, int 
  * give lowest (the storage type's lowest finite value). */
 static void pool_reference(const kern_pool2d_desc *p, const float *x, double lowest, double *want,
                            double *scale) {
-    int64_t cp = round8(p->c);
-    for (int64_t i = 0; i < p->n; i++)
-        for (int64_t oh = 0; oh < p->out_h; oh++)
-            for (int64_t ow = 0; ow < p->out_w; ow++)
+    int64_t cp = round8(p->geom.c);
+    for (int64_t i = 0; i < p->geom.n; i++)
+        for (int64_t oh = 0; oh < p->geom.out_h; oh++)
+            for (int64_t ow = 0; ow < p->geom.out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
-                    int64_t hs = oh * p->stride_h - p->pad_top, ws = ow * p->stride_w - p->pad_left;
-                    double acc = p->mode == KERN_POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
+                    int64_t hs = oh * p->geom.stride_h - p->geom.pad_top, ws = ow * p->geom.stride_w - p->geom.pad_left;
+                    double acc = p->mode == POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
                     int64_t taps = 0, ch_ = 0, cw_ = 0;
-                    for (int64_t a = 0; a < p->kernel_h; a++)
-                        if (hs + a * p->dilation_h < p->in_h + p->pad_bottom) ch_++;
-                    for (int64_t b = 0; b < p->kernel_w; b++)
-                        if (ws + b * p->dilation_w < p->in_w + p->pad_right) cw_++;
-                    for (int64_t a = 0; a < p->kernel_h; a++)
-                        for (int64_t b = 0; b < p->kernel_w; b++) {
-                            int64_t ih = hs + a * p->dilation_h, iw = ws + b * p->dilation_w;
-                            if (ih < 0 || ih >= p->in_h || iw < 0 || iw >= p->in_w) continue;
-                            double v = x[((i * p->in_h + ih) * p->in_w + iw) * cp + ch];
+                    for (int64_t a = 0; a < p->geom.kernel_h; a++)
+                        if (hs + a * p->geom.dilation_h < p->geom.h + p->geom.pad_bottom) ch_++;
+                    for (int64_t b = 0; b < p->geom.kernel_w; b++)
+                        if (ws + b * p->geom.dilation_w < p->geom.w + p->geom.pad_right) cw_++;
+                    for (int64_t a = 0; a < p->geom.kernel_h; a++)
+                        for (int64_t b = 0; b < p->geom.kernel_w; b++) {
+                            int64_t ih = hs + a * p->geom.dilation_h, iw = ws + b * p->geom.dilation_w;
+                            if (ih < 0 || ih >= p->geom.h || iw < 0 || iw >= p->geom.w) continue;
+                            double v = x[((i * p->geom.h + ih) * p->geom.w + iw) * cp + ch];
                             taps++;
                             mag += fabs(v);
-                            acc = p->mode == KERN_POOL_MAX ? fmax(acc, v) : acc + v;
+                            acc = p->mode == POOL_MAX ? fmax(acc, v) : acc + v;
                         }
-                    size_t o = (size_t)(((i * p->out_h + oh) * p->out_w + ow) * cp + ch);
-                    if (p->mode == KERN_POOL_MAX) {
+                    size_t o = (size_t)(((i * p->geom.out_h + oh) * p->geom.out_w + ow) * cp + ch);
+                    if (p->mode == POOL_MAX) {
                         want[o] = taps ? acc : lowest;
                     } else {
                         int64_t div = p->count_include_pad ? ch_ * cw_ : taps;
@@ -273,11 +273,11 @@ static const pool_case pool_cases[] = {
     {1, 70, 5, 5, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0, false},  /* one window, many chunks */
 };
 
-static void check_pool_case(const pool_case *pc, kern_pool_mode mode, int cip, uint64_t seed) {
+static void check_pool_case(const pool_case *pc, pool_kind mode, int cip, uint64_t seed) {
     kern_pool2d_desc p = pool_desc(pc, mode, cip, TCI_DTYPE_FLOAT);
     const int64_t cp = round8(pc->c);
     const size_t nin = (size_t)(pc->n * pc->h * pc->w * cp),
-                 nout = (size_t)(p.n * p.out_h * p.out_w * cp);
+                 nout = (size_t)(p.geom.n * p.geom.out_h * p.geom.out_w * cp);
     float *xd = random_floats((size_t)(pc->n * pc->c * pc->h * pc->w), seed, -3, 3);
     float *x = host_nhwc8(xd, pc->n, pc->c, pc->h, pc->w);
     double *want = malloc(nout * sizeof *want), *scale = malloc(nout * sizeof *scale);
@@ -289,16 +289,16 @@ static void check_pool_case(const pool_case *pc, kern_pool_mode mode, int cip, u
     char what[96];
     snprintf(what, sizeof what, "pool2d fp32 seed %llu mode %d cip %d", (unsigned long long)seed,
              (int)mode, cip);
-    check_nhwc8(what, got, want, scale, nout, pc->c, mode == KERN_POOL_MAX);
+    check_nhwc8(what, got, want, scale, nout, pc->c, mode == POOL_MAX);
     free(xd), free(x), free(want), free(scale), free(got);
     gpu_free(dx), gpu_free(dy);
 }
 
 START_TEST(test_pool2d_fp32) {
     for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
-        check_pool_case(&pool_cases[i], KERN_POOL_MAX, 0, 800 + 10 * i);
-        check_pool_case(&pool_cases[i], KERN_POOL_AVG, 0, 801 + 10 * i);
-        check_pool_case(&pool_cases[i], KERN_POOL_AVG, 1, 802 + 10 * i);
+        check_pool_case(&pool_cases[i], POOL_MAX, 0, 800 + 10 * i);
+        check_pool_case(&pool_cases[i], POOL_AVERAGE, 0, 801 + 10 * i);
+        check_pool_case(&pool_cases[i], POOL_AVERAGE, 1, 802 + 10 * i);
     }
 }
 END_TEST
@@ -307,12 +307,12 @@ END_TEST
  * max window is fp16's lowest value. */
 START_TEST(test_pool2d_fp16_dtype_zero) {
     const pool_case *pc = &pool_cases[3];
-    for (int mode = KERN_POOL_MAX; mode <= KERN_POOL_AVG; mode++) {
-        kern_pool2d_desc p0 = pool_desc(pc, (kern_pool_mode)mode, 1, 0);
-        kern_pool2d_desc p16 = pool_desc(pc, (kern_pool_mode)mode, 1, TCI_DTYPE_FLOAT16);
+    for (int mode = POOL_MAX; mode <= POOL_AVERAGE; mode++) {
+        kern_pool2d_desc p0 = pool_desc(pc, (pool_kind)mode, 1, 0);
+        kern_pool2d_desc p16 = pool_desc(pc, (pool_kind)mode, 1, TCI_DTYPE_FLOAT16);
         const int64_t cp = round8(pc->c);
         const size_t nin = (size_t)(pc->n * pc->h * pc->w * cp),
-                     nout = (size_t)(p0.n * p0.out_h * p0.out_w * cp);
+                     nout = (size_t)(p0.geom.n * p0.geom.out_h * p0.geom.out_w * cp);
         float *xd = random_floats((size_t)(pc->n * pc->c * pc->h * pc->w), 900 + mode, -3, 3);
         round_to_half(xd, (size_t)(pc->n * pc->c * pc->h * pc->w));
         float *x = host_nhwc8(xd, pc->n, pc->c, pc->h, pc->w);
@@ -341,7 +341,7 @@ START_TEST(test_pool2d_fp16_dtype_zero) {
 }
 END_TEST
 
-static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, kern_pool_mode mode,
+static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, pool_kind mode,
                               uint64_t seed) {
     const int64_t cp = round8(c), hw = h * w;
     const size_t nin = (size_t)(n * hw * cp), nout = (size_t)(n * cp);
@@ -350,13 +350,13 @@ static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, kern_p
     double *want = malloc(nout * sizeof *want), *scale = malloc(nout * sizeof *scale);
     for (int64_t i = 0; i < n; i++)
         for (int64_t ch = 0; ch < cp; ch++) {
-            double acc = mode == KERN_POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
+            double acc = mode == POOL_MAX ? -INFINITY : 0.0, mag = 0.0;
             for (int64_t s = 0; s < hw; s++) {
                 double v = x[(i * hw + s) * cp + ch];
-                acc = mode == KERN_POOL_MAX ? fmax(acc, v) : acc + v;
+                acc = mode == POOL_MAX ? fmax(acc, v) : acc + v;
                 mag += fabs(v);
             }
-            want[i * cp + ch] = mode == KERN_POOL_MAX ? acc : acc / (double)hw;
+            want[i * cp + ch] = mode == POOL_MAX ? acc : acc / (double)hw;
             scale[i * cp + ch] = 1.0 + mag / (double)hw;
         }
     void *dx = gpu_upload(x, nin * 4), *dy = gpu_upload(NULL, nout * 4);
@@ -366,17 +366,17 @@ static void check_global_pool(int64_t n, int64_t c, int64_t h, int64_t w, kern_p
     char what[96];
     snprintf(what, sizeof what, "global pool fp32 %lldx%lld mode %d", (long long)h, (long long)w,
              (int)mode);
-    check_nhwc8(what, got, want, scale, nout, c, mode == KERN_POOL_MAX);
+    check_nhwc8(what, got, want, scale, nout, c, mode == POOL_MAX);
     free(xd), free(x), free(want), free(scale), free(got);
     gpu_free(dx), gpu_free(dy);
 }
 
 START_TEST(test_global_pool_fp32) {
-    for (int mode = KERN_POOL_MAX; mode <= KERN_POOL_AVG; mode++) {
-        check_global_pool(2, 13, 7, 7, (kern_pool_mode)mode, 1000 + mode);
-        check_global_pool(1, 3, 56, 56, (kern_pool_mode)mode, 1010 + mode); /* 1024 threads */
-        check_global_pool(3, 13, 1, 1, (kern_pool_mode)mode, 1020 + mode);
-        check_global_pool(2, 200, 3, 5, (kern_pool_mode)mode, 1030 + mode); /* 25 chunks */
+    for (int mode = POOL_MAX; mode <= POOL_AVERAGE; mode++) {
+        check_global_pool(2, 13, 7, 7, (pool_kind)mode, 1000 + mode);
+        check_global_pool(1, 3, 56, 56, (pool_kind)mode, 1010 + mode); /* 1024 threads */
+        check_global_pool(3, 13, 1, 1, (pool_kind)mode, 1020 + mode);
+        check_global_pool(2, 200, 3, 5, (pool_kind)mode, 1030 + mode); /* 25 chunks */
     }
 }
 END_TEST
@@ -389,12 +389,12 @@ START_TEST(test_global_pool_fp16_dtype_zero) {
     for (size_t i = 0; i < nin; i++)
         if ((int64_t)(i % cp) >= c) xh[i] = 0;
     void *dx = gpu_upload(xh, nin * 2);
-    for (int mode = KERN_POOL_MAX; mode <= KERN_POOL_AVG; mode++) {
+    for (int mode = POOL_MAX; mode <= POOL_AVERAGE; mode++) {
         void *da = gpu_upload(NULL, nout * 2), *db = gpu_upload(NULL, nout * 2),
              *dc = gpu_upload(NULL, nout * 2);
-        ck_assert_tci_ok(kern_global_pool((kern_pool_mode)mode, dx, da, n, c, h, w, 0));
-        ck_assert_tci_ok(kern_global_pool_dtype((kern_pool_mode)mode, dx, db, n, c, h, w, 0, 0));
-        ck_assert_tci_ok(kern_global_pool_dtype((kern_pool_mode)mode, dx, dc, n, c, h, w,
+        ck_assert_tci_ok(kern_global_pool((pool_kind)mode, dx, da, n, c, h, w, 0));
+        ck_assert_tci_ok(kern_global_pool_dtype((pool_kind)mode, dx, db, n, c, h, w, 0, 0));
+        ck_assert_tci_ok(kern_global_pool_dtype((pool_kind)mode, dx, dc, n, c, h, w,
                                                 TCI_DTYPE_FLOAT16, 0));
         gpu_sync();
         uint16_t *a = download_bits(da, nout), *b = download_bits(db, nout),
@@ -416,7 +416,7 @@ START_TEST(test_pool_fp32_errors) {
     static const unsigned char zeros[512];
     char *d = gpu_upload(zeros, sizeof zeros);
     pool_case pc = {1, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, false};
-    kern_pool2d_desc p = pool_desc(&pc, KERN_POOL_MAX, 0, TCI_DTYPE_INT32);
+    kern_pool2d_desc p = pool_desc(&pc, POOL_MAX, 0, TCI_DTYPE_INT32);
     ck_assert_tci_error(kern_pool2d(&p, d, d + 256, 0), TCI_ERR_UNSUPPORTED,
                         "kern_pool2d: dtype int32");
     p.dtype = TCI_DTYPE_FLOAT;
@@ -424,10 +424,10 @@ START_TEST(test_pool_fp32_errors) {
                         "16-byte aligned");
     ck_assert_tci_ok(kern_pool2d(&p, d, d + 256, 0));
     gpu_sync();
-    ck_assert_tci_error(kern_global_pool_dtype(KERN_POOL_AVG, d, d + 256, 1, 3, 2, 2,
+    ck_assert_tci_error(kern_global_pool_dtype(POOL_AVERAGE, d, d + 256, 1, 3, 2, 2,
                                                TCI_DTYPE_UINT8, 0),
                         TCI_ERR_UNSUPPORTED, "kern_global_pool: dtype uint8");
-    ck_assert_tci_error(kern_global_pool_dtype(KERN_POOL_AVG, d, d + 256, 1, 3, 0, 2,
+    ck_assert_tci_error(kern_global_pool_dtype(POOL_AVERAGE, d, d + 256, 1, 3, 0, 2,
                                                TCI_DTYPE_FLOAT, 0),
                         TCI_ERR_INVALID_ARGUMENT, "empty plane");
     gpu_free(d);
@@ -436,13 +436,13 @@ END_TEST
 
 /* ================================================================ resize */
 
-static double resize_coordinate(kern_resize_coord coord, double x, double scale, int64_t in) {
+static double resize_coordinate(resize_coord coord, double x, double scale, int64_t in) {
     double length = scale * (double)in;
     switch (coord) {
-    case KERN_RESIZE_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
-    case KERN_RESIZE_ALIGN_CORNERS:
+    case RESIZE_COORD_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
+    case RESIZE_COORD_ALIGN_CORNERS:
         return fabs(length - 1.0) < 1e-9 ? 0.0 : x * (double)(in - 1) / (length - 1.0);
-    case KERN_RESIZE_ASYMMETRIC: return x / scale;
+    case RESIZE_COORD_ASYMMETRIC: return x / scale;
     default: ck_abort_msg("no reference for coordinate mode %d", (int)coord); return 0.0;
     }
 }
@@ -456,15 +456,15 @@ static void resize_axis(const kern_resize_desc *d, int64_t o, double scale, int6
         return;
     }
     double x = resize_coordinate(d->coord, (double)o, scale, in), base = floor(x), r = x - base;
-    if (d->mode == KERN_RESIZE_LINEAR) {
+    if (d->mode == RESIZE_LINEAR) {
         *i0 = clamp_index((int64_t)base, in), *i1 = clamp_index((int64_t)base + 1, in), *w1 = r;
         return;
     }
     int up = 0;
     if (r != 0.0) switch (d->rounding) {
-        case KERN_RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
-        case KERN_RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
-        case KERN_RESIZE_CEIL: up = 1; break;
+        case RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
+        case RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
+        case RESIZE_ROUND_CEIL: up = 1; break;
         default: up = 0; break;
         }
     *i0 = *i1 = clamp_index((int64_t)base + up, in), *w1 = 0.0;
@@ -502,7 +502,7 @@ static void check_resize_fp32(kern_resize_desc d, uint64_t seed) {
     snprintf(what, sizeof what, "resize fp32 mode %d coord %d %lldx%lld -> %lldx%lld c %lld",
              (int)d.mode, (int)d.coord, (long long)d.in_h, (long long)d.in_w, (long long)d.out_h,
              (long long)d.out_w, (long long)d.c);
-    check_nhwc8(what, got, want, scale, nout, d.c, d.mode == KERN_RESIZE_NEAREST);
+    check_nhwc8(what, got, want, scale, nout, d.c, d.mode == RESIZE_NEAREST);
     free(xd), free(x), free(want), free(scale), free(got);
     gpu_free(dx), gpu_free(dy);
 }
@@ -516,16 +516,16 @@ START_TEST(test_resize_fp32) {
         {7, 9, 7, 18, 1.0, 2.0}, /* identity rows */
     };
     static const struct {
-        kern_resize_mode mode;
-        kern_resize_coord coord;
-        kern_resize_rounding rounding;
+        resize_mode mode;
+        resize_coord coord;
+        resize_rounding rounding;
     } modes[] = {
-        {KERN_RESIZE_NEAREST, KERN_RESIZE_HALF_PIXEL, KERN_RESIZE_ROUND_PREFER_FLOOR},
-        {KERN_RESIZE_NEAREST, KERN_RESIZE_ASYMMETRIC, KERN_RESIZE_FLOOR},
-        {KERN_RESIZE_NEAREST, KERN_RESIZE_ALIGN_CORNERS, KERN_RESIZE_ROUND_PREFER_CEIL},
-        {KERN_RESIZE_LINEAR, KERN_RESIZE_HALF_PIXEL, 0},
-        {KERN_RESIZE_LINEAR, KERN_RESIZE_ALIGN_CORNERS, 0},
-        {KERN_RESIZE_LINEAR, KERN_RESIZE_ASYMMETRIC, 0},
+        {RESIZE_NEAREST, RESIZE_COORD_HALF_PIXEL, RESIZE_ROUND_PREFER_FLOOR},
+        {RESIZE_NEAREST, RESIZE_COORD_ASYMMETRIC, RESIZE_ROUND_FLOOR},
+        {RESIZE_NEAREST, RESIZE_COORD_ALIGN_CORNERS, RESIZE_ROUND_PREFER_CEIL},
+        {RESIZE_LINEAR, RESIZE_COORD_HALF_PIXEL, 0},
+        {RESIZE_LINEAR, RESIZE_COORD_ALIGN_CORNERS, 0},
+        {RESIZE_LINEAR, RESIZE_COORD_ASYMMETRIC, 0},
     };
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -546,7 +546,7 @@ START_TEST(test_resize_fp16_dtype_zero_and_errors) {
     kern_resize_desc d;
     memset(&d, 0, sizeof d);
     d.n = 1, d.c = 13, d.in_h = 5, d.in_w = 6, d.out_h = 9, d.out_w = 11;
-    d.scale_h = 1.8, d.scale_w = 11.0 / 6.0, d.mode = KERN_RESIZE_LINEAR;
+    d.scale_h = 1.8, d.scale_w = 11.0 / 6.0, d.mode = RESIZE_LINEAR;
     const size_t nin = 5 * 6 * 16, nout = 9 * 11 * 16;
     float *x = random_floats(nin, 1300, -2, 2);
     uint16_t *xh = to_half(x, nin);
@@ -590,11 +590,11 @@ static int64_t conv_out(int64_t in, int64_t pb, int64_t pe, int64_t k, int64_t s
 static kern_depthwise_desc dw_desc(const dw_case *t, kern_depthwise_path path, tci_dtype dt) {
     kern_depthwise_desc d;
     memset(&d, 0, sizeof d);
-    d.n = t->n, d.c = t->c, d.in_h = t->h, d.in_w = t->w;
-    d.out_h = conv_out(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
-    d.out_w = conv_out(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
-    d.kernel_h = t->r, d.kernel_w = t->s, d.stride_h = t->sh, d.stride_w = t->sw;
-    d.dilation_h = t->dh, d.dilation_w = t->dw, d.pad_top = t->pt, d.pad_left = t->pl;
+    d.geom.n = t->n, d.geom.c = t->c, d.geom.h = t->h, d.geom.w = t->w;
+    d.geom.out_h = conv_out(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
+    d.geom.out_w = conv_out(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
+    d.geom.kernel_h = t->r, d.geom.kernel_w = t->s, d.geom.stride_h = t->sh, d.geom.stride_w = t->sw;
+    d.geom.dilation_h = t->dh, d.geom.dilation_w = t->dw, d.geom.pad_top = t->pt, d.geom.pad_left = t->pl;
     d.act = t->act, d.act_alpha = t->alpha, d.act_beta = t->beta;
     d.path = path;
     d.dtype = dt;
@@ -617,24 +617,24 @@ static double dw_act(act_kind act, double x, double alpha, double beta) {
 static void dw_reference(const kern_depthwise_desc *d, const dw_case *t, const float *x,
                          const float *w, const float *bias, const float *z, double *want,
                          double *scale) {
-    int64_t cp = round8(d->c);
-    for (int64_t i = 0; i < d->n; i++)
-        for (int64_t oh = 0; oh < d->out_h; oh++)
-            for (int64_t ow = 0; ow < d->out_w; ow++)
+    int64_t cp = round8(d->geom.c);
+    for (int64_t i = 0; i < d->geom.n; i++)
+        for (int64_t oh = 0; oh < d->geom.out_h; oh++)
+            for (int64_t ow = 0; ow < d->geom.out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
-                    size_t o = (size_t)(((i * d->out_h + oh) * d->out_w + ow) * cp + ch);
-                    if (ch >= d->c) {
+                    size_t o = (size_t)(((i * d->geom.out_h + oh) * d->geom.out_w + ow) * cp + ch);
+                    if (ch >= d->geom.c) {
                         want[o] = 0.0, scale[o] = 1.0;
                         continue;
                     }
                     double acc = 0.0, mag = 0.0;
-                    for (int64_t r = 0; r < d->kernel_h; r++)
-                        for (int64_t s = 0; s < d->kernel_w; s++) {
-                            int64_t ih = oh * d->stride_h - d->pad_top + r * d->dilation_h;
-                            int64_t iw = ow * d->stride_w - d->pad_left + s * d->dilation_w;
-                            if (ih < 0 || ih >= d->in_h || iw < 0 || iw >= d->in_w) continue;
-                            double term = (double)x[((i * d->in_h + ih) * d->in_w + iw) * cp + ch] *
-                                          w[(ch * d->kernel_h + r) * d->kernel_w + s];
+                    for (int64_t r = 0; r < d->geom.kernel_h; r++)
+                        for (int64_t s = 0; s < d->geom.kernel_w; s++) {
+                            int64_t ih = oh * d->geom.stride_h - d->geom.pad_top + r * d->geom.dilation_h;
+                            int64_t iw = ow * d->geom.stride_w - d->geom.pad_left + s * d->geom.dilation_w;
+                            if (ih < 0 || ih >= d->geom.h || iw < 0 || iw >= d->geom.w) continue;
+                            double term = (double)x[((i * d->geom.h + ih) * d->geom.w + iw) * cp + ch] *
+                                          w[(ch * d->geom.kernel_h + r) * d->geom.kernel_w + s];
                             acc += term;
                             mag += fabs(term);
                         }
@@ -666,13 +666,13 @@ static void check_dw_fp32(const dw_case *t, kern_depthwise_path path, bool in_pl
     kern_depthwise_desc d = dw_desc(t, path, TCI_DTYPE_FLOAT);
     const int64_t cp = round8(t->c), taps = t->r * t->s;
     const size_t nin = (size_t)(t->n * t->h * t->w * cp),
-                 nout = (size_t)(t->n * d.out_h * d.out_w * cp);
+                 nout = (size_t)(t->n * d.geom.out_h * d.geom.out_w * cp);
     float *xd = random_floats((size_t)(t->n * t->c * t->h * t->w), seed, -1, 1);
     float *x = host_nhwc8(xd, t->n, t->c, t->h, t->w);
     float *w = random_floats((size_t)(t->c * taps), seed + 1, -0.5f, 0.5f);
     float *bias = random_floats((size_t)t->c, seed + 2, -1, 1);
-    float *zd = random_floats((size_t)(t->n * t->c * d.out_h * d.out_w), seed + 3, -1, 1);
-    float *z = host_nhwc8(zd, t->n, t->c, d.out_h, d.out_w);
+    float *zd = random_floats((size_t)(t->n * t->c * d.geom.out_h * d.geom.out_w), seed + 3, -1, 1);
+    float *z = host_nhwc8(zd, t->n, t->c, d.geom.out_h, d.geom.out_w);
     float *wp = malloc((size_t)(taps * cp) * sizeof *wp), *bp = malloc((size_t)cp * sizeof *bp);
     ck_assert_tci_ok(kern_depthwise_pack_weights_f32(&d, w, wp));
     ck_assert_tci_ok(kern_depthwise_pack_bias(&d, bias, bp));
@@ -721,16 +721,16 @@ START_TEST(test_depthwise_fp16_dtype_zero) {
     const int64_t cp = round8(t->c), taps = t->r * t->s;
     kern_depthwise_desc d0 = dw_desc(t, KERN_DEPTHWISE_AUTO, 0);
     const size_t nin = (size_t)(t->n * t->h * t->w * cp),
-                 nout = (size_t)(t->n * d0.out_h * d0.out_w * cp);
+                 nout = (size_t)(t->n * d0.geom.out_h * d0.geom.out_w * cp);
     float *xd = random_floats((size_t)(t->n * t->c * t->h * t->w), 2000, -1, 1);
     round_to_half(xd, (size_t)(t->n * t->c * t->h * t->w));
     float *x = host_nhwc8(xd, t->n, t->c, t->h, t->w);
     float *w = random_floats((size_t)(t->c * taps), 2001, -0.5f, 0.5f);
     round_to_half(w, (size_t)(t->c * taps));
     float *bias = random_floats((size_t)t->c, 2002, -1, 1);
-    float *zd = random_floats((size_t)(t->n * t->c * d0.out_h * d0.out_w), 2003, -1, 1);
-    round_to_half(zd, (size_t)(t->n * t->c * d0.out_h * d0.out_w));
-    float *z = host_nhwc8(zd, t->n, t->c, d0.out_h, d0.out_w);
+    float *zd = random_floats((size_t)(t->n * t->c * d0.geom.out_h * d0.geom.out_w), 2003, -1, 1);
+    round_to_half(zd, (size_t)(t->n * t->c * d0.geom.out_h * d0.geom.out_w));
+    float *z = host_nhwc8(zd, t->n, t->c, d0.geom.out_h, d0.geom.out_w);
     uint16_t *xh = to_half(x, nin), *zh = to_half(z, nout);
     uint16_t *wp = malloc((size_t)(taps * cp) * 2);
     float *bp = malloc((size_t)cp * 4);
@@ -770,7 +770,7 @@ END_TEST
 START_TEST(test_depthwise_fp32_pack_and_errors) {
     kern_depthwise_desc d;
     memset(&d, 0, sizeof d);
-    d.c = 3, d.kernel_h = 1, d.kernel_w = 2;
+    d.geom.c = 3, d.geom.kernel_h = 1, d.geom.kernel_w = 2;
     const float w[6] = {1, 2, 3, 4, 5, 6}; /* (C, 1, R, S): channel c has taps {2c+1, 2c+2} */
     float out[16];
     memset(out, 0xff, sizeof out);

@@ -358,25 +358,25 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb,
 /* The fp32 reference on NCHW data (the semantics of src/layers/pool.c). */
 static float pool_ref(const kern_pool2d_desc *p, const float *x, int64_t img, int64_t ch,
                       int64_t oh, int64_t ow) {
-    int64_t hs = oh * p->stride_h - p->pad_top, ws = ow * p->stride_w - p->pad_left;
-    double acc = p->mode == KERN_POOL_MAX ? -INFINITY : 0;
+    int64_t hs = oh * p->geom.stride_h - p->geom.pad_top, ws = ow * p->geom.stride_w - p->geom.pad_left;
+    double acc = p->mode == POOL_MAX ? -INFINITY : 0;
     int64_t taps = 0, counted_h = 0, counted_w = 0;
-    for (int64_t a = 0; a < p->kernel_h; a++) {
-        int64_t ih = hs + a * p->dilation_h;
-        if (ih < p->in_h + p->pad_bottom)
+    for (int64_t a = 0; a < p->geom.kernel_h; a++) {
+        int64_t ih = hs + a * p->geom.dilation_h;
+        if (ih < p->geom.h + p->geom.pad_bottom)
             counted_h++;
-        for (int64_t b = 0; b < p->kernel_w; b++) {
-            int64_t iw = ws + b * p->dilation_w;
-            if (a == 0 && iw < p->in_w + p->pad_right)
+        for (int64_t b = 0; b < p->geom.kernel_w; b++) {
+            int64_t iw = ws + b * p->geom.dilation_w;
+            if (a == 0 && iw < p->geom.w + p->geom.pad_right)
                 counted_w++;
-            if (ih < 0 || ih >= p->in_h || iw < 0 || iw >= p->in_w)
+            if (ih < 0 || ih >= p->geom.h || iw < 0 || iw >= p->geom.w)
                 continue;
-            float v = x[((img * p->c + ch) * p->in_h + ih) * p->in_w + iw];
-            acc = p->mode == KERN_POOL_MAX ? fmax(acc, v) : acc + v;
+            float v = x[((img * p->geom.c + ch) * p->geom.h + ih) * p->geom.w + iw];
+            acc = p->mode == POOL_MAX ? fmax(acc, v) : acc + v;
             taps++;
         }
     }
-    if (p->mode == KERN_POOL_MAX)
+    if (p->mode == POOL_MAX)
         return taps ? (float)acc : p->dtype == BF16 ? -3.38953139e38f : -65504.0f;
     int64_t divisor = p->count_include_pad ? counted_h * counted_w : taps;
     return divisor ? (float)(acc / (double)divisor) : 0.0f;
@@ -388,23 +388,23 @@ typedef struct pool_case {
 } pool_case;
 
 /* dt: fp16 or bf16 storage */
-static void check_pool(tci_dtype dt, const pool_case *pc, kern_pool_mode mode,
+static void check_pool(tci_dtype dt, const pool_case *pc, pool_kind mode,
                        int count_include_pad, uint64_t seed) {
     kern_pool2d_desc p;
     memset(&p, 0, sizeof p);
     p.dtype = dt == BF16 ? BF16 : 0; /* 0: fp16, as a zeroed desc */
     p.mode = mode;
     p.count_include_pad = count_include_pad;
-    p.n = pc->n, p.c = pc->c, p.in_h = pc->h, p.in_w = pc->w;
-    p.kernel_h = pc->kh, p.kernel_w = pc->kw, p.stride_h = pc->sh, p.stride_w = pc->sw;
-    p.dilation_h = pc->dh, p.dilation_w = pc->dw;
-    p.pad_top = pc->pt, p.pad_left = pc->pl, p.pad_bottom = pc->pb, p.pad_right = pc->pr;
-    p.out_h = pool_out(pc->h, pc->kh, pc->sh, pc->dh, pc->pt, pc->pb, pc->ceil_mode);
-    p.out_w = pool_out(pc->w, pc->kw, pc->sw, pc->dw, pc->pl, pc->pr, pc->ceil_mode);
+    p.geom.n = pc->n, p.geom.c = pc->c, p.geom.h = pc->h, p.geom.w = pc->w;
+    p.geom.kernel_h = pc->kh, p.geom.kernel_w = pc->kw, p.geom.stride_h = pc->sh, p.geom.stride_w = pc->sw;
+    p.geom.dilation_h = pc->dh, p.geom.dilation_w = pc->dw;
+    p.geom.pad_top = pc->pt, p.geom.pad_left = pc->pl, p.geom.pad_bottom = pc->pb, p.geom.pad_right = pc->pr;
+    p.geom.out_h = pool_out(pc->h, pc->kh, pc->sh, pc->dh, pc->pt, pc->pb, pc->ceil_mode);
+    p.geom.out_w = pool_out(pc->w, pc->kw, pc->sw, pc->dw, pc->pl, pc->pr, pc->ceil_mode);
     int64_t cp = round8(pc->c);
     size_t dense = (size_t)(pc->n * pc->c * pc->h * pc->w);
     size_t in_padded = (size_t)(pc->n * pc->h * pc->w * cp),
-           out_padded = (size_t)(pc->n * p.out_h * p.out_w * cp);
+           out_padded = (size_t)(pc->n * p.geom.out_h * p.geom.out_w * cp);
     float *x = random_floats(dense, seed, -3, 3);
     gpu_round_to(dt, x, dense);
     uint16_t *xh = host_to_nhwc8_as(dt, x, pc->n, pc->c, pc->h, pc->w);
@@ -415,13 +415,13 @@ static void check_pool(tci_dtype dt, const pool_case *pc, kern_pool_mode mode,
     uint16_t *y = malloc(out_padded * 2 + 2);
     gpu_download(y, dy, out_padded * 2);
     for (int64_t img = 0; img < pc->n; img++)
-        for (int64_t oh = 0; oh < p.out_h; oh++)
-            for (int64_t ow = 0; ow < p.out_w; ow++)
+        for (int64_t oh = 0; oh < p.geom.out_h; oh++)
+            for (int64_t ow = 0; ow < p.geom.out_w; ow++)
                 for (int64_t ch = 0; ch < cp; ch++) {
                     float got = 0.0f;
-                    gpu_decode(dt, &y[((img * p.out_h + oh) * p.out_w + ow) * cp + ch], &got, 1);
+                    gpu_decode(dt, &y[((img * p.geom.out_h + oh) * p.geom.out_w + ow) * cp + ch], &got, 1);
                     if (ch >= pc->c) {
-                        ck_assert_msg(y[((img * p.out_h + oh) * p.out_w + ow) * cp + ch] == 0,
+                        ck_assert_msg(y[((img * p.geom.out_h + oh) * p.geom.out_w + ow) * cp + ch] == 0,
                                       "padded channel %lld is %g", (long long)ch, got);
                         continue;
                     }
@@ -430,8 +430,8 @@ static void check_pool(tci_dtype dt, const pool_case *pc, kern_pool_mode mode,
                     ck_assert_msg(
                         fabs((double)got - want) <= tol * fmax(1.0, fabs(want)),
                         "%s %s cip %d out %lldx%lld at (%lld,%lld,%lld,%lld): got %g want %g",
-                        gpu_dtype_tag(dt), mode == KERN_POOL_MAX ? "max" : "avg", count_include_pad,
-                        (long long)p.out_h, (long long)p.out_w, (long long)img, (long long)ch,
+                        gpu_dtype_tag(dt), mode == POOL_MAX ? "max" : "avg", count_include_pad,
+                        (long long)p.geom.out_h, (long long)p.geom.out_w, (long long)img, (long long)ch,
                         (long long)oh, (long long)ow, got, want);
                 }
     free(x);
@@ -456,9 +456,9 @@ static const pool_case pool_cases[] = {
 
 START_TEST(test_pool2d) {
     for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
-        check_pool(F16, &pool_cases[i], KERN_POOL_MAX, 0, 500 + i);
-        check_pool(F16, &pool_cases[i], KERN_POOL_AVG, 0, 600 + i);
-        check_pool(F16, &pool_cases[i], KERN_POOL_AVG, 1, 700 + i);
+        check_pool(F16, &pool_cases[i], POOL_MAX, 0, 500 + i);
+        check_pool(F16, &pool_cases[i], POOL_AVERAGE, 0, 600 + i);
+        check_pool(F16, &pool_cases[i], POOL_AVERAGE, 1, 700 + i);
     }
 }
 END_TEST
@@ -475,7 +475,7 @@ START_TEST(test_pool_out_sizes) {
 }
 END_TEST
 
-static void check_global(tci_dtype dt, kern_pool_mode mode, int64_t n, int64_t c, int64_t h,
+static void check_global(tci_dtype dt, pool_kind mode, int64_t n, int64_t c, int64_t h,
                          int64_t w, uint64_t seed) {
     int64_t cp = round8(c);
     size_t dense = (size_t)(n * c * h * w), padded = (size_t)(n * h * w * cp);
@@ -497,17 +497,17 @@ static void check_global(tci_dtype dt, kern_pool_mode mode, int64_t n, int64_t c
                               (long long)h, (long long)w, (long long)ch, bits);
                 continue;
             }
-            double acc = mode == KERN_POOL_MAX ? -INFINITY : 0;
+            double acc = mode == POOL_MAX ? -INFINITY : 0;
             const float *plane = x + (img * c + ch) * h * w;
             for (int64_t s = 0; s < h * w; s++)
-                acc = mode == KERN_POOL_MAX ? fmax(acc, plane[s]) : acc + plane[s];
-            if (mode == KERN_POOL_AVG)
+                acc = mode == POOL_MAX ? fmax(acc, plane[s]) : acc + plane[s];
+            if (mode == POOL_AVERAGE)
                 acc /= (double)(h * w);
             float got = 0.0f;
             gpu_decode(dt, &bits, &got, 1);
             ck_assert_msg(fabs(got - acc) <= (dt == BF16 ? GPU_BF16_TOL : 2e-3) * fmax(1.0, fabs(acc)),
                           "global %s %s %lldx%lldx%lld image %lld channel %lld: got %g want %g",
-                          gpu_dtype_tag(dt), mode == KERN_POOL_MAX ? "max" : "avg", (long long)c, (long long)h,
+                          gpu_dtype_tag(dt), mode == POOL_MAX ? "max" : "avg", (long long)c, (long long)h,
                           (long long)w, (long long)img, (long long)ch, got, acc);
         }
     free(x);
@@ -524,7 +524,7 @@ START_TEST(test_global_pool) {
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int mode = 0; mode < 2; mode++)
-            check_global(F16, (kern_pool_mode)mode, shapes[i][0], shapes[i][1], shapes[i][2],
+            check_global(F16, (pool_kind)mode, shapes[i][0], shapes[i][1], shapes[i][2],
                          shapes[i][3], 800 + i);
 }
 END_TEST
@@ -539,7 +539,7 @@ START_TEST(test_global_avg_accumulates_fp32) {
         xh[i] = float_to_half(1.001f);
     void *dx = gpu_upload(xh, padded * 2);
     void *dy = gpu_upload(NULL, (size_t)c * 2);
-    ck_assert_tci_ok(kern_global_pool(KERN_POOL_AVG, dx, dy, n, c, h, w, 0));
+    ck_assert_tci_ok(kern_global_pool(POOL_AVERAGE, dx, dy, n, c, h, w, 0));
     gpu_sync();
     uint16_t y[16];
     gpu_download(y, dy, sizeof y);
@@ -555,20 +555,20 @@ END_TEST
  * zero, max windows that miss the input give bf16's lowest finite value). */
 START_TEST(test_pool_bf16) {
     for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) {
-        check_pool(BF16, &pool_cases[i], KERN_POOL_MAX, 0, 1500 + i);
-        check_pool(BF16, &pool_cases[i], KERN_POOL_AVG, 0, 1600 + i);
-        check_pool(BF16, &pool_cases[i], KERN_POOL_AVG, 1, 1700 + i);
+        check_pool(BF16, &pool_cases[i], POOL_MAX, 0, 1500 + i);
+        check_pool(BF16, &pool_cases[i], POOL_AVERAGE, 0, 1600 + i);
+        check_pool(BF16, &pool_cases[i], POOL_AVERAGE, 1, 1700 + i);
     }
     const int64_t shapes[][4] = {{2, 13, 56, 56}, {2, 2048, 7, 7}, {2, 5, 3, 11}, {65, 8, 2, 2}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int mode = 0; mode < 2; mode++)
-            check_global(BF16, (kern_pool_mode)mode, shapes[i][0], shapes[i][1], shapes[i][2],
+            check_global(BF16, (pool_kind)mode, shapes[i][0], shapes[i][1], shapes[i][2],
                          shapes[i][3], 1800 + i);
     kern_pool2d_desc p;
     memset(&p, 0, sizeof p);
     p.dtype = TCI_DTYPE_INT64;
     ck_assert_tci_error(kern_pool2d(&p, NULL, NULL, 0), TCI_ERR_UNSUPPORTED, "int64");
-    ck_assert_tci_error(kern_global_pool_dtype(KERN_POOL_MAX, NULL, NULL, 1, 8, 1, 1,
+    ck_assert_tci_error(kern_global_pool_dtype(POOL_MAX, NULL, NULL, 1, 8, 1, 1,
                                                TCI_DTYPE_DOUBLE, 0),
                         TCI_ERR_UNSUPPORTED, "fp16, bf16 or fp32");
 }
@@ -579,35 +579,35 @@ START_TEST(test_pool_errors) {
     char *d = gpu_upload(zeros, sizeof zeros);
     kern_pool2d_desc p;
     memset(&p, 0, sizeof p);
-    p.mode = KERN_POOL_MAX;
-    p.n = 1, p.c = 8, p.in_h = p.in_w = 2, p.out_h = p.out_w = 1;
-    p.kernel_h = p.kernel_w = 2, p.stride_h = p.stride_w = 1, p.dilation_h = p.dilation_w = 1;
+    p.mode = POOL_MAX;
+    p.geom.n = 1, p.geom.c = 8, p.geom.h = p.geom.w = 2, p.geom.out_h = p.geom.out_w = 1;
+    p.geom.kernel_h = p.geom.kernel_w = 2, p.geom.stride_h = p.geom.stride_w = 1, p.geom.dilation_h = p.geom.dilation_w = 1;
     ck_assert_tci_ok(kern_pool2d(&p, d, d + 64, 0));
     gpu_sync();
     ck_assert_tci_error(kern_pool2d(NULL, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "NULL desc");
-    p.stride_w = 0;
+    p.geom.stride_w = 0;
     ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "must be >= 1");
-    p.stride_w = 1;
-    p.pad_right = -1;
+    p.geom.stride_w = 1;
+    p.geom.pad_right = -1;
     ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "negative pads");
-    p.pad_right = 0;
-    p.out_h = -1;
+    p.geom.pad_right = 0;
+    p.geom.out_h = -1;
     ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "negative size");
-    p.out_h = 1;
-    p.mode = (kern_pool_mode)7;
+    p.geom.out_h = 1;
+    p.mode = (pool_kind)7;
     ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "unknown mode 7");
-    p.mode = KERN_POOL_AVG;
+    p.mode = POOL_AVERAGE;
     ck_assert_tci_error(kern_pool2d(&p, d + 2, d, 0), TCI_ERR_INVALID_ARGUMENT, "16-byte aligned");
     ck_assert_tci_error(kern_pool2d(&p, NULL, d, 0), TCI_ERR_INVALID_ARGUMENT, "NULL buffer");
-    p.stride_h = INT64_MAX / 2;
+    p.geom.stride_h = INT64_MAX / 2;
     ck_assert_tci_error(kern_pool2d(&p, d, d, 0), TCI_ERR_INVALID_ARGUMENT, "too large");
-    ck_assert_tci_error(kern_global_pool(KERN_POOL_AVG, d, d, 1, 8, 0, 3, 0),
+    ck_assert_tci_error(kern_global_pool(POOL_AVERAGE, d, d, 1, 8, 0, 3, 0),
                         TCI_ERR_INVALID_ARGUMENT, "empty plane");
-    ck_assert_tci_error(kern_global_pool(KERN_POOL_MAX, d, d + 8, 1, 8, 2, 3, 0),
+    ck_assert_tci_error(kern_global_pool(POOL_MAX, d, d + 8, 1, 8, 2, 3, 0),
                         TCI_ERR_INVALID_ARGUMENT, "16-byte aligned");
-    ck_assert_tci_error(kern_global_pool(KERN_POOL_MAX, d, d, -1, 8, 2, 3, 0),
+    ck_assert_tci_error(kern_global_pool(POOL_MAX, d, d, -1, 8, 2, 3, 0),
                         TCI_ERR_INVALID_ARGUMENT, "negative dims");
-    ck_assert_tci_ok(kern_global_pool(KERN_POOL_MAX, NULL, NULL, 0, 8, 2, 3, 0));
+    ck_assert_tci_ok(kern_global_pool(POOL_MAX, NULL, NULL, 0, 8, 2, 3, 0));
     gpu_free(d);
 }
 END_TEST

@@ -422,20 +422,22 @@ END_TEST
 
 /* Source coordinate per the ONNX reference (onnx/reference/ops/op_resize.py), output length
  * measured as scale * in. */
-static double ref_coordinate(kern_resize_coord coord, double x, double scale, int64_t in,
+static double ref_coordinate(resize_coord coord, double x, double scale, int64_t in,
                              int64_t out) {
     double length = scale * (double)in;
     int single = fabs(length - 1.0) < 1e-9;
     switch (coord) {
-    case KERN_RESIZE_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
-    case KERN_RESIZE_HALF_PIXEL_SYMMETRIC: {
+    case RESIZE_COORD_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
+    case RESIZE_COORD_HALF_PIXEL_SYMMETRIC: {
         double adjustment = (double)out / length, center = (double)in / 2.0;
         return center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5;
     }
-    case KERN_RESIZE_PYTORCH_HALF_PIXEL: return single ? 0.0 : (x + 0.5) / scale - 0.5;
-    case KERN_RESIZE_ALIGN_CORNERS: return single ? 0.0 : x * (double)(in - 1) / (length - 1.0);
-    case KERN_RESIZE_ASYMMETRIC: return x / scale;
-    case KERN_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    case RESIZE_COORD_PYTORCH_HALF_PIXEL: return single ? 0.0 : (x + 0.5) / scale - 0.5;
+    case RESIZE_COORD_ALIGN_CORNERS: return single ? 0.0 : x * (double)(in - 1) / (length - 1.0);
+    case RESIZE_COORD_ASYMMETRIC: return x / scale;
+    case RESIZE_COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
+    case RESIZE_COORD_TF_CROP_AND_RESIZE: /* not a kernel mode */
+    case RESIZE_COORD_COUNT: break;
     }
     return 0.0;
 }
@@ -450,17 +452,18 @@ static void ref_axis(const kern_resize_desc *d, int64_t o, double scale, int64_t
         return;
     }
     double x = ref_coordinate(d->coord, (double)o, scale, in, out), base = floor(x), r = x - base;
-    if (d->mode == KERN_RESIZE_LINEAR) {
+    if (d->mode == RESIZE_LINEAR) {
         *i0 = clampi((int64_t)base, in), *i1 = clampi((int64_t)base + 1, in), *w1 = r;
         return;
     }
     int up = 0;
     if (r != 0.0) switch (d->rounding) {
-        case KERN_RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
-        case KERN_RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
-        case KERN_RESIZE_FLOOR: up = 0; break;
-        case KERN_RESIZE_CEIL: up = 1; break;
-        case KERN_RESIZE_ROUND_LEGACY: up = scale < 1.0; break;
+        case RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
+        case RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
+        case RESIZE_ROUND_FLOOR: up = 0; break;
+        case RESIZE_ROUND_CEIL: up = 1; break;
+        case RESIZE_ROUND_LEGACY: up = scale < 1.0; break;
+        case RESIZE_ROUNDING_COUNT: break;
         }
     *i0 = *i1 = clampi((int64_t)base + up, in), *w1 = 0.0;
 }
@@ -506,7 +509,7 @@ static void check_resize(kern_resize_desc d, uint64_t seed) {
             continue;
         }
         double tol =
-            d.mode == KERN_RESIZE_NEAREST ? 0.0 : tol_for(dt, 2e-3) * fmax(1.0, fabs(want[i]));
+            d.mode == RESIZE_NEAREST ? 0.0 : tol_for(dt, 2e-3) * fmax(1.0, fabs(want[i]));
         ck_assert_msg(fabs((double)got[i] - want[i]) <= tol,
                       "mode %d coord %d rounding %d %lldx%lld->%lldx%lld: [%zu] = %g, want %g",
                       (int)d.mode, (int)d.coord, (int)d.rounding, (long long)d.in_h,
@@ -544,10 +547,10 @@ static void resize_shapes(kern_resize_desc d, uint64_t seed) {
 
 START_TEST(test_resize_nearest) {
     resize_cases_run = 0;
-    for (int coord = KERN_RESIZE_HALF_PIXEL; coord <= KERN_RESIZE_TF_HALF_PIXEL_FOR_NN; coord++)
-        for (int r = KERN_RESIZE_ROUND_PREFER_FLOOR; r <= KERN_RESIZE_ROUND_LEGACY; r++) {
-            kern_resize_desc d = {.mode = KERN_RESIZE_NEAREST, .coord = (kern_resize_coord)coord,
-                                  .rounding = (kern_resize_rounding)r};
+    for (int coord = RESIZE_COORD_HALF_PIXEL; coord <= RESIZE_COORD_TF_HALF_PIXEL_FOR_NN; coord++)
+        for (int r = RESIZE_ROUND_PREFER_FLOOR; r <= RESIZE_ROUND_LEGACY; r++) {
+            kern_resize_desc d = {.mode = RESIZE_NEAREST, .coord = (resize_coord)coord,
+                                  .rounding = (resize_rounding)r};
             resize_shapes(d, 100 + (uint64_t)(coord * 10 + r));
         }
     ck_assert_int_eq(resize_cases_run, 6 * 5 * 6);
@@ -556,8 +559,8 @@ END_TEST
 
 START_TEST(test_resize_linear) {
     resize_cases_run = 0;
-    for (int coord = KERN_RESIZE_HALF_PIXEL; coord <= KERN_RESIZE_ASYMMETRIC; coord++) {
-        kern_resize_desc d = {.mode = KERN_RESIZE_LINEAR, .coord = (kern_resize_coord)coord};
+    for (int coord = RESIZE_COORD_HALF_PIXEL; coord <= RESIZE_COORD_ASYMMETRIC; coord++) {
+        kern_resize_desc d = {.mode = RESIZE_LINEAR, .coord = (resize_coord)coord};
         resize_shapes(d, 200 + (uint64_t)coord);
     }
     ck_assert_int_eq(resize_cases_run, 5 * 6);
@@ -600,12 +603,12 @@ START_TEST(test_bf16) {
     check_reduce_nan(BF16, 3, (int64_t[]){6, 5, 7}, 5, REDUCE_PROD, 0, 90);
     check_reduce_nan(BF16, 2, (int64_t[]){4, 3}, 0, REDUCE_L1, 0, 91);
     resize_cases_run = 0;
-    kern_resize_desc d = {.mode = KERN_RESIZE_NEAREST, .coord = KERN_RESIZE_HALF_PIXEL,
-                          .rounding = KERN_RESIZE_ROUND_PREFER_FLOOR, .dtype = BF16};
+    kern_resize_desc d = {.mode = RESIZE_NEAREST, .coord = RESIZE_COORD_HALF_PIXEL,
+                          .rounding = RESIZE_ROUND_PREFER_FLOOR, .dtype = BF16};
     resize_shapes(d, 300);
-    d.mode = KERN_RESIZE_LINEAR;
+    d.mode = RESIZE_LINEAR;
     resize_shapes(d, 310);
-    d.coord = KERN_RESIZE_ALIGN_CORNERS;
+    d.coord = RESIZE_COORD_ALIGN_CORNERS;
     resize_shapes(d, 320);
     ck_assert_int_eq(resize_cases_run, 3 * 6);
     /* a dtype outside fp16 / bf16 / fp32 */
@@ -625,9 +628,9 @@ START_TEST(test_resize_onnx_cases) {
     for (int i = 0; i < 4; i++) gpu_to_half(&in[i], &x[i * 8], 1);
     void *dx = gpu_upload(x, sizeof x), *dy = gpu_upload(NULL, sizeof y);
     kern_resize_desc d = {.n = 1, .c = 1, .in_h = 2, .in_w = 2, .out_h = 4, .out_w = 6,
-                          .scale_h = 2.0, .scale_w = 3.0, .mode = KERN_RESIZE_NEAREST,
-                          .coord = KERN_RESIZE_HALF_PIXEL,
-                          .rounding = KERN_RESIZE_ROUND_PREFER_FLOOR};
+                          .scale_h = 2.0, .scale_w = 3.0, .mode = RESIZE_NEAREST,
+                          .coord = RESIZE_COORD_HALF_PIXEL,
+                          .rounding = RESIZE_ROUND_PREFER_FLOOR};
     ck_assert_tci_ok(kern_resize_nhwc8(dx, dy, &d, 0));
     gpu_sync();
     gpu_download(y, dy, sizeof y);
@@ -639,7 +642,7 @@ START_TEST(test_resize_onnx_cases) {
             ck_assert_uint_eq(y[(h * 6 + w) * 8 + 1], 0);
         }
     /* resize_upsample_scales_linear_align_corners: 2x2 -> 4x4; first row 1, 1.333, 1.667, 2 */
-    d.out_w = 4, d.scale_w = 2.0, d.mode = KERN_RESIZE_LINEAR, d.coord = KERN_RESIZE_ALIGN_CORNERS;
+    d.out_w = 4, d.scale_w = 2.0, d.mode = RESIZE_LINEAR, d.coord = RESIZE_COORD_ALIGN_CORNERS;
     ck_assert_tci_ok(kern_resize_nhwc8(dx, dy, &d, 0));
     gpu_sync();
     gpu_download(y, dy, 16 * 8 * 2);
@@ -662,10 +665,10 @@ START_TEST(test_resize_errors) {
     d.scale_w = 2.0;
     ck_assert_tci_error(kern_resize_nhwc8((void *)8, (void *)16, &d, 0), TCI_ERR_INVALID_ARGUMENT,
                         "16-byte aligned");
-    d.mode = (kern_resize_mode)7;
+    d.mode = (resize_mode)7;
     ck_assert_tci_error(kern_resize_nhwc8((void *)16, (void *)16, &d, 0), TCI_ERR_INVALID_ARGUMENT,
                         "unknown mode 7");
-    d.mode = KERN_RESIZE_LINEAR;
+    d.mode = RESIZE_LINEAR;
     d.in_h = 0;
     ck_assert_tci_error(kern_resize_nhwc8((void *)16, (void *)16, &d, 0), TCI_ERR_INVALID_ARGUMENT,
                         "empty input");

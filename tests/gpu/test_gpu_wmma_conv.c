@@ -34,12 +34,12 @@ static int64_t out_size(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t 
 
 static void wc_desc(const wc_case *t, kern_wmma_conv_desc *d) {
     memset(d, 0, sizeof *d);
-    d->n = t->desc_n, d->c = t->c, d->h = t->h, d->w = t->w, d->k = t->k, d->r = t->r, d->s = t->s;
-    d->out_h = out_size(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
-    d->out_w = out_size(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
-    d->pad_top = t->pt, d->pad_left = t->pl;
-    d->stride_h = t->sh, d->stride_w = t->sw, d->dilation_h = t->dh, d->dilation_w = t->dw;
-    d->groups = t->groups, d->alpha = t->alpha;
+    d->geom.n = t->desc_n, d->geom.c = t->c, d->geom.h = t->h, d->geom.w = t->w, d->geom.k = t->k, d->geom.kernel_h = t->r, d->geom.kernel_w = t->s;
+    d->geom.out_h = out_size(t->h, t->pt, t->pb, t->r, t->sh, t->dh);
+    d->geom.out_w = out_size(t->w, t->pl, t->pr, t->s, t->sw, t->dw);
+    d->geom.pad_top = t->pt, d->geom.pad_left = t->pl;
+    d->geom.stride_h = t->sh, d->geom.stride_w = t->sw, d->geom.dilation_h = t->dh, d->geom.dilation_w = t->dw;
+    d->geom.groups = t->groups, d->alpha = t->alpha;
     d->act = t->act, d->act_alpha = t->act_alpha, d->act_beta = t->act_beta;
 }
 
@@ -92,7 +92,7 @@ static void make_data(const wc_case *t, const kern_wmma_conv_desc *d, uint64_t s
     o->n = t->n, o->cp = round8(t->c), o->kp = round8(t->k);
     o->cg = t->c / t->groups, o->kg = t->k / t->groups;
     o->kdim = t->r * t->s * (t->groups == 1 ? o->cp : o->cg);
-    o->m = t->n * d->out_h * d->out_w;
+    o->m = t->n * d->geom.out_h * d->geom.out_w;
     random_nhwc8(t->n * t->h * t->w, t->c, seed, -1, 1, &o->xb, &o->x);
     random_nhwc8(o->m, t->k, seed + 1, -1, 1, &o->zb, &o->z);
     /* weights of variance 1/fan_in keep the sums O(1), where the activations are not saturated */
@@ -113,9 +113,9 @@ static void make_data(const wc_case *t, const kern_wmma_conv_desc *d, uint64_t s
     o->want = calloc(out_count, sizeof *o->want);
     o->tol = calloc(out_count, sizeof *o->tol);
     for (int64_t img = 0; img < t->n; img++)
-        for (int64_t oh = 0; oh < d->out_h; oh++)
-            for (int64_t ow = 0; ow < d->out_w; ow++) {
-                const int64_t pix = (img * d->out_h + oh) * d->out_w + ow;
+        for (int64_t oh = 0; oh < d->geom.out_h; oh++)
+            for (int64_t ow = 0; ow < d->geom.out_w; ow++) {
+                const int64_t pix = (img * d->geom.out_h + oh) * d->geom.out_w + ow;
                 for (int64_t k = 0; k < t->k; k++) {
                     const int64_t g = k / o->kg;
                     double acc = 0, sum_abs = 0;
@@ -337,7 +337,7 @@ END_TEST
 START_TEST(test_wmma_conv_pack) {
     kern_wmma_conv_desc d;
     memset(&d, 0, sizeof d);
-    d.c = 3, d.k = 2, d.r = 1, d.s = 2, d.groups = 1;
+    d.geom.c = 3, d.geom.k = 2, d.geom.kernel_h = 1, d.geom.kernel_w = 2, d.geom.groups = 1;
     const float w[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; /* (K 2, C 3, R 1, S 2) */
     ck_assert_uint_eq(kern_wmma_conv_weight_elements(&d), 8 * 2 * 8);
     uint16_t out[128];
@@ -352,17 +352,17 @@ START_TEST(test_wmma_conv_pack) {
         {13, 29, 3, 3, 1}, {3, 64, 7, 7, 1}, {256, 256, 3, 3, 32}, {32, 48, 3, 2, 2}, {64, 32, 5, 5, 4}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         memset(&d, 0, sizeof d);
-        d.c = shapes[i].c, d.k = shapes[i].k, d.r = shapes[i].r, d.s = shapes[i].s, d.groups = shapes[i].groups;
+        d.geom.c = shapes[i].c, d.geom.k = shapes[i].k, d.geom.kernel_h = shapes[i].r, d.geom.kernel_w = shapes[i].s, d.geom.groups = shapes[i].groups;
         kern_conv_desc cd;
         memset(&cd, 0, sizeof cd);
-        cd.n = 1, cd.c = shapes[i].c, cd.h = 16, cd.w = 16, cd.k = shapes[i].k, cd.r = shapes[i].r, cd.s = shapes[i].s;
-        cd.strides[0] = cd.strides[1] = cd.dilations[0] = cd.dilations[1] = 1;
-        cd.groups = shapes[i].groups, cd.mode = KERN_CONV_FP16_NHWC8;
+        cd.geom.n = 1, cd.geom.c = shapes[i].c, cd.geom.h = 16, cd.geom.w = 16, cd.geom.k = shapes[i].k, cd.geom.kernel_h = shapes[i].r, cd.geom.kernel_w = shapes[i].s;
+        cd.geom.stride_h = cd.geom.stride_w = cd.geom.dilation_h = cd.geom.dilation_w = 1;
+        cd.geom.groups = shapes[i].groups, cd.mode = KERN_CONV_FP16_NHWC8;
         kern_conv_info info;
         ck_assert_tci_ok(kern_conv_shapes(&cd, &info));
         const size_t count = kern_wmma_conv_weight_elements(&d);
         ck_assert_uint_eq(count, info.weight_elements);
-        const size_t onnx = (size_t)(d.k * (d.c / d.groups) * d.r * d.s);
+        const size_t onnx = (size_t)(d.geom.k * (d.geom.c / d.geom.groups) * d.geom.kernel_h * d.geom.kernel_w);
         float *src = malloc(onnx * sizeof *src);
         gpu_fill_random(src, onnx, 7 + i, -2, 2);
         uint16_t *a = malloc(count * 2), *b = malloc(count * 2);
@@ -373,10 +373,10 @@ START_TEST(test_wmma_conv_pack) {
         ck_assert_msg(memcmp(a, b, count * 2) == 0, "packing differs from kern_conv_pack_weights for shape %zu", i);
         free(src), free(a), free(b);
     }
-    d.groups = 3;
+    d.geom.groups = 3;
     ck_assert_uint_eq(kern_wmma_conv_weight_elements(&d), 0);
     ck_assert_tci_error(kern_wmma_conv_pack_weights(&d, w, out), TCI_ERR_INVALID_ARGUMENT, "bad sizes");
-    d.groups = 1;
+    d.geom.groups = 1;
     ck_assert_tci_error(kern_wmma_conv_pack_weights(&d, NULL, out), TCI_ERR_INVALID_ARGUMENT, "NULL pointer");
     ck_assert_tci_error(kern_wmma_conv_pack_weights(NULL, w, out), TCI_ERR_INVALID_ARGUMENT, "NULL desc");
 }
@@ -434,24 +434,24 @@ START_TEST(test_wmma_conv_errors) {
     ck_assert_uint_eq(kern_wmma_conv_workspace(&d, config_named("wmma 64x64x32 w4 16x16x16 s4 splitk8")), 0);
     /* split-K where the grid is already large */
     kern_wmma_conv_desc big = d;
-    big.n = 64, big.h = big.w = big.out_h = big.out_w = 56, big.c = big.k = 256;
+    big.geom.n = 64, big.geom.h = big.geom.w = big.geom.out_h = big.geom.out_w = 56, big.geom.c = big.geom.k = 256;
     ck_assert_tci_error(kern_wmma_conv_supports(&big, split), TCI_ERR_UNSUPPORTED, "already fill the GPU");
     ck_assert_tci_ok(kern_wmma_conv_supports(&big, plain));
-    big.n = 1 << 20; /* x of 2^40 elements */
+    big.geom.n = 1 << 20; /* x of 2^40 elements */
     ck_assert_tci_error(kern_wmma_conv_supports(&big, plain), TCI_ERR_UNSUPPORTED, "32-bit indexing");
 
     kern_wmma_conv_desc bad = d;
     bad.act = (act_kind)99;
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "unknown activation 99");
-    bad = d, bad.groups = 2; /* c 8 / 2 groups = 4 channels a group */
+    bad = d, bad.geom.groups = 2; /* c 8 / 2 groups = 4 channels a group */
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "multiples of 8");
-    bad = d, bad.groups = 3;
+    bad = d, bad.geom.groups = 3;
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "must divide");
-    bad = d, bad.pad_left = -1;
+    bad = d, bad.geom.pad_left = -1;
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "negative pads");
-    bad = d, bad.dilation_h = 0;
+    bad = d, bad.geom.dilation_h = 0;
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "must be >= 1");
-    bad = d, bad.out_w = 0;
+    bad = d, bad.geom.out_w = 0;
     ck_assert_tci_error(kern_wmma_conv_supports(&bad, plain), TCI_ERR_INVALID_ARGUMENT, "sizes must be >= 1");
     ck_assert_uint_eq(kern_wmma_conv_workspace(&bad, split), 0);
     ck_assert_uint_eq(kern_wmma_conv_workspace(NULL, split), 0);
@@ -532,14 +532,14 @@ static float median_ms(kern_wmma_conv_desc *d, int cfg, int64_t n, void *x, void
 static void bench_layer(const wc_layer *l, int64_t n, cudnnHandle_t handle) {
     kern_wmma_conv_desc d;
     memset(&d, 0, sizeof d);
-    d.n = n, d.c = l->c, d.h = l->h, d.w = l->w, d.k = l->k, d.r = d.s = l->r;
-    d.out_h = out_size(l->h, l->pad, l->pad, l->r, l->stride, 1), d.out_w = out_size(l->w, l->pad, l->pad, l->r, l->stride, 1);
-    d.pad_top = d.pad_left = l->pad, d.stride_h = d.stride_w = l->stride, d.dilation_h = d.dilation_w = 1;
-    d.groups = 1, d.alpha = 1, d.act = ACT_RELU;
+    d.geom.n = n, d.geom.c = l->c, d.geom.h = l->h, d.geom.w = l->w, d.geom.k = l->k, d.geom.kernel_h = d.geom.kernel_w = l->r;
+    d.geom.out_h = out_size(l->h, l->pad, l->pad, l->r, l->stride, 1), d.geom.out_w = out_size(l->w, l->pad, l->pad, l->r, l->stride, 1);
+    d.geom.pad_top = d.geom.pad_left = l->pad, d.geom.stride_h = d.geom.stride_w = l->stride, d.geom.dilation_h = d.geom.dilation_w = 1;
+    d.geom.groups = 1, d.alpha = 1, d.act = ACT_RELU;
     const int64_t cp = round8(l->c), kp = round8(l->k);
-    const size_t x_count = (size_t)(n * l->h * l->w * cp), y_count = (size_t)(n * d.out_h * d.out_w * kp);
+    const size_t x_count = (size_t)(n * l->h * l->w * cp), y_count = (size_t)(n * d.geom.out_h * d.geom.out_w * kp);
     const size_t w_count = kern_wmma_conv_weight_elements(&d);
-    const double flops = 2.0 * (double)(n * d.out_h * d.out_w) * (double)l->k * (double)(l->c * l->r * l->r);
+    const double flops = 2.0 * (double)(n * d.geom.out_h * d.geom.out_w) * (double)l->k * (double)(l->c * l->r * l->r);
     uint16_t *xb, *wb = malloc(w_count * 2);
     float *xv;
     random_nhwc8(n * l->h * l->w, l->c, 5, -1, 1, &xb, &xv);
@@ -573,9 +573,9 @@ static void bench_layer(const wc_layer *l, int64_t n, cudnnHandle_t handle) {
     char cudnn_text[128] = "cuDNN: n/a";
     kern_conv_desc cd;
     memset(&cd, 0, sizeof cd);
-    cd.n = (int)n, cd.c = (int)l->c, cd.h = (int)l->h, cd.w = (int)l->w, cd.k = (int)l->k, cd.r = cd.s = (int)l->r;
-    cd.pads[0] = cd.pads[1] = cd.pads[2] = cd.pads[3] = (int)l->pad;
-    cd.strides[0] = cd.strides[1] = (int)l->stride, cd.dilations[0] = cd.dilations[1] = 1, cd.groups = 1;
+    cd.geom.n = (int)n, cd.geom.c = (int)l->c, cd.geom.h = (int)l->h, cd.geom.w = (int)l->w, cd.geom.k = (int)l->k, cd.geom.kernel_h = cd.geom.kernel_w = (int)l->r;
+    cd.geom.pad_top = cd.geom.pad_left = cd.geom.pad_bottom = cd.geom.pad_right = (int)l->pad;
+    cd.geom.stride_h = cd.geom.stride_w = (int)l->stride, cd.geom.dilation_h = cd.geom.dilation_w = 1, cd.geom.groups = 1;
     cd.activation = KERN_CONV_ACT_RELU, cd.has_bias = 1, cd.mode = KERN_CONV_FP16_NHWC8;
     cd.workspace_limit = (size_t)256 << 20;
     uint16_t *bias_h = malloc((size_t)kp * 2);

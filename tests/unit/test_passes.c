@@ -409,7 +409,7 @@ START_TEST(test_layouts_reduce_global_pool) {
         const plan_step *s = &p->steps[i];
         if (s->kind == PLAN_STEP_GLOBAL_POOL) {
             pools++;
-            ck_assert(s->u.pool.max == (strcmp(s->node->name, "r_max") == 0));
+            ck_assert((s->u.pool.kind == POOL_MAX) == (strcmp(s->node->name, "r_max") == 0));
             ck_assert_int_eq(p->tensors[s->outputs[0]].layout, PLAN_LAYOUT_NHWC8);
         }
         if (s->kind == PLAN_STEP_REDUCE) reduces++;

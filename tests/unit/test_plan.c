@@ -60,8 +60,8 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     ck_assert_str_eq(s->label, "Conv+BatchNormalization+Add+Relu");
     ck_assert(s->u.conv.has_residual);
     ck_assert_int_eq(s->u.conv.act.kind, ACT_RELU);
-    ck_assert_int_eq(s->u.conv.pad_top, 1);
-    ck_assert_int_eq(s->u.conv.out_h, 5);
+    ck_assert_int_eq(s->u.conv.geom.pad_top, 1);
+    ck_assert_int_eq(s->u.conv.geom.out_h, 5);
     /* folded weights: w * gamma / sqrt(var + eps), still (K, C, R, S) fp32 */
     const plan_tensor *pw = &p->tensors[s->inputs[1]];
     ck_assert_int_eq(pw->dims[0], 4);
@@ -295,8 +295,8 @@ START_TEST(test_reduce_max_lowering) {
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     s = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
     ck_assert_ptr_nonnull(s);
-    ck_assert(s->u.pool.max);
-    ck_assert_int_eq(s->u.pool.h, 6);
+    ck_assert_int_eq(s->u.pool.kind, POOL_MAX);
+    ck_assert_int_eq(s->u.pool.geom.h, 6);
     ck_assert_ptr_null(find_step(p, PLAN_STEP_REDUCE, 0));
     ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_NHWC8);
     plan_destroy(p);

@@ -39,11 +39,11 @@ static tci_status launch_trial(const kernel_trial *t, cudaStream_t stream) {
     }
     const plan_conv *c = &t->step->u.conv;
     if (t->wmma < 0)
-        return kern_conv_run(t->impl->conv, t->cudnn, stream, (int)c->n, t->x, t->impl->weights,
+        return kern_conv_run(t->impl->conv, t->cudnn, stream, (int)c->geom.n, t->x, t->impl->weights,
                              t->impl->bias, t->z, t->y, t->workspace, WORKSPACE_LIMIT);
     kern_wmma_conv_desc d;
     gpu_wmma_desc_of(c, t->impl->dtype, &d);
-    return kern_wmma_conv_run(&d, t->wmma, c->n, t->x, t->impl->weights, t->impl->bias_f32, t->z,
+    return kern_wmma_conv_run(&d, t->wmma, c->geom.n, t->x, t->impl->weights, t->impl->bias_f32, t->z,
                               t->y, t->workspace, WORKSPACE_LIMIT, stream);
 }
 
@@ -192,7 +192,7 @@ static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
         return tci_error(TCI_ERR_UNSUPPORTED,
                          "neither cuDNN nor a WMMA kernel runs this convolution (%" PRId64
                          " groups of %" PRId64 " -> %" PRId64 " channels)",
-                         s->u.conv.groups, s->u.conv.c, s->u.conv.k);
+                         s->u.conv.geom.groups, s->u.conv.geom.c, s->u.conv.geom.k);
     keep_fastest(im, e->kernels, lib == TCI_OK, best, best_ms,
                  best < 0 ? NULL : kern_wmma_conv_config_name(best), "cuDNN");
     if (im->wmma >= 0) {

@@ -108,13 +108,10 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
 /* ---- batch variants ---- */
 
 static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
-    return b->n <= a->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k &&
-           a->r == b->r && a->s == b->s && a->out_h == b->out_h && a->out_w == b->out_w &&
-           a->pad_top == b->pad_top && a->pad_left == b->pad_left &&
-           a->pad_bottom == b->pad_bottom && a->pad_right == b->pad_right &&
-           a->stride_h == b->stride_h && a->stride_w == b->stride_w &&
-           a->dilation_h == b->dilation_h && a->dilation_w == b->dilation_w &&
-           a->groups == b->groups && a->has_bias == b->has_bias &&
+    conv_geom ga = a->geom, gb = b->geom; /* int64 fields only: no padding to compare */
+    if (gb.n > ga.n) return false;
+    gb.n = ga.n;
+    return memcmp(&ga, &gb, sizeof ga) == 0 && a->has_bias == b->has_bias &&
            a->has_residual == b->has_residual && a->depthwise == b->depthwise &&
            a->act.kind == b->act.kind && a->act.alpha == b->act.alpha &&
            a->act.beta == b->act.beta && a->post_act.kind == b->post_act.kind &&

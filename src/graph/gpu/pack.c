@@ -21,8 +21,8 @@ static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
     kern_depthwise_desc d;
     bool fp32 = gpu_step_fp32(p, s);
     gpu_depthwise_desc_of(&s->u.conv, e->impl[index].dtype, &d);
-    int64_t cp = plan_pad8(s->u.conv.c);
-    size_t wbytes = (size_t)(s->u.conv.r * s->u.conv.s * cp) * (fp32 ? 4 : 2), bbytes = (size_t)cp * 4;
+    int64_t cp = plan_pad8(s->u.conv.geom.c);
+    size_t wbytes = (size_t)(s->u.conv.geom.kernel_h * s->u.conv.geom.kernel_w * cp) * (fp32 ? 4 : 2), bbytes = (size_t)cp * 4;
     void *hw = malloc(wbytes);
     float *hb = malloc(bbytes);
     tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
@@ -49,13 +49,13 @@ tci_status gpu_pack_conv(exec_gpu_engine *e, int index) {
     gpu_conv_desc_of(e, &s->u.conv, e->impl[index].dtype, &d);
     /* the packing does not depend on the padding; cuDNN's own refusal of asymmetric pads comes
      * at plan creation, where the WMMA kernels can still take the layer */
-    d.pads[2] = d.pads[0];
-    d.pads[3] = d.pads[1];
+    d.geom.pad_bottom = d.geom.pad_top;
+    d.geom.pad_right = d.geom.pad_left;
     kern_conv_info info;
     TCI_TRY(kern_conv_shapes(&d, &info));
     size_t elem = fp32 ? 4 : 2;
     size_t wbytes = info.weight_elements * elem, bbytes = info.bias_elements * elem;
-    size_t kp = (size_t)plan_pad8(s->u.conv.k);
+    size_t kp = (size_t)plan_pad8(s->u.conv.geom.k);
     void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
     float *hf = calloc(kp + 1, sizeof(float));
     tci_status st = hw && hb && hf ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
@@ -66,7 +66,7 @@ tci_status gpu_pack_conv(exec_gpu_engine *e, int index) {
     if (st == TCI_OK) st = gpu_upload_bytes(hw, wbytes, &e->impl[index].weights);
     if (st == TCI_OK) st = gpu_upload_bytes(hb, bbytes, &e->impl[index].bias);
     if (st == TCI_OK && !fp32 && e->kernels != TCI_KERNELS_LIBRARY) {
-        for (int64_t k = 0; k < s->u.conv.k; k++) hf[k] = bias[k];
+        for (int64_t k = 0; k < s->u.conv.geom.k; k++) hf[k] = bias[k];
         st = gpu_upload_bytes(hf, kp * sizeof(float), &e->impl[index].bias_f32);
     }
     free(hw);

@@ -160,12 +160,12 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         if (e->impl[index].wmma >= 0) {
             kern_wmma_conv_desc wd;
             gpu_wmma_desc_of(&s->u.conv, e->impl[index].dtype, &wd);
-            return kern_wmma_conv_run(&wd, e->impl[index].wmma, s->u.conv.n, in[0],
+            return kern_wmma_conv_run(&wd, e->impl[index].wmma, s->u.conv.geom.n, in[0],
                                       e->impl[index].weights, e->impl[index].bias_f32,
                                       s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                                       e->workspace_bytes, stream);
         }
-        TCI_TRY(kern_conv_run(e->impl[index].conv, c->cudnn, stream, (int)s->u.conv.n, in[0],
+        TCI_TRY(kern_conv_run(e->impl[index].conv, c->cudnn, stream, (int)s->u.conv.geom.n, in[0],
                               e->impl[index].weights, e->impl[index].bias,
                               s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                               e->workspace_bytes));
@@ -173,7 +173,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
             TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_CONV_TRANSPOSE:
-        TCI_TRY(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.n, in[0],
+        TCI_TRY(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.geom.n, in[0],
                                e->impl[index].weights, e->impl[index].bias, out, c->workspace,
                                e->workspace_bytes));
         if (s->u.conv.post_act.kind != ACT_NONE)
@@ -206,34 +206,14 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         const plan_pool *pp = &s->u.pool;
         kern_pool2d_desc d = {0};
         d.dtype = y->dtype;
-        d.mode = pp->max ? KERN_POOL_MAX : KERN_POOL_AVG;
+        d.mode = pp->kind;
         d.count_include_pad = pp->count_include_pad;
-        d.n = pp->n;
-        d.c = pp->c;
-        d.in_h = pp->h;
-        d.in_w = pp->w;
-        d.out_h = pp->out_h;
-        d.out_w = pp->out_w;
-        d.kernel_h = pp->kernel_h;
-        d.kernel_w = pp->kernel_w;
-        d.stride_h = pp->stride_h;
-        d.stride_w = pp->stride_w;
-        d.dilation_h = pp->dilation_h;
-        d.dilation_w = pp->dilation_w;
-        d.pad_top = pp->pad_top;
-        d.pad_left = pp->pad_left;
-        /* what the output size implies beyond the input: the end padding (or ceil overhang) */
-        d.pad_bottom = (pp->out_h - 1) * pp->stride_h + (pp->kernel_h - 1) * pp->dilation_h + 1 -
-                       pp->h - pp->pad_top;
-        d.pad_right = (pp->out_w - 1) * pp->stride_w + (pp->kernel_w - 1) * pp->dilation_w + 1 -
-                      pp->w - pp->pad_left;
-        if (d.pad_bottom < 0) d.pad_bottom = 0;
-        if (d.pad_right < 0) d.pad_right = 0;
+        d.geom = pp->geom;
         return kern_pool2d(&d, in[0], out, stream);
     }
     case PLAN_STEP_GLOBAL_POOL:
-        return kern_global_pool_dtype(s->u.pool.max ? KERN_POOL_MAX : KERN_POOL_AVG, in[0], out,
-                                      s->u.pool.n, s->u.pool.c, s->u.pool.h, s->u.pool.w,
+        return kern_global_pool_dtype(s->u.pool.kind, in[0], out, s->u.pool.geom.n,
+                                      s->u.pool.geom.c, s->u.pool.geom.h, s->u.pool.geom.w,
                                       y->dtype, stream);
     case PLAN_STEP_COPY: {
         const plan_strided *v = &s->u.copy.view;
@@ -281,12 +261,6 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                  s->u.reduce.op, y->dtype, stream);
     }
     case PLAN_STEP_RESIZE: {
-        static const kern_resize_coord coords[] = {
-            KERN_RESIZE_HALF_PIXEL, KERN_RESIZE_PYTORCH_HALF_PIXEL, KERN_RESIZE_ALIGN_CORNERS,
-            KERN_RESIZE_ASYMMETRIC, KERN_RESIZE_HALF_PIXEL_SYMMETRIC};
-        static const kern_resize_rounding roundings[] = {
-            KERN_RESIZE_ROUND_PREFER_FLOOR, KERN_RESIZE_ROUND_PREFER_CEIL, KERN_RESIZE_FLOOR,
-            KERN_RESIZE_CEIL, KERN_RESIZE_ROUND_LEGACY};
         kern_resize_desc d;
         memset(&d, 0, sizeof d);
         d.dtype = y->dtype;
@@ -298,9 +272,9 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         d.out_w = s->u.resize.out_w;
         d.scale_h = s->u.resize.scale_h;
         d.scale_w = s->u.resize.scale_w;
-        d.mode = s->u.resize.linear ? KERN_RESIZE_LINEAR : KERN_RESIZE_NEAREST;
-        d.coord = coords[s->u.resize.coord_mode];
-        d.rounding = roundings[s->u.resize.nearest_mode];
+        d.mode = s->u.resize.mode;
+        d.coord = s->u.resize.coord;
+        d.rounding = s->u.resize.rounding;
         return kern_resize_nhwc8(in[0], out, &d, stream);
     }
     case PLAN_STEP_GATHER:

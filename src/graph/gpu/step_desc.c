@@ -18,20 +18,7 @@ bool gpu_step_fp32(const plan *p, const plan_step *s) {
 void gpu_depthwise_desc_of(const plan_conv *c, tci_dtype dtype, kern_depthwise_desc *d) {
     memset(d, 0, sizeof *d);
     d->dtype = dtype;
-    d->n = c->n;
-    d->c = c->c;
-    d->in_h = c->h;
-    d->in_w = c->w;
-    d->out_h = c->out_h;
-    d->out_w = c->out_w;
-    d->kernel_h = c->r;
-    d->kernel_w = c->s;
-    d->stride_h = c->stride_h;
-    d->stride_w = c->stride_w;
-    d->dilation_h = c->dilation_h;
-    d->dilation_w = c->dilation_w;
-    d->pad_top = c->pad_top;
-    d->pad_left = c->pad_left;
+    d->geom = c->geom;
     d->act = c->act.kind;
     d->act_alpha = c->act.alpha;
     d->act_beta = c->act.beta;
@@ -45,22 +32,7 @@ act_params gpu_conv_activation(const plan_conv *c) {
 void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *d) {
     memset(d, 0, sizeof *d);
     d->dtype = dtype;
-    d->n = c->n;
-    d->c = c->c;
-    d->h = c->h;
-    d->w = c->w;
-    d->k = c->k;
-    d->r = c->r;
-    d->s = c->s;
-    d->out_h = c->out_h;
-    d->out_w = c->out_w;
-    d->pad_top = c->pad_top;
-    d->pad_left = c->pad_left;
-    d->stride_h = c->stride_h;
-    d->stride_w = c->stride_w;
-    d->dilation_h = c->dilation_h;
-    d->dilation_w = c->dilation_w;
-    d->groups = c->groups;
+    d->geom = c->geom;
     d->alpha = 1.0f;
     act_params a = gpu_conv_activation(c);
     d->act = a.kind;
@@ -68,33 +40,11 @@ void gpu_wmma_desc_of(const plan_conv *c, tci_dtype dtype, kern_wmma_conv_desc *
     d->act_beta = a.beta;
 }
 
-/* The 2-D geometry the cuDNN convolution descriptors (kern_conv_desc, kern_convt_desc) take
- * from a plan step, as ints. */
-#define CUDNN_GEOMETRY(d, c)                                                                      \
-    do {                                                                                          \
-        (d)->n = (int)(c)->n;                                                                     \
-        (d)->c = (int)(c)->c;                                                                     \
-        (d)->h = (int)(c)->h;                                                                     \
-        (d)->w = (int)(c)->w;                                                                     \
-        (d)->k = (int)(c)->k;                                                                     \
-        (d)->r = (int)(c)->r;                                                                     \
-        (d)->s = (int)(c)->s;                                                                     \
-        (d)->pads[0] = (int)(c)->pad_top;                                                         \
-        (d)->pads[1] = (int)(c)->pad_left;                                                        \
-        (d)->pads[2] = (int)(c)->pad_bottom;                                                      \
-        (d)->pads[3] = (int)(c)->pad_right;                                                       \
-        (d)->strides[0] = (int)(c)->stride_h;                                                     \
-        (d)->strides[1] = (int)(c)->stride_w;                                                     \
-        (d)->dilations[0] = (int)(c)->dilation_h;                                                 \
-        (d)->dilations[1] = (int)(c)->dilation_w;                                                 \
-        (d)->groups = (int)(c)->groups;                                                           \
-    } while (0)
-
 void gpu_conv_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype dtype,
                       kern_conv_desc *d) {
     bool fp32 = dtype == TCI_DTYPE_FLOAT;
     memset(d, 0, sizeof *d);
-    CUDNN_GEOMETRY(d, c);
+    d->geom = c->geom;
     d->activation = c->act.kind == ACT_RELU ? KERN_CONV_ACT_RELU : KERN_CONV_ACT_NONE;
     d->has_bias = c->has_bias;
     d->has_residual = c->has_residual;
@@ -111,9 +61,7 @@ void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype d
     d->fp32 = dtype == TCI_DTYPE_FLOAT;
     d->bf16 = dtype == TCI_DTYPE_BFLOAT16;
     d->allow_tf32 = d->fp32 && gpu_allows_tf32(e);
-    CUDNN_GEOMETRY(d, c);
-    d->out_h = (int)c->out_h;
-    d->out_w = (int)c->out_w;
+    d->geom = c->geom;
     d->has_bias = 1;
     d->workspace_limit = WORKSPACE_LIMIT;
 }

@@ -165,13 +165,14 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
         return;
     }
     const plan_conv *c = &s->u.conv;
+    const conv_geom *g = &c->geom;
     act_params a = gpu_conv_activation(c);
     snprintf(buf, size,
              "conv %s k%d n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " k%" PRId64 " %" PRId64
              "x%" PRId64 " o%" PRId64 "x%" PRId64 " p%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
              " s%" PRId64 ",%" PRId64 " d%" PRId64 ",%" PRId64 " g%" PRId64 " b%d z%d act%d,%d,%g,%g",
-             precision, (int)e->kernels, c->n, c->c, c->h, c->w, c->k, c->r, c->s,
-             c->out_h, c->out_w, c->pad_top, c->pad_left, c->pad_bottom, c->pad_right,
-             c->stride_h, c->stride_w, c->dilation_h, c->dilation_w, c->groups, c->has_bias,
+             precision, (int)e->kernels, g->n, g->c, g->h, g->w, g->k, g->kernel_h, g->kernel_w,
+             g->out_h, g->out_w, g->pad_top, g->pad_left, g->pad_bottom, g->pad_right,
+             g->stride_h, g->stride_w, g->dilation_h, g->dilation_w, g->groups, c->has_bias,
              c->has_residual, (int)c->act.kind, (int)a.kind, a.alpha, a.beta);
 }
