@@ -10,94 +10,6 @@
 #include "util/elementwise.h"
 
 /* ---------------------------------------------------------------------------------------------
- * Broadcast walk
- * ------------------------------------------------------------------------------------------- */
-
-#define BCAST_MAX_OPS 3
-
-/* Hands out the output in rows. Size-1 dims are dropped and neighbouring dims that every operand
- * walks as one are merged, so a row is as long as possible and each operand moves through it
- * with stride 0 (broadcast) or 1; the same-shape case becomes a single row. */
-typedef struct bcast_iter {
-    int num_ops;
-    int outer_rank;
-    int64_t outer_dims[TCI_MAX_RANK];
-    int64_t outer_strides[BCAST_MAX_OPS][TCI_MAX_RANK];
-    int64_t row;                        /* elements per row */
-    int64_t row_stride[BCAST_MAX_OPS];  /* 0 or 1 */
-    int64_t rows, next;
-    int64_t index[TCI_MAX_RANK];
-    int64_t offset[BCAST_MAX_OPS];
-} bcast_iter;
-
-/* out's dims must be the broadcast of the operands' dims. */
-static void bcast_init(bcast_iter *it, const tci_tensor *out, const tci_tensor *const *ops,
-                       int num_ops) {
-    memset(it, 0, sizeof *it);
-    it->num_ops = num_ops;
-    int64_t dims[TCI_MAX_RANK], st[BCAST_MAX_OPS][TCI_MAX_RANK], own[BCAST_MAX_OPS][TCI_MAX_RANK];
-    for (int k = 0; k < num_ops; k++) op_strides(ops[k]->rank, ops[k]->dims, own[k]);
-    int r = 0;
-    for (int i = 0; i < out->rank; i++) {
-        if (out->dims[i] == 1) continue;
-        dims[r] = out->dims[i];
-        for (int k = 0; k < num_ops; k++) {
-            int j = i - (out->rank - ops[k]->rank);
-            st[k][r] = j >= 0 && ops[k]->dims[j] != 1 ? own[k][j] : 0;
-        }
-        r++;
-    }
-    int c = 0;
-    for (int i = 0; i < r; i++) {
-        bool merge = c > 0;
-        for (int k = 0; k < num_ops && merge; k++)
-            if (st[k][c - 1] != st[k][i] * dims[i]) merge = false;
-        if (merge) {
-            dims[c - 1] *= dims[i];
-            for (int k = 0; k < num_ops; k++) st[k][c - 1] = st[k][i];
-            continue;
-        }
-        dims[c] = dims[i];
-        for (int k = 0; k < num_ops; k++) st[k][c] = st[k][i];
-        c++;
-    }
-    int64_t count = op_count(out);
-    if (c == 0) {
-        it->row = 1;
-    } else {
-        it->row = dims[c - 1];
-        for (int k = 0; k < num_ops; k++) it->row_stride[k] = st[k][c - 1];
-        it->outer_rank = c - 1;
-        for (int d = 0; d < c - 1; d++) {
-            it->outer_dims[d] = dims[d];
-            for (int k = 0; k < num_ops; k++) it->outer_strides[k][d] = st[k][d];
-        }
-    }
-    it->rows = count > 0 ? count / it->row : 0;
-}
-
-/* Next row: its output element offset and each operand's element offset; false when done. */
-static bool bcast_next(bcast_iter *it, int64_t *out_offset, int64_t *op_offsets) {
-    if (it->next >= it->rows) return false;
-    *out_offset = it->next * it->row;
-    for (int k = 0; k < it->num_ops; k++) op_offsets[k] = it->offset[k];
-    it->next++;
-    for (int d = it->outer_rank - 1; d >= 0; d--) {
-        it->index[d]++;
-        for (int k = 0; k < it->num_ops; k++) it->offset[k] += it->outer_strides[k][d];
-        if (it->index[d] < it->outer_dims[d]) break;
-        for (int k = 0; k < it->num_ops; k++)
-            it->offset[k] -= it->outer_strides[k][d] * it->outer_dims[d];
-        it->index[d] = 0;
-    }
-    return true;
-}
-
-static const char *at(const tci_tensor *t, int64_t offset) {
-    return (const char *)t->data + offset * (int64_t)tci_dtype_size(t->dtype);
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Scalar helpers
  * ------------------------------------------------------------------------------------------- */
 
@@ -396,23 +308,23 @@ static const binary_kernel binary_kernels[BINARY_COUNT][SLOT_COUNT] = {
 static void run_binary(binary_kernel kernel, tci_tensor *out, const tci_tensor *a,
                        const tci_tensor *b, int *bad) {
     const tci_tensor *ops[2] = {a, b};
-    bcast_iter it;
-    bcast_init(&it, out, ops, 2);
+    op_bcast it;
+    op_bcast_init(&it, out, ops, 2);
     int64_t o, off[2];
     size_t out_size = tci_dtype_size(out->dtype);
-    while (bcast_next(&it, &o, off))
-        *bad |= kernel((char *)out->data + o * (int64_t)out_size, at(a, off[0]),
-                       it.row_stride[0], at(b, off[1]), it.row_stride[1], it.row);
+    while (op_bcast_next(&it, &o, off))
+        *bad |= kernel((char *)out->data + o * (int64_t)out_size, op_element(a, off[0]),
+                       it.row_stride[0], op_element(b, off[1]), it.row_stride[1], it.row);
 }
 
 /* Pow of mixed dtypes (opset 12+): rare and small (shape arithmetic), so computed through double
  * like onnxruntime's std::pow. */
 static void run_pow_generic(tci_tensor *out, const tci_tensor *a, const tci_tensor *b) {
     const tci_tensor *ops[2] = {a, b};
-    bcast_iter it;
-    bcast_init(&it, out, ops, 2);
+    op_bcast it;
+    op_bcast_init(&it, out, ops, 2);
     int64_t o, off[2];
-    while (bcast_next(&it, &o, off))
+    while (op_bcast_next(&it, &o, off))
         for (int64_t i = 0; i < it.row; i++) {
             double x = op_load_number(a->dtype, a->data, off[0] + i * it.row_stride[0]);
             double y = op_load_number(b->dtype, b->data, off[1] + i * it.row_stride[1]);
@@ -637,12 +549,12 @@ static tci_status where_forward(const ir_node *node, const tci_tensor *const *in
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
                              tci_dtype_name(out[0]->dtype));
     }
-    bcast_iter it;
-    bcast_init(&it, out[0], in, 3);
+    op_bcast it;
+    op_bcast_init(&it, out[0], in, 3);
     int64_t o, off[3];
-    while (bcast_next(&it, &o, off))
-        row((char *)out[0]->data + o * (int64_t)size, (const uint8_t *)at(in[0], off[0]),
-            at(in[1], off[1]), at(in[2], off[2]), it.row_stride, it.row);
+    while (op_bcast_next(&it, &o, off))
+        row((char *)out[0]->data + o * (int64_t)size, (const uint8_t *)op_element(in[0], off[0]),
+            op_element(in[1], off[1]), op_element(in[2], off[2]), it.row_stride, it.row);
     return TCI_OK;
 }
 
