@@ -207,6 +207,8 @@ extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspos
 extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: unary, binary, variadic, Where,
                                                       Equal, Clip, PRelu */
+extern const op_desc *const layer_logic_ops[];     /* logic.c: Less, Greater, And, Or, Xor, Not,
+                                                      IsNaN, IsInf... (bool results) */
 extern const op_desc *const layer_cast_ops[];      /* cast.c: Cast */
 extern const op_desc *const layer_range_ops[];     /* range.c: Range */
 extern const op_desc *const layer_shape_ops[];     /* shape_ops.c: Reshape, Gather, Shape ... */
