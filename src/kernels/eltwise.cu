@@ -53,6 +53,15 @@ template <bool FAST> __device__ __forceinline__ float binary_apply(int op, float
     case BINARY_PRELU: return a < 0.0f ? b * a : a;
     case BINARY_FMOD:
     case BINARY_MOD: return mod_apply(op, a, b);
+    // BINARY_BOOL_RESULT ops: 1 or 0 (NaN compares false); logical ops read nonzero as true
+    case BINARY_EQUAL: return a == b ? 1.0f : 0.0f;
+    case BINARY_LESS: return a < b ? 1.0f : 0.0f;
+    case BINARY_LESS_EQUAL: return a <= b ? 1.0f : 0.0f;
+    case BINARY_GREATER: return a > b ? 1.0f : 0.0f;
+    case BINARY_GREATER_EQUAL: return a >= b ? 1.0f : 0.0f;
+    case BINARY_AND: return (a != 0.0f) && (b != 0.0f) ? 1.0f : 0.0f;
+    case BINARY_OR: return (a != 0.0f) || (b != 0.0f) ? 1.0f : 0.0f;
+    case BINARY_XOR: return (a != 0.0f) != (b != 0.0f) ? 1.0f : 0.0f;
     default: return a;
     }
 }
@@ -109,6 +118,11 @@ __device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
         // Python's sign (the divisor's); r and b differ in sign and |r| < |b|: r + b fits
         return op == BINARY_MOD && r != 0 && (r < 0) != (b < 0) ? r + b : r;
     }
+    case BINARY_EQUAL: return a == b;
+    case BINARY_LESS: return a < b;
+    case BINARY_LESS_EQUAL: return a <= b;
+    case BINARY_GREATER: return a > b;
+    case BINARY_GREATER_EQUAL: return a >= b;
     default: return a;
     }
 }
@@ -116,7 +130,12 @@ __device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
 // The activations int64 has (validate() rejects the others); act_i64 of any other fails to
 // compile.
 template <int ACT>
-constexpr bool kInt64Act = ACT == ACT_NONE || ACT == ACT_NEG || ACT == ACT_ABS || ACT == ACT_RELU;
+constexpr bool kInt64Act =
+    ACT == ACT_NONE || ACT == ACT_NEG || ACT == ACT_ABS || ACT == ACT_RELU || ACT == ACT_SIGN;
+bool int64_act(int act) {
+    return act == ACT_NONE || act == ACT_NEG || act == ACT_ABS || act == ACT_RELU ||
+           act == ACT_SIGN;
+}
 
 template <int ACT> __device__ __forceinline__ int64_t act_i64(int64_t x) {
     if constexpr (ACT == ACT_NONE)
@@ -127,11 +146,17 @@ template <int ACT> __device__ __forceinline__ int64_t act_i64(int64_t x) {
         return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
     else if constexpr (ACT == ACT_RELU)
         return x < 0 ? 0 : x;
+    else if constexpr (ACT == ACT_SIGN)
+        return x > 0 ? 1 : (x < 0 ? -1 : 0);
     else {
         static_assert(kNoCase<ACT>, "an activation int64 does not have");
         return x;
     }
 }
+
+// The activations of bool values (ONNX bool is one byte, 0 or 1; nonzero reads as true): the
+// kernel computes them on 0.0f / 1.0f through act_apply. Others are rejected by validate().
+template <int ACT> constexpr bool kBoolAct = ACT == ACT_NONE || ACT == ACT_NOT;
 
 // ------------------------------------------------------------------------------------------------
 // Loads and stores
@@ -146,6 +171,9 @@ template <> __device__ __forceinline__ float ld<__half>(const void *p, int64_t i
 template <> __device__ __forceinline__ float ld<__nv_bfloat16>(const void *p, int64_t i) {
     return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
 }
+template <> __device__ __forceinline__ float ld<uint8_t>(const void *p, int64_t i) {
+    return static_cast<const uint8_t *>(p)[i] != 0 ? 1.0f : 0.0f;
+}
 
 template <typename T> __device__ __forceinline__ void st(void *p, int64_t i, float v);
 template <> __device__ __forceinline__ void st<float>(void *p, int64_t i, float v) {
@@ -156,6 +184,9 @@ template <> __device__ __forceinline__ void st<__half>(void *p, int64_t i, float
 }
 template <> __device__ __forceinline__ void st<__nv_bfloat16>(void *p, int64_t i, float v) {
     static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+}
+template <> __device__ __forceinline__ void st<uint8_t>(void *p, int64_t i, float v) {
+    static_cast<uint8_t *>(p)[i] = v != 0.0f;
 }
 
 template <typename T> constexpr bool kFastMath = false;
@@ -244,6 +275,7 @@ template <> Divider<int64_t> make_divider<int64_t>(int64_t d) { return make_divi
 
 template <typename IdxT> struct General {
     int op, rank, pad_dim;
+    int out_bool; // the output is bool bytes: r != 0 (kern_eltwise_writes_bool)
     float alpha, beta;
     float scale[kMaxInputs];
     IdxT total, real_c;
@@ -313,10 +345,6 @@ __global__ void eltwise_general_float(const General<IdxT> p) {
             const IdxT i = start + (IdxT)(j * blockDim.x + threadIdx.x);
             if (i >= p.total)
                 continue;
-            if (p.op == BINARY_EQUAL) {
-                static_cast<uint8_t *>(p.out)[i] = valid[j] && a[j] == b[j];
-                continue;
-            }
             float r = 0.0f;
             if (valid[j]) {
                 if (p.op == BINARY_WHERE)
@@ -326,7 +354,10 @@ __global__ void eltwise_general_float(const General<IdxT> p) {
                                                    : binary_apply<kFastMath<T>>(p.op, a[j], b[j]);
                 r = act_apply<ACT, kFastMath<T>>(r, p.alpha, p.beta);
             }
-            st<T>(p.out, i, r);
+            if (p.out_bool)
+                st<uint8_t>(p.out, i, r);
+            else
+                st<T>(p.out, i, r);
         }
     }
 }
@@ -338,10 +369,6 @@ template <typename IdxT, int ACT> __global__ void eltwise_general_i64(const Gene
         const bool valid = general_offsets(p, i, off);
         const int64_t *a = static_cast<const int64_t *>(p.in[0]);
         const int64_t *b = static_cast<const int64_t *>(p.in[1]);
-        if (p.op == BINARY_EQUAL) {
-            static_cast<uint8_t *>(p.out)[i] = valid ? (uint8_t)(a[off[0]] == b[off[1]]) : 0;
-            continue;
-        }
         int64_t r = 0;
         if (valid) {
             if (p.op == BINARY_WHERE) {
@@ -355,7 +382,10 @@ template <typename IdxT, int ACT> __global__ void eltwise_general_i64(const Gene
             }
             r = act_i64<ACT>(r);
         }
-        static_cast<int64_t *>(p.out)[i] = r;
+        if (p.out_bool)
+            static_cast<uint8_t *>(p.out)[i] = r != 0;
+        else
+            static_cast<int64_t *>(p.out)[i] = r;
     }
 }
 
@@ -556,6 +586,7 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
     General<IdxT> p;
     memset(&p, 0, sizeof p);
     p.op = d->op;
+    p.out_bool = kern_eltwise_writes_bool(d);
     p.rank = s.rank;
     p.pad_dim = s.pad_dim;
     p.alpha = d->act_alpha;
@@ -584,6 +615,17 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
                                  "kern_eltwise: activation %d is not provided for int64", A);
             }
         }));
+    } else if (d->dtype == TCI_DTYPE_BOOL) {
+        TCI_TRY(with_act("kern_eltwise", d->act, [&](auto act) {
+            constexpr int A = decltype(act)::value;
+            if constexpr (kBoolAct<A>) {
+                eltwise_general_float<uint8_t, IdxT, A><<<blocks, kThreads, 0, stream>>>(p);
+                return TCI_OK;
+            } else {
+                return tci_error(TCI_ERR_UNSUPPORTED,
+                                 "kern_eltwise: activation %d is not provided for bool", A);
+            }
+        }));
     } else {
         TCI_TRY(with_float_kernel(d, [&](auto type, auto act) {
             using T = typename decltype(type)::type;
@@ -603,7 +645,7 @@ bool float_dtype(tci_dtype t) {
 template <typename IdxT> bool plan_fast(const kern_eltwise_desc *d, const Shape &s,
                                         const void *const *inputs, int num_inputs, void *out,
                                         Fast<IdxT> *p) {
-    if (d->op == BINARY_EQUAL || d->op == BINARY_WHERE)
+    if (d->op == BINARY_WHERE || kern_eltwise_writes_bool(d))
         return false;
     if (!float_dtype(d->dtype))
         return false;
@@ -710,29 +752,50 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
     if (d->pad_dim >= 0 && d->real_c < 0)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: real_c %lld is negative",
                          (long long)d->real_c);
-    const bool is_int = d->dtype == TCI_DTYPE_INT64;
-    if (!float_dtype(d->dtype) && !is_int)
+    const bool is_int = d->dtype == TCI_DTYPE_INT64, is_bool = d->dtype == TCI_DTYPE_BOOL;
+    if (!float_dtype(d->dtype) && !is_int && !is_bool)
+        return tci_error(
+            TCI_ERR_UNSUPPORTED,
+            "kern_eltwise: dtype %s is not supported (float16, bfloat16, float, int64, bool)",
+            tci_dtype_name(d->dtype));
+    const unsigned op_flags = binary_flags(d->op);
+    if ((op_flags & BINARY_BOOL_RESULT) && d->act != ACT_NONE)
         return tci_error(TCI_ERR_UNSUPPORTED,
-                         "kern_eltwise: dtype %s is not supported (float16, bfloat16, float, int64)",
-                         tci_dtype_name(d->dtype));
-    if (d->op == BINARY_EQUAL && d->act != ACT_NONE)
+                         "kern_eltwise: %s writes bool and takes no activation",
+                         binary_name(d->op));
+    if ((act_flags(d->act) & ACT_BOOL_RESULT) && d->op != BINARY_NONE)
         return tci_error(TCI_ERR_UNSUPPORTED,
-                         "kern_eltwise: Equal writes uint8 and takes no activation");
+                         "kern_eltwise: activation %s writes bool and follows no binary op (%s)",
+                         act_name(d->act), binary_name(d->op));
+    if ((op_flags & BINARY_BOOL_INPUTS) && !is_bool)
+        return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: %s takes bool inputs, not %s",
+                         binary_name(d->op), tci_dtype_name(d->dtype));
     const int num_inputs = kern_eltwise_num_inputs(d->op);
     if (is_int) {
         if (d->op == BINARY_POW || d->op == BINARY_PRELU)
             return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: op %d is not provided for int64",
                              (int)d->op);
-        if (d->act != ACT_NONE && d->act != ACT_NEG && d->act != ACT_ABS &&
-            d->act != ACT_RELU)
+        if (!int64_act(d->act))
             return tci_error(TCI_ERR_UNSUPPORTED,
                              "kern_eltwise: activation %d is not provided for int64", (int)d->act);
+    }
+    if (is_bool) {
+        const bool op_ok = d->op == BINARY_NONE || d->op == BINARY_EQUAL ||
+                           d->op == BINARY_WHERE || (op_flags & BINARY_BOOL_INPUTS);
+        if (!op_ok)
+            return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: %s is not provided for bool",
+                             binary_name(d->op));
+        if (d->act != ACT_NONE && d->act != ACT_NOT)
+            return tci_error(TCI_ERR_UNSUPPORTED,
+                             "kern_eltwise: activation %s is not provided for bool",
+                             act_name(d->act));
+    }
+    if (is_int || is_bool)
         for (int k = 0; k < num_inputs; k++)
             if (d->input_scale[k] != 1.0f && !(d->op == BINARY_WHERE && k == 0))
                 return tci_error(TCI_ERR_UNSUPPORTED,
-                                 "kern_eltwise: int64 inputs take no scale (input %d: %g)", k,
-                                 (double)d->input_scale[k]);
-    }
+                                 "kern_eltwise: %s inputs take no scale (input %d: %g)",
+                                 tci_dtype_name(d->dtype), k, (double)d->input_scale[k]);
     *total = d->rank > 0 ? n : 1;
     if (*total == 0)
         return TCI_OK;
@@ -745,6 +808,11 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
 }
 
 } // namespace
+
+extern "C" bool kern_eltwise_writes_bool(const kern_eltwise_desc *desc) {
+    return desc->dtype == TCI_DTYPE_BOOL || (binary_flags(desc->op) & BINARY_BOOL_RESULT) ||
+           (act_flags(desc->act) & ACT_BOOL_RESULT);
+}
 
 extern "C" int kern_eltwise_num_inputs(binary_op op) {
     if (op == BINARY_NONE)

@@ -5,6 +5,7 @@
 #define TCI_KERNELS_ELTWISE_H
 
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tcinfer.h"
@@ -28,9 +29,13 @@ extern "C" {
  * dtype is the type of the value inputs and the output: TCI_DTYPE_FLOAT16 or TCI_DTYPE_BFLOAT16
  * (computed in fp32, with the hardware exp/log/reciprocal/divide approximations, far below fp16
  * and bf16 rounding; one rounding on store), TCI_DTYPE_FLOAT (precise fp32 functions) or
- * TCI_DTYPE_INT64. EQUAL writes TCI_DTYPE_UINT8 and takes ACT_NONE; WHERE's cond is uint8
- * (ONNX bool). int64 supports NONE (with act NONE, NEG, ABS or RELU), ADD, SUB, MUL, DIV
- * (truncating toward zero; x/0 gives 0), MAX, MIN, EQUAL and WHERE, with input scales of 1. */
+ * TCI_DTYPE_INT64, or TCI_DTYPE_BOOL (one byte, nonzero reads as true). WHERE's cond is uint8
+ * (ONNX bool). The output is bool bytes (0/1; kern_eltwise_writes_bool) for a BINARY_BOOL_RESULT
+ * op (EQUAL, LESS, ..., AND, OR, XOR; these take ACT_NONE), an ACT_BOOL_RESULT activation
+ * (IS_NAN, IS_INF, NOT; with op NONE) and a BOOL dtype; else it has dtype's type. int64 supports
+ * NONE (with act NONE, NEG, ABS, RELU or SIGN), ADD, SUB, MUL, DIV (truncating toward zero; x/0
+ * gives 0), MAX, MIN, MOD, FMOD, the comparisons and WHERE; bool supports NONE (with act NONE or
+ * NOT), EQUAL, AND, OR, XOR and WHERE; both with input scales of 1. */
 typedef struct kern_eltwise_desc {
     binary_op op;
     act_kind act;
@@ -44,6 +49,9 @@ typedef struct kern_eltwise_desc {
     int pad_dim;                                                     /* -1: no channel padding */
     int64_t real_c;
 } kern_eltwise_desc;
+
+/* Whether the op writes bool bytes (see kern_eltwise_desc) rather than dtype values. */
+bool kern_eltwise_writes_bool(const kern_eltwise_desc *desc);
 
 /* Number of inputs op reads (1, 2 or 3). */
 int kern_eltwise_num_inputs(binary_op op);

@@ -10,94 +10,6 @@
 #include "util/elementwise.h"
 
 /* ---------------------------------------------------------------------------------------------
- * Broadcast walk
- * ------------------------------------------------------------------------------------------- */
-
-#define BCAST_MAX_OPS 3
-
-/* Hands out the output in rows. Size-1 dims are dropped and neighbouring dims that every operand
- * walks as one are merged, so a row is as long as possible and each operand moves through it
- * with stride 0 (broadcast) or 1; the same-shape case becomes a single row. */
-typedef struct bcast_iter {
-    int num_ops;
-    int outer_rank;
-    int64_t outer_dims[TCI_MAX_RANK];
-    int64_t outer_strides[BCAST_MAX_OPS][TCI_MAX_RANK];
-    int64_t row;                        /* elements per row */
-    int64_t row_stride[BCAST_MAX_OPS];  /* 0 or 1 */
-    int64_t rows, next;
-    int64_t index[TCI_MAX_RANK];
-    int64_t offset[BCAST_MAX_OPS];
-} bcast_iter;
-
-/* out's dims must be the broadcast of the operands' dims. */
-static void bcast_init(bcast_iter *it, const tci_tensor *out, const tci_tensor *const *ops,
-                       int num_ops) {
-    memset(it, 0, sizeof *it);
-    it->num_ops = num_ops;
-    int64_t dims[TCI_MAX_RANK], st[BCAST_MAX_OPS][TCI_MAX_RANK], own[BCAST_MAX_OPS][TCI_MAX_RANK];
-    for (int k = 0; k < num_ops; k++) op_strides(ops[k]->rank, ops[k]->dims, own[k]);
-    int r = 0;
-    for (int i = 0; i < out->rank; i++) {
-        if (out->dims[i] == 1) continue;
-        dims[r] = out->dims[i];
-        for (int k = 0; k < num_ops; k++) {
-            int j = i - (out->rank - ops[k]->rank);
-            st[k][r] = j >= 0 && ops[k]->dims[j] != 1 ? own[k][j] : 0;
-        }
-        r++;
-    }
-    int c = 0;
-    for (int i = 0; i < r; i++) {
-        bool merge = c > 0;
-        for (int k = 0; k < num_ops && merge; k++)
-            if (st[k][c - 1] != st[k][i] * dims[i]) merge = false;
-        if (merge) {
-            dims[c - 1] *= dims[i];
-            for (int k = 0; k < num_ops; k++) st[k][c - 1] = st[k][i];
-            continue;
-        }
-        dims[c] = dims[i];
-        for (int k = 0; k < num_ops; k++) st[k][c] = st[k][i];
-        c++;
-    }
-    int64_t count = op_count(out);
-    if (c == 0) {
-        it->row = 1;
-    } else {
-        it->row = dims[c - 1];
-        for (int k = 0; k < num_ops; k++) it->row_stride[k] = st[k][c - 1];
-        it->outer_rank = c - 1;
-        for (int d = 0; d < c - 1; d++) {
-            it->outer_dims[d] = dims[d];
-            for (int k = 0; k < num_ops; k++) it->outer_strides[k][d] = st[k][d];
-        }
-    }
-    it->rows = count > 0 ? count / it->row : 0;
-}
-
-/* Next row: its output element offset and each operand's element offset; false when done. */
-static bool bcast_next(bcast_iter *it, int64_t *out_offset, int64_t *op_offsets) {
-    if (it->next >= it->rows) return false;
-    *out_offset = it->next * it->row;
-    for (int k = 0; k < it->num_ops; k++) op_offsets[k] = it->offset[k];
-    it->next++;
-    for (int d = it->outer_rank - 1; d >= 0; d--) {
-        it->index[d]++;
-        for (int k = 0; k < it->num_ops; k++) it->offset[k] += it->outer_strides[k][d];
-        if (it->index[d] < it->outer_dims[d]) break;
-        for (int k = 0; k < it->num_ops; k++)
-            it->offset[k] -= it->outer_strides[k][d] * it->outer_dims[d];
-        it->index[d] = 0;
-    }
-    return true;
-}
-
-static const char *at(const tci_tensor *t, int64_t offset) {
-    return (const char *)t->data + offset * (int64_t)tci_dtype_size(t->dtype);
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Scalar helpers
  * ------------------------------------------------------------------------------------------- */
 
@@ -121,29 +33,53 @@ static const char *const no_attrs[] = {NULL};
 typedef struct unary_params {
     act_kind kind;
     float alpha, beta;
+    const tci_dtype *types; /* the input dtypes it takes */
 } unary_params;
 
 typedef struct unary_spec {
     const char *op_type;
     act_kind kind;
     const char *attrs[3];
-    float alpha, beta; /* ONNX defaults */
+    float alpha, beta;      /* ONNX defaults */
+    const tci_dtype *types; /* NULL: float */
 } unary_spec;
 
+/* Neg, Abs and Sign take integers and double too (Neg no unsigned ones). */
+static const tci_dtype neg_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
+                                      TCI_DTYPE_INT32, TCI_DTYPE_INT64,  0};
+static const tci_dtype abs_sign_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
+                                           TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64,
+                                           0};
+
 static const unary_spec unary_specs[] = {
-    {"Relu", ACT_RELU, {NULL}, 0, 0},
-    {"LeakyRelu", ACT_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0},
-    {"Sigmoid", ACT_SIGMOID, {NULL}, 0, 0},
-    {"HardSigmoid", ACT_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f},
-    {"HardSwish", ACT_HARD_SWISH, {NULL}, 0, 0},
-    {"Tanh", ACT_TANH, {NULL}, 0, 0},
-    {"Elu", ACT_ELU, {"alpha", NULL}, 1.0f, 0},
+    {"Relu", ACT_RELU, {NULL}, 0, 0, NULL},
+    {"LeakyRelu", ACT_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0, NULL},
+    {"Sigmoid", ACT_SIGMOID, {NULL}, 0, 0, NULL},
+    {"HardSigmoid", ACT_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f, NULL},
+    {"HardSwish", ACT_HARD_SWISH, {NULL}, 0, 0, NULL},
+    {"Tanh", ACT_TANH, {NULL}, 0, 0, NULL},
+    {"Elu", ACT_ELU, {"alpha", NULL}, 1.0f, 0, NULL},
     {"Selu", ACT_SELU, {"alpha", "gamma", NULL}, 1.67326319217681884765625f,
-     1.05070102214813232421875f},
-    {"Softplus", ACT_SOFTPLUS, {NULL}, 0, 0},
-    {"Sqrt", ACT_SQRT, {NULL}, 0, 0},
-    {"Erf", ACT_ERF, {NULL}, 0, 0},
-    {"Gelu", ACT_GELU, {"approximate", NULL}, 0, 0},
+     1.05070102214813232421875f, NULL},
+    {"Softplus", ACT_SOFTPLUS, {NULL}, 0, 0, NULL},
+    {"Sqrt", ACT_SQRT, {NULL}, 0, 0, NULL},
+    {"Erf", ACT_ERF, {NULL}, 0, 0, NULL},
+    {"Gelu", ACT_GELU, {"approximate", NULL}, 0, 0, NULL},
+    {"Neg", ACT_NEG, {NULL}, 0, 0, neg_types},
+    {"Abs", ACT_ABS, {NULL}, 0, 0, abs_sign_types},
+    {"Sign", ACT_SIGN, {NULL}, 0, 0, abs_sign_types},
+    {"Exp", ACT_EXP, {NULL}, 0, 0, NULL},
+    {"Log", ACT_LOG, {NULL}, 0, 0, NULL},
+    {"Reciprocal", ACT_RECIPROCAL, {NULL}, 0, 0, NULL},
+    {"Floor", ACT_FLOOR, {NULL}, 0, 0, NULL},
+    {"Ceil", ACT_CEIL, {NULL}, 0, 0, NULL},
+    {"Round", ACT_ROUND, {NULL}, 0, 0, NULL},
+    {"Softsign", ACT_SOFTSIGN, {NULL}, 0, 0, NULL},
+    {"Mish", ACT_MISH, {NULL}, 0, 0, NULL},
+    {"Celu", ACT_CELU, {"alpha", NULL}, 1.0f, 0, NULL},
+    {"ThresholdedRelu", ACT_THRESHOLDED_RELU, {"alpha", NULL}, 1.0f, 0, NULL},
+    {"Sin", ACT_SIN, {NULL}, 0, 0, NULL},
+    {"Cos", ACT_COS, {NULL}, 0, 0, NULL},
 };
 
 static tci_status unary_parse(ir_node *node, tci_arena *arena) {
@@ -157,6 +93,7 @@ static tci_status unary_parse(ir_node *node, tci_arena *arena) {
     p->kind = spec->kind;
     p->alpha = spec->alpha;
     p->beta = spec->beta;
+    p->types = spec->types ? spec->types : op_float_types;
     for (int i = 0; spec->attrs[i]; i++) {
         const char *name = spec->attrs[i];
         if (strcmp(name, "alpha") == 0) TCI_TRY(ir_attr_float(node, name, p->alpha, &p->alpha));
@@ -174,25 +111,70 @@ static tci_status unary_parse(ir_node *node, tci_arena *arena) {
                                  "tanh)",
                                  approximate);
     }
+    /* Celu divides by alpha */
+    if (spec->kind == ACT_CELU && p->alpha == 0.0f)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'alpha' is 0");
     return TCI_OK;
 }
 
 static tci_status unary_infer(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
-    TCI_TRY(op_check_dtype(node, in[0], 0, op_float_types));
+    const unary_params *p = node->params;
+    TCI_TRY(op_check_dtype(node, in[0], 0, p->types));
     op_same_shape(out[0], in[0]);
-    out[0]->dtype = TCI_DTYPE_FLOAT;
     return TCI_OK;
 }
+
+/* Neg, Abs and Sign of signed integers, wrapping like onnxruntime (Neg and Abs of the minimum
+ * are the minimum), computed unsigned: signed overflow is undefined in C. */
+#define INT_UNARY_LOOP(T, UT)                                                                     \
+    do {                                                                                          \
+        const T *x = in[0]->data;                                                                 \
+        T *y = out[0]->data;                                                                      \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            const T v = x[i];                                                                     \
+            const T neg = (T)((UT)0 - (UT)v);                                                     \
+            y[i] = p->kind == ACT_NEG   ? neg                                                     \
+                   : p->kind == ACT_ABS ? (v < 0 ? neg : v)                                       \
+                                        : (T)((v > 0) - (v < 0));                                 \
+        }                                                                                         \
+    } while (0)
 
 static tci_status unary_forward(const ir_node *node, const tci_tensor *const *in,
                                 tci_tensor *const *out) {
     const unary_params *p = node->params;
-    const float *x = in[0]->data;
-    float *y = out[0]->data;
     const int64_t n = op_count(in[0]);
-    for (int64_t i = 0; i < n; i++) y[i] = act_apply_host(p->kind, x[i], p->alpha, p->beta);
-    return TCI_OK;
+    switch (in[0]->dtype) {
+    case TCI_DTYPE_FLOAT: {
+        const float *x = in[0]->data;
+        float *y = out[0]->data;
+        for (int64_t i = 0; i < n; i++) y[i] = act_apply_host(p->kind, x[i], p->alpha, p->beta);
+        return TCI_OK;
+    }
+    case TCI_DTYPE_DOUBLE: {
+        const double *x = in[0]->data;
+        double *y = out[0]->data;
+        for (int64_t i = 0; i < n; i++) {
+            const double v = x[i];
+            y[i] = p->kind == ACT_NEG   ? -v
+                   : p->kind == ACT_ABS ? fabs(v)
+                                        : (v > 0 ? 1 : v < 0 ? -1 : v);
+        }
+        return TCI_OK;
+    }
+    case TCI_DTYPE_UINT8: { /* Abs or Sign */
+        const uint8_t *x = in[0]->data;
+        uint8_t *y = out[0]->data;
+        for (int64_t i = 0; i < n; i++) y[i] = p->kind == ACT_ABS ? x[i] : x[i] > 0;
+        return TCI_OK;
+    }
+    case TCI_DTYPE_INT8: INT_UNARY_LOOP(int8_t, uint8_t); return TCI_OK;
+    case TCI_DTYPE_INT32: INT_UNARY_LOOP(int32_t, uint32_t); return TCI_OK;
+    case TCI_DTYPE_INT64: INT_UNARY_LOOP(int64_t, uint64_t); return TCI_OK;
+    default:
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
+                             tci_dtype_name(in[0]->dtype));
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -396,23 +378,23 @@ static const binary_kernel binary_kernels[BINARY_COUNT][SLOT_COUNT] = {
 static void run_binary(binary_kernel kernel, tci_tensor *out, const tci_tensor *a,
                        const tci_tensor *b, int *bad) {
     const tci_tensor *ops[2] = {a, b};
-    bcast_iter it;
-    bcast_init(&it, out, ops, 2);
+    op_bcast it;
+    op_bcast_init(&it, out, ops, 2);
     int64_t o, off[2];
     size_t out_size = tci_dtype_size(out->dtype);
-    while (bcast_next(&it, &o, off))
-        *bad |= kernel((char *)out->data + o * (int64_t)out_size, at(a, off[0]),
-                       it.row_stride[0], at(b, off[1]), it.row_stride[1], it.row);
+    while (op_bcast_next(&it, &o, off))
+        *bad |= kernel((char *)out->data + o * (int64_t)out_size, op_element(a, off[0]),
+                       it.row_stride[0], op_element(b, off[1]), it.row_stride[1], it.row);
 }
 
 /* Pow of mixed dtypes (opset 12+): rare and small (shape arithmetic), so computed through double
  * like onnxruntime's std::pow. */
 static void run_pow_generic(tci_tensor *out, const tci_tensor *a, const tci_tensor *b) {
     const tci_tensor *ops[2] = {a, b};
-    bcast_iter it;
-    bcast_init(&it, out, ops, 2);
+    op_bcast it;
+    op_bcast_init(&it, out, ops, 2);
     int64_t o, off[2];
-    while (bcast_next(&it, &o, off))
+    while (op_bcast_next(&it, &o, off))
         for (int64_t i = 0; i < it.row; i++) {
             double x = op_load_number(a->dtype, a->data, off[0] + i * it.row_stride[0]);
             double y = op_load_number(b->dtype, b->data, off[1] + i * it.row_stride[1]);
@@ -637,12 +619,12 @@ static tci_status where_forward(const ir_node *node, const tci_tensor *const *in
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
                              tci_dtype_name(out[0]->dtype));
     }
-    bcast_iter it;
-    bcast_init(&it, out[0], in, 3);
+    op_bcast it;
+    op_bcast_init(&it, out[0], in, 3);
     int64_t o, off[3];
-    while (bcast_next(&it, &o, off))
-        row((char *)out[0]->data + o * (int64_t)size, (const uint8_t *)at(in[0], off[0]),
-            at(in[1], off[1]), at(in[2], off[2]), it.row_stride, it.row);
+    while (op_bcast_next(&it, &o, off))
+        row((char *)out[0]->data + o * (int64_t)size, (const uint8_t *)op_element(in[0], off[0]),
+            op_element(in[1], off[1]), op_element(in[2], off[2]), it.row_stride, it.row);
     return TCI_OK;
 }
 
@@ -818,6 +800,12 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_epilogue *e = lower_epilogue(node, &none);
     act_params act;
     TCI_TRY(node->desc->epilogue(node, &act));
+    /* the kernel's value types: float storage, and int64 for what act_i64 has */
+    const tci_dtype t = node->inputs[0]->dtype;
+    const bool int64_ok = act.kind == ACT_NEG || act.kind == ACT_ABS || act.kind == ACT_SIGN;
+    if (t != TCI_DTYPE_FLOAT && !(t == TCI_DTYPE_INT64 && int64_ok))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "input dtype %s has no GPU path (%s)",
+                             tci_dtype_name(t), int64_ok ? "float, int64" : "float");
     if (node->epilogue) act = e->act;
     const char *label = e->label;
     out = e->output;
@@ -922,6 +910,21 @@ UNARY_OP(softplus_op, "Softplus", 1, 22);
 UNARY_OP(sqrt_op, "Sqrt", 6, 13);
 UNARY_OP(erf_op, "Erf", 9, 13);
 UNARY_OP(gelu_op, "Gelu", 20);
+UNARY_OP(neg_op, "Neg", 6, 13);
+UNARY_OP(abs_op, "Abs", 6, 13);
+UNARY_OP(sign_op, "Sign", 9, 13);
+UNARY_OP(exp_op, "Exp", 6, 13);
+UNARY_OP(log_op, "Log", 6, 13);
+UNARY_OP(reciprocal_op, "Reciprocal", 6, 13);
+UNARY_OP(floor_op, "Floor", 6, 13);
+UNARY_OP(ceil_op, "Ceil", 6, 13);
+UNARY_OP(round_op, "Round", 11, 22);
+UNARY_OP(softsign_op, "Softsign", 1, 22);
+UNARY_OP(mish_op, "Mish", 18, 22);
+UNARY_OP(celu_op, "Celu", 12, 28);
+UNARY_OP(thresholded_relu_op, "ThresholdedRelu", 10, 22);
+UNARY_OP(sin_op, "Sin", 7, 22);
+UNARY_OP(cos_op, "Cos", 7, 22);
 OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, BINARY_NONE, OP_FOLLOWS_LAYOUT, 6,
    11, 12, 13);
 OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, BINARY_PRELU, BINARY_FLAGS, 7, 9, 16);
@@ -946,5 +949,7 @@ const op_desc *const layer_eltwise_ops[] = {
     &elu_op,   &selu_op,       &softplus_op, &sqrt_op,        &erf_op,        &gelu_op,
     &clip_op,  &prelu_op,      &add_op,     &sub_op,          &mul_op,        &div_op,
     &pow_op,   &equal_op,      &where_op,   &sum_op,          &max_op,        &min_op,
-    &mod_op,   NULL,
+    &mod_op,   &neg_op,        &abs_op,     &sign_op,         &exp_op,        &log_op,
+    &reciprocal_op, &floor_op, &ceil_op,    &round_op,        &softsign_op,   &mish_op,
+    &celu_op,  &thresholded_relu_op, &sin_op, &cos_op,        NULL,
 };

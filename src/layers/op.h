@@ -168,6 +168,33 @@ extern const tci_dtype op_float_types[];   /* float */
 extern const tci_dtype op_numeric_types[]; /* float, double, float16, int8/32/64, uint8 */
 extern const tci_dtype op_index_types[];   /* int32, int64 */
 
+/* ---- the numpy broadcast walk of the element-wise families (op_util.c) ---- */
+
+#define OP_BCAST_MAX_OPS 3
+
+/* Hands out the output in rows. Size-1 dims are dropped and neighbouring dims that every operand
+ * walks as one are merged, so a row is as long as possible and each operand moves through it
+ * with stride 0 (broadcast) or 1; the same-shape case becomes a single row. */
+typedef struct op_bcast {
+    int num_ops;
+    int outer_rank;
+    int64_t outer_dims[TCI_MAX_RANK];
+    int64_t outer_strides[OP_BCAST_MAX_OPS][TCI_MAX_RANK];
+    int64_t row;                        /* elements per row */
+    int64_t row_stride[OP_BCAST_MAX_OPS];  /* 0 or 1 */
+    int64_t rows, next;
+    int64_t index[TCI_MAX_RANK];
+    int64_t offset[OP_BCAST_MAX_OPS];
+} op_bcast;
+
+/* Starts a walk: out's dims must be the broadcast of the num_ops operands' dims. */
+void op_bcast_init(op_bcast *it, const tci_tensor *out, const tci_tensor *const *ops,
+                   int num_ops);
+/* Next row: its output element offset and each operand's element offset; false when done. */
+bool op_bcast_next(op_bcast *it, int64_t *out_offset, int64_t *op_offsets);
+/* The address of element `offset` of t's data. */
+const void *op_element(const tci_tensor *t, int64_t offset);
+
 /* ---- registry (src/layers/registry.c) ---- */
 
 /* Finds the descriptor for op_type in domain at the model's opset; sets *out_since to the
@@ -204,6 +231,8 @@ extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspos
 extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: unary, binary, variadic, Where,
                                                       Equal, Clip, PRelu */
+extern const op_desc *const layer_logic_ops[];     /* logic.c: Less, Greater, And, Or, Xor, Not,
+                                                      IsNaN, IsInf... (bool results) */
 extern const op_desc *const layer_cast_ops[];      /* cast.c: Cast */
 extern const op_desc *const layer_range_ops[];     /* range.c: Range */
 extern const op_desc *const layer_rnn_ops[];       /* rnn.c: LSTM, GRU, RNN */

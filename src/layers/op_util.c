@@ -198,3 +198,69 @@ tci_status op_parse_no_attrs(const ir_node *node, int min_in, int max_in, int mi
     TCI_TRY(op_check_arity(node, min_in, max_in, min_out, max_out));
     return ir_check_attrs(node, none);
 }
+
+
+void op_bcast_init(op_bcast *it, const tci_tensor *out, const tci_tensor *const *ops,
+                       int num_ops) {
+    memset(it, 0, sizeof *it);
+    it->num_ops = num_ops;
+    int64_t dims[TCI_MAX_RANK], st[OP_BCAST_MAX_OPS][TCI_MAX_RANK], own[OP_BCAST_MAX_OPS][TCI_MAX_RANK];
+    for (int k = 0; k < num_ops; k++) op_strides(ops[k]->rank, ops[k]->dims, own[k]);
+    int r = 0;
+    for (int i = 0; i < out->rank; i++) {
+        if (out->dims[i] == 1) continue;
+        dims[r] = out->dims[i];
+        for (int k = 0; k < num_ops; k++) {
+            int j = i - (out->rank - ops[k]->rank);
+            st[k][r] = j >= 0 && ops[k]->dims[j] != 1 ? own[k][j] : 0;
+        }
+        r++;
+    }
+    int c = 0;
+    for (int i = 0; i < r; i++) {
+        bool merge = c > 0;
+        for (int k = 0; k < num_ops && merge; k++)
+            if (st[k][c - 1] != st[k][i] * dims[i]) merge = false;
+        if (merge) {
+            dims[c - 1] *= dims[i];
+            for (int k = 0; k < num_ops; k++) st[k][c - 1] = st[k][i];
+            continue;
+        }
+        dims[c] = dims[i];
+        for (int k = 0; k < num_ops; k++) st[k][c] = st[k][i];
+        c++;
+    }
+    int64_t count = op_count(out);
+    if (c == 0) {
+        it->row = 1;
+    } else {
+        it->row = dims[c - 1];
+        for (int k = 0; k < num_ops; k++) it->row_stride[k] = st[k][c - 1];
+        it->outer_rank = c - 1;
+        for (int d = 0; d < c - 1; d++) {
+            it->outer_dims[d] = dims[d];
+            for (int k = 0; k < num_ops; k++) it->outer_strides[k][d] = st[k][d];
+        }
+    }
+    it->rows = count > 0 ? count / it->row : 0;
+}
+
+bool op_bcast_next(op_bcast *it, int64_t *out_offset, int64_t *op_offsets) {
+    if (it->next >= it->rows) return false;
+    *out_offset = it->next * it->row;
+    for (int k = 0; k < it->num_ops; k++) op_offsets[k] = it->offset[k];
+    it->next++;
+    for (int d = it->outer_rank - 1; d >= 0; d--) {
+        it->index[d]++;
+        for (int k = 0; k < it->num_ops; k++) it->offset[k] += it->outer_strides[k][d];
+        if (it->index[d] < it->outer_dims[d]) break;
+        for (int k = 0; k < it->num_ops; k++)
+            it->offset[k] -= it->outer_strides[k][d] * it->outer_dims[d];
+        it->index[d] = 0;
+    }
+    return true;
+}
+
+const void *op_element(const tci_tensor *t, int64_t offset) {
+    return (const char *)t->data + offset * (int64_t)tci_dtype_size(t->dtype);
+}

@@ -12,9 +12,13 @@ static const char *const act_names[ACT_COUNT] = {ACT_LIST(ACT_NAME_ROW)};
 static const unsigned act_flag_table[ACT_COUNT] = {ACT_LIST(ACT_FLAGS_ROW)};
 #undef ACT_FLAGS_ROW
 
-#define BINARY_NAME_ROW(NAME, DISPLAY) [BINARY_##NAME] = DISPLAY,
+#define BINARY_NAME_ROW(NAME, DISPLAY, FLAGS) [BINARY_##NAME] = DISPLAY,
 static const char *const binary_names[BINARY_COUNT] = {BINARY_LIST(BINARY_NAME_ROW)};
 #undef BINARY_NAME_ROW
+
+#define BINARY_FLAGS_ROW(NAME, DISPLAY, FLAGS) [BINARY_##NAME] = (FLAGS),
+static const unsigned binary_flag_table[BINARY_COUNT] = {BINARY_LIST(BINARY_FLAGS_ROW)};
+#undef BINARY_FLAGS_ROW
 
 const char *act_name(act_kind kind) {
     return (unsigned)kind < ACT_COUNT ? act_names[kind] : "?";
@@ -41,4 +45,8 @@ float act_apply_host(act_kind kind, float x, float alpha, float beta) {
 
 const char *binary_name(binary_op op) {
     return (unsigned)op < BINARY_COUNT ? binary_names[op] : "?";
+}
+
+unsigned binary_flags(binary_op op) {
+    return (unsigned)op < BINARY_COUNT ? binary_flag_table[op] : 0;
 }

@@ -8,6 +8,9 @@
  * every activation). */
 #define ACT_FUSES_CUDNN 1u    /* cuDNN's fused convolution + bias + activation call */
 #define ACT_FUSES_CUBLASLT 2u /* a cuBLASLt epilogue */
+/* The formula is a test (1 or 0) of an op whose output is bool (IsNaN, IsInf, Not): the
+ * element-wise kernel writes it as a bool byte, and it is never fused as an epilogue. */
+#define ACT_BOOL_RESULT 4u
 
 /* X(NAME, "display name", FORMULA, FLAGS), one row per activation; the row order is the enum's
  * numbering. FORMULA is an fp32 expression in x, alpha and beta. It calls EXP_, LOG_ and RCP_
@@ -45,7 +48,29 @@
     X(ABS, "Abs", fabsf(x), 0)                                                                     \
     X(EXP, "Exp", EXP_(x), 0)                                                                      \
     X(LOG, "Log", LOG_(x), 0)                                                                      \
-    X(RECIPROCAL, "Reciprocal", RCP_(x), 0)
+    X(RECIPROCAL, "Reciprocal", RCP_(x), 0)                                                    \
+    X(FLOOR, "Floor", floorf(x), 0)                                                                \
+    X(CEIL, "Ceil", ceilf(x), 0)                                                                   \
+    /* rintf in the default rounding mode: halves to even */                                      \
+    X(ROUND, "Round", rintf(x), 0)                                                                 \
+    /* +-0 and NaN give themselves */                                                              \
+    X(SIGN, "Sign", x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x), 0)                                   \
+    /* a division, as onnxruntime's: inf / inf is NaN, and no reciprocal underflows */            \
+    X(SOFTSIGN, "Softsign", x / (1.0f + fabsf(x)), 0)                                              \
+    /* x * tanh(softplus(x)), softplus as in SOFTPLUS */                                           \
+    X(MISH, "Mish", x * tanhf(fmaxf(x, 0.0f) + log1pf(EXP_(-fabsf(x)))), 0)                        \
+    /* alpha: max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */                                    \
+    X(CELU, "Celu", fmaxf(x, 0.0f) + fminf(0.0f, alpha * expm1f(x / alpha)), 0)                    \
+    /* alpha: the threshold */                                                                     \
+    X(THRESHOLDED_RELU, "ThresholdedRelu", x > alpha ? x : 0.0f, 0)                                \
+    X(SIN, "Sin", sinf(x), 0)                                                                      \
+    X(COS, "Cos", cosf(x), 0)                                                                      \
+    /* x a bool as 0 or 1 */                                                                       \
+    X(NOT, "Not", x != 0.0f ? 0.0f : 1.0f, ACT_BOOL_RESULT)                                        \
+    X(IS_NAN, "IsNaN", x != x ? 1.0f : 0.0f, ACT_BOOL_RESULT)                                      \
+    /* alpha: detect_negative, beta: detect_positive (0 or 1) */                                   \
+    X(IS_INF, "IsInf",                                                                             \
+      fabsf(x) == INFINITY && (x > 0.0f ? beta : alpha) != 0.0f ? 1.0f : 0.0f, ACT_BOOL_RESULT)
 /* clang-format on */
 
 #define ACT_ENUM_ROW(NAME, DISPLAY, FORMULA, FLAGS) ACT_##NAME,
@@ -58,25 +83,36 @@ typedef struct act_params {
     float alpha, beta;
 } act_params;
 
-/* X(NAME, "display name"): y = op(a, b[, c]) before the activation. */
+/* What a binary op's result is beyond a value of its inputs' dtype. */
+#define BINARY_BOOL_RESULT 1u /* a comparison or logical op: bool (0/1), no activation after */
+#define BINARY_BOOL_INPUTS 2u /* a logical op: its inputs are bools too */
+
+/* X(NAME, "display name", FLAGS): y = op(a, b[, c]) before the activation. */
 /* clang-format off */
 #define BINARY_LIST(X)                                                                             \
-    X(NONE, "None")   /* one input: y = act(a) */                                                  \
-    X(ADD, "Add")                                                                                  \
-    X(SUB, "Sub")                                                                                  \
-    X(MUL, "Mul")                                                                                  \
-    X(DIV, "Div")                                                                                  \
-    X(POW, "Pow")                                                                                  \
-    X(MAX, "Max")     /* NaN propagates (numpy.maximum) */                                         \
-    X(MIN, "Min")                                                                                  \
-    X(PRELU, "PRelu") /* a < 0 ? b*a : a, b the slope */                                           \
-    X(EQUAL, "Equal") /* a == b, as 0/1 */                                                         \
-    X(WHERE, "Where") /* inputs (cond, a, b): cond ? a : b */                                      \
-    X(MOD, "Mod")     /* integers: remainder with the divisor's sign (Python's %) */               \
-    X(FMOD, "Fmod")   /* remainder with the dividend's sign (C's fmod and %) */
+    X(NONE, "None", 0)   /* one input: y = act(a) */                                               \
+    X(ADD, "Add", 0)                                                                               \
+    X(SUB, "Sub", 0)                                                                               \
+    X(MUL, "Mul", 0)                                                                               \
+    X(DIV, "Div", 0)                                                                               \
+    X(POW, "Pow", 0)                                                                               \
+    X(MAX, "Max", 0)     /* NaN propagates (numpy.maximum) */                                      \
+    X(MIN, "Min", 0)                                                                               \
+    X(PRELU, "PRelu", 0) /* a < 0 ? b*a : a, b the slope */                                        \
+    X(EQUAL, "Equal", BINARY_BOOL_RESULT) /* a == b */                                             \
+    X(WHERE, "Where", 0) /* inputs (cond, a, b): cond ? a : b */                                   \
+    X(MOD, "Mod", 0)     /* integers: remainder with the divisor's sign (Python's %) */            \
+    X(FMOD, "Fmod", 0)   /* remainder with the dividend's sign (C's fmod and %) */                 \
+    X(LESS, "Less", BINARY_BOOL_RESULT)                                                            \
+    X(LESS_EQUAL, "LessOrEqual", BINARY_BOOL_RESULT)                                               \
+    X(GREATER, "Greater", BINARY_BOOL_RESULT)                                                      \
+    X(GREATER_EQUAL, "GreaterOrEqual", BINARY_BOOL_RESULT)                                         \
+    X(AND, "And", BINARY_BOOL_RESULT | BINARY_BOOL_INPUTS)                                         \
+    X(OR, "Or", BINARY_BOOL_RESULT | BINARY_BOOL_INPUTS)                                           \
+    X(XOR, "Xor", BINARY_BOOL_RESULT | BINARY_BOOL_INPUTS)
 /* clang-format on */
 
-#define BINARY_ENUM_ROW(NAME, DISPLAY) BINARY_##NAME,
+#define BINARY_ENUM_ROW(NAME, DISPLAY, FLAGS) BINARY_##NAME,
 typedef enum binary_op { BINARY_LIST(BINARY_ENUM_ROW) BINARY_COUNT } binary_op;
 #undef BINARY_ENUM_ROW
 
@@ -96,6 +132,9 @@ float act_apply_host(act_kind kind, float x, float alpha, float beta);
 
 /* The display name ("Add"); "?" for a value outside the enum. */
 const char *binary_name(binary_op op);
+
+/* The BINARY_* flags of op; 0 for a value outside the enum. */
+unsigned binary_flags(binary_op op);
 
 #ifdef __cplusplus
 }

@@ -152,6 +152,19 @@ double gpu_act_reference(act_kind act, double x, double a, double b) {
     case ACT_EXP: return exp(x);
     case ACT_LOG: return log(x);
     case ACT_RECIPROCAL: return 1 / x;
+    case ACT_FLOOR: return floor(x);
+    case ACT_CEIL: return ceil(x);
+    case ACT_ROUND: return nearbyint(x); /* halves to even in the default rounding mode */
+    case ACT_SIGN: return x > 0 ? 1 : (x < 0 ? -1 : x);
+    case ACT_SOFTSIGN: return x / (1 + fabs(x));
+    case ACT_MISH: return x * tanh(log1p(exp(x)));
+    case ACT_CELU: return fmax(0, x) + fmin(0, a * expm1(x / a));
+    case ACT_THRESHOLDED_RELU: return x > a ? x : 0;
+    case ACT_SIN: return sin(x);
+    case ACT_COS: return cos(x);
+    case ACT_NOT: return x == 0;
+    case ACT_IS_NAN: return isnan(x);
+    case ACT_IS_INF: return isinf(x) && (x > 0 ? b != 0 : a != 0);
     default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
     }
 }

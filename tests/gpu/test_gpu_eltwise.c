@@ -1,7 +1,8 @@
 /* GPU tests of kern_eltwise against a plain C reference (double math on the values the kernel
  * sees): every activation, every binary op, broadcasting (same shape, per-channel, scalar, row,
  * general, rank 6), fused op+activation with input scales, NHWC8 channel padding, strided copies,
- * Equal/Where, int64, Mod, 64-bit indexing and the argument errors. */
+ * Equal/Where, the comparisons, bool results (IsNaN, IsInf) and bool inputs (And, Or, Xor, Not),
+ * int64, Mod, 64-bit indexing and the argument errors. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdbool.h>
@@ -29,6 +30,14 @@ static double binary_ref(binary_op op, double a, double b) {
     case BINARY_PRELU: return a < 0 ? b * a : a;
     case BINARY_MOD: return a - floor(a / b) * b; /* the spec's formula: NaN for b == 0 */
     case BINARY_FMOD: return fmod(a, b);
+    case BINARY_EQUAL: return a == b;
+    case BINARY_LESS: return a < b;
+    case BINARY_LESS_EQUAL: return a <= b;
+    case BINARY_GREATER: return a > b;
+    case BINARY_GREATER_EQUAL: return a >= b;
+    case BINARY_AND: return a != 0 && b != 0;
+    case BINARY_OR: return a != 0 || b != 0;
+    case BINARY_XOR: return (a != 0) != (b != 0);
     default: ck_abort_msg("no reference for op %d", (int)op); return 0;
     }
 }
@@ -126,8 +135,9 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
         }
     }
     int64_t total = total_of(d);
-    bool equal = d->op == BINARY_EQUAL;
-    size_t out_esize = equal ? 1 : esize;
+    /* comparisons and tests: bool bytes, exact (the reference sees the stored inputs) */
+    bool to_bool = kern_eltwise_writes_bool(d);
+    size_t out_esize = to_bool ? 1 : esize;
     unsigned char *out = malloc((size_t)total * out_esize + 1);
     run_raw(d, raw, bytes, base_bytes, out, (size_t)total * out_esize, misalign);
 
@@ -137,11 +147,18 @@ static void check_float_base(const kern_eltwise_desc *d, float *const *vals, con
         bool valid = ref_offsets(d, i, off);
         for (int k = 0; k < MAX_IN; k++)
             off[k] += base ? base[k] : 0;
-        if (equal) {
-            uint8_t want =
-                valid && d->input_scale[0] * vals[0][off[0]] == d->input_scale[1] * vals[1][off[1]];
-            ck_assert_msg(out[i] == want, "Equal element %lld: got %d want %d", (long long)i,
-                          out[i], want);
+        if (to_bool) {
+            double v = 0;
+            if (valid) {
+                v = (double)(d->input_scale[0] * vals[0][off[0]]);
+                if (d->op != BINARY_NONE)
+                    v = binary_ref(d->op, v, (double)(d->input_scale[1] * vals[1][off[1]]));
+                v = gpu_act_reference(d->act, v, d->act_alpha, d->act_beta);
+            }
+            uint8_t want = v != 0;
+            ck_assert_msg(out[i] == want, "op %d act %d %s element %lld: got %d want %d",
+                          (int)d->op, (int)d->act, gpu_dtype_tag(d->dtype), (long long)i, out[i],
+                          want);
             continue;
         }
         float got_f = 0.0f;
@@ -209,6 +226,9 @@ static void set_act_params(kern_eltwise_desc *d, act_kind act) {
     case ACT_HARD_SIGMOID: d->act_alpha = 0.2f, d->act_beta = 0.5f; break;
     case ACT_ELU: d->act_alpha = 0.7f; break;
     case ACT_SELU: d->act_alpha = 1.67326319f, d->act_beta = 1.05070102f; break;
+    case ACT_CELU: d->act_alpha = 1.5f; break;
+    case ACT_THRESHOLDED_RELU: d->act_alpha = 0.5f; break;
+    case ACT_IS_INF: d->act_alpha = 1.0f, d->act_beta = 1.0f; break;
     default: break;
     }
 }
@@ -533,6 +553,117 @@ START_TEST(test_equal_and_where) {
 }
 END_TEST
 
+/* ---- comparisons and bool results ---------------------------------------------------------- */
+
+/* Less, LessOrEqual, Greater, GreaterOrEqual and Equal on small integers (equal values occur)
+ * with a row broadcast and a scalar, in every float storage; exact. */
+START_TEST(test_comparisons) {
+    const binary_op ops[] = {BINARY_EQUAL, BINARY_LESS, BINARY_LESS_EQUAL, BINARY_GREATER,
+                             BINARY_GREATER_EQUAL};
+    const int64_t out[2] = {9, 13}, bd[1] = {13};
+    for (int t = 0; t < FLOAT_TYPES; t++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+            for (int scalar = 0; scalar < 2; scalar++) {
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, ops[o], float_types[t], 2, out);
+                if (scalar)
+                    d.strides[1][0] = d.strides[1][1] = 0;
+                else
+                    ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
+                float *a = random_floats(117, 71 + o, -3, 3), *b = random_floats(13, 81 + o, -3, 3);
+                for (int i = 0; i < 117; i++)
+                    a[i] = floorf(a[i]) * 0.5f;
+                for (int i = 0; i < 13; i++)
+                    b[i] = floorf(b[i]) * 0.5f;
+                b[0] = 0.5f;
+                float *vals[2] = {a, b};
+                size_t counts[2] = {117, 13};
+                check_float(&d, vals, counts, NULL, 0);
+                free(a);
+                free(b);
+            }
+}
+END_TEST
+
+/* IsNaN and IsInf on special values (NaN, +-inf, the largest finite values, zeros), with every
+ * detect_negative / detect_positive pair; NHWC8 padding reads as false. */
+START_TEST(test_isnan_isinf) {
+    const float specials[8] = {NAN, INFINITY, -INFINITY, 65504.0f, -65504.0f, 0.0f, -0.0f, 1.5f};
+    const int64_t dims[4] = {2, 3, 5, 16};
+    const size_t n = 2 * 3 * 5 * 16;
+    for (int t = 0; t < FLOAT_TYPES; t++)
+        for (int k = 0; k < 5; k++)
+            for (int padded = 0; padded < 2; padded++) {
+                kern_eltwise_desc d;
+                kern_eltwise_desc_init(&d, BINARY_NONE, float_types[t], 4, dims);
+                d.act = k == 0 ? ACT_IS_NAN : ACT_IS_INF;
+                d.act_alpha = (float)((k - 1) & 1), d.act_beta = (float)(((k - 1) >> 1) & 1);
+                if (padded)
+                    d.pad_dim = 3, d.real_c = 11;
+                float *a = random_floats(n, 5 + (uint64_t)k, -3, 3);
+                for (size_t i = 0; i < n; i += 3)
+                    a[i] = specials[(i / 3) % 8];
+                float *vals[1] = {a};
+                size_t counts[1] = {n};
+                check_float(&d, vals, counts, NULL, 0);
+                free(a);
+            }
+}
+END_TEST
+
+static uint8_t bool_ref(binary_op op, act_kind act, uint8_t a, uint8_t b) {
+    bool x = a != 0, y = b != 0, r = x;
+    switch (op) {
+    case BINARY_AND: r = x && y; break;
+    case BINARY_OR: r = x || y; break;
+    case BINARY_XOR: r = x != y; break;
+    case BINARY_EQUAL: r = x == y; break;
+    default: break;
+    }
+    return act == ACT_NOT ? !r : r;
+}
+
+/* The bool kernel: And, Or, Xor, Equal with a row broadcast, Not and a copy with a transposed
+ * read; bytes other than 0 and 1 read as true. */
+START_TEST(test_bool_ops) {
+    const int64_t out[2] = {7, 9}, bd[1] = {9};
+    uint8_t a[63], b[9];
+    for (int i = 0; i < 63; i++)
+        a[i] = (uint8_t)((i * 5) % 3 == 0 ? 0 : (i % 4 == 0 ? 7 : 1));
+    for (int i = 0; i < 9; i++)
+        b[i] = (uint8_t)(i % 2);
+    const binary_op ops[] = {BINARY_AND, BINARY_OR, BINARY_XOR, BINARY_EQUAL};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, ops[o], TCI_DTYPE_BOOL, 2, out);
+        ck_assert(kern_eltwise_writes_bool(&d));
+        ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
+        const void *raw[2] = {a, b};
+        size_t bytes[2] = {sizeof a, sizeof b};
+        uint8_t got[63];
+        run_raw(&d, raw, bytes, NULL, got, sizeof got, 0);
+        for (int i = 0; i < 63; i++)
+            ck_assert_msg(got[i] == bool_ref(ops[o], ACT_NONE, a[i], b[i % 9]),
+                          "bool op %d element %d: got %d", (int)ops[o], i, got[i]);
+    }
+    const act_kind acts[] = {ACT_NOT, ACT_NONE};
+    const int64_t tout[2] = {9, 7};
+    for (size_t k = 0; k < 2; k++) {
+        kern_eltwise_desc d;
+        kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_BOOL, 2, tout);
+        d.act = acts[k];
+        d.strides[0][0] = 1, d.strides[0][1] = 9;
+        const void *raw[1] = {a};
+        size_t bytes[1] = {sizeof a};
+        uint8_t got[63];
+        run_raw(&d, raw, bytes, NULL, got, sizeof got, 0);
+        for (int r = 0; r < 9; r++)
+            for (int c = 0; c < 7; c++)
+                ck_assert_int_eq(got[r * 7 + c], bool_ref(BINARY_NONE, acts[k], a[c * 9 + r], 0));
+    }
+}
+END_TEST
+
 /* ---- int64 --------------------------------------------------------------------------------- */
 
 static int64_t i64_ref(binary_op op, int64_t a, int64_t b) {
@@ -544,6 +675,10 @@ static int64_t i64_ref(binary_op op, int64_t a, int64_t b) {
     case BINARY_MAX: return a > b ? a : b;
     case BINARY_MIN: return a < b ? a : b;
     case BINARY_EQUAL: return a == b;
+    case BINARY_LESS: return a < b;
+    case BINARY_LESS_EQUAL: return a <= b;
+    case BINARY_GREATER: return a > b;
+    case BINARY_GREATER_EQUAL: return a >= b;
     default: return a;
     }
 }
@@ -565,16 +700,16 @@ START_TEST(test_int64_ops) {
         a[i] = (i * 37) % 23 - 11;
     for (int i = 0; i < 11; i++)
         b[i] = i - 5; /* includes 0: x/0 gives 0 */
-    const binary_op ops[] = {BINARY_ADD,  BINARY_SUB, BINARY_MUL,
-                                   BINARY_DIV,  BINARY_MAX, BINARY_MIN,
-                                   BINARY_EQUAL};
+    const binary_op ops[] = {BINARY_ADD,  BINARY_SUB,        BINARY_MUL,     BINARY_DIV,
+                             BINARY_MAX,  BINARY_MIN,        BINARY_EQUAL,   BINARY_LESS,
+                             BINARY_LESS_EQUAL, BINARY_GREATER, BINARY_GREATER_EQUAL};
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
         kern_eltwise_desc d;
         kern_eltwise_desc_init(&d, ops[o], TCI_DTYPE_INT64, 2, out);
         ck_assert_tci_ok(kern_eltwise_broadcast_strides(&d, 1, 1, bd));
         const void *raw[2] = {a, b};
         size_t bytes[2] = {sizeof a, sizeof b};
-        bool equal = ops[o] == BINARY_EQUAL;
+        bool equal = binary_flags(ops[o]) & BINARY_BOOL_RESULT;
         int64_t got[44];
         uint8_t got8[44];
         run_raw(&d, raw, bytes, NULL, equal ? (void *)got8 : (void *)got, equal ? 44 : sizeof got,
@@ -590,10 +725,10 @@ START_TEST(test_int64_ops) {
     /* truncation toward zero */
     ck_assert_int_eq(i64_ref(BINARY_DIV, -7, 2), -3);
 
-    /* unary Neg / Abs / copy with a strided (transposed) read */
-    const act_kind acts[] = {ACT_NONE, ACT_NEG, ACT_ABS, ACT_RELU};
+    /* unary Neg / Abs / Sign / copy with a strided (transposed) read */
+    const act_kind acts[] = {ACT_NONE, ACT_NEG, ACT_ABS, ACT_RELU, ACT_SIGN};
     const int64_t tout[2] = {11, 4};
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         kern_eltwise_desc d;
         kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_INT64, 2, tout);
         d.act = acts[i];
@@ -608,7 +743,8 @@ START_TEST(test_int64_ops) {
                 int64_t want = acts[i] == ACT_NEG    ? -x
                                : acts[i] == ACT_ABS  ? (x < 0 ? -x : x)
                                : acts[i] == ACT_RELU ? (x < 0 ? 0 : x)
-                                                          : x;
+                               : acts[i] == ACT_SIGN ? (x > 0) - (x < 0)
+                                                     : x;
                 ck_assert_int_eq(got[r * 4 + c], want);
             }
     }
@@ -844,6 +980,29 @@ START_TEST(test_errors) {
     kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_INT64, 4, dims);
     d.input_scale[1] = 2.0f;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "take no scale");
+    /* what writes bool takes no activation; bool inputs only where they mean something */
+    kern_eltwise_desc_init(&d, BINARY_LESS, TCI_DTYPE_FLOAT16, 4, dims);
+    d.act = ACT_NEG;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
+                        "Less writes bool and takes no activation");
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
+    d.act = ACT_IS_NAN;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
+                        "activation IsNaN writes bool and follows no binary op (Add)");
+    kern_eltwise_desc_init(&d, BINARY_AND, TCI_DTYPE_FLOAT16, 4, dims);
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
+                        "And takes bool inputs, not float16");
+    kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_BOOL, 4, dims);
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
+                        "Add is not provided for bool");
+    kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_BOOL, 4, dims);
+    d.act = ACT_SIGMOID;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
+                        "activation Sigmoid is not provided for bool");
+    kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_INT64, 4, dims);
+    d.act = ACT_FLOOR;
+    ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
+                        "not provided for int64");
     kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_FLOAT16, 4, dims);
     const void *missing[3] = {dev, NULL, NULL};
     ck_assert_tci_error(kern_eltwise(&d, missing, dev, 0), TCI_ERR_INVALID_ARGUMENT,
@@ -881,6 +1040,9 @@ int main(void) {
     tcase_add_test(tc, test_fused_binary_activation_scales);
     tcase_add_test(tc, test_strided_copy);
     tcase_add_test(tc, test_equal_and_where);
+    tcase_add_test(tc, test_comparisons);
+    tcase_add_test(tc, test_isnan_isinf);
+    tcase_add_test(tc, test_bool_ops);
     tcase_add_test(tc, test_int64_ops);
     tcase_add_test(tc, test_mod_fmod);
     tcase_add_test(tc, test_large_and_in_place);

@@ -485,6 +485,9 @@ START_TEST(family_every_activation) {
         case ACT_HARD_SIGMOID: s.act_alpha = 0.2f, s.act_beta = 0.5f; break;
         case ACT_ELU: s.act_alpha = 1.0f; break;
         case ACT_SELU: s.act_alpha = 1.6732632f, s.act_beta = 1.0507010f; break;
+        case ACT_CELU: s.act_alpha = 1.5f; break;
+        case ACT_THRESHOLDED_RELU: s.act_alpha = 0.25f; break;
+        case ACT_IS_INF: s.act_alpha = 1.0f, s.act_beta = 1.0f; break;
         default: break;
         }
         s.out = act % 3 == 0 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;

@@ -1,5 +1,7 @@
 /* util/elementwise.h: the activation and binary-op vocabulary, its names, flags and host formulas. */
+#include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "harness.h"
@@ -14,14 +16,18 @@ START_TEST(test_numbering) {
     ck_assert_int_eq(ACT_GELU_TANH, 14);
     ck_assert_int_eq(ACT_SILU, 15);
     ck_assert_int_eq(ACT_RECIPROCAL, 20);
-    ck_assert_int_eq(ACT_COUNT, 21);
+    ck_assert_int_eq(ACT_FLOOR, 21);
+    ck_assert_int_eq(ACT_IS_INF, 33);
+    ck_assert_int_eq(ACT_COUNT, 34);
     ck_assert_int_eq(BINARY_NONE, 0);
     ck_assert_int_eq(BINARY_ADD, 1);
     ck_assert_int_eq(BINARY_PRELU, 8);
     ck_assert_int_eq(BINARY_WHERE, 10);
     ck_assert_int_eq(BINARY_MOD, 11);
     ck_assert_int_eq(BINARY_FMOD, 12);
-    ck_assert_int_eq(BINARY_COUNT, 13);
+    ck_assert_int_eq(BINARY_LESS, 13);
+    ck_assert_int_eq(BINARY_XOR, 19);
+    ck_assert_int_eq(BINARY_COUNT, 20);
 }
 END_TEST
 
@@ -55,6 +61,25 @@ START_TEST(test_flags) {
                       "cuBLASLt flag of %s", act_name(k));
     }
     ck_assert_uint_eq(act_flags((act_kind)ACT_COUNT), 0);
+    /* bool results: the tests and Not, nothing else */
+    for (int i = 0; i < ACT_COUNT; i++) {
+        const act_kind k = (act_kind)i;
+        ck_assert_msg(!(act_flags(k) & ACT_BOOL_RESULT) ==
+                          !(k == ACT_NOT || k == ACT_IS_NAN || k == ACT_IS_INF),
+                      "bool flag of %s", act_name(k));
+    }
+    for (int i = 0; i < BINARY_COUNT; i++) {
+        const binary_op op = (binary_op)i;
+        const bool compare = op == BINARY_EQUAL || op == BINARY_LESS ||
+                             op == BINARY_LESS_EQUAL || op == BINARY_GREATER ||
+                             op == BINARY_GREATER_EQUAL;
+        const bool logical = op == BINARY_AND || op == BINARY_OR || op == BINARY_XOR;
+        ck_assert_msg(!(binary_flags(op) & BINARY_BOOL_RESULT) == !(compare || logical),
+                      "bool result flag of %s", binary_name(op));
+        ck_assert_msg(!(binary_flags(op) & BINARY_BOOL_INPUTS) == !logical,
+                      "bool inputs flag of %s", binary_name(op));
+    }
+    ck_assert_uint_eq(binary_flags((binary_op)BINARY_COUNT), 0);
 }
 END_TEST
 
@@ -88,6 +113,40 @@ START_TEST(test_host_formulas) {
     ck_assert_float_eq(act_apply_host(ACT_EXP, 1, 0, 0), expf(1));
     ck_assert_float_eq(act_apply_host(ACT_LOG, 2, 0, 0), logf(2));
     ck_assert_float_eq(act_apply_host(ACT_RECIPROCAL, 4, 0, 0), 0.25f);
+    ck_assert_float_eq(act_apply_host(ACT_FLOOR, -1.5f, 0, 0), -2);
+    ck_assert_float_eq(act_apply_host(ACT_CEIL, -1.5f, 0, 0), -1);
+    /* halves to even */
+    ck_assert_float_eq(act_apply_host(ACT_ROUND, 2.5f, 0, 0), 2);
+    ck_assert_float_eq(act_apply_host(ACT_ROUND, -2.5f, 0, 0), -2);
+    ck_assert_float_eq(act_apply_host(ACT_ROUND, 3.5f, 0, 0), 4);
+    ck_assert_float_eq(act_apply_host(ACT_ROUND, 0.4f, 0, 0), 0);
+    ck_assert_float_eq(act_apply_host(ACT_SIGN, -3, 0, 0), -1);
+    ck_assert_float_eq(act_apply_host(ACT_SIGN, 0, 0, 0), 0);
+    ck_assert_float_eq(act_apply_host(ACT_SIGN, 1e-30f, 0, 0), 1);
+    ck_assert(isnan(act_apply_host(ACT_SIGN, NAN, 0, 0)));
+    ck_assert_float_eq(act_apply_host(ACT_SOFTSIGN, -3, 0, 0), -0.75f);
+    ck_assert_float_eq(act_apply_host(ACT_SOFTSIGN, 1e30f, 0, 0), 1);
+    ck_assert(isnan(act_apply_host(ACT_SOFTSIGN, INFINITY, 0, 0)));
+    ck_assert_float_eq_tol(act_apply_host(ACT_MISH, 1, 0, 0), 0.86509839f, 1e-7f);
+    ck_assert_float_eq(act_apply_host(ACT_MISH, 100, 0, 0), 100);
+    ck_assert_float_eq(act_apply_host(ACT_MISH, -200, 0, 0), 0);
+    ck_assert_float_eq_tol(act_apply_host(ACT_CELU, -1, 2, 0), 2 * expm1f(-0.5f), 1e-7f);
+    ck_assert_float_eq(act_apply_host(ACT_CELU, 3, 2, 0), 3);
+    ck_assert_float_eq(act_apply_host(ACT_THRESHOLDED_RELU, 1, 1, 0), 0);
+    ck_assert_float_eq(act_apply_host(ACT_THRESHOLDED_RELU, 1.5f, 1, 0), 1.5f);
+    ck_assert_float_eq(act_apply_host(ACT_SIN, 0.5f, 0, 0), sinf(0.5f));
+    ck_assert_float_eq(act_apply_host(ACT_COS, 0.5f, 0, 0), cosf(0.5f));
+    ck_assert_float_eq(act_apply_host(ACT_NOT, 0, 0, 0), 1);
+    ck_assert_float_eq(act_apply_host(ACT_NOT, 1, 0, 0), 0);
+    ck_assert_float_eq(act_apply_host(ACT_IS_NAN, NAN, 0, 0), 1);
+    ck_assert_float_eq(act_apply_host(ACT_IS_NAN, INFINITY, 0, 0), 0);
+    /* alpha: detect_negative, beta: detect_positive */
+    ck_assert_float_eq(act_apply_host(ACT_IS_INF, INFINITY, 1, 1), 1);
+    ck_assert_float_eq(act_apply_host(ACT_IS_INF, -INFINITY, 1, 1), 1);
+    ck_assert_float_eq(act_apply_host(ACT_IS_INF, -INFINITY, 0, 1), 0);
+    ck_assert_float_eq(act_apply_host(ACT_IS_INF, INFINITY, 1, 0), 0);
+    ck_assert_float_eq(act_apply_host(ACT_IS_INF, NAN, 1, 1), 0);
+    ck_assert_float_eq(act_apply_host(ACT_IS_INF, FLT_MAX, 1, 1), 0);
     ck_assert(isnan(act_apply_host((act_kind)ACT_COUNT, 1, 0, 0)));
 }
 END_TEST

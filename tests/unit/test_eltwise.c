@@ -60,6 +60,131 @@ START_TEST(test_activations) {
 }
 END_TEST
 
+/* X5 = -2, -0.5, 0, 0.5, 3 */
+START_TEST(test_more_activations) {
+    check_unary("Neg", 13, NULL, 0, (const float[]){2, 0.5f, 0, -0.5f, -3});
+    check_unary("Abs", 6, NULL, 0, (const float[]){2, 0.5f, 0, 0.5f, 3});
+    check_unary("Sign", 9, NULL, 0, (const float[]){-1, -1, 0, 1, 1});
+    check_unary("Exp", 13, NULL, 0,
+                (const float[]){0.13533528f, 0.60653066f, 1, 1.64872127f, 20.08553692f});
+    check_unary("Floor", 6, NULL, 0, (const float[]){-2, -1, 0, 0, 3});
+    check_unary("Ceil", 13, NULL, 0, (const float[]){-2, -0.0f, 0, 1, 3});
+    /* halves to even: -0.5 and 0.5 go to 0 */
+    check_unary("Round", 11, NULL, 0, (const float[]){-2, 0, 0, 0, 3});
+    check_unary("Softsign", 22, NULL, 0, (const float[]){-2.0f / 3, -1.0f / 3, 0, 1.0f / 3, 0.75f});
+    check_unary("Mish", 18, NULL, 0,
+                (const float[]){-0.25250148f, -0.22074377f, 0, 0.37524521f, 2.98653500f});
+    check_unary("Celu", 12, NULL, 0, (const float[]){-0.86466472f, -0.39346934f, 0, 0.5f, 3});
+    check_unary("Celu", 28, "alpha", 2.0f,
+                (const float[]){2 * -0.63212056f, 2 * -0.22119922f, 0, 0.5f, 3});
+    check_unary("ThresholdedRelu", 10, NULL, 0, (const float[]){0, 0, 0, 0, 3});
+    check_unary("ThresholdedRelu", 22, "alpha", -1.0f, (const float[]){0, -0.5f, 0, 0.5f, 3});
+    check_unary("Sin", 7, NULL, 0,
+                (const float[]){-0.90929743f, -0.47942554f, 0, 0.47942554f, 0.14112001f});
+    check_unary("Cos", 22, NULL, 0,
+                (const float[]){-0.41614684f, 0.87758256f, 1, 0.87758256f, -0.98999250f});
+
+    /* edges: Log and Reciprocal of 0 and of a negative value, Round of exact halves */
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int64_t d[1] = {4};
+    const float x[4] = {0, -1, 4, 2.5f};
+    tci_tensor in = th_tensor(TCI_DTYPE_FLOAT, 1, d, x), out[1];
+    ck_assert_tci_ok(th_run(g, th_node(g, "Log", 13, 1, 1), &in, out));
+    const float *y = out[0].data;
+    ck_assert(isinf(y[0]) && y[0] < 0);
+    ck_assert(isnan(y[1]));
+    ck_assert_float_eq_tol(y[2], 1.38629436f, 1e-7f);
+    th_free(out, 1);
+    ck_assert_tci_ok(th_run(g, th_node(g, "Reciprocal", 6, 1, 1), &in, out));
+    y = out[0].data;
+    ck_assert(isinf(y[0]) && y[0] > 0);
+    ck_assert_float_eq(y[1], -1);
+    ck_assert_float_eq(y[2], 0.25f);
+    ck_assert_float_eq(y[3], 0.4f);
+    th_free(out, 1);
+    const float halves[4] = {1.5f, 2.5f, -3.5f, -0.5f};
+    in = th_tensor(TCI_DTYPE_FLOAT, 1, d, halves);
+    expect_float(g, th_node(g, "Round", 22, 1, 1), &in, 1, d, (const float[]){2, 2, -4, -0.0f}, 0);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* Neg, Abs and Sign take integers (wrapping at the minimum, as onnxruntime) and double. */
+START_TEST(test_neg_abs_sign_integers) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int64_t d[1] = {4};
+    const int32_t x32[4] = {-7, 0, 5, INT32_MIN};
+    tci_tensor in = th_tensor(TCI_DTYPE_INT32, 1, d, x32), out[1];
+    const struct {
+        const char *op;
+        int32_t want[4];
+    } cases[] = {{"Neg", {7, 0, -5, INT32_MIN}},
+                 {"Abs", {7, 0, 5, INT32_MIN}},
+                 {"Sign", {-1, 0, 1, -1}}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ck_assert_tci_ok(th_run(g, th_node(g, cases[c].op, 13, 1, 1), &in, out));
+        ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT32);
+        for (int i = 0; i < 4; i++)
+            ck_assert_msg(((const int32_t *)out[0].data)[i] == cases[c].want[i], "%s [%d]: %d",
+                          cases[c].op, i, ((const int32_t *)out[0].data)[i]);
+        th_free(out, 1);
+    }
+    const int64_t x64[4] = {-3, 0, INT64_MAX, INT64_MIN};
+    in = th_tensor(TCI_DTYPE_INT64, 1, d, x64);
+    ck_assert_tci_ok(th_run(g, th_node(g, "Abs", 13, 1, 1), &in, out));
+    ck_assert_int_eq(((const int64_t *)out[0].data)[0], 3);
+    ck_assert_int_eq(((const int64_t *)out[0].data)[2], INT64_MAX);
+    ck_assert_int_eq(((const int64_t *)out[0].data)[3], INT64_MIN);
+    th_free(out, 1);
+    const int8_t x8[4] = {-128, -1, 0, 127};
+    in = th_tensor(TCI_DTYPE_INT8, 1, d, x8);
+    ck_assert_tci_ok(th_run(g, th_node(g, "Neg", 6, 1, 1), &in, out));
+    ck_assert_int_eq(((const int8_t *)out[0].data)[0], -128);
+    ck_assert_int_eq(((const int8_t *)out[0].data)[1], 1);
+    ck_assert_int_eq(((const int8_t *)out[0].data)[3], -127);
+    th_free(out, 1);
+    const uint8_t xu[4] = {0, 1, 200, 255};
+    in = th_tensor(TCI_DTYPE_UINT8, 1, d, xu);
+    ck_assert_tci_ok(th_run(g, th_node(g, "Sign", 13, 1, 1), &in, out));
+    ck_assert_uint_eq(((const uint8_t *)out[0].data)[0], 0);
+    ck_assert_uint_eq(((const uint8_t *)out[0].data)[2], 1);
+    th_free(out, 1);
+    ck_assert_tci_ok(th_run(g, th_node(g, "Abs", 13, 1, 1), &in, out));
+    ck_assert_uint_eq(((const uint8_t *)out[0].data)[3], 255);
+    th_free(out, 1);
+    const double xd[4] = {-2.5, -0.0, 1e300, NAN};
+    in = th_tensor(TCI_DTYPE_DOUBLE, 1, d, xd);
+    ck_assert_tci_ok(th_run(g, th_node(g, "Sign", 13, 1, 1), &in, out));
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_DOUBLE);
+    const double *yd = out[0].data;
+    ck_assert_double_eq(yd[0], -1);
+    ck_assert_double_eq(yd[1], 0);
+    ck_assert_double_eq(yd[2], 1);
+    ck_assert(isnan(yd[3]));
+    th_free(out, 1);
+
+    /* Neg has no unsigned types; the float-only ones no integers */
+    in = th_tensor(TCI_DTYPE_UINT8, 1, d, xu);
+    ck_assert_tci_error(th_run(g, th_node(g, "Neg", 13, 1, 1), &in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype uint8");
+    in = th_tensor(TCI_DTYPE_INT32, 1, d, x32);
+    ck_assert_tci_error(th_run(g, th_node(g, "Floor", 13, 1, 1), &in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype int32");
+    /* Celu divides by alpha */
+    ir_node *n = th_node(g, "Celu", 12, 1, 1);
+    th_attr_float(g, n, "alpha", 0.0f);
+    in = th_tensor(TCI_DTYPE_FLOAT, 1, D5, X5);
+    ck_assert_tci_error(th_run(g, n, &in, out), TCI_ERR_INVALID_MODEL, "attribute 'alpha' is 0");
+    n = th_node(g, "Sin", 22, 1, 1);
+    th_attr_float(g, n, "alpha", 1.0f);
+    ck_assert_tci_error(th_run(g, n, &in, out), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'alpha'");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_selu_gamma_and_sqrt) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -1078,7 +1203,10 @@ START_TEST(test_version_tables) {
         {"Erf", 9},   {"Gelu", 20},     {"Clip", 6},    {"PRelu", 7},       {"Add", 7},
         {"Sub", 7},   {"Mul", 7},       {"Div", 7},     {"Pow", 7},         {"Equal", 7},
         {"Where", 9}, {"Sum", 6},       {"Max", 6},     {"Min", 6},         {"Cast", 6},
-        {"Mod", 10},
+        {"Mod", 10},  {"Neg", 6},       {"Abs", 6},     {"Sign", 9},        {"Exp", 6},
+        {"Log", 6},   {"Reciprocal", 6}, {"Floor", 6},  {"Ceil", 6},        {"Round", 11},
+        {"Softsign", 1}, {"Mish", 18},  {"Celu", 12},   {"ThresholdedRelu", 10},
+        {"Sin", 7},   {"Cos", 7},
     };
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -1104,7 +1232,8 @@ START_TEST(test_version_tables) {
         int opset, since;
     } picks[] = {{"Cast", 28, 28}, {"Cast", 18, 13}, {"Pow", 14, 13}, {"Equal", 21, 19},
                  {"Clip", 12, 12}, {"Relu", 17, 14}, {"Max", 11, 8},  {"Softplus", 21, 1},
-                 {"Mod", 12, 10},  {"Mod", 27, 13},  {"Mod", 28, 28}};
+                 {"Mod", 12, 10},  {"Mod", 27, 13},  {"Mod", 28, 28}, {"Celu", 27, 12},
+                 {"Celu", 28, 28}, {"Round", 21, 11}, {"Mish", 22, 22}, {"Neg", 12, 6}};
     for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
         ir_node *n = th_node(g, picks[i].op, picks[i].opset, 1, 1);
         const op_desc *desc;
@@ -1120,6 +1249,8 @@ int main(void) {
     Suite *s = suite_create("eltwise");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_activations);
+    tcase_add_test(tc, test_more_activations);
+    tcase_add_test(tc, test_neg_abs_sign_integers);
     tcase_add_test(tc, test_selu_gamma_and_sqrt);
     tcase_add_test(tc, test_gelu_tanh_and_bad_mode);
     tcase_add_test(tc, test_sigmoid_softplus_extremes);

@@ -478,6 +478,81 @@ static int count_steps(const plan *p, plan_step_kind kind) {
     return n;
 }
 
+/* x -> Relu -> Less(r, c) -> Not, and IsNaN(x): the comparison and the tests lower to element-wise
+ * steps writing bool, and neither the Not nor the IsNaN is fused into the step before it (their
+ * results are bool); Neg of int64 lowers, of int32 and a float comparison of int32 are refused. */
+START_TEST(test_logic_lowering) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {2, 3};
+    const float cv[3] = {0, 1, 2};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = act(g, "r");
+    ir_tensor *c = vec(g, "c", cv, 3), *l = act(g, "l"), *nl = act(g, "nl"), *nan = act(g, "nan");
+    ir_tensor *outs[2] = {nl, nan};
+    th_graph_io(g, &x, 1, outs, 2);
+    th_node_io(g, "relu", "Relu", 14, &x, 1, &r, 1);
+    th_node_io(g, "less", "Less", 13, (ir_tensor *[]){r, c}, 2, &l, 1);
+    th_node_io(g, "not", "Not", 1, &l, 1, &nl, 1);
+    th_node_io(g, "isnan", "IsNaN", 20, &r, 1, &nan, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 4);
+    const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, 1);
+    ck_assert_int_eq(s->u.eltwise.op, BINARY_LESS);
+    ck_assert_int_eq(s->u.eltwise.act.kind, ACT_NONE);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].dtype, TCI_DTYPE_BOOL);
+    s = find_step(p, PLAN_STEP_ELTWISE, 2);
+    ck_assert_int_eq(s->u.eltwise.op, BINARY_NONE);
+    ck_assert_int_eq(s->u.eltwise.act.kind, ACT_NOT);
+    ck_assert_int_eq(p->tensors[s->inputs[0]].dtype, TCI_DTYPE_BOOL);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].dtype, TCI_DTYPE_BOOL);
+    s = find_step(p, PLAN_STEP_ELTWISE, 3);
+    ck_assert_int_eq(s->u.eltwise.act.kind, ACT_IS_NAN);
+    ck_assert_int_eq(p->tensors[s->inputs[0]].dtype, TCI_DTYPE_FLOAT16);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].dtype, TCI_DTYPE_BOOL);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    /* Add(int64) -> Sign: the Sign is the Add step's activation */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_tensor *in[2] = {th_named(g, "a", TCI_DTYPE_INT64, 2, xd, NULL),
+                        th_named(g, "b", TCI_DTYPE_INT64, 2, xd, NULL)};
+    ir_tensor *sum = act(g, "sum"), *sg = act(g, "sg");
+    th_graph_io(g, in, 2, &sg, 1);
+    th_node_io(g, "add", "Add", 14, in, 2, &sum, 1);
+    th_node_io(g, "sign", "Sign", 13, &sum, 1, &sg, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 1);
+    s = find_step(p, PLAN_STEP_ELTWISE, 0);
+    ck_assert_int_eq(s->u.eltwise.op, BINARY_ADD);
+    ck_assert_int_eq(s->u.eltwise.act.kind, ACT_SIGN);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    /* refusals name the node */
+    const char *ops[2] = {"Neg", "Less"};
+    const char *want[2] = {"node 'n' (Neg): input dtype int32 has no GPU path (float, int64)",
+                           "node 'n' (Less): input dtype int32 has no GPU path (float, int64)"};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_tci_ok(ir_graph_create(&g));
+        ir_tensor *a = th_named(g, "a", TCI_DTYPE_INT32, 2, xd, NULL), *y = act(g, "y");
+        th_graph_io(g, &a, 1, &y, 1);
+        th_node_io(g, "n", ops[k], 13, (ir_tensor *[]){a, a}, k + 1, &y, 1);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
+        ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED, want[k]);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
 /* --fp32-layers: the named node computes and stores in fp32, a cast feeds it, its neighbours
  * stay fp16; an op type selects every node of that type; unknown names are refused. */
 START_TEST(test_fp32_layers) {
@@ -627,6 +702,7 @@ int main(void) {
     tcase_add_test(tc, test_reduce_noop_lowering);
     tcase_add_test(tc, test_argreduce_lowering);
     tcase_add_test(tc, test_mod_lowering);
+    tcase_add_test(tc, test_logic_lowering);
     tcase_add_test(tc, test_fp32_layers);
     tcase_add_test(tc, test_fp32_layer_patterns);
     tcase_add_test(tc, test_all_fp32);

@@ -23,11 +23,15 @@ static ir_node *single_consumer(const fuse_ctx *c, const ir_tensor *t) {
     return NULL;
 }
 
-/* The activation node computes as an epilogue, if its descriptor says it is one. */
+/* The activation node computes as an epilogue, if its descriptor says it is one and its result
+ * has its input's type (a test such as IsNaN writes bool, which no producer's step does). */
 static tci_status activation_of(const ir_node *n, bool *is_act, act_params *act) {
     memset(act, 0, sizeof *act);
     *is_act = n->desc && n->desc->epilogue && !n->fused_into;
-    return *is_act ? n->desc->epilogue(n, act) : TCI_OK;
+    if (!*is_act) return TCI_OK;
+    TCI_TRY(n->desc->epilogue(n, act));
+    if (act_flags(act->kind) & ACT_BOOL_RESULT) *is_act = false;
+    return TCI_OK;
 }
 
 static bool is_sigmoid(const ir_node *n) {
