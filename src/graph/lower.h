@@ -69,7 +69,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_ARG_REDUCE, /* int64 position of the max / min along an axis (ArgMax, ArgMin) */
     PLAN_STEP_CUMSUM,     /* running sum along an axis */
     PLAN_STEP_TOPK,       /* the k best values along an axis and their int64 positions */
-    PLAN_STEP_GROUPNORM,  /* per (image, channel group) statistics, dense (N, C, spatial) */
+    PLAN_STEP_GROUPNORM,  /* per (image, channel group) statistics, NHWC8 or dense */
     PLAN_STEP_LRN,        /* across-channel local response normalisation, NHWC8 or dense */
 } plan_step_kind;
 

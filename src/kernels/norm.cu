@@ -367,34 +367,53 @@ tci_status launch_layernorm(const void *x, const void *gamma, const void *beta, 
 
 // ---------------------------------------------------------------- group normalisation
 
-// One block per (image, group): the group's channels are one contiguous run of `len` =
-// channels-per-group x spatial values in dense (N, C, spatial). Two-pass statistics in fp32.
+// Element i of an image's group: dense (N, C, spatial) runs channel by channel, NHWC8
+// (N, spatial, cp) position by position; returns the offset from the image's start and the
+// channel in *ch.
+__device__ __forceinline__ int64_t group_element(int64_t i, int64_t g, int64_t per,
+                                                 int64_t spatial, int64_t cp, bool nhwc,
+                                                 int64_t *ch) {
+    if (nhwc) {
+        *ch = g * per + i % per;
+        return i / per * cp + *ch;
+    }
+    *ch = g * per + i / spatial;
+    return *ch * spatial + i % spatial;
+}
+
+// One block per (image, group) over len = channels-per-group x spatial values. Two-pass
+// statistics in fp32. In NHWC8 the last group's block also writes the padding channels' zeros.
 template <typename T>
 __global__ void groupnorm_kernel(const T *x, const T *gamma, const T *beta, T *y, int64_t n,
-                                 int64_t c, int64_t spatial, int64_t groups, float epsilon,
-                                 bool per_group) {
+                                 int64_t c, int64_t cp, int64_t spatial, int64_t groups,
+                                 float epsilon, bool per_group, bool nhwc) {
     __shared__ float shared[kWarp];
-    const int64_t per = c / groups, len = per * spatial;
+    const int64_t per = c / groups, len = per * spatial, image = cp * spatial;
     const float inv_len = 1.0f / (float)len;
     for (int64_t blk = blockIdx.x; blk < n * groups; blk += gridDim.x) {
         const int64_t g = blk % groups;
-        const T *xr = x + blk * len;
-        T *yr = y + blk * len;
+        const T *xi = x + blk / groups * image;
+        T *yi = y + blk / groups * image;
+        int64_t ch;
         float sum = 0.0f;
-        for (int64_t i = threadIdx.x; i < len; i += blockDim.x) sum += to_float(xr[i]);
+        for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
+            sum += to_float(xi[group_element(i, g, per, spatial, cp, nhwc, &ch)]);
         const float mean = block_sum(sum, shared) * inv_len;
         float sq = 0.0f;
         for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
-            const float d = to_float(xr[i]) - mean;
+            const float d = to_float(xi[group_element(i, g, per, spatial, cp, nhwc, &ch)]) - mean;
             sq += d * d;
         }
         const float inv_std = 1.0f / sqrtf(block_sum(sq, shared) * inv_len + epsilon);
         for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
-            const int64_t ch = per_group ? g : g * per + i / spatial;
-            const float v = (to_float(xr[i]) - mean) * inv_std * to_float(gamma[ch]) +
-                            to_float(beta[ch]);
-            yr[i] = from_float<T>(v);
+            const int64_t at = group_element(i, g, per, spatial, cp, nhwc, &ch);
+            const int64_t k = per_group ? g : ch;
+            yi[at] = from_float<T>((to_float(xi[at]) - mean) * inv_std * to_float(gamma[k]) +
+                                   to_float(beta[k]));
         }
+        if (g == groups - 1 && cp > c)
+            for (int64_t i = threadIdx.x; i < spatial * (cp - c); i += blockDim.x)
+                yi[i / (cp - c) * cp + c + i % (cp - c)] = from_float<T>(0.0f);
     }
 }
 
@@ -806,8 +825,8 @@ extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_
 
 extern "C" tci_status kern_groupnorm_dtype(const void *x, const void *gamma, const void *beta,
                                            void *y, int64_t n, int64_t c, int64_t spatial,
-                                           int64_t groups, int scale_per_group, float epsilon,
-                                           tci_dtype dtype, cudaStream_t stream) {
+                                           int nhwc8, int64_t groups, int scale_per_group,
+                                           float epsilon, tci_dtype dtype, cudaStream_t stream) {
     Storage st = Storage::kHalf;
     TCI_TRY(storage_type("kern_groupnorm", dtype, &st));
     if (n < 0 || c < 0 || spatial < 0 || groups < 1 || c % groups)
@@ -820,13 +839,13 @@ extern "C" tci_status kern_groupnorm_dtype(const void *x, const void *gamma, con
     if (n == 0 || c == 0 || spatial == 0) return TCI_OK;
     if (!x || !y || !gamma || !beta)
         return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
-    const int64_t len = c / groups * spatial;
+    const int64_t len = c / groups * spatial, cp = nhwc8 ? (c + 7) / 8 * 8 : c;
     unsigned grid = (unsigned)min64(n * groups, kMaxGridX);
     return with_storage(st, [&](auto tag) {
         using T = typename decltype(tag)::type;
         groupnorm_kernel<T><<<grid, block_threads(len), 0, stream>>>(
-            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, n, c, spatial, groups,
-            epsilon, scale_per_group != 0);
+            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, n, c, cp, spatial, groups,
+            epsilon, scale_per_group != 0, nhwc8 != 0);
         KERN_LAUNCH_CHECK("groupnorm_kernel");
         return TCI_OK;
     });

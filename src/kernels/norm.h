@@ -81,13 +81,15 @@ tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *di
                              unsigned reduce_mask, reduce_op op, tci_dtype dtype,
                              cudaStream_t stream);
 
-/* GroupNormalization (and InstanceNormalization, groups == c) of a dense (n, c, spatial) tensor:
- * each image's c / groups consecutive channels share mean and variance (two-pass, fp32):
+/* GroupNormalization (and InstanceNormalization, groups == c) of n images of c channels and
+ * `spatial` positions, stored dense (n, c, spatial) or, with nhwc8 != 0, NHWC8 (n, spatial,
+ * round_up(c, 8)), where the padding channels of y are written as zeros. Each image's c / groups
+ * consecutive channels share mean and variance (two-pass, fp32):
  *   y = (x - mean) / sqrt(var + epsilon) * gamma[k] + beta[k]
  * k is the group (scale_per_group != 0: gamma and beta hold `groups` values) or the channel (c
  * values). gamma and beta have the dtype of x and y. groups must divide c. */
 tci_status kern_groupnorm_dtype(const void *x, const void *gamma, const void *beta, void *y,
-                                int64_t n, int64_t c, int64_t spatial, int64_t groups,
+                                int64_t n, int64_t c, int64_t spatial, int nhwc8, int64_t groups,
                                 int scale_per_group, float epsilon, tci_dtype dtype,
                                 cudaStream_t stream);
 

@@ -117,8 +117,8 @@ static tci_status groupnorm_forward(const ir_node *node, const tci_tensor *const
     return TCI_OK;
 }
 
-/* One PLAN_STEP_GROUPNORM over dense (N, C, spatial); scale and bias are read as device tensors,
- * so they need not be constants. */
+/* One PLAN_STEP_GROUPNORM: a 4-D X in NHWC8 (the layout of the convolutions around it), any other
+ * rank dense; scale and bias are read as device tensors, so they need not be constants. */
 static tci_status groupnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     const groupnorm_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *scale = node->inputs[1], *bias = node->inputs[2];
@@ -126,8 +126,9 @@ static tci_status groupnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_require_known(node, scale));
     TCI_TRY(lower_require_known(node, bias));
     int64_t c = x->dims[1];
+    plan_layout layout = node->outputs[0]->layout; /* the layout pass's: NHWC8 for 4-D */
     int xi, si, bi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TCI_TRY(lower_input(b, node, x, layout, &xi));
     TCI_TRY(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
     TCI_TRY(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
     TCI_TRY(lower_output(b, node, node->outputs[0], &yt));
@@ -145,9 +146,11 @@ static tci_status groupnorm_gpu_lower(plan_builder *b, const ir_node *node) {
 
 /* 22 only added bfloat16, which infer refuses. */
 OP_DESC(instancenorm_desc, "InstanceNormalization", OP_VERSIONS(1, 6, 22), instancenorm_parse,
-        groupnorm_infer, groupnorm_forward, 0, groupnorm_gpu_lower, NULL, BINARY_NONE);
+        groupnorm_infer, groupnorm_forward, OP_NHWC_INPUT | OP_NHWC_OUTPUT, groupnorm_gpu_lower,
+        NULL, BINARY_NONE);
 
 OP_DESC(groupnorm_desc, "GroupNormalization", OP_VERSIONS(18, 21), groupnorm_parse,
-        groupnorm_infer, groupnorm_forward, 0, groupnorm_gpu_lower, NULL, BINARY_NONE);
+        groupnorm_infer, groupnorm_forward, OP_NHWC_INPUT | OP_NHWC_OUTPUT, groupnorm_gpu_lower,
+        NULL, BINARY_NONE);
 
 const op_desc *const layer_groupnorm_ops[] = {&instancenorm_desc, &groupnorm_desc, NULL};

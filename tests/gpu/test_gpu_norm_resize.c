@@ -600,11 +600,13 @@ static float *download_any(tci_dtype dt, const void *device, size_t n) {
 /* The fp16 bound of these tests; fp32 storage is held to 1e-5, bf16 to one bf16 rounding. */
 static double tol_any(tci_dtype dt) { return dt == F32 ? 1e-5 : tol_for(dt, 4e-3); }
 
-/* kern_groupnorm_dtype on dense (n, c, spatial) against the reference in double (what
- * groupnorm.c's cpu_forward computes): per (image, group) mean and biased variance. */
-static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial, int64_t groups,
-                            int per_group, uint64_t seed) {
-    size_t count = (size_t)(n * c * spatial);
+/* kern_groupnorm_dtype against the reference in double (what groupnorm.c's cpu_forward
+ * computes): per (image, group) mean and biased variance, over dense (n, c, spatial) or NHWC8
+ * (n, spatial, round_up(c, 8)), whose padding channels must come out zero. */
+static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial, int nhwc8,
+                            int64_t groups, int per_group, uint64_t seed) {
+    int64_t cp = nhwc8 ? (c + 7) / 8 * 8 : c;
+    size_t count = (size_t)(n * cp * spatial);
     int64_t ns = per_group ? groups : c;
     void *xh, *gh, *bh;
     float *x, *g, *b;
@@ -612,25 +614,43 @@ static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial,
     random_any(dt, (size_t)ns, seed + 1, 0.5f, 1.5f, &gh, &g);
     random_any(dt, (size_t)ns, seed + 2, -1.0f, 1.0f, &bh, &b);
     const float eps = 1e-5f;
+    /* offset of (image, channel, position) in the stored layout */
+#define GN_AT(img, ch, pos)                                                                       \
+    ((size_t)((img) * cp * spatial + (nhwc8 ? (pos) * cp + (ch) : (ch) * spatial + (pos))))
     double *want = malloc(sizeof(double) * (count ? count : 1));
+    for (size_t e = 0; e < count; e++) want[e] = 0.0; /* NHWC8 padding */
     int64_t per = c / groups, len = per * spatial;
-    for (int64_t blk = 0; blk < n * groups; blk++) {
-        const float *src = x + blk * len;
-        double sum = 0.0, sq = 0.0;
-        for (int64_t i = 0; i < len; i++) sum += src[i];
-        double mean = sum / (double)len;
-        for (int64_t i = 0; i < len; i++) sq += (src[i] - mean) * (src[i] - mean);
-        double inv = 1.0 / sqrt(sq / (double)len + eps);
-        for (int64_t i = 0; i < len; i++) {
-            int64_t k = per_group ? blk % groups : blk % groups * per + i / spatial;
-            want[blk * len + i] = (src[i] - mean) * inv * g[k] + b[k];
+    for (int64_t img = 0; img < n; img++)
+        for (int64_t grp = 0; grp < groups; grp++) {
+            double sum = 0.0, sq = 0.0;
+            for (int64_t ch = grp * per; ch < (grp + 1) * per; ch++)
+                for (int64_t pos = 0; pos < spatial; pos++) sum += x[GN_AT(img, ch, pos)];
+            double mean = sum / (double)len;
+            for (int64_t ch = grp * per; ch < (grp + 1) * per; ch++)
+                for (int64_t pos = 0; pos < spatial; pos++) {
+                    double d = x[GN_AT(img, ch, pos)] - mean;
+                    sq += d * d;
+                }
+            double inv = 1.0 / sqrt(sq / (double)len + eps);
+            for (int64_t ch = grp * per; ch < (grp + 1) * per; ch++) {
+                int64_t k = per_group ? grp : ch;
+                for (int64_t pos = 0; pos < spatial; pos++)
+                    want[GN_AT(img, ch, pos)] = (x[GN_AT(img, ch, pos)] - mean) * inv * g[k] + b[k];
+            }
         }
-    }
+#undef GN_AT
     size_t es = gpu_dtype_size(dt);
     void *dx = gpu_upload(xh, es * count), *dy = gpu_upload(NULL, es * count);
     void *dg = gpu_upload(gh, es * (size_t)ns), *db = gpu_upload(bh, es * (size_t)ns);
-    ck_assert_tci_ok(
-        kern_groupnorm_dtype(dx, dg, db, dy, n, c, spatial, groups, per_group, eps, dt, 0));
+    if (nhwc8) { /* garbage where the padding goes, to see it overwritten */
+        void *junk = malloc(es * count);
+        memset(junk, 0x3c, es * count);
+        gpu_free(dy);
+        dy = gpu_upload(junk, es * count);
+        free(junk);
+    }
+    ck_assert_tci_ok(kern_groupnorm_dtype(dx, dg, db, dy, n, c, spatial, nhwc8, groups, per_group,
+                                          eps, dt, 0));
     gpu_sync();
     float *got = download_any(dt, dy, count);
     assert_close(got, want, count, tol_any(dt), 1.0, "groupnorm");
@@ -641,18 +661,22 @@ static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial,
 START_TEST(test_groupnorm) {
     const tci_dtype dts[] = {F16, BF16, F32};
     for (int d = 0; d < 3; d++) {
-        check_groupnorm(dts[d], 2, 6, 9, 3, 1, 71);     /* GroupNormalization-18 */
-        check_groupnorm(dts[d], 2, 6, 9, 3, 0, 72);     /* 21: per channel */
-        check_groupnorm(dts[d], 3, 5, 7, 5, 0, 73);     /* InstanceNormalization */
-        check_groupnorm(dts[d], 1, 64, 3136, 32, 0, 74); /* long groups, several passes */
-        check_groupnorm(dts[d], 2, 3, 1, 1, 1, 75);     /* rank 2: one value a channel */
+        for (int nhwc8 = 0; nhwc8 <= 1; nhwc8++) {
+            check_groupnorm(dts[d], 2, 6, 9, nhwc8, 3, 1, 71);      /* GroupNormalization-18 */
+            check_groupnorm(dts[d], 2, 6, 9, nhwc8, 3, 0, 72);      /* 21: per channel */
+            check_groupnorm(dts[d], 3, 5, 7, nhwc8, 5, 0, 73);      /* InstanceNormalization */
+            check_groupnorm(dts[d], 1, 64, 3136, nhwc8, 32, 0, 74); /* long groups */
+            check_groupnorm(dts[d], 2, 16, 5, nhwc8, 16, 0, 76);    /* no padding */
+        }
+        check_groupnorm(dts[d], 2, 3, 1, 0, 1, 1, 75); /* rank 2: one value a channel */
     }
-    ck_assert_tci_error(kern_groupnorm_dtype((void *)16, (void *)16, (void *)16, (void *)16, 1, 6, 4,
-                                             4, 0, 1e-5f, F16, 0),
+    void *p16 = (void *)16;
+    ck_assert_tci_error(kern_groupnorm_dtype(p16, p16, p16, p16, 1, 6, 4, 0, 4, 0, 1e-5f, F16, 0),
                         TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: bad extents");
-    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 3, 0, 1e-5f, F16, 0),
+    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f, F16,
+                                             0),
                         TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
-    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 3, 0, 1e-5f,
+    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f,
                                              TCI_DTYPE_INT32, 0),
                         TCI_ERR_UNSUPPORTED, "kern_groupnorm: dtype int32");
 }

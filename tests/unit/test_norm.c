@@ -332,7 +332,8 @@ START_TEST(test_groupnorm_errors_and_infer) {
     ir_node *in = th_node(g, "InstanceNormalization", 22, 3, 1);
     ck_assert_tci_ok(op_prepare_node(in, g->arena));
     ck_assert_tci_error(th_infer(g, in, (const tci_tensor *const[]){&x2, &s6, &s6}, &out),
-                        TCI_ERR_INVALID_MODEL, "input has rank 2; expected N x C x D1 ... (rank >= 3)");
+                        TCI_ERR_INVALID_MODEL,
+                        "input has rank 2; expected N x C x D1 ... (rank >= 3)");
     ir_graph_destroy(g);
 }
 END_TEST

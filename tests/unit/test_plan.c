@@ -367,8 +367,8 @@ START_TEST(test_batchnorm_training_lowering) {
 }
 END_TEST
 
-/* GroupNormalization and InstanceNormalization lower to one dense GROUPNORM step; a Conv's NHWC8
- * output is converted for it. */
+/* GroupNormalization and InstanceNormalization of 4-D activations lower to one GROUPNORM step
+ * each, in the NHWC8 layout of the Conv before them (no conversion between); other ranks dense. */
 START_TEST(test_groupnorm_lowering) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -400,13 +400,38 @@ START_TEST(test_groupnorm_lowering) {
     ck_assert_int_eq(s->u.groupnorm.spatial, 9);
     ck_assert_int_eq(s->u.groupnorm.groups, 3);
     ck_assert(s->u.groupnorm.scale_per_group);
-    ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].layout, PLAN_LAYOUT_NHWC8);
     ck_assert_int_eq(p->tensors[s->inputs[1]].dims[0], 3);
     s = find_step(p, PLAN_STEP_GROUPNORM, 1);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(s->u.groupnorm.groups, 6);
     ck_assert(!s->u.groupnorm.scale_per_group);
-    ck_assert_int_eq(p->num_layout_conversions, 1);
+    /* conv -> GroupNormalization -> InstanceNormalization, each reading the last one's output */
+    ck_assert_int_eq(find_step(p, PLAN_STEP_GROUPNORM, 0)->inputs[0],
+                     find_step(p, PLAN_STEP_CONV, 0)->outputs[0]);
+    ck_assert_int_eq(s->inputs[0], find_step(p, PLAN_STEP_GROUPNORM, 0)->outputs[0]);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    /* rank 3: dense */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t d3[3] = {2, 6, 7};
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, d3, NULL);
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    n = th_node_io(g, "gn", "GroupNormalization", 21,
+                   (ir_tensor *[]){x, vec(g, "s6", s6, 6), vec(g, "b6", b6, 6)}, 3, &y, 1);
+    th_attr_int(g, n, "num_groups", 2);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    s = find_step(p, PLAN_STEP_GROUPNORM, 0);
+    ck_assert_int_eq(s->u.groupnorm.spatial, 7);
+    ck_assert(!s->u.groupnorm.scale_per_group);
+    ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_DENSE);
     plan_destroy(p);
     ir_graph_destroy(g);
 }

@@ -255,7 +255,8 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                          s->u.layernorm.epsilon, y->dtype, stream);
     case PLAN_STEP_GROUPNORM:
         return kern_groupnorm_dtype(in[0], in[1], in[2], out, s->u.groupnorm.n, s->u.groupnorm.c,
-                                    s->u.groupnorm.spatial, s->u.groupnorm.groups,
+                                    s->u.groupnorm.spatial, y->layout == PLAN_LAYOUT_NHWC8,
+                                    s->u.groupnorm.groups,
                                     s->u.groupnorm.scale_per_group, s->u.groupnorm.epsilon,
                                     y->dtype, stream);
     case PLAN_STEP_LRN:
