@@ -347,6 +347,68 @@ def crnn():
                    "bidirectional LSTM, opset 17, symbolic batch.")
 
 
+def resnext_block():
+    """ResNeXt-style bottlenecks: 3x3 convolutions in 32 groups of 4 channels (grouped
+    convolution whose groups are not multiples of 8), with BatchNormalization and residuals."""
+    b = Builder(7)
+    x = b.node("Relu", [b.bn(b.conv("input", 3, 64, 3, stride=2, bias=False), 64)])
+    for cout, stride in ((128, 1), (128, 2)):
+        cin = 64 if stride == 1 else 128
+        y = b.node("Relu", [b.bn(b.conv(x, cin, 128, 1, bias=False), 128)])
+        y = b.node("Relu", [b.bn(b.conv(y, 128, 128, 3, stride=stride, group=32, bias=False),
+                                 128)])
+        y = b.bn(b.conv(y, 128, cout, 1, bias=False, gain=1.0), cout)
+        if stride != 1 or cin != cout:
+            x = b.bn(b.conv(x, cin, cout, 1, stride=stride, pad=0, bias=False, gain=1.0), cout)
+        x = b.node("Relu", [b.node("Add", [y, x])])
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
+    b.node("Gemm", [x, b.weight((10, 128), 128, 1.0), b.bias(10)], name="logits", transB=1)
+    return b.model("resnext_block", [tensor("input", ["N", 3, 32, 32])],
+                   [tensor("logits_out", ["N", 10])], 13,
+                   "ResNeXt-style blocks (grouped 3x3 convolutions, 32 groups x 4 channels), "
+                   "opset 13.")
+
+
+def grouped_norms():
+    """Grouped convolutions of 6 channels per group (ShuffleNet/FastViT-like group counts) and a
+    1x1 convolution in 3 groups, with the per-image normalisations: InstanceNormalization,
+    GroupNormalization (per-channel scale, opset 21), LRN, a 3-D BatchNormalization (LeViT) and
+    NF-Net weight standardisation (training-mode BatchNormalization on constant weights)."""
+    b = Builder(8)
+    r = b.rng
+    x = b.conv("input", 3, 48, 3, bias=False)
+    x = b.node("InstanceNormalization", [x, b.const(r.uniform(0.5, 1.5, 48).astype(np.float32)),
+                                         b.const((r.standard_normal(48) * 0.1).astype(np.float32))],
+               epsilon=1e-5)
+    x = b.node("Relu", [x])
+    x = b.node("Relu", [b.conv(x, 48, 48, 3, group=8)])                 # 6 channels per group
+    x = b.conv(x, 48, 24, 1, group=3)                                    # 16 -> 8 per group
+    x = b.node("GroupNormalization",
+               [x, b.const(r.uniform(0.5, 1.5, 24).astype(np.float32)),
+                b.const((r.standard_normal(24) * 0.1).astype(np.float32))],
+               num_groups=4, epsilon=1e-5)
+    x = b.node("LRN", [b.node("Relu", [x])], size=5, alpha=1e-3, beta=0.75, bias=1.0)
+    # weight standardisation: the raw (48, 12, 3, 3) weights, statistics per output channel
+    # through BatchNormalization in training mode on their (1, 48, 108) view
+    raw = b.weight((1, 48, 12 * 9), 12 * 9, 2.0, "ws_raw")
+    ones, zeros = np.ones(48, np.float32), np.zeros(48, np.float32)
+    std = b.node("BatchNormalization", [raw, b.const(ones), b.const(zeros), b.const(zeros),
+                                        b.const(ones)], outputs=3, epsilon=1e-5,
+                 training_mode=1)
+    w = b.node("Mul", [b.node("Reshape", [std[0], b.ints([48, 12, 3, 3])]),
+                       b.scalar(math.sqrt(2.0 / (12 * 9)), "ws_gain")])
+    x = b.node("Relu", [b.node("Conv", [x, w, b.bias(48)], kernel_shape=[3, 3], pads=[1] * 4,
+                               group=2)])                               # 12 per group
+    x = b.node("Reshape", [x, b.ints([0, 48, -1])])                      # (N, 48, H*W)
+    x = b.bn(x, 48)
+    b.node("ReduceMean", [x, b.ints([2], "axes")], name="features", keepdims=0)
+    return b.model("grouped_norms", [tensor("input", ["N", 3, 16, 16])],
+                   [tensor("features_out", ["N", 48])], 21,
+                   "Grouped convolutions of 6 and 8 channels per group, InstanceNormalization, "
+                   "GroupNormalization, LRN, 3-D BatchNormalization and weight standardisation, "
+                   "opset 21.")
+
+
 MODELS = {
     "small_cnn": small_cnn,
     "resnet_mini": resnet_mini,
@@ -356,6 +418,8 @@ MODELS = {
     "segmentation_decoder": segmentation_decoder,
     "dense_concat": dense_concat,
     "crnn": crnn,
+    "resnext_block": resnext_block,
+    "grouped_norms": grouped_norms,
 }
 
 

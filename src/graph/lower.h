@@ -69,6 +69,8 @@ typedef enum plan_step_kind {
     PLAN_STEP_ARG_REDUCE, /* int64 position of the max / min along an axis (ArgMax, ArgMin) */
     PLAN_STEP_CUMSUM,     /* running sum along an axis */
     PLAN_STEP_TOPK,       /* the k best values along an axis and their int64 positions */
+    PLAN_STEP_GROUPNORM,  /* per (image, channel group) statistics, NHWC8 or dense */
+    PLAN_STEP_LRN,        /* across-channel local response normalisation, NHWC8 or dense */
 } plan_step_kind;
 
 /* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
@@ -247,6 +249,16 @@ typedef struct plan_step {
             bool exclusive, reverse;   /* CUMSUM */
             bool largest;              /* TOPK */
         } axis;
+        struct {
+            int64_t n, c, spatial, groups;
+            float epsilon;
+            bool scale_per_group; /* scale/bias hold one value per group, else per channel */
+        } groupnorm;
+        struct {
+            int64_t n, c, spatial; /* spatial: product of the dims after C */
+            int64_t size;
+            float alpha, beta, bias;
+        } lrn;
     } u;
 } plan_step;
 

@@ -1,6 +1,6 @@
-// Softmax, LayerNormalization and the reductions of util/reduce_ops.h on fp16, bf16 or fp32
-// storage with fp32 arithmetic; see norm.h for the contracts. Rows up to 1024 elements get a warp
-// each, longer rows a block.
+// Softmax, LayerNormalization, GroupNormalization, LRN and the reductions of util/reduce_ops.h
+// on fp16, bf16 or fp32 storage with fp32 arithmetic; see norm.h for the contracts. Rows up to
+// 1024 elements get a warp each, longer rows a block.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -362,6 +362,97 @@ tci_status launch_layernorm(const void *x, const void *gamma, const void *beta, 
     }
     KERN_LAUNCH_CHECK("layernorm_rows_kernel");
     return TCI_OK;
+}
+
+
+// ---------------------------------------------------------------- group normalisation
+
+// Element i of an image's group: dense (N, C, spatial) runs channel by channel, NHWC8
+// (N, spatial, cp) position by position; returns the offset from the image's start and the
+// channel in *ch.
+__device__ __forceinline__ int64_t group_element(int64_t i, int64_t g, int64_t per,
+                                                 int64_t spatial, int64_t cp, bool nhwc,
+                                                 int64_t *ch) {
+    if (nhwc) {
+        *ch = g * per + i % per;
+        return i / per * cp + *ch;
+    }
+    *ch = g * per + i / spatial;
+    return *ch * spatial + i % spatial;
+}
+
+// One block per (image, group) over len = channels-per-group x spatial values. Two-pass
+// statistics in fp32. In NHWC8 the last group's block also writes the padding channels' zeros.
+template <typename T>
+__global__ void groupnorm_kernel(const T *x, const T *gamma, const T *beta, T *y, int64_t n,
+                                 int64_t c, int64_t cp, int64_t spatial, int64_t groups,
+                                 float epsilon, bool per_group, bool nhwc) {
+    __shared__ float shared[kWarp];
+    const int64_t per = c / groups, len = per * spatial, image = cp * spatial;
+    const float inv_len = 1.0f / (float)len;
+    for (int64_t blk = blockIdx.x; blk < n * groups; blk += gridDim.x) {
+        const int64_t g = blk % groups;
+        const T *xi = x + blk / groups * image;
+        T *yi = y + blk / groups * image;
+        int64_t ch;
+        float sum = 0.0f;
+        for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
+            sum += to_float(xi[group_element(i, g, per, spatial, cp, nhwc, &ch)]);
+        const float mean = block_sum(sum, shared) * inv_len;
+        float sq = 0.0f;
+        for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
+            const float d = to_float(xi[group_element(i, g, per, spatial, cp, nhwc, &ch)]) - mean;
+            sq += d * d;
+        }
+        const float inv_std = 1.0f / sqrtf(block_sum(sq, shared) * inv_len + epsilon);
+        for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
+            const int64_t at = group_element(i, g, per, spatial, cp, nhwc, &ch);
+            const int64_t k = per_group ? g : ch;
+            yi[at] = from_float<T>((to_float(xi[at]) - mean) * inv_std * to_float(gamma[k]) +
+                                   to_float(beta[k]));
+        }
+        if (g == groups - 1 && cp > c)
+            for (int64_t i = threadIdx.x; i < spatial * (cp - c); i += blockDim.x)
+                yi[i / (cp - c) * cp + c + i % (cp - c)] = from_float<T>(0.0f);
+    }
+}
+
+// ---------------------------------------------------------------- local response normalisation
+
+// One thread per stored element of (n, c, spatial): dense strides (c*spatial, spatial, 1) or
+// NHWC8 (spatial*cp, 1, cp). NHWC8's padding channels are written as zeros.
+template <typename T>
+__global__ void lrn_kernel(const T *x, T *y, int64_t n, int64_t c, int64_t cp, int64_t spatial,
+                           bool nhwc, int64_t before, int64_t after, float scale, float beta,
+                           float bias) {
+    const int64_t total = n * cp * spatial;
+    const int64_t cs = nhwc ? 1 : spatial, ss = nhwc ? cp : 1;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t img, ch, pos;
+        if (nhwc) {
+            ch = e % cp;
+            pos = (e / cp) % spatial;
+            img = e / (cp * spatial);
+        } else {
+            pos = e % spatial;
+            ch = (e / spatial) % cp;
+            img = e / (cp * spatial);
+        }
+        if (ch >= c) {
+            y[e] = from_float<T>(0.0f);
+            continue;
+        }
+        const T *base = x + img * cp * spatial + pos * ss;
+        const int64_t lo = ch - before < 0 ? 0 : ch - before;
+        const int64_t hi = ch + after > c - 1 ? c - 1 : ch + after;
+        float sq = 0.0f;
+        for (int64_t j = lo; j <= hi; j++) {
+            const float v = to_float(base[j * cs]);
+            sq += v * v;
+        }
+        y[e] = from_float<T>(to_float(base[ch * cs]) / powf(bias + scale * sq, beta));
+    }
 }
 
 // ---------------------------------------------------------------- reductions
@@ -730,4 +821,60 @@ extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const 
 extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
                                   unsigned reduce_mask, reduce_op op, cudaStream_t stream) {
     return kern_reduce_dtype(x, y, rank, dims, reduce_mask, op, TCI_DTYPE_FLOAT16, stream);
+}
+
+extern "C" tci_status kern_groupnorm_dtype(const void *x, const void *gamma, const void *beta,
+                                           void *y, int64_t n, int64_t c, int64_t spatial,
+                                           int nhwc8, int64_t groups, int scale_per_group,
+                                           float epsilon, tci_dtype dtype, cudaStream_t stream) {
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_groupnorm", dtype, &st));
+    if (n < 0 || c < 0 || spatial < 0 || groups < 1 || c % groups)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_groupnorm: bad extents (n %lld, c %lld, spatial %lld, groups %lld)",
+                         (long long)n, (long long)c, (long long)spatial, (long long)groups);
+    if (!(epsilon >= 0.0f))
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: epsilon %g is not >= 0",
+                         (double)epsilon);
+    if (n == 0 || c == 0 || spatial == 0) return TCI_OK;
+    if (!x || !y || !gamma || !beta)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
+    const int64_t len = c / groups * spatial, cp = nhwc8 ? (c + 7) / 8 * 8 : c;
+    unsigned grid = (unsigned)min64(n * groups, kMaxGridX);
+    return with_storage(st, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        groupnorm_kernel<T><<<grid, block_threads(len), 0, stream>>>(
+            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, n, c, cp, spatial, groups,
+            epsilon, scale_per_group != 0, nhwc8 != 0);
+        KERN_LAUNCH_CHECK("groupnorm_kernel");
+        return TCI_OK;
+    });
+}
+
+extern "C" tci_status kern_lrn_dtype(const void *x, void *y, int64_t n, int64_t c,
+                                     int64_t spatial, int nhwc8, int64_t size, float alpha,
+                                     float beta, float bias, tci_dtype dtype,
+                                     cudaStream_t stream) {
+    Storage st = Storage::kHalf;
+    TCI_TRY(storage_type("kern_lrn", dtype, &st));
+    if (n < 0 || c < 0 || spatial < 0 || size < 1)
+        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                         "kern_lrn: bad extents (n %lld, c %lld, spatial %lld, size %lld)",
+                         (long long)n, (long long)c, (long long)spatial, (long long)size);
+    const int64_t cp = nhwc8 ? (c + 7) / 8 * 8 : c;
+    const int64_t total = n * cp * spatial;
+    if (total == 0) return TCI_OK;
+    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_lrn: NULL buffer");
+    if (x == y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_lrn: y must not alias x");
+    const int64_t before = (size - 1) / 2, after = size - 1 - before;
+    const float scale = alpha / (float)size;
+    const int block = 256;
+    unsigned grid = (unsigned)min64(ceil_div(total, block), kMaxGridX);
+    return with_storage(st, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        lrn_kernel<T><<<grid, block, 0, stream>>>((const T *)x, (T *)y, n, c, cp, spatial,
+                                                  nhwc8 != 0, before, after, scale, beta, bias);
+        KERN_LAUNCH_CHECK("lrn_kernel");
+        return TCI_OK;
+    });
 }

@@ -1,4 +1,5 @@
 /* Row-wise normalisations and reductions on dense fp16 tensors: softmax, log-softmax,
+ * GroupNormalization / InstanceNormalization, LRN,
  * LayerNormalization, the reductions of util/reduce_ops.h. Storage is fp16 (passed as void *);
  * every sum, maximum and statistic is kept in fp32 and rounded to fp16 once on output.
  *
@@ -79,6 +80,27 @@ tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
 tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *dims,
                              unsigned reduce_mask, reduce_op op, tci_dtype dtype,
                              cudaStream_t stream);
+
+/* GroupNormalization (and InstanceNormalization, groups == c) of n images of c channels and
+ * `spatial` positions, stored dense (n, c, spatial) or, with nhwc8 != 0, NHWC8 (n, spatial,
+ * round_up(c, 8)), where the padding channels of y are written as zeros. Each image's c / groups
+ * consecutive channels share mean and variance (two-pass, fp32):
+ *   y = (x - mean) / sqrt(var + epsilon) * gamma[k] + beta[k]
+ * k is the group (scale_per_group != 0: gamma and beta hold `groups` values) or the channel (c
+ * values). gamma and beta have the dtype of x and y. groups must divide c. */
+tci_status kern_groupnorm_dtype(const void *x, const void *gamma, const void *beta, void *y,
+                                int64_t n, int64_t c, int64_t spatial, int nhwc8, int64_t groups,
+                                int scale_per_group, float epsilon, tci_dtype dtype,
+                                cudaStream_t stream);
+
+/* LRN across channels (ONNX's formula, as the CPU reference computes it, sum in fp32):
+ *   y = x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)/2, c + size/2])^beta
+ * over x of n images, c channels and `spatial` positions, stored dense (n, c, spatial) or, with
+ * nhwc8 != 0, NHWC8 (n, spatial, round_up(c, 8)); there the padding channels of y are written as
+ * zeros. y must not overlap x. */
+tci_status kern_lrn_dtype(const void *x, void *y, int64_t n, int64_t c, int64_t spatial,
+                          int nhwc8, int64_t size, float alpha, float beta, float bias,
+                          tci_dtype dtype, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -548,6 +548,30 @@ static tci_status conv_window(const ir_node *node, const char *what, layer_windo
     return layer_conv_window(node, views, win);
 }
 
+/* How many consecutive groups of cg input and kg output channels one kernel group takes: the
+ * fewest (a divisor of group) that make both counts multiples of 8, what the NHWC8 kernels and
+ * cuDNN's tensor-op paths need; all of them (one dense group) when no smaller count does. */
+static int64_t conv_group_merge(int64_t group, int64_t cg, int64_t kg) {
+    for (int64_t m = 1; m < group; m++)
+        if (group % m == 0 && (m * cg) % 8 == 0 && (m * kg) % 8 == 0) return m;
+    return group;
+}
+
+/* Weights (K, cg, rs) of `group` groups as (K, merge * cg, rs) of group / merge groups: each
+ * output channel's weights sit at its group's place within the merged group, zeros elsewhere
+ * (block-diagonal). Caller frees; NULL when out of memory. */
+static float *conv_merge_weights(const float *w, int64_t k, int64_t group, int64_t cg, int64_t rs,
+                                 int64_t merge) {
+    int64_t kg = k / group, row = merge * cg * rs;
+    float *out = calloc((size_t)(k * row > 0 ? k * row : 1), sizeof *out);
+    if (!out) return NULL;
+    for (int64_t o = 0; o < k; o++) {
+        int64_t slot = (o / kg) % merge; /* the group's place within its merged group */
+        memcpy(out + o * row + slot * cg * rs, w + o * cg * rs, (size_t)(cg * rs) * sizeof *out);
+    }
+    return out;
+}
+
 /* Conv (+BatchNormalization) (+Add) (+activation) as one step. */
 static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
@@ -557,11 +581,9 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     int64_t k = win.out_channels, c = win.in_channels, group = win.group;
     int64_t r = win.kernel[0], s = win.kernel[1], cg = c / group;
     bool depthwise = group > 1 && group == c && k == c;
-    if (group > 1 && !depthwise && (cg % 8 || (k / group) % 8))
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "grouped convolution with %lld channels per group: the GPU path "
-                             "needs multiples of 8 (or depthwise)",
-                             (long long)cg);
+    /* the kernels take groups of multiples of 8 channels in and out; smaller groups are merged
+     * `merge` at a time into block-diagonal ones */
+    int64_t merge = depthwise ? 1 : conv_group_merge(group, cg, k / group);
     /* the fusion passes' epilogue: folded weights and bias, residual, activation */
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
@@ -572,10 +594,18 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
         TCI_TRY(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_NHWC8, &residual));
     /* fp32 weights (K, C/group, R, S) and bias (K); the executor packs them into the layout the
      * convolution library wants */
-    int64_t wdims[4] = {k, cg, r, s}, bdims[1] = {k};
+    int64_t wdims[4] = {k, cg * merge, r, s}, bdims[1] = {k};
     const float *wsrc = lower_const_floats(e->weights ? e->weights : w);
-    TCI_TRY(lower_host_constant(b, w->name, wsrc, 4, wdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE,
-                                &wt));
+    float *merged = NULL;
+    if (merge > 1) {
+        merged = conv_merge_weights(wsrc, k, group, cg, r * s, merge);
+        if (!merged) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        wsrc = merged;
+    }
+    tci_status wst = lower_host_constant(b, w->name, wsrc, 4, wdims, TCI_DTYPE_FLOAT,
+                                         PLAN_LAYOUT_DENSE, &wt);
+    free(merged);
+    TCI_TRY(wst);
     const ir_tensor *bsrc = e->bias ? e->bias : bias;
     float *shift = calloc((size_t)k, sizeof(float));
     if (!shift) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
@@ -590,6 +620,7 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
     layer_window_geom(&win, &pc->geom);
+    pc->geom.groups = group / merge;
     pc->has_bias = true;
     pc->has_residual = residual >= 0;
     pc->fused = step->label;

@@ -1,5 +1,7 @@
-/* Op family 'norm': BatchNormalization (inference), LayerNormalization, Softmax and LogSoftmax.
- * Sums accumulate in double so long rows stay close to onnxruntime. */
+/* Op family 'norm': BatchNormalization (inference, and training mode's output from the batch
+ * statistics), LayerNormalization, Softmax and LogSoftmax (InstanceNormalization and
+ * GroupNormalization are in groupnorm.c). Sums accumulate in double so long rows stay close to
+ * onnxruntime. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +45,9 @@ static tci_status check_unidirectional(const ir_node *node, const char *what, co
 
 typedef struct batchnorm_params {
     float epsilon;
+    float momentum;
     int spatial;
+    int training; /* training_mode=1: normalise with the batch's statistics */
 } batchnorm_params;
 
 static const int batchnorm_versions[] = {1, 6, 7, 9, 14, 15, 0};
@@ -65,8 +69,7 @@ static tci_status batchnorm_parse(ir_node *node, tci_arena *arena) {
     batchnorm_params *p = alloc_params(node, arena, sizeof *p);
     if (!p) return TCI_ERR_OUT_OF_MEMORY;
     TCI_TRY(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
-    float momentum = 0.0f;
-    TCI_TRY(ir_attr_float(node, "momentum", 0.9f, &momentum)); /* training only; type-checked */
+    TCI_TRY(ir_attr_float(node, "momentum", 0.9f, &p->momentum)); /* training mode's outputs */
     p->spatial = 1;
     if (v < 9) TCI_TRY(op_read_flag(node, "spatial", 1, &p->spatial));
     if (v < 7) {
@@ -76,12 +79,8 @@ static tci_status batchnorm_parse(ir_node *node, tci_arena *arena) {
     int extra_outputs = 0;
     for (int i = 1; i < node->num_outputs; i++) extra_outputs += node->outputs[i] != NULL;
     if (v >= 14) {
-        int training = 0;
-        TCI_TRY(op_read_flag(node, "training_mode", 0, &training));
-        if (training)
-            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "training_mode=1 is not supported (inference only)");
-        if (extra_outputs)
+        TCI_TRY(op_read_flag(node, "training_mode", 0, &p->training));
+        if (extra_outputs && !p->training)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "outputs running_mean/running_var are only valid with "
                                  "training_mode=1");
@@ -130,12 +129,62 @@ static tci_status batchnorm_infer(const ir_node *node, const tci_tensor *const *
     }
     op_same_shape(out[0], x);
     if (x->rank < 0) op_set_unknown(out[0], x->dtype);
+    /* training mode's running_mean and running_var: per channel, in the statistics' dtype */
+    for (int o = 1; o < node->num_outputs && o < 3; o++) {
+        if (!out[o]) continue;
+        op_set_unknown(out[o], in[3]->dtype);
+        if (x->rank > 0) {
+            out[o]->rank = 1;
+            out[o]->dims[0] = x->rank >= 2 ? x->dims[1] : 1;
+        }
+    }
+    return TCI_OK;
+}
+
+/* training_mode=1 (ONNX's reference): mean and biased variance of each channel over the batch
+ * and spatial dims normalise X; running_mean / running_var = input * momentum + batch statistic
+ * * (1 - momentum). */
+static tci_status batchnorm_training_forward(const ir_node *node, const tci_tensor *const *in,
+                                             tci_tensor *const *out) {
+    const batchnorm_params *p = node->params;
+    const tci_tensor *x = in[0];
+    const float *xd = x->data, *scale = in[1]->data, *bias = in[2]->data, *mean_in = in[3]->data,
+                *var_in = in[4]->data;
+    float *y = out[0]->data;
+    float *run_mean = node->num_outputs > 1 && out[1] ? out[1]->data : NULL;
+    float *run_var = node->num_outputs > 2 && out[2] ? out[2]->data : NULL;
+    int64_t batch = x->dims[0], channels = x->rank >= 2 ? x->dims[1] : 1;
+    int64_t inner = prod(x->dims, 2, x->rank), count = batch * inner;
+    for (int64_t c = 0; c < channels; c++) {
+        double sum = 0.0, sq = 0.0;
+        for (int64_t n = 0; n < batch; n++) {
+            const float *src = xd + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; i++) sum += src[i];
+        }
+        double mean = count ? sum / (double)count : 0.0;
+        for (int64_t n = 0; n < batch; n++) {
+            const float *src = xd + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; i++) sq += (src[i] - mean) * (src[i] - mean);
+        }
+        double var = count ? sq / (double)count : 0.0;
+        double a = scale[c] / sqrt(var + (double)p->epsilon);
+        float fa = (float)a, fb = (float)(bias[c] - mean * a);
+        for (int64_t n = 0; n < batch; n++) {
+            const float *src = xd + (n * channels + c) * inner;
+            float *dst = y + (n * channels + c) * inner;
+            for (int64_t i = 0; i < inner; i++) dst[i] = src[i] * fa + fb;
+        }
+        double m = p->momentum;
+        if (run_mean) run_mean[c] = (float)(mean_in[c] * m + mean * (1.0 - m));
+        if (run_var) run_var[c] = (float)(var_in[c] * m + var * (1.0 - m));
+    }
     return TCI_OK;
 }
 
 static tci_status batchnorm_forward(const ir_node *node, const tci_tensor *const *in,
                                     tci_tensor *const *out) {
     const batchnorm_params *p = node->params;
+    if (p->training) return batchnorm_training_forward(node, in, out);
     const tci_tensor *x = in[0];
     const float *xd = x->data, *scale = in[1]->data, *bias = in[2]->data, *mean = in[3]->data,
                 *var = in[4]->data;
@@ -445,7 +494,9 @@ OP_DESC(logsoftmax_desc, "LogSoftmax", softmax_versions, softmax_parse, softmax_
 tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, float *shift,
                                 bool *folded) {
     *folded = false;
-    if (node->desc != &batchnorm_desc || node->num_outputs != 1) return TCI_OK;
+    if (node->desc != &batchnorm_desc || node->num_outputs != 1 ||
+        ((const batchnorm_params *)node->params)->training)
+        return TCI_OK;
     for (int i = 1; i < 5; i++)
         if (!node->inputs[i]->data || node->inputs[i]->dtype != TCI_DTYPE_FLOAT ||
             lower_count(node->inputs[i]) != k)
@@ -462,20 +513,52 @@ tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, fl
     return TCI_OK;
 }
 
-/* Standalone BatchNormalization: y = x * scale + shift per channel, two element-wise steps. */
+/* The element-wise view of a dense BatchNormalization step: (N, C, inner) per channel, or
+ * (N, count) per element of dims[1:] (spatial=0), so any rank fits; operand 0 is X (or the
+ * scaled temporary), operand 1 the statistics vector. */
+static void batchnorm_dense_view(const ir_tensor *x, bool spatial, plan_strided *v) {
+    memset(v, 0, sizeof *v);
+    v->pad_dim = -1;
+    v->dims[0] = x->dims[0];
+    if (spatial) {
+        v->rank = 3;
+        v->dims[1] = x->rank >= 2 ? x->dims[1] : 1;
+        v->dims[2] = lower_prod(x->dims, 2, x->rank);
+    } else {
+        v->rank = 2;
+        v->dims[1] = lower_prod(x->dims, 1, x->rank);
+    }
+    int64_t st = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        v->out_strides[i] = st;
+        v->strides[0][i] = st;
+        v->strides[1][i] = i == 1 ? 1 : 0;
+        st *= v->dims[i];
+    }
+}
+
+/* Standalone BatchNormalization: y = x * scale + shift per channel, two element-wise steps; a
+ * 4-D X in NHWC8, any other rank (LeViT's 2-D and 3-D) dense. Training mode folds at build when
+ * X is a constant (weight standardisation); a computed X has no GPU path. */
 static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
+    const batchnorm_params *p = node->params;
     const ir_tensor *x = node->inputs[0];
     TCI_TRY(lower_require_known(node, x));
-    if (x->rank != 4 || node->num_outputs > 1)
+    if (p->training)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "the GPU path takes inference-mode 4-D BatchNormalization");
-    int64_t c = x->dims[1];
+                             "training_mode=1 on a computed X has no GPU path (on constant "
+                             "inputs it is folded at build)");
+    if (node->num_outputs > 1)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "the GPU path takes inference-mode BatchNormalization");
+    bool spatial = p->spatial != 0;
+    int64_t c = spatial ? (x->rank >= 2 ? x->dims[1] : 1) : lower_prod(x->dims, 1, x->rank);
     for (int i = 1; i < 5; i++)
         if (!node->inputs[i]->data || node->inputs[i]->dtype != TCI_DTYPE_FLOAT ||
             lower_count(node->inputs[i]) != c)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED, "statistics must be constants");
-    const batchnorm_params *p = node->params;
-    float *scale = malloc((size_t)c * sizeof(float)), *shift = malloc((size_t)c * sizeof(float));
+    float *scale = malloc((size_t)(c ? c : 1) * sizeof(float));
+    float *shift = malloc((size_t)(c ? c : 1) * sizeof(float));
     if (!scale || !shift) {
         free(scale);
         free(shift);
@@ -487,6 +570,21 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
         scale[i] = (float)(gamma[i] / sqrt((double)var[i] + p->epsilon));
         shift[i] = beta[i] - mean[i] * scale[i];
     }
+    /* the vectors are NHWC8 (1, c, 1, 1) constants in either case: uploaded as they are in the
+     * device dtype, c contiguous values (dense fp32 host constants are packing sources) */
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
+    const char *label = lower_intern(b, e->label);
+    act_params act = e->act;
+    const ir_tensor *out = e->output;
+    plan_layout layout = out->layout; /* the layout pass's: NHWC8 for 4-D */
+    bool nhwc = layout == PLAN_LAYOUT_NHWC8;
+    if (nhwc && !spatial) {
+        free(scale);
+        free(shift);
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "spatial=0 on a 4-D input has no GPU path");
+    }
     int64_t dims[4] = {1, c, 1, 1};
     int si = -1, hi = -1, xi = -1, tmp = -1, yt = -1;
     tci_status st = lower_host_constant(b, "bn_scale", scale, 4, dims, lower_float_dtype(b),
@@ -497,14 +595,9 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     free(scale);
     free(shift);
     TCI_TRY(st);
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
-    TCI_TRY(lower_temporary(b, "bn_scaled", lower_float_dtype(b), PLAN_LAYOUT_NHWC8, 4, x->dims,
+    TCI_TRY(lower_input(b, node, x, layout, &xi));
+    TCI_TRY(lower_temporary(b, "bn_scaled", lower_float_dtype(b), layout, x->rank, x->dims,
                             &tmp));
-    ir_epilogue none;
-    const ir_epilogue *e = lower_epilogue(node, &none);
-    const char *label = lower_intern(b, e->label);
-    act_params act = e->act;
-    const ir_tensor *out = e->output;
     TCI_TRY(lower_output(b, node, out, &yt));
     const int pairs[2][3] = {{xi, si, tmp}, {tmp, hi, yt}};
     for (int k = 0; k < 2; k++) {
@@ -512,10 +605,14 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
         TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
         s->u.eltwise.op = k == 0 ? BINARY_MUL : BINARY_ADD;
         if (k == 1) s->u.eltwise.act = act;
-        const plan_tensor *o = lower_tensor(b, pairs[k][2]);
-        lower_output_view(o, &s->u.eltwise.view);
-        lower_operand_strides(o, lower_tensor(b, pairs[k][0]), s->u.eltwise.view.strides[0]);
-        lower_operand_strides(o, lower_tensor(b, pairs[k][1]), s->u.eltwise.view.strides[1]);
+        if (nhwc) {
+            const plan_tensor *o = lower_tensor(b, pairs[k][2]);
+            lower_output_view(o, &s->u.eltwise.view);
+            lower_operand_strides(o, lower_tensor(b, pairs[k][0]), s->u.eltwise.view.strides[0]);
+            lower_operand_strides(o, lower_tensor(b, pairs[k][1]), s->u.eltwise.view.strides[1]);
+        } else {
+            batchnorm_dense_view(x, spatial, &s->u.eltwise.view);
+        }
         lower_step_io(s, 2, pairs[k], 1, &pairs[k][2]);
     }
     return TCI_OK;

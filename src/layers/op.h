@@ -246,6 +246,8 @@ extern const op_desc *const layer_rearrange_ops[]; /* rearrange.c: Tile, DepthTo
 extern const op_desc *const layer_linear_ops[];    /* gemm.c: Gemm, MatMul */
 extern const op_desc *const layer_norm_ops[];      /* norm.c: BatchNormalization, LayerNorm,
                                                       Softmax, LogSoftmax */
+extern const op_desc *const layer_groupnorm_ops[]; /* groupnorm.c: InstanceNormalization,
+                                                      GroupNormalization */
 extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean, ReduceMax,
                                                       ReduceMin, ReduceProd, ReduceL1, ReduceL2,
                                                       ReduceLogSumExp, ReduceSumSquare */

@@ -609,8 +609,31 @@ OP_DESC(global_average_pool_desc, "GlobalAveragePool", global_versions, parse_gl
 OP_DESC(global_max_pool_desc, "GlobalMaxPool", global_versions, parse_global, infer_global,
         forward_global_max, OP_NHWC_OUTPUT, global_max_pool_gpu_lower, NULL, BINARY_NONE);
 
-OP_DESC(lrn_desc, "LRN", lrn_versions, parse_lrn, infer_lrn, forward_lrn, 0, NULL, NULL,
-        BINARY_NONE);
+/* One PLAN_STEP_LRN: a 4-D X in NHWC8 (the layout its Conv / pooling neighbours use), any other
+ * rank dense; the kernel reads either. */
+static tci_status lrn_gpu_lower(plan_builder *b, const ir_node *node) {
+    const lrn_params *p = node->params;
+    const ir_tensor *x = node->inputs[0];
+    TCI_TRY(lower_require_known(node, x));
+    plan_layout layout = node->outputs[0]->layout; /* the layout pass's: NHWC8 for 4-D */
+    int xi, yt;
+    TCI_TRY(lower_input(b, node, x, layout, &xi));
+    TCI_TRY(lower_output(b, node, node->outputs[0], &yt));
+    plan_step *s;
+    TCI_TRY(lower_step(b, PLAN_STEP_LRN, node, NULL, &s));
+    s->u.lrn.n = x->dims[0];
+    s->u.lrn.c = x->dims[1];
+    s->u.lrn.spatial = lower_prod(x->dims, 2, x->rank);
+    s->u.lrn.size = p->size;
+    s->u.lrn.alpha = p->alpha;
+    s->u.lrn.beta = p->beta;
+    s->u.lrn.bias = p->bias;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
+OP_DESC(lrn_desc, "LRN", lrn_versions, parse_lrn, infer_lrn, forward_lrn,
+        OP_NHWC_INPUT | OP_NHWC_OUTPUT, lrn_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_pool_ops[] = {
     &max_pool_desc, &average_pool_desc, &global_average_pool_desc, &global_max_pool_desc,

@@ -1,6 +1,6 @@
-/* GPU softmax, LayerNormalization, Reduce (the rows of util/reduce_ops.h) and Resize kernels
- * (src/kernels/norm.h, resize.h) against double-precision C references on the same fp16- (or
- * bf16-) rounded inputs. */
+/* GPU softmax, LayerNormalization, GroupNormalization, LRN, Reduce (the rows of
+ * util/reduce_ops.h) and Resize kernels (src/kernels/norm.h, resize.h) against double-precision C
+ * references on the same fp16- (or bf16-) rounded inputs. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -571,6 +571,175 @@ END_TEST
  * of the fp16 cases (every path: warp and block rows, scalar and vector loads, masked rows,
  * strided, reduce rows / columns / generic / empty, resize nearest and linear with padded
  * channels). */
+/* ---- GroupNormalization / InstanceNormalization, LRN ---- */
+
+/* n random values of dt (fp16, bf16 or fp32) in [lo, hi): device bytes in *out_bits, their exact
+ * values as floats in *out. */
+static void random_any(tci_dtype dt, size_t n, uint64_t seed, float lo, float hi, void **out_bits,
+                       float **out) {
+    float *f = malloc(sizeof(float) * (n ? n : 1));
+    void *h = malloc(gpu_dtype_size(dt) * (n ? n : 1));
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(h);
+    gpu_fill_random(f, n, seed, lo, hi);
+    gpu_encode(dt, f, h, n);
+    gpu_decode(dt, h, f, n);
+    *out_bits = h;
+    *out = f;
+}
+
+static float *download_any(tci_dtype dt, const void *device, size_t n) {
+    void *h = malloc(gpu_dtype_size(dt) * (n ? n : 1));
+    float *f = malloc(sizeof(float) * (n ? n : 1));
+    gpu_download(h, device, gpu_dtype_size(dt) * n);
+    gpu_decode(dt, h, f, n);
+    free(h);
+    return f;
+}
+
+/* The fp16 bound of these tests; fp32 storage is held to 1e-5, bf16 to one bf16 rounding. */
+static double tol_any(tci_dtype dt) { return dt == F32 ? 1e-5 : tol_for(dt, 4e-3); }
+
+/* kern_groupnorm_dtype against the reference in double (what groupnorm.c's cpu_forward
+ * computes): per (image, group) mean and biased variance, over dense (n, c, spatial) or NHWC8
+ * (n, spatial, round_up(c, 8)), whose padding channels must come out zero. */
+static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial, int nhwc8,
+                            int64_t groups, int per_group, uint64_t seed) {
+    int64_t cp = nhwc8 ? (c + 7) / 8 * 8 : c;
+    size_t count = (size_t)(n * cp * spatial);
+    int64_t ns = per_group ? groups : c;
+    void *xh, *gh, *bh;
+    float *x, *g, *b;
+    random_any(dt, count, seed, -3.0f, 5.0f, &xh, &x);
+    random_any(dt, (size_t)ns, seed + 1, 0.5f, 1.5f, &gh, &g);
+    random_any(dt, (size_t)ns, seed + 2, -1.0f, 1.0f, &bh, &b);
+    const float eps = 1e-5f;
+    /* offset of (image, channel, position) in the stored layout */
+#define GN_AT(img, ch, pos)                                                                       \
+    ((size_t)((img) * cp * spatial + (nhwc8 ? (pos) * cp + (ch) : (ch) * spatial + (pos))))
+    double *want = malloc(sizeof(double) * (count ? count : 1));
+    for (size_t e = 0; e < count; e++) want[e] = 0.0; /* NHWC8 padding */
+    int64_t per = c / groups, len = per * spatial;
+    for (int64_t img = 0; img < n; img++)
+        for (int64_t grp = 0; grp < groups; grp++) {
+            double sum = 0.0, sq = 0.0;
+            for (int64_t ch = grp * per; ch < (grp + 1) * per; ch++)
+                for (int64_t pos = 0; pos < spatial; pos++) sum += x[GN_AT(img, ch, pos)];
+            double mean = sum / (double)len;
+            for (int64_t ch = grp * per; ch < (grp + 1) * per; ch++)
+                for (int64_t pos = 0; pos < spatial; pos++) {
+                    double d = x[GN_AT(img, ch, pos)] - mean;
+                    sq += d * d;
+                }
+            double inv = 1.0 / sqrt(sq / (double)len + eps);
+            for (int64_t ch = grp * per; ch < (grp + 1) * per; ch++) {
+                int64_t k = per_group ? grp : ch;
+                for (int64_t pos = 0; pos < spatial; pos++)
+                    want[GN_AT(img, ch, pos)] = (x[GN_AT(img, ch, pos)] - mean) * inv * g[k] + b[k];
+            }
+        }
+#undef GN_AT
+    size_t es = gpu_dtype_size(dt);
+    void *dx = gpu_upload(xh, es * count), *dy = gpu_upload(NULL, es * count);
+    void *dg = gpu_upload(gh, es * (size_t)ns), *db = gpu_upload(bh, es * (size_t)ns);
+    if (nhwc8) { /* garbage where the padding goes, to see it overwritten */
+        void *junk = malloc(es * count);
+        memset(junk, 0x3c, es * count);
+        gpu_free(dy);
+        dy = gpu_upload(junk, es * count);
+        free(junk);
+    }
+    ck_assert_tci_ok(kern_groupnorm_dtype(dx, dg, db, dy, n, c, spatial, nhwc8, groups, per_group,
+                                          eps, dt, 0));
+    gpu_sync();
+    float *got = download_any(dt, dy, count);
+    assert_close(got, want, count, tol_any(dt), 1.0, "groupnorm");
+    gpu_free(dx), gpu_free(dy), gpu_free(dg), gpu_free(db);
+    free(xh), free(gh), free(bh), free(x), free(g), free(b), free(want), free(got);
+}
+
+START_TEST(test_groupnorm) {
+    const tci_dtype dts[] = {F16, BF16, F32};
+    for (int d = 0; d < 3; d++) {
+        for (int nhwc8 = 0; nhwc8 <= 1; nhwc8++) {
+            check_groupnorm(dts[d], 2, 6, 9, nhwc8, 3, 1, 71);      /* GroupNormalization-18 */
+            check_groupnorm(dts[d], 2, 6, 9, nhwc8, 3, 0, 72);      /* 21: per channel */
+            check_groupnorm(dts[d], 3, 5, 7, nhwc8, 5, 0, 73);      /* InstanceNormalization */
+            check_groupnorm(dts[d], 1, 64, 3136, nhwc8, 32, 0, 74); /* long groups */
+            check_groupnorm(dts[d], 2, 16, 5, nhwc8, 16, 0, 76);    /* no padding */
+        }
+        check_groupnorm(dts[d], 2, 3, 1, 0, 1, 1, 75); /* rank 2: one value a channel */
+    }
+    void *p16 = (void *)16;
+    ck_assert_tci_error(kern_groupnorm_dtype(p16, p16, p16, p16, 1, 6, 4, 0, 4, 0, 1e-5f, F16, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: bad extents");
+    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f, F16,
+                                             0),
+                        TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
+    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f,
+                                             TCI_DTYPE_INT32, 0),
+                        TCI_ERR_UNSUPPORTED, "kern_groupnorm: dtype int32");
+}
+END_TEST
+
+/* kern_lrn_dtype against the reference in double, dense (n, c, spatial) or NHWC8 (n, spatial,
+ * round_up(c, 8)) whose padding channels must come out zero. */
+static void check_lrn(tci_dtype dt, int64_t n, int64_t c, int64_t spatial, int nhwc8,
+                      int64_t size, uint64_t seed) {
+    int64_t cp = nhwc8 ? (c + 7) / 8 * 8 : c;
+    size_t count = (size_t)(n * cp * spatial);
+    void *xh;
+    float *x;
+    random_any(dt, count, seed, -3.0f, 3.0f, &xh, &x);
+    const float alpha = 0.02f, beta = 0.75f, bias = 1.5f;
+    int64_t before = (size - 1) / 2, after = size - 1 - before;
+    int64_t cs = nhwc8 ? 1 : spatial, ss = nhwc8 ? cp : 1;
+    if (nhwc8) /* the NHWC8 invariant: padding channels hold zeros */
+        for (size_t e = 0; e < count; e++)
+            if ((int64_t)e % cp >= c) x[e] = 0.0f;
+    gpu_encode(dt, x, xh, count);
+    double *want = malloc(sizeof(double) * (count ? count : 1));
+    for (int64_t img = 0; img < n; img++)
+        for (int64_t ch = 0; ch < cp; ch++)
+            for (int64_t pos = 0; pos < spatial; pos++) {
+                const float *base = x + img * cp * spatial + pos * ss;
+                size_t at = (size_t)(img * cp * spatial + pos * ss + ch * cs);
+                if (ch >= c) {
+                    want[at] = 0.0;
+                    continue;
+                }
+                double sq = 0.0;
+                for (int64_t j = ch - before; j <= ch + after; j++)
+                    if (j >= 0 && j < c) sq += (double)base[j * cs] * base[j * cs];
+                want[at] = base[ch * cs] / pow(bias + alpha / (double)size * sq, beta);
+            }
+    size_t es = gpu_dtype_size(dt);
+    void *dx = gpu_upload(xh, es * count), *dy = gpu_upload(NULL, es * count);
+    ck_assert_tci_ok(kern_lrn_dtype(dx, dy, n, c, spatial, nhwc8, size, alpha, beta, bias, dt, 0));
+    gpu_sync();
+    float *got = download_any(dt, dy, count);
+    assert_close(got, want, count, tol_any(dt), 1e-3, "lrn");
+    gpu_free(dx), gpu_free(dy);
+    free(xh), free(x), free(want), free(got);
+}
+
+START_TEST(test_lrn) {
+    const tci_dtype dts[] = {F16, BF16, F32};
+    for (int d = 0; d < 3; d++) {
+        check_lrn(dts[d], 2, 5, 9, 1, 3, 81);   /* NHWC8, padded channels */
+        check_lrn(dts[d], 2, 16, 10, 1, 5, 82); /* NHWC8, no padding */
+        check_lrn(dts[d], 2, 5, 9, 0, 3, 83);   /* dense */
+        check_lrn(dts[d], 1, 7, 4, 0, 4, 84);   /* even size: more channels after than before */
+        check_lrn(dts[d], 3, 3, 1, 0, 1, 85);
+    }
+    ck_assert_tci_error(kern_lrn_dtype((void *)16, (void *)16, 1, 4, 4, 0, 3, 1.0f, 0.75f, 1.0f,
+                                       F16, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "kern_lrn: y must not alias x");
+    ck_assert_tci_error(kern_lrn_dtype(NULL, NULL, 1, 4, 4, 0, 0, 1.0f, 0.75f, 1.0f, F16, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "kern_lrn: bad extents");
+}
+END_TEST
+
 START_TEST(test_bf16) {
     check_softmax(BF16, 37, 7, 1, 0, 0, 1);
     check_softmax(BF16, 13, 1000, 1, 0, 0, 2);
@@ -697,6 +866,8 @@ int main(void) {
     tcase_add_test(tc, test_resize_onnx_cases);
     tcase_add_test(tc, test_resize_errors);
     tcase_add_test(tc, test_bf16);
+    tcase_add_test(tc, test_groupnorm);
+    tcase_add_test(tc, test_lrn);
     suite_add_tcase(s, tc);
     return tci_test_run_suite(s);
 }

@@ -27,6 +27,8 @@ MODELS = [
     "segmentation_decoder",
     "dense_concat",
     "crnn",
+    "resnext_block",
+    "grouped_norms",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them

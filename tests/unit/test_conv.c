@@ -2,8 +2,10 @@
  * inference with unknown dims, version selection and every error path. */
 #include <stdlib.h>
 
-#include "layers/op.h"
+#include "graph/passes.h"
+#include "graph/plan.h"
 #include "harness.h"
+#include "layers/op.h"
 
 /* The ONNX Runtime cases below use these inputs: X from seed 5, W from seed 7, B from seed 3. */
 static float *pattern(int64_t count, int64_t seed) {
@@ -269,6 +271,66 @@ START_TEST(test_conv_groups) {
     n = th_node(g, "Conv", 17, 2, 1);
     check_y(g, n, in11, 4, DIMS(1, 1, 1, 2), (const float[]){-2, -2});
     ir_graph_destroy(g);
+}
+END_TEST
+
+/* The GPU lowering's merged groups (4 and 6 channels per group, block-diagonal weights of
+ * multiples of 8 channels) compute what the original grouped Conv does: the plan's weights and
+ * group count, run through the CPU reference, give the original node's output. */
+START_TEST(test_conv_group_merge_equivalent) {
+    const struct {
+        int64_t c, group;
+    } cases[] = {{16, 4}, {24, 4}, {48, 8}, {12, 3}};
+    for (int t = 0; t < 4; t++) {
+        int64_t c = cases[t].c, group = cases[t].group, cg = c / group;
+        int64_t xd[4] = {1, c, 5, 5}, wd[4] = {c, cg, 3, 3};
+        float *x = pattern(c * 25, 5), *w = pattern(c * cg * 9, 7);
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        ir_tensor *xt = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+        ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
+        ir_tensor *yt = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+        th_graph_io(g, &xt, 1, &yt, 1);
+        ir_node *conv = th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){xt, wt}, 2, &yt, 1);
+        th_attr_int(g, conv, "group", group);
+        th_attr_ints(g, conv, "pads", INTS(1, 1, 1, 1));
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        const plan_step *s = NULL;
+        for (int i = 0; i < p->num_steps; i++)
+            if (p->steps[i].kind == PLAN_STEP_CONV) s = &p->steps[i];
+        ck_assert_ptr_nonnull(s);
+        const plan_tensor *pw = &p->tensors[s->inputs[1]];
+        int64_t groups = s->u.conv.geom.groups;
+        ck_assert_int_eq((c / groups) % 8 == 0 || groups == 1, 1);
+        ck_assert_int_eq(pw->dims[1], c / groups);
+
+        ir_graph *h;
+        ck_assert_tci_ok(ir_graph_create(&h));
+        ir_node *orig = th_node(h, "Conv", 11, 2, 1);
+        th_attr_int(h, orig, "group", group);
+        th_attr_ints(h, orig, "pads", INTS(1, 1, 1, 1));
+        ir_node *merged = th_node(h, "Conv", 11, 2, 1);
+        th_attr_int(h, merged, "group", groups);
+        th_attr_ints(h, merged, "pads", INTS(1, 1, 1, 1));
+        tci_tensor in0[2] = {ft(4, xd, x), ft(4, wd, w)};
+        tci_tensor in1[2] = {ft(4, xd, x), ft(4, pw->dims, pw->host_data)};
+        tci_tensor y0, y1;
+        ck_assert_tci_ok(th_run(h, orig, in0, &y0));
+        ck_assert_tci_ok(th_run(h, merged, in1, &y1));
+        ck_assert_int_eq(y1.dims[1], c);
+        th_assert_near(y1.data, y0.data, (size_t)(c * 25), 1e-5f);
+        th_free(&y0, 1);
+        th_free(&y1, 1);
+        ir_graph_destroy(h);
+        plan_destroy(p);
+        ir_graph_destroy(g);
+        free(x);
+        free(w);
+    }
 }
 END_TEST
 
@@ -790,6 +852,7 @@ int main(void) {
     tcase_add_test(tc, test_conv_1d_bias_stride_dilation);
     tcase_add_test(tc, test_conv_auto_pad);
     tcase_add_test(tc, test_conv_groups);
+    tcase_add_test(tc, test_conv_group_merge_equivalent);
     tcase_add_test(tc, test_conv_3d);
     tcase_add_test(tc, test_conv_onnxruntime);
     tcase_add_test(tc, test_conv_empty);

@@ -98,13 +98,9 @@ START_TEST(test_batchnorm_non_spatial) {
 }
 END_TEST
 
-START_TEST(test_batchnorm_training_refused) {
+START_TEST(test_batchnorm_training_outputs_checked) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
-    ir_node *t = th_node(g, "BatchNormalization", 15, 5, 1);
-    th_attr_int(g, t, "training_mode", 1);
-    ck_assert_tci_error(op_prepare_node(t, g->arena), TCI_ERR_UNSUPPORTED,
-                        "training_mode=1 is not supported (inference only)");
     ir_node *e = th_node(g, "BatchNormalization", 14, 5, 3);
     ck_assert_tci_error(op_prepare_node(e, g->arena), TCI_ERR_INVALID_MODEL,
                         "outputs running_mean/running_var are only valid with training_mode=1");
@@ -117,6 +113,38 @@ START_TEST(test_batchnorm_training_refused) {
     ck_assert_tci_error(op_prepare_node(many, g->arena), TCI_ERR_INVALID_MODEL,
                         "has 4 outputs, expected 1 to 3");
     ir_graph_destroy(g);
+}
+END_TEST
+
+/* training_mode=1: X (2,2,1); channel 0 {1,3}: mean 2, var 1; channel 1 {2,6}: mean 4, var 4
+ * (biased). running = input * 0.9 + batch * 0.1. */
+START_TEST(test_batchnorm_training_mode) {
+    const float x[] = {1, 2, 3, 6}, scale[] = {1, 2}, bias[] = {0, 1}, mean[] = {0, 0},
+                var[] = {1, 1};
+    const float want[] = {-1, -1, 1, 3}, want_mean[] = {0.2f, 0.4f}, want_var[] = {1.0f, 1.3f};
+    const int64_t xd[] = {2, 2, 1}, cd[] = {2};
+    for (int outputs = 1; outputs <= 3; outputs += 2) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        ir_node *n = th_node(g, "BatchNormalization", 15, 5, outputs);
+        th_attr_int(g, n, "training_mode", 1);
+        th_attr_float(g, n, "epsilon", 0.0f);
+        tci_tensor in[5] = {th_tensor(F, 3, xd, x), th_tensor(F, 1, cd, scale),
+                            th_tensor(F, 1, cd, bias), th_tensor(F, 1, cd, mean),
+                            th_tensor(F, 1, cd, var)};
+        tci_tensor out[3];
+        ck_assert_tci_ok(th_run(g, n, in, out));
+        th_assert_dims(&out[0], 3, xd);
+        th_assert_near(out[0].data, want, 4, 1e-6f);
+        if (outputs == 3) {
+            th_assert_dims(&out[1], 1, cd);
+            th_assert_dims(&out[2], 1, cd);
+            th_assert_near(out[1].data, want_mean, 2, 1e-6f);
+            th_assert_near(out[2].data, want_var, 2, 1e-6f);
+        }
+        th_free(out, outputs);
+        ir_graph_destroy(g);
+    }
 }
 END_TEST
 
@@ -177,6 +205,135 @@ START_TEST(test_batchnorm_shape_errors_and_infer) {
     const tci_tensor *d[] = {&x, &p3, &p3, &p3, &dbl};
     ck_assert_tci_error(th_infer(g, n, d, out), TCI_ERR_UNSUPPORTED,
                         "input 4 has unsupported dtype double");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* ---- InstanceNormalization, GroupNormalization ---- */
+
+/* X (1,2,2): channel 0 {1,3} and channel 1 {0,4} both normalise to {-1,1} (epsilon 0). */
+START_TEST(test_instancenorm_every_version) {
+    const float x[] = {1, 3, 0, 4}, scale[] = {2, 1}, bias[] = {0, 1}, want[] = {-2, 2, 0, 2};
+    const int64_t xd[] = {1, 2, 2}, cd[] = {2};
+    const int opsets[] = {1, 6, 22, 28}, since[] = {1, 6, 22, 22};
+    for (int v = 0; v < 4; v++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        ir_node *n = th_node(g, "InstanceNormalization", opsets[v], 3, 1);
+        th_attr_float(g, n, "epsilon", 0.0f);
+        tci_tensor in[3] = {th_tensor(F, 3, xd, x), th_tensor(F, 1, cd, scale),
+                            th_tensor(F, 1, cd, bias)};
+        tci_tensor out[1];
+        ck_assert_tci_ok(th_run(g, n, in, out));
+        ck_assert_int_eq(n->since_version, since[v]);
+        th_assert_dims(&out[0], 3, xd);
+        th_assert_near(out[0].data, want, 4, 1e-6f);
+        th_free(out, 1);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
+/* Epsilon is added to the variance: one channel {0, 2} has variance 1. */
+START_TEST(test_instancenorm_epsilon_rank4) {
+    const float x[] = {0, 2, 5, 5}, one[] = {1}, zero[] = {0};
+    const int64_t xd[] = {2, 1, 1, 2}, cd[] = {1};
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "InstanceNormalization", 6, 3, 1);
+    th_attr_float(g, n, "epsilon", 3.0f);
+    tci_tensor in[3] = {th_tensor(F, 4, xd, x), th_tensor(F, 1, cd, one),
+                        th_tensor(F, 1, cd, zero)};
+    tci_tensor out[1];
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    const float want[] = {-0.5f, 0.5f, 0, 0}; /* the second image is constant: 0 */
+    th_assert_near(out[0].data, want, 4, 1e-6f);
+    th_free(out, 1);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* X (1,4,1) in 2 groups: {1,3} and {0,4} normalise to {-1,1}. Opset 18 scales per group, 21 per
+ * channel. */
+START_TEST(test_groupnorm_18_and_21) {
+    const float x[] = {1, 3, 0, 4};
+    const int64_t xd[] = {1, 4, 1}, gd[] = {2}, cd[] = {4};
+    const float s18[] = {2, 3}, b18[] = {0, 1}, want18[] = {-2, 2, -2, 4};
+    const float s21[] = {1, 2, 3, 4}, b21[] = {0, 0, 1, 1}, want21[] = {-1, 2, -2, 5};
+    for (int v = 0; v < 2; v++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        ir_node *n = th_node(g, "GroupNormalization", v ? 21 : 18, 3, 1);
+        th_attr_float(g, n, "epsilon", 0.0f);
+        th_attr_int(g, n, "num_groups", 2);
+        if (v) th_attr_int(g, n, "stash_type", 1);
+        tci_tensor in[3] = {th_tensor(F, 3, xd, x), th_tensor(F, 1, v ? cd : gd, v ? s21 : s18),
+                            th_tensor(F, 1, v ? cd : gd, v ? b21 : b18)};
+        tci_tensor out[1];
+        ck_assert_tci_ok(th_run(g, n, in, out));
+        ck_assert_int_eq(n->since_version, v ? 21 : 18);
+        th_assert_near(out[0].data, v ? want21 : want18, 4, 1e-6f);
+        th_free(out, 1);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
+START_TEST(test_groupnorm_errors_and_infer) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *missing = th_node(g, "GroupNormalization", 21, 3, 1);
+    ck_assert_tci_error(op_prepare_node(missing, g->arena), TCI_ERR_INVALID_MODEL,
+                        "attribute 'num_groups' is required");
+    ir_node *zero = th_node(g, "GroupNormalization", 21, 3, 1);
+    th_attr_int(g, zero, "num_groups", 0);
+    ck_assert_tci_error(op_prepare_node(zero, g->arena), TCI_ERR_INVALID_MODEL,
+                        "num_groups is 0; must be >= 1");
+    ir_node *stash = th_node(g, "GroupNormalization", 21, 3, 1);
+    th_attr_int(g, stash, "num_groups", 2);
+    th_attr_int(g, stash, "stash_type", 10);
+    ck_assert_tci_error(op_prepare_node(stash, g->arena), TCI_ERR_UNSUPPORTED,
+                        "stash_type=10 is not supported");
+    ir_node *stash18 = th_node(g, "GroupNormalization", 18, 3, 1);
+    th_attr_int(g, stash18, "num_groups", 2);
+    th_attr_int(g, stash18, "stash_type", 1);
+    ck_assert_tci_error(op_prepare_node(stash18, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'stash_type'");
+    ir_node *consumed = th_node(g, "InstanceNormalization", 6, 3, 1);
+    th_attr_ints(g, consumed, "consumed_inputs", (const int64_t[]){0, 0, 0}, 3);
+    ck_assert_tci_error(op_prepare_node(consumed, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'consumed_inputs'");
+
+    /* shapes: num_groups must divide C; scale holds groups (18) or channels (21) values */
+    const int64_t xd[] = {2, 6, 3, 3}, g3[] = {3}, c6[] = {6};
+    ir_node *n18 = th_node(g, "GroupNormalization", 18, 3, 1);
+    th_attr_int(g, n18, "num_groups", 3);
+    ck_assert_tci_ok(op_prepare_node(n18, g->arena));
+    tci_tensor x = th_shape_only(F, 4, xd), s3 = th_shape_only(F, 1, g3),
+               s6 = th_shape_only(F, 1, c6), out;
+    ck_assert_tci_ok(th_infer(g, n18, (const tci_tensor *const[]){&x, &s3, &s3}, &out));
+    th_assert_dims(&out, 4, xd);
+    ck_assert_tci_error(th_infer(g, n18, (const tci_tensor *const[]){&x, &s6, &s3}, &out),
+                        TCI_ERR_INVALID_MODEL, "input scale has shape 6, expected (3)");
+    ir_node *n21 = th_node(g, "GroupNormalization", 21, 3, 1);
+    th_attr_int(g, n21, "num_groups", 3);
+    ck_assert_tci_ok(op_prepare_node(n21, g->arena));
+    ck_assert_tci_ok(th_infer(g, n21, (const tci_tensor *const[]){&x, &s6, &s6}, &out));
+    ck_assert_tci_error(th_infer(g, n21, (const tci_tensor *const[]){&x, &s6, &s3}, &out),
+                        TCI_ERR_INVALID_MODEL, "input B has shape 3, expected (6)");
+    ir_node *n4 = th_node(g, "GroupNormalization", 21, 3, 1);
+    th_attr_int(g, n4, "num_groups", 4);
+    ck_assert_tci_ok(op_prepare_node(n4, g->arena));
+    ck_assert_tci_error(th_infer(g, n4, (const tci_tensor *const[]){&x, &s6, &s6}, &out),
+                        TCI_ERR_INVALID_MODEL, "num_groups 4 does not divide the 6 channels");
+    /* InstanceNormalization needs N x C x D1...: rank 2 is refused */
+    const int64_t d2[] = {2, 6};
+    tci_tensor x2 = th_shape_only(F, 2, d2);
+    ir_node *in = th_node(g, "InstanceNormalization", 22, 3, 1);
+    ck_assert_tci_ok(op_prepare_node(in, g->arena));
+    ck_assert_tci_error(th_infer(g, in, (const tci_tensor *const[]){&x2, &s6, &s6}, &out),
+                        TCI_ERR_INVALID_MODEL,
+                        "input has rank 2; expected N x C x D1 ... (rank >= 3)");
     ir_graph_destroy(g);
 }
 END_TEST
@@ -454,10 +611,17 @@ int main(void) {
     tcase_add_test(bn, test_batchnorm_every_version);
     tcase_add_test(bn, test_batchnorm_epsilon_and_rank2);
     tcase_add_test(bn, test_batchnorm_non_spatial);
-    tcase_add_test(bn, test_batchnorm_training_refused);
+    tcase_add_test(bn, test_batchnorm_training_outputs_checked);
+    tcase_add_test(bn, test_batchnorm_training_mode);
     tcase_add_test(bn, test_batchnorm_attribute_errors);
     tcase_add_test(bn, test_batchnorm_shape_errors_and_infer);
     suite_add_tcase(s, bn);
+    TCase *gn = tcase_create("groupnorm");
+    tcase_add_test(gn, test_instancenorm_every_version);
+    tcase_add_test(gn, test_instancenorm_epsilon_rank4);
+    tcase_add_test(gn, test_groupnorm_18_and_21);
+    tcase_add_test(gn, test_groupnorm_errors_and_infer);
+    suite_add_tcase(s, gn);
     TCase *ln = tcase_create("layernorm");
     tcase_add_test(ln, test_layernorm_last_axis);
     tcase_add_test(ln, test_layernorm_axis0_no_bias_one_output);

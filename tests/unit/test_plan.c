@@ -1,6 +1,7 @@
 /* GPU plan lowering, run on the CPU: layouts, BN folding, epilogue fusion, conversions, memory. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/passes.h"
@@ -175,21 +176,263 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
 }
 END_TEST
 
-START_TEST(test_no_gpu_path_names_node) {
+/* LRN lowers to one LRN step: NHWC8 for 4-D (what its Conv and pooling neighbours use), dense
+ * otherwise. */
+START_TEST(test_lrn_lowering) {
+    for (int rank = 3; rank <= 4; rank++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        int64_t xd[4] = {2, 5, 3, 3};
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, rank, xd, NULL), *y = act(g, "y");
+        th_graph_io(g, &x, 1, &y, 1);
+        ir_node *lrn = th_node_io(g, "norm1", "LRN", 13, &x, 1, &y, 1);
+        th_attr_int(g, lrn, "size", 3);
+        th_attr_float(g, lrn, "alpha", 0.5f);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        const plan_step *s = find_step(p, PLAN_STEP_LRN, 0);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(s->u.lrn.n, 2);
+        ck_assert_int_eq(s->u.lrn.c, 5);
+        ck_assert_int_eq(s->u.lrn.spatial, rank == 4 ? 9 : 3);
+        ck_assert_int_eq(s->u.lrn.size, 3);
+        ck_assert_float_eq(s->u.lrn.alpha, 0.5f);
+        ck_assert_float_eq(s->u.lrn.beta, 0.75f);
+        ck_assert_float_eq(s->u.lrn.bias, 1.0f);
+        ck_assert_int_eq(p->tensors[s->inputs[0]].layout,
+                         rank == 4 ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE);
+        ck_assert_int_eq(p->tensors[s->outputs[0]].layout,
+                         rank == 4 ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE);
+        plan_destroy(p);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
+/* Grouped convolutions whose groups are not multiples of 8 channels merge consecutive groups into
+ * block-diagonal ones that are: 4 per group merge 2 at a time, 6 per group 4 at a time; when no
+ * divisor of the group count does, one dense group. */
+START_TEST(test_grouped_conv_merge) {
+    const struct {
+        int64_t c, group, want_groups;
+    } cases[] = {{16, 4, 2}, {48, 8, 2}, {128, 32, 16}, {12, 3, 1}, {32, 4, 4}};
+    for (int t = 0; t < 5; t++) {
+        int64_t c = cases[t].c, group = cases[t].group, cg = c / group;
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        int64_t xd[4] = {1, c, 5, 5}, wd[4] = {c, cg, 3, 3};
+        int64_t wn = c * cg * 9;
+        float *w = malloc((size_t)wn * sizeof *w);
+        ck_assert_ptr_nonnull(w);
+        for (int64_t i = 0; i < wn; i++) w[i] = (float)(i % 11) + 1.0f; /* never 0 */
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+        ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *y = act(g, "y");
+        th_graph_io(g, &x, 1, &y, 1);
+        ir_node *conv = th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wt}, 2, &y, 1);
+        th_attr_int(g, conv, "group", group);
+        th_attr_ints(g, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_int_eq(s->u.conv.geom.groups, cases[t].want_groups);
+        ck_assert(!s->u.conv.depthwise);
+        int64_t merge = group / cases[t].want_groups, mc = cg * merge;
+        const plan_tensor *pw = &p->tensors[s->inputs[1]];
+        ck_assert_int_eq(pw->dims[0], c);
+        ck_assert_int_eq(pw->dims[1], mc);
+        const float *hw = pw->host_data;
+        /* output channel o keeps its cg x 9 weights at its group's slot, zeros elsewhere */
+        for (int64_t o = 0; o < c; o++) {
+            int64_t slot = o / cg % merge; /* here K == C, so K/group == cg */
+            for (int64_t j = 0; j < mc * 9; j++) {
+                int64_t ci = j / 9;
+                float want = ci / cg == slot ? w[(o * cg + ci % cg) * 9 + j % 9] : 0.0f;
+                ck_assert_float_eq(hw[o * mc * 9 + j], want);
+            }
+        }
+        plan_destroy(p);
+        free(w);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
+/* BatchNormalization of rank 2 and 3 (LeViT) lowers to two dense element-wise steps over an
+ * (N, C, inner) view with the per-channel vectors broadcast along N and inner. */
+START_TEST(test_batchnorm_any_rank_lowering) {
+    for (int rank = 2; rank <= 3; rank++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        int64_t xd[3] = {2, 4, 5};
+        const float gamma[4] = {1, 2, 3, 4}, beta[4] = {0, 1, 0, 1}, mean[4] = {0, 0, 1, 1},
+                    var[4] = {1, 1, 1, 1};
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, rank, xd, NULL), *y = act(g, "y");
+        ir_tensor *ga = vec(g, "gamma", gamma, 4), *be = vec(g, "beta", beta, 4),
+                  *me = vec(g, "mean", mean, 4), *va = vec(g, "var", var, 4);
+        th_graph_io(g, &x, 1, &y, 1);
+        th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &y,
+                   1);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        ck_assert_int_eq(p->num_steps, 2);
+        for (int k = 0; k < 2; k++) {
+            const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, k);
+            ck_assert_int_eq(s->u.eltwise.op, k ? BINARY_ADD : BINARY_MUL);
+            const plan_strided *v = &s->u.eltwise.view;
+            ck_assert_int_eq(v->rank, 3);
+            ck_assert_int_eq(v->dims[0], 2);
+            ck_assert_int_eq(v->dims[1], 4);
+            ck_assert_int_eq(v->dims[2], rank == 3 ? 5 : 1);
+            ck_assert_int_eq(v->strides[1][0], 0);
+            ck_assert_int_eq(v->strides[1][1], 1);
+            ck_assert_int_eq(v->strides[1][2], 0);
+            ck_assert_int_eq(v->strides[0][1], rank == 3 ? 5 : 1);
+            ck_assert_int_eq(p->tensors[s->outputs[0]].layout, PLAN_LAYOUT_DENSE);
+        }
+        const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
+        const float *scale = p->tensors[mul->inputs[1]].host_data;
+        ck_assert_ptr_nonnull(scale);
+        plan_destroy(p);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
+/* Training-mode BatchNormalization on constant weights (NF-Nets' weight standardisation) folds
+ * at build into the Conv's weights; on a computed X it is refused naming the node. */
+START_TEST(test_batchnorm_training_lowering) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
-    int64_t xd[4] = {1, 4, 3, 3};
-    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL), *y = act(g, "y");
+    int64_t xd[4] = {1, 3, 4, 4}, wd[4] = {4, 3, 1, 1};
+    float w[12];
+    for (int i = 0; i < 12; i++) w[i] = (float)((i * 5) % 7);
+    const float gamma[3] = {1, 1, 1}, beta[3] = {0, 0, 0}, zero[3] = {0, 0, 0},
+                one[3] = {1, 1, 1};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wraw = th_named(g, "wraw", TCI_DTYPE_FLOAT, 4, wd, w), *wstd = act(g, "wstd");
+    ir_tensor *ga = vec(g, "gamma", gamma, 3), *be = vec(g, "beta", beta, 3),
+              *me = vec(g, "mean", zero, 3), *va = vec(g, "var", one, 3), *y = act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
-    ir_node *lrn = th_node_io(g, "norm1", "LRN", 13, &x, 1, &y, 1);
-    th_attr_int(g, lrn, "size", 3);
+    ir_node *bn = th_node_io(g, "ws", "BatchNormalization", 15,
+                             (ir_tensor *[]){wraw, ga, be, me, va}, 5, &wstd, 1);
+    th_attr_int(g, bn, "training_mode", 1);
+    th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wstd}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_tci_ok(pass_fuse_for_gpu(g));
     ck_assert_tci_ok(pass_assign_layouts(g));
     plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
+    ck_assert_ptr_nonnull(s);
+    const float *hw = p->tensors[s->inputs[1]].host_data;
+    for (int c = 0; c < 3; c++) {
+        double mean = 0, var = 0;
+        for (int k = 0; k < 4; k++) mean += w[k * 3 + c] / 4.0;
+        for (int k = 0; k < 4; k++) var += (w[k * 3 + c] - mean) * (w[k * 3 + c] - mean) / 4.0;
+        for (int k = 0; k < 4; k++)
+            ck_assert_float_eq_tol(hw[k * 3 + c], (float)((w[k * 3 + c] - mean) /
+                                                          sqrt(var + 1e-5)),
+                                   1e-5f);
+    }
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t d2[2] = {2, 3};
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, d2, NULL);
+    ga = vec(g, "gamma", gamma, 3), be = vec(g, "beta", beta, 3), me = vec(g, "mean", zero, 3),
+    va = vec(g, "var", one, 3), y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    bn = th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &y,
+                    1);
+    th_attr_int(g, bn, "training_mode", 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "node 'norm1' (LRN): op LRN has no GPU path");
-    ck_assert_ptr_null(p);
+                        "node 'bn' (BatchNormalization): training_mode=1 on a computed X has no "
+                        "GPU path");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* GroupNormalization and InstanceNormalization of 4-D activations lower to one GROUPNORM step
+ * each, in the NHWC8 layout of the Conv before them (no conversion between); other ranks dense. */
+START_TEST(test_groupnorm_lowering) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {2, 6, 3, 3}, wd[4] = {6, 6, 1, 1};
+    float w[36];
+    for (int i = 0; i < 36; i++) w[i] = 0.1f * (float)(i % 5);
+    const float s3[3] = {1, 2, 3}, b3[3] = {0, 0, 1}, s6[6] = {1, 1, 1, 2, 2, 2},
+                b6[6] = {0, 0, 0, 1, 1, 1};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *c = act(g, "c"),
+              *gn = act(g, "gn"), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wt}, 2, &c, 1);
+    ir_node *n = th_node_io(g, "gn", "GroupNormalization", 18,
+                            (ir_tensor *[]){c, vec(g, "s3", s3, 3), vec(g, "b3", b3, 3)}, 3, &gn,
+                            1);
+    th_attr_int(g, n, "num_groups", 3);
+    th_node_io(g, "in", "InstanceNormalization", 6,
+               (ir_tensor *[]){gn, vec(g, "s6", s6, 6), vec(g, "b6", b6, 6)}, 3, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    const plan_step *s = find_step(p, PLAN_STEP_GROUPNORM, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->u.groupnorm.n, 2);
+    ck_assert_int_eq(s->u.groupnorm.c, 6);
+    ck_assert_int_eq(s->u.groupnorm.spatial, 9);
+    ck_assert_int_eq(s->u.groupnorm.groups, 3);
+    ck_assert(s->u.groupnorm.scale_per_group);
+    ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(p->tensors[s->inputs[1]].dims[0], 3);
+    s = find_step(p, PLAN_STEP_GROUPNORM, 1);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->u.groupnorm.groups, 6);
+    ck_assert(!s->u.groupnorm.scale_per_group);
+    /* conv -> GroupNormalization -> InstanceNormalization, each reading the last one's output */
+    ck_assert_int_eq(find_step(p, PLAN_STEP_GROUPNORM, 0)->inputs[0],
+                     find_step(p, PLAN_STEP_CONV, 0)->outputs[0]);
+    ck_assert_int_eq(s->inputs[0], find_step(p, PLAN_STEP_GROUPNORM, 0)->outputs[0]);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    /* rank 3: dense */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t d3[3] = {2, 6, 7};
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, d3, NULL);
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    n = th_node_io(g, "gn", "GroupNormalization", 21,
+                   (ir_tensor *[]){x, vec(g, "s6", s6, 6), vec(g, "b6", b6, 6)}, 3, &y, 1);
+    th_attr_int(g, n, "num_groups", 2);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    s = find_step(p, PLAN_STEP_GROUPNORM, 0);
+    ck_assert_int_eq(s->u.groupnorm.spatial, 7);
+    ck_assert(!s->u.groupnorm.scale_per_group);
+    ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_DENSE);
+    plan_destroy(p);
     ir_graph_destroy(g);
 }
 END_TEST
@@ -695,8 +938,12 @@ int main(void) {
     tcase_add_test(tc, test_conv_bn_add_relu_fuse);
     tcase_add_test(tc, test_head_conversion_and_gemm_fusion);
     tcase_add_test(tc, test_eltwise_chain_memory_and_strides);
-    tcase_add_test(tc, test_no_gpu_path_names_node);
     tcase_add_test(tc, test_needs_layout_pass);
+    tcase_add_test(tc, test_lrn_lowering);
+    tcase_add_test(tc, test_grouped_conv_merge);
+    tcase_add_test(tc, test_batchnorm_any_rank_lowering);
+    tcase_add_test(tc, test_batchnorm_training_lowering);
+    tcase_add_test(tc, test_groupnorm_lowering);
     tcase_add_test(tc, test_gpu_refusals);
     tcase_add_test(tc, test_reduce_max_lowering);
     tcase_add_test(tc, test_reduce_noop_lowering);

@@ -253,6 +253,16 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         return kern_layernorm_rows_dtype(in[0], in[1], s->u.layernorm.has_bias ? in[2] : NULL, out,
                                          NULL, NULL, s->u.layernorm.rows, s->u.layernorm.length,
                                          s->u.layernorm.epsilon, y->dtype, stream);
+    case PLAN_STEP_GROUPNORM:
+        return kern_groupnorm_dtype(in[0], in[1], in[2], out, s->u.groupnorm.n, s->u.groupnorm.c,
+                                    s->u.groupnorm.spatial, y->layout == PLAN_LAYOUT_NHWC8,
+                                    s->u.groupnorm.groups,
+                                    s->u.groupnorm.scale_per_group, s->u.groupnorm.epsilon,
+                                    y->dtype, stream);
+    case PLAN_STEP_LRN:
+        return kern_lrn_dtype(in[0], out, s->u.lrn.n, s->u.lrn.c, s->u.lrn.spatial,
+                              y->layout == PLAN_LAYOUT_NHWC8, s->u.lrn.size, s->u.lrn.alpha,
+                              s->u.lrn.beta, s->u.lrn.bias, y->dtype, stream);
     case PLAN_STEP_REDUCE: {
         unsigned mask = 0;
         for (int i = 0; i < s->u.reduce.view.rank; i++)
