@@ -50,8 +50,11 @@ for c in softmax logsoftmax; do
         known_softmax+=(--known-failure "test_${c}_large_number$v")
     done
 done
+# the product of 1..12 (4.8e8) is past fp16's 65504: the engine reports the overflow and fails
+# the case, naming ReduceProd (bf16 and fp32 below pass it)
 run conformance python3 tests/conformance/run_conformance.py --backend gpu \
-    --tcinfer "$build/tcinfer" --jobs 8 "${known_softmax[@]}"
+    --tcinfer "$build/tcinfer" --jobs 8 "${known_softmax[@]}" \
+    --known-failure test_reduce_prod_default_axes_keepdims_example
 # the GPU fp32 baseline (tensor-op math off) is held to fp32 bounds: 1e-4 relative L2 on the
 # models (cuDNN's fp32 algorithms sum in other orders than the CPU, FFT/Winograd ones included)
 # and each conformance case's own rtol/atol

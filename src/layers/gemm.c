@@ -318,26 +318,29 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
     TCI_TRY(lower_require_known(node, a));
     TCI_TRY(lower_require_known(node, bm));
     TCI_TRY(lower_require_known(node, y));
-    if (a->rank < 2 || bm->rank < 2)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "the GPU path needs operands of rank >= 2");
+    /* a 1-D A is one row (1, K), a 1-D B one column (K, 1): the same bytes, and the output
+     * leaves out the promoted dim */
+    const int a_batch_rank = a->rank == 1 ? 0 : a->rank - 2;
+    const int b_batch_rank = bm->rank == 1 ? 0 : bm->rank - 2;
     plan_gemm g = {0};
-    g.m = a->dims[a->rank - 2];
+    g.m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
     g.k = a->dims[a->rank - 1];
-    g.n = bm->dims[bm->rank - 1];
+    g.n = bm->rank == 1 ? 1 : bm->dims[bm->rank - 1];
     g.lda = g.k;
     g.ldb = g.n;
     g.ldc = g.n;
     g.alpha = 1.0f;
-    int yb = y->rank - 2;
-    int64_t a_batch = lower_prod(a->dims, 0, a->rank - 2), b_batch = lower_prod(bm->dims, 0, bm->rank - 2);
+    int yb = y->rank - (a->rank != 1) - (bm->rank != 1);
+    int64_t a_batch = lower_prod(a->dims, 0, a_batch_rank);
+    int64_t b_batch = lower_prod(bm->dims, 0, b_batch_rank);
     int64_t y_batch = lower_prod(y->dims, 0, yb);
     if (b_batch == 1) { /* weights or a shared matrix: one tall GEMM */
         g.m *= a_batch;
         g.batch = 1;
     } else {
         /* each side's batch dims must be the output's or all ones */
-        bool a_ok = a_batch == 1 || (a_batch == y_batch && a->rank - 2 == yb);
-        bool b_ok = b_batch == y_batch && bm->rank - 2 == yb;
+        bool a_ok = a_batch == 1 || (a_batch == y_batch && a_batch_rank == yb);
+        bool b_ok = b_batch == y_batch && b_batch_rank == yb;
         for (int i = 0; a_ok && a_batch != 1 && i < yb; i++) a_ok = a->dims[i] == y->dims[i];
         for (int i = 0; b_ok && i < yb; i++) b_ok = bm->dims[i] == y->dims[i];
         if (!a_ok || !b_ok)

@@ -796,6 +796,46 @@ START_TEST(test_logic_lowering) {
 }
 END_TEST
 
+/* MatMul with a 1-D operand (a YOLO head's distribution @ projection): a 1-D B is one column,
+ * folded into one tall GEMM; a 1-D A is one row broadcast over B's batch. */
+START_TEST(test_matmul_1d_operands) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t ad[3] = {2, 5, 4}, bd[3] = {3, 4, 6}, vd[1] = {4};
+    const float proj[4] = {0, 1, 2, 3};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, ad, NULL);
+    ir_tensor *m = th_named(g, "m", TCI_DTYPE_FLOAT, 3, bd, NULL);
+    ir_tensor *v = th_named(g, "v", TCI_DTYPE_FLOAT, 1, vd, NULL);
+    ir_tensor *w = vec(g, "w", proj, 4), *y1 = act(g, "y1"), *y2 = act(g, "y2");
+    th_graph_io(g, (ir_tensor *[]){x, m, v}, 3, (ir_tensor *[]){y1, y2}, 2);
+    th_node_io(g, "col", "MatMul", 13, (ir_tensor *[]){x, w}, 2, &y1, 1);
+    th_node_io(g, "row", "MatMul", 13, (ir_tensor *[]){v, m}, 2, &y2, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_int_eq(y1->rank, 2);
+    ck_assert_int_eq(y2->rank, 2);
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    const plan_step *s = find_step(p, PLAN_STEP_GEMM, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->u.gemm.batch, 1);
+    ck_assert_int_eq(s->u.gemm.m, 10);
+    ck_assert_int_eq(s->u.gemm.k, 4);
+    ck_assert_int_eq(s->u.gemm.n, 1);
+    s = find_step(p, PLAN_STEP_GEMM, 1);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->u.gemm.batch, 3);
+    ck_assert_int_eq(s->u.gemm.m, 1);
+    ck_assert_int_eq(s->u.gemm.n, 6);
+    ck_assert_int_eq(s->u.gemm.stride_a, 0);
+    ck_assert_int_eq(s->u.gemm.stride_b, 24);
+    ck_assert_int_eq(s->u.gemm.stride_c, 6);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* --fp32-layers: the named node computes and stores in fp32, a cast feeds it, its neighbours
  * stay fp16; an op type selects every node of that type; unknown names are refused. */
 START_TEST(test_fp32_layers) {
@@ -950,6 +990,7 @@ int main(void) {
     tcase_add_test(tc, test_argreduce_lowering);
     tcase_add_test(tc, test_mod_lowering);
     tcase_add_test(tc, test_logic_lowering);
+    tcase_add_test(tc, test_matmul_1d_operands);
     tcase_add_test(tc, test_fp32_layers);
     tcase_add_test(tc, test_fp32_layer_patterns);
     tcase_add_test(tc, test_all_fp32);

@@ -338,7 +338,8 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
         const tci_tensor *in = &inputs[i];
         bool ok = in->dtype == host_dtype(t) && in->rank == t->rank;
         for (int d = 0; ok && d < t->rank; d++)
-            ok = d ? in->dims[d] == t->dims[d] : in->dims[0] >= 1 && in->dims[0] <= t->dims[0];
+            ok = d ? in->dims[d] == t->dims[d]
+                   : in->dims[0] == t->dims[0] || (in->dims[0] >= 1 && in->dims[0] <= t->dims[0]);
         dim0[i] = t->rank ? in->dims[0] : 1;
         if (!ok)
             st = tci_error(TCI_ERR_INVALID_ARGUMENT,
