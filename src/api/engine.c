@@ -61,16 +61,16 @@ static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o)
     for (size_t i = 0; i < g->num_inputs; i++)
         if (o->name && strcmp(g->inputs[i]->name, o->name) == 0) t = g->inputs[i];
     if (!t)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "shape given for '%s', which is not a model input",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "shape given for '%s', which is not a model input",
                          o->name ? o->name : "(null)");
     if (o->rank < 0 || o->rank > TCI_MAX_RANK)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "shape for '%s' has rank %d", t->name, o->rank);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "shape for '%s' has rank %d", t->name, o->rank);
     bool ok = t->rank < 0 || t->rank == o->rank;
     for (int i = 0; ok && i < o->rank; i++)
         if (o->dims[i] < 0 || (t->rank >= 0 && t->dims[i] >= 0 && t->dims[i] != o->dims[i]))
             ok = false;
     if (!ok)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "shape %s for input '%s' does not fit the model's %s (only symbolic dims "
                          "may be set)",
                          ir_format_dims(o->rank, o->dims, got, sizeof got), t->name,
@@ -83,8 +83,8 @@ static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o)
 /* Appends the first output of every node to the graph outputs (see mark_all_outputs). */
 static tci_status mark_all_outputs(ir_graph *g) {
     size_t n = g->num_outputs;
-    ir_tensor **outputs = tci_arena_alloc(g->arena, (n + g->num_nodes + 1) * sizeof *outputs);
-    if (!outputs) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory marking outputs");
+    ir_tensor **outputs = arena_alloc(g->arena, (n + g->num_nodes + 1) * sizeof *outputs);
+    if (!outputs) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory marking outputs");
     for (size_t i = 0; i < n; i++) outputs[i] = g->outputs[i];
     for (size_t i = 0; i < g->num_nodes; i++) {
         ir_tensor *t = g->nodes[i]->num_outputs ? g->nodes[i]->outputs[0] : NULL;
@@ -99,24 +99,24 @@ static tci_status mark_all_outputs(ir_graph *g) {
 
 /* The GPU plan of an optimised graph: the fusion and layout passes, then the planner. */
 static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **out_plan) {
-    TCI_TRY(pass_fuse_for_gpu(g));
-    TCI_TRY(pass_assign_layouts(g));
+    TRY_STATUS(pass_fuse_for_gpu(g));
+    TRY_STATUS(pass_assign_layouts(g));
     return plan_build(g, options, out_plan);
 }
 
 static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph **pristine) {
     for (size_t i = 0; i < options->num_shapes; i++)
-        TCI_TRY(apply_shape_override(g, &options->shapes[i]));
+        TRY_STATUS(apply_shape_override(g, &options->shapes[i]));
 
     for (size_t i = 0; i < g->num_inputs; i++) {
         const ir_tensor *t = g->inputs[i];
         if (t->dtype == TCI_DTYPE_UNDEFINED || t->rank < 0)
-            return tci_error(TCI_ERR_INVALID_MODEL,
+            return status_error(TCI_ERR_INVALID_MODEL,
                              "input '%s' has no declared type or shape; give it with --shape",
                              t->name);
     }
-    if (pristine) TCI_TRY(ir_graph_clone(g, pristine));
-    TCI_TRY(pass_optimize(g));
+    if (pristine) TRY_STATUS(ir_graph_clone(g, pristine));
+    TRY_STATUS(pass_optimize(g));
     /* after the passes: in execution order, and only tensors that are really computed */
     return options->mark_all_outputs ? mark_all_outputs(g) : TCI_OK;
 }
@@ -128,11 +128,11 @@ static tci_status copy_strings(const char *const *src, char ***out) {
     size_t n = 0;
     while (src[n]) n++;
     char **copy = calloc(n + 1, sizeof *copy);
-    if (!copy) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!copy) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     *out = copy;
     for (size_t i = 0; i < n; i++) {
         copy[i] = strdup(src[i]);
-        if (!copy[i]) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!copy[i]) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     }
     return TCI_OK;
 }
@@ -152,7 +152,7 @@ static tci_status replan_batch(void *user, const plan *built, const int64_t *dim
         const char *name = built->tensors[built->input_tensors[i]].name;
         ir_tensor *t = ir_graph_find_tensor(g, name);
         if (!t || !t->is_graph_input || t->rank < 1)
-            st = tci_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy", name);
+            st = status_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy", name);
         else
             t->dims[0] = dim0[i];
     }
@@ -171,8 +171,8 @@ static tci_status replan_batch(void *user, const plan *built, const int64_t *dim
 static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_options *options,
                              const char *choices) {
     plan *built = NULL;
-    TCI_TRY(exec_gpu_check_device());
-    TCI_TRY(plan_for_gpu(g, &e->plan_options, &built));
+    TRY_STATUS(exec_gpu_check_device());
+    TRY_STATUS(plan_for_gpu(g, &e->plan_options, &built));
     return exec_gpu_engine_create(built, &e->plan_options, options->kernels,
                                   options->timing_cache, choices,
                                   e->pristine ? replan_batch : NULL, e, &e->gpu);
@@ -189,17 +189,17 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     }
     tci_status st = TCI_OK;
     if (options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
-        st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
+        st = status_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
 #if !TCI_HAVE_CUDA
     if (st == TCI_OK && options->backend == TCI_BACKEND_GPU && !options->plan_only)
-        st = tci_error(TCI_ERR_NO_DEVICE,
+        st = status_error(TCI_ERR_NO_DEVICE,
                        "this build has no CUDA support; use --backend cpu for the fp32 "
                        "reference executor");
 #endif
     tci_engine *e = NULL;
     if (st == TCI_OK) {
         e = calloc(1, sizeof *e);
-        if (!e) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
+        if (!e) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
     }
     /* batches below the built one re-plan the graph as it was before the passes; the layer
      * marking of mark_all_outputs is for comparisons at one shape and is not replayed */
@@ -208,9 +208,9 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     if (st == TCI_OK && options->precision != TCI_PRECISION_FP16 &&
         options->precision != TCI_PRECISION_FP32 && options->precision != TCI_PRECISION_TF32 &&
         options->precision != TCI_PRECISION_BF16)
-        st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)options->precision);
+        st = status_error(TCI_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)options->precision);
     if (st == TCI_OK && (options->kernels < TCI_KERNELS_AUTO || options->kernels > TCI_KERNELS_LIBRARY))
-        st = tci_error(TCI_ERR_INVALID_ARGUMENT, "unknown kernel family %d", (int)options->kernels);
+        st = status_error(TCI_ERR_INVALID_ARGUMENT, "unknown kernel family %d", (int)options->kernels);
     if (st == TCI_OK) st = copy_strings(options->fp32_layers, &e->fp32_layers);
     if (st == TCI_OK) {
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
@@ -243,24 +243,24 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
 
 tci_status tci_engine_create_from_file(const char *path, const tci_engine_options *options,
                                        tci_engine **out_engine) {
-    if (!out_engine) return tci_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
+    if (!out_engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
     *out_engine = NULL;
-    if (!path) return tci_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
+    if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
     ir_graph *g = NULL;
-    TCI_TRY(onnx_load_file(path, &g));
+    TRY_STATUS(onnx_load_file(path, &g));
     tci_status st = finish_create(g, options, NULL, out_engine);
-    if (st != TCI_OK) tci_error_prefix(st, "%s", path);
+    if (st != TCI_OK) status_error_prefix(st, "%s", path);
     return st;
 }
 
 tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const char *base_dir,
                                          const tci_engine_options *options,
                                          tci_engine **out_engine) {
-    if (!out_engine) return tci_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
+    if (!out_engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
     *out_engine = NULL;
-    if (!bytes && size) return tci_error(TCI_ERR_INVALID_ARGUMENT, "bytes is NULL");
+    if (!bytes && size) return status_error(TCI_ERR_INVALID_ARGUMENT, "bytes is NULL");
     ir_graph *g = NULL;
-    TCI_TRY(onnx_load_model(bytes, size, base_dir, &g));
+    TRY_STATUS(onnx_load_model(bytes, size, base_dir, &g));
     return finish_create(g, options, NULL, out_engine);
 }
 
@@ -289,7 +289,7 @@ static tci_status fp16_weights(const ir_graph *g, const plan_options *options, b
     if (!*out_mask || !fp32 || !other || !*out_names) {
         free(fp32);
         free(other);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory saving the engine");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory saving the engine");
     }
     tci_status st = plan_fp32_nodes(g, options, fp32);
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++) {
@@ -323,7 +323,7 @@ static tci_status add_constant(ir_graph *g, const char *base, const char *suffix
     snprintf(name, sizeof name, "%s%s", base, suffix);
     for (int i = 1; ir_graph_find_tensor(g, name); i++)
         snprintf(name, sizeof name, "%s%s_%d", base, suffix, i);
-    TCI_TRY(ir_graph_add_tensor(g, name, out));
+    TRY_STATUS(ir_graph_add_tensor(g, name, out));
     (*out)->dtype = TCI_DTYPE_FLOAT;
     (*out)->rank = rank;
     for (int i = 0; i < TCI_MAX_RANK; i++) (*out)->dims[i] = i < rank ? dims[i] : -1;
@@ -339,10 +339,10 @@ static tci_status add_constant(ir_graph *g, const char *base, const char *suffix
 static tci_status graph_to_save(const tci_engine *engine, ir_graph **out, const char ***dropped) {
     const plan *p = exec_gpu_engine_plan(engine->gpu);
     ir_graph *g = NULL;
-    TCI_TRY(ir_graph_clone(engine->graph, &g));
+    TRY_STATUS(ir_graph_clone(engine->graph, &g));
     bool *drop = calloc(g->num_nodes + 1, sizeof(bool));
     *dropped = calloc(g->num_nodes + 1, sizeof(char *));
-    tci_status st = drop && *dropped ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    tci_status st = drop && *dropped ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     size_t num_dropped = 0;
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
@@ -358,13 +358,13 @@ static tci_status graph_to_save(const tci_engine *engine, ir_graph **out, const 
                 bn_at = n;
             }
         if (!bn || bn->num_outputs != 1) {
-            st = tci_error(TCI_ERR_INTERNAL, "saving: the BatchNormalization folded into '%s' "
+            st = status_error(TCI_ERR_INTERNAL, "saving: the BatchNormalization folded into '%s' "
                            "was not found", s->node->name);
             break;
         }
         const plan_tensor *pw = &p->tensors[s->inputs[1]], *pb = &p->tensors[s->inputs[2]];
-        ir_tensor **in = tci_arena_alloc(g->arena, 3 * sizeof *in);
-        if (!in) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        ir_tensor **in = arena_alloc(g->arena, 3 * sizeof *in);
+        if (!in) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         if (st == TCI_OK) {
             in[0] = conv->inputs[0];
             st = add_constant(g, conv->name, ".folded_W", pw->rank, pw->dims, pw->host_data, &in[1]);
@@ -394,7 +394,7 @@ static tci_status graph_to_save(const tci_engine *engine, ir_graph **out, const 
 #endif
 
 tci_status tci_engine_save(const tci_engine *engine, const char *path) {
-    if (!engine || !path) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!engine || !path) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
 #if TCI_HAVE_CUDA
     if (engine->gpu) {
         char machine[512];
@@ -446,41 +446,41 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
     }
 #endif
     (void)path;
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "only GPU engines are saved; this one %s",
+    return status_error(TCI_ERR_INVALID_ARGUMENT, "only GPU engines are saved; this one %s",
                      engine->plan_only ? "is a plan without a GPU (plan_only)" : "runs on the CPU");
 }
 
 tci_status tci_engine_load(const char *path, const tci_engine_options *options,
                            tci_engine **out_engine) {
-    if (!out_engine) return tci_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
+    if (!out_engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
     *out_engine = NULL;
-    if (!path) return tci_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
+    if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
     if (options && (options->num_shapes || options->plan_only || options->mark_all_outputs ||
                     options->precision != TCI_PRECISION_FP16 || options->fp32_layers ||
                     options->kernels != TCI_KERNELS_AUTO || options->timing_cache))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: an engine file fixes the shapes, precision, fp32 layers and kernels "
                          "it was built with (no timing cache either); only the CUDA-graph option "
                          "may be given",
                          path);
     engine_file f;
-    TCI_TRY(engine_file_read(path, &f));
+    TRY_STATUS(engine_file_read(path, &f));
 #if TCI_HAVE_CUDA
     char machine[512], producer[64];
     producer_name(producer, sizeof producer);
     tci_status st = tci_gpu_count(NULL, 0) > 0
                         ? exec_gpu_machine(machine, sizeof machine)
-                        : tci_error(TCI_ERR_NO_DEVICE, "no CUDA GPU is available here to run "
+                        : status_error(TCI_ERR_NO_DEVICE, "no CUDA GPU is available here to run "
                                                        "the engine file %s", path);
     if (st == TCI_OK && strcmp(f.producer, producer) != 0)
-        st = tci_error(TCI_ERR_UNSUPPORTED,
+        st = status_error(TCI_ERR_UNSUPPORTED,
                        "engine file %s was written by %s; this is %s: rebuild it from the ONNX "
                        "model",
                        path, f.producer, producer);
     if (st == TCI_OK && strcmp(f.machine, machine) != 0) {
         for (char *c = f.machine; *c; c++) *c = *c == '\t' ? ' ' : *c; /* fields, for reading */
         for (char *c = machine; *c; c++) *c = *c == '\t' ? ' ' : *c;
-        st = tci_error(TCI_ERR_UNSUPPORTED,
+        st = status_error(TCI_ERR_UNSUPPORTED,
                        "engine file %s was built for %s; this machine has %s: rebuild it from "
                        "the ONNX model",
                        path, f.machine, machine);
@@ -502,11 +502,11 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     }
     ir_graph_destroy(g);
     engine_file_free(&f);
-    if (st != TCI_OK && checked) tci_error_prefix(st, "%s", path);
+    if (st != TCI_OK && checked) status_error_prefix(st, "%s", path);
     return st;
 #else
     engine_file_free(&f);
-    return tci_error(TCI_ERR_NO_DEVICE, "this build has no CUDA support: engine files run on the GPU");
+    return status_error(TCI_ERR_NO_DEVICE, "this build has no CUDA support: engine files run on the GPU");
 #endif
 }
 
@@ -544,7 +544,7 @@ static void fill_info(const ir_tensor *t, tci_tensor_info *info) {
 
 tci_status tci_engine_input_info(const tci_engine *engine, size_t index, tci_tensor_info *out_info) {
     if (!engine || !out_info || index >= engine->graph->num_inputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "no input %zu", index);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "no input %zu", index);
     fill_info(engine->graph->inputs[index], out_info);
     return TCI_OK;
 }
@@ -552,13 +552,13 @@ tci_status tci_engine_input_info(const tci_engine *engine, size_t index, tci_ten
 tci_status tci_engine_output_info(const tci_engine *engine, size_t index,
                                   tci_tensor_info *out_info) {
     if (!engine || !out_info || index >= engine->graph->num_outputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
     fill_info(engine->graph->outputs[index], out_info);
     return TCI_OK;
 }
 
 tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out_stats) {
-    if (!engine || !out_stats) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!engine || !out_stats) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     memset(out_stats, 0, sizeof *out_stats);
     const ir_graph *g = engine->graph;
     out_stats->num_nodes = g->num_nodes;
@@ -583,7 +583,7 @@ tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out_
 }
 
 tci_status tci_engine_op_histogram(const tci_engine *engine, tci_op_count_fn fn, void *user) {
-    if (!engine || !fn) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!engine || !fn) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     const ir_graph *g = engine->graph;
     for (size_t i = 0; i < g->num_nodes; i++) {
         bool seen = false;
@@ -615,14 +615,14 @@ void tci_list_ops(tci_op_info_fn fn, void *user) {
 }
 
 tci_status tci_context_create(const tci_engine *engine, tci_context **out_context) {
-    if (!out_context) return tci_error(TCI_ERR_INVALID_ARGUMENT, "out_context is NULL");
+    if (!out_context) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_context is NULL");
     *out_context = NULL;
-    if (!engine) return tci_error(TCI_ERR_INVALID_ARGUMENT, "engine is NULL");
+    if (!engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "engine is NULL");
     if (engine->plan_only)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "the engine was built with plan_only and cannot run");
     tci_context *c = calloc(1, sizeof *c);
-    if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating context");
+    if (!c) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating context");
     c->engine = engine;
     tci_status st;
 #if TCI_HAVE_CUDA
@@ -660,36 +660,36 @@ void tci_context_destroy(tci_context *context) {
 static tci_status keep_inputs(tci_context *c, const tci_tensor *inputs, size_t n) {
     release_inputs(c);
     c->last_inputs = calloc(n + 1, sizeof *c->last_inputs);
-    if (!c->last_inputs) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!c->last_inputs) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     c->num_last_inputs = n;
     for (size_t i = 0; i < n; i++) {
         size_t bytes = (size_t)tci_tensor_count(&inputs[i]) * tci_dtype_size(inputs[i].dtype);
         c->last_inputs[i] = inputs[i];
         c->last_inputs[i].data = malloc(bytes ? bytes : 1);
-        if (!c->last_inputs[i].data) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!c->last_inputs[i].data) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         if (bytes) memcpy(c->last_inputs[i].data, inputs[i].data, bytes);
     }
     return TCI_OK;
 }
 
 tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs) {
-    if (!context) return tci_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
-    if (num_inputs && !inputs) return tci_error(TCI_ERR_INVALID_ARGUMENT, "inputs is NULL");
+    if (!context) return status_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
+    if (num_inputs && !inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs is NULL");
 #if TCI_HAVE_CUDA
     if (context->gpu) return exec_gpu_run(context->gpu, inputs, num_inputs);
 #endif
-    TCI_TRY(exec_cpu_run(context->cpu, inputs, num_inputs));
+    TRY_STATUS(exec_cpu_run(context->cpu, inputs, num_inputs));
     return keep_inputs(context, inputs, num_inputs);
 }
 
 tci_status tci_engine_device_format(const tci_engine *engine, int is_output, size_t index,
                                     tci_device_format *out_format) {
-    if (!engine || !out_format) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!engine || !out_format) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     memset(out_format, 0, sizeof *out_format);
 #if TCI_HAVE_CUDA
     if (engine->gpu) {
         const plan_tensor *t = exec_gpu_io_tensor(engine->gpu, is_output != 0, index);
-        if (!t) return tci_error(TCI_ERR_INVALID_ARGUMENT, "no %s %zu", is_output ? "output" : "input", index);
+        if (!t) return status_error(TCI_ERR_INVALID_ARGUMENT, "no %s %zu", is_output ? "output" : "input", index);
         out_format->dtype = t->dtype;
         out_format->layout = t->layout == PLAN_LAYOUT_NHWC8 ? TCI_DEVICE_NHWC8 : TCI_DEVICE_DENSE;
         out_format->rank = t->rank;
@@ -701,21 +701,21 @@ tci_status tci_engine_device_format(const tci_engine *engine, int is_output, siz
 #endif
     (void)is_output;
     (void)index;
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "device formats belong to GPU engines; this one runs on the %s",
+    return status_error(TCI_ERR_INVALID_ARGUMENT, "device formats belong to GPU engines; this one runs on the %s",
                      engine->plan_only ? "GPU planner only (plan_only)" : "CPU");
 }
 
 tci_status tci_context_run_device(tci_context *context, const void *const *inputs,
                                   size_t num_inputs, void *const *outputs, size_t num_outputs,
                                   const int64_t *leading_dims, void *cuda_stream) {
-    if (!context) return tci_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
+    if (!context) return status_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
     const ir_graph *g = context->engine->graph;
     if (num_inputs != g->num_inputs || num_outputs != g->num_outputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "got %zu inputs and %zu outputs; the model has %zu and %zu", num_inputs,
                          num_outputs, g->num_inputs, g->num_outputs);
     if ((num_inputs && !inputs) || (num_outputs && !outputs))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "inputs or outputs is NULL");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs or outputs is NULL");
 #if TCI_HAVE_CUDA
     if (context->gpu)
         return exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
@@ -723,14 +723,14 @@ tci_status tci_context_run_device(tci_context *context, const void *const *input
 #endif
     (void)leading_dims;
     (void)cuda_stream;
-    return tci_error(TCI_ERR_INVALID_ARGUMENT,
+    return status_error(TCI_ERR_INVALID_ARGUMENT,
                      "device buffers need a GPU engine; this context runs on the CPU");
 }
 
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor) {
-    if (!context || !out_tensor) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!context || !out_tensor) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     if (index >= context->engine->graph->num_outputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
     const tci_tensor *t;
 #if TCI_HAVE_CUDA
     if (context->gpu)
@@ -738,7 +738,7 @@ tci_status tci_context_output(const tci_context *context, size_t index, tci_tens
     else
 #endif
         t = exec_cpu_output(context->cpu, index);
-    if (!t->data) return tci_error(TCI_ERR_INVALID_ARGUMENT, "no run has produced outputs yet");
+    if (!t->data) return status_error(TCI_ERR_INVALID_ARGUMENT, "no run has produced outputs yet");
     *out_tensor = *t;
     out_tensor->name = context->engine->graph->outputs[index]->name;
     return TCI_OK;
@@ -753,12 +753,12 @@ static uint64_t count_nonfinite_host(const tci_tensor *t) {
 }
 
 tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out_report) {
-    if (!context || !out_report) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!context || !out_report) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     memset(out_report, 0, sizeof *out_report);
     out_report->input_index = -1;
     size_t n = context->engine->graph->num_outputs;
     uint64_t *counts = calloc(n + 1, sizeof *counts);
-    if (!counts) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!counts) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     tci_status st = TCI_OK;
 #if TCI_HAVE_CUDA
     if (context->gpu)
@@ -771,11 +771,11 @@ tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out
         out_report->count += counts[k];
     }
     free(counts);
-    TCI_TRY(st);
+    TRY_STATUS(st);
 #if TCI_HAVE_CUDA
     if (context->gpu && out_report->count) {
         int input = -1, step = -1;
-        TCI_TRY(exec_gpu_locate_nonfinite(context->gpu, &input, &step));
+        TRY_STATUS(exec_gpu_locate_nonfinite(context->gpu, &input, &step));
         out_report->input_index = input;
         if (step >= 0) {
             const plan_step *s = &exec_gpu_context_plan(context->gpu)->steps[step];
@@ -803,10 +803,10 @@ static const char *step_kernel(const tci_engine *engine, int step) {
 }
 
 tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_report) {
-    if (!engine || !out_report) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!engine || !out_report) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     memset(out_report, 0, sizeof *out_report);
     const plan *p = engine_plan(engine);
-    if (!p) return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+    if (!p) return status_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
     out_report->num_steps = (size_t)p->num_steps;
     out_report->weight_bytes = p->weight_bytes;
     out_report->arena_bytes = p->arena_bytes;
@@ -824,9 +824,9 @@ tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_r
 }
 
 tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *user) {
-    if (!engine || !fn) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!engine || !fn) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     const plan *p = engine_plan(engine);
-    if (!p) return tci_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
+    if (!p) return status_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
     for (int i = 0; i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
         const char *layout = "-";
@@ -845,15 +845,15 @@ tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *us
 tci_status tci_context_benchmark(tci_context *context, int iterations, int warmup,
                                  float *times_ms) {
     if (!context || !times_ms || iterations < 1 || warmup < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "bad benchmark arguments");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "bad benchmark arguments");
 #if TCI_HAVE_CUDA
     if (context->gpu) return exec_gpu_bench(context->gpu, iterations, warmup, times_ms);
 #endif
-    if (!context->last_inputs) return tci_error(TCI_ERR_INVALID_ARGUMENT, "run once before benchmarking");
+    if (!context->last_inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "run once before benchmarking");
     for (int i = 0; i < warmup + iterations; i++) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        TCI_TRY(exec_cpu_run(context->cpu, context->last_inputs, context->num_last_inputs));
+        TRY_STATUS(exec_cpu_run(context->cpu, context->last_inputs, context->num_last_inputs));
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (i >= warmup)
             times_ms[i - warmup] = (float)((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
@@ -863,13 +863,13 @@ tci_status tci_context_benchmark(tci_context *context, int iterations, int warmu
 
 tci_status tci_context_profile(tci_context *context, int iterations, tci_profile_fn fn,
                                void *user) {
-    if (!context || !fn) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!context || !fn) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
 #if TCI_HAVE_CUDA
     if (context->gpu) {
         const exec_gpu_engine *ge = context->engine->gpu;
         const plan *p = exec_gpu_engine_plan(ge);
         float *ms = calloc((size_t)p->num_steps + 1, sizeof(float));
-        if (!ms) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!ms) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         tci_status st = exec_gpu_profile(context->gpu, iterations, ms);
         for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
             fn((size_t)i, p->steps[i].node->name, p->steps[i].label, exec_gpu_step_kernel(ge, i),
@@ -880,20 +880,20 @@ tci_status tci_context_profile(tci_context *context, int iterations, tci_profile
 #endif
     (void)iterations;
     (void)user;
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "per-layer profiles are for GPU engines");
+    return status_error(TCI_ERR_INVALID_ARGUMENT, "per-layer profiles are for GPU engines");
 }
 
 tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
                        tci_compare_result *out_result) {
-    if (!test || !baseline || !out_result) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!test || !baseline || !out_result) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     memset(out_result, 0, sizeof *out_result);
     if (test->dtype != TCI_DTYPE_FLOAT || baseline->dtype != TCI_DTYPE_FLOAT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare needs float tensors");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare needs float tensors");
     bool same = test->rank == baseline->rank;
     for (int i = 0; same && i < test->rank; i++) same = test->dims[i] == baseline->dims[i];
-    if (!same) return tci_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors differ in shape");
+    if (!same) return status_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors differ in shape");
     compare_metrics m;
-    TCI_TRY(compare_arrays(test->data, baseline->data, (size_t)tci_tensor_count(test), &m));
+    TRY_STATUS(compare_arrays(test->data, baseline->data, (size_t)tci_tensor_count(test), &m));
     out_result->max_abs = m.max_abs_error;
     out_result->mean_abs = m.mean_abs_error;
     out_result->relative_l2 = m.relative_l2_error;
@@ -901,7 +901,7 @@ tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
     out_result->non_finite = m.nonfinite_count;
     if (test->rank == 2 && test->dims[1] > 1) {
         compare_topk k;
-        TCI_TRY(compare_classification(test->data, baseline->data, (size_t)test->dims[0],
+        TRY_STATUS(compare_classification(test->data, baseline->data, (size_t)test->dims[0],
                                        (size_t)test->dims[1], &k));
         out_result->rows = k.rows;
         out_result->top1_agree = k.top1_matches;
@@ -913,9 +913,9 @@ tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
 tci_status tci_find_error_jump(const double *errors, size_t count, double threshold,
                                double factor, int *out_first_jump, int *out_first_over) {
     if (!out_first_jump || !out_first_over)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     compare_jump j;
-    TCI_TRY(compare_find_jump(errors, count, threshold, factor, &j));
+    TRY_STATUS(compare_find_jump(errors, count, threshold, factor, &j));
     *out_first_jump = j.first_jump;
     *out_first_over = j.first_over_threshold;
     return TCI_OK;

@@ -54,7 +54,7 @@ static tci_status append(buffer *b, const void *p, size_t n) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->size + n) cap *= 2;
         unsigned char *grown = realloc(b->data, cap);
-        if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the engine");
+        if (!grown) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the engine");
         b->data = grown;
         b->cap = cap;
     }
@@ -67,7 +67,7 @@ static tci_status record(buffer *b, uint32_t tag, const void *p, size_t n) {
     unsigned char head[RECORD_HEADER];
     put_le(head, tag, 4);
     put_le(head + 4, n, 8);
-    TCI_TRY(append(b, head, sizeof head));
+    TRY_STATUS(append(b, head, sizeof head));
     return append(b, p, n);
 }
 
@@ -119,7 +119,7 @@ tci_status engine_file_write(const char *path, const engine_file *file) {
     if (ok) ok = rename(tmp, path) == 0;
     if (!ok) {
         if (tmp) remove(tmp);
-        st = tci_error(TCI_ERR_IO, "cannot write the engine file %s", path);
+        st = status_error(TCI_ERR_IO, "cannot write the engine file %s", path);
     }
     free(tmp);
     free(payload.data);
@@ -142,12 +142,12 @@ static tci_status parse_list(const unsigned char *p, size_t n, char ***out) {
     size_t count = 0;
     for (size_t i = 0; i < n; i++) count += p[i] == '\0';
     char **list = calloc(count + 1, sizeof *list);
-    if (!list) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!list) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     *out = list;
     for (size_t i = 0, at = 0; i < count; i++) {
         size_t len = strlen((const char *)p + at);
         list[i] = dup_bytes(p + at, len);
-        if (!list[i]) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!list[i]) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         at += len + 1;
     }
     return TCI_OK;
@@ -185,12 +185,12 @@ static tci_status parse_payload(const unsigned char *p, size_t n, engine_file *f
         case TAG_FP16_TENSORS: st = parse_list(d, size, &f->fp16_tensors); break;
         case TAG_MODEL:
             f->model = malloc(size ? size : 1);
-            if (!f->model) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!f->model) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
             memcpy(f->model, d, size);
             f->model_size = size;
             break;
         }
-        if (st == TCI_ERR_OUT_OF_MEMORY) return tci_error(st, "out of memory reading the engine");
+        if (st == TCI_ERR_OUT_OF_MEMORY) return status_error(st, "out of memory reading the engine");
         if (st != TCI_OK) return st;
         at += size;
     }
@@ -203,25 +203,25 @@ tci_status engine_file_read(const char *path, engine_file *out) {
     memset(out, 0, sizeof *out);
     unsigned char *bytes = NULL;
     size_t size = 0;
-    TCI_TRY(tci_read_file(path, "the engine file ", &bytes, &size));
+    TRY_STATUS(util_read_file(path, "the engine file ", &bytes, &size));
     tci_status st = TCI_OK;
     if (size < HEADER_BYTES || memcmp(bytes, magic, sizeof magic) != 0) {
-        st = tci_error(TCI_ERR_PARSE, "%s is not a tcinfer engine file", path);
+        st = status_error(TCI_ERR_PARSE, "%s is not a tcinfer engine file", path);
     } else if (get_le(bytes + 8, 4) != ENGINE_FILE_VERSION) {
-        st = tci_error(TCI_ERR_UNSUPPORTED,
+        st = status_error(TCI_ERR_UNSUPPORTED,
                        "%s is an engine file of format %u; this tcinfer reads format %d: "
                        "rebuild it from the ONNX model",
                        path, (unsigned)get_le(bytes + 8, 4), ENGINE_FILE_VERSION);
     } else if (get_le(bytes + 16, 8) != size - HEADER_BYTES) {
-        st = tci_error(TCI_ERR_PARSE, "engine file %s is truncated or padded (%zu payload bytes, "
+        st = status_error(TCI_ERR_PARSE, "engine file %s is truncated or padded (%zu payload bytes, "
                        "the header says %llu)", path, size - HEADER_BYTES,
                        (unsigned long long)get_le(bytes + 16, 8));
     } else if (get_le(bytes + 24, 8) != fnv1a64(bytes + HEADER_BYTES, size - HEADER_BYTES)) {
-        st = tci_error(TCI_ERR_PARSE, "engine file %s is damaged (checksum mismatch)", path);
+        st = status_error(TCI_ERR_PARSE, "engine file %s is damaged (checksum mismatch)", path);
     } else {
         st = parse_payload(bytes + HEADER_BYTES, size - HEADER_BYTES, out);
         if (st == TCI_ERR_PARSE)
-            st = tci_error(TCI_ERR_PARSE, "engine file %s has malformed records", path);
+            st = status_error(TCI_ERR_PARSE, "engine file %s has malformed records", path);
     }
     free(bytes);
     if (st != TCI_OK) engine_file_free(out);

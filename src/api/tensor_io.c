@@ -33,20 +33,20 @@ static const char *npy_field(const char *header, const char *key) {
 static tci_status parse_npy(const char *path, const unsigned char *buf, size_t size,
                             tci_tensor *out) {
     if (size < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
-        return tci_error(TCI_ERR_PARSE, "'%s' is not a .npy file", path);
+        return status_error(TCI_ERR_PARSE, "'%s' is not a .npy file", path);
     size_t header_len, offset;
     if (buf[6] == 1) {
         header_len = buf[8] | (size_t)buf[9] << 8;
         offset = 10;
     } else if (buf[6] == 2 || buf[6] == 3) {
-        if (size < 12) return tci_error(TCI_ERR_PARSE, "'%s': truncated .npy header", path);
+        if (size < 12) return status_error(TCI_ERR_PARSE, "'%s': truncated .npy header", path);
         header_len = buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
         offset = 12;
     } else {
-        return tci_error(TCI_ERR_PARSE, "'%s': unsupported .npy version %d", path, buf[6]);
+        return status_error(TCI_ERR_PARSE, "'%s': unsupported .npy version %d", path, buf[6]);
     }
     if (header_len > size - offset || header_len > 65536)
-        return tci_error(TCI_ERR_PARSE, "'%s': truncated .npy header", path);
+        return status_error(TCI_ERR_PARSE, "'%s': truncated .npy header", path);
     char header[65537];
     memcpy(header, buf + offset, header_len);
     header[header_len] = '\0';
@@ -54,16 +54,16 @@ static tci_status parse_npy(const char *path, const unsigned char *buf, size_t s
     const char *fortran = npy_field(header, "fortran_order");
     const char *shape = npy_field(header, "shape");
     if (!descr || !fortran || !shape)
-        return tci_error(TCI_ERR_PARSE, "'%s': malformed .npy header", path);
+        return status_error(TCI_ERR_PARSE, "'%s': malformed .npy header", path);
     if (strncmp(fortran, "False", 5) != 0)
-        return tci_error(TCI_ERR_UNSUPPORTED, "'%s': Fortran-order .npy is not supported", path);
+        return status_error(TCI_ERR_UNSUPPORTED, "'%s': Fortran-order .npy is not supported", path);
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (descr[0] == '\'' && strncmp(descr + 1, npy_types[i].descr, 3) == 0 && descr[4] == '\'')
             out->dtype = npy_types[i].dtype;
     if (out->dtype == TCI_DTYPE_UNDEFINED)
-        return tci_error(TCI_ERR_UNSUPPORTED, "'%s': unsupported .npy dtype %.8s", path, descr);
-    if (*shape != '(') return tci_error(TCI_ERR_PARSE, "'%s': malformed .npy shape", path);
+        return status_error(TCI_ERR_UNSUPPORTED, "'%s': unsupported .npy dtype %.8s", path, descr);
+    if (*shape != '(') return status_error(TCI_ERR_PARSE, "'%s': malformed .npy shape", path);
     const char *p = shape + 1;
     for (;;) {
         while (*p == ' ' || *p == ',') p++;
@@ -72,25 +72,25 @@ static tci_status parse_npy(const char *path, const unsigned char *buf, size_t s
         errno = 0;
         long long d = strtoll(p, &end, 10);
         if (end == p || d < 0 || errno)
-            return tci_error(TCI_ERR_PARSE, "'%s': malformed .npy shape", path);
+            return status_error(TCI_ERR_PARSE, "'%s': malformed .npy shape", path);
         if (out->rank == TCI_MAX_RANK)
-            return tci_error(TCI_ERR_UNSUPPORTED, "'%s': rank above %d", path, TCI_MAX_RANK);
+            return status_error(TCI_ERR_UNSUPPORTED, "'%s': rank above %d", path, TCI_MAX_RANK);
         out->dims[out->rank++] = d;
         p = end;
     }
     int64_t count = 1;
     for (int i = 0; i < out->rank; i++) {
         if (out->dims[i] && count > INT64_MAX / 16 / out->dims[i])
-            return tci_error(TCI_ERR_PARSE, "'%s': .npy shape overflows", path);
+            return status_error(TCI_ERR_PARSE, "'%s': .npy shape overflows", path);
         count *= out->dims[i];
     }
     size_t bytes = (size_t)count * tci_dtype_size(out->dtype);
     size_t data_off = offset + header_len;
     if (size - data_off != bytes)
-        return tci_error(TCI_ERR_PARSE, "'%s': .npy data is %zu bytes, its header says %zu", path,
+        return status_error(TCI_ERR_PARSE, "'%s': .npy data is %zu bytes, its header says %zu", path,
                          size - data_off, bytes);
     out->data = malloc(bytes ? bytes : 1);
-    if (!out->data) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+    if (!out->data) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
     memcpy(out->data, buf + data_off, bytes);
     return TCI_OK;
 }
@@ -101,17 +101,17 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 tci_status tci_tensor_read_file(const char *path, tci_tensor *out_tensor) {
-    if (!path || !out_tensor) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!path || !out_tensor) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     memset(out_tensor, 0, sizeof *out_tensor);
     unsigned char *buf;
     size_t size;
-    TCI_TRY(tci_read_file(path, "", &buf, &size));
+    TRY_STATUS(util_read_file(path, "", &buf, &size));
     tci_status st;
     if (ends_with(path, ".npy")) {
         st = parse_npy(path, buf, size, out_tensor);
     } else {
         st = onnx_decode_tensor_file(buf, size, out_tensor);
-        if (st != TCI_OK) tci_error_prefix(st, "'%s'", path);
+        if (st != TCI_OK) status_error_prefix(st, "'%s'", path);
     }
     free(buf);
     if (st != TCI_OK) tci_tensor_release(out_tensor);
@@ -125,11 +125,11 @@ void tci_tensor_release(tci_tensor *tensor) {
 }
 
 tci_status tci_tensor_write_npy(const char *path, const tci_tensor *t) {
-    if (!path || !t) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (!path || !t) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (npy_types[i].dtype == t->dtype) descr = npy_types[i].descr;
-    if (!descr) return tci_error(TCI_ERR_UNSUPPORTED, "cannot write dtype %s as .npy",
+    if (!descr) return status_error(TCI_ERR_UNSUPPORTED, "cannot write dtype %s as .npy",
                                  tci_dtype_name(t->dtype));
     char header[512];
     int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
@@ -141,7 +141,7 @@ tci_status tci_tensor_write_npy(const char *path, const tci_tensor *t) {
     size_t total = 10 + (size_t)n + 1;
     size_t pad = (64 - total % 64) % 64;
     FILE *f = fopen(path, "wb");
-    if (!f) return tci_error(TCI_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (!f) return status_error(TCI_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     size_t header_len = (size_t)n + pad + 1;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(header_len & 0xff),
                              (unsigned char)(header_len >> 8)};
@@ -151,6 +151,6 @@ tci_status tci_tensor_write_npy(const char *path, const tci_tensor *t) {
     ok = ok && fputc('\n', f) != EOF;
     if (ok && bytes) ok = fwrite(t->data, 1, bytes, f) == bytes;
     if (fclose(f) != 0) ok = false;
-    if (!ok) return tci_error(TCI_ERR_IO, "error writing '%s'", path);
+    if (!ok) return status_error(TCI_ERR_IO, "error writing '%s'", path);
     return TCI_OK;
 }

@@ -14,7 +14,7 @@
 tci_status compare_arrays(const float *test, const float *baseline, size_t count,
                           compare_metrics *metrics) {
     if (!metrics || (count > 0 && (!test || !baseline)))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: NULL arrays or metrics");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: NULL arrays or metrics");
     size_t nonfinite = 0;
     bool mismatch = false;
     double max_abs = 0, sum_abs = 0, diff_sq = 0, test_sq = 0, base_sq = 0, dot = 0;
@@ -93,11 +93,11 @@ static bool contains(const size_t *set, size_t n, size_t value) {
 tci_status compare_classification(const float *test, const float *baseline, size_t rows,
                                   size_t classes, compare_topk *result) {
     if (!result || (rows > 0 && (!test || !baseline)))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: NULL arrays or result");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: NULL arrays or result");
     if (rows > 0 && classes == 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: %zu rows of 0 classes", rows);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: %zu rows of 0 classes", rows);
     if (classes > 0 && rows > SIZE_MAX / classes)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: %zu x %zu scores overflow", rows,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: %zu x %zu scores overflow", rows,
                          classes);
     size_t k = classes < TOPK ? classes : TOPK;
     size_t top1 = 0, hits = 0, set_equal = 0;
@@ -124,14 +124,14 @@ tci_status compare_classification(const float *test, const float *baseline, size
 tci_status compare_find_jump(const double *errors, size_t count, double threshold, double factor,
                              compare_jump *result) {
     if (!result || (count > 0 && !errors))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: NULL errors or result");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: NULL errors or result");
     if (count > INT_MAX)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: %zu layers is too many", count);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: %zu layers is too many", count);
     if (!isfinite(threshold) || threshold < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: jump threshold %g is not >= 0",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: jump threshold %g is not >= 0",
                          threshold);
     if (!isfinite(factor) || factor < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "compare: jump factor %g is not >= 1", factor);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: jump factor %g is not >= 1", factor);
     result->first_jump = -1;
     result->first_over_threshold = -1;
     for (size_t i = 0; i < count; i++) {

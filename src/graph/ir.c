@@ -10,11 +10,11 @@
 tci_status ir_graph_create(ir_graph **out_graph) {
     *out_graph = NULL;
     ir_graph *g = calloc(1, sizeof *g);
-    if (!g) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating graph");
-    g->arena = tci_arena_create();
+    if (!g) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating graph");
+    g->arena = arena_create();
     if (!g->arena) {
         free(g);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating graph arena");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating graph arena");
     }
     *out_graph = g;
     return TCI_OK;
@@ -25,28 +25,28 @@ void ir_graph_destroy(ir_graph *graph) {
     /* node/tensor pointer arrays grow with realloc; everything they point at is in the arena */
     free(graph->nodes);
     free(graph->tensors);
-    tci_arena_destroy(graph->arena);
+    arena_destroy(graph->arena);
     free(graph);
 }
 
 tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
     *out_graph = NULL;
     ir_graph *g = NULL;
-    TCI_TRY(ir_graph_create(&g));
-    tci_arena *a = g->arena;
+    TRY_STATUS(ir_graph_create(&g));
+    mem_arena *a = g->arena;
     g->name = src->name;
     g->ir_version = src->ir_version;
     g->opsets = src->opsets;
     g->num_opsets = src->num_opsets;
     g->tensors = malloc((src->num_tensors + 1) * sizeof *g->tensors);
     g->nodes = malloc((src->num_nodes + 1) * sizeof *g->nodes);
-    g->inputs = tci_arena_alloc(a, (src->num_inputs + 1) * sizeof *g->inputs);
-    g->outputs = tci_arena_alloc(a, (src->num_outputs + 1) * sizeof *g->outputs);
+    g->inputs = arena_alloc(a, (src->num_inputs + 1) * sizeof *g->inputs);
+    g->outputs = arena_alloc(a, (src->num_outputs + 1) * sizeof *g->outputs);
     bool ok = g->tensors && g->nodes && g->inputs && g->outputs;
     g->cap_tensors = g->tensors ? src->num_tensors + 1 : 0;
     g->cap_nodes = g->nodes ? src->num_nodes + 1 : 0;
     for (size_t i = 0; ok && i < src->num_tensors; i++) {
-        ir_tensor *t = tci_arena_memdup(a, src->tensors[i], sizeof *t);
+        ir_tensor *t = arena_memdup(a, src->tensors[i], sizeof *t);
         ok = t != NULL;
         if (ok) {
             t->producer = NULL; /* relinked below */
@@ -56,15 +56,15 @@ tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
     }
     for (size_t i = 0; ok && i < src->num_nodes; i++) {
         const ir_node *s = src->nodes[i];
-        ir_node *n = tci_arena_memdup(a, s, sizeof *n);
+        ir_node *n = arena_memdup(a, s, sizeof *n);
         ok = n != NULL;
         if (ok) {
             n->params = NULL;
             n->epilogue = NULL;
             n->fused_into = NULL;
             n->index = i;
-            n->inputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_inputs + 1));
-            n->outputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_outputs + 1));
+            n->inputs = arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_inputs + 1));
+            n->outputs = arena_alloc(a, sizeof(ir_tensor *) * (size_t)(s->num_outputs + 1));
             ok = n->inputs && n->outputs;
         }
         for (int k = 0; ok && k < s->num_inputs; k++)
@@ -82,7 +82,7 @@ tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
     g->num_outputs = src->num_outputs;
     if (!ok) {
         ir_graph_destroy(g);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory copying the graph");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory copying the graph");
     }
     *out_graph = g;
     return TCI_OK;
@@ -93,7 +93,7 @@ static tci_status grow(void **array, size_t *cap, size_t need, size_t elem) {
     size_t n = *cap ? *cap * 2 : 64;
     while (n < need) n *= 2;
     void *p = realloc(*array, n * elem);
-    if (!p) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory growing graph");
+    if (!p) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory growing graph");
     *array = p;
     *cap = n;
     return TCI_OK;
@@ -111,13 +111,13 @@ ir_tensor *ir_graph_find_tensor(const ir_graph *graph, const char *name) {
 tci_status ir_graph_add_tensor(ir_graph *graph, const char *name, ir_tensor **out_tensor) {
     *out_tensor = NULL;
     if (name && ir_graph_find_tensor(graph, name))
-        return tci_error(TCI_ERR_INVALID_MODEL, "tensor '%s' is defined twice", name);
-    TCI_TRY(grow((void **)&graph->tensors, &graph->cap_tensors, graph->num_tensors + 1,
+        return status_error(TCI_ERR_INVALID_MODEL, "tensor '%s' is defined twice", name);
+    TRY_STATUS(grow((void **)&graph->tensors, &graph->cap_tensors, graph->num_tensors + 1,
                  sizeof(ir_tensor *)));
-    ir_tensor *t = tci_arena_alloc(graph->arena, sizeof *t);
-    if (!t) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding tensor");
-    t->name = tci_arena_strdup(graph->arena, name);
-    if (name && !t->name) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding tensor");
+    ir_tensor *t = arena_alloc(graph->arena, sizeof *t);
+    if (!t) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding tensor");
+    t->name = arena_strdup(graph->arena, name);
+    if (name && !t->name) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding tensor");
     t->rank = -1;
     for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = -1;
     t->index = graph->num_tensors;
@@ -130,26 +130,26 @@ tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_t
                              const char *domain, int num_inputs, int num_outputs,
                              ir_node **out_node) {
     *out_node = NULL;
-    TCI_TRY(grow((void **)&graph->nodes, &graph->cap_nodes, graph->num_nodes + 1,
+    TRY_STATUS(grow((void **)&graph->nodes, &graph->cap_nodes, graph->num_nodes + 1,
                  sizeof(ir_node *)));
-    tci_arena *a = graph->arena;
-    ir_node *n = tci_arena_alloc(a, sizeof *n);
-    if (!n) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding node");
-    n->op_type = tci_arena_strdup(a, op_type);
-    n->domain = tci_arena_strdup(a, domain ? domain : "");
+    mem_arena *a = graph->arena;
+    ir_node *n = arena_alloc(a, sizeof *n);
+    if (!n) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding node");
+    n->op_type = arena_strdup(a, op_type);
+    n->domain = arena_strdup(a, domain ? domain : "");
     if (name && name[0]) {
-        n->name = tci_arena_strdup(a, name);
+        n->name = arena_strdup(a, name);
     } else {
         char buf[160];
         snprintf(buf, sizeof buf, "%s_%zu", op_type, graph->num_nodes);
-        n->name = tci_arena_strdup(a, buf);
+        n->name = arena_strdup(a, buf);
     }
     n->num_inputs = num_inputs;
     n->num_outputs = num_outputs;
-    n->inputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(num_inputs + 1));
-    n->outputs = tci_arena_alloc(a, sizeof(ir_tensor *) * (size_t)(num_outputs + 1));
+    n->inputs = arena_alloc(a, sizeof(ir_tensor *) * (size_t)(num_inputs + 1));
+    n->outputs = arena_alloc(a, sizeof(ir_tensor *) * (size_t)(num_outputs + 1));
     if (!n->op_type || !n->domain || !n->name || !n->inputs || !n->outputs)
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding node");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding node");
     graph->nodes[graph->num_nodes++] = n;
     *out_node = n;
     return TCI_OK;
@@ -192,7 +192,7 @@ tci_status ir_graph_sort(ir_graph *graph) {
     if (!order || !state) {
         free(order);
         free(state);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory sorting graph");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory sorting graph");
     }
     for (size_t i = 0; i < n; i++) graph->nodes[i]->index = i;
     /* repeated sweeps: quadratic only for adversarial orders; exported graphs are almost always
@@ -244,7 +244,7 @@ tci_status ir_count_elements(int rank, const int64_t *dims, int64_t *out_count) 
             continue;
         }
         if (dims[i] != 0 && c > INT64_MAX / dims[i])
-            return tci_error(TCI_ERR_INVALID_MODEL, "element count of shape overflows int64");
+            return status_error(TCI_ERR_INVALID_MODEL, "element count of shape overflows int64");
         c *= dims[i];
     }
     *out_count = unknown ? -1 : c;
@@ -274,14 +274,14 @@ static tci_status attr_get(const ir_node *node, const char *name, ir_attr_type w
 
 tci_status ir_attr_int(const ir_node *node, const char *name, int64_t def, int64_t *out) {
     const ir_attr *a;
-    TCI_TRY(attr_get(node, name, IR_ATTR_INT, &a));
+    TRY_STATUS(attr_get(node, name, IR_ATTR_INT, &a));
     *out = a ? a->i : def;
     return TCI_OK;
 }
 
 tci_status ir_attr_float(const ir_node *node, const char *name, float def, float *out) {
     const ir_attr *a;
-    TCI_TRY(attr_get(node, name, IR_ATTR_FLOAT, &a));
+    TRY_STATUS(attr_get(node, name, IR_ATTR_FLOAT, &a));
     *out = a ? a->f : def;
     return TCI_OK;
 }
@@ -289,7 +289,7 @@ tci_status ir_attr_float(const ir_node *node, const char *name, float def, float
 tci_status ir_attr_string(const ir_node *node, const char *name, const char *def,
                           const char **out) {
     const ir_attr *a;
-    TCI_TRY(attr_get(node, name, IR_ATTR_STRING, &a));
+    TRY_STATUS(attr_get(node, name, IR_ATTR_STRING, &a));
     *out = a ? a->s : def;
     return TCI_OK;
 }
@@ -297,7 +297,7 @@ tci_status ir_attr_string(const ir_node *node, const char *name, const char *def
 tci_status ir_attr_ints(const ir_node *node, const char *name, const int64_t **out,
                         size_t *count) {
     const ir_attr *a;
-    TCI_TRY(attr_get(node, name, IR_ATTR_INTS, &a));
+    TRY_STATUS(attr_get(node, name, IR_ATTR_INTS, &a));
     *out = a ? a->ints : NULL;
     *count = a ? a->count : 0;
     return TCI_OK;
@@ -306,7 +306,7 @@ tci_status ir_attr_ints(const ir_node *node, const char *name, const int64_t **o
 tci_status ir_attr_floats(const ir_node *node, const char *name, const float **out,
                           size_t *count) {
     const ir_attr *a;
-    TCI_TRY(attr_get(node, name, IR_ATTR_FLOATS, &a));
+    TRY_STATUS(attr_get(node, name, IR_ATTR_FLOATS, &a));
     *out = a ? a->floats : NULL;
     *count = a ? a->count : 0;
     return TCI_OK;
@@ -330,7 +330,7 @@ tci_status ir_node_error(const ir_node *node, tci_status status, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tci_error(status, "node '%s' (%s): %s", node->name, node->op_type, msg);
+    return status_error(status, "node '%s' (%s): %s", node->name, node->op_type, msg);
 }
 
 void ir_tensor_copy_shape(ir_tensor *dst, const tci_tensor *src) {

@@ -106,7 +106,7 @@ typedef struct ir_opset {
 } ir_opset;
 
 typedef struct ir_graph {
-    tci_arena *arena;
+    mem_arena *arena;
     const char *name;
     ir_node **nodes;         /* topological order once ir_graph_sort succeeded */
     size_t num_nodes, cap_nodes;
@@ -168,7 +168,7 @@ tci_status ir_check_attrs(const ir_node *node, const char *const *known);
 
 /* Records an error prefixed with "node 'NAME' (OP): ". */
 tci_status ir_node_error(const ir_node *node, tci_status status, const char *fmt, ...)
-    TCI_PRINTF(3, 4);
+    UTIL_PRINTF(3, 4);
 
 /* Sets a tensor's dtype/rank/dims from another (not data). */
 void ir_tensor_copy_shape(ir_tensor *dst, const tci_tensor *src);

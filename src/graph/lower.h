@@ -263,7 +263,7 @@ typedef struct plan_step {
 } plan_step;
 
 typedef struct plan {
-    tci_arena *arena;            /* host_data, names, labels */
+    mem_arena *arena;            /* host_data, names, labels */
     plan_tensor *tensors;
     int num_tensors, cap_tensors;
     plan_step *steps;

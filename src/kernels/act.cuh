@@ -108,7 +108,7 @@ template <int ACT> struct ActTag {
 
 template <typename F> inline tci_status with_act(const char *who, int act, F &&f) {
     switch (act) { ACT_LIST(ACT_ROW_DISPATCH) }
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, act);
+    return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, act);
 }
 #undef ACT_ROW_DISPATCH
 

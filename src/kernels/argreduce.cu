@@ -49,7 +49,7 @@ template <typename F> tci_status with_element(const char *who, tci_dtype dtype, 
     if (dtype == TCI_DTYPE_INT32) return f(TypeTag<int32_t>{});
     if (dtype == TCI_DTYPE_INT64) return f(TypeTag<int64_t>{});
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type(who, dtype, &st));
+    TRY_STATUS(storage_type(who, dtype, &st));
     return with_storage(st, f);
 }
 
@@ -129,7 +129,7 @@ __global__ void topk_kernel(const T *x, T *values, int64_t *indices, int64_t out
 
 tci_status check_extents(const char *who, int64_t outer, int64_t len, int64_t inner) {
     if (outer < 0 || len < 0 || inner < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: negative extent (outer %lld, len %lld, inner %lld)", who,
                          (long long)outer, (long long)len, (long long)inner);
     return TCI_OK;
@@ -140,13 +140,13 @@ tci_status check_extents(const char *who, int64_t outer, int64_t len, int64_t in
 extern "C" tci_status kern_arg_reduce(const void *x, int64_t *y, int64_t outer, int64_t len,
                                       int64_t inner, int is_min, int select_last, tci_dtype dtype,
                                       cudaStream_t stream) {
-    TCI_TRY(check_extents("kern_arg_reduce", outer, len, inner));
+    TRY_STATUS(check_extents("kern_arg_reduce", outer, len, inner));
     return with_element("kern_arg_reduce", dtype, [&](auto tag) -> tci_status {
         using T = typename decltype(tag)::type;
         if (outer == 0 || inner == 0) return TCI_OK;
         if (len == 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_arg_reduce: the axis is empty");
-        if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_arg_reduce: NULL buffer");
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_arg_reduce: the axis is empty");
+        if (!x || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_arg_reduce: NULL buffer");
         const unsigned grid = blocks_for(outer * inner, kThreads);
         const T *xt = (const T *)x;
         if (is_min && select_last)
@@ -169,11 +169,11 @@ extern "C" tci_status kern_arg_reduce(const void *x, int64_t *y, int64_t outer, 
 extern "C" tci_status kern_cumsum(const void *x, void *y, int64_t outer, int64_t len,
                                   int64_t inner, int exclusive, int reverse, tci_dtype dtype,
                                   cudaStream_t stream) {
-    TCI_TRY(check_extents("kern_cumsum", outer, len, inner));
+    TRY_STATUS(check_extents("kern_cumsum", outer, len, inner));
     return with_element("kern_cumsum", dtype, [&](auto tag) -> tci_status {
         using T = typename decltype(tag)::type;
         if (outer == 0 || len == 0 || inner == 0) return TCI_OK;
-        if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_cumsum: NULL buffer");
+        if (!x || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_cumsum: NULL buffer");
         const unsigned grid = blocks_for(outer * inner, kThreads);
         const T *xt = (const T *)x;
         T *yt = (T *)y;
@@ -196,16 +196,16 @@ extern "C" tci_status kern_cumsum(const void *x, void *y, int64_t outer, int64_t
 extern "C" tci_status kern_topk(const void *x, void *values, int64_t *indices, int64_t outer,
                                 int64_t len, int64_t inner, int64_t k, int largest,
                                 tci_dtype dtype, cudaStream_t stream) {
-    TCI_TRY(check_extents("kern_topk", outer, len, inner));
+    TRY_STATUS(check_extents("kern_topk", outer, len, inner));
     return with_element("kern_topk", dtype, [&](auto tag) -> tci_status {
         using T = typename decltype(tag)::type;
         if (k < 0 || k > len || k > KERN_TOPK_MAX_K)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "kern_topk: k %lld is outside 0..min(len %lld, %d)", (long long)k,
                              (long long)len, KERN_TOPK_MAX_K);
         if (outer == 0 || inner == 0 || k == 0) return TCI_OK;
         if (!x || !values || !indices)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_topk: NULL buffer");
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_topk: NULL buffer");
         const unsigned grid = blocks_for(outer * inner, kThreads);
         if (largest)
             topk_kernel<T, true><<<grid, kThreads, 0, stream>>>(

@@ -52,7 +52,7 @@ bool supported(tci_dtype t) {
 extern "C" tci_status kern_cast(const void *src, tci_dtype from, void *dst, tci_dtype to,
                                 int64_t count, cudaStream_t stream) {
     if (!supported(from) || !supported(to) || count < 0 || (count && (!src || !dst)))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_cast: bad arguments (%s -> %s, %lld)",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_cast: bad arguments (%s -> %s, %lld)",
                          tci_dtype_name(from), tci_dtype_name(to), (long long)count);
     if (count == 0) return TCI_OK;
     int64_t blocks = (count + 255) / 256;

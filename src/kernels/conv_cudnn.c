@@ -53,7 +53,7 @@ static int round_up8(int v) { return (v + 7) / 8 * 8; }
 tci_status kern_cudnn_check_geom(const conv_geom *g, const char *who, int with_output) {
     if (g->n < 1 || g->c < 1 || g->h < 1 || g->w < 1 || g->k < 1 || g->kernel_h < 1 ||
         g->kernel_w < 1 || (with_output && (g->out_h < 1 || g->out_w < 1)))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: sizes must be positive (n %lld c %lld h %lld w %lld k %lld r %lld "
                          "s %lld%s)",
                          who, (long long)g->n, (long long)g->c, (long long)g->h, (long long)g->w,
@@ -62,15 +62,15 @@ tci_status kern_cudnn_check_geom(const conv_geom *g, const char *who, int with_o
     const int64_t pads[] = {g->pad_top, g->pad_left, g->pad_bottom, g->pad_right};
     for (int i = 0; i < 4; i++)
         if (pads[i] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pad %lld", who,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pad %lld", who,
                              (long long)pads[i]);
     if (g->stride_h < 1 || g->stride_w < 1 || g->dilation_h < 1 || g->dilation_w < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: strides (%lld, %lld) and dilations (%lld, %lld) must be >= 1", who,
                          (long long)g->stride_h, (long long)g->stride_w, (long long)g->dilation_h,
                          (long long)g->dilation_w);
     if (g->groups < 1 || g->c % g->groups != 0 || g->k % g->groups != 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: groups %lld must divide input channels %lld and output channels %lld",
                          who, (long long)g->groups, (long long)g->c, (long long)g->k);
     /* cuDNN's descriptors take int; channels are rounded up to a multiple of 8 */
@@ -79,10 +79,10 @@ tci_status kern_cudnn_check_geom(const conv_geom *g, const char *who, int with_o
                               g->dilation_w, g->pad_top, g->pad_left, g->pad_bottom, g->pad_right};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         if (values[i] > INT_MAX)
-            return tci_error(TCI_ERR_UNSUPPORTED, "%s: a size of %lld is beyond cuDNN's int", who,
+            return status_error(TCI_ERR_UNSUPPORTED, "%s: a size of %lld is beyond cuDNN's int", who,
                              (long long)values[i]);
     if (g->pad_top != g->pad_bottom || g->pad_left != g->pad_right)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: asymmetric pads (top %lld, left %lld, bottom %lld, right %lld); cuDNN "
                          "needs top == bottom and left == right: pad the input explicitly",
                          who, (long long)g->pad_top, (long long)g->pad_left,
@@ -104,7 +104,7 @@ tci_status kern_cudnn_nhwc8_channels(const conv_geom *g, const char *who, int *i
         *out_channels = (int)g->k;
         *groups = (int)g->groups;
     } else {
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: groups %lld with %lld input and %lld output channels: padding to "
                          "multiples of 8 would break the groups (NHWC8 needs groups == 1, depthwise "
                          "groups == C == K, or C and K multiples of 8)",
@@ -115,12 +115,12 @@ tci_status kern_cudnn_nhwc8_channels(const conv_geom *g, const char *who, int *i
 
 static tci_status validate(const kern_conv_desc *d) {
     if (d->activation != KERN_CONV_ACT_NONE && d->activation != KERN_CONV_ACT_RELU)
-        return tci_error(TCI_ERR_UNSUPPORTED, "conv plan: activation %d (cuDNN fuses ReLU only)",
+        return status_error(TCI_ERR_UNSUPPORTED, "conv plan: activation %d (cuDNN fuses ReLU only)",
                          (int)d->activation);
     if (d->mode != KERN_CONV_FP16_NHWC8 && d->mode != KERN_CONV_FP32_NCHW &&
         d->mode != KERN_CONV_FP32_NHWC && d->mode != KERN_CONV_FP32_NHWC8 &&
         d->mode != KERN_CONV_BF16_NHWC8)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: unknown mode %d", (int)d->mode);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: unknown mode %d", (int)d->mode);
     return kern_cudnn_check_geom(&d->geom, "conv plan", 0);
 }
 
@@ -131,7 +131,7 @@ static tci_status plan_shapes(const kern_conv_desc *d, kern_conv_info *info) {
     int64_t ph = (int64_t)d->geom.h + d->geom.pad_top + d->geom.pad_bottom;
     int64_t pw = (int64_t)d->geom.w + d->geom.pad_left + d->geom.pad_right;
     if (eh > ph || ew > pw)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv plan: dilated kernel %lldx%lld larger than padded input %lldx%lld",
                          (long long)eh, (long long)ew, (long long)ph, (long long)pw);
     info->out_h = (int)((ph - eh) / d->geom.stride_h + 1);
@@ -144,7 +144,7 @@ static tci_status plan_shapes(const kern_conv_desc *d, kern_conv_info *info) {
         info->output_channels = (int)d->geom.k;
         info->cudnn_groups = (int)d->geom.groups;
     } else {
-        TCI_TRY(kern_cudnn_nhwc8_channels(&d->geom, "conv plan", &info->input_channels,
+        TRY_STATUS(kern_cudnn_nhwc8_channels(&d->geom, "conv plan", &info->input_channels,
                                           &info->output_channels, &info->cudnn_groups));
     }
     info->weight_k = info->output_channels;
@@ -175,9 +175,9 @@ static tci_status build_descriptors(kern_conv_plan *p) {
     KERN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w_desc));
     KERN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv_desc));
     KERN_CUDNN_CHECK(cudnnCreateActivationDescriptor(&p->act_desc));
-    TCI_TRY(set_tensor(p, p->x_desc, d->geom.n, in->input_channels, d->geom.h, d->geom.w));
-    TCI_TRY(set_tensor(p, p->y_desc, d->geom.n, in->output_channels, in->out_h, in->out_w));
-    TCI_TRY(set_tensor(p, p->bias_desc, 1, in->output_channels, 1, 1));
+    TRY_STATUS(set_tensor(p, p->x_desc, d->geom.n, in->input_channels, d->geom.h, d->geom.w));
+    TRY_STATUS(set_tensor(p, p->y_desc, d->geom.n, in->output_channels, in->out_h, in->out_w));
+    TRY_STATUS(set_tensor(p, p->bias_desc, 1, in->output_channels, 1, 1));
     KERN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w_desc, p->data_type, p->format, in->weight_k,
                                                 in->weight_c, d->geom.kernel_h, d->geom.kernel_w));
     KERN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
@@ -196,7 +196,7 @@ static tci_status build_descriptors(kern_conv_plan *p) {
     KERN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv_desc, p->x_desc, p->w_desc, &on,
                                                            &oc, &oh, &ow));
     if (on != d->geom.n || oc != in->output_channels || oh != in->out_h || ow != in->out_w)
-        return tci_error(
+        return status_error(
             TCI_ERR_INTERNAL,
             "conv plan: cuDNN output %dx%dx%dx%d differs from the expected %dx%dx%dx%d", on, oc, oh,
             ow, (int)d->geom.n, in->output_channels, in->out_h, in->out_w);
@@ -250,7 +250,7 @@ static tci_status time_candidate(const kern_conv_plan *p, cudnnHandle_t h, cudaS
     cudnnStatus_t st = execute(p, h, path, algo, p->x_desc, p->y_desc, sc->x, sc->w, sc->bias,
                                sc->z, sc->y, sc->workspace, sc->workspace_bytes);
     if (st != CUDNN_STATUS_SUCCESS && !is_refusal(st))
-        return tci_error(TCI_ERR_CUDA, "conv plan: %s trial of %s failed: %s",
+        return status_error(TCI_ERR_CUDA, "conv plan: %s trial of %s failed: %s",
                          path == PATH_FUSED     ? "fused"
                          : path == PATH_UNFUSED ? "unfused"
                                                 : "plain",
@@ -277,10 +277,10 @@ static tci_status time_candidate(const kern_conv_plan *p, cudnnHandle_t h, cudaS
         ms[i] /= ITERS;
     }
     if (ce != cudaSuccess)
-        status = tci_error(TCI_ERR_CUDA, "conv plan: timing %s: %s", algo_name(algo),
+        status = status_error(TCI_ERR_CUDA, "conv plan: timing %s: %s", algo_name(algo),
                            cudaGetErrorString(ce));
     else if (st != CUDNN_STATUS_SUCCESS)
-        status = tci_error(TCI_ERR_CUDA, "conv plan: timing %s: %s", algo_name(algo),
+        status = status_error(TCI_ERR_CUDA, "conv plan: timing %s: %s", algo_name(algo),
                            cudnnGetErrorString(st));
     if (start) cudaEventDestroy(start);
     if (stop) cudaEventDestroy(stop);
@@ -398,16 +398,16 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
                                                     p->y_desc, c.algo, &c.memory) !=
                 CUDNN_STATUS_SUCCESS ||
             c.memory > d->workspace_limit)
-            return tci_error(TCI_ERR_UNSUPPORTED,
+            return status_error(TCI_ERR_UNSUPPORTED,
                              "conv plan: the given algorithm %s is not available here",
                              algo_name(c.algo));
         return use_candidate(p, epilogue && !d->choice.fused ? PATH_UNFUSED : path, &c, -1.0f);
     }
     candidate cands[4 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
-    TCI_TRY(list_candidates(p, h, sc, cands, &count));
+    TRY_STATUS(list_candidates(p, h, sc, cands, &count));
     if (count == 0)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "conv plan: cuDNN has no algorithm for %dx%dx%dx%d * %dx%dx%dx%d (groups "
                          "%d) within a workspace of %zu bytes",
                          (int)d->geom.n, p->info.input_channels, (int)d->geom.h, (int)d->geom.w, p->info.weight_k, (int)d->geom.kernel_h, (int)d->geom.kernel_w,
@@ -429,7 +429,7 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
      * 256 ran non-tensor-op IMPLICIT_GEMM at 117-224 us where tensor-op PRECOMP took 7-43 us in
      * another build). */
     if (path == PATH_FUSED)
-        TCI_TRY(add_precomp_tensor_op(p, h, sc, cands, &count,
+        TRY_STATUS(add_precomp_tensor_op(p, h, sc, cands, &count,
                                       (int)(sizeof cands / sizeof cands[0])));
     enum { MAX_TIMED = 4 };
     int best = -1, timed = 0;
@@ -443,7 +443,7 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
             continue;
         timed++;
         KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, cands[i].math));
-        TCI_TRY(time_candidate(p, h, stream, path, cands[i].algo, sc, &ms));
+        TRY_STATUS(time_candidate(p, h, stream, path, cands[i].algo, sc, &ms));
         if (ms >= 0.0f && (best < 0 || ms < best_ms)) {
             best = i;
             best_ms = ms;
@@ -451,18 +451,18 @@ static tci_status choose_algorithm(kern_conv_plan *p, cudnnHandle_t h, cudaStrea
     }
     if (path != PATH_FUSED) {
         if (best >= 0) return use_candidate(p, path, &cands[best], best_ms);
-        return tci_error(TCI_ERR_UNSUPPORTED, "conv plan: cuDNN refuses every algorithm it listed");
+        return status_error(TCI_ERR_UNSUPPORTED, "conv plan: cuDNN refuses every algorithm it listed");
     }
     /* The unfused sequence (the fastest plain algorithm, then bias, residual and activation as
      * separate passes) rounds to fp16 more often and reads y again, so it is kept only where
      * cuDNN refuses every fused candidate or the fused call is slower by more than a quarter. */
     float unfused_ms;
     KERN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv_desc, cands[0].math));
-    TCI_TRY(time_candidate(p, h, stream, PATH_UNFUSED, cands[0].algo, sc, &unfused_ms));
+    TRY_STATUS(time_candidate(p, h, stream, PATH_UNFUSED, cands[0].algo, sc, &unfused_ms));
     if (best >= 0 && (unfused_ms < 0.0f || best_ms <= 1.25f * unfused_ms))
         return use_candidate(p, path, &cands[best], best_ms);
     if (unfused_ms < 0.0f)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "conv plan: cuDNN refuses both the fused and the unfused epilogue with %s",
                          algo_name(cands[0].algo));
     return use_candidate(p, PATH_UNFUSED, &cands[0], unfused_ms);
@@ -472,7 +472,7 @@ static tci_status check_scratch(const kern_conv_plan *p, const kern_conv_scratch
     if (!sc) return TCI_OK;
     if (!sc->x || !sc->w || !sc->y || (p->desc.has_bias && !sc->bias) ||
         (p->desc.has_residual && !sc->z) || (sc->workspace_bytes && !sc->workspace))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv plan: scratch buffers missing (x, w, y, and bias / z / workspace "
                          "where the plan has them)");
     return TCI_OK;
@@ -480,10 +480,10 @@ static tci_status check_scratch(const kern_conv_plan *p, const kern_conv_scratch
 
 static tci_status create_steps(kern_conv_plan *p, cudnnHandle_t handle, cudaStream_t stream,
                                const kern_conv_scratch *scratch) {
-    TCI_TRY(validate(&p->desc));
-    TCI_TRY(plan_shapes(&p->desc, &p->info));
-    TCI_TRY(check_scratch(p, scratch));
-    TCI_TRY(build_descriptors(p));
+    TRY_STATUS(validate(&p->desc));
+    TRY_STATUS(plan_shapes(&p->desc, &p->info));
+    TRY_STATUS(check_scratch(p, scratch));
+    TRY_STATUS(build_descriptors(p));
     if (!p->desc.has_bias) {
         size_t bytes = p->info.bias_elements * (p->data_type == CUDNN_DATA_FLOAT ? 4 : 2);
         KERN_CUDA_CHECK(cudaMalloc(&p->zero_bias, bytes));
@@ -495,12 +495,12 @@ static tci_status create_steps(kern_conv_plan *p, cudnnHandle_t handle, cudaStre
 
 tci_status kern_conv_create(cudnnHandle_t handle, cudaStream_t stream, const kern_conv_desc *desc,
                             const kern_conv_scratch *scratch, kern_conv_plan **out_plan) {
-    if (!out_plan) return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: out_plan is NULL");
+    if (!out_plan) return status_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: out_plan is NULL");
     *out_plan = NULL;
     if (!handle || !desc)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: handle and desc are required");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: handle and desc are required");
     kern_conv_plan *p = calloc(1, sizeof *p);
-    if (!p) return tci_error(TCI_ERR_OUT_OF_MEMORY, "conv plan: out of host memory");
+    if (!p) return status_error(TCI_ERR_OUT_OF_MEMORY, "conv plan: out of host memory");
     p->desc = *desc;
     p->info.time_ms = -1.0f;
     tci_status st = create_steps(p, handle, stream, scratch);
@@ -513,7 +513,7 @@ tci_status kern_conv_create(cudnnHandle_t handle, cudaStream_t stream, const ker
 }
 
 static tci_status run_error(cudnnStatus_t st, const char *what) {
-    return tci_error(TCI_ERR_CUDA, "conv run: %s failed: %s", what, cudnnGetErrorString(st));
+    return status_error(TCI_ERR_CUDA, "conv run: %s failed: %s", what, cudnnGetErrorString(st));
 }
 
 /* Executes with x / y descriptors for batch n. Split from kern_conv_run so that temporary
@@ -524,13 +524,13 @@ static tci_status run_with(const kern_conv_plan *p, cudnnHandle_t handle,
                            void *workspace, size_t workspace_bytes) {
     size_t need = p->info.workspace_bytes;
     if (n != p->desc.geom.n) {
-        TCI_TRY(set_tensor(p, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
-        TCI_TRY(set_tensor(p, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
+        TRY_STATUS(set_tensor(p, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
+        TRY_STATUS(set_tensor(p, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
         KERN_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, xd, p->w_desc,
                                                                  p->conv_desc, yd, p->algo, &need));
     }
     if (need > workspace_bytes || (need && !workspace))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv run: %s needs %zu workspace bytes at batch %d, got %zu",
                          p->algorithm_name, need, n, workspace ? workspace_bytes : 0);
     cudnnStatus_t st =
@@ -544,18 +544,18 @@ tci_status kern_conv_run(const kern_conv_plan *p, cudnnHandle_t handle, cudaStre
                          const void *x, const void *w, const void *bias, const void *z, void *y,
                          void *workspace, size_t workspace_bytes) {
     if (!p || !handle || !x || !w || !y)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv run: plan, handle, x, w and y are required");
     if (n < 1 || n > p->desc.geom.n)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv run: batch %d outside 1..%d", n,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "conv run: batch %d outside 1..%d", n,
                          (int)p->desc.geom.n);
     if ((bias != NULL) != (p->desc.has_bias != 0) || (z != NULL) != (p->desc.has_residual != 0))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv run: bias %s and residual %s do not match the plan (bias %s, "
                          "residual %s)",
                          bias ? "given" : "absent", z ? "given" : "absent",
                          p->desc.has_bias ? "yes" : "no", p->desc.has_residual ? "yes" : "no");
-    if (y == x) return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv run: y must not alias x");
+    if (y == x) return status_error(TCI_ERR_INVALID_ARGUMENT, "conv run: y must not alias x");
     KERN_CUDNN_CHECK(cudnnSetStream(handle, stream));
     if (n == p->desc.geom.n)
         return run_with(p, handle, p->x_desc, p->y_desc, n, x, w, bias, z, y, workspace,
@@ -578,14 +578,14 @@ void kern_conv_get_info(const kern_conv_plan *p, kern_conv_info *out_info) { *ou
 tci_status kern_conv_shapes(const kern_conv_desc *desc, kern_conv_info *out_info) {
     memset(out_info, 0, sizeof *out_info);
     out_info->time_ms = -1.0f;
-    if (!desc) return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: desc is NULL");
-    TCI_TRY(validate(desc));
+    if (!desc) return status_error(TCI_ERR_INVALID_ARGUMENT, "conv plan: desc is NULL");
+    TRY_STATUS(validate(desc));
     return plan_shapes(desc, out_info);
 }
 
 tci_status kern_conv_pack_weights(const kern_conv_desc *d, const float *weights_oihw, void *out) {
     kern_conv_info in;
-    TCI_TRY(kern_conv_shapes(d, &in));
+    TRY_STATUS(kern_conv_shapes(d, &in));
     int cg = d->geom.c / d->geom.groups, rs = d->geom.kernel_h * d->geom.kernel_w;
     int fp16 = d->mode == KERN_CONV_FP16_NHWC8, bf16 = d->mode == KERN_CONV_BF16_NHWC8;
     int nchw = d->mode == KERN_CONV_FP32_NCHW;
@@ -610,7 +610,7 @@ tci_status kern_conv_pack_weights(const kern_conv_desc *d, const float *weights_
 
 tci_status kern_conv_pack_bias(const kern_conv_desc *d, const float *bias, void *out) {
     kern_conv_info in;
-    TCI_TRY(kern_conv_shapes(d, &in));
+    TRY_STATUS(kern_conv_shapes(d, &in));
     int fp16 = d->mode == KERN_CONV_FP16_NHWC8, bf16 = d->mode == KERN_CONV_BF16_NHWC8;
     for (int k = 0; k < in.output_channels; k++) {
         float v = k < d->geom.k ? bias[k] : 0.0f;

@@ -44,13 +44,13 @@ static tci_status check_extent(const char *axis, int in, int kernel, int pad, in
                                int dilation, int out) {
     int64_t natural = (int64_t)stride * (in - 1) + (int64_t)dilation * (kernel - 1) + 1 - 2 * pad;
     if (natural < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose plan: %s: input %d, kernel %d, stride %d, dilation %d "
                          "and pads %d + %d leave no output",
                          axis, in, kernel, stride, dilation, pad, pad);
     int64_t extra = out - natural;
     if (extra < 0 || extra >= stride)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "conv-transpose plan: %s: output size %d is not %lld plus an output "
                          "padding below the stride %d (cuDNN cannot produce it)",
                          axis, out, (long long)natural, stride);
@@ -59,13 +59,13 @@ static tci_status check_extent(const char *axis, int in, int kernel, int pad, in
 
 /* Fills the shape part of info: stored channel counts, the filter cuDNN sees, output size. */
 static tci_status plan_shapes(const kern_convt_desc *d, kern_convt_info *info) {
-    TCI_TRY(check_extent("height", d->geom.h, d->geom.kernel_h, d->geom.pad_top, d->geom.stride_h, d->geom.dilation_h,
+    TRY_STATUS(check_extent("height", d->geom.h, d->geom.kernel_h, d->geom.pad_top, d->geom.stride_h, d->geom.dilation_h,
                          d->geom.out_h));
-    TCI_TRY(check_extent("width", d->geom.w, d->geom.kernel_w, d->geom.pad_left, d->geom.stride_w, d->geom.dilation_w,
+    TRY_STATUS(check_extent("width", d->geom.w, d->geom.kernel_w, d->geom.pad_left, d->geom.stride_w, d->geom.dilation_w,
                          d->geom.out_w));
     info->out_h = d->geom.out_h;
     info->out_w = d->geom.out_w;
-    TCI_TRY(kern_cudnn_nhwc8_channels(&d->geom, "conv-transpose plan", &info->input_channels,
+    TRY_STATUS(kern_cudnn_nhwc8_channels(&d->geom, "conv-transpose plan", &info->input_channels,
                                       &info->output_channels, &info->cudnn_groups));
     /* the filter of the forward convolution from Y-shaped to X-shaped tensors */
     info->weight_k = info->input_channels;
@@ -94,9 +94,9 @@ static tci_status build_descriptors(kern_convt_plan *p) {
     KERN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->bias_desc));
     KERN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w_desc));
     KERN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv_desc));
-    TCI_TRY(set_tensor(d, p->x_desc, d->geom.n, in->input_channels, d->geom.h, d->geom.w));
-    TCI_TRY(set_tensor(d, p->y_desc, d->geom.n, in->output_channels, in->out_h, in->out_w));
-    TCI_TRY(set_tensor(d, p->bias_desc, 1, in->output_channels, 1, 1));
+    TRY_STATUS(set_tensor(d, p->x_desc, d->geom.n, in->input_channels, d->geom.h, d->geom.w));
+    TRY_STATUS(set_tensor(d, p->y_desc, d->geom.n, in->output_channels, in->out_h, in->out_w));
+    TRY_STATUS(set_tensor(d, p->bias_desc, 1, in->output_channels, 1, 1));
     /* filter dims are the forward convolution's (K = dy channels, C = dx channels per group);
      * NHWC format stores them K x R x S x C */
     KERN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w_desc, data_type(d), CUDNN_TENSOR_NHWC,
@@ -112,7 +112,7 @@ static tci_status build_descriptors(kern_convt_plan *p) {
     KERN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p->conv_desc, p->y_desc, p->w_desc, &on,
                                                            &oc, &oh, &ow));
     if (on != d->geom.n || oc != in->input_channels || oh != d->geom.h || ow != d->geom.w)
-        return tci_error(TCI_ERR_INTERNAL,
+        return status_error(TCI_ERR_INTERNAL,
                          "conv-transpose plan: cuDNN maps the output back to %dx%dx%dx%d, not the "
                          "input %dx%dx%dx%d",
                          on, oc, oh, ow, (int)d->geom.n, in->input_channels, (int)d->geom.h, (int)d->geom.w);
@@ -211,9 +211,9 @@ static tci_status choose_algorithm(kern_convt_plan *p, cudnnHandle_t h, cudaStre
     const kern_convt_desc *d = &p->desc;
     candidate cands[MAX_PERF];
     int count = 0;
-    TCI_TRY(list_candidates(p, h, sc, cands, &count));
+    TRY_STATUS(list_candidates(p, h, sc, cands, &count));
     if (count == 0)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "conv-transpose plan: cuDNN has no backward-data algorithm for "
                          "%dx%dx%dx%d -> %dx%dx%dx%d (filter %dx%dx%dx%d, groups %d) within a "
                          "workspace of %zu bytes",
@@ -228,12 +228,12 @@ static tci_status choose_algorithm(kern_convt_plan *p, cudnnHandle_t h, cudaStre
         cudnnStatus_t st = execute(p, h, cands[i].algo, p->x_desc, p->y_desc, sc->x, sc->w,
                                    sc->bias, sc->y, sc->workspace, sc->workspace_bytes);
         if (st != CUDNN_STATUS_SUCCESS && !is_refusal(st))
-            return tci_error(TCI_ERR_CUDA, "conv-transpose plan: trial of %s failed: %s",
+            return status_error(TCI_ERR_CUDA, "conv-transpose plan: trial of %s failed: %s",
                              algo_name(cands[i].algo), cudnnGetErrorString(st));
         KERN_CUDA_CHECK(cudaStreamSynchronize(stream));
         if (st == CUDNN_STATUS_SUCCESS) return use_candidate(p, &cands[i], cands[i].time_ms);
     }
-    return tci_error(TCI_ERR_UNSUPPORTED,
+    return status_error(TCI_ERR_UNSUPPORTED,
                      "conv-transpose plan: cuDNN refuses every algorithm it listed");
 }
 
@@ -241,7 +241,7 @@ static tci_status check_scratch(const kern_convt_plan *p, const kern_convt_scrat
     if (!sc) return TCI_OK;
     if (!sc->x || !sc->w || !sc->y || (p->desc.has_bias && !sc->bias) ||
         (sc->workspace_bytes && !sc->workspace))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose plan: scratch buffers missing (x, w, y, and bias / "
                          "workspace where the plan has them)");
     return TCI_OK;
@@ -249,10 +249,10 @@ static tci_status check_scratch(const kern_convt_plan *p, const kern_convt_scrat
 
 static tci_status create_steps(kern_convt_plan *p, cudnnHandle_t handle, cudaStream_t stream,
                                const kern_convt_scratch *scratch) {
-    TCI_TRY(validate(&p->desc));
-    TCI_TRY(plan_shapes(&p->desc, &p->info));
-    TCI_TRY(check_scratch(p, scratch));
-    TCI_TRY(build_descriptors(p));
+    TRY_STATUS(validate(&p->desc));
+    TRY_STATUS(plan_shapes(&p->desc, &p->info));
+    TRY_STATUS(check_scratch(p, scratch));
+    TRY_STATUS(build_descriptors(p));
     KERN_CUDNN_CHECK(cudnnSetStream(handle, stream));
     return choose_algorithm(p, handle, stream, scratch);
 }
@@ -260,13 +260,13 @@ static tci_status create_steps(kern_convt_plan *p, cudnnHandle_t handle, cudaStr
 tci_status kern_convt_create(cudnnHandle_t handle, cudaStream_t stream, const kern_convt_desc *desc,
                              const kern_convt_scratch *scratch, kern_convt_plan **out_plan) {
     if (!out_plan)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose plan: out_plan is NULL");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose plan: out_plan is NULL");
     *out_plan = NULL;
     if (!handle || !desc)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose plan: handle and desc are required");
     kern_convt_plan *p = calloc(1, sizeof *p);
-    if (!p) return tci_error(TCI_ERR_OUT_OF_MEMORY, "conv-transpose plan: out of host memory");
+    if (!p) return status_error(TCI_ERR_OUT_OF_MEMORY, "conv-transpose plan: out of host memory");
     p->desc = *desc;
     p->info.time_ms = -1.0f;
     tci_status st = create_steps(p, handle, stream, scratch);
@@ -279,7 +279,7 @@ tci_status kern_convt_create(cudnnHandle_t handle, cudaStream_t stream, const ke
 }
 
 static tci_status run_error(cudnnStatus_t st, const char *what) {
-    return tci_error(TCI_ERR_CUDA, "conv-transpose run: %s failed: %s", what,
+    return status_error(TCI_ERR_CUDA, "conv-transpose run: %s failed: %s", what,
                      cudnnGetErrorString(st));
 }
 
@@ -291,13 +291,13 @@ static tci_status run_with(const kern_convt_plan *p, cudnnHandle_t handle,
                            void *workspace, size_t workspace_bytes) {
     size_t need = p->info.workspace_bytes;
     if (n != p->desc.geom.n) {
-        TCI_TRY(set_tensor(&p->desc, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
-        TCI_TRY(set_tensor(&p->desc, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
+        TRY_STATUS(set_tensor(&p->desc, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
+        TRY_STATUS(set_tensor(&p->desc, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
         KERN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
             handle, p->w_desc, xd, p->conv_desc, yd, p->algo, &need));
     }
     if (need > workspace_bytes || (need && !workspace))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose run: %s needs %zu workspace bytes at batch %d, got %zu",
                          p->algorithm_name, need, n, workspace ? workspace_bytes : 0);
     cudnnStatus_t st = execute(p, handle, p->algo, xd, yd, x, w, bias, y, workspace,
@@ -311,17 +311,17 @@ tci_status kern_convt_run(const kern_convt_plan *p, cudnnHandle_t handle, cudaSt
                           int n, const void *x, const void *w, const void *bias, void *y,
                           void *workspace, size_t workspace_bytes) {
     if (!p || !handle || !x || !w || !y)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose run: plan, handle, x, w and y are required");
     if (n < 1 || n > p->desc.geom.n)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose run: batch %d outside 1..%d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose run: batch %d outside 1..%d",
                          n, (int)p->desc.geom.n);
     if ((bias != NULL) != (p->desc.has_bias != 0))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose run: bias %s, but the plan has %s",
                          bias ? "given" : "absent", p->desc.has_bias ? "one" : "none");
     if (y == x)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose run: y must not alias x");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose run: y must not alias x");
     KERN_CUDNN_CHECK(cudnnSetStream(handle, stream));
     if (n == p->desc.geom.n)
         return run_with(p, handle, p->x_desc, p->y_desc, n, x, w, bias, y, workspace,
@@ -346,15 +346,15 @@ void kern_convt_get_info(const kern_convt_plan *p, kern_convt_info *out_info) {
 tci_status kern_convt_shapes(const kern_convt_desc *desc, kern_convt_info *out_info) {
     memset(out_info, 0, sizeof *out_info);
     out_info->time_ms = -1.0f;
-    if (!desc) return tci_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose plan: desc is NULL");
-    TCI_TRY(validate(desc));
+    if (!desc) return status_error(TCI_ERR_INVALID_ARGUMENT, "conv-transpose plan: desc is NULL");
+    TRY_STATUS(validate(desc));
     return plan_shapes(desc, out_info);
 }
 
 tci_status kern_convt_pack_weights(const kern_convt_desc *d, const float *weights_onnx,
                                    void *out) {
     kern_convt_info in;
-    TCI_TRY(kern_convt_shapes(d, &in));
+    TRY_STATUS(kern_convt_shapes(d, &in));
     /* ONNX W[ci][co_local][r][s] -> cuDNN filter[ci][r][s][co_local] */
     int kg = d->geom.k / d->geom.groups, rs = d->geom.kernel_h * d->geom.kernel_w;
     uint16_t *o16 = out;
@@ -374,7 +374,7 @@ tci_status kern_convt_pack_weights(const kern_convt_desc *d, const float *weight
 
 tci_status kern_convt_pack_bias(const kern_convt_desc *d, const float *bias, void *out) {
     kern_convt_info in;
-    TCI_TRY(kern_convt_shapes(d, &in));
+    TRY_STATUS(kern_convt_shapes(d, &in));
     uint16_t *o16 = out;
     for (int k = 0; k < in.output_channels; k++) {
         float v = k < d->geom.k ? bias[k] : 0.0f;

@@ -185,7 +185,7 @@ tci_status dispatch_rows(int bytes, void *dst, const void *src, const RowsDesc &
 template <typename E, typename V>
 tci_status launch_broadcast(void *dst, const void *src, const RowsDesc &d, cudaStream_t stream) {
     if constexpr (sizeof(V) < sizeof(E)) // vector_bytes never picks a width below the element
-        return tci_error(TCI_ERR_INTERNAL, "kern_strided_copy: vector narrower than element");
+        return status_error(TCI_ERR_INTERNAL, "kern_strided_copy: vector narrower than element");
     int bx = 1;
     while (bx < 256 && bx < d.len) bx *= 2;
     int by = 256 / bx;
@@ -390,16 +390,16 @@ uint4 replicate(uint64_t value_bits, int elem_size) {
 
 extern "C" tci_status kern_strided_copy(void *dst, const void *src, const kern_copy_desc *desc,
                                         cudaStream_t stream) {
-    if (!desc) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: desc is NULL");
+    if (!desc) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: desc is NULL");
     if (desc->rank < 0 || desc->rank > kMaxRank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: rank %d is outside 0..%d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: rank %d is outside 0..%d",
                          desc->rank, kMaxRank);
     if (!valid_elem_size(desc->elem_size))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_strided_copy: element size %d is not 1, 2, 4 or 8", desc->elem_size);
     for (int d = 0; d < desc->rank; d++)
         if (desc->shape[d] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: shape[%d] is %lld", d,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: shape[%d] is %lld", d,
                              (long long)desc->shape[d]);
     for (int d = 0; d < desc->rank; d++)
         if (desc->shape[d] == 0) return TCI_OK;
@@ -408,7 +408,7 @@ extern "C" tci_status kern_strided_copy(void *dst, const void *src, const kern_c
     for (int d = 0; d < desc->rank; d++) {
         if (desc->shape[d] == 1) continue;
         if (desc->dst_strides[d] == 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "kern_strided_copy: dst stride %d is 0 over an extent of %lld", d,
                              (long long)desc->shape[d]);
         shape[rank] = desc->shape[d];
@@ -417,10 +417,10 @@ extern "C" tci_status kern_strided_copy(void *dst, const void *src, const kern_c
         rank++;
     }
     if (!dst || !src)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: NULL %s buffer",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_strided_copy: NULL %s buffer",
                          dst ? "source" : "destination");
     if ((uintptr_t)dst % desc->elem_size || (uintptr_t)src % desc->elem_size)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_strided_copy: buffers not aligned to %d-byte elements",
                          desc->elem_size);
     // innermost = smallest |dst stride|, so that writes coalesce
@@ -433,7 +433,7 @@ extern "C" tci_status kern_strided_copy(void *dst, const void *src, const kern_c
         }
     for (int i = 1; i < rank; i++)
         if (abs64(ds[i - 1]) == abs64(ds[i]))
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "kern_strided_copy: two dims share dst stride %lld, so writes overlap",
                              (long long)abs64(ds[i]));
     // merge dims contiguous on both sides, from the inside out
@@ -549,17 +549,17 @@ extern "C" tci_status kern_gather(void *out, const void *data, const void *indic
                                   int64_t inner, int64_t num_indices, int elem_size,
                                   int *error_flag, cudaStream_t stream) {
     if (!valid_elem_size(elem_size))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_gather: element size %d is not 1, 2, 4 or 8", elem_size);
     if (outer < 0 || axis_dim < 0 || inner < 0 || num_indices < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_gather: negative extent (outer %lld, axis %lld, inner %lld, "
                          "indices %lld)",
                          (long long)outer, (long long)axis_dim, (long long)inner,
                          (long long)num_indices);
     if (outer == 0 || inner == 0 || num_indices == 0) return TCI_OK;
     if (!out || !indices || (!data && axis_dim > 0))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather: NULL buffer");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather: NULL buffer");
     int64_t row_bytes = inner * elem_size;
     int v = vector_bytes(elem_size, out, data ? data : out, &row_bytes, 1);
     int64_t inner_v = row_bytes / v;
@@ -588,27 +588,27 @@ extern "C" tci_status kern_pad(void *out, const void *in, int rank, const int64_
                                kern_pad_mode mode, uint64_t value_bits, int elem_size,
                                cudaStream_t stream) {
     if (rank < 1 || rank > kMaxRank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: rank %d is outside 1..%d", rank,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: rank %d is outside 1..%d", rank,
                          kMaxRank);
     if (!valid_elem_size(elem_size))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: element size %d is not 1, 2, 4 or 8",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: element size %d is not 1, 2, 4 or 8",
                          elem_size);
     if (mode != KERN_PAD_CONSTANT && mode != KERN_PAD_REFLECT && mode != KERN_PAD_EDGE &&
         mode != KERN_PAD_WRAP)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: unknown mode %d", (int)mode);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: unknown mode %d", (int)mode);
     if (!in_dims || !pads_begin || !pads_end)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: NULL dims or pads");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: NULL dims or pads");
     PadDim dims[kMaxRank];
     int64_t in_stride = 1;
     bool empty = false;
     for (int d = rank - 1; d >= 0; d--) {
         PadDim &p = dims[d];
         if (in_dims[d] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: in_dims[%d] is %lld", d,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: in_dims[%d] is %lld", d,
                              (long long)in_dims[d]);
         p.out_dim = in_dims[d] + pads_begin[d] + pads_end[d];
         if (p.out_dim < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "kern_pad: dim %d: pads %lld and %lld on extent %lld leave %lld", d,
                              (long long)pads_begin[d], (long long)pads_end[d],
                              (long long)in_dims[d], (long long)p.out_dim);
@@ -622,11 +622,11 @@ extern "C" tci_status kern_pad(void *out, const void *in, int rank, const int64_
     if (empty) return TCI_OK;
     for (int d = 0; d < rank; d++)
         if (mode != KERN_PAD_CONSTANT && dims[d].kept <= 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "kern_pad: dim %d keeps no elements to extend in %s mode", d,
                              mode == KERN_PAD_EDGE ? "edge" : mode == KERN_PAD_WRAP ? "wrap" : "reflect");
     if (!out || (!in && in_stride > 0))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: NULL buffer");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pad: NULL buffer");
 
     // merge runs of unpadded dims (the layouts are row-major on both sides)
     PadDesc pd;
@@ -676,15 +676,15 @@ extern "C" tci_status kern_pad(void *out, const void *in, int rank, const int64_
 extern "C" tci_status kern_fill(void *dst, int64_t count, int elem_size, uint64_t value_bits,
                                 cudaStream_t stream) {
     if (!valid_elem_size(elem_size))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_fill: element size %d is not 1, 2, 4 or 8", elem_size);
     if (count < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_fill: count %lld is negative",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_fill: count %lld is negative",
                          (long long)count);
     if (count == 0) return TCI_OK;
-    if (!dst) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_fill: dst is NULL");
+    if (!dst) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_fill: dst is NULL");
     if ((uintptr_t)dst % elem_size != 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_fill: dst is not aligned to its %d-byte elements", elem_size);
     uint4 pattern = replicate(value_bits, elem_size);
     unsigned char bytes[16];

@@ -11,7 +11,7 @@
     do {                                                                                          \
         cudaError_t kern_err_ = (call);                                                           \
         if (kern_err_ != cudaSuccess)                                                             \
-            return tci_error(TCI_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,   \
+            return status_error(TCI_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,   \
                              cudaGetErrorString(kern_err_));                                      \
     } while (0)
 
@@ -22,7 +22,7 @@
     do {                                                                                          \
         cudnnStatus_t kern_st_ = (call);                                                          \
         if (kern_st_ != CUDNN_STATUS_SUCCESS)                                                     \
-            return tci_error(TCI_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,   \
+            return status_error(TCI_ERR_CUDA, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,   \
                              cudnnGetErrorString(kern_st_));                                      \
     } while (0)
 
@@ -30,7 +30,7 @@
     do {                                                                                          \
         cublasStatus_t kern_st_ = (call);                                                         \
         if (kern_st_ != CUBLAS_STATUS_SUCCESS)                                                    \
-            return tci_error(TCI_ERR_CUDA, "%s failed at %s:%d: cuBLAS status %d", #call,         \
+            return status_error(TCI_ERR_CUDA, "%s failed at %s:%d: cuBLAS status %d", #call,         \
                              __FILE__, __LINE__, (int)kern_st_);                                  \
     } while (0)
 

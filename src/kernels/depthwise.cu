@@ -354,7 +354,7 @@ template <typename T, int TH> tci_status dispatch_tiled(const Params &p, dim3 bl
     case 302: return launch_tiled<T, 3, 3, 2, TH, kCh3>(p, block, stream);
     case 501: return launch_tiled<T, 5, 5, 1, TH, 4>(p, block, stream);
     case 502: return launch_tiled<T, 5, 5, 2, TH, 4>(p, block, stream);
-    default: return tci_error(TCI_ERR_UNSUPPORTED, "kern_depthwise_conv: no tiled kernel for %dx%d stride %d",
+    default: return status_error(TCI_ERR_UNSUPPORTED, "kern_depthwise_conv: no tiled kernel for %dx%d stride %d",
                               p.kernel_h, p.kernel_w, p.stride_h);
     }
 }
@@ -393,20 +393,20 @@ bool tiled_fits(const kern_depthwise_desc *d, bool fp32) {
 }
 
 tci_status check_desc(const kern_depthwise_desc *d, const char *who) {
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (!d) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
     if (d->geom.n < 0 || d->geom.c < 0 || d->geom.h < 0 || d->geom.w < 0 || d->geom.out_h < 0 || d->geom.out_w < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: negative size (n %lld, c %lld, in %lldx%lld, out %lldx%lld)", who, (long long)d->geom.n,
                          (long long)d->geom.c, (long long)d->geom.h, (long long)d->geom.w, (long long)d->geom.out_h,
                          (long long)d->geom.out_w);
     if (d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.stride_h < 1 || d->geom.stride_w < 1 || d->geom.dilation_h < 1 ||
         d->geom.dilation_w < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1", who,
                          (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h,
                          (long long)d->geom.stride_w, (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
     if (d->geom.pad_top < 0 || d->geom.pad_left < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pads (top %lld, left %lld)", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pads (top %lld, left %lld)", who,
                          (long long)d->geom.pad_top, (long long)d->geom.pad_left);
     // every coordinate and index the generic kernel forms in int stays below 2 * kMaxSpatial
     const int64_t parts[] = {d->geom.c, d->geom.h, d->geom.w, d->geom.pad_top, d->geom.pad_left,
@@ -415,7 +415,7 @@ tci_status check_desc(const kern_depthwise_desc *d, const char *who) {
                              checked_mul(d->geom.kernel_h, d->geom.kernel_w)};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (parts[i] < 0 || parts[i] > kMaxSpatial)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     return TCI_OK;
 }
 
@@ -429,39 +429,39 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     tci_status st = check_desc(d, who);
     if (st != TCI_OK) return st;
     Storage storage = Storage::kHalf;
-    TCI_TRY(storage_type(who, d->dtype, &storage));
+    TRY_STATUS(storage_type(who, d->dtype, &storage));
     const bool fp32 = storage == Storage::kFloat;
     const int64_t esize = fp32 ? 4 : 2;
     if ((int)d->act < 0 || d->act >= ACT_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
     if ((int)d->path < 0 || d->path >= KERN_DEPTHWISE_PATH_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown path %d", who, (int)d->path);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown path %d", who, (int)d->path);
     const bool forced = d->path == KERN_DEPTHWISE_TILED_SHORT || d->path == KERN_DEPTHWISE_TILED_TALL;
     if (forced && !tiled_shape(d))
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: no tiled kernel for kernel %lldx%lld, strides %lldx%lld, dilations %lldx%lld "
                          "(tiled: 3x3 or 5x5, equal strides 1 or 2, dilation 1)",
                          who, (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h,
                          (long long)d->geom.stride_w, (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
     const bool tiled = tiled_shape(d) && tiled_fits(d, fp32);
     if (forced && !tiled)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: the tiled kernel needs a non-empty, not huge input (%lldx%lld, c %lld)", who,
                          (long long)d->geom.h, (long long)d->geom.w, (long long)d->geom.c);
     const int64_t chunks = (d->geom.c + 7) / 8;
     const int64_t in_elems = checked_mul(checked_mul(checked_mul(d->geom.n, d->geom.h), d->geom.w), chunks * 8);
     const int64_t out_elems = checked_mul(checked_mul(checked_mul(d->geom.n, d->geom.out_h), d->geom.out_w), chunks * 8);
-    if (in_elems < 0 || out_elems < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
+    if (in_elems < 0 || out_elems < 0) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     if (out_elems == 0) return TCI_OK;
-    if (!w || !y || (!x && in_elems > 0)) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
+    if (!w || !y || (!x && in_elems > 0)) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
     if (!aligned16(x) || !aligned16(w) || !aligned16(y) || !aligned16(bias) || !aligned16(z))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: buffers must be 16-byte aligned", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: buffers must be 16-byte aligned", who);
     if (overlaps(x, in_elems * esize, y, out_elems * esize))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps x", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps x", who);
     if (overlaps(w, d->geom.kernel_h * d->geom.kernel_w * chunks * 8 * esize, y, out_elems * esize))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps w", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps w", who);
     if (z && z != y && overlaps(z, out_elems * esize, y, out_elems * esize))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: z partly overlaps y (only z == y is allowed)", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: z partly overlaps y (only z == y is allowed)", who);
 
     Params p;
     memset(&p, 0, sizeof p);
@@ -511,7 +511,7 @@ extern "C" tci_status kern_depthwise_conv(const kern_depthwise_desc *d, const vo
     p.vpb = (int)vpb, p.cols = (int)cols, p.tiles_per_block = (int)stack;
     p.groups = (int)groups, p.col_tiles = (int)col_tiles, p.row_groups = (int)row_groups;
     p.blocks = checked_mul(checked_mul(checked_mul(d->geom.n, row_groups), col_tiles), groups);
-    if (p.blocks < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
+    if (p.blocks < 0) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     const dim3 block((unsigned)vpb, (unsigned)cols, (unsigned)stack);
     return with_storage(storage, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -532,10 +532,10 @@ uint16_t host_bf16_bits(float v) {
 }
 
 tci_status check_pack_desc(const kern_depthwise_desc *d, const char *who) {
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (!d) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
     if (d->geom.c < 0 || d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.c > kMaxSpatial || d->geom.kernel_h > kMaxSpatial ||
         d->geom.kernel_w > kMaxSpatial || checked_mul(checked_mul(d->geom.kernel_h, d->geom.kernel_w), d->geom.c + 8) < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad sizes (c %lld, kernel %lldx%lld)", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad sizes (c %lld, kernel %lldx%lld)", who,
                          (long long)d->geom.c, (long long)d->geom.kernel_h, (long long)d->geom.kernel_w);
     return TCI_OK;
 }
@@ -545,7 +545,7 @@ tci_status pack_16bit(const kern_depthwise_desc *d, const float *w_c1rs, uint16_
                       uint16_t (*bits)(float)) {
     tci_status st = check_pack_desc(d, who);
     if (st != TCI_OK) return st;
-    if ((!w_c1rs && d->geom.c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    if ((!w_c1rs && d->geom.c > 0) || !out) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
     const int64_t cp = (d->geom.c + 7) / 8 * 8, taps = d->geom.kernel_h * d->geom.kernel_w;
     for (int64_t t = 0; t < taps; t++)
         for (int64_t ch = 0; ch < cp; ch++)
@@ -569,7 +569,7 @@ extern "C" tci_status kern_depthwise_pack_weights_f32(const kern_depthwise_desc 
     static const char who[] = "kern_depthwise_pack_weights_f32";
     tci_status st = check_pack_desc(d, who);
     if (st != TCI_OK) return st;
-    if ((!w_c1rs && d->geom.c > 0) || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    if ((!w_c1rs && d->geom.c > 0) || !out) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
     const int64_t cp = (d->geom.c + 7) / 8 * 8, taps = d->geom.kernel_h * d->geom.kernel_w;
     for (int64_t t = 0; t < taps; t++)
         for (int64_t ch = 0; ch < cp; ch++) out[t * cp + ch] = ch < d->geom.c ? w_c1rs[ch * taps + t] : 0.0f;
@@ -578,10 +578,10 @@ extern "C" tci_status kern_depthwise_pack_weights_f32(const kern_depthwise_desc 
 
 extern "C" tci_status kern_depthwise_pack_bias(const kern_depthwise_desc *d, const float *bias_c, float *out) {
     static const char who[] = "kern_depthwise_pack_bias";
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (!d) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
     if (d->geom.c < 0 || d->geom.c > kMaxSpatial)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad channel count %lld", who, (long long)d->geom.c);
-    if (!out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad channel count %lld", who, (long long)d->geom.c);
+    if (!out) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
     const int64_t cp = (d->geom.c + 7) / 8 * 8;
     for (int64_t ch = 0; ch < cp; ch++) out[ch] = bias_c && ch < d->geom.c ? bias_c[ch] : 0.0f;
     return TCI_OK;

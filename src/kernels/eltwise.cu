@@ -574,7 +574,7 @@ bool fits_32(const Shape &s, int num_inputs) {
 // Calls f(TypeTag<T>{}, ActTag<ACT>{}) for d's float dtype and activation: one kernel per pair.
 template <typename F> tci_status with_float_kernel(const kern_eltwise_desc *d, F &&f) {
     Storage storage;
-    TCI_TRY(storage_type("kern_eltwise", d->dtype, &storage));
+    TRY_STATUS(storage_type("kern_eltwise", d->dtype, &storage));
     return with_storage(storage, [&](auto type) {
         return with_act("kern_eltwise", d->act, [&](auto act) { return f(type, act); });
     });
@@ -604,30 +604,30 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
     p.out = out;
     const unsigned blocks = blocks_for((s.total + kUnroll - 1) / kUnroll, kThreads);
     if (d->dtype == TCI_DTYPE_INT64) {
-        TCI_TRY(with_act("kern_eltwise", d->act, [&](auto act) {
+        TRY_STATUS(with_act("kern_eltwise", d->act, [&](auto act) {
             constexpr int A = decltype(act)::value;
             if constexpr (kInt64Act<A>) {
                 eltwise_general_i64<IdxT, A>
                     <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p);
                 return TCI_OK;
             } else {
-                return tci_error(TCI_ERR_UNSUPPORTED,
+                return status_error(TCI_ERR_UNSUPPORTED,
                                  "kern_eltwise: activation %d is not provided for int64", A);
             }
         }));
     } else if (d->dtype == TCI_DTYPE_BOOL) {
-        TCI_TRY(with_act("kern_eltwise", d->act, [&](auto act) {
+        TRY_STATUS(with_act("kern_eltwise", d->act, [&](auto act) {
             constexpr int A = decltype(act)::value;
             if constexpr (kBoolAct<A>) {
                 eltwise_general_float<uint8_t, IdxT, A><<<blocks, kThreads, 0, stream>>>(p);
                 return TCI_OK;
             } else {
-                return tci_error(TCI_ERR_UNSUPPORTED,
+                return status_error(TCI_ERR_UNSUPPORTED,
                                  "kern_eltwise: activation %d is not provided for bool", A);
             }
         }));
     } else {
-        TCI_TRY(with_float_kernel(d, [&](auto type, auto act) {
+        TRY_STATUS(with_float_kernel(d, [&](auto type, auto act) {
             using T = typename decltype(type)::type;
             eltwise_general_float<T, IdxT, decltype(act)::value><<<blocks, kThreads, 0, stream>>>(p);
             return TCI_OK;
@@ -715,7 +715,7 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
         const bool half = d->dtype == TCI_DTYPE_FLOAT16, bf16 = d->dtype == TCI_DTYPE_BFLOAT16;
         const unsigned blocks =
             blocks_for(half || bf16 ? (s.total + 7) / 8 : (s.total + 3) / 4, kThreads);
-        TCI_TRY(with_float_kernel(d, [&](auto type, auto act) {
+        TRY_STATUS(with_float_kernel(d, [&](auto type, auto act) {
             using T = typename decltype(type)::type;
             eltwise_fast<T, IdxT, decltype(act)::value><<<blocks, kThreads, 0, stream>>>(f);
             return TCI_OK;
@@ -729,71 +729,71 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
 tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void *out,
                     int64_t *total) {
     if (!d || !inputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: NULL desc or inputs");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: NULL desc or inputs");
     if ((int)d->op < 0 || d->op >= BINARY_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown op %d", (int)d->op);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown op %d", (int)d->op);
     if ((int)d->act < 0 || d->act >= ACT_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown activation %d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: unknown activation %d",
                          (int)d->act);
     if (d->rank < 0 || d->rank > kMaxRank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: rank %d is outside 0..%d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: rank %d is outside 0..%d",
                          d->rank, kMaxRank);
     int64_t n = 1;
     for (int i = 0; i < d->rank; i++) {
         if (d->dims[i] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: dim %d is negative (%lld)", i,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: dim %d is negative (%lld)", i,
                              (long long)d->dims[i]);
         if (__builtin_mul_overflow(n, d->dims[i], &n) || n > INT64_MAX / 16)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: output too large");
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: output too large");
     }
     if (d->pad_dim < -1 || d->pad_dim >= (d->rank > 0 ? d->rank : 0))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: pad_dim %d is outside -1..%d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: pad_dim %d is outside -1..%d",
                          d->pad_dim, d->rank - 1);
     if (d->pad_dim >= 0 && d->real_c < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: real_c %lld is negative",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: real_c %lld is negative",
                          (long long)d->real_c);
     const bool is_int = d->dtype == TCI_DTYPE_INT64, is_bool = d->dtype == TCI_DTYPE_BOOL;
     if (!float_dtype(d->dtype) && !is_int && !is_bool)
-        return tci_error(
+        return status_error(
             TCI_ERR_UNSUPPORTED,
             "kern_eltwise: dtype %s is not supported (float16, bfloat16, float, int64, bool)",
             tci_dtype_name(d->dtype));
     const unsigned op_flags = binary_flags(d->op);
     if ((op_flags & BINARY_BOOL_RESULT) && d->act != ACT_NONE)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "kern_eltwise: %s writes bool and takes no activation",
                          binary_name(d->op));
     if ((act_flags(d->act) & ACT_BOOL_RESULT) && d->op != BINARY_NONE)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "kern_eltwise: activation %s writes bool and follows no binary op (%s)",
                          act_name(d->act), binary_name(d->op));
     if ((op_flags & BINARY_BOOL_INPUTS) && !is_bool)
-        return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: %s takes bool inputs, not %s",
+        return status_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: %s takes bool inputs, not %s",
                          binary_name(d->op), tci_dtype_name(d->dtype));
     const int num_inputs = kern_eltwise_num_inputs(d->op);
     if (is_int) {
         if (d->op == BINARY_POW || d->op == BINARY_PRELU)
-            return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: op %d is not provided for int64",
+            return status_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: op %d is not provided for int64",
                              (int)d->op);
         if (!int64_act(d->act))
-            return tci_error(TCI_ERR_UNSUPPORTED,
+            return status_error(TCI_ERR_UNSUPPORTED,
                              "kern_eltwise: activation %d is not provided for int64", (int)d->act);
     }
     if (is_bool) {
         const bool op_ok = d->op == BINARY_NONE || d->op == BINARY_EQUAL ||
                            d->op == BINARY_WHERE || (op_flags & BINARY_BOOL_INPUTS);
         if (!op_ok)
-            return tci_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: %s is not provided for bool",
+            return status_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: %s is not provided for bool",
                              binary_name(d->op));
         if (d->act != ACT_NONE && d->act != ACT_NOT)
-            return tci_error(TCI_ERR_UNSUPPORTED,
+            return status_error(TCI_ERR_UNSUPPORTED,
                              "kern_eltwise: activation %s is not provided for bool",
                              act_name(d->act));
     }
     if (is_int || is_bool)
         for (int k = 0; k < num_inputs; k++)
             if (d->input_scale[k] != 1.0f && !(d->op == BINARY_WHERE && k == 0))
-                return tci_error(TCI_ERR_UNSUPPORTED,
+                return status_error(TCI_ERR_UNSUPPORTED,
                                  "kern_eltwise: %s inputs take no scale (input %d: %g)",
                                  tci_dtype_name(d->dtype), k, (double)d->input_scale[k]);
     *total = d->rank > 0 ? n : 1;
@@ -801,9 +801,9 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
         return TCI_OK;
     for (int k = 0; k < num_inputs; k++)
         if (!inputs[k])
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: input %d is NULL", k);
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: input %d is NULL", k);
     if (!out)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: output is NULL");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: output is NULL");
     return TCI_OK;
 }
 
@@ -849,11 +849,11 @@ extern "C" void kern_eltwise_desc_init(kern_eltwise_desc *desc, binary_op op, tc
 extern "C" tci_status kern_eltwise_broadcast_strides(kern_eltwise_desc *desc, int input, int rank,
                                                      const int64_t *dims) {
     if (input < 0 || input >= kMaxInputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_eltwise_broadcast_strides: input %d is outside 0..%d", input,
                          kMaxInputs - 1);
     if (rank < 0 || rank > desc->rank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_eltwise_broadcast_strides: input rank %d exceeds the output's %d",
                          rank, desc->rank);
     int64_t acc = 1;
@@ -864,7 +864,7 @@ extern "C" tci_status kern_eltwise_broadcast_strides(kern_eltwise_desc *desc, in
             continue;
         }
         if (dims[j] != 1 && dims[j] != desc->dims[i])
-            return tci_error(
+            return status_error(
                 TCI_ERR_INVALID_ARGUMENT,
                 "kern_eltwise_broadcast_strides: input dim %d (%lld) does not broadcast to %lld", j,
                 (long long)dims[j], (long long)desc->dims[i]);
@@ -877,7 +877,7 @@ extern "C" tci_status kern_eltwise_broadcast_strides(kern_eltwise_desc *desc, in
 extern "C" tci_status kern_eltwise(const kern_eltwise_desc *desc, const void *const *inputs,
                                    void *out, cudaStream_t stream) {
     int64_t total = 0;
-    TCI_TRY(validate(desc, inputs, out, &total));
+    TRY_STATUS(validate(desc, inputs, out, &total));
     if (total == 0)
         return TCI_OK;
     const int num_inputs = kern_eltwise_num_inputs(desc->op);

@@ -38,7 +38,7 @@ tci_status launch(const void *x, int64_t count, unsigned int *counter, cudaStrea
 extern "C" tci_status kern_count_nonfinite(const void *x, tci_dtype dtype, int64_t count,
                                            unsigned int *counter, cudaStream_t stream) {
     if (count < 0 || !counter || (count && !x))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_count_nonfinite: bad arguments");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_count_nonfinite: bad arguments");
     if (count == 0) return TCI_OK;
     switch (dtype) {
     case TCI_DTYPE_FLOAT16: return launch<__half>(x, count, counter, stream);

@@ -93,9 +93,9 @@ static tci_status make_descs(const kern_gemm_plan *p, int64_t m, int batch, cons
     /* stored shapes (row-major) seen column-major: rows and columns swap */
     int64_t a_rows = d->trans_a ? d->k : m, a_cols = d->trans_a ? m : d->k;
     int64_t b_rows = d->trans_b ? d->n : d->k, b_cols = d->trans_b ? d->k : d->n;
-    TCI_TRY(set_layout(&g->lt_a, type, b_cols, b_rows, d->ldb, batch, d->stride_b));
-    TCI_TRY(set_layout(&g->lt_b, type, a_cols, a_rows, d->lda, batch, d->stride_a));
-    TCI_TRY(set_layout(&g->lt_cd, type, d->n, m, d->ldc, batch, d->stride_c));
+    TRY_STATUS(set_layout(&g->lt_a, type, b_cols, b_rows, d->ldb, batch, d->stride_b));
+    TRY_STATUS(set_layout(&g->lt_b, type, a_cols, a_rows, d->lda, batch, d->stride_a));
+    TRY_STATUS(set_layout(&g->lt_cd, type, d->n, m, d->ldc, batch, d->stride_c));
     return TCI_OK;
 }
 
@@ -127,14 +127,14 @@ static tci_status heuristics(const kern_gemm_plan *p, cublasLtHandle_t h, int64_
                              cublasLtMatmulHeuristicResult_t *results, int *out_count) {
     gemm_descs g;
     cublasLtMatmulPreferenceOpaque_t pref;
-    TCI_TRY(make_descs(p, m, batch, promised_bias(p), &g));
-    TCI_TRY(make_preference(p, workspace_limit, &pref));
+    TRY_STATUS(make_descs(p, m, batch, promised_bias(p), &g));
+    TRY_STATUS(make_preference(p, workspace_limit, &pref));
     int returned = 0;
     *out_count = 0;
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, &g.op, &g.lt_a, &g.lt_b, &g.lt_cd,
                                                        &g.lt_cd, &pref, want, results, &returned);
     if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED)
-        return tci_error(TCI_ERR_CUDA,
+        return status_error(TCI_ERR_CUDA,
                          "gemm plan: cublasLtMatmulAlgoGetHeuristic: cuBLAS status %d", (int)st);
     int kept = 0;
     for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < returned; i++)
@@ -142,7 +142,7 @@ static tci_status heuristics(const kern_gemm_plan *p, cublasLtHandle_t h, int64_
             results[i].workspaceSize <= workspace_limit)
             results[kept++] = results[i];
     if (kept == 0)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "gemm plan: cuBLASLt has no %s algorithm for m %lld n %lld k %lld (lda "
                          "%lld ldb %lld ldc %lld, batch %d, alignment %d, workspace %zu); pad K "
                          "and N to multiples of 8",
@@ -198,7 +198,7 @@ static tci_status time_candidate(const kern_gemm_plan *p, cublasLtHandle_t h, cu
                                 sc->workspace_bytes);
     if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED &&
         st != CUBLAS_STATUS_INVALID_VALUE)
-        return tci_error(TCI_ERR_CUDA, "gemm plan: trial cublasLtMatmul: cuBLAS status %d",
+        return status_error(TCI_ERR_CUDA, "gemm plan: trial cublasLtMatmul: cuBLAS status %d",
                          (int)st);
     KERN_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (st != CUBLAS_STATUS_SUCCESS) return TCI_OK;
@@ -223,9 +223,9 @@ static tci_status time_candidate(const kern_gemm_plan *p, cublasLtHandle_t h, cu
     if (start) cudaEventDestroy(start);
     if (stop) cudaEventDestroy(stop);
     if (ce != cudaSuccess)
-        return tci_error(TCI_ERR_CUDA, "gemm plan: timing: %s", cudaGetErrorString(ce));
+        return status_error(TCI_ERR_CUDA, "gemm plan: timing: %s", cudaGetErrorString(ce));
     if (st != CUBLAS_STATUS_SUCCESS)
-        return tci_error(TCI_ERR_CUDA, "gemm plan: timing cublasLtMatmul: cuBLAS status %d",
+        return status_error(TCI_ERR_CUDA, "gemm plan: timing cublasLtMatmul: cuBLAS status %d",
                          (int)st);
     *out_ms = ms[0];
     for (int i = 1; i < ROUNDS; i++)
@@ -239,13 +239,13 @@ static int misaligned(const void *ptr, int alignment) {
 
 static tci_status validate(kern_gemm_desc *d) {
     if (d->dtype != KERN_GEMM_FP16 && d->dtype != KERN_GEMM_FP32 && d->dtype != KERN_GEMM_BF16)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: unknown dtype %d", (int)d->dtype);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: unknown dtype %d", (int)d->dtype);
     if (d->epilogue < KERN_GEMM_EPILOGUE_NONE || d->epilogue > KERN_GEMM_EPILOGUE_GELU_BIAS)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: unknown epilogue %d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: unknown epilogue %d",
                          (int)d->epilogue);
     if (d->m < 1 || d->n < 1 || d->k < 1 || d->m > INT32_MAX || d->n > INT32_MAX ||
         d->k > INT32_MAX || d->batch_count < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm plan: m %lld, n %lld, k %lld and batch %d must be in 1..2^31-1",
                          (long long)d->m, (long long)d->n, (long long)d->k, d->batch_count);
     int64_t a_cols = d->trans_a ? d->m : d->k, b_cols = d->trans_b ? d->k : d->n;
@@ -253,20 +253,20 @@ static tci_status validate(kern_gemm_desc *d) {
     if (d->ldb == 0) d->ldb = b_cols;
     if (d->ldc == 0) d->ldc = d->n;
     if (d->lda < a_cols || d->ldb < b_cols || d->ldc < d->n)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm plan: leading dimensions lda %lld, ldb %lld, ldc %lld below the "
                          "stored widths %lld, %lld, %lld",
                          (long long)d->lda, (long long)d->ldb, (long long)d->ldc, (long long)a_cols,
                          (long long)b_cols, (long long)d->n);
     if (d->batch_count > 1 && (d->stride_a < 0 || d->stride_b < 0 || d->stride_c < d->m * d->ldc))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm plan: batch strides a %lld, b %lld must be >= 0 and c %lld >= m * "
                          "ldc = %lld (D matrices must not overlap)",
                          (long long)d->stride_a, (long long)d->stride_b, (long long)d->stride_c,
                          (long long)(d->m * d->ldc));
     if (d->alignment == 0) d->alignment = 256;
     if (d->alignment < (int)element_size(d->dtype) || (d->alignment & (d->alignment - 1)) != 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm plan: alignment %d must be a power of two >= the element size",
                          d->alignment);
     return TCI_OK;
@@ -276,35 +276,35 @@ static tci_status check_scratch(const kern_gemm_plan *p, const kern_gemm_scratch
     const kern_gemm_desc *d = &p->desc;
     if (!sc->a || !sc->b || !sc->d || (d->beta != 0.0f && !sc->c) ||
         (has_bias(d->epilogue) && !sc->bias) || (sc->workspace_bytes && !sc->workspace))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm plan: scratch buffers missing (a, b, d, and c / bias / workspace "
                          "where the plan has them)");
     if (misaligned(sc->a, d->alignment) || misaligned(sc->b, d->alignment) ||
         misaligned(sc->c, d->alignment) || misaligned(sc->d, d->alignment) ||
         misaligned(sc->bias, d->alignment))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm plan: scratch buffers not aligned to %d bytes", d->alignment);
     return TCI_OK;
 }
 
 static tci_status create_steps(kern_gemm_plan *p, cublasLtHandle_t h, cudaStream_t stream,
                                const kern_gemm_scratch *sc) {
-    TCI_TRY(validate(&p->desc));
-    if (sc) TCI_TRY(check_scratch(p, sc));
+    TRY_STATUS(validate(&p->desc));
+    if (sc) TRY_STATUS(check_scratch(p, sc));
     const kern_gemm_desc *d = &p->desc;
     size_t limit = d->workspace_limit;
     if (sc && sc->workspace_bytes < limit) limit = sc->workspace_bytes;
     if (d->use_algo) {
         /* a choice made before: only check that cuBLASLt still takes it */
         gemm_descs g;
-        TCI_TRY(make_descs(p, d->m, d->batch_count, sc ? sc->bias : NULL, &g));
+        TRY_STATUS(make_descs(p, d->m, d->batch_count, sc ? sc->bias : NULL, &g));
         memcpy(&p->algo, d->use_algo, sizeof p->algo);
         cublasLtMatmulHeuristicResult_t check;
         memset(&check, 0, sizeof check);
         if (cublasLtMatmulAlgoCheck(h, &g.op, &g.lt_a, &g.lt_b, &g.lt_cd, &g.lt_cd, &p->algo,
                                     &check) != CUBLAS_STATUS_SUCCESS ||
             check.workspaceSize > limit)
-            return tci_error(TCI_ERR_UNSUPPORTED,
+            return status_error(TCI_ERR_UNSUPPORTED,
                              "gemm plan: the given cuBLASLt algorithm is not available here");
         p->info.workspace_bytes = check.workspaceSize;
         memcpy(p->info.algo, &p->algo, sizeof p->algo);
@@ -315,16 +315,16 @@ static tci_status create_steps(kern_gemm_plan *p, cublasLtHandle_t h, cudaStream
     if (want > MAX_CANDIDATES) want = MAX_CANDIDATES;
     cublasLtMatmulHeuristicResult_t results[MAX_CANDIDATES];
     int count = 0;
-    TCI_TRY(heuristics(p, h, d->m, d->batch_count, limit, want, results, &count));
+    TRY_STATUS(heuristics(p, h, d->m, d->batch_count, limit, want, results, &count));
     int best = 0;
     if (sc && want > 1) {
         gemm_descs g;
-        TCI_TRY(make_descs(p, d->m, d->batch_count, sc->bias, &g));
+        TRY_STATUS(make_descs(p, d->m, d->batch_count, sc->bias, &g));
         float best_ms = -1.0f;
         best = -1;
         for (int i = 0; i < count; i++) {
             float ms;
-            TCI_TRY(time_candidate(p, h, stream, &g, &results[i].algo, sc, &ms));
+            TRY_STATUS(time_candidate(p, h, stream, &g, &results[i].algo, sc, &ms));
             if (ms >= 0.0f) p->info.candidates_timed++;
             if (ms >= 0.0f && (best < 0 || ms < best_ms)) {
                 best = i;
@@ -332,7 +332,7 @@ static tci_status create_steps(kern_gemm_plan *p, cublasLtHandle_t h, cudaStream
             }
         }
         if (best < 0)
-            return tci_error(TCI_ERR_UNSUPPORTED,
+            return status_error(TCI_ERR_UNSUPPORTED,
                              "gemm plan: cublasLtMatmul refused all %d candidate algorithms",
                              count);
         p->info.time_ms = best_ms;
@@ -347,12 +347,12 @@ static tci_status create_steps(kern_gemm_plan *p, cublasLtHandle_t h, cudaStream
 tci_status kern_gemm_create(cublasLtHandle_t handle, cudaStream_t stream,
                             const kern_gemm_desc *desc, const kern_gemm_scratch *scratch,
                             kern_gemm_plan **out_plan) {
-    if (!out_plan) return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: out_plan is NULL");
+    if (!out_plan) return status_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: out_plan is NULL");
     *out_plan = NULL;
     if (!handle || !desc)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: handle and desc are required");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "gemm plan: handle and desc are required");
     kern_gemm_plan *p = calloc(1, sizeof *p);
-    if (!p) return tci_error(TCI_ERR_OUT_OF_MEMORY, "gemm plan: out of host memory");
+    if (!p) return status_error(TCI_ERR_OUT_OF_MEMORY, "gemm plan: out of host memory");
     p->desc = *desc;
     p->info.time_ms = -1.0f;
     tci_status st = create_steps(p, handle, stream, scratch);
@@ -368,28 +368,28 @@ tci_status kern_gemm_run(const kern_gemm_plan *p, cublasLtHandle_t handle, cudaS
                          int64_t m, int batch_count, const void *a, const void *b, const void *c,
                          void *d, const void *bias, void *workspace, size_t workspace_bytes) {
     if (!p || !handle || !a || !b || !d)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm run: plan, handle, a, b and d are required");
     const kern_gemm_desc *desc = &p->desc;
     if (m == 0) m = desc->m;
     if (batch_count == 0) batch_count = desc->batch_count;
     if (m < 1 || m > desc->m || batch_count < 1 || batch_count > desc->batch_count)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm run: m %lld / batch %d outside the plan's 1..%lld / 1..%d",
                          (long long)m, batch_count, (long long)desc->m, desc->batch_count);
     if ((bias != NULL) != has_bias(desc->epilogue))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm run: bias %s but the epilogue %s one",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "gemm run: bias %s but the epilogue %s one",
                          bias ? "given" : "missing", has_bias(desc->epilogue) ? "needs" : "has no");
     if (desc->beta != 0.0f && !c)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "gemm run: beta %g needs C", (double)desc->beta);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "gemm run: beta %g needs C", (double)desc->beta);
     if (misaligned(a, desc->alignment) || misaligned(b, desc->alignment) ||
         misaligned(c, desc->alignment) || misaligned(d, desc->alignment) ||
         misaligned(bias, desc->alignment))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm run: a pointer is not aligned to the plan's %d bytes",
                          desc->alignment);
     gemm_descs g;
-    TCI_TRY(make_descs(p, m, batch_count, bias, &g));
+    TRY_STATUS(make_descs(p, m, batch_count, bias, &g));
     cublasLtMatmulAlgo_t algo = p->algo;
     size_t need = p->info.workspace_bytes;
     if (m != desc->m || batch_count != desc->batch_count) {
@@ -402,19 +402,19 @@ tci_status kern_gemm_run(const kern_gemm_plan *p, cublasLtHandle_t handle, cudaS
         } else {
             cublasLtMatmulHeuristicResult_t r[1];
             int count = 0;
-            TCI_TRY(heuristics(p, handle, m, batch_count, workspace_bytes, 1, r, &count));
+            TRY_STATUS(heuristics(p, handle, m, batch_count, workspace_bytes, 1, r, &count));
             algo = r[0].algo;
             need = r[0].workspaceSize;
         }
     }
     if (need > workspace_bytes || (need && !workspace))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "gemm run: %s needs %zu workspace bytes, got %zu", p->algorithm_name, need,
                          workspace ? workspace_bytes : 0);
     cublasStatus_t st =
         execute(p, handle, stream, &g, &algo, a, b, c, d, workspace, workspace_bytes);
     if (st != CUBLAS_STATUS_SUCCESS)
-        return tci_error(TCI_ERR_CUDA,
+        return status_error(TCI_ERR_CUDA,
                          "gemm run: cublasLtMatmul (%s, m %lld n %lld k %lld batch "
                          "%d) failed: cuBLAS status %d",
                          p->algorithm_name, (long long)m, (long long)desc->n, (long long)desc->k,

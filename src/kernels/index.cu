@@ -254,7 +254,7 @@ tci_status with_scatter_type(const char *who, tci_dtype dtype, kern_scatter_redu
         default: break;
         }
     }
-    return tci_error(TCI_ERR_UNSUPPORTED, "%s: dtype %s with reduction %d is not supported", who,
+    return status_error(TCI_ERR_UNSUPPORTED, "%s: dtype %s with reduction %d is not supported", who,
                      tci_dtype_name(dtype), (int)reduce);
 }
 
@@ -262,20 +262,20 @@ tci_status with_scatter_type(const char *who, tci_dtype dtype, kern_scatter_redu
 tci_status check_scatter(const char *who, void *out, const void *data, int rank,
                          const int64_t *data_dims, kern_scatter_reduce reduce, IndexDesc *d) {
     if (rank < 1 || rank > kMaxRank || !data_dims)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: rank %d is outside 1..%d", who, rank,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: rank %d is outside 1..%d", who, rank,
                          kMaxRank);
     if ((int)reduce < KERN_SCATTER_NONE || (int)reduce > KERN_SCATTER_MIN)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown reduction %d", who, (int)reduce);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown reduction %d", who, (int)reduce);
     for (int i = 0; i < rank; i++)
         if (data_dims[i] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: data dim %d is %lld", who, i,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: data dim %d is %lld", who, i,
                              (long long)data_dims[i]);
     memset(d, 0, sizeof *d);
     d->rank = rank;
     for (int i = 0; i < rank; i++) d->data_dims[i] = data_dims[i];
     row_major(rank, d->data_dims, d->data_strides);
     if (product(rank, data_dims) > 0 && (!out || !data))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL data or output buffer", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL data or output buffer", who);
     return TCI_OK;
 }
 
@@ -357,13 +357,13 @@ extern "C" tci_status kern_gather_elements(void *out, const void *data, const vo
                                            int axis, int elem_size, int *error_flag,
                                            cudaStream_t stream) {
     if (rank < 1 || rank > kMaxRank || !data_dims || !index_dims)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather_elements: rank %d is outside 1..%d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather_elements: rank %d is outside 1..%d",
                          rank, kMaxRank);
     if (axis < 0 || axis >= rank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather_elements: axis %d of rank %d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather_elements: axis %d of rank %d",
                          axis, rank);
     if (!valid_elem_size(elem_size))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_gather_elements: element size %d is not 1, 2, 4 or 8", elem_size);
     IndexDesc d;
     memset(&d, 0, sizeof d);
@@ -371,7 +371,7 @@ extern "C" tci_status kern_gather_elements(void *out, const void *data, const vo
     d.axis = axis;
     for (int i = 0; i < rank; i++) {
         if (index_dims[i] < 0 || data_dims[i] < 0 || (i != axis && index_dims[i] > data_dims[i]))
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "kern_gather_elements: indices dim %d (%lld) does not fit data "
                              "(%lld)",
                              i, (long long)index_dims[i], (long long)data_dims[i]);
@@ -383,7 +383,7 @@ extern "C" tci_status kern_gather_elements(void *out, const void *data, const vo
     int64_t total = product(rank, index_dims);
     if (total == 0) return TCI_OK;
     if (!out || !indices || (!data && data_dims[axis] > 0))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather_elements: NULL buffer");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_gather_elements: NULL buffer");
     bool i32 = index_is_int32 != 0;
     return with_raw_type(elem_size, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -398,23 +398,23 @@ extern "C" tci_status kern_scatter_elements(void *out, const void *data, const v
                                             int *error_flag, cudaStream_t stream) {
     static const char *who = "kern_scatter_elements";
     IndexDesc d;
-    TCI_TRY(check_scatter(who, out, data, rank, data_dims, reduce, &d));
+    TRY_STATUS(check_scatter(who, out, data, rank, data_dims, reduce, &d));
     if (axis < 0 || axis >= rank || !index_dims)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: axis %d of rank %d", who, axis, rank);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: axis %d of rank %d", who, axis, rank);
     d.axis = axis;
     for (int i = 0; i < rank; i++) {
         if (index_dims[i] < 0 || (i != axis && index_dims[i] > data_dims[i]))
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "%s: indices dim %d (%lld) does not fit data (%lld)", who, i,
                              (long long)index_dims[i], (long long)data_dims[i]);
         d.index_dims[i] = index_dims[i];
     }
     row_major(rank, d.index_dims, d.index_strides);
     int64_t count = product(rank, index_dims);
-    TCI_TRY(with_scatter_type(who, dtype, reduce, [&](auto) { return TCI_OK; }));
-    TCI_TRY(copy_data(out, data, product(rank, data_dims), dtype, stream));
+    TRY_STATUS(with_scatter_type(who, dtype, reduce, [&](auto) { return TCI_OK; }));
+    TRY_STATUS(copy_data(out, data, product(rank, data_dims), dtype, stream));
     if (count == 0) return TCI_OK;
-    if (!indices || !updates) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
+    if (!indices || !updates) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
     int64_t lines = count / index_dims[axis];
     bool i32 = index_is_int32 != 0;
     return with_scatter_type(who, dtype, reduce, [&](auto tag) {
@@ -431,15 +431,15 @@ extern "C" tci_status kern_scatter_nd(void *out, const void *data, const void *i
                                       int *error_flag, cudaStream_t stream) {
     static const char *who = "kern_scatter_nd";
     IndexDesc d;
-    TCI_TRY(check_scatter(who, out, data, rank, data_dims, reduce, &d));
+    TRY_STATUS(check_scatter(who, out, data, rank, data_dims, reduce, &d));
     if (k < 0 || k > rank || num_updates < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: tuples of %d for rank %d, %lld updates",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: tuples of %d for rank %d, %lld updates",
                          who, k, rank, (long long)num_updates);
-    TCI_TRY(with_scatter_type(who, dtype, reduce, [&](auto) { return TCI_OK; }));
-    TCI_TRY(copy_data(out, data, product(rank, data_dims), dtype, stream));
+    TRY_STATUS(with_scatter_type(who, dtype, reduce, [&](auto) { return TCI_OK; }));
+    TRY_STATUS(copy_data(out, data, product(rank, data_dims), dtype, stream));
     int64_t slice = product(rank - k, data_dims + k);
     if (slice == 0 || num_updates == 0) return TCI_OK;
-    if (!indices || !updates) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
+    if (!indices || !updates) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
     bool i32 = index_is_int32 != 0;
     return with_scatter_type(who, dtype, reduce, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -452,14 +452,14 @@ extern "C" tci_status kern_trilu(void *out, const void *in, int64_t batch, int64
                                  int64_t cols, int64_t k, const int64_t *k_device, int upper,
                                  int elem_size, cudaStream_t stream) {
     if (batch < 0 || rows < 0 || cols < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_trilu: negative extent (%lld, %lld, %lld)",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_trilu: negative extent (%lld, %lld, %lld)",
                          (long long)batch, (long long)rows, (long long)cols);
     if (!valid_elem_size(elem_size))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_trilu: element size %d is not 1, 2, 4 or 8",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_trilu: element size %d is not 1, 2, 4 or 8",
                          elem_size);
     int64_t total = batch * rows * cols;
     if (total == 0) return TCI_OK;
-    if (!out || !in) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_trilu: NULL buffer");
+    if (!out || !in) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_trilu: NULL buffer");
     return with_raw_type(elem_size, [&](auto tag) {
         using T = typename decltype(tag)::type;
         trilu_kernel<T><<<blocks_for(total, kBlock), kBlock, 0, stream>>>(
@@ -473,15 +473,15 @@ extern "C" tci_status kern_one_hot(void *out, const void *indices, int index_is_
                                    int64_t outer, int64_t depth, int64_t inner, uint64_t off_bits,
                                    uint64_t on_bits, int elem_size, cudaStream_t stream) {
     if (outer < 0 || depth < 0 || inner < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_one_hot: negative extent (%lld, %lld, %lld)", (long long)outer,
                          (long long)depth, (long long)inner);
     if (!valid_elem_size(elem_size))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_one_hot: element size %d is not 1, 2, 4 or 8", elem_size);
     int64_t total = outer * depth * inner;
     if (total == 0) return TCI_OK;
-    if (!out || !indices) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_one_hot: NULL buffer");
+    if (!out || !indices) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_one_hot: NULL buffer");
     bool i32 = index_is_int32 != 0;
     return with_raw_type(elem_size, [&](auto tag) {
         using T = typename decltype(tag)::type;

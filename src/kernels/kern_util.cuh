@@ -44,7 +44,7 @@ inline tci_status storage_type(const char *who, tci_dtype dtype, Storage *out) {
     case TCI_DTYPE_FLOAT: *out = Storage::kFloat; return TCI_OK;
     default:
         *out = Storage::kHalf;
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: dtype %s (%d) is not supported (fp16, bf16 or fp32 only; 0 means "
                          "fp16)",
                          who, tci_dtype_name(dtype), (int)dtype);

@@ -195,14 +195,14 @@ tci_status check_nchw(const char *what, const void *src, const void *dst, const 
                       int64_t n, int64_t c, int64_t h, int64_t w, int64_t *out_hw,
                       int64_t *out_chunks, bool *out_empty) {
     if (n < 0 || c < 0 || h < 0 || w < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative dims (%lld, %lld, %lld, %lld)",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative dims (%lld, %lld, %lld, %lld)",
                          what, (long long)n, (long long)c, (long long)h, (long long)w);
     const int64_t limit = INT64_MAX / 16;
     int64_t hw = 0, total = 0;
     const int64_t cp = (c + 7) / 8 * 8;
     if (__builtin_mul_overflow(h, w, &hw) || __builtin_mul_overflow(hw, n, &total) ||
         __builtin_mul_overflow(total, cp, &total) || total > limit)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: tensor of (%lld, %lld, %lld, %lld) is too large", what, (long long)n,
                          (long long)c, (long long)h, (long long)w);
     *out_hw = hw;
@@ -211,9 +211,9 @@ tci_status check_nchw(const char *what, const void *src, const void *dst, const 
     if (total == 0)
         return TCI_OK;
     if (!src || !dst)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", what);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", what);
     if (!aligned16(nhwc8))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NHWC8 buffer %p is not 16-byte aligned",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NHWC8 buffer %p is not 16-byte aligned",
                          what, nhwc8);
     return TCI_OK;
 }
@@ -224,7 +224,7 @@ tci_status to_nhwc8(const char *what, const Tin *src, void *dst, int64_t n, int6
     using C = typename Chunk8<T8>::type;
     int64_t hw = 0, chunks = 0;
     bool empty = false;
-    TCI_TRY(check_nchw(what, src, dst, dst, n, c, h, w, &hw, &chunks, &empty));
+    TRY_STATUS(check_nchw(what, src, dst, dst, n, c, h, w, &hw, &chunks, &empty));
     if (empty)
         return TCI_OK;
     C *d = static_cast<C *>(dst);
@@ -248,7 +248,7 @@ tci_status from_nhwc8(const char *what, const void *src, Tout *dst, int64_t n, i
     using C = typename Chunk8<T8>::type;
     int64_t hw = 0, chunks = 0;
     bool empty = false;
-    TCI_TRY(check_nchw(what, src, dst, src, n, c, h, w, &hw, &chunks, &empty));
+    TRY_STATUS(check_nchw(what, src, dst, src, n, c, h, w, &hw, &chunks, &empty));
     if (empty || c == 0)
         return TCI_OK;
     const C *s = static_cast<const C *>(src);
@@ -268,17 +268,17 @@ tci_status from_nhwc8(const char *what, const void *src, Tout *dst, int64_t n, i
 
 tci_status check_count(const char *what, const void *src, const void *dst, int64_t count) {
     if (count < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative count %lld", what,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative count %lld", what,
                          (long long)count);
     if (count > 0 && (!src || !dst))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", what);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", what);
     return TCI_OK;
 }
 
 template <typename T>
 tci_status f32_to_narrow(const char *what, const float *src, void *dst, int64_t count,
                          cudaStream_t stream) {
-    TCI_TRY(check_count(what, src, dst, count));
+    TRY_STATUS(check_count(what, src, dst, count));
     if (count == 0)
         return TCI_OK;
     T *d = static_cast<T *>(dst);
@@ -295,7 +295,7 @@ tci_status f32_to_narrow(const char *what, const float *src, void *dst, int64_t 
 template <typename T>
 tci_status narrow_to_f32(const char *what, const void *src, float *dst, int64_t count,
                          cudaStream_t stream) {
-    TCI_TRY(check_count(what, src, dst, count));
+    TRY_STATUS(check_count(what, src, dst, count));
     if (count == 0)
         return TCI_OK;
     const T *s = static_cast<const T *>(src);
@@ -316,8 +316,8 @@ extern "C" tci_status kern_nchw_to_nhwc8(const void *src, tci_dtype src_dtype, v
                                          int64_t w, cudaStream_t stream) {
     static const char who[] = "kern_nchw_to_nhwc8";
     Storage src_type = Storage::kHalf, dst_type = Storage::kHalf;
-    TCI_TRY(storage_type(who, src_dtype, &src_type));
-    TCI_TRY(storage_type(who, dst_dtype, &dst_type));
+    TRY_STATUS(storage_type(who, src_dtype, &src_type));
+    TRY_STATUS(storage_type(who, dst_dtype, &dst_type));
     return with_storage(src_type, [&](auto src_tag) {
         using Tin = typename decltype(src_tag)::type;
         return with_storage(dst_type, [&](auto dst_tag) {
@@ -332,8 +332,8 @@ extern "C" tci_status kern_nhwc8_to_nchw(const void *src, tci_dtype src_dtype, v
                                          int64_t w, cudaStream_t stream) {
     static const char who[] = "kern_nhwc8_to_nchw";
     Storage src_type = Storage::kHalf, dst_type = Storage::kHalf;
-    TCI_TRY(storage_type(who, src_dtype, &src_type));
-    TCI_TRY(storage_type(who, dst_dtype, &dst_type));
+    TRY_STATUS(storage_type(who, src_dtype, &src_type));
+    TRY_STATUS(storage_type(who, dst_dtype, &dst_type));
     return with_storage(dst_type, [&](auto dst_tag) {
         using Tout = typename decltype(dst_tag)::type;
         return with_storage(src_type, [&](auto src_tag) {

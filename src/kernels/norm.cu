@@ -88,7 +88,7 @@ template <typename F> tci_status with_reduce_op(reduce_op op, F &&f) {
 #undef REDUCE_CASE_ROW
     case REDUCE_COUNT: break;
     }
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
+    return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
 }
 
 // The reduction over aligned groups of `group` lanes (a power of two <= 32); every lane of the
@@ -282,12 +282,12 @@ tci_status softmax_rows_typed(const void *x, void *y, int64_t rows, int64_t len,
 tci_status softmax_rows(const char *who, const void *x, void *y, int64_t rows, int64_t len,
                         bool log, tci_dtype dtype, cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type(who, dtype, &st));
+    TRY_STATUS(storage_type(who, dtype, &st));
     if (rows < 0 || len < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative extent (rows %lld, len %lld)",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative extent (rows %lld, len %lld)",
                          who, (long long)rows, (long long)len);
     if (rows == 0 || len == 0) return TCI_OK;
-    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
+    if (!x || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
     return with_storage(st, [&](auto tag) {
         return softmax_rows_typed<typename decltype(tag)::type>(x, y, rows, len, log, stream);
     });
@@ -724,13 +724,13 @@ extern "C" tci_status kern_softmax_strided_dtype(const void *x, void *y, int64_t
                                                  int64_t len, int64_t inner, int log,
                                                  tci_dtype dtype, cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_softmax_strided", dtype, &st));
+    TRY_STATUS(storage_type("kern_softmax_strided", dtype, &st));
     if (outer < 0 || len < 0 || inner < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_softmax_strided: negative extent (outer %lld, len %lld, inner %lld)",
                          (long long)outer, (long long)len, (long long)inner);
     if (outer == 0 || len == 0 || inner == 0) return TCI_OK;
-    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_softmax_strided: NULL buffer");
+    if (!x || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_softmax_strided: NULL buffer");
     if (inner == 1)
         return softmax_rows("kern_softmax_strided", x, y, outer, len, log != 0, dtype, stream);
     const int block = 256;
@@ -762,17 +762,17 @@ extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma
                                                 float epsilon, tci_dtype dtype,
                                                 cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_layernorm_rows", dtype, &st));
+    TRY_STATUS(storage_type("kern_layernorm_rows", dtype, &st));
     if (rows < 0 || len < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_layernorm_rows: negative extent (rows %lld, len %lld)",
                          (long long)rows, (long long)len);
     if (!(epsilon >= 0.0f))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: epsilon %g is not >= 0",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: epsilon %g is not >= 0",
                          (double)epsilon);
     if (rows == 0 || len == 0) return TCI_OK;
     if (!x || !y || !gamma)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: NULL %s",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: NULL %s",
                          !gamma ? "gamma" : "buffer");
     bool vec = len % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(gamma) &&
                (!beta || aligned16(beta));
@@ -789,27 +789,27 @@ extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const 
                                         unsigned reduce_mask, reduce_op op, tci_dtype dtype,
                                         cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_reduce", dtype, &st));
+    TRY_STATUS(storage_type("kern_reduce", dtype, &st));
     if (rank < 0 || rank > kMaxRank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: rank %d is outside 0..%d", rank,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: rank %d is outside 0..%d", rank,
                          kMaxRank);
     if (reduce_mask >> rank)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_reduce: reduce mask 0x%x names dims beyond rank %d", reduce_mask,
                          rank);
     if ((unsigned)op >= REDUCE_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
-    if (rank > 0 && !dims) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims is NULL");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: unknown op %d", (int)op);
+    if (rank > 0 && !dims) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims is NULL");
     int64_t outputs = 1, count = 1;
     for (int d = 0; d < rank; d++) {
         if (dims[d] < 0)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims[%d] is %lld", d,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: dims[%d] is %lld", d,
                              (long long)dims[d]);
         if (reduce_mask >> d & 1) count *= dims[d];
         else outputs *= dims[d];
     }
     if (outputs == 0) return TCI_OK;
-    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: NULL buffer");
+    if (!x || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_reduce: NULL buffer");
     return with_storage(st, [&](auto tag) {
         return with_reduce_op(op, [&](auto op_tag) {
             return reduce_typed<typename decltype(tag)::type, decltype(op_tag)::value>(
@@ -828,17 +828,17 @@ extern "C" tci_status kern_groupnorm_dtype(const void *x, const void *gamma, con
                                            int nhwc8, int64_t groups, int scale_per_group,
                                            float epsilon, tci_dtype dtype, cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_groupnorm", dtype, &st));
+    TRY_STATUS(storage_type("kern_groupnorm", dtype, &st));
     if (n < 0 || c < 0 || spatial < 0 || groups < 1 || c % groups)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_groupnorm: bad extents (n %lld, c %lld, spatial %lld, groups %lld)",
                          (long long)n, (long long)c, (long long)spatial, (long long)groups);
     if (!(epsilon >= 0.0f))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: epsilon %g is not >= 0",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: epsilon %g is not >= 0",
                          (double)epsilon);
     if (n == 0 || c == 0 || spatial == 0) return TCI_OK;
     if (!x || !y || !gamma || !beta)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
     const int64_t len = c / groups * spatial, cp = nhwc8 ? (c + 7) / 8 * 8 : c;
     unsigned grid = (unsigned)min64(n * groups, kMaxGridX);
     return with_storage(st, [&](auto tag) {
@@ -856,16 +856,16 @@ extern "C" tci_status kern_lrn_dtype(const void *x, void *y, int64_t n, int64_t 
                                      float beta, float bias, tci_dtype dtype,
                                      cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_lrn", dtype, &st));
+    TRY_STATUS(storage_type("kern_lrn", dtype, &st));
     if (n < 0 || c < 0 || spatial < 0 || size < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_lrn: bad extents (n %lld, c %lld, spatial %lld, size %lld)",
                          (long long)n, (long long)c, (long long)spatial, (long long)size);
     const int64_t cp = nhwc8 ? (c + 7) / 8 * 8 : c;
     const int64_t total = n * cp * spatial;
     if (total == 0) return TCI_OK;
-    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_lrn: NULL buffer");
-    if (x == y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_lrn: y must not alias x");
+    if (!x || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_lrn: NULL buffer");
+    if (x == y) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_lrn: y must not alias x");
     const int64_t before = (size - 1) / 2, after = size - 1 - before;
     const float scale = alpha / (float)size;
     const int block = 256;

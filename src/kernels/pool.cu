@@ -78,7 +78,7 @@ template <typename F> tci_status with_pool_kind(const char *who, pool_kind kind,
         POOL_KIND_LIST(POOL_ROW_DISPATCH)
     case POOL_KIND_COUNT: break;
     }
-    return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown mode %d", who, (int)kind);
+    return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown mode %d", who, (int)kind);
 }
 #undef POOL_ROW_DISPATCH
 
@@ -259,25 +259,25 @@ int64_t checked_mul(int64_t a, int64_t b) {
 extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src, void *dst,
                                   cudaStream_t stream) {
     if (!d)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL desc");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL desc");
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_pool2d", d->dtype, &st));
+    TRY_STATUS(storage_type("kern_pool2d", d->dtype, &st));
     if ((int)d->mode < 0 || d->mode >= POOL_KIND_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: unknown mode %d", (int)d->mode);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: unknown mode %d", (int)d->mode);
     if (d->geom.n < 0 || d->geom.c < 0 || d->geom.h < 0 || d->geom.w < 0 || d->geom.out_h < 0 || d->geom.out_w < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_pool2d: negative size (n %lld, c %lld, in %lldx%lld, out %lldx%lld)",
                          (long long)d->geom.n, (long long)d->geom.c, (long long)d->geom.h, (long long)d->geom.w,
                          (long long)d->geom.out_h, (long long)d->geom.out_w);
     if (d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.stride_h < 1 || d->geom.stride_w < 1 ||
         d->geom.dilation_h < 1 || d->geom.dilation_w < 1)
-        return tci_error(
+        return status_error(
             TCI_ERR_INVALID_ARGUMENT,
             "kern_pool2d: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1",
             (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h,
             (long long)d->geom.stride_w, (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
     if (d->geom.pad_top < 0 || d->geom.pad_left < 0 || d->geom.pad_bottom < 0 || d->geom.pad_right < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_pool2d: negative pads (%lld, %lld, %lld, %lld)",
                          (long long)d->geom.pad_top, (long long)d->geom.pad_left, (long long)d->geom.pad_bottom,
                          (long long)d->geom.pad_right);
@@ -301,15 +301,15 @@ extern "C" tci_status kern_pool2d(const kern_pool2d_desc *d, const void *src, vo
         if (parts[i] < 0 || parts[i] > INT64_MAX / 64)
             too_large = true;
     if (too_large)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: sizes too large");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: sizes too large");
     const int64_t reach_h = parts[0] + parts[1] + d->geom.h + d->geom.pad_top + d->geom.pad_bottom;
     const int64_t reach_w = parts[2] + parts[3] + d->geom.w + d->geom.pad_left + d->geom.pad_right;
     if (total == 0)
         return TCI_OK;
     if (!src || !dst)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL buffer");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: NULL buffer");
     if (!aligned16(src) || !aligned16(dst))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: buffers must be 16-byte aligned");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_pool2d: buffers must be 16-byte aligned");
     const int64_t big = in_total > total ? in_total : total;
     const bool small = big <= kMax32 && reach_h <= kMax32 && reach_w <= kMax32;
     return with_storage(st, [&](auto tag) {
@@ -326,27 +326,27 @@ extern "C" tci_status kern_global_pool_dtype(pool_kind mode, const void *src, vo
                                              int64_t n, int64_t c, int64_t h, int64_t w,
                                              tci_dtype dtype, cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_global_pool", dtype, &st));
+    TRY_STATUS(storage_type("kern_global_pool", dtype, &st));
     if ((int)mode < 0 || mode >= POOL_KIND_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: unknown mode %d", (int)mode);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: unknown mode %d", (int)mode);
     if (n < 0 || c < 0 || h < 0 || w < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_global_pool: negative dims (%lld, %lld, %lld, %lld)", (long long)n,
                          (long long)c, (long long)h, (long long)w);
     const int64_t chunks = (c + 7) / 8;
     const int64_t hw = checked_mul(h, w);
     const int64_t total = checked_mul(checked_mul(n, hw), chunks);
     if (hw < 0 || total < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: sizes too large");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: sizes too large");
     if (n == 0 || c == 0)
         return TCI_OK;
     if (hw == 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: empty plane (%lld x %lld)",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: empty plane (%lld x %lld)",
                          (long long)h, (long long)w);
     if (!src || !dst)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: NULL buffer");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_global_pool: NULL buffer");
     if (!aligned16(src) || !aligned16(dst))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_global_pool: buffers must be 16-byte aligned");
     // Enough rows per block to cover small planes in one pass; large planes get 1024 threads so
     // a few channel groups still keep many loads in flight. At least 2 chunks (32 bytes, a full

@@ -120,36 +120,36 @@ __global__ void resize_nhwc8_kernel(const C *__restrict__ x, C *__restrict__ y, 
 
 extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resize_desc *d,
                                         cudaStream_t stream) {
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: desc is NULL");
+    if (!d) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: desc is NULL");
     Storage st = Storage::kHalf;
-    TCI_TRY(storage_type("kern_resize_nhwc8", d->dtype, &st));
+    TRY_STATUS(storage_type("kern_resize_nhwc8", d->dtype, &st));
     if (d->n < 0 || d->c < 0 || d->in_h < 0 || d->in_w < 0 || d->out_h < 0 || d->out_w < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: negative extent (n %lld, c %lld, %lldx%lld -> "
                          "%lldx%lld)",
                          (long long)d->n, (long long)d->c, (long long)d->in_h, (long long)d->in_w,
                          (long long)d->out_h, (long long)d->out_w);
     if (d->mode != RESIZE_NEAREST && d->mode != RESIZE_LINEAR)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown mode %d", (int)d->mode);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown mode %d", (int)d->mode);
     // tf_crop_and_resize (a region and an extrapolation value) is not covered here
     if ((int)d->coord < 0 || d->coord >= RESIZE_COORD_TF_CROP_AND_RESIZE)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: unknown coordinate transformation %d", (int)d->coord);
     if ((int)d->rounding < 0 || d->rounding >= RESIZE_ROUNDING_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown nearest mode %d",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown nearest mode %d",
                          (int)d->rounding);
     if (!(d->scale_h > 0.0 && d->scale_w > 0.0 && isfinite(d->scale_h) && isfinite(d->scale_w)))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: scales %g and %g must be positive and finite",
                          d->scale_h, d->scale_w);
     if (d->n == 0 || d->c == 0 || d->out_h == 0 || d->out_w == 0) return TCI_OK;
     if (d->in_h == 0 || d->in_w == 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: empty input %lldx%lld for a non-empty output",
                          (long long)d->in_h, (long long)d->in_w);
-    if (!x || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: NULL buffer");
+    if (!x || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: NULL buffer");
     if ((uintptr_t)x % 16 || (uintptr_t)y % 16)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "kern_resize_nhwc8: buffers must be 16-byte aligned");
     ResizeParams p;
     p.n = d->n;

@@ -143,11 +143,11 @@ __global__ void rnn_step_kernel(Dims d, int64_t t, const T *xw, const float *wei
 }
 
 tci_status check_desc(const char *who, const kern_rnn_desc *d, kern_util::Storage *s) {
-    TCI_TRY(kern_util::storage_type(who, d->dtype, s));
+    TRY_STATUS(kern_util::storage_type(who, d->dtype, s));
     if (d->cell < KERN_RNN_TANH || d->cell > KERN_RNN_LSTM || d->seq_length < 0 || d->batch < 0 ||
         d->hidden < 1 || d->hidden > KERN_RNN_MAX_HIDDEN || d->directions < 1 ||
         d->directions > 2 || d->batch * d->directions > INT32_MAX)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: bad sizes (cell %d, %lld steps, batch %lld, hidden %lld, %lld "
                          "directions)",
                          who, d->cell, (long long)d->seq_length, (long long)d->batch,
@@ -160,10 +160,10 @@ tci_status check_desc(const char *who, const kern_rnn_desc *d, kern_util::Storag
 extern "C" tci_status kern_rnn_init(const kern_rnn_desc *d, const void *initial_h,
                                     const void *initial_c, float *state, cudaStream_t stream) {
     kern_util::Storage s;
-    TCI_TRY(check_desc("kern_rnn_init", d, &s));
+    TRY_STATUS(check_desc("kern_rnn_init", d, &s));
     const int64_t n = d->directions * d->batch * d->hidden;
     if (n == 0) return TCI_OK;
-    if (!state) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_rnn_init: no state buffer");
+    if (!state) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_rnn_init: no state buffer");
     const Dims dims = dims_of(d);
     return kern_util::with_storage(s, [&](auto tag) -> tci_status {
         using T = typename decltype(tag)::type;
@@ -178,11 +178,11 @@ extern "C" tci_status kern_rnn_steps(const kern_rnn_desc *d, const void *xw, con
                                      const int32_t *seq_lens, float *state, void *y,
                                      cudaStream_t stream) {
     kern_util::Storage s;
-    TCI_TRY(check_desc("kern_rnn_steps", d, &s));
+    TRY_STATUS(check_desc("kern_rnn_steps", d, &s));
     const int64_t blocks = d->directions * d->batch;
     if (blocks == 0 || d->seq_length == 0) return TCI_OK;
     if (!xw || !weights || !state)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_rnn_steps: missing buffers");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_rnn_steps: missing buffers");
     const Dims dims = dims_of(d);
     int threads = (int)kern_util::min64(256, (d->hidden + 31) / 32 * 32);
     size_t shared = (size_t)(2 * d->hidden) * sizeof(float);
@@ -202,10 +202,10 @@ extern "C" tci_status kern_rnn_final(const kern_rnn_desc *d, const float *state,
                                      const int32_t *seq_lens, void *y_h, void *y_c,
                                      cudaStream_t stream) {
     kern_util::Storage s;
-    TCI_TRY(check_desc("kern_rnn_final", d, &s));
+    TRY_STATUS(check_desc("kern_rnn_final", d, &s));
     const int64_t n = d->directions * d->batch * d->hidden;
     if (n == 0 || (!y_h && !y_c)) return TCI_OK;
-    if (!state) return tci_error(TCI_ERR_INVALID_ARGUMENT, "kern_rnn_final: no state buffer");
+    if (!state) return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_rnn_final: no state buffer");
     const Dims dims = dims_of(d);
     return kern_util::with_storage(s, [&](auto tag) -> tci_status {
         using T = typename decltype(tag)::type;

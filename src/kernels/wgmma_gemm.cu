@@ -576,13 +576,13 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The checks of every tcinfer GEMM family, then this one's element types.
 tci_status validate(const char *who, const kern_wgmma_gemm_desc *d, int64_t bn, kern_gemm_lds *out) {
-    TCI_TRY(kern_gemm_desc_check(who, d, kBlockM, bn, out));
+    TRY_STATUS(kern_gemm_desc_check(who, d, kBlockM, bn, out));
     if (d->out_dtype != TCI_DTYPE_FLOAT16 && d->out_dtype != TCI_DTYPE_FLOAT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: out_dtype %s: the wgmma GEMM writes float16 or float", who,
                          tci_dtype_name(d->out_dtype));
     if (d->in_dtype != TCI_DTYPE_FLOAT16 && d->in_dtype != TCI_DTYPE_UNDEFINED)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: in_dtype %s: the wgmma GEMM reads float16", who,
                          tci_dtype_name(d->in_dtype));
     return TCI_OK;
@@ -591,17 +591,17 @@ tci_status validate(const char *who, const kern_wgmma_gemm_desc *d, int64_t bn, 
 tci_status check_pointers(const char *who, const kern_wgmma_gemm_desc *d, const void *a,
                           const void *b, const float *bias, const void *c, const void *dst) {
     if (!a || !b || !dst)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: a, b and d must not be NULL", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: a, b and d must not be NULL", who);
     if (d->has_bias && !bias)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: has_bias but bias is NULL", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: has_bias but bias is NULL", who);
     if (d->beta != 0.0f && !c)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: beta %g needs C, which is NULL", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: beta %g needs C, which is NULL", who,
                          (double)d->beta);
     const uintptr_t misaligned = ((uintptr_t)a | (uintptr_t)b | (uintptr_t)dst |
                                   (d->beta != 0.0f ? (uintptr_t)c : 0) |
                                   (d->has_bias ? (uintptr_t)bias : 0)) & 15u;
     if (misaligned)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: a, b, c, d and bias must be 16-byte aligned", who);
     return TCI_OK;
 }
@@ -621,7 +621,7 @@ tci_status encode_operand(const char *who, const char *which,
                               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: the copy engine refuses operand %s (%lld x %lld, row pitch %lld, "
                          "%lld matrices %lld apart): cuTensorMapEncodeTiled error %d",
                          who, which, (long long)outer, (long long)inner, (long long)ld,
@@ -673,17 +673,17 @@ int kern_wgmma_gemm_pick_config(const kern_wgmma_gemm_desc *desc, int sm_count) 
 tci_status kern_wgmma_gemm_supports(const kern_wgmma_gemm_desc *desc, int config) {
     static const char who[] = "kern_wgmma_gemm";
     if (config < 0 || config >= kConfigCount)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: config %d outside 0..%d", who, config,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: config %d outside 0..%d", who, config,
                          kConfigCount - 1);
     kern_gemm_lds r{};
-    TCI_TRY(validate(who, desc, kConfigs[config].bn, &r));
+    TRY_STATUS(validate(who, desc, kConfigs[config].bn, &r));
     if (r.lda % 8 || r.ldb % 8 || r.ldc % 8)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: lda %lld, ldb %lld, ldc %lld: each must be a multiple of 8 "
                          "(16-byte row pitches for the copy engine); pad the rows",
                          who, (long long)r.lda, (long long)r.ldb, (long long)r.ldc);
     if (desc->batch > 1 && (desc->stride_a % 8 || desc->stride_b % 8 || desc->stride_c % 8))
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: batch strides %lld, %lld, %lld: each must be a multiple of 8", who,
                          (long long)desc->stride_a, (long long)desc->stride_b,
                          (long long)desc->stride_c);
@@ -696,7 +696,7 @@ tci_status kern_wgmma_gemm_device_supported(void) {
     KERN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     KERN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     if (major != 9 || minor != 0)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "kern_wgmma_gemm: device %d has compute capability %d.%d; the wgmma "
                          "kernels exist for 9.0 (sm_90a) only",
                          device, major, minor);
@@ -707,20 +707,20 @@ tci_status kern_wgmma_gemm_run(const kern_wgmma_gemm_desc *desc, int config, con
                                const void *b, const float *bias, const void *c, void *d,
                                cudaStream_t stream) {
     static const char who[] = "kern_wgmma_gemm_run";
-    TCI_TRY(kern_wgmma_gemm_supports(desc, config));
-    TCI_TRY(check_pointers(who, desc, a, b, bias, c, d));
-    TCI_TRY(kern_wgmma_gemm_device_supported());
+    TRY_STATUS(kern_wgmma_gemm_supports(desc, config));
+    TRY_STATUS(check_pointers(who, desc, a, b, bias, c, d));
+    TRY_STATUS(kern_wgmma_gemm_device_supported());
     const GemmConfig &g = kConfigs[config];
     int device = 0, limit = 0;
     KERN_CUDA_CHECK(cudaGetDevice(&device));
     KERN_CUDA_CHECK(
         cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     if (g.smem > limit)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: config %s needs %d bytes of shared memory, the device grants %d",
                          who, g.name, g.smem, limit);
     kern_gemm_lds r{};
-    TCI_TRY(validate(who, desc, g.bn, &r));
+    TRY_STATUS(validate(who, desc, g.bn, &r));
 
     // the driver's tensor-map encoder, found through the runtime so that nothing links libcuda
     void *entry = nullptr;
@@ -728,7 +728,7 @@ tci_status kern_wgmma_gemm_run(const kern_wgmma_gemm_desc *desc, int config, con
     KERN_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &entry, 12000,
                                                      cudaEnableDefault, &found));
     if (found != cudaDriverEntryPointSuccess || !entry)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s: the driver has no cuTensorMapEncodeTiled",
+        return status_error(TCI_ERR_UNSUPPORTED, "%s: the driver has no cuTensorMapEncodeTiled",
                          who);
     const PFN_cuTensorMapEncodeTiled_v12000 encode =
         reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(entry);
@@ -742,11 +742,11 @@ tci_status kern_wgmma_gemm_run(const kern_wgmma_gemm_desc *desc, int config, con
     CUtensorMap map_a, map_b;
     // K-major operands come in as one (64 of K) x (rows of the tile) box, MN-major ones as
     // (64 of M or N) x (64 of K) boxes
-    TCI_TRY(encode_operand(who, "A", encode, &map_a, a, a_cols, a_rows, r.lda,
+    TRY_STATUS(encode_operand(who, "A", encode, &map_a, a, a_cols, a_rows, r.lda,
                            a_batched ? desc->batch : 1,
                            a_batched ? desc->stride_a : a_rows * r.lda,
                            desc->trans_a ? 64u : (uint32_t)kBlockM));
-    TCI_TRY(encode_operand(who, "B", encode, &map_b, b, b_cols, b_rows, r.ldb,
+    TRY_STATUS(encode_operand(who, "B", encode, &map_b, b, b_cols, b_rows, r.ldb,
                            b_batched ? desc->batch : 1,
                            b_batched ? desc->stride_b : b_rows * r.ldb,
                            desc->trans_b ? (uint32_t)g.bn : 64u));

@@ -443,31 +443,31 @@ Shape shape_of(const kern_wmma_conv_desc *d, int64_t n) {
 }
 
 tci_status check_desc(const kern_wmma_conv_desc *d, const char *who) {
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (!d) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
     if (d->geom.n < 1 || d->geom.c < 1 || d->geom.h < 1 || d->geom.w < 1 || d->geom.k < 1 || d->geom.out_h < 1 || d->geom.out_w < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: sizes must be >= 1 (n %lld, c %lld, in %lldx%lld, k %lld, out %lldx%lld)", who,
                          (long long)d->geom.n, (long long)d->geom.c, (long long)d->geom.h, (long long)d->geom.w, (long long)d->geom.k,
                          (long long)d->geom.out_h, (long long)d->geom.out_w);
     if (d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.stride_h < 1 || d->geom.stride_w < 1 || d->geom.dilation_h < 1 || d->geom.dilation_w < 1)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: kernel %lldx%lld, strides %lldx%lld and dilations %lldx%lld must be >= 1", who,
                          (long long)d->geom.kernel_h, (long long)d->geom.kernel_w, (long long)d->geom.stride_h, (long long)d->geom.stride_w,
                          (long long)d->geom.dilation_h, (long long)d->geom.dilation_w);
     if (d->geom.pad_top < 0 || d->geom.pad_left < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pads (top %lld, left %lld)", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative pads (top %lld, left %lld)", who,
                          (long long)d->geom.pad_top, (long long)d->geom.pad_left);
     if (d->geom.groups < 1 || d->geom.c % d->geom.groups != 0 || d->geom.k % d->geom.groups != 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: groups %lld must divide c %lld and k %lld", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: groups %lld must divide c %lld and k %lld", who,
                          (long long)d->geom.groups, (long long)d->geom.c, (long long)d->geom.k);
     if (d->geom.groups > 1 && ((d->geom.c / d->geom.groups) % 8 != 0 || (d->geom.k / d->geom.groups) % 8 != 0))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: with %lld groups, c/groups (%lld) and k/groups (%lld) must be multiples of 8", who,
                          (long long)d->geom.groups, (long long)(d->geom.c / d->geom.groups), (long long)(d->geom.k / d->geom.groups));
     if ((int)d->act < 0 || d->act >= ACT_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown activation %d", who, (int)d->act);
     if (d->dtype != TCI_DTYPE_UNDEFINED && d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_BFLOAT16)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: dtype %s (float16 or bfloat16 only)", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: dtype %s (float16 or bfloat16 only)", who,
                          tci_dtype_name(d->dtype));
     return TCI_OK;
 }
@@ -483,21 +483,21 @@ tci_status check_limits(const kern_wmma_conv_desc *d, const Config &cfg, const c
                              d->geom.pad_top, d->geom.pad_left, d->geom.h, d->geom.w};
     for (size_t i = 0; i < sizeof reach / sizeof reach[0]; i++)
         if (reach[i] < 0 || reach[i] > ((int64_t)1 << 29))
-            return tci_error(TCI_ERR_UNSUPPORTED, "%s: spatial sizes, strides, dilations or pads too large", who);
+            return status_error(TCI_ERR_UNSUPPORTED, "%s: spatial sizes, strides, dilations or pads too large", who);
     const int64_t limit = INT32_MAX - 1024; // kernels add a tile's worth past the last index
     if (s.kdim < 0 || s.m < 0 || s.x_elems < 0 || s.y_elems < 0 || s.w_elems < 0 || s.kdim > limit ||
         s.m > limit || s.x_elems > limit || s.y_elems > limit || s.w_elems > limit)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s: tensors of 2^31 elements or more (32-bit indexing)", who);
+        return status_error(TCI_ERR_UNSUPPORTED, "%s: tensors of 2^31 elements or more (32-bit indexing)", who);
     if (ceil_div(s.ng, cfg.bn) > 65535 || d->geom.groups * cfg.splits > 65535)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s: too many output channels or groups for the grid", who);
+        return status_error(TCI_ERR_UNSUPPORTED, "%s: too many output channels or groups for the grid", who);
     if (cfg.splits > 1) {
         const int64_t ktiles = ceil_div(s.kdim, cfg.bk);
         if (ktiles < cfg.splits)
-            return tci_error(TCI_ERR_UNSUPPORTED, "%s: %s: %lld K tiles of %d, fewer than %d splits", who,
+            return status_error(TCI_ERR_UNSUPPORTED, "%s: %s: %lld K tiles of %d, fewer than %d splits", who,
                              cfg.name, (long long)ktiles, cfg.bk, cfg.splits);
         const int64_t tiles = ceil_div(s.m, cfg.bm) * ceil_div(s.ng, cfg.bn) * d->geom.groups;
         if (tiles > kMaxSplitTiles)
-            return tci_error(TCI_ERR_UNSUPPORTED,
+            return status_error(TCI_ERR_UNSUPPORTED,
                              "%s: %s: %lld output tiles already fill the GPU (split-K only up to %lld)", who,
                              cfg.name, (long long)tiles, (long long)kMaxSplitTiles);
     }
@@ -506,10 +506,10 @@ tci_status check_limits(const kern_wmma_conv_desc *d, const Config &cfg, const c
 
 tci_status check_config(const kern_wmma_conv_desc *d, int config, const char *who) {
     if (config < 0 || config >= kConfigCount)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown config %d (there are %d)", who, config,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: unknown config %d (there are %d)", who, config,
                          kConfigCount);
     if (is_bf16(d) && !kConfigs[config].launch_bf16)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s: %s has no bfloat16 kernel", who, kConfigs[config].name);
+        return status_error(TCI_ERR_UNSUPPORTED, "%s: %s has no bfloat16 kernel", who, kConfigs[config].name);
     return TCI_OK;
 }
 
@@ -535,8 +535,8 @@ extern "C" const char *kern_wmma_conv_config_name(int config) {
 
 extern "C" tci_status kern_wmma_conv_supports(const kern_wmma_conv_desc *d, int config) {
     static const char who[] = "kern_wmma_conv_supports";
-    TCI_TRY(check_desc(d, who));
-    TCI_TRY(check_config(d, config, who));
+    TRY_STATUS(check_desc(d, who));
+    TRY_STATUS(check_config(d, config, who));
     return check_limits(d, kConfigs[config], who);
 }
 
@@ -544,7 +544,7 @@ extern "C" size_t kern_wmma_conv_workspace(const kern_wmma_conv_desc *d, int con
     if (!d || check_desc(d, "kern_wmma_conv_workspace") != TCI_OK ||
         check_config(d, config, "kern_wmma_conv_workspace") != TCI_OK ||
         check_limits(d, kConfigs[config], "kern_wmma_conv_workspace") != TCI_OK) {
-        tci_error_clear();
+        status_error_clear();
         return 0;
     }
     return workspace_bytes(d, kConfigs[config], d->geom.n);
@@ -554,35 +554,35 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
                                          const void *w, const void *bias, const void *z, void *y, void *workspace,
                                          size_t workspace_size, cudaStream_t stream) {
     static const char who[] = "kern_wmma_conv_run";
-    TCI_TRY(check_desc(d, who));
-    TCI_TRY(check_config(d, config, who));
+    TRY_STATUS(check_desc(d, who));
+    TRY_STATUS(check_config(d, config, who));
     const Config &cfg = kConfigs[config];
-    TCI_TRY(check_limits(d, cfg, who));
+    TRY_STATUS(check_limits(d, cfg, who));
     if (n < 1 || n > d->geom.n)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: batch %lld outside 1..%lld", who, (long long)n,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: batch %lld outside 1..%lld", who, (long long)n,
                          (long long)d->geom.n);
     const Shape s = shape_of(d, n);
-    if (!x || !w || !y) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
+    if (!x || !w || !y) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL buffer", who);
     if (!aligned16(x) || !aligned16(w) || !aligned16(y) || !aligned16(bias) || !aligned16(z) ||
         !aligned16(workspace))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: buffers must be 16-byte aligned", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: buffers must be 16-byte aligned", who);
     const size_t need = workspace_bytes(d, cfg, n);
     if (need > 0 && (!workspace || workspace_size < need))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: %s needs %zu workspace bytes at batch %lld, got %zu", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: %s needs %zu workspace bytes at batch %lld, got %zu", who,
                          cfg.name, need, (long long)n, workspace ? workspace_size : (size_t)0);
     const int64_t x_bytes = s.x_elems * 2, y_bytes = s.y_elems * 2, w_bytes = s.w_elems * 2;
-    if (overlaps(x, x_bytes, y, y_bytes)) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps x", who);
-    if (overlaps(w, w_bytes, y, y_bytes)) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps w", who);
+    if (overlaps(x, x_bytes, y, y_bytes)) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps x", who);
+    if (overlaps(w, w_bytes, y, y_bytes)) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps w", who);
     if (overlaps(bias, s.kp * 4, y, y_bytes))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps bias", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: y overlaps bias", who);
     if (z && z != y && overlaps(z, y_bytes, y, y_bytes))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: z partly overlaps y (only z == y is allowed)", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: z partly overlaps y (only z == y is allowed)", who);
     if (need > 0) {
         const int64_t ws = (int64_t)need;
         if (overlaps(workspace, ws, x, x_bytes) || overlaps(workspace, ws, w, w_bytes) ||
             overlaps(workspace, ws, y, y_bytes) || overlaps(workspace, ws, z, y_bytes) ||
             overlaps(workspace, ws, bias, s.kp * 4))
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: workspace overlaps a tensor", who);
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: workspace overlaps a tensor", who);
     }
 
     Params p;
@@ -616,7 +616,7 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
                       d->geom.pad_left == 0 && d->geom.out_h == d->geom.h && d->geom.out_w == d->geom.w;
     const dim3 grid((unsigned)ceil_div(s.m, cfg.bm), (unsigned)ceil_div(s.ng, cfg.bn),
                     (unsigned)(d->geom.groups * cfg.splits));
-    TCI_TRY((is_bf16(d) ? cfg.launch_bf16 : cfg.launch)(p, fast, grid, stream));
+    TRY_STATUS((is_bf16(d) ? cfg.launch_bf16 : cfg.launch)(p, fast, grid, stream));
     if (cfg.splits > 1) {
         const int64_t total = d->geom.groups * s.m * (s.ng / 8);
         int64_t blocks = ceil_div(total, kReduceThreads);
@@ -630,23 +630,23 @@ extern "C" tci_status kern_wmma_conv_run(const kern_wmma_conv_desc *d, int confi
 
 namespace {
 tci_status check_pack_desc(const kern_wmma_conv_desc *d, const char *who) {
-    if (!d) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
+    if (!d) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL desc", who);
     if (d->geom.c < 1 || d->geom.k < 1 || d->geom.kernel_h < 1 || d->geom.kernel_w < 1 || d->geom.groups < 1 || d->geom.c % d->geom.groups != 0 ||
         d->geom.k % d->geom.groups != 0 || (d->geom.groups > 1 && ((d->geom.c / d->geom.groups) % 8 != 0 || (d->geom.k / d->geom.groups) % 8 != 0)))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad sizes (c %lld, k %lld, kernel %lldx%lld, groups %lld)",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: bad sizes (c %lld, k %lld, kernel %lldx%lld, groups %lld)",
                          who, (long long)d->geom.c, (long long)d->geom.k, (long long)d->geom.kernel_h, (long long)d->geom.kernel_w,
                          (long long)d->geom.groups);
     const int64_t cg = d->geom.groups == 1 ? round8(d->geom.c) : d->geom.c / d->geom.groups;
     const int64_t rows = d->geom.groups == 1 ? round8(d->geom.k) : d->geom.k;
     if (checked_mul(checked_mul(checked_mul(rows, d->geom.kernel_h), d->geom.kernel_w), cg) < 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: sizes too large", who);
     return TCI_OK;
 }
 } // namespace
 
 extern "C" size_t kern_wmma_conv_weight_elements(const kern_wmma_conv_desc *d) {
     if (check_pack_desc(d, "kern_wmma_conv_weight_elements") != TCI_OK) {
-        tci_error_clear();
+        status_error_clear();
         return 0;
     }
     const int64_t cg = d->geom.groups == 1 ? round8(d->geom.c) : d->geom.c / d->geom.groups;
@@ -657,8 +657,8 @@ extern "C" size_t kern_wmma_conv_weight_elements(const kern_wmma_conv_desc *d) {
 extern "C" tci_status kern_wmma_conv_pack_weights(const kern_wmma_conv_desc *d, const float *w_oihw,
                                                   uint16_t *out) {
     static const char who[] = "kern_wmma_conv_pack_weights";
-    TCI_TRY(check_pack_desc(d, who));
-    if (!w_oihw || !out) return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
+    TRY_STATUS(check_pack_desc(d, who));
+    if (!w_oihw || !out) return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL pointer", who);
     const int64_t c_in = d->geom.c / d->geom.groups;                      // ONNX's input channels per output channel
     const int64_t cg = d->geom.groups == 1 ? round8(d->geom.c) : c_in;    // stored
     const int64_t rows = d->geom.groups == 1 ? round8(d->geom.k) : d->geom.k;

@@ -559,20 +559,20 @@ tci_status check_pointers(const char *who, const kern_wmma_gemm_desc *d, const v
                           const void *b, const float *bias, const void *c, void *dst,
                           unsigned ab_align, unsigned cd_align, unsigned bias_align) {
     if (!a || !b || !dst)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: a, b and d must not be NULL", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: a, b and d must not be NULL", who);
     if (d->has_bias && !bias)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: has_bias but bias is NULL", who);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: has_bias but bias is NULL", who);
     if (d->beta != 0.0f && !c)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: beta %g needs C, which is NULL", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: beta %g needs C, which is NULL", who,
                          (double)d->beta);
     if (((uintptr_t)a % ab_align) || ((uintptr_t)b % ab_align))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: a and b must be %u-byte aligned", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: a and b must be %u-byte aligned", who,
                          ab_align);
     if (((uintptr_t)dst % cd_align) || (d->beta != 0.0f && ((uintptr_t)c % cd_align)))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: c and d must be %u-byte aligned", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: c and d must be %u-byte aligned", who,
                          cd_align);
     if (d->has_bias && ((uintptr_t)bias % bias_align))
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: bias must be %u-byte aligned", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: bias must be %u-byte aligned", who,
                          bias_align);
     return TCI_OK;
 }
@@ -627,29 +627,29 @@ int kern_wmma_gemm_pick_config(const kern_wmma_gemm_desc *desc, int sm_count) {
 tci_status kern_wmma_gemm_supports(const kern_wmma_gemm_desc *desc, int config) {
     static const char who[] = "kern_wmma_gemm";
     if (config < 0 || config >= kConfigCount)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: config %d outside 0..%d", who, config,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: config %d outside 0..%d", who, config,
                          kConfigCount - 1);
     kern_gemm_lds r{};
-    TCI_TRY(kern_gemm_desc_check(who, desc, kConfigs[config].bm, kConfigs[config].bn, &r));
+    TRY_STATUS(kern_gemm_desc_check(who, desc, kConfigs[config].bm, kConfigs[config].bn, &r));
     const bool bf16 = desc->in_dtype == TCI_DTYPE_BFLOAT16;
     if (!bf16 && desc->in_dtype != TCI_DTYPE_FLOAT16 && desc->in_dtype != TCI_DTYPE_UNDEFINED)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: in_dtype %s: the family reads float16 or bfloat16", who,
                          tci_dtype_name(desc->in_dtype));
     if (desc->out_dtype != (bf16 ? TCI_DTYPE_BFLOAT16 : TCI_DTYPE_FLOAT16) &&
         desc->out_dtype != TCI_DTYPE_FLOAT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: out_dtype %s: %s inputs give %s or float",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: out_dtype %s: %s inputs give %s or float",
                          who, tci_dtype_name(desc->out_dtype), bf16 ? "bfloat16" : "float16",
                          bf16 ? "bfloat16" : "float16");
     if (bf16 && desc->trans_a)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s: bfloat16 with a transposed A is not built", who);
+        return status_error(TCI_ERR_UNSUPPORTED, "%s: bfloat16 with a transposed A is not built", who);
     if (r.lda % 8 || r.ldb % 8 || r.ldc % 8)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: lda %lld, ldb %lld, ldc %lld: each must be a multiple of 8 "
                          "(16-byte rows for the asynchronous copies); pad the rows",
                          who, (long long)r.lda, (long long)r.ldb, (long long)r.ldc);
     if (desc->batch > 1 && (desc->stride_a % 8 || desc->stride_b % 8 || desc->stride_c % 8))
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: batch strides %lld, %lld, %lld: each must be a multiple of 8", who,
                          (long long)desc->stride_a, (long long)desc->stride_b,
                          (long long)desc->stride_c);
@@ -660,19 +660,19 @@ tci_status kern_wmma_gemm_run(const kern_wmma_gemm_desc *desc, int config, const
                               const void *b, const float *bias, const void *c, void *d,
                               cudaStream_t stream) {
     static const char who[] = "kern_wmma_gemm_run";
-    TCI_TRY(kern_wmma_gemm_supports(desc, config));
-    TCI_TRY(check_pointers(who, desc, a, b, bias, c, d, 16, 16, 16));
+    TRY_STATUS(kern_wmma_gemm_supports(desc, config));
+    TRY_STATUS(check_pointers(who, desc, a, b, bias, c, d, 16, 16, 16));
     const GemmConfig &g = kConfigs[config];
     const int which = desc->trans_a * 2 + desc->trans_b;
     const int smem = g.smem[which];
     int limit = 0;
-    TCI_TRY(shared_memory_limit(&limit));
+    TRY_STATUS(shared_memory_limit(&limit));
     if (smem > limit)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s: config %s needs %d bytes of shared memory, the device grants %d",
                          who, g.name, smem, limit);
     kern_gemm_lds r{};
-    TCI_TRY(kern_gemm_desc_check(who, desc, g.bm, g.bn, &r));
+    TRY_STATUS(kern_gemm_desc_check(who, desc, g.bm, g.bn, &r));
 
     GemmParams p;
     p.a = a, p.b = b;
@@ -708,42 +708,42 @@ int kern_wmma_variant_input_size(kern_wmma_variant variant) {
 tci_status kern_wmma_variant_supports(const kern_wmma_gemm_desc *desc, kern_wmma_variant variant) {
     static const char who[] = "kern_wmma_variant";
     if ((int)variant < 0 || variant >= KERN_WMMA_VARIANT_COUNT)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s: variant %d outside 0..%d", who,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: variant %d outside 0..%d", who,
                          (int)variant, KERN_WMMA_VARIANT_COUNT - 1);
     const VariantConfig &v = kVariants[variant];
     kern_gemm_lds r{};
-    TCI_TRY(kern_gemm_desc_check(who, desc, v.bm, v.bn, &r));
+    TRY_STATUS(kern_gemm_desc_check(who, desc, v.bm, v.bn, &r));
     const tci_dtype out = desc->out_dtype;
     switch (v.kind) {
     case kKindF16:
         if (out != TCI_DTYPE_FLOAT16 && out != TCI_DTYPE_FLOAT)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "%s %s: out_dtype %s: fp16 variants write float16 or float", who,
                              v.name, tci_dtype_name(out));
         break;
     case kKindBf16:
     case kKindTf32:
         if (out != TCI_DTYPE_FLOAT)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes float", who,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes float", who,
                              v.name, tci_dtype_name(out));
         break;
     case kKindInt8:
         if (out != TCI_DTYPE_INT32)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes int32", who,
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes int32", who,
                              v.name, tci_dtype_name(out));
         if (desc->alpha != 1.0f || desc->beta != 0.0f || desc->has_bias ||
             desc->act != ACT_NONE)
-            return tci_error(TCI_ERR_UNSUPPORTED,
+            return status_error(TCI_ERR_UNSUPPORTED,
                              "%s %s: integer GEMMs are exact, D = A B: alpha 1, beta 0, no bias, "
                              "no act",
                              who, v.name);
         break;
     case kKindF64:
         if (out != TCI_DTYPE_DOUBLE)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes double",
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "%s %s: out_dtype %s: it writes double",
                              who, v.name, tci_dtype_name(out));
         if (desc->has_bias || desc->act != ACT_NONE)
-            return tci_error(TCI_ERR_UNSUPPORTED, "%s %s: no bias or act in fp64", who, v.name);
+            return status_error(TCI_ERR_UNSUPPORTED, "%s %s: no bias or act in fp64", who, v.name);
         break;
     }
     return TCI_OK;
@@ -753,12 +753,12 @@ tci_status kern_wmma_variant_run(const kern_wmma_gemm_desc *desc, kern_wmma_vari
                                  const void *a, const void *b, const float *bias, const void *c,
                                  void *d, cudaStream_t stream) {
     static const char who[] = "kern_wmma_variant_run";
-    TCI_TRY(kern_wmma_variant_supports(desc, variant));
+    TRY_STATUS(kern_wmma_variant_supports(desc, variant));
     const VariantConfig &v = kVariants[variant];
-    TCI_TRY(check_pointers(who, desc, a, b, bias, c, d, (unsigned)v.in_size,
+    TRY_STATUS(check_pointers(who, desc, a, b, bias, c, d, (unsigned)v.in_size,
                            (unsigned)tci_dtype_size(desc->out_dtype), 4));
     kern_gemm_lds r{};
-    TCI_TRY(kern_gemm_desc_check(who, desc, v.bm, v.bn, &r));
+    TRY_STATUS(kern_gemm_desc_check(who, desc, v.bm, v.bn, &r));
 
     VariantParams p;
     p.a = a, p.b = b, p.c = c, p.d = d;

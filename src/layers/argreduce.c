@@ -49,24 +49,24 @@ typedef struct arg_params {
     int select_last;
 } arg_params;
 
-static tci_status arg_parse(ir_node *node, tci_arena *arena, bool is_min) {
+static tci_status arg_parse(ir_node *node, mem_arena *arena, bool is_min) {
     OP_ALLOC_PARAMS(node, arena, arg_params, p);
     p->is_min = is_min;
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
     static const char *const known_11[] = {"axis", "keepdims", NULL};
     static const char *const known_12[] = {"axis", "keepdims", "select_last_index", NULL};
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 12 ? known_12 : known_11));
-    TCI_TRY(ir_attr_int(node, "axis", 0, &p->axis));
-    TCI_TRY(op_read_flag(node, "keepdims", 1, &p->keepdims));
-    TCI_TRY(op_read_flag(node, "select_last_index", 0, &p->select_last));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 12 ? known_12 : known_11));
+    TRY_STATUS(ir_attr_int(node, "axis", 0, &p->axis));
+    TRY_STATUS(op_read_flag(node, "keepdims", 1, &p->keepdims));
+    TRY_STATUS(op_read_flag(node, "select_last_index", 0, &p->select_last));
     return TCI_OK;
 }
 
-static tci_status argmax_parse(ir_node *node, tci_arena *arena) {
+static tci_status argmax_parse(ir_node *node, mem_arena *arena) {
     return arg_parse(node, arena, false);
 }
 
-static tci_status argmin_parse(ir_node *node, tci_arena *arena) {
+static tci_status argmin_parse(ir_node *node, mem_arena *arena) {
     return arg_parse(node, arena, true);
 }
 
@@ -74,12 +74,12 @@ static tci_status arg_infer(const ir_node *node, const tci_tensor *const *in,
                             tci_tensor *const *out) {
     const arg_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, op_numeric_types));
+    TRY_STATUS(op_check_dtype(node, x, 0, op_numeric_types));
     tci_tensor *y = out[0];
     op_set_unknown(y, TCI_DTYPE_INT64);
     if (x->rank < 0) return TCI_OK;
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     if (x->dims[axis] == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "axis %d is empty: there is no position to return", axis);
@@ -97,7 +97,7 @@ static tci_status arg_forward(const ir_node *node, const tci_tensor *const *in,
     const arg_params *p = node->params;
     const tci_tensor *x = in[0];
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t outer, len, inner;
     axis_view(x->dims, x->rank, axis, &outer, &len, &inner);
     const bool is_int64 = x->dtype == TCI_DTYPE_INT64;
@@ -139,15 +139,15 @@ static tci_status axis_gpu_dtype(const ir_node *node, const ir_tensor *x) {
 static tci_status arg_gpu_lower(plan_builder *b, const ir_node *node) {
     const arg_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(axis_gpu_dtype(node, x));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(axis_gpu_dtype(node, x));
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_ARG_REDUCE, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_ARG_REDUCE, node, NULL, &s));
     axis_view(x->dims, x->rank, axis, &s->u.axis.outer, &s->u.axis.len, &s->u.axis.inner);
     s->u.axis.is_min = p->is_min;
     s->u.axis.select_last = p->select_last;
@@ -165,13 +165,13 @@ typedef struct cumsum_params {
 static const tci_dtype cumsum_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_FLOAT16,
                                          TCI_DTYPE_INT32, TCI_DTYPE_INT64, 0};
 
-static tci_status cumsum_parse(ir_node *node, tci_arena *arena) {
+static tci_status cumsum_parse(ir_node *node, mem_arena *arena) {
     OP_ALLOC_PARAMS(node, arena, cumsum_params, p);
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
     static const char *const known[] = {"exclusive", "reverse", NULL};
-    TCI_TRY(ir_check_attrs(node, known));
-    TCI_TRY(op_read_flag(node, "exclusive", 0, &p->exclusive));
-    TCI_TRY(op_read_flag(node, "reverse", 0, &p->reverse));
+    TRY_STATUS(ir_check_attrs(node, known));
+    TRY_STATUS(op_read_flag(node, "exclusive", 0, &p->exclusive));
+    TRY_STATUS(op_read_flag(node, "reverse", 0, &p->reverse));
     return TCI_OK;
 }
 
@@ -179,29 +179,29 @@ static tci_status cumsum_parse(ir_node *node, tci_arena *arena) {
  * false while its value is not known. */
 static tci_status cumsum_axis(const ir_node *node, const tci_tensor *a, int rank, bool *known,
                               int *axis) {
-    TCI_TRY(op_check_dtype(node, a, 1, op_index_types));
+    TRY_STATUS(op_check_dtype(node, a, 1, op_index_types));
     *known = false;
     if (a->rank < 0) return TCI_OK;
     if (a->rank > 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input axis must be a scalar, got rank %d",
                              a->rank);
     int64_t count;
-    TCI_TRY(ir_count_elements(a->rank, a->dims, &count));
+    TRY_STATUS(ir_count_elements(a->rank, a->dims, &count));
     if (count >= 0 && count != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "input axis must hold one value, got %lld", (long long)count);
     if (!a->data || rank < 0) return TCI_OK;
-    TCI_TRY(op_normalize_axis(node, op_read_int(a, 0), rank, axis));
+    TRY_STATUS(op_normalize_axis(node, op_read_int(a, 0), rank, axis));
     *known = true;
     return TCI_OK;
 }
 
 static tci_status cumsum_infer(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
-    TCI_TRY(op_check_dtype(node, in[0], 0, cumsum_types));
+    TRY_STATUS(op_check_dtype(node, in[0], 0, cumsum_types));
     bool known;
     int axis;
-    TCI_TRY(cumsum_axis(node, in[1], in[0]->rank, &known, &axis));
+    TRY_STATUS(cumsum_axis(node, in[1], in[0]->rank, &known, &axis));
     op_same_shape(out[0], in[0]);
     return TCI_OK;
 }
@@ -213,7 +213,7 @@ static tci_status cumsum_forward(const ir_node *node, const tci_tensor *const *i
     tci_tensor *y = out[0];
     bool known;
     int axis;
-    TCI_TRY(cumsum_axis(node, in[1], x->rank, &known, &axis));
+    TRY_STATUS(cumsum_axis(node, in[1], x->rank, &known, &axis));
     if (!known) return ir_node_error(node, TCI_ERR_INTERNAL, "input axis has no value at run time");
     int64_t outer, len, inner;
     axis_view(x->dims, x->rank, axis, &outer, &len, &inner);
@@ -246,8 +246,8 @@ static tci_status cumsum_forward(const ir_node *node, const tci_tensor *const *i
 static tci_status cumsum_gpu_lower(plan_builder *b, const ir_node *node) {
     const cumsum_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(axis_gpu_dtype(node, x));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(axis_gpu_dtype(node, x));
     if (!node->inputs[1]->data)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "input axis must be a constant for the GPU path");
@@ -255,12 +255,12 @@ static tci_status cumsum_gpu_lower(plan_builder *b, const ir_node *node) {
     ir_tensor_view(node->inputs[1], &a);
     bool known;
     int axis;
-    TCI_TRY(cumsum_axis(node, &a, x->rank, &known, &axis));
+    TRY_STATUS(cumsum_axis(node, &a, x->rank, &known, &axis));
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_CUMSUM, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_CUMSUM, node, NULL, &s));
     axis_view(x->dims, x->rank, axis, &s->u.axis.outer, &s->u.axis.len, &s->u.axis.inner);
     s->u.axis.exclusive = p->exclusive;
     s->u.axis.reverse = p->reverse;
@@ -278,21 +278,21 @@ typedef struct topk_params {
     int sorted;        /* the order of an unsorted result is unspecified: it is sorted anyway */
 } topk_params;
 
-static tci_status topk_parse(ir_node *node, tci_arena *arena) {
+static tci_status topk_parse(ir_node *node, mem_arena *arena) {
     OP_ALLOC_PARAMS(node, arena, topk_params, p);
     p->k_from_input = node->since_version >= 10;
-    TCI_TRY(op_check_arity(node, p->k_from_input ? 2 : 1, p->k_from_input ? 2 : 1, 2, 2));
+    TRY_STATUS(op_check_arity(node, p->k_from_input ? 2 : 1, p->k_from_input ? 2 : 1, 2, 2));
     static const char *const known_1[] = {"axis", "k", NULL};
     static const char *const known_10[] = {"axis", NULL};
     static const char *const known_11[] = {"axis", "largest", "sorted", NULL};
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 11   ? known_11
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 11   ? known_11
                                  : node->since_version >= 10 ? known_10
                                                              : known_1));
-    TCI_TRY(ir_attr_int(node, "axis", -1, &p->axis));
-    TCI_TRY(op_read_flag(node, "largest", 1, &p->largest));
-    TCI_TRY(op_read_flag(node, "sorted", 1, &p->sorted));
+    TRY_STATUS(ir_attr_int(node, "axis", -1, &p->axis));
+    TRY_STATUS(op_read_flag(node, "largest", 1, &p->largest));
+    TRY_STATUS(op_read_flag(node, "sorted", 1, &p->sorted));
     if (!p->k_from_input) {
-        TCI_TRY(ir_attr_int(node, "k", -1, &p->k));
+        TRY_STATUS(ir_attr_int(node, "k", -1, &p->k));
         if (p->k < 0)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "attribute 'k' is required and must be >= 0");
@@ -307,14 +307,14 @@ static tci_status topk_k(const ir_node *node, const tci_tensor *const *in, int64
     if (!p->k_from_input) return TCI_OK;
     static const tci_dtype k_types[] = {TCI_DTYPE_INT64, 0};
     const tci_tensor *kt = in[1];
-    TCI_TRY(op_check_dtype(node, kt, 1, k_types));
+    TRY_STATUS(op_check_dtype(node, kt, 1, k_types));
     *k = -1;
     if (kt->rank > 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input K must be 1-D, got rank %d",
                              kt->rank);
     if (kt->rank < 0) return TCI_OK;
     int64_t count;
-    TCI_TRY(ir_count_elements(kt->rank, kt->dims, &count));
+    TRY_STATUS(ir_count_elements(kt->rank, kt->dims, &count));
     if (count >= 0 && count != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input K must hold one value, got %lld",
                              (long long)count);
@@ -330,14 +330,14 @@ static tci_status topk_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     const topk_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, op_numeric_types));
+    TRY_STATUS(op_check_dtype(node, x, 0, op_numeric_types));
     int64_t k;
-    TCI_TRY(topk_k(node, in, &k));
+    TRY_STATUS(topk_k(node, in, &k));
     op_set_unknown(out[0], x->dtype);
     op_set_unknown(out[1], TCI_DTYPE_INT64);
     if (x->rank < 0) return TCI_OK;
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     if (k >= 0 && x->dims[axis] >= 0 && k > x->dims[axis])
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "K %lld is larger than axis %d (%lld)", (long long)k, axis,
@@ -375,9 +375,9 @@ static tci_status topk_forward(const ir_node *node, const tci_tensor *const *in,
     const topk_params *p = node->params;
     const tci_tensor *x = in[0];
     int64_t k;
-    TCI_TRY(topk_k(node, in, &k));
+    TRY_STATUS(topk_k(node, in, &k));
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t outer, len, inner;
     axis_view(x->dims, x->rank, axis, &outer, &len, &inner);
     if (k == 0 || outer == 0 || inner == 0) return TCI_OK;
@@ -413,8 +413,8 @@ static tci_status topk_forward(const ir_node *node, const tci_tensor *const *in,
 static tci_status topk_gpu_lower(plan_builder *b, const ir_node *node) {
     const topk_params *p = node->params;
     const ir_tensor *x = node->inputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(axis_gpu_dtype(node, x));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(axis_gpu_dtype(node, x));
     tci_tensor views[2];
     const tci_tensor *in[2] = {&views[0], NULL};
     ir_tensor_view(x, &views[0]);
@@ -426,19 +426,19 @@ static tci_status topk_gpu_lower(plan_builder *b, const ir_node *node) {
         in[1] = &views[1];
     }
     int64_t k;
-    TCI_TRY(topk_k(node, in, &k));
+    TRY_STATUS(topk_k(node, in, &k));
     if (k > PLAN_TOPK_MAX_K)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "K %lld has no GPU path (the per-row kernel keeps at most %d)",
                              (long long)k, PLAN_TOPK_MAX_K);
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int xi, outs[2];
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, node->outputs[0], &outs[0]));
-    TCI_TRY(lower_output(b, node, node->outputs[1], &outs[1]));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, node->outputs[0], &outs[0]));
+    TRY_STATUS(lower_output(b, node, node->outputs[1], &outs[1]));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_TOPK, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_TOPK, node, NULL, &s));
     axis_view(x->dims, x->rank, axis, &s->u.axis.outer, &s->u.axis.len, &s->u.axis.inner);
     s->u.axis.k = k;
     s->u.axis.largest = p->largest;

@@ -26,22 +26,22 @@ static const char *const onnx_type_names[] = {
     "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
 };
 
-static tci_status cast_parse(ir_node *node, tci_arena *arena) {
+static tci_status cast_parse(ir_node *node, mem_arena *arena) {
     static const char *const known_v6[] = {"to", NULL};
     static const char *const known_v19[] = {"to", "saturate", NULL};
     static const char *const known_v24[] = {"to", "saturate", "round_mode", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 24   ? known_v24
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 24   ? known_v24
                                  : node->since_version >= 19 ? known_v19
                                                              : known_v6));
     if (!ir_node_attr(node, "to"))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'to' is required");
     int64_t to, saturate;
     const char *round_mode;
-    TCI_TRY(ir_attr_int(node, "to", 0, &to));
+    TRY_STATUS(ir_attr_int(node, "to", 0, &to));
     /* saturate and round_mode only change float8 results, and float8 is refused below */
-    TCI_TRY(ir_attr_int(node, "saturate", 1, &saturate));
-    TCI_TRY(ir_attr_string(node, "round_mode", "up", &round_mode));
+    TRY_STATUS(ir_attr_int(node, "saturate", 1, &saturate));
+    TRY_STATUS(ir_attr_string(node, "round_mode", "up", &round_mode));
     if (strcmp(round_mode, "up") != 0 && strcmp(round_mode, "down") != 0 &&
         strcmp(round_mode, "nearest") != 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
@@ -66,7 +66,7 @@ static tci_status cast_parse(ir_node *node, tci_arena *arena) {
 static tci_status cast_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     const cast_params *p = node->params;
-    TCI_TRY(op_check_dtype(node, in[0], 0, cast_types));
+    TRY_STATUS(op_check_dtype(node, in[0], 0, cast_types));
     op_same_shape(out[0], in[0]);
     out[0]->dtype = p->to;
     return TCI_OK;
@@ -188,13 +188,13 @@ static tci_status cast_forward(const ir_node *node, const tci_tensor *const *in,
 static tci_status cast_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     tci_dtype to = TCI_DTYPE_UNDEFINED;
-    TCI_TRY(lower_device_dtype(b, node, y->dtype, &to));
+    TRY_STATUS(lower_device_dtype(b, node, y->dtype, &to));
     if (to == lower_tensor(b, xi)->dtype) return lower_alias(b, node, y, xi, &yt);
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_CAST, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_CAST, node, NULL, &s));
     s->u.cast.count = lower_count(y);
     lower_step_io(s, 1, &xi, 1, &yt);
     return TCI_OK;

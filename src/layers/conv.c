@@ -44,11 +44,11 @@ static int64_t list_at(const conv_list *l, size_t i, int64_t def) {
 
 /* ---- parse ---- */
 
-static tci_status parse_list(ir_node *node, tci_arena *arena, const char *name, size_t per_axis,
+static tci_status parse_list(ir_node *node, mem_arena *arena, const char *name, size_t per_axis,
                              int64_t min, int64_t max, conv_params *p, conv_list *out) {
     const int64_t *values;
     size_t count;
-    TCI_TRY(ir_attr_ints(node, name, &values, &count));
+    TRY_STATUS(ir_attr_ints(node, name, &values, &count));
     out->values = NULL;
     out->count = 0;
     if (!count) return TCI_OK;
@@ -75,29 +75,29 @@ static tci_status parse_list(ir_node *node, tci_arena *arena, const char *name, 
                                  "attribute '%s' value %lld at index %zu is out of range "
                                  "[%lld, %lld]",
                                  name, (long long)values[i], i, (long long)min, (long long)max);
-    out->values = tci_arena_memdup(arena, values, count * sizeof *values);
+    out->values = arena_memdup(arena, values, count * sizeof *values);
     if (!out->values)
         return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
     out->count = count;
     return TCI_OK;
 }
 
-static tci_status conv_parse_common(ir_node *node, tci_arena *arena, bool transpose) {
+static tci_status conv_parse_common(ir_node *node, mem_arena *arena, bool transpose) {
     static const char *const conv_attrs[] = {"auto_pad", "dilations", "group", "kernel_shape",
                                              "pads",     "strides",   NULL};
     static const char *const transpose_attrs[] = {"auto_pad",       "dilations",    "group",
                                                   "kernel_shape",   "pads",         "strides",
                                                   "output_padding", "output_shape", NULL};
-    TCI_TRY(op_check_arity(node, 2, 3, 1, 1));
-    TCI_TRY(ir_check_attrs(node, transpose ? transpose_attrs : conv_attrs));
+    TRY_STATUS(op_check_arity(node, 2, 3, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, transpose ? transpose_attrs : conv_attrs));
 
-    conv_params *p = tci_arena_alloc(arena, sizeof *p);
+    conv_params *p = arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
     p->transpose = transpose;
     p->spatial = -1;
 
     const char *auto_pad;
-    TCI_TRY(ir_attr_string(node, "auto_pad", "NOTSET", &auto_pad));
+    TRY_STATUS(ir_attr_string(node, "auto_pad", "NOTSET", &auto_pad));
     int mode = -1;
     for (int i = 0; i < 4; i++)
         if (strcmp(auto_pad, auto_pad_names[i]) == 0) mode = i;
@@ -107,19 +107,19 @@ static tci_status conv_parse_common(ir_node *node, tci_arena *arena, bool transp
                              auto_pad);
     p->auto_pad = (conv_auto_pad)mode;
 
-    TCI_TRY(ir_attr_int(node, "group", 1, &p->group));
+    TRY_STATUS(ir_attr_int(node, "group", 1, &p->group));
     if (p->group < 1 || p->group > CONV_MAX_DIM)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "group %lld must be >= 1",
                              (long long)p->group);
 
-    TCI_TRY(parse_list(node, arena, "kernel_shape", 1, 1, CONV_MAX_ATTR, p, &p->kernel_shape));
-    TCI_TRY(parse_list(node, arena, "strides", 1, 1, CONV_MAX_ATTR, p, &p->strides));
-    TCI_TRY(parse_list(node, arena, "dilations", 1, 1, CONV_MAX_ATTR, p, &p->dilations));
-    TCI_TRY(parse_list(node, arena, "pads", 2, 0, CONV_MAX_ATTR, p, &p->pads));
+    TRY_STATUS(parse_list(node, arena, "kernel_shape", 1, 1, CONV_MAX_ATTR, p, &p->kernel_shape));
+    TRY_STATUS(parse_list(node, arena, "strides", 1, 1, CONV_MAX_ATTR, p, &p->strides));
+    TRY_STATUS(parse_list(node, arena, "dilations", 1, 1, CONV_MAX_ATTR, p, &p->dilations));
+    TRY_STATUS(parse_list(node, arena, "pads", 2, 0, CONV_MAX_ATTR, p, &p->pads));
     if (transpose) {
-        TCI_TRY(
+        TRY_STATUS(
             parse_list(node, arena, "output_padding", 1, 0, CONV_MAX_ATTR, p, &p->output_padding));
-        TCI_TRY(parse_list(node, arena, "output_shape", 1, 1, CONV_MAX_DIM, p, &p->output_shape));
+        TRY_STATUS(parse_list(node, arena, "output_shape", 1, 1, CONV_MAX_DIM, p, &p->output_shape));
     }
     /* the spec forbids both; ONNX Runtime refuses the model, so silently picking one would
      * produce outputs nobody else agrees with */
@@ -140,11 +140,11 @@ static tci_status conv_parse_common(ir_node *node, tci_arena *arena, bool transp
     return TCI_OK;
 }
 
-static tci_status conv_parse(ir_node *node, tci_arena *arena) {
+static tci_status conv_parse(ir_node *node, mem_arena *arena) {
     return conv_parse_common(node, arena, false);
 }
 
-static tci_status conv_transpose_parse(ir_node *node, tci_arena *arena) {
+static tci_status conv_transpose_parse(ir_node *node, mem_arena *arena) {
     return conv_parse_common(node, arena, true);
 }
 
@@ -248,13 +248,13 @@ static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in
     const conv_params *p = node->params;
     const tci_tensor *x = in[0], *w = in[1], *b = node->num_inputs > 2 ? in[2] : NULL;
     for (int i = 0; i < node->num_inputs; i++)
-        if (in[i]) TCI_TRY(op_check_dtype(node, in[i], i, op_float_types));
+        if (in[i]) TRY_STATUS(op_check_dtype(node, in[i], i, op_float_types));
 
     memset(g, 0, sizeof *g);
     g->group = p->group;
     g->spatial = p->spatial;
-    TCI_TRY(check_rank(node, p, x, "X", &g->spatial));
-    TCI_TRY(check_rank(node, p, w, "W", &g->spatial));
+    TRY_STATUS(check_rank(node, p, x, "X", &g->spatial));
+    TRY_STATUS(check_rank(node, p, w, "W", &g->spatial));
     if (b && b->rank >= 0 && b->rank != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "B has rank %d, expected 1", b->rank);
 
@@ -310,7 +310,7 @@ static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in
         g->in[i] = x->rank >= 0 ? x->dims[i + 2] : -1;
         g->stride[i] = list_at(&p->strides, (size_t)i, 1);
         g->dilation[i] = list_at(&p->dilations, (size_t)i, 1);
-        TCI_TRY(p->transpose ? conv_transpose_axis(node, p, g, i) : conv_axis(node, p, g, i));
+        TRY_STATUS(p->transpose ? conv_transpose_axis(node, p, g, i) : conv_axis(node, p, g, i));
     }
     return TCI_OK;
 }
@@ -323,7 +323,7 @@ tci_status layer_conv_window(const ir_node *node, const tci_tensor *const *in,
 static tci_status conv_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     layer_window g;
-    TCI_TRY(conv_geometry(node, in, &g));
+    TRY_STATUS(conv_geometry(node, in, &g));
     tci_tensor *y = out[0];
     y->dtype = TCI_DTYPE_FLOAT;
     y->rank = g.spatial < 0 ? -1 : g.spatial + 2;
@@ -418,7 +418,7 @@ static void fill_bias(float *y, const tci_tensor *b, int64_t batch, int64_t chan
 static tci_status conv_forward(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     layer_window g;
-    TCI_TRY(conv_geometry(node, in, &g));
+    TRY_STATUS(conv_geometry(node, in, &g));
     const conv_params *p = node->params;
     const tci_tensor *b = node->num_inputs > 2 ? in[2] : NULL;
     float *x = in[0]->data;
@@ -436,7 +436,7 @@ static tci_status conv_forward(const ir_node *node, const tci_tensor *const *in,
     int64_t group_in = g.in_channels / p->group, group_out = g.out_channels / p->group;
     int64_t depth = group_in * kernel_size;
     if (g.batch == 0 || group_out == 0 || out_size == 0 || depth == 0) return TCI_OK;
-    TCI_TRY(op_check_blas_dims(node, group_out, out_size, depth));
+    TRY_STATUS(op_check_blas_dims(node, group_out, out_size, depth));
     float *col = NULL;
     if (!direct) {
         col = malloc((size_t)depth * (size_t)out_size * sizeof *col);
@@ -465,7 +465,7 @@ static tci_status conv_forward(const ir_node *node, const tci_tensor *const *in,
 static tci_status conv_transpose_forward(const ir_node *node, const tci_tensor *const *in,
                                          tci_tensor *const *out) {
     layer_window g;
-    TCI_TRY(conv_geometry(node, in, &g));
+    TRY_STATUS(conv_geometry(node, in, &g));
     const conv_params *p = node->params;
     const tci_tensor *b = node->num_inputs > 2 ? in[2] : NULL;
     const float *x = in[0]->data, *w = in[1]->data;
@@ -483,7 +483,7 @@ static tci_status conv_transpose_forward(const ir_node *node, const tci_tensor *
     int64_t group_in = g.in_channels / p->group, group_out = g.out_channels / p->group;
     int64_t rows = group_out * kernel_size;
     if (g.batch == 0 || group_in == 0 || in_size == 0 || rows == 0 || out_size == 0) return TCI_OK;
-    TCI_TRY(op_check_blas_dims(node, rows, in_size, group_in));
+    TRY_STATUS(op_check_blas_dims(node, rows, in_size, group_in));
     float *col = NULL;
     if (!direct) {
         col = malloc((size_t)rows * (size_t)in_size * sizeof *col);
@@ -534,7 +534,7 @@ void layer_window_geom(const layer_window *win, conv_geom *out) {
 static tci_status conv_window(const ir_node *node, const char *what, layer_window *win) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     if (x->rank != 4)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 2-D %s run on the GPU", what);
     if (!w->data || w->dtype != TCI_DTYPE_FLOAT || (bias && !bias->data))
@@ -577,7 +577,7 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
     layer_window win;
-    TCI_TRY(conv_window(node, "convolutions", &win));
+    TRY_STATUS(conv_window(node, "convolutions", &win));
     int64_t k = win.out_channels, c = win.in_channels, group = win.group;
     int64_t r = win.kernel[0], s = win.kernel[1], cg = c / group;
     bool depthwise = group > 1 && group == c && k == c;
@@ -591,7 +591,7 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     act_params act = e->act;
     int residual = -1, wt = -1, bt = -1, xt = -1, yt = -1;
     if (e->residual)
-        TCI_TRY(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_NHWC8, &residual));
+        TRY_STATUS(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_NHWC8, &residual));
     /* fp32 weights (K, C/group, R, S) and bias (K); the executor packs them into the layout the
      * convolution library wants */
     int64_t wdims[4] = {k, cg * merge, r, s}, bdims[1] = {k};
@@ -599,25 +599,25 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     float *merged = NULL;
     if (merge > 1) {
         merged = conv_merge_weights(wsrc, k, group, cg, r * s, merge);
-        if (!merged) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!merged) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         wsrc = merged;
     }
     tci_status wst = lower_host_constant(b, w->name, wsrc, 4, wdims, TCI_DTYPE_FLOAT,
                                          PLAN_LAYOUT_DENSE, &wt);
     free(merged);
-    TCI_TRY(wst);
+    TRY_STATUS(wst);
     const ir_tensor *bsrc = e->bias ? e->bias : bias;
     float *shift = calloc((size_t)k, sizeof(float));
-    if (!shift) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!shift) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (int64_t i = 0; bsrc && i < k; i++) shift[i] = lower_const_floats(bsrc)[i];
     tci_status st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT,
                                         PLAN_LAYOUT_DENSE, &bt);
     free(shift);
-    TCI_TRY(st);
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
-    TCI_TRY(lower_output(b, node, out, &yt));
+    TRY_STATUS(st);
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
+    TRY_STATUS(lower_output(b, node, out, &yt));
     plan_step *step;
-    TCI_TRY(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, e->label), &step));
+    TRY_STATUS(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
     layer_window_geom(&win, &pc->geom);
     pc->geom.groups = group / merge;
@@ -639,10 +639,10 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
     layer_window win;
-    TCI_TRY(conv_window(node, "ConvTranspose nodes", &win));
+    TRY_STATUS(conv_window(node, "ConvTranspose nodes", &win));
     int64_t k = win.out_channels;
     float *shift = calloc((size_t)k, sizeof(float));
-    if (!shift) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!shift) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (int64_t i = 0; bias && i < k; i++) shift[i] = lower_const_floats(bias)[i];
     int wt = -1, bt = -1, xt = -1, yt = -1;
     tci_status st = lower_host_constant(b, w->name, lower_const_floats(w), 4, w->dims, TCI_DTYPE_FLOAT,
@@ -651,14 +651,14 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     if (st == TCI_OK)
         st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
     free(shift);
-    TCI_TRY(st);
+    TRY_STATUS(st);
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
     const ir_tensor *out = e->output;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
-    TCI_TRY(lower_output(b, node, out, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
+    TRY_STATUS(lower_output(b, node, out, &yt));
     plan_step *step;
-    TCI_TRY(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, e->label), &step));
+    TRY_STATUS(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
     layer_window_geom(&win, &pc->geom);
     pc->has_bias = true;

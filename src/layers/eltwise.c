@@ -82,13 +82,13 @@ static const unary_spec unary_specs[] = {
     {"Cos", ACT_COS, {NULL}, 0, 0, NULL},
 };
 
-static tci_status unary_parse(ir_node *node, tci_arena *arena) {
+static tci_status unary_parse(ir_node *node, mem_arena *arena) {
     const unary_spec *spec = NULL;
     for (size_t i = 0; i < sizeof unary_specs / sizeof unary_specs[0]; i++)
         if (strcmp(unary_specs[i].op_type, node->op_type) == 0) spec = &unary_specs[i];
     if (!spec) return ir_node_error(node, TCI_ERR_INTERNAL, "not a unary op");
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, spec->attrs));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, spec->attrs));
     OP_ALLOC_PARAMS(node, arena, unary_params, p);
     p->kind = spec->kind;
     p->alpha = spec->alpha;
@@ -96,13 +96,13 @@ static tci_status unary_parse(ir_node *node, tci_arena *arena) {
     p->types = spec->types ? spec->types : op_float_types;
     for (int i = 0; spec->attrs[i]; i++) {
         const char *name = spec->attrs[i];
-        if (strcmp(name, "alpha") == 0) TCI_TRY(ir_attr_float(node, name, p->alpha, &p->alpha));
+        if (strcmp(name, "alpha") == 0) TRY_STATUS(ir_attr_float(node, name, p->alpha, &p->alpha));
         if (strcmp(name, "beta") == 0 || strcmp(name, "gamma") == 0)
-            TCI_TRY(ir_attr_float(node, name, p->beta, &p->beta));
+            TRY_STATUS(ir_attr_float(node, name, p->beta, &p->beta));
     }
     if (spec->kind == ACT_GELU) {
         const char *approximate;
-        TCI_TRY(ir_attr_string(node, "approximate", "none", &approximate));
+        TRY_STATUS(ir_attr_string(node, "approximate", "none", &approximate));
         if (strcmp(approximate, "tanh") == 0)
             p->kind = ACT_GELU_TANH;
         else if (strcmp(approximate, "none") != 0)
@@ -120,7 +120,7 @@ static tci_status unary_parse(ir_node *node, tci_arena *arena) {
 static tci_status unary_infer(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
     const unary_params *p = node->params;
-    TCI_TRY(op_check_dtype(node, in[0], 0, p->types));
+    TRY_STATUS(op_check_dtype(node, in[0], 0, p->types));
     op_same_shape(out[0], in[0]);
     return TCI_OK;
 }
@@ -427,7 +427,7 @@ static const tci_dtype equal_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_D
 static const tci_dtype pow_base_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT32,
                                            TCI_DTYPE_INT64, 0};
 
-static tci_status binary_kind_parse(ir_node *node, tci_arena *arena) {
+static tci_status binary_kind_parse(ir_node *node, mem_arena *arena) {
     OP_ALLOC_PARAMS(node, arena, binary_params, p);
     for (size_t i = 0; i < sizeof binary_names / sizeof binary_names[0]; i++)
         if (strcmp(binary_names[i].op_type, node->op_type) == 0) {
@@ -437,18 +437,18 @@ static tci_status binary_kind_parse(ir_node *node, tci_arena *arena) {
     return ir_node_error(node, TCI_ERR_INTERNAL, "not a binary op");
 }
 
-static tci_status binary_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+static tci_status binary_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
     return binary_kind_parse(node, arena);
 }
 
 /* Mod's kind comes from its fmod attribute: 1 is C's fmod, 0 Python's % (numpy.mod). */
-static tci_status mod_parse(ir_node *node, tci_arena *arena) {
+static tci_status mod_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"fmod", NULL};
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     int64_t fmod_attr;
-    TCI_TRY(ir_attr_int(node, "fmod", 0, &fmod_attr));
+    TRY_STATUS(ir_attr_int(node, "fmod", 0, &fmod_attr));
     if (fmod_attr != 0 && fmod_attr != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'fmod' is %lld, not 0 or 1",
                              (long long)fmod_attr);
@@ -461,15 +461,15 @@ static tci_status binary_infer(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const binary_params *p = node->params;
     if (p->kind == BINARY_POW) {
-        TCI_TRY(op_check_dtype(node, in[0], 0, pow_base_types));
-        TCI_TRY(op_check_dtype(node, in[1], 1, arith_types));
+        TRY_STATUS(op_check_dtype(node, in[0], 0, pow_base_types));
+        TRY_STATUS(op_check_dtype(node, in[1], 1, arith_types));
         /* the exponent got its own type constraint in opset 12 */
-        if (node->since_version < 12) TCI_TRY(check_same_dtype(node, in[0], 0, in[1], 1));
+        if (node->since_version < 12) TRY_STATUS(check_same_dtype(node, in[0], 0, in[1], 1));
     } else {
         const tci_dtype *allowed = p->kind == BINARY_EQUAL ? equal_types : arith_types;
-        TCI_TRY(op_check_dtype(node, in[0], 0, allowed));
-        TCI_TRY(op_check_dtype(node, in[1], 1, allowed));
-        TCI_TRY(check_same_dtype(node, in[0], 0, in[1], 1));
+        TRY_STATUS(op_check_dtype(node, in[0], 0, allowed));
+        TRY_STATUS(op_check_dtype(node, in[1], 1, allowed));
+        TRY_STATUS(check_same_dtype(node, in[0], 0, in[1], 1));
     }
     tci_dtype t = in[0]->dtype != TCI_DTYPE_UNDEFINED ? in[0]->dtype : in[1]->dtype;
     /* Mod-28 defined fmod=0 for floats; onnxruntime refuses it before */
@@ -479,7 +479,7 @@ static tci_status binary_infer(const ir_node *node, const tci_tensor *const *in,
                              "fmod=0 (integer modulus) with %s inputs: before opset 28, "
                              "floating-point inputs require fmod=1",
                              tci_dtype_name(t));
-    TCI_TRY(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims,
+    TRY_STATUS(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims,
                                &out[0]->rank, out[0]->dims));
     if (p->kind == BINARY_EQUAL)
         out[0]->dtype = TCI_DTYPE_BOOL;
@@ -510,8 +510,8 @@ static tci_status binary_forward(const ir_node *node, const tci_tensor *const *i
     return TCI_OK;
 }
 
-static tci_status variadic_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 1, 1 << 20, 1, 1));
+static tci_status variadic_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 1, 1 << 20, 1, 1));
     for (int i = 0; i < node->num_inputs; i++)
         if (!node->inputs[i])
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input %d is missing", i);
@@ -523,15 +523,15 @@ static tci_status variadic_parse(ir_node *node, tci_arena *arena) {
 static tci_status variadic_infer(const ir_node *node, const tci_tensor *const *in,
                                  tci_tensor *const *out) {
     for (int i = 0; i < node->num_inputs; i++) {
-        TCI_TRY(op_check_dtype(node, in[i], i, arith_types));
-        if (i > 0) TCI_TRY(check_same_dtype(node, in[0], 0, in[i], i));
+        TRY_STATUS(op_check_dtype(node, in[i], i, arith_types));
+        if (i > 0) TRY_STATUS(check_same_dtype(node, in[0], 0, in[i], i));
     }
     op_same_shape(out[0], in[0]);
     for (int i = 1; i < node->num_inputs; i++) {
         int rank = out[0]->rank;
         int64_t dims[TCI_MAX_RANK];
         memcpy(dims, out[0]->dims, sizeof dims);
-        TCI_TRY(op_broadcast_shape(node, rank, dims, in[i]->rank, in[i]->dims, &out[0]->rank,
+        TRY_STATUS(op_broadcast_shape(node, rank, dims, in[i]->rank, in[i]->dims, &out[0]->rank,
                                    out[0]->dims));
         if (out[0]->dtype == TCI_DTYPE_UNDEFINED) out[0]->dtype = in[i]->dtype;
     }
@@ -584,23 +584,23 @@ WHERE_ROW(where_2, uint16_t)
 WHERE_ROW(where_4, uint32_t)
 WHERE_ROW(where_8, uint64_t)
 
-static tci_status where_parse(ir_node *node, tci_arena *arena) {
+static tci_status where_parse(ir_node *node, mem_arena *arena) {
     (void)arena;
-    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
+    TRY_STATUS(op_check_arity(node, 3, 3, 1, 1));
     return ir_check_attrs(node, no_attrs);
 }
 
 static tci_status where_infer(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
-    TCI_TRY(op_check_dtype(node, in[0], 0, bool_types));
-    TCI_TRY(op_check_dtype(node, in[1], 1, any_types));
-    TCI_TRY(op_check_dtype(node, in[2], 2, any_types));
-    TCI_TRY(check_same_dtype(node, in[1], 1, in[2], 2));
+    TRY_STATUS(op_check_dtype(node, in[0], 0, bool_types));
+    TRY_STATUS(op_check_dtype(node, in[1], 1, any_types));
+    TRY_STATUS(op_check_dtype(node, in[2], 2, any_types));
+    TRY_STATUS(check_same_dtype(node, in[1], 1, in[2], 2));
     int rank;
     int64_t dims[TCI_MAX_RANK];
-    TCI_TRY(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims, &rank,
+    TRY_STATUS(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims, &rank,
                                dims));
-    TCI_TRY(op_broadcast_shape(node, rank, dims, in[2]->rank, in[2]->dims, &out[0]->rank,
+    TRY_STATUS(op_broadcast_shape(node, rank, dims, in[2]->rank, in[2]->dims, &out[0]->rank,
                                out[0]->dims));
     out[0]->dtype = in[1]->dtype != TCI_DTYPE_UNDEFINED ? in[1]->dtype : in[2]->dtype;
     return TCI_OK;
@@ -640,30 +640,30 @@ static const tci_dtype clip_float_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, 
 static const tci_dtype clip_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
                                        TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64, 0};
 
-static tci_status clip_parse(ir_node *node, tci_arena *arena) {
+static tci_status clip_parse(ir_node *node, mem_arena *arena) {
     OP_ALLOC_PARAMS(node, arena, clip_params, p);
     if (node->since_version < 11) {
         static const char *const known[] = {"min", "max", NULL};
-        TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-        TCI_TRY(ir_check_attrs(node, known));
-        TCI_TRY(ir_attr_float(node, "min", -FLT_MAX, &p->min));
-        TCI_TRY(ir_attr_float(node, "max", FLT_MAX, &p->max));
+        TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+        TRY_STATUS(ir_check_attrs(node, known));
+        TRY_STATUS(ir_attr_float(node, "min", -FLT_MAX, &p->min));
+        TRY_STATUS(ir_attr_float(node, "max", FLT_MAX, &p->max));
         return TCI_OK;
     }
-    TCI_TRY(op_check_arity(node, 1, 3, 1, 1));
+    TRY_STATUS(op_check_arity(node, 1, 3, 1, 1));
     return ir_check_attrs(node, no_attrs);
 }
 
 static tci_status clip_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     /* integer inputs arrived in opset 12 */
-    TCI_TRY(op_check_dtype(node, in[0], 0,
+    TRY_STATUS(op_check_dtype(node, in[0], 0,
                            node->since_version >= 12 ? clip_types : clip_float_types));
     for (int i = 1; i < node->num_inputs; i++) {
         if (!in[i]) continue;
-        TCI_TRY(check_same_dtype(node, in[0], 0, in[i], i));
+        TRY_STATUS(check_same_dtype(node, in[0], 0, in[i], i));
         int64_t count;
-        TCI_TRY(ir_count_elements(in[i]->rank, in[i]->dims, &count));
+        TRY_STATUS(ir_count_elements(in[i]->rank, in[i]->dims, &count));
         if (count >= 0 && count != 1)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "input %d (%s) must be a scalar, it has %lld elements", i,
@@ -727,9 +727,9 @@ static tci_status clip_forward(const ir_node *node, const tci_tensor *const *in,
  * PRelu
  * ------------------------------------------------------------------------------------------- */
 
-static tci_status prelu_parse(ir_node *node, tci_arena *arena) {
+static tci_status prelu_parse(ir_node *node, mem_arena *arena) {
     (void)arena;
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
     return ir_check_attrs(node, no_attrs);
 }
 
@@ -737,8 +737,8 @@ static tci_status prelu_parse(ir_node *node, tci_arena *arena) {
 static tci_status prelu_infer(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
     const tci_tensor *x = in[0], *slope = in[1];
-    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
-    TCI_TRY(op_check_dtype(node, slope, 1, op_float_types));
+    TRY_STATUS(op_check_dtype(node, x, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, slope, 1, op_float_types));
     if (x->rank >= 0 && slope->rank >= 0) {
         bool ok = slope->rank <= x->rank;
         for (int i = 0; ok && i < slope->rank; i++) {
@@ -786,7 +786,7 @@ static tci_status clip_epilogue(const ir_node *node, act_params *act) {
         act->beta = p->max;
         return TCI_OK;
     }
-    TCI_TRY(lower_scalar_input(node, 1, -INFINITY, &act->alpha));
+    TRY_STATUS(lower_scalar_input(node, 1, -INFINITY, &act->alpha));
     return lower_scalar_input(node, 2, INFINITY, &act->beta);
 }
 
@@ -794,12 +794,12 @@ static tci_status clip_epilogue(const ir_node *node, act_params *act) {
  * SiLU pair included. */
 static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *out = node->outputs[0];
-    TCI_TRY(lower_require_known(node, out));
+    TRY_STATUS(lower_require_known(node, out));
     /* the fusion passes turn a Sigmoid whose Mul completes a SiLU into one SiLU step */
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
     act_params act;
-    TCI_TRY(node->desc->epilogue(node, &act));
+    TRY_STATUS(node->desc->epilogue(node, &act));
     /* the kernel's value types: float storage, and int64 for what act_i64 has */
     const tci_dtype t = node->inputs[0]->dtype;
     const bool int64_ok = act.kind == ACT_NEG || act.kind == ACT_ABS || act.kind == ACT_SIGN;
@@ -817,7 +817,7 @@ static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
  * the following activation fused into the last. */
 static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op op) {
     const ir_tensor *out = node->outputs[0];
-    TCI_TRY(lower_require_known(node, out));
+    TRY_STATUS(lower_require_known(node, out));
     plan_layout layout = out->layout; /* the layout pass's, for the chain's temporaries */
     /* the kernels take one value dtype (Where's condition aside) */
     int first = op == BINARY_WHERE ? 1 : 0;
@@ -847,20 +847,20 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
         bool last = i == n - 1;
         int yt = -1;
         if (!last || i > 1) {
-            if (last) TCI_TRY(lower_output(b, node, final_out, &yt));
+            if (last) TRY_STATUS(lower_output(b, node, final_out, &yt));
             else
-                TCI_TRY(lower_temporary(b, "partial", lower_float_dtype(b), layout, out->rank,
+                TRY_STATUS(lower_temporary(b, "partial", lower_float_dtype(b), layout, out->rank,
                                         out->dims, &yt));
         }
         if (i == 1) { /* inputs 0 and 1 */
             const ir_tensor *pair[2] = {node->inputs[0], node->inputs[1]};
-            TCI_TRY(lower_eltwise_step(b, node, op, pair, 2, final_out, last ? act : none, label,
+            TRY_STATUS(lower_eltwise_step(b, node, op, pair, 2, final_out, last ? act : none, label,
                                        yt));
         } else { /* acc (already lowered) with input i */
             int other;
-            TCI_TRY(lower_input(b, node, node->inputs[i], layout, &other));
+            TRY_STATUS(lower_input(b, node, node->inputs[i], layout, &other));
             plan_step *s;
-            TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
+            TRY_STATUS(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
             s->u.eltwise.op = op;
             s->u.eltwise.act = last ? act : none;
             const plan_tensor *y = lower_tensor(b, yt);

@@ -22,17 +22,17 @@ static tci_dtype first_dtype(const tci_tensor *a, const tci_tensor *b) {
 
 static const int gemm_versions[] = {7, 9, 11, 13, 0};
 
-static tci_status gemm_parse(ir_node *node, tci_arena *arena) {
+static tci_status gemm_parse(ir_node *node, mem_arena *arena) {
     /* C became optional in opset 11 */
-    TCI_TRY(op_check_arity(node, node->since_version >= 11 ? 2 : 3, 3, 1, 1));
+    TRY_STATUS(op_check_arity(node, node->since_version >= 11 ? 2 : 3, 3, 1, 1));
     static const char *const known[] = {"transA", "transB", "alpha", "beta", NULL};
-    TCI_TRY(ir_check_attrs(node, known));
-    gemm_params *p = tci_arena_alloc(arena, sizeof *p);
+    TRY_STATUS(ir_check_attrs(node, known));
+    gemm_params *p = arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
-    TCI_TRY(op_read_flag(node, "transA", 0, &p->trans_a));
-    TCI_TRY(op_read_flag(node, "transB", 0, &p->trans_b));
-    TCI_TRY(ir_attr_float(node, "alpha", 1.0f, &p->alpha));
-    TCI_TRY(ir_attr_float(node, "beta", 1.0f, &p->beta));
+    TRY_STATUS(op_read_flag(node, "transA", 0, &p->trans_a));
+    TRY_STATUS(op_read_flag(node, "transB", 0, &p->trans_b));
+    TRY_STATUS(ir_attr_float(node, "alpha", 1.0f, &p->alpha));
+    TRY_STATUS(ir_attr_float(node, "beta", 1.0f, &p->beta));
     node->params = p;
     return TCI_OK;
 }
@@ -41,9 +41,9 @@ static tci_status gemm_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     const gemm_params *p = node->params;
     const tci_tensor *a = in[0], *b = in[1], *c = node->num_inputs > 2 ? in[2] : NULL;
-    TCI_TRY(op_check_dtype(node, a, 0, op_float_types));
-    TCI_TRY(op_check_dtype(node, b, 1, op_float_types));
-    if (c) TCI_TRY(op_check_dtype(node, c, 2, op_float_types));
+    TRY_STATUS(op_check_dtype(node, a, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, b, 1, op_float_types));
+    if (c) TRY_STATUS(op_check_dtype(node, c, 2, op_float_types));
     if (a->rank >= 0 && a->rank != 2)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input A must be 2-D, got rank %d",
                              a->rank);
@@ -114,7 +114,7 @@ static tci_status gemm_forward(const ir_node *node, const tci_tensor *const *in,
     int64_t k = a->dims[p->trans_a ? 0 : 1];
     float *y = out[0]->data;
     if (m == 0 || n == 0) return TCI_OK;
-    TCI_TRY(op_check_blas_dims(node, m, n, k));
+    TRY_STATUS(op_check_blas_dims(node, m, n, k));
     bool use_c = c && p->beta != 0.0f;
     if (use_c) broadcast_c(c, m, n, y);
     if (k == 0) { /* empty product: BLAS leaves lda undefined here, so do it by hand */
@@ -135,7 +135,7 @@ OP_DESC(gemm_desc, "Gemm", gemm_versions, gemm_parse, gemm_infer, gemm_forward,
 
 static const int matmul_versions[] = {1, 9, 13, 0};
 
-static tci_status matmul_parse(ir_node *node, tci_arena *arena) {
+static tci_status matmul_parse(ir_node *node, mem_arena *arena) {
     return op_parse_no_attrs(node, 2, 2, 1, 1);
 }
 
@@ -163,8 +163,8 @@ static void matmul_side_of(const tci_tensor *t, bool is_b, matmul_side *s) {
 static tci_status matmul_infer(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const tci_tensor *a = in[0], *b = in[1];
-    TCI_TRY(op_check_dtype(node, a, 0, op_float_types));
-    TCI_TRY(op_check_dtype(node, b, 1, op_float_types));
+    TRY_STATUS(op_check_dtype(node, a, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, b, 1, op_float_types));
     if (a->rank == 0 || b->rank == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "operands must have rank >= 1, got ranks %d and %d", a->rank,
@@ -184,7 +184,7 @@ static tci_status matmul_infer(const ir_node *node, const tci_tensor *const *in,
                              (long long)sa.cols, (long long)sb.rows);
     }
     int batch_rank;
-    TCI_TRY(op_broadcast_shape(node, sa.batch_rank, sa.batch, sb.batch_rank, sb.batch,
+    TRY_STATUS(op_broadcast_shape(node, sa.batch_rank, sa.batch, sb.batch_rank, sb.batch,
                                &batch_rank, y->dims));
     int r = batch_rank;
     if (a->rank != 1) y->dims[r++] = sa.rows;
@@ -225,12 +225,12 @@ static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *i
     }
     if (b_batches == 1) {
         /* one weight matrix for every batch: A's batches stack into one tall matrix */
-        TCI_TRY(op_check_blas_dims(node, batches * m, n, k));
+        TRY_STATUS(op_check_blas_dims(node, batches * m, n, k));
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(batches * m), (int)n, (int)k,
                     1.0f, ad, (int)k, bd, (int)n, 0.0f, yd, (int)n);
         return TCI_OK;
     }
-    TCI_TRY(op_check_blas_dims(node, m, n, k));
+    TRY_STATUS(op_check_blas_dims(node, m, n, k));
     int64_t sta[TCI_MAX_RANK], stb[TCI_MAX_RANK], idx[TCI_MAX_RANK] = {0};
     batch_strides(&sa, out_batch_rank, sta);
     batch_strides(&sb, out_batch_rank, stb);
@@ -266,10 +266,10 @@ static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g
                                  &bias_index);
     }
     free(bias);
-    TCI_TRY(st);
-    TCI_TRY(lower_output(b, node, e->output, &yt));
+    TRY_STATUS(st);
+    TRY_STATUS(lower_output(b, node, e->output, &yt));
     plan_step *step;
-    TCI_TRY(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, e->label), &step));
+    TRY_STATUS(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, e->label), &step));
     g->act = e->act;
     g->has_bias = bias_index >= 0;
     g->fused = step->label;
@@ -284,8 +284,8 @@ static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
     const gemm_params *p = node->params;
     const int64_t trans_a = p->trans_a, trans_b = p->trans_b;
     const float alpha = p->alpha, beta = p->beta;
-    TCI_TRY(lower_require_known(node, a));
-    TCI_TRY(lower_require_known(node, bm));
+    TRY_STATUS(lower_require_known(node, a));
+    TRY_STATUS(lower_require_known(node, bm));
     plan_gemm g = {0};
     g.batch = 1;
     g.trans_a = trans_a;
@@ -306,7 +306,7 @@ static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "the GPU path takes C only as a constant bias of N values");
         bias = malloc((size_t)g.n * sizeof(float));
-        if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!bias) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         for (int64_t i = 0; i < g.n; i++) bias[i] = beta * ((const float *)c->data)[i];
     }
     return finish_gemm(b, node, &g, e, bias);
@@ -315,9 +315,9 @@ static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
 
 static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *a = node->inputs[0], *bm = node->inputs[1], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, a));
-    TCI_TRY(lower_require_known(node, bm));
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, a));
+    TRY_STATUS(lower_require_known(node, bm));
+    TRY_STATUS(lower_require_known(node, y));
     /* a 1-D A is one row (1, K), a 1-D B one column (K, 1): the same bytes, and the output
      * leaves out the promoted dim */
     const int a_batch_rank = a->rank == 1 ? 0 : a->rank - 2;
@@ -356,7 +356,7 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
     float *bias = NULL;
     if (e->bias) { /* a fused Add of a constant vector (a Linear layer's bias) */
         bias = malloc((size_t)g.n * sizeof(float));
-        if (!bias) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!bias) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         memcpy(bias, e->bias->data, (size_t)g.n * sizeof(float));
     }
     return finish_gemm(b, node, &g, e, bias);

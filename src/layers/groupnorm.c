@@ -12,33 +12,33 @@ typedef struct groupnorm_params {
     bool scale_per_group; /* GroupNormalization-18: scale and bias hold num_groups values */
 } groupnorm_params;
 
-static tci_status instancenorm_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
+static tci_status instancenorm_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 3, 3, 1, 1));
     static const char *const known_v1[] = {"consumed_inputs", "epsilon", NULL};
     static const char *const known[] = {"epsilon", NULL};
-    TCI_TRY(ir_check_attrs(node, node->since_version < 6 ? known_v1 : known));
+    TRY_STATUS(ir_check_attrs(node, node->since_version < 6 ? known_v1 : known));
     OP_ALLOC_PARAMS(node, arena, groupnorm_params, p);
-    TCI_TRY(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
+    TRY_STATUS(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
     p->groups = 0;
     p->scale_per_group = false;
     return TCI_OK;
 }
 
-static tci_status groupnorm_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
+static tci_status groupnorm_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 3, 3, 1, 1));
     static const char *const known_v18[] = {"epsilon", "num_groups", NULL};
     static const char *const known_v21[] = {"epsilon", "num_groups", "stash_type", NULL};
-    TCI_TRY(ir_check_attrs(node, node->since_version < 21 ? known_v18 : known_v21));
+    TRY_STATUS(ir_check_attrs(node, node->since_version < 21 ? known_v18 : known_v21));
     OP_ALLOC_PARAMS(node, arena, groupnorm_params, p);
-    TCI_TRY(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
+    TRY_STATUS(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
     if (!ir_node_attr(node, "num_groups"))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'num_groups' is required");
-    TCI_TRY(ir_attr_int(node, "num_groups", 0, &p->groups));
+    TRY_STATUS(ir_attr_int(node, "num_groups", 0, &p->groups));
     if (p->groups < 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "num_groups is %lld; must be >= 1",
                              (long long)p->groups);
     int64_t stash = TCI_DTYPE_FLOAT;
-    TCI_TRY(ir_attr_int(node, "stash_type", TCI_DTYPE_FLOAT, &stash));
+    TRY_STATUS(ir_attr_int(node, "stash_type", TCI_DTYPE_FLOAT, &stash));
     if (stash != TCI_DTYPE_FLOAT)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "stash_type=%lld is not supported (only 1, float)", (long long)stash);
@@ -55,7 +55,7 @@ static int64_t groupnorm_scale_count(const groupnorm_params *p, int64_t channels
 static tci_status groupnorm_infer(const ir_node *node, const tci_tensor *const *in,
                                   tci_tensor *const *out) {
     const groupnorm_params *p = node->params;
-    for (int i = 0; i < 3; i++) TCI_TRY(op_check_dtype(node, in[i], i, op_float_types));
+    for (int i = 0; i < 3; i++) TRY_STATUS(op_check_dtype(node, in[i], i, op_float_types));
     const tci_tensor *x = in[0];
     int min_rank = p->groups ? 2 : 3;
     if (x->rank >= 0 && x->rank < min_rank)
@@ -122,18 +122,18 @@ static tci_status groupnorm_forward(const ir_node *node, const tci_tensor *const
 static tci_status groupnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     const groupnorm_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *scale = node->inputs[1], *bias = node->inputs[2];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, scale));
-    TCI_TRY(lower_require_known(node, bias));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, scale));
+    TRY_STATUS(lower_require_known(node, bias));
     int64_t c = x->dims[1];
     plan_layout layout = node->outputs[0]->layout; /* the layout pass's: NHWC8 for 4-D */
     int xi, si, bi, yt;
-    TCI_TRY(lower_input(b, node, x, layout, &xi));
-    TCI_TRY(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
-    TCI_TRY(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
-    TCI_TRY(lower_output(b, node, node->outputs[0], &yt));
+    TRY_STATUS(lower_input(b, node, x, layout, &xi));
+    TRY_STATUS(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
+    TRY_STATUS(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
+    TRY_STATUS(lower_output(b, node, node->outputs[0], &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_GROUPNORM, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_GROUPNORM, node, NULL, &s));
     s->u.groupnorm.n = x->dims[0];
     s->u.groupnorm.c = c;
     s->u.groupnorm.spatial = lower_prod(x->dims, 2, x->rank);

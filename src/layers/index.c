@@ -40,7 +40,7 @@ typedef struct {
 
 static tci_status parse_reduction(ir_node *node, plan_scatter_reduce *out) {
     const char *r;
-    TCI_TRY(ir_attr_string(node, "reduction", "none", &r));
+    TRY_STATUS(ir_attr_string(node, "reduction", "none", &r));
     static const char *const names[] = {"none", "add", "mul", "max", "min"};
     int allowed = node->since_version >= 18 ? 5 : node->since_version >= 16 ? 3 : 1;
     for (int i = 0; i < allowed; i++)
@@ -125,7 +125,7 @@ static tci_status check_elements_shapes(const ir_node *node, const tci_tensor *x
     return TCI_OK;
 }
 
-static tci_status gather_elements_parse(ir_node *node, tci_arena *arena) {
+static tci_status gather_elements_parse(ir_node *node, mem_arena *arena) {
     return shape_parse_axis(node, arena, 2, 0);
 }
 
@@ -133,14 +133,14 @@ static tci_status gather_elements_infer(const ir_node *node, const tci_tensor *c
                                         tci_tensor *const *out) {
     const axis_params *p = node->params;
     const tci_tensor *x = in[0], *idx = in[1];
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    TCI_TRY(op_check_dtype(node, idx, 1, op_index_types));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(op_check_dtype(node, idx, 1, op_index_types));
     op_same_shape(out[0], idx);
     out[0]->dtype = x->dtype;
     int rank = x->rank >= 0 ? x->rank : idx->rank, axis = 0;
     if (rank < 0) return TCI_OK;
     if (rank == 0) return ir_node_error(node, TCI_ERR_INVALID_MODEL, "data must not be a scalar");
-    TCI_TRY(op_normalize_axis(node, p->axis, rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, rank, &axis));
     return check_elements_shapes(node, x, idx, NULL, axis);
 }
 
@@ -150,27 +150,27 @@ static tci_status gather_elements_forward(const ir_node *node, const tci_tensor 
     const tci_tensor *x = in[0], *idx = in[1];
     tci_tensor *o = out[0];
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t count = op_count(idx), xs[TCI_MAX_RANK], pos[TCI_MAX_RANK] = {0};
     if (count == 0) return TCI_OK;
     op_strides(x->rank, x->dims, xs);
     size_t es = tci_dtype_size(x->dtype);
     for (int64_t e = 0; e < count; e++, next_index(idx->rank, idx->dims, pos)) {
         int64_t v = 0, src = 0;
-        TCI_TRY(wrap_index(node, op_read_int(idx, e), x->dims[axis], axis, &v));
+        TRY_STATUS(wrap_index(node, op_read_int(idx, e), x->dims[axis], axis, &v));
         for (int d = 0; d < x->rank; d++) src += (d == axis ? v : pos[d]) * xs[d];
         memcpy((char *)o->data + (size_t)e * es, (const char *)x->data + (size_t)src * es, es);
     }
     return TCI_OK;
 }
 
-static tci_status scatter_elements_parse(ir_node *node, tci_arena *arena) {
+static tci_status scatter_elements_parse(ir_node *node, mem_arena *arena) {
     static const char *const known11[] = {"axis", NULL};
     static const char *const known16[] = {"axis", "reduction", NULL};
-    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 16 ? known16 : known11));
+    TRY_STATUS(op_check_arity(node, 3, 3, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 16 ? known16 : known11));
     PARAMS(scatter_params, p);
-    TCI_TRY(ir_attr_int(node, "axis", 0, &p->axis));
+    TRY_STATUS(ir_attr_int(node, "axis", 0, &p->axis));
     return parse_reduction(node, &p->reduce);
 }
 
@@ -179,8 +179,8 @@ static tci_status scatter_common_infer(const ir_node *node, const tci_tensor *co
                                        tci_tensor *const *out) {
     const scatter_params *p = node->params;
     const tci_tensor *x = in[0], *upd = in[2];
-    TCI_TRY(check_reduce_dtype(node, p->reduce, x));
-    TCI_TRY(op_check_dtype(node, in[1], 1, op_index_types));
+    TRY_STATUS(check_reduce_dtype(node, p->reduce, x));
+    TRY_STATUS(op_check_dtype(node, in[1], 1, op_index_types));
     if (x->dtype != TCI_DTYPE_UNDEFINED && upd->dtype != TCI_DTYPE_UNDEFINED &&
         x->dtype != upd->dtype)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "updates have dtype %s but data %s",
@@ -193,10 +193,10 @@ static tci_status scatter_common_infer(const ir_node *node, const tci_tensor *co
 static tci_status scatter_elements_infer(const ir_node *node, const tci_tensor *const *in,
                                          tci_tensor *const *out) {
     const scatter_params *p = node->params;
-    TCI_TRY(scatter_common_infer(node, in, out));
+    TRY_STATUS(scatter_common_infer(node, in, out));
     int rank = in[0]->rank >= 0 ? in[0]->rank : in[1]->rank, axis;
     if (rank < 0) return TCI_OK;
-    TCI_TRY(op_normalize_axis(node, p->axis, rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, rank, &axis));
     return check_elements_shapes(node, in[0], in[1], in[2], axis);
 }
 
@@ -206,14 +206,14 @@ static tci_status scatter_elements_forward(const ir_node *node, const tci_tensor
     const tci_tensor *x = in[0], *idx = in[1], *upd = in[2];
     tci_tensor *o = out[0];
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     shape_copy_all(o, x);
     int64_t count = op_count(idx), xs[TCI_MAX_RANK], pos[TCI_MAX_RANK] = {0};
     if (count == 0) return TCI_OK;
     op_strides(x->rank, x->dims, xs);
     for (int64_t e = 0; e < count; e++, next_index(idx->rank, idx->dims, pos)) {
         int64_t v = 0, dst = 0;
-        TCI_TRY(wrap_index(node, op_read_int(idx, e), x->dims[axis], axis, &v));
+        TRY_STATUS(wrap_index(node, op_read_int(idx, e), x->dims[axis], axis, &v));
         for (int d = 0; d < x->rank; d++) dst += (d == axis ? v : pos[d]) * xs[d];
         reduce_element(x->dtype, p->reduce, o->data, dst, upd->data, e);
     }
@@ -222,11 +222,11 @@ static tci_status scatter_elements_forward(const ir_node *node, const tci_tensor
 
 /* ---- ScatterND ---- */
 
-static tci_status scatter_nd_parse(ir_node *node, tci_arena *arena) {
+static tci_status scatter_nd_parse(ir_node *node, mem_arena *arena) {
     static const char *const known11[] = {NULL};
     static const char *const known16[] = {"reduction", NULL};
-    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 16 ? known16 : known11));
+    TRY_STATUS(op_check_arity(node, 3, 3, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 16 ? known16 : known11));
     PARAMS(scatter_params, p);
     return parse_reduction(node, &p->reduce);
 }
@@ -234,7 +234,7 @@ static tci_status scatter_nd_parse(ir_node *node, tci_arena *arena) {
 static tci_status scatter_nd_infer(const ir_node *node, const tci_tensor *const *in,
                                    tci_tensor *const *out) {
     const tci_tensor *x = in[0], *idx = in[1], *upd = in[2];
-    TCI_TRY(scatter_common_infer(node, in, out));
+    TRY_STATUS(scatter_common_infer(node, in, out));
     if (idx->rank == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "indices must not be a scalar");
     if (x->rank < 0 || idx->rank < 0) return TCI_OK;
@@ -276,7 +276,7 @@ static tci_status scatter_nd_forward(const ir_node *node, const tci_tensor *cons
         int64_t base = 0;
         for (int j = 0; j < k; j++) {
             int64_t v = 0;
-            TCI_TRY(wrap_index(node, op_read_int(idx, u * k + j), x->dims[j], j, &v));
+            TRY_STATUS(wrap_index(node, op_read_int(idx, u * k + j), x->dims[j], j, &v));
             base += v * xs[j];
         }
         for (int64_t e = 0; e < slice; e++)
@@ -287,10 +287,10 @@ static tci_status scatter_nd_forward(const ir_node *node, const tci_tensor *cons
 
 /* ---- OneHot ---- */
 
-static tci_status one_hot_parse(ir_node *node, tci_arena *arena) {
+static tci_status one_hot_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"axis", NULL};
-    TCI_TRY(op_check_arity(node, 3, 3, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, 3, 3, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     PARAMS(axis_params, p);
     return ir_attr_int(node, "axis", -1, &p->axis);
 }
@@ -315,20 +315,20 @@ static tci_status one_hot_infer(const ir_node *node, const tci_tensor *const *in
     const axis_params *p = node->params;
     const tci_tensor *idx = in[0], *values = in[2];
     tci_tensor *o = out[0];
-    TCI_TRY(op_check_dtype(node, idx, 0, op_numeric_types));
-    TCI_TRY(op_check_dtype(node, in[1], 1, op_numeric_types));
-    TCI_TRY(shape_check_elem_dtype(node, values, 2));
+    TRY_STATUS(op_check_dtype(node, idx, 0, op_numeric_types));
+    TRY_STATUS(op_check_dtype(node, in[1], 1, op_numeric_types));
+    TRY_STATUS(shape_check_elem_dtype(node, values, 2));
     if (values->rank >= 0 && (values->rank != 1 || (values->dims[0] >= 0 && values->dims[0] != 2)))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "values must be a 1-D tensor of two elements [off, on]");
     int64_t depth;
-    TCI_TRY(one_hot_depth(node, in[1], &depth));
+    TRY_STATUS(one_hot_depth(node, in[1], &depth));
     o->dtype = values->dtype;
     o->rank = -1;
     if (idx->rank < 0) return TCI_OK;
-    TCI_TRY(shape_check_out_rank(node, idx->rank + 1));
+    TRY_STATUS(shape_check_out_rank(node, idx->rank + 1));
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, idx->rank + 1, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, idx->rank + 1, &axis));
     o->rank = idx->rank + 1;
     for (int d = 0, k = 0; d < o->rank; d++) o->dims[d] = d == axis ? depth : idx->dims[k++];
     return TCI_OK;
@@ -340,7 +340,7 @@ static tci_status one_hot_forward(const ir_node *node, const tci_tensor *const *
     const tci_tensor *idx = in[0], *values = in[2];
     tci_tensor *o = out[0];
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, o->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, o->rank, &axis));
     int64_t depth = o->dims[axis];
     int64_t outer = lower_prod(o->dims, 0, axis), inner = lower_prod(o->dims, axis + 1, o->rank);
     size_t es = tci_dtype_size(o->dtype);
@@ -371,13 +371,13 @@ static tci_status index_step(plan_builder *b, const ir_node *node, plan_step_kin
                              plan_step **out_step) {
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
     int n = node->num_inputs, io[3], yt;
-    for (int i = 0; i < n; i++) TCI_TRY(lower_require_known(node, node->inputs[i]));
-    TCI_TRY(require_gpu_rank(node, x->rank));
+    for (int i = 0; i < n; i++) TRY_STATUS(lower_require_known(node, node->inputs[i]));
+    TRY_STATUS(require_gpu_rank(node, x->rank));
     for (int i = 0; i < n; i++)
-        TCI_TRY(lower_input(b, node, node->inputs[i], PLAN_LAYOUT_DENSE, &io[i]));
-    TCI_TRY(lower_output(b, node, y, &yt));
+        TRY_STATUS(lower_input(b, node, node->inputs[i], PLAN_LAYOUT_DENSE, &io[i]));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, kind, node, NULL, &s));
+    TRY_STATUS(lower_step(b, kind, node, NULL, &s));
     s->u.index.rank = x->rank;
     for (int d = 0; d < x->rank; d++) s->u.index.data_dims[d] = x->dims[d];
     s->u.index.elem_size = tci_dtype_size(lower_tensor(b, yt)->dtype);
@@ -391,9 +391,9 @@ static tci_status elements_step(plan_builder *b, const ir_node *node, plan_step_
                                 int64_t axis_attr, plan_step **out_step) {
     const ir_tensor *idx = node->inputs[1];
     plan_step *s;
-    TCI_TRY(index_step(b, node, kind, &s));
+    TRY_STATUS(index_step(b, node, kind, &s));
     int axis;
-    TCI_TRY(op_normalize_axis(node, axis_attr, s->u.index.rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, axis_attr, s->u.index.rank, &axis));
     s->u.index.axis = axis;
     for (int d = 0; d < idx->rank; d++) s->u.index.index_dims[d] = idx->dims[d];
     *out_step = s;
@@ -419,7 +419,7 @@ static tci_status scatter_check_device(plan_builder *b, const ir_node *node, con
 static tci_status scatter_elements_gpu_lower(plan_builder *b, const ir_node *node) {
     const scatter_params *p = node->params;
     plan_step *s;
-    TCI_TRY(elements_step(b, node, PLAN_STEP_SCATTER, p->axis, &s));
+    TRY_STATUS(elements_step(b, node, PLAN_STEP_SCATTER, p->axis, &s));
     s->u.index.reduce = p->reduce;
     return scatter_check_device(b, node, s);
 }
@@ -428,7 +428,7 @@ static tci_status scatter_nd_gpu_lower(plan_builder *b, const ir_node *node) {
     const scatter_params *p = node->params;
     const ir_tensor *idx = node->inputs[1];
     plan_step *s;
-    TCI_TRY(index_step(b, node, PLAN_STEP_SCATTER, &s));
+    TRY_STATUS(index_step(b, node, PLAN_STEP_SCATTER, &s));
     s->u.index.nd = true;
     s->u.index.k = (int)idx->dims[idx->rank - 1];
     s->u.index.num_updates = lower_prod(idx->dims, 0, idx->rank - 1);
@@ -439,7 +439,7 @@ static tci_status scatter_nd_gpu_lower(plan_builder *b, const ir_node *node) {
 static tci_status one_hot_gpu_lower(plan_builder *b, const ir_node *node) {
     const axis_params *p = node->params;
     const ir_tensor *idx = node->inputs[0], *values = node->inputs[2], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, y));
     if (idx->dtype != TCI_DTYPE_INT32 && idx->dtype != TCI_DTYPE_INT64)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "indices of dtype %s have no GPU path (int32 or int64 only)",
@@ -458,11 +458,11 @@ static tci_status one_hot_gpu_lower(plan_builder *b, const ir_node *node) {
         on = op_read_number(&v, 1);
     }
     int axis, ii, yt;
-    TCI_TRY(op_normalize_axis(node, p->axis, y->rank, &axis));
-    TCI_TRY(lower_input(b, node, idx, PLAN_LAYOUT_DENSE, &ii));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(op_normalize_axis(node, p->axis, y->rank, &axis));
+    TRY_STATUS(lower_input(b, node, idx, PLAN_LAYOUT_DENSE, &ii));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_ONE_HOT, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_ONE_HOT, node, NULL, &s));
     s->u.one_hot.outer = lower_prod(y->dims, 0, axis);
     s->u.one_hot.depth = y->dims[axis];
     s->u.one_hot.inner = lower_prod(y->dims, axis + 1, y->rank);

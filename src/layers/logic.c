@@ -33,7 +33,7 @@ static tci_status check_same_dtype(const ir_node *node, const tci_tensor *const 
  * Comparisons and logical ops: two broadcast inputs, one bool output
  * ------------------------------------------------------------------------------------------- */
 
-static tci_status binary_logic_parse(ir_node *node, tci_arena *arena) {
+static tci_status binary_logic_parse(ir_node *node, mem_arena *arena) {
     (void)arena;
     return op_parse_no_attrs(node, 2, 2, 1, 1);
 }
@@ -42,10 +42,10 @@ static tci_status binary_logic_infer(const ir_node *node, const tci_tensor *cons
                                      tci_tensor *const *out) {
     const tci_dtype *allowed =
         binary_flags(node->desc->binary) & BINARY_BOOL_INPUTS ? bool_types : compare_types;
-    TCI_TRY(op_check_dtype(node, in[0], 0, allowed));
-    TCI_TRY(op_check_dtype(node, in[1], 1, allowed));
-    TCI_TRY(check_same_dtype(node, in));
-    TCI_TRY(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims,
+    TRY_STATUS(op_check_dtype(node, in[0], 0, allowed));
+    TRY_STATUS(op_check_dtype(node, in[1], 1, allowed));
+    TRY_STATUS(check_same_dtype(node, in));
+    TRY_STATUS(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims,
                                &out[0]->rank, out[0]->dims));
     out[0]->dtype = TCI_DTYPE_BOOL;
     return TCI_OK;
@@ -125,7 +125,7 @@ static tci_status binary_logic_forward(const ir_node *node, const tci_tensor *co
 static tci_status binary_logic_gpu_lower(plan_builder *b, const ir_node *node) {
     const binary_op op = node->desc->binary;
     const ir_tensor *out = node->outputs[0];
-    TCI_TRY(lower_require_known(node, out));
+    TRY_STATUS(lower_require_known(node, out));
     const tci_dtype t = node->inputs[0]->dtype;
     const bool logical = binary_flags(op) & BINARY_BOOL_INPUTS;
     if (logical ? t != TCI_DTYPE_BOOL : (t != TCI_DTYPE_FLOAT && t != TCI_DTYPE_INT64))
@@ -140,27 +140,27 @@ static tci_status binary_logic_gpu_lower(plan_builder *b, const ir_node *node) {
  * Tests and Not: one input, a bool output of its shape, the formula an ACT_BOOL_RESULT row's
  * ------------------------------------------------------------------------------------------- */
 
-static tci_status not_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_parse_no_attrs(node, 1, 1, 1, 1));
+static tci_status not_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_parse_no_attrs(node, 1, 1, 1, 1));
     OP_ALLOC_PARAMS(node, arena, test_params, p);
     p->act = (act_params){ACT_NOT, 0, 0};
     return TCI_OK;
 }
 
-static tci_status isnan_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_parse_no_attrs(node, 1, 1, 1, 1));
+static tci_status isnan_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_parse_no_attrs(node, 1, 1, 1, 1));
     OP_ALLOC_PARAMS(node, arena, test_params, p);
     p->act = (act_params){ACT_IS_NAN, 0, 0};
     return TCI_OK;
 }
 
-static tci_status isinf_parse(ir_node *node, tci_arena *arena) {
+static tci_status isinf_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"detect_negative", "detect_positive", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     int negative, positive;
-    TCI_TRY(op_read_flag(node, "detect_negative", 1, &negative));
-    TCI_TRY(op_read_flag(node, "detect_positive", 1, &positive));
+    TRY_STATUS(op_read_flag(node, "detect_negative", 1, &negative));
+    TRY_STATUS(op_read_flag(node, "detect_positive", 1, &positive));
     OP_ALLOC_PARAMS(node, arena, test_params, p);
     p->act = (act_params){ACT_IS_INF, (float)negative, (float)positive};
     return TCI_OK;
@@ -169,7 +169,7 @@ static tci_status isinf_parse(ir_node *node, tci_arena *arena) {
 static tci_status test_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     const test_params *p = node->params;
-    TCI_TRY(op_check_dtype(node, in[0], 0, p->act.kind == ACT_NOT ? bool_types : test_types));
+    TRY_STATUS(op_check_dtype(node, in[0], 0, p->act.kind == ACT_NOT ? bool_types : test_types));
     op_same_shape(out[0], in[0]);
     out[0]->dtype = TCI_DTYPE_BOOL;
     return TCI_OK;
@@ -209,7 +209,7 @@ static tci_status test_forward(const ir_node *node, const tci_tensor *const *in,
 static tci_status test_gpu_lower(plan_builder *b, const ir_node *node) {
     const test_params *p = node->params;
     const ir_tensor *out = node->outputs[0];
-    TCI_TRY(lower_require_known(node, out));
+    TRY_STATUS(lower_require_known(node, out));
     const tci_dtype t = node->inputs[0]->dtype;
     const tci_dtype want = p->act.kind == ACT_NOT ? TCI_DTYPE_BOOL : TCI_DTYPE_FLOAT;
     if (t != want)

@@ -10,10 +10,10 @@
 /* ---- Concat ---- */
 
 
-static tci_status concat_parse(ir_node *node, tci_arena *arena) {
+static tci_status concat_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"axis", NULL};
-    TCI_TRY(op_check_arity(node, 1, INT_MAX, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, 1, INT_MAX, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     for (int i = 0; i < node->num_inputs; i++)
         if (!node->inputs[i])
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input %d is missing", i);
@@ -30,7 +30,7 @@ static tci_status concat_infer(const ir_node *node, const tci_tensor *const *in,
     int n = node->num_inputs, rank = -1;
     o->dtype = TCI_DTYPE_UNDEFINED;
     for (int i = 0; i < n; i++) {
-        TCI_TRY(shape_check_elem_dtype(node, in[i], i));
+        TRY_STATUS(shape_check_elem_dtype(node, in[i], i));
         if (in[i]->dtype != TCI_DTYPE_UNDEFINED) {
             if (o->dtype == TCI_DTYPE_UNDEFINED) o->dtype = in[i]->dtype;
             else if (o->dtype != in[i]->dtype)
@@ -50,7 +50,7 @@ static tci_status concat_infer(const ir_node *node, const tci_tensor *const *in,
     if (rank < 0) return TCI_OK;
     if (rank == 0) return ir_node_error(node, TCI_ERR_INVALID_MODEL, "cannot concatenate scalars");
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, rank, &axis));
     for (int d = 0; d < rank; d++) {
         int64_t dim = d == axis ? 0 : -1;
         for (int i = 0; i < n; i++) {
@@ -80,7 +80,7 @@ static tci_status concat_forward(const ir_node *node, const tci_tensor *const *i
     const axis_params *p = node->params;
     tci_tensor *o = out[0];
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, o->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, o->rank, &axis));
     size_t es = tci_dtype_size(o->dtype);
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; d++) outer *= o->dims[d];
@@ -103,17 +103,17 @@ typedef struct {
     size_t split_count;
 } split_params;
 
-static tci_status split_parse(ir_node *node, tci_arena *arena) {
+static tci_status split_parse(ir_node *node, mem_arena *arena) {
     static const char *const known2[] = {"axis", "split", NULL};
     static const char *const known13[] = {"axis", NULL};
     static const char *const known18[] = {"axis", "num_outputs", NULL};
     int v = node->since_version;
-    TCI_TRY(op_check_arity(node, 1, v >= 13 ? 2 : 1, 1, INT_MAX));
-    TCI_TRY(ir_check_attrs(node, v >= 18 ? known18 : v >= 13 ? known13 : known2));
+    TRY_STATUS(op_check_arity(node, 1, v >= 13 ? 2 : 1, 1, INT_MAX));
+    TRY_STATUS(ir_check_attrs(node, v >= 18 ? known18 : v >= 13 ? known13 : known2));
     PARAMS(split_params, p);
-    TCI_TRY(ir_attr_int(node, "axis", 0, &p->axis));
+    TRY_STATUS(ir_attr_int(node, "axis", 0, &p->axis));
     if (v < 13) {
-        TCI_TRY(ir_attr_ints(node, "split", &p->split, &p->split_count));
+        TRY_STATUS(ir_attr_ints(node, "split", &p->split, &p->split_count));
         if (p->split && p->split_count != (size_t)node->num_outputs)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "attribute 'split' has %zu entries for %d outputs", p->split_count,
@@ -121,7 +121,7 @@ static tci_status split_parse(ir_node *node, tci_arena *arena) {
     }
     if (v >= 18 && ir_node_attr(node, "num_outputs")) {
         int64_t num;
-        TCI_TRY(ir_attr_int(node, "num_outputs", 0, &num));
+        TRY_STATUS(ir_attr_int(node, "num_outputs", 0, &num));
         if (node->num_inputs > 1 && node->inputs[1])
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "input 'split' and attribute 'num_outputs' are both given");
@@ -145,7 +145,7 @@ static tci_status split_sizes(const ir_node *node, const tci_tensor *const *in, 
         for (int i = 0; i < n; i++) sizes[i] = p->split[i];
         given = true;
     } else if (st) {
-        TCI_TRY(op_check_dtype(node, st, 1, op_index_types));
+        TRY_STATUS(op_check_dtype(node, st, 1, op_index_types));
         if (st->rank >= 0 && st->rank != 1)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "split (input 1) must be 1-D");
         if (st->rank < 0 || st->dims[0] < 0) return TCI_OK;
@@ -198,8 +198,8 @@ static tci_status split_infer(const ir_node *node, const tci_tensor *const *in,
     const split_params *p = node->params;
     const tci_tensor *x = in[0];
     int n = node->num_outputs, axis = 0;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    if (x->rank >= 0) TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    if (x->rank >= 0) TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t *sizes = malloc(sizeof(int64_t) * (size_t)n);
     if (!sizes) return shape_out_of_memory(node);
     tci_status st = split_sizes(node, in, x->rank >= 0 ? x->dims[axis] : -1, sizes);
@@ -217,7 +217,7 @@ static tci_status split_forward(const ir_node *node, const tci_tensor *const *in
     const split_params *p = node->params;
     const tci_tensor *x = in[0];
     int n = node->num_outputs, axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t *sizes = malloc(sizeof(int64_t) * (size_t)n);
     if (!sizes) return shape_out_of_memory(node);
     tci_status st = split_sizes(node, in, x->dims[axis], sizes);
@@ -248,12 +248,12 @@ typedef struct {
     size_t count;
 } transpose_params;
 
-static tci_status transpose_parse(ir_node *node, tci_arena *arena) {
+static tci_status transpose_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"perm", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     PARAMS(transpose_params, p);
-    TCI_TRY(ir_attr_ints(node, "perm", &p->perm, &p->count));
+    TRY_STATUS(ir_attr_ints(node, "perm", &p->perm, &p->count));
     if (!p->perm) return TCI_OK;
     if (p->count > TCI_MAX_RANK)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
@@ -279,7 +279,7 @@ static tci_status transpose_infer(const ir_node *node, const tci_tensor *const *
                                   tci_tensor *const *out) {
     const transpose_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
     out[0]->dtype = x->dtype;
     out[0]->rank = p->perm ? (int)p->count : x->rank;
     if (x->rank < 0) {
@@ -319,18 +319,18 @@ typedef struct {
     size_t count;
 } slice_params;
 
-static tci_status slice_parse(ir_node *node, tci_arena *arena) {
+static tci_status slice_parse(ir_node *node, mem_arena *arena) {
     static const char *const known1[] = {"starts", "ends", "axes", NULL};
     static const char *const known10[] = {NULL};
     bool attr = node->since_version < 10;
-    TCI_TRY(op_check_arity(node, attr ? 1 : 3, attr ? 1 : 5, 1, 1));
-    TCI_TRY(ir_check_attrs(node, attr ? known1 : known10));
+    TRY_STATUS(op_check_arity(node, attr ? 1 : 3, attr ? 1 : 5, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, attr ? known1 : known10));
     PARAMS(slice_params, p);
     if (!attr) return TCI_OK;
     size_t ns, ne, na;
-    TCI_TRY(ir_attr_ints(node, "starts", &p->starts, &ns));
-    TCI_TRY(ir_attr_ints(node, "ends", &p->ends, &ne));
-    TCI_TRY(ir_attr_ints(node, "axes", &p->axes, &na));
+    TRY_STATUS(ir_attr_ints(node, "starts", &p->starts, &ns));
+    TRY_STATUS(ir_attr_ints(node, "ends", &p->ends, &ne));
+    TRY_STATUS(ir_attr_ints(node, "axes", &p->axes, &na));
     if (!p->starts || !p->ends)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "attributes 'starts' and 'ends' are required");
@@ -365,13 +365,13 @@ static tci_status slice_plan(const ir_node *node, const tci_tensor *const *in, i
         if (has_axes) memcpy(axes, p->axes, p->count * sizeof(int64_t));
         nt = -2;
     } else {
-        TCI_TRY(shape_read_int_list(node, in[1], 1, "starts", TCI_MAX_RANK, starts, &ns, &ks));
-        TCI_TRY(shape_read_int_list(node, in[2], 2, "ends", TCI_MAX_RANK, ends, &ne, &ke));
+        TRY_STATUS(shape_read_int_list(node, in[1], 1, "starts", TCI_MAX_RANK, starts, &ns, &ks));
+        TRY_STATUS(shape_read_int_list(node, in[2], 2, "ends", TCI_MAX_RANK, ends, &ne, &ke));
         has_axes = node->num_inputs > 3 && in[3];
         na = nt = -2;
-        if (has_axes) TCI_TRY(shape_read_int_list(node, in[3], 3, "axes", TCI_MAX_RANK, axes, &na, &ka));
+        if (has_axes) TRY_STATUS(shape_read_int_list(node, in[3], 3, "axes", TCI_MAX_RANK, axes, &na, &ka));
         if (node->num_inputs > 4 && in[4])
-            TCI_TRY(shape_read_int_list(node, in[4], 4, "steps", TCI_MAX_RANK, steps, &nt, &kt));
+            TRY_STATUS(shape_read_int_list(node, in[4], 4, "steps", TCI_MAX_RANK, steps, &nt, &kt));
     }
     int n = ns >= 0 ? ns : ne >= 0 ? ne : na >= 0 ? na : nt >= 0 ? nt : -1;
     int lens[4] = {ns, ne, na, nt};
@@ -405,7 +405,7 @@ static tci_status slice_plan(const ir_node *node, const tci_tensor *const *in, i
     if (nt < 0)
         for (int i = 0; i < n; i++) steps[i] = 1;
     int norm[TCI_MAX_RANK];
-    TCI_TRY(shape_normalize_axes(node, axes, n, rank, norm));
+    TRY_STATUS(shape_normalize_axes(node, axes, n, rank, norm));
     for (int i = 0; i < n; i++) {
         int d = norm[i];
         int64_t dim = x->dims[d], s = steps[i], b = starts[i], e = ends[i];
@@ -437,7 +437,7 @@ static tci_status slice_infer(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
     const tci_tensor *x = in[0];
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK];
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
     out[0]->dtype = x->dtype;
     out[0]->rank = x->rank;
     if (x->rank < 0) return TCI_OK;
@@ -450,7 +450,7 @@ static tci_status slice_forward(const ir_node *node, const tci_tensor *const *in
     const tci_tensor *x = in[0];
     tci_tensor *o = out[0];
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK], len[TCI_MAX_RANK], strides[TCI_MAX_RANK];
-    TCI_TRY(slice_plan(node, in, start, step, len));
+    TRY_STATUS(slice_plan(node, in, start, step, len));
     op_strides(x->rank, x->dims, strides);
     int64_t **maps = shape_maps_alloc(o->rank, o->dims);
     if (!maps) return shape_out_of_memory(node);
@@ -472,15 +472,15 @@ typedef struct {
     float value;
 } pad_params;
 
-static tci_status pad_parse(ir_node *node, tci_arena *arena) {
+static tci_status pad_parse(ir_node *node, mem_arena *arena) {
     static const char *const known2[] = {"mode", "pads", "value", NULL};
     static const char *const known11[] = {"mode", NULL};
     int v = node->since_version;
-    TCI_TRY(op_check_arity(node, v < 11 ? 1 : 2, v < 11 ? 1 : v < 18 ? 3 : 4, 1, 1));
-    TCI_TRY(ir_check_attrs(node, v < 11 ? known2 : known11));
+    TRY_STATUS(op_check_arity(node, v < 11 ? 1 : 2, v < 11 ? 1 : v < 18 ? 3 : 4, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, v < 11 ? known2 : known11));
     PARAMS(pad_params, p);
     const char *mode;
-    TCI_TRY(ir_attr_string(node, "mode", "constant", &mode));
+    TRY_STATUS(ir_attr_string(node, "mode", "constant", &mode));
     if (strcmp(mode, "constant") == 0) p->mode = PAD_CONSTANT;
     else if (strcmp(mode, "reflect") == 0) p->mode = PAD_REFLECT;
     else if (strcmp(mode, "edge") == 0) p->mode = PAD_EDGE;
@@ -490,8 +490,8 @@ static tci_status pad_parse(ir_node *node, tci_arena *arena) {
                              "attribute 'mode' value '%s' is not supported%s", mode,
                              strcmp(mode, "wrap") == 0 ? " before opset 19" : "");
     if (v < 11) {
-        TCI_TRY(ir_attr_ints(node, "pads", &p->pads, &p->count));
-        TCI_TRY(ir_attr_float(node, "value", 0.0f, &p->value));
+        TRY_STATUS(ir_attr_ints(node, "pads", &p->pads, &p->count));
+        TRY_STATUS(ir_attr_float(node, "value", 0.0f, &p->value));
         if (!p->pads)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'pads' is required");
         if (p->count > 2 * TCI_MAX_RANK)
@@ -516,10 +516,10 @@ static tci_status pad_amounts(const ir_node *node, const tci_tensor *const *in, 
         kp = true;
         memcpy(pads, p->pads, p->count * sizeof(int64_t));
     } else {
-        TCI_TRY(shape_read_int_list(node, in[1], 1, "pads", 2 * TCI_MAX_RANK, pads, &np, &kp));
+        TRY_STATUS(shape_read_int_list(node, in[1], 1, "pads", 2 * TCI_MAX_RANK, pads, &np, &kp));
     }
     if (node->num_inputs > 3 && in[3]) {
-        TCI_TRY(shape_read_int_list(node, in[3], 3, "axes", TCI_MAX_RANK, axes, &na, &ka));
+        TRY_STATUS(shape_read_int_list(node, in[3], 3, "axes", TCI_MAX_RANK, axes, &na, &ka));
         ka = ka && na >= 0;
     } else {
         na = rank;
@@ -532,7 +532,7 @@ static tci_status pad_amounts(const ir_node *node, const tci_tensor *const *in, 
     *known = false;
     if (!ka) return TCI_OK;
     int norm[TCI_MAX_RANK];
-    TCI_TRY(shape_normalize_axes(node, axes, na, rank, norm));
+    TRY_STATUS(shape_normalize_axes(node, axes, na, rank, norm));
     for (int i = 0; i < na; i++) touched[norm[i]] = true;
     if (np >= 0 && np != 2 * na)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "pads has %d entries, expected %d", np,
@@ -551,7 +551,7 @@ static tci_status pad_infer(const ir_node *node, const tci_tensor *const *in,
     const pad_params *p = node->params;
     const tci_tensor *x = in[0];
     tci_tensor *o = out[0];
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
     o->dtype = x->dtype;
     o->rank = x->rank;
     if (node->num_inputs > 2 && in[2]) {
@@ -562,7 +562,7 @@ static tci_status pad_infer(const ir_node *node, const tci_tensor *const *in,
                                  "constant_value has dtype %s, data %s", tci_dtype_name(cv->dtype),
                                  tci_dtype_name(x->dtype));
         int64_t c;
-        TCI_TRY(shape_dims_product(node, cv->rank, cv->dims, &c));
+        TRY_STATUS(shape_dims_product(node, cv->rank, cv->dims, &c));
         if (c > 1)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "constant_value must be a scalar, has %lld elements",
@@ -573,14 +573,14 @@ static tci_status pad_infer(const ir_node *node, const tci_tensor *const *in,
         if (node->since_version >= 11 && !(node->num_inputs > 3 && in[3]) && in[1]->rank == 1 &&
             in[1]->dims[0] >= 0 && in[1]->dims[0] % 2 == 0) {
             o->rank = (int)(in[1]->dims[0] / 2);
-            TCI_TRY(shape_check_out_rank(node, o->rank));
+            TRY_STATUS(shape_check_out_rank(node, o->rank));
             for (int d = 0; d < o->rank; d++) o->dims[d] = -1;
         }
         return TCI_OK;
     }
     int64_t begin[TCI_MAX_RANK], end[TCI_MAX_RANK];
     bool touched[TCI_MAX_RANK], known;
-    TCI_TRY(pad_amounts(node, in, begin, end, touched, &known));
+    TRY_STATUS(pad_amounts(node, in, begin, end, touched, &known));
     for (int d = 0; d < x->rank; d++) {
         int64_t n = x->dims[d];
         o->dims[d] = n;
@@ -612,7 +612,7 @@ static tci_status pad_forward(const ir_node *node, const tci_tensor *const *in,
     tci_tensor *o = out[0];
     int64_t begin[TCI_MAX_RANK], end[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     bool touched[TCI_MAX_RANK], known;
-    TCI_TRY(pad_amounts(node, in, begin, end, touched, &known));
+    TRY_STATUS(pad_amounts(node, in, begin, end, touched, &known));
     if (!known) return ir_node_error(node, TCI_ERR_INTERNAL, "pads unknown at run time");
     /* the fill value in the data's own dtype */
     uint64_t fill_buf = 0;
@@ -655,7 +655,7 @@ static tci_status pad_forward(const ir_node *node, const tci_tensor *const *in,
 
 /* ---- Expand ---- */
 
-static tci_status expand_parse(ir_node *node, tci_arena *arena) {
+static tci_status expand_parse(ir_node *node, mem_arena *arena) {
     return op_parse_no_attrs(node, 2, 2, 1, 1);
 }
 
@@ -666,8 +666,8 @@ static tci_status expand_infer(const ir_node *node, const tci_tensor *const *in,
     int64_t shape[TCI_MAX_RANK];
     int len;
     bool known;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    TCI_TRY(shape_read_int_list(node, in[1], 1, "shape", TCI_MAX_RANK, shape, &len, &known));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_read_int_list(node, in[1], 1, "shape", TCI_MAX_RANK, shape, &len, &known));
     o->dtype = x->dtype;
     o->rank = -1;
     if (len < 0 || x->rank < 0) return TCI_OK;
@@ -724,7 +724,7 @@ static void copy_step_init(plan_step *s, const plan_tensor *y) {
 static tci_status copy_step(plan_builder *b, const ir_node *node, int xi, int yt,
                             const int64_t *strides, int64_t in_offset) {
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
     copy_step_init(s, lower_tensor(b, yt));
     for (int i = 0; i < s->u.copy.view.rank; i++) s->u.copy.view.strides[0][i] = strides[i];
     s->u.copy.view.in_offset[0] = in_offset;
@@ -735,13 +735,13 @@ static tci_status copy_step(plan_builder *b, const ir_node *node, int xi, int yt
 static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     const transpose_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     if (x->rank > PLAN_MAX_PHYS_RANK)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d transposes have no GPU path",
                              x->rank);
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     int64_t in_strides[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, in_strides);
     for (int i = 0; i < x->rank; i++) strides[i] = in_strides[p->perm ? p->perm[i] : x->rank - 1 - i];
@@ -750,7 +750,7 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
 
 static tci_status fill_step(plan_builder *b, const ir_node *node, int yt, double value) {
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_FILL, node, "fill", &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_FILL, node, "fill", &s));
     const plan_tensor *y = lower_tensor(b, yt);
     s->u.fill.value = value;
     s->u.fill.count = (int64_t)(y->bytes / tci_dtype_size(y->dtype));
@@ -764,7 +764,7 @@ static tci_status block_copy(plan_builder *b, const ir_node *node, int src, int 
                              const int64_t *at) {
     const plan_tensor *x = lower_tensor(b, src), *y = lower_tensor(b, dst);
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
     plan_strided *v = &s->u.copy.view;
     memset(v, 0, sizeof *v);
     v->pad_dim = -1;
@@ -803,22 +803,22 @@ static tci_status block_copy(plan_builder *b, const ir_node *node, int src, int 
 static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     const axis_params *p = node->params;
     const ir_tensor *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, y));
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, y->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, y->rank, &axis));
     plan_layout layout = y->layout; /* the layout pass's: its inputs' when they are NHWC8 */
     int yt;
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     /* padding channels between NHWC8 blocks must end up zero */
     if (layout == PLAN_LAYOUT_NHWC8 && axis == 1 && y->dims[1] % 8)
-        TCI_TRY(fill_step(b, node, yt, 0));
+        TRY_STATUS(fill_step(b, node, yt, 0));
     int64_t at[TCI_MAX_RANK] = {0};
     for (int i = 0; i < node->num_inputs; i++) {
         const ir_tensor *x = node->inputs[i];
         if (lower_count(x) == 0) continue;
         int xi;
-        TCI_TRY(lower_input(b, node, x, layout, &xi));
-        TCI_TRY(block_copy(b, node, xi, yt, at));
+        TRY_STATUS(lower_input(b, node, x, layout, &xi));
+        TRY_STATUS(block_copy(b, node, xi, yt, at));
         at[axis] += x->dims[axis];
     }
     return TCI_OK;
@@ -827,19 +827,19 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
 static tci_status split_gpu_lower(plan_builder *b, const ir_node *node) {
     const split_params *p = node->params;
     const ir_tensor *x = node->inputs[0];
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int xi;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     int64_t xs[TCI_MAX_RANK], start = 0;
     op_strides(x->rank, x->dims, xs);
     for (int o = 0; o < node->num_outputs; o++) {
         const ir_tensor *y = node->outputs[o];
         if (!y) continue;
         int yt;
-        TCI_TRY(lower_output(b, node, y, &yt));
-        TCI_TRY(copy_step(b, node, xi, yt, xs, start * xs[axis]));
+        TRY_STATUS(lower_output(b, node, y, &yt));
+        TRY_STATUS(copy_step(b, node, xi, yt, xs, start * xs[axis]));
         start += y->dims[axis];
     }
     return TCI_OK;
@@ -847,8 +847,8 @@ static tci_status split_gpu_lower(plan_builder *b, const ir_node *node) {
 
 static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, y));
     tci_tensor views[5];
     const tci_tensor *in[5];
     input_views(node, views, in);
@@ -857,10 +857,10 @@ static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "input %d must be a constant for the GPU path", i);
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK], len[TCI_MAX_RANK];
-    TCI_TRY(slice_plan(node, in, start, step, len));
+    TRY_STATUS(slice_plan(node, in, start, step, len));
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     if (lower_count(y) == 0) return TCI_OK;
     int64_t xs[TCI_MAX_RANK], strides[TCI_MAX_RANK], offset = 0;
     op_strides(x->rank, x->dims, xs);
@@ -873,10 +873,10 @@ static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
 
 static tci_status expand_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, y));
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     int64_t strides[PLAN_MAX_PHYS_RANK];
     lower_operand_strides(lower_tensor(b, yt), lower_tensor(b, xi), strides);
     return copy_step(b, node, xi, yt, strides, 0);
@@ -885,8 +885,8 @@ static tci_status expand_gpu_lower(plan_builder *b, const ir_node *node) {
 static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
     const pad_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, y));
     if (x->rank > PLAN_MAX_PHYS_RANK)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d Pad has no GPU path", x->rank);
     if (p->mode == PAD_WRAP)
@@ -896,17 +896,17 @@ static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
     input_views(node, views, in);
     int64_t begin[TCI_MAX_RANK], end[TCI_MAX_RANK];
     bool touched[TCI_MAX_RANK], known;
-    TCI_TRY(pad_amounts(node, in, begin, end, touched, &known));
+    TRY_STATUS(pad_amounts(node, in, begin, end, touched, &known));
     if (!known)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "input 1 must be a constant for the GPU path");
     float value = p->value;
-    if (node->since_version >= 11) TCI_TRY(lower_scalar_input(node, 2, 0.0f, &value));
+    if (node->since_version >= 11) TRY_STATUS(lower_scalar_input(node, 2, 0.0f, &value));
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_PAD, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_PAD, node, NULL, &s));
     s->u.pad.rank = x->rank;
     for (int i = 0; i < x->rank; i++) {
         s->u.pad.dims[i] = x->dims[i];

@@ -12,8 +12,8 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node);
 static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node);
 static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node);
 
-static void *alloc_params(ir_node *node, tci_arena *arena, size_t size) {
-    void *p = tci_arena_alloc(arena, size);
+static void *alloc_params(ir_node *node, mem_arena *arena, size_t size) {
+    void *p = arena_alloc(arena, size);
     if (!p) ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
     return p;
 }
@@ -52,34 +52,34 @@ typedef struct batchnorm_params {
 
 static const int batchnorm_versions[] = {1, 6, 7, 9, 14, 15, 0};
 
-static tci_status batchnorm_parse(ir_node *node, tci_arena *arena) {
+static tci_status batchnorm_parse(ir_node *node, mem_arena *arena) {
     int v = node->since_version;
-    TCI_TRY(op_check_arity(node, 5, 5, 1, v >= 14 ? 3 : 5));
+    TRY_STATUS(op_check_arity(node, 5, 5, 1, v >= 14 ? 3 : 5));
     static const char *const known_v1[] = {"consumed_inputs", "epsilon", "is_test", "momentum",
                                            "spatial", NULL};
     static const char *const known_v6[] = {"epsilon", "is_test", "momentum", "spatial", NULL};
     static const char *const known_v7[] = {"epsilon", "momentum", "spatial", NULL};
     static const char *const known_v9[] = {"epsilon", "momentum", NULL};
     static const char *const known_v14[] = {"epsilon", "momentum", "training_mode", NULL};
-    TCI_TRY(ir_check_attrs(node, v >= 14  ? known_v14
+    TRY_STATUS(ir_check_attrs(node, v >= 14  ? known_v14
                                  : v >= 9 ? known_v9
                                  : v >= 7 ? known_v7
                                  : v >= 6 ? known_v6
                                           : known_v1));
     batchnorm_params *p = alloc_params(node, arena, sizeof *p);
     if (!p) return TCI_ERR_OUT_OF_MEMORY;
-    TCI_TRY(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
-    TCI_TRY(ir_attr_float(node, "momentum", 0.9f, &p->momentum)); /* training mode's outputs */
+    TRY_STATUS(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
+    TRY_STATUS(ir_attr_float(node, "momentum", 0.9f, &p->momentum)); /* training mode's outputs */
     p->spatial = 1;
-    if (v < 9) TCI_TRY(op_read_flag(node, "spatial", 1, &p->spatial));
+    if (v < 9) TRY_STATUS(op_read_flag(node, "spatial", 1, &p->spatial));
     if (v < 7) {
         int is_test = 0;
-        TCI_TRY(op_read_flag(node, "is_test", 0, &is_test));
+        TRY_STATUS(op_read_flag(node, "is_test", 0, &is_test));
     }
     int extra_outputs = 0;
     for (int i = 1; i < node->num_outputs; i++) extra_outputs += node->outputs[i] != NULL;
     if (v >= 14) {
-        TCI_TRY(op_read_flag(node, "training_mode", 0, &p->training));
+        TRY_STATUS(op_read_flag(node, "training_mode", 0, &p->training));
         if (extra_outputs && !p->training)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "outputs running_mean/running_var are only valid with "
@@ -99,7 +99,7 @@ static tci_status batchnorm_infer(const ir_node *node, const tci_tensor *const *
                                   tci_tensor *const *out) {
     const batchnorm_params *p = node->params;
     static const char *const names[] = {"X", "scale", "B", "mean", "var"};
-    for (int i = 0; i < 5; i++) TCI_TRY(op_check_dtype(node, in[i], i, op_float_types));
+    for (int i = 0; i < 5; i++) TRY_STATUS(op_check_dtype(node, in[i], i, op_float_types));
     const tci_tensor *x = in[0];
     if (x->rank == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input X must have rank >= 1");
@@ -224,16 +224,16 @@ typedef struct layernorm_params {
 
 static const int layernorm_versions[] = {17, 0};
 
-static tci_status layernorm_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 2, 3, 1, 3));
+static tci_status layernorm_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 2, 3, 1, 3));
     static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(ir_check_attrs(node, known));
     layernorm_params *p = alloc_params(node, arena, sizeof *p);
     if (!p) return TCI_ERR_OUT_OF_MEMORY;
-    TCI_TRY(ir_attr_int(node, "axis", -1, &p->axis));
-    TCI_TRY(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
+    TRY_STATUS(ir_attr_int(node, "axis", -1, &p->axis));
+    TRY_STATUS(ir_attr_float(node, "epsilon", 1e-5f, &p->epsilon));
     int64_t stash;
-    TCI_TRY(ir_attr_int(node, "stash_type", 1, &stash));
+    TRY_STATUS(ir_attr_int(node, "stash_type", 1, &stash));
     if (stash != TCI_DTYPE_FLOAT)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "stash_type=%lld is not supported (only 1, float)", (long long)stash);
@@ -245,16 +245,16 @@ static tci_status layernorm_infer(const ir_node *node, const tci_tensor *const *
                                   tci_tensor *const *out) {
     const layernorm_params *p = node->params;
     const tci_tensor *x = in[0], *scale = in[1], *bias = node->num_inputs > 2 ? in[2] : NULL;
-    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
-    TCI_TRY(op_check_dtype(node, scale, 1, op_float_types));
-    if (bias) TCI_TRY(op_check_dtype(node, bias, 2, op_float_types));
-    TCI_TRY(check_unidirectional(node, "Scale", scale, x));
-    if (bias) TCI_TRY(check_unidirectional(node, "B", bias, x));
+    TRY_STATUS(op_check_dtype(node, x, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, scale, 1, op_float_types));
+    if (bias) TRY_STATUS(op_check_dtype(node, bias, 2, op_float_types));
+    TRY_STATUS(check_unidirectional(node, "Scale", scale, x));
+    if (bias) TRY_STATUS(check_unidirectional(node, "B", bias, x));
     for (int o = 0; o < node->num_outputs; o++)
         if (out[o]) op_set_unknown(out[o], o == 0 ? x->dtype : TCI_DTYPE_FLOAT);
     if (x->rank < 0) return TCI_OK;
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     bool known = true;
     for (int i = axis; i < x->rank; i++) known = known && x->dims[i] >= 0;
     if (known && prod(x->dims, axis, x->rank) == 0)
@@ -310,7 +310,7 @@ static tci_status layernorm_forward(const ir_node *node, const tci_tensor *const
     const layernorm_params *p = node->params;
     const tci_tensor *x = in[0], *scale = in[1], *bias = node->num_inputs > 2 ? in[2] : NULL;
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t rows = prod(x->dims, 0, axis), n = prod(x->dims, axis, x->rank), total = rows * n;
     const float *xd = x->data;
     float *y = out[0]->data;
@@ -371,15 +371,15 @@ typedef struct softmax_params {
 
 static const int softmax_versions[] = {1, 11, 13, 0};
 
-static tci_status softmax_parse(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+static tci_status softmax_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
     static const char *const known[] = {"axis", NULL};
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(ir_check_attrs(node, known));
     softmax_params *p = alloc_params(node, arena, sizeof *p);
     if (!p) return TCI_ERR_OUT_OF_MEMORY;
     p->coerce_2d = node->since_version < 13;
     p->log = strcmp(node->op_type, "LogSoftmax") == 0;
-    TCI_TRY(ir_attr_int(node, "axis", p->coerce_2d ? 1 : -1, &p->axis));
+    TRY_STATUS(ir_attr_int(node, "axis", p->coerce_2d ? 1 : -1, &p->axis));
     node->params = p;
     return TCI_OK;
 }
@@ -387,12 +387,12 @@ static tci_status softmax_parse(ir_node *node, tci_arena *arena) {
 static tci_status softmax_infer(const ir_node *node, const tci_tensor *const *in,
                                 tci_tensor *const *out) {
     const softmax_params *p = node->params;
-    TCI_TRY(op_check_dtype(node, in[0], 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, in[0], 0, op_float_types));
     if (in[0]->rank == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input must have rank >= 1");
     if (in[0]->rank > 0) {
         int axis;
-        TCI_TRY(op_normalize_axis(node, p->axis, in[0]->rank, &axis));
+        TRY_STATUS(op_normalize_axis(node, p->axis, in[0]->rank, &axis));
         op_same_shape(out[0], in[0]);
     } else {
         op_set_unknown(out[0], in[0]->dtype);
@@ -453,7 +453,7 @@ static tci_status softmax_forward(const ir_node *node, const tci_tensor *const *
     const softmax_params *p = node->params;
     const tci_tensor *x = in[0];
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t outer = prod(x->dims, 0, axis), n, inner;
     if (p->coerce_2d) {
         n = prod(x->dims, axis, x->rank);
@@ -543,7 +543,7 @@ static void batchnorm_dense_view(const ir_tensor *x, bool spatial, plan_strided 
 static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     const batchnorm_params *p = node->params;
     const ir_tensor *x = node->inputs[0];
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     if (p->training)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "training_mode=1 on a computed X has no GPU path (on constant "
@@ -562,7 +562,7 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     if (!scale || !shift) {
         free(scale);
         free(shift);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     }
     const float *gamma = node->inputs[1]->data, *beta = node->inputs[2]->data;
     const float *mean = node->inputs[3]->data, *var = node->inputs[4]->data;
@@ -594,15 +594,15 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
                                  PLAN_LAYOUT_NHWC8, &hi);
     free(scale);
     free(shift);
-    TCI_TRY(st);
-    TCI_TRY(lower_input(b, node, x, layout, &xi));
-    TCI_TRY(lower_temporary(b, "bn_scaled", lower_float_dtype(b), layout, x->rank, x->dims,
+    TRY_STATUS(st);
+    TRY_STATUS(lower_input(b, node, x, layout, &xi));
+    TRY_STATUS(lower_temporary(b, "bn_scaled", lower_float_dtype(b), layout, x->rank, x->dims,
                             &tmp));
-    TCI_TRY(lower_output(b, node, out, &yt));
+    TRY_STATUS(lower_output(b, node, out, &yt));
     const int pairs[2][3] = {{xi, si, tmp}, {tmp, hi, yt}};
     for (int k = 0; k < 2; k++) {
         plan_step *s;
-        TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
+        TRY_STATUS(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
         s->u.eltwise.op = k == 0 ? BINARY_MUL : BINARY_ADD;
         if (k == 1) s->u.eltwise.act = act;
         if (nhwc) {
@@ -621,17 +621,17 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
 static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node) {
     const softmax_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     if (!p->coerce_2d && axis != x->rank - 1)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "softmax over axis %d (not the last) has no GPU path", axis);
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_SOFTMAX, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_SOFTMAX, node, NULL, &s));
     s->u.softmax.rows = lower_prod(x->dims, 0, axis);
     s->u.softmax.length = lower_prod(x->dims, axis, x->rank);
     s->u.softmax.log = p->log;
@@ -643,24 +643,24 @@ static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {
     const layernorm_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
     const ir_tensor *scale = node->inputs[1], *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     for (int o = 1; o < node->num_outputs; o++)
         if (node->outputs[o] && lower_is_read(b, node->outputs[o]))
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "the Mean/InvStdDev outputs have no GPU path");
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int64_t length = lower_prod(x->dims, axis, x->rank);
     if (lower_count(scale) != length || (bias && lower_count(bias) != length))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "scale and bias must cover the normalised dims on the GPU");
     int xi, si, bi = -1, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
-    if (bias) TCI_TRY(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
+    if (bias) TRY_STATUS(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_LAYERNORM, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_LAYERNORM, node, NULL, &s));
     s->u.layernorm.rows = lower_prod(x->dims, 0, axis);
     s->u.layernorm.length = length;
     s->u.layernorm.epsilon = p->epsilon;

@@ -45,7 +45,7 @@ typedef struct op_desc {
     const int *versions;
     /* Validates input/output counts and attributes (ir_check_attrs first, then values), and
      * stores parsed attributes in node->params (allocated from arena). Runs once at load. */
-    tci_status (*parse)(ir_node *node, tci_arena *arena);
+    tci_status (*parse)(ir_node *node, mem_arena *arena);
     /* Sets dtype, rank and dims of every non-NULL out[] from in[]. in[i]->data is non-NULL when
      * the value is known (always at run time; for constants during the build). rank may be -1
      * and dims -1 while unknown at build: produce what can be known and -1 elsewhere. Every
@@ -107,7 +107,7 @@ typedef struct op_desc {
 
 /* Declares var, allocates it from the arena as node->params, or returns the error. */
 #define OP_ALLOC_PARAMS(node, arena, type, var)                                                   \
-    type *var = tci_arena_alloc((arena), sizeof(type));                                           \
+    type *var = arena_alloc((arena), sizeof(type));                                           \
     if (!var) return ir_node_error((node), TCI_ERR_OUT_OF_MEMORY, "out of memory for parameters"); \
     (node)->params = var
 
@@ -202,7 +202,7 @@ const void *op_element(const tci_tensor *t, int64_t offset);
 tci_status op_registry_resolve(const ir_node *node, const op_desc **out_desc, int *out_since);
 
 /* Resolves node->desc and node->since_version, then runs the descriptor's parse. */
-tci_status op_prepare_node(ir_node *node, tci_arena *arena);
+tci_status op_prepare_node(ir_node *node, mem_arena *arena);
 
 /* ---- shared between families ---- */
 

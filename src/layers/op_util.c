@@ -136,7 +136,7 @@ void op_set_unknown(tci_tensor *t, tci_dtype dtype) {
 
 tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out) {
     int64_t v;
-    TCI_TRY(ir_attr_int(node, name, def, &v));
+    TRY_STATUS(ir_attr_int(node, name, def, &v));
     if (v != 0 && v != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute '%s' must be 0 or 1, got %lld",
                              name, (long long)v);
@@ -195,7 +195,7 @@ tci_status op_check_blas_dims(const ir_node *node, int64_t m, int64_t n, int64_t
 tci_status op_parse_no_attrs(const ir_node *node, int min_in, int max_in, int min_out,
                              int max_out) {
     static const char *const none[] = {NULL};
-    TCI_TRY(op_check_arity(node, min_in, max_in, min_out, max_out));
+    TRY_STATUS(op_check_arity(node, min_in, max_in, min_out, max_out));
     return ir_check_attrs(node, none);
 }
 

@@ -44,7 +44,7 @@ static const tci_dtype max_pool_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_INT8, TCI_
 
 static tci_status read_bool_attr(const ir_node *node, const char *name, bool *out) {
     int64_t v;
-    TCI_TRY(ir_attr_int(node, name, 0, &v));
+    TRY_STATUS(ir_attr_int(node, name, 0, &v));
     if (v != 0 && v != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s is %lld; must be 0 or 1", name,
                              (long long)v);
@@ -57,7 +57,7 @@ static tci_status read_axis_ints(const ir_node *node, const char *name, int want
                                  int64_t def, int64_t *out) {
     const int64_t *v;
     size_t n;
-    TCI_TRY(ir_attr_ints(node, name, &v, &n));
+    TRY_STATUS(ir_attr_ints(node, name, &v, &n));
     if (!v) {
         for (int i = 0; i < want; i++) out[i] = def;
         return TCI_OK;
@@ -78,11 +78,11 @@ static tci_status read_axis_ints(const ir_node *node, const char *name, int want
     return TCI_OK;
 }
 
-static tci_status parse_window(ir_node *node, tci_arena *arena, pool_kind kind) {
+static tci_status parse_window(ir_node *node, mem_arena *arena, pool_kind kind) {
     int v = node->since_version;
     bool is_max = kind == POOL_MAX;
     bool has_indices = is_max && v >= 8;
-    TCI_TRY(op_check_arity(node, 1, 1, 1, has_indices ? 2 : 1));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, has_indices ? 2 : 1));
     const char *known[8];
     int n = 0;
     known[n++] = "auto_pad";
@@ -94,16 +94,16 @@ static tci_status parse_window(ir_node *node, tci_arena *arena, pool_kind kind) 
     if (is_max && v >= 8) known[n++] = "storage_order";
     if (!is_max && v >= 7) known[n++] = "count_include_pad";
     known[n] = NULL;
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(ir_check_attrs(node, known));
 
-    pool_params *p = tci_arena_alloc(arena, sizeof *p);
+    pool_params *p = arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
     memset(p, 0, sizeof *p);
     p->kind = kind;
 
     const int64_t *kernel;
     size_t k;
-    TCI_TRY(ir_attr_ints(node, "kernel_shape", &kernel, &k));
+    TRY_STATUS(ir_attr_ints(node, "kernel_shape", &kernel, &k));
     if (!kernel || k == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'kernel_shape' is required");
     if (k > POOL_MAX_SPATIAL)
@@ -111,13 +111,13 @@ static tci_status parse_window(ir_node *node, tci_arena *arena, pool_kind kind) 
                              "kernel_shape has %zu axes; at most %d spatial axes are supported", k,
                              POOL_MAX_SPATIAL);
     p->num_spatial = (int)k;
-    TCI_TRY(read_axis_ints(node, "kernel_shape", (int)k, 1, 1, p->kernel));
-    TCI_TRY(read_axis_ints(node, "strides", (int)k, 1, 1, p->strides));
-    TCI_TRY(read_axis_ints(node, "dilations", (int)k, 1, 1, p->dilations));
-    TCI_TRY(read_axis_ints(node, "pads", 2 * (int)k, 0, 0, p->pads));
+    TRY_STATUS(read_axis_ints(node, "kernel_shape", (int)k, 1, 1, p->kernel));
+    TRY_STATUS(read_axis_ints(node, "strides", (int)k, 1, 1, p->strides));
+    TRY_STATUS(read_axis_ints(node, "dilations", (int)k, 1, 1, p->dilations));
+    TRY_STATUS(read_axis_ints(node, "pads", 2 * (int)k, 0, 0, p->pads));
 
     const char *auto_pad;
-    TCI_TRY(ir_attr_string(node, "auto_pad", "NOTSET", &auto_pad));
+    TRY_STATUS(ir_attr_string(node, "auto_pad", "NOTSET", &auto_pad));
     if (strcmp(auto_pad, "NOTSET") == 0) p->auto_pad = POOL_PAD_NOTSET;
     else if (strcmp(auto_pad, "SAME_UPPER") == 0) p->auto_pad = POOL_PAD_SAME_UPPER;
     else if (strcmp(auto_pad, "SAME_LOWER") == 0) p->auto_pad = POOL_PAD_SAME_LOWER;
@@ -127,40 +127,40 @@ static tci_status parse_window(ir_node *node, tci_arena *arena, pool_kind kind) 
                              "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
                              auto_pad);
 
-    TCI_TRY(read_bool_attr(node, "ceil_mode", &p->ceil_mode));
-    TCI_TRY(read_bool_attr(node, "count_include_pad", &p->count_include_pad));
-    TCI_TRY(read_bool_attr(node, "storage_order", &p->column_major_indices));
+    TRY_STATUS(read_bool_attr(node, "ceil_mode", &p->ceil_mode));
+    TRY_STATUS(read_bool_attr(node, "count_include_pad", &p->count_include_pad));
+    TRY_STATUS(read_bool_attr(node, "storage_order", &p->column_major_indices));
     node->params = p;
     return TCI_OK;
 }
 
-static tci_status parse_max_pool(ir_node *node, tci_arena *arena) {
+static tci_status parse_max_pool(ir_node *node, mem_arena *arena) {
     return parse_window(node, arena, POOL_MAX);
 }
 
-static tci_status parse_average_pool(ir_node *node, tci_arena *arena) {
+static tci_status parse_average_pool(ir_node *node, mem_arena *arena) {
     return parse_window(node, arena, POOL_AVERAGE);
 }
 
-static tci_status parse_global(ir_node *node, tci_arena *arena) {
+static tci_status parse_global(ir_node *node, mem_arena *arena) {
     (void)arena;
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
     const char *known[] = {NULL};
     return ir_check_attrs(node, known);
 }
 
-static tci_status parse_lrn(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+static tci_status parse_lrn(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
     const char *known[] = {"alpha", "beta", "bias", "size", NULL};
-    TCI_TRY(ir_check_attrs(node, known));
-    lrn_params *p = tci_arena_alloc(arena, sizeof *p);
+    TRY_STATUS(ir_check_attrs(node, known));
+    lrn_params *p = arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    TCI_TRY(ir_attr_float(node, "alpha", 0.0001f, &p->alpha));
-    TCI_TRY(ir_attr_float(node, "beta", 0.75f, &p->beta));
-    TCI_TRY(ir_attr_float(node, "bias", 1.0f, &p->bias));
+    TRY_STATUS(ir_attr_float(node, "alpha", 0.0001f, &p->alpha));
+    TRY_STATUS(ir_attr_float(node, "beta", 0.75f, &p->beta));
+    TRY_STATUS(ir_attr_float(node, "bias", 1.0f, &p->bias));
     if (!ir_node_attr(node, "size"))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'size' is required");
-    TCI_TRY(ir_attr_int(node, "size", 0, &p->size));
+    TRY_STATUS(ir_attr_int(node, "size", 0, &p->size));
     if (p->size < 1 || p->size > POOL_ATTR_LIMIT)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "size is %lld; must be positive",
                              (long long)p->size);
@@ -214,7 +214,7 @@ static tci_status infer_window(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const pool_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, p->kind == POOL_MAX ? max_pool_types : op_float_types));
+    TRY_STATUS(op_check_dtype(node, x, 0, p->kind == POOL_MAX ? max_pool_types : op_float_types));
     int k = p->num_spatial;
     if (x->rank >= 0 && x->rank != k + 2)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
@@ -228,7 +228,7 @@ static tci_status infer_window(const ir_node *node, const tci_tensor *const *in,
     y->dims[1] = x->rank >= 0 ? x->dims[1] : -1;
     for (int d = 0; d < k; d++) {
         int64_t pad_begin, pad_end;
-        TCI_TRY(window_axis(node, p, d, x->rank >= 0 ? x->dims[2 + d] : -1, &y->dims[2 + d],
+        TRY_STATUS(window_axis(node, p, d, x->rank >= 0 ? x->dims[2 + d] : -1, &y->dims[2 + d],
                             &pad_begin, &pad_end));
     }
     if (node->num_outputs > 1 && out[1]) {
@@ -258,7 +258,7 @@ tci_status layer_pool_window(const ir_node *node, const tci_tensor *const *in,
         out_window->kernel[d] = p->kernel[d];
         out_window->stride[d] = p->strides[d];
         out_window->dilation[d] = p->dilations[d];
-        TCI_TRY(window_axis(node, p, d, x->dims[2 + d], &out_window->out[d],
+        TRY_STATUS(window_axis(node, p, d, x->dims[2 + d], &out_window->out[d],
                             &out_window->pad_begin[d], &out_window->pad_end[d]));
     }
     return TCI_OK;
@@ -385,7 +385,7 @@ static tci_status forward_window(const ir_node *node, const tci_tensor *const *i
         w.in[d] = x->dims[2 + d];
         w.out[d] = y->dims[2 + d];
         int64_t extent;
-        TCI_TRY(window_axis(node, p, d, w.in[d], &extent, &w.pad_begin[d], &w.pad_end[d]));
+        TRY_STATUS(window_axis(node, p, d, w.in[d], &extent, &w.pad_begin[d], &w.pad_end[d]));
         w.in_strides[d] = w.in_plane;
         w.in_plane *= w.in[d];
         w.out_plane *= w.out[d];
@@ -432,7 +432,7 @@ static tci_status forward_window(const ir_node *node, const tci_tensor *const *i
 static tci_status infer_global(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, x, 0, op_float_types));
     if (x->rank >= 0 && x->rank < 2)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "input has rank %d; expected N x C x spatial (rank >= 2)", x->rank);
@@ -480,7 +480,7 @@ static tci_status forward_global_max(const ir_node *node, const tci_tensor *cons
 static tci_status infer_lrn(const ir_node *node, const tci_tensor *const *in,
                             tci_tensor *const *out) {
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, x, 0, op_float_types));
     if (x->rank >= 0 && x->rank < 2)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "input has rank %d; expected N x C x ... (rank >= 2)", x->rank);
@@ -528,7 +528,7 @@ static const int lrn_versions[] = {1, 13, 0};
 
 static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0];
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     if (x->rank != 4 || (node->num_outputs > 1 && node->outputs[1] &&
                          lower_is_read(b, node->outputs[1])))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
@@ -537,15 +537,15 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
     ir_tensor_view(x, &vx);
     const tci_tensor *views[1] = {&vx};
     layer_window win;
-    TCI_TRY(layer_pool_window(node, views, &win));
+    TRY_STATUS(layer_pool_window(node, views, &win));
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
     const char *label = lower_intern(b, e->label);
-    TCI_TRY(lower_output(b, node, e->output, &yt));
+    TRY_STATUS(lower_output(b, node, e->output, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_POOL, node, label, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_POOL, node, label, &s));
     plan_pool *pp = &s->u.pool;
     pp->kind = win.kind;
     pp->count_include_pad = win.count_include_pad;
@@ -568,14 +568,14 @@ static tci_status pool_gpu_lower(plan_builder *b, const ir_node *node) {
 
 tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const ir_tensor *x,
                                    const ir_tensor *out, pool_kind kind) {
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     if (x->rank != 4)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "the GPU path pools 4-D inputs");
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
-    TCI_TRY(lower_output(b, node, out, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+    TRY_STATUS(lower_output(b, node, out, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_GLOBAL_POOL, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_GLOBAL_POOL, node, NULL, &s));
     s->u.pool.kind = kind;
     conv_geom *g = &s->u.pool.geom;
     g->n = x->dims[0];
@@ -614,13 +614,13 @@ OP_DESC(global_max_pool_desc, "GlobalMaxPool", global_versions, parse_global, in
 static tci_status lrn_gpu_lower(plan_builder *b, const ir_node *node) {
     const lrn_params *p = node->params;
     const ir_tensor *x = node->inputs[0];
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     plan_layout layout = node->outputs[0]->layout; /* the layout pass's: NHWC8 for 4-D */
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, layout, &xi));
-    TCI_TRY(lower_output(b, node, node->outputs[0], &yt));
+    TRY_STATUS(lower_input(b, node, x, layout, &xi));
+    TRY_STATUS(lower_output(b, node, node->outputs[0], &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_LRN, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_LRN, node, NULL, &s));
     s->u.lrn.n = x->dims[0];
     s->u.lrn.c = x->dims[1];
     s->u.lrn.spatial = lower_prod(x->dims, 2, x->rank);

@@ -9,7 +9,7 @@
 static const tci_dtype range_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT32,
                                         TCI_DTYPE_INT64, 0};
 
-static tci_status range_parse(ir_node *node, tci_arena *arena) {
+static tci_status range_parse(ir_node *node, mem_arena *arena) {
     (void)arena;
     return op_parse_no_attrs(node, 3, 3, 1, 1);
 }
@@ -35,14 +35,14 @@ static tci_status range_infer(const ir_node *node, const tci_tensor *const *in,
     static const char *const names[] = {"start", "limit", "delta"};
     bool known = true;
     for (int i = 0; i < 3; i++) {
-        TCI_TRY(op_check_dtype(node, in[i], i, range_types));
+        TRY_STATUS(op_check_dtype(node, in[i], i, range_types));
         if (in[i]->dtype != TCI_DTYPE_UNDEFINED && in[0]->dtype != TCI_DTYPE_UNDEFINED &&
             in[i]->dtype != in[0]->dtype)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "%s has dtype %s but start has %s", names[i],
                                  tci_dtype_name(in[i]->dtype), tci_dtype_name(in[0]->dtype));
         int64_t count;
-        TCI_TRY(ir_count_elements(in[i]->rank, in[i]->dims, &count));
+        TRY_STATUS(ir_count_elements(in[i]->rank, in[i]->dims, &count));
         if (count >= 0 && count != 1)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "%s must be a scalar, it has %lld elements", names[i],
@@ -52,7 +52,7 @@ static tci_status range_infer(const ir_node *node, const tci_tensor *const *in,
     out[0]->dtype = in[0]->dtype;
     out[0]->rank = 1;
     out[0]->dims[0] = -1;
-    if (known) TCI_TRY(range_count(node, in, &out[0]->dims[0]));
+    if (known) TRY_STATUS(range_count(node, in, &out[0]->dims[0]));
     return TCI_OK;
 }
 

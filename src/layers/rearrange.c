@@ -9,7 +9,7 @@
 
 /* ---- Tile ---- */
 
-static tci_status tile_parse(ir_node *node, tci_arena *arena) {
+static tci_status tile_parse(ir_node *node, mem_arena *arena) {
     (void)arena;
     return op_parse_no_attrs(node, 2, 2, 1, 1);
 }
@@ -20,7 +20,7 @@ static tci_status tile_repeats(const ir_node *node, const tci_tensor *const *in,
     if (in[1]->dtype != TCI_DTYPE_UNDEFINED && in[1]->dtype != TCI_DTYPE_INT64)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "repeats must be int64, not %s",
                              tci_dtype_name(in[1]->dtype));
-    TCI_TRY(shape_read_int_list(node, in[1], 1, "repeats", TCI_MAX_RANK, vals, len, known));
+    TRY_STATUS(shape_read_int_list(node, in[1], 1, "repeats", TCI_MAX_RANK, vals, len, known));
     const tci_tensor *x = in[0];
     if (*len >= 0 && x->rank >= 0 && *len != x->rank)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
@@ -39,8 +39,8 @@ static tci_status tile_infer(const ir_node *node, const tci_tensor *const *in,
     int64_t reps[TCI_MAX_RANK];
     int len;
     bool known;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    TCI_TRY(tile_repeats(node, in, reps, &len, &known));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(tile_repeats(node, in, reps, &len, &known));
     op_same_shape(o, x);
     if (x->rank < 0) return TCI_OK;
     for (int d = 0; d < x->rank; d++)
@@ -70,31 +70,31 @@ typedef struct {
     bool crd; /* column-row-depth order, else depth-column-row */
 } space_depth_params;
 
-static tci_status space_depth_parse(ir_node *node, tci_arena *arena, bool has_mode) {
+static tci_status space_depth_parse(ir_node *node, mem_arena *arena, bool has_mode) {
     static const char *const known1[] = {"blocksize", NULL};
     static const char *const known_mode[] = {"blocksize", "mode", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, has_mode ? known_mode : known1));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, has_mode ? known_mode : known1));
     PARAMS(space_depth_params, p);
     if (!ir_node_attr(node, "blocksize"))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'blocksize' is required");
-    TCI_TRY(ir_attr_int(node, "blocksize", 0, &p->blocksize));
+    TRY_STATUS(ir_attr_int(node, "blocksize", 0, &p->blocksize));
     if (p->blocksize < 1 || p->blocksize > (1 << 20))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "blocksize %lld is not positive",
                              (long long)p->blocksize);
     const char *mode;
-    TCI_TRY(ir_attr_string(node, "mode", "DCR", &mode));
+    TRY_STATUS(ir_attr_string(node, "mode", "DCR", &mode));
     if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "mode '%s' is not DCR or CRD", mode);
     p->crd = strcmp(mode, "CRD") == 0;
     return TCI_OK;
 }
 
-static tci_status depth_to_space_parse(ir_node *node, tci_arena *arena) {
+static tci_status depth_to_space_parse(ir_node *node, mem_arena *arena) {
     return space_depth_parse(node, arena, node->since_version >= 11);
 }
 
-static tci_status space_to_depth_parse(ir_node *node, tci_arena *arena) {
+static tci_status space_to_depth_parse(ir_node *node, mem_arena *arena) {
     return space_depth_parse(node, arena, node->since_version >= 28);
 }
 
@@ -105,7 +105,7 @@ static tci_status space_depth_infer(const ir_node *node, const tci_tensor *const
     const tci_tensor *x = in[0];
     tci_tensor *o = out[0];
     int64_t b = p->blocksize;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
     op_same_shape(o, x);
     if (x->rank < 0) return TCI_OK;
     if (x->rank != 4)
@@ -205,13 +205,13 @@ typedef struct {
     bool upper;
 } trilu_params;
 
-static tci_status trilu_parse(ir_node *node, tci_arena *arena) {
+static tci_status trilu_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"upper", NULL};
-    TCI_TRY(op_check_arity(node, 1, 2, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, 1, 2, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     PARAMS(trilu_params, p);
     int upper;
-    TCI_TRY(op_read_flag(node, "upper", 1, &upper));
+    TRY_STATUS(op_read_flag(node, "upper", 1, &upper));
     p->upper = upper != 0;
     return TCI_OK;
 }
@@ -219,7 +219,7 @@ static tci_status trilu_parse(ir_node *node, tci_arena *arena) {
 static tci_status trilu_infer(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
     const tci_tensor *x = in[0], *k = node->num_inputs > 1 ? in[1] : NULL;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
     if (k) {
         if (k->dtype != TCI_DTYPE_UNDEFINED && k->dtype != TCI_DTYPE_INT64)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "k must be int64, not %s",
@@ -275,11 +275,11 @@ static tci_status view_copy(plan_builder *b, const ir_node *node, int rank, cons
                              "needs a %d-D strided copy; the GPU path has at most %d dims", rank,
                              PLAN_MAX_PHYS_RANK);
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     if (lower_count(y) == 0) return TCI_OK;
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
     plan_strided *v = &s->u.copy.view;
     memset(v, 0, sizeof *v);
     v->pad_dim = -1;
@@ -296,8 +296,8 @@ static tci_status view_copy(plan_builder *b, const ir_node *node, int rank, cons
 
 static tci_status tile_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, y));
     int64_t xs[TCI_MAX_RANK], ys[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, xs);
     op_strides(y->rank, y->dims, ys);
@@ -323,7 +323,7 @@ static tci_status tile_gpu_lower(plan_builder *b, const ir_node *node) {
 
 static tci_status space_depth_gpu_lower(plan_builder *b, const ir_node *node, bool to_space) {
     const ir_tensor *x = node->inputs[0];
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     int64_t dims[6], src[6], dst[6];
     space_depth_view(node->params, to_space, x->dims, dims, src);
     op_strides(6, dims, dst);
@@ -342,7 +342,7 @@ static tci_status trilu_gpu_lower(plan_builder *b, const ir_node *node) {
     const trilu_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
     const ir_tensor *kt = node->num_inputs > 1 ? node->inputs[1] : NULL;
-    TCI_TRY(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, x));
     int64_t k = 0;
     int io[2], n = 1;
     if (kt && kt->data) {
@@ -351,17 +351,17 @@ static tci_status trilu_gpu_lower(plan_builder *b, const ir_node *node) {
         if (op_count(&v) > 0) k = op_read_int(&v, 0);
     } else if (kt) {
         /* k computed at run time: the kernel reads it on the device */
-        TCI_TRY(lower_require_known(node, kt));
+        TRY_STATUS(lower_require_known(node, kt));
         if (lower_count(kt) != 1)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "k must have one element");
-        TCI_TRY(lower_input(b, node, kt, PLAN_LAYOUT_DENSE, &io[n++]));
+        TRY_STATUS(lower_input(b, node, kt, PLAN_LAYOUT_DENSE, &io[n++]));
     }
     int yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &io[0]));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &io[0]));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     if (lower_count(y) == 0) return TCI_OK;
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_TRILU, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_TRILU, node, NULL, &s));
     s->u.trilu.batch = lower_prod(x->dims, 0, x->rank - 2);
     s->u.trilu.rows = x->dims[x->rank - 2];
     s->u.trilu.cols = x->dims[x->rank - 1];

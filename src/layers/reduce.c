@@ -54,19 +54,19 @@ static int64_t (*const reduce_finish_int[REDUCE_COUNT])(int64_t) = {
 
 /* Parses the attributes of a reduction op whose axes move from an attribute to an input at
  * opset axes_input_since. */
-static tci_status reduce_parse(ir_node *node, tci_arena *arena, reduce_op op, int axes_input_since,
+static tci_status reduce_parse(ir_node *node, mem_arena *arena, reduce_op op, int axes_input_since,
                                const tci_dtype *types) {
     OP_ALLOC_PARAMS(node, arena, reduce_params, p);
     p->op = op;
     p->types = types;
     p->axes_from_input = node->since_version >= axes_input_since;
-    TCI_TRY(op_check_arity(node, 1, p->axes_from_input ? 2 : 1, 1, 1));
+    TRY_STATUS(op_check_arity(node, 1, p->axes_from_input ? 2 : 1, 1, 1));
     static const char *const known_attr[] = {"axes", "keepdims", NULL};
     static const char *const known_input[] = {"keepdims", "noop_with_empty_axes", NULL};
-    TCI_TRY(ir_check_attrs(node, p->axes_from_input ? known_input : known_attr));
-    TCI_TRY(op_read_flag(node, "keepdims", 1, &p->keepdims));
-    TCI_TRY(op_read_flag(node, "noop_with_empty_axes", 0, &p->noop_with_empty_axes));
-    if (!p->axes_from_input) TCI_TRY(ir_attr_ints(node, "axes", &p->axes, &p->num_axes));
+    TRY_STATUS(ir_check_attrs(node, p->axes_from_input ? known_input : known_attr));
+    TRY_STATUS(op_read_flag(node, "keepdims", 1, &p->keepdims));
+    TRY_STATUS(op_read_flag(node, "noop_with_empty_axes", 0, &p->noop_with_empty_axes));
+    if (!p->axes_from_input) TRY_STATUS(ir_attr_ints(node, "axes", &p->axes, &p->num_axes));
     return TCI_OK;
 }
 
@@ -87,11 +87,11 @@ static tci_status reduce_plan(const ir_node *node, const tci_tensor *const *in,
     const tci_tensor *axes_in = p->axes_from_input && node->num_inputs > 1 ? in[1] : NULL;
     int64_t count = (int64_t)p->num_axes;
     if (axes_in) {
-        TCI_TRY(op_check_dtype(node, axes_in, 1, op_index_types));
+        TRY_STATUS(op_check_dtype(node, axes_in, 1, op_index_types));
         if (axes_in->rank > 1)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "input axes must be 1-D, got rank %d",
                                  axes_in->rank);
-        TCI_TRY(ir_count_elements(axes_in->rank, axes_in->dims, &count));
+        TRY_STATUS(ir_count_elements(axes_in->rank, axes_in->dims, &count));
         if (count != 0 && !axes_in->data) {
             *kind = REDUCE_PLAN_UNKNOWN;
             return TCI_OK;
@@ -105,7 +105,7 @@ static tci_status reduce_plan(const ir_node *node, const tci_tensor *const *in,
     for (int64_t i = 0; i < count; i++) {
         int64_t a = axes_in ? op_read_int(axes_in, i) : p->axes[i];
         int axis;
-        TCI_TRY(op_normalize_axis(node, a, rank, &axis));
+        TRY_STATUS(op_normalize_axis(node, a, rank, &axis));
         mask[axis] = true;
     }
     *kind = REDUCE_PLAN_AXES;
@@ -116,13 +116,13 @@ static tci_status reduce_infer(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const reduce_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(op_check_dtype(node, x, 0, p->types));
+    TRY_STATUS(op_check_dtype(node, x, 0, p->types));
     tci_tensor *y = out[0];
     op_set_unknown(y, x->dtype);
     if (x->rank < 0) return TCI_OK;
     reduce_plan_kind kind;
     bool mask[TCI_MAX_RANK];
-    TCI_TRY(reduce_plan(node, in, &kind, mask));
+    TRY_STATUS(reduce_plan(node, in, &kind, mask));
     if (kind == REDUCE_PLAN_NOOP) {
         op_same_shape(y, x);
     } else if (kind == REDUCE_PLAN_UNKNOWN) {
@@ -254,7 +254,7 @@ static tci_status reduce_forward(const ir_node *node, const tci_tensor *const *i
     tci_tensor *y = out[0];
     reduce_plan_kind kind;
     bool mask[TCI_MAX_RANK];
-    TCI_TRY(reduce_plan(node, in, &kind, mask));
+    TRY_STATUS(reduce_plan(node, in, &kind, mask));
     if (kind == REDUCE_PLAN_UNKNOWN)
         return ir_node_error(node, TCI_ERR_INTERNAL, "input axes has no value at run time");
     int64_t in_count = op_count(x), out_count = op_count(y);
@@ -345,8 +345,8 @@ static bool reduce_keeps_nhwc(const ir_node *node) {
 static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
     const reduce_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, y));
     tci_tensor views[2];
     const tci_tensor *in[2];
     if (!reduce_views(node, views, in))
@@ -354,7 +354,7 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
                              "input 1 must be a constant for the GPU path");
     reduce_plan_kind kind;
     bool reduce[TCI_MAX_RANK] = {false};
-    TCI_TRY(reduce_plan(node, in, &kind, reduce));
+    TRY_STATUS(reduce_plan(node, in, &kind, reduce));
     if (x->dtype != TCI_DTYPE_FLOAT)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "%s reductions have no GPU path (float only)",
@@ -367,10 +367,10 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d reductions have no GPU path",
                              x->rank);
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_REDUCE, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_REDUCE, node, NULL, &s));
     plan_strided *v = &s->u.reduce.view;
     memset(v, 0, sizeof *v);
     v->rank = x->rank;
@@ -387,41 +387,41 @@ static tci_status reduce_gpu_lower(plan_builder *b, const ir_node *node) {
 
 /* ---- the descriptors ---- */
 
-static tci_status reduce_sum_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_sum_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_SUM, 13, reduce_types);
 }
 
-static tci_status reduce_mean_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_mean_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_MEAN, 18, reduce_types);
 }
 
-static tci_status reduce_max_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_max_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_MAX, 18,
                         node->since_version >= 20 ? reduce_bool_types : reduce_types);
 }
 
-static tci_status reduce_min_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_min_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_MIN, 18,
                         node->since_version >= 20 ? reduce_bool_types : reduce_types);
 }
 
-static tci_status reduce_prod_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_prod_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_PROD, 18, reduce_types);
 }
 
-static tci_status reduce_l1_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_l1_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_L1, 18, reduce_types);
 }
 
-static tci_status reduce_l2_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_l2_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_L2, 18, reduce_float_types);
 }
 
-static tci_status reduce_log_sum_exp_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_log_sum_exp_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_LOG_SUM_EXP, 18, reduce_float_types);
 }
 
-static tci_status reduce_sum_square_parse(ir_node *node, tci_arena *arena) {
+static tci_status reduce_sum_square_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_SUM_SQUARE, 18, reduce_types);
 }
 

@@ -54,8 +54,8 @@ tci_status op_registry_resolve(const ir_node *node, const op_desc **out_desc, in
     return TCI_OK;
 }
 
-tci_status op_prepare_node(ir_node *node, tci_arena *arena) {
-    TCI_TRY(op_registry_resolve(node, &node->desc, &node->since_version));
+tci_status op_prepare_node(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_registry_resolve(node, &node->desc, &node->since_version));
     return node->desc->parse(node, arena);
 }
 
@@ -66,7 +66,7 @@ tci_status op_run_node(const ir_node *node, const tci_tensor *const *in, tci_ten
             out[o]->rank = -1;
             if (node->outputs[o]) out[o]->name = node->outputs[o]->name;
         }
-    TCI_TRY(node->desc->infer(node, in, out));
+    TRY_STATUS(node->desc->infer(node, in, out));
     tci_status st = TCI_OK;
     for (int o = 0; o < node->num_outputs && st == TCI_OK; o++) {
         tci_tensor *t = out[o];
@@ -74,7 +74,7 @@ tci_status op_run_node(const ir_node *node, const tci_tensor *const *in, tci_ten
         int64_t count;
         st = ir_count_elements(t->rank, t->dims, &count);
         if (st != TCI_OK) {
-            st = tci_error_prefix(st, "node '%s' (%s) output %d", node->name, node->op_type, o);
+            st = status_error_prefix(st, "node '%s' (%s) output %d", node->name, node->op_type, o);
             break;
         }
         if (count < 0 || t->dtype == TCI_DTYPE_UNDEFINED) {

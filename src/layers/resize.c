@@ -71,7 +71,7 @@ static bool find_name(const char *const *names, int count, const char *name, int
 static tci_status parse_mode(ir_node *node, resize_params *p, bool allow_cubic) {
     const char *name;
     int mode;
-    TCI_TRY(ir_attr_string(node, "mode", "nearest", &name));
+    TRY_STATUS(ir_attr_string(node, "mode", "nearest", &name));
     /* "bilinear" is Upsample-1's name for linear, still written by some exporters */
     if (p->is_upsample && strcmp(name, "bilinear") == 0) name = "linear";
     if (!find_name(mode_names, COUNT_OF(mode_names), name, &mode) || (mode == RESIZE_CUBIC && !allow_cubic))
@@ -84,7 +84,7 @@ static tci_status parse_mode(ir_node *node, resize_params *p, bool allow_cubic) 
 static tci_status parse_resize_11(ir_node *node, resize_params *p) {
     int v = node->since_version, value;
     const char *s;
-    TCI_TRY(ir_attr_string(node, "coordinate_transformation_mode", "half_pixel", &s));
+    TRY_STATUS(ir_attr_string(node, "coordinate_transformation_mode", "half_pixel", &s));
     /* half_pixel_symmetric came in 19; tf_half_pixel_for_nn left in 13 */
     if (!find_name(coord_names, COUNT_OF(coord_names), s, &value) ||
         (value == RESIZE_COORD_HALF_PIXEL_SYMMETRIC && v < 19) ||
@@ -94,28 +94,28 @@ static tci_status parse_resize_11(ir_node *node, resize_params *p) {
                              node->opset);
     p->coord = (resize_coord)value;
 
-    TCI_TRY(ir_attr_string(node, "nearest_mode", "round_prefer_floor", &s));
+    TRY_STATUS(ir_attr_string(node, "nearest_mode", "round_prefer_floor", &s));
     if (!find_name(rounding_names, COUNT_OF(rounding_names), s, &value))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "nearest_mode '%s' is not supported", s);
     p->rounding = (resize_rounding)value;
 
     int64_t flag;
-    TCI_TRY(ir_attr_int(node, "exclude_outside", 0, &flag));
+    TRY_STATUS(ir_attr_int(node, "exclude_outside", 0, &flag));
     if (flag != 0 && flag != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "exclude_outside is %lld; must be 0 or 1",
                              (long long)flag);
     p->exclude_outside = flag != 0;
-    TCI_TRY(ir_attr_float(node, "cubic_coeff_a", -0.75f, &p->cubic_a));
-    TCI_TRY(ir_attr_float(node, "extrapolation_value", 0.0f, &p->extrapolation));
+    TRY_STATUS(ir_attr_float(node, "cubic_coeff_a", -0.75f, &p->cubic_a));
+    TRY_STATUS(ir_attr_float(node, "extrapolation_value", 0.0f, &p->extrapolation));
 
-    TCI_TRY(ir_attr_int(node, "antialias", 0, &flag));
+    TRY_STATUS(ir_attr_int(node, "antialias", 0, &flag));
     if (flag != 0 && flag != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "antialias is %lld; must be 0 or 1",
                              (long long)flag);
     if (flag)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "antialias=1 is not supported");
 
-    TCI_TRY(ir_attr_string(node, "keep_aspect_ratio_policy", "stretch", &s));
+    TRY_STATUS(ir_attr_string(node, "keep_aspect_ratio_policy", "stretch", &s));
     if (!find_name(keep_names, COUNT_OF(keep_names), s, &value))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "keep_aspect_ratio_policy '%s' is not supported", s);
@@ -123,7 +123,7 @@ static tci_status parse_resize_11(ir_node *node, resize_params *p) {
 
     const int64_t *axes;
     size_t n;
-    TCI_TRY(ir_attr_ints(node, "axes", &axes, &n));
+    TRY_STATUS(ir_attr_ints(node, "axes", &axes, &n));
     if (axes) {
         if (n == 0 || n > TCI_MAX_RANK)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "axes has %zu entries", n);
@@ -133,9 +133,9 @@ static tci_status parse_resize_11(ir_node *node, resize_params *p) {
     return TCI_OK;
 }
 
-static tci_status parse_resize(ir_node *node, tci_arena *arena) {
+static tci_status parse_resize(ir_node *node, mem_arena *arena) {
     int v = node->since_version;
-    resize_params *p = tci_arena_alloc(arena, sizeof *p);
+    resize_params *p = arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
     memset(p, 0, sizeof *p);
     p->roi_input = p->sizes_input = -1;
@@ -143,34 +143,34 @@ static tci_status parse_resize(ir_node *node, tci_arena *arena) {
     p->rounding = RESIZE_ROUND_LEGACY;
     p->cubic_a = -0.75f;
     if (v < 11) {
-        TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+        TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
         const char *known[] = {"mode", NULL};
-        TCI_TRY(ir_check_attrs(node, known));
+        TRY_STATUS(ir_check_attrs(node, known));
         p->scales_input = 1;
-        TCI_TRY(parse_mode(node, p, false));
+        TRY_STATUS(parse_mode(node, p, false));
     } else {
         /* roi and scales are required at 11 but may be given the empty name; checked per run */
-        TCI_TRY(op_check_arity(node, 1, 4, 1, 1));
+        TRY_STATUS(op_check_arity(node, 1, 4, 1, 1));
         const char *known_11[] = {"coordinate_transformation_mode", "cubic_coeff_a",
                                   "exclude_outside", "extrapolation_value", "mode", "nearest_mode",
                                   NULL};
         const char *known_18[] = {"antialias", "axes", "coordinate_transformation_mode",
                                   "cubic_coeff_a", "exclude_outside", "extrapolation_value",
                                   "keep_aspect_ratio_policy", "mode", "nearest_mode", NULL};
-        TCI_TRY(ir_check_attrs(node, v >= 18 ? known_18 : known_11));
+        TRY_STATUS(ir_check_attrs(node, v >= 18 ? known_18 : known_11));
         p->roi_input = 1;
         p->scales_input = 2;
         p->sizes_input = 3;
-        TCI_TRY(parse_mode(node, p, true));
-        TCI_TRY(parse_resize_11(node, p));
+        TRY_STATUS(parse_mode(node, p, true));
+        TRY_STATUS(parse_resize_11(node, p));
     }
     node->params = p;
     return TCI_OK;
 }
 
-static tci_status parse_upsample(ir_node *node, tci_arena *arena) {
+static tci_status parse_upsample(ir_node *node, mem_arena *arena) {
     int v = node->since_version;
-    resize_params *p = tci_arena_alloc(arena, sizeof *p);
+    resize_params *p = arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
     memset(p, 0, sizeof *p);
     p->is_upsample = true;
@@ -178,19 +178,19 @@ static tci_status parse_upsample(ir_node *node, tci_arena *arena) {
     p->coord = RESIZE_COORD_ASYMMETRIC;
     p->rounding = RESIZE_ROUND_LEGACY;
     if (v < 9) {
-        TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
+        TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
         const char *known[] = {"mode", "scales", NULL};
-        TCI_TRY(ir_check_attrs(node, known));
-        TCI_TRY(ir_attr_floats(node, "scales", &p->attr_scales, &p->num_attr_scales));
+        TRY_STATUS(ir_check_attrs(node, known));
+        TRY_STATUS(ir_attr_floats(node, "scales", &p->attr_scales, &p->num_attr_scales));
         if (!p->attr_scales || p->num_attr_scales == 0)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'scales' is required");
     } else {
-        TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
+        TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
         const char *known[] = {"mode", NULL};
-        TCI_TRY(ir_check_attrs(node, known));
+        TRY_STATUS(ir_check_attrs(node, known));
         p->scales_input = 1;
     }
-    TCI_TRY(parse_mode(node, p, false));
+    TRY_STATUS(parse_mode(node, p, false));
     node->params = p;
     return TCI_OK;
 }
@@ -227,14 +227,14 @@ static tci_status resolve_target(const ir_node *node, const tci_tensor *const *i
     const tci_tensor *scales = optional_input(node, in, p->scales_input);
     const tci_tensor *sizes = optional_input(node, in, p->sizes_input);
     const tci_tensor *roi = optional_input(node, in, p->roi_input);
-    if (scales) TCI_TRY(op_check_dtype(node, scales, p->scales_input, scale_types));
-    if (sizes) TCI_TRY(op_check_dtype(node, sizes, p->sizes_input, sizes_types));
-    if (roi) TCI_TRY(op_check_dtype(node, roi, p->roi_input, scale_types));
+    if (scales) TRY_STATUS(op_check_dtype(node, scales, p->scales_input, scale_types));
+    if (sizes) TRY_STATUS(op_check_dtype(node, sizes, p->sizes_input, sizes_types));
+    if (roi) TRY_STATUS(op_check_dtype(node, roi, p->roi_input, scale_types));
 
     int64_t num_scales, num_sizes, num_roi;
-    TCI_TRY(input_length(node, scales, "scales", &num_scales));
-    TCI_TRY(input_length(node, sizes, "sizes", &num_sizes));
-    TCI_TRY(input_length(node, roi, "roi", &num_roi));
+    TRY_STATUS(input_length(node, scales, "scales", &num_scales));
+    TRY_STATUS(input_length(node, sizes, "sizes", &num_sizes));
+    TRY_STATUS(input_length(node, roi, "roi", &num_roi));
     if (p->attr_scales) num_scales = (int64_t)p->num_attr_scales;
     if (num_scales == 0) scales = NULL;
     if (num_sizes == 0) sizes = NULL;
@@ -257,7 +257,7 @@ static tci_status resolve_target(const ir_node *node, const tci_tensor *const *i
     int axes[TCI_MAX_RANK], num_axes = p->num_axes ? p->num_axes : rank;
     bool used[TCI_MAX_RANK] = {false};
     for (int i = 0; i < num_axes; i++) {
-        if (p->num_axes) TCI_TRY(op_normalize_axis(node, p->axes[i], rank, &axes[i]));
+        if (p->num_axes) TRY_STATUS(op_normalize_axis(node, p->axes[i], rank, &axes[i]));
         else axes[i] = i;
         if (used[axes[i]])
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "axis %lld is repeated in axes",
@@ -349,12 +349,12 @@ static tci_status infer_resize(const ir_node *node, const tci_tensor *const *in,
     const resize_params *p = node->params;
     const tci_tensor *x = in[0];
     /* nearest only moves elements, so any dtype; the interpolating modes compute in fp32 */
-    if (p->mode != RESIZE_NEAREST) TCI_TRY(op_check_dtype(node, x, 0, op_float_types));
+    if (p->mode != RESIZE_NEAREST) TRY_STATUS(op_check_dtype(node, x, 0, op_float_types));
     else if (x->dtype != TCI_DTYPE_UNDEFINED && tci_dtype_size(x->dtype) == 0)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "input 0 has unsupported dtype %s",
                              tci_dtype_name(x->dtype));
     resize_target t;
-    TCI_TRY(resolve_target(node, in, &t));
+    TRY_STATUS(resolve_target(node, in, &t));
     tci_tensor *y = out[0];
     y->dtype = x->dtype;
     y->rank = t.rank;
@@ -506,7 +506,7 @@ static tci_status forward_resize(const ir_node *node, const tci_tensor *const *i
     const tci_tensor *x = in[0];
     tci_tensor *y = out[0];
     resize_target t;
-    TCI_TRY(resolve_target(node, in, &t));
+    TRY_STATUS(resolve_target(node, in, &t));
     if (op_count(y) == 0) return TCI_OK;
     int64_t in_strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, in_strides);
@@ -525,8 +525,8 @@ static tci_status forward_resize(const ir_node *node, const tci_tensor *const *i
 static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
     const resize_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, y));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, y));
     if (x->rank != 4 || x->dims[0] != y->dims[0] || x->dims[1] != y->dims[1])
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "the GPU path resizes the two spatial dims of 4-D inputs");
@@ -552,10 +552,10 @@ static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
         sw = sc[3];
     }
     int xi, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_RESIZE, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_RESIZE, node, NULL, &s));
     s->u.resize.n = x->dims[0];
     s->u.resize.c = x->dims[1];
     s->u.resize.h = x->dims[2];

@@ -69,14 +69,14 @@ static tci_status check_activations(const ir_node *node, const rnn_params *p) {
     return TCI_OK;
 }
 
-static tci_status rnn_parse(ir_node *node, tci_arena *arena, rnn_cell cell) {
+static tci_status rnn_parse(ir_node *node, mem_arena *arena, rnn_cell cell) {
     int max_in = cell == RNN_CELL_LSTM ? 8 : 6, max_out = cell == RNN_CELL_LSTM ? 3 : 2;
-    TCI_TRY(op_check_arity(node, 3, max_in, 0, max_out));
+    TRY_STATUS(op_check_arity(node, 3, max_in, 0, max_out));
     static const char *const known[] = {"activation_alpha", "activation_beta", "activations",
                                         "clip", "direction", "hidden_size", "layout",
                                         "input_forget", "linear_before_reset", "output_sequence",
                                         NULL};
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(ir_check_attrs(node, known));
     OP_ALLOC_PARAMS(node, arena, rnn_params, p);
     p->cell = cell;
     p->gates = cell == RNN_CELL_RNN ? 1 : cell == RNN_CELL_GRU ? 3 : 4;
@@ -93,12 +93,12 @@ static tci_status rnn_parse(ir_node *node, tci_arena *arena, rnn_cell cell) {
     if (node->since_version > 1 && ir_node_attr(node, "output_sequence"))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "attribute 'output_sequence' exists only in version 1");
-    TCI_TRY(ir_attr_int(node, "hidden_size", -1, &p->hidden));
+    TRY_STATUS(ir_attr_int(node, "hidden_size", -1, &p->hidden));
     if (ir_node_attr(node, "hidden_size") && p->hidden <= 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "hidden_size must be positive, got %lld",
                              (long long)p->hidden);
     const char *direction;
-    TCI_TRY(ir_attr_string(node, "direction", "forward", &direction));
+    TRY_STATUS(ir_attr_string(node, "direction", "forward", &direction));
     if (strcmp(direction, "forward") == 0) {
         p->directions = 1;
     } else if (strcmp(direction, "reverse") == 0) {
@@ -111,11 +111,11 @@ static tci_status rnn_parse(ir_node *node, tci_arena *arena, rnn_cell cell) {
                              "direction '%s' is not forward, reverse or bidirectional",
                              direction);
     }
-    TCI_TRY(op_read_flag(node, "layout", 0, &p->layout));
-    TCI_TRY(op_read_flag(node, "linear_before_reset", 0, &p->linear_before_reset));
+    TRY_STATUS(op_read_flag(node, "layout", 0, &p->layout));
+    TRY_STATUS(op_read_flag(node, "linear_before_reset", 0, &p->linear_before_reset));
     int input_forget, output_sequence;
-    TCI_TRY(op_read_flag(node, "input_forget", 0, &input_forget));
-    TCI_TRY(op_read_flag(node, "output_sequence", 0, &output_sequence));
+    TRY_STATUS(op_read_flag(node, "input_forget", 0, &input_forget));
+    TRY_STATUS(op_read_flag(node, "output_sequence", 0, &output_sequence));
     (void)output_sequence; /* version 1: whether Y is computed; an optional output here anyway */
     if (input_forget)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
@@ -126,13 +126,13 @@ static tci_status rnn_parse(ir_node *node, tci_arena *arena, rnn_cell cell) {
     return check_activations(node, p);
 }
 
-static tci_status lstm_parse(ir_node *node, tci_arena *arena) {
+static tci_status lstm_parse(ir_node *node, mem_arena *arena) {
     return rnn_parse(node, arena, RNN_CELL_LSTM);
 }
-static tci_status gru_parse(ir_node *node, tci_arena *arena) {
+static tci_status gru_parse(ir_node *node, mem_arena *arena) {
     return rnn_parse(node, arena, RNN_CELL_GRU);
 }
-static tci_status simple_rnn_parse(ir_node *node, tci_arena *arena) {
+static tci_status simple_rnn_parse(ir_node *node, mem_arena *arena) {
     return rnn_parse(node, arena, RNN_CELL_RNN);
 }
 
@@ -168,7 +168,7 @@ static tci_status rnn_check(const ir_node *node, const tci_tensor *const *in, rn
     static const tci_dtype int32_only[] = {TCI_DTYPE_INT32, 0};
     for (int k = 0; k < node->num_inputs; k++) {
         if (!in[k]) continue;
-        TCI_TRY(op_check_dtype(node, in[k], k, k == RNN_SEQ_LENS ? int32_only : op_float_types));
+        TRY_STATUS(op_check_dtype(node, in[k], k, k == RNN_SEQ_LENS ? int32_only : op_float_types));
     }
     const tci_tensor *x = in[RNN_X], *r = in[RNN_R];
     if (x->rank >= 0 && x->rank != 3)
@@ -184,15 +184,15 @@ static tci_status rnn_check(const ir_node *node, const tci_tensor *const *in, rn
     const int64_t b_dims[2] = {dirs, gh >= 0 ? 2 * gh : -1}, seq_dims[1] = {d->b};
     const int64_t state_dims[3] = {p->layout ? d->b : dirs, p->layout ? dirs : d->b, d->h};
     const int64_t p_dims[2] = {dirs, d->h >= 0 ? 3 * d->h : -1};
-    TCI_TRY(check_shape(node, in[RNN_W], RNN_W, 3, w_dims));
-    TCI_TRY(check_shape(node, r, RNN_R, 3, r_dims));
-    TCI_TRY(check_shape(node, input_of(node, in, RNN_B), RNN_B, 2, b_dims));
-    TCI_TRY(check_shape(node, input_of(node, in, RNN_SEQ_LENS), RNN_SEQ_LENS, 1, seq_dims));
-    TCI_TRY(check_shape(node, input_of(node, in, RNN_INITIAL_H), RNN_INITIAL_H, 3, state_dims));
+    TRY_STATUS(check_shape(node, in[RNN_W], RNN_W, 3, w_dims));
+    TRY_STATUS(check_shape(node, r, RNN_R, 3, r_dims));
+    TRY_STATUS(check_shape(node, input_of(node, in, RNN_B), RNN_B, 2, b_dims));
+    TRY_STATUS(check_shape(node, input_of(node, in, RNN_SEQ_LENS), RNN_SEQ_LENS, 1, seq_dims));
+    TRY_STATUS(check_shape(node, input_of(node, in, RNN_INITIAL_H), RNN_INITIAL_H, 3, state_dims));
     if (p->cell == RNN_CELL_LSTM) {
-        TCI_TRY(check_shape(node, input_of(node, in, RNN_INITIAL_C), RNN_INITIAL_C, 3,
+        TRY_STATUS(check_shape(node, input_of(node, in, RNN_INITIAL_C), RNN_INITIAL_C, 3,
                             state_dims));
-        TCI_TRY(check_shape(node, input_of(node, in, RNN_P), RNN_P, 2, p_dims));
+        TRY_STATUS(check_shape(node, input_of(node, in, RNN_P), RNN_P, 2, p_dims));
     }
     return TCI_OK;
 }
@@ -201,7 +201,7 @@ static tci_status rnn_infer(const ir_node *node, const tci_tensor *const *in,
                             tci_tensor *const *out) {
     const rnn_params *p = node->params;
     rnn_dims d;
-    TCI_TRY(rnn_check(node, in, &d));
+    TRY_STATUS(rnn_check(node, in, &d));
     tci_dtype dtype = in[RNN_X]->dtype;
     for (int k = 0; k < node->num_outputs; k++) {
         tci_tensor *y = out[k];
@@ -318,7 +318,7 @@ static tci_status rnn_forward(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
     const rnn_params *p = node->params;
     rnn_dims dm;
-    TCI_TRY(rnn_check(node, in, &dm));
+    TRY_STATUS(rnn_check(node, in, &dm));
     const int64_t T = dm.t, B = dm.b, IN = dm.i, H = dm.h, G = p->gates, GH = G * H;
     const int64_t dirs = p->directions;
     const tci_tensor *bias = input_of(node, in, RNN_B), *lens = input_of(node, in, RNN_SEQ_LENS);
@@ -336,7 +336,7 @@ static tci_status rnn_forward(const ir_node *node, const tci_tensor *const *in,
                                      "sequence_lens[%lld] = %lld is outside [0, %lld]",
                                      (long long)b, (long long)v, (long long)T);
         }
-    TCI_TRY(op_check_blas_dims(node, T * B, GH, IN > H ? IN : H));
+    TRY_STATUS(op_check_blas_dims(node, T * B, GH, IN > H ? IN : H));
     if (y) memset(y->data, 0, (size_t)op_count(y) * sizeof(float));
     size_t rows = (size_t)(T * B), state = (size_t)(B * H);
     float *xw = malloc((rows * (size_t)GH + 2 * state + 2 * (size_t)B * (size_t)GH + state + 1) *
@@ -400,8 +400,8 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *opt[8] = {0};
     for (int k = RNN_B; k < node->num_inputs; k++) opt[k] = node->inputs[k];
     if (p->cell != RNN_CELL_LSTM) opt[RNN_INITIAL_C] = opt[RNN_P] = NULL;
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, r));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, r));
     const float *wv = lower_const_floats(w), *rv = lower_const_floats(r);
     const float *bv = opt[RNN_B] ? lower_const_floats(opt[RNN_B]) : NULL;
     const float *pv = opt[RNN_P] ? lower_const_floats(opt[RNN_P]) : NULL;
@@ -420,8 +420,8 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
                              "hidden_size %lld is outside the GPU path's 1..4096", (long long)H);
     /* the input projection of every step and direction: one GEMM, X (T*B, I) by W^T */
     int xi = -1, wi = -1, bias_i = -1, xw = -1;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_input(b, node, w, PLAN_LAYOUT_DENSE, &wi));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, w, PLAN_LAYOUT_DENSE, &wi));
     size_t blob_count = (size_t)(D * H * GH + D * GH + D * 3 * H);
     float *blob = calloc(blob_count + (size_t)(D * GH), sizeof(float));
     if (!blob) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for weights");
@@ -445,14 +445,14 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
         st = lower_host_data(b, "rnn_recurrent_weights", blob, 1, blob_dims, TCI_DTYPE_FLOAT,
                              &weights);
     free(blob);
-    TCI_TRY(st);
+    TRY_STATUS(st);
     char label[96];
     snprintf(label, sizeof label, "%s input projection", node->op_type);
     const int64_t xw_dims[2] = {T * B, D * GH};
-    TCI_TRY(lower_temporary(b, "rnn_projection", lower_float_dtype(b), PLAN_LAYOUT_DENSE, 2,
+    TRY_STATUS(lower_temporary(b, "rnn_projection", lower_float_dtype(b), PLAN_LAYOUT_DENSE, 2,
                             xw_dims, &xw));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, label), &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, label), &s));
     plan_gemm g = {0};
     g.batch = 1;
     g.m = T * B;
@@ -481,16 +481,16 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
     rs.linear_before_reset = p->linear_before_reset != 0;
     int state = -1, init[2] = {-1, -1}, lens = -1;
     const int64_t state_dims[2] = {2, D * B * H};
-    TCI_TRY(lower_temporary(b, "rnn_state", TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, 2, state_dims,
+    TRY_STATUS(lower_temporary(b, "rnn_state", TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, 2, state_dims,
                             &state));
     for (int k = 0; k < 2; k++) {
         const ir_tensor *t = opt[k ? RNN_INITIAL_C : RNN_INITIAL_H];
-        if (t) TCI_TRY(lower_input(b, node, t, PLAN_LAYOUT_DENSE, &init[k]));
+        if (t) TRY_STATUS(lower_input(b, node, t, PLAN_LAYOUT_DENSE, &init[k]));
     }
     if (opt[RNN_SEQ_LENS])
-        TCI_TRY(lower_input(b, node, opt[RNN_SEQ_LENS], PLAN_LAYOUT_DENSE, &lens));
+        TRY_STATUS(lower_input(b, node, opt[RNN_SEQ_LENS], PLAN_LAYOUT_DENSE, &lens));
     snprintf(label, sizeof label, "%s initial state", node->op_type);
-    TCI_TRY(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
     rs.phase = PLAN_RNN_INIT;
     s->u.rnn = rs;
     lower_step_io(s, 2, init, 1, &state);
@@ -498,22 +498,22 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *y = node->num_outputs > RNN_Y ? node->outputs[RNN_Y] : NULL;
     if (y && !lower_is_read(b, y)) y = NULL;
     int yi = -1;
-    if (y) TCI_TRY(lower_output(b, node, y, &yi));
+    if (y) TRY_STATUS(lower_output(b, node, y, &yi));
     snprintf(label, sizeof label, "%s recurrence", node->op_type);
-    TCI_TRY(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
     rs.phase = PLAN_RNN_STEPS;
     s->u.rnn = rs;
     lower_step_io(s, 4, (int[]){xw, weights, lens, state}, y ? 1 : 0, &yi);
     int finals[2], num_finals = 0;
     for (int k = RNN_Y_H; k < node->num_outputs; k++) {
         if (!node->outputs[k] || !lower_is_read(b, node->outputs[k])) continue;
-        TCI_TRY(lower_output(b, node, node->outputs[k], &finals[num_finals++]));
+        TRY_STATUS(lower_output(b, node, node->outputs[k], &finals[num_finals++]));
         if (k == RNN_Y_H) rs.has_y_h = true;
         else rs.has_y_c = true;
     }
     if (!num_finals) return TCI_OK;
     snprintf(label, sizeof label, "%s final state", node->op_type);
-    TCI_TRY(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
     rs.phase = PLAN_RNN_FINAL;
     s->u.rnn = rs;
     lower_step_io(s, 2, (int[]){state, lens}, num_finals, finals);

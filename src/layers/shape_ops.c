@@ -35,7 +35,7 @@ bool shape_value_known(const tci_tensor *t) {
 /* Product of dims, -1 when any is unknown; errors on overflow. */
 tci_status shape_dims_product(const ir_node *node, int rank, const int64_t *dims, int64_t *out) {
     tci_status st = ir_count_elements(rank, dims, out);
-    if (st != TCI_OK) return tci_error_prefix(st, "node '%s' (%s)", node->name, node->op_type);
+    if (st != TCI_OK) return status_error_prefix(st, "node '%s' (%s)", node->name, node->op_type);
     return TCI_OK;
 }
 
@@ -54,7 +54,7 @@ tci_status shape_read_int_list(const ir_node *node, const tci_tensor *t, int ind
                                 bool *out_known) {
     *out_len = -1;
     *out_known = false;
-    TCI_TRY(op_check_dtype(node, t, index, op_index_types));
+    TRY_STATUS(op_check_dtype(node, t, index, op_index_types));
     if (t->rank < 0) return TCI_OK;
     if (t->rank > 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s (input %d) must be 1-D, got rank %d",
@@ -77,7 +77,7 @@ tci_status shape_normalize_axes(const ir_node *node, const int64_t *axes, int co
                                  int *out) {
     bool seen[TCI_MAX_RANK] = {false};
     for (int i = 0; i < count; i++) {
-        TCI_TRY(op_normalize_axis(node, axes[i], rank, &out[i]));
+        TRY_STATUS(op_normalize_axis(node, axes[i], rank, &out[i]));
         if (seen[out[i]])
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "axis %lld is repeated",
                                  (long long)axes[i]);
@@ -165,22 +165,22 @@ tci_status shape_out_of_memory(const ir_node *node) {
     return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
-void *shape_params_alloc(ir_node *node, tci_arena *arena, size_t size) {
-    node->params = tci_arena_alloc(arena, size);
+void *shape_params_alloc(ir_node *node, mem_arena *arena, size_t size) {
+    node->params = arena_alloc(arena, size);
     return node->params;
 }
 
-tci_status shape_parse_axis(ir_node *node, tci_arena *arena, int num_inputs, int64_t def) {
+tci_status shape_parse_axis(ir_node *node, mem_arena *arena, int num_inputs, int64_t def) {
     static const char *const known[] = {"axis", NULL};
-    TCI_TRY(op_check_arity(node, num_inputs, num_inputs, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, num_inputs, num_inputs, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     PARAMS(axis_params, p);
     return ir_attr_int(node, "axis", def, &p->axis);
 }
 
 /* ---- Flatten ---- */
 
-static tci_status flatten_parse(ir_node *node, tci_arena *arena) {
+static tci_status flatten_parse(ir_node *node, mem_arena *arena) {
     return shape_parse_axis(node, arena, 1, 1);
 }
 
@@ -188,7 +188,7 @@ static tci_status flatten_infer(const ir_node *node, const tci_tensor *const *in
                                 tci_tensor *const *out) {
     const axis_params *p = node->params;
     const tci_tensor *x = in[0];
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
     out[0]->dtype = x->dtype;
     out[0]->rank = 2;
     out[0]->dims[0] = out[0]->dims[1] = -1;
@@ -197,8 +197,8 @@ static tci_status flatten_infer(const ir_node *node, const tci_tensor *const *in
     if (axis < 0 || axis > x->rank)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "axis %lld out of range for rank %d",
                              (long long)p->axis, x->rank);
-    TCI_TRY(shape_dims_product(node, (int)axis, x->dims, &out[0]->dims[0]));
-    TCI_TRY(shape_dims_product(node, x->rank - (int)axis, x->dims + axis, &out[0]->dims[1]));
+    TRY_STATUS(shape_dims_product(node, (int)axis, x->dims, &out[0]->dims[0]));
+    TRY_STATUS(shape_dims_product(node, x->rank - (int)axis, x->dims + axis, &out[0]->dims[1]));
     return TCI_OK;
 }
 
@@ -214,13 +214,13 @@ typedef struct {
     int64_t allowzero;
 } reshape_params;
 
-static tci_status reshape_parse(ir_node *node, tci_arena *arena) {
+static tci_status reshape_parse(ir_node *node, mem_arena *arena) {
     static const char *const known5[] = {NULL};
     static const char *const known14[] = {"allowzero", NULL};
-    TCI_TRY(op_check_arity(node, 2, 2, 1, 1));
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 14 ? known14 : known5));
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 14 ? known14 : known5));
     PARAMS(reshape_params, p);
-    TCI_TRY(ir_attr_int(node, "allowzero", 0, &p->allowzero));
+    TRY_STATUS(ir_attr_int(node, "allowzero", 0, &p->allowzero));
     if (p->allowzero != 0 && p->allowzero != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "attribute 'allowzero' is %lld, not 0 or 1", (long long)p->allowzero);
@@ -235,8 +235,8 @@ static tci_status reshape_infer(const ir_node *node, const tci_tensor *const *in
     int64_t shape[TCI_MAX_RANK];
     int len;
     bool known;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    TCI_TRY(shape_read_int_list(node, in[1], 1, "shape", TCI_MAX_RANK, shape, &len, &known));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_read_int_list(node, in[1], 1, "shape", TCI_MAX_RANK, shape, &len, &known));
     o->dtype = x->dtype;
     o->rank = len;
     for (int i = 0; i < len; i++) o->dims[i] = -1;
@@ -266,9 +266,9 @@ static tci_status reshape_infer(const ir_node *node, const tci_tensor *const *in
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "with allowzero=1, shape may not hold both 0 and -1");
     int64_t in_count, others;
-    TCI_TRY(shape_dims_product(node, x->rank, x->dims, &in_count));
+    TRY_STATUS(shape_dims_product(node, x->rank, x->dims, &in_count));
     if (infer_at >= 0) o->dims[infer_at] = 1;
-    TCI_TRY(shape_dims_product(node, len, o->dims, &others));
+    TRY_STATUS(shape_dims_product(node, len, o->dims, &others));
     if (infer_at >= 0) o->dims[infer_at] = -1;
     if (in_count < 0 || others < 0) return TCI_OK;
     char a[128], b[128];
@@ -298,15 +298,15 @@ typedef struct {
     size_t count;
 } axes_params;
 
-static tci_status axes_parse(ir_node *node, tci_arena *arena, bool required) {
+static tci_status axes_parse(ir_node *node, mem_arena *arena, bool required) {
     static const char *const known1[] = {"axes", NULL};
     static const char *const known13[] = {NULL};
     bool attr = node->since_version < 13;
-    TCI_TRY(op_check_arity(node, 1 + (!attr && required), attr ? 1 : 2, 1, 1));
-    TCI_TRY(ir_check_attrs(node, attr ? known1 : known13));
+    TRY_STATUS(op_check_arity(node, 1 + (!attr && required), attr ? 1 : 2, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, attr ? known1 : known13));
     PARAMS(axes_params, p);
     if (!attr) return TCI_OK;
-    TCI_TRY(ir_attr_ints(node, "axes", &p->axes, &p->count));
+    TRY_STATUS(ir_attr_ints(node, "axes", &p->axes, &p->count));
     if (required && !p->axes)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'axes' is required");
     if (p->count > TCI_MAX_RANK)
@@ -316,11 +316,11 @@ static tci_status axes_parse(ir_node *node, tci_arena *arena, bool required) {
     return TCI_OK;
 }
 
-static tci_status squeeze_parse(ir_node *node, tci_arena *arena) {
+static tci_status squeeze_parse(ir_node *node, mem_arena *arena) {
     return axes_parse(node, arena, false);
 }
 
-static tci_status unsqueeze_parse(ir_node *node, tci_arena *arena) {
+static tci_status unsqueeze_parse(ir_node *node, mem_arena *arena) {
     return axes_parse(node, arena, true);
 }
 
@@ -350,8 +350,8 @@ static tci_status squeeze_infer(const ir_node *node, const tci_tensor *const *in
     int64_t axes[TCI_MAX_RANK];
     int len;
     bool known;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    TCI_TRY(get_axes(node, in, axes, &len, &known));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(get_axes(node, in, axes, &len, &known));
     o->dtype = x->dtype;
     o->rank = -1;
     if (x->rank < 0) return TCI_OK;
@@ -371,7 +371,7 @@ static tci_status squeeze_infer(const ir_node *node, const tci_tensor *const *in
         }
     } else {
         int norm[TCI_MAX_RANK];
-        TCI_TRY(shape_normalize_axes(node, axes, len, x->rank, norm));
+        TRY_STATUS(shape_normalize_axes(node, axes, len, x->rank, norm));
         for (int i = 0; i < len; i++) {
             int64_t dim = x->dims[norm[i]];
             if (dim >= 0 && dim != 1)
@@ -394,18 +394,18 @@ static tci_status unsqueeze_infer(const ir_node *node, const tci_tensor *const *
     int64_t axes[TCI_MAX_RANK];
     int len;
     bool known;
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    TCI_TRY(get_axes(node, in, axes, &len, &known));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(get_axes(node, in, axes, &len, &known));
     o->dtype = x->dtype;
     o->rank = -1;
     if (x->rank < 0 || len < 0) return TCI_OK;
     int rank = x->rank + len;
-    TCI_TRY(shape_check_out_rank(node, rank));
+    TRY_STATUS(shape_check_out_rank(node, rank));
     o->rank = rank;
     for (int d = 0; d < rank; d++) o->dims[d] = -1;
     if (!known) return TCI_OK;
     int norm[TCI_MAX_RANK];
-    TCI_TRY(shape_normalize_axes(node, axes, len, rank, norm));
+    TRY_STATUS(shape_normalize_axes(node, axes, len, rank, norm));
     bool ones[TCI_MAX_RANK] = {false};
     for (int i = 0; i < len; i++) ones[norm[i]] = true;
     for (int d = 0, k = 0; d < rank; d++) o->dims[d] = ones[d] ? 1 : x->dims[k++];
@@ -415,7 +415,7 @@ static tci_status unsqueeze_infer(const ir_node *node, const tci_tensor *const *
 
 /* ---- Gather ---- */
 
-static tci_status gather_parse(ir_node *node, tci_arena *arena) {
+static tci_status gather_parse(ir_node *node, mem_arena *arena) {
     return shape_parse_axis(node, arena, 2, 0);
 }
 
@@ -424,16 +424,16 @@ static tci_status gather_infer(const ir_node *node, const tci_tensor *const *in,
     const axis_params *p = node->params;
     const tci_tensor *x = in[0], *idx = in[1];
     tci_tensor *o = out[0];
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
-    TCI_TRY(op_check_dtype(node, idx, 1, op_index_types));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(op_check_dtype(node, idx, 1, op_index_types));
     o->dtype = x->dtype;
     o->rank = -1;
     if (x->rank < 0 || idx->rank < 0) return TCI_OK;
     if (x->rank == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "cannot gather from a scalar");
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
-    TCI_TRY(shape_check_out_rank(node, x->rank + idx->rank - 1));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(shape_check_out_rank(node, x->rank + idx->rank - 1));
     o->rank = x->rank + idx->rank - 1;
     int k = 0;
     for (int d = 0; d < axis; d++) o->dims[k++] = x->dims[d];
@@ -456,7 +456,7 @@ static tci_status gather_forward(const ir_node *node, const tci_tensor *const *i
     const axis_params *p = node->params;
     const tci_tensor *x = in[0], *idx = in[1];
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     size_t es = tci_dtype_size(x->dtype);
     int64_t outer = 1, inner = 1, n = x->dims[axis], count = op_count(idx);
     for (int d = 0; d < axis; d++) outer *= x->dims[d];
@@ -481,13 +481,13 @@ typedef struct {
     bool has_end;
 } shape_params;
 
-static tci_status shape_parse(ir_node *node, tci_arena *arena) {
+static tci_status shape_parse(ir_node *node, mem_arena *arena) {
     static const char *const known1[] = {NULL};
     static const char *const known15[] = {"start", "end", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, node->since_version >= 15 ? known15 : known1));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 15 ? known15 : known1));
     PARAMS(shape_params, p);
-    TCI_TRY(ir_attr_int(node, "start", 0, &p->start));
+    TRY_STATUS(ir_attr_int(node, "start", 0, &p->start));
     p->has_end = ir_node_attr(node, "end") != NULL;
     return ir_attr_int(node, "end", 0, &p->end);
 }
@@ -505,7 +505,7 @@ static void shape_range(const shape_params *p, int rank, int64_t *start, int64_t
 static tci_status shape_infer(const ir_node *node, const tci_tensor *const *in,
                               tci_tensor *const *out) {
     const tci_tensor *x = in[0];
-    TCI_TRY(shape_check_elem_dtype(node, x, 0));
+    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
     out[0]->dtype = TCI_DTYPE_INT64;
     out[0]->rank = 1;
     out[0]->dims[0] = -1;
@@ -533,15 +533,15 @@ typedef struct {
     const void *data;
 } constant_params;
 
-static tci_status constant_parse(ir_node *node, tci_arena *arena) {
+static tci_status constant_parse(ir_node *node, mem_arena *arena) {
     static const char *const known1[] = {"value", NULL};
     static const char *const known11[] = {"value", "sparse_value", NULL};
     static const char *const known12[] = {"value",        "sparse_value",  "value_float",
                                           "value_floats", "value_int",     "value_ints",
                                           "value_string", "value_strings", NULL};
     int v = node->since_version;
-    TCI_TRY(op_check_arity(node, 0, 0, 1, 1));
-    TCI_TRY(ir_check_attrs(node, v >= 12 ? known12 : v >= 11 ? known11 : known1));
+    TRY_STATUS(op_check_arity(node, 0, 0, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, v >= 12 ? known12 : v >= 11 ? known11 : known1));
     if (node->num_attrs != 1)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "needs exactly one value attribute, has %d", node->num_attrs);
@@ -568,7 +568,7 @@ static tci_status constant_parse(ir_node *node, tci_arena *arena) {
         memcpy(p->dims, t->dims, sizeof p->dims);
         p->data = t->data;
         int64_t count;
-        TCI_TRY(shape_dims_product(node, p->rank, p->dims, &count));
+        TRY_STATUS(shape_dims_product(node, p->rank, p->dims, &count));
         if (count > 0 && !p->data)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'value' has no data");
         return TCI_OK;
@@ -580,22 +580,22 @@ static tci_status constant_parse(ir_node *node, tci_arena *arena) {
     if (is_float && is_list) {
         const float *values;
         size_t count;
-        TCI_TRY(ir_attr_floats(node, a->name, &values, &count));
+        TRY_STATUS(ir_attr_floats(node, a->name, &values, &count));
         p->data = values;
         p->dims[0] = (int64_t)count;
     } else if (is_list) {
         const int64_t *values;
         size_t count;
-        TCI_TRY(ir_attr_ints(node, a->name, &values, &count));
+        TRY_STATUS(ir_attr_ints(node, a->name, &values, &count));
         p->data = values;
         p->dims[0] = (int64_t)count;
     } else if (is_float) {
         float f;
-        TCI_TRY(ir_attr_float(node, a->name, 0, &f));
+        TRY_STATUS(ir_attr_float(node, a->name, 0, &f));
         p->data = &a->f;
     } else {
         int64_t i;
-        TCI_TRY(ir_attr_int(node, a->name, 0, &i));
+        TRY_STATUS(ir_attr_int(node, a->name, 0, &i));
         p->data = &a->i;
     }
     return TCI_OK;
@@ -625,10 +625,10 @@ typedef struct {
 
 static const float default_fill = 0.0f;
 
-static tci_status constant_of_shape_parse(ir_node *node, tci_arena *arena) {
+static tci_status constant_of_shape_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"value", NULL};
-    TCI_TRY(op_check_arity(node, 1, 1, 1, 1));
-    TCI_TRY(ir_check_attrs(node, known));
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
     PARAMS(fill_params, p);
     p->dtype = TCI_DTYPE_FLOAT;
     p->value = &default_fill;
@@ -641,7 +641,7 @@ static tci_status constant_of_shape_parse(ir_node *node, tci_arena *arena) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "attribute 'value' has unsupported dtype %d", (int)t->dtype);
     int64_t count;
-    TCI_TRY(shape_dims_product(node, t->rank, t->dims, &count));
+    TRY_STATUS(shape_dims_product(node, t->rank, t->dims, &count));
     if (count != 1 || !t->data)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "attribute 'value' must hold one element, has %lld", (long long)count);
@@ -657,7 +657,7 @@ static tci_status constant_of_shape_infer(const ir_node *node, const tci_tensor 
     int64_t shape[TCI_MAX_RANK];
     int len;
     bool known;
-    TCI_TRY(shape_read_int_list(node, in[0], 0, "shape", TCI_MAX_RANK, shape, &len, &known));
+    TRY_STATUS(shape_read_int_list(node, in[0], 0, "shape", TCI_MAX_RANK, shape, &len, &known));
     o->dtype = p->dtype;
     o->rank = len;
     for (int i = 0; i < len; i++) {
@@ -681,22 +681,22 @@ static tci_status constant_of_shape_forward(const ir_node *node, const tci_tenso
 
 /* ---- Identity / Dropout ---- */
 
-static tci_status identity_parse(ir_node *node, tci_arena *arena) {
+static tci_status identity_parse(ir_node *node, mem_arena *arena) {
     return op_parse_no_attrs(node, 1, 1, 1, 1);
 }
 
 static tci_status identity_infer(const ir_node *node, const tci_tensor *const *in,
                                  tci_tensor *const *out) {
-    TCI_TRY(shape_check_elem_dtype(node, in[0], 0));
+    TRY_STATUS(shape_check_elem_dtype(node, in[0], 0));
     op_same_shape(out[0], in[0]);
     return TCI_OK;
 }
 
-static tci_status dropout_parse(ir_node *node, tci_arena *arena) {
+static tci_status dropout_parse(ir_node *node, mem_arena *arena) {
     static const char *const known7[] = {"ratio", NULL};
     static const char *const known12[] = {"seed", NULL};
     bool v12 = node->since_version >= 12;
-    TCI_TRY(op_check_arity(node, 1, v12 ? 3 : 1, 1, 2));
+    TRY_STATUS(op_check_arity(node, 1, v12 ? 3 : 1, 1, 2));
     return ir_check_attrs(node, v12 ? known12 : known7);
 }
 
@@ -704,10 +704,10 @@ static const tci_dtype bool_types[] = {TCI_DTYPE_BOOL, 0};
 
 static tci_status dropout_infer(const ir_node *node, const tci_tensor *const *in,
                                 tci_tensor *const *out) {
-    TCI_TRY(shape_check_elem_dtype(node, in[0], 0));
+    TRY_STATUS(shape_check_elem_dtype(node, in[0], 0));
     if (node->num_inputs > 2 && in[2]) {
         const tci_tensor *mode = in[2];
-        TCI_TRY(op_check_dtype(node, mode, 2, bool_types));
+        TRY_STATUS(op_check_dtype(node, mode, 2, bool_types));
         /* training with ratio 0 drops nothing, so it is still the identity; the ratio may
          * only become known at run time */
         const tci_tensor *ratio = in[1];
@@ -740,7 +740,7 @@ static tci_status dropout_forward(const ir_node *node, const tci_tensor *const *
 /* Identity: the output is the input. */
 static tci_status identity_gpu_lower(plan_builder *b, const ir_node *node) {
     int src;
-    TCI_TRY(lower_input(b, node, node->inputs[0], node->outputs[0]->layout, &src));
+    TRY_STATUS(lower_input(b, node, node->inputs[0], node->outputs[0]->layout, &src));
     return lower_forward(b, node, node->outputs[0], src);
 }
 
@@ -766,23 +766,23 @@ static tci_status dropout_gpu_lower(plan_builder *b, const ir_node *node) {
 /* Reshape, Flatten, Squeeze, Unsqueeze: the dense bytes with new dims. */
 static tci_status reshape_gpu_lower(plan_builder *b, const ir_node *node) {
     int src, idx;
-    TCI_TRY(lower_input(b, node, node->inputs[0], PLAN_LAYOUT_DENSE, &src));
+    TRY_STATUS(lower_input(b, node, node->inputs[0], PLAN_LAYOUT_DENSE, &src));
     return lower_alias(b, node, node->outputs[0], src, &idx);
 }
 
 static tci_status gather_gpu_lower(plan_builder *b, const ir_node *node) {
     const axis_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *idx = node->inputs[1], *y = node->outputs[0];
-    TCI_TRY(lower_require_known(node, x));
-    TCI_TRY(lower_require_known(node, idx));
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, idx));
     int axis;
-    TCI_TRY(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
     int xi, ii, yt;
-    TCI_TRY(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TCI_TRY(lower_input(b, node, idx, PLAN_LAYOUT_DENSE, &ii));
-    TCI_TRY(lower_output(b, node, y, &yt));
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, idx, PLAN_LAYOUT_DENSE, &ii));
+    TRY_STATUS(lower_output(b, node, y, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_GATHER, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_GATHER, node, NULL, &s));
     s->u.gather.outer = lower_prod(x->dims, 0, axis);
     s->u.gather.axis_dim = x->dims[axis];
     s->u.gather.inner = lower_prod(x->dims, axis + 1, x->rank);

@@ -44,9 +44,9 @@ int64_t **shape_maps_alloc(int rank, const int64_t *dims);
 void shape_copy_by_maps(tci_tensor *out, const tci_tensor *in, int64_t *const *maps,
                         const void *fill);
 tci_status shape_out_of_memory(const ir_node *node);
-void *shape_params_alloc(ir_node *node, tci_arena *arena, size_t size);
+void *shape_params_alloc(ir_node *node, mem_arena *arena, size_t size);
 /* Parses an op of num_inputs inputs, one output and only the attribute axis (default def) into
  * axis_params. */
-tci_status shape_parse_axis(ir_node *node, tci_arena *arena, int num_inputs, int64_t def);
+tci_status shape_parse_axis(ir_node *node, mem_arena *arena, int num_inputs, int64_t def);
 
 #endif

@@ -25,7 +25,7 @@ typedef struct loader {
 /* Allocation target of decoded tensor data: the graph arena, or malloc for tensor files. */
 typedef void *(*data_alloc_fn)(void *ctx, size_t size);
 
-static void *alloc_arena(void *ctx, size_t size) { return tci_arena_alloc(ctx, size); }
+static void *alloc_arena(void *ctx, size_t size) { return arena_alloc(ctx, size); }
 static void *alloc_malloc(void *ctx, size_t size) {
     (void)ctx;
     return malloc(size ? size : 1);
@@ -100,7 +100,7 @@ static tci_status parse_size_value(const char *label, const char *key, const cha
     *out = v;
     return TCI_OK;
 bad:
-    return tci_error(TCI_ERR_INVALID_MODEL, "%s: external data %s '%s' is not a byte count",
+    return status_error(TCI_ERR_INVALID_MODEL, "%s: external data %s '%s' is not a byte count",
                      label, key, value ? value : "");
 }
 
@@ -108,9 +108,9 @@ bad:
  * (checked after resolving symlinks) still inside it. */
 static tci_status check_location_syntax(const char *label, const char *location) {
     if (is_empty(location))
-        return tci_error(TCI_ERR_INVALID_MODEL, "%s: external data has no location", label);
+        return status_error(TCI_ERR_INVALID_MODEL, "%s: external data has no location", label);
     if (location[0] == '/' || location[0] == '\\')
-        return tci_error(TCI_ERR_INVALID_MODEL,
+        return status_error(TCI_ERR_INVALID_MODEL,
                          "%s: external data location '%s' is an absolute path; it must be "
                          "relative to the model's folder",
                          label, location);
@@ -119,7 +119,7 @@ static tci_status check_location_syntax(const char *label, const char *location)
     while (*p) {
         size_t n = strcspn(p, "/\\");
         if (n == 2 && p[0] == '.' && p[1] == '.')
-            return tci_error(TCI_ERR_INVALID_MODEL,
+            return status_error(TCI_ERR_INVALID_MODEL,
                              "%s: external data location '%s' contains '..'; it must stay "
                              "inside the model's folder",
                              label, location);
@@ -140,30 +140,30 @@ static tci_status open_external(loader *ld, const char *label, const char *locat
                                 int *out_fd, uint64_t *out_file_size) {
     *out_fd = -1;
     if (!ld || !ld->base_dir)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "%s: external data '%s' needs the model's folder, but the model was "
                          "loaded from memory without a base directory",
                          label, location);
-    TCI_TRY(check_location_syntax(label, location));
+    TRY_STATUS(check_location_syntax(label, location));
     if (!ld->base_real) {
         ld->base_real = realpath(ld->base_dir, NULL);
         if (!ld->base_real)
-            return tci_error(TCI_ERR_IO, "%s: cannot resolve the model's folder '%s': %s", label,
+            return status_error(TCI_ERR_IO, "%s: cannot resolve the model's folder '%s': %s", label,
                              ld->base_dir, strerror(errno));
     }
     size_t len = strlen(ld->base_dir) + strlen(location) + 2;
     char *joined = malloc(len);
-    if (!joined) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!joined) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     snprintf(joined, len, "%s/%s", ld->base_dir, location);
     char *real = realpath(joined, NULL);
     int err = errno;
     free(joined);
     if (!real)
-        return tci_error(TCI_ERR_IO, "%s: cannot open external data file '%s': %s", label,
+        return status_error(TCI_ERR_IO, "%s: cannot open external data file '%s': %s", label,
                          location, strerror(err));
     if (!path_inside(real, ld->base_real)) {
         free(real);
-        return tci_error(TCI_ERR_INVALID_MODEL,
+        return status_error(TCI_ERR_INVALID_MODEL,
                          "%s: external data file '%s' resolves outside the model's folder",
                          label, location);
     }
@@ -172,12 +172,12 @@ static tci_status open_external(loader *ld, const char *label, const char *locat
     err = errno;
     free(real);
     if (fd < 0)
-        return tci_error(TCI_ERR_IO, "%s: cannot open external data file '%s': %s", label,
+        return status_error(TCI_ERR_IO, "%s: cannot open external data file '%s': %s", label,
                          location, strerror(err));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return tci_error(TCI_ERR_IO, "%s: external data '%s' is not a regular file", label,
+        return status_error(TCI_ERR_IO, "%s: external data '%s' is not a regular file", label,
                          location);
     }
     *out_fd = fd;
@@ -193,7 +193,7 @@ static tci_status read_exactly(int fd, void *dst, size_t size, uint64_t offset, 
         ssize_t n = pread(fd, p, chunk, (off_t)offset);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0)
-            return tci_error(TCI_ERR_IO, "%s: reading external data file '%s' failed: %s", label,
+            return status_error(TCI_ERR_IO, "%s: reading external data file '%s' failed: %s", label,
                              location, n < 0 ? strerror(errno) : "unexpected end of file");
         p += n;
         size -= (size_t)n;
@@ -253,19 +253,19 @@ static tci_status copy_int32_data(const Onnx__TensorProto *tp, tci_dtype dtype, 
         case TCI_DTYPE_FLOAT16: ((uint16_t *)dst)[i] = (uint16_t)((uint32_t)v & 0xFFFFu); break;
         case TCI_DTYPE_INT8:
             if (v < INT8_MIN || v > INT8_MAX)
-                return tci_error(TCI_ERR_INVALID_MODEL,
+                return status_error(TCI_ERR_INVALID_MODEL,
                                  "%s: int32_data value %" PRId32 " is out of range for int8",
                                  label, v);
             ((int8_t *)dst)[i] = (int8_t)v;
             break;
         case TCI_DTYPE_UINT8:
             if (v < 0 || v > UINT8_MAX)
-                return tci_error(TCI_ERR_INVALID_MODEL,
+                return status_error(TCI_ERR_INVALID_MODEL,
                                  "%s: int32_data value %" PRId32 " is out of range for uint8",
                                  label, v);
             ((uint8_t *)dst)[i] = (uint8_t)v;
             break;
-        default: return tci_error(TCI_ERR_INTERNAL, "%s: int32_data for %s", label,
+        default: return status_error(TCI_ERR_INTERNAL, "%s: int32_data for %s", label,
                                   tci_dtype_name(dtype));
         }
     }
@@ -288,9 +288,9 @@ static tci_status parse_external_ref(const Onnx__TensorProto *tp, const char *la
         if (strcmp(e->key, "location") == 0) {
             out->location = e->value;
         } else if (strcmp(e->key, "offset") == 0) {
-            TCI_TRY(parse_size_value(label, "offset", e->value, &out->offset));
+            TRY_STATUS(parse_size_value(label, "offset", e->value, &out->offset));
         } else if (strcmp(e->key, "length") == 0) {
-            TCI_TRY(parse_size_value(label, "length", e->value, &out->length));
+            TRY_STATUS(parse_size_value(label, "length", e->value, &out->length));
             out->has_length = true;
         }
         /* "checksum" and unknown keys carry nothing we need */
@@ -304,26 +304,26 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
                                 data_alloc_fn alloc, void *alloc_ctx, tci_tensor *out) {
     memset(out, 0, sizeof *out);
     int32_t type = tp->has_data_type ? tp->data_type : 0;
-    if (type == 0) return tci_error(TCI_ERR_INVALID_MODEL, "%s has no data type", label);
+    if (type == 0) return status_error(TCI_ERR_INVALID_MODEL, "%s has no data type", label);
     if (!onnx_type_supported(type))
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s has data type %s, which is not supported",
+        return status_error(TCI_ERR_UNSUPPORTED, "%s has data type %s, which is not supported",
                          label, onnx_type_name(type));
     tci_dtype dtype = (tci_dtype)type;
     if (tp->n_dims > TCI_MAX_RANK)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s has rank %zu; at most %d is supported", label,
+        return status_error(TCI_ERR_UNSUPPORTED, "%s has rank %zu; at most %d is supported", label,
                          tp->n_dims, TCI_MAX_RANK);
     if (tp->segment)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s is segmented, which is not supported", label);
+        return status_error(TCI_ERR_UNSUPPORTED, "%s is segmented, which is not supported", label);
     for (size_t i = 0; i < tp->n_dims; i++)
         if (tp->dims[i] < 0)
-            return tci_error(TCI_ERR_INVALID_MODEL, "%s has negative dim %" PRId64 " at axis %zu",
+            return status_error(TCI_ERR_INVALID_MODEL, "%s has negative dim %" PRId64 " at axis %zu",
                              label, tp->dims[i], i);
     int64_t count;
     tci_status st = ir_count_elements((int)tp->n_dims, tp->dims, &count);
-    if (st != TCI_OK) return tci_error_prefix(st, "%s", label);
+    if (st != TCI_OK) return status_error_prefix(st, "%s", label);
     size_t elem = tci_dtype_size(dtype);
     if ((uint64_t)count > SIZE_MAX / elem)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s has %" PRId64 " elements, too many for memory",
+        return status_error(TCI_ERR_UNSUPPORTED, "%s has %" PRId64 " elements, too many for memory",
                          label, count);
     size_t bytes = (size_t)count * elem;
     char shape[160];
@@ -335,23 +335,23 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
 
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         external_ref ref;
-        TCI_TRY(parse_external_ref(tp, label, &ref));
+        TRY_STATUS(parse_external_ref(tp, label, &ref));
         int fd;
         uint64_t file_size = 0;
-        TCI_TRY(open_external(ld, label, ref.location, &fd, &file_size));
+        TRY_STATUS(open_external(ld, label, ref.location, &fd, &file_size));
         uint64_t length = ref.has_length ? ref.length
                           : file_size > ref.offset ? file_size - ref.offset
                                                    : 0;
         if (ref.offset > file_size || length > file_size - ref.offset) {
             close(fd);
-            return tci_error(TCI_ERR_INVALID_MODEL,
+            return status_error(TCI_ERR_INVALID_MODEL,
                              "%s: external data file '%s' has %" PRIu64
                              " bytes, too short for offset %" PRIu64 " + length %" PRIu64,
                              label, ref.location, file_size, ref.offset, length);
         }
         if (length != bytes) {
             close(fd);
-            return tci_error(TCI_ERR_INVALID_MODEL,
+            return status_error(TCI_ERR_INVALID_MODEL,
                              "%s: external data in '%s' is %" PRIu64
                              " bytes, expected %zu (%s of %s)",
                              label, ref.location, length, bytes, shape, tci_dtype_name(dtype));
@@ -359,12 +359,12 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
         out->data = alloc(alloc_ctx, bytes);
         if (!out->data) {
             close(fd);
-            return tci_error(TCI_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", label,
+            return status_error(TCI_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", label,
                              bytes);
         }
         st = read_exactly(fd, out->data, bytes, ref.offset, label, ref.location);
         close(fd);
-        TCI_TRY(st);
+        TRY_STATUS(st);
         from_little_endian(out->data, (size_t)count, elem);
     } else {
         /* raw_data wins when present, as in onnx's numpy_helper */
@@ -373,15 +373,15 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
         size_t want = s == STORE_RAW ? bytes : (size_t)count;
         if (got != want) {
             if (s == STORE_RAW)
-                return tci_error(TCI_ERR_INVALID_MODEL,
+                return status_error(TCI_ERR_INVALID_MODEL,
                                  "%s: raw_data has %zu bytes, expected %zu (%s of %s)", label,
                                  got, want, shape, tci_dtype_name(dtype));
-            return tci_error(TCI_ERR_INVALID_MODEL, "%s: %s has %zu values, expected %zu (%s)",
+            return status_error(TCI_ERR_INVALID_MODEL, "%s: %s has %zu values, expected %zu (%s)",
                              label, storage_name(s), got, want, shape);
         }
         out->data = alloc(alloc_ctx, bytes);
         if (!out->data)
-            return tci_error(TCI_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", label,
+            return status_error(TCI_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu bytes", label,
                              bytes);
         switch (s) {
         case STORE_RAW:
@@ -397,7 +397,7 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
         case STORE_INT64:
             if (bytes) memcpy(out->data, tp->int64_data, bytes);
             break;
-        case STORE_INT32: TCI_TRY(copy_int32_data(tp, dtype, out->data, label)); break;
+        case STORE_INT32: TRY_STATUS(copy_int32_data(tp, dtype, out->data, label)); break;
         }
     }
     /* consumers of bool data may test == 1 */
@@ -412,7 +412,7 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
 static tci_status decode_into(loader *ld, const Onnx__TensorProto *tp, const char *label,
                               ir_tensor *t) {
     tci_tensor v;
-    TCI_TRY(decode_tensor(ld, tp, label, alloc_arena, ld->graph->arena, &v));
+    TRY_STATUS(decode_tensor(ld, tp, label, alloc_arena, ld->graph->arena, &v));
     ir_tensor_copy_shape(t, &v);
     t->data = v.data;
     return TCI_OK;
@@ -424,35 +424,35 @@ static tci_status decode_into(loader *ld, const Onnx__TensorProto *tp, const cha
 static tci_status decode_value_type(loader *ld, const Onnx__ValueInfoProto *vi, const char *label,
                                     ir_tensor *t) {
     const Onnx__TypeProto *type = vi->type;
-    if (!type) return tci_error(TCI_ERR_INVALID_MODEL, "%s has no type", label);
+    if (!type) return status_error(TCI_ERR_INVALID_MODEL, "%s has no type", label);
     switch (type->value_case) {
     case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE: break;
     case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s is a sequence; only tensors are supported",
+        return status_error(TCI_ERR_UNSUPPORTED, "%s is a sequence; only tensors are supported",
                          label);
     case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s is a map; only tensors are supported", label);
+        return status_error(TCI_ERR_UNSUPPORTED, "%s is a map; only tensors are supported", label);
     case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s is an optional; only tensors are supported",
+        return status_error(TCI_ERR_UNSUPPORTED, "%s is an optional; only tensors are supported",
                          label);
     case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "%s is a sparse tensor; only dense tensors are supported", label);
     default:
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s has no tensor type (a kind we do not know)",
+        return status_error(TCI_ERR_UNSUPPORTED, "%s has no tensor type (a kind we do not know)",
                          label);
     }
     const Onnx__TypeProto__Tensor *tt = type->tensor_type;
     int32_t elem = tt && tt->has_elem_type ? tt->elem_type : 0;
-    if (elem == 0) return tci_error(TCI_ERR_INVALID_MODEL, "%s has no element type", label);
+    if (elem == 0) return status_error(TCI_ERR_INVALID_MODEL, "%s has no element type", label);
     if (!onnx_type_supported(elem))
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s has element type %s, which is not supported",
+        return status_error(TCI_ERR_UNSUPPORTED, "%s has element type %s, which is not supported",
                          label, onnx_type_name(elem));
     if (!t) return TCI_OK;
     t->dtype = (tci_dtype)elem;
     if (!tt->shape) return TCI_OK; /* rank unknown */
     if (tt->shape->n_dim > TCI_MAX_RANK)
-        return tci_error(TCI_ERR_UNSUPPORTED, "%s has rank %zu; at most %d is supported", label,
+        return status_error(TCI_ERR_UNSUPPORTED, "%s has rank %zu; at most %d is supported", label,
                          tt->shape->n_dim, TCI_MAX_RANK);
     t->rank = (int)tt->shape->n_dim;
     for (int i = 0; i < t->rank; i++) {
@@ -465,8 +465,8 @@ static tci_status decode_value_type(loader *ld, const Onnx__ValueInfoProto *vi, 
             if (d->dim_value >= 0) t->dims[i] = d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    !is_empty(d->dim_param)) {
-            t->dim_names[i] = tci_arena_strdup(ld->graph->arena, d->dim_param);
-            if (!t->dim_names[i]) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            t->dim_names[i] = arena_strdup(ld->graph->arena, d->dim_param);
+            if (!t->dim_names[i]) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         }
     }
     return TCI_OK;
@@ -489,15 +489,15 @@ static int32_t attr_guess_type(const Onnx__AttributeProto *a) {
     return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
 }
 
-static char *arena_bytes_to_string(tci_arena *arena, const ProtobufCBinaryData *b) {
-    char *s = tci_arena_alloc(arena, b->len + 1);
+static char *arena_bytes_to_string(mem_arena *arena, const ProtobufCBinaryData *b) {
+    char *s = arena_alloc(arena, b->len + 1);
     if (s && b->len) memcpy(s, b->data, b->len);
     return s;
 }
 
 static tci_status decode_attr(loader *ld, ir_node *node, const Onnx__AttributeProto *ap,
                               ir_attr *out) {
-    tci_arena *arena = ld->graph->arena;
+    mem_arena *arena = ld->graph->arena;
     if (is_empty(ap->name))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "an attribute has no name");
     if (!is_empty(ap->ref_attr_name))
@@ -505,7 +505,7 @@ static tci_status decode_attr(loader *ld, ir_node *node, const Onnx__AttributePr
                              "attribute '%s' refers to function attribute '%s', which is only "
                              "valid inside a function body",
                              ap->name, ap->ref_attr_name);
-    out->name = tci_arena_strdup(arena, ap->name);
+    out->name = arena_strdup(arena, ap->name);
     int32_t type = ap->has_type && ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED
                        ? (int32_t)ap->type
                        : attr_guess_type(ap);
@@ -515,7 +515,7 @@ static tci_status decode_attr(loader *ld, ir_node *node, const Onnx__AttributePr
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: out->i = ap->i; break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
         out->s = arena_bytes_to_string(arena, &ap->s);
-        if (!out->s) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!out->s) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: {
         if (!ap->t)
@@ -523,31 +523,31 @@ static tci_status decode_attr(loader *ld, ir_node *node, const Onnx__AttributePr
                                  "attribute '%s' is a tensor attribute without a tensor",
                                  ap->name);
         /* anonymous: the tensor's own name may repeat a graph tensor's */
-        TCI_TRY(ir_graph_add_tensor(ld->graph, NULL, &out->tensor));
+        TRY_STATUS(ir_graph_add_tensor(ld->graph, NULL, &out->tensor));
         char label[320];
         snprintf(label, sizeof label, "attribute '%.200s'", ap->name);
         tci_status st = decode_into(ld, ap->t, label, out->tensor);
         if (st != TCI_OK)
-            return tci_error_prefix(st, "node '%s' (%s)", node->name, node->op_type);
+            return status_error_prefix(st, "node '%s' (%s)", node->name, node->op_type);
         break;
     }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
         out->count = ap->n_floats;
-        out->floats = tci_arena_memdup(arena, ap->floats, ap->n_floats * sizeof(float));
-        if (!out->floats) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        out->floats = arena_memdup(arena, ap->floats, ap->n_floats * sizeof(float));
+        if (!out->floats) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
         out->count = ap->n_ints;
-        out->ints = tci_arena_memdup(arena, ap->ints, ap->n_ints * sizeof(int64_t));
-        if (!out->ints) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        out->ints = arena_memdup(arena, ap->ints, ap->n_ints * sizeof(int64_t));
+        if (!out->ints) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
         out->count = ap->n_strings;
-        const char **list = tci_arena_alloc(arena, (ap->n_strings + 1) * sizeof *list);
-        if (!list) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        const char **list = arena_alloc(arena, (ap->n_strings + 1) * sizeof *list);
+        if (!list) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         for (size_t k = 0; k < ap->n_strings; k++) {
             list[k] = arena_bytes_to_string(arena, &ap->strings[k]);
-            if (!list[k]) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!list[k]) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         }
         out->strings = list;
         break;
@@ -556,7 +556,7 @@ static tci_status decode_attr(loader *ld, ir_node *node, const Onnx__AttributePr
         /* graphs, sparse tensors, tensor lists, type protos: the type alone lets the op refuse */
         break;
     }
-    if (!out->name) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!out->name) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     return TCI_OK;
 }
 
@@ -579,13 +579,13 @@ static tci_status node_tensor(ir_graph *g, const char *name, ir_tensor **out) {
 static tci_status load_node(loader *ld, const Onnx__NodeProto *np, size_t index) {
     ir_graph *g = ld->graph;
     if (is_empty(np->op_type))
-        return tci_error(TCI_ERR_INVALID_MODEL, "node %zu ('%s') has no op_type", index,
+        return status_error(TCI_ERR_INVALID_MODEL, "node %zu ('%s') has no op_type", index,
                          np->name ? np->name : "");
     if (np->n_input > INT_MAX / 2 || np->n_output > INT_MAX / 2)
-        return tci_error(TCI_ERR_INVALID_MODEL, "node '%s' has too many inputs or outputs",
+        return status_error(TCI_ERR_INVALID_MODEL, "node '%s' has too many inputs or outputs",
                          np->name ? np->name : "");
     ir_node *node;
-    TCI_TRY(ir_graph_add_node(g, np->name, np->op_type, normalize_domain(np->domain),
+    TRY_STATUS(ir_graph_add_node(g, np->name, np->op_type, normalize_domain(np->domain),
                               (int)np->n_input, (int)np->n_output, &node));
     const ir_opset *opset = find_opset(g, node->domain);
     if (!opset)
@@ -594,18 +594,18 @@ static tci_status load_node(loader *ld, const Onnx__NodeProto *np, size_t index)
                              node->domain[0] ? node->domain : "ai.onnx");
     node->opset = (int)opset->version;
     for (size_t k = 0; k < np->n_input; k++)
-        TCI_TRY(node_tensor(g, np->input[k], &node->inputs[k]));
+        TRY_STATUS(node_tensor(g, np->input[k], &node->inputs[k]));
     for (size_t k = 0; k < np->n_output; k++)
-        TCI_TRY(node_tensor(g, np->output[k], &node->outputs[k]));
+        TRY_STATUS(node_tensor(g, np->output[k], &node->outputs[k]));
     if (np->n_attribute) {
         if (np->n_attribute > INT_MAX / 2)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL, "too many attributes");
-        node->attrs = tci_arena_alloc(g->arena, np->n_attribute * sizeof *node->attrs);
-        if (!node->attrs) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        node->attrs = arena_alloc(g->arena, np->n_attribute * sizeof *node->attrs);
+        if (!node->attrs) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         for (size_t k = 0; k < np->n_attribute; k++) {
             const Onnx__AttributeProto *ap = np->attribute[k];
             if (!ap) continue;
-            TCI_TRY(decode_attr(ld, node, ap, &node->attrs[node->num_attrs]));
+            TRY_STATUS(decode_attr(ld, node, ap, &node->attrs[node->num_attrs]));
             if (ir_node_attr(node, node->attrs[node->num_attrs].name))
                 return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                      "attribute '%s' is given twice", ap->name);
@@ -618,8 +618,8 @@ static tci_status load_node(loader *ld, const Onnx__NodeProto *np, size_t index)
 /* ---- the model ---- */
 
 static tci_status load_opsets(ir_graph *g, const Onnx__ModelProto *m) {
-    g->opsets = tci_arena_alloc(g->arena, (m->n_opset_import + 1) * sizeof *g->opsets);
-    if (!g->opsets) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    g->opsets = arena_alloc(g->arena, (m->n_opset_import + 1) * sizeof *g->opsets);
+    if (!g->opsets) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *op = m->opset_import[i];
         if (!op) continue;
@@ -627,22 +627,22 @@ static tci_status load_opsets(ir_graph *g, const Onnx__ModelProto *m) {
         int64_t version = op->has_version ? op->version : 0;
         const char *shown = domain[0] ? domain : "ai.onnx";
         if (version < 1 || version > INT_MAX)
-            return tci_error(TCI_ERR_INVALID_MODEL,
+            return status_error(TCI_ERR_INVALID_MODEL,
                              "opset import for domain '%s' has invalid version %" PRId64, shown,
                              version);
         const ir_opset *prev = find_opset(g, domain);
         if (prev) {
             if (prev->version != version)
-                return tci_error(TCI_ERR_INVALID_MODEL,
+                return status_error(TCI_ERR_INVALID_MODEL,
                                  "domain '%s' is imported twice, as opset %" PRId64
                                  " and %" PRId64,
                                  shown, prev->version, version);
             continue;
         }
-        g->opsets[g->num_opsets].domain = tci_arena_strdup(g->arena, domain);
+        g->opsets[g->num_opsets].domain = arena_strdup(g->arena, domain);
         g->opsets[g->num_opsets].version = version;
         if (!g->opsets[g->num_opsets].domain)
-            return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         g->num_opsets++;
     }
     return TCI_OK;
@@ -652,12 +652,12 @@ static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
     ir_graph *g = ld->graph;
     const Onnx__GraphProto *gp = m->graph;
     g->ir_version = m->has_ir_version ? m->ir_version : 0;
-    g->name = tci_arena_strdup(g->arena, gp->name ? gp->name : "");
-    if (!g->name) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    TCI_TRY(load_opsets(g, m));
+    g->name = arena_strdup(g->arena, gp->name ? gp->name : "");
+    if (!g->name) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    TRY_STATUS(load_opsets(g, m));
 
     if (gp->n_sparse_initializer)
-        return tci_error(TCI_ERR_UNSUPPORTED, "sparse initializers are not supported (%zu found)",
+        return status_error(TCI_ERR_UNSUPPORTED, "sparse initializers are not supported (%zu found)",
                          gp->n_sparse_initializer);
 
     char label[320];
@@ -665,55 +665,55 @@ static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         if (!tp) continue;
         if (is_empty(tp->name))
-            return tci_error(TCI_ERR_INVALID_MODEL, "initializer %zu has no name", i);
+            return status_error(TCI_ERR_INVALID_MODEL, "initializer %zu has no name", i);
         snprintf(label, sizeof label, "initializer '%.200s'", tp->name);
         if (ir_graph_find_tensor(g, tp->name))
-            return tci_error(TCI_ERR_INVALID_MODEL, "%s is defined twice", label);
+            return status_error(TCI_ERR_INVALID_MODEL, "%s is defined twice", label);
         ir_tensor *t;
-        TCI_TRY(ir_graph_add_tensor(g, tp->name, &t));
-        TCI_TRY(decode_into(ld, tp, label, t));
+        TRY_STATUS(ir_graph_add_tensor(g, tp->name, &t));
+        TRY_STATUS(decode_into(ld, tp, label, t));
     }
 
-    g->inputs = tci_arena_alloc(g->arena, (gp->n_input + 1) * sizeof *g->inputs);
-    if (!g->inputs) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    g->inputs = arena_alloc(g->arena, (gp->n_input + 1) * sizeof *g->inputs);
+    if (!g->inputs) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         if (!vi) continue;
         if (is_empty(vi->name))
-            return tci_error(TCI_ERR_INVALID_MODEL, "graph input %zu has no name", i);
+            return status_error(TCI_ERR_INVALID_MODEL, "graph input %zu has no name", i);
         snprintf(label, sizeof label, "graph input '%.200s'", vi->name);
         ir_tensor *t = ir_graph_find_tensor(g, vi->name);
         if (t && t->data) continue; /* an initializer listed as input: a constant */
-        if (t) return tci_error(TCI_ERR_INVALID_MODEL, "%s is listed twice", label);
-        TCI_TRY(ir_graph_add_tensor(g, vi->name, &t));
-        TCI_TRY(decode_value_type(ld, vi, label, t));
+        if (t) return status_error(TCI_ERR_INVALID_MODEL, "%s is listed twice", label);
+        TRY_STATUS(ir_graph_add_tensor(g, vi->name, &t));
+        TRY_STATUS(decode_value_type(ld, vi, label, t));
         t->is_graph_input = true;
         g->inputs[g->num_inputs++] = t;
     }
 
     for (size_t i = 0; i < gp->n_node; i++)
-        if (gp->node[i]) TCI_TRY(load_node(ld, gp->node[i], i));
+        if (gp->node[i]) TRY_STATUS(load_node(ld, gp->node[i], i));
 
     /* which tensors some node defines, to check the graph outputs against */
     bool *produced = calloc(g->num_tensors + 1, sizeof *produced);
-    if (!produced) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!produced) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_outputs; k++)
             if (g->nodes[i]->outputs[k]) produced[g->nodes[i]->outputs[k]->index] = true;
     tci_status st = TCI_OK;
-    g->outputs = tci_arena_alloc(g->arena, (gp->n_output + 1) * sizeof *g->outputs);
-    if (!g->outputs) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    g->outputs = arena_alloc(g->arena, (gp->n_output + 1) * sizeof *g->outputs);
+    if (!g->outputs) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; st == TCI_OK && i < gp->n_output; i++) {
         const Onnx__ValueInfoProto *vi = gp->output[i];
         if (!vi) continue;
         if (is_empty(vi->name)) {
-            st = tci_error(TCI_ERR_INVALID_MODEL, "graph output %zu has no name", i);
+            st = status_error(TCI_ERR_INVALID_MODEL, "graph output %zu has no name", i);
             break;
         }
         snprintf(label, sizeof label, "graph output '%.200s'", vi->name);
         ir_tensor *t = ir_graph_find_tensor(g, vi->name);
         if (!t || !(t->data || t->is_graph_input || produced[t->index])) {
-            st = tci_error(TCI_ERR_INVALID_MODEL,
+            st = status_error(TCI_ERR_INVALID_MODEL,
                            "%s is not produced by any node, initializer or graph input", label);
             break;
         }
@@ -729,16 +729,16 @@ static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
 
 tci_status onnx_load_model(const void *bytes, size_t size, const char *base_dir,
                            ir_graph **out_graph) {
-    if (!out_graph) return tci_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_model: NULL out_graph");
+    if (!out_graph) return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_model: NULL out_graph");
     *out_graph = NULL;
     if (!bytes && size)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_model: NULL bytes");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_model: NULL bytes");
     Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, size, bytes);
     if (!model)
-        return tci_error(TCI_ERR_PARSE, "not a valid ONNX model (protobuf parse failed)");
+        return status_error(TCI_ERR_PARSE, "not a valid ONNX model (protobuf parse failed)");
     if (!model->graph) {
         onnx__model_proto__free_unpacked(model, NULL);
-        return tci_error(TCI_ERR_INVALID_MODEL, "the model has no graph");
+        return status_error(TCI_ERR_INVALID_MODEL, "the model has no graph");
     }
     loader ld = {.base_dir = base_dir};
     tci_status st = ir_graph_create(&ld.graph);
@@ -759,21 +759,21 @@ static tci_status read_file(const char *path, unsigned char **out_bytes, size_t 
     *out_size = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return tci_error(TCI_ERR_IO, "cannot open model file '%s': %s", path, strerror(errno));
+        return status_error(TCI_ERR_IO, "cannot open model file '%s': %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return tci_error(TCI_ERR_IO, "model file '%s' is not a regular file", path);
+        return status_error(TCI_ERR_IO, "model file '%s' is not a regular file", path);
     }
     if ((uint64_t)sb.st_size > SIZE_MAX - 1) {
         close(fd);
-        return tci_error(TCI_ERR_IO, "model file '%s' is too large", path);
+        return status_error(TCI_ERR_IO, "model file '%s' is too large", path);
     }
     size_t size = (size_t)sb.st_size;
     unsigned char *buf = malloc(size ? size : 1);
     if (!buf) {
         close(fd);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory reading model file '%s'", path);
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory reading model file '%s'", path);
     }
     size_t done = 0;
     while (done < size) {
@@ -783,7 +783,7 @@ static tci_status read_file(const char *path, unsigned char **out_bytes, size_t 
             int err = errno;
             close(fd);
             free(buf);
-            return tci_error(TCI_ERR_IO, "reading model file '%s' failed: %s", path,
+            return status_error(TCI_ERR_IO, "reading model file '%s' failed: %s", path,
                              n < 0 ? strerror(err) : "unexpected end of file");
         }
         done += (size_t)n;
@@ -795,35 +795,35 @@ static tci_status read_file(const char *path, unsigned char **out_bytes, size_t 
 }
 
 tci_status onnx_load_file(const char *path, ir_graph **out_graph) {
-    if (!out_graph) return tci_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_file: NULL out_graph");
+    if (!out_graph) return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_file: NULL out_graph");
     *out_graph = NULL;
-    if (!path) return tci_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_file: NULL path");
+    if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_file: NULL path");
     unsigned char *bytes;
     size_t size;
-    TCI_TRY(read_file(path, &bytes, &size));
+    TRY_STATUS(read_file(path, &bytes, &size));
     const char *slash = strrchr(path, '/');
     size_t dir_len = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
     char *dir = malloc(dir_len + 1);
     if (!dir) {
         free(bytes);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     }
     memcpy(dir, slash ? path : ".", dir_len);
     dir[dir_len] = '\0';
     tci_status st = onnx_load_model(bytes, size, dir, out_graph);
     free(dir);
     free(bytes);
-    if (st == TCI_ERR_PARSE) tci_error_prefix(st, "model file '%s'", path);
+    if (st == TCI_ERR_PARSE) status_error_prefix(st, "model file '%s'", path);
     return st;
 }
 
 tci_status onnx_decode_tensor_file(const void *bytes, size_t size, tci_tensor *out_tensor) {
-    if (!out_tensor) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL out_tensor");
+    if (!out_tensor) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL out_tensor");
     memset(out_tensor, 0, sizeof *out_tensor);
-    if (!bytes && size) return tci_error(TCI_ERR_INVALID_ARGUMENT, "NULL bytes");
+    if (!bytes && size) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL bytes");
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, bytes);
     if (!tp)
-        return tci_error(TCI_ERR_PARSE, "not a valid ONNX TensorProto (protobuf parse failed)");
+        return status_error(TCI_ERR_PARSE, "not a valid ONNX TensorProto (protobuf parse failed)");
     char label[320];
     snprintf(label, sizeof label, "tensor '%.200s'", tp->name ? tp->name : "");
     /* no loader: a lone tensor file has no folder to take external data from */

@@ -14,28 +14,28 @@
 
 typedef struct writer {
     const ir_graph *g;
-    tci_arena *arena;
+    mem_arena *arena;
     const char **names; /* by tensor index: the name written */
 } writer;
 
 #define NEW(w, type, init_macro, out)                                                              \
     do {                                                                                           \
         static const type init_ = init_macro;                                                      \
-        (out) = tci_arena_alloc((w)->arena, sizeof(type));                                         \
-        if (!(out)) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");   \
+        (out) = arena_alloc((w)->arena, sizeof(type));                                         \
+        if (!(out)) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");   \
         *(out) = init_;                                                                            \
     } while (0)
 
-static void *alloc(writer *w, size_t size) { return tci_arena_alloc(w->arena, size ? size : 1); }
+static void *alloc(writer *w, size_t size) { return arena_alloc(w->arena, size ? size : 1); }
 
 /* A tensor's bytes as an initializer (or tensor attribute) named name. */
 static tci_status write_tensor(writer *w, const ir_tensor *t, const char *name, bool fp16,
                                Onnx__TensorProto **out) {
     if (tci_dtype_size(t->dtype) == 0 || t->rank < 0)
-        return tci_error(TCI_ERR_UNSUPPORTED, "constant '%s' (%s) cannot be written", name,
+        return status_error(TCI_ERR_UNSUPPORTED, "constant '%s' (%s) cannot be written", name,
                          tci_dtype_name(t->dtype));
     int64_t count;
-    TCI_TRY(ir_count_elements(t->rank, t->dims, &count));
+    TRY_STATUS(ir_count_elements(t->rank, t->dims, &count));
     Onnx__TensorProto *tp;
     NEW(w, Onnx__TensorProto, ONNX__TENSOR_PROTO__INIT, tp);
     tp->name = (char *)name;
@@ -50,7 +50,7 @@ static tci_status write_tensor(writer *w, const ir_tensor *t, const char *name, 
         tp->raw_data.data = t->data;
     } else {
         uint16_t *h = alloc(w, bytes);
-        if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+        if (!h) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
         for (int64_t i = 0; i < count; i++) h[i] = float_to_half(((const float *)t->data)[i]);
         tp->raw_data.data = (uint8_t *)h;
     }
@@ -78,7 +78,7 @@ static tci_status write_value_info(writer *w, const ir_tensor *t, Onnx__ValueInf
     NEW(w, Onnx__TensorShapeProto, ONNX__TENSOR_SHAPE_PROTO__INIT, shape);
     shape->n_dim = (size_t)t->rank;
     shape->dim = alloc(w, (size_t)t->rank * sizeof *shape->dim);
-    if (!shape->dim) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+    if (!shape->dim) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     for (int i = 0; i < t->rank; i++) {
         Onnx__TensorShapeProto__Dimension *d;
         NEW(w, Onnx__TensorShapeProto__Dimension, ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT, d);
@@ -115,14 +115,14 @@ static tci_status write_attr(writer *w, const ir_node *node, const ir_attr *a,
     case IR_ATTR_STRINGS:
         ap->n_strings = a->count;
         ap->strings = alloc(w, a->count * sizeof *ap->strings);
-        if (!ap->strings) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+        if (!ap->strings) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
         for (size_t i = 0; i < a->count; i++) {
             ap->strings[i].data = (uint8_t *)a->strings[i];
             ap->strings[i].len = strlen(a->strings[i]);
         }
         break;
     case IR_ATTR_TENSOR:
-        TCI_TRY(write_tensor(w, a->tensor, a->tensor->name ? a->tensor->name : "", false, &ap->t));
+        TRY_STATUS(write_tensor(w, a->tensor, a->tensor->name ? a->tensor->name : "", false, &ap->t));
         break;
     default:
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
@@ -145,7 +145,7 @@ static tci_status write_node(writer *w, const ir_node *node, Onnx__NodeProto **o
     np->output = alloc(w, np->n_output * sizeof(char *));
     np->attribute = alloc(w, (size_t)node->num_attrs * sizeof *np->attribute);
     if (!np->input || !np->output || !np->attribute)
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     /* an omitted optional input or output is the empty name, as in ONNX */
     for (int k = 0; k < node->num_inputs; k++)
         np->input[k] = (char *)(node->inputs[k] ? w->names[node->inputs[k]->index] : "");
@@ -153,7 +153,7 @@ static tci_status write_node(writer *w, const ir_node *node, Onnx__NodeProto **o
         np->output[k] = (char *)(node->outputs[k] ? w->names[node->outputs[k]->index] : "");
     np->n_attribute = (size_t)node->num_attrs;
     for (int k = 0; k < node->num_attrs; k++)
-        TCI_TRY(write_attr(w, node, &node->attrs[k], &np->attribute[k]));
+        TRY_STATUS(write_attr(w, node, &node->attrs[k], &np->attribute[k]));
     *out = np;
     return TCI_OK;
 }
@@ -162,7 +162,7 @@ static tci_status write_node(writer *w, const ir_node *node, Onnx__NodeProto **o
 static tci_status name_tensors(writer *w) {
     const ir_graph *g = w->g;
     w->names = alloc(w, g->num_tensors * sizeof *w->names);
-    if (!w->names) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+    if (!w->names) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     for (size_t i = 0; i < g->num_tensors; i++) {
         const ir_tensor *t = g->tensors[i];
         if (t->name && t->name[0]) {
@@ -174,15 +174,15 @@ static tci_status name_tensors(writer *w) {
             snprintf(buf, sizeof buf, "tcinfer_tensor_%zu%s%.0d", i, attempt ? "_" : "", attempt);
             if (!ir_graph_find_tensor(g, buf)) break;
         }
-        w->names[i] = tci_arena_strdup(w->arena, buf);
-        if (!w->names[i]) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+        w->names[i] = arena_strdup(w->arena, buf);
+        if (!w->names[i]) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     }
     return TCI_OK;
 }
 
 static tci_status write_graph(writer *w, const bool *as_fp16, Onnx__ModelProto *m) {
     const ir_graph *g = w->g;
-    TCI_TRY(name_tensors(w));
+    TRY_STATUS(name_tensors(w));
     Onnx__GraphProto *gp;
     NEW(w, Onnx__GraphProto, ONNX__GRAPH_PROTO__INIT, gp);
     m->graph = gp;
@@ -195,7 +195,7 @@ static tci_status write_graph(writer *w, const bool *as_fp16, Onnx__ModelProto *
     gp->input = alloc(w, g->num_inputs * sizeof *gp->input);
     gp->output = alloc(w, g->num_outputs * sizeof *gp->output);
     if (!used || !gp->initializer || !gp->node || !gp->input || !gp->output)
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     memset(used, 0, g->num_tensors * sizeof *used);
     for (size_t i = 0; i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_inputs; k++)
@@ -205,14 +205,14 @@ static tci_status write_graph(writer *w, const bool *as_fp16, Onnx__ModelProto *
         const ir_tensor *t = g->tensors[i];
         if (!used[i] || !t->data || t->is_graph_input) continue;
         bool fp16 = as_fp16 && as_fp16[i] && t->dtype == TCI_DTYPE_FLOAT;
-        TCI_TRY(write_tensor(w, t, w->names[i], fp16, &gp->initializer[gp->n_initializer++]));
+        TRY_STATUS(write_tensor(w, t, w->names[i], fp16, &gp->initializer[gp->n_initializer++]));
     }
     for (size_t i = 0; i < g->num_inputs; i++)
-        TCI_TRY(write_value_info(w, g->inputs[i], &gp->input[gp->n_input++]));
+        TRY_STATUS(write_value_info(w, g->inputs[i], &gp->input[gp->n_input++]));
     for (size_t i = 0; i < g->num_outputs; i++)
-        TCI_TRY(write_value_info(w, g->outputs[i], &gp->output[gp->n_output++]));
+        TRY_STATUS(write_value_info(w, g->outputs[i], &gp->output[gp->n_output++]));
     for (size_t i = 0; i < g->num_nodes; i++)
-        TCI_TRY(write_node(w, g->nodes[i], &gp->node[gp->n_node++]));
+        TRY_STATUS(write_node(w, g->nodes[i], &gp->node[gp->n_node++]));
     return TCI_OK;
 }
 
@@ -225,7 +225,7 @@ static tci_status write_model(writer *w, const bool *as_fp16, Onnx__ModelProto *
     m->producer_name = "tcinfer";
     /* the graph's imports, and the opset of any node domain they lack (graphs built in code) */
     m->opset_import = alloc(w, (g->num_opsets + g->num_nodes) * sizeof *m->opset_import);
-    if (!m->opset_import) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+    if (!m->opset_import) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     for (size_t i = 0; i < g->num_opsets + g->num_nodes; i++) {
         const ir_node *n = i < g->num_opsets ? NULL : g->nodes[i - g->num_opsets];
         const char *domain = n ? n->domain : g->opsets[i].domain;
@@ -244,7 +244,7 @@ static tci_status write_model(writer *w, const bool *as_fp16, Onnx__ModelProto *
                 op->version = g->nodes[k - g->num_opsets]->opset;
         m->opset_import[m->n_opset_import++] = op;
     }
-    TCI_TRY(write_graph(w, as_fp16, m));
+    TRY_STATUS(write_graph(w, as_fp16, m));
     *out = m;
     return TCI_OK;
 }
@@ -254,22 +254,22 @@ tci_status onnx_save_model(const ir_graph *graph, const bool *as_fp16, void **ou
     *out_bytes = NULL;
     *out_size = 0;
     if (!onnx_host_little_endian())
-        return tci_error(TCI_ERR_UNSUPPORTED, "writing models needs a little-endian host");
-    writer w = {graph, tci_arena_create(), NULL};
-    if (!w.arena) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
+        return status_error(TCI_ERR_UNSUPPORTED, "writing models needs a little-endian host");
+    writer w = {graph, arena_create(), NULL};
+    if (!w.arena) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model");
     Onnx__ModelProto *m = NULL;
     tci_status st = write_model(&w, as_fp16, &m);
     if (st == TCI_OK) {
         size_t size = onnx__model_proto__get_packed_size(m);
         uint8_t *bytes = malloc(size ? size : 1);
         if (!bytes) {
-            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model (%zu bytes)", size);
+            st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory writing the model (%zu bytes)", size);
         } else {
             *out_size = onnx__model_proto__pack(m, bytes);
             *out_bytes = bytes;
         }
     }
-    tci_arena_destroy(w.arena);
+    arena_destroy(w.arena);
     return st;
 }
 
@@ -277,12 +277,12 @@ tci_status onnx_widen_fp16(ir_graph *graph, const char *const *names) {
     for (const char *const *name = names; name && *name; name++) {
         ir_tensor *t = ir_graph_find_tensor(graph, *name);
         if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT16)
-            return tci_error(TCI_ERR_INVALID_MODEL, "'%s' is listed as an fp16-stored constant "
+            return status_error(TCI_ERR_INVALID_MODEL, "'%s' is listed as an fp16-stored constant "
                              "but the model has no such FLOAT16 constant", *name);
         int64_t count;
-        TCI_TRY(ir_count_elements(t->rank, t->dims, &count));
-        float *wide = tci_arena_alloc(graph->arena, (size_t)(count ? count : 1) * sizeof(float));
-        if (!wide) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        TRY_STATUS(ir_count_elements(t->rank, t->dims, &count));
+        float *wide = arena_alloc(graph->arena, (size_t)(count ? count : 1) * sizeof(float));
+        if (!wide) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         for (int64_t i = 0; i < count; i++) wide[i] = half_to_float(((const uint16_t *)t->data)[i]);
         t->data = wide;
         t->dtype = TCI_DTYPE_FLOAT;

@@ -11,16 +11,16 @@ typedef struct arena_chunk {
     _Alignas(16) unsigned char data[];
 } arena_chunk;
 
-struct tci_arena {
+struct mem_arena {
     arena_chunk *head;
     size_t total;
 };
 
 enum { ARENA_CHUNK = 64 * 1024 };
 
-tci_arena *tci_arena_create(void) { return calloc(1, sizeof(tci_arena)); }
+mem_arena *arena_create(void) { return calloc(1, sizeof(mem_arena)); }
 
-void tci_arena_destroy(tci_arena *arena) {
+void arena_destroy(mem_arena *arena) {
     if (!arena) return;
     arena_chunk *c = arena->head;
     while (c) {
@@ -31,7 +31,7 @@ void tci_arena_destroy(tci_arena *arena) {
     free(arena);
 }
 
-void *tci_arena_alloc(tci_arena *arena, size_t size) {
+void *arena_alloc(mem_arena *arena, size_t size) {
     if (size > SIZE_MAX - 32) return NULL;
     size = (size + 15) & ~(size_t)15;
     if (size == 0) size = 16;
@@ -59,15 +59,15 @@ void *tci_arena_alloc(tci_arena *arena, size_t size) {
     return p;
 }
 
-void *tci_arena_memdup(tci_arena *arena, const void *p, size_t size) {
-    void *q = tci_arena_alloc(arena, size);
+void *arena_memdup(mem_arena *arena, const void *p, size_t size) {
+    void *q = arena_alloc(arena, size);
     if (q && size) memcpy(q, p, size);
     return q;
 }
 
-char *tci_arena_strdup(tci_arena *arena, const char *s) {
+char *arena_strdup(mem_arena *arena, const char *s) {
     if (!s) return NULL;
-    return tci_arena_memdup(arena, s, strlen(s) + 1);
+    return arena_memdup(arena, s, strlen(s) + 1);
 }
 
-size_t tci_arena_used(const tci_arena *arena) { return arena->total; }
+size_t arena_used(const mem_arena *arena) { return arena->total; }

@@ -4,16 +4,16 @@
 
 #include <stddef.h>
 
-typedef struct tci_arena tci_arena;
+typedef struct mem_arena mem_arena;
 
-tci_arena *tci_arena_create(void);
-void tci_arena_destroy(tci_arena *arena);
+mem_arena *arena_create(void);
+void arena_destroy(mem_arena *arena);
 /* Zeroed, 16-byte aligned; NULL when out of memory (the arena stays usable). */
-void *tci_arena_alloc(tci_arena *arena, size_t size);
+void *arena_alloc(mem_arena *arena, size_t size);
 /* Copy of s (NULL gives NULL); NULL when out of memory. */
-char *tci_arena_strdup(tci_arena *arena, const char *s);
-void *tci_arena_memdup(tci_arena *arena, const void *p, size_t size);
+char *arena_strdup(mem_arena *arena, const char *s);
+void *arena_memdup(mem_arena *arena, const void *p, size_t size);
 /* Total bytes handed out, for reports and tests. */
-size_t tci_arena_used(const tci_arena *arena);
+size_t arena_used(const mem_arena *arena);
 
 #endif

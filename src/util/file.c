@@ -9,12 +9,12 @@
 
 #include "util/status.h"
 
-tci_status tci_read_file(const char *path, const char *what, unsigned char **out,
+tci_status util_read_file(const char *path, const char *what, unsigned char **out,
                          size_t *out_size) {
     *out = NULL;
     *out_size = 0;
     FILE *f = fopen(path, "rb");
-    if (!f) return tci_error(TCI_ERR_IO, "cannot open %s'%s': %s", what, path, strerror(errno));
+    if (!f) return status_error(TCI_ERR_IO, "cannot open %s'%s': %s", what, path, strerror(errno));
     unsigned char *buf = NULL;
     size_t size = 0, cap = 0;
     for (;;) {
@@ -24,7 +24,7 @@ tci_status tci_read_file(const char *path, const char *what, unsigned char **out
             if (!nb) {
                 free(buf);
                 fclose(f);
-                return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory reading %s'%s'", what, path);
+                return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory reading %s'%s'", what, path);
             }
             buf = nb;
         }
@@ -36,7 +36,7 @@ tci_status tci_read_file(const char *path, const char *what, unsigned char **out
     fclose(f);
     if (failed) {
         free(buf);
-        return tci_error(TCI_ERR_IO, "error reading %s'%s'", what, path);
+        return status_error(TCI_ERR_IO, "error reading %s'%s'", what, path);
     }
     *out = buf;
     *out_size = size;

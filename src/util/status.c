@@ -20,9 +20,9 @@ const char *tci_status_string(tci_status status) {
 
 const char *tci_last_error(void) { return error_message; }
 
-void tci_error_clear(void) { error_message[0] = '\0'; }
+void status_error_clear(void) { error_message[0] = '\0'; }
 
-tci_status tci_error(tci_status status, const char *fmt, ...) {
+tci_status status_error(tci_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(error_message, sizeof error_message, fmt, ap);
@@ -30,7 +30,7 @@ tci_status tci_error(tci_status status, const char *fmt, ...) {
     return status;
 }
 
-tci_status tci_error_prefix(tci_status status, const char *fmt, ...) {
+tci_status status_error_prefix(tci_status status, const char *fmt, ...) {
     char prefix[512];
     char old[sizeof error_message];
     va_list ap;

@@ -5,9 +5,9 @@
 #include "tcinfer.h"
 
 #if defined(__GNUC__)
-#define TCI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define UTIL_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
-#define TCI_PRINTF(a, b)
+#define UTIL_PRINTF(a, b)
 #endif
 
 #ifdef __cplusplus
@@ -15,20 +15,20 @@ extern "C" {
 #endif
 
 /* Records a printf-style message for tci_last_error() and returns status. */
-tci_status tci_error(tci_status status, const char *fmt, ...) TCI_PRINTF(2, 3);
+tci_status status_error(tci_status status, const char *fmt, ...) UTIL_PRINTF(2, 3);
 
 /* Prepends "context: " to the current message, keeping the status; for adding the node or file
  * name on the way up. */
-tci_status tci_error_prefix(tci_status status, const char *fmt, ...) TCI_PRINTF(2, 3);
+tci_status status_error_prefix(tci_status status, const char *fmt, ...) UTIL_PRINTF(2, 3);
 
-void tci_error_clear(void);
+void status_error_clear(void);
 
 #ifdef __cplusplus
 }
 #endif
 
 /* Propagates a failing status. */
-#define TCI_TRY(expr)                                                                             \
+#define TRY_STATUS(expr)                                                                             \
     do {                                                                                          \
         tci_status tci_try_status_ = (expr);                                                      \
         if (tci_try_status_ != TCI_OK) return tci_try_status_;                                    \

@@ -278,5 +278,5 @@ int main(void) {
     tcase_add_test(tc, test_cumsum);
     tcase_add_test(tc, test_topk);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

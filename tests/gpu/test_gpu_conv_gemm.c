@@ -820,5 +820,5 @@ int main(void) {
     tcase_add_test(tg, gemm_fp32);
     tcase_add_test(tg, gemm_errors);
     suite_add_tcase(s, tg);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -397,5 +397,5 @@ int main(void) {
     tcase_add_test(tc, convt_grouped);
     tcase_add_test(tc, convt_errors);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

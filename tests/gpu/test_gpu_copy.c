@@ -613,5 +613,5 @@ int main(void) {
     tcase_add_test(tc, test_pad_errors);
     tcase_add_test(tc, test_fill);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

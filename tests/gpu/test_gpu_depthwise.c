@@ -466,5 +466,5 @@ int main(void) {
     tcase_add_test(tc, test_depthwise_auto_tall);
     tcase_add_test(tc, test_depthwise_timing);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

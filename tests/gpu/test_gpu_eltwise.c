@@ -1049,5 +1049,5 @@ int main(void) {
     tcase_add_test(tc, test_64bit_indexing);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -682,5 +682,5 @@ int main(void) {
     tcase_add_test(tc, test_bf16_engine);
     tcase_add_test(tc, test_device_format_needs_gpu_engine);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

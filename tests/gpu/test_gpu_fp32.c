@@ -1069,5 +1069,5 @@ int main(void) {
     tcase_add_test(tc, test_norm_fp16_dtype_zero);
     tcase_add_test(tc, test_norm_dtype_errors);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

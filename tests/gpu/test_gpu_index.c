@@ -325,5 +325,5 @@ int main(void) {
     tcase_add_test(tc, test_trilu);
     tcase_add_test(tc, test_one_hot);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -631,5 +631,5 @@ int main(void) {
     tcase_add_test(tc, test_pool_bf16);
     tcase_add_test(tc, test_pool_errors);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -869,5 +869,5 @@ int main(void) {
     tcase_add_test(tc, test_groupnorm);
     tcase_add_test(tc, test_lrn);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

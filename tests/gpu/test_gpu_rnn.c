@@ -181,5 +181,5 @@ int main(void) {
     tcase_add_test(tc, test_gru_bidirectional);
     tcase_add_test(tc, test_reverse_and_rnn);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -420,5 +420,5 @@ int main(void) {
     tcase_add_test(tc, in_place_and_graph);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -650,5 +650,5 @@ int main(void) {
     tcase_add_test(tc, test_wmma_conv_graph);
     tcase_add_test(tc, test_wmma_conv_timing);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -715,5 +715,5 @@ int main(void) {
     tcase_add_test(tv, variants_every_type_and_shape);
     tcase_add_test(tv, variants_errors);
     suite_add_tcase(s, tv);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-int tci_test_run_suite(Suite *suite) {
+int test_run_suite(Suite *suite) {
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
     int failed = srunner_ntests_failed(runner);
@@ -32,12 +32,12 @@ ir_node *th_node(ir_graph *graph, const char *op_type, int opset, int num_inputs
 }
 
 static ir_attr *add_attr(ir_graph *graph, ir_node *node, const char *name, ir_attr_type type) {
-    ir_attr *attrs = tci_arena_alloc(graph->arena, sizeof(ir_attr) * (size_t)(node->num_attrs + 1));
+    ir_attr *attrs = arena_alloc(graph->arena, sizeof(ir_attr) * (size_t)(node->num_attrs + 1));
     ck_assert_ptr_nonnull(attrs);
     if (node->num_attrs) memcpy(attrs, node->attrs, sizeof(ir_attr) * (size_t)node->num_attrs);
     node->attrs = attrs;
     ir_attr *a = &attrs[node->num_attrs++];
-    a->name = tci_arena_strdup(graph->arena, name);
+    a->name = arena_strdup(graph->arena, name);
     a->type = type;
     return a;
 }
@@ -49,7 +49,7 @@ void th_attr_int(ir_graph *graph, ir_node *node, const char *name, int64_t value
 void th_attr_ints(ir_graph *graph, ir_node *node, const char *name, const int64_t *values,
                   size_t count) {
     ir_attr *a = add_attr(graph, node, name, IR_ATTR_INTS);
-    a->ints = tci_arena_memdup(graph->arena, values, count * sizeof *values);
+    a->ints = arena_memdup(graph->arena, values, count * sizeof *values);
     a->count = count;
 }
 
@@ -60,20 +60,20 @@ void th_attr_float(ir_graph *graph, ir_node *node, const char *name, float value
 void th_attr_floats(ir_graph *graph, ir_node *node, const char *name, const float *values,
                     size_t count) {
     ir_attr *a = add_attr(graph, node, name, IR_ATTR_FLOATS);
-    a->floats = tci_arena_memdup(graph->arena, values, count * sizeof *values);
+    a->floats = arena_memdup(graph->arena, values, count * sizeof *values);
     a->count = count;
 }
 
 void th_attr_string(ir_graph *graph, ir_node *node, const char *name, const char *value) {
-    add_attr(graph, node, name, IR_ATTR_STRING)->s = tci_arena_strdup(graph->arena, value);
+    add_attr(graph, node, name, IR_ATTR_STRING)->s = arena_strdup(graph->arena, value);
 }
 
 void th_attr_strings(ir_graph *graph, ir_node *node, const char *name,
                      const char *const *values, size_t count) {
     ir_attr *a = add_attr(graph, node, name, IR_ATTR_STRINGS);
-    const char **list = tci_arena_alloc(graph->arena, (count ? count : 1) * sizeof *list);
+    const char **list = arena_alloc(graph->arena, (count ? count : 1) * sizeof *list);
     ck_assert_ptr_nonnull(list);
-    for (size_t i = 0; i < count; i++) list[i] = tci_arena_strdup(graph->arena, values[i]);
+    for (size_t i = 0; i < count; i++) list[i] = arena_strdup(graph->arena, values[i]);
     a->strings = list;
     a->count = count;
 }
@@ -83,7 +83,7 @@ void th_attr_tensor(ir_graph *graph, ir_node *node, const char *name, const tci_
     ck_assert_tci_ok(ir_graph_add_tensor(graph, NULL, &a->tensor));
     ir_tensor_copy_shape(a->tensor, value);
     size_t bytes = (size_t)tci_tensor_count(value) * tci_dtype_size(value->dtype);
-    a->tensor->data = tci_arena_memdup(graph->arena, value->data, bytes ? bytes : 1);
+    a->tensor->data = arena_memdup(graph->arena, value->data, bytes ? bytes : 1);
 }
 
 tci_tensor th_tensor(tci_dtype dtype, int rank, const int64_t *dims, const void *data) {
@@ -147,7 +147,7 @@ ir_tensor *th_named(ir_graph *graph, const char *name, tci_dtype dtype, int rank
         int64_t count = 1;
         for (int i = 0; i < rank; i++) count *= dims[i];
         size_t bytes = (size_t)count * tci_dtype_size(dtype);
-        t->data = tci_arena_memdup(graph->arena, data, bytes ? bytes : 1);
+        t->data = arena_memdup(graph->arena, data, bytes ? bytes : 1);
     }
     return t;
 }
@@ -164,8 +164,8 @@ ir_node *th_node_io(ir_graph *graph, const char *name, const char *op_type, int 
 
 void th_graph_io(ir_graph *graph, ir_tensor **inputs, int num_inputs, ir_tensor **outputs,
                  int num_outputs) {
-    graph->inputs = tci_arena_alloc(graph->arena, sizeof(ir_tensor *) * (size_t)(num_inputs + 1));
-    graph->outputs = tci_arena_alloc(graph->arena, sizeof(ir_tensor *) * (size_t)(num_outputs + 1));
+    graph->inputs = arena_alloc(graph->arena, sizeof(ir_tensor *) * (size_t)(num_inputs + 1));
+    graph->outputs = arena_alloc(graph->arena, sizeof(ir_tensor *) * (size_t)(num_outputs + 1));
     for (int i = 0; i < num_inputs; i++) {
         graph->inputs[i] = inputs[i];
         inputs[i]->is_graph_input = true;
@@ -179,7 +179,7 @@ void th_graph_io(ir_graph *graph, ir_tensor **inputs, int num_inputs, ir_tensor 
 }
 
 tci_status th_infer(ir_graph *graph, ir_node *node, const tci_tensor *const *in, tci_tensor *out) {
-    TCI_TRY(op_prepare_node(node, graph->arena));
+    TRY_STATUS(op_prepare_node(node, graph->arena));
     tci_tensor *o[4] = {0};
     ck_assert_int_le(node->num_outputs, 4);
     for (int k = 0; k < node->num_outputs; k++) {

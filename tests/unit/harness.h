@@ -8,7 +8,7 @@
 #include "tcinfer.h"
 
 /* Runs one suite and returns the process exit code. */
-int tci_test_run_suite(Suite *suite);
+int test_run_suite(Suite *suite);
 
 /* Asserts that expr fails with status and that tci_last_error() contains text. */
 #define ck_assert_tci_error(expr, status, text)                                                   \

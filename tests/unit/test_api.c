@@ -151,5 +151,5 @@ int main(void) {
     tcase_add_test(tc, test_plan_only_report);
     tcase_add_test(tc, test_argument_errors);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

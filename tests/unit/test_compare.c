@@ -328,5 +328,5 @@ int main(void) {
     tcase_add_test(tc, test_jump_nonfinite);
     tcase_add_test(tc, test_jump_argument_errors);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

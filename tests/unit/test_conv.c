@@ -147,7 +147,7 @@ static void check_1d(ir_graph *g, ir_node *n, int64_t len, const float *w, int64
 
 /* Shape inference alone, as at build time. */
 static tci_status infer_only(ir_graph *g, ir_node *n, const tci_tensor *in, tci_tensor *y) {
-    TCI_TRY(op_prepare_node(n, g->arena));
+    TRY_STATUS(op_prepare_node(n, g->arena));
     const tci_tensor *ins[3] = {NULL, NULL, NULL};
     for (int i = 0; i < n->num_inputs; i++)
         ins[i] = in[i].dtype == TCI_DTYPE_UNDEFINED && in[i].rank >= 0 ? NULL : &in[i];
@@ -869,5 +869,5 @@ int main(void) {
     tcase_add_test(tt, test_convt_infer_unknown);
     tcase_add_test(tt, test_convt_errors);
     suite_add_tcase(s, tt);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

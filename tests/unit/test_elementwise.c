@@ -159,5 +159,5 @@ int main(void) {
     tcase_add_test(tc, test_flags);
     tcase_add_test(tc, test_host_formulas);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -1276,5 +1276,5 @@ int main(void) {
     tcase_add_test(tc, test_cast_errors);
     tcase_add_test(tc, test_version_tables);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

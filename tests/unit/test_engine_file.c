@@ -296,5 +296,5 @@ int main(void) {
     tcase_add_test(tc, test_container_refusals);
     tcase_add_test(tc, test_api_refusals);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -422,5 +422,5 @@ int main(void) {
     tcase_add_test(matmul, test_matmul_errors);
     tcase_add_test(matmul, test_matmul_blas_size_limit);
     suite_add_tcase(s, matmul);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -359,5 +359,5 @@ int main(void) {
     tcase_add_test(tc, test_index_gpu_lowering);
     tcase_add_test(tc, test_one_hot_gpu_lowering);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

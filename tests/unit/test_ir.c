@@ -142,5 +142,5 @@ int main(void) {
     tcase_add_test(tc, test_half_round_trip);
     tcase_add_test(tc, test_unknown_op_named);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -538,5 +538,5 @@ int main(void) {
     tcase_add_test(tc, test_untyped_attributes);
     tcase_add_test(tc, test_tensor_file);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

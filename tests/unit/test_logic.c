@@ -219,5 +219,5 @@ int main(void) {
     tcase_add_test(tc, test_infer_unknown);
     tcase_add_test(tc, test_version_tables);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -368,5 +368,5 @@ int main(void) {
     tcase_add_test(tc, test_random_lifetimes_never_overlap);
     tcase_add_test(tc, test_random_inplace_never_overlaps);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -636,5 +636,5 @@ int main(void) {
     tcase_add_test(sm, test_softmax_stable_and_long);
     tcase_add_test(sm, test_softmax_errors_and_infer);
     suite_add_tcase(s, sm);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -497,5 +497,5 @@ int main(void) {
     tcase_add_test(tc, test_layouts_reduce_global_pool);
     tcase_add_test(tc, test_wide_concat_and_split);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

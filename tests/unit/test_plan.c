@@ -997,5 +997,5 @@ int main(void) {
     tcase_add_test(tc, test_bf16);
     tcase_add_test(tc, test_pad8);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -542,5 +542,5 @@ int main(void) {
     tcase_add_test(tc, test_shape_errors);
     tcase_add_test(tc, test_empty_batch);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -133,5 +133,5 @@ int main(void) {
     tcase_add_test(tc, test_range_errors);
     tcase_add_test(tc, test_range_gpu_plan);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -288,5 +288,5 @@ int main(void) {
     tcase_add_test(tc, test_copy_views_match_reference);
     tcase_add_test(tc, test_trilu_gpu_lowering);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -963,5 +963,5 @@ int main(void) {
     tcase_add_test(axis, test_cumsum);
     tcase_add_test(axis, test_topk);
     suite_add_tcase(s, axis);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

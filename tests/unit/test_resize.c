@@ -509,5 +509,5 @@ int main(void) {
     tcase_add_test(tc, test_resize_input_errors);
     tcase_add_test(tc, test_resize_versions);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

@@ -337,5 +337,5 @@ int main(void) {
     tcase_add_test(tc, test_rnn_shapes);
     tcase_add_test(tc, test_rnn_gpu_plan);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

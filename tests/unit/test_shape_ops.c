@@ -52,7 +52,7 @@ static tci_status infer_only(ir_graph *g, ir_node *node, const tci_tensor *const
         out[i].rank = -1;
         outs[i] = &out[i];
     }
-    TCI_TRY(op_prepare_node(node, g->arena));
+    TRY_STATUS(op_prepare_node(node, g->arena));
     return node->desc->infer(node, in, outs);
 }
 
@@ -1223,5 +1223,5 @@ int main(void) {
     tcase_add_test(tc, test_constant_of_shape);
     tcase_add_test(tc, test_identity_dropout);
     suite_add_tcase(s, tc);
-    return tci_test_run_suite(s);
+    return test_run_suite(s);
 }

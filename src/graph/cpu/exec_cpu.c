@@ -24,7 +24,7 @@ struct exec_cpu {
 tci_status exec_cpu_create(const ir_graph *graph, exec_cpu **out_exec) {
     *out_exec = NULL;
     exec_cpu *e = calloc(1, sizeof *e);
-    if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating executor");
+    if (!e) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating executor");
     e->graph = graph;
     size_t nt = graph->num_tensors ? graph->num_tensors : 1;
     e->values = calloc(nt, sizeof *e->values);
@@ -38,7 +38,7 @@ tci_status exec_cpu_create(const ir_graph *graph, exec_cpu **out_exec) {
     e->out = calloc((size_t)e->max_io + 1, sizeof *e->out);
     if (!e->values || !e->last_use || !e->in || !e->out) {
         exec_cpu_destroy(e);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating executor");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating executor");
     }
     for (size_t i = 0; i < graph->num_nodes; i++) {
         const ir_node *n = graph->nodes[i];
@@ -80,20 +80,20 @@ void exec_cpu_destroy(exec_cpu *exec) {
 static tci_status check_input(const ir_tensor *decl, const tci_tensor *given) {
     char want[128], got[128];
     if (given->dtype != decl->dtype)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has dtype %s, the model expects %s",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has dtype %s, the model expects %s",
                          decl->name, tci_dtype_name(given->dtype), tci_dtype_name(decl->dtype));
     bool ok = given->rank == decl->rank && given->rank >= 0 && given->rank <= TCI_MAX_RANK;
     for (int i = 0; ok && i < given->rank; i++)
         if (given->dims[i] < 0 || (decl->dims[i] >= 0 && decl->dims[i] != given->dims[i]))
             ok = false;
     if (!ok)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has shape %s, the model expects %s",
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has shape %s, the model expects %s",
                          decl->name, ir_format_dims(given->rank, given->dims, got, sizeof got),
                          ir_format_dims(decl->rank, decl->dims, want, sizeof want));
     int64_t count;
-    TCI_TRY(ir_count_elements(given->rank, given->dims, &count));
+    TRY_STATUS(ir_count_elements(given->rank, given->dims, &count));
     if (count > 0 && !given->data)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has no data", decl->name);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has no data", decl->name);
     return TCI_OK;
 }
 
@@ -101,10 +101,10 @@ tci_status exec_cpu_run(exec_cpu *e, const tci_tensor *inputs, size_t num_inputs
     const ir_graph *g = e->graph;
     release_all(e);
     if (num_inputs != g->num_inputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %zu", num_inputs,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %zu", num_inputs,
                          g->num_inputs);
     for (size_t i = 0; i < num_inputs; i++) {
-        TCI_TRY(check_input(g->inputs[i], &inputs[i]));
+        TRY_STATUS(check_input(g->inputs[i], &inputs[i]));
         exec_value *v = &e->values[g->inputs[i]->index];
         v->tensor = inputs[i];
         v->tensor.name = g->inputs[i]->name;
@@ -139,7 +139,7 @@ tci_status exec_cpu_run(exec_cpu *e, const tci_tensor *inputs, size_t num_inputs
         size_t bytes = (size_t)count * tci_dtype_size(v->tensor.dtype);
         void *copy = malloc(bytes ? bytes : 1);
         if (!copy) {
-            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory copying output");
+            st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory copying output");
             break;
         }
         if (bytes) memcpy(copy, v->tensor.data, bytes);

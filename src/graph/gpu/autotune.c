@@ -12,7 +12,7 @@
  * queries. */
 static bool wgmma_device(void) {
     if (kern_wgmma_gemm_device_supported() == TCI_OK) return true;
-    tci_error_clear();
+    status_error_clear();
     return false;
 }
 
@@ -54,7 +54,7 @@ static tci_status launch_trial(const kernel_trial *t, cudaStream_t stream) {
 static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *out_ms) {
     enum { ROUNDS = 3, ITERS = 5 };
     *out_ms = -1.0f;
-    TCI_TRY(launch_trial(t, stream));
+    TRY_STATUS(launch_trial(t, stream));
     KERN_CUDA_CHECK(cudaStreamSynchronize(stream));
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
@@ -64,11 +64,11 @@ static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *
     for (int i = 0; st == TCI_OK && i < ITERS; i++) st = launch_trial(t, stream);
     cudaError_t end = cudaStreamEndCapture(stream, &graph);
     if (st == TCI_OK && end != cudaSuccess)
-        st = tci_error(TCI_ERR_CUDA, "capturing a convolution for timing: %s", cudaGetErrorString(end));
+        st = status_error(TCI_ERR_CUDA, "capturing a convolution for timing: %s", cudaGetErrorString(end));
     if (st == TCI_OK && (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess ||
                          cudaEventCreate(&start) != cudaSuccess ||
                          cudaEventCreate(&stop) != cudaSuccess))
-        st = tci_error(TCI_ERR_CUDA, "preparing the timing of a convolution failed");
+        st = status_error(TCI_ERR_CUDA, "preparing the timing of a convolution failed");
     for (int r = 0; st == TCI_OK && r <= ROUNDS; r++) { /* round 0 warms the graph up */
         float ms = 0.0f;
         if (cudaEventRecord(start, stream) != cudaSuccess ||
@@ -76,7 +76,7 @@ static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *
             cudaEventRecord(stop, stream) != cudaSuccess ||
             cudaEventSynchronize(stop) != cudaSuccess ||
             cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
-            st = tci_error(TCI_ERR_CUDA, "timing a convolution failed");
+            st = status_error(TCI_ERR_CUDA, "timing a convolution failed");
         ms /= ITERS;
         if (st == TCI_OK && r > 0 && (*out_ms < 0.0f || ms < *out_ms)) *out_ms = ms;
     }
@@ -122,7 +122,7 @@ static tci_status fastest_wmma(kernel_trial *t, cudaStream_t stream, bool tf32, 
         t->wmma = cfg;
         tci_status st = time_trial(t, stream, &ms);
         if (st == TCI_ERR_UNSUPPORTED) continue;
-        TCI_TRY(st);
+        TRY_STATUS(st);
         if (*best < 0 || ms < *best_ms) {
             *best = cfg;
             *best_ms = ms;
@@ -181,15 +181,15 @@ static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
             im->kernel = info.algorithm;
             if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
             /* cuDNN chose its algorithm by eager timing; the contest is held in graphs */
-            if (try_wmma) TCI_TRY(time_trial(&trial, stream, &im->library_ms));
+            if (try_wmma) TRY_STATUS(time_trial(&trial, stream, &im->library_ms));
         }
     }
     if (!try_wmma) return lib;
     int best;
     float best_ms;
-    TCI_TRY(fastest_wmma(&trial, stream, false, &best, &best_ms));
+    TRY_STATUS(fastest_wmma(&trial, stream, false, &best, &best_ms));
     if (best < 0 && lib != TCI_OK)
-        return tci_error(TCI_ERR_UNSUPPORTED,
+        return status_error(TCI_ERR_UNSUPPORTED,
                          "neither cuDNN nor a WMMA kernel runs this convolution (%" PRId64
                          " groups of %" PRId64 " -> %" PRId64 " channels)",
                          s->u.conv.geom.groups, s->u.conv.geom.c, s->u.conv.geom.k);
@@ -220,7 +220,7 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
                         gpu_device_ptr(e, arena, s->outputs[0]), workspace};
     kern_gemm_scratch scratch = {trial.x, trial.z, NULL, im->bias, trial.y, workspace,
                                  WORKSPACE_LIMIT};
-    TCI_TRY(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
+    TRY_STATUS(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
     kern_gemm_info info;
     kern_gemm_get_info(im->gemm, &info);
     im->kernel = info.algorithm;
@@ -228,10 +228,10 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     /* fp32 steps: the WMMA tf32 kernel in --precision tf32, else the library alone */
     bool tf32 = fp32 && gpu_allows_tf32(e);
     if ((fp32 && !tf32) || e->kernels == TCI_KERNELS_LIBRARY) return TCI_OK;
-    TCI_TRY(time_trial(&trial, stream, &im->library_ms));
+    TRY_STATUS(time_trial(&trial, stream, &im->library_ms));
     int best;
     float best_ms;
-    TCI_TRY(fastest_wmma(&trial, stream, tf32, &best, &best_ms));
+    TRY_STATUS(fastest_wmma(&trial, stream, tf32, &best, &best_ms));
     char name[80] = "";
     if (best >= 0) gpu_gemm_config_name(best, name, sizeof name);
     keep_fastest(im, e->kernels, true, best, best_ms, name, "cuBLASLt");
@@ -266,7 +266,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         bool tf32 = cfg == WMMA_TF32;
         if (cfg < 0 || tf32 != fp32 || (tf32 && (!gemm || !gpu_allows_tf32(e))) ||
             !wmma_applies(&t, cfg))
-            return tci_error(TCI_ERR_UNSUPPORTED, "cached WMMA config %d does not apply", cfg);
+            return status_error(TCI_ERR_UNSUPPORTED, "cached WMMA config %d does not apply", cfg);
         im->wmma = cfg;
         if (!gemm) {
             kern_wmma_conv_desc wd;
@@ -285,7 +285,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         for (int b = 0; b < KERN_GEMM_ALGO_BYTES; b++) {
             unsigned v = 0;
             if (!hex || sscanf(hex + 1 + 2 * b, "%2x", &v) != 1)
-                return tci_error(TCI_ERR_UNSUPPORTED, "malformed cached cuBLASLt algorithm");
+                return status_error(TCI_ERR_UNSUPPORTED, "malformed cached cuBLASLt algorithm");
             algo[b] = (unsigned char)v;
         }
         kern_gemm_desc d;
@@ -295,7 +295,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
                                      gpu_device_ptr(e, arena, s->inputs[1]), NULL, im->bias,
                                      gpu_device_ptr(e, arena, s->outputs[0]), workspace,
                                      WORKSPACE_LIMIT};
-        TCI_TRY(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
+        TRY_STATUS(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
         kern_gemm_info info;
         kern_gemm_get_info(im->gemm, &info);
         if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
@@ -307,13 +307,13 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         d.use_choice = 1;
         if (sscanf(hit->value, "cudnn %d %d %d", &d.choice.algo, &d.choice.math,
                    &d.choice.fused) != 3)
-            return tci_error(TCI_ERR_UNSUPPORTED, "malformed cached cuDNN choice");
+            return status_error(TCI_ERR_UNSUPPORTED, "malformed cached cuDNN choice");
         kern_conv_scratch scratch = {gpu_device_ptr(e, arena, s->inputs[0]), im->weights, im->bias,
                                      s->u.conv.has_residual ? gpu_device_ptr(e, arena, s->inputs[3])
                                                             : NULL,
                                      gpu_device_ptr(e, arena, s->outputs[0]), workspace,
                                      WORKSPACE_LIMIT};
-        TCI_TRY(kern_conv_create(cudnn, stream, &d, &scratch, &im->conv));
+        TRY_STATUS(kern_conv_create(cudnn, stream, &d, &scratch, &im->conv));
         kern_conv_info info;
         kern_conv_get_info(im->conv, &info);
         if (info.workspace_bytes > e->workspace_bytes) e->workspace_bytes = info.workspace_bytes;
@@ -372,7 +372,7 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
         /* stale for this machine after all: time it again (and overwrite the entry) */
         im->wmma = -1;
     }
-    TCI_TRY(s->kind == PLAN_STEP_GEMM ? time_gemm(e, i, lt, stream, arena, workspace)
+    TRY_STATUS(s->kind == PLAN_STEP_GEMM ? time_gemm(e, i, lt, stream, arena, workspace)
                                       : time_conv(e, i, cudnn, stream, arena, workspace));
     e->layers_timed++;
     char value[CHOICE_BYTES];
@@ -393,11 +393,11 @@ tci_status gpu_create_library_plans(exec_gpu_engine *e) {
         cudnnCreate(&cudnn) != CUDNN_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS ||
         cudaMalloc(&arena, p->arena_bytes ? p->arena_bytes : 1) != cudaSuccess ||
         cudaMalloc(&workspace, WORKSPACE_LIMIT) != cudaSuccess)
-        st = tci_error(TCI_ERR_CUDA, "cannot create the CUDA stream, library handles or scratch "
+        st = status_error(TCI_ERR_CUDA, "cannot create the CUDA stream, library handles or scratch "
                                      "buffers (%zu + %d bytes) for tuning",
                        p->arena_bytes, WORKSPACE_LIMIT);
     if (st == TCI_OK && cudaMemset(arena, 0, p->arena_bytes ? p->arena_bytes : 1) != cudaSuccess)
-        st = tci_error(TCI_ERR_CUDA, "cudaMemset of the tuning arena failed");
+        st = status_error(TCI_ERR_CUDA, "cudaMemset of the tuning arena failed");
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
         if (gpu_tuned_step(s)) {

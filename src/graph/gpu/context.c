@@ -21,7 +21,7 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     *out_context = NULL;
     const plan *p = e->plan;
     exec_gpu_context *c = calloc(1, sizeof *c);
-    if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+    if (!c) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
     c->base = e;
     c->engine = e;
     c->use_graph = use_graph;
@@ -37,7 +37,7 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
         }
     }
     if (!c->variants || !c->variants[0].dim0)
-        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
     c->input_staging = calloc((size_t)p->num_inputs + 1, sizeof(void *));
     c->output_staging = calloc((size_t)p->num_outputs + 1, sizeof(void *));
     c->outputs = calloc((size_t)p->num_outputs + 1, sizeof(tci_tensor));
@@ -47,10 +47,10 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     c->nonfinite_host = calloc((size_t)p->num_outputs + 1, sizeof(unsigned int));
     if (!c->input_staging || !c->output_staging || !c->outputs || !c->events || !c->device_io ||
         !c->copy_output || !c->nonfinite_host)
-        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
 #define CTX_CHECK(call)                                                                           \
     if (st == TCI_OK && (call) != 0)                                                              \
-        st = tci_error(TCI_ERR_CUDA, "%s failed creating a GPU context", #call);
+        st = status_error(TCI_ERR_CUDA, "%s failed creating a GPU context", #call);
     CTX_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CTX_CHECK(cudnnCreate(&c->cudnn));
     CTX_CHECK(cublasLtCreate(&c->lt));
@@ -74,7 +74,7 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
         o->rank = t->rank;
         for (int d = 0; d < t->rank; d++) o->dims[d] = t->dims[d];
         o->data = malloc(bytes + 1);
-        if (st == TCI_OK && !o->data) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (st == TCI_OK && !o->data) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (int i = 0; i < p->num_steps * 2 + 2; i++) CTX_CHECK(cudaEventCreate(&c->events[i]));
     CTX_CHECK(cudaEventCreateWithFlags(&c->caller_ready, cudaEventDisableTiming));
@@ -141,12 +141,12 @@ static tci_status convert_inputs(exec_gpu_context *c) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(dst, c->input_staging[i], t->bytes,
                                             cudaMemcpyDeviceToDevice, c->stream));
         } else if (t->layout == PLAN_LAYOUT_NHWC8) {
-            TCI_TRY(kern_nchw_to_nhwc8(c->input_staging[i], TCI_DTYPE_FLOAT, dst, t->dtype,
+            TRY_STATUS(kern_nchw_to_nhwc8(c->input_staging[i], TCI_DTYPE_FLOAT, dst, t->dtype,
                                        t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
         } else if (t->dtype == TCI_DTYPE_BFLOAT16) {
-            TCI_TRY(kern_f32_to_bf16(c->input_staging[i], dst, gpu_count_of(t), c->stream));
+            TRY_STATUS(kern_f32_to_bf16(c->input_staging[i], dst, gpu_count_of(t), c->stream));
         } else {
-            TCI_TRY(kern_f32_to_f16(c->input_staging[i], dst, gpu_count_of(t), c->stream));
+            TRY_STATUS(kern_f32_to_f16(c->input_staging[i], dst, gpu_count_of(t), c->stream));
         }
     }
     return TCI_OK;
@@ -161,12 +161,12 @@ static tci_status convert_outputs(exec_gpu_context *c) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(c->output_staging[i], src, t->bytes,
                                             cudaMemcpyDeviceToDevice, c->stream));
         } else if (t->layout == PLAN_LAYOUT_NHWC8) {
-            TCI_TRY(kern_nhwc8_to_nchw(src, t->dtype, c->output_staging[i], TCI_DTYPE_FLOAT,
+            TRY_STATUS(kern_nhwc8_to_nchw(src, t->dtype, c->output_staging[i], TCI_DTYPE_FLOAT,
                                        t->dims[0], t->dims[1], t->dims[2], t->dims[3], c->stream));
         } else if (t->dtype == TCI_DTYPE_BFLOAT16) {
-            TCI_TRY(kern_bf16_to_f32(src, c->output_staging[i], gpu_count_of(t), c->stream));
+            TRY_STATUS(kern_bf16_to_f32(src, c->output_staging[i], gpu_count_of(t), c->stream));
         } else {
-            TCI_TRY(kern_f16_to_f32(src, c->output_staging[i], gpu_count_of(t), c->stream));
+            TRY_STATUS(kern_f16_to_f32(src, c->output_staging[i], gpu_count_of(t), c->stream));
         }
     }
     return TCI_OK;
@@ -178,7 +178,7 @@ static tci_status set_device_io(exec_gpu_context *c, void *const *io) {
     const plan *p = c->engine->plan;
     if (c->redirect_count < p->num_tensors) {
         void **grown = realloc(c->redirect, (size_t)p->num_tensors * sizeof *grown);
-        if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!grown) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         c->redirect = grown;
         c->redirect_count = p->num_tensors;
     }
@@ -213,11 +213,11 @@ static tci_status count_nonfinite_outputs(exec_gpu_context *c, bool device) {
     for (int k = 0; k < p->num_outputs; k++) {
         const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[k]);
         if (device)
-            TCI_TRY(kern_count_nonfinite(c->device_io[p->num_inputs + k], t->dtype,
+            TRY_STATUS(kern_count_nonfinite(c->device_io[p->num_inputs + k], t->dtype,
                                          (int64_t)(t->bytes / tci_dtype_size(t->dtype)),
                                          &c->nonfinite[k], c->stream));
         else
-            TCI_TRY(kern_count_nonfinite(c->output_staging[k], host_dtype(t), gpu_count_of(t),
+            TRY_STATUS(kern_count_nonfinite(c->output_staging[k], host_dtype(t), gpu_count_of(t),
                                          &c->nonfinite[k], c->stream));
     }
     return TCI_OK;
@@ -228,11 +228,11 @@ static tci_status enqueue_all(exec_gpu_context *c) {
     const exec_gpu_engine *e = c->engine;
     const plan *p = e->plan;
     bool device = device_mode(c);
-    if (!device) TCI_TRY(convert_inputs(c));
+    if (!device) TRY_STATUS(convert_inputs(c));
     for (int i = 0; i < p->num_steps; i++)
-        TCI_TRY(gpu_step_error(&p->steps[i], gpu_run_step(e, c, c->arena, i, c->stream)));
+        TRY_STATUS(gpu_step_error(&p->steps[i], gpu_run_step(e, c, c->arena, i, c->stream)));
     if (!device) {
-        TCI_TRY(convert_outputs(c));
+        TRY_STATUS(convert_outputs(c));
         return count_nonfinite_outputs(c, false);
     }
     for (int k = 0; k < p->num_outputs; k++) {
@@ -259,7 +259,7 @@ static tci_status launch(exec_gpu_context *c) {
     if (!v->captured) {
         if (!v->captured_io) {
             v->captured_io = calloc(1, io_bytes + sizeof(void *));
-            if (!v->captured_io) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!v->captured_io) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         }
         memcpy(v->captured_io, c->device_io, io_bytes);
         cudaGraph_t graph;
@@ -290,16 +290,16 @@ static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
         if (memcmp(c->variants[v].dim0, dim0, dims_bytes) == 0) found = v;
     if (found < 0) {
         if (!c->base->replan)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "this GPU engine runs only the batch it was built for (engines that "
                              "mark every layer as an output do not re-plan)");
         batch_variant *grown = realloc(c->variants, (size_t)(c->num_variants + 1) * sizeof *grown);
-        if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!grown) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         c->variants = grown;
         batch_variant *v = &c->variants[c->num_variants];
         memset(v, 0, sizeof *v);
         v->dim0 = malloc(dims_bytes + 1);
-        if (!v->dim0) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!v->dim0) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         memcpy(v->dim0, dim0, dims_bytes);
         tci_status st = gpu_variant_create(c->base, dim0, &v->engine);
         if (st != TCI_OK) {
@@ -327,11 +327,11 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     const plan *bp = c->base->plan;
     char want[128], got[128];
     if (num_inputs != (size_t)bp->num_inputs)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %d", num_inputs,
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %d", num_inputs,
                          bp->num_inputs);
     /* every dim as built, except that the leading one may be smaller: another batch size */
     int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof(int64_t));
-    if (!dim0) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!dim0) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     tci_status st = TCI_OK;
     for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(bp, bp->input_tensors[i]);
@@ -342,7 +342,7 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
                    : in->dims[0] == t->dims[0] || (in->dims[0] >= 1 && in->dims[0] <= t->dims[0]);
         dim0[i] = t->rank ? in->dims[0] : 1;
         if (!ok)
-            st = tci_error(TCI_ERR_INVALID_ARGUMENT,
+            st = status_error(TCI_ERR_INVALID_ARGUMENT,
                            "input '%s' is %s %s; the GPU engine was built for %s %s (a smaller "
                            "leading dim runs too; rebuild with --shape for anything else)",
                            t->name, tci_dtype_name(in->dtype),
@@ -352,8 +352,8 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     }
     if (st == TCI_OK) st = select_batch(c, dim0);
     free(dim0);
-    TCI_TRY(st);
-    TCI_TRY(set_device_io(c, NULL));
+    TRY_STATUS(st);
+    TRY_STATUS(set_device_io(c, NULL));
     const plan *p = c->engine->plan;
     for (int i = 0; i < p->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
@@ -365,7 +365,7 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
         const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);
         for (int d = 0; d < t->rank; d++) c->outputs[i].dims[d] = t->dims[d];
     }
-    TCI_TRY(launch(c));
+    TRY_STATUS(launch(c));
     for (int i = 0; i < p->num_outputs; i++) {
         tci_tensor *o = &c->outputs[i];
         size_t bytes = (size_t)tci_tensor_count(o) * tci_dtype_size(o->dtype);
@@ -383,7 +383,7 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     c->nonfinite_on_host = true;
     if (gather_error) {
         cudaMemset(c->gather_error, 0, sizeof(int));
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "an index input of a gather or scatter was out of range");
     }
     return TCI_OK;
@@ -399,12 +399,12 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
     int nio = bp->num_inputs + bp->num_outputs;
     void **io = calloc((size_t)nio + 1, sizeof *io);
     int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof *dim0);
-    tci_status st = io && dim0 ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    tci_status st = io && dim0 ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; st == TCI_OK && i < nio; i++) {
         bool in = i < bp->num_inputs;
         io[i] = in ? (void *)(uintptr_t)inputs[i] : outputs[i - bp->num_inputs];
         if (!io[i] || ((uintptr_t)io[i] & 15u))
-            st = tci_error(TCI_ERR_INVALID_ARGUMENT, "device %s %d is %s", in ? "input" : "output",
+            st = status_error(TCI_ERR_INVALID_ARGUMENT, "device %s %d is %s", in ? "input" : "output",
                            in ? i : i - bp->num_inputs, io[i] ? "not 16-byte aligned" : "NULL");
     }
     for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
@@ -412,7 +412,7 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
         dim0[i] = t->rank ? t->dims[0] : 1;
         if (leading_dims && t->rank) dim0[i] = leading_dims[i];
         if (dim0[i] < 1 || dim0[i] > (t->rank ? t->dims[0] : 1))
-            st = tci_error(TCI_ERR_INVALID_ARGUMENT,
+            st = status_error(TCI_ERR_INVALID_ARGUMENT,
                            "leading dim %" PRId64 " of input '%s' is outside 1..%" PRId64, dim0[i],
                            t->name, t->rank ? t->dims[0] : 1);
     }
@@ -420,22 +420,22 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
     if (st == TCI_OK) st = set_device_io(c, io);
     free(io);
     free(dim0);
-    TCI_TRY(st);
+    TRY_STATUS(st);
     KERN_CUDA_CHECK(cudaEventRecord(c->caller_ready, caller));
     KERN_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->caller_ready, 0));
     c->nonfinite_on_host = false;
-    TCI_TRY(launch(c));
+    TRY_STATUS(launch(c));
     KERN_CUDA_CHECK(cudaEventRecord(c->done, c->stream));
     KERN_CUDA_CHECK(cudaStreamWaitEvent(caller, c->done, 0));
     return TCI_OK;
 }
 
 tci_status exec_gpu_bench(exec_gpu_context *c, int iterations, int warmup, float *times_ms) {
-    for (int i = 0; i < warmup; i++) TCI_TRY(launch(c));
+    for (int i = 0; i < warmup; i++) TRY_STATUS(launch(c));
     cudaEvent_t start = c->events[0], stop = c->events[1];
     for (int i = 0; i < iterations; i++) {
         KERN_CUDA_CHECK(cudaEventRecord(start, c->stream));
-        TCI_TRY(launch(c));
+        TRY_STATUS(launch(c));
         KERN_CUDA_CHECK(cudaEventRecord(stop, c->stream));
         KERN_CUDA_CHECK(cudaEventSynchronize(stop));
         KERN_CUDA_CHECK(cudaEventElapsedTime(&times_ms[i], start, stop));
@@ -453,19 +453,19 @@ tci_status exec_gpu_profile(exec_gpu_context *c, int iterations, float *step_ms)
     int n = e->plan->num_steps;
     if (iterations < 1) iterations = 1;
     float *samples = calloc((size_t)n * (size_t)iterations + 1, sizeof(float));
-    if (!samples) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory profiling");
+    if (!samples) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory profiling");
     tci_status st = device_mode(c) ? TCI_OK : convert_inputs(c);
     for (int it = 0; st == TCI_OK && it < iterations; it++) {
         for (int i = 0; st == TCI_OK && i < n; i++) {
             if (cudaEventRecord(c->events[2 * i], c->stream) != cudaSuccess)
-                st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
+                st = status_error(TCI_ERR_CUDA, "cudaEventRecord failed");
             if (st == TCI_OK)
                 st = gpu_step_error(&e->plan->steps[i], gpu_run_step(e, c, c->arena, i, c->stream));
             if (st == TCI_OK && cudaEventRecord(c->events[2 * i + 1], c->stream) != cudaSuccess)
-                st = tci_error(TCI_ERR_CUDA, "cudaEventRecord failed");
+                st = status_error(TCI_ERR_CUDA, "cudaEventRecord failed");
         }
         if (st == TCI_OK && cudaStreamSynchronize(c->stream) != cudaSuccess)
-            st = tci_error(TCI_ERR_CUDA, "cudaStreamSynchronize failed while profiling");
+            st = status_error(TCI_ERR_CUDA, "cudaStreamSynchronize failed while profiling");
         for (int i = 0; st == TCI_OK && i < n; i++)
             cudaEventElapsedTime(&samples[(size_t)i * (size_t)iterations + (size_t)it],
                                  c->events[2 * i], c->events[2 * i + 1]);
@@ -502,7 +502,7 @@ static tci_status count_tensor(exec_gpu_context *c, int index, unsigned int *out
         t->dtype != TCI_DTYPE_FLOAT)
         return TCI_OK;
     KERN_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof *counter, c->stream));
-    TCI_TRY(kern_count_nonfinite(gpu_tensor_ptr(c->engine, c, c->arena, index), t->dtype,
+    TRY_STATUS(kern_count_nonfinite(gpu_tensor_ptr(c->engine, c, c->arena, index), t->dtype,
                                  (int64_t)(t->bytes / tci_dtype_size(t->dtype)), counter,
                                  c->stream));
     KERN_CUDA_CHECK(cudaMemcpyAsync(out_count, counter, sizeof *counter, cudaMemcpyDeviceToHost,
@@ -516,9 +516,9 @@ tci_status exec_gpu_locate_nonfinite(exec_gpu_context *c, int *out_input, int *o
     const plan *p = e->plan;
     *out_input = *out_step = -1;
     unsigned int n = 0;
-    if (!device_mode(c)) TCI_TRY(convert_inputs(c));
+    if (!device_mode(c)) TRY_STATUS(convert_inputs(c));
     for (int i = 0; i < p->num_inputs; i++) {
-        TCI_TRY(count_tensor(c, p->input_tensors[i], &n));
+        TRY_STATUS(count_tensor(c, p->input_tensors[i], &n));
         if (n) {
             *out_input = i;
             return TCI_OK;
@@ -526,10 +526,10 @@ tci_status exec_gpu_locate_nonfinite(exec_gpu_context *c, int *out_input, int *o
     }
     for (int i = 0; i < p->num_steps; i++) {
         const plan_step *s = &p->steps[i];
-        TCI_TRY(gpu_step_error(s, gpu_run_step(e, c, c->arena, i, c->stream)));
+        TRY_STATUS(gpu_step_error(s, gpu_run_step(e, c, c->arena, i, c->stream)));
         for (int j = 0; j < s->num_outputs; j++) {
             if (s->outputs[j] < 0) continue;
-            TCI_TRY(count_tensor(c, s->outputs[j], &n));
+            TRY_STATUS(count_tensor(c, s->outputs[j], &n));
             if (n) {
                 *out_step = i;
                 return TCI_OK;

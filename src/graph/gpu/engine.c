@@ -11,7 +11,7 @@ tci_status exec_gpu_check_device(void) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         cudaGetLastError();
-        return tci_error(TCI_ERR_NO_DEVICE,
+        return status_error(TCI_ERR_NO_DEVICE,
                          "no CUDA GPU is available here; use --backend cpu for the fp32 "
                          "reference executor");
     }
@@ -27,7 +27,7 @@ tci_status exec_gpu_engine_create(plan *built, const plan_options *options, tci_
     exec_gpu_engine *e = NULL;
     if (st == TCI_OK) {
         e = calloc(1, sizeof *e);
-        if (!e) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+        if (!e) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
     }
     if (st != TCI_OK) {
         plan_destroy(built);
@@ -50,7 +50,7 @@ tci_status exec_gpu_engine_create(plan *built, const plan_options *options, tci_
                                                : TCI_DTYPE_UNDEFINED;
     }
     if (!e->constants || !e->owns_constant || !e->impl)
-        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating the GPU engine");
     const plan *p = e->plan;
     /* conv weights/bias are packed per step; every other constant is uploaded as laid out */
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {
@@ -164,13 +164,13 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
     *out = NULL;
     const plan *bp = base->plan;
     exec_gpu_engine *e = calloc(1, sizeof *e);
-    if (!e) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+    if (!e) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
     e->parent = base;
     tci_status st = base->replan(base->replan_user, bp, dim0, &e->graph, &e->plan);
     const plan *p = e->plan;
     if (st == TCI_OK && (p->num_steps != bp->num_steps || p->num_inputs != bp->num_inputs ||
                          p->num_outputs != bp->num_outputs))
-        st = tci_error(TCI_ERR_UNSUPPORTED,
+        st = status_error(TCI_ERR_UNSUPPORTED,
                        "the plan for batch %" PRId64 " has %d steps, the built one %d: the model's "
                        "structure depends on the batch; build the engine for this batch (--shape)",
                        dim0[0], p->num_steps, bp->num_steps);
@@ -181,14 +181,14 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
         const plan_tensor *t = &p->tensors[in ? p->input_tensors[k] : p->output_tensors[k]];
         const plan_tensor *u = &bp->tensors[in ? bp->input_tensors[k] : bp->output_tensors[k]];
         if (gpu_count_of(t) > gpu_count_of(u) || t->dtype != u->dtype || t->rank != u->rank)
-            st = tci_error(TCI_ERR_UNSUPPORTED,
+            st = status_error(TCI_ERR_UNSUPPORTED,
                            "at batch %" PRId64 ", %s '%s' does not shrink with the batch; build "
                            "the engine for this batch (--shape)",
                            dim0[0], in ? "input" : "output", t->name);
     }
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
         if (!step_matches(&bp->steps[i], &p->steps[i]))
-            st = tci_error(TCI_ERR_UNSUPPORTED,
+            st = status_error(TCI_ERR_UNSUPPORTED,
                            "at batch %" PRId64 ", step %d ('%s', node '%s') differs from the built "
                            "plan's other than in the batch; build the engine for this batch "
                            "(--shape)",
@@ -201,7 +201,7 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
         e->constants = calloc((size_t)p->num_tensors + 1, sizeof(void *));
         e->owns_constant = calloc((size_t)p->num_tensors + 1, sizeof(bool));
         if (!e->constants || !e->owns_constant)
-            st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+            st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
     }
     for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
         const plan_tensor *pt = &p->tensors[t];
@@ -223,7 +223,7 @@ tci_status exec_gpu_engine_choices(const exec_gpu_engine *e, char **out_text) {
     *out_text = NULL;
     size_t cap = 4096, len = 0;
     char *text = malloc(cap);
-    if (!text) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!text) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     text[0] = '\0';
     for (int i = 0; i < e->plan->num_steps; i++) {
         const plan_step *s = &e->plan->steps[i];
@@ -238,7 +238,7 @@ tci_status exec_gpu_engine_choices(const exec_gpu_engine *e, char **out_text) {
             char *grown = realloc(text, cap);
             if (!grown) {
                 free(text);
-                return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+                return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
             }
             text = grown;
         }

@@ -25,7 +25,7 @@ static tci_status pack_depthwise(exec_gpu_engine *e, int index) {
     size_t wbytes = (size_t)(s->u.conv.geom.kernel_h * s->u.conv.geom.kernel_w * cp) * (fp32 ? 4 : 2), bbytes = (size_t)cp * 4;
     void *hw = malloc(wbytes);
     float *hb = malloc(bbytes);
-    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    tci_status st = hw && hb ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
     const float *weights = gpu_tensor_of(p, s->inputs[1])->host_data;
     if (st == TCI_OK)
         st = fp32                              ? kern_depthwise_pack_weights_f32(&d, weights, hw)
@@ -52,13 +52,13 @@ tci_status gpu_pack_conv(exec_gpu_engine *e, int index) {
     d.geom.pad_bottom = d.geom.pad_top;
     d.geom.pad_right = d.geom.pad_left;
     kern_conv_info info;
-    TCI_TRY(kern_conv_shapes(&d, &info));
+    TRY_STATUS(kern_conv_shapes(&d, &info));
     size_t elem = fp32 ? 4 : 2;
     size_t wbytes = info.weight_elements * elem, bbytes = info.bias_elements * elem;
     size_t kp = (size_t)plan_pad8(s->u.conv.geom.k);
     void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
     float *hf = calloc(kp + 1, sizeof(float));
-    tci_status st = hw && hb && hf ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    tci_status st = hw && hb && hf ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
     const float *bias = gpu_tensor_of(p, s->inputs[2])->host_data;
     if (st == TCI_OK)
         st = kern_conv_pack_weights(&d, gpu_tensor_of(p, s->inputs[1])->host_data, hw);
@@ -82,11 +82,11 @@ tci_status gpu_pack_conv_transpose(exec_gpu_engine *e, int index) {
     bool fp32 = gpu_step_fp32(p, s);
     gpu_convt_desc_of(e, &s->u.conv, e->impl[index].dtype, &d);
     kern_convt_info info;
-    TCI_TRY(kern_convt_shapes(&d, &info));
+    TRY_STATUS(kern_convt_shapes(&d, &info));
     size_t elem = fp32 ? 4 : 2;
     size_t wbytes = info.weight_elements * elem, bbytes = info.bias_elements * elem;
     void *hw = malloc(wbytes ? wbytes : 1), *hb = malloc(bbytes ? bbytes : 1);
-    tci_status st = hw && hb ? TCI_OK : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
+    tci_status st = hw && hb ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory packing weights");
     if (st == TCI_OK)
         st = kern_convt_pack_weights(&d, gpu_tensor_of(p, s->inputs[1])->host_data, hw);
     if (st == TCI_OK) st = kern_convt_pack_bias(&d, gpu_tensor_of(p, s->inputs[2])->host_data, hb);
@@ -105,9 +105,9 @@ tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index) {
     if (gpu_step_fp32(e->plan, s))
         return gpu_upload_bytes(t->host_data, (size_t)n * 4, &e->impl[index].bias);
     if (e->kernels != TCI_KERNELS_LIBRARY)
-        TCI_TRY(gpu_upload_bytes(t->host_data, (size_t)n * 4, &e->impl[index].bias_f32));
+        TRY_STATUS(gpu_upload_bytes(t->host_data, (size_t)n * 4, &e->impl[index].bias_f32));
     uint16_t *h = malloc((size_t)(n ? n : 1) * 2);
-    if (!h) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!h) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     bool bf16 = e->impl[index].dtype == TCI_DTYPE_BFLOAT16;
     for (int64_t i = 0; i < n; i++) {
         float v = ((const float *)t->host_data)[i];

@@ -137,7 +137,7 @@ static tci_status run_rnn(const exec_gpu_engine *e, const exec_gpu_context *c, v
         return kern_rnn_final(&d, in[0], in[1], y_h, y_c, stream);
     }
     }
-    return tci_error(TCI_ERR_INTERNAL, "unknown recurrent step phase %d", (int)r->phase);
+    return status_error(TCI_ERR_INTERNAL, "unknown recurrent step phase %d", (int)r->phase);
 }
 
 tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
@@ -165,19 +165,19 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                       s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                                       e->workspace_bytes, stream);
         }
-        TCI_TRY(kern_conv_run(e->impl[index].conv, c->cudnn, stream, (int)s->u.conv.geom.n, in[0],
+        TRY_STATUS(kern_conv_run(e->impl[index].conv, c->cudnn, stream, (int)s->u.conv.geom.n, in[0],
                               e->impl[index].weights, e->impl[index].bias,
                               s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                               e->workspace_bytes));
         if (s->u.conv.post_act.kind != ACT_NONE)
-            TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
+            TRY_STATUS(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_CONV_TRANSPOSE:
-        TCI_TRY(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.geom.n, in[0],
+        TRY_STATUS(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.geom.n, in[0],
                                e->impl[index].weights, e->impl[index].bias, out, c->workspace,
                                e->workspace_bytes));
         if (s->u.conv.post_act.kind != ACT_NONE)
-            TCI_TRY(run_activation(y, out, s->u.conv.post_act, stream));
+            TRY_STATUS(run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_GEMM:
         if (e->impl[index].wmma >= 0)
@@ -342,11 +342,11 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                          s->u.axis.len, s->u.axis.inner, s->u.axis.k, s->u.axis.largest, y->dtype,
                          stream);
     }
-    return tci_error(TCI_ERR_INTERNAL, "unknown plan step kind %d", (int)s->kind);
+    return status_error(TCI_ERR_INTERNAL, "unknown plan step kind %d", (int)s->kind);
 }
 
 tci_status gpu_step_error(const plan_step *s, tci_status st) {
     if (st == TCI_OK) return st;
-    return tci_error_prefix(st, "GPU step '%s' (%s) of node '%s'", s->label, s->node->op_type,
+    return status_error_prefix(st, "GPU step '%s' (%s) of node '%s'", s->label, s->node->op_type,
                             s->node->name);
 }

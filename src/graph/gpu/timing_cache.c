@@ -61,19 +61,19 @@ tci_status gpu_cache_put(timing_cache *c, const char *key, const char *value, fl
         if (c->count == c->cap) {
             int cap = c->cap ? 2 * c->cap : 64;
             cache_entry *grown = realloc(c->entries, (size_t)cap * sizeof *grown);
-            if (!grown) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!grown) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
             c->entries = grown;
             c->cap = cap;
         }
         e = &c->entries[c->count];
         e->key = strdup(key);
         e->value = NULL;
-        if (!e->key) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!e->key) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         c->count++;
     }
     free(e->value);
     e->value = strdup(value);
-    if (!e->value) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!e->value) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     e->library_ms = library_ms;
     e->wmma_ms = wmma_ms;
     e->origin = origin;
@@ -89,7 +89,7 @@ static tci_status cache_parse_line(timing_cache *c, char *line, const char *orig
     char *key = strtok_r(line, "\t", &save), *value = strtok_r(NULL, "\t", &save),
          *lib = strtok_r(NULL, "\t", &save), *wmma = strtok_r(NULL, "\t", &save);
     if (!key || !value || !lib || !wmma)
-        return tci_error(TCI_ERR_PARSE, "%s: malformed kernel choice '%s'", origin, line);
+        return status_error(TCI_ERR_PARSE, "%s: malformed kernel choice '%s'", origin, line);
     return gpu_cache_put(c, key, value, strtof(lib, NULL), strtof(wmma, NULL), origin);
 }
 
@@ -100,11 +100,11 @@ static tci_status cache_parse_line(timing_cache *c, char *line, const char *orig
 tci_status gpu_cache_load(const char *path, const char *choices, timing_cache **out) {
     *out = NULL;
     timing_cache *c = calloc(1, sizeof *c);
-    if (!c) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!c) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     c->path = path;
     tci_status st = cache_header(c->header, sizeof c->header);
     char *text = st == TCI_OK && choices ? strdup(choices) : NULL;
-    if (choices && !text && st == TCI_OK) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (choices && !text && st == TCI_OK) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     char *save = NULL;
     for (char *line = text ? strtok_r(text, "\n", &save) : NULL; st == TCI_OK && line;
          line = strtok_r(NULL, "\n", &save))
@@ -119,7 +119,7 @@ tci_status gpu_cache_load(const char *path, const char *choices, timing_cache **
     }
     while (st == TCI_OK && valid && fgets(line, sizeof line, f)) {
         st = cache_parse_line(c, line, "timing cache");
-        if (st != TCI_OK) tci_error_prefix(st, "%s", path);
+        if (st != TCI_OK) status_error_prefix(st, "%s", path);
     }
     if (f) fclose(f);
     if (st != TCI_OK) {
@@ -135,7 +135,7 @@ tci_status gpu_cache_save(const timing_cache *c) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
     FILE *f = fopen(tmp, "w");
-    if (!f) return tci_error(TCI_ERR_IO, "cannot write the timing cache %s", tmp);
+    if (!f) return status_error(TCI_ERR_IO, "cannot write the timing cache %s", tmp);
     bool ok = fprintf(f, "%s\n", c->header) > 0;
     for (int i = 0; ok && i < c->count; i++)
         ok = fprintf(f, "%s\t%s\t%.6f\t%.6f\n", c->entries[i].key, c->entries[i].value,
@@ -143,7 +143,7 @@ tci_status gpu_cache_save(const timing_cache *c) {
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, c->path) != 0) {
         remove(tmp);
-        return tci_error(TCI_ERR_IO, "cannot write the timing cache %s", c->path);
+        return status_error(TCI_ERR_IO, "cannot write the timing cache %s", c->path);
     }
     return TCI_OK;
 }

@@ -23,7 +23,7 @@ static bool is_read(const ir_graph *g, const ir_tensor *t) {
 tci_status pass_remove_passthrough(ir_graph *g) {
     if (g->num_nodes == 0) return TCI_OK;
     bool *remove = calloc(g->num_nodes, sizeof *remove);
-    if (!remove) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
+    if (!remove) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
     for (size_t i = 0; i < g->num_nodes; i++) {
         ir_node *n = g->nodes[i];
         if (!(n->desc->flags & OP_PASSTHROUGH) || !n->inputs[0] || !n->outputs[0]) continue;
@@ -50,7 +50,7 @@ tci_status pass_eliminate_dead_nodes(ir_graph *g) {
     if (!remove || !readers) {
         free(remove);
         free(readers);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
     }
     for (size_t i = 0; i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_inputs; k++)
@@ -75,9 +75,9 @@ tci_status pass_eliminate_dead_nodes(ir_graph *g) {
 }
 
 tci_status pass_optimize(ir_graph *g) {
-    TCI_TRY(ir_graph_sort(g));
-    for (size_t i = 0; i < g->num_nodes; i++) TCI_TRY(op_prepare_node(g->nodes[i], g->arena));
-    TCI_TRY(pass_infer_and_fold(g));
-    TCI_TRY(pass_remove_passthrough(g));
+    TRY_STATUS(ir_graph_sort(g));
+    for (size_t i = 0; i < g->num_nodes; i++) TRY_STATUS(op_prepare_node(g->nodes[i], g->arena));
+    TRY_STATUS(pass_infer_and_fold(g));
+    TRY_STATUS(pass_remove_passthrough(g));
     return pass_eliminate_dead_nodes(g);
 }

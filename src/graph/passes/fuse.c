@@ -29,7 +29,7 @@ static tci_status activation_of(const ir_node *n, bool *is_act, act_params *act)
     memset(act, 0, sizeof *act);
     *is_act = n->desc && n->desc->epilogue && !n->fused_into;
     if (!*is_act) return TCI_OK;
-    TCI_TRY(n->desc->epilogue(n, act));
+    TRY_STATUS(n->desc->epilogue(n, act));
     if (act_flags(act->kind) & ACT_BOOL_RESULT) *is_act = false;
     return TCI_OK;
 }
@@ -97,7 +97,7 @@ static tci_status fuse_activation(const fuse_ctx *c, ir_node *n, building *b, bo
     if (!next) return TCI_OK;
     bool is_act;
     act_params a;
-    TCI_TRY(activation_of(next, &is_act, &a));
+    TRY_STATUS(activation_of(next, &is_act, &a));
     if (!is_act || next->inputs[0] != b->e.output) return TCI_OK;
     if (library_only && !(act_flags(a.kind) & ACT_FUSES_CUBLASLT)) return TCI_OK;
     b->e.act = a;
@@ -152,15 +152,15 @@ static void fuse_bias(const fuse_ctx *c, ir_node *n, building *b) {
 /* A new anonymous constant of float values (copied into the graph arena). */
 static tci_status float_constant(ir_graph *g, const float *values, int rank,
                                  const int64_t *dims, ir_tensor **out) {
-    TCI_TRY(ir_graph_add_tensor(g, NULL, out));
+    TRY_STATUS(ir_graph_add_tensor(g, NULL, out));
     ir_tensor *t = *out;
     int64_t count = 1;
     t->dtype = TCI_DTYPE_FLOAT;
     t->rank = rank;
     for (int i = 0; i < rank; i++) count *= t->dims[i] = dims[i];
-    t->data = tci_arena_memdup(g->arena, values, (size_t)count * sizeof(float));
+    t->data = arena_memdup(g->arena, values, (size_t)count * sizeof(float));
     return t->data || !count ? TCI_OK
-                             : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
+                             : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
 }
 
 /* Conv + BatchNormalization: the statistics folded into new weights and bias (Conv's constant
@@ -178,7 +178,7 @@ static tci_status fold_batchnorm(ir_graph *g, const fuse_ctx *c, ir_node *n, bui
     float *folded = malloc((size_t)(k * per > 0 ? k * per : 1) * sizeof(float));
     tci_status st = scale && shift && folded
                         ? TCI_OK
-                        : tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
+                        : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding BatchNormalization");
     for (int64_t i = 0; st == TCI_OK && i < k; i++) {
         scale[i] = 1.0f;
         shift[i] = bias ? ((const float *)bias->data)[i] : 0.0f;
@@ -220,17 +220,17 @@ static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
     /* a variadic op of one input is a copy, and a copy has no epilogue */
     bool one_input = n->desc && n->desc->binary != BINARY_NONE && n->num_inputs < 2;
     if (b.e.output && !one_input) {
-        if (f & OP_FOLDS_BATCHNORM) TCI_TRY(fold_batchnorm(g, c, n, &b));
+        if (f & OP_FOLDS_BATCHNORM) TRY_STATUS(fold_batchnorm(g, c, n, &b));
         if (f & OP_EPILOGUE_RESIDUAL) fuse_residual(c, n, &b);
         if (f & OP_EPILOGUE_BIAS) fuse_bias(c, n, &b);
         if (f & (OP_EPILOGUE_ACT | OP_EPILOGUE_LIBRARY_ACT))
-            TCI_TRY(fuse_activation(c, n, &b, !(f & OP_EPILOGUE_ACT)));
+            TRY_STATUS(fuse_activation(c, n, &b, !(f & OP_EPILOGUE_ACT)));
     }
     if (!b.any) return TCI_OK;
-    n->epilogue = tci_arena_memdup(g->arena, &b.e, sizeof b.e);
-    if (n->epilogue) n->epilogue->label = tci_arena_strdup(g->arena, b.label);
+    n->epilogue = arena_memdup(g->arena, &b.e, sizeof b.e);
+    if (n->epilogue) n->epilogue->label = arena_strdup(g->arena, b.label);
     if (!n->epilogue || !n->epilogue->label)
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
     return TCI_OK;
 }
 
@@ -238,7 +238,7 @@ tci_status pass_fuse_for_gpu(ir_graph *g) {
     for (size_t i = 0; i < g->num_nodes; i++)
         if (g->nodes[i]->epilogue || g->nodes[i]->fused_into) return TCI_OK; /* done already */
     fuse_ctx c = {g, calloc(g->num_tensors + 1, sizeof(int))};
-    if (!c.consumers) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
+    if (!c.consumers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
     for (size_t i = 0; i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_inputs; k++)
             if (g->nodes[i]->inputs[k]) c.consumers[g->nodes[i]->inputs[k]->index]++;

@@ -56,7 +56,7 @@ static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in
     *folded = false;
     /* Shape-only ops get a view whose data is NULL: their forward reads dims only. */
     for (int o = 0; o < n->num_outputs; o++) out[o] = n->outputs[o] ? &outs[o] : NULL;
-    TCI_TRY(op_run_node(n, in, out));
+    TRY_STATUS(op_run_node(n, in, out));
     tci_status st = TCI_OK;
     for (int o = 0; o < n->num_outputs; o++) {
         if (!out[o]) continue;
@@ -65,8 +65,8 @@ static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in
             ir_tensor *t = n->outputs[o];
             st = merge_shape(n, t, out[o]);
             if (st == TCI_OK) {
-                t->data = tci_arena_memdup(g->arena, out[o]->data, bytes ? bytes : 1);
-                if (!t->data) st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding '%s'", n->name);
+                t->data = arena_memdup(g->arena, out[o]->data, bytes ? bytes : 1);
+                if (!t->data) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding '%s'", n->name);
             }
         }
         free(out[o]->data);
@@ -106,12 +106,12 @@ static tci_status infer_node(ir_graph *g, ir_node *n, tci_tensor *views, const t
         for (int d = 0; d < TCI_MAX_RANK; d++) outs[o].dims[d] = -1;
         out[o] = &outs[o];
     }
-    TCI_TRY(n->desc->infer(n, in, out));
+    TRY_STATUS(n->desc->infer(n, in, out));
     for (int o = 0; o < n->num_outputs; o++)
-        if (out[o]) TCI_TRY(merge_shape(n, n->outputs[o], out[o]));
+        if (out[o]) TRY_STATUS(merge_shape(n, n->outputs[o], out[o]));
     if (foldable(n)) {
         int64_t bytes = output_bytes_bound(n);
-        if (bytes >= 0 && bytes <= FOLD_MAX_BYTES) TCI_TRY(fold_node(g, n, in, outs, out, folded));
+        if (bytes >= 0 && bytes <= FOLD_MAX_BYTES) TRY_STATUS(fold_node(g, n, in, outs, out, folded));
     }
     return TCI_OK;
 }
@@ -128,7 +128,7 @@ tci_status pass_infer_and_fold(ir_graph *g) {
     tci_tensor **out = calloc(width, sizeof *out);
     tci_status st = TCI_OK;
     if (!views || !outs || !in || !out)
-        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory for shape inference");
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory for shape inference");
     size_t kept = 0;
     for (size_t i = 0; i < g->num_nodes && st == TCI_OK; i++) {
         bool folded = false;
@@ -139,7 +139,7 @@ tci_status pass_infer_and_fold(ir_graph *g) {
     free(outs);
     free(in);
     free(out);
-    TCI_TRY(st);
+    TRY_STATUS(st);
     g->num_nodes = kept;
     for (size_t i = 0; i < kept; i++) g->nodes[i]->index = i;
     return TCI_OK;

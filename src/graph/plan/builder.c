@@ -32,7 +32,7 @@ static tci_status grow(void **array, int *cap, int need, size_t elem) {
     int n = *cap ? *cap * 2 : 64;
     while (n < need) n *= 2;
     void *q = realloc(*array, (size_t)n * elem);
-    if (!q) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
+    if (!q) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
     *array = q;
     *cap = n;
     return TCI_OK;
@@ -47,7 +47,7 @@ static size_t tensor_bytes(const plan_tensor *t) {
 tci_status builder_new_tensor(plan_builder *b, const char *name, tci_dtype dtype, plan_layout layout,
                              int rank, const int64_t *dims, int *out_index) {
     plan *p = b->p;
-    TCI_TRY(grow((void **)&p->tensors, &p->cap_tensors, p->num_tensors + 1, sizeof(plan_tensor)));
+    TRY_STATUS(grow((void **)&p->tensors, &p->cap_tensors, p->num_tensors + 1, sizeof(plan_tensor)));
     plan_tensor *t = &p->tensors[p->num_tensors];
     memset(t, 0, sizeof *t);
     t->name = name;
@@ -68,7 +68,7 @@ tci_status builder_new_tensor(plan_builder *b, const char *name, tci_dtype dtype
 tci_status lower_step(plan_builder *b, plan_step_kind kind, const ir_node *node, const char *label,
                            plan_step **out_step) {
     plan *p = b->p;
-    TCI_TRY(grow((void **)&p->steps, &p->cap_steps, p->num_steps + 1, sizeof(plan_step)));
+    TRY_STATUS(grow((void **)&p->steps, &p->cap_steps, p->num_steps + 1, sizeof(plan_step)));
     plan_step *s = &p->steps[p->num_steps++];
     memset(s, 0, sizeof *s);
     s->kind = kind;
@@ -81,7 +81,7 @@ tci_status lower_step(plan_builder *b, plan_step_kind kind, const ir_node *node,
 }
 
 const char *lower_intern(plan_builder *b, const char *text) {
-    return tci_arena_strdup(b->p->arena, text);
+    return arena_strdup(b->p->arena, text);
 }
 
 /* Device float dtype of what the node being lowered produces: fp16 (bf16 in --precision bf16),
@@ -138,7 +138,7 @@ tci_status builder_constant(plan_builder *b, const ir_node *node, const ir_tenso
         return TCI_OK;
     }
     tci_dtype dtype = TCI_DTYPE_UNDEFINED;
-    TCI_TRY(lower_device_dtype(b, node, t->dtype, &dtype));
+    TRY_STATUS(lower_device_dtype(b, node, t->dtype, &dtype));
     int64_t dims[TCI_MAX_RANK];
     int rank = t->rank;
     for (int i = 0; i < rank; i++) dims[i] = t->dims[i];
@@ -150,11 +150,11 @@ tci_status builder_constant(plan_builder *b, const ir_node *node, const ir_tenso
         rank = 4;
     }
     int idx;
-    TCI_TRY(builder_new_tensor(b, t->name, dtype, layout, rank, dims, &idx));
+    TRY_STATUS(builder_new_tensor(b, t->name, dtype, layout, rank, dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
     pt->memory = PLAN_MEM_CONSTANT;
-    void *host = tci_arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
-    if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
+    void *host = arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
+    if (!host) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
     int64_t count = lower_count(t);
     if (t->dtype != TCI_DTYPE_FLOAT || (dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE)) {
         memcpy(host, t->data, (size_t)count * tci_dtype_size(t->dtype));
@@ -214,14 +214,14 @@ static tci_status convert_step(plan_builder *b, const ir_node *node, const ir_te
              layout == PLAN_LAYOUT_NHWC8 ? "nhwc8" : "dense",
              dtype == TCI_DTYPE_FLOAT ? ":fp32" : "");
     int conv;
-    TCI_TRY(builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, &conv));
+    TRY_STATUS(builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, &conv));
     plan_step *s;
     char cast_label[32];
     snprintf(cast_label, sizeof cast_label, "cast %s->%s", float_name(pt->dtype), float_name(dtype));
     const char *label = !relayout                      ? lower_intern(b, cast_label)
                         : layout == PLAN_LAYOUT_NHWC8 ? "layout dense->NHWC8"
                                                       : "layout NHWC8->dense";
-    TCI_TRY(lower_step(b, relayout ? PLAN_STEP_LAYOUT : PLAN_STEP_CAST, node, label, &s));
+    TRY_STATUS(lower_step(b, relayout ? PLAN_STEP_LAYOUT : PLAN_STEP_CAST, node, label, &s));
     s->inputs[0] = src;
     s->num_inputs = 1;
     s->outputs[0] = conv;
@@ -266,12 +266,12 @@ tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t,
     int src = idx;
     if (pt->layout != layout) {
         int key = (int)layout * 2 + (pt->dtype == TCI_DTYPE_FLOAT);
-        if (cache[key] < 0) TCI_TRY(convert_step(b, node, t, idx, layout, pt->dtype, &cache[key]));
+        if (cache[key] < 0) TRY_STATUS(convert_step(b, node, t, idx, layout, pt->dtype, &cache[key]));
         src = cache[key];
     }
     if (b->p->tensors[src].dtype != dtype) {
         int cast;
-        TCI_TRY(convert_step(b, node, t, src, layout, dtype, &cast));
+        TRY_STATUS(convert_step(b, node, t, src, layout, dtype, &cast));
         src = cast;
     }
     cache[want_key] = src;
@@ -281,13 +281,13 @@ tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t,
 
 /* Creates the plan tensor for node output t in the layout the layout pass recorded. */
 tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t, int *out_index) {
-    TCI_TRY(lower_require_known(node, t));
+    TRY_STATUS(lower_require_known(node, t));
     tci_dtype dtype = TCI_DTYPE_UNDEFINED;
-    TCI_TRY(lower_device_dtype(b, node, t->dtype, &dtype));
+    TRY_STATUS(lower_device_dtype(b, node, t->dtype, &dtype));
     if (t->layout == PLAN_LAYOUT_NHWC8 && (t->rank != 4 || !builder_is_float(dtype)))
         return ir_node_error(node, TCI_ERR_INTERNAL,
                              "'%s' is laid out NHWC8 but is no 4-D float tensor", t->name);
-    TCI_TRY(builder_new_tensor(b, t->name, dtype, t->layout, t->rank, t->dims, out_index));
+    TRY_STATUS(builder_new_tensor(b, t->name, dtype, t->layout, t->rank, t->dims, out_index));
     b->primary[t->index] = *out_index;
     return TCI_OK;
 }
@@ -302,11 +302,11 @@ static tci_status layout_mismatch(const ir_node *node, const ir_tensor *t) {
 /* An output sharing the memory of src with new dims (Reshape and friends on dense data). */
 tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
                                int *out_index) {
-    TCI_TRY(lower_require_known(node, t));
+    TRY_STATUS(lower_require_known(node, t));
     if (t->layout != PLAN_LAYOUT_DENSE) return layout_mismatch(node, t);
     plan_tensor copy = b->p->tensors[src];
     int idx;
-    TCI_TRY(builder_new_tensor(b, t->name, copy.dtype, PLAN_LAYOUT_DENSE, t->rank, t->dims, &idx));
+    TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, PLAN_LAYOUT_DENSE, t->rank, t->dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
     int root = copy.alias_of >= 0 ? copy.alias_of : src;
     if (copy.memory == PLAN_MEM_CONSTANT) {
@@ -326,7 +326,7 @@ tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *
     int idx;
     if (copy.layout != t->layout) return layout_mismatch(node, t);
     if (copy.layout == PLAN_LAYOUT_DENSE) return lower_alias(b, node, t, src, &idx);
-    TCI_TRY(builder_new_tensor(b, t->name, copy.dtype, copy.layout, copy.rank, copy.dims, &idx));
+    TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, copy.layout, copy.rank, copy.dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
     pt->alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
     if (copy.memory == PLAN_MEM_CONSTANT) {
@@ -383,11 +383,11 @@ tci_status lower_host_constant(plan_builder *b, const char *name, const float *v
                                 const int64_t *dims, tci_dtype dtype, plan_layout layout,
                                 int *out_index) {
     int idx;
-    TCI_TRY(builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, &idx));
+    TRY_STATUS(builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
     pt->memory = PLAN_MEM_CONSTANT;
-    void *host = tci_arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
-    if (!host) return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
+    void *host = arena_alloc(b->p->arena, pt->bytes ? pt->bytes : 1);
+    if (!host) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory converting constants");
     int64_t count = 1;
     for (int i = 0; i < rank; i++) count *= dims[i];
     if (dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE) {
@@ -411,7 +411,7 @@ tci_status lower_host_constant(plan_builder *b, const char *name, const float *v
 
 tci_status lower_host_data(plan_builder *b, const char *name, const float *values, int rank,
                            const int64_t *dims, tci_dtype dtype, int *out_index) {
-    TCI_TRY(lower_host_constant(b, name, values, rank, dims, dtype, PLAN_LAYOUT_DENSE, out_index));
+    TRY_STATUS(lower_host_constant(b, name, values, rank, dims, dtype, PLAN_LAYOUT_DENSE, out_index));
     plan_tensor *pt = &b->p->tensors[*out_index];
     if (pt->packed_source && !b->fp32) b->p->weight_bytes += pt->bytes - pt->bytes / 2;
     pt->packed_source = false;
@@ -482,11 +482,11 @@ tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op
                               int out_override) {
     int idx[PLAN_MAX_STEP_INPUTS];
     for (int i = 0; i < num_inputs; i++)
-        TCI_TRY(lower_input(b, node, inputs[i], out->layout, &idx[i]));
+        TRY_STATUS(lower_input(b, node, inputs[i], out->layout, &idx[i]));
     int yt = out_override;
-    if (yt < 0) TCI_TRY(lower_output(b, node, out, &yt));
+    if (yt < 0) TRY_STATUS(lower_output(b, node, out, &yt));
     plan_step *s;
-    TCI_TRY(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
     s->u.eltwise.op = op;
     s->u.eltwise.act = act;
     const plan_tensor *y = &b->p->tensors[yt];

@@ -32,20 +32,20 @@ static bool lifetimes_intersect(const slot *a, const slot *b) {
 
 static tci_status check_arguments(const memplan_buffer *buffers, int count, size_t alignment,
                                   const size_t *offsets, const memplan_totals *totals) {
-    if (count < 0) return tci_error(TCI_ERR_INVALID_ARGUMENT, "memplan: negative count %d", count);
+    if (count < 0) return status_error(TCI_ERR_INVALID_ARGUMENT, "memplan: negative count %d", count);
     if ((count > 0 && (!buffers || !offsets)) || !totals)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT, "memplan: NULL buffers, offsets or totals");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "memplan: NULL buffers, offsets or totals");
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-        return tci_error(TCI_ERR_INVALID_ARGUMENT,
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "memplan: alignment %zu is not a power of two", alignment);
     for (int i = 0; i < count; i++) {
         const memplan_buffer *b = &buffers[i];
         if (b->first_step < 0 || b->last_step < b->first_step)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "memplan: buffer %d has invalid lifetime [%d, %d]", i, b->first_step,
                              b->last_step);
         if (b->inplace_of < -1 || b->inplace_of >= count || b->inplace_of == i)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "memplan: buffer %d has invalid inplace_of %d (count %d)", i,
                              b->inplace_of, count);
     }
@@ -60,12 +60,12 @@ static tci_status align_sizes(const memplan_buffer *buffers, int count, size_t a
     for (int i = 0; i < count; i++) {
         size_t bytes = buffers[i].bytes;
         if (bytes > SIZE_MAX - (alignment - 1))
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "memplan: buffer %d size %zu overflows when aligned to %zu", i, bytes,
                              alignment);
         aligned[i] = (bytes + alignment - 1) & ~(alignment - 1);
         if (aligned[i] > SIZE_MAX - sum)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "memplan: total size overflows at buffer %d (%zu bytes)", i, bytes);
         sum += aligned[i];
     }
@@ -102,14 +102,14 @@ static void link_inplace(const memplan_buffer *buffers, int count, const size_t 
 
 tci_status memplan_plan(const memplan_buffer *buffers, int count, size_t alignment,
                         size_t *offsets, memplan_totals *totals) {
-    TCI_TRY(check_arguments(buffers, count, alignment, offsets, totals));
+    TRY_STATUS(check_arguments(buffers, count, alignment, offsets, totals));
     totals->arena_bytes = 0;
     totals->naive_bytes = 0;
     if (count == 0) return TCI_OK;
 
     size_t n = (size_t)count;
     if (n > SIZE_MAX / sizeof(slot))
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "memplan: %d buffers is too many", count);
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "memplan: %d buffers is too many", count);
     size_t *aligned = malloc(n * sizeof *aligned);
     int *parent = malloc(n * sizeof *parent);
     int *head_of = malloc(n * sizeof *head_of);
@@ -119,7 +119,7 @@ tci_status memplan_plan(const memplan_buffer *buffers, int count, size_t alignme
     slot **placed = malloc(n * sizeof *placed);
     tci_status status = TCI_OK;
     if (!aligned || !parent || !head_of || !slot_of || !taken || !slots || !placed) {
-        status = tci_error(TCI_ERR_OUT_OF_MEMORY, "memplan: out of memory planning %d buffers",
+        status = status_error(TCI_ERR_OUT_OF_MEMORY, "memplan: out of memory planning %d buffers",
                            count);
         goto done;
     }
@@ -171,7 +171,7 @@ tci_status memplan_plan(const memplan_buffer *buffers, int count, size_t alignme
         }
         s->offset = found ? best_offset : low;
         if (s->bytes > SIZE_MAX - s->offset) {
-            status = tci_error(TCI_ERR_INTERNAL, "memplan: offset overflow placing buffer %d",
+            status = status_error(TCI_ERR_INTERNAL, "memplan: offset overflow placing buffer %d",
                                s->head);
             goto done;
         }

@@ -55,7 +55,7 @@ static tci_status lower_inputs(plan_builder *b) {
         const ir_tensor *t = g->inputs[i];
         for (int d = 0; d < t->rank; d++)
             if (t->dims[d] < 0)
-                return tci_error(TCI_ERR_INVALID_ARGUMENT,
+                return status_error(TCI_ERR_INVALID_ARGUMENT,
                                  "input '%s' has a symbolic dim %d; the GPU engine is built for "
                                  "fixed (maximum) shapes: give --shape %s:...",
                                  t->name, d, t->name);
@@ -70,12 +70,12 @@ static tci_status lower_inputs(plan_builder *b) {
         else if (t->dtype == TCI_DTYPE_INT64 || t->dtype == TCI_DTYPE_INT32 ||
                  t->dtype == TCI_DTYPE_BOOL) dtype = t->dtype;
         else
-            return tci_error(TCI_ERR_UNSUPPORTED, "input '%s' has dtype %s, which has no GPU path",
+            return status_error(TCI_ERR_UNSUPPORTED, "input '%s' has dtype %s, which has no GPU path",
                              t->name, tci_dtype_name(t->dtype));
         /* in the layout the layout pass chose: NHWC8 ones (feeding spatial ops) arrive so
          * straight from the input kernel */
         int idx;
-        TCI_TRY(builder_new_tensor(b, t->name, dtype, t->layout, t->rank, t->dims, &idx));
+        TRY_STATUS(builder_new_tensor(b, t->name, dtype, t->layout, t->rank, t->dims, &idx));
         b->p->tensors[idx].input_index = (int)i;
         b->primary[t->index] = idx;
         b->p->input_tensors[i] = idx;
@@ -115,7 +115,7 @@ static tci_status assign_memory(plan *p) {
     if (!buffers || !offsets) {
         free(buffers);
         free(offsets);
-        return tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning memory");
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning memory");
     }
     for (int t = 0; t < n; t++) {
         const plan_tensor *pt = &p->tensors[t];
@@ -162,7 +162,7 @@ void plan_destroy(plan *p) {
     free(p->steps);
     free(p->input_tensors);
     free(p->output_tensors);
-    tci_arena_destroy(p->arena);
+    arena_destroy(p->arena);
     free(p);
 }
 
@@ -207,7 +207,7 @@ static tci_status mark_fp32_nodes(plan_builder *b) {
         op_lookup known = {*name, false};
         if (!found) op_registry_each(match_op, &known);
         if (!found && !known.found)
-            return tci_error(TCI_ERR_INVALID_ARGUMENT,
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
                              "fp32 layers: no node name matches '%s' and it is no op type "
                              "(node names are those after optimisation: BatchNormalization "
                              "folded into Conv, Identity and Dropout removed)",
@@ -227,8 +227,8 @@ tci_status plan_fp32_nodes(const ir_graph *graph, const plan_options *options, b
 
 static tci_status build(plan_builder *b) {
     const ir_graph *g = b->g;
-    TCI_TRY(mark_fp32_nodes(b));
-    TCI_TRY(lower_inputs(b));
+    TRY_STATUS(mark_fp32_nodes(b));
+    TRY_STATUS(lower_inputs(b));
     for (size_t i = 0; i < g->num_nodes; i++) {
         ir_node *node = g->nodes[i];
         if (node->fused_into) continue;
@@ -240,22 +240,22 @@ static tci_status build(plan_builder *b) {
          * reason, whatever the op */
         for (int o = 0; o < node->num_outputs; o++)
             if (node->outputs[o] && lower_is_read(b, node->outputs[o]))
-                TCI_TRY(lower_require_known(node, node->outputs[o]));
+                TRY_STATUS(lower_require_known(node, node->outputs[o]));
         if (!node->desc->gpu_lower)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "op %s has no GPU path yet (run it with --backend cpu)",
                                  node->op_type);
-        TCI_TRY(node->desc->gpu_lower(b, node));
+        TRY_STATUS(node->desc->gpu_lower(b, node));
     }
     for (size_t i = 0; i < g->num_outputs; i++) {
         const ir_tensor *t = g->outputs[i];
         int idx = -1;
         if (t->data) {
-            TCI_TRY(builder_constant(b, g->nodes[0], t, PLAN_LAYOUT_DENSE, &idx));
+            TRY_STATUS(builder_constant(b, g->nodes[0], t, PLAN_LAYOUT_DENSE, &idx));
         } else {
             idx = b->primary[t->index];
         }
-        if (idx < 0) return tci_error(TCI_ERR_INTERNAL, "graph output '%s' was not lowered", t->name);
+        if (idx < 0) return status_error(TCI_ERR_INTERNAL, "graph output '%s' was not lowered", t->name);
         b->p->output_tensors[i] = idx;
         if (b->p->tensors[idx].output_index < 0) b->p->tensors[idx].output_index = (int)i;
     }
@@ -265,9 +265,9 @@ static tci_status build(plan_builder *b) {
 tci_status plan_build(const ir_graph *graph, const plan_options *options, plan **out_plan) {
     *out_plan = NULL;
     if (graph->num_nodes == 0)
-        return tci_error(TCI_ERR_UNSUPPORTED, "the model has no nodes to run on the GPU");
+        return status_error(TCI_ERR_UNSUPPORTED, "the model has no nodes to run on the GPU");
     if (!graph->layouts_assigned)
-        return tci_error(TCI_ERR_INTERNAL,
+        return status_error(TCI_ERR_INTERNAL,
                          "the graph's GPU layouts are not assigned (pass_assign_layouts)");
     plan *p = calloc(1, sizeof *p);
     plan_builder b = {0};
@@ -277,7 +277,7 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     b.options = options;
     b.half = plan_half_dtype(options);
     if (p) {
-        p->arena = tci_arena_create();
+        p->arena = arena_create();
         p->num_inputs = (int)graph->num_inputs;
         p->num_outputs = (int)graph->num_outputs;
         p->input_tensors = calloc(graph->num_inputs + 1, sizeof(int));
@@ -293,7 +293,7 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     if (!p || !p->arena || !p->input_tensors || !p->output_tensors || !b.primary ||
         !b.converted || !b.dense_const || !b.nhwc_const || !b.consumers ||
         !b.fp32_node)
-        st = tci_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
     if (st == TCI_OK) {
         for (size_t i = 0; i < nt; i++) b.primary[i] = -1;
         for (size_t i = 0; i < nt * 4; i++) b.converted[i] = -1;
