@@ -30,8 +30,8 @@ void status_error_clear(void);
 /* Propagates a failing status. */
 #define TRY_STATUS(expr)                                                                             \
     do {                                                                                          \
-        tci_status tci_try_status_ = (expr);                                                      \
-        if (tci_try_status_ != TCI_OK) return tci_try_status_;                                    \
+        tci_status try_status_ = (expr);                                                      \
+        if (try_status_ != TCI_OK) return try_status_;                                    \
     } while (0)
 
 #endif
