@@ -99,8 +99,7 @@ static tci_status mark_all_outputs(ir_graph *g) {
 
 /* The GPU plan of an optimised graph: the fusion and layout passes, then the planner. */
 static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **out_plan) {
-    TRY_STATUS(pass_fuse_for_gpu(g));
-    TRY_STATUS(pass_assign_layouts(g));
+    TRY_STATUS(pass_prepare_for_gpu(g));
     return plan_build(g, options, out_plan);
 }
 

@@ -40,4 +40,7 @@ tci_status pass_fuse_for_gpu(ir_graph *graph);
  * graph this pass has not run on. Running it again gives the same layouts. */
 tci_status pass_assign_layouts(ir_graph *graph);
 
+/* What the GPU planner needs after pass_optimize: pass_fuse_for_gpu, then pass_assign_layouts. */
+tci_status pass_prepare_for_gpu(ir_graph *graph);
+
 #endif

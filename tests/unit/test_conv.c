@@ -295,8 +295,7 @@ START_TEST(test_conv_group_merge_equivalent) {
         th_attr_int(g, conv, "group", group);
         th_attr_ints(g, conv, "pads", INTS(1, 1, 1, 1));
         ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_fuse_for_gpu(g));
-        ck_assert_tci_ok(pass_assign_layouts(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         plan *p;
         ck_assert_tci_ok(plan_build(g, NULL, &p));
         const plan_step *s = NULL;

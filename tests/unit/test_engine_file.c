@@ -73,8 +73,7 @@ static ir_graph *small_net(void) {
     th_attr_int(g, fcn, "transB", 1);
     th_node_io(g, "softmax", "Softmax", 13, &logits, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     return g;
 }
 
@@ -89,8 +88,7 @@ static ir_graph *round_trip(const ir_graph *g, const bool *as_fp16, const char *
     free(bytes);
     ck_assert_tci_ok(onnx_widen_fp16(back, fp16_names));
     ck_assert_tci_ok(pass_optimize(back));
-    ck_assert_tci_ok(pass_fuse_for_gpu(back));
-    ck_assert_tci_ok(pass_assign_layouts(back));
+    ck_assert_tci_ok(pass_prepare_for_gpu(back));
     return back;
 }
 

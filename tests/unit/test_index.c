@@ -282,8 +282,7 @@ START_TEST(test_index_gpu_lowering) {
     ir_tensor *outs[2] = {a, y};
     th_graph_io(g, (ir_tensor *[]){x, i, ti, u}, 4, outs, 2);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     const plan_step *s = find_step(p, PLAN_STEP_GATHER_ELEMENTS);
@@ -319,8 +318,7 @@ START_TEST(test_one_hot_gpu_lowering) {
     th_attr_int(g, n, "axis", 1);
     th_graph_io(g, &i, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     const plan_step *s = find_step(p, PLAN_STEP_ONE_HOT);
@@ -340,8 +338,7 @@ START_TEST(test_one_hot_gpu_lowering) {
     th_node_io(g, "oh", "OneHot", 11, (ir_tensor *[]){i, d, v}, 3, &y, 1);
     th_graph_io(g, &i, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "indices of dtype float have no GPU path");
     ir_graph_destroy(g);

@@ -288,8 +288,7 @@ START_TEST(test_layouts_matmul_chain_dense) {
     th_node_io(g, "mm2", "MatMul", 13, (ir_tensor *[]){r, wt}, 2, &m2, 1);
     th_node_io(g, "add", "Add", 14, (ir_tensor *[]){m2, x}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     for (size_t i = 0; i < g->num_tensors; i++)
         ck_assert_msg(g->tensors[i]->layout == PLAN_LAYOUT_DENSE, "'%s' is not dense",
                       g->tensors[i]->name ? g->tensors[i]->name : "?");
@@ -394,8 +393,7 @@ START_TEST(test_layouts_reduce_global_pool) {
         th_attr_int(g, r, "keepdims", reductions[i].keepdims);
     }
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_int_eq(x2->layout, PLAN_LAYOUT_DENSE);
     ck_assert_int_eq(mean->layout, PLAN_LAYOUT_NHWC8);
     ck_assert_int_eq(max->layout, PLAN_LAYOUT_NHWC8);

@@ -50,8 +50,7 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     th_node_io(g, "add", "Add", 14, (ir_tensor *[]){bn, short_cut}, 2, &sum, 1);
     th_node_io(g, "relu", "Relu", 14, &sum, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
 
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
@@ -104,8 +103,7 @@ START_TEST(test_head_conversion_and_gemm_fusion) {
     th_attr_int(g, gemm, "transB", 1);
     th_node_io(g, "relu", "Relu", 14, &fc, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_layout_conversions, 1);
@@ -153,8 +151,7 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
                    i % 2 ? 2 : 1, &t[i], 1);
     }
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
@@ -189,8 +186,7 @@ START_TEST(test_lrn_lowering) {
         th_attr_int(g, lrn, "size", 3);
         th_attr_float(g, lrn, "alpha", 0.5f);
         ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_fuse_for_gpu(g));
-        ck_assert_tci_ok(pass_assign_layouts(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         plan *p;
         ck_assert_tci_ok(plan_build(g, NULL, &p));
         const plan_step *s = find_step(p, PLAN_STEP_LRN, 0);
@@ -235,8 +231,7 @@ START_TEST(test_grouped_conv_merge) {
         th_attr_int(g, conv, "group", group);
         th_attr_ints(g, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
         ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_fuse_for_gpu(g));
-        ck_assert_tci_ok(pass_assign_layouts(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         plan *p;
         ck_assert_tci_ok(plan_build(g, NULL, &p));
         const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
@@ -280,8 +275,7 @@ START_TEST(test_batchnorm_any_rank_lowering) {
         th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &y,
                    1);
         ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_fuse_for_gpu(g));
-        ck_assert_tci_ok(pass_assign_layouts(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         plan *p;
         ck_assert_tci_ok(plan_build(g, NULL, &p));
         ck_assert_int_eq(p->num_steps, 2);
@@ -328,8 +322,7 @@ START_TEST(test_batchnorm_training_lowering) {
     th_attr_int(g, bn, "training_mode", 1);
     th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wstd}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);
@@ -358,8 +351,7 @@ START_TEST(test_batchnorm_training_lowering) {
                     1);
     th_attr_int(g, bn, "training_mode", 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'bn' (BatchNormalization): training_mode=1 on a computed X has no "
                         "GPU path");
@@ -389,8 +381,7 @@ START_TEST(test_groupnorm_lowering) {
     th_node_io(g, "in", "InstanceNormalization", 6,
                (ir_tensor *[]){gn, vec(g, "s6", s6, 6), vec(g, "b6", b6, 6)}, 3, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     const plan_step *s = find_step(p, PLAN_STEP_GROUPNORM, 0);
@@ -424,8 +415,7 @@ START_TEST(test_groupnorm_lowering) {
                    (ir_tensor *[]){x, vec(g, "s6", s6, 6), vec(g, "b6", b6, 6)}, 3, &y, 1);
     th_attr_int(g, n, "num_groups", 2);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);
     s = find_step(p, PLAN_STEP_GROUPNORM, 0);
@@ -469,8 +459,7 @@ START_TEST(test_gpu_refusals) {
     th_graph_io(g, &x, 1, outs, 2);
     th_node_io(g, "drop", "Dropout", 13, &x, 1, outs, 2);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'drop' (Dropout): the Dropout mask output has no GPU path");
@@ -485,8 +474,7 @@ START_TEST(test_gpu_refusals) {
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "pow", "Pow", 15, (ir_tensor *[]){x, e}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "inputs of dtypes float and int32: mixed dtypes have no GPU path");
     ir_graph_destroy(g);
@@ -506,8 +494,7 @@ START_TEST(test_reduce_max_lowering) {
     ir_node *n = th_node_io(g, "rmax", "ReduceMax", 18, (ir_tensor *[]){x, axes}, 2, &y, 1);
     th_attr_int(g, n, "keepdims", 0);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);
@@ -533,8 +520,7 @@ START_TEST(test_reduce_max_lowering) {
     n = th_node_io(g, "rmax", "ReduceMax", 13, &c, 1, &y, 1);
     th_attr_ints(g, n, "axes", (const int64_t[]){2, -1}, 2);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     s = find_step(p, PLAN_STEP_GLOBAL_POOL, 0);
     ck_assert_ptr_nonnull(s);
@@ -551,8 +537,7 @@ START_TEST(test_reduce_max_lowering) {
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "rmax", "ReduceMax", 13, &x, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'rmax' (ReduceMax): int64 reductions have no GPU path");
     ir_graph_destroy(g);
@@ -576,8 +561,7 @@ START_TEST(test_mod_lowering) {
         }
         th_graph_io(g, in, 2, fmod_attr ? &w : &z, 1);
         ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_fuse_for_gpu(g));
-        ck_assert_tci_ok(pass_assign_layouts(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         plan *p;
         ck_assert_tci_ok(plan_build(g, NULL, &p));
         ck_assert_int_eq(p->num_steps, 1);
@@ -710,8 +694,7 @@ static ir_graph *head_graph(void) {
     th_node_io(g, "sm", "Softmax", 13, &fc, 1, &y, 1);
     th_node_io(g, "r", "Relu", 14, &x, 1, &z, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     return g;
 }
 
@@ -738,8 +721,7 @@ START_TEST(test_logic_lowering) {
     th_node_io(g, "not", "Not", 1, &l, 1, &nl, 1);
     th_node_io(g, "isnan", "IsNaN", 20, &r, 1, &nan, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 4);
@@ -768,8 +750,7 @@ START_TEST(test_logic_lowering) {
     th_node_io(g, "add", "Add", 14, in, 2, &sum, 1);
     th_node_io(g, "sign", "Sign", 13, &sum, 1, &sg, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 1);
     s = find_step(p, PLAN_STEP_ELTWISE, 0);
@@ -788,8 +769,7 @@ START_TEST(test_logic_lowering) {
         th_graph_io(g, &a, 1, &y, 1);
         th_node_io(g, "n", ops[k], 13, (ir_tensor *[]){a, a}, k + 1, &y, 1);
         ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_fuse_for_gpu(g));
-        ck_assert_tci_ok(pass_assign_layouts(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED, want[k]);
         ir_graph_destroy(g);
     }
@@ -811,8 +791,7 @@ START_TEST(test_matmul_1d_operands) {
     th_node_io(g, "col", "MatMul", 13, (ir_tensor *[]){x, w}, 2, &y1, 1);
     th_node_io(g, "row", "MatMul", 13, (ir_tensor *[]){v, m}, 2, &y2, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_int_eq(y1->rank, 2);
     ck_assert_int_eq(y2->rank, 2);
     plan *p;

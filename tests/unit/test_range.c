@@ -106,8 +106,7 @@ START_TEST(test_range_gpu_plan) {
     /* known at build: the pass folds Range into a constant and the plan has one eltwise step */
     ir_graph *g = range_graph(true);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);
@@ -117,8 +116,7 @@ START_TEST(test_range_gpu_plan) {
     /* limit only known at run time: the length of r is too, which the plan refuses by name */
     g = range_graph(false);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'range' (Range): dim 0 of 'r' depends on runtime values");
     ir_graph_destroy(g);

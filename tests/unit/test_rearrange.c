@@ -158,8 +158,7 @@ END_TEST
 static plan *plan_one(ir_graph *g, ir_tensor *x, ir_tensor *y) {
     th_graph_io(g, &x, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     return p;
@@ -266,8 +265,7 @@ START_TEST(test_trilu_gpu_lowering) {
     th_node_io(g, "t", "Trilu", 14, (ir_tensor *[]){x, kt}, 2, &y, 1);
     th_graph_io(g, (ir_tensor *[]){x, kt}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     s = only_step(p, PLAN_STEP_TRILU);
     ck_assert_int_eq(s->num_inputs, 2);

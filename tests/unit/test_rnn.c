@@ -317,8 +317,7 @@ START_TEST(test_rnn_gpu_plan) {
     ir_graph_destroy(g);
     g = lstm_graph(false);
     ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_fuse_for_gpu(g));
-    ck_assert_tci_ok(pass_assign_layouts(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'lstm' (LSTM): the GPU path takes W, R, B and P only as fp32 "
                         "constants");

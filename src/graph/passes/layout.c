@@ -70,3 +70,8 @@ tci_status pass_assign_layouts(ir_graph *graph) {
     graph->layouts_assigned = true;
     return TCI_OK;
 }
+
+tci_status pass_prepare_for_gpu(ir_graph *graph) {
+    TRY_STATUS(pass_fuse_for_gpu(graph));
+    return pass_assign_layouts(graph);
+}
