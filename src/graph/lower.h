@@ -342,6 +342,10 @@ void lower_output_view(const plan_tensor *y, plan_strided *view);
 /* Strides (elements) of operand `in` read along the physical dims of `out`, 0 where in
  * broadcasts. in has out's layout; a dense operand of lower rank is right-aligned. */
 void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_t *strides);
+/* A strided copy of plan tensor xi (dense) into the dense plan tensor yt:
+ * y[i] = x[in_offset + sum_d i_d * strides[d]] over y's dims (a transpose, a slice...). */
+tci_status lower_copy_step(plan_builder *b, const ir_node *node, int xi, int yt,
+                           const int64_t *strides, int64_t in_offset);
 /* One element-wise step y = act(op(inputs...)) over IR inputs, in the layout recorded for `out`
  * (the inputs are read in it); out_override >= 0 writes into that plan tensor instead of
  * creating one for `out`. */

@@ -26,6 +26,21 @@ static const char *const onnx_type_names[] = {
     "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
 };
 
+/* saturate and round_mode only change float8 results, which are refused (Cast's 'to'; CastLike's
+ * target has a dtype tcinfer holds) */
+static tci_status cast_parse_rounding(const ir_node *node) {
+    int64_t saturate;
+    const char *round_mode;
+    TRY_STATUS(ir_attr_int(node, "saturate", 1, &saturate));
+    TRY_STATUS(ir_attr_string(node, "round_mode", "up", &round_mode));
+    if (strcmp(round_mode, "up") != 0 && strcmp(round_mode, "down") != 0 &&
+        strcmp(round_mode, "nearest") != 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute 'round_mode' value '%s' is not one of up, down, nearest",
+                             round_mode);
+    return TCI_OK;
+}
+
 static tci_status cast_parse(ir_node *node, mem_arena *arena) {
     static const char *const known_v6[] = {"to", NULL};
     static const char *const known_v19[] = {"to", "saturate", NULL};
@@ -36,17 +51,9 @@ static tci_status cast_parse(ir_node *node, mem_arena *arena) {
                                                              : known_v6));
     if (!ir_node_attr(node, "to"))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'to' is required");
-    int64_t to, saturate;
-    const char *round_mode;
+    int64_t to;
     TRY_STATUS(ir_attr_int(node, "to", 0, &to));
-    /* saturate and round_mode only change float8 results, and float8 is refused below */
-    TRY_STATUS(ir_attr_int(node, "saturate", 1, &saturate));
-    TRY_STATUS(ir_attr_string(node, "round_mode", "up", &round_mode));
-    if (strcmp(round_mode, "up") != 0 && strcmp(round_mode, "down") != 0 &&
-        strcmp(round_mode, "nearest") != 0)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                             "attribute 'round_mode' value '%s' is not one of up, down, nearest",
-                             round_mode);
+    TRY_STATUS(cast_parse_rounding(node));
     const int64_t num_names = (int64_t)(sizeof onnx_type_names / sizeof onnx_type_names[0]);
     if (to <= 0 || to >= num_names)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
@@ -69,6 +76,28 @@ static tci_status cast_infer(const ir_node *node, const tci_tensor *const *in,
     TRY_STATUS(op_check_dtype(node, in[0], 0, cast_types));
     op_same_shape(out[0], in[0]);
     out[0]->dtype = p->to;
+    return TCI_OK;
+}
+
+/* CastLike: Cast to the dtype of input 1 (whose values are not read). */
+static tci_status cast_like_parse(ir_node *node, mem_arena *arena) {
+    (void)arena;
+    static const char *const known_v15[] = {NULL};
+    static const char *const known_v19[] = {"saturate", NULL};
+    static const char *const known_v25[] = {"saturate", "round_mode", NULL};
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 25   ? known_v25
+                                 : node->since_version >= 19 ? known_v19
+                                                             : known_v15));
+    return cast_parse_rounding(node);
+}
+
+static tci_status cast_like_infer(const ir_node *node, const tci_tensor *const *in,
+                                  tci_tensor *const *out) {
+    TRY_STATUS(op_check_dtype(node, in[0], 0, cast_types));
+    TRY_STATUS(op_check_dtype(node, in[1], 1, cast_types));
+    op_same_shape(out[0], in[0]);
+    out[0]->dtype = in[1]->dtype;
     return TCI_OK;
 }
 
@@ -205,4 +234,7 @@ static const int cast_versions[] = {6, 9, 13, 19, 21, 23, 24, 25, 28, 0};
 OP_DESC(cast_desc, "Cast", cast_versions, cast_parse, cast_infer, cast_forward, 0, cast_gpu_lower,
         NULL, BINARY_NONE);
 
-const op_desc *const layer_cast_ops[] = {&cast_desc, NULL};
+OP_DESC(cast_like_desc, "CastLike", OP_VERSIONS(15, 19, 21, 23, 24, 25), cast_like_parse,
+        cast_like_infer, cast_forward, 0, cast_gpu_lower, NULL, BINARY_NONE);
+
+const op_desc *const layer_cast_ops[] = {&cast_desc, &cast_like_desc, NULL};

@@ -1,5 +1,5 @@
-/* Op family 'eltwise': activations, numpy-broadcast arithmetic (binary and variadic), Equal,
- * Where, Clip, PRelu and Cast, with the fp32 reference kernels. */
+/* Op family 'eltwise': numpy-broadcast arithmetic (binary, and variadic Sum/Max/Min/Mean),
+ * Equal, Mod, Where and PRelu, with the fp32 reference kernels (activations: unary.c). */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -13,169 +13,7 @@
  * Scalar helpers
  * ------------------------------------------------------------------------------------------- */
 
-static tci_status check_same_dtype(const ir_node *node, const tci_tensor *a, int ia,
-                                   const tci_tensor *b, int ib) {
-    if (a->dtype != TCI_DTYPE_UNDEFINED && b->dtype != TCI_DTYPE_UNDEFINED &&
-        a->dtype != b->dtype)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                             "input %d has dtype %s but input %d has %s", ib,
-                             tci_dtype_name(b->dtype), ia, tci_dtype_name(a->dtype));
-    return TCI_OK;
-}
-
 static const char *const no_attrs[] = {NULL};
-
-/* ---------------------------------------------------------------------------------------------
- * Unary float activations
- * ------------------------------------------------------------------------------------------- */
-
-/* alpha and beta as in util/elementwise.h's ACT_LIST (Selu's gamma is beta). */
-typedef struct unary_params {
-    act_kind kind;
-    float alpha, beta;
-    const tci_dtype *types; /* the input dtypes it takes */
-} unary_params;
-
-typedef struct unary_spec {
-    const char *op_type;
-    act_kind kind;
-    const char *attrs[3];
-    float alpha, beta;      /* ONNX defaults */
-    const tci_dtype *types; /* NULL: float */
-} unary_spec;
-
-/* Neg, Abs and Sign take integers and double too (Neg no unsigned ones). */
-static const tci_dtype neg_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
-                                      TCI_DTYPE_INT32, TCI_DTYPE_INT64,  0};
-static const tci_dtype abs_sign_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
-                                           TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64,
-                                           0};
-
-static const unary_spec unary_specs[] = {
-    {"Relu", ACT_RELU, {NULL}, 0, 0, NULL},
-    {"LeakyRelu", ACT_LEAKY_RELU, {"alpha", NULL}, 0.01f, 0, NULL},
-    {"Sigmoid", ACT_SIGMOID, {NULL}, 0, 0, NULL},
-    {"HardSigmoid", ACT_HARD_SIGMOID, {"alpha", "beta", NULL}, 0.2f, 0.5f, NULL},
-    {"HardSwish", ACT_HARD_SWISH, {NULL}, 0, 0, NULL},
-    {"Tanh", ACT_TANH, {NULL}, 0, 0, NULL},
-    {"Elu", ACT_ELU, {"alpha", NULL}, 1.0f, 0, NULL},
-    {"Selu", ACT_SELU, {"alpha", "gamma", NULL}, 1.67326319217681884765625f,
-     1.05070102214813232421875f, NULL},
-    {"Softplus", ACT_SOFTPLUS, {NULL}, 0, 0, NULL},
-    {"Sqrt", ACT_SQRT, {NULL}, 0, 0, NULL},
-    {"Erf", ACT_ERF, {NULL}, 0, 0, NULL},
-    {"Gelu", ACT_GELU, {"approximate", NULL}, 0, 0, NULL},
-    {"Neg", ACT_NEG, {NULL}, 0, 0, neg_types},
-    {"Abs", ACT_ABS, {NULL}, 0, 0, abs_sign_types},
-    {"Sign", ACT_SIGN, {NULL}, 0, 0, abs_sign_types},
-    {"Exp", ACT_EXP, {NULL}, 0, 0, NULL},
-    {"Log", ACT_LOG, {NULL}, 0, 0, NULL},
-    {"Reciprocal", ACT_RECIPROCAL, {NULL}, 0, 0, NULL},
-    {"Floor", ACT_FLOOR, {NULL}, 0, 0, NULL},
-    {"Ceil", ACT_CEIL, {NULL}, 0, 0, NULL},
-    {"Round", ACT_ROUND, {NULL}, 0, 0, NULL},
-    {"Softsign", ACT_SOFTSIGN, {NULL}, 0, 0, NULL},
-    {"Mish", ACT_MISH, {NULL}, 0, 0, NULL},
-    {"Celu", ACT_CELU, {"alpha", NULL}, 1.0f, 0, NULL},
-    {"ThresholdedRelu", ACT_THRESHOLDED_RELU, {"alpha", NULL}, 1.0f, 0, NULL},
-    {"Sin", ACT_SIN, {NULL}, 0, 0, NULL},
-    {"Cos", ACT_COS, {NULL}, 0, 0, NULL},
-};
-
-static tci_status unary_parse(ir_node *node, mem_arena *arena) {
-    const unary_spec *spec = NULL;
-    for (size_t i = 0; i < sizeof unary_specs / sizeof unary_specs[0]; i++)
-        if (strcmp(unary_specs[i].op_type, node->op_type) == 0) spec = &unary_specs[i];
-    if (!spec) return ir_node_error(node, TCI_ERR_INTERNAL, "not a unary op");
-    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
-    TRY_STATUS(ir_check_attrs(node, spec->attrs));
-    OP_ALLOC_PARAMS(node, arena, unary_params, p);
-    p->kind = spec->kind;
-    p->alpha = spec->alpha;
-    p->beta = spec->beta;
-    p->types = spec->types ? spec->types : op_float_types;
-    for (int i = 0; spec->attrs[i]; i++) {
-        const char *name = spec->attrs[i];
-        if (strcmp(name, "alpha") == 0) TRY_STATUS(ir_attr_float(node, name, p->alpha, &p->alpha));
-        if (strcmp(name, "beta") == 0 || strcmp(name, "gamma") == 0)
-            TRY_STATUS(ir_attr_float(node, name, p->beta, &p->beta));
-    }
-    if (spec->kind == ACT_GELU) {
-        const char *approximate;
-        TRY_STATUS(ir_attr_string(node, "approximate", "none", &approximate));
-        if (strcmp(approximate, "tanh") == 0)
-            p->kind = ACT_GELU_TANH;
-        else if (strcmp(approximate, "none") != 0)
-            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "attribute 'approximate' value '%s' is not supported (none, "
-                                 "tanh)",
-                                 approximate);
-    }
-    /* Celu divides by alpha */
-    if (spec->kind == ACT_CELU && p->alpha == 0.0f)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'alpha' is 0");
-    return TCI_OK;
-}
-
-static tci_status unary_infer(const ir_node *node, const tci_tensor *const *in,
-                              tci_tensor *const *out) {
-    const unary_params *p = node->params;
-    TRY_STATUS(op_check_dtype(node, in[0], 0, p->types));
-    op_same_shape(out[0], in[0]);
-    return TCI_OK;
-}
-
-/* Neg, Abs and Sign of signed integers, wrapping like onnxruntime (Neg and Abs of the minimum
- * are the minimum), computed unsigned: signed overflow is undefined in C. */
-#define INT_UNARY_LOOP(T, UT)                                                                     \
-    do {                                                                                          \
-        const T *x = in[0]->data;                                                                 \
-        T *y = out[0]->data;                                                                      \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            const T v = x[i];                                                                     \
-            const T neg = (T)((UT)0 - (UT)v);                                                     \
-            y[i] = p->kind == ACT_NEG   ? neg                                                     \
-                   : p->kind == ACT_ABS ? (v < 0 ? neg : v)                                       \
-                                        : (T)((v > 0) - (v < 0));                                 \
-        }                                                                                         \
-    } while (0)
-
-static tci_status unary_forward(const ir_node *node, const tci_tensor *const *in,
-                                tci_tensor *const *out) {
-    const unary_params *p = node->params;
-    const int64_t n = op_count(in[0]);
-    switch (in[0]->dtype) {
-    case TCI_DTYPE_FLOAT: {
-        const float *x = in[0]->data;
-        float *y = out[0]->data;
-        for (int64_t i = 0; i < n; i++) y[i] = act_apply_host(p->kind, x[i], p->alpha, p->beta);
-        return TCI_OK;
-    }
-    case TCI_DTYPE_DOUBLE: {
-        const double *x = in[0]->data;
-        double *y = out[0]->data;
-        for (int64_t i = 0; i < n; i++) {
-            const double v = x[i];
-            y[i] = p->kind == ACT_NEG   ? -v
-                   : p->kind == ACT_ABS ? fabs(v)
-                                        : (v > 0 ? 1 : v < 0 ? -1 : v);
-        }
-        return TCI_OK;
-    }
-    case TCI_DTYPE_UINT8: { /* Abs or Sign */
-        const uint8_t *x = in[0]->data;
-        uint8_t *y = out[0]->data;
-        for (int64_t i = 0; i < n; i++) y[i] = p->kind == ACT_ABS ? x[i] : x[i] > 0;
-        return TCI_OK;
-    }
-    case TCI_DTYPE_INT8: INT_UNARY_LOOP(int8_t, uint8_t); return TCI_OK;
-    case TCI_DTYPE_INT32: INT_UNARY_LOOP(int32_t, uint32_t); return TCI_OK;
-    case TCI_DTYPE_INT64: INT_UNARY_LOOP(int64_t, uint64_t); return TCI_OK;
-    default:
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
-                             tci_dtype_name(in[0]->dtype));
-    }
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Binary kernels: one per (operation, dtype), over a row with operand strides 0 or 1
@@ -416,7 +254,7 @@ static const struct {
 } binary_names[] = {
     {"Add", BINARY_ADD}, {"Sub", BINARY_SUB},     {"Mul", BINARY_MUL}, {"Div", BINARY_DIV},
     {"Pow", BINARY_POW}, {"Equal", BINARY_EQUAL}, {"Sum", BINARY_ADD}, {"Max", BINARY_MAX},
-    {"Min", BINARY_MIN},
+    {"Min", BINARY_MIN}, {"Mean", BINARY_ADD},
 };
 
 static const tci_dtype arith_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
@@ -464,12 +302,12 @@ static tci_status binary_infer(const ir_node *node, const tci_tensor *const *in,
         TRY_STATUS(op_check_dtype(node, in[0], 0, pow_base_types));
         TRY_STATUS(op_check_dtype(node, in[1], 1, arith_types));
         /* the exponent got its own type constraint in opset 12 */
-        if (node->since_version < 12) TRY_STATUS(check_same_dtype(node, in[0], 0, in[1], 1));
+        if (node->since_version < 12) TRY_STATUS(op_check_same_dtype(node, in[0], 0, in[1], 1));
     } else {
         const tci_dtype *allowed = p->kind == BINARY_EQUAL ? equal_types : arith_types;
         TRY_STATUS(op_check_dtype(node, in[0], 0, allowed));
         TRY_STATUS(op_check_dtype(node, in[1], 1, allowed));
-        TRY_STATUS(check_same_dtype(node, in[0], 0, in[1], 1));
+        TRY_STATUS(op_check_same_dtype(node, in[0], 0, in[1], 1));
     }
     tci_dtype t = in[0]->dtype != TCI_DTYPE_UNDEFINED ? in[0]->dtype : in[1]->dtype;
     /* Mod-28 defined fmod=0 for floats; onnxruntime refuses it before */
@@ -524,7 +362,7 @@ static tci_status variadic_infer(const ir_node *node, const tci_tensor *const *i
                                  tci_tensor *const *out) {
     for (int i = 0; i < node->num_inputs; i++) {
         TRY_STATUS(op_check_dtype(node, in[i], i, arith_types));
-        if (i > 0) TRY_STATUS(check_same_dtype(node, in[0], 0, in[i], i));
+        if (i > 0) TRY_STATUS(op_check_same_dtype(node, in[0], 0, in[i], i));
     }
     op_same_shape(out[0], in[0]);
     for (int i = 1; i < node->num_inputs; i++) {
@@ -595,7 +433,7 @@ static tci_status where_infer(const ir_node *node, const tci_tensor *const *in,
     TRY_STATUS(op_check_dtype(node, in[0], 0, bool_types));
     TRY_STATUS(op_check_dtype(node, in[1], 1, any_types));
     TRY_STATUS(op_check_dtype(node, in[2], 2, any_types));
-    TRY_STATUS(check_same_dtype(node, in[1], 1, in[2], 2));
+    TRY_STATUS(op_check_same_dtype(node, in[1], 1, in[2], 2));
     int rank;
     int64_t dims[TCI_MAX_RANK];
     TRY_STATUS(op_broadcast_shape(node, in[0]->rank, in[0]->dims, in[1]->rank, in[1]->dims, &rank,
@@ -625,101 +463,6 @@ static tci_status where_forward(const ir_node *node, const tci_tensor *const *in
     while (op_bcast_next(&it, &o, off))
         row((char *)out[0]->data + o * (int64_t)size, (const uint8_t *)op_element(in[0], off[0]),
             op_element(in[1], off[1]), op_element(in[2], off[2]), it.row_stride, it.row);
-    return TCI_OK;
-}
-
-/* ---------------------------------------------------------------------------------------------
- * Clip
- * ------------------------------------------------------------------------------------------- */
-
-typedef struct clip_params {
-    float min, max; /* attributes before opset 11 */
-} clip_params;
-
-static const tci_dtype clip_float_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, 0};
-static const tci_dtype clip_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT8,
-                                       TCI_DTYPE_UINT8, TCI_DTYPE_INT32,  TCI_DTYPE_INT64, 0};
-
-static tci_status clip_parse(ir_node *node, mem_arena *arena) {
-    OP_ALLOC_PARAMS(node, arena, clip_params, p);
-    if (node->since_version < 11) {
-        static const char *const known[] = {"min", "max", NULL};
-        TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
-        TRY_STATUS(ir_check_attrs(node, known));
-        TRY_STATUS(ir_attr_float(node, "min", -FLT_MAX, &p->min));
-        TRY_STATUS(ir_attr_float(node, "max", FLT_MAX, &p->max));
-        return TCI_OK;
-    }
-    TRY_STATUS(op_check_arity(node, 1, 3, 1, 1));
-    return ir_check_attrs(node, no_attrs);
-}
-
-static tci_status clip_infer(const ir_node *node, const tci_tensor *const *in,
-                             tci_tensor *const *out) {
-    /* integer inputs arrived in opset 12 */
-    TRY_STATUS(op_check_dtype(node, in[0], 0,
-                           node->since_version >= 12 ? clip_types : clip_float_types));
-    for (int i = 1; i < node->num_inputs; i++) {
-        if (!in[i]) continue;
-        TRY_STATUS(check_same_dtype(node, in[0], 0, in[i], i));
-        int64_t count;
-        TRY_STATUS(ir_count_elements(in[i]->rank, in[i]->dims, &count));
-        if (count >= 0 && count != 1)
-            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                                 "input %d (%s) must be a scalar, it has %lld elements", i,
-                                 i == 1 ? "min" : "max", (long long)count);
-    }
-    op_same_shape(out[0], in[0]);
-    return TCI_OK;
-}
-
-#define CLIP_LOOP(T, lo_value, hi_value)                                                          \
-    do {                                                                                          \
-        const T *x = in[0]->data, lo = (T)(lo_value), hi = (T)(hi_value);                         \
-        T *y = out[0]->data;                                                                      \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            T v = x[i] < lo ? lo : x[i];                                                          \
-            y[i] = v > hi ? hi : v;                                                               \
-        }                                                                                         \
-    } while (0)
-
-static tci_status clip_forward(const ir_node *node, const tci_tensor *const *in,
-                               tci_tensor *const *out) {
-    const clip_params *p = node->params;
-    const int64_t n = op_count(in[0]);
-    const tci_tensor *tmin = node->num_inputs > 1 ? in[1] : NULL;
-    const tci_tensor *tmax = node->num_inputs > 2 ? in[2] : NULL;
-    bool old = node->since_version < 11;
-    /* bounds default to the dtype's lowest and highest values (ONNX's numeric_limits) */
-    switch (in[0]->dtype) {
-    case TCI_DTYPE_FLOAT:
-        CLIP_LOOP(float, old ? p->min : tmin ? op_read_number(tmin, 0) : -FLT_MAX,
-                  old ? p->max : tmax ? op_read_number(tmax, 0) : FLT_MAX);
-        break;
-    case TCI_DTYPE_DOUBLE:
-        CLIP_LOOP(double, old ? p->min : tmin ? op_read_number(tmin, 0) : -DBL_MAX,
-                  old ? p->max : tmax ? op_read_number(tmax, 0) : DBL_MAX);
-        break;
-    case TCI_DTYPE_INT8:
-        CLIP_LOOP(int8_t, tmin ? op_read_int(tmin, 0) : INT8_MIN,
-                  tmax ? op_read_int(tmax, 0) : INT8_MAX);
-        break;
-    case TCI_DTYPE_UINT8:
-        CLIP_LOOP(uint8_t, tmin ? op_read_int(tmin, 0) : 0,
-                  tmax ? op_read_int(tmax, 0) : UINT8_MAX);
-        break;
-    case TCI_DTYPE_INT32:
-        CLIP_LOOP(int32_t, tmin ? op_read_int(tmin, 0) : INT32_MIN,
-                  tmax ? op_read_int(tmax, 0) : INT32_MAX);
-        break;
-    case TCI_DTYPE_INT64:
-        CLIP_LOOP(int64_t, tmin ? op_read_int(tmin, 0) : INT64_MIN,
-                  tmax ? op_read_int(tmax, 0) : INT64_MAX);
-        break;
-    default:
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "no kernel for dtype %s",
-                             tci_dtype_name(in[0]->dtype));
-    }
     return TCI_OK;
 }
 
@@ -766,56 +509,34 @@ static tci_status prelu_forward(const ir_node *node, const tci_tensor *const *in
     return TCI_OK;
 }
 
+/* Mean: the variadic sum of floats, times 1/n. */
+static tci_status mean_infer(const ir_node *node, const tci_tensor *const *in,
+                             tci_tensor *const *out) {
+    static const tci_dtype types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, 0};
+    for (int i = 0; i < node->num_inputs; i++) TRY_STATUS(op_check_dtype(node, in[i], i, types));
+    return variadic_infer(node, in, out);
+}
+
+static tci_status mean_forward(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    TRY_STATUS(variadic_forward(node, in, out));
+    const int64_t n = op_count(out[0]);
+    const double scale = 1.0 / node->num_inputs;
+    if (out[0]->dtype == TCI_DTYPE_DOUBLE)
+        for (int64_t i = 0; i < n; i++) ((double *)out[0]->data)[i] *= scale;
+    else
+        for (int64_t i = 0; i < n; i++) ((float *)out[0]->data)[i] *= (float)scale;
+    return TCI_OK;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * GPU lowering
  * ------------------------------------------------------------------------------------------- */
 
-static tci_status unary_epilogue(const ir_node *node, act_params *act) {
-    const unary_params *p = node->params;
-    act->kind = p->kind;
-    act->alpha = p->alpha;
-    act->beta = p->beta;
-    return TCI_OK;
-}
-
-static tci_status clip_epilogue(const ir_node *node, act_params *act) {
-    const clip_params *p = node->params;
-    act->kind = ACT_CLIP;
-    if (node->since_version < 11) {
-        act->alpha = p->min;
-        act->beta = p->max;
-        return TCI_OK;
-    }
-    TRY_STATUS(lower_scalar_input(node, 1, -INFINITY, &act->alpha));
-    return lower_scalar_input(node, 2, INFINITY, &act->beta);
-}
-
-/* An activation node (Relu, Clip, Gelu...): one element-wise step, Sigmoid with the Mul of a
- * SiLU pair included. */
-static tci_status activation_gpu_lower(plan_builder *b, const ir_node *node) {
-    const ir_tensor *out = node->outputs[0];
-    TRY_STATUS(lower_require_known(node, out));
-    /* the fusion passes turn a Sigmoid whose Mul completes a SiLU into one SiLU step */
-    ir_epilogue none;
-    const ir_epilogue *e = lower_epilogue(node, &none);
-    act_params act;
-    TRY_STATUS(node->desc->epilogue(node, &act));
-    /* the kernel's value types: float storage, and int64 for what act_i64 has */
-    const tci_dtype t = node->inputs[0]->dtype;
-    const bool int64_ok = act.kind == ACT_NEG || act.kind == ACT_ABS || act.kind == ACT_SIGN;
-    if (t != TCI_DTYPE_FLOAT && !(t == TCI_DTYPE_INT64 && int64_ok))
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "input dtype %s has no GPU path (%s)",
-                             tci_dtype_name(t), int64_ok ? "float, int64" : "float");
-    if (node->epilogue) act = e->act;
-    const char *label = e->label;
-    out = e->output;
-    return lower_eltwise_step(b, node, BINARY_NONE, (const ir_tensor *const *)node->inputs, 1,
-                              out, act, lower_intern(b, label), -1);
-}
-
-/* Add, Mul, Where, PRelu, Mod... and the variadic Sum/Max/Min as a chain of binary steps with
- * the following activation fused into the last. */
-static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op op) {
+/* Add, Mul, Where, PRelu, Mod... and the variadic Sum/Max/Min/Mean as a chain of binary steps
+ * with the following activation (or, non-NULL, last_act: Mean's 1/n) fused into the last. */
+static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op op,
+                               const act_params *last_act) {
     const ir_tensor *out = node->outputs[0];
     TRY_STATUS(lower_require_known(node, out));
     plan_layout layout = out->layout; /* the layout pass's, for the chain's temporaries */
@@ -833,13 +554,13 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
     if (op == BINARY_WHERE)
         return lower_eltwise_step(b, node, op, inputs, 3, out, act, label, -1);
     int n = node->num_inputs;
-    if (n == 1) /* Sum/Max/Min of one input: a copy */
+    if (n == 1) /* Sum/Max/Min/Mean of one input: a copy */
         return lower_eltwise_step(b, node, BINARY_NONE, inputs, 1, out, act, label, -1);
     /* the activation the fusion passes gave it goes into the last step of the chain */
     ir_epilogue no_epilogue;
     const ir_epilogue *e = lower_epilogue(node, &no_epilogue);
     const ir_tensor *final_out = e->output;
-    act = e->act;
+    act = last_act ? *last_act : e->act;
     label = lower_intern(b, e->label);
     act_params none = {0};
     int acc = -1;
@@ -875,13 +596,18 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
 }
 
 static tci_status binary_gpu_lower(plan_builder *b, const ir_node *node) {
-    return lower_binary(b, node, node->desc->binary);
+    return lower_binary(b, node, node->desc->binary, NULL);
+}
+
+static tci_status mean_gpu_lower(plan_builder *b, const ir_node *node) {
+    act_params scale = {ACT_SCALE, 1.0f / (float)node->num_inputs, 0.0f};
+    return lower_binary(b, node, BINARY_ADD, &scale);
 }
 
 /* MOD or FMOD, as parsed from the fmod attribute. */
 static tci_status mod_gpu_lower(plan_builder *b, const ir_node *node) {
     const binary_params *p = node->params;
-    return lower_binary(b, node, p->kind);
+    return lower_binary(b, node, p->kind, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -894,39 +620,7 @@ static tci_status mod_gpu_lower(plan_builder *b, const ir_node *node) {
 /* a binary takes a following activation into its step, which runs in its inputs' layout (Where
  * stays dense) */
 #define BINARY_FLAGS (OP_EPILOGUE_ACT | OP_FOLLOWS_LAYOUT)
-#define UNARY_OP(var, name, ...)                                                                  \
-    OP(var, name, unary, activation_gpu_lower, unary_epilogue, BINARY_NONE, OP_FOLLOWS_LAYOUT,    \
-       __VA_ARGS__)
 
-UNARY_OP(relu_op, "Relu", 6, 13, 14);
-UNARY_OP(leaky_relu_op, "LeakyRelu", 6, 16);
-UNARY_OP(sigmoid_op, "Sigmoid", 6, 13);
-UNARY_OP(hard_sigmoid_op, "HardSigmoid", 6, 22);
-UNARY_OP(hard_swish_op, "HardSwish", 14, 22);
-UNARY_OP(tanh_op, "Tanh", 6, 13);
-UNARY_OP(elu_op, "Elu", 6, 22);
-UNARY_OP(selu_op, "Selu", 6, 22);
-UNARY_OP(softplus_op, "Softplus", 1, 22);
-UNARY_OP(sqrt_op, "Sqrt", 6, 13);
-UNARY_OP(erf_op, "Erf", 9, 13);
-UNARY_OP(gelu_op, "Gelu", 20);
-UNARY_OP(neg_op, "Neg", 6, 13);
-UNARY_OP(abs_op, "Abs", 6, 13);
-UNARY_OP(sign_op, "Sign", 9, 13);
-UNARY_OP(exp_op, "Exp", 6, 13);
-UNARY_OP(log_op, "Log", 6, 13);
-UNARY_OP(reciprocal_op, "Reciprocal", 6, 13);
-UNARY_OP(floor_op, "Floor", 6, 13);
-UNARY_OP(ceil_op, "Ceil", 6, 13);
-UNARY_OP(round_op, "Round", 11, 22);
-UNARY_OP(softsign_op, "Softsign", 1, 22);
-UNARY_OP(mish_op, "Mish", 18, 22);
-UNARY_OP(celu_op, "Celu", 12, 28);
-UNARY_OP(thresholded_relu_op, "ThresholdedRelu", 10, 22);
-UNARY_OP(sin_op, "Sin", 7, 22);
-UNARY_OP(cos_op, "Cos", 7, 22);
-OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, BINARY_NONE, OP_FOLLOWS_LAYOUT, 6,
-   11, 12, 13);
 OP(prelu_op, "PRelu", prelu, binary_gpu_lower, NULL, BINARY_PRELU, BINARY_FLAGS, 7, 9, 16);
 OP(add_op, "Add", binary, binary_gpu_lower, NULL, BINARY_ADD, BINARY_FLAGS, 7, 13, 14);
 OP(sub_op, "Sub", binary, binary_gpu_lower, NULL, BINARY_SUB, BINARY_FLAGS, 7, 13, 14);
@@ -938,6 +632,9 @@ OP(where_op, "Where", where, binary_gpu_lower, NULL, BINARY_WHERE, 0, 9, 16);
 OP(sum_op, "Sum", variadic, binary_gpu_lower, NULL, BINARY_ADD, BINARY_FLAGS, 6, 8, 13);
 OP(max_op, "Max", variadic, binary_gpu_lower, NULL, BINARY_MAX, BINARY_FLAGS, 6, 8, 12, 13);
 OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, BINARY_FLAGS, 6, 8, 12, 13);
+/* no activation fuses into Mean's last step, which applies the 1/n */
+OP_DESC(mean_op, "Mean", OP_VERSIONS(6, 8, 13), variadic_parse, mean_infer, mean_forward,
+        OP_FOLLOWS_LAYOUT, mean_gpu_lower, NULL, BINARY_NONE);
 
 /* Mod shares Add's inference and reference through binary_params' kind: MOD or FMOD by the fmod
  * attribute (.binary, which only fusion patterns read, says MOD for both). 13 added bfloat16, 28
@@ -945,11 +642,6 @@ OP(min_op, "Min", variadic, binary_gpu_lower, NULL, BINARY_MIN, BINARY_FLAGS, 6,
 OP_DESC(mod_op, "Mod", OP_VERSIONS(10, 13, 28), mod_parse, binary_infer, binary_forward,
         BINARY_FLAGS, mod_gpu_lower, NULL, BINARY_MOD);
 const op_desc *const layer_eltwise_ops[] = {
-    &relu_op,  &leaky_relu_op, &sigmoid_op, &hard_sigmoid_op, &hard_swish_op, &tanh_op,
-    &elu_op,   &selu_op,       &softplus_op, &sqrt_op,        &erf_op,        &gelu_op,
-    &clip_op,  &prelu_op,      &add_op,     &sub_op,          &mul_op,        &div_op,
-    &pow_op,   &equal_op,      &where_op,   &sum_op,          &max_op,        &min_op,
-    &mod_op,   &neg_op,        &abs_op,     &sign_op,         &exp_op,        &log_op,
-    &reciprocal_op, &floor_op, &ceil_op,    &round_op,        &softsign_op,   &mish_op,
-    &celu_op,  &thresholded_relu_op, &sin_op, &cos_op,        NULL,
+    &prelu_op, &add_op, &sub_op,  &mul_op, &div_op,  &pow_op,  &equal_op,
+    &where_op, &sum_op, &max_op,  &min_op, &mod_op,  &mean_op, NULL,
 };

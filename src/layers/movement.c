@@ -714,23 +714,6 @@ static void input_views(const ir_node *node, tci_tensor *views, const tci_tensor
     }
 }
 
-static void copy_step_init(plan_step *s, const plan_tensor *y) {
-    lower_output_view(y, &s->u.copy.view);
-    s->u.copy.view.pad_dim = -1;
-    s->u.copy.elem_size = tci_dtype_size(y->dtype);
-}
-
-/* A strided copy of x (dense) into a new dense output y: y[i] = x[in_offset + sum i_d*strides_d]. */
-static tci_status copy_step(plan_builder *b, const ir_node *node, int xi, int yt,
-                            const int64_t *strides, int64_t in_offset) {
-    plan_step *s;
-    TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
-    copy_step_init(s, lower_tensor(b, yt));
-    for (int i = 0; i < s->u.copy.view.rank; i++) s->u.copy.view.strides[0][i] = strides[i];
-    s->u.copy.view.in_offset[0] = in_offset;
-    lower_step_io(s, 1, &xi, 1, &yt);
-    return TCI_OK;
-}
 
 static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     const transpose_params *p = node->params;
@@ -745,7 +728,7 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     int64_t in_strides[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, in_strides);
     for (int i = 0; i < x->rank; i++) strides[i] = in_strides[p->perm ? p->perm[i] : x->rank - 1 - i];
-    return copy_step(b, node, xi, yt, strides, 0);
+    return lower_copy_step(b, node, xi, yt, strides, 0);
 }
 
 static tci_status fill_step(plan_builder *b, const ir_node *node, int yt, double value) {
@@ -839,7 +822,7 @@ static tci_status split_gpu_lower(plan_builder *b, const ir_node *node) {
         if (!y) continue;
         int yt;
         TRY_STATUS(lower_output(b, node, y, &yt));
-        TRY_STATUS(copy_step(b, node, xi, yt, xs, start * xs[axis]));
+        TRY_STATUS(lower_copy_step(b, node, xi, yt, xs, start * xs[axis]));
         start += y->dims[axis];
     }
     return TCI_OK;
@@ -868,7 +851,7 @@ static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
         strides[i] = xs[i] * step[i];
         offset += start[i] * xs[i];
     }
-    return copy_step(b, node, xi, yt, strides, offset);
+    return lower_copy_step(b, node, xi, yt, strides, offset);
 }
 
 static tci_status expand_gpu_lower(plan_builder *b, const ir_node *node) {
@@ -879,7 +862,7 @@ static tci_status expand_gpu_lower(plan_builder *b, const ir_node *node) {
     TRY_STATUS(lower_output(b, node, y, &yt));
     int64_t strides[PLAN_MAX_PHYS_RANK];
     lower_operand_strides(lower_tensor(b, yt), lower_tensor(b, xi), strides);
-    return copy_step(b, node, xi, yt, strides, 0);
+    return lower_copy_step(b, node, xi, yt, strides, 0);
 }
 
 static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {

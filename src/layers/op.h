@@ -125,6 +125,10 @@ tci_status op_check_dtype(const ir_node *node, const tci_tensor *in, int index,
 tci_status op_broadcast_shape(const ir_node *node, int rank_a, const int64_t *dims_a, int rank_b,
                               const int64_t *dims_b, int *out_rank, int64_t *out_dims);
 
+/* INVALID_MODEL naming the node when a and b (inputs ia and ib) have different known dtypes. */
+tci_status op_check_same_dtype(const ir_node *node, const tci_tensor *a, int ia,
+                               const tci_tensor *b, int ib);
+
 /* op_check_arity, then refuses every attribute (ops that have none). */
 tci_status op_parse_no_attrs(const ir_node *node, int min_in, int max_in, int min_out,
                              int max_out);
@@ -229,8 +233,11 @@ void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 /* Each family file exports a NULL-terminated table of its descriptors. */
 extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
 extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
-extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: unary, binary, variadic, Where,
-                                                      Equal, Clip, PRelu */
+extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: binary, variadic, Where, Equal,
+                                                      Mod, PRelu */
+extern const op_desc *const layer_einsum_ops[];    /* einsum.c: Einsum */
+extern const op_desc *const layer_select_ops[];    /* select.c: NonZero, NonMaxSuppression */
+extern const op_desc *const layer_unary_ops[];     /* unary.c: activations, math functions, Clip */
 extern const op_desc *const layer_logic_ops[];     /* logic.c: Less, Greater, And, Or, Xor, Not,
                                                       IsNaN, IsInf... (bool results) */
 extern const op_desc *const layer_cast_ops[];      /* cast.c: Cast */

@@ -264,3 +264,13 @@ bool op_bcast_next(op_bcast *it, int64_t *out_offset, int64_t *op_offsets) {
 const void *op_element(const tci_tensor *t, int64_t offset) {
     return (const char *)t->data + offset * (int64_t)tci_dtype_size(t->dtype);
 }
+
+tci_status op_check_same_dtype(const ir_node *node, const tci_tensor *a, int ia,
+                               const tci_tensor *b, int ib) {
+    if (a->dtype != TCI_DTYPE_UNDEFINED && b->dtype != TCI_DTYPE_UNDEFINED &&
+        a->dtype != b->dtype)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "input %d has dtype %s but input %d has %s", ib,
+                             tci_dtype_name(b->dtype), ia, tci_dtype_name(a->dtype));
+    return TCI_OK;
+}

@@ -524,6 +524,30 @@ static tci_status shape_forward(const ir_node *node, const tci_tensor *const *in
     return TCI_OK;
 }
 
+/* ---- Size: the element count, an int64 scalar ---- */
+
+static tci_status size_parse(ir_node *node, mem_arena *arena) {
+    (void)arena;
+    return op_parse_no_attrs(node, 1, 1, 1, 1);
+}
+
+static tci_status size_infer(const ir_node *node, const tci_tensor *const *in,
+                             tci_tensor *const *out) {
+    TRY_STATUS(shape_check_elem_dtype(node, in[0], 0));
+    out[0]->dtype = TCI_DTYPE_INT64;
+    out[0]->rank = 0;
+    return TCI_OK;
+}
+
+static tci_status size_forward(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    int64_t count;
+    TRY_STATUS(ir_count_elements(in[0]->rank, in[0]->dims, &count));
+    if (count < 0) return ir_node_error(node, TCI_ERR_INTERNAL, "input shape not known");
+    *(int64_t *)out[0]->data = count;
+    return TCI_OK;
+}
+
 /* ---- Constant / ConstantOfShape ---- */
 
 typedef struct {
@@ -812,6 +836,9 @@ SHAPE_OP(gather_op, "Gather", gather_parse, gather_infer, gather_forward,
 SHAPE_OP(shape_op, "Shape", shape_parse, shape_infer, shape_forward,
          OP_FOLD_FROM_SHAPE, NULL, 1, 13, 15, 19, 21, 23, 24, 25);
 
+SHAPE_OP(size_op, "Size", size_parse, size_infer, size_forward,
+         OP_FOLD_FROM_SHAPE, NULL, 1, 13, 19, 21, 23, 24, 25);
+
 SHAPE_OP(constant_op, "Constant", constant_parse, constant_infer, constant_forward,
          0, NULL, 1, 9, 11, 12, 13, 19, 21, 23, 24, 25);
 
@@ -832,6 +859,7 @@ const op_desc *const layer_shape_ops[] = {
     &unsqueeze_op,
     &gather_op,
     &shape_op,
+    &size_op,
     &constant_op,
     &constant_of_shape_op,
     &identity_op,

@@ -70,7 +70,23 @@
     X(IS_NAN, "IsNaN", x != x ? 1.0f : 0.0f, ACT_BOOL_RESULT)                                      \
     /* alpha: detect_negative, beta: detect_positive (0 or 1) */                                   \
     X(IS_INF, "IsInf",                                                                             \
-      fabsf(x) == INFINITY && (x > 0.0f ? beta : alpha) != 0.0f ? 1.0f : 0.0f, ACT_BOOL_RESULT)
+      fabsf(x) == INFINITY && (x > 0.0f ? beta : alpha) != 0.0f ? 1.0f : 0.0f, ACT_BOOL_RESULT)    \
+    /* rows added later go last: engine files carry the numbers */                                 \
+    X(TAN, "Tan", tanf(x), 0)                                                                      \
+    X(ASIN, "Asin", asinf(x), 0)                                                                   \
+    X(ACOS, "Acos", acosf(x), 0)                                                                   \
+    X(ATAN, "Atan", atanf(x), 0)                                                                   \
+    X(SINH, "Sinh", sinhf(x), 0)                                                                   \
+    X(COSH, "Cosh", coshf(x), 0)                                                                   \
+    X(ASINH, "Asinh", asinhf(x), 0)                                                                \
+    X(ACOSH, "Acosh", acoshf(x), 0)                                                                \
+    X(ATANH, "Atanh", atanhf(x), 0)                                                                \
+    /* alpha: lambd, beta: bias */                                                                 \
+    X(SHRINK, "Shrink", x < -alpha ? x + beta : (x > alpha ? x - beta : 0.0f), 0)                  \
+    /* alpha: x * sigmoid(alpha x) */                                                              \
+    X(SWISH, "Swish", x * RCP_(1.0f + EXP_(-alpha * x)), 0)                                        \
+    /* alpha: the factor (Mean's 1/n after its sum) */                                             \
+    X(SCALE, "Scale", alpha * x, 0)
 /* clang-format on */
 
 #define ACT_ENUM_ROW(NAME, DISPLAY, FORMULA, FLAGS) ACT_##NAME,

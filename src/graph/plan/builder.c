@@ -476,6 +476,20 @@ void lower_output_view(const plan_tensor *out, plan_strided *v) {
 
 /* One element-wise step: y = act(op(inputs...)) over IR inputs, output IR tensor `out`, all in
  * the layout recorded for out. */
+tci_status lower_copy_step(plan_builder *b, const ir_node *node, int xi, int yt,
+                           const int64_t *strides, int64_t in_offset) {
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
+    const plan_tensor *y = lower_tensor(b, yt);
+    lower_output_view(y, &s->u.copy.view);
+    s->u.copy.view.pad_dim = -1;
+    s->u.copy.elem_size = tci_dtype_size(y->dtype);
+    for (int i = 0; i < s->u.copy.view.rank; i++) s->u.copy.view.strides[0][i] = strides[i];
+    s->u.copy.view.in_offset[0] = in_offset;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
 tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op,
                               const ir_tensor *const *inputs, int num_inputs,
                               const ir_tensor *out, act_params act, const char *label,
