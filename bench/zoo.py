@@ -357,14 +357,19 @@ def slug(name):
     return name.replace("/", "__")
 
 
-def export_one(spec_name, out_dir):
-    """In a worker process: builds, calibrates and exports one model. Returns a dict."""
+def export_one(spec_name, out_dir, binary=None, timeout=300.0, cpu_batch=ACC_BATCH, plan=False):
+    """In a worker process: builds, calibrates and exports one model, then (with binary) runs
+    the CPU check on cpu_batch rows and (plan) builds the GPU plan, which need no GPU, so that
+    they run in parallel too. Returns a dict."""
     import torch
     torch.set_num_threads(2)
     torch.manual_seed(0)
     spec = {s.name: s for s in all_specs()}[spec_name]
     t0 = time.time()
     path = os.path.join(out_dir, slug(spec_name) + ".onnx")
+    if binary is None and os.path.exists(path + ".pt"):
+        # a timing run after an accuracy run in the same folder: the export stands
+        return {"name": spec_name, "onnx": path, "export_s": 0.0}
     info = {"name": spec_name, "family": spec.family, "classifier": spec.classifier,
             "onnx": path}
     try:
@@ -408,7 +413,56 @@ def export_one(spec_name, out_dir):
         info["error"] = "export: " + error_text(e)
         info["traceback"] = traceback.format_exc()[-2000:]
     info["export_s"] = round(time.time() - t0, 1)
+    if binary and "error" not in info:
+        info["cpu_batch"] = cpu_batch
+        cpu_check(torch, info, out_dir, binary, timeout)
+        if plan:
+            plan_check(torch, info, out_dir, binary, timeout)
     return info
+
+
+def accuracy_inputs(torch, info, work, batch=ACC_BATCH):
+    """batch seeded inputs of info's model: torch tensors, and the tcinfer arguments for the
+    inputs its graph reads (the exporter drops inputs the graph never reads, e.g. a GRU
+    tagger's attention mask)."""
+    desc = {n: (k, tuple(shape), vocab) for n, (k, shape, vocab) in info["inputs"].items()}
+    x = make_inputs(torch, desc, batch, 0)
+    read = info.get("graph_inputs", list(desc))
+    xnp = {n: v.numpy() for n, v in x.items() if n in read}
+    args, shapes = write_inputs(xnp, os.path.join(work, slug(info["name"])))
+    return x, xnp, args, shapes
+
+
+def cpu_check(torch, info, work, binary, timeout):
+    """tcinfer's CPU reference against onnxruntime on the accuracy inputs."""
+    import onnxruntime as ort
+    t0 = time.time()
+    try:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 2
+        sess = ort.InferenceSession(info["onnx"], so, providers=["CPUExecutionProvider"])
+        info["graph_inputs"] = [i.name for i in sess.get_inputs()]
+        _, xnp, args, shapes = accuracy_inputs(torch, info, work,
+                                               info.get("cpu_batch", ACC_BATCH))
+        ref = sess.run(None, xnp)
+        got, err = tcinfer_outputs(binary, info["onnx"], "cpu", args, shapes,
+                                   os.path.join(work, slug(info["name"]), "cpu"), timeout)
+        if err:
+            info["cpu"] = {"error": err}
+        else:
+            e, problem = compare_outputs(got, ref, CPU_REL_L2)
+            info["cpu"] = {"rel_l2": e, "ok": problem is None, "problem": problem}
+    except Exception as exc:
+        info["cpu"] = {"error": "onnxruntime: " + error_text(exc)}
+    info["cpu_s"] = round(time.time() - t0, 1)
+
+
+def plan_check(torch, info, work, binary, timeout):
+    """Whether the GPU planner takes the model (`tcinfer --plan`, no GPU needed): every op has
+    a GPU path for these shapes."""
+    _, _, _, shapes = accuracy_inputs(torch, info, work, info.get("cpu_batch", ACC_BATCH))
+    _, err = run_tcinfer(binary, [info["onnx"], "--plan"] + shapes, timeout)
+    info["plan"] = {"error": err} if err else {"ok": True}
 
 
 # ---------------------------------------------------------------- comparisons
@@ -559,49 +613,37 @@ def pytorch_bench(torch, model, make, batch, iters):
         torch.cuda.empty_cache()
 
 
-def sweep_one(torch, binary, info, work, timeout, iters):
-    """Fills info with the CPU, GPU accuracy and timing results."""
-    import numpy as np
-    import onnxruntime as ort
+def sweep_one(torch, binary, info, work, timeout, iters, phases):
+    """Fills info with the GPU accuracy ("acc" in phases) and timing ("bench") results; the
+    CPU check ran in the export worker."""
     name = info["name"]
-    folder = os.path.join(work, slug(name))
     spec = {s.name: s for s in all_specs()}[name]
     model, _, _ = spec.build(torch)
     model = _tuple_outputs(torch, model)
     model.load_state_dict(torch.load(info["onnx"] + ".pt"))
     model.eval()
     desc = {n: (k, tuple(shape), vocab) for n, (k, shape, vocab) in info["inputs"].items()}
+    graph_inputs = set(info.get("graph_inputs", desc))
 
     def make(batch, seed):
         return make_inputs(torch, desc, batch, seed)
 
-    x = make(ACC_BATCH, 0)
-    # the exporter drops inputs the graph never reads (a GRU tagger's attention mask)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 8
-    sess = ort.InferenceSession(info["onnx"], so, providers=["CPUExecutionProvider"])
-    graph_inputs = {i.name for i in sess.get_inputs()}
-    xnp = {n: v.numpy() for n, v in x.items() if n in graph_inputs}
-    input_args, shape_args = write_inputs(xnp, folder)
+    if "acc" in phases:
+        gpu_check(torch, binary, info, model, work, timeout)
+    if "bench" in phases:
+        bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters)
+    del model
+    torch.cuda.empty_cache()
+    return info
 
-    # 1. CPU reference vs onnxruntime
+
+def gpu_check(torch, binary, info, model, work, timeout):
+    """tcinfer's GPU fp16 engine against PyTorch fp32, next to PyTorch fp16's own error."""
+    import numpy as np
+    folder = os.path.join(work, slug(info["name"]))
     t0 = time.time()
     try:
-        ref = sess.run(None, xnp)
-        got, err = tcinfer_outputs(binary, info["onnx"], "cpu", input_args, shape_args,
-                                   os.path.join(folder, "cpu"), timeout)
-        if err:
-            info["cpu"] = {"error": err}
-        else:
-            e, problem = compare_outputs(got, ref, CPU_REL_L2)
-            info["cpu"] = {"rel_l2": e, "ok": problem is None, "problem": problem}
-    except Exception as exc:
-        info["cpu"] = {"error": "onnxruntime: " + error_text(exc)}
-    info["cpu_s"] = round(time.time() - t0, 1)
-
-    # 2. GPU fp16 vs PyTorch fp32, next to PyTorch fp16
-    t0 = time.time()
-    try:
+        x, _, input_args, shape_args = accuracy_inputs(torch, info, work)
         ref32 = pytorch_run(torch, model, x, half=False)
         pt16 = pytorch_run(torch, model, x, half=True)
         pt_err = compare_outputs(pt16, ref32, None)[0]
@@ -624,7 +666,9 @@ def sweep_one(torch, binary, info, work, timeout, iters):
         torch.cuda.empty_cache()
     info["gpu_s"] = round(time.time() - t0, 1)
 
-    # 3. timings
+
+def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters):
+    """Batch-1 latency and batch-64 throughput, tcinfer and PyTorch fp16 (CUDA graphs)."""
     t0 = time.time()
     info["bench"] = {}
     for b in BENCH_BATCHES:
@@ -644,9 +688,6 @@ def sweep_one(torch, binary, info, work, timeout, iters):
         if "tcinfer" in row and "error" in row["tcinfer"]:
             break
     info["bench_s"] = round(time.time() - t0, 1)
-    del model
-    torch.cuda.empty_cache()
-    return info
 
 
 # ---------------------------------------------------------------- report
@@ -673,6 +714,11 @@ def verdict(info):
         return "CPU: " + (cpu.get("problem") or "wrong")
     if "error" in gpu:
         return "GPU: " + gpu["error"]
+    if not gpu:
+        plan = info.get("plan", {})
+        if "error" in plan:
+            return "GPU plan: " + plan["error"]
+        return "CPU pass; GPU not run" + (" (its plan builds)" if plan else "")
     problem = gpu_problem(gpu)
     return "GPU: " + problem if problem else "pass"
 
@@ -749,6 +795,38 @@ def report(results_dir, path):
 
 # ---------------------------------------------------------------- main
 
+def cpu_phase(args, specs):
+    """The sweep without a GPU: export, CPU check and GPU plan in the workers; an earlier JSON
+    file's GPU accuracy and timings are kept."""
+    binary = resolve_binary(args.tcinfer)
+    os.makedirs(args.work, exist_ok=True)
+    os.makedirs(args.results, exist_ok=True)
+    started = time.time()
+    with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(export_one, s.name, args.work, binary, args.timeout,
+                               args.cpu_batch, True) for s in specs]
+        for f in futures:
+            info = f.result()
+            out = os.path.join(args.results, slug(info["name"]) + ".json")
+            if os.path.exists(out):
+                with open(out) as fh:
+                    earlier = json.load(fh)
+                for key in ("gpu", "bench", "gpu_s", "bench_s"):
+                    if key in earlier and "error" not in info:
+                        info[key] = earlier[key]
+            with open(out, "w") as fh:
+                json.dump(info, fh, indent=1)
+            print("%-40s %s  (export %ss, cpu %ss)" % (info["name"], verdict(info),
+                                                       info.get("export_s"), info.get("cpu_s")),
+                  flush=True)
+            if args.deadline and time.time() - started > args.deadline:
+                print("deadline: stopping", flush=True)
+                for g in futures:
+                    g.cancel()
+                break
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tcinfer", default="build/tcinfer")
@@ -760,6 +838,14 @@ def main(argv=None):
     p.add_argument("--jobs", type=int, default=8, help="export processes (default %(default)s)")
     p.add_argument("--iters", type=int, default=30, help="timed runs per cell")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per tcinfer call")
+    p.add_argument("--phase", choices=("all", "acc", "bench", "cpu"), default="all",
+                   help="acc: export, CPU and GPU accuracy; bench: timings only, added to the "
+                        "JSON file an acc run left (several acc runs may share the GPU; timings "
+                        "need it alone); cpu: no GPU at all: export, the CPU check on "
+                        "--cpu-batch rows and the GPU plan (tcinfer --plan), merged into an "
+                        "earlier JSON file's GPU results")
+    p.add_argument("--cpu-batch", type=int, default=ACC_BATCH,
+                   help="rows of the CPU check in the cpu phase (default %(default)s)")
     p.add_argument("--deadline", type=float, default=0,
                    help="stop starting models after this many seconds (0: none)")
     p.add_argument("--report", metavar="MD", help="render every result JSON into MD and exit")
@@ -777,6 +863,8 @@ def main(argv=None):
         for s in specs:
             print(s.name, "-", s.family)
         return 0
+    if args.phase == "cpu":
+        return cpu_phase(args, specs)
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -786,16 +874,26 @@ def main(argv=None):
     os.makedirs(args.results, exist_ok=True)
     started = time.time()
     with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(export_one, s.name, args.work) for s in specs]
+        check_cpu = binary if args.phase != "bench" else None
+        futures = [pool.submit(export_one, s.name, args.work, check_cpu, args.timeout)
+                   for s in specs]
         for f in futures:
             info = f.result()
             out = os.path.join(args.results, slug(info["name"]) + ".json")
             if args.deadline and time.time() - started > args.deadline:
                 print("deadline: %s not run" % info["name"], flush=True)
                 continue
+            phases = ("acc", "bench") if args.phase == "all" else (args.phase,)
+            if args.phase == "bench" and os.path.exists(out):
+                with open(out) as fh:
+                    earlier = json.load(fh)
+                if "error" in info or "error" in earlier:
+                    continue  # the acc run's row stands
+                earlier["onnx"] = info["onnx"]
+                info = earlier
             if "error" not in info:
                 try:
-                    sweep_one(torch, binary, info, args.work, args.timeout, args.iters)
+                    sweep_one(torch, binary, info, args.work, args.timeout, args.iters, phases)
                 except Exception as exc:
                     info["error"] = "sweep: " + error_text(exc)
                     info["traceback"] = traceback.format_exc()[-2000:]
