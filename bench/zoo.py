@@ -415,7 +415,7 @@ def export_one(spec_name, out_dir, binary=None, timeout=300.0, cpu_batch=ACC_BAT
     info["export_s"] = round(time.time() - t0, 1)
     if binary and "error" not in info:
         info["cpu_batch"] = cpu_batch
-        cpu_check(torch, info, out_dir, binary, timeout)
+        cpu_check(torch, info, out_dir, binary, timeout, model)
         if plan:
             plan_check(torch, info, out_dir, binary, timeout)
     return info
@@ -433,8 +433,11 @@ def accuracy_inputs(torch, info, work, batch=ACC_BATCH):
     return x, xnp, args, shapes
 
 
-def cpu_check(torch, info, work, binary, timeout):
-    """tcinfer's CPU reference against onnxruntime on the accuracy inputs."""
+def cpu_check(torch, info, work, binary, timeout, model=None):
+    """tcinfer's CPU reference against onnxruntime on the accuracy inputs. Past the bound, both
+    are also measured against PyTorch in fp64 (model given): a deep random-weight network can
+    amplify fp32 rounding past 1e-5 between two correct fp32 engines, and the fp64 errors tell
+    that apart from a wrong op."""
     import onnxruntime as ort
     t0 = time.time()
     try:
@@ -452,6 +455,15 @@ def cpu_check(torch, info, work, binary, timeout):
         else:
             e, problem = compare_outputs(got, ref, CPU_REL_L2)
             info["cpu"] = {"rel_l2": e, "ok": problem is None, "problem": problem}
+            if problem and model is not None and e != float("inf"):
+                x, _, _, _ = accuracy_inputs(torch, info, work, info.get("cpu_batch", ACC_BATCH))
+                with torch.no_grad():
+                    outs = model.double()(*[v.double() if v.is_floating_point() else v
+                                            for v in x.values()])
+                r64 = [o.numpy() for o in outs]
+                info["cpu"]["fp64"] = {"tcinfer": compare_outputs(got, r64, None)[0],
+                                       "onnxruntime": compare_outputs(ref, r64, None)[0]}
+                model.float()
     except Exception as exc:
         info["cpu"] = {"error": "onnxruntime: " + error_text(exc)}
     info["cpu_s"] = round(time.time() - t0, 1)
@@ -711,7 +723,11 @@ def verdict(info):
     if "error" in cpu:
         return "CPU: " + cpu["error"]
     if not cpu.get("ok"):
-        return "CPU: " + (cpu.get("problem") or "wrong")
+        why = "CPU: " + (cpu.get("problem") or "wrong")
+        if "fp64" in cpu:
+            why += " (against PyTorch fp64: tcinfer %.2g, onnxruntime %.2g)" % (
+                cpu["fp64"]["tcinfer"], cpu["fp64"]["onnxruntime"])
+        return why
     if "error" in gpu:
         return "GPU: " + gpu["error"]
     if not gpu:
