@@ -618,25 +618,59 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
+/* One softmax step over `rows` rows of `length` contiguous values. */
+static tci_status softmax_rows_step(plan_builder *b, const ir_node *node, int xi, int yt,
+                                    int64_t rows, int64_t length, bool log) {
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_SOFTMAX, node, NULL, &s));
+    s->u.softmax.rows = rows;
+    s->u.softmax.length = length;
+    s->u.softmax.log = log;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
+}
+
 static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node) {
     const softmax_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
     TRY_STATUS(lower_require_known(node, x));
     int axis;
     TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
-    if (!p->coerce_2d && axis != x->rank - 1)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "softmax over axis %d (not the last) has no GPU path", axis);
     int xi, yt;
     TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     TRY_STATUS(lower_output(b, node, y, &yt));
-    plan_step *s;
-    TRY_STATUS(lower_step(b, PLAN_STEP_SOFTMAX, node, NULL, &s));
-    s->u.softmax.rows = lower_prod(x->dims, 0, axis);
-    s->u.softmax.length = lower_prod(x->dims, axis, x->rank);
-    s->u.softmax.log = p->log;
-    lower_step_io(s, 1, &xi, 1, &yt);
-    return TCI_OK;
+    if (p->coerce_2d || axis == x->rank - 1) {
+        return softmax_rows_step(b, node, xi, yt, lower_prod(x->dims, 0, axis),
+                                 lower_prod(x->dims, axis, x->rank), p->log);
+    }
+    /* another axis (ResNeSt's split attention): x viewed as (outer, L, inner) is copied to
+     * (outer, inner, L), its rows normalised, and copied back */
+    if (x->rank > PLAN_MAX_PHYS_RANK)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "softmax over axis %d of a rank-%d tensor has no GPU path (rank at "
+                             "most %d)",
+                             axis, x->rank, PLAN_MAX_PHYS_RANK);
+    const int64_t outer = lower_prod(x->dims, 0, axis), len = x->dims[axis];
+    const int64_t inner = lower_prod(x->dims, axis + 1, x->rank);
+    const int64_t dims[3] = {outer, inner, len};
+    int t1, t2;
+    TRY_STATUS(lower_temporary(b, "softmax_axis_last", lower_float_dtype(b), PLAN_LAYOUT_DENSE, 3,
+                               dims, &t1));
+    TRY_STATUS(lower_temporary(b, "softmax_rows", lower_float_dtype(b), PLAN_LAYOUT_DENSE, 3, dims,
+                               &t2));
+    TRY_STATUS(lower_copy_step(b, node, xi, t1, (const int64_t[3]){len * inner, 1, inner}, 0));
+    TRY_STATUS(softmax_rows_step(b, node, t1, t2, outer * inner, len, p->log));
+    /* y's dim i read from t2: dims before the axis step over whole (inner, L) blocks */
+    int64_t strides[PLAN_MAX_PHYS_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        if (i < axis)
+            strides[i] = lower_prod(x->dims, i + 1, axis) * inner * len;
+        else if (i == axis)
+            strides[i] = 1;
+        else
+            strides[i] = lower_prod(x->dims, i + 1, x->rank) * len;
+    }
+    return lower_copy_step(b, node, t2, yt, strides, 0);
 }
 
 static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {

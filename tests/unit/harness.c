@@ -199,3 +199,21 @@ void th_assert_dims(const tci_tensor *t, int rank, const int64_t *dims) {
     ck_assert_int_eq(t->rank, rank);
     for (int i = 0; i < rank; i++) ck_assert_int_eq(t->dims[i], dims[i]);
 }
+
+void th_replay_copy(const plan_step *s, const float *src, float *dst) {
+    const plan_strided *v = &s->u.copy.view;
+    int64_t idx[PLAN_MAX_PHYS_RANK] = {0}, total = 1;
+    for (int d = 0; d < v->rank; d++) total *= v->dims[d];
+    for (int64_t e = 0; e < total; e++) {
+        int64_t si = v->in_offset[0], di = v->out_offset;
+        for (int d = 0; d < v->rank; d++) {
+            si += idx[d] * v->strides[0][d];
+            di += idx[d] * v->out_strides[d];
+        }
+        dst[di] = src[si];
+        for (int d = v->rank - 1; d >= 0; d--) {
+            if (++idx[d] < v->dims[d]) break;
+            idx[d] = 0;
+        }
+    }
+}

@@ -27,7 +27,6 @@ int test_run_suite(Suite *suite);
                       tci_last_error());                                                          \
     } while (0)
 
-#endif
 
 /* ---- one-node graphs for op tests ---- */
 #include "graph/ir.h"
@@ -78,3 +77,12 @@ tci_status th_infer(ir_graph *graph, ir_node *node, const tci_tensor *const *in,
 /* A tensor known by dtype and shape only; rank -1 is an unknown rank. */
 tci_tensor th_shape_only(tci_dtype dtype, int rank, const int64_t *dims);
 void th_assert_dims(const tci_tensor *t, int rank, const int64_t *dims);
+
+/* ---- GPU plans replayed on the host ---- */
+#include "graph/lower.h"
+
+/* Replays a COPY step's view on float data: dst[sum i*out_strides] = src[in_offset +
+ * sum i*strides]. */
+void th_replay_copy(const plan_step *s, const float *src, float *dst);
+
+#endif

@@ -127,24 +127,6 @@ static float *buffer_of(float **bufs, const plan *p, int index) {
     return bufs[index];
 }
 
-static void replay_copy(const plan_step *s, const float *src, float *dst) {
-    const plan_strided *v = &s->u.copy.view;
-    int64_t idx[PLAN_MAX_PHYS_RANK] = {0}, total = 1;
-    for (int d = 0; d < v->rank; d++) total *= v->dims[d];
-    for (int64_t e = 0; e < total; e++) {
-        int64_t si = v->in_offset[0], di = v->out_offset;
-        for (int d = 0; d < v->rank; d++) {
-            si += idx[d] * v->strides[0][d];
-            di += idx[d] * v->out_strides[d];
-        }
-        dst[di] = src[si];
-        for (int d = v->rank - 1; d >= 0; d--) {
-            if (++idx[d] < v->dims[d]) break;
-            idx[d] = 0;
-        }
-    }
-}
-
 static void replay_gemm(const plan_gemm *g, const float *a, const float *b, float *c) {
     for (int64_t t = 0; t < g->batch; t++)
         for (int64_t i = 0; i < g->m; i++)
@@ -225,7 +207,7 @@ static int check_lowering(const char *equation, int n, const int *ranks, const i
         const plan_step *s = &p->steps[i];
         float *out = buffer_of(bufs, p, s->outputs[0]);
         switch (s->kind) {
-        case PLAN_STEP_COPY: replay_copy(s, buffer_of(bufs, p, s->inputs[0]), out); break;
+        case PLAN_STEP_COPY: th_replay_copy(s, buffer_of(bufs, p, s->inputs[0]), out); break;
         case PLAN_STEP_GEMM:
             ck_assert_int_eq(s->inputs[2], -1);
             replay_gemm(&s->u.gemm, buffer_of(bufs, p, s->inputs[0]),

@@ -2,6 +2,8 @@
  * differences, shape inference, error paths. */
 #include <math.h>
 
+#include "graph/passes.h"
+#include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
 
@@ -544,6 +546,53 @@ START_TEST(test_softmax_inner_axis_from_13) {
 }
 END_TEST
 
+/* Softmax over a middle axis on the GPU: a copy putting the axis last, the row softmax and a
+ * copy back, replayed on the host against the reference. */
+START_TEST(test_softmax_inner_axis_gpu_steps) {
+    for (int log = 0; log <= 1; log++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        int64_t d[4] = {2, 3, 4, 5};
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, d, NULL);
+        ir_tensor *y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+        ir_node *n = th_node_io(g, "s", log ? "LogSoftmax" : "Softmax", 13, &x, 1, &y, 1);
+        th_attr_int(g, n, "axis", 1);
+        th_graph_io(g, &x, 1, &y, 1);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        ck_assert_int_eq(p->num_steps, 3);
+        ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
+        ck_assert_int_eq(p->steps[1].kind, PLAN_STEP_SOFTMAX);
+        ck_assert_int_eq(p->steps[2].kind, PLAN_STEP_COPY);
+        float xv[120], t1[120], t2[120], got[120];
+        for (int i = 0; i < 120; i++) xv[i] = 0.1f * (float)((i * 37) % 23) - 1.0f;
+        th_replay_copy(&p->steps[0], xv, t1);
+        const plan_step *sm = &p->steps[1];
+        ck_assert_int_eq(sm->u.softmax.rows * sm->u.softmax.length, 120);
+        for (int64_t r = 0; r < sm->u.softmax.rows; r++) {
+            const float *row = t1 + r * sm->u.softmax.length;
+            float m = row[0], sum = 0;
+            for (int64_t i = 1; i < sm->u.softmax.length; i++) m = row[i] > m ? row[i] : m;
+            for (int64_t i = 0; i < sm->u.softmax.length; i++) sum += expf(row[i] - m);
+            for (int64_t i = 0; i < sm->u.softmax.length; i++)
+                t2[r * sm->u.softmax.length + i] =
+                    sm->u.softmax.log ? row[i] - m - logf(sum) : expf(row[i] - m) / sum;
+        }
+        th_replay_copy(&p->steps[2], t2, got);
+        tci_tensor in, out;
+        ir_tensor_view(x, &in);
+        in.data = xv;
+        ck_assert_tci_ok(op_run_node(n, (const tci_tensor *[]){&in}, (tci_tensor *[]){&out}));
+        th_assert_near(got, out.data, 120, 1e-5f);
+        th_free(&out, 1);
+        plan_destroy(p);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
 START_TEST(test_softmax_stable_and_long) {
     const float big[] = {1000, 1000, -1000};
     const int64_t d3[] = {3};
@@ -633,6 +682,7 @@ int main(void) {
     tcase_add_test(sm, test_softmax_last_axis);
     tcase_add_test(sm, test_softmax_coerced_2d_before_13);
     tcase_add_test(sm, test_softmax_inner_axis_from_13);
+    tcase_add_test(sm, test_softmax_inner_axis_gpu_steps);
     tcase_add_test(sm, test_softmax_stable_and_long);
     tcase_add_test(sm, test_softmax_errors_and_infer);
     suite_add_tcase(s, sm);

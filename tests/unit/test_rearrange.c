@@ -170,25 +170,6 @@ static const plan_step *only_step(const plan *p, plan_step_kind kind) {
     return &p->steps[0];
 }
 
-/* Replays a COPY step's view on the host: dst[sum i*out_strides] = src[sum i*strides]. */
-static void replay_copy(const plan_step *s, const float *src, float *dst) {
-    const plan_strided *v = &s->u.copy.view;
-    int64_t idx[PLAN_MAX_PHYS_RANK] = {0}, total = 1;
-    for (int d = 0; d < v->rank; d++) total *= v->dims[d];
-    for (int64_t e = 0; e < total; e++) {
-        int64_t si = v->in_offset[0], di = v->out_offset;
-        for (int d = 0; d < v->rank; d++) {
-            si += idx[d] * v->strides[0][d];
-            di += idx[d] * v->out_strides[d];
-        }
-        dst[di] = src[si];
-        for (int d = v->rank - 1; d >= 0; d--) {
-            if (++idx[d] < v->dims[d]) break;
-            idx[d] = 0;
-        }
-    }
-}
-
 START_TEST(test_copy_views_match_reference) {
     float x[48];
     for (int i = 0; i < 48; i++) x[i] = (float)i;
@@ -228,7 +209,7 @@ START_TEST(test_copy_views_match_reference) {
         for (int d = 0; d < out.rank; d++) count *= out.dims[d];
         ck_assert_int_le(count, 288);
         memset(got, 0xff, sizeof got);
-        replay_copy(s, x, got);
+        th_replay_copy(s, x, got);
         th_assert_near(got, want, (size_t)count, 0);
         th_free(&out, 1);
         plan_destroy(p);
