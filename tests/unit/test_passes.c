@@ -1,5 +1,6 @@
 /* Graph passes: shape-chain folding, pass-through removal, dead nodes, inference of shapes; the
  * GPU fusions and layouts. */
+#include <math.h>
 #include <stdio.h>
 
 #include "graph/cpu/exec_cpu.h"
@@ -96,6 +97,36 @@ START_TEST(test_identity_to_graph_output_kept) {
     ck_assert_tci_ok(pass_optimize(g));
     ck_assert_uint_eq(g->num_nodes, 1);
     ck_assert_int_eq(y->dims[0], 3);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* An Identity of a constant (exporters put one on shared weights) is that constant, so what
+ * reads it folds in the same sweep: NF-Nets' weight standardisation, a training-mode
+ * BatchNormalization of the weight, leaves no node. */
+START_TEST(test_identity_of_constant_folds_through) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const float w[6] = {1, 2, 3, 4, 5, 7}, gain[2] = {1, 1}, zero[2] = {0, 0}, one[2] = {1, 1};
+    int64_t wd[3] = {1, 2, 3}, cd[1] = {2};
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 3, wd, w);
+    ir_tensor *gt = th_named(g, "gain", TCI_DTYPE_FLOAT, 1, cd, gain);
+    ir_tensor *g2 = th_named(g, "gain_id", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *b = th_named(g, "b", TCI_DTYPE_FLOAT, 1, cd, zero);
+    ir_tensor *m = th_named(g, "m", TCI_DTYPE_FLOAT, 1, cd, zero);
+    ir_tensor *v = th_named(g, "v", TCI_DTYPE_FLOAT, 1, cd, one);
+    ir_tensor *y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    th_node_io(g, "id", "Identity", 17, &gt, 1, &g2, 1);
+    ir_node *bn =
+        th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){wt, g2, b, m, v}, 5, &y, 1);
+    th_attr_int(g, bn, "training_mode", 1);
+    y->is_graph_output = true;
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_uint_eq(g->num_nodes, 0);
+    ck_assert_ptr_nonnull(y->data);
+    /* channel 0 holds 1, 2, 3: mean 2, biased variance 2/3 */
+    const float *yd = y->data;
+    ck_assert_float_eq_tol(yd[0], -1.0f / sqrtf(2.0f / 3.0f + 1e-5f), 1e-5f);
     ir_graph_destroy(g);
 }
 END_TEST
@@ -486,6 +517,7 @@ int main(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_pytorch_shape_chain_folds);
     tcase_add_test(tc, test_identity_to_graph_output_kept);
+    tcase_add_test(tc, test_identity_of_constant_folds_through);
     tcase_add_test(tc, test_duplicate_producer_rejected);
     tcase_add_test(tc, test_fuse_conv_bn_residual_relu);
     tcase_add_test(tc, test_fuse_gemm_and_silu);

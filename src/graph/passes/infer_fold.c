@@ -109,6 +109,18 @@ static tci_status infer_node(ir_graph *g, ir_node *n, tci_tensor *views, const t
     TRY_STATUS(n->desc->infer(n, in, out));
     for (int o = 0; o < n->num_outputs; o++)
         if (out[o]) TRY_STATUS(merge_shape(n, n->outputs[o], out[o]));
+    /* a pass-through of a constant (Identity of an exported weight) is that constant: the
+     * nodes after it fold in this same sweep (NF-Nets' weight standardisation) */
+    if ((n->desc->flags & OP_PASSTHROUGH) && n->inputs[0] && n->inputs[0]->data &&
+        n->num_outputs >= 1 && n->outputs[0]) {
+        bool others = false;
+        for (int o = 1; o < n->num_outputs; o++) others = others || n->outputs[o];
+        if (!others) {
+            n->outputs[0]->data = n->inputs[0]->data;
+            *folded = true;
+            return TCI_OK;
+        }
+    }
     if (foldable(n)) {
         int64_t bytes = output_bytes_bound(n);
         if (bytes >= 0 && bytes <= FOLD_MAX_BYTES) TRY_STATUS(fold_node(g, n, in, outs, out, folded));
