@@ -505,8 +505,7 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
                                "%s: an engine file fixes the shapes, precision, fp32 layers and "
                                "kernels it was built with (no timing cache either): of "
                                "tci_engine_options only no_cuda_graph and the log fields may be "
-                               "set (tci_engine_options.shapes, precision, fp32_layers, kernels, "
-                               "timing_cache, plan_only, mark_all_outputs not)",
+                               "set",
                                path));
     engine_file f;
     TRY_STATUS(api_log_failure(&log, engine_file_read(path, &f)));
