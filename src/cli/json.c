@@ -110,9 +110,14 @@ static void print_item(const json_value *j, int depth, FILE *f) {
     case JSON_ARRAY:
     case JSON_OBJECT: {
         bool object = j->kind == JSON_OBJECT;
+        /* arrays of numbers, strings and the like (shapes) on one line */
+        bool flat = !object;
+        for (const json_value *e = j->first; e && flat; e = e->next)
+            flat = e->kind != JSON_ARRAY && e->kind != JSON_OBJECT;
         fputc(object ? '{' : '[', f);
         for (const json_value *e = j->first; e; e = e->next) {
-            fprintf(f, "\n%*s", 2 * (depth + 1), "");
+            if (flat) fputs(e == j->first ? "" : " ", f);
+            else fprintf(f, "\n%*s", 2 * (depth + 1), "");
             if (object) {
                 print_string(e->key, f);
                 fputs(": ", f);
@@ -120,7 +125,7 @@ static void print_item(const json_value *j, int depth, FILE *f) {
             print_item(e, depth + 1, f);
             if (e->next) fputc(',', f);
         }
-        if (j->first) fprintf(f, "\n%*s", 2 * depth, "");
+        if (j->first && !flat) fprintf(f, "\n%*s", 2 * depth, "");
         fputc(object ? '}' : ']', f);
         return;
     }
