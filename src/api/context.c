@@ -33,7 +33,7 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
         st = exec_cpu_create(engine->graph, &c->cpu);
     if (st != TCI_OK) {
         free(c);
-        return st;
+        return api_log_failure(&engine->log, st);
     }
     *out_context = c;
     return TCI_OK;

@@ -203,7 +203,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *given,
     const tci_engine_options *options = &all;
     size_t loaded_nodes = g->num_nodes;
     tci_status st = api_read_options(given, &all);
-    if (options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
+    if (st == TCI_OK && options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
         st = status_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
 #if !TCI_HAVE_CUDA
     if (st == TCI_OK && options->backend == TCI_BACKEND_GPU && !options->plan_only)
