@@ -527,18 +527,19 @@ def write_inputs(x, folder):
 def tcinfer_outputs(binary, onnx_path, backend, input_args, shape_args, folder, timeout):
     import numpy as np
     os.makedirs(folder, exist_ok=True)
-    for f in glob.glob(os.path.join(folder, "output_*.npy")):
+    for f in glob.glob(os.path.join(folder, "*.npy")):
         os.remove(f)
-    args = [onnx_path, "--backend", backend, "--quiet", "--output-dir", folder] + shape_args + input_args
-    _, err = run_tcinfer(binary, args, timeout)
+    # --json names the file of every output (written as DIR/NAME.npy)
+    args = [onnx_path, "--backend", backend, "--quiet", "--json", "--output-dir", folder] + \
+        shape_args + input_args
+    out, err = run_tcinfer(binary, args, timeout)
     if err:
         return None, err
-    outs = []
-    i = 0
-    while os.path.exists(os.path.join(folder, "output_%d.npy" % i)):
-        outs.append(np.load(os.path.join(folder, "output_%d.npy" % i)))
-        i += 1
-    return outs, None
+    try:
+        files = [o["file"] for o in json.loads(out)["outputs"]]
+    except (ValueError, KeyError, TypeError) as e:
+        return None, "unreadable --json output (%s)" % e
+    return [np.load(f) for f in files], None
 
 
 def tcinfer_bench(binary, onnx_path, shape_args, iters, timeout):

@@ -2,22 +2,30 @@
  *
  * Usage in brief:
  *   tci_engine_options opts;
- *   tci_engine_options_init(&opts);
+ *   tci_engine_options_init(&opts);      // sets struct_size and the defaults
  *   tci_engine *engine = NULL;
  *   if (tci_engine_create_from_file("model.onnx", &opts, &engine) != TCI_OK)
  *       fprintf(stderr, "%s\n", tci_last_error());
  *   tci_context *ctx = NULL;
  *   tci_context_create(engine, &ctx);
- *   tci_tensor in = {...};               // one per engine input, in engine order
- *   tci_context_run(ctx, &in, 1);
- *   tci_tensor out;
- *   tci_context_output(ctx, 0, &out);    // valid until the next run or destroy
+ *   const char *names[] = {"images"};
+ *   tci_tensor in = {...};
+ *   tci_context_run_named(ctx, names, &in, 1);  // or tci_context_run: in engine order
+ *   float probs[1000];
+ *   tci_context_output_into(ctx, 0, probs, sizeof probs);  // or tci_context_output: a view
  *   tci_context_destroy(ctx);
  *   tci_engine_destroy(engine);
  *
  * Ownership: whoever creates an object destroys it; every *_destroy(NULL) is a no-op.
  * Thread safety: an engine is immutable after creation and may be shared by threads; each thread
  * runs through its own context. Error text is per thread (tci_last_error).
+ * Versioned structs: every options, info and report struct starts with `size_t struct_size`,
+ * which its *_init function sets to the size the caller was compiled with. The library reads
+ * and writes no byte past it, so fields added at the end later keep old callers working; a
+ * struct_size smaller than the first versioned struct is TCI_ERR_INVALID_ARGUMENT naming the
+ * struct. Output structs are initialised too before they are passed (tci_tensor_info_init...).
+ * Output: the library prints nothing; its messages go to the log callback of the engine options
+ * (tci_engine_options.log_fn), and the detail of a failure to tci_last_error().
  */
 #ifndef TCINFER_H
 #define TCINFER_H
@@ -97,12 +105,14 @@ int64_t tci_tensor_count(const tci_tensor *tensor);
 
 /* Description of an engine input or output. A dim of -1 is symbolic (its name in dim_names). */
 typedef struct tci_tensor_info {
+    size_t struct_size; /* tci_tensor_info_init */
     const char *name;
     tci_dtype dtype;
     int rank;                      /* -1 when the model does not say */
     int64_t dims[TCI_MAX_RANK];
     const char *dim_names[TCI_MAX_RANK]; /* NULL where the dim is fixed */
 } tci_tensor_info;
+void tci_tensor_info_init(tci_tensor_info *info);
 
 typedef enum tci_backend {
     TCI_BACKEND_CPU = 0, /* fp32 reference executor */
@@ -135,7 +145,20 @@ typedef enum tci_kernels {
     TCI_KERNELS_LIBRARY = 2, /* cuDNN (and cuBLASLt for GEMMs) only */
 } tci_kernels;
 
+/* Log levels, most severe first: a callback gets messages at or above its engine's log_level. */
+typedef enum tci_log_level {
+    TCI_LOG_ERROR = 0,   /* a call failed: the text of tci_last_error() */
+    TCI_LOG_WARNING = 1, /* a result needs attention (NaN/Inf in the outputs, ...) */
+    TCI_LOG_INFO = 2,    /* what the engine build did: graph sizes, the GPU plan, kernel timing */
+    TCI_LOG_DEBUG = 3,   /* per layer: the kernel kept for every GPU step */
+} tci_log_level;
+
+/* Receives one message (no trailing newline; valid during the call only). Called on the thread
+ * that made the API call; engines shared by threads get calls from several threads at once. */
+typedef void (*tci_log_fn)(tci_log_level level, const char *message, void *user);
+
 typedef struct tci_engine_options {
+    size_t struct_size; /* set by tci_engine_options_init */
     tci_backend backend;
     const tci_shape_override *shapes; /* not copied beyond tci_engine_create_* */
     size_t num_shapes;
@@ -162,9 +185,20 @@ typedef struct tci_engine_options {
      * others are timed and the file is rewritten with them. A file from another GPU or other
      * versions is not used, and is replaced. */
     const char *timing_cache;
+    /* CPU: threads of the reference backend's matrix products (OpenBLAS); 0: OpenBLAS's default
+     * (OPENBLAS_NUM_THREADS or the core count). OpenBLAS keeps one count per process: each CPU
+     * run sets it when it differs from its engine's, so engines with different counts are best
+     * run one after the other. A count gives the same bits run after run; another count may
+     * differ in the last bits (OpenBLAS splits the products differently). */
+    int cpu_threads;
+    /* Messages of this engine (its build, its contexts' runs) at or above log_level (default
+     * TCI_LOG_WARNING) go to log_fn with log_user; NULL (default): nothing is logged. */
+    tci_log_fn log_fn;
+    void *log_user;
+    tci_log_level log_level;
 } tci_engine_options;
 
-/* Sets the defaults: CPU backend, no shape overrides, CUDA graphs on. */
+/* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */
 void tci_engine_options_init(tci_engine_options *options);
 
 typedef struct tci_engine tci_engine;
@@ -175,8 +209,9 @@ typedef struct tci_context tci_context;
 tci_status tci_engine_create_from_file(const char *path, const tci_engine_options *options,
                                        tci_engine **out_engine);
 
-/* Same from a serialized ModelProto in memory; base_dir (may be NULL) is where external data
- * lives. The bytes are not needed after the call. */
+/* Same from a serialized ModelProto in memory (an engine built from memory: a model embedded in
+ * the program or received over a network); base_dir (may be NULL: the model may then have no
+ * external data) is where external data lives. The bytes are not needed after the call. */
 tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const char *base_dir,
                                          const tci_engine_options *options,
                                          tci_engine **out_engine);
@@ -190,9 +225,9 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path);
 /* Builds a GPU engine from an engine file without timing any kernel. A file written on another
  * GPU model, or with other CUDA / cuDNN / cuBLASLt versions or another tcinfer, is refused
  * (TCI_ERR_UNSUPPORTED) naming both; a damaged or truncated one is TCI_ERR_PARSE. Of options
- * (may be NULL) only no_cuda_graph applies: shapes, precision, fp32 layers and kernels come from
- * the file, and setting them (or a timing cache) is TCI_ERR_INVALID_ARGUMENT. Smaller batches
- * run as with any GPU engine. */
+ * (may be NULL) only no_cuda_graph and the log fields apply: shapes, precision, fp32 layers and
+ * kernels come from the file, and setting them (or a timing cache) is TCI_ERR_INVALID_ARGUMENT.
+ * Smaller batches run as with any GPU engine. */
 tci_status tci_engine_load(const char *path, const tci_engine_options *options,
                            tci_engine **out_engine);
 
@@ -200,18 +235,25 @@ void tci_engine_destroy(tci_engine *engine);
 
 size_t tci_engine_input_count(const tci_engine *engine);
 size_t tci_engine_output_count(const tci_engine *engine);
-/* The info's strings live as long as the engine. */
+/* The info's strings live as long as the engine. out_info: initialised by tci_tensor_info_init. */
 tci_status tci_engine_input_info(const tci_engine *engine, size_t index, tci_tensor_info *out_info);
 tci_status tci_engine_output_info(const tci_engine *engine, size_t index,
                                   tci_tensor_info *out_info);
 
+/* Position of the input (output) called name. An unknown name is TCI_ERR_INVALID_ARGUMENT whose
+ * message lists the valid names. */
+tci_status tci_engine_input_index(const tci_engine *engine, const char *name, size_t *out_index);
+tci_status tci_engine_output_index(const tci_engine *engine, const char *name, size_t *out_index);
+
 /* Counts of the optimised graph, for reports. */
 typedef struct tci_engine_stats {
+    size_t struct_size; /* tci_engine_stats_init */
     size_t num_nodes;
     size_t num_initializers;
     int64_t num_parameters; /* elements of all float initializers */
     int64_t parameter_bytes;
 } tci_engine_stats;
+void tci_engine_stats_init(tci_engine_stats *stats);
 tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out_stats);
 
 /* Op histogram of the optimised graph: calls fn once per distinct op type. */
@@ -234,6 +276,13 @@ void tci_context_destroy(tci_context *context);
  * algorithms), later runs at that batch replay it. */
 tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs);
 
+/* Runs the network with the inputs bound by name, in any order: inputs[k] feeds the engine input
+ * called names[k] (names NULL: inputs[k].name). Every engine input is given exactly once; an
+ * unknown name (the message lists the valid ones), a repeated one or a missing input is
+ * TCI_ERR_INVALID_ARGUMENT. Otherwise as tci_context_run. */
+tci_status tci_context_run_named(tci_context *context, const char *const *names,
+                                 const tci_tensor *inputs, size_t num_inputs);
+
 /* ---- device buffers (GPU engines): zero-copy pipelines ---- */
 
 typedef enum tci_device_layout {
@@ -246,6 +295,7 @@ typedef enum tci_device_layout {
  * in bf16 engines, FLOAT where fp32 layers read or write them), 4-D ones in NHWC8; other dtypes
  * dense in their own dtype (BOOL as one byte). */
 typedef struct tci_device_format {
+    size_t struct_size; /* tci_device_format_init */
     tci_dtype dtype;
     tci_device_layout layout;
     int rank;
@@ -253,6 +303,7 @@ typedef struct tci_device_format {
     int64_t padded_channels;    /* NHWC8: Cp; else 0 */
     size_t bytes;               /* size as built; a smaller batch needs proportionally less */
 } tci_device_format;
+void tci_device_format_init(tci_device_format *format);
 
 tci_status tci_engine_device_format(const tci_engine *engine, int is_output, size_t index,
                                     tci_device_format *out_format);
@@ -265,7 +316,32 @@ tci_status tci_engine_device_format(const tci_engine *engine, int is_output, siz
  * must stay valid until the stream has passed this work. leading_dims: the batch of each input
  * (NULL = as built; see tci_context_run). The context's CUDA graph is captured for the buffers
  * given and re-captured when they change: reuse buffers for the fastest replay. An out-of-range
- * Gather index (clamped into range) is reported by the next tci_context_run, not here. */
+ * Gather index (clamped into range) is reported by the next tci_context_run, not here.
+ *
+ * A complete zero-copy loop (error checks left out; one input, one output; the producer of the
+ * input, e.g. a decoder kernel, writes d_in on `stream` in the input's device format):
+ *
+ *   tci_device_format in_fmt, out_fmt;
+ *   tci_device_format_init(&in_fmt);
+ *   tci_device_format_init(&out_fmt);
+ *   tci_engine_device_format(engine, 0, 0, &in_fmt);    // e.g. FLOAT16, NHWC8, 1x3x224x224
+ *   tci_engine_device_format(engine, 1, 0, &out_fmt);   // e.g. FLOAT16, dense, 1x1000
+ *   void *d_in, *d_out;
+ *   cudaMalloc(&d_in, in_fmt.bytes);
+ *   cudaMalloc(&d_out, out_fmt.bytes);
+ *   cudaStream_t stream;
+ *   cudaStreamCreate(&stream);
+ *   for (;;) {
+ *       produce_input_nhwc8_fp16<<<grid, block, 0, stream>>>(d_in);  // the caller's kernel
+ *       const void *ins[1] = {d_in};
+ *       void *outs[1] = {d_out};
+ *       tci_context_run_device(ctx, ins, 1, outs, 1, NULL, stream);  // queued, returns at once
+ *       consume_output_fp16<<<grid, block, 0, stream>>>(d_out);      // ordered after the run
+ *   }
+ *   cudaStreamSynchronize(stream);  // before freeing d_in / d_out or destroying the context
+ *
+ * The same buffers every iteration replay the captured CUDA graph; nothing crosses to the host.
+ * tci_context_nonfinite afterwards waits for the stream and checks the last run's outputs. */
 tci_status tci_context_run_device(tci_context *context, const void *const *inputs,
                                   size_t num_inputs, void *const *outputs, size_t num_outputs,
                                   const int64_t *leading_dims, void *cuda_stream);
@@ -274,10 +350,18 @@ tci_status tci_context_run_device(tci_context *context, const void *const *input
  * run or tci_context_destroy. */
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor);
 
+/* Copies output `index` of the last run into host_buffer, a caller's buffer of `bytes` bytes
+ * (dense, row-major, the output's dtype; the output's dims from tci_context_output or, when
+ * fixed, tci_engine_output_info). A buffer smaller than the output is TCI_ERR_INVALID_ARGUMENT
+ * naming the size needed; a larger one is written at its start. */
+tci_status tci_context_output_into(const tci_context *context, size_t index, void *host_buffer,
+                                   size_t bytes);
+
 /* NaN and Inf in the outputs of the last run. A wrong answer is never silent: fp16 holds at most
  * 65504, and a layer whose values exceed that (or a bf16 one, fp32's range) yields Inf, then
  * NaN. GPU runs count these values on the device as part of every run. */
 typedef struct tci_nonfinite_report {
+    size_t struct_size;    /* tci_nonfinite_report_init */
     uint64_t count;        /* NaN and +-Inf values over all outputs of the last run; 0: none */
     size_t output_index;   /* the first output holding one (count > 0) */
     /* GPU engines, count > 0: the last run's inputs are run again layer by layer to find the
@@ -288,6 +372,7 @@ typedef struct tci_nonfinite_report {
     char op_type[128];     /* the ops fused into it, e.g. "Conv+BatchNormalization+Relu" */
     long input_index;      /* >= 0: engine input that already holds NaN or Inf */
 } tci_nonfinite_report;
+void tci_nonfinite_report_init(tci_nonfinite_report *report);
 
 /* Fills out_report for the last run (tci_context_run, or tci_context_run_device once its stream
  * has passed the run: this call waits for it). Locating the layer re-runs the network once
@@ -302,6 +387,7 @@ int tci_gpu_count(char *name, size_t name_size);
 
 /* Memory and layout figures of a GPU engine's plan. */
 typedef struct tci_gpu_report {
+    size_t struct_size;            /* tci_gpu_report_init */
     size_t num_steps;              /* kernel launches per run (fused layers count once) */
     size_t weight_bytes;           /* constants on the device */
     size_t arena_bytes;            /* planned activation arena */
@@ -310,6 +396,7 @@ typedef struct tci_gpu_report {
     size_t layers_timed;           /* conv / GEMM layers whose kernel was chosen by timing */
     size_t layers_cached;          /* ... and taken from the timing cache */
 } tci_gpu_report;
+void tci_gpu_report_init(tci_gpu_report *report);
 /* TCI_ERR_INVALID_ARGUMENT for a CPU engine. */
 tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_report);
 
@@ -338,12 +425,14 @@ tci_status tci_context_profile(tci_context *context, int iterations, tci_profile
 /* Error of `test` against `baseline` (same dims; float). top-1/top-5 only for 2-D (N x C) with
  * C > 1, else rows = 0. */
 typedef struct tci_compare_result {
+    size_t struct_size;  /* tci_compare_result_init */
     double max_abs, mean_abs, relative_l2, cosine;
     size_t non_finite;   /* NaN/Inf in test where the baseline is finite */
     size_t rows;         /* N of an N x C output, else 0 */
     size_t top1_agree;   /* rows whose arg-max matches */
     size_t top5_agree;   /* rows whose baseline top-1 is within the test's top-5 */
 } tci_compare_result;
+void tci_compare_result_init(tci_compare_result *result);
 tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
                        tci_compare_result *out_result);
 

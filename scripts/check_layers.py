@@ -6,7 +6,10 @@ usage: scripts/check_layers.py PROJECT_ROOT
 Every file under src/ belongs to exactly one layer of LAYERS. A source file (.c .h .cu .cuh)
 may `#include "..."` only headers of its own layer and of the layers its row lists; the public
 header include/tcinfer.h and system headers (<...>) are allowed everywhere. No source file
-under src/ is over MAX_LINES lines. Prints one line per violation and exits 1 if there is any;
+under src/ is over MAX_LINES lines. The library prints nothing by itself (its messages go to
+the log callback of tci_engine_options): outside the layers of PRINTING_LAYERS no source file
+names stdout or stderr or calls printf, puts, putchar, perror or vprintf (comments and string
+literals aside; fprintf to a file it opened is fine). Prints one line per violation and exits 1 if there is any;
 exits 0 when the tree is clean, 2 on a usage error. Python 3 standard library only.
 """
 import fnmatch
@@ -35,6 +38,12 @@ LAYERS = [
 
 # Headers generated at build time (not in the tree) and the layer they belong to.
 GENERATED = {"onnx.pb-c.h": "onnx"}  # protobuf-c bindings of onnx.proto
+
+# The layers that may write to stdout / stderr: the command line's.
+PRINTING_LAYERS = {"cli"}
+PRINTING = re.compile(r"\b(?:stdout|stderr)\b|\b(?:printf|vprintf|puts|putchar|perror)\s*\(")
+# comments and string / character literals, blanked before looking for PRINTING
+NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 PUBLIC_HEADER = "include/tcinfer.h"
 MAX_LINES = 1000
@@ -122,6 +131,13 @@ def check(root, layers=LAYERS):
             errors.append(f"{path}: {lines} lines, over the limit of {MAX_LINES}")
         if len(own) != 1:
             continue  # reported above; its includes cannot be judged
+        if own[0] not in PRINTING_LAYERS:
+            code = NOT_CODE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+            for number, line in enumerate(code.splitlines(), 1):
+                m = PRINTING.search(line)
+                if m:
+                    errors.append(f"{path}:{number}: prints ({m.group(0).rstrip('( ')}): the "
+                                  f"library reports through the log callback and tci_last_error")
         for number, line in enumerate(text.splitlines(), 1):
             m = INCLUDE.match(line)
             if not m:

@@ -1,4 +1,5 @@
-/* The public engine and context: load, optimise, and run through the chosen executor. */
+/* The public engine: load, optimise and build for the chosen backend; engine files; what an
+ * engine holds (inputs and outputs by position and by name, statistics, the GPU plan). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "api/engine_file.h"
+#include "api/internal.h"
 #include "graph/compare.h"
 #include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
@@ -18,36 +20,6 @@
 #if TCI_HAVE_CUDA
 #include "graph/gpu/exec_gpu.h"
 #endif
-
-struct tci_engine {
-    ir_graph *graph;
-    tci_backend backend;
-    bool use_cuda_graph;
-    plan *plan_only; /* a GPU plan built without a device (tci_engine_options.plan_only) */
-    /* the GPU engine's graph before the passes, shapes as built: smaller batches re-plan a copy */
-    ir_graph *pristine;
-    char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
-    plan_options plan_options; /* fp32 layers and the precision, as the planner takes them */
-    tci_kernels kernels;
-#if TCI_HAVE_CUDA
-    exec_gpu_engine *gpu;
-#endif
-};
-
-struct tci_context {
-    const tci_engine *engine;
-    exec_cpu *cpu;
-#if TCI_HAVE_CUDA
-    exec_gpu_context *gpu;
-#endif
-    tci_tensor *last_inputs; /* CPU benchmark: deep copies of the last run's inputs */
-    size_t num_last_inputs;
-};
-
-void tci_engine_options_init(tci_engine_options *options) {
-    memset(options, 0, sizeof *options);
-    options->backend = TCI_BACKEND_CPU;
-}
 
 int tci_gpu_count(char *name, size_t name_size) {
     int n = 0;
@@ -111,7 +83,8 @@ static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph
         const ir_tensor *t = g->inputs[i];
         if (t->dtype == TCI_DTYPE_UNDEFINED || t->rank < 0)
             return status_error(TCI_ERR_INVALID_MODEL,
-                             "input '%s' has no declared type or shape; give it with --shape",
+                             "input '%s' has no declared type or shape; give it with "
+                             "tci_engine_options.shapes",
                              t->name);
     }
     if (pristine) TRY_STATUS(ir_graph_clone(g, pristine));
@@ -179,21 +152,64 @@ static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_option
 #endif
 
 /* choices: an engine file's kernel choices (tci_engine_load), or NULL. */
-static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
-                                const char *choices, tci_engine **out_engine) {
-    tci_engine_options defaults;
-    if (!options) {
-        tci_engine_options_init(&defaults);
-        options = &defaults;
+static const plan *engine_plan(const tci_engine *engine) {
+#if TCI_HAVE_CUDA
+    if (engine->gpu) return exec_gpu_engine_plan(engine->gpu);
+#endif
+    return engine->plan_only;
+}
+
+static const char *step_kernel(const tci_engine *engine, int step) {
+#if TCI_HAVE_CUDA
+    if (engine->gpu) return exec_gpu_step_kernel(engine->gpu, step);
+#endif
+    return plan_step_kernel(&engine->plan_only->steps[step]);
+}
+
+/* The engine's build as log messages: graph sizes, then for GPU engines the plan and (debug)
+ * the kernel of every step. */
+static void log_build(const tci_engine *e, size_t loaded_nodes) {
+    const api_log *log = &e->log;
+    api_log_message(log, TCI_LOG_INFO, "graph: %zu nodes loaded, %zu after optimisation; %s",
+                    loaded_nodes, e->graph->num_nodes,
+                    e->backend == TCI_BACKEND_CPU ? "CPU reference backend (fp32)"
+                    : e->plan_only                ? "GPU plan only (plan_only)"
+                                                  : "GPU backend");
+    const plan *p = engine_plan(e);
+    if (!p) return;
+    api_log_message(log, TCI_LOG_INFO,
+                    "GPU plan: %d steps, %d layout conversions, weights %.2f MB, activation "
+                    "arena %.2f MB",
+                    p->num_steps, p->num_layout_conversions, (double)p->weight_bytes / 1e6,
+                    (double)p->arena_bytes / 1e6);
+#if TCI_HAVE_CUDA
+    if (e->gpu) {
+        int timed = 0, cached = 0;
+        exec_gpu_engine_tuning(e->gpu, &timed, &cached);
+        api_log_message(log, TCI_LOG_INFO,
+                        "kernel choice: %d convolution/GEMM layers timed, %d taken from the "
+                        "timing cache or engine file",
+                        timed, cached);
     }
-    tci_status st = TCI_OK;
-    if (options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
+#endif
+    for (int i = 0; log->fn && log->level >= TCI_LOG_DEBUG && i < p->num_steps; i++)
+        api_log_message(log, TCI_LOG_DEBUG, "step %d: %s (%s): %s", i, p->steps[i].node->name,
+                        p->steps[i].label, step_kernel(e, i));
+}
+
+static tci_status finish_create(ir_graph *g, const tci_engine_options *given,
+                                const char *choices, tci_engine **out_engine) {
+    tci_engine_options all;
+    const tci_engine_options *options = &all;
+    size_t loaded_nodes = g->num_nodes;
+    tci_status st = api_read_options(given, &all);
+    if (st == TCI_OK && options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
         st = status_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
 #if !TCI_HAVE_CUDA
     if (st == TCI_OK && options->backend == TCI_BACKEND_GPU && !options->plan_only)
         st = status_error(TCI_ERR_NO_DEVICE,
-                       "this build has no CUDA support; use --backend cpu for the fp32 "
-                       "reference executor");
+                       "this build has no CUDA support; use TCI_BACKEND_CPU "
+                       "(tci_engine_options.backend) for the fp32 reference executor");
 #endif
     tci_engine *e = NULL;
     if (st == TCI_OK) {
@@ -215,6 +231,8 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
         e->plan_options.precision = options->precision;
         e->kernels = options->kernels;
+        e->cpu_threads = options->cpu_threads;
+        e->log = (api_log){options->log_fn, options->log_user, options->log_level};
     }
     if (st == TCI_OK) st = build(g, options, keep_pristine ? &e->pristine : NULL);
     if (st == TCI_OK) {
@@ -236,8 +254,17 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
         ir_graph_destroy(g);
         return st;
     }
+    log_build(e, loaded_nodes);
     *out_engine = e;
     return TCI_OK;
+}
+
+/* The log of options, for failures before an engine exists. */
+static api_log options_log(const tci_engine_options *options) {
+    api_log log = {NULL, NULL, TCI_LOG_WARNING};
+    if (options && options->struct_size >= API_MIN_ENGINE_OPTIONS)
+        log = (api_log){options->log_fn, options->log_user, options->log_level};
+    return log;
 }
 
 tci_status tci_engine_create_from_file(const char *path, const tci_engine_options *options,
@@ -246,10 +273,15 @@ tci_status tci_engine_create_from_file(const char *path, const tci_engine_option
     *out_engine = NULL;
     if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
     ir_graph *g = NULL;
-    TRY_STATUS(onnx_load_file(path, &g));
-    tci_status st = finish_create(g, options, NULL, out_engine);
-    if (st != TCI_OK) status_error_prefix(st, "%s", path);
-    return st;
+    api_log log = options_log(options);
+    tci_status st = onnx_load_file(path, &g);
+    if (st == TCI_OK) {
+        api_log_message(&log, TCI_LOG_INFO, "loaded %s: %zu nodes, %zu inputs, %zu outputs", path,
+                        g->num_nodes, g->num_inputs, g->num_outputs);
+        st = finish_create(g, options, NULL, out_engine);
+        if (st != TCI_OK) status_error_prefix(st, "%s", path);
+    }
+    return api_log_failure(&log, st);
 }
 
 tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const char *base_dir,
@@ -259,8 +291,16 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
     *out_engine = NULL;
     if (!bytes && size) return status_error(TCI_ERR_INVALID_ARGUMENT, "bytes is NULL");
     ir_graph *g = NULL;
-    TRY_STATUS(onnx_load_model(bytes, size, base_dir, &g));
-    return finish_create(g, options, NULL, out_engine);
+    api_log log = options_log(options);
+    tci_status st = onnx_load_model(bytes, size, base_dir, &g);
+    if (st == TCI_OK) {
+        api_log_message(&log, TCI_LOG_INFO,
+                        "loaded a model of %zu bytes from memory: %zu nodes, %zu inputs, %zu "
+                        "outputs",
+                        size, g->num_nodes, g->num_inputs, g->num_outputs);
+        st = finish_create(g, options, NULL, out_engine);
+    }
+    return api_log_failure(&log, st);
 }
 
 /* ---- engine files ---- */
@@ -454,16 +494,21 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     if (!out_engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
     *out_engine = NULL;
     if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
-    if (options && (options->num_shapes || options->plan_only || options->mark_all_outputs ||
-                    options->precision != TCI_PRECISION_FP16 || options->fp32_layers ||
-                    options->kernels != TCI_KERNELS_AUTO || options->timing_cache))
-        return status_error(TCI_ERR_INVALID_ARGUMENT,
-                         "%s: an engine file fixes the shapes, precision, fp32 layers and kernels "
-                         "it was built with (no timing cache either); only the CUDA-graph option "
-                         "may be given",
-                         path);
+    tci_engine_options given;
+    api_log log = options_log(options);
+    TRY_STATUS(api_log_failure(&log, api_read_options(options, &given)));
+    if (given.num_shapes || given.plan_only || given.mark_all_outputs ||
+        given.precision != TCI_PRECISION_FP16 || given.fp32_layers ||
+        given.kernels != TCI_KERNELS_AUTO || given.timing_cache)
+        return api_log_failure(
+            &log, status_error(TCI_ERR_INVALID_ARGUMENT,
+                               "%s: an engine file fixes the shapes, precision, fp32 layers and "
+                               "kernels it was built with (no timing cache either): of "
+                               "tci_engine_options only no_cuda_graph and the log fields may be "
+                               "set",
+                               path));
     engine_file f;
-    TRY_STATUS(engine_file_read(path, &f));
+    TRY_STATUS(api_log_failure(&log, engine_file_read(path, &f)));
 #if TCI_HAVE_CUDA
     char machine[512], producer[64];
     producer_name(producer, sizeof producer);
@@ -492,7 +537,10 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         tci_engine_options o;
         tci_engine_options_init(&o);
         o.backend = TCI_BACKEND_GPU;
-        o.no_cuda_graph = options ? options->no_cuda_graph : 0;
+        o.no_cuda_graph = given.no_cuda_graph;
+        o.log_fn = given.log_fn;
+        o.log_user = given.log_user;
+        o.log_level = given.log_level;
         o.precision = (tci_precision)f.precision;
         o.kernels = (tci_kernels)f.kernels;
         o.fp32_layers = (const char *const *)f.fp32_layers;
@@ -502,10 +550,12 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     ir_graph_destroy(g);
     engine_file_free(&f);
     if (st != TCI_OK && checked) status_error_prefix(st, "%s", path);
-    return st;
+    return api_log_failure(&log, st);
 #else
     engine_file_free(&f);
-    return status_error(TCI_ERR_NO_DEVICE, "this build has no CUDA support: engine files run on the GPU");
+    return api_log_failure(&log, status_error(TCI_ERR_NO_DEVICE, "this build has no CUDA "
+                                                                 "support: engine files run on "
+                                                                 "the GPU"));
 #endif
 }
 
@@ -530,35 +580,72 @@ size_t tci_engine_output_count(const tci_engine *engine) {
     return engine ? engine->graph->num_outputs : 0;
 }
 
-static void fill_info(const ir_tensor *t, tci_tensor_info *info) {
-    memset(info, 0, sizeof *info);
-    info->name = t->name;
-    info->dtype = t->dtype;
-    info->rank = t->rank;
+static tci_status fill_info(const ir_tensor *t, tci_tensor_info *out) {
+    TRY_STATUS(api_check_size(out->struct_size, API_MIN_TENSOR_INFO, "tci_tensor_info"));
+    tci_tensor_info info;
+    tci_tensor_info_init(&info);
+    info.name = t->name;
+    info.dtype = t->dtype;
+    info.rank = t->rank;
     for (int i = 0; i < TCI_MAX_RANK; i++) {
-        info->dims[i] = t->dims[i];
-        info->dim_names[i] = t->dims[i] < 0 ? t->dim_names[i] : NULL;
+        info.dims[i] = t->dims[i];
+        info.dim_names[i] = t->dims[i] < 0 ? t->dim_names[i] : NULL;
     }
+    api_copy_out(out, &info, sizeof info);
+    return TCI_OK;
 }
 
 tci_status tci_engine_input_info(const tci_engine *engine, size_t index, tci_tensor_info *out_info) {
     if (!engine || !out_info || index >= engine->graph->num_inputs)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "no input %zu", index);
-    fill_info(engine->graph->inputs[index], out_info);
-    return TCI_OK;
+    return fill_info(engine->graph->inputs[index], out_info);
 }
 
 tci_status tci_engine_output_info(const tci_engine *engine, size_t index,
                                   tci_tensor_info *out_info) {
     if (!engine || !out_info || index >= engine->graph->num_outputs)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
-    fill_info(engine->graph->outputs[index], out_info);
-    return TCI_OK;
+    return fill_info(engine->graph->outputs[index], out_info);
 }
 
-tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out_stats) {
-    if (!engine || !out_stats) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-    memset(out_stats, 0, sizeof *out_stats);
+/* The index of the tensor called name among list, or an error listing the names there are. */
+static tci_status find_by_name(ir_tensor *const *list, size_t n, const char *name,
+                               const char *what, size_t *out_index) {
+    if (!out_index) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_index is NULL");
+    for (size_t i = 0; name && i < n; i++)
+        if (list[i]->name && strcmp(list[i]->name, name) == 0) {
+            *out_index = i;
+            return TCI_OK;
+        }
+    char names[1024];
+    size_t pos = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < n && pos < sizeof names; i++) {
+        int w = snprintf(names + pos, sizeof names - pos, "%s'%s'", i ? ", " : "", list[i]->name);
+        if (w < 0) break;
+        pos += (size_t)w;
+    }
+    if (pos >= sizeof names) memcpy(names + sizeof names - 5, "...", 4);
+    return status_error(TCI_ERR_INVALID_ARGUMENT, "the engine has no %s named '%s'; its %ss: %s",
+                        what, name ? name : "(null)", what, n ? names : "none");
+}
+
+tci_status tci_engine_input_index(const tci_engine *engine, const char *name, size_t *out_index) {
+    if (!engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "engine is NULL");
+    return find_by_name(engine->graph->inputs, engine->graph->num_inputs, name, "input", out_index);
+}
+
+tci_status tci_engine_output_index(const tci_engine *engine, const char *name, size_t *out_index) {
+    if (!engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "engine is NULL");
+    return find_by_name(engine->graph->outputs, engine->graph->num_outputs, name, "output",
+                        out_index);
+}
+
+tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out) {
+    if (!engine || !out) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    TRY_STATUS(api_check_size(out->struct_size, API_MIN_ENGINE_STATS, "tci_engine_stats"));
+    tci_engine_stats stats, *out_stats = &stats;
+    tci_engine_stats_init(&stats);
     const ir_graph *g = engine->graph;
     out_stats->num_nodes = g->num_nodes;
     /* count each constant a remaining node reads, once */
@@ -578,6 +665,7 @@ tci_status tci_engine_stats_get(const tci_engine *engine, tci_engine_stats *out_
             x->dtype == TCI_DTYPE_DOUBLE)
             out_stats->num_parameters += count;
     }
+    api_copy_out(out, &stats, sizeof stats);
     return TCI_OK;
 }
 
@@ -612,198 +700,11 @@ void tci_list_ops(tci_op_info_fn fn, void *user) {
     list_ops_state s = {fn, user};
     op_registry_each(list_one, &s);
 }
-
-tci_status tci_context_create(const tci_engine *engine, tci_context **out_context) {
-    if (!out_context) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_context is NULL");
-    *out_context = NULL;
-    if (!engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "engine is NULL");
-    if (engine->plan_only)
-        return status_error(TCI_ERR_INVALID_ARGUMENT,
-                         "the engine was built with plan_only and cannot run");
-    tci_context *c = calloc(1, sizeof *c);
-    if (!c) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating context");
-    c->engine = engine;
-    tci_status st;
-#if TCI_HAVE_CUDA
-    if (engine->gpu)
-        st = exec_gpu_context_create(engine->gpu, engine->use_cuda_graph, &c->gpu);
-    else
-#endif
-        st = exec_cpu_create(engine->graph, &c->cpu);
-    if (st != TCI_OK) {
-        free(c);
-        return st;
-    }
-    *out_context = c;
-    return TCI_OK;
-}
-
-static void release_inputs(tci_context *c) {
-    for (size_t i = 0; i < c->num_last_inputs; i++) free(c->last_inputs[i].data);
-    free(c->last_inputs);
-    c->last_inputs = NULL;
-    c->num_last_inputs = 0;
-}
-
-void tci_context_destroy(tci_context *context) {
-    if (!context) return;
-    exec_cpu_destroy(context->cpu);
-#if TCI_HAVE_CUDA
-    exec_gpu_context_destroy(context->gpu);
-#endif
-    release_inputs(context);
-    free(context);
-}
-
-/* The CPU benchmark re-runs the last inputs, which the caller may have freed: keep copies. */
-static tci_status keep_inputs(tci_context *c, const tci_tensor *inputs, size_t n) {
-    release_inputs(c);
-    c->last_inputs = calloc(n + 1, sizeof *c->last_inputs);
-    if (!c->last_inputs) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    c->num_last_inputs = n;
-    for (size_t i = 0; i < n; i++) {
-        size_t bytes = (size_t)tci_tensor_count(&inputs[i]) * tci_dtype_size(inputs[i].dtype);
-        c->last_inputs[i] = inputs[i];
-        c->last_inputs[i].data = malloc(bytes ? bytes : 1);
-        if (!c->last_inputs[i].data) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        if (bytes) memcpy(c->last_inputs[i].data, inputs[i].data, bytes);
-    }
-    return TCI_OK;
-}
-
-tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs) {
-    if (!context) return status_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
-    if (num_inputs && !inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs is NULL");
-#if TCI_HAVE_CUDA
-    if (context->gpu) return exec_gpu_run(context->gpu, inputs, num_inputs);
-#endif
-    TRY_STATUS(exec_cpu_run(context->cpu, inputs, num_inputs));
-    return keep_inputs(context, inputs, num_inputs);
-}
-
-tci_status tci_engine_device_format(const tci_engine *engine, int is_output, size_t index,
-                                    tci_device_format *out_format) {
-    if (!engine || !out_format) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-    memset(out_format, 0, sizeof *out_format);
-#if TCI_HAVE_CUDA
-    if (engine->gpu) {
-        const plan_tensor *t = exec_gpu_io_tensor(engine->gpu, is_output != 0, index);
-        if (!t) return status_error(TCI_ERR_INVALID_ARGUMENT, "no %s %zu", is_output ? "output" : "input", index);
-        out_format->dtype = t->dtype;
-        out_format->layout = t->layout == PLAN_LAYOUT_NHWC8 ? TCI_DEVICE_NHWC8 : TCI_DEVICE_DENSE;
-        out_format->rank = t->rank;
-        for (int i = 0; i < t->rank; i++) out_format->dims[i] = t->dims[i];
-        out_format->padded_channels = t->layout == PLAN_LAYOUT_NHWC8 ? t->padded_channels : 0;
-        out_format->bytes = t->bytes;
-        return TCI_OK;
-    }
-#endif
-    (void)is_output;
-    (void)index;
-    return status_error(TCI_ERR_INVALID_ARGUMENT, "device formats belong to GPU engines; this one runs on the %s",
-                     engine->plan_only ? "GPU planner only (plan_only)" : "CPU");
-}
-
-tci_status tci_context_run_device(tci_context *context, const void *const *inputs,
-                                  size_t num_inputs, void *const *outputs, size_t num_outputs,
-                                  const int64_t *leading_dims, void *cuda_stream) {
-    if (!context) return status_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
-    const ir_graph *g = context->engine->graph;
-    if (num_inputs != g->num_inputs || num_outputs != g->num_outputs)
-        return status_error(TCI_ERR_INVALID_ARGUMENT,
-                         "got %zu inputs and %zu outputs; the model has %zu and %zu", num_inputs,
-                         num_outputs, g->num_inputs, g->num_outputs);
-    if ((num_inputs && !inputs) || (num_outputs && !outputs))
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs or outputs is NULL");
-#if TCI_HAVE_CUDA
-    if (context->gpu)
-        return exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
-                                   (cudaStream_t)cuda_stream);
-#endif
-    (void)leading_dims;
-    (void)cuda_stream;
-    return status_error(TCI_ERR_INVALID_ARGUMENT,
-                     "device buffers need a GPU engine; this context runs on the CPU");
-}
-
-tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor) {
-    if (!context || !out_tensor) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-    if (index >= context->engine->graph->num_outputs)
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
-    const tci_tensor *t;
-#if TCI_HAVE_CUDA
-    if (context->gpu)
-        t = exec_gpu_output(context->gpu, index);
-    else
-#endif
-        t = exec_cpu_output(context->cpu, index);
-    if (!t->data) return status_error(TCI_ERR_INVALID_ARGUMENT, "no run has produced outputs yet");
-    *out_tensor = *t;
-    out_tensor->name = context->engine->graph->outputs[index]->name;
-    return TCI_OK;
-}
-
-static uint64_t count_nonfinite_host(const tci_tensor *t) {
-    uint64_t n = 0;
-    if (t->dtype != TCI_DTYPE_FLOAT || !t->data) return 0;
-    const float *v = t->data;
-    for (int64_t i = 0, count = tci_tensor_count(t); i < count; i++) n += !isfinite(v[i]);
-    return n;
-}
-
-tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out_report) {
-    if (!context || !out_report) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-    memset(out_report, 0, sizeof *out_report);
-    out_report->input_index = -1;
-    size_t n = context->engine->graph->num_outputs;
-    uint64_t *counts = calloc(n + 1, sizeof *counts);
-    if (!counts) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    tci_status st = TCI_OK;
-#if TCI_HAVE_CUDA
-    if (context->gpu)
-        st = exec_gpu_nonfinite(context->gpu, counts);
-    else
-#endif
-        for (size_t k = 0; k < n; k++) counts[k] = count_nonfinite_host(exec_cpu_output(context->cpu, k));
-    for (size_t k = n; st == TCI_OK && k-- > 0;) {
-        if (counts[k]) out_report->output_index = k;
-        out_report->count += counts[k];
-    }
-    free(counts);
-    TRY_STATUS(st);
-#if TCI_HAVE_CUDA
-    if (context->gpu && out_report->count) {
-        int input = -1, step = -1;
-        TRY_STATUS(exec_gpu_locate_nonfinite(context->gpu, &input, &step));
-        out_report->input_index = input;
-        if (step >= 0) {
-            const plan_step *s = &exec_gpu_context_plan(context->gpu)->steps[step];
-            out_report->found = 1;
-            snprintf(out_report->layer, sizeof out_report->layer, "%s", s->node->name);
-            snprintf(out_report->op_type, sizeof out_report->op_type, "%s", s->label);
-        }
-    }
-#endif
-    return TCI_OK;
-}
-
-static const plan *engine_plan(const tci_engine *engine) {
-#if TCI_HAVE_CUDA
-    if (engine->gpu) return exec_gpu_engine_plan(engine->gpu);
-#endif
-    return engine->plan_only;
-}
-
-static const char *step_kernel(const tci_engine *engine, int step) {
-#if TCI_HAVE_CUDA
-    if (engine->gpu) return exec_gpu_step_kernel(engine->gpu, step);
-#endif
-    return plan_step_kernel(&engine->plan_only->steps[step]);
-}
-
-tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_report) {
-    if (!engine || !out_report) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-    memset(out_report, 0, sizeof *out_report);
+tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out) {
+    if (!engine || !out) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    TRY_STATUS(api_check_size(out->struct_size, API_MIN_GPU_REPORT, "tci_gpu_report"));
+    tci_gpu_report report, *out_report = &report;
+    tci_gpu_report_init(&report);
     const plan *p = engine_plan(engine);
     if (!p) return status_error(TCI_ERR_INVALID_ARGUMENT, "not a GPU engine");
     out_report->num_steps = (size_t)p->num_steps;
@@ -819,6 +720,7 @@ tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_r
         out_report->layers_cached = (size_t)cached;
     }
 #endif
+    api_copy_out(out, &report, sizeof report);
     return TCI_OK;
 }
 
@@ -838,84 +740,5 @@ tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *us
         }
         fn((size_t)i, s->node->name, s->label, step_kernel(engine, i), layout, user);
     }
-    return TCI_OK;
-}
-
-tci_status tci_context_benchmark(tci_context *context, int iterations, int warmup,
-                                 float *times_ms) {
-    if (!context || !times_ms || iterations < 1 || warmup < 0)
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "bad benchmark arguments");
-#if TCI_HAVE_CUDA
-    if (context->gpu) return exec_gpu_bench(context->gpu, iterations, warmup, times_ms);
-#endif
-    if (!context->last_inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "run once before benchmarking");
-    for (int i = 0; i < warmup + iterations; i++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        TRY_STATUS(exec_cpu_run(context->cpu, context->last_inputs, context->num_last_inputs));
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        if (i >= warmup)
-            times_ms[i - warmup] = (float)((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
-    }
-    return TCI_OK;
-}
-
-tci_status tci_context_profile(tci_context *context, int iterations, tci_profile_fn fn,
-                               void *user) {
-    if (!context || !fn) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-#if TCI_HAVE_CUDA
-    if (context->gpu) {
-        const exec_gpu_engine *ge = context->engine->gpu;
-        const plan *p = exec_gpu_engine_plan(ge);
-        float *ms = calloc((size_t)p->num_steps + 1, sizeof(float));
-        if (!ms) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        tci_status st = exec_gpu_profile(context->gpu, iterations, ms);
-        for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
-            fn((size_t)i, p->steps[i].node->name, p->steps[i].label, exec_gpu_step_kernel(ge, i),
-               ms[i], user);
-        free(ms);
-        return st;
-    }
-#endif
-    (void)iterations;
-    (void)user;
-    return status_error(TCI_ERR_INVALID_ARGUMENT, "per-layer profiles are for GPU engines");
-}
-
-tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
-                       tci_compare_result *out_result) {
-    if (!test || !baseline || !out_result) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-    memset(out_result, 0, sizeof *out_result);
-    if (test->dtype != TCI_DTYPE_FLOAT || baseline->dtype != TCI_DTYPE_FLOAT)
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare needs float tensors");
-    bool same = test->rank == baseline->rank;
-    for (int i = 0; same && i < test->rank; i++) same = test->dims[i] == baseline->dims[i];
-    if (!same) return status_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors differ in shape");
-    compare_metrics m;
-    TRY_STATUS(compare_arrays(test->data, baseline->data, (size_t)tci_tensor_count(test), &m));
-    out_result->max_abs = m.max_abs_error;
-    out_result->mean_abs = m.mean_abs_error;
-    out_result->relative_l2 = m.relative_l2_error;
-    out_result->cosine = m.cosine_similarity;
-    out_result->non_finite = m.nonfinite_count;
-    if (test->rank == 2 && test->dims[1] > 1) {
-        compare_topk k;
-        TRY_STATUS(compare_classification(test->data, baseline->data, (size_t)test->dims[0],
-                                       (size_t)test->dims[1], &k));
-        out_result->rows = k.rows;
-        out_result->top1_agree = k.top1_matches;
-        out_result->top5_agree = k.top5_hits;
-    }
-    return TCI_OK;
-}
-
-tci_status tci_find_error_jump(const double *errors, size_t count, double threshold,
-                               double factor, int *out_first_jump, int *out_first_over) {
-    if (!out_first_jump || !out_first_over)
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
-    compare_jump j;
-    TRY_STATUS(compare_find_jump(errors, count, threshold, factor, &j));
-    *out_first_jump = j.first_jump;
-    *out_first_over = j.first_over_threshold;
     return TCI_OK;
 }

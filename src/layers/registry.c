@@ -35,8 +35,8 @@ tci_status op_registry_resolve(const ir_node *node, const op_desc **out_desc, in
     const op_desc *d = find(node->op_type);
     if (!d)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "op '%s' (opset %d) is not supported; `tcinfer --list-ops` lists "
-                             "the supported ops",
+                             "op '%s' (opset %d) is not supported; tci_list_ops lists the "
+                             "supported ops",
                              node->op_type, node->opset);
     if (node->opset > IR_MAX_KNOWN_OPSET)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,

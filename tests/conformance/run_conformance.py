@@ -15,6 +15,7 @@ a case failed or fewer than --min-passed cases passed.
 import argparse
 import collections
 import concurrent.futures
+import json
 import os
 import re
 import shutil
@@ -164,7 +165,8 @@ def run_case(case, tcinfer, root, timeout, backend="cpu", l2_bound=None, extra=(
     out_dir = os.path.join(folder, "out")
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
-    args = [tcinfer, "--backend", backend, *extra, "--quiet", "--output-dir", out_dir, model_path]
+    args = [tcinfer, "--backend", backend, *extra, "--quiet", "--json", "--output-dir", out_dir,
+            model_path]
     for i, (value, info) in enumerate(zip(inputs, runtime_inputs(case.model))):
         tensor = value if isinstance(value, onnx.TensorProto) else \
             numpy_helper.from_array(np.asarray(value))
@@ -189,9 +191,13 @@ def run_case(case, tcinfer, root, timeout, backend="cpu", l2_bound=None, extra=(
     rtol = case.rtol if case.rtol is not None else DEFAULT_RTOL
     atol = case.atol if case.atol is not None else DEFAULT_ATOL
     names = [o.name for o in case.model.graph.output]
+    try:  # --json names the file of every output (written as OUT_DIR/NAME.npy)
+        files = [o.get("file") for o in json.loads(proc.stdout)["outputs"]]
+    except (ValueError, KeyError, TypeError) as e:
+        return FAILED, f"unreadable --json output ({e})"
     for i, want in enumerate(expected):
-        path = os.path.join(out_dir, f"output_{i}.npy")
-        if not os.path.exists(path):
+        path = files[i] if i < len(files) else None
+        if not path or not os.path.exists(path):
             return FAILED, f"output {i} '{names[i]}' not written"
         try:
             got = np.load(path, allow_pickle=False)

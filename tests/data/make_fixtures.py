@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the tiny ONNX fixtures of tests/unit/test_loader.c into tests/data/loader/.
+"""Writes the tiny ONNX fixtures of tests/unit/test_loader.c (and the few of test_api.c) into
+tests/data/loader/.
 
 Run from anywhere: python3 tests/data/make_fixtures.py (needs the onnx and numpy packages).
 Many fixtures are deliberately invalid, so protos are built field by field and never checked.
@@ -255,8 +256,24 @@ def tensor_files():
     save(external("e", T.FLOAT, [1], location="x.bin"), "tensor_external.pb")
 
 
+def api_models():
+    """test_api.c: two inputs whose order matters (binding by name), and two unsupported nodes
+    (every one named in the error)."""
+    a, b = out("a", shape=[2, 3]), out("b", shape=[2, 3])
+    save(model([helper.make_node("Sub", ["a", "b"], ["diff"], name="sub"),
+                helper.make_node("Add", ["a", "b"], ["sum"], name="add")],
+               inputs=[a, b], outputs=[out("diff", shape=[2, 3]), out("sum", shape=[2, 3])]),
+         "two_inputs.onnx")
+    save(model([helper.make_node("NoSuchOpA", ["a"], ["t"], name="first"),
+                helper.make_node("Relu", ["t"], ["u"], name="fine"),
+                helper.make_node("NoSuchOpB", ["u"], ["y"], name="second")],
+               inputs=[a], outputs=[out("y")]),
+         "two_unsupported.onnx")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    api_models()
     initializers()
     graph()
     newer_ir()

@@ -156,6 +156,8 @@ START_TEST(test_device_buffers) {
     tci_shape_override shape = {"input", 4, {B, C, H, W}};
     tci_engine *e = gpu_engine("small_cnn", &shape, 1);
     tci_device_format fin, fout;
+    tci_device_format_init(&fin);
+    tci_device_format_init(&fout);
     ck_assert_msg(tci_engine_device_format(e, 0, 0, &fin) == TCI_OK, "%s", tci_last_error());
     ck_assert_msg(tci_engine_device_format(e, 1, 0, &fout) == TCI_OK, "%s", tci_last_error());
     ck_assert_int_eq(fin.dtype, TCI_DTYPE_FLOAT16);
@@ -167,6 +169,7 @@ START_TEST(test_device_buffers) {
     ck_assert_int_eq(fout.rank, 2);
     int64_t classes = fout.dims[1];
     tci_device_format none;
+    tci_device_format_init(&none);
     ck_assert_int_eq(tci_engine_device_format(e, 1, 1, &none), TCI_ERR_INVALID_ARGUMENT);
 
     tci_context *c = NULL;
@@ -290,6 +293,9 @@ START_TEST(test_timing_cache) {
     close(fd);
     remove(path); /* a missing file is an empty cache */
     tci_gpu_report r1, r2, r3;
+    tci_gpu_report_init(&r1);
+    tci_gpu_report_init(&r2);
+    tci_gpu_report_init(&r3);
     tci_engine *e1 = cached_engine(path, &r1);
     ck_assert_uint_gt(r1.layers_timed, 0);
     ck_assert_uint_eq(r1.layers_cached, 0);
@@ -354,6 +360,7 @@ static unsigned char *run_all(const tci_engine *e, size_t *bytes) {
     ck_assert_uint_le(ni, 4);
     for (size_t i = 0; i < ni; i++) {
         tci_tensor_info info;
+        tci_tensor_info_init(&info);
         ck_assert(tci_engine_input_info(e, i, &info) == TCI_OK);
         int64_t count = 1;
         for (int d = 0; d < info.rank; d++) count *= info.dims[d];
@@ -418,6 +425,8 @@ START_TEST(test_engine_file) {
     ck_assert_msg(tci_engine_load(path, NULL, &loaded) == TCI_OK, "%s: %s", k->model,
                   tci_last_error());
     tci_gpu_report rb, rl;
+    tci_gpu_report_init(&rb);
+    tci_gpu_report_init(&rl);
     ck_assert(tci_engine_gpu_report(built, &rb) == TCI_OK);
     ck_assert(tci_engine_gpu_report(loaded, &rl) == TCI_OK);
     ck_assert_uint_gt(rb.layers_timed, 0);
@@ -443,6 +452,7 @@ START_TEST(test_engine_file) {
         free(y1[1]);
     }
     tci_engine_stats stats;
+    tci_engine_stats_init(&stats);
     ck_assert(tci_engine_stats_get(built, &stats) == TCI_OK);
     long size = file_size(path);
     printf("%s: engine file %ld bytes, fp32 parameters %lld bytes\n", k->model, size,
@@ -533,6 +543,7 @@ START_TEST(test_tf32_wmma_gemm) {
     ck_assert_int_eq(k.tf32, k.gemm);
     /* the first output (hidden, fp32) against the fp32 engine */
     tci_tensor_info info;
+    tci_tensor_info_init(&info);
     ck_assert(tci_engine_output_info(e[0], 0, &info) == TCI_OK);
     for (int i = 1; i < 3; i++) {
         tci_tensor got = {info.name, TCI_DTYPE_FLOAT, info.rank, {0}, y[i]},
@@ -540,6 +551,7 @@ START_TEST(test_tf32_wmma_gemm) {
         memcpy(got.dims, info.dims, sizeof info.dims);
         memcpy(want.dims, info.dims, sizeof info.dims);
         tci_compare_result r;
+        tci_compare_result_init(&r);
         ck_assert(tci_compare(&got, &want, &r) == TCI_OK);
         ck_assert_msg(r.relative_l2 > 0 && r.relative_l2 < 5e-4, "tf32 %s: rel L2 %g",
                       i == 1 ? "wmma" : "auto", r.relative_l2);
@@ -632,12 +644,14 @@ START_TEST(test_bf16_engine) {
             if (kernels[i - 1] == TCI_KERNELS_LIBRARY) ck_assert_int_eq(k.wmma, 0);
             /* the first output, fp32 on the host */
             tci_tensor_info info;
+            tci_tensor_info_init(&info);
             ck_assert(tci_engine_output_info(e[0], 0, &info) == TCI_OK);
             tci_tensor got = {info.name, TCI_DTYPE_FLOAT, info.rank, {0}, y[i]},
                        want = {info.name, TCI_DTYPE_FLOAT, info.rank, {0}, y[0]};
             memcpy(got.dims, info.dims, sizeof info.dims);
             memcpy(want.dims, info.dims, sizeof info.dims);
             tci_compare_result r;
+            tci_compare_result_init(&r);
             ck_assert(tci_compare(&got, &want, &r) == TCI_OK);
             printf("%s bf16 %s: rel L2 %.3g against fp32 (%d of %d tuned layers on WMMA)\n",
                    models[m].model, i == 1 ? "auto" : i == 2 ? "wmma" : "library", r.relative_l2,
@@ -662,6 +676,7 @@ START_TEST(test_device_format_needs_gpu_engine) {
     tci_engine *e = NULL;
     ck_assert(tci_engine_create_from_file(model_path("small_cnn"), &o, &e) == TCI_OK);
     tci_device_format f;
+    tci_device_format_init(&f);
     ck_assert_int_eq(tci_engine_device_format(e, 0, 0, &f), TCI_ERR_INVALID_ARGUMENT);
     tci_engine_destroy(e);
 }

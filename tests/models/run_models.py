@@ -7,6 +7,7 @@ sizes passed through --shape. Every output must match onnxruntime to a relative 
   run_models.py --tcinfer build/tcinfer --models-dir build/models [--only resnet_mini,mlp]
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -80,7 +81,7 @@ def run_onnxruntime(path, feeds):
 
 
 def run_tcinfer(tcinfer, path, feeds, shapes, work, timeout, backend="cpu", extra=()):
-    args = [tcinfer, "--backend", backend, *extra, "--quiet", "--output-dir", work]
+    args = [tcinfer, "--backend", backend, *extra, "--quiet", "--json", "--output-dir", work]
     for name, shape in shapes.items():
         args += ["--shape", f"{name}:{'x'.join(str(d) for d in shape)}"]
     args.append(path)
@@ -95,12 +96,9 @@ def run_tcinfer(tcinfer, path, feeds, shapes, work, timeout, backend="cpu", extr
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip() or "(no message)").splitlines()
         return None, f"exit {proc.returncode}: {lines[0]}"
-    outputs = []
-    i = 0
-    while os.path.exists(os.path.join(work, f"output_{i}.npy")):
-        outputs.append(np.load(os.path.join(work, f"output_{i}.npy")))
-        i += 1
-    return outputs, None
+    # --json names the file of every output (written as WORK/NAME.npy)
+    files = [o["file"] for o in json.loads(proc.stdout)["outputs"]]
+    return [np.load(f) for f in files], None
 
 
 def compare(actual, expected):

@@ -7,6 +7,7 @@ and message. Builds its own tiny models, so it needs no generated files.
 Exit statuses (the CLI's contract): 0 ok, 1 failure, 2 usage error, 3 unsupported model.
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -234,7 +235,7 @@ class CliTest(unittest.TestCase):
             f.write(numpy_helper.from_array(x, "x").SerializeToString())
         rc, out, err = run("--quiet", "--output-dir", self.dir, path, f"x={self.path('x.pb')}")
         self.assertEqual(rc, 0, err)
-        y = np.load(os.path.join(self.dir, "output_0.npy"))
+        y = np.load(os.path.join(self.dir, "y.npy"))  # named after the output
         np.testing.assert_allclose(y, self.expected(x), rtol=1e-6, atol=1e-7)
 
     def test_output_dir_every_output_with_dtype(self):
@@ -250,9 +251,9 @@ class CliTest(unittest.TestCase):
         np.save(self.path("x.npy"), x)
         rc, out, err = run("--quiet", "--output-dir", out_dir, path, self.path("x.npy"))
         self.assertEqual(rc, 0, err)
-        np.testing.assert_allclose(np.load(os.path.join(out_dir, "output_0.npy")),
+        np.testing.assert_allclose(np.load(os.path.join(out_dir, "y.npy")),
                                    self.expected(x), rtol=1e-6)
-        s = np.load(os.path.join(out_dir, "output_1.npy"))
+        s = np.load(os.path.join(out_dir, "s.npy"))
         self.assertEqual(s.dtype, np.int64)
         np.testing.assert_array_equal(s, [2, 3])
 
@@ -473,6 +474,122 @@ class CliTest(unittest.TestCase):
         graph = helper.make_graph([node], "g", [value("x", [2])], [value("y", [2])])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 99)])
         self.assert_error(run("--quiet", "--random", 1, self.save(model)), 3, r"\b99\b")
+
+
+    # the habits of trtexec / Polygraphy users -----------------------------------------------
+    def test_flag_equals_value(self):
+        """--flag=value and --flag value give the same run."""
+        path = self.unary_model(["N", 3])
+        x = self.rng.standard_normal((4, 3)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        for style in (["--shape=x:4x3", "--output=" + self.path("a.npy")],
+                      ["--shape", "x:4x3", "--output", self.path("b.npy")],
+                      ["--shapes=x:4x3", "-o", self.path("c.npy")]):
+            rc, out, err = run("--quiet", "--backend=cpu", *style, path, self.path("x.npy"))
+            self.assertEqual(rc, 0, f"{style}: {err}")
+        for name in ("a", "b", "c"):
+            np.testing.assert_allclose(np.load(self.path(f"{name}.npy")), self.expected(x),
+                                       rtol=1e-6)
+        self.assert_error(run("--bench=x", path), 2, "--bench wants a count, got 'x'")
+        self.assert_error(run("--quiet", path, "--backend"), 2, "--backend needs a value")
+
+    def test_shapes_several_inputs(self):
+        """--shapes a:...,b:... as trtexec spells it; a comma inside a shape still separates dims
+        the old way only when no NAME: follows."""
+        nodes = [helper.make_node("Add", ["a", "b"], ["y"], name="add")]
+        path = self.save(make_model(nodes, [value("a", ["N", 3]), value("b", ["N", 3])],
+                                    [value("y", ["N", 3])]))
+        rc, out, err = run("--json", "--shapes", "a:2x3,b:2,3", "--random", 5, "--backend",
+                           "cpu", path)
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["outputs"][0]["shape"], [2, 3])
+        for bad in ("a:2x3,", "a:2x3,b", ",a:2x3"):
+            self.assert_error(run("--shapes", bad, path), 2, re.escape(f"'{bad}'"))
+
+    def test_output_dir_names_and_json(self):
+        """Every output written under its own name (odd characters as _, clashes numbered), and
+        the --json document valid and naming the files."""
+        if not self.unary:
+            self.skipTest("no unary op listed yet")
+        nodes = [helper.make_node(self.unary, ["x"], ["out/a:0"], name="act"),
+                 helper.make_node(self.unary, ["x"], ["out_a_0"], name="act2"),
+                 helper.make_node(self.unary, ["x"], [".hidden"], name="act3")]
+        path = self.save(make_model(nodes, [value("x", [2, 3])],
+                                    [value("out/a:0", [2, 3]), value("out_a_0", [2, 3]),
+                                     value(".hidden", [2, 3])]))
+        x = self.rng.standard_normal((2, 3)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        out_dir = self.path("out")
+        rc, out, err = run("--json", "--backend", "cpu", "--output-dir", out_dir, path,
+                           self.path("x.npy"))
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["status"], "ok")
+        self.assertEqual(doc["backend"], "cpu")
+        files = [o["file"] for o in doc["outputs"]]
+        self.assertEqual([os.path.basename(f) for f in files],
+                         ["out_a_0.npy", "out_a_0_1.npy", "output_2.npy"])
+        self.assertEqual(sorted(os.listdir(out_dir)), sorted(os.path.basename(f) for f in files))
+        for f, o in zip(files, doc["outputs"]):
+            np.testing.assert_allclose(np.load(f), self.expected(x), rtol=1e-6)
+            self.assertEqual(o["shape"], [2, 3])
+            self.assertEqual(o["top5"][1][0]["class"], int(np.argmax(self.expected(x)[1])))
+        # -o with a folder is --output-dir
+        rc, out, err = run("--quiet", "--backend", "cpu", "-o", self.path("dir") + "/", path,
+                           self.path("x.npy"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(os.listdir(self.path("dir"))), 3)
+
+    def test_json_run_bench_and_failure(self):
+        path = self.unary_model([2, 10])
+        rc, out, err = run("--json", "--backend", "cpu", "--random", 3, "--bench", 3,
+                           "--warmup", 1, path)
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)  # one valid document, nothing else on stdout
+        self.assertEqual(doc["bench"]["runs"], 3)
+        self.assertGreaterEqual(doc["bench"]["median_ms"], 0)
+        self.assertEqual(len(doc["outputs"][0]["top5"]), 2)
+        self.assertEqual(doc["nonfinite"]["count"], 0)
+        rc, out, err = run("--json", "--info", path)
+        self.assertEqual(rc, 0, err)
+        info = json.loads(out)
+        self.assertEqual(info["inputs"][0]["name"], "x")
+        self.assertEqual(info["inputs"][0]["shape"], [2, 10])
+        self.assertIn(self.unary, info["ops"])
+        # a failure: the document says so, the message stays on stderr
+        rc, out, err = run("--json", "--random", 1, "--shape", "nosuch:2x3", path)
+        self.assertIn(rc, (1, 2), err)
+        doc = json.loads(out)
+        self.assertEqual(doc["status"], "failed")
+        self.assertIn("nosuch", doc["error"])
+        self.assertTrue(err.startswith("tcinfer: "), err)
+
+    def test_verbose_log(self):
+        path = self.unary_model([2, 3])
+        rc, out, err = run("--quiet", "--backend", "cpu", "--random", 1, path)
+        self.assertEqual((rc, err), (0, ""))  # the library prints nothing by itself
+        rc, out, err = run("-v", "--quiet", "--backend", "cpu", "--random", 1, path)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"tcinfer: info: loaded .*model\.onnx: 1 nodes")
+        self.assertIn("CPU reference backend", err)
+
+    def test_info_lists_every_unsupported_node(self):
+        op = self.unsupported
+        nodes = [helper.make_node(op, ["x"], ["t"], name="first"),
+                 helper.make_node("TcinferNoSuchOp", ["t"], ["y"], name="second")]
+        path = self.save(make_model(nodes, [value("x", [2, 2])], [value("y", None)], opset=17))
+        err = self.assert_error(run("--info", path), 3, "2 nodes use what is not supported",
+                                "node 'first'", "node 'second'", "TcinferNoSuchOp",
+                                "tcinfer --list-ops lists")
+        self.assertNotIn("tci_list_ops", err)
+
+    def test_messages_use_flags(self):
+        """The library speaks of tci_engine_options fields; the command of its flags."""
+        path = self.unary_model(["N", 3])
+        self.assert_error(run("--backend", "gpu", "--plan", path), (1, 2), "--shape")
+        err = self.assert_error(run("--backend", "gpu", "--plan", path), (1, 2))
+        self.assertNotIn("tci_engine_options", err)
 
 
 def main():

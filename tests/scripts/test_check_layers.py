@@ -74,7 +74,21 @@ def main():
                 'kernels'])
     check_tree({"src/cli/main.c": "#include \"tcinfer.h\"\n#include \"util/status.h\"\n"},
                ['src/cli/main.c:2: includes "util/status.h" (layer util) from layer cli'])
-    check_tree({"src/graph/exec_gpu.c": "#include \"graph/plan.h\"\n"},
+    # the library prints nothing: stdout / stderr and printf-like calls outside cli fail; in
+    # comments, strings and the cli, and fprintf to a file, they pass
+    check_tree({"src/layers/loud.c": "/* printf(x) */\nint f(void) {\n  fprintf(stderr, \"x\");\n"
+                                     "  return printf(\"%d\", 1);\n}\n",
+                "src/kernels/loud.cu": "__global__ void k() { printf(\"stdout\"); }\n"},
+               ["src/kernels/loud.cu:1: prints (printf): the library reports through the log "
+                "callback and tci_last_error",
+                "src/layers/loud.c:3: prints (stderr): the library reports through the log "
+                "callback and tci_last_error",
+                "src/layers/loud.c:4: prints (printf): the library reports through the log "
+                "callback and tci_last_error"])
+    check_tree({"src/util/quiet.c": "/* no printf( here,\n stderr */ int f(FILE *f) {\n"
+                                    "  return fprintf(f, \"puts(stdout)\") + sprintf(0, \"\");\n}\n",
+                "src/cli/main.c": "#include \"tcinfer.h\"\nint g(void) { return printf(\"\"); }\n",
+                "src/graph/exec_gpu.c": "#include \"graph/plan.h\"\n"},
                ["src/graph/exec_gpu.c: not in any layer: add it to the table in "
                 "scripts/check_layers.py"])
     check_tree({"src/layers/big.c": "int x;\n" * 1000 + "int y;"},

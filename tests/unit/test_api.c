@@ -1,12 +1,21 @@
 /* The public API end to end on the CPU backend: engines, contexts, outputs, marked outputs, the
- * plan-only GPU report, and argument errors. */
+ * plan-only GPU report, argument errors; versioned structs, inputs and outputs by name, caller
+ * buffers, the log callback, CPU threads, engines from memory. */
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 
 #define DEMO_MODEL TCI_TEST_DATA "/../../models/demo/tiny_cnn.onnx"
 #define DEMO_INPUT TCI_TEST_DATA "/../../models/demo/input.npy"
+#define TWO_INPUTS TCI_TEST_DATA "/loader/two_inputs.onnx"
+#define TWO_UNSUPPORTED TCI_TEST_DATA "/loader/two_unsupported.onnx"
+
+#define ck_assert_str_contains(text, part)                                                      \
+    ck_assert_msg(strstr((text), (part)) != NULL, "'%s' lacks '%s'", (text), (part))
 
 static tci_engine *demo_engine(int mark_all) {
     tci_engine_options o;
@@ -22,6 +31,7 @@ START_TEST(test_run_demo) {
     ck_assert_uint_eq(tci_engine_input_count(e), 1);
     ck_assert_uint_eq(tci_engine_output_count(e), 1);
     tci_tensor_info info;
+    tci_tensor_info_init(&info);
     ck_assert_tci_ok(tci_engine_input_info(e, 0, &info));
     ck_assert_int_eq(info.rank, 4);
     tci_tensor in;
@@ -39,6 +49,7 @@ START_TEST(test_run_demo) {
     for (int i = 0; i < 10; i++) sum += ((float *)out.data)[i];
     ck_assert_double_eq_tol(sum, 1.0, 1e-5); /* the demo ends in Softmax */
     tci_nonfinite_report nf;
+    tci_nonfinite_report_init(&nf);
     ck_assert_tci_ok(tci_context_nonfinite(c, &nf));
     ck_assert_uint_eq(nf.count, 0);
     /* a NaN in the input reaches all 10 outputs through the Softmax: reported, no layer named
@@ -66,6 +77,8 @@ START_TEST(test_mark_all_outputs) {
     tci_engine *plain = demo_engine(0), *marked = demo_engine(1);
     ck_assert_uint_gt(tci_engine_output_count(marked), tci_engine_output_count(plain) + 2);
     tci_tensor_info first, own;
+    tci_tensor_info_init(&first);
+    tci_tensor_info_init(&own);
     ck_assert_tci_ok(tci_engine_output_info(marked, 0, &first));
     ck_assert_tci_ok(tci_engine_output_info(plain, 0, &own));
     ck_assert_str_eq(first.name, own.name); /* the model's own outputs come first */
@@ -94,6 +107,7 @@ START_TEST(test_plan_only_report) {
     tci_engine *e = NULL;
     ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &o, &e));
     tci_gpu_report r;
+    tci_gpu_report_init(&r);
     ck_assert_tci_ok(tci_engine_gpu_report(e, &r));
     ck_assert_uint_gt(r.num_steps, 0);
     ck_assert_uint_gt(r.weight_bytes, 0);
@@ -143,6 +157,344 @@ START_TEST(test_argument_errors) {
 }
 END_TEST
 
+/* A struct_size below the first versioned size is refused naming the struct; a larger one (a
+ * caller built against a newer header) is accepted and nothing past the known fields is
+ * written. */
+START_TEST(test_struct_size) {
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    ck_assert_uint_eq(o.struct_size, sizeof o);
+    ck_assert_int_eq(o.log_level, TCI_LOG_WARNING);
+    tci_engine *e = NULL;
+    o.struct_size = 0;
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_options.struct_size is 0");
+    ck_assert_str_contains(tci_last_error(), "tci_engine_options_init");
+    o.struct_size = offsetof(tci_engine_options, timing_cache);
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_options.struct_size");
+    ck_assert_tci_error(tci_engine_load("x.tci", &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_options.struct_size");
+    ck_assert_ptr_null(e);
+    struct {
+        tci_engine_options o;
+        unsigned char later[32];
+    } newer;
+    memset(&newer, 0xab, sizeof newer);
+    tci_engine_options_init(&newer.o);
+    newer.o.struct_size = sizeof newer;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &newer.o, &e));
+
+    tci_tensor_info info;
+    memset(&info, 0, sizeof info);
+    ck_assert_tci_error(tci_engine_input_info(e, 0, &info), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_tensor_info.struct_size is 0");
+    ck_assert_tci_error(tci_engine_output_info(e, 0, &info), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_tensor_info_init");
+    struct {
+        tci_tensor_info info;
+        unsigned char later[16];
+    } big;
+    memset(&big, 0xcd, sizeof big);
+    tci_tensor_info_init(&big.info);
+    big.info.struct_size = sizeof big;
+    ck_assert_tci_ok(tci_engine_input_info(e, 0, &big.info));
+    ck_assert_uint_eq(big.info.struct_size, sizeof big);
+    ck_assert_int_eq(big.info.rank, 4);
+    for (size_t i = 0; i < sizeof big.later; i++) ck_assert_uint_eq(big.later[i], 0xcd);
+
+    tci_engine_stats stats;
+    memset(&stats, 0, sizeof stats);
+    ck_assert_tci_error(tci_engine_stats_get(e, &stats), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_stats.struct_size");
+    tci_engine_stats_init(&stats);
+    ck_assert_tci_ok(tci_engine_stats_get(e, &stats));
+    ck_assert_uint_gt(stats.num_nodes, 0);
+    ck_assert_uint_eq(stats.struct_size, sizeof stats);
+
+    tci_gpu_report r;
+    memset(&r, 0, sizeof r);
+    ck_assert_tci_error(tci_engine_gpu_report(e, &r), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_gpu_report.struct_size");
+    tci_device_format f;
+    memset(&f, 0, sizeof f);
+    ck_assert_tci_error(tci_engine_device_format(e, 0, 0, &f), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_device_format.struct_size");
+
+    tci_tensor in;
+    ck_assert_tci_ok(tci_tensor_read_file(DEMO_INPUT, &in));
+    tci_context *c = NULL;
+    ck_assert_tci_ok(tci_context_create(e, &c));
+    ck_assert_tci_ok(tci_context_run(c, &in, 1));
+    tci_nonfinite_report nf;
+    memset(&nf, 0, sizeof nf);
+    ck_assert_tci_error(tci_context_nonfinite(c, &nf), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_nonfinite_report.struct_size");
+    tci_nonfinite_report_init(&nf);
+    ck_assert_int_eq(nf.input_index, -1);
+    ck_assert_tci_ok(tci_context_nonfinite(c, &nf));
+    ck_assert_uint_eq(nf.count, 0);
+
+    tci_tensor out;
+    ck_assert_tci_ok(tci_context_output(c, 0, &out));
+    tci_compare_result cr;
+    memset(&cr, 0, sizeof cr);
+    ck_assert_tci_error(tci_compare(&out, &out, &cr), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_compare_result.struct_size");
+    tci_compare_result_init(&cr);
+    ck_assert_tci_ok(tci_compare(&out, &out, &cr));
+    ck_assert_double_eq(cr.max_abs, 0.0);
+    ck_assert_uint_eq(cr.rows, 1);
+    tci_tensor_release(&in);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+static tci_engine *two_inputs_engine(void) {
+    tci_engine *e = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_file(TWO_INPUTS, NULL, &e));
+    return e;
+}
+
+START_TEST(test_index_by_name) {
+    tci_engine *e = two_inputs_engine();
+    size_t i = 99;
+    ck_assert_tci_ok(tci_engine_input_index(e, "a", &i));
+    ck_assert_uint_eq(i, 0);
+    ck_assert_tci_ok(tci_engine_input_index(e, "b", &i));
+    ck_assert_uint_eq(i, 1);
+    ck_assert_tci_ok(tci_engine_output_index(e, "sum", &i));
+    ck_assert_uint_eq(i, 1);
+    ck_assert_tci_error(tci_engine_input_index(e, "c", &i), TCI_ERR_INVALID_ARGUMENT,
+                        "the engine has no input named 'c'; its inputs: 'a', 'b'");
+    ck_assert_tci_error(tci_engine_output_index(e, "a", &i), TCI_ERR_INVALID_ARGUMENT,
+                        "its outputs: 'diff', 'sum'");
+    ck_assert_tci_error(tci_engine_input_index(e, NULL, &i), TCI_ERR_INVALID_ARGUMENT, "'a'");
+    ck_assert_tci_error(tci_engine_input_index(e, "a", NULL), TCI_ERR_INVALID_ARGUMENT,
+                        "out_index is NULL");
+    ck_assert_tci_error(tci_engine_input_index(NULL, "a", &i), TCI_ERR_INVALID_ARGUMENT,
+                        "engine is NULL");
+    tci_engine_destroy(e);
+}
+END_TEST
+
+/* Inputs bound by name in any order give what the positional run gives; wrong, repeated and
+ * missing names are errors that say which. */
+START_TEST(test_run_named) {
+    tci_engine *e = two_inputs_engine();
+    tci_context *c = NULL;
+    ck_assert_tci_ok(tci_context_create(e, &c));
+    float av[6] = {1, 2, 3, 4, 5, 6}, bv[6] = {10, 20, 30, 40, 50, 60};
+    tci_tensor a = {"a", TCI_DTYPE_FLOAT, 2, {2, 3}, av}, b = {"b", TCI_DTYPE_FLOAT, 2, {2, 3}, bv};
+    tci_tensor reversed[2] = {b, a};
+    const char *names[2] = {"b", "a"};
+    ck_assert_tci_ok(tci_context_run_named(c, names, reversed, 2));
+    float diff[6], sum[6];
+    ck_assert_tci_ok(tci_context_output_into(c, 0, diff, sizeof diff));
+    ck_assert_tci_ok(tci_context_output_into(c, 1, sum, sizeof sum));
+    for (int i = 0; i < 6; i++) {
+        ck_assert_float_eq(diff[i], av[i] - bv[i]);
+        ck_assert_float_eq(sum[i], av[i] + bv[i]);
+    }
+    /* names NULL: the tensors' own names */
+    reversed[0].name = "b";
+    reversed[1].name = "a";
+    memset(diff, 0, sizeof diff);
+    ck_assert_tci_ok(tci_context_run_named(c, NULL, reversed, 2));
+    ck_assert_tci_ok(tci_context_output_into(c, 0, diff, sizeof diff));
+    ck_assert_float_eq(diff[5], -54);
+    /* positional: the same numbers */
+    tci_tensor ordered[2] = {a, b};
+    ck_assert_tci_ok(tci_context_run(c, ordered, 2));
+    tci_tensor view;
+    ck_assert_tci_ok(tci_context_output(c, 0, &view));
+    ck_assert_int_eq(memcmp(view.data, diff, sizeof diff), 0);
+
+    const char *wrong[2] = {"b", "x"};
+    ck_assert_tci_error(tci_context_run_named(c, wrong, reversed, 2), TCI_ERR_INVALID_ARGUMENT,
+                        "no input named 'x'; its inputs: 'a', 'b'");
+    const char *twice[2] = {"a", "a"};
+    ck_assert_tci_error(tci_context_run_named(c, twice, reversed, 2), TCI_ERR_INVALID_ARGUMENT,
+                        "input 'a' is given twice");
+    ck_assert_tci_error(tci_context_run_named(c, names, reversed, 1), TCI_ERR_INVALID_ARGUMENT,
+                        "no tensor given for input 'a' (1 of the engine's 2 inputs given)");
+    ck_assert_tci_error(tci_context_run_named(c, names, NULL, 2), TCI_ERR_INVALID_ARGUMENT,
+                        "inputs is NULL");
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+START_TEST(test_output_into) {
+    tci_engine *e = demo_engine(0);
+    tci_context *c = NULL;
+    ck_assert_tci_ok(tci_context_create(e, &c));
+    float probs[12];
+    ck_assert_tci_error(tci_context_output_into(c, 0, probs, sizeof probs),
+                        TCI_ERR_INVALID_ARGUMENT, "no run has produced outputs yet");
+    tci_tensor in;
+    ck_assert_tci_ok(tci_tensor_read_file(DEMO_INPUT, &in));
+    ck_assert_tci_ok(tci_context_run(c, &in, 1));
+    for (int i = 0; i < 12; i++) probs[i] = -1;
+    ck_assert_tci_ok(tci_context_output_into(c, 0, probs, sizeof probs)); /* larger: fine */
+    tci_tensor out;
+    ck_assert_tci_ok(tci_context_output(c, 0, &out));
+    ck_assert_int_eq(memcmp(probs, out.data, 10 * sizeof(float)), 0);
+    ck_assert_float_eq(probs[10], -1); /* nothing past the output */
+    ck_assert_tci_error(tci_context_output_into(c, 0, probs, 39), TCI_ERR_INVALID_ARGUMENT,
+                        "(float, 10 elements) needs 40 bytes; the buffer has 39");
+    ck_assert_tci_error(tci_context_output_into(c, 0, NULL, 40), TCI_ERR_INVALID_ARGUMENT,
+                        "host_buffer is NULL");
+    ck_assert_tci_error(tci_context_output_into(c, 1, probs, 40), TCI_ERR_INVALID_ARGUMENT,
+                        "no output 1");
+    tci_tensor_release(&in);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+typedef struct log_record {
+    int count[4];
+    char last[4][512];
+} log_record;
+
+static void record_log(tci_log_level level, const char *message, void *user) {
+    log_record *r = user;
+    ck_assert_int_ge(level, TCI_LOG_ERROR);
+    ck_assert_int_le(level, TCI_LOG_DEBUG);
+    r->count[level]++;
+    snprintf(r->last[level], sizeof r->last[level], "%s", message);
+}
+
+/* The log callback gets the engine's messages at and above its level; nothing else is written
+ * (the library prints nothing: scripts/check_layers.py). */
+START_TEST(test_log_callback) {
+    log_record r;
+    memset(&r, 0, sizeof r);
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    o.log_fn = record_log;
+    o.log_user = &r;
+    o.log_level = TCI_LOG_INFO;
+    tci_engine *e = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &o, &e));
+    ck_assert_int_ge(r.count[TCI_LOG_INFO], 2);
+    ck_assert_str_contains(r.last[TCI_LOG_INFO], "after optimisation; CPU reference backend");
+    ck_assert_int_eq(r.count[TCI_LOG_DEBUG], 0);
+    ck_assert_int_eq(r.count[TCI_LOG_WARNING] + r.count[TCI_LOG_ERROR], 0);
+    /* failures are logged at TCI_LOG_ERROR with tci_last_error()'s text */
+    tci_context *c = NULL;
+    ck_assert_tci_ok(tci_context_create(e, &c));
+    float data[3] = {0};
+    tci_tensor wrong = {.dtype = TCI_DTYPE_FLOAT, .rank = 1, .dims = {3}, .data = data};
+    ck_assert_tci_error(tci_context_run(c, &wrong, 1), TCI_ERR_INVALID_ARGUMENT, "has shape 3");
+    ck_assert_int_eq(r.count[TCI_LOG_ERROR], 1);
+    ck_assert_str_eq(r.last[TCI_LOG_ERROR], tci_last_error());
+    /* NaN in the outputs: a warning naming the output */
+    tci_tensor in;
+    ck_assert_tci_ok(tci_tensor_read_file(DEMO_INPUT, &in));
+    ((float *)in.data)[0] = NAN;
+    ck_assert_tci_ok(tci_context_run(c, &in, 1));
+    tci_nonfinite_report nf;
+    tci_nonfinite_report_init(&nf);
+    ck_assert_tci_ok(tci_context_nonfinite(c, &nf));
+    ck_assert_int_eq(r.count[TCI_LOG_WARNING], 1);
+    ck_assert_str_contains(r.last[TCI_LOG_WARNING], "the outputs hold 10 NaN/Inf values");
+    tci_tensor_release(&in);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+
+    /* at TCI_LOG_ERROR only failures come; a failed build is logged too */
+    memset(&r, 0, sizeof r);
+    o.log_level = TCI_LOG_ERROR;
+    ck_assert_tci_error(tci_engine_create_from_file("/nonexistent/m.onnx", &o, &e), TCI_ERR_IO,
+                        "/nonexistent/m.onnx");
+    ck_assert_int_eq(r.count[TCI_LOG_ERROR], 1);
+    ck_assert_str_eq(r.last[TCI_LOG_ERROR], tci_last_error());
+    ck_assert_int_eq(r.count[TCI_LOG_INFO], 0);
+    o.log_level = (tci_log_level)7;
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_options.log_level is 7");
+}
+END_TEST
+
+static void demo_output(tci_engine *e, float *out10) {
+    tci_tensor in;
+    ck_assert_tci_ok(tci_tensor_read_file(DEMO_INPUT, &in));
+    tci_context *c = NULL;
+    ck_assert_tci_ok(tci_context_create(e, &c));
+    ck_assert_tci_ok(tci_context_run(c, &in, 1));
+    ck_assert_tci_ok(tci_context_output_into(c, 0, out10, 10 * sizeof(float)));
+    tci_tensor_release(&in);
+    tci_context_destroy(c);
+}
+
+/* cpu_threads: a count gives the same bits every time, another count the same result within
+ * rounding, and 0 goes back to OpenBLAS's default after an engine set one; an engine from memory
+ * is the one from the file. */
+START_TEST(test_cpu_threads_and_memory) {
+    float ref[10], got[10], first[10];
+    tci_engine *e = demo_engine(0);
+    demo_output(e, ref);
+    tci_engine_destroy(e);
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    for (int threads = 1; threads <= 3; threads++) {
+        o.cpu_threads = threads;
+        ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &o, &e));
+        demo_output(e, first);
+        demo_output(e, got);
+        ck_assert_int_eq(memcmp(first, got, sizeof got), 0);
+        for (int i = 0; i < 10; i++) ck_assert_float_eq_tol(got[i], ref[i], 1e-6f);
+        tci_engine_destroy(e);
+    }
+    e = demo_engine(0);
+    demo_output(e, got);
+    ck_assert_int_eq(memcmp(ref, got, sizeof ref), 0);
+    tci_engine_destroy(e);
+    o.cpu_threads = -1;
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_options.cpu_threads is -1");
+
+    FILE *f = fopen(DEMO_MODEL, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *bytes = malloc((size_t)size);
+    ck_assert_int_eq(fread(bytes, 1, (size_t)size, f), size);
+    fclose(f);
+    o.cpu_threads = 0;
+    ck_assert_tci_ok(tci_engine_create_from_memory(bytes, (size_t)size, NULL, &o, &e));
+    free(bytes); /* not needed after the call */
+    demo_output(e, got);
+    ck_assert_int_eq(memcmp(ref, got, sizeof ref), 0);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+/* Every unsupported node is named at once; messages speak of API options, not CLI flags. */
+START_TEST(test_messages) {
+    tci_engine *e = NULL;
+    ck_assert_tci_error(tci_engine_create_from_file(TWO_UNSUPPORTED, NULL, &e),
+                        TCI_ERR_UNSUPPORTED, "2 nodes use what is not supported");
+    ck_assert_str_contains(tci_last_error(), "node 'first' (NoSuchOpA)");
+    ck_assert_str_contains(tci_last_error(), "node 'second' (NoSuchOpB)");
+    ck_assert_str_contains(tci_last_error(), "tci_list_ops lists the supported ops");
+    ck_assert_ptr_null(strstr(tci_last_error(), "--"));
+    if (tci_gpu_count(NULL, 0) == 0) {
+        tci_engine_options o;
+        tci_engine_options_init(&o);
+        o.backend = TCI_BACKEND_GPU;
+        ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_NO_DEVICE,
+                            "TCI_BACKEND_CPU");
+        ck_assert_str_contains(tci_last_error(), "tci_engine_options.backend");
+        ck_assert_ptr_null(strstr(tci_last_error(), "--"));
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("api");
     TCase *tc = tcase_create("core");
@@ -150,6 +502,13 @@ int main(void) {
     tcase_add_test(tc, test_mark_all_outputs);
     tcase_add_test(tc, test_plan_only_report);
     tcase_add_test(tc, test_argument_errors);
+    tcase_add_test(tc, test_struct_size);
+    tcase_add_test(tc, test_index_by_name);
+    tcase_add_test(tc, test_run_named);
+    tcase_add_test(tc, test_output_into);
+    tcase_add_test(tc, test_log_callback);
+    tcase_add_test(tc, test_cpu_threads_and_memory);
+    tcase_add_test(tc, test_messages);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

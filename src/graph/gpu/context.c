@@ -344,7 +344,7 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
         if (!ok)
             st = status_error(TCI_ERR_INVALID_ARGUMENT,
                            "input '%s' is %s %s; the GPU engine was built for %s %s (a smaller "
-                           "leading dim runs too; rebuild with --shape for anything else)",
+                           "leading dim runs too; rebuild with tci_engine_options.shapes for anything else)",
                            t->name, tci_dtype_name(in->dtype),
                            ir_format_dims(in->rank, in->dims, got, sizeof got),
                            tci_dtype_name(host_dtype(t)),

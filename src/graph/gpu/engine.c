@@ -12,8 +12,8 @@ tci_status exec_gpu_check_device(void) {
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         cudaGetLastError();
         return status_error(TCI_ERR_NO_DEVICE,
-                         "no CUDA GPU is available here; use --backend cpu for the fp32 "
-                         "reference executor");
+                         "no CUDA GPU is available here; use TCI_BACKEND_CPU "
+                         "(tci_engine_options.backend) for the fp32 reference executor");
     }
     return TCI_OK;
 }
@@ -172,7 +172,7 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
                          p->num_outputs != bp->num_outputs))
         st = status_error(TCI_ERR_UNSUPPORTED,
                        "the plan for batch %" PRId64 " has %d steps, the built one %d: the model's "
-                       "structure depends on the batch; build the engine for this batch (--shape)",
+                       "structure depends on the batch; build the engine for this batch (tci_engine_options.shapes)",
                        dim0[0], p->num_steps, bp->num_steps);
     /* the context's staging buffers are sized for the base engine's inputs and outputs */
     for (int i = 0; st == TCI_OK && i < p->num_inputs + p->num_outputs; i++) {
@@ -183,7 +183,7 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
         if (gpu_count_of(t) > gpu_count_of(u) || t->dtype != u->dtype || t->rank != u->rank)
             st = status_error(TCI_ERR_UNSUPPORTED,
                            "at batch %" PRId64 ", %s '%s' does not shrink with the batch; build "
-                           "the engine for this batch (--shape)",
+                           "the engine for this batch (tci_engine_options.shapes)",
                            dim0[0], in ? "input" : "output", t->name);
     }
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
@@ -191,7 +191,7 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
             st = status_error(TCI_ERR_UNSUPPORTED,
                            "at batch %" PRId64 ", step %d ('%s', node '%s') differs from the built "
                            "plan's other than in the batch; build the engine for this batch "
-                           "(--shape)",
+                           "(tci_engine_options.shapes)",
                            dim0[0], i, p->steps[i].label, p->steps[i].node->name);
     if (st == TCI_OK) {
         e->impl = base->impl;

@@ -1,5 +1,7 @@
 /* Pass-through removal, dead-node elimination, and the pass pipeline. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "graph/passes.h"
 #include "layers/op.h"
@@ -74,9 +76,35 @@ tci_status pass_eliminate_dead_nodes(ir_graph *g) {
     return TCI_OK;
 }
 
+/* Prepares every node. What is unsupported (an op, a version, an attribute) is reported for all
+ * the nodes at once, so one attempt names everything a model would need; any other error stops
+ * at its node. */
+static tci_status prepare_nodes(ir_graph *g) {
+    char all[1800];
+    size_t pos = 0, unsupported = 0;
+    all[0] = '\0';
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        tci_status st = op_prepare_node(g->nodes[i], g->arena);
+        if (st == TCI_OK) continue;
+        if (st != TCI_ERR_UNSUPPORTED) return st;
+        if (unsupported++ == 0) {
+            snprintf(all, sizeof all, "%s", tci_last_error());
+            pos = strlen(all);
+        } else if (pos < sizeof all) {
+            int w = snprintf(all + pos, sizeof all - pos, "; %s", tci_last_error());
+            pos = w < 0 ? sizeof all : pos + (size_t)w;
+        }
+    }
+    if (!unsupported) return TCI_OK;
+    if (pos >= sizeof all) memcpy(all + sizeof all - 5, "...", 4);
+    if (unsupported == 1) return status_error(TCI_ERR_UNSUPPORTED, "%s", all);
+    return status_error(TCI_ERR_UNSUPPORTED, "%zu nodes use what is not supported: %s",
+                        unsupported, all);
+}
+
 tci_status pass_optimize(ir_graph *g) {
     TRY_STATUS(ir_graph_sort(g));
-    for (size_t i = 0; i < g->num_nodes; i++) TRY_STATUS(op_prepare_node(g->nodes[i], g->arena));
+    TRY_STATUS(prepare_nodes(g));
     TRY_STATUS(pass_infer_and_fold(g));
     TRY_STATUS(pass_remove_passthrough(g));
     return pass_eliminate_dead_nodes(g);

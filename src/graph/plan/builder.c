@@ -105,13 +105,13 @@ tci_status lower_require_known(const ir_node *node, const ir_tensor *t) {
     if (t->rank < 0)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "the rank of '%s' depends on runtime values; the GPU engine needs "
-                             "static shapes (fix inputs with --shape)",
+                             "static shapes (fix inputs with tci_engine_options.shapes)",
                              t->name ? t->name : "?");
     for (int i = 0; i < t->rank; i++)
         if (t->dims[i] < 0)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "dim %d of '%s' depends on runtime values; the GPU engine needs "
-                                 "static shapes (fix inputs with --shape)",
+                                 "static shapes (fix inputs with tci_engine_options.shapes)",
                                  i, t->name ? t->name : "?");
     return TCI_OK;
 }

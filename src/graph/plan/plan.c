@@ -57,8 +57,8 @@ static tci_status lower_inputs(plan_builder *b) {
             if (t->dims[d] < 0)
                 return status_error(TCI_ERR_INVALID_ARGUMENT,
                                  "input '%s' has a symbolic dim %d; the GPU engine is built for "
-                                 "fixed (maximum) shapes: give --shape %s:...",
-                                 t->name, d, t->name);
+                                 "fixed (maximum) shapes: fix it in tci_engine_options.shapes",
+                                 t->name, d);
         /* a float input is fp32 where an fp32 node reads it (so that no precision is lost
          * before it; fp16 readers get a cast) */
         bool fp32 = false;
@@ -243,7 +243,7 @@ static tci_status build(plan_builder *b) {
                 TRY_STATUS(lower_require_known(node, node->outputs[o]));
         if (!node->desc->gpu_lower)
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "op %s has no GPU path yet (run it with --backend cpu)",
+                                 "op %s has no GPU path yet (run it with TCI_BACKEND_CPU, tci_engine_options.backend)",
                                  node->op_type);
         TRY_STATUS(node->desc->gpu_lower(b, node));
     }

@@ -1,0 +1,81 @@
+/* What the api layer's files share: the engine and context objects, the versioned-struct checks
+ * and the engine's log. */
+#ifndef TCI_API_INTERNAL_H
+#define TCI_API_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "graph/cpu/exec_cpu.h"
+#include "graph/ir.h"
+#include "graph/plan.h"
+#include "util/status.h"
+#if TCI_HAVE_CUDA
+#include "graph/gpu/exec_gpu.h"
+#endif
+
+/* Where an engine's messages go (tci_engine_options.log_fn, log_user, log_level). */
+typedef struct api_log {
+    tci_log_fn fn;
+    void *user;
+    tci_log_level level;
+} api_log;
+
+struct tci_engine {
+    ir_graph *graph;
+    tci_backend backend;
+    bool use_cuda_graph;
+    plan *plan_only; /* a GPU plan built without a device (tci_engine_options.plan_only) */
+    /* the GPU engine's graph before the passes, shapes as built: smaller batches re-plan a copy */
+    ir_graph *pristine;
+    char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
+    plan_options plan_options; /* fp32 layers and the precision, as the planner takes them */
+    tci_kernels kernels;
+    int cpu_threads; /* tci_engine_options.cpu_threads */
+    api_log log;
+#if TCI_HAVE_CUDA
+    exec_gpu_engine *gpu;
+#endif
+};
+
+struct tci_context {
+    const tci_engine *engine;
+    exec_cpu *cpu;
+#if TCI_HAVE_CUDA
+    exec_gpu_context *gpu;
+#endif
+    tci_tensor *last_inputs; /* CPU benchmark: deep copies of the last run's inputs */
+    size_t num_last_inputs;
+};
+
+/* The size of each struct when it first carried struct_size: the least a caller may pass. Fields
+ * added later lie past it, and are read only when struct_size covers them. */
+#define API_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+#define API_MIN_ENGINE_OPTIONS API_SIZE_THROUGH(tci_engine_options, log_level)
+#define API_MIN_TENSOR_INFO API_SIZE_THROUGH(tci_tensor_info, dim_names)
+#define API_MIN_ENGINE_STATS API_SIZE_THROUGH(tci_engine_stats, parameter_bytes)
+#define API_MIN_DEVICE_FORMAT API_SIZE_THROUGH(tci_device_format, bytes)
+#define API_MIN_NONFINITE_REPORT API_SIZE_THROUGH(tci_nonfinite_report, input_index)
+#define API_MIN_GPU_REPORT API_SIZE_THROUGH(tci_gpu_report, layers_cached)
+#define API_MIN_COMPARE_RESULT API_SIZE_THROUGH(tci_compare_result, top5_agree)
+
+/* TCI_ERR_INVALID_ARGUMENT naming the struct and its init function when `given` (a struct's
+ * struct_size) is below `minimum`. */
+tci_status api_check_size(size_t given, size_t minimum, const char *type);
+
+/* Copies a filled struct (full, of full_size bytes, struct_size its first member) to the
+ * caller's out, no byte past out's struct_size, which stays as the caller set it. */
+void api_copy_out(void *out, const void *full, size_t full_size);
+
+/* The options a caller passed, completed: a copy of `given` up to its struct_size over the
+ * defaults (NULL: all defaults). Checks struct_size. */
+tci_status api_read_options(const tci_engine_options *given, tci_engine_options *out);
+
+/* Formats and sends a message to log when its level is enabled. */
+void api_log_message(const api_log *log, tci_log_level level, const char *fmt, ...)
+    UTIL_PRINTF(3, 4);
+
+/* Logs a failure (the text of tci_last_error()) at TCI_LOG_ERROR and returns st. */
+tci_status api_log_failure(const api_log *log, tci_status st);
+
+#endif

@@ -1,0 +1,84 @@
+/* The versioned public structs (struct_size and the *_init functions) and the engine's log. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/internal.h"
+
+tci_status api_check_size(size_t given, size_t minimum, const char *type) {
+    if (given >= minimum) return TCI_OK;
+    return status_error(TCI_ERR_INVALID_ARGUMENT,
+                        "%s.struct_size is %zu, at least %zu expected: initialise the struct with "
+                        "%s_init",
+                        type, given, minimum, type);
+}
+
+void api_copy_out(void *out, const void *full, size_t full_size) {
+    size_t given;
+    memcpy(&given, out, sizeof given);
+    size_t n = given < full_size ? given : full_size;
+    memcpy(out, full, n);
+    memcpy(out, &given, sizeof given);
+}
+
+void tci_engine_options_init(tci_engine_options *options) {
+    if (!options) return;
+    memset(options, 0, sizeof *options);
+    options->struct_size = sizeof *options;
+    options->backend = TCI_BACKEND_CPU;
+    options->log_level = TCI_LOG_WARNING;
+}
+
+tci_status api_read_options(const tci_engine_options *given, tci_engine_options *out) {
+    tci_engine_options_init(out);
+    if (!given) return TCI_OK;
+    TRY_STATUS(api_check_size(given->struct_size, API_MIN_ENGINE_OPTIONS, "tci_engine_options"));
+    memcpy(out, given, given->struct_size < sizeof *out ? given->struct_size : sizeof *out);
+    out->struct_size = sizeof *out;
+    if (out->log_level < TCI_LOG_ERROR || out->log_level > TCI_LOG_DEBUG)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.log_level is %d; TCI_LOG_ERROR (0) to "
+                            "TCI_LOG_DEBUG (3) expected",
+                            (int)out->log_level);
+    if (out->cpu_threads < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.cpu_threads is %d; 0 (the default) or a count "
+                            "expected",
+                            out->cpu_threads);
+    return TCI_OK;
+}
+
+#define API_INIT(type, name)                                                                    \
+    void type##_init(type *name) {                                                                \
+        if (!name) return;                                                                        \
+        memset(name, 0, sizeof *name);                                                            \
+        name->struct_size = sizeof *name;                                                         \
+    }
+API_INIT(tci_tensor_info, info)
+API_INIT(tci_engine_stats, stats)
+API_INIT(tci_device_format, format)
+API_INIT(tci_gpu_report, report)
+API_INIT(tci_compare_result, result)
+#undef API_INIT
+
+void tci_nonfinite_report_init(tci_nonfinite_report *report) {
+    if (!report) return;
+    memset(report, 0, sizeof *report);
+    report->struct_size = sizeof *report;
+    report->input_index = -1;
+}
+
+void api_log_message(const api_log *log, tci_log_level level, const char *fmt, ...) {
+    if (!log || !log->fn || level > log->level) return;
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    log->fn(level, text, log->user);
+}
+
+tci_status api_log_failure(const api_log *log, tci_status st) {
+    if (st != TCI_OK) api_log_message(log, TCI_LOG_ERROR, "%s", tci_last_error());
+    return st;
+}

@@ -1,0 +1,75 @@
+/* The tcinfer command's shared pieces: its arguments, failure reports in the command's terms,
+ * and the reports (text or JSON). Everything goes through the public API in tcinfer.h. */
+#ifndef TCI_CLI_CLI_H
+#define TCI_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli/json.h"
+
+#include "tcinfer.h"
+
+enum { EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3, MAX_ITEMS = 64 };
+
+typedef struct cli_input {
+    const char *name; /* NULL: the first input */
+    const char *path;
+} cli_input;
+
+typedef struct cli_args {
+    const char *model;
+    cli_input inputs[MAX_ITEMS + 1];
+    int num_inputs;
+    tci_shape_override shapes[MAX_ITEMS];
+    char *shape_names[MAX_ITEMS];
+    int num_shapes;
+    const char *output_file;
+    const char *output_dir;
+    bool quiet, info, list_ops, random, compare, compare_layers, no_graph, plan, json, verbose;
+    uint64_t seed;
+    int backend; /* -1: GPU where one exists, else CPU */
+    double tolerance; /* < 0: none */
+    int bench, warmup, threads;
+    const char *profile;
+    tci_precision precision;
+    tci_kernels kernels;
+    const char *timing_cache;
+    const char *save_engine, *load_engine;
+    bool baseline_gpu;       /* --baseline gpu-fp32 */
+    char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
+    const char *fp32_layers[MAX_ITEMS + 1];
+} cli_args;
+
+/* options.c */
+/* Parses argv into a (0, or an exit status: usage errors are reported; --help, --version and
+ * --devices print and return -1, meaning exit 0). */
+int cli_parse_args(int argc, char **argv, cli_args *a);
+void cli_free_args(cli_args *a);
+/* Prints "tcinfer: MESSAGE" for a usage error (fmt takes one string) and returns EXIT_USAGE. */
+int cli_usage_error(const char *fmt, const char *arg);
+/* Reports a failed call: tci_last_error() with the API's option names put as the command's
+ * flags; returns the exit status (3 for TCI_ERR_UNSUPPORTED, else 1). */
+int cli_fail(tci_status st);
+/* text with the API's option names put as the command's flags, into buf. */
+const char *cli_flag_terms(const char *text, char *buf, size_t size);
+/* The engine log callback: warnings and above (everything with --verbose) to stderr; errors
+ * are left to cli_fail. */
+void cli_log(tci_log_level level, const char *message, void *user);
+
+/* report.c: the text reports go to stdout unless --json, whose document is `json` */
+void cli_print_info(const tci_engine *engine, const char *choices_from, json_value *json);
+/* Output t's report (print false: --quiet); with outputs (--json) as an element of it. */
+void cli_report_output(const tci_tensor *t, bool print, json_value *outputs);
+int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *inputs,
+                        size_t num_inputs, json_value *json);
+int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor *inputs,
+                    size_t num_inputs, json_value *json);
+int cli_run_bench(const cli_args *a, tci_context *ctx, const tci_tensor *inputs, json_value *json);
+int cli_run_profile(const cli_args *a, tci_context *ctx, json_value *json);
+/* "1x3x224x224" ("scalar" for rank 0, symbolic dims by name) */
+const char *cli_format_info_dims(const tci_tensor_info *info, char *buf, size_t size);
+json_value *cli_json_shape(int rank, const int64_t *dims);
+const char *cli_precision_name(tci_precision p);
+
+#endif

@@ -1,0 +1,215 @@
+/* --compare against the fp32 baseline, and what NaN/Inf in the outputs mean: text or JSON. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* The engine options of the command line's arguments for the baseline (fp32, as --baseline). */
+static tci_status run_baseline(const cli_args *a, bool all_outputs, const tci_tensor *inputs,
+                               size_t num_inputs, tci_engine **out_engine,
+                               tci_context **out_context) {
+    tci_engine_options options;
+    tci_engine_options_init(&options);
+    options.shapes = a->shapes;
+    options.num_shapes = (size_t)a->num_shapes;
+    options.backend = a->baseline_gpu ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
+    options.precision = TCI_PRECISION_FP32;
+    options.mark_all_outputs = all_outputs;
+    options.cpu_threads = a->threads;
+    options.log_fn = cli_log;
+    options.log_level = a->verbose ? TCI_LOG_DEBUG : TCI_LOG_ERROR;
+    *out_context = NULL;
+    tci_status st = tci_engine_create_from_file(a->model, &options, out_engine);
+    if (st == TCI_OK) st = tci_context_create(*out_engine, out_context);
+    if (st == TCI_OK) st = tci_context_run(*out_context, inputs, num_inputs);
+    return st;
+}
+
+/* NaN or Inf in the outputs: where they first appeared and whether the fp32 reference has them
+ * too. An fp16/bf16 overflow (the reference finite) is an error with the fix to try. */
+int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *inputs,
+                        size_t num_inputs, json_value *json) {
+    tci_nonfinite_report r;
+    tci_nonfinite_report_init(&r);
+    tci_status st = tci_context_nonfinite(ctx, &r);
+    if (st != TCI_OK) return cli_fail(st);
+    json_value *j = json ? json_add_object(json, "nonfinite") : NULL;
+    if (j) json_add_number(j, "count", (double)r.count);
+    if (!r.count) return 0;
+    tci_tensor out;
+    tci_context_output(ctx, r.output_index, &out);
+    if (j) {
+        json_add_string(j, "first_output", out.name);
+        if (r.found) json_add_string(j, "layer", r.layer);
+        if (r.found) json_add_string(j, "ops", r.op_type);
+        if (r.input_index >= 0) json_add_number(j, "input_index", (double)r.input_index);
+    }
+    if (a->backend != TCI_BACKEND_GPU) {
+        fprintf(stderr, "tcinfer: note: the outputs hold %llu NaN/Inf values (first in '%s')\n",
+                (unsigned long long)r.count, out.name);
+        return 0;
+    }
+    char where[512] = "no layer of the re-run produced them";
+    if (r.input_index >= 0)
+        snprintf(where, sizeof where, "engine input %ld already holds NaN/Inf", r.input_index);
+    else if (r.found)
+        snprintf(where, sizeof where, "they first appear in the output of layer '%s' (%s)",
+                 r.layer, r.op_type);
+    tci_engine *ref_engine = NULL;
+    tci_context *ref = NULL;
+    tci_nonfinite_report rr;
+    tci_nonfinite_report_init(&rr);
+    st = run_baseline(a, false, inputs, num_inputs, &ref_engine, &ref);
+    if (st == TCI_OK) st = tci_context_nonfinite(ref, &rr);
+    tci_context_destroy(ref);
+    tci_engine_destroy(ref_engine);
+    if (st != TCI_OK) return cli_fail(st);
+    const char *precision = cli_precision_name(a->precision);
+    if (j) json_add_number(j, "reference_count", (double)rr.count);
+    if (rr.count) {
+        fprintf(stderr,
+                "tcinfer: note: the GPU outputs hold %llu NaN/Inf values (first in '%s'); the "
+                "fp32 reference holds %llu: they come from the model and its inputs, not from "
+                "%s (%s)\n",
+                (unsigned long long)r.count, out.name, (unsigned long long)rr.count, precision,
+                where);
+        return 0;
+    }
+    fprintf(stderr,
+            "tcinfer: error: the GPU outputs hold %llu NaN/Inf values (first in '%s') where the "
+            "fp32 reference holds none: %s overflow; %s.\n",
+            (unsigned long long)r.count, out.name, precision, where);
+    if (r.found)
+        fprintf(stderr, "tcinfer: try --precision bf16 (fp32's range), or keep that layer in "
+                        "fp32: --fp32-layers '%s'\n", r.layer);
+    return EXIT_FAILURE;
+}
+
+static const char *engine_label(const cli_args *a) {
+    return a->precision == TCI_PRECISION_FP32   ? "fp32"
+           : a->precision == TCI_PRECISION_TF32 ? "tf32"
+           : a->precision == TCI_PRECISION_BF16 ? (a->fp32_text ? "bf16+fp32-layers" : "bf16")
+           : a->fp32_text                       ? "fp16+fp32-layers"
+                                                : "fp16";
+}
+
+static json_value *json_result(const char *name, const tci_compare_result *r) {
+    json_value *o = json_object();
+    json_add_string(o, "name", name);
+    json_add_number(o, "max_abs", r->max_abs);
+    json_add_number(o, "mean_abs", r->mean_abs);
+    json_add_number(o, "relative_l2", r->relative_l2);
+    json_add_number(o, "cosine", r->cosine);
+    json_add_number(o, "non_finite", (double)r->non_finite);
+    if (r->rows) {
+        json_add_number(o, "rows", (double)r->rows);
+        json_add_number(o, "top1_agree", (double)r->top1_agree);
+        json_add_number(o, "top5_agree", (double)r->top5_agree);
+    }
+    return o;
+}
+
+/* The fp32 baseline on the same inputs, and the error of every float output. */
+int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor *inputs,
+                    size_t num_inputs, json_value *json) {
+    tci_engine *cpu = NULL;
+    tci_context *base = NULL;
+    tci_status st = run_baseline(a, a->compare_layers, inputs, num_inputs, &cpu, &base);
+    int rc = st == TCI_OK ? 0 : cli_fail(st);
+    size_t n = rc == 0 ? tci_engine_output_count(cpu) : 0;
+    double *errors = calloc(n + 1, sizeof *errors);
+    const char **names = calloc(n + 1, sizeof *names);
+    size_t layers = 0;
+    if (!errors || !names) rc = EXIT_FAILURE;
+    json_value *j = json ? json_add_object(json, "compare") : NULL;
+    json_value *list = NULL;
+    if (j) {
+        json_add_string(j, "engine", engine_label(a));
+        json_add_string(j, "baseline", a->baseline_gpu ? "gpu-fp32" : "cpu");
+        if (a->tolerance >= 0) json_add_number(j, "tolerance", a->tolerance);
+        list = json_add_array(j, a->compare_layers ? "layers" : "outputs");
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        tci_tensor test, ref;
+        tci_context_output(ctx, i, &test);
+        tci_context_output(base, i, &ref);
+        if (test.dtype != TCI_DTYPE_FLOAT) {
+            size_t bytes = (size_t)tci_tensor_count(&ref) * tci_dtype_size(ref.dtype);
+            bool same = test.dtype == ref.dtype && memcmp(test.data, ref.data, bytes) == 0;
+            if (list) {
+                json_value *o = json_object();
+                json_add_string(o, "name", test.name);
+                json_add_string(o, "dtype", tci_dtype_name(test.dtype));
+                json_add_bool(o, "identical", same);
+                json_add(list, NULL, o);
+            } else {
+                printf("compare '%s' (%s): %s\n", test.name, tci_dtype_name(test.dtype),
+                       same ? "identical" : "DIFFERENT");
+            }
+            if (!same && a->tolerance >= 0) rc = EXIT_FAILURE;
+            continue;
+        }
+        tci_compare_result r;
+        tci_compare_result_init(&r);
+        st = tci_compare(&test, &ref, &r);
+        if (st != TCI_OK) {
+            rc = cli_fail(st);
+            break;
+        }
+        errors[layers] = r.relative_l2;
+        names[layers++] = test.name;
+        bool over = a->tolerance >= 0 && !(r.relative_l2 <= a->tolerance);
+        if (list) {
+            json_value *o = json_result(test.name, &r);
+            if (a->tolerance >= 0) json_add_bool(o, "within_tolerance", !over);
+            json_add(list, NULL, o);
+        } else if (a->compare_layers) {
+            printf("  %4zu  %-40s rel L2 %-10.3g max abs %.3g\n", i, test.name, r.relative_l2,
+                   r.max_abs);
+        } else {
+            printf("compare '%s' (%s GPU vs fp32 %s): max abs %.3g, mean abs %.3g, rel L2 %.3g, "
+                   "cosine %.6f",
+                   test.name, engine_label(a), a->baseline_gpu ? "GPU" : "CPU", r.max_abs,
+                   r.mean_abs, r.relative_l2, r.cosine);
+            if (r.rows)
+                printf(", top-1 %zu/%zu, top-5 %zu/%zu", r.top1_agree, r.rows, r.top5_agree, r.rows);
+            if (r.non_finite) printf(", %zu non-finite", r.non_finite);
+            printf("\n");
+        }
+        if (!a->compare_layers && over) {
+            fprintf(stderr, "tcinfer: output '%s': relative L2 error %.3g exceeds --tolerance %g\n",
+                    test.name, r.relative_l2, a->tolerance);
+            rc = EXIT_FAILURE;
+        }
+    }
+    if (rc == 0 && a->compare_layers) {
+        double threshold = a->tolerance >= 0 ? a->tolerance : 1e-2;
+        int jump = -1, over = -1;
+        st = tci_find_error_jump(errors, layers, threshold, 10.0, &jump, &over);
+        if (st != TCI_OK) {
+            rc = cli_fail(st);
+        } else if (j) {
+            json_add_number(j, "threshold", threshold);
+            json_add(j, "first_jump", jump >= 0 ? json_string(names[jump])
+                                                             : json_null());
+            json_add(j, "first_over", over >= 0 ? json_string(names[over])
+                                                             : json_null());
+        } else if (jump >= 0) {
+            printf("first layer whose error jumps past %g: '%s' (rel L2 %.3g%s)\n", threshold,
+                   names[jump], errors[jump], jump ? ", 10x the layer before" : "");
+        } else if (over >= 0) {
+            printf("no jump; the error first exceeds %g at '%s' (rel L2 %.3g)\n", threshold,
+                   names[over], errors[over]);
+        } else {
+            printf("every layer within relative L2 %g of the fp32 baseline\n", threshold);
+        }
+        if (over >= 0 && a->tolerance >= 0) rc = EXIT_FAILURE;
+    }
+    free(errors);
+    free(names);
+    tci_context_destroy(base);
+    tci_engine_destroy(cpu);
+    return rc;
+}
