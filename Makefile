@@ -1,25 +1,48 @@
 # Thin wrapper over CMake: `make demo` and `make test` work on a fresh Debian machine.
+#   make demo                 the library and the CLI only, then the demo model
+#   make test                 everything, then ctest
+#   make install PREFIX=DIR   libtcinfer.so/.a, tcinfer.h, the CLI, pkg-config and CMake files
 BUILD ?= build
+PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 PYTHON := $(CURDIR)/.venv/bin/python
 # The CUDA parts need nvcc (no GPU); without it the build goes on with the CPU backend alone.
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_FLAGS := $(if $(NVCC),-DTCI_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DTCI_CUDA=OFF)
 
-.PHONY: all setup build demo test clean
+# the test venv's Python where it exists (make demo needs none)
+PYTHON_FLAG := $(if $(wildcard $(PYTHON)),-DPython3_EXECUTABLE=$(PYTHON))
+CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(CUDA_FLAGS) >/dev/null
+
+.PHONY: all setup setup-system build lib demo test install clean
 
 all: build
 
 setup:
 	@scripts/setup.sh
 
+setup-system:
+	@scripts/setup.sh --system-only
+
 build: setup
 	@$(if $(NVCC),,echo "note: nvcc not found; building without the CUDA parts")
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE=$(PYTHON) $(CUDA_FLAGS) >/dev/null
+	$(CONFIGURE)
 	cmake --build $(BUILD) -j$(JOBS)
 
-demo: build
+# the libraries and the CLI, no tests
+lib: setup-system
+	@$(if $(NVCC),,echo "note: nvcc not found; building without the CUDA parts")
+	$(CONFIGURE)
+	cmake --build $(BUILD) -j$(JOBS) --target tcinfer tcinfer_shared tcinfer_cli
+
+demo: setup-system
+	@$(if $(NVCC),,echo "note: nvcc not found; building without the CUDA parts")
+	$(CONFIGURE)
+	cmake --build $(BUILD) -j$(JOBS) --target tcinfer_cli
 	$(BUILD)/tcinfer models/demo/tiny_cnn.onnx models/demo/input.npy
+
+install: lib
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
