@@ -4,7 +4,10 @@
  *   example_server_pool MODEL.onnx INPUT.npy [THREADS=8] [REQUESTS=1000] [--gpu]
  *
  * The requests cycle through NUM_VARIANTS inputs (the file's data scaled differently), so a
- * context that returned another request's result would be caught. */
+ * context that returned another request's result would be caught.
+ *
+ * On the CPU backend, run a pool with OPENBLAS_NUM_THREADS=1: the workers already fill the
+ * cores, and OpenBLAS's own threads spin-wait, so on top of N workers they slow every run. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
