@@ -10,6 +10,12 @@ PYTHON := $(CURDIR)/.venv/bin/python
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_FLAGS := $(if $(NVCC),-DTCI_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DTCI_CUDA=OFF)
 
+# `make demo` runs on the GPU where there is one; elsewhere it needs only the CPU backend, built
+# without the CUDA parts in its own folder (a cold CUDA build takes far longer than the demo)
+HAVE_GPU := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+DEMO_BUILD := $(if $(filter-out 0,$(HAVE_GPU)),$(BUILD),$(BUILD)-demo)
+DEMO_CUDA_FLAGS := $(if $(filter-out 0,$(HAVE_GPU)),$(CUDA_FLAGS),-DTCI_CUDA=OFF)
+
 # the test venv's Python where it exists (make demo needs none)
 PYTHON_FLAG := $(if $(wildcard $(PYTHON)),-DPython3_EXECUTABLE=$(PYTHON))
 CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(CUDA_FLAGS) >/dev/null
@@ -36,10 +42,10 @@ lib: setup-system
 	cmake --build $(BUILD) -j$(JOBS) --target tcinfer tcinfer_shared tcinfer_cli
 
 demo: setup-system
-	@$(if $(NVCC),,echo "note: nvcc not found; building without the CUDA parts")
-	$(CONFIGURE)
-	cmake --build $(BUILD) -j$(JOBS) --target tcinfer_cli
-	$(BUILD)/tcinfer models/demo/tiny_cnn.onnx models/demo/input.npy
+	@$(if $(filter-out 0,$(HAVE_GPU)),,echo "note: no GPU here: the demo builds the CPU backend alone, in $(DEMO_BUILD)")
+	cmake -S . -B $(DEMO_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(DEMO_CUDA_FLAGS) >/dev/null
+	cmake --build $(DEMO_BUILD) -j$(JOBS) --target tcinfer_cli
+	$(DEMO_BUILD)/tcinfer models/demo/tiny_cnn.onnx models/demo/input.npy
 
 install: lib
 	cmake --install $(BUILD) --prefix $(PREFIX)
@@ -48,4 +54,4 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-demo
