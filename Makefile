@@ -14,7 +14,7 @@ CUDA_FLAGS := $(if $(NVCC),-DTCI_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DTCI_CUD
 # without the CUDA parts in its own folder (a cold CUDA build takes far longer than the demo)
 HAVE_GPU := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 DEMO_BUILD := $(if $(filter-out 0,$(HAVE_GPU)),$(BUILD),$(BUILD)-demo)
-DEMO_CUDA_FLAGS := $(if $(filter-out 0,$(HAVE_GPU)),$(CUDA_FLAGS),-DTCI_CUDA=OFF)
+DEMO_FLAGS := $(if $(filter-out 0,$(HAVE_GPU)),$(CUDA_FLAGS),-DTCI_CUDA=OFF -DTCI_BUILD_TESTS=OFF)
 
 # the test venv's Python where it exists (make demo needs none)
 PYTHON_FLAG := $(if $(wildcard $(PYTHON)),-DPython3_EXECUTABLE=$(PYTHON))
@@ -43,7 +43,7 @@ lib: setup-system
 
 demo: setup-system
 	@$(if $(filter-out 0,$(HAVE_GPU)),,echo "note: no GPU here: the demo builds the CPU backend alone, in $(DEMO_BUILD)")
-	cmake -S . -B $(DEMO_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(DEMO_CUDA_FLAGS) >/dev/null
+	cmake -S . -B $(DEMO_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(DEMO_FLAGS) >/dev/null
 	cmake --build $(DEMO_BUILD) -j$(JOBS) --target tcinfer_cli
 	$(DEMO_BUILD)/tcinfer models/demo/tiny_cnn.onnx models/demo/input.npy
 
