@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks for building and testing tcinfer: Debian packages
 # through apt-get, the pinned Python test tooling into .venv through pip. Safe to re-run.
+#   scripts/setup.sh [--system-only]   (--system-only: the Debian packages alone, for `make demo`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     "${sudo_cmd[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
 fi
+
+[ "${1:-}" = "--system-only" ] && exit 0
 
 # Python test tooling, pinned, in a project-local virtual environment
 req=tests/requirements.txt

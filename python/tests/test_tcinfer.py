@@ -1,0 +1,158 @@
+"""The tcinfer Python package on the demo model (CPU backend). TCINFER_LIBRARY names the built
+libtcinfer.so; TCI_DEMO_DIR the folder of tiny_cnn.onnx."""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import tcinfer
+
+DEMO = pathlib.Path(os.environ.get("TCI_DEMO_DIR", pathlib.Path(__file__).parents[2] / "models/demo"))
+MODEL = str(DEMO / "tiny_cnn.onnx")
+PYTHON_DIR = pathlib.Path(__file__).parents[1]
+
+
+@pytest.fixture(scope="module")
+def x():
+    return np.load(DEMO / "input.npy")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    with tcinfer.Engine(MODEL) as e:
+        yield e
+
+
+def test_version_is_the_headers():
+    header = (PYTHON_DIR.parent / "include/tcinfer.h").read_text()
+    parts = [header.split(f"#define TCI_VERSION_{p} ")[1].split()[0]
+             for p in ("MAJOR", "MINOR", "PATCH")]
+    assert tcinfer.version() == ".".join(parts)
+
+
+def test_engine_describes_inputs_and_outputs(engine, x):
+    assert len(engine.inputs) == 1 and len(engine.outputs) == 1
+    assert engine.inputs[0].dtype == np.float32
+    assert engine.inputs[0].shape == x.shape
+    assert engine.outputs[0].name == "probabilities_out"
+    stats = engine.stats()
+    assert stats["num_nodes"] > 0 and stats["num_parameters"] > 0
+
+
+def test_run_matches_the_expected_output(engine, x):
+    (probs,) = engine.run([x])
+    expected = np.load(DEMO / "expected_output.npy")
+    assert probs.dtype == np.float32 and probs.shape == expected.shape
+    np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-6)
+    assert int(probs[0].argmax()) == 6
+
+
+def test_inputs_by_name_and_as_one_array(engine, x):
+    name = engine.inputs[0].name
+    a = engine.run({name: x})[0]
+    b = engine.run(x)[0]
+    assert np.array_equal(a, b)
+
+
+def test_outputs_are_copies(engine, x):
+    first = engine.run(x)[0]
+    kept = first.copy()
+    engine.run(x * 0.5)
+    assert np.array_equal(first, kept)
+
+
+def test_wrong_input_name_lists_the_valid_ones(engine, x):
+    with pytest.raises(tcinfer.TcinferError, match=engine.inputs[0].name):
+        engine.run({"nope": x})
+
+
+def test_wrong_dtype_is_an_error(engine, x):
+    with pytest.raises(tcinfer.TcinferError, match="float32"):
+        engine.run(x.astype(np.float64))
+
+
+def test_wrong_shape_carries_the_library_message(engine, x):
+    with pytest.raises(tcinfer.TcinferError) as err:
+        engine.run(x[..., :-1])
+    assert err.value.status_name == "TCI_ERR_INVALID_ARGUMENT"
+    assert str(err.value)  # tci_last_error()'s text
+
+
+def test_missing_file_is_an_io_error(tmp_path):
+    missing = tmp_path / "missing.onnx"
+    with pytest.raises(tcinfer.TcinferError) as err:
+        tcinfer.Engine(missing)
+    assert err.value.status_name == "TCI_ERR_IO"
+    assert "missing.onnx" in str(err.value)
+
+
+def test_engine_from_memory(x):
+    with tcinfer.Engine(pathlib.Path(MODEL).read_bytes()) as e:
+        assert np.array_equal(e.run(x)[0], tcinfer.Engine(MODEL).run(x)[0])
+
+
+def test_unknown_backend_is_a_value_error():
+    with pytest.raises(ValueError, match="backend"):
+        tcinfer.Engine(MODEL, backend="tpu")
+
+
+def test_list_ops_and_gpu_count():
+    ops = {op for op, lo, hi, gpu in tcinfer.list_ops()}
+    assert {"Conv", "Relu", "Softmax"} <= ops
+    n, name = tcinfer.gpu_count()
+    assert n >= 0 and (n == 0) == (name == "")
+
+
+def test_threads_share_an_engine(engine, x):
+    expected = [engine.run(x * s)[0] for s in (1.0, 0.5)]
+    bad = []
+
+    def worker(t):
+        with engine.create_context() as ctx:
+            for i in range(50):
+                s = i % 2
+                if not np.array_equal(ctx.run(x * (1.0, 0.5)[s])[0], expected[s]):
+                    bad.append((t, i))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+def test_closed_engine_is_an_error(x):
+    e = tcinfer.Engine(MODEL)
+    e.close()
+    with pytest.raises(tcinfer.TcinferError, match="closed"):
+        e.stats()
+
+
+def test_pip_install_and_library_next_to_the_package(tmp_path, x):
+    """pip install . into a folder, then import it with the library found next to the package
+    (TCINFER_LIBRARY unset)."""
+    target, source = tmp_path / "site", tmp_path / "python"
+    # from a copy: setuptools writes build/ and *.egg-info next to pyproject.toml
+    shutil.copytree(PYTHON_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "build",
+                                                                       "*.egg-info", "*.so*"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--disable-pip-version-check", "--target",
+                    str(target), str(source)], check=True, cwd=tmp_path)
+    lib = pathlib.Path(os.environ["TCINFER_LIBRARY"]).resolve()
+    shutil.copy(lib, target / "tcinfer" / "libtcinfer.so.0")
+    env = {k: v for k, v in os.environ.items() if k != "TCINFER_LIBRARY"}
+    env["PYTHONPATH"] = str(target)
+    code = ("import numpy as np, tcinfer, sys; "
+            "assert tcinfer.__file__.startswith(sys.argv[1]), tcinfer.__file__; "
+            "assert tcinfer._lib.lib._name.startswith(sys.argv[1]), tcinfer._lib.lib._name; "
+            "print(int(tcinfer.Engine(sys.argv[2]).run(np.load(sys.argv[3]))[0].argmax()))")
+    out = subprocess.run([sys.executable, "-c", code, str(target), MODEL,
+                          str(DEMO / "input.npy")], env=env, check=True, cwd=tmp_path,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == "6"
