@@ -144,6 +144,8 @@ int main(int argc, char **argv)
     tci_engine *engine = NULL;
     TCI_CHECK(tci_engine_create_from_file(argv[1], &opts, &engine));
     tci_device_format fin, fout;
+    tci_device_format_init(&fin);
+    tci_device_format_init(&fout);
     TCI_CHECK(tci_engine_device_format(engine, 0, 0, &fin));
     TCI_CHECK(tci_engine_device_format(engine, 1, 0, &fout));
     int float_dtype_in = fin.dtype == TCI_DTYPE_FLOAT16 || fin.dtype == TCI_DTYPE_BFLOAT16 ||

@@ -5,9 +5,9 @@ import glob
 import os
 import sys
 
-# Once the header's option/info/report structs start with `size_t struct_size`, set this to True:
-# every struct below then gets it as its first field, filled in by _init_struct.
-HAS_STRUCT_SIZE = False
+# The header's option/info/report structs start with `size_t struct_size`: every struct below
+# gets it as its first field, filled in by _init_struct.
+HAS_STRUCT_SIZE = True
 
 TCI_MAX_RANK = 8
 
@@ -60,7 +60,11 @@ EngineOptions = _struct("EngineOptions", [
     ("precision", ctypes.c_int),
     ("fp32_layers", ctypes.POINTER(ctypes.c_char_p)),
     ("kernels", ctypes.c_int),
-    ("timing_cache", ctypes.c_char_p)])
+    ("timing_cache", ctypes.c_char_p),
+    ("cpu_threads", ctypes.c_int),
+    ("log_fn", ctypes.c_void_p),
+    ("log_user", ctypes.c_void_p),
+    ("log_level", ctypes.c_int)])
 EngineStats = _struct("EngineStats", [
     ("num_nodes", ctypes.c_size_t), ("num_initializers", ctypes.c_size_t),
     ("num_parameters", ctypes.c_int64), ("parameter_bytes", ctypes.c_int64)])
