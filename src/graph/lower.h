@@ -204,10 +204,12 @@ typedef struct plan_step {
         } reduce;
         struct {
             int64_t n, c, h, w, out_h, out_w;
-            resize_mode mode;         /* nearest or linear */
+            resize_mode mode;         /* nearest, linear or cubic */
             resize_coord coord;
             resize_rounding rounding; /* nearest only */
             float scale_h, scale_w;
+            float cubic_a;            /* cubic only */
+            bool exclude_outside;     /* linear and cubic: taps past the edge weigh 0 */
         } resize;
         struct {
             int64_t outer, axis_dim, inner, num_indices;

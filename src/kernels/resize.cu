@@ -1,5 +1,6 @@
 // Resize of NHWC8 fp16, bf16 or fp32 tensors over H and W: one thread per output pixel and 8-channel
-// vector.
+// vector; nearest reads one pixel, linear and cubic weigh 2x2 and 4x4 taps (the CPU reference's
+// taps and weights, exclude_outside included).
 // Source coordinates are computed in double as the ONNX reference does, so that coordinates
 // landing exactly on .5 round the same way here and on the CPU: both call util/resize_modes.h's
 // functions, which expand its formulas.
@@ -36,32 +37,61 @@ struct ResizeParams {
     resize_mode mode;
     resize_coord coord;
     resize_rounding rounding;
+    double cubic_a;
+    bool exclude_outside;
+};
+
+// The taps of one output index along one axis: clamped input indices and their weights.
+struct Taps {
+    int n;
+    int64_t idx[4];
+    float w[4];
 };
 
 __device__ __forceinline__ int64_t clamp_index(int64_t i, int64_t n) {
     return i < 0 ? 0 : i >= n ? n - 1 : i;
 }
 
-// The two taps along one axis and the weight of the second; nearest gives one tap twice.
-__device__ void axis_taps(const ResizeParams &p, const Axis &a, int64_t o, int64_t &i0,
-                          int64_t &i1, float &w1) {
+// The taps along one axis as the CPU reference builds them (src/layers/resize.c build_axis):
+// nearest one, linear two, cubic four from floor(x) - 1; with exclude_outside the taps past the
+// edge weigh 0 and the rest are renormalised; indices past the edge repeat the edge.
+__device__ void axis_taps(const ResizeParams &p, const Axis &a, int64_t o, Taps &t) {
     if (a.identity) {
-        i0 = i1 = o;
-        w1 = 0.0f;
+        t.n = 1;
+        t.idx[0] = o;
+        t.w[0] = 1.0f;
         return;
     }
     // tf_crop_and_resize's region (the whole axis here) is not used: the launcher refuses it
     const double x = resize_source_coordinate(p.coord, o, a.scale, a.in, a.out, 0.0f, 1.0f);
     if (p.mode == RESIZE_NEAREST) {
-        i0 = i1 = clamp_index(resize_nearest_index(p.rounding, x, a.scale), a.in);
-        w1 = 0.0f;
+        t.n = 1;
+        t.idx[0] = clamp_index(resize_nearest_index(p.rounding, x, a.scale), a.in);
+        t.w[0] = 1.0f;
         return;
     }
-    const double base = floor(x), frac = x - base;
-    const int64_t i = (int64_t)base;
-    i0 = clamp_index(i, a.in);
-    i1 = clamp_index(i + 1, a.in);
-    w1 = (float)frac;
+    const double base = floor(x), r = x - base;
+    double w[4];
+    int64_t first;
+    if (p.mode == RESIZE_LINEAR) {
+        t.n = 2;
+        first = (int64_t)base;
+        w[0] = 1.0 - r;
+        w[1] = r;
+    } else {
+        t.n = 4;
+        first = (int64_t)base - 1;
+        resize_cubic_weights(p.cubic_a, r, w);
+    }
+    double sum = 0.0;
+    for (int k = 0; k < t.n; k++) {
+        const int64_t i = first + k;
+        if (p.exclude_outside && (i < 0 || i >= a.in)) w[k] = 0.0;
+        sum += w[k];
+        t.idx[k] = clamp_index(i, a.in);
+    }
+    for (int k = 0; k < t.n; k++)
+        t.w[k] = (float)(p.exclude_outside && sum != 0.0 ? w[k] / sum : w[k]);
 }
 
 // Zeroes the lanes of a chunk from `live` on (the padded channels of the last chunk).
@@ -89,26 +119,23 @@ __global__ void resize_nhwc8_kernel(const C *__restrict__ x, C *__restrict__ y, 
         int64_t pix = div_fast(e, p.chunks), chunk = e - pix * p.chunks;
         int64_t t = div_fast(pix, p.w.out), ow = pix - t * p.w.out;
         int64_t n = div_fast(t, p.h.out), oh = t - n * p.h.out;
-        int64_t h0, h1, w0, w1;
-        float fh, fw;
-        axis_taps(p, p.h, oh, h0, h1, fh);
-        axis_taps(p, p.w, ow, w0, w1, fw);
+        Taps th, tw;
+        axis_taps(p, p.h, oh, th);
+        axis_taps(p, p.w, ow, tw);
         const C *plane = x + n * p.h.in * p.w.in * p.chunks + chunk;
         C out;
-        if (p.mode == RESIZE_NEAREST) {
-            out = plane[(h0 * p.w.in + w0) * p.chunks];
+        if (th.n == 1 && tw.n == 1) {
+            out = plane[(th.idx[0] * p.w.in + tw.idx[0]) * p.chunks];
         } else {
-            float a[8], b[8], c[8], d[8], r[8];
-            load8(plane + (h0 * p.w.in + w0) * p.chunks, a);
-            load8(plane + (h0 * p.w.in + w1) * p.chunks, b);
-            load8(plane + (h1 * p.w.in + w0) * p.chunks, c);
-            load8(plane + (h1 * p.w.in + w1) * p.chunks, d);
+            float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, v[8];
+            for (int i = 0; i < th.n; i++)
+                for (int j = 0; j < tw.n; j++) {
+                    const float wgt = th.w[i] * tw.w[j];
+                    load8(plane + (th.idx[i] * p.w.in + tw.idx[j]) * p.chunks, v);
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                float top = a[k] + fw * (b[k] - a[k]), bottom = c[k] + fw * (d[k] - c[k]);
-                r[k] = top + fh * (bottom - top);
-            }
-            store8(&out, r);
+                    for (int k = 0; k < 8; k++) acc[k] += wgt * v[k];
+                }
+            store8(&out, acc);
         }
         if (chunk == p.chunks - 1 && p.last_chunk_channels < 8) // keep padded channels zero
             zero_lanes_from(out, p.last_chunk_channels);
@@ -129,7 +156,7 @@ extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resiz
                          "%lldx%lld)",
                          (long long)d->n, (long long)d->c, (long long)d->in_h, (long long)d->in_w,
                          (long long)d->out_h, (long long)d->out_w);
-    if (d->mode != RESIZE_NEAREST && d->mode != RESIZE_LINEAR)
+    if (d->mode != RESIZE_NEAREST && d->mode != RESIZE_LINEAR && d->mode != RESIZE_CUBIC)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_resize_nhwc8: unknown mode %d", (int)d->mode);
     // tf_crop_and_resize (a region and an extrapolation value) is not covered here
     if ((int)d->coord < 0 || d->coord >= RESIZE_COORD_TF_CROP_AND_RESIZE)
@@ -158,6 +185,8 @@ extern "C" tci_status kern_resize_nhwc8(const void *x, void *y, const kern_resiz
     p.h = Axis{d->in_h, d->out_h, d->scale_h, d->in_h == d->out_h && fabs(d->scale_h - 1.0) <= 1e-9};
     p.w = Axis{d->in_w, d->out_w, d->scale_w, d->in_w == d->out_w && fabs(d->scale_w - 1.0) <= 1e-9};
     p.mode = d->mode, p.coord = d->coord, p.rounding = d->rounding;
+    p.cubic_a = d->cubic_a;
+    p.exclude_outside = d->exclude_outside != 0;
     const int64_t total = p.n * p.h.out * p.w.out * p.chunks;
     const int block = 256;
     int64_t blocks = (total + block - 1) / block;

@@ -1,11 +1,10 @@
-/* ONNX Resize (and Upsample) of an NHWC8 fp16, bf16 or fp32 tensor over H and W, nearest or
- * bilinear, with the coordinate formulas of the ONNX reference (and of the CPU reference,
- * src/layers/resize.c).
+/* ONNX Resize (and Upsample) of an NHWC8 fp16, bf16 or fp32 tensor over H and W, nearest,
+ * bilinear or bicubic (exclude_outside too), with the coordinate formulas and tap weights of the
+ * ONNX reference (and of the CPU reference, src/layers/resize.c).
  *
  * The launcher validates, enqueues on `stream` and returns without synchronising (it may be
  * captured into a CUDA graph); a launch failure is TCI_ERR_CUDA. Not covered here (the planner
- * keeps such nodes elsewhere): cubic, tf_crop_and_resize, exclude_outside, antialias, and resizing
- * N or C. */
+ * keeps such nodes elsewhere): tf_crop_and_resize, antialias, and resizing N or C. */
 #ifndef TCI_KERNELS_RESIZE_H
 #define TCI_KERNELS_RESIZE_H
 
@@ -28,7 +27,10 @@ typedef struct kern_resize_desc {
      * output length as scale * in (fractional or not); an axis with out == in and scale 1 is an
      * identity. */
     double scale_h, scale_w;
-    resize_mode mode;         /* RESIZE_NEAREST or RESIZE_LINEAR */
+    resize_mode mode;         /* RESIZE_NEAREST, RESIZE_LINEAR or RESIZE_CUBIC */
+    float cubic_a;            /* RESIZE_CUBIC: cubic_coeff_a */
+    int exclude_outside;      /* linear and cubic: taps past the edge weigh 0, the rest
+                                 renormalised */
     resize_coord coord;       /* any but RESIZE_COORD_TF_CROP_AND_RESIZE */
     resize_rounding rounding; /* nearest only */
     /* of x and y: 0 or TCI_DTYPE_FLOAT16 (fp16), TCI_DTYPE_BFLOAT16 (bf16, the same layout),

@@ -380,14 +380,6 @@ static double source_coordinate(const resize_params *p, const resize_target *t, 
                                     (float)t->roi_end[a] - roi_start);
 }
 
-static void cubic_weights(double a, double r, double *w) {
-    double s = r + 1.0, u = 1.0 - r, v = u + 1.0;
-    w[0] = ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a;
-    w[1] = ((a + 2.0) * r - (a + 3.0)) * r * r + 1.0;
-    w[2] = ((a + 2.0) * u - (a + 3.0)) * u * u + 1.0;
-    w[3] = ((a * v - 5.0 * a) * v + 8.0 * a) * v - 4.0 * a;
-}
-
 static tci_status build_axis(const ir_node *node, const resize_target *t, int a, int64_t in,
                              int64_t out, int64_t stride, axis_table *table) {
     const resize_params *p = node->params;
@@ -422,7 +414,7 @@ static tci_status build_axis(const ir_node *node, const resize_target *t, int a,
                 w[1] = r;
             } else {
                 first = (int64_t)base - 1;
-                cubic_weights(p->cubic_a, r, w);
+                resize_cubic_weights(p->cubic_a, r, w);
             }
         }
         double sum = 0.0;
@@ -530,8 +522,6 @@ static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
     if (x->rank != 4 || x->dims[0] != y->dims[0] || x->dims[1] != y->dims[1])
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "the GPU path resizes the two spatial dims of 4-D inputs");
-    if (p->mode == RESIZE_CUBIC)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "Resize mode 'cubic' has no GPU path");
     if (p->coord == RESIZE_COORD_TF_HALF_PIXEL_FOR_NN ||
         p->coord == RESIZE_COORD_TF_CROP_AND_RESIZE)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
@@ -567,6 +557,8 @@ static tci_status resize_gpu_lower(plan_builder *b, const ir_node *node) {
     s->u.resize.rounding = p->rounding;
     s->u.resize.scale_h = sh;
     s->u.resize.scale_w = sw;
+    s->u.resize.cubic_a = p->cubic_a;
+    s->u.resize.exclude_outside = p->exclude_outside;
     lower_step_io(s, 1, &xi, 1, &yt);
     return TCI_OK;
 }

@@ -122,6 +122,16 @@ static inline RESIZE_HOST_DEVICE int64_t resize_nearest_index(resize_rounding ro
     return i;
 }
 
+/* The four weights of cubic interpolation (coefficient a, ONNX's cubic_coeff_a) for the taps
+ * at floor(x) - 1 .. floor(x) + 2, r = x - floor(x). */
+static inline RESIZE_HOST_DEVICE void resize_cubic_weights(double a, double r, double *w) {
+    const double s = r + 1.0, u = 1.0 - r, v = u + 1.0;
+    w[0] = ((a * s - 5.0 * a) * s + 8.0 * a) * s - 4.0 * a;
+    w[1] = ((a + 2.0) * r - (a + 3.0)) * r * r + 1.0;
+    w[2] = ((a + 2.0) * u - (a + 3.0)) * u * u + 1.0;
+    w[3] = ((a * v - 5.0 * a) * v + 8.0 * a) * v - 4.0 * a;
+}
+
 #undef RESIZE_HOST_DEVICE
 #undef MUL_
 #undef RESIZE_COORD_CASE

@@ -444,28 +444,46 @@ static double ref_coordinate(resize_coord coord, double x, double scale, int64_t
 
 static int64_t clampi(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
 
-/* Taps and weights along one axis: nearest gives one index; linear two with weights. */
-static void ref_axis(const kern_resize_desc *d, int64_t o, double scale, int64_t in, int64_t out,
-                     int64_t *i0, int64_t *i1, double *w1) {
+/* Taps and weights along one axis, from the ONNX spec: nearest one index; linear two, cubic
+ * four from floor(x) - 1 with the Keys weights of coefficient a; exclude_outside zeroes the taps
+ * past the edge and renormalises; indices past the edge repeat the edge. */
+static int ref_axis(const kern_resize_desc *d, int64_t o, double scale, int64_t in, int64_t out,
+                    int64_t *idx, double *w) {
     if (in == out && scale == 1.0) {
-        *i0 = *i1 = o, *w1 = 0.0;
-        return;
+        idx[0] = o, w[0] = 1.0;
+        return 1;
     }
     double x = ref_coordinate(d->coord, (double)o, scale, in, out), base = floor(x), r = x - base;
-    if (d->mode == RESIZE_LINEAR) {
-        *i0 = clampi((int64_t)base, in), *i1 = clampi((int64_t)base + 1, in), *w1 = r;
-        return;
+    if (d->mode == RESIZE_NEAREST) {
+        int up = 0;
+        if (r != 0.0) switch (d->rounding) {
+            case RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
+            case RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
+            case RESIZE_ROUND_FLOOR: up = 0; break;
+            case RESIZE_ROUND_CEIL: up = 1; break;
+            case RESIZE_ROUND_LEGACY: up = scale < 1.0; break;
+            case RESIZE_ROUNDING_COUNT: break;
+            }
+        idx[0] = clampi((int64_t)base + up, in), w[0] = 1.0;
+        return 1;
     }
-    int up = 0;
-    if (r != 0.0) switch (d->rounding) {
-        case RESIZE_ROUND_PREFER_FLOOR: up = r > 0.5; break;
-        case RESIZE_ROUND_PREFER_CEIL: up = r >= 0.5; break;
-        case RESIZE_ROUND_FLOOR: up = 0; break;
-        case RESIZE_ROUND_CEIL: up = 1; break;
-        case RESIZE_ROUND_LEGACY: up = scale < 1.0; break;
-        case RESIZE_ROUNDING_COUNT: break;
-        }
-    *i0 = *i1 = clampi((int64_t)base + up, in), *w1 = 0.0;
+    int n = d->mode == RESIZE_LINEAR ? 2 : 4;
+    int64_t first = (int64_t)base - (n == 4);
+    for (int k = 0; k < n; k++) {
+        double t = fabs((double)(first + k) - x), a = d->cubic_a;
+        if (n == 2) w[k] = 1.0 - t;
+        else if (t <= 1.0) w[k] = ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+        else w[k] = ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
+    }
+    double sum = 0.0;
+    for (int k = 0; k < n; k++) {
+        if (d->exclude_outside && (first + k < 0 || first + k >= in)) w[k] = 0.0;
+        sum += w[k];
+        idx[k] = clampi(first + k, in);
+    }
+    if (d->exclude_outside && sum != 0.0)
+        for (int k = 0; k < n; k++) w[k] /= sum;
+    return n;
 }
 
 static int resize_cases_run;
@@ -483,15 +501,16 @@ static void check_resize(kern_resize_desc d, uint64_t seed) {
     for (int64_t n = 0; n < d.n; n++)
         for (int64_t oh = 0; oh < d.out_h; oh++)
             for (int64_t ow = 0; ow < d.out_w; ow++) {
-                int64_t h0, h1, w0, w1;
-                double fh, fw;
-                ref_axis(&d, oh, d.scale_h, d.in_h, d.out_h, &h0, &h1, &fh);
-                ref_axis(&d, ow, d.scale_w, d.in_w, d.out_w, &w0, &w1, &fw);
+                int64_t hi[4], wi[4];
+                double hw[4], ww[4];
+                int nh = ref_axis(&d, oh, d.scale_h, d.in_h, d.out_h, hi, hw);
+                int nw = ref_axis(&d, ow, d.scale_w, d.in_w, d.out_w, wi, ww);
                 for (int64_t c = 0; c < cp; c++) {
-#define AT(h, w) ((double)x[(((n * d.in_h) + (h)) * d.in_w + (w)) * cp + c])
-                    double v = (1 - fh) * ((1 - fw) * AT(h0, w0) + fw * AT(h0, w1)) +
-                               fh * ((1 - fw) * AT(h1, w0) + fw * AT(h1, w1));
-#undef AT
+                    double v = 0.0;
+                    for (int i = 0; i < nh; i++)
+                        for (int j = 0; j < nw; j++)
+                            v += hw[i] * ww[j] *
+                                 (double)x[(((n * d.in_h) + hi[i]) * d.in_w + wi[j]) * cp + c];
                     want[((n * d.out_h + oh) * d.out_w + ow) * cp + c] = c < d.c ? v : 0.0;
                 }
             }
@@ -508,8 +527,8 @@ static void check_resize(kern_resize_desc d, uint64_t seed) {
                           bits[i]);
             continue;
         }
-        double tol =
-            d.mode == RESIZE_NEAREST ? 0.0 : tol_for(dt, 2e-3) * fmax(1.0, fabs(want[i]));
+        double tol = d.mode == RESIZE_NEAREST ? 0.0
+                     : tol_for(dt, d.mode == RESIZE_CUBIC ? 4e-3 : 2e-3) * fmax(1.0, fabs(want[i]));
         ck_assert_msg(fabs((double)got[i] - want[i]) <= tol,
                       "mode %d coord %d rounding %d %lldx%lld->%lldx%lld: [%zu] = %g, want %g",
                       (int)d.mode, (int)d.coord, (int)d.rounding, (long long)d.in_h,
@@ -564,6 +583,26 @@ START_TEST(test_resize_linear) {
         resize_shapes(d, 200 + (uint64_t)coord);
     }
     ck_assert_int_eq(resize_cases_run, 5 * 6);
+}
+END_TEST
+
+/* Cubic (coefficients -0.75 and -0.5) and linear with exclude_outside: the taps past the edge
+ * weigh 0 and the rest are renormalised. */
+START_TEST(test_resize_cubic_and_exclude_outside) {
+    resize_cases_run = 0;
+    static const resize_coord coords[3] = {RESIZE_COORD_HALF_PIXEL, RESIZE_COORD_ALIGN_CORNERS,
+                                           RESIZE_COORD_ASYMMETRIC};
+    for (int c = 0; c < 3; c++)
+        for (int ex = 0; ex <= 1; ex++) {
+            kern_resize_desc d = {.mode = RESIZE_CUBIC, .coord = coords[c], .cubic_a = -0.75f,
+                                  .exclude_outside = ex};
+            resize_shapes(d, 300 + (uint64_t)(c * 2 + ex));
+            d.cubic_a = -0.5f;
+            resize_shapes(d, 400 + (uint64_t)(c * 2 + ex));
+            d.mode = RESIZE_LINEAR;
+            if (ex) resize_shapes(d, 500 + (uint64_t)c);
+        }
+    ck_assert_int_eq(resize_cases_run, (3 * 2 * 2 + 3) * 6);
 }
 END_TEST
 
@@ -863,6 +902,7 @@ int main(void) {
     tcase_add_test(tc, test_reduce_more_ops);
     tcase_add_test(tc, test_resize_nearest);
     tcase_add_test(tc, test_resize_linear);
+    tcase_add_test(tc, test_resize_cubic_and_exclude_outside);
     tcase_add_test(tc, test_resize_onnx_cases);
     tcase_add_test(tc, test_resize_errors);
     tcase_add_test(tc, test_bf16);

@@ -285,6 +285,8 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         d.mode = s->u.resize.mode;
         d.coord = s->u.resize.coord;
         d.rounding = s->u.resize.rounding;
+        d.cubic_a = s->u.resize.cubic_a;
+        d.exclude_outside = s->u.resize.exclude_outside;
         return kern_resize_nhwc8(in[0], out, &d, stream);
     }
     case PLAN_STEP_GATHER:
