@@ -104,6 +104,9 @@ static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **
 }
 
 static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph **pristine) {
+    if (options->num_shapes && !options->shapes)
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "num_shapes is %zu but shapes is NULL",
+                            options->num_shapes);
     for (size_t i = 0; i < options->num_shapes; i++)
         TRY_STATUS(apply_shape_override(g, &options->shapes[i]));
 
@@ -240,13 +243,35 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *options,
     return TCI_OK;
 }
 
+/* The loader's limits from the options' fields, 0 giving the default. */
+static tci_status limits_from_options(const tci_engine_options *o, ir_limits *out) {
+    ir_limits_default(out);
+    if (!o) return TCI_OK;
+    if (o->max_tensor_elements < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "max_tensor_elements is negative");
+    if (o->max_nesting_depth < 0 || o->max_nesting_depth > 1000)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "max_nesting_depth %d is outside 0..1000 (protobuf-c recurses once "
+                            "per level)",
+                            o->max_nesting_depth);
+    if (o->max_model_bytes) out->max_model_bytes = o->max_model_bytes;
+    if (o->max_tensor_elements) out->max_tensor_elements = o->max_tensor_elements;
+    if (o->max_constant_bytes) out->max_constant_bytes = o->max_constant_bytes;
+    if (o->max_nodes) out->max_nodes = o->max_nodes;
+    if (o->max_nesting_depth) out->max_nesting = o->max_nesting_depth;
+    if (o->max_parse_bytes) out->max_parse_bytes = o->max_parse_bytes;
+    return TCI_OK;
+}
+
 tci_status tci_engine_create_from_file(const char *path, const tci_engine_options *options,
                                        tci_engine **out_engine) {
     if (!out_engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
     *out_engine = NULL;
     if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
     ir_graph *g = NULL;
-    TRY_STATUS(onnx_load_file(path, &g));
+    ir_limits limits;
+    TRY_STATUS(limits_from_options(options, &limits));
+    TRY_STATUS(onnx_load_file_limits(path, &limits, &g));
     tci_status st = finish_create(g, options, NULL, out_engine);
     if (st != TCI_OK) status_error_prefix(st, "%s", path);
     return st;
@@ -259,7 +284,9 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
     *out_engine = NULL;
     if (!bytes && size) return status_error(TCI_ERR_INVALID_ARGUMENT, "bytes is NULL");
     ir_graph *g = NULL;
-    TRY_STATUS(onnx_load_model(bytes, size, base_dir, &g));
+    ir_limits limits;
+    TRY_STATUS(limits_from_options(options, &limits));
+    TRY_STATUS(onnx_load_model_limits(bytes, size, base_dir, &limits, &g));
     return finish_create(g, options, NULL, out_engine);
 }
 
@@ -888,11 +915,18 @@ tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
     memset(out_result, 0, sizeof *out_result);
     if (test->dtype != TCI_DTYPE_FLOAT || baseline->dtype != TCI_DTYPE_FLOAT)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "compare needs float tensors");
+    int64_t count = tci_tensor_count(test);
+    if (count < 0 || tci_tensor_count(baseline) < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "compared tensors need a rank of 0..%d and non-negative dims",
+                            TCI_MAX_RANK);
+    if (count > 0 && (!test->data || !baseline->data))
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors have no data");
     bool same = test->rank == baseline->rank;
     for (int i = 0; same && i < test->rank; i++) same = test->dims[i] == baseline->dims[i];
     if (!same) return status_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors differ in shape");
     compare_metrics m;
-    TRY_STATUS(compare_arrays(test->data, baseline->data, (size_t)tci_tensor_count(test), &m));
+    TRY_STATUS(compare_arrays(test->data, baseline->data, (size_t)count, &m));
     out_result->max_abs = m.max_abs_error;
     out_result->mean_abs = m.mean_abs_error;
     out_result->relative_l2 = m.relative_l2_error;

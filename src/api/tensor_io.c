@@ -126,6 +126,13 @@ void tci_tensor_release(tci_tensor *tensor) {
 
 tci_status tci_tensor_write_npy(const char *path, const tci_tensor *t) {
     if (!path || !t) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    int64_t count = tci_tensor_count(t);
+    if (count < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "cannot write a tensor of rank %d (0..%d), negative dims or an element "
+                            "count past int64 as .npy",
+                            t->rank, TCI_MAX_RANK);
+    if (count > 0 && !t->data) return status_error(TCI_ERR_INVALID_ARGUMENT, "tensor has no data");
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (npy_types[i].dtype == t->dtype) descr = npy_types[i].descr;
@@ -145,7 +152,7 @@ tci_status tci_tensor_write_npy(const char *path, const tci_tensor *t) {
     size_t header_len = (size_t)n + pad + 1;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(header_len & 0xff),
                              (unsigned char)(header_len >> 8)};
-    size_t bytes = (size_t)tci_tensor_count(t) * tci_dtype_size(t->dtype);
+    size_t bytes = (size_t)count * tci_dtype_size(t->dtype);
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, (size_t)n, f) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
