@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Load time of a long chain of nodes: `tcinfer --info` on an N-node chain of Relu (plain file
+order and reversed order, the worst case of a sort by repeated sweeps) and an 8 MB file of empty
+nodes, with the peak resident memory. A benchmark, not a test: docs/robustness.md has the numbers.
+
+usage: bench/load_chain.py TCINFER [N ...]   (default N: 10000 40000 100000)
+"""
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def chain(n, reverse):
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"n{i}") for i in range(n)]
+    if reverse:
+        nodes.reverse()
+    graph = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(f"t{n}", TensorProto.FLOAT, [1, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def empty_nodes(size):
+    # GraphProto.node (field 1) holding an empty NodeProto is 2 bytes on the wire: 0x0a 0x00
+    graph = b"\x0a\x00" * (size // 2)
+    opset = b"\x42\x02\x10\x11"                     # ModelProto.opset_import {version: 17}
+    return b"\x08\x08" + opset + b"\x3a" + _varint(len(graph)) + graph
+
+
+def _varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def run(tcinfer, path, label):
+    t0 = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    p = subprocess.run([tcinfer, "--info", path], capture_output=True, text=True, timeout=600)
+    dt = time.monotonic() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    first = (p.stdout or p.stderr).strip().splitlines()
+    status = "ok" if p.returncode == 0 else f"exit {p.returncode}: {first[-1] if first else ''}"
+    # ru_maxrss of children is the largest so far: only meaningful when it grew
+    print(f"{label:<34} {dt:8.2f} s  peak RSS {max(peak, before) / 1024:8.1f} MB  {status[:90]}")
+    sys.stdout.flush()
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    tcinfer = sys.argv[1]
+    sizes = [int(a) for a in sys.argv[2:]] or [10000, 40000, 100000]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "empty.onnx")
+        with open(path, "wb") as f:
+            f.write(empty_nodes(8 << 20))
+        run(tcinfer, path, "8 MB of empty nodes")
+        for n in sizes:
+            for reverse in (False, True):
+                path = os.path.join(d, f"chain_{n}_{int(reverse)}.onnx")
+                onnx.save(chain(n, reverse), path)
+                try:
+                    run(tcinfer, path, f"{n}-node chain{' reversed' if reverse else ''}")
+                except subprocess.TimeoutExpired:
+                    print(f"{n}-node chain{' reversed' if reverse else ''}: over 600 s")
+
+
+if __name__ == "__main__":
+    main()
