@@ -859,49 +859,48 @@ static int run_compare(const cli_args *a, const tci_context *ctx, const tci_tens
     return rc;
 }
 
-int main(int argc, char **argv) {
-    cli_args a;
-    int rc = parse_args(argc, argv, &a);
+static int run_cli(int argc, char **argv, cli_args *a) {
+    int rc = parse_args(argc, argv, a);
     if (rc) return rc;
-    if (a.list_ops) {
+    if (a->list_ops) {
         tci_list_ops(print_op, NULL);
         return 0;
     }
     tci_engine_options options;
     tci_engine_options_init(&options);
-    options.shapes = a.shapes;
-    options.num_shapes = (size_t)a.num_shapes;
-    options.no_cuda_graph = a.no_graph;
-    options.mark_all_outputs = a.compare_layers;
-    options.precision = a.precision;
-    options.fp32_layers = a.fp32_text ? a.fp32_layers : NULL;
-    options.kernels = a.kernels;
-    options.timing_cache = a.timing_cache;
-    if (a.plan) {
-        a.backend = TCI_BACKEND_GPU;
-        a.info = true;
+    options.shapes = a->shapes;
+    options.num_shapes = (size_t)a->num_shapes;
+    options.no_cuda_graph = a->no_graph;
+    options.mark_all_outputs = a->compare_layers;
+    options.precision = a->precision;
+    options.fp32_layers = a->fp32_text ? a->fp32_layers : NULL;
+    options.kernels = a->kernels;
+    options.timing_cache = a->timing_cache;
+    if (a->plan) {
+        a->backend = TCI_BACKEND_GPU;
+        a->info = true;
         options.plan_only = 1;
     }
-    if (a.backend < 0) a.backend = tci_gpu_count(NULL, 0) > 0 || a.compare ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
-    options.backend = (tci_backend)a.backend;
-    if (a.profile && a.backend != TCI_BACKEND_GPU)
+    if (a->backend < 0) a->backend = tci_gpu_count(NULL, 0) > 0 || a->compare ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
+    options.backend = (tci_backend)a->backend;
+    if (a->profile && a->backend != TCI_BACKEND_GPU)
         return usage_error("--profile times GPU layers; use --backend gpu%s", "");
     tci_engine *engine = NULL;
-    tci_status st = a.load_engine ? tci_engine_load(a.load_engine, &options, &engine)
-                                  : tci_engine_create_from_file(a.model, &options, &engine);
+    tci_status st = a->load_engine ? tci_engine_load(a->load_engine, &options, &engine)
+                                  : tci_engine_create_from_file(a->model, &options, &engine);
     if (st != TCI_OK) return fail(st);
-    if (a.save_engine) {
-        st = tci_engine_save(engine, a.save_engine);
+    if (a->save_engine) {
+        st = tci_engine_save(engine, a->save_engine);
         if (st != TCI_OK) {
             tci_engine_destroy(engine);
             return fail(st);
         }
-        if (!a.quiet) printf("engine saved to %s\n", a.save_engine);
+        if (!a->quiet) printf("engine saved to %s\n", a->save_engine);
     }
-    if (a.info || (a.save_engine && !a.num_inputs && !a.random)) {
-        if (a.info) {
+    if (a->info || (a->save_engine && !a->num_inputs && !a->random)) {
+        if (a->info) {
             print_info(engine);
-            print_gpu_info(engine, a.load_engine ? "engine file" : "timing cache");
+            print_gpu_info(engine, a->load_engine ? "engine file" : "timing cache");
         }
         tci_engine_destroy(engine);
         return 0;
@@ -909,7 +908,7 @@ int main(int argc, char **argv) {
     size_t num_inputs = tci_engine_input_count(engine);
     tci_tensor *inputs = calloc(num_inputs + 1, sizeof *inputs);
     tci_context *ctx = NULL;
-    rc = inputs ? load_inputs(&a, engine, inputs) : EXIT_FAILURE;
+    rc = inputs ? load_inputs(a, engine, inputs) : EXIT_FAILURE;
     if (rc == 0) {
         st = tci_context_create(engine, &ctx);
         if (st == TCI_OK) st = tci_context_run(ctx, inputs, num_inputs);
@@ -917,24 +916,36 @@ int main(int argc, char **argv) {
     }
     if (rc == 0) {
         size_t num_outputs = tci_engine_output_count(engine);
-        if (!a.quiet && !a.compare_layers)
+        if (!a->quiet && !a->compare_layers)
             for (size_t i = 0; i < num_outputs; i++) {
                 tci_tensor t;
                 tci_context_output(ctx, i, &t);
                 print_summary(&t);
             }
-        rc = write_outputs(&a, ctx, num_outputs);
+        rc = write_outputs(a, ctx, num_outputs);
     }
     /* an overflow fails the call, after --compare and the rest have reported */
-    int nonfinite_rc = rc == 0 && !a.compare_layers ? check_nonfinite(&a, ctx, inputs, num_inputs) : 0;
-    if (rc == 0 && a.compare) rc = run_compare(&a, ctx, inputs, num_inputs);
-    if (rc == 0 && a.bench) rc = run_bench(&a, ctx, inputs);
-    if (rc == 0 && a.profile) rc = run_profile(&a, ctx);
+    int nonfinite_rc = rc == 0 && !a->compare_layers ? check_nonfinite(a, ctx, inputs, num_inputs) : 0;
+    if (rc == 0 && a->compare) rc = run_compare(a, ctx, inputs, num_inputs);
+    if (rc == 0 && a->bench) rc = run_bench(a, ctx, inputs);
+    if (rc == 0 && a->profile) rc = run_profile(a, ctx);
     if (rc == 0) rc = nonfinite_rc;
     for (size_t i = 0; inputs && i < num_inputs; i++) tci_tensor_release(&inputs[i]);
-    for (int i = 0; i < a.num_shapes; i++) free(a.shape_names[i]);
     free(inputs);
     tci_context_destroy(ctx);
     tci_engine_destroy(engine);
+    return rc;
+}
+
+/* The shape names parse_args allocates, on every path out (usage errors included). */
+static void free_args(cli_args *a) {
+    for (int i = 0; i < a->num_shapes; i++) free(a->shape_names[i]);
+    a->num_shapes = 0;
+}
+
+int main(int argc, char **argv) {
+    cli_args a;
+    int rc = run_cli(argc, argv, &a);
+    free_args(&a);
     return rc;
 }
