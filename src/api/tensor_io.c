@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/tensor_io.h"
 #include "onnx/loader.h"
 #include "util/file.h"
 #include "util/status.h"
@@ -106,6 +107,14 @@ tci_status tci_tensor_read_file(const char *path, tci_tensor *out_tensor) {
     unsigned char *buf;
     size_t size;
     TRY_STATUS(util_read_file(path, "", &buf, &size));
+    tci_status st = tensor_io_parse(path, buf, size, out_tensor);
+    free(buf);
+    return st;
+}
+
+tci_status tensor_io_parse(const char *path, const unsigned char *buf, size_t size,
+                           tci_tensor *out_tensor) {
+    memset(out_tensor, 0, sizeof *out_tensor);
     tci_status st;
     if (ends_with(path, ".npy")) {
         st = parse_npy(path, buf, size, out_tensor);
@@ -113,7 +122,6 @@ tci_status tci_tensor_read_file(const char *path, tci_tensor *out_tensor) {
         st = onnx_decode_tensor_file(buf, size, out_tensor);
         if (st != TCI_OK) status_error_prefix(st, "'%s'", path);
     }
-    free(buf);
     if (st != TCI_OK) tci_tensor_release(out_tensor);
     return st;
 }
