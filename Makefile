@@ -6,7 +6,13 @@ PYTHON := $(CURDIR)/.venv/bin/python
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_FLAGS := $(if $(NVCC),-DTCI_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DTCI_CUDA=OFF)
 
-.PHONY: all setup build demo test clean
+.PHONY: all setup build demo test clean fuzz asan
+
+# libFuzzer targets (clang, ASan+UBSan, CPU backend): make fuzz SECONDS=N runs each for N s
+FUZZ_BUILD ?= build-fuzz
+SECONDS ?= 60
+# The CPU library and unit tests under ASan+UBSan, and the malformed corpus (no conformance)
+ASAN_BUILD ?= build-asan
 
 all: build
 
@@ -24,5 +30,18 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
+fuzz: setup
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCI_CUDA=OFF \
+	  -DTCI_FUZZ=ON -DBUILD_TESTING=OFF -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_model fuzz_tensor fuzz_engine_file
+	scripts/run_fuzz.sh $(FUZZ_BUILD) $(SECONDS)
+
+asan: setup
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTCI_CUDA=OFF -DTCI_SANITIZE=ON \
+	  -DTCI_TEST_MODELS=OFF -DTCI_TEST_CONFORMANCE=OFF -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS) -L 'unit|malformed'
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(ASAN_BUILD)
