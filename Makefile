@@ -38,7 +38,7 @@ fuzz: setup
 
 asan: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTCI_CUDA=OFF -DTCI_SANITIZE=ON \
-	  -DTCI_TEST_MODELS=OFF -DTCI_TEST_CONFORMANCE=OFF -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
+	  -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS) -L 'unit|malformed'
