@@ -10,19 +10,23 @@ targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(fuzz_model fuzz_tensor fuzz_engine_file)
 py="$root/.venv/bin/python"; [ -x "$py" ] || py=python3
 
+# the malformed corpus (tests/malformed/make_corpus.py) joins the seeds
+malformed="$build/fuzz/malformed"
+[ -f "$malformed/cases.tsv" ] || "$py" "$root/tests/malformed/make_corpus.py" "$malformed" >/dev/null
+
 seed() { # target dir
     local t="$1" d="$2"
     mkdir -p "$d"
     case "$t" in
     fuzz_model)
-        find "$root/models" "$root/tests/data" "$root/tests/malformed" -name '*.onnx' -size -256k \
+        find "$root/models" "$root/tests/data" "$malformed" -type f -name '*.onnx' -size -256k \
             -exec cp -t "$d" {} + 2>/dev/null ;;
     fuzz_tensor) # first byte: 0 .npy, 1 .pb
         local i=0
         while IFS= read -r f; do
             case "$f" in *.npy) printf '\0' ;; *) printf '\1' ;; esac > "$d/seed_$i"
             cat "$f" >> "$d/seed_$i"; i=$((i + 1))
-        done < <(find "$root/models" "$root/tests/data" "$root/tests/malformed" \
+        done < <(find "$root/models" "$root/tests/data" "$malformed" -type f \
                       \( -name '*.npy' -o -name '*.pb' \) -size -64k 2>/dev/null) ;;
     fuzz_engine_file) # payloads: the records of an engine file around a small model
         "$py" - "$d" "$root/models/demo/tiny_cnn.onnx" <<'PY'

@@ -175,9 +175,10 @@ static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_option
     plan *built = NULL;
     TRY_STATUS(exec_gpu_check_device());
     TRY_STATUS(plan_for_gpu(g, &e->plan_options, &built));
-    return exec_gpu_engine_create(built, &e->plan_options, options->kernels,
-                                  options->timing_cache, choices,
-                                  e->pristine ? replan_batch : NULL, e, &e->gpu);
+    return exec_gpu_guard(NULL, exec_gpu_engine_create(built, &e->plan_options, options->kernels,
+                                                       options->timing_cache, choices,
+                                                       e->pristine ? replan_batch : NULL, e,
+                                                       &e->gpu));
 }
 #endif
 
@@ -653,7 +654,8 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
     tci_status st;
 #if TCI_HAVE_CUDA
     if (engine->gpu)
-        st = exec_gpu_context_create(engine->gpu, engine->use_cuda_graph, &c->gpu);
+        st = exec_gpu_guard(NULL, exec_gpu_context_create(engine->gpu, engine->use_cuda_graph,
+                                                          &c->gpu));
     else
 #endif
         st = exec_cpu_create(engine->graph, &c->cpu);
@@ -702,7 +704,10 @@ tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_
     if (!context) return status_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
     if (num_inputs && !inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs is NULL");
 #if TCI_HAVE_CUDA
-    if (context->gpu) return exec_gpu_run(context->gpu, inputs, num_inputs);
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
+        return exec_gpu_guard(context->gpu, exec_gpu_run(context->gpu, inputs, num_inputs));
+    }
 #endif
     TRY_STATUS(exec_cpu_run(context->cpu, inputs, num_inputs));
     return keep_inputs(context, inputs, num_inputs);
@@ -743,9 +748,12 @@ tci_status tci_context_run_device(tci_context *context, const void *const *input
     if ((num_inputs && !inputs) || (num_outputs && !outputs))
         return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs or outputs is NULL");
 #if TCI_HAVE_CUDA
-    if (context->gpu)
-        return exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
-                                   (cudaStream_t)cuda_stream);
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
+        return exec_gpu_guard(context->gpu,
+                              exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
+                                                  (cudaStream_t)cuda_stream));
+    }
 #endif
     (void)leading_dims;
     (void)cuda_stream;
@@ -759,8 +767,10 @@ tci_status tci_context_output(const tci_context *context, size_t index, tci_tens
         return status_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
     const tci_tensor *t;
 #if TCI_HAVE_CUDA
-    if (context->gpu)
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
         t = exec_gpu_output(context->gpu, index);
+    }
     else
 #endif
         t = exec_cpu_output(context->cpu, index);
@@ -787,8 +797,10 @@ tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out
     if (!counts) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     tci_status st = TCI_OK;
 #if TCI_HAVE_CUDA
-    if (context->gpu)
-        st = exec_gpu_nonfinite(context->gpu, counts);
+    if (context->gpu) {
+        st = exec_gpu_check_lost(context->gpu);
+        if (st == TCI_OK) st = exec_gpu_guard(context->gpu, exec_gpu_nonfinite(context->gpu, counts));
+    }
     else
 #endif
         for (size_t k = 0; k < n; k++) counts[k] = count_nonfinite_host(exec_cpu_output(context->cpu, k));
@@ -801,7 +813,8 @@ tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out
 #if TCI_HAVE_CUDA
     if (context->gpu && out_report->count) {
         int input = -1, step = -1;
-        TRY_STATUS(exec_gpu_locate_nonfinite(context->gpu, &input, &step));
+        TRY_STATUS(exec_gpu_guard(context->gpu,
+                                  exec_gpu_locate_nonfinite(context->gpu, &input, &step)));
         out_report->input_index = input;
         if (step >= 0) {
             const plan_step *s = &exec_gpu_context_plan(context->gpu)->steps[step];
@@ -873,7 +886,11 @@ tci_status tci_context_benchmark(tci_context *context, int iterations, int warmu
     if (!context || !times_ms || iterations < 1 || warmup < 0)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "bad benchmark arguments");
 #if TCI_HAVE_CUDA
-    if (context->gpu) return exec_gpu_bench(context->gpu, iterations, warmup, times_ms);
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
+        return exec_gpu_guard(context->gpu,
+                              exec_gpu_bench(context->gpu, iterations, warmup, times_ms));
+    }
 #endif
     if (!context->last_inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "run once before benchmarking");
     for (int i = 0; i < warmup + iterations; i++) {
@@ -896,7 +913,8 @@ tci_status tci_context_profile(tci_context *context, int iterations, tci_profile
         const plan *p = exec_gpu_engine_plan(ge);
         float *ms = calloc((size_t)p->num_steps + 1, sizeof(float));
         if (!ms) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        tci_status st = exec_gpu_profile(context->gpu, iterations, ms);
+        tci_status st = exec_gpu_check_lost(context->gpu);
+        if (st == TCI_OK) st = exec_gpu_guard(context->gpu, exec_gpu_profile(context->gpu, iterations, ms));
         for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
             fn((size_t)i, p->steps[i].node->name, p->steps[i].label, exec_gpu_step_kernel(ge, i),
                ms[i], user);

@@ -9,7 +9,7 @@
 
 #include "tcinfer.h"
 
-static void fuzz_options(tci_engine_options *o) {
+static inline void fuzz_options(tci_engine_options *o) {
     tci_engine_options_init(o);
     o->backend = TCI_BACKEND_CPU;
     o->max_tensor_elements = (int64_t)1 << 22;
@@ -19,7 +19,7 @@ static void fuzz_options(tci_engine_options *o) {
 
 /* Creates the engine; where every input's shape is known and small, runs it once on zeros, so
  * that the ops' CPU code sees what shape inference let through. */
-static void fuzz_engine_bytes(const uint8_t *data, size_t size) {
+static inline void fuzz_engine_bytes(const uint8_t *data, size_t size) {
     tci_engine_options o;
     fuzz_options(&o);
     tci_engine *e = NULL;
