@@ -40,6 +40,7 @@ typedef struct cli_args {
     const char *save_engine, *load_engine;
     bool baseline_gpu;       /* --baseline gpu-fp32 */
     char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
+    tci_engine_options limits; /* --limit: only its limit fields are used */
     const char *fp32_layers[MAX_ITEMS + 1];
 } cli_args;
 
@@ -84,6 +85,9 @@ static const char usage_text[] =
     "  --plan                describe the GPU plan (fusion, layouts, memory) and exit; needs\n"
     "                        no GPU\n"
     "  --random SEED         feed seeded uniform [-1,1) random inputs instead of files\n"
+    "  --limit NAME=N        a limit against hostile models (0: the default): max_model_bytes,\n"
+    "                        max_tensor_elements, max_constant_bytes, max_nodes,\n"
+    "                        max_nesting_depth, max_parse_bytes (docs/robustness.md)\n"
     "  --quiet               no report of the outputs\n"
     "  --info                describe the model (inputs, outputs, ops, parameters) and exit\n"
     "  --list-ops            list the supported ops, opsets and backends and exit\n"
@@ -133,6 +137,27 @@ static bool parse_shape(char *text, tci_shape_override *o, char **name_out) {
     return *name_out != NULL;
 }
 
+/* "max_nodes=100000" into the matching limit field of o */
+static bool parse_limit(const char *text, tci_engine_options *o) {
+    const char *eq = strchr(text, '=');
+    if (!eq || !eq[1]) return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(eq + 1, &end, 10);
+    if (*end || errno || eq[1] == '-') return false;
+    size_t n = (size_t)(eq - text);
+#define LIMIT_IS(name) (n == sizeof(name) - 1 && strncmp(text, name, n) == 0)
+    if (LIMIT_IS("max_model_bytes")) o->max_model_bytes = v;
+    else if (LIMIT_IS("max_tensor_elements") && v <= INT64_MAX) o->max_tensor_elements = (int64_t)v;
+    else if (LIMIT_IS("max_constant_bytes")) o->max_constant_bytes = v;
+    else if (LIMIT_IS("max_nodes")) o->max_nodes = v;
+    else if (LIMIT_IS("max_nesting_depth") && v <= 1000) o->max_nesting_depth = (int)v;
+    else if (LIMIT_IS("max_parse_bytes")) o->max_parse_bytes = v;
+    else return false;
+#undef LIMIT_IS
+    return true;
+}
+
 static int parse_args(int argc, char **argv, cli_args *a) {
     memset(a, 0, sizeof *a);
     a->backend = -1;
@@ -168,6 +193,10 @@ static int parse_args(int argc, char **argv, cli_args *a) {
             a->no_graph = true;
         } else if (strcmp(arg, "--plan") == 0) {
             a->plan = true;
+        } else if (strcmp(arg, "--limit") == 0) {
+            if (!has_value) return usage_error("%s needs a value", arg);
+            if (!parse_limit(argv[++i], &a->limits))
+                return usage_error("--limit wants NAME=N with a known limit name, got '%s'", argv[i]);
         } else if (strcmp(arg, "--tolerance") == 0 || strcmp(arg, "--bench") == 0 ||
                    strcmp(arg, "--warmup") == 0 || strcmp(arg, "--profile") == 0) {
             if (!has_value) return usage_error("%s needs a value", arg);
@@ -876,6 +905,12 @@ static int run_cli(int argc, char **argv, cli_args *a) {
     options.fp32_layers = a->fp32_text ? a->fp32_layers : NULL;
     options.kernels = a->kernels;
     options.timing_cache = a->timing_cache;
+    options.max_model_bytes = a->limits.max_model_bytes;
+    options.max_tensor_elements = a->limits.max_tensor_elements;
+    options.max_constant_bytes = a->limits.max_constant_bytes;
+    options.max_nodes = a->limits.max_nodes;
+    options.max_nesting_depth = a->limits.max_nesting_depth;
+    options.max_parse_bytes = a->limits.max_parse_bytes;
     if (a->plan) {
         a->backend = TCI_BACKEND_GPU;
         a->info = true;

@@ -413,6 +413,10 @@ def cli_cases():
     save("garbage.pb.raw", b"\0" * 9)
     cli("cli_shape_unknown_input", ["--backend", "cpu", "--shape", "q:1x4", "{dir}/ok.onnx", "{dir}/ok_input.npy"],
         1, "shape given for 'q', which is not a model input")
+    cli("cli_limit_option", ["--backend", "cpu", "--limit", "max_nodes=0", "--limit", "max_model_bytes=64",
+                             "{dir}/deep_if.onnx", "{dir}/ok_input.npy"], 3, "over the limit of 64 (max_model_bytes)")
+    cli("cli_limit_unknown", ["--limit", "max_widgets=3", "{dir}/ok.onnx"], 2, "--limit wants NAME=N")
+    cli("cli_limit_negative", ["--limit", "max_nodes=-1", "{dir}/ok.onnx"], 2, "--limit wants NAME=N")
     cli("cli_malformed_model", ["--backend", "cpu", "{dir}/deep_if.onnx", "{dir}/ok_input.npy"], 3,
         "nests messages more than 64 deep")
 
