@@ -417,6 +417,12 @@ def cli_cases():
                              "{dir}/deep_if.onnx", "{dir}/ok_input.npy"], 3, "over the limit of 64 (max_model_bytes)")
     cli("cli_limit_unknown", ["--limit", "max_widgets=3", "{dir}/ok.onnx"], 2, "--limit wants NAME=N")
     cli("cli_limit_negative", ["--limit", "max_nodes=-1", "{dir}/ok.onnx"], 2, "--limit wants NAME=N")
+    # a shape known only at run time: ConstantOfShape of the input's values (0.7e9 floats, 2.8 GB)
+    save("runtime_shape.onnx", model([helper.make_node("ConstantOfShape", ["x"], ["y"])],
+                                     inputs=[vi("x", (1,), TensorProto.INT64)], outputs=[vi("y", None)]))
+    np.save(os.path.join(OUT, "runtime_shape.npy"), np.array([700000000], np.int64))
+    cli("cli_runtime_allocation_limit", ["--backend", "cpu", "{dir}/runtime_shape.onnx", "{dir}/runtime_shape.npy"],
+        3, "would have 700000000 elements, over the limit of 268435456 (max_tensor_elements)")
     cli("cli_malformed_model", ["--backend", "cpu", "{dir}/deep_if.onnx", "{dir}/ok_input.npy"], 3,
         "nests messages more than 64 deep")
 

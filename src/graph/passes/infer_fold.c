@@ -58,7 +58,7 @@ static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in
     *folded = false;
     /* Shape-only ops get a view whose data is NULL: their forward reads dims only. */
     for (int o = 0; o < n->num_outputs; o++) out[o] = n->outputs[o] ? &outs[o] : NULL;
-    TRY_STATUS(op_run_node(n, in, out));
+    TRY_STATUS(op_run_node_limited(n, in, out, g->limits.max_tensor_elements));
     tci_status st = TCI_OK;
     for (int o = 0; o < n->num_outputs; o++) {
         if (!out[o]) continue;
