@@ -20,7 +20,7 @@ typedef struct buf {
 static void put(buf *b, const void *p, size_t n) {
     b->p = realloc(b->p, b->n + n + 1);
     ck_assert_ptr_nonnull(b->p);
-    memcpy(b->p + b->n, p, n);
+    if (n) memcpy(b->p + b->n, p, n);
     b->n += n;
 }
 
