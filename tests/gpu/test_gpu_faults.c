@@ -52,12 +52,23 @@ static tci_tensor input_of(int64_t batch, float *data) {
 /* Most of the GPU's memory taken, then an absurd batch: building (the tuning arena) or the
  * context (its arena) runs out; afterwards everything it took is back and batch 2 runs. */
 START_TEST(test_out_of_memory_at_build_or_context) {
+    /* a first engine and run load the libraries' kernels (lazily, into device memory), so that
+     * the comparison below sees only what the failed build takes */
+    tci_engine *e = NULL;
+    tci_context *c = NULL;
+    float *x = malloc(2 * 3 * 32 * 32 * sizeof(float));
+    tci_tensor in = input_of(2, x);
+    ck_assert_tci_ok(small_cnn(2, &e));
+    ck_assert_tci_ok(tci_context_create(e, &c));
+    ck_assert_tci_ok(tci_context_run(c, &in, 1));
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+    e = NULL;
+    c = NULL;
     size_t before = free_bytes();
     void *hog = NULL;
     size_t leave = (size_t)512 << 20;
     ck_assert_int_eq(cudaMalloc(&hog, before - leave), cudaSuccess);
-    tci_engine *e = NULL;
-    tci_context *c = NULL;
     tci_status st = small_cnn(1 << 16, &e);
     if (st == TCI_OK) st = tci_context_create(e, &c);
     ck_assert_msg(st == TCI_ERR_OUT_OF_MEMORY, "expected out of memory, got %s: %s",
@@ -73,8 +84,6 @@ START_TEST(test_out_of_memory_at_build_or_context) {
                   after);
     ck_assert_tci_ok(small_cnn(2, &e));
     ck_assert_tci_ok(tci_context_create(e, &c));
-    float *x = malloc(2 * 3 * 32 * 32 * sizeof(float));
-    tci_tensor in = input_of(2, x);
     ck_assert_tci_ok(tci_context_run(c, &in, 1));
     tci_context_destroy(c);
     tci_engine_destroy(e);
@@ -105,7 +114,7 @@ START_TEST(test_bad_buffers_are_errors) {
     const void *small_in[1] = {small};
     outs[0] = dout;
     ck_assert_tci_error(tci_context_run_device(c, small_in, 1, outs, 1, NULL, NULL),
-                        TCI_ERR_INVALID_ARGUMENT, "has 64 bytes");
+                        TCI_ERR_INVALID_ARGUMENT, "to the end of its allocation; it needs");
     ck_assert_tci_ok(tci_context_run_device(c, ins, 1, outs, 1, NULL, NULL));
     ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     gpu_free(small);
