@@ -2,6 +2,8 @@
 // CUDA error it leaves must put tcinfer contexts into TCI_ERR_DEVICE_LOST.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "fault_kernel.h"
 
 __global__ void write_invalid(int *p) { p[threadIdx.x] = 1; }
