@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Load time of a long chain of nodes: `tcinfer --info` on an N-node chain of Relu (plain file
 order and reversed order, the worst case of a sort by repeated sweeps) and an 8 MB file of empty
-nodes, with the peak resident memory. A benchmark, not a test: docs/robustness.md has the numbers.
+nodes, with the CPU time and peak resident memory (through GNU time, /usr/bin/time). A
+benchmark, not a test: docs/robustness.md has the numbers.
 
 usage: bench/load_chain.py TCINFER [N ...]   (default N: 10000 40000 100000)
 """
@@ -44,16 +45,16 @@ def _varint(v):
 
 
 def run(tcinfer, path, label):
-    t0 = time.monotonic()
-    with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([tcinfer, "--info", path], stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(p.pid, 0)  # this child's own peak RSS
-        dt = time.monotonic() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        last = err.read().decode(errors="replace").strip().splitlines()
+    # GNU time execs tcinfer from a small process, so the peak RSS is tcinfer's own (a fork of
+    # this Python process would count Python's pages too)
+    with tempfile.NamedTemporaryFile("r") as rep:
+        p = subprocess.run(["/usr/bin/time", "-o", rep.name, "-f", "%e %U %S %M", tcinfer, "--info",
+                            path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wall, user, sys_, kb = rep.read().split()[-4:]
+    last = p.stderr.strip().splitlines()
     result = "ok" if p.returncode == 0 else f"exit {p.returncode}: {last[-1] if last else ''}"
-    print(f"{label:<34} {dt:8.2f} s  peak RSS {usage.ru_maxrss / 1024:8.1f} MB  {result[:90]}")
+    print(f"{label:<30} {float(wall):7.2f} s wall {float(user) + float(sys_):6.2f} s CPU "
+          f"peak RSS {int(kb) / 1024:7.1f} MB  {result[:80]}")
     sys.stdout.flush()
 
 
