@@ -50,7 +50,7 @@ tci_status ir_graph_charge_constant(ir_graph *graph, const char *what, int64_t e
 
 /* FNV-1a */
 static size_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return (size_t)h;
 }
