@@ -2,6 +2,8 @@
 #   make demo                 the library and the CLI only, then the demo model
 #   make test                 everything, then ctest
 #   make install PREFIX=DIR   libtcinfer.so/.a, tcinfer.h, the CLI, pkg-config and CMake files
+#   make asan                 the CPU build under ASan+UBSan: unit tests and the malformed corpus
+#   make fuzz SECONDS=N       the libFuzzer targets (clang), each for N seconds
 BUILD ?= build
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
@@ -20,7 +22,13 @@ DEMO_FLAGS := $(if $(filter-out 0,$(HAVE_GPU)),$(CUDA_FLAGS),-DTCI_CUDA=OFF -DTC
 PYTHON_FLAG := $(if $(wildcard $(PYTHON)),-DPython3_EXECUTABLE=$(PYTHON))
 CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(CUDA_FLAGS) >/dev/null
 
-.PHONY: all setup setup-system build lib demo test install clean
+.PHONY: all setup setup-system build lib demo test install clean fuzz asan
+
+# libFuzzer targets (clang, ASan+UBSan, CPU backend): make fuzz SECONDS=N runs each for N s
+FUZZ_BUILD ?= build-fuzz
+SECONDS ?= 60
+# The CPU library and unit tests under ASan+UBSan, and the malformed corpus (no conformance)
+ASAN_BUILD ?= build-asan
 
 all: build
 
@@ -53,5 +61,18 @@ install: lib
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
+fuzz: setup
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCI_CUDA=OFF \
+	  -DTCI_FUZZ=ON -DBUILD_TESTING=OFF -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_model fuzz_tensor fuzz_engine_file
+	scripts/run_fuzz.sh $(FUZZ_BUILD) $(SECONDS)
+
+asan: setup
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTCI_CUDA=OFF -DTCI_SANITIZE=ON \
+	  -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS) -L 'unit|malformed'
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-demo
+	rm -rf $(BUILD) $(BUILD)-demo $(FUZZ_BUILD) $(ASAN_BUILD)

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define TCI_VERSION_MAJOR 0
-#define TCI_VERSION_MINOR 1
+#define TCI_VERSION_MINOR 2
 #define TCI_VERSION_PATCH 0
 
 /* Library version as "major.minor.patch". */
@@ -55,7 +55,9 @@ const char *tci_version(void);
     X(TCI_ERR_OUT_OF_MEMORY, "out of memory")                                                     \
     X(TCI_ERR_NO_DEVICE, "no GPU device")                                                         \
     X(TCI_ERR_CUDA, "CUDA error")                                                                 \
-    X(TCI_ERR_INTERNAL, "internal error")
+    X(TCI_ERR_INTERNAL, "internal error")                                                         \
+    X(TCI_ERR_DEVICE_LOST, "GPU context lost") /* since 0.2: a kernel failed or the CUDA context \
+        holds a sticky error; every later call on the context returns it: restart the process */
 
 typedef enum tci_status {
 #define TCI_STATUS_ENUM(name, text) name,
@@ -100,7 +102,8 @@ typedef struct tci_tensor {
     void *data;
 } tci_tensor;
 
-/* Element count of a tensor's dims; 0 when any dim is 0. */
+/* Element count of a tensor's dims; 0 when any dim is 0; -1 when tensor is NULL, its rank is
+ * outside 0..TCI_MAX_RANK, a dim is negative or the count overflows int64. */
 int64_t tci_tensor_count(const tci_tensor *tensor);
 
 /* Description of an engine input or output. A dim of -1 is symbolic (its name in dim_names). */
@@ -196,6 +199,15 @@ typedef struct tci_engine_options {
     tci_log_fn log_fn;
     void *log_user;
     tci_log_level log_level;
+    /* Since 0.2: limits against hostile models (docs/robustness.md). 0 selects the default
+     * given after each; a model over a limit is refused with TCI_ERR_UNSUPPORTED naming it. */
+    uint64_t max_model_bytes;    /* the serialized model: 2 GiB */
+    int64_t max_tensor_elements; /* any one tensor, constant or inferred: 2^28 */
+    uint64_t max_constant_bytes; /* initializers, tensor attributes and folded constants: 4 GiB */
+    uint64_t max_nodes;          /* NodeProtos in the file, subgraphs included: 2^20 */
+    int max_nesting_depth;       /* protobuf message nesting (subgraphs, nested types): 64; at
+                                    most 1000 */
+    uint64_t max_parse_bytes;    /* memory protobuf-c may take to unpack the file: 4 GiB */
 } tci_engine_options;
 
 /* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */

@@ -13,7 +13,7 @@ TCI_MAX_RANK = 8
 
 STATUS_NAMES = ["TCI_OK", "TCI_ERR_INVALID_ARGUMENT", "TCI_ERR_IO", "TCI_ERR_PARSE",
                 "TCI_ERR_INVALID_MODEL", "TCI_ERR_UNSUPPORTED", "TCI_ERR_OUT_OF_MEMORY",
-                "TCI_ERR_NO_DEVICE", "TCI_ERR_CUDA", "TCI_ERR_INTERNAL"]
+                "TCI_ERR_NO_DEVICE", "TCI_ERR_CUDA", "TCI_ERR_INTERNAL", "TCI_ERR_DEVICE_LOST"]
 
 
 class TcinferError(RuntimeError):
@@ -64,7 +64,14 @@ EngineOptions = _struct("EngineOptions", [
     ("cpu_threads", ctypes.c_int),
     ("log_fn", ctypes.c_void_p),
     ("log_user", ctypes.c_void_p),
-    ("log_level", ctypes.c_int)])
+    ("log_level", ctypes.c_int),
+    # since 0.2: limits against hostile models (0: the default)
+    ("max_model_bytes", ctypes.c_uint64),
+    ("max_tensor_elements", ctypes.c_int64),
+    ("max_constant_bytes", ctypes.c_uint64),
+    ("max_nodes", ctypes.c_uint64),
+    ("max_nesting_depth", ctypes.c_int),
+    ("max_parse_bytes", ctypes.c_uint64)])
 EngineStats = _struct("EngineStats", [
     ("num_nodes", ctypes.c_size_t), ("num_initializers", ctypes.c_size_t),
     ("num_parameters", ctypes.c_int64), ("parameter_bytes", ctypes.c_int64)])

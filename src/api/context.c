@@ -27,7 +27,8 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
     tci_status st;
 #if TCI_HAVE_CUDA
     if (engine->gpu)
-        st = exec_gpu_context_create(engine->gpu, engine->use_cuda_graph, &c->gpu);
+        st = exec_gpu_guard(NULL, exec_gpu_context_create(engine->gpu, engine->use_cuda_graph,
+                                                          &c->gpu));
     else
 #endif
         st = exec_cpu_create(engine->graph, &c->cpu);
@@ -87,7 +88,10 @@ static void set_cpu_threads(const tci_engine *e) {
 
 static tci_status run(tci_context *context, const tci_tensor *inputs, size_t num_inputs) {
 #if TCI_HAVE_CUDA
-    if (context->gpu) return exec_gpu_run(context->gpu, inputs, num_inputs);
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
+        return exec_gpu_guard(context->gpu, exec_gpu_run(context->gpu, inputs, num_inputs));
+    }
 #endif
     set_cpu_threads(context->engine);
     TRY_STATUS(exec_cpu_run(context->cpu, inputs, num_inputs));
@@ -179,10 +183,14 @@ tci_status tci_context_run_device(tci_context *context, const void *const *input
     if ((num_inputs && !inputs) || (num_outputs && !outputs))
         return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs or outputs is NULL");
 #if TCI_HAVE_CUDA
-    if (context->gpu)
-        return api_log_failure(&context->engine->log,
-                               exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
-                                                   (cudaStream_t)cuda_stream));
+    if (context->gpu) {
+        tci_status st = exec_gpu_check_lost(context->gpu);
+        if (st == TCI_OK)
+            st = exec_gpu_guard(context->gpu,
+                                exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
+                                                    (cudaStream_t)cuda_stream));
+        return api_log_failure(&context->engine->log, st);
+    }
 #endif
     (void)leading_dims;
     (void)cuda_stream;
@@ -196,8 +204,10 @@ tci_status tci_context_output(const tci_context *context, size_t index, tci_tens
         return status_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
     const tci_tensor *t;
 #if TCI_HAVE_CUDA
-    if (context->gpu)
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
         t = exec_gpu_output(context->gpu, index);
+    }
     else
 #endif
         t = exec_cpu_output(context->cpu, index);
@@ -262,8 +272,10 @@ static tci_status nonfinite(tci_context *context, tci_nonfinite_report *out_repo
     if (!counts) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     tci_status st = TCI_OK;
 #if TCI_HAVE_CUDA
-    if (context->gpu)
-        st = exec_gpu_nonfinite(context->gpu, counts);
+    if (context->gpu) {
+        st = exec_gpu_check_lost(context->gpu);
+        if (st == TCI_OK) st = exec_gpu_guard(context->gpu, exec_gpu_nonfinite(context->gpu, counts));
+    }
     else
 #endif
         for (size_t k = 0; k < n; k++) counts[k] = count_nonfinite_host(exec_cpu_output(context->cpu, k));
@@ -276,7 +288,8 @@ static tci_status nonfinite(tci_context *context, tci_nonfinite_report *out_repo
 #if TCI_HAVE_CUDA
     if (context->gpu && out_report->count) {
         int input = -1, step = -1;
-        TRY_STATUS(exec_gpu_locate_nonfinite(context->gpu, &input, &step));
+        TRY_STATUS(exec_gpu_guard(context->gpu,
+                                  exec_gpu_locate_nonfinite(context->gpu, &input, &step)));
         out_report->input_index = input;
         if (step >= 0) {
             const plan_step *s = &exec_gpu_context_plan(context->gpu)->steps[step];
@@ -294,7 +307,11 @@ tci_status tci_context_benchmark(tci_context *context, int iterations, int warmu
     if (!context || !times_ms || iterations < 1 || warmup < 0)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "bad benchmark arguments");
 #if TCI_HAVE_CUDA
-    if (context->gpu) return exec_gpu_bench(context->gpu, iterations, warmup, times_ms);
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
+        return exec_gpu_guard(context->gpu,
+                              exec_gpu_bench(context->gpu, iterations, warmup, times_ms));
+    }
 #endif
     if (!context->last_inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "run once before benchmarking");
     set_cpu_threads(context->engine);
@@ -318,7 +335,8 @@ tci_status tci_context_profile(tci_context *context, int iterations, tci_profile
         const plan *p = exec_gpu_engine_plan(ge);
         float *ms = calloc((size_t)p->num_steps + 1, sizeof(float));
         if (!ms) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        tci_status st = exec_gpu_profile(context->gpu, iterations, ms);
+        tci_status st = exec_gpu_check_lost(context->gpu);
+        if (st == TCI_OK) st = exec_gpu_guard(context->gpu, exec_gpu_profile(context->gpu, iterations, ms));
         for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
             fn((size_t)i, p->steps[i].node->name, p->steps[i].label, exec_gpu_step_kernel(ge, i),
                ms[i], user);
@@ -339,11 +357,18 @@ tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
     tci_compare_result_init(&result);
     if (test->dtype != TCI_DTYPE_FLOAT || baseline->dtype != TCI_DTYPE_FLOAT)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "compare needs float tensors");
+    int64_t count = tci_tensor_count(test);
+    if (count < 0 || tci_tensor_count(baseline) < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "compared tensors need a rank of 0..%d and non-negative dims",
+                            TCI_MAX_RANK);
+    if (count > 0 && (!test->data || !baseline->data))
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors have no data");
     bool same = test->rank == baseline->rank;
     for (int i = 0; same && i < test->rank; i++) same = test->dims[i] == baseline->dims[i];
     if (!same) return status_error(TCI_ERR_INVALID_ARGUMENT, "compared tensors differ in shape");
     compare_metrics m;
-    TRY_STATUS(compare_arrays(test->data, baseline->data, (size_t)tci_tensor_count(test), &m));
+    TRY_STATUS(compare_arrays(test->data, baseline->data, (size_t)count, &m));
     out_result->max_abs = m.max_abs_error;
     out_result->mean_abs = m.mean_abs_error;
     out_result->relative_l2 = m.relative_l2_error;

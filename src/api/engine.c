@@ -76,6 +76,9 @@ static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **
 }
 
 static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph **pristine) {
+    if (options->num_shapes && !options->shapes)
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "tci_engine_options.num_shapes is %zu but shapes is NULL",
+                            options->num_shapes);
     for (size_t i = 0; i < options->num_shapes; i++)
         TRY_STATUS(apply_shape_override(g, &options->shapes[i]));
 
@@ -145,9 +148,10 @@ static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_option
     plan *built = NULL;
     TRY_STATUS(exec_gpu_check_device());
     TRY_STATUS(plan_for_gpu(g, &e->plan_options, &built));
-    return exec_gpu_engine_create(built, &e->plan_options, options->kernels,
-                                  options->timing_cache, choices,
-                                  e->pristine ? replan_batch : NULL, e, &e->gpu);
+    return exec_gpu_guard(NULL, exec_gpu_engine_create(built, &e->plan_options, options->kernels,
+                                                       options->timing_cache, choices,
+                                                       e->pristine ? replan_batch : NULL, e,
+                                                       &e->gpu));
 }
 #endif
 
@@ -267,6 +271,21 @@ static api_log options_log(const tci_engine_options *options) {
     return log;
 }
 
+/* The loader's limits from the options' fields (read up to their struct_size and checked by
+ * api_read_options), 0 giving the default. */
+static tci_status limits_from_options(const tci_engine_options *given, ir_limits *out) {
+    ir_limits_default(out);
+    tci_engine_options o;
+    TRY_STATUS(api_read_options(given, &o));
+    if (o.max_model_bytes) out->max_model_bytes = o.max_model_bytes;
+    if (o.max_tensor_elements) out->max_tensor_elements = o.max_tensor_elements;
+    if (o.max_constant_bytes) out->max_constant_bytes = o.max_constant_bytes;
+    if (o.max_nodes) out->max_nodes = o.max_nodes;
+    if (o.max_nesting_depth) out->max_nesting = o.max_nesting_depth;
+    if (o.max_parse_bytes) out->max_parse_bytes = o.max_parse_bytes;
+    return TCI_OK;
+}
+
 tci_status tci_engine_create_from_file(const char *path, const tci_engine_options *options,
                                        tci_engine **out_engine) {
     if (!out_engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "out_engine is NULL");
@@ -274,7 +293,9 @@ tci_status tci_engine_create_from_file(const char *path, const tci_engine_option
     if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "path is NULL");
     ir_graph *g = NULL;
     api_log log = options_log(options);
-    tci_status st = onnx_load_file(path, &g);
+    ir_limits limits;
+    tci_status st = limits_from_options(options, &limits);
+    if (st == TCI_OK) st = onnx_load_file_limits(path, &limits, &g);
     if (st == TCI_OK) {
         api_log_message(&log, TCI_LOG_INFO, "loaded %s: %zu nodes, %zu inputs, %zu outputs", path,
                         g->num_nodes, g->num_inputs, g->num_outputs);
@@ -292,7 +313,9 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
     if (!bytes && size) return status_error(TCI_ERR_INVALID_ARGUMENT, "bytes is NULL");
     ir_graph *g = NULL;
     api_log log = options_log(options);
-    tci_status st = onnx_load_model(bytes, size, base_dir, &g);
+    ir_limits limits;
+    tci_status st = limits_from_options(options, &limits);
+    if (st == TCI_OK) st = onnx_load_model_limits(bytes, size, base_dir, &limits, &g);
     if (st == TCI_OK) {
         api_log_message(&log, TCI_LOG_INFO,
                         "loaded a model of %zu bytes from memory: %zu nodes, %zu inputs, %zu "

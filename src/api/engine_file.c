@@ -204,6 +204,14 @@ tci_status engine_file_read(const char *path, engine_file *out) {
     unsigned char *bytes = NULL;
     size_t size = 0;
     TRY_STATUS(util_read_file(path, "the engine file ", &bytes, &size));
+    tci_status st = engine_file_parse(bytes, size, path, out);
+    free(bytes);
+    return st;
+}
+
+tci_status engine_file_parse(const unsigned char *bytes, size_t size, const char *path,
+                             engine_file *out) {
+    memset(out, 0, sizeof *out);
     tci_status st = TCI_OK;
     if (size < HEADER_BYTES || memcmp(bytes, magic, sizeof magic) != 0) {
         st = status_error(TCI_ERR_PARSE, "%s is not a tcinfer engine file", path);
@@ -223,7 +231,6 @@ tci_status engine_file_read(const char *path, engine_file *out) {
         if (st == TCI_ERR_PARSE)
             st = status_error(TCI_ERR_PARSE, "engine file %s has malformed records", path);
     }
-    free(bytes);
     if (st != TCI_OK) engine_file_free(out);
     return st;
 }

@@ -34,6 +34,9 @@ tci_status engine_file_write(const char *path, const engine_file *file);
  * TCI_ERR_PARSE naming path and what is wrong; another format version is TCI_ERR_UNSUPPORTED.
  * The fields are malloc'd (engine_file_free). */
 tci_status engine_file_read(const char *path, engine_file *out);
+/* The same checks on a file's bytes in memory; path only names it in messages. */
+tci_status engine_file_parse(const unsigned char *bytes, size_t size, const char *path,
+                             engine_file *out);
 void engine_file_free(engine_file *file);
 
 #endif

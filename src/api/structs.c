@@ -45,6 +45,14 @@ tci_status api_read_options(const tci_engine_options *given, tci_engine_options 
                             "tci_engine_options.cpu_threads is %d; 0 (the default) or a count "
                             "expected",
                             out->cpu_threads);
+    if (out->max_tensor_elements < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.max_tensor_elements is negative");
+    if (out->max_nesting_depth < 0 || out->max_nesting_depth > 1000)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.max_nesting_depth %d is outside 0..1000 "
+                            "(protobuf-c recurses once per level)",
+                            out->max_nesting_depth);
     return TCI_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/tensor_io.h"
 #include "onnx/loader.h"
 #include "util/file.h"
 #include "util/status.h"
@@ -106,6 +107,14 @@ tci_status tci_tensor_read_file(const char *path, tci_tensor *out_tensor) {
     unsigned char *buf;
     size_t size;
     TRY_STATUS(util_read_file(path, "", &buf, &size));
+    tci_status st = tensor_io_parse(path, buf, size, out_tensor);
+    free(buf);
+    return st;
+}
+
+tci_status tensor_io_parse(const char *path, const unsigned char *buf, size_t size,
+                           tci_tensor *out_tensor) {
+    memset(out_tensor, 0, sizeof *out_tensor);
     tci_status st;
     if (ends_with(path, ".npy")) {
         st = parse_npy(path, buf, size, out_tensor);
@@ -113,7 +122,6 @@ tci_status tci_tensor_read_file(const char *path, tci_tensor *out_tensor) {
         st = onnx_decode_tensor_file(buf, size, out_tensor);
         if (st != TCI_OK) status_error_prefix(st, "'%s'", path);
     }
-    free(buf);
     if (st != TCI_OK) tci_tensor_release(out_tensor);
     return st;
 }
@@ -126,6 +134,13 @@ void tci_tensor_release(tci_tensor *tensor) {
 
 tci_status tci_tensor_write_npy(const char *path, const tci_tensor *t) {
     if (!path || !t) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    int64_t count = tci_tensor_count(t);
+    if (count < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "cannot write a tensor of rank %d (0..%d), negative dims or an element "
+                            "count past int64 as .npy",
+                            t->rank, TCI_MAX_RANK);
+    if (count > 0 && !t->data) return status_error(TCI_ERR_INVALID_ARGUMENT, "tensor has no data");
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++)
         if (npy_types[i].dtype == t->dtype) descr = npy_types[i].descr;
@@ -145,7 +160,7 @@ tci_status tci_tensor_write_npy(const char *path, const tci_tensor *t) {
     size_t header_len = (size_t)n + pad + 1;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(header_len & 0xff),
                              (unsigned char)(header_len >> 8)};
-    size_t bytes = (size_t)tci_tensor_count(t) * tci_dtype_size(t->dtype);
+    size_t bytes = (size_t)count * tci_dtype_size(t->dtype);
     bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, (size_t)n, f) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;

@@ -39,12 +39,14 @@ typedef struct cli_args {
     bool baseline_gpu;       /* --baseline gpu-fp32 */
     char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
     const char *fp32_layers[MAX_ITEMS + 1];
+    tci_engine_options limits; /* --limit: only its limit fields are used */
 } cli_args;
 
 /* options.c */
 /* Parses argv into a (0, or an exit status: usage errors are reported; --help, --version and
  * --devices print and return -1, meaning exit 0). */
 int cli_parse_args(int argc, char **argv, cli_args *a);
+/* Frees what cli_parse_args allocated (the shape names), whatever it returned. */
 void cli_free_args(cli_args *a);
 /* Prints "tcinfer: MESSAGE" for a usage error (fmt takes one string) and returns EXIT_USAGE. */
 int cli_usage_error(const char *fmt, const char *arg);

@@ -286,67 +286,74 @@ static int run(const cli_args *a, const tci_engine *engine, json_value *json) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    cli_args a;
-    int rc = cli_parse_args(argc, argv, &a);
-    if (rc) {
-        cli_free_args(&a);
-        return rc < 0 ? 0 : rc;
-    }
-    if (a.list_ops) {
+/* Everything after the arguments are parsed; main frees them on every path out. */
+static int run_cli(cli_args *a) {
+    int rc = 0;
+    if (a->list_ops) {
         tci_list_ops(print_op, NULL);
         return 0;
     }
     tci_engine_options options;
     tci_engine_options_init(&options);
-    options.shapes = a.shapes;
-    options.num_shapes = (size_t)a.num_shapes;
-    options.no_cuda_graph = a.no_graph;
-    options.mark_all_outputs = a.compare_layers;
-    options.precision = a.precision;
-    options.fp32_layers = a.fp32_text ? a.fp32_layers : NULL;
-    options.kernels = a.kernels;
-    options.timing_cache = a.timing_cache;
+    options.shapes = a->shapes;
+    options.num_shapes = (size_t)a->num_shapes;
+    options.no_cuda_graph = a->no_graph;
+    options.mark_all_outputs = a->compare_layers;
+    options.precision = a->precision;
+    options.fp32_layers = a->fp32_text ? a->fp32_layers : NULL;
+    options.kernels = a->kernels;
+    options.timing_cache = a->timing_cache;
     options.log_fn = cli_log;
-    options.log_level = a.verbose ? TCI_LOG_DEBUG : TCI_LOG_ERROR;
-    if (a.plan) {
-        a.backend = TCI_BACKEND_GPU;
-        a.info = true;
+    options.log_level = a->verbose ? TCI_LOG_DEBUG : TCI_LOG_ERROR;
+    options.max_model_bytes = a->limits.max_model_bytes;
+    options.max_tensor_elements = a->limits.max_tensor_elements;
+    options.max_constant_bytes = a->limits.max_constant_bytes;
+    options.max_nodes = a->limits.max_nodes;
+    options.max_nesting_depth = a->limits.max_nesting_depth;
+    options.max_parse_bytes = a->limits.max_parse_bytes;
+    if (a->plan) {
+        a->backend = TCI_BACKEND_GPU;
+        a->info = true;
         options.plan_only = 1;
     }
-    if (a.backend < 0) a.backend = tci_gpu_count(NULL, 0) > 0 || a.compare ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
-    options.backend = (tci_backend)a.backend;
-    if (a.backend == TCI_BACKEND_CPU) options.cpu_threads = a.threads;
-    if (a.profile && a.backend != TCI_BACKEND_GPU) {
-        cli_free_args(&a);
+    if (a->backend < 0) a->backend = tci_gpu_count(NULL, 0) > 0 || a->compare ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
+    options.backend = (tci_backend)a->backend;
+    if (a->backend == TCI_BACKEND_CPU) options.cpu_threads = a->threads;
+    if (a->profile && a->backend != TCI_BACKEND_GPU)
         return cli_usage_error("--profile times GPU layers; use --backend gpu%s", "");
-    }
-    json_value *json = a.json ? json_object() : NULL;
+    json_value *json = a->json ? json_object() : NULL;
     if (json) {
         json_add_string(json, "tcinfer", tci_version());
-        json_add_string(json, "model", a.load_engine ? a.load_engine : a.model);
-        json_add_string(json, "backend", a.backend == TCI_BACKEND_GPU ? "gpu" : "cpu");
-        if (a.backend == TCI_BACKEND_GPU)
-            json_add_string(json, "precision", cli_precision_name(a.precision));
+        json_add_string(json, "model", a->load_engine ? a->load_engine : a->model);
+        json_add_string(json, "backend", a->backend == TCI_BACKEND_GPU ? "gpu" : "cpu");
+        if (a->backend == TCI_BACKEND_GPU)
+            json_add_string(json, "precision", cli_precision_name(a->precision));
     }
     tci_engine *engine = NULL;
-    tci_status st = a.load_engine ? tci_engine_load(a.load_engine, &options, &engine)
-                                  : tci_engine_create_from_file(a.model, &options, &engine);
-    if (st == TCI_OK && a.save_engine) {
-        st = tci_engine_save(engine, a.save_engine);
-        if (st == TCI_OK && json) json_add_string(json, "engine_saved", a.save_engine);
-        else if (st == TCI_OK && !a.quiet) printf("engine saved to %s\n", a.save_engine);
+    tci_status st = a->load_engine ? tci_engine_load(a->load_engine, &options, &engine)
+                                  : tci_engine_create_from_file(a->model, &options, &engine);
+    if (st == TCI_OK && a->save_engine) {
+        st = tci_engine_save(engine, a->save_engine);
+        if (st == TCI_OK && json) json_add_string(json, "engine_saved", a->save_engine);
+        else if (st == TCI_OK && !a->quiet) printf("engine saved to %s\n", a->save_engine);
     }
     if (st != TCI_OK) {
         char text[4096];
         json_add_string(json, "error", cli_flag_terms(tci_last_error(), text, sizeof text));
         rc = cli_fail(st);
-    } else if (a.info || (a.save_engine && !a.num_inputs && !a.random)) {
-        if (a.info) cli_print_info(engine, a.load_engine ? "engine file" : "timing cache", json);
+    } else if (a->info || (a->save_engine && !a->num_inputs && !a->random)) {
+        if (a->info) cli_print_info(engine, a->load_engine ? "engine file" : "timing cache", json);
     } else {
-        rc = run(&a, engine, json);
+        rc = run(a, engine, json);
     }
     tci_engine_destroy(engine);
-    cli_free_args(&a);
     return print_json(json, rc);
+}
+
+int main(int argc, char **argv) {
+    cli_args a;
+    int rc = cli_parse_args(argc, argv, &a);
+    if (rc == 0) rc = run_cli(&a);
+    cli_free_args(&a); /* the shape names, on every path out (usage errors included) */
+    return rc < 0 ? 0 : rc;
 }

@@ -15,7 +15,7 @@ enum {
     OPT_THREADS, OPT_PRECISION, OPT_FP32_LAYERS, OPT_KERNELS, OPT_TIMING_CACHE, OPT_NO_GRAPH,
     OPT_SAVE_ENGINE, OPT_LOAD_ENGINE, OPT_COMPARE, OPT_COMPARE_LAYERS, OPT_BASELINE,
     OPT_TOLERANCE, OPT_BENCH, OPT_WARMUP, OPT_PROFILE, OPT_INFO, OPT_PLAN, OPT_LIST_OPS,
-    OPT_DEVICES, OPT_VERSION,
+    OPT_DEVICES, OPT_VERSION, OPT_LIMIT,
 };
 
 /* One row per option (a row without a name is a heading of the usage text). help's lines after
@@ -79,6 +79,10 @@ static const cli_option options[] = {
                              "names every unsupported node"},
     {"plan", OPT_PLAN, NULL, "describe the GPU plan (fusion, layouts, memory) and exit; needs\n"
                              "no GPU"},
+    {"limit", OPT_LIMIT, "NAME=N", "a limit against hostile models (0: the default):\n"
+                                   "max_model_bytes, max_tensor_elements, max_constant_bytes,\n"
+                                   "max_nodes, max_nesting_depth, max_parse_bytes; repeatable\n"
+                                   "(docs/robustness.md)"},
     {"list-ops", OPT_LIST_OPS, NULL, "list the supported ops, opsets and backends and exit"},
     {"devices", OPT_DEVICES, NULL, "print the number of usable CUDA GPUs and exit"},
     {"version", OPT_VERSION, NULL, "print the version and exit"},
@@ -145,6 +149,12 @@ static const char *const flag_terms[][2] = {
     {"tci_engine_options.plan_only", "--plan"},
     {"tci_engine_options.mark_all_outputs", "--compare-layers"},
     {"tci_engine_options.backend", "--backend"},
+    {"tci_engine_options.max_model_bytes", "--limit max_model_bytes"},
+    {"tci_engine_options.max_tensor_elements", "--limit max_tensor_elements"},
+    {"tci_engine_options.max_constant_bytes", "--limit max_constant_bytes"},
+    {"tci_engine_options.max_nodes", "--limit max_nodes"},
+    {"tci_engine_options.max_nesting_depth", "--limit max_nesting_depth"},
+    {"tci_engine_options.max_parse_bytes", "--limit max_parse_bytes"},
     {"tci_list_ops", "tcinfer --list-ops"},
 };
 
@@ -256,6 +266,27 @@ static int parse_count(const char *flag, const char *value, long max, int *out) 
     return 0;
 }
 
+/* "max_nodes=100000" into the matching limit field of o */
+static bool parse_limit(const char *text, tci_engine_options *o) {
+    const char *eq = strchr(text, '=');
+    if (!eq || !eq[1]) return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(eq + 1, &end, 10);
+    if (*end || errno || eq[1] == '-') return false;
+    size_t n = (size_t)(eq - text);
+#define LIMIT_IS(name) (n == sizeof(name) - 1 && strncmp(text, name, n) == 0)
+    if (LIMIT_IS("max_model_bytes")) o->max_model_bytes = v;
+    else if (LIMIT_IS("max_tensor_elements") && v <= INT64_MAX) o->max_tensor_elements = (int64_t)v;
+    else if (LIMIT_IS("max_constant_bytes")) o->max_constant_bytes = v;
+    else if (LIMIT_IS("max_nodes")) o->max_nodes = v;
+    else if (LIMIT_IS("max_nesting_depth") && v <= 1000) o->max_nesting_depth = (int)v;
+    else if (LIMIT_IS("max_parse_bytes")) o->max_parse_bytes = v;
+    else return false;
+#undef LIMIT_IS
+    return true;
+}
+
 /* One option's value into a; 0 or an exit status. */
 static int apply_option(cli_args *a, int id, char *value) {
     char *end;
@@ -308,6 +339,10 @@ static int apply_option(cli_args *a, int id, char *value) {
         else return cli_usage_error("unknown precision '%s' (fp16, bf16, tf32 or fp32)", value);
         return 0;
     case OPT_TIMING_CACHE: a->timing_cache = value; return 0;
+    case OPT_LIMIT:
+        if (!parse_limit(value, &a->limits))
+            return cli_usage_error("--limit wants NAME=N with a known limit name, got '%s'", value);
+        return 0;
     case OPT_SAVE_ENGINE: a->save_engine = value; return 0;
     case OPT_LOAD_ENGINE: a->load_engine = value; return 0;
     case OPT_KERNELS:

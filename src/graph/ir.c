@@ -1,4 +1,4 @@
-/* IR construction, attribute access and topological sorting. */
+/* IR construction, the name index, limits, attribute access and topological sorting. */
 #include "graph/ir.h"
 
 #include <inttypes.h>
@@ -16,13 +16,73 @@ tci_status ir_graph_create(ir_graph **out_graph) {
         free(g);
         return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating graph arena");
     }
+    ir_limits_default(&g->limits);
     *out_graph = g;
+    return TCI_OK;
+}
+
+void ir_limits_default(ir_limits *limits) {
+    limits->max_model_bytes = IR_DEFAULT_MAX_MODEL_BYTES;
+    limits->max_tensor_elements = IR_DEFAULT_MAX_TENSOR_ELEMENTS;
+    limits->max_constant_bytes = IR_DEFAULT_MAX_CONSTANT_BYTES;
+    limits->max_nodes = IR_DEFAULT_MAX_NODES;
+    limits->max_nesting = IR_DEFAULT_MAX_NESTING;
+    limits->max_parse_bytes = IR_DEFAULT_MAX_PARSE_BYTES;
+}
+
+tci_status ir_graph_charge_constant(ir_graph *graph, const char *what, int64_t elements,
+                                    size_t elem_size) {
+    if (elements > graph->limits.max_tensor_elements)
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "%s has %" PRId64 " elements, over the limit of %" PRId64
+                            " (max_tensor_elements)",
+                            what, elements, graph->limits.max_tensor_elements);
+    uint64_t bytes = (uint64_t)(elements < 0 ? 0 : elements) * (uint64_t)elem_size;
+    if (bytes > graph->limits.max_constant_bytes ||
+        graph->constant_bytes > graph->limits.max_constant_bytes - bytes)
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "%s: %" PRIu64 " more bytes of constants would pass the limit of %" PRIu64
+                            " (max_constant_bytes; %" PRIu64 " taken so far)",
+                            what, bytes, graph->limits.max_constant_bytes, graph->constant_bytes);
+    graph->constant_bytes += bytes;
+    return TCI_OK;
+}
+
+/* FNV-1a */
+static size_t name_hash(const char *s) {
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static void index_put(ir_tensor **slots, size_t cap, ir_tensor *t) {
+    size_t i = name_hash(t->name) & (cap - 1);
+    while (slots[i]) i = (i + 1) & (cap - 1);
+    slots[i] = t;
+}
+
+/* Adds a named tensor to the hash index, doubling it at half load. */
+static tci_status index_insert(ir_graph *g, ir_tensor *t) {
+    if (!t->name) return TCI_OK;
+    if (g->num_tensors * 2 >= g->by_name_cap) {
+        size_t cap = g->by_name_cap ? g->by_name_cap * 2 : 64;
+        while (cap < g->num_tensors * 2 + 2) cap *= 2;
+        ir_tensor **slots = calloc(cap, sizeof *slots);
+        if (!slots) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory indexing tensors");
+        for (size_t i = 0; i < g->by_name_cap; i++)
+            if (g->by_name[i]) index_put(slots, cap, g->by_name[i]);
+        free(g->by_name);
+        g->by_name = slots;
+        g->by_name_cap = cap;
+    }
+    index_put(g->by_name, g->by_name_cap, t);
     return TCI_OK;
 }
 
 void ir_graph_destroy(ir_graph *graph) {
     if (!graph) return;
     /* node/tensor pointer arrays grow with realloc; everything they point at is in the arena */
+    free(graph->by_name);
     free(graph->nodes);
     free(graph->tensors);
     arena_destroy(graph->arena);
@@ -36,6 +96,8 @@ tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
     mem_arena *a = g->arena;
     g->name = src->name;
     g->ir_version = src->ir_version;
+    g->limits = src->limits;
+    g->constant_bytes = src->constant_bytes;
     g->opsets = src->opsets;
     g->num_opsets = src->num_opsets;
     g->tensors = malloc((src->num_tensors + 1) * sizeof *g->tensors);
@@ -52,6 +114,7 @@ tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
             t->producer = NULL; /* relinked below */
             t->index = i;
             g->tensors[g->num_tensors++] = t;
+            ok = index_insert(g, t) == TCI_OK;
         }
     }
     for (size_t i = 0; ok && i < src->num_nodes; i++) {
@@ -100,11 +163,10 @@ static tci_status grow(void **array, size_t *cap, size_t need, size_t elem) {
 }
 
 ir_tensor *ir_graph_find_tensor(const ir_graph *graph, const char *name) {
-    if (!name) return NULL;
-    for (size_t i = 0; i < graph->num_tensors; i++) {
-        const char *n = graph->tensors[i]->name;
-        if (n && strcmp(n, name) == 0) return graph->tensors[i];
-    }
+    if (!name || !graph->by_name_cap) return NULL;
+    size_t mask = graph->by_name_cap - 1;
+    for (size_t i = name_hash(name) & mask; graph->by_name[i]; i = (i + 1) & mask)
+        if (strcmp(graph->by_name[i]->name, name) == 0) return graph->by_name[i];
     return NULL;
 }
 
@@ -121,6 +183,7 @@ tci_status ir_graph_add_tensor(ir_graph *graph, const char *name, ir_tensor **ou
     t->rank = -1;
     for (int i = 0; i < TCI_MAX_RANK; i++) t->dims[i] = -1;
     t->index = graph->num_tensors;
+    TRY_STATUS(index_insert(graph, t));
     graph->tensors[graph->num_tensors++] = t;
     *out_tensor = t;
     return TCI_OK;
@@ -155,7 +218,32 @@ tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_t
     return TCI_OK;
 }
 
-/* Kahn's algorithm over producer links; stable with respect to the file's order. */
+/* Binary min-heap of node indices: Kahn's algorithm takes the ready node that comes first in
+ * the file, so the order is stable and a sorted graph stays as it is. */
+static void heap_push(size_t *heap, size_t *len, size_t v) {
+    size_t i = (*len)++;
+    while (i > 0 && heap[(i - 1) / 2] > v) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = v;
+}
+
+static size_t heap_pop(size_t *heap, size_t *len) {
+    size_t top = heap[0], v = heap[--*len], i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *len) break;
+        if (c + 1 < *len && heap[c + 1] < heap[c]) c++;
+        if (heap[c] >= v) break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    if (*len) heap[i] = v;
+    return top;
+}
+
+/* Kahn's algorithm over producer links: O(E + n log n) for n nodes and E input edges. */
 tci_status ir_graph_sort(ir_graph *graph) {
     size_t n = graph->num_nodes;
     for (size_t t = 0; t < graph->num_tensors; t++) graph->tensors[t]->producer = NULL;
@@ -175,6 +263,7 @@ tci_status ir_graph_sort(ir_graph *graph) {
             t->producer = node;
         }
     }
+    size_t edges = 0;
     for (size_t i = 0; i < n; i++) {
         ir_node *node = graph->nodes[i];
         for (int k = 0; k < node->num_inputs; k++) {
@@ -184,42 +273,53 @@ tci_status ir_graph_sort(ir_graph *graph) {
                                      "input '%s' is not produced by any node, initializer or "
                                      "graph input",
                                      t->name ? t->name : "?");
+            if (t && t->producer) edges++;
         }
     }
     if (n == 0) return TCI_OK;
+    /* consumers of each node in CSR form: first[p]..first[p+1] index into next[] */
     ir_node **order = malloc(n * sizeof *order);
-    unsigned char *state = calloc(n, 1); /* 0 pending, 1 placed */
-    if (!order || !state) {
-        free(order);
-        free(state);
-        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory sorting graph");
+    size_t *pending = calloc(n, sizeof *pending), *first = calloc(n + 1, sizeof *first);
+    size_t *next = malloc((edges ? edges : 1) * sizeof *next), *heap = malloc(n * sizeof *heap);
+    tci_status st = TCI_OK;
+    if (!order || !pending || !first || !next || !heap) {
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory sorting graph");
+        goto done;
     }
     for (size_t i = 0; i < n; i++) graph->nodes[i]->index = i;
-    /* repeated sweeps: quadratic only for adversarial orders; exported graphs are almost always
-     * sorted already, so one sweep suffices */
-    size_t placed = 0;
-    bool progress = true;
-    while (placed < n && progress) {
-        progress = false;
-        for (size_t i = 0; i < n; i++) {
-            if (state[i]) continue;
-            ir_node *node = graph->nodes[i];
-            bool ready = true;
-            for (int k = 0; k < node->num_inputs && ready; k++) {
-                ir_tensor *t = node->inputs[k];
-                if (t && t->producer && !state[t->producer->index]) ready = false;
-            }
-            if (ready) {
-                order[placed++] = node;
-                state[i] = 1;
-                progress = true;
+    for (size_t i = 0; i < n; i++) {
+        const ir_node *node = graph->nodes[i];
+        for (int k = 0; k < node->num_inputs; k++) {
+            const ir_tensor *t = node->inputs[k];
+            if (t && t->producer) {
+                first[t->producer->index + 1]++;
+                pending[i]++;
             }
         }
     }
-    tci_status st = TCI_OK;
+    for (size_t p = 0; p < n; p++) first[p + 1] += first[p];
+    for (size_t i = 0; i < n; i++) {
+        const ir_node *node = graph->nodes[i];
+        for (int k = 0; k < node->num_inputs; k++) {
+            const ir_tensor *t = node->inputs[k];
+            if (t && t->producer) next[first[t->producer->index]++] = i;
+        }
+    }
+    /* first[p] now ends p's run; shift back so that first[p] starts it */
+    for (size_t p = n; p > 0; p--) first[p] = first[p - 1];
+    first[0] = 0;
+    size_t heap_len = 0, placed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!pending[i]) heap_push(heap, &heap_len, i);
+    while (heap_len) {
+        size_t i = heap_pop(heap, &heap_len);
+        order[placed++] = graph->nodes[i];
+        for (size_t e = first[i]; e < first[i + 1]; e++)
+            if (--pending[next[e]] == 0) heap_push(heap, &heap_len, next[e]);
+    }
     if (placed < n) {
         for (size_t i = 0; i < n; i++)
-            if (!state[i]) {
+            if (pending[i]) {
                 st = ir_node_error(graph->nodes[i], TCI_ERR_INVALID_MODEL,
                                    "the graph has a cycle through this node");
                 break;
@@ -228,8 +328,12 @@ tci_status ir_graph_sort(ir_graph *graph) {
         memcpy(graph->nodes, order, n * sizeof *order);
         for (size_t i = 0; i < n; i++) graph->nodes[i]->index = i;
     }
+done:
     free(order);
-    free(state);
+    free(pending);
+    free(first);
+    free(next);
+    free(heap);
     return st;
 }
 
@@ -355,6 +459,10 @@ const char *ir_format_dims(int rank, const int64_t *dims, char *buf, size_t size
     }
     if (rank == 0) {
         snprintf(buf, size, "scalar");
+        return buf;
+    }
+    if (rank > TCI_MAX_RANK) { /* a caller's tensor: dims holds only TCI_MAX_RANK entries */
+        snprintf(buf, size, "(rank %d, over the maximum of %d)", rank, TCI_MAX_RANK);
         return buf;
     }
     size_t pos = 0;

@@ -105,6 +105,26 @@ typedef struct ir_opset {
     int64_t version;
 } ir_opset;
 
+/* Limits against hostile models (docs/robustness.md); ir_limits_default gives the defaults,
+ * which tci_engine_options' zero fields select. */
+typedef struct ir_limits {
+    uint64_t max_model_bytes;     /* serialized ModelProto */
+    int64_t max_tensor_elements;  /* any one tensor, constant or inferred */
+    uint64_t max_constant_bytes;  /* all initializers, attribute tensors and folded constants */
+    uint64_t max_nodes;           /* NodeProtos in the file (subgraphs included) */
+    int max_nesting;              /* protobuf message nesting (ModelProto = 1) */
+    uint64_t max_parse_bytes;     /* memory protobuf-c may take to unpack the file */
+} ir_limits;
+
+#define IR_DEFAULT_MAX_MODEL_BYTES ((uint64_t)2 << 30)
+#define IR_DEFAULT_MAX_TENSOR_ELEMENTS ((int64_t)1 << 28)
+#define IR_DEFAULT_MAX_CONSTANT_BYTES ((uint64_t)4 << 30)
+#define IR_DEFAULT_MAX_NODES ((uint64_t)1 << 20)
+#define IR_DEFAULT_MAX_NESTING 64
+#define IR_DEFAULT_MAX_PARSE_BYTES ((uint64_t)4 << 30)
+
+void ir_limits_default(ir_limits *limits);
+
 typedef struct ir_graph {
     mem_arena *arena;
     const char *name;
@@ -120,6 +140,10 @@ typedef struct ir_graph {
     size_t num_opsets;
     int64_t ir_version;
     bool layouts_assigned;   /* pass_assign_layouts ran: what the planner needs */
+    ir_limits limits;        /* the defaults unless the loader was given others */
+    uint64_t constant_bytes; /* data of constants so far, against limits.max_constant_bytes */
+    ir_tensor **by_name;     /* open-addressing hash index of the named tensors (malloc'd) */
+    size_t by_name_cap;      /* a power of two, 0 while empty */
 } ir_graph;
 
 tci_status ir_graph_create(ir_graph **out_graph);
@@ -145,6 +169,11 @@ tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_t
 /* Orders nodes topologically; a cycle, or an input produced by no node, no initializer and no
  * graph input, is an error naming the node. Also sets each tensor's producer. */
 tci_status ir_graph_sort(ir_graph *graph);
+
+/* Counts bytes of new constant data against limits.max_constant_bytes and refuses a tensor of
+ * more than limits.max_tensor_elements; what names the tensor in the message. */
+tci_status ir_graph_charge_constant(ir_graph *graph, const char *what, int64_t elements,
+                                    size_t elem_size);
 
 /* Element count of a tensor with known dims: -1 if the rank or any dim is unknown; an error if
  * the product overflows int64. */

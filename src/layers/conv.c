@@ -51,6 +51,11 @@ static tci_status parse_list(ir_node *node, mem_arena *arena, const char *name, 
     TRY_STATUS(ir_attr_ints(node, name, &values, &count));
     out->values = NULL;
     out->count = 0;
+    if (!count && ir_node_attr(node, name))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute '%s' is given with no values (leave it out for the "
+                             "default)",
+                             name);
     if (!count) return TCI_OK;
     if (count % per_axis)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,

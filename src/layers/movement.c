@@ -589,12 +589,21 @@ static tci_status pad_infer(const ir_node *node, const tci_tensor *const *in,
             o->dims[d] = -1;
             continue;
         }
-        int64_t kept = n - (begin[d] < 0 ? -begin[d] : 0) - (end[d] < 0 ? -end[d] : 0);
+        /* checked: pads come from the model and may be near INT64_MAX or INT64_MIN */
+        int64_t kept, sized;
+        if (begin[d] == INT64_MIN || end[d] == INT64_MIN ||
+            __builtin_sub_overflow(n, begin[d] < 0 ? -begin[d] : 0, &kept) ||
+            __builtin_sub_overflow(kept, end[d] < 0 ? -end[d] : 0, &kept) ||
+            __builtin_add_overflow(n, begin[d], &sized) ||
+            __builtin_add_overflow(sized, end[d], &sized))
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "pads %lld, %lld of axis %d overflow int64", (long long)begin[d],
+                                 (long long)end[d], d);
         if (kept < 0)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "pads %lld, %lld crop more than axis %d has (%lld)",
                                  (long long)begin[d], (long long)end[d], d, (long long)n);
-        o->dims[d] = n + begin[d] + end[d];
+        o->dims[d] = sized;
         if (p->mode != PAD_CONSTANT && kept == 0 && o->dims[d] > 0)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "cannot pad axis %d of size 0 in %s mode", d,

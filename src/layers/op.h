@@ -226,6 +226,10 @@ tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, fl
  * set NULL) and runs the op's cpu_forward. in[] has node->num_inputs entries (NULL where
  * omitted), all with data. */
 tci_status op_run_node(const ir_node *node, const tci_tensor *const *in, tci_tensor *const *out);
+/* Same, refusing (TCI_ERR_UNSUPPORTED) to allocate an output of more than max_elements elements
+ * (op_run_node: the default limit). */
+tci_status op_run_node_limited(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out, int64_t max_elements);
 
 /* Calls fn for every registered descriptor. */
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);

@@ -61,6 +61,11 @@ tci_status op_prepare_node(ir_node *node, mem_arena *arena) {
 }
 
 tci_status op_run_node(const ir_node *node, const tci_tensor *const *in, tci_tensor *const *out) {
+    return op_run_node_limited(node, in, out, IR_DEFAULT_MAX_TENSOR_ELEMENTS);
+}
+
+tci_status op_run_node_limited(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out, int64_t max_elements) {
     for (int o = 0; o < node->num_outputs; o++)
         if (out[o]) {
             memset(out[o], 0, sizeof *out[o]);
@@ -83,6 +88,15 @@ tci_status op_run_node(const ir_node *node, const tci_tensor *const *in, tci_ten
             break;
         }
         size_t elem = tci_dtype_size(t->dtype);
+        if (count > max_elements) {
+            /* shapes known only at run time (data-dependent) meet the limit here, before any
+             * allocation */
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "output %d would have %lld elements, over the limit of %lld "
+                               "(max_tensor_elements)",
+                               o, (long long)count, (long long)max_elements);
+            break;
+        }
         if ((uint64_t)count > SIZE_MAX / 2 / elem) {
             st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "output %d is too large", o);
             break;

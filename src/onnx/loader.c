@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "onnx/wire_scan.h"
 
 typedef struct loader {
     ir_graph *graph;
@@ -167,14 +168,21 @@ static tci_status open_external(loader *ld, const char *label, const char *locat
                          "%s: external data file '%s' resolves outside the model's folder",
                          label, location);
     }
-    /* open the resolved path, refusing a symlink swapped in since the check */
-    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* a FIFO or device would block in open or read without end: only regular files */
+    struct stat st;
+    if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+        free(real);
+        return status_error(TCI_ERR_IO, "%s: external data '%s' is not a regular file", label,
+                            location);
+    }
+    /* open the resolved path, refusing a symlink swapped in since the check, and not blocking
+     * on a FIFO swapped in since the check (fstat below refuses it) */
+    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     err = errno;
     free(real);
     if (fd < 0)
         return status_error(TCI_ERR_IO, "%s: cannot open external data file '%s': %s", label,
                          location, strerror(err));
-    struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return status_error(TCI_ERR_IO, "%s: external data '%s' is not a regular file", label,
@@ -326,6 +334,13 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
         return status_error(TCI_ERR_UNSUPPORTED, "%s has %" PRId64 " elements, too many for memory",
                          label, count);
     size_t bytes = (size_t)count * elem;
+    if (ld && ld->graph) {
+        TRY_STATUS(ir_graph_charge_constant(ld->graph, label, count, elem));
+    } else if (count > IR_DEFAULT_MAX_TENSOR_ELEMENTS) {
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "%s has %" PRId64 " elements, over the limit of %" PRId64, label,
+                            count, IR_DEFAULT_MAX_TENSOR_ELEMENTS);
+    }
     char shape[160];
     ir_format_dims((int)tp->n_dims, tp->dims, shape, sizeof shape);
 
@@ -729,21 +744,47 @@ static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
 
 tci_status onnx_load_model(const void *bytes, size_t size, const char *base_dir,
                            ir_graph **out_graph) {
+    return onnx_load_model_limits(bytes, size, base_dir, NULL, out_graph);
+}
+
+tci_status onnx_load_model_limits(const void *bytes, size_t size, const char *base_dir,
+                                  const ir_limits *limits, ir_graph **out_graph) {
     if (!out_graph) return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_model: NULL out_graph");
     *out_graph = NULL;
     if (!bytes && size)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_model: NULL bytes");
-    Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, size, bytes);
+    ir_limits defaults;
+    if (!limits) {
+        ir_limits_default(&defaults);
+        limits = &defaults;
+    }
+    if (size > limits->max_model_bytes)
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "the model is %zu bytes, over the limit of %" PRIu64
+                            " (max_model_bytes)",
+                            size, limits->max_model_bytes);
+    TRY_STATUS(onnx_wire_check(bytes, size, &onnx__model_proto__descriptor, limits, "model"));
+    onnx_budget budget;
+    onnx_budget_init(&budget, limits->max_parse_bytes);
+    Onnx__ModelProto *model = onnx__model_proto__unpack(&budget.allocator, size, bytes);
+    if (!model && budget.refused)
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "unpacking the model needs more than %" PRIu64
+                            " bytes of memory (max_parse_bytes)",
+                            limits->max_parse_bytes);
     if (!model)
         return status_error(TCI_ERR_PARSE, "not a valid ONNX model (protobuf parse failed)");
     if (!model->graph) {
-        onnx__model_proto__free_unpacked(model, NULL);
+        onnx__model_proto__free_unpacked(model, &budget.allocator);
         return status_error(TCI_ERR_INVALID_MODEL, "the model has no graph");
     }
     loader ld = {.base_dir = base_dir};
     tci_status st = ir_graph_create(&ld.graph);
-    if (st == TCI_OK) st = load_graph(&ld, model);
-    onnx__model_proto__free_unpacked(model, NULL);
+    if (st == TCI_OK) {
+        ld.graph->limits = *limits;
+        st = load_graph(&ld, model);
+    }
+    onnx__model_proto__free_unpacked(model, &budget.allocator);
     free(ld.base_real);
     if (st != TCI_OK) {
         ir_graph_destroy(ld.graph);
@@ -754,10 +795,12 @@ tci_status onnx_load_model(const void *bytes, size_t size, const char *base_dir,
 }
 
 /* Whole file into a malloc'd buffer; errors name the file. */
-static tci_status read_file(const char *path, unsigned char **out_bytes, size_t *out_size) {
+static tci_status read_file(const char *path, uint64_t max_bytes, unsigned char **out_bytes,
+                            size_t *out_size) {
     *out_bytes = NULL;
     *out_size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return status_error(TCI_ERR_IO, "cannot open model file '%s': %s", path, strerror(errno));
     struct stat sb;
@@ -765,9 +808,12 @@ static tci_status read_file(const char *path, unsigned char **out_bytes, size_t 
         close(fd);
         return status_error(TCI_ERR_IO, "model file '%s' is not a regular file", path);
     }
-    if ((uint64_t)sb.st_size > SIZE_MAX - 1) {
+    if ((uint64_t)sb.st_size > SIZE_MAX - 1 || (uint64_t)sb.st_size > max_bytes) {
         close(fd);
-        return status_error(TCI_ERR_IO, "model file '%s' is too large", path);
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "model file '%s' is %" PRIu64 " bytes, over the limit of %" PRIu64
+                            " (max_model_bytes)",
+                            path, (uint64_t)sb.st_size, max_bytes);
     }
     size_t size = (size_t)sb.st_size;
     unsigned char *buf = malloc(size ? size : 1);
@@ -795,12 +841,17 @@ static tci_status read_file(const char *path, unsigned char **out_bytes, size_t 
 }
 
 tci_status onnx_load_file(const char *path, ir_graph **out_graph) {
+    return onnx_load_file_limits(path, NULL, out_graph);
+}
+
+tci_status onnx_load_file_limits(const char *path, const ir_limits *limits, ir_graph **out_graph) {
     if (!out_graph) return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_file: NULL out_graph");
     *out_graph = NULL;
     if (!path) return status_error(TCI_ERR_INVALID_ARGUMENT, "onnx_load_file: NULL path");
     unsigned char *bytes;
     size_t size;
-    TRY_STATUS(read_file(path, &bytes, &size));
+    TRY_STATUS(read_file(path, limits ? limits->max_model_bytes : IR_DEFAULT_MAX_MODEL_BYTES,
+                         &bytes, &size));
     const char *slash = strrchr(path, '/');
     size_t dir_len = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
     char *dir = malloc(dir_len + 1);
@@ -810,7 +861,7 @@ tci_status onnx_load_file(const char *path, ir_graph **out_graph) {
     }
     memcpy(dir, slash ? path : ".", dir_len);
     dir[dir_len] = '\0';
-    tci_status st = onnx_load_model(bytes, size, dir, out_graph);
+    tci_status st = onnx_load_model_limits(bytes, size, dir, limits, out_graph);
     free(dir);
     free(bytes);
     if (st == TCI_ERR_PARSE) status_error_prefix(st, "model file '%s'", path);
@@ -821,14 +872,19 @@ tci_status onnx_decode_tensor_file(const void *bytes, size_t size, tci_tensor *o
     if (!out_tensor) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL out_tensor");
     memset(out_tensor, 0, sizeof *out_tensor);
     if (!bytes && size) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL bytes");
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, bytes);
+    ir_limits limits;
+    ir_limits_default(&limits);
+    TRY_STATUS(onnx_wire_check(bytes, size, &onnx__tensor_proto__descriptor, &limits, "TensorProto"));
+    onnx_budget budget;
+    onnx_budget_init(&budget, limits.max_parse_bytes);
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&budget.allocator, size, bytes);
     if (!tp)
         return status_error(TCI_ERR_PARSE, "not a valid ONNX TensorProto (protobuf parse failed)");
     char label[320];
     snprintf(label, sizeof label, "tensor '%.200s'", tp->name ? tp->name : "");
     /* no loader: a lone tensor file has no folder to take external data from */
     tci_status st = decode_tensor(NULL, tp, label, alloc_malloc, NULL, out_tensor);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    onnx__tensor_proto__free_unpacked(tp, &budget.allocator);
     if (st != TCI_OK) {
         free(out_tensor->data);
         memset(out_tensor, 0, sizeof *out_tensor);

@@ -17,11 +17,18 @@
 tci_status onnx_load_model(const void *bytes, size_t size, const char *base_dir,
                            ir_graph **out_graph);
 
+/* Same, under limits (NULL: the defaults), which the graph keeps for the passes: the model's
+ * size, the nesting depth and node count of its wire format (checked before unpacking), the
+ * memory protobuf-c may take, and the elements and bytes of its constants. */
+tci_status onnx_load_model_limits(const void *bytes, size_t size, const char *base_dir,
+                                  const ir_limits *limits, ir_graph **out_graph);
+
 /* Whether this host stores integers little-endian, as ONNX's raw_data does. */
 bool onnx_host_little_endian(void);
 
 /* Reads path and loads it with the file's folder as base_dir. */
 tci_status onnx_load_file(const char *path, ir_graph **out_graph);
+tci_status onnx_load_file_limits(const char *path, const ir_limits *limits, ir_graph **out_graph);
 
 /* Decodes a serialized TensorProto (an input or output file of ONNX's test data) into a tensor
  * whose data is malloc'd. */

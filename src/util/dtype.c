@@ -34,7 +34,9 @@ size_t tci_dtype_size(tci_dtype dtype) {
 }
 
 int64_t tci_tensor_count(const tci_tensor *tensor) {
+    if (!tensor || tensor->rank < 0 || tensor->rank > TCI_MAX_RANK) return -1;
     int64_t c = 1;
-    for (int i = 0; i < tensor->rank; i++) c *= tensor->dims[i];
+    for (int i = 0; i < tensor->rank; i++)
+        if (tensor->dims[i] < 0 || __builtin_mul_overflow(c, tensor->dims[i], &c)) return -1;
     return c;
 }

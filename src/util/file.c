@@ -1,7 +1,12 @@
 /* Whole files into memory (see file.h). */
+#define _XOPEN_SOURCE 700 /* fdopen, O_CLOEXEC */
+
 #include "util/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +18,19 @@ tci_status util_read_file(const char *path, const char *what, unsigned char **ou
                          size_t *out_size) {
     *out = NULL;
     *out_size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return status_error(TCI_ERR_IO, "cannot open %s'%s': %s", what, path, strerror(errno));
+    /* O_NONBLOCK: a FIFO must not block the open; only regular files are read */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return status_error(TCI_ERR_IO, "cannot open %s'%s': %s", what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return status_error(TCI_ERR_IO, "%s'%s' is not a regular file", what, path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return status_error(TCI_ERR_IO, "cannot open %s'%s': %s", what, path, strerror(errno));
+    }
     unsigned char *buf = NULL;
     size_t size = 0, cap = 0;
     for (;;) {

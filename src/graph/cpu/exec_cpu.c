@@ -117,7 +117,7 @@ tci_status exec_cpu_run(exec_cpu *e, const tci_tensor *inputs, size_t num_inputs
             e->in[k] = n->inputs[k] ? &e->values[n->inputs[k]->index].tensor : NULL;
         for (int k = 0; k < n->num_outputs; k++)
             e->out[k] = n->outputs[k] ? &e->values[n->outputs[k]->index].tensor : NULL;
-        st = op_run_node(n, e->in, e->out);
+        st = op_run_node_limited(n, e->in, e->out, g->limits.max_tensor_elements);
         if (st != TCI_OK) break;
         for (int k = 0; k < n->num_outputs; k++)
             if (n->outputs[k]) e->values[n->outputs[k]->index].owned = true;

@@ -390,12 +390,10 @@ tci_status gpu_create_library_plans(exec_gpu_engine *e) {
     void *arena = NULL, *workspace = NULL;
     tci_status st = TCI_OK;
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudnnCreate(&cudnn) != CUDNN_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS ||
-        cudaMalloc(&arena, p->arena_bytes ? p->arena_bytes : 1) != cudaSuccess ||
-        cudaMalloc(&workspace, WORKSPACE_LIMIT) != cudaSuccess)
-        st = status_error(TCI_ERR_CUDA, "cannot create the CUDA stream, library handles or scratch "
-                                     "buffers (%zu + %d bytes) for tuning",
-                       p->arena_bytes, WORKSPACE_LIMIT);
+        cudnnCreate(&cudnn) != CUDNN_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS)
+        st = status_error(TCI_ERR_CUDA, "cannot create the CUDA stream or library handles for tuning");
+    if (st == TCI_OK) st = gpu_malloc(&arena, p->arena_bytes, "the tuning arena (activations)");
+    if (st == TCI_OK) st = gpu_malloc(&workspace, WORKSPACE_LIMIT, "the tuning workspace");
     if (st == TCI_OK && cudaMemset(arena, 0, p->arena_bytes ? p->arena_bytes : 1) != cudaSuccess)
         st = status_error(TCI_ERR_CUDA, "cudaMemset of the tuning arena failed");
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++) {

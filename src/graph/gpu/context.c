@@ -2,6 +2,7 @@
  * captured in a CUDA graph per batch size, device I/O, benchmarking and per-step profiling. */
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,20 +55,24 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     CTX_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     CTX_CHECK(cudnnCreate(&c->cudnn));
     CTX_CHECK(cublasLtCreate(&c->lt));
-    CTX_CHECK(cudaMalloc(&c->arena, p->arena_bytes ? p->arena_bytes : 1));
-    CTX_CHECK(cudaMalloc(&c->workspace, e->workspace_bytes ? e->workspace_bytes : 1));
-    CTX_CHECK(cudaMalloc((void **)&c->gather_error, sizeof(int)));
+    /* device memory through gpu_malloc: running out is TCI_ERR_OUT_OF_MEMORY with the sizes, and
+     * the destroy below frees what was taken */
+#define CTX_ALLOC(ptr, bytes, what)                                                               \
+    if (st == TCI_OK) st = gpu_malloc((void **)(ptr), (bytes), (what));
+    CTX_ALLOC(&c->arena, p->arena_bytes, "the activation arena");
+    CTX_ALLOC(&c->workspace, e->workspace_bytes, "the library workspace");
+    CTX_ALLOC(&c->gather_error, sizeof(int), "the index error flag");
     CTX_CHECK(cudaMemset(c->gather_error, 0, sizeof(int)));
-    CTX_CHECK(cudaMalloc((void **)&c->nonfinite, ((size_t)p->num_outputs + 1) * sizeof(unsigned int)));
+    CTX_ALLOC(&c->nonfinite, ((size_t)p->num_outputs + 1) * sizeof(unsigned int), "NaN counters");
     for (int i = 0; i < p->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
-        CTX_CHECK(cudaMalloc(&c->input_staging[i],
-                             (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t)) + 1));
+        CTX_ALLOC(&c->input_staging[i],
+                  (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t)) + 1, "input staging");
     }
     for (int i = 0; i < p->num_outputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);
         size_t bytes = (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t));
-        CTX_CHECK(cudaMalloc(&c->output_staging[i], bytes + 1));
+        CTX_ALLOC(&c->output_staging[i], bytes + 1, "output staging");
         tci_tensor *o = &c->outputs[i];
         o->name = t->name;
         o->dtype = host_dtype(t);
@@ -80,12 +85,35 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     CTX_CHECK(cudaEventCreateWithFlags(&c->caller_ready, cudaEventDisableTiming));
     CTX_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
 #undef CTX_CHECK
+#undef CTX_ALLOC
     if (st != TCI_OK) {
         exec_gpu_context_destroy(c);
         return st;
     }
     *out_context = c;
     return TCI_OK;
+}
+
+tci_status exec_gpu_guard(exec_gpu_context *c, tci_status st) {
+    if (st != TCI_ERR_CUDA) return st;
+    char broken[200];
+    if (!gpu_context_broken(broken, sizeof broken)) return st;
+    char text[512];
+    snprintf(text, sizeof text,
+             "the GPU context is lost (%s) after: %s. Every later call on this context returns "
+             "this error: restart the process (a fault inside a kernel surfaces at the next "
+             "synchronisation; tcinfer --no-graph with CUDA_LAUNCH_BLOCKING=1 names its layer)",
+             broken, tci_last_error());
+    if (c) {
+        c->lost = true;
+        snprintf(c->lost_text, sizeof c->lost_text, "%s", text);
+    }
+    return status_error(TCI_ERR_DEVICE_LOST, "%s", text);
+}
+
+tci_status exec_gpu_check_lost(const exec_gpu_context *c) {
+    if (!c || !c->lost) return TCI_OK;
+    return status_error(TCI_ERR_DEVICE_LOST, "%s", c->lost_text);
 }
 
 static void drop_graphs(exec_gpu_context *c) {
@@ -136,6 +164,7 @@ static tci_status convert_inputs(exec_gpu_context *c) {
     const plan *p = c->engine->plan;
     for (int i = 0; i < p->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
+        if (gpu_count_of(t) == 0) continue; /* no empty grids */
         void *dst = gpu_device_ptr(c->engine, c->arena, p->input_tensors[i]);
         if (host_dtype(t) == t->dtype && t->layout != PLAN_LAYOUT_NHWC8) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(dst, c->input_staging[i], t->bytes,
@@ -156,6 +185,7 @@ static tci_status convert_outputs(exec_gpu_context *c) {
     const plan *p = c->engine->plan;
     for (int i = 0; i < p->num_outputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);
+        if (gpu_count_of(t) == 0) continue; /* no empty grids */
         const void *src = gpu_device_ptr(c->engine, c->arena, p->output_tensors[i]);
         if (host_dtype(t) == t->dtype && t->layout != PLAN_LAYOUT_NHWC8) {
             KERN_CUDA_CHECK(cudaMemcpyAsync(c->output_staging[i], src, t->bytes,
@@ -315,7 +345,7 @@ static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
         cudaFree(c->arena);
         c->arena = NULL;
         c->arena_bytes = 0;
-        KERN_CUDA_CHECK(cudaMalloc(&c->arena, e->plan->arena_bytes));
+        TRY_STATUS(gpu_malloc(&c->arena, e->plan->arena_bytes, "the activation arena"));
         c->arena_bytes = e->plan->arena_bytes;
     }
     c->current = found;
@@ -358,6 +388,8 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     for (int i = 0; i < p->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
         size_t bytes = (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t));
+        if (bytes && !inputs[i].data)
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has no data", t->name);
         if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(c->input_staging[i], inputs[i].data, bytes,
                                                    cudaMemcpyHostToDevice, c->stream));
     }
@@ -406,6 +438,11 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
         if (!io[i] || ((uintptr_t)io[i] & 15u))
             st = status_error(TCI_ERR_INVALID_ARGUMENT, "device %s %d is %s", in ? "input" : "output",
                            in ? i : i - bp->num_inputs, io[i] ? "not 16-byte aligned" : "NULL");
+        else if (!gpu_device_accessible(io[i]))
+            st = status_error(TCI_ERR_INVALID_ARGUMENT,
+                              "device %s %d (%p) is not memory the GPU can address (a host "
+                              "pointer?)",
+                              in ? "input" : "output", in ? i : i - bp->num_inputs, io[i]);
     }
     for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(bp, bp->input_tensors[i]);
@@ -417,6 +454,21 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
                            t->name, t->rank ? t->dims[0] : 1);
     }
     if (st == TCI_OK) st = select_batch(c, dim0);
+    /* each buffer must hold its tensor at this batch, where the driver tells the allocation's
+     * size (cuMemGetAddressRange) */
+    for (int i = 0; st == TCI_OK && i < nio; i++) {
+        const plan *p = c->engine->plan;
+        bool in = i < p->num_inputs;
+        const plan_tensor *t =
+            gpu_tensor_of(p, in ? p->input_tensors[i] : p->output_tensors[i - p->num_inputs]);
+        size_t room;
+        if (gpu_device_room(io[i], &room) && room < t->bytes)
+            st = status_error(TCI_ERR_INVALID_ARGUMENT,
+                              "device %s %d ('%s') has %zu bytes from the pointer to the end of its "
+                              "allocation; it needs %zu",
+                              in ? "input" : "output", in ? i : i - p->num_inputs, t->name, room,
+                              t->bytes);
+    }
     if (st == TCI_OK) st = set_device_io(c, io);
     free(io);
     free(dim0);

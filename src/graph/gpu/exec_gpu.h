@@ -52,6 +52,15 @@ void exec_gpu_engine_tuning(const exec_gpu_engine *engine, int *layers_timed, in
 /* What ran a plan step: the library algorithm or our kernel's name. */
 const char *exec_gpu_step_kernel(const exec_gpu_engine *engine, int step);
 
+/* Sticky CUDA errors (a kernel fault, an illegal address) break the process's CUDA context for
+ * good. exec_gpu_guard takes the status a call on context c returned (c may be NULL for calls
+ * that make one): a TCI_ERR_CUDA that left such an error marks c lost and becomes
+ * TCI_ERR_DEVICE_LOST, naming the error and what failed (the step and node where a launch
+ * failed); anything else passes through. exec_gpu_check_lost is TCI_ERR_DEVICE_LOST at once,
+ * without any CUDA call, once c is lost, else TCI_OK. */
+tci_status exec_gpu_guard(exec_gpu_context *c, tci_status st);
+tci_status exec_gpu_check_lost(const exec_gpu_context *c);
+
 /* use_graph: capture the plan in a CUDA graph on the first run and replay it afterwards. */
 tci_status exec_gpu_context_create(const exec_gpu_engine *engine, bool use_graph,
                                    exec_gpu_context **out_context);

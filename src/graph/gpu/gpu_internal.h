@@ -118,6 +118,8 @@ struct exec_gpu_context {
     int redirect_count;        /* entries of redirect */
     bool *copy_output;         /* by output: written to the caller's buffer by a copy */
     cudaEvent_t caller_ready, done;
+    bool lost;                 /* a sticky CUDA error broke the CUDA context (exec_gpu_guard) */
+    char lost_text[512];       /* what broke it, returned by every later call */
 };
 
 /* Room for one kernel choice as the timing cache stores it (gpu_choice_value). */
@@ -153,6 +155,19 @@ tci_status gpu_step_error(const plan_step *s, tci_status st);
 
 /* pack.c: constants packed and uploaded */
 tci_status gpu_upload_bytes(const void *host, size_t bytes, void **out);
+/* cudaMalloc of bytes (0 allocates 1) for `what`: the GPU running out is TCI_ERR_OUT_OF_MEMORY
+ * with the bytes asked and available (the error is cleared, so the process goes on); *out is
+ * NULL on failure. */
+tci_status gpu_malloc(void **out, size_t bytes, const char *what);
+/* Whether ptr is memory the GPU can address (device, managed or mapped host memory). */
+bool gpu_device_accessible(const void *ptr);
+/* Bytes of the device allocation holding ptr from ptr to its end; false where the driver
+ * cannot tell (then nothing is known about the size). */
+bool gpu_device_room(const void *ptr, size_t *out_bytes);
+/* After a call that failed with TCI_ERR_CUDA: whether the CUDA context is broken for good (a
+ * kernel fault or another sticky error, which every later CUDA call returns); text gets its
+ * name. A non-sticky error is cleared. */
+bool gpu_context_broken(char *text, size_t size);
 tci_status gpu_pack_conv(exec_gpu_engine *e, int index);
 tci_status gpu_pack_conv_transpose(exec_gpu_engine *e, int index);
 tci_status gpu_pack_gemm_bias(exec_gpu_engine *e, int index);

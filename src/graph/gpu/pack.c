@@ -2,15 +2,82 @@
  * bf16 or fp32), and uploaded to the device. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "graph/gpu/gpu_internal.h"
 #include "kernels/cuda_check.h"
 #include "layers/op.h"
 
+tci_status gpu_malloc(void **out, size_t bytes, const char *what) {
+    *out = NULL;
+    cudaError_t err = cudaMalloc(out, bytes ? bytes : 1);
+    if (err == cudaSuccess) return TCI_OK;
+    *out = NULL;
+    if (err != cudaErrorMemoryAllocation)
+        return status_error(TCI_ERR_CUDA, "cudaMalloc of %zu bytes for %s failed: %s", bytes, what,
+                            cudaGetErrorString(err));
+    (void)cudaGetLastError(); /* not a sticky error: clear it so that later calls go on */
+    size_t available = 0, total = 0;
+    if (cudaMemGetInfo(&available, &total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        available = total = 0;
+    }
+    return status_error(TCI_ERR_OUT_OF_MEMORY,
+                        "out of GPU memory for %s: %zu bytes asked, %zu bytes available (of %zu)",
+                        what, bytes, available, total);
+}
+
+bool gpu_device_accessible(const void *ptr) {
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ||
+           (a.type == cudaMemoryTypeHost && a.devicePointer != NULL);
+}
+
+/* cuMemGetAddressRange through the runtime's driver entry points (no link to libcuda) */
+typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
+
+bool gpu_device_room(const void *ptr, size_t *out_bytes) {
+    static mem_range_fn range;
+    static bool looked;
+    if (!looked) {
+        void *fn = NULL;
+        enum cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                             &q) == cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            range = (mem_range_fn)(uintptr_t)fn;
+        else
+            (void)cudaGetLastError();
+        looked = true;
+    }
+    unsigned long long base = 0;
+    size_t size = 0;
+    unsigned long long p = (unsigned long long)(uintptr_t)ptr;
+    if (!range || range(&base, &size, p) != 0 || p < base || p - base > size) return false;
+    *out_bytes = size - (size_t)(p - base);
+    return true;
+}
+
+bool gpu_context_broken(char *text, size_t size) {
+    cudaError_t err = cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+    if (err == cudaSuccess) return false;
+    /* a sticky error stays: the same query fails again */
+    cudaError_t again = cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+    if (again == cudaSuccess) return false;
+    snprintf(text, size, "%s: %s", cudaGetErrorName(again), cudaGetErrorString(again));
+    return true;
+}
+
 tci_status gpu_upload_bytes(const void *host, size_t bytes, void **out) {
     *out = NULL;
-    KERN_CUDA_CHECK(cudaMalloc(out, bytes ? bytes : 1));
+    TRY_STATUS(gpu_malloc(out, bytes, "constants"));
     if (bytes) KERN_CUDA_CHECK(cudaMemcpy(*out, host, bytes, cudaMemcpyHostToDevice));
     return TCI_OK;
 }

@@ -144,6 +144,11 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                         cudaStream_t stream) {
     const plan *p = e->plan;
     const plan_step *s = &p->steps[index];
+    /* a step whose outputs are all empty has nothing to write: no kernel sees an empty grid */
+    bool empty = s->num_outputs > 0;
+    for (int k = 0; k < s->num_outputs && empty; k++)
+        empty = s->outputs[k] < 0 || gpu_count_of(gpu_tensor_of(p, s->outputs[k])) == 0;
+    if (empty) return TCI_OK;
     void *in[PLAN_MAX_STEP_INPUTS] = {0};
     for (int k = 0; k < s->num_inputs; k++)
         if (s->inputs[k] >= 0) in[k] = gpu_tensor_ptr(e, c, arena, s->inputs[k]);

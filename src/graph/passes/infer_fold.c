@@ -1,5 +1,7 @@
 /* Shape inference and constant folding in one topological sweep: folding a node can make the
  * next node's shape known, so the two cannot run as separate passes. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +58,7 @@ static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in
     *folded = false;
     /* Shape-only ops get a view whose data is NULL: their forward reads dims only. */
     for (int o = 0; o < n->num_outputs; o++) out[o] = n->outputs[o] ? &outs[o] : NULL;
-    TRY_STATUS(op_run_node(n, in, out));
+    TRY_STATUS(op_run_node_limited(n, in, out, g->limits.max_tensor_elements));
     tci_status st = TCI_OK;
     for (int o = 0; o < n->num_outputs; o++) {
         if (!out[o]) continue;
@@ -64,6 +66,12 @@ static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in
         if (st == TCI_OK) {
             ir_tensor *t = n->outputs[o];
             st = merge_shape(n, t, out[o]);
+            if (st == TCI_OK) {
+                char what[300];
+                snprintf(what, sizeof what, "node '%.200s' folded to a constant", n->name);
+                st = ir_graph_charge_constant(g, what, op_count(out[o]),
+                                              tci_dtype_size(out[o]->dtype));
+            }
             if (st == TCI_OK) {
                 t->data = arena_memdup(g->arena, out[o]->data, bytes ? bytes : 1);
                 if (!t->data) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding '%s'", n->name);
@@ -75,16 +83,37 @@ static tci_status fold_node(ir_graph *g, ir_node *n, const tci_tensor *const *in
     return st;
 }
 
+/* Bytes of the node's outputs; -1 when unknown or past INT64_MAX (checked: the dims come from
+ * the model, e.g. through ConstantOfShape). */
 static int64_t output_bytes_bound(const ir_node *n) {
     int64_t total = 0;
     for (int o = 0; o < n->num_outputs; o++) {
         const ir_tensor *t = n->outputs[o];
         if (!t) continue;
-        int64_t c;
+        int64_t c, bytes;
         if (ir_count_elements(t->rank, t->dims, &c) != TCI_OK || c < 0) return -1;
-        total += c * (int64_t)(tci_dtype_size(t->dtype) ? tci_dtype_size(t->dtype) : 8);
+        int64_t elem = (int64_t)(tci_dtype_size(t->dtype) ? tci_dtype_size(t->dtype) : 8);
+        if (__builtin_mul_overflow(c, elem, &bytes) || __builtin_add_overflow(total, bytes, &total))
+            return -1;
     }
     return total;
+}
+
+/* Every inferred output within limits.max_tensor_elements. */
+static tci_status check_output_sizes(const ir_graph *g, const ir_node *n) {
+    for (int o = 0; o < n->num_outputs; o++) {
+        const ir_tensor *t = n->outputs[o];
+        if (!t) continue;
+        int64_t c;
+        tci_status st = ir_count_elements(t->rank, t->dims, &c);
+        if (st != TCI_OK) return status_error_prefix(st, "node '%s' (%s)", n->name, n->op_type);
+        if (c > g->limits.max_tensor_elements)
+            return ir_node_error(n, TCI_ERR_UNSUPPORTED,
+                                 "output '%s' would have %" PRId64
+                                 " elements, over the limit of %" PRId64 " (max_tensor_elements)",
+                                 t->name ? t->name : "?", c, g->limits.max_tensor_elements);
+    }
+    return TCI_OK;
 }
 
 /* One node: inference, then folding when its inputs are constants. The scratch arrays have room
@@ -109,8 +138,10 @@ static tci_status infer_node(ir_graph *g, ir_node *n, tci_tensor *views, const t
     TRY_STATUS(n->desc->infer(n, in, out));
     for (int o = 0; o < n->num_outputs; o++)
         if (out[o]) TRY_STATUS(merge_shape(n, n->outputs[o], out[o]));
+    TRY_STATUS(check_output_sizes(g, n));
     /* a pass-through of a constant (Identity of an exported weight) is that constant: the
-     * nodes after it fold in this same sweep (NF-Nets' weight standardisation) */
+     * nodes after it fold in this same sweep (NF-Nets' weight standardisation); it shares the
+     * input's bytes, so nothing new counts against max_constant_bytes */
     if ((n->desc->flags & OP_PASSTHROUGH) && n->inputs[0] && n->inputs[0]->data &&
         n->num_outputs >= 1 && n->outputs[0]) {
         bool others = false;
