@@ -29,6 +29,7 @@ static inline void fuzz_engine_bytes(const uint8_t *data, size_t size) {
     int runnable = in != NULL;
     for (size_t i = 0; runnable && i < n; i++) {
         tci_tensor_info info;
+        tci_tensor_info_init(&info);
         if (tci_engine_input_info(e, i, &info) != TCI_OK || info.rank < 0) {
             runnable = 0;
             break;

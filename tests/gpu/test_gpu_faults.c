@@ -99,6 +99,8 @@ START_TEST(test_bad_buffers_are_errors) {
     tci_tensor in = {.dtype = TCI_DTYPE_FLOAT, .rank = 4, .dims = {2, 3, 32, 32}, .data = NULL};
     ck_assert_tci_error(tci_context_run(c, &in, 1), TCI_ERR_INVALID_ARGUMENT, "has no data");
     tci_device_format fin, fout;
+    tci_device_format_init(&fin);
+    tci_device_format_init(&fout);
     ck_assert_tci_ok(tci_engine_device_format(e, 0, 0, &fin));
     ck_assert_tci_ok(tci_engine_device_format(e, 1, 0, &fout));
     void *din = gpu_upload(NULL, fin.bytes), *dout = gpu_upload(NULL, fout.bytes);
@@ -187,6 +189,7 @@ START_TEST(test_sticky_error_loses_the_context) {
     tci_tensor out;
     ck_assert_tci_error(tci_context_output(c, 0, &out), TCI_ERR_DEVICE_LOST, "lost");
     tci_nonfinite_report r;
+    tci_nonfinite_report_init(&r);
     ck_assert_tci_error(tci_context_nonfinite(c, &r), TCI_ERR_DEVICE_LOST, "lost");
     float ms[2];
     ck_assert_tci_error(tci_context_benchmark(c, 2, 0, ms), TCI_ERR_DEVICE_LOST, "lost");

@@ -301,6 +301,7 @@ START_TEST(test_rank_over_max_never_read_past_dims) {
     p->t.rank = 1000;
     p->t.data = data;
     tci_compare_result r;
+    tci_compare_result_init(&r);
     ck_assert_tci_error(tci_compare(&p->t, &p->t, &r), TCI_ERR_INVALID_ARGUMENT,
                         "rank of 0..8");
     ck_assert_tci_error(tci_tensor_write_npy("/dev/null", &p->t), TCI_ERR_INVALID_ARGUMENT,
@@ -325,6 +326,7 @@ END_TEST
 START_TEST(test_compare_and_npy_need_data) {
     tci_tensor t = {.dtype = TCI_DTYPE_FLOAT, .rank = 1, .dims = {4}};
     tci_compare_result r;
+    tci_compare_result_init(&r);
     ck_assert_tci_error(tci_compare(&t, &t, &r), TCI_ERR_INVALID_ARGUMENT, "no data");
     ck_assert_tci_error(tci_tensor_write_npy("/dev/null", &t), TCI_ERR_INVALID_ARGUMENT, "no data");
     t.dims[0] = -2;
