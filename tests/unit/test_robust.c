@@ -346,6 +346,27 @@ START_TEST(test_null_shapes_with_count) {
 }
 END_TEST
 
+/* A caller built against the 0.1 header passes a struct_size that ends before the limits: they
+ * keep their defaults, whatever lies past it. */
+START_TEST(test_limits_past_struct_size_keep_defaults) {
+    buf graph = {0};
+    for (int i = 0; i < 3; i++) put(&graph, "\x0a\x00", 2);
+    buf m = model_of(graph);
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    o.max_nodes = 2;
+    tci_engine *e = NULL;
+    ck_assert_tci_error(tci_engine_create_from_memory(m.p, m.n, NULL, &o, &e), TCI_ERR_UNSUPPORTED,
+                        "more than 2 nodes (max_nodes)");
+    o.struct_size = offsetof(tci_engine_options, max_model_bytes);
+    o.max_nesting_depth = 5000; /* out of range, but not read */
+    /* past the node count: the loader reaches the nodes themselves */
+    ck_assert_tci_error(tci_engine_create_from_memory(m.p, m.n, NULL, &o, &e),
+                        TCI_ERR_INVALID_MODEL, "has no op_type");
+    free(m.p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("robust");
     TCase *tc = tcase_create("core");
@@ -362,6 +383,7 @@ int main(void) {
     tcase_add_test(tc, test_rank_over_max_never_read_past_dims);
     tcase_add_test(tc, test_compare_and_npy_need_data);
     tcase_add_test(tc, test_null_shapes_with_count);
+    tcase_add_test(tc, test_limits_past_struct_size_keep_defaults);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
