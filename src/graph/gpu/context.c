@@ -102,7 +102,8 @@ tci_status exec_gpu_guard(exec_gpu_context *c, tci_status st) {
     snprintf(text, sizeof text,
              "the GPU context is lost (%s) after: %s. Every later call on this context returns "
              "this error: restart the process (a fault inside a kernel surfaces at the next "
-             "synchronisation; tcinfer --no-graph with CUDA_LAUNCH_BLOCKING=1 names its layer)",
+             "synchronisation; tci_engine_options.no_cuda_graph with CUDA_LAUNCH_BLOCKING=1 "
+             "names its layer)",
              broken, tci_last_error());
     if (c) {
         c->lost = true;
