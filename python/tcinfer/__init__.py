@@ -11,4 +11,4 @@ from .engine import Engine, Context, TensorInfo
 
 __all__ = ["Engine", "Context", "TensorInfo", "TcinferError", "version", "gpu_count",
            "list_ops"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
