@@ -179,7 +179,7 @@ static int check_lowering(const char *equation, int n, const int *ranks, const i
     float *data[2];
     tci_tensor in[2];
     for (int t = 0; t < n; t++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "x%d", t);
         x[t] = th_named(g, name, TCI_DTYPE_FLOAT, ranks[t], dims[t], NULL);
         int64_t c = 1;
@@ -274,7 +274,7 @@ START_TEST(test_gpu_refusals) {
         ir_tensor *x[3];
         int64_t d[2] = {3, 3};
         for (int t = 0; t < n; t++) {
-            char name[8];
+            char name[16];
             snprintf(name, sizeof name, "x%d", t);
             x[t] = th_named(g, name, TCI_DTYPE_FLOAT, 2, d, NULL);
         }
