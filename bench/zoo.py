@@ -203,7 +203,9 @@ def _transformers_model(kind):
             return model, {"input": ("float", (16000,), 0)}, {}
         else:
             raise ValueError(kind)
-        model.config.return_dict = False
+        # outputs come back as a ModelOutput, flattened in order by _tuple_outputs (GPT-2's
+        # head reads its body's output by attribute, so return_dict=False breaks it in
+        # transformers 5)
 
         class ByName(torch.nn.Module):
             """Passes the inputs by name (GPT-2's second positional input is the KV cache)."""
