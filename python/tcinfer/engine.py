@@ -43,7 +43,20 @@ def _info(engine_handle, getter, index):
     return TensorInfo(s.name.decode() if s.name else "", _DTYPES.get(s.dtype), shape)
 
 
-class Engine:
+class _Closes:
+    """Context-manager use and garbage collection both end in close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Engine(_Closes):
     """A loaded, optimised model; immutable, shareable by threads (each with its own Context).
 
     model: a path, or the bytes of a serialized ModelProto (base_dir: where its external data
@@ -129,17 +142,8 @@ class Engine:
             _lib.tci_engine_destroy(self._handle)
             self._handle = None
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
-
-class Context:
+class Context(_Closes):
     """Per-thread run state of an Engine; keeps the engine alive."""
 
     def __init__(self, engine):
@@ -219,12 +223,3 @@ class Context:
         if getattr(self, "_handle", None):
             _lib.tci_context_destroy(self._handle)
             self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()

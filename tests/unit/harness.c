@@ -1,6 +1,9 @@
 /* Shared bits of the Check unit tests. */
 #include "harness.h"
 
+#include "graph/passes.h"
+#include "graph/plan.h"
+
 #include <stdlib.h>
 
 int test_run_suite(Suite *suite) {
@@ -216,4 +219,10 @@ void th_replay_copy(const plan_step *s, const float *src, float *dst) {
             idx[d] = 0;
         }
     }
+}
+
+tci_status th_plan_for_gpu(ir_graph *g, plan **out_plan) {
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    return plan_build(g, NULL, out_plan);
 }

@@ -81,6 +81,10 @@ void th_assert_dims(const tci_tensor *t, int rank, const int64_t *dims);
 /* ---- GPU plans replayed on the host ---- */
 #include "graph/lower.h"
 
+/* The GPU plan of graph g as the API builds it (optimisation and the GPU passes asserted to
+ * succeed, then plan_build, whose status is returned). */
+tci_status th_plan_for_gpu(ir_graph *g, plan **out_plan);
+
 /* Replays a COPY step's view on float data: dst[sum i*out_strides] = src[in_offset +
  * sum i*strides]. */
 void th_replay_copy(const plan_step *s, const float *src, float *dst);

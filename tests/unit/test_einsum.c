@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
@@ -192,10 +191,8 @@ static int check_lowering(const char *equation, int n, const int *ranks, const i
     ir_node *node = th_node_io(g, "e", "Einsum", 12, x, n, &y, 1);
     th_attr_string(g, node, "equation", equation);
     th_graph_io(g, x, n, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_tci_ok(th_plan_for_gpu(g, &p));
     float **bufs = calloc((size_t)p->num_tensors, sizeof *bufs);
     for (int i = 0; i < p->num_tensors; i++)
         bufs[i] = calloc((size_t)count_of(&p->tensors[i]) + 1, sizeof(float));
@@ -282,10 +279,8 @@ START_TEST(test_gpu_refusals) {
         ir_node *node = th_node_io(g, "e", "Einsum", 12, x, n, &y, 1);
         th_attr_string(g, node, "equation", eqs[c]);
         th_graph_io(g, x, n, &y, 1);
-        ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         plan *p = NULL;
-        ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+        ck_assert_tci_error(th_plan_for_gpu(g, &p), TCI_ERR_UNSUPPORTED,
                             c ? "3 operands has no GPU path" : "(a diagonal) has no GPU path");
         ir_graph_destroy(g);
     }

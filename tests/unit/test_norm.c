@@ -2,7 +2,6 @@
  * differences, shape inference, error paths. */
 #include <math.h>
 
-#include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
@@ -558,10 +557,8 @@ START_TEST(test_softmax_inner_axis_gpu_steps) {
         ir_node *n = th_node_io(g, "s", log ? "LogSoftmax" : "Softmax", 13, &x, 1, &y, 1);
         th_attr_int(g, n, "axis", 1);
         th_graph_io(g, &x, 1, &y, 1);
-        ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
         plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        ck_assert_tci_ok(th_plan_for_gpu(g, &p));
         ck_assert_int_eq(p->num_steps, 3);
         ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
         ck_assert_int_eq(p->steps[1].kind, PLAN_STEP_SOFTMAX);

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
@@ -157,10 +156,8 @@ END_TEST
 
 static plan *plan_one(ir_graph *g, ir_tensor *x, ir_tensor *y) {
     th_graph_io(g, &x, 1, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_tci_ok(th_plan_for_gpu(g, &p));
     return p;
 }
 
@@ -245,9 +242,7 @@ START_TEST(test_trilu_gpu_lowering) {
     y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
     th_node_io(g, "t", "Trilu", 14, (ir_tensor *[]){x, kt}, 2, &y, 1);
     th_graph_io(g, (ir_tensor *[]){x, kt}, 2, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_tci_ok(th_plan_for_gpu(g, &p));
     s = only_step(p, PLAN_STEP_TRILU);
     ck_assert_int_eq(s->num_inputs, 2);
     const plan_tensor *k_dev = &p->tensors[s->inputs[1]];
