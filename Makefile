@@ -16,11 +16,13 @@ CUDA_FLAGS := $(if $(NVCC),-DTCI_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DTCI_CUD
 # without the CUDA parts in its own folder (a cold CUDA build takes far longer than the demo)
 HAVE_GPU := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 DEMO_BUILD := $(if $(filter-out 0,$(HAVE_GPU)),$(BUILD),$(BUILD)-demo)
-DEMO_FLAGS := $(if $(filter-out 0,$(HAVE_GPU)),$(CUDA_FLAGS),-DTCI_CUDA=OFF -DTCI_BUILD_TESTS=OFF)
+DEMO_FLAGS := $(if $(filter-out 0,$(HAVE_GPU)),$(CUDA_FLAGS),-DTCI_CUDA=OFF)
 
-# the test venv's Python where it exists (make demo needs none)
-PYTHON_FLAG := $(if $(wildcard $(PYTHON)),-DPython3_EXECUTABLE=$(PYTHON))
-CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(CUDA_FLAGS) >/dev/null
+# The tests run under the venv's Python, which `setup` creates (on a fresh clone there is no .venv
+# when make reads this file, and CMake would find a Python without the test tooling). make demo and
+# make lib need no Python: on a new build folder they configure without the tests.
+CONFIGURE = cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CUDA_FLAGS) >/dev/null
+NO_TESTS_IF_NEW = $(if $(wildcard $(1)/CMakeCache.txt),,-DTCI_BUILD_TESTS=OFF)
 
 .PHONY: all setup setup-system build lib demo test install clean fuzz asan
 
@@ -40,18 +42,19 @@ setup-system:
 
 build: setup
 	@$(if $(NVCC),,echo "note: nvcc not found; building without the CUDA parts")
-	$(CONFIGURE)
+	$(CONFIGURE) -DTCI_BUILD_TESTS=ON -DPython3_EXECUTABLE=$(PYTHON)
 	cmake --build $(BUILD) -j$(JOBS)
 
 # the libraries and the CLI, no tests
 lib: setup-system
 	@$(if $(NVCC),,echo "note: nvcc not found; building without the CUDA parts")
-	$(CONFIGURE)
+	$(CONFIGURE) $(call NO_TESTS_IF_NEW,$(BUILD))
 	cmake --build $(BUILD) -j$(JOBS) --target tcinfer tcinfer_shared tcinfer_cli
 
 demo: setup-system
 	@$(if $(filter-out 0,$(HAVE_GPU)),,echo "note: no GPU here: the demo builds the CPU backend alone, in $(DEMO_BUILD)")
-	cmake -S . -B $(DEMO_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PYTHON_FLAG) $(DEMO_FLAGS) >/dev/null
+	cmake -S . -B $(DEMO_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(DEMO_FLAGS) \
+	  $(call NO_TESTS_IF_NEW,$(DEMO_BUILD)) >/dev/null
 	cmake --build $(DEMO_BUILD) -j$(JOBS) --target tcinfer_cli
 	$(DEMO_BUILD)/tcinfer models/demo/tiny_cnn.onnx models/demo/input.npy
 
