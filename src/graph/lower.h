@@ -71,6 +71,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_TOPK,       /* the k best values along an axis and their int64 positions */
     PLAN_STEP_GROUPNORM,  /* per (image, channel group) statistics, NHWC8 or dense */
     PLAN_STEP_LRN,        /* across-channel local response normalisation, NHWC8 or dense */
+    PLAN_STEP_ATTENTION,  /* y = softmax(scale q k^T + mask) v in one kernel (plan_attention) */
 } plan_step_kind;
 
 /* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
@@ -157,6 +158,23 @@ typedef struct plan_rnn {
     bool has_y_h, has_y_c;    /* FINAL: which outputs it writes (in this order) */
 } plan_rnn;
 
+/* A fused attention (src/layers/attention.c, src/kernels/attention.h): inputs q, k, v and the
+ * optional additive mask, read through element strides along (batch, head, position, head_dim)
+ * (mask: (batch, head, query, key), 0 where it broadcasts); output y dense (batch, heads, q_len,
+ * head_dim) in the storage type, which is fp16 or bf16. */
+typedef struct plan_attention {
+    int64_t batch, heads, q_len, kv_len, head_dim;
+    int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
+    float scale;
+    bool causal;   /* keys j > query i masked without reading a mask */
+    bool has_mask; /* inputs[3] */
+} plan_attention;
+
+/* The head dims the fused attention kernel is built for; another lowers the unfused steps. */
+static inline bool plan_attention_head_dim_ok(int64_t d) {
+    return d == 32 || d == 64 || d == 80 || d == 96 || d == 128;
+}
+
 typedef struct plan_step {
     plan_step_kind kind;
     const ir_node *node;          /* first node it implements (names, reports) */
@@ -242,6 +260,7 @@ typedef struct plan_step {
             double off, on;
         } one_hot;
         plan_rnn rnn;
+        plan_attention attention;
         struct {
             int64_t outer, len, inner; /* the input viewed around its axis */
             int64_t k;                 /* TOPK: how many */

@@ -483,8 +483,19 @@ static tci_status softmax_forward(const ir_node *node, const tci_tensor *const *
     return TCI_OK;
 }
 
-OP_DESC(softmax_desc, "Softmax", softmax_versions, softmax_parse, softmax_infer, softmax_forward, 0,
-        softmax_gpu_lower, NULL, BINARY_NONE);
+/* Softmax over the last axis only: axis rank-1 (before opset 13 the dims from axis on form the
+ * row, which is the same for the last axis). */
+static void softmax_pattern(const ir_node *node, op_pattern *out) {
+    const softmax_params *p = node->params;
+    const ir_tensor *x = node->inputs[0];
+    out->kind = OP_PATTERN_NONE;
+    if (!p || p->log || x->rank < 1) return;
+    int64_t axis = p->axis < 0 ? p->axis + x->rank : p->axis;
+    if (axis == x->rank - 1) out->kind = OP_PATTERN_SOFTMAX_LAST;
+}
+
+OP_DESC_PATTERN(softmax_desc, "Softmax", softmax_versions, softmax_parse, softmax_infer,
+                softmax_forward, 0, softmax_gpu_lower, softmax_pattern);
 
 OP_DESC(logsoftmax_desc, "LogSoftmax", softmax_versions, softmax_parse, softmax_infer,
         softmax_forward, 0, softmax_gpu_lower, NULL, BINARY_NONE);

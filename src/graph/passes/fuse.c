@@ -243,9 +243,10 @@ tci_status pass_fuse_for_gpu(ir_graph *g) {
         for (int k = 0; k < g->nodes[i]->num_inputs; k++)
             if (g->nodes[i]->inputs[k]) c.consumers[g->nodes[i]->inputs[k]->index]++;
     for (size_t i = 0; i < g->num_outputs; i++) c.consumers[g->outputs[i]->index]++;
-    tci_status st = TCI_OK;
+    /* attention first: its scores MatMul must not take the mask as a bias */
+    tci_status st = pass_fuse_attention(g);
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++)
-        if (!g->nodes[i]->fused_into) st = fuse_node(g, &c, g->nodes[i]);
+        if (!g->nodes[i]->fused_into && !g->nodes[i]->epilogue) st = fuse_node(g, &c, g->nodes[i]);
     free(c.consumers);
     return st;
 }

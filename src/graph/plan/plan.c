@@ -27,6 +27,7 @@ const char *plan_step_kernel(const plan_step *step) {
     case PLAN_STEP_LAYERNORM: return "tcinfer layernorm";
     case PLAN_STEP_GROUPNORM: return "tcinfer groupnorm";
     case PLAN_STEP_LRN: return "tcinfer lrn";
+    case PLAN_STEP_ATTENTION: return "tcinfer flash_attention";
     case PLAN_STEP_REDUCE: return "tcinfer reduce";
     case PLAN_STEP_RESIZE: return "tcinfer resize";
     case PLAN_STEP_GATHER: return "tcinfer gather";
