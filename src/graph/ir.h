@@ -92,10 +92,15 @@ typedef struct ir_epilogue {
     ir_tensor *weights;      /* Conv: weights with a BatchNormalization folded in, else NULL */
     ir_tensor *bias;         /* Conv: the folded bias (K values); MatMul: a fused Add's constant
                                 vector of N values; else NULL */
-    ir_tensor *residual;     /* Conv: the other operand of a fused Add, else NULL */
+    ir_tensor *residual;     /* Conv: the other operand of a fused Add; OP_PROLOGUE_RESIDUAL:
+                                the Add's second operand; else NULL */
     const struct ir_node *residual_add; /* that Add (conversions of residual are its steps) */
     act_params act;          /* the fused activation (ACT_NONE: none) */
     ir_attention *attention; /* MatMul of P and V: the whole attention it computes, else NULL */
+    /* OP_PROLOGUE_RESIDUAL ops: residual_add is the Add before the node folded into its step
+     * (residual its second operand); sum_output that Add's result when something else reads it
+     * (the step writes it too), else NULL */
+    ir_tensor *sum_output;
 } ir_epilogue;
 
 typedef struct ir_node {

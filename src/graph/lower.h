@@ -53,7 +53,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_LAYOUT,     /* NHWC8 <-> dense conversion */
     PLAN_STEP_CAST,       /* dtype conversion, dense */
     PLAN_STEP_SOFTMAX,    /* rows of the last axis; log flag */
-    PLAN_STEP_LAYERNORM,  /* rows of the last axes */
+    PLAN_STEP_LAYERNORM,  /* rows of the last axes, optionally of x + residual */
     PLAN_STEP_REDUCE,     /* a reduce_op (util/reduce_ops.h) over dims */
     PLAN_STEP_RESIZE,     /* NHWC8 2-D nearest/linear */
     PLAN_STEP_GATHER,
@@ -214,6 +214,9 @@ typedef struct plan_step {
             int64_t rows, length;
             float epsilon;
             bool has_bias;
+            /* inputs x, scale, bias (-1: none), residual (-1: none): normalises x + residual;
+             * outputs y and, when num_outputs is 2, that sum */
+            bool has_residual;
         } layernorm;
         struct {
             plan_strided view; /* dims of the input; strides[0] of the input */

@@ -251,9 +251,11 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                 : kern_softmax_rows_dtype(in[0], out, s->u.softmax.rows,
                                                           s->u.softmax.length, y->dtype, stream);
     case PLAN_STEP_LAYERNORM:
-        return kern_layernorm_rows_dtype(in[0], in[1], s->u.layernorm.has_bias ? in[2] : NULL, out,
-                                         NULL, NULL, s->u.layernorm.rows, s->u.layernorm.length,
-                                         s->u.layernorm.epsilon, y->dtype, stream);
+        return kern_layernorm_residual_rows_dtype(
+            in[0], s->u.layernorm.has_residual ? in[3] : NULL, in[1],
+            s->u.layernorm.has_bias ? in[2] : NULL, out,
+            s->num_outputs > 1 ? gpu_tensor_ptr(e, c, arena, s->outputs[1]) : NULL, NULL, NULL,
+            s->u.layernorm.rows, s->u.layernorm.length, s->u.layernorm.epsilon, y->dtype, stream);
     case PLAN_STEP_GROUPNORM:
         return kern_groupnorm_dtype(in[0], in[1], in[2], out, s->u.groupnorm.n, s->u.groupnorm.c,
                                     s->u.groupnorm.spatial, y->layout == PLAN_LAYOUT_NHWC8,
