@@ -26,7 +26,8 @@ tci_status pass_optimize(ir_graph *graph);
  * folds each BatchNormalization that follows a Conv into new weights and bias, and records which
  * following nodes (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul) each
  * node's step computes as its epilogue, as the ops' descriptors allow (OP_FOLDS_BATCHNORM,
- * OP_EPILOGUE_*). The fused nodes stay in the graph, marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running
+ * OP_EPILOGUE_*), and the residual Add before each OP_PROLOGUE_RESIDUAL node
+ * (LayerNormalization). The fused nodes stay in the graph, marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running
  * it again on the same graph changes nothing. */
 tci_status pass_fuse_for_gpu(ir_graph *graph);
 

@@ -1,6 +1,7 @@
-/* The GPU fusion passes: BatchNormalization folded into the Conv before it, and the epilogues
- * (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul) that a step computes on
- * its accumulator before the one rounding to 16 bits. Decisions are recorded in the IR
+/* The GPU fusion passes: the attention subgraphs first (attention.c), BatchNormalization folded
+ * into the Conv before it, the epilogues (residual Add, a Linear layer's bias, activations,
+ * SiLU's Sigmoid+Mul) that a step computes on its accumulator before the one rounding to 16 bits,
+ * and the residual Add before a LayerNormalization, which its step adds itself. Decisions are recorded in the IR
  * (ir_node.epilogue, ir_node.fused_into); what each op can fuse comes from its descriptor. */
 #include <stdio.h>
 #include <stdlib.h>
