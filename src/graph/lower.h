@@ -354,6 +354,13 @@ bool lower_is_read(const plan_builder *b, const ir_tensor *t);
 
 /* ---- fusion (decided by the passes, src/graph/passes/fuse.c) ---- */
 
+/* Whether the options keep node (any node, fused ones too) in fp32 (--fp32-layers). */
+bool lower_node_fp32(const plan_builder *b, const ir_node *node);
+/* Lowers node, one that the passes fused into the node being lowered, on its own after all, in
+ * its own precision, as the planner lowers an unfused node (a fused attention whose kernel has no
+ * variant lowers its chain so); the precision of the node being lowered is restored after. */
+tci_status lower_fused_node(plan_builder *b, const ir_node *node);
+
 /* node->epilogue, or (none filled in) an empty one: label the op type, output outputs[0]. */
 const ir_epilogue *lower_epilogue(const ir_node *node, ir_epilogue *none);
 

@@ -1,7 +1,8 @@
 /* The GPU lowering of a fused attention (what src/graph/passes/attention.c recorded on the
  * MatMul of P and V): one PLAN_STEP_ATTENTION reading Q, K and V through the strides of the
  * Transposes it folded, or, where the kernel has no variant (fp32 storage, a head dim other than
- * 32, 64, 80, 96, 128), every node of the chain lowered on its own, as unfused. */
+ * 32, 64, 80, 96, 128; a node of the chain kept in fp32), every node of the chain lowered on
+ * its own, as unfused, in its own precision. */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,7 +49,9 @@ tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_
     char reason[128];
     *out_fused = false;
     *out_reason = NULL;
-    if (lower_float_dtype(b) == TCI_DTYPE_FLOAT) {
+    bool fp32_part = false;
+    for (int i = 0; i < a->num_nodes; i++) fp32_part |= lower_node_fp32(b, a->nodes[i]);
+    if (lower_float_dtype(b) == TCI_DTYPE_FLOAT || fp32_part) {
         snprintf(reason, sizeof reason, "%s (attention unfused: fp32 storage)", node->op_type);
     } else if (!plan_attention_head_dim_ok(head_dim)) {
         snprintf(reason, sizeof reason,
@@ -59,8 +62,7 @@ tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_
     }
     if (reason[0]) {
         /* the chain as it stands in the graph, every node its own step(s) */
-        for (int i = 0; i < a->num_nodes - 1; i++)
-            TRY_STATUS(a->nodes[i]->desc->gpu_lower(b, a->nodes[i]));
+        for (int i = 0; i < a->num_nodes - 1; i++) TRY_STATUS(lower_fused_node(b, a->nodes[i]));
         *out_reason = lower_intern(b, reason);
         return *out_reason ? TCI_OK
                            : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory lowering attention");

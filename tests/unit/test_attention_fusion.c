@@ -315,20 +315,26 @@ START_TEST(test_not_fused) {
 }
 END_TEST
 
-/* A head dim the kernel lacks (40), or fp32 storage: the chain lowers as its unfused steps
- * (Transposes, scalings, MatMuls, Add, Softmax), the last GEMM labelled with the reason. */
+/* A head dim the kernel lacks (40), fp32 storage, or a node of the chain kept in fp32: the chain
+ * lowers as its unfused steps (Transposes, scalings, MatMuls, Add, Softmax), each in its own
+ * precision, the last GEMM labelled with the reason. */
 START_TEST(test_unfused_fallback) {
     const int64_t md[4] = {B, 1, 1, S};
-    for (int round = 0; round < 2; round++) {
+    const char *const keep_softmax[] = {"sm", NULL};
+    for (int round = 0; round < 3; round++) {
         sdpa_graph t;
         build_sdpa(&t, round == 0 ? 40 : 64, 4, md, false, -1);
         ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
         ck_assert_ptr_nonnull(t.pv->epilogue->attention);
-        plan_options o = {.precision = round == 0 ? TCI_PRECISION_FP16 : TCI_PRECISION_FP32};
+        plan_options o = {.precision = round == 1 ? TCI_PRECISION_FP32 : TCI_PRECISION_FP16,
+                          .fp32_layers = round == 2 ? keep_softmax : NULL};
         plan *p;
         ck_assert_tci_ok(plan_build(t.g, &o, &p));
         ck_assert_ptr_null(find_step(p, PLAN_STEP_ATTENTION));
-        ck_assert_ptr_nonnull(find_step(p, PLAN_STEP_SOFTMAX));
+        const plan_step *sm = find_step(p, PLAN_STEP_SOFTMAX);
+        ck_assert_ptr_nonnull(sm);
+        ck_assert_int_eq(p->tensors[sm->outputs[0]].dtype,
+                         round == 0 ? TCI_DTYPE_FLOAT16 : TCI_DTYPE_FLOAT);
         int gemms = 0;
         const plan_step *last = NULL;
         for (int i = 0; i < p->num_steps; i++)
@@ -338,6 +344,8 @@ START_TEST(test_unfused_fallback) {
             }
         ck_assert_int_eq(gemms, 2);
         ck_assert_ptr_eq(last->node, t.pv);
+        ck_assert_int_eq(p->tensors[last->outputs[0]].dtype,
+                         round == 1 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16);
         ck_assert_ptr_nonnull(
             strstr(last->label, round == 0 ? "attention unfused: head dim 40" : "fp32 storage"));
         plan_destroy(p);
