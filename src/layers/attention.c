@@ -52,7 +52,8 @@ tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_
     bool fp32_part = false;
     for (int i = 0; i < a->num_nodes; i++) fp32_part |= lower_node_fp32(b, a->nodes[i]);
     if (lower_float_dtype(b) == TCI_DTYPE_FLOAT || fp32_part) {
-        snprintf(reason, sizeof reason, "%s (attention unfused: fp32 storage)", node->op_type);
+        snprintf(reason, sizeof reason, "%s (attention unfused: %s)", node->op_type,
+                 lower_float_dtype(b) == TCI_DTYPE_FLOAT ? "fp32 storage" : "a part kept in fp32");
     } else if (!plan_attention_head_dim_ok(head_dim)) {
         snprintf(reason, sizeof reason,
                  "%s (attention unfused: head dim %lld; the kernel has 32, 64, 80, 96, 128)",
