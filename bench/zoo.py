@@ -844,6 +844,17 @@ def report(results_dir, path):
 
 # ---------------------------------------------------------------- main
 
+def phase_done(results, name, phase):
+    """Whether an earlier run left NAME's result for PHASE (an export error counts as done)."""
+    path = os.path.join(results, slug(name) + ".json")
+    if not os.path.exists(path):
+        return False
+    with open(path) as fh:
+        earlier = json.load(fh)
+    keys = {"acc": ("gpu",), "bench": ("bench",), "all": ("gpu", "bench"), "cpu": ("cpu",)}[phase]
+    return "error" in earlier or all(k in earlier for k in keys)
+
+
 def cpu_phase(args, specs):
     """The sweep without a GPU: export, CPU check and GPU plan in the workers; an earlier JSON
     file's GPU accuracy and timings are kept."""
@@ -900,6 +911,9 @@ def main(argv=None):
     p.add_argument("--report", metavar="MD", help="render every result JSON into MD and exit")
     p.add_argument("--replan", action="store_true",
                    help="re-run the GPU plan check of the results with --tcinfer and exit")
+    p.add_argument("--resume", action="store_true",
+                   help="leave out the models whose result JSON already holds this phase's "
+                        "result (or an error), so that a sweep cut by --deadline goes on")
     args = p.parse_args(argv)
     if args.report:
         report(args.results, args.report)
@@ -917,6 +931,9 @@ def main(argv=None):
         for s in specs:
             print(s.name, "-", s.family)
         return 0
+    if args.resume:
+        specs = [s for s in specs if not phase_done(args.results, s.name, args.phase)]
+        print("resume: %d models left" % len(specs), flush=True)
     if args.phase == "cpu":
         return cpu_phase(args, specs)
     import torch
@@ -935,8 +952,8 @@ def main(argv=None):
             info = f.result()
             out = os.path.join(args.results, slug(info["name"]) + ".json")
             if args.deadline and time.time() - started > args.deadline:
-                print("deadline: %s not run" % info["name"], flush=True)
-                continue
+                print("deadline: stopping before %s" % info["name"], flush=True)
+                break
             phases = ("acc", "bench") if args.phase == "all" else (args.phase,)
             if args.phase == "bench" and os.path.exists(out):
                 with open(out) as fh:
