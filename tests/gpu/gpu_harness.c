@@ -165,6 +165,18 @@ double gpu_act_reference(act_kind act, double x, double a, double b) {
     case ACT_NOT: return x == 0;
     case ACT_IS_NAN: return isnan(x);
     case ACT_IS_INF: return isinf(x) && (x > 0 ? b != 0 : a != 0);
+    case ACT_TAN: return tan(x);
+    case ACT_ASIN: return asin(x);
+    case ACT_ACOS: return acos(x);
+    case ACT_ATAN: return atan(x);
+    case ACT_SINH: return sinh(x);
+    case ACT_COSH: return cosh(x);
+    case ACT_ASINH: return asinh(x);
+    case ACT_ACOSH: return acosh(x);
+    case ACT_ATANH: return atanh(x);
+    case ACT_SHRINK: return x < -a ? x + b : (x > a ? x - b : 0);
+    case ACT_SWISH: return x / (1 + exp(-a * x));
+    case ACT_SCALE: return a * x;
     default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
     }
 }

@@ -215,6 +215,12 @@ static void act_range(act_kind act, float *lo, float *hi) {
     *lo = -4.0f, *hi = 4.0f;
     if (act == ACT_SQRT || act == ACT_LOG || act == ACT_RECIPROCAL)
         *lo = 0.25f;
+    if (act == ACT_TAN) /* clear of the poles at +-pi/2 */
+        *lo = -1.2f, *hi = 1.2f;
+    if (act == ACT_ASIN || act == ACT_ACOS || act == ACT_ATANH)
+        *lo = -0.95f, *hi = 0.95f;
+    if (act == ACT_ACOSH)
+        *lo = 1.05f;
 }
 
 static void set_act_params(kern_eltwise_desc *d, act_kind act) {
@@ -229,6 +235,9 @@ static void set_act_params(kern_eltwise_desc *d, act_kind act) {
     case ACT_CELU: d->act_alpha = 1.5f; break;
     case ACT_THRESHOLDED_RELU: d->act_alpha = 0.5f; break;
     case ACT_IS_INF: d->act_alpha = 1.0f, d->act_beta = 1.0f; break;
+    case ACT_SHRINK: d->act_alpha = 0.5f, d->act_beta = 0.25f; break;
+    case ACT_SWISH: d->act_alpha = 1.3f; break;
+    case ACT_SCALE: d->act_alpha = 1.7f; break;
     default: break;
     }
 }
