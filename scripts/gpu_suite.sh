@@ -55,16 +55,20 @@ run "cli overflow" python3 tests/models/test_cli.py --tcinfer "$build/tcinfer" -
 # softmax over inputs near 10^4 cannot be held in fp16: known failures of the fp16 engine, which
 # pass below with the softmax layers in fp32; their expanded forms (ReduceMax, Sub, Exp,
 # ReduceSum...) likewise
-known_softmax=()
+known_storage=()
 for c in softmax logsoftmax; do
     for v in "" _expanded _expanded_ver18; do
-        known_softmax+=(--known-failure "test_${c}_large_number$v")
+        known_storage+=(--known-failure "test_${c}_large_number$v")
     done
 done
+# test_tan's inputs reach 2.27, near tan's pole at pi/2: the input's own rounding to fp16 (bf16)
+# moves the output by 8.4e-3 (4.7e-2) relative L2, tan(fp16(x)) in float64 against the case's
+# fp32 output, which is what the engine gives: a known failure of the storage format, like these
+known_storage+=(--known-failure test_tan)
 # the product of 1..12 (4.8e8) is past fp16's 65504: the engine reports the overflow and fails
 # the case, naming ReduceProd (bf16 and fp32 below pass it)
 run conformance python3 tests/conformance/run_conformance.py --backend gpu \
-    --tcinfer "$build/tcinfer" --jobs 8 "${known_softmax[@]}" \
+    --tcinfer "$build/tcinfer" --jobs 8 "${known_storage[@]}" \
     --known-failure test_reduce_prod_default_axes_keepdims_example
 # the GPU fp32 baseline (tensor-op math off) is held to fp32 bounds: 1e-4 relative L2 on the
 # models (cuDNN's fp32 algorithms sum in other orders than the CPU, FFT/Winograd ones included)
@@ -93,7 +97,7 @@ for family in auto wmma cudnn; do
 done
 run "conformance bf16" python3 tests/conformance/run_conformance.py --backend gpu \
     --l2-bound 4e-2 --tcinfer-arg=--precision --tcinfer-arg=bf16 --tcinfer "$build/tcinfer" \
-    --jobs 8 "${known_softmax[@]}"
+    --jobs 8 "${known_storage[@]}"
 run "conformance fp32" python3 tests/conformance/run_conformance.py --backend gpu --l2-bound 0 \
     --tcinfer-arg=--precision --tcinfer-arg=fp32 --tcinfer "$build/tcinfer" --jobs 8
 # inputs near 10^4 that fp16 cannot hold: passing with the softmax layers kept in fp32

@@ -269,6 +269,19 @@ static const wc_case cases[] = {
     {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(NOT), 0, 0, 1, 0},
     {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, RESIDUAL, A(IS_NAN), 0, 0, 1, 0},
     {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(IS_INF), 1, 1, 1, 0},
+    /* alpha 0.2 keeps |v| under 0.9: inside the domains of asin, acos, atanh, clear of tan's poles */
+    {1, 1, 16, 5, 4, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, NO_RESIDUAL, A(TAN), 0, 0, 0.2f, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(ASIN), 0, 0, 0.2f, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(ACOS), 0, 0, 0.2f, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, RESIDUAL, A(ATAN), 0, 0, 1, 0},
+    {1, 1, 16, 5, 4, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, RESIDUAL, A(SINH), 0, 0, 1, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(COSH), 0, 0, 1, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, RESIDUAL, A(ASINH), 0, 0, 1, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(ACOSH), 0, 0, 1, 4},
+    {1, 1, 16, 5, 4, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, NO_RESIDUAL, A(ATANH), 0, 0, 0.2f, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, RESIDUAL, A(SHRINK), 0.5f, 0.25f, 1, 0},
+    {1, 1, 16, 5, 4, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, RESIDUAL, A(SWISH), 1.3f, 0, 1, 0},
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, false, NO_RESIDUAL, A(SCALE), 1.7f, 0, 1, 0},
 };
 #undef A
 

@@ -488,6 +488,9 @@ START_TEST(family_every_activation) {
         case ACT_CELU: s.act_alpha = 1.5f; break;
         case ACT_THRESHOLDED_RELU: s.act_alpha = 0.25f; break;
         case ACT_IS_INF: s.act_alpha = 1.0f, s.act_beta = 1.0f; break;
+        case ACT_SHRINK: s.act_alpha = 0.5f, s.act_beta = 0.25f; break;
+        case ACT_SWISH: s.act_alpha = 1.3f; break;
+        case ACT_SCALE: s.act_alpha = 1.7f; break;
         default: break;
         }
         s.out = act % 3 == 0 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;
