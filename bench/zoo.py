@@ -44,6 +44,12 @@ CPU_REL_L2 = 1e-5      # tcinfer CPU reference vs onnxruntime
 # fp16 engines round in different places; on 4 inputs their errors differ by a few per cent
 # either way (ConvNeXt-T: 8.26e-4 against 8.11e-4), which is not a worse engine.
 GPU_ERROR_MARGIN = 1.1
+# CPU: past CPU_REL_L2, both runtimes are measured against PyTorch in fp64. Deep random-weight
+# networks (ResNet-152, RegNets, Inception) amplify fp32 rounding so far that onnxruntime itself
+# lies 1e-5 to 5e-4 from fp64: there the row passes when tcinfer lies no further from fp64 than
+# onnxruntime, within this factor for the spread between two correct fp32 engines (1.06x to 1.11x
+# measured the other way round on the H200, 2026-12-01).
+CPU_FP64_MARGIN = 1.25
 SEQ = 128              # tokens of the text models
 CALIBRATION_BATCHES = 2
 
@@ -741,6 +747,19 @@ def gpu_problem(gpu):
     return None
 
 
+def cpu_within_fp64(cpu):
+    """Whether a CPU row past CPU_REL_L2 is fp32 rounding: tcinfer no further from PyTorch's
+    fp64 than onnxruntime (within CPU_FP64_MARGIN)."""
+    f = cpu.get("fp64")
+    return bool(f) and f["tcinfer"] <= CPU_FP64_MARGIN * f["onnxruntime"]
+
+
+def cpu_correct(info):
+    cpu = info.get("cpu", {})
+    return "error" not in info and "error" not in cpu and bool(cpu.get("ok")
+                                                                or cpu_within_fp64(cpu))
+
+
 def verdict(info):
     """'pass' or the first reason the row fails."""
     if "error" in info:
@@ -748,7 +767,7 @@ def verdict(info):
     cpu, gpu = info.get("cpu", {}), info.get("gpu", {})
     if "error" in cpu:
         return "CPU: " + cpu["error"]
-    if not cpu.get("ok"):
+    if not cpu_correct(info):
         why = "CPU: " + (cpu.get("problem") or "wrong")
         if "fp64" in cpu:
             why += " (against PyTorch fp64: tcinfer %.2g, onnxruntime %.2g)" % (
@@ -797,13 +816,15 @@ def report(results_dir, path):
     n_cpu = n_gpu = n_gpu_run = n_plan = n_plan_run = 0
     for i in infos:
         cpu, gpu = i.get("cpu", {}), i.get("gpu", {})
-        cpu_ok = "error" not in i and "error" not in cpu and cpu.get("ok")
-        n_cpu += bool(cpu_ok)
+        n_cpu += cpu_correct(i)
         n_gpu += bool(verdict(i) == "pass")
         n_gpu_run += bool(gpu)
         n_plan_run += "plan" in i
         n_plan += bool(i.get("plan", {}).get("ok"))
         cpu_cell = ("%.1e" % cpu["rel_l2"]) if "rel_l2" in cpu else "-"
+        if not cpu.get("ok") and cpu_within_fp64(cpu):
+            cpu_cell += " (fp64: %.1e, onnxruntime %.1e)" % (cpu["fp64"]["tcinfer"],
+                                                             cpu["fp64"]["onnxruntime"])
         gpu_cell = "-"
         if "rel_l2" in gpu:
             gpu_cell = "%.2e vs %.2e" % (gpu["rel_l2"], gpu["pytorch_fp16_rel_l2"])
@@ -819,18 +840,22 @@ def report(results_dir, path):
         "tcinfer. The CPU and plan checks need no GPU (`--phase cpu`); the GPU accuracy and "
         "speed columns come from runs on the H200 (`--phase acc` and `bench`) and are filled "
         "only for the models such a run reached. "
-        "CPU: tcinfer's fp32 reference against onnxruntime, relative L2 (pass <= %g). "
+        "CPU: tcinfer's fp32 reference against onnxruntime, relative L2 (pass <= %g; past it, "
+        "both against PyTorch in fp64, shown in brackets: pass when tcinfer is no further from "
+        "fp64 than onnxruntime, within x%g). "
         "GPU: tcinfer fp16 against PyTorch fp32 (TF32 off), next to PyTorch fp16's error against "
         "the same reference, on %d seeded inputs (pass: no worse, within x%g for the spread "
         "between two correct fp16 engines on so few inputs, and the same top-1 on every row "
         "for classifiers). Speed: batch-1 latency tcinfer / PyTorch fp16 ms and batch-64 "
         "throughput tcinfer / PyTorch fp16 per second, PyTorch timed as CUDA graph replays; "
         "the ratio is PyTorch ms / tcinfer ms (> 1: tcinfer faster)." % (
-            date, CPU_REL_L2, ACC_BATCH, GPU_ERROR_MARGIN),
+            date, CPU_REL_L2, CPU_FP64_MARGIN, ACC_BATCH, GPU_ERROR_MARGIN),
         "",
-        "Correct on the CPU reference: %d of %d. GPU engine run: %d models, correct: %d. "
-        "GPU plan built without a GPU (`tcinfer --plan`: every op has a GPU path for these "
-        "shapes): %d of %d checked." % (n_cpu, len(infos), n_gpu_run, n_gpu, n_plan, n_plan_run),
+        "Correct on the CPU reference: %d of %d. GPU engine run: %d models, correct (CPU and "
+        "GPU): %d.%s" % (n_cpu, len(infos), n_gpu_run, n_gpu,
+                         " GPU plan built without a GPU (`tcinfer --plan`: every op has a GPU "
+                         "path for these shapes): %d of %d checked." % (n_plan, n_plan_run)
+                         if n_plan_run else ""),
         "",
         markdown_table(["model", "exporter, opset", "CPU rel L2", "GPU rel L2 vs PyTorch fp16",
                         "b1 ms tcinfer / PyTorch", "b64 /s tcinfer / PyTorch", "result"], rows),
