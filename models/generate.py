@@ -278,6 +278,96 @@ def transformer_block():
                    "batch and sequence.")
 
 
+ATT_MODEL = 128
+
+
+def split_heads(b, x, heads, d_head, perm):
+    """[N, S, heads*d_head] -> Reshape [N, S, heads, d_head] (shape from Shape(x), as PyTorch's
+    view() exports) -> Transpose(perm)."""
+    shape = b.node("Shape", [x])
+    n = b.node("Unsqueeze", [b.node("Gather", [shape, b.ints(0, "idx")], axis=0),
+                             b.ints([0], "axes")])
+    s = b.node("Unsqueeze", [b.node("Gather", [shape, b.ints(1, "idx")], axis=0),
+                             b.ints([0], "axes")])
+    dims = b.node("Concat", [n, s, b.ints([heads, d_head])], axis=0)
+    return b.node("Transpose", [b.node("Reshape", [x, dims])], perm=perm)
+
+
+def merge_heads(b, ctx, width, x):
+    """[N, H, S, Dh] -> [N, S, H*Dh], then the output projection and the residual."""
+    ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]), b.ints([0, 0, -1])])
+    return b.node("Add", [x, b.linear(ctx, width, ATT_MODEL, "o")])
+
+
+def sdpa_export_block(b, x, mask_bias):
+    """F.scaled_dot_product_attention(q, k, v, attn_mask) as torch.onnx (opset 14+) writes it:
+    Q and K^T each scaled by sqrt(1/sqrt(Dh)), MatMul, Add(mask), Softmax, MatMul."""
+    heads, dh = 2, 64
+    q = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "q"), heads, dh, [0, 2, 1, 3])
+    k = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "k"), heads, dh, [0, 2, 1, 3])
+    v = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "v"), heads, dh, [0, 2, 1, 3])
+    root = b.scalar(math.sqrt(1.0 / math.sqrt(dh)), "sqrt_scale")
+    kt = b.node("Transpose", [k], perm=[0, 1, 3, 2])
+    scores = b.node("MatMul", [b.node("Mul", [q, root]), b.node("Mul", [kt, root])])
+    probs = b.node("Softmax", [b.node("Add", [scores, mask_bias])], axis=-1)
+    return merge_heads(b, b.node("MatMul", [probs, v]), heads * dh, x)
+
+
+def causal_mask(b, q):
+    """is_causal=True as torch.onnx writes it: ones(L, L) from Shape, Trilu (lower), and
+    Where(== 0, -inf, 0): a constant once the sequence length is known."""
+    shape = b.node("Shape", [q])
+    length = b.node("Unsqueeze", [b.node("Gather", [shape, b.ints(2, "idx")], axis=0),
+                                  b.ints([0], "axes")])
+    ones = b.node("ConstantOfShape", [b.node("Concat", [length, length], axis=0)],
+                  value=numpy_helper.from_array(np.array([1.0], np.float32)))
+    lower = b.node("Trilu", [ones], upper=0)
+    cond = b.node("Equal", [lower, b.scalar(0.0, "zero_f")])
+    return b.node("Where", [cond, b.scalar(float("-inf"), "neg_inf"), b.scalar(0.0, "zero_f")])
+
+
+def manual_causal_block(b, x):
+    """q @ k.transpose(-2, -1) / sqrt(Dh) + causal mask, softmax, @ v: the hand-written form,
+    K^T as one Transpose of the projection (PyTorch merges the two)."""
+    heads, dh = 4, 32
+    q = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "q"), heads, dh, [0, 2, 1, 3])
+    kt = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "k"), heads, dh, [0, 2, 3, 1])
+    v = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "v"), heads, dh, [0, 2, 1, 3])
+    scores = b.node("Div", [b.node("MatMul", [q, kt]), b.scalar(math.sqrt(dh))])
+    probs = b.node("Softmax", [b.node("Add", [scores, causal_mask(b, q)])], axis=-1)
+    return merge_heads(b, b.node("MatMul", [probs, v]), heads * dh, x)
+
+
+def unmasked_block(b, x, heads, dh):
+    """Softmax(Q K^T * (1/sqrt(Dh))) V with no mask (Mul after the MatMul)."""
+    q = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "q"), heads, dh, [0, 2, 1, 3])
+    kt = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "k"), heads, dh, [0, 2, 3, 1])
+    v = split_heads(b, b.linear(x, ATT_MODEL, heads * dh, "v"), heads, dh, [0, 2, 1, 3])
+    scores = b.node("Mul", [b.node("MatMul", [q, kt]), b.scalar(1.0 / math.sqrt(dh))])
+    probs = b.node("Softmax", [scores], axis=-1)
+    return merge_heads(b, b.node("MatMul", [probs, v]), heads * dh, x)
+
+
+def attention_block():
+    b = Builder(10)
+    # mask [N, S]: 1 keeps a key, 0 pads it; the additive bias (1 - mask) * -10000 as [N,1,1,S]
+    keep = b.node("Sub", [b.scalar(1.0, "one"),
+                          b.node("Cast", ["mask"], to=TensorProto.FLOAT)])
+    bias = b.node("Unsqueeze", [b.node("Mul", [keep, b.scalar(-10000.0, "big")]),
+                                b.ints([1, 2], "axes")])
+    h = sdpa_export_block(b, "input", bias)          # heads 2 x 64, padding mask
+    h = manual_causal_block(b, h)                    # heads 4 x 32, causal
+    h = unmasked_block(b, h, 2, 40)                  # head dim 40: no kernel, unfused steps
+    b.node("Identity", [unmasked_block(b, h, 1, 128)], name="hidden")  # head dim 128
+    return b.model("attention_block",
+                   [tensor("input", ["N", "S", ATT_MODEL]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", ATT_MODEL])], 17,
+                   "Four self-attention blocks as exporters write them (PyTorch's SDPA export "
+                   "with a padding mask, the manual form with a causal mask, no mask with head "
+                   "dims 40 and 128), opset 17, symbolic batch and sequence.")
+
+
 def segmentation_decoder():
     b = Builder(6)
     e1 = b.node("Relu", [b.bn(b.conv("input", 3, 16, 3), 16)])               # 16 x 64 x 64
@@ -415,6 +505,7 @@ MODELS = {
     "mobilenetv2_mini": mobilenetv2_mini,
     "mlp": mlp,
     "transformer_block": transformer_block,
+    "attention_block": attention_block,
     "segmentation_decoder": segmentation_decoder,
     "dense_concat": dense_concat,
     "crnn": crnn,

@@ -67,6 +67,22 @@ typedef struct ir_attr {
     ir_tensor *tensor;       /* IR_ATTR_TENSOR: a constant tensor (data set) */
 } ir_attr;
 
+/* A scaled-dot-product attention, softmax(scale * Q K^T + mask) V, that one GPU step computes:
+ * what the attention fusion (src/graph/passes/attention.c) found. Q, K and V are logical
+ * (batch..., position, head_dim) operands of rank 3 or 4 with equal batch dims; each is read from
+ * its tensor through a permutation (logical dim d is dim perm[d] of the tensor), which folds the
+ * head-split Transposes before them (K's includes the K^T transpose: k is K itself). */
+typedef struct ir_attention {
+    ir_tensor *q, *k, *v;
+    int q_perm[4], k_perm[4], v_perm[4];
+    int rank;                /* 3 or 4 */
+    ir_tensor *mask;         /* additive, broadcastable to the scores; NULL: none */
+    float scale;             /* the product of the constant scalings folded (Div: 1/c) */
+    bool causal;             /* mask is a constant that keeps exactly the keys j <= i */
+    struct ir_node **nodes;  /* every node the step computes, in graph order, the owner last */
+    int num_nodes;
+} ir_attention;
+
 /* What a GPU step computes beyond its node's op: the nodes after it that the fusion passes
  * (src/graph/passes/fuse.c) folded into it. The IR stays a valid ONNX graph: the fused nodes stay
  * in it, marked (ir_node.fused_into), and the CPU executor ignores both. */
@@ -76,9 +92,15 @@ typedef struct ir_epilogue {
     ir_tensor *weights;      /* Conv: weights with a BatchNormalization folded in, else NULL */
     ir_tensor *bias;         /* Conv: the folded bias (K values); MatMul: a fused Add's constant
                                 vector of N values; else NULL */
-    ir_tensor *residual;     /* Conv: the other operand of a fused Add, else NULL */
+    ir_tensor *residual;     /* Conv: the other operand of a fused Add; OP_PROLOGUE_RESIDUAL:
+                                the Add's second operand; else NULL */
     const struct ir_node *residual_add; /* that Add (conversions of residual are its steps) */
     act_params act;          /* the fused activation (ACT_NONE: none) */
+    ir_attention *attention; /* MatMul of P and V: the whole attention it computes, else NULL */
+    /* OP_PROLOGUE_RESIDUAL ops: residual_add is the Add before the node folded into its step
+     * (residual its second operand); sum_output that Add's result when something else reads it
+     * (the step writes it too), else NULL */
+    ir_tensor *sum_output;
 } ir_epilogue;
 
 typedef struct ir_node {

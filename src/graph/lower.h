@@ -53,7 +53,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_LAYOUT,     /* NHWC8 <-> dense conversion */
     PLAN_STEP_CAST,       /* dtype conversion, dense */
     PLAN_STEP_SOFTMAX,    /* rows of the last axis; log flag */
-    PLAN_STEP_LAYERNORM,  /* rows of the last axes */
+    PLAN_STEP_LAYERNORM,  /* rows of the last axes, optionally of x + residual */
     PLAN_STEP_REDUCE,     /* a reduce_op (util/reduce_ops.h) over dims */
     PLAN_STEP_RESIZE,     /* NHWC8 2-D nearest/linear */
     PLAN_STEP_GATHER,
@@ -71,6 +71,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_TOPK,       /* the k best values along an axis and their int64 positions */
     PLAN_STEP_GROUPNORM,  /* per (image, channel group) statistics, NHWC8 or dense */
     PLAN_STEP_LRN,        /* across-channel local response normalisation, NHWC8 or dense */
+    PLAN_STEP_ATTENTION,  /* y = softmax(scale q k^T + mask) v in one kernel (plan_attention) */
 } plan_step_kind;
 
 /* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
@@ -157,6 +158,23 @@ typedef struct plan_rnn {
     bool has_y_h, has_y_c;    /* FINAL: which outputs it writes (in this order) */
 } plan_rnn;
 
+/* A fused attention (src/layers/attention.c, src/kernels/attention.h): inputs q, k, v and the
+ * optional additive mask, read through element strides along (batch, head, position, head_dim)
+ * (mask: (batch, head, query, key), 0 where it broadcasts); output y dense (batch, heads, q_len,
+ * head_dim) in the storage type, which is fp16 or bf16. */
+typedef struct plan_attention {
+    int64_t batch, heads, q_len, kv_len, head_dim;
+    int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
+    float scale;
+    bool causal;   /* keys j > query i masked without reading a mask */
+    bool has_mask; /* inputs[3] */
+} plan_attention;
+
+/* The head dims the fused attention kernel is built for; another lowers the unfused steps. */
+static inline bool plan_attention_head_dim_ok(int64_t d) {
+    return d == 32 || d == 64 || d == 80 || d == 96 || d == 128;
+}
+
 typedef struct plan_step {
     plan_step_kind kind;
     const ir_node *node;          /* first node it implements (names, reports) */
@@ -196,6 +214,9 @@ typedef struct plan_step {
             int64_t rows, length;
             float epsilon;
             bool has_bias;
+            /* inputs x, scale, bias (-1: none), residual (-1: none): normalises x + residual;
+             * outputs y and, when num_outputs is 2, that sum */
+            bool has_residual;
         } layernorm;
         struct {
             plan_strided view; /* dims of the input; strides[0] of the input */
@@ -244,6 +265,7 @@ typedef struct plan_step {
             double off, on;
         } one_hot;
         plan_rnn rnn;
+        plan_attention attention;
         struct {
             int64_t outer, len, inner; /* the input viewed around its axis */
             int64_t k;                 /* TOPK: how many */
@@ -333,6 +355,13 @@ tci_status lower_require_known(const ir_node *node, const ir_tensor *t);
 bool lower_is_read(const plan_builder *b, const ir_tensor *t);
 
 /* ---- fusion (decided by the passes, src/graph/passes/fuse.c) ---- */
+
+/* Whether the options keep node (any node, fused ones too) in fp32 (--fp32-layers). */
+bool lower_node_fp32(const plan_builder *b, const ir_node *node);
+/* Lowers node, one that the passes fused into the node being lowered, on its own after all, in
+ * its own precision, as the planner lowers an unfused node (a fused attention whose kernel has no
+ * variant lowers its chain so); the precision of the node being lowered is restored after. */
+tci_status lower_fused_node(plan_builder *b, const ir_node *node);
 
 /* node->epilogue, or (none filled in) an empty one: label the op type, output outputs[0]. */
 const ir_epilogue *lower_epilogue(const ir_node *node, ir_epilogue *none);

@@ -22,13 +22,21 @@ tci_status pass_eliminate_dead_nodes(ir_graph *graph);
  * passes above in order. */
 tci_status pass_optimize(ir_graph *graph);
 
-/* For the GPU engine, after pass_optimize: folds each BatchNormalization that follows a Conv into
- * new weights and bias, and records which following nodes (residual Add, a Linear layer's bias,
- * activations, SiLU's Sigmoid+Mul) each node's step computes as its epilogue, as the ops'
- * descriptors allow (OP_FOLDS_BATCHNORM, OP_EPILOGUE_*). The fused nodes stay in the graph,
- * marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running
+/* For the GPU engine, after pass_optimize: the attention subgraphs (pass_fuse_attention), then
+ * folds each BatchNormalization that follows a Conv into new weights and bias, and records which
+ * following nodes (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul) each
+ * node's step computes as its epilogue, as the ops' descriptors allow (OP_FOLDS_BATCHNORM,
+ * OP_EPILOGUE_*), and the residual Add before each OP_PROLOGUE_RESIDUAL node
+ * (LayerNormalization). The fused nodes stay in the graph, marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running
  * it again on the same graph changes nothing. */
 tci_status pass_fuse_for_gpu(ir_graph *graph);
+
+/* The attention part of pass_fuse_for_gpu (which runs it first): each scaled-dot-product
+ * attention subgraph, MatMul(Q, K^T) -> constant scalings -> [Add(mask)] -> Softmax(last axis) ->
+ * MatMul(P, V) with the Transposes and scalings of Q and K^T before it (single-reader
+ * intermediates, known shapes, rank 3 or 4, V's head dim Q's), is recorded on its last MatMul
+ * (ir_epilogue.attention) and the other nodes marked fused_into it. */
+tci_status pass_fuse_attention(ir_graph *graph);
 
 /* For the GPU engine, after pass_fuse_for_gpu: records in ir_tensor.layout the layout each
  * tensor a step computes is stored in, from the descriptors (src/layers/op.h): NHWC8 (4-D float

@@ -295,9 +295,21 @@ tci_status softmax_rows(const char *who, const void *x, void *y, int64_t rows, i
 
 // ---------------------------------------------------------------- layer normalisation
 
+// VEC values of row offset i: x, or x + residual rounded to T once (the value an Add step would
+// have stored, so the fused step normalises what the unfused pair does).
+template <typename T, int VEC>
+__device__ __forceinline__ void load_input(const T *x, const T *residual, int64_t i, float *f) {
+    load_vec<VEC>(x + i, f);
+    if (!residual) return;
+    float r[VEC];
+    load_vec<VEC>(residual + i, r);
+#pragma unroll
+    for (int k = 0; k < VEC; k++) f[k] = to_float(from_float<T>(f[k] + r[k]));
+}
+
 template <typename T, int VEC, bool BLOCK>
-__global__ void layernorm_rows_kernel(const T *x, const T *gamma, const T *beta,
-                                      T *y, float *mean_out, float *inv_std_out,
+__global__ void layernorm_rows_kernel(const T *x, const T *residual, const T *gamma, const T *beta,
+                                      T *y, T *sum_out, float *mean_out, float *inv_std_out,
                                       int64_t rows, int64_t len, float epsilon, int group) {
     __shared__ float shared[kWarp];
     const RowWalk<BLOCK> w(group);
@@ -306,12 +318,14 @@ __global__ void layernorm_rows_kernel(const T *x, const T *gamma, const T *beta,
         const int64_t row = base + w.sub;
         const bool valid = row < rows;
         const T *xr = x + row * len;
+        const T *rr = residual ? residual + row * len : nullptr;
         T *yr = y + row * len;
         float sum = 0.0f;
         if (valid)
             for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
                 float f[VEC];
-                load_vec<VEC>(xr + i, f);
+                load_input<T, VEC>(xr, rr, i, f);
+                if (sum_out) store_vec<VEC>(sum_out + row * len + i, f);
 #pragma unroll
                 for (int k = 0; k < VEC; k++) sum += f[k];
             }
@@ -321,7 +335,7 @@ __global__ void layernorm_rows_kernel(const T *x, const T *gamma, const T *beta,
         if (valid)
             for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
                 float f[VEC];
-                load_vec<VEC>(xr + i, f);
+                load_input<T, VEC>(xr, rr, i, f);
 #pragma unroll
                 for (int k = 0; k < VEC; k++) sq += (f[k] - mean) * (f[k] - mean);
             }
@@ -334,7 +348,7 @@ __global__ void layernorm_rows_kernel(const T *x, const T *gamma, const T *beta,
         }
         for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
             float f[VEC], g[VEC], b[VEC];
-            load_vec<VEC>(xr + i, f);
+            load_input<T, VEC>(xr, rr, i, f);
             load_vec<VEC>(gamma + i, g);
             if (beta) load_vec<VEC>(beta + i, b);
 #pragma unroll
@@ -345,20 +359,21 @@ __global__ void layernorm_rows_kernel(const T *x, const T *gamma, const T *beta,
 }
 
 template <typename T, int VEC>
-tci_status launch_layernorm(const void *x, const void *gamma, const void *beta, void *y,
-                            float *mean_out, float *inv_std_out, int64_t rows, int64_t len,
-                            float epsilon, cudaStream_t stream) {
+tci_status launch_layernorm(const void *x, const void *residual, const void *gamma,
+                            const void *beta, void *y, void *sum_out, float *mean_out,
+                            float *inv_std_out, int64_t rows, int64_t len, float epsilon,
+                            cudaStream_t stream) {
     if (len <= kWarpRowsMax) {
         int group = row_group(ceil_div(len, VEC));
         layernorm_rows_kernel<T, VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
                                             stream>>>(
-            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean_out,
-            inv_std_out, rows, len, epsilon, group);
+            (const T *)x, (const T *)residual, (const T *)gamma, (const T *)beta, (T *)y,
+            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, group);
     } else {
         unsigned grid = (unsigned)min64(rows, kMaxGridX);
         layernorm_rows_kernel<T, VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
-            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, mean_out,
-            inv_std_out, rows, len, epsilon, kWarp);
+            (const T *)x, (const T *)residual, (const T *)gamma, (const T *)beta, (T *)y,
+            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, kWarp);
     }
     KERN_LAUNCH_CHECK("layernorm_rows_kernel");
     return TCI_OK;
@@ -761,6 +776,16 @@ extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma
                                                 float *inv_std_out, int64_t rows, int64_t len,
                                                 float epsilon, tci_dtype dtype,
                                                 cudaStream_t stream) {
+    return kern_layernorm_residual_rows_dtype(x, NULL, gamma, beta, y, NULL, mean_out,
+                                              inv_std_out, rows, len, epsilon, dtype, stream);
+}
+
+extern "C" tci_status kern_layernorm_residual_rows_dtype(const void *x, const void *residual,
+                                                         const void *gamma, const void *beta,
+                                                         void *y, void *sum_out, float *mean_out,
+                                                         float *inv_std_out, int64_t rows,
+                                                         int64_t len, float epsilon,
+                                                         tci_dtype dtype, cudaStream_t stream) {
     Storage st = Storage::kHalf;
     TRY_STATUS(storage_type("kern_layernorm_rows", dtype, &st));
     if (rows < 0 || len < 0)
@@ -774,14 +799,18 @@ extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma
     if (!x || !y || !gamma)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: NULL %s",
                          !gamma ? "gamma" : "buffer");
+    if (!residual && sum_out)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "kern_layernorm_rows: a sum output without a residual");
     bool vec = len % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(gamma) &&
-               (!beta || aligned16(beta));
+               (!beta || aligned16(beta)) && (!residual || aligned16(residual)) &&
+               (!sum_out || aligned16(sum_out));
     return with_storage(st, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        return vec ? launch_layernorm<T, 8>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
-                                            epsilon, stream)
-                   : launch_layernorm<T, 1>(x, gamma, beta, y, mean_out, inv_std_out, rows, len,
-                                            epsilon, stream);
+        return vec ? launch_layernorm<T, 8>(x, residual, gamma, beta, y, sum_out, mean_out,
+                                            inv_std_out, rows, len, epsilon, stream)
+                   : launch_layernorm<T, 1>(x, residual, gamma, beta, y, sum_out, mean_out,
+                                            inv_std_out, rows, len, epsilon, stream);
     });
 }
 

@@ -65,6 +65,17 @@ tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma, const voi
                                      int64_t len, float epsilon, tci_dtype dtype,
                                      cudaStream_t stream);
 
+/* LayerNormalization of x + residual, the residual Add of a transformer block fused in: each sum
+ * is rounded to the storage type once (what an Add step stores) and normalised as above;
+ * sum_out (may be NULL; needs residual) receives those sums when the Add's result is read
+ * elsewhere. residual and sum_out have x's layout and dtype; neither may overlap y, nor sum_out
+ * x or residual. */
+tci_status kern_layernorm_residual_rows_dtype(const void *x, const void *residual,
+                                              const void *gamma, const void *beta, void *y,
+                                              void *sum_out, float *mean_out, float *inv_std_out,
+                                              int64_t rows, int64_t len, float epsilon,
+                                              tci_dtype dtype, cudaStream_t stream);
+
 /* The reduction op (a row of util/reduce_ops.h: sum, mean, max, min, prod, L1, L2, log-sum-exp,
  * sum of squares) of a row-major fp16 tensor of `rank` (0..6) dims over the dims whose bit is set
  * in reduce_mask (bit d = dim d), accumulated in fp32 from the op's start value (max and min

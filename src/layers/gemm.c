@@ -313,7 +313,25 @@ static tci_status gemm_gpu_lower(plan_builder *b, const ir_node *node) {
 }
 
 
+static tci_status matmul_lower_gemm(plan_builder *b, const ir_node *node, const ir_epilogue *e);
+
 static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
+    if (!e->attention) return matmul_lower_gemm(b, node, e);
+    bool fused;
+    const char *reason;
+    TRY_STATUS(layer_lower_attention(b, node, e, &fused, &reason));
+    if (fused) return TCI_OK;
+    /* the chain before it is lowered step by step: this MatMul is a plain one, said why */
+    ir_epilogue plain;
+    memset(&plain, 0, sizeof plain);
+    plain.output = node->outputs[0];
+    plain.label = reason;
+    return matmul_lower_gemm(b, node, &plain);
+}
+
+static tci_status matmul_lower_gemm(plan_builder *b, const ir_node *node, const ir_epilogue *e) {
     const ir_tensor *a = node->inputs[0], *bm = node->inputs[1], *y = node->outputs[0];
     TRY_STATUS(lower_require_known(node, a));
     TRY_STATUS(lower_require_known(node, bm));
@@ -351,8 +369,6 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
         g.stride_b = g.k * g.n;
         g.stride_c = g.m * g.n;
     }
-    ir_epilogue none;
-    const ir_epilogue *e = lower_epilogue(node, &none);
     float *bias = NULL;
     if (e->bias) { /* a fused Add of a constant vector (a Linear layer's bias) */
         bias = malloc((size_t)g.n * sizeof(float));
@@ -362,7 +378,13 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
     return finish_gemm(b, node, &g, e, bias);
 }
 
-OP_DESC(matmul_desc, "MatMul", matmul_versions, matmul_parse, matmul_infer, matmul_forward,
-        OP_EPILOGUE_BIAS | OP_EPILOGUE_LIBRARY_ACT, matmul_gpu_lower, NULL, BINARY_NONE);
+static void matmul_pattern(const ir_node *node, op_pattern *out) {
+    (void)node;
+    out->kind = OP_PATTERN_MATMUL;
+}
+
+OP_DESC_PATTERN(matmul_desc, "MatMul", matmul_versions, matmul_parse, matmul_infer,
+                matmul_forward, OP_EPILOGUE_BIAS | OP_EPILOGUE_LIBRARY_ACT, matmul_gpu_lower,
+                matmul_pattern);
 
 const op_desc *const layer_linear_ops[] = {&gemm_desc, &matmul_desc, NULL};

@@ -920,8 +920,19 @@ SHAPE_OP(concat_op, "Concat", concat_parse, concat_infer, concat_forward,
 SHAPE_OP(split_op, "Split", split_parse, split_infer, split_forward,
          OP_MOVES_DATA, split_gpu_lower, 2, 11, 13, 18);
 
-SHAPE_OP(transpose_op, "Transpose", transpose_parse, transpose_infer, transpose_forward,
-         OP_MOVES_DATA, transpose_gpu_lower, 1, 13, 21, 23, 24, 25);
+static void transpose_pattern(const ir_node *node, op_pattern *out) {
+    const transpose_params *p = node->params;
+    const ir_tensor *x = node->inputs[0];
+    out->kind = OP_PATTERN_NONE;
+    if (!p || x->rank < 1 || (p->perm && (int)p->count != x->rank)) return;
+    out->kind = OP_PATTERN_TRANSPOSE;
+    out->rank = x->rank;
+    for (int d = 0; d < x->rank; d++) out->perm[d] = transpose_axis(p, x->rank, d);
+}
+
+OP_DESC_PATTERN(transpose_op, "Transpose", OP_VERSIONS(1, 13, 21, 23, 24, 25), transpose_parse,
+                transpose_infer, transpose_forward, OP_MOVES_DATA, transpose_gpu_lower,
+                transpose_pattern);
 
 SHAPE_OP(slice_op, "Slice", slice_parse, slice_infer, slice_forward,
          OP_MOVES_DATA, slice_gpu_lower, 1, 10, 11, 13);

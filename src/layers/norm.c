@@ -359,7 +359,7 @@ static tci_status layernorm_forward(const ir_node *node, const tci_tensor *const
 }
 
 OP_DESC(layernorm_desc, "LayerNormalization", layernorm_versions, layernorm_parse, layernorm_infer,
-        layernorm_forward, 0, layernorm_gpu_lower, NULL, BINARY_NONE);
+        layernorm_forward, OP_PROLOGUE_RESIDUAL, layernorm_gpu_lower, NULL, BINARY_NONE);
 
 /* ---- Softmax, LogSoftmax ---- */
 
@@ -483,8 +483,19 @@ static tci_status softmax_forward(const ir_node *node, const tci_tensor *const *
     return TCI_OK;
 }
 
-OP_DESC(softmax_desc, "Softmax", softmax_versions, softmax_parse, softmax_infer, softmax_forward, 0,
-        softmax_gpu_lower, NULL, BINARY_NONE);
+/* Softmax over the last axis only: axis rank-1 (before opset 13 the dims from axis on form the
+ * row, which is the same for the last axis). */
+static void softmax_pattern(const ir_node *node, op_pattern *out) {
+    const softmax_params *p = node->params;
+    const ir_tensor *x = node->inputs[0];
+    out->kind = OP_PATTERN_NONE;
+    if (!p || p->log || x->rank < 1) return;
+    int64_t axis = p->axis < 0 ? p->axis + x->rank : p->axis;
+    if (axis == x->rank - 1) out->kind = OP_PATTERN_SOFTMAX_LAST;
+}
+
+OP_DESC_PATTERN(softmax_desc, "Softmax", softmax_versions, softmax_parse, softmax_infer,
+                softmax_forward, 0, softmax_gpu_lower, softmax_pattern);
 
 OP_DESC(logsoftmax_desc, "LogSoftmax", softmax_versions, softmax_parse, softmax_infer,
         softmax_forward, 0, softmax_gpu_lower, NULL, BINARY_NONE);
@@ -688,18 +699,26 @@ static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {
     if (lower_count(scale) != length || (bias && lower_count(bias) != length))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "scale and bias must cover the normalised dims on the GPU");
-    int xi, si, bi = -1, yt;
-    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    /* a residual Add folded in (fuse.c): its operands are read instead of its sum, which is
+     * written as a second output when something else reads it */
+    ir_epilogue none;
+    const ir_epilogue *e = lower_epilogue(node, &none);
+    const ir_node *add = e->residual_add;
+    int xi, si, bi = -1, ri = -1, yt, sum_t = -1;
+    TRY_STATUS(lower_input(b, node, add ? add->inputs[0] : x, PLAN_LAYOUT_DENSE, &xi));
+    if (add) TRY_STATUS(lower_input(b, node, e->residual, PLAN_LAYOUT_DENSE, &ri));
     TRY_STATUS(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
     if (bias) TRY_STATUS(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
     TRY_STATUS(lower_output(b, node, y, &yt));
+    if (add && e->sum_output) TRY_STATUS(lower_output(b, add, e->sum_output, &sum_t));
     plan_step *s;
-    TRY_STATUS(lower_step(b, PLAN_STEP_LAYERNORM, node, NULL, &s));
+    TRY_STATUS(lower_step(b, PLAN_STEP_LAYERNORM, node, lower_intern(b, e->label), &s));
     s->u.layernorm.rows = lower_prod(x->dims, 0, axis);
     s->u.layernorm.length = length;
     s->u.layernorm.epsilon = p->epsilon;
     s->u.layernorm.has_bias = bias != NULL;
-    lower_step_io(s, 3, (int[]){xi, si, bi}, 1, &yt);
+    s->u.layernorm.has_residual = add != NULL;
+    lower_step_io(s, 4, (int[]){xi, si, bi, ri}, sum_t >= 0 ? 2 : 1, (int[]){yt, sum_t});
     return TCI_OK;
 }
 

@@ -33,7 +33,25 @@ enum {
     /* an element-wise step in its inputs' layout (activations, binaries, Concat): NHWC8 when a
      * non-constant input is NHWC8 and every non-constant input is float */
     OP_FOLLOWS_LAYOUT = 1u << 10,
+    /* The step may add a preceding residual Add's operands itself (LayerNormalization): an Add of
+     * two computed tensors of input 0's shape that produces input 0 folds into it (fuse.c). */
+    OP_PROLOGUE_RESIDUAL = 1u << 11,
 };
+
+/* What a node is to the attention fusion (src/graph/passes/attention.c), from its parsed params:
+ * the pass matches the subgraph by these roles (and by `binary`), never by op names. */
+typedef enum op_pattern_kind {
+    OP_PATTERN_NONE = 0,
+    OP_PATTERN_MATMUL,       /* a batched product of inputs 0 and 1, no other input (MatMul) */
+    OP_PATTERN_SOFTMAX_LAST, /* softmax of input 0 over its last axis alone (Softmax) */
+    OP_PATTERN_TRANSPOSE,    /* output dim d is input dim perm[d] (Transpose) */
+} op_pattern_kind;
+
+typedef struct op_pattern {
+    op_pattern_kind kind;
+    int rank;                /* TRANSPOSE: the permutation's length */
+    int perm[TCI_MAX_RANK];  /* TRANSPOSE */
+} op_pattern;
 
 /* In infer and cpu_forward, in[] has node->num_inputs entries and out[] node->num_outputs; an
  * omitted optional input or output is NULL. */
@@ -71,6 +89,9 @@ typedef struct op_desc {
      * over H and W is a global average pool): whether node's does. The layout pass asks it when
      * input 0 is laid out NHWC8 and records the output NHWC8 if so; NULL: never. */
     bool (*keeps_nhwc)(const ir_node *node);
+    /* The node's role in the fusion patterns, filled into *out for a node whose input shapes are
+     * known (kind OP_PATTERN_NONE when it plays none with these params); NULL: never any. */
+    void (*pattern)(const ir_node *node, op_pattern *out);
 } op_desc;
 
 /* Defines descriptor var: versions is a 0-terminated int array (OP_VERSIONS(...) for a literal);
@@ -98,6 +119,18 @@ typedef struct op_desc {
                                 .gpu_lower = lower,                                               \
                                 .binary = BINARY_NONE,                                            \
                                 .keeps_nhwc = keeps_fn}
+/* OP_DESC (neither activation nor binary) with a pattern role. */
+#define OP_DESC_PATTERN(var, name, version_list, parse_fn, infer_fn, forward_fn, op_flags, lower, \
+                        pattern_fn)                                                               \
+    static const op_desc var = {.op_type = name,                                                  \
+                                .versions = version_list,                                         \
+                                .parse = parse_fn,                                                \
+                                .infer = infer_fn,                                                \
+                                .cpu_forward = forward_fn,                                        \
+                                .flags = op_flags,                                                \
+                                .gpu_lower = lower,                                               \
+                                .binary = BINARY_NONE,                                            \
+                                .pattern = pattern_fn}
 #define OP_VERSIONS(...)                                                                          \
     (const int[]) {                                                                               \
         __VA_ARGS__, 0                                                                            \
@@ -220,6 +253,13 @@ tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const i
  * (shift holds their bias on entry): x*scale + shift. */
 tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, float *shift,
                                 bool *folded);
+
+/* The GPU lowering of a MatMul that the attention fusion made the owner of a whole attention
+ * (e->attention; attention.c): one fused attention step (*out_fused), or, where the kernel has no
+ * variant for it, the steps of every other node of the chain, leaving the MatMul's own GEMM to
+ * the caller, labelled with *out_reason (why it is unfused, for --info). */
+tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_epilogue *e,
+                                 bool *out_fused, const char **out_reason);
 
 /* Runs one prepared node on the fp32 reference: infers output shapes from the input values,
  * allocates each non-NULL out[] data with malloc (the caller frees it; on failure it is freed and

@@ -195,6 +195,54 @@ static void check_layernorm(tci_dtype dt, int64_t rows, int64_t len, int with_be
     free(want), free(want_mean), free(want_inv), free(got);
 }
 
+/* LayerNormalization of x + r (the residual Add fused in): the sum rounded to the storage type
+ * once, as an Add step stores it, then normalised; the sum written out is exactly that. */
+static void check_layernorm_residual(tci_dtype dt, int64_t rows, int64_t len, int with_sum,
+                                     uint64_t seed) {
+    size_t n = (size_t)(rows * len);
+    uint16_t *xh, *rh, *gh, *bh;
+    float *x, *r, *g, *b;
+    random_half(dt, n, seed, -3.0f, 5.0f, &xh, &x);
+    random_half(dt, n, seed + 3, -2.0f, 2.0f, &rh, &r);
+    random_half(dt, (size_t)len, seed + 1, 0.5f, 1.5f, &gh, &g);
+    random_half(dt, (size_t)len, seed + 2, -1.0f, 1.0f, &bh, &b);
+    float *sum = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) sum[i] = x[i] + r[i];
+    gpu_round_to(dt, sum, n);
+    double *want = malloc(sizeof(double) * n), *mean = malloc(sizeof(double) * (size_t)rows),
+           *inv = malloc(sizeof(double) * (size_t)rows);
+    gpu_layernorm_reference(sum, g, b, rows, len, 1e-5f, want, mean, inv);
+    void *dx = gpu_upload(xh, 2 * n), *dr = gpu_upload(rh, 2 * n), *dy = gpu_upload(NULL, 2 * n);
+    void *ds = gpu_upload(NULL, 2 * n);
+    void *dg = gpu_upload(gh, 2 * (size_t)len), *db = gpu_upload(bh, 2 * (size_t)len);
+    ck_assert_tci_ok(kern_layernorm_residual_rows_dtype(dx, dr, dg, db, dy, with_sum ? ds : NULL,
+                                                        NULL, NULL, rows, len, 1e-5f, dt, 0));
+    gpu_sync();
+    float *got = download_half(dt, dy, n);
+    assert_close(got, want, n, tol_for(dt, 4e-3), 1.0, "layernorm of x + residual");
+    if (with_sum) {
+        float *got_sum = download_half(dt, ds, n);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(got_sum[i] == sum[i], "sum[%zu] = %g, want %g", i, got_sum[i], sum[i]);
+        free(got_sum);
+    }
+    gpu_free(dx), gpu_free(dr), gpu_free(dy), gpu_free(ds), gpu_free(dg), gpu_free(db);
+    free(xh), free(rh), free(gh), free(bh), free(x), free(r), free(g), free(b), free(sum);
+    free(want), free(mean), free(inv), free(got);
+}
+
+START_TEST(test_layernorm_residual) {
+    check_layernorm_residual(F16, 33, 768, 1, 41);  /* warp per row, vectors, sum written */
+    check_layernorm_residual(F16, 10, 7, 0, 42);    /* scalar */
+    check_layernorm_residual(BF16, 5, 3000, 1, 43); /* block per row */
+    check_layernorm_residual(F16, 3, 2053, 1, 44);  /* block, scalar */
+    ck_assert_tci_error(kern_layernorm_residual_rows_dtype((void *)16, NULL, (void *)16, NULL,
+                                                           (void *)16, (void *)16, NULL, NULL, 2,
+                                                           8, 1e-5f, F16, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "without a residual");
+}
+END_TEST
+
 START_TEST(test_layernorm) {
     check_layernorm(F16, 33, 768, 1, 1, 31);   /* warp per row, vectors */
     check_layernorm(F16, 33, 768, 0, 0, 32);   /* no beta */
@@ -895,6 +943,7 @@ int main(void) {
     tcase_add_test(tc, test_softmax_strided);
     tcase_add_test(tc, test_softmax_errors);
     tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_layernorm_residual);
     tcase_add_test(tc, test_reduce_inner);
     tcase_add_test(tc, test_reduce_outer);
     tcase_add_test(tc, test_reduce_generic_and_edges);

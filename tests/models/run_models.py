@@ -25,6 +25,7 @@ MODELS = [
     "mobilenetv2_mini",
     "mlp",
     "transformer_block",
+    "attention_block",
     "segmentation_decoder",
     "dense_concat",
     "crnn",

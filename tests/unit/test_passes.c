@@ -512,6 +512,64 @@ START_TEST(test_wide_concat_and_split) {
 }
 END_TEST
 
+/* h = Add(x, r) -> LayerNormalization: the Add folds into the normalisation's step. In a
+ * pre-LN block the sum is read again after the LayerNormalization (the next residual): the step
+ * writes it as a second output; a reader of the sum before the normalisation keeps the Add. */
+START_TEST(test_fuse_residual_layernorm) {
+    for (int variant = 0; variant < 3; variant++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        int64_t xd[3] = {2, 4, 8}, vd[1] = {8};
+        float gamma[8], beta[8];
+        for (int i = 0; i < 8; i++) gamma[i] = 1.0f + 0.1f * (float)i, beta[i] = 0.05f * (float)i;
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+        ir_tensor *r = th_named(g, "r", TCI_DTYPE_FLOAT, 3, xd, NULL);
+        ir_tensor *gt = const_f32(g, "gamma", gamma, 1, vd), *bt = const_f32(g, "beta", beta, 1, vd);
+        ir_tensor *h = named(g, "h"), *y = named(g, "y"), *early = named(g, "early"),
+                  *z = named(g, "z");
+        th_graph_io(g, (ir_tensor *[]){x, r}, 2, (ir_tensor *[]){variant ? z : y}, 1);
+        ir_node *add = th_node_io(g, "add", "Add", 14, (ir_tensor *[]){x, r}, 2, &h, 1);
+        if (variant == 2) /* a reader of h before the LayerNormalization */
+            th_node_io(g, "relu", "Relu", 14, &h, 1, &early, 1);
+        ir_node *ln = th_node_io(g, "ln", "LayerNormalization", 17,
+                                 (ir_tensor *[]){variant == 2 ? early : h, gt, bt}, 3, &y, 1);
+        if (variant) /* the next residual reads h after the LayerNormalization */
+            th_node_io(g, "next", "Add", 14, (ir_tensor *[]){h, y}, 2, &z, 1);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+        if (variant == 2) {
+            ck_assert_ptr_null(add->fused_into);
+            ck_assert_ptr_null(ln->epilogue);
+            ir_graph_destroy(g);
+            continue;
+        }
+        ck_assert_ptr_eq(add->fused_into, ln);
+        ck_assert_ptr_nonnull(ln->epilogue);
+        ck_assert_ptr_eq(ln->epilogue->residual_add, add);
+        ck_assert_ptr_eq(ln->epilogue->residual, r);
+        ck_assert_ptr_eq(ln->epilogue->sum_output, variant ? h : NULL);
+        ck_assert_str_eq(ln->epilogue->label, "Add+LayerNormalization");
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        const plan_step *s = NULL;
+        for (int i = 0; i < p->num_steps; i++)
+            if (p->steps[i].kind == PLAN_STEP_LAYERNORM) s = &p->steps[i];
+        ck_assert_ptr_nonnull(s);
+        ck_assert(s->u.layernorm.has_residual && s->u.layernorm.has_bias);
+        ck_assert_str_eq(p->tensors[s->inputs[0]].name, "x");
+        ck_assert_str_eq(p->tensors[s->inputs[3]].name, "r");
+        ck_assert_int_eq(s->num_outputs, variant ? 2 : 1);
+        if (variant) ck_assert_str_eq(p->tensors[s->outputs[1]].name, "h");
+        /* no Add step before it; the next residual is the only element-wise step */
+        int eltwise = 0;
+        for (int i = 0; i < p->num_steps; i++) eltwise += p->steps[i].kind == PLAN_STEP_ELTWISE;
+        ck_assert_int_eq(eltwise, variant ? 1 : 0);
+        plan_destroy(p);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("passes");
     TCase *tc = tcase_create("core");
@@ -521,6 +579,7 @@ int main(void) {
     tcase_add_test(tc, test_duplicate_producer_rejected);
     tcase_add_test(tc, test_fuse_conv_bn_residual_relu);
     tcase_add_test(tc, test_fuse_gemm_and_silu);
+    tcase_add_test(tc, test_fuse_residual_layernorm);
     tcase_add_test(tc, test_layouts_conv_relu_add);
     tcase_add_test(tc, test_layouts_matmul_chain_dense);
     tcase_add_test(tc, test_layouts_eltwise_follows);

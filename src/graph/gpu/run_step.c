@@ -5,6 +5,7 @@
 
 #include "graph/gpu/gpu_internal.h"
 #include "kernels/argreduce.h"
+#include "kernels/attention.h"
 #include "kernels/cast.h"
 #include "kernels/copy.h"
 #include "kernels/index.h"
@@ -255,9 +256,11 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                 : kern_softmax_rows_dtype(in[0], out, s->u.softmax.rows,
                                                           s->u.softmax.length, y->dtype, stream);
     case PLAN_STEP_LAYERNORM:
-        return kern_layernorm_rows_dtype(in[0], in[1], s->u.layernorm.has_bias ? in[2] : NULL, out,
-                                         NULL, NULL, s->u.layernorm.rows, s->u.layernorm.length,
-                                         s->u.layernorm.epsilon, y->dtype, stream);
+        return kern_layernorm_residual_rows_dtype(
+            in[0], s->u.layernorm.has_residual ? in[3] : NULL, in[1],
+            s->u.layernorm.has_bias ? in[2] : NULL, out,
+            s->num_outputs > 1 ? gpu_tensor_ptr(e, c, arena, s->outputs[1]) : NULL, NULL, NULL,
+            s->u.layernorm.rows, s->u.layernorm.length, s->u.layernorm.epsilon, y->dtype, stream);
     case PLAN_STEP_GROUPNORM:
         return kern_groupnorm_dtype(in[0], in[1], in[2], out, s->u.groupnorm.n, s->u.groupnorm.c,
                                     s->u.groupnorm.spatial, y->layout == PLAN_LAYOUT_NHWC8,
@@ -337,6 +340,30 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                             fill_bits(y->dtype, s->u.one_hot.on), (int)tci_dtype_size(y->dtype),
                             stream);
     case PLAN_STEP_RNN: return run_rnn(e, c, arena, s, in, stream);
+    case PLAN_STEP_ATTENTION: {
+        const plan_attention *a = &s->u.attention;
+        kern_attention_desc d;
+        memset(&d, 0, sizeof d);
+        d.batch = a->batch;
+        d.heads = a->heads;
+        d.q_len = a->q_len;
+        d.kv_len = a->kv_len;
+        d.head_dim = a->head_dim;
+        for (int i = 0; i < 4; i++) {
+            d.q_strides[i] = a->q_strides[i];
+            d.k_strides[i] = a->k_strides[i];
+            d.v_strides[i] = a->v_strides[i];
+            d.mask_strides[i] = a->mask_strides[i];
+        }
+        d.scale = a->scale;
+        d.causal = a->causal;
+        d.dtype = y->dtype;
+        for (int k = 0; k < s->num_inputs; k++)
+            if (s->inputs[k] >= 0 && gpu_tensor_of(p, s->inputs[k])->dtype != y->dtype)
+                return status_error(TCI_ERR_INTERNAL, "attention input %d is not in %s", k,
+                                    tci_dtype_name(y->dtype));
+        return kern_attention(&d, in[0], in[1], in[2], a->has_mask ? in[3] : NULL, out, stream);
+    }
     case PLAN_STEP_ARG_REDUCE:
         return kern_arg_reduce(in[0], out, s->u.axis.outer, s->u.axis.len, s->u.axis.inner,
                                s->u.axis.is_min, s->u.axis.select_last,

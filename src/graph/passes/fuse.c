@@ -1,6 +1,7 @@
-/* The GPU fusion passes: BatchNormalization folded into the Conv before it, and the epilogues
- * (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul) that a step computes on
- * its accumulator before the one rounding to 16 bits. Decisions are recorded in the IR
+/* The GPU fusion passes: the attention subgraphs first (attention.c), BatchNormalization folded
+ * into the Conv before it, the epilogues (residual Add, a Linear layer's bias, activations,
+ * SiLU's Sigmoid+Mul) that a step computes on its accumulator before the one rounding to 16 bits,
+ * and the residual Add before a LayerNormalization, which its step adds itself. Decisions are recorded in the IR
  * (ir_node.epilogue, ir_node.fused_into); what each op can fuse comes from its descriptor. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,47 @@ static void fuse_standalone_silu(const fuse_ctx *c, ir_node *n, building *b) {
     b->any = true;
 }
 
+static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
+    if (a->rank != b->rank || a->rank < 1) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i] || a->dims[i] < 0) return false;
+    return true;
+}
+
+/* Add(a, r) -> n (OP_PROLOGUE_RESIDUAL, reading the sum as input 0): n's step adds a and r itself,
+ * and also writes the sum when another node (or the graph's outputs) reads it, which must then
+ * run after n. a and r are computed float tensors of the sum's shape, computed before n. */
+static tci_status fuse_residual_prologue(ir_graph *g, const fuse_ctx *c, ir_node *n) {
+    ir_tensor *x = n->num_inputs > 0 ? n->inputs[0] : NULL;
+    ir_node *add = x ? x->producer : NULL;
+    if (!x || x->data || !add || !is_binary(add, BINARY_ADD) || add->epilogue || !n->outputs[0])
+        return TCI_OK;
+    ir_tensor *a = add->inputs[0], *r = add->inputs[1];
+    if (!a || !r || x->dtype != TCI_DTYPE_FLOAT || a->dtype != TCI_DTYPE_FLOAT ||
+        r->dtype != TCI_DTYPE_FLOAT || !same_shape(a, x) || !same_shape(r, x) ||
+        !computed_before(a, n) || !computed_before(r, n))
+        return TCI_OK;
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        const ir_node *m = g->nodes[i];
+        const ir_node *step = m->fused_into ? m->fused_into : m;
+        for (int k = 0; k < m->num_inputs; k++)
+            if (m->inputs[k] == x && m != n && step->index <= n->index) return TCI_OK;
+    }
+    ir_epilogue e;
+    memset(&e, 0, sizeof e);
+    e.output = n->outputs[0];
+    e.residual = r;
+    e.residual_add = add;
+    e.sum_output = c->consumers[x->index] > 1 ? x : NULL;
+    char label[128];
+    snprintf(label, sizeof label, "%s+%s", add->op_type, n->op_type);
+    e.label = arena_strdup(g->arena, label);
+    n->epilogue = e.label ? arena_memdup(g->arena, &e, sizeof e) : NULL;
+    if (!n->epilogue) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
+    add->fused_into = n;
+    return TCI_OK;
+}
+
 static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
     unsigned f = n->desc ? n->desc->flags : 0;
     building b;
@@ -243,9 +285,16 @@ tci_status pass_fuse_for_gpu(ir_graph *g) {
         for (int k = 0; k < g->nodes[i]->num_inputs; k++)
             if (g->nodes[i]->inputs[k]) c.consumers[g->nodes[i]->inputs[k]->index]++;
     for (size_t i = 0; i < g->num_outputs; i++) c.consumers[g->outputs[i]->index]++;
-    tci_status st = TCI_OK;
+    /* attention first: its scores MatMul must not take the mask as a bias */
+    tci_status st = pass_fuse_attention(g);
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++)
-        if (!g->nodes[i]->fused_into) st = fuse_node(g, &c, g->nodes[i]);
+        if (!g->nodes[i]->fused_into && !g->nodes[i]->epilogue) st = fuse_node(g, &c, g->nodes[i]);
+    /* then the residual Adds before normalisations, of what the epilogues left */
+    for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++) {
+        ir_node *n = g->nodes[i];
+        if (!n->fused_into && !n->epilogue && n->desc && (n->desc->flags & OP_PROLOGUE_RESIDUAL))
+            st = fuse_residual_prologue(g, &c, n);
+    }
     free(c.consumers);
     return st;
 }

@@ -27,6 +27,7 @@ const char *plan_step_kernel(const plan_step *step) {
     case PLAN_STEP_LAYERNORM: return "tcinfer layernorm";
     case PLAN_STEP_GROUPNORM: return "tcinfer groupnorm";
     case PLAN_STEP_LRN: return "tcinfer lrn";
+    case PLAN_STEP_ATTENTION: return "tcinfer flash_attention";
     case PLAN_STEP_REDUCE: return "tcinfer reduce";
     case PLAN_STEP_RESIZE: return "tcinfer resize";
     case PLAN_STEP_GATHER: return "tcinfer gather";
@@ -225,28 +226,47 @@ tci_status plan_fp32_nodes(const ir_graph *graph, const plan_options *options, b
     return mark_fp32_nodes(&b);
 }
 
+/* The precision node computes in: kept in fp32 by the options, or a data-movement node whose
+ * first input is fp32. */
+static bool node_fp32(const plan_builder *b, const ir_node *node) {
+    if (b->fp32_node[node->index]) return true;
+    return (node->desc->flags & OP_MOVES_DATA) && node->num_inputs && node->inputs[0] &&
+           !node->inputs[0]->data && b->primary[node->inputs[0]->index] >= 0 &&
+           b->p->tensors[b->primary[node->inputs[0]->index]].dtype == TCI_DTYPE_FLOAT;
+}
+
+static tci_status lower_node(plan_builder *b, const ir_node *node) {
+    b->fp32 = node_fp32(b, node);
+    /* an output whose shape needs run-time values (Range of runtime scalars...) is the reason,
+     * whatever the op */
+    for (int o = 0; o < node->num_outputs; o++)
+        if (node->outputs[o] && lower_is_read(b, node->outputs[o]))
+            TRY_STATUS(lower_require_known(node, node->outputs[o]));
+    if (!node->desc->gpu_lower)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "op %s has no GPU path yet (run it with TCI_BACKEND_CPU, "
+                             "tci_engine_options.backend)",
+                             node->op_type);
+    return node->desc->gpu_lower(b, node);
+}
+
+bool lower_node_fp32(const plan_builder *b, const ir_node *node) {
+    return b->fp32_node[node->index];
+}
+
+tci_status lower_fused_node(plan_builder *b, const ir_node *node) {
+    const bool owner_fp32 = b->fp32;
+    tci_status st = lower_node(b, node);
+    b->fp32 = owner_fp32;
+    return st;
+}
+
 static tci_status build(plan_builder *b) {
     const ir_graph *g = b->g;
     TRY_STATUS(mark_fp32_nodes(b));
     TRY_STATUS(lower_inputs(b));
-    for (size_t i = 0; i < g->num_nodes; i++) {
-        ir_node *node = g->nodes[i];
-        if (node->fused_into) continue;
-        b->fp32 = b->fp32_node[i];
-        if (!b->fp32 && (node->desc->flags & OP_MOVES_DATA) && node->num_inputs &&
-            node->inputs[0] && !node->inputs[0]->data && b->primary[node->inputs[0]->index] >= 0)
-            b->fp32 = b->p->tensors[b->primary[node->inputs[0]->index]].dtype == TCI_DTYPE_FLOAT;
-        /* an output whose shape needs run-time values (Range of runtime scalars...) is the
-         * reason, whatever the op */
-        for (int o = 0; o < node->num_outputs; o++)
-            if (node->outputs[o] && lower_is_read(b, node->outputs[o]))
-                TRY_STATUS(lower_require_known(node, node->outputs[o]));
-        if (!node->desc->gpu_lower)
-            return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                                 "op %s has no GPU path yet (run it with TCI_BACKEND_CPU, tci_engine_options.backend)",
-                                 node->op_type);
-        TRY_STATUS(node->desc->gpu_lower(b, node));
-    }
+    for (size_t i = 0; i < g->num_nodes; i++)
+        if (!g->nodes[i]->fused_into) TRY_STATUS(lower_node(b, g->nodes[i]));
     for (size_t i = 0; i < g->num_outputs; i++) {
         const ir_tensor *t = g->outputs[i];
         int idx = -1;

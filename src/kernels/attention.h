@@ -1,0 +1,52 @@
+/* Fused scaled-dot-product attention, flash-attention style: Y = softmax(scale * Q K^T + mask) V
+ * in one kernel, the scores never leaving the chip. Q, K, V and Y are fp16 or bf16; Q K^T and
+ * P V run on tensor cores (WMMA 16x16x16, fp32 accumulation), the softmax is the online one (a
+ * running maximum and sum per query row, fp32), and Y is rounded once at the end.
+ *
+ * Logical shapes: Q (batch, heads, q_len, head_dim), K and V (batch, heads, kv_len, head_dim),
+ * the mask (batch, heads, q_len, kv_len) read through strides (0 where it broadcasts), Y dense
+ * (batch, heads, q_len, head_dim). Q, K and V are read through element strides in that order,
+ * so a head split (Transpose) of the projection before them costs no copy; the fast loads need
+ * a head_dim stride of 1 and the other strides multiples of 8 elements, anything else is read
+ * element by element. */
+#ifndef TCI_KERNELS_ATTENTION_H
+#define TCI_KERNELS_ATTENTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "tcinfer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kern_attention_desc {
+    int64_t batch, heads, q_len, kv_len, head_dim;
+    /* element strides along (batch, head, position, head_dim) */
+    int64_t q_strides[4], k_strides[4], v_strides[4];
+    /* element strides of the additive mask along (batch, head, query, key); 0 broadcasts */
+    int64_t mask_strides[4];
+    float scale;  /* multiplies Q K^T before the mask is added */
+    bool causal;  /* key j is seen by query i only when j <= i */
+    tci_dtype dtype; /* of Q, K, V, mask and Y: FLOAT16 (0 too) or BFLOAT16 */
+} kern_attention_desc;
+
+/* Whether kern_attention has a kernel for this head dim (32, 64, 80, 96, 128). */
+bool kern_attention_head_dim_ok(int64_t head_dim);
+
+/* Y = softmax(scale * Q K^T + mask, over keys) V for every (batch, head, query); mask may be
+ * NULL. A query row that every key is masked out of (all -inf) gets zeros. Validates the
+ * descriptor (UNSUPPORTED for another head dim or dtype, INVALID_ARGUMENT for a negative extent or
+ * a NULL operand), enqueues on stream without synchronising (legal inside a CUDA graph capture);
+ * empty work enqueues nothing. y must not overlap the inputs. */
+tci_status kern_attention(const kern_attention_desc *desc, const void *q, const void *k,
+                          const void *v, const void *mask, void *y, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

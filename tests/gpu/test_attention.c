@@ -1,0 +1,325 @@
+/* The fused attention kernel (src/kernels/attention.h) against the unfused steps computed in
+ * double on the same fp16- (or bf16-) rounded inputs: S = scale Q K^T + mask, P = softmax(S)
+ * over keys, Y = P V. A grid of sequence lengths (1, 7, 64, 128, 197, 384, and a query length
+ * other than the key length), head dims 32, 64, 128 (80 and 96 once each), no mask, an additive
+ * padding mask broadcast over heads and queries, a full (query, key) mask broadcast over batch
+ * and heads, the causal flag, and Q, K, V read through the strides of a head split (the
+ * 16-byte loads) and of K stored transposed (element loads).
+ *
+ * Error bound, with Q, K, V in [-1, 1): the scores accumulate exact products of rounded inputs
+ * in fp32 (error ~1e-6 relative); the kernel rounds P to the storage type before P V (relative
+ * error u = 2^-11 in fp16, 2^-8 in bf16, so at most u * max|v| on Y, as sum(P) = 1) and rounds Y
+ * once (u * |Y| <= u). Y is within 2u of the reference; the test allows 4u (fp16 2e-3, bf16
+ * 1.6e-2) for the fp32 exponentials and sums, and every output must be finite. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_harness.h"
+#include "kernels/attention.h"
+
+#define F16 TCI_DTYPE_FLOAT16
+#define BF16 TCI_DTYPE_BFLOAT16
+
+enum mask_kind { MASK_NONE = 0, MASK_PADDING, MASK_FULL, MASK_CAUSAL };
+enum layout_kind { LAYOUT_DENSE = 0, LAYOUT_HEAD_SPLIT, LAYOUT_K_TRANSPOSED };
+
+typedef struct attn_case {
+    int64_t batch, heads, q_len, kv_len, d;
+    enum mask_kind mask;
+    enum layout_kind layout;
+    tci_dtype dtype;
+} attn_case;
+
+/* element strides (batch, head, position, d) of a tensor of (b, h, s, d) values stored as laid
+ * out, and the element count of its storage */
+static void strides_of(enum layout_kind layout, bool is_k, const attn_case *c, int64_t s,
+                       int64_t *st) {
+    const int64_t h = c->heads, d = c->d;
+    if (layout == LAYOUT_HEAD_SPLIT) { /* stored (b, s, h, d): the projection before the split */
+        st[0] = s * h * d;
+        st[1] = d;
+        st[2] = h * d;
+        st[3] = 1;
+    } else if (layout == LAYOUT_K_TRANSPOSED && is_k) { /* stored (b, h, d, s) */
+        st[0] = h * d * s;
+        st[1] = d * s;
+        st[2] = 1;
+        st[3] = s;
+    } else {
+        st[0] = h * s * d;
+        st[1] = s * d;
+        st[2] = d;
+        st[3] = 1;
+    }
+}
+
+static double tolerance(tci_dtype dt) { return dt == BF16 ? 1.6e-2 : 2e-3; }
+
+/* Runs one case; returns the largest error seen (and asserts it is within the bound). */
+static double run_case(const attn_case *c, uint64_t seed) {
+    const int64_t b = c->batch, h = c->heads, sq = c->q_len, sk = c->kv_len, d = c->d;
+    const size_t nq = (size_t)(b * h * sq * d), nk = (size_t)(b * h * sk * d);
+    const size_t nm = c->mask == MASK_PADDING ? (size_t)(b * sk)
+                      : c->mask == MASK_FULL  ? (size_t)(sq * sk)
+                                              : 1;
+    float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
+    float *v = malloc(nk * sizeof(float)), *m = malloc(nm * sizeof(float));
+    float *y = malloc(nq * sizeof(float));
+    uint16_t *qh = malloc(nq * 2), *kh = malloc(nk * 2), *vh = malloc(nk * 2), *mh = malloc(nm * 2);
+    uint16_t *yh = malloc(nq * 2);
+    double *srow = malloc((size_t)(sk ? sk : 1) * sizeof(double));
+    ck_assert(q && k && v && m && y && qh && kh && vh && mh && yh && srow);
+    gpu_fill_random(q, nq, seed, -1.0f, 1.0f);
+    gpu_fill_random(k, nk, seed + 1, -1.0f, 1.0f);
+    gpu_fill_random(v, nk, seed + 2, -1.0f, 1.0f);
+    gpu_fill_random(m, nm, seed + 3, -2.0f, 2.0f);
+    if (c->mask == MASK_PADDING) /* each sequence keeps its first keys, at least one */
+        for (int64_t bi = 0; bi < b; bi++)
+            for (int64_t j = 0; j < sk; j++)
+                if (j >= 1 && j >= sk - (bi + 1) * 3) m[bi * sk + j] = -INFINITY;
+    gpu_round_to(c->dtype, q, nq);
+    gpu_round_to(c->dtype, k, nk);
+    gpu_round_to(c->dtype, v, nk);
+    gpu_round_to(c->dtype, m, nm);
+
+    /* storage in the case's layout, from logical (b, h, s, d) */
+    int64_t qs[4], ks[4], vs[4];
+    strides_of(c->layout, false, c, sq, qs);
+    strides_of(c->layout, true, c, sk, ks);
+    strides_of(c->layout, false, c, sk, vs);
+    float *qst = malloc(nq * sizeof(float)), *kst = malloc(nk * sizeof(float));
+    float *vst = malloc(nk * sizeof(float));
+    ck_assert(qst && kst && vst);
+    for (int64_t bi = 0; bi < b; bi++)
+        for (int64_t hi = 0; hi < h; hi++) {
+            for (int64_t i = 0; i < sq; i++)
+                for (int64_t e = 0; e < d; e++)
+                    qst[bi * qs[0] + hi * qs[1] + i * qs[2] + e * qs[3]] =
+                        q[((bi * h + hi) * sq + i) * d + e];
+            for (int64_t j = 0; j < sk; j++)
+                for (int64_t e = 0; e < d; e++) {
+                    kst[bi * ks[0] + hi * ks[1] + j * ks[2] + e * ks[3]] =
+                        k[((bi * h + hi) * sk + j) * d + e];
+                    vst[bi * vs[0] + hi * vs[1] + j * vs[2] + e * vs[3]] =
+                        v[((bi * h + hi) * sk + j) * d + e];
+                }
+        }
+    gpu_encode(c->dtype, qst, qh, nq);
+    gpu_encode(c->dtype, kst, kh, nk);
+    gpu_encode(c->dtype, vst, vh, nk);
+    gpu_encode(c->dtype, m, mh, nm);
+
+    kern_attention_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.batch = b;
+    desc.heads = h;
+    desc.q_len = sq;
+    desc.kv_len = sk;
+    desc.head_dim = d;
+    for (int i = 0; i < 4; i++) {
+        desc.q_strides[i] = qs[i];
+        desc.k_strides[i] = ks[i];
+        desc.v_strides[i] = vs[i];
+    }
+    if (c->mask == MASK_PADDING) { /* (b, 1, 1, sk) */
+        desc.mask_strides[0] = sk;
+        desc.mask_strides[3] = 1;
+    } else if (c->mask == MASK_FULL) { /* (1, 1, sq, sk) */
+        desc.mask_strides[2] = sk;
+        desc.mask_strides[3] = 1;
+    }
+    desc.scale = 1.0f / sqrtf((float)d);
+    desc.causal = c->mask == MASK_CAUSAL;
+    desc.dtype = c->dtype;
+
+    void *dq = gpu_upload(qh, nq * 2), *dk = gpu_upload(kh, nk * 2), *dv = gpu_upload(vh, nk * 2);
+    void *dm = gpu_upload(mh, nm * 2), *dy = gpu_upload(NULL, nq * 2);
+    const bool has_mask = c->mask == MASK_PADDING || c->mask == MASK_FULL;
+    ck_assert_tci_ok(kern_attention(&desc, dq, dk, dv, has_mask ? dm : NULL, dy, 0));
+    gpu_sync();
+    gpu_download(yh, dy, nq * 2);
+    gpu_decode(c->dtype, yh, y, nq);
+
+    /* the unfused steps in double */
+    double worst = 0.0;
+    for (int64_t bi = 0; bi < b; bi++)
+        for (int64_t hi = 0; hi < h; hi++)
+            for (int64_t i = 0; i < sq; i++) {
+                const float *qr = q + ((bi * h + hi) * sq + i) * d;
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < sk; j++) {
+                    const float *kr = k + ((bi * h + hi) * sk + j) * d;
+                    double s = 0.0;
+                    for (int64_t e = 0; e < d; e++) s += (double)qr[e] * kr[e];
+                    s *= (double)desc.scale;
+                    if (c->mask == MASK_PADDING) s += m[bi * sk + j];
+                    if (c->mask == MASK_FULL) s += m[i * sk + j];
+                    if (c->mask == MASK_CAUSAL && j > i) s = -INFINITY;
+                    srow[j] = s;
+                    if (s > mx) mx = s;
+                }
+                double sum = 0.0;
+                for (int64_t j = 0; j < sk; j++) sum += srow[j] = exp(srow[j] - mx);
+                for (int64_t e = 0; e < d; e++) {
+                    double want = 0.0;
+                    for (int64_t j = 0; j < sk; j++)
+                        want += srow[j] * v[((bi * h + hi) * sk + j) * d + e];
+                    want /= sum;
+                    const float got = y[((bi * h + hi) * sq + i) * d + e];
+                    ck_assert_msg(isfinite(got),
+                                  "b%lld h%lld S%lldx%lld D%lld mask %d layout %d %s: y[%lld][%lld] "
+                                  "= %g",
+                                  (long long)b, (long long)h, (long long)sq, (long long)sk,
+                                  (long long)d, (int)c->mask, (int)c->layout,
+                                  gpu_dtype_tag(c->dtype), (long long)i, (long long)e, got);
+                    const double err = fabs(got - want);
+                    if (err > worst) worst = err;
+                    ck_assert_msg(err <= tolerance(c->dtype),
+                                  "S%lldx%lld D%lld mask %d layout %d %s: y[b%lld h%lld i%lld "
+                                  "e%lld] = %.6f, want %.6f (error %.2e > %.2e)",
+                                  (long long)sq, (long long)sk, (long long)d, (int)c->mask,
+                                  (int)c->layout, gpu_dtype_tag(c->dtype), (long long)bi,
+                                  (long long)hi, (long long)i, (long long)e, got, want, err,
+                                  tolerance(c->dtype));
+                }
+            }
+    gpu_free(dq);
+    gpu_free(dk);
+    gpu_free(dv);
+    gpu_free(dm);
+    gpu_free(dy);
+    free(q), free(k), free(v), free(m), free(y), free(qh), free(kh), free(vh), free(mh);
+    free(yh), free(srow), free(qst), free(kst), free(vst);
+    return worst;
+}
+
+static void run_grid(tci_dtype dt, enum layout_kind layout, const int64_t *dims, int num_dims) {
+    static const int64_t lengths[] = {1, 7, 64, 128, 197, 384};
+    uint64_t seed = 100;
+    for (int li = 0; li < 6; li++)
+        for (int di = 0; di < num_dims; di++)
+            for (int mk = MASK_NONE; mk <= MASK_CAUSAL; mk++) {
+                const int64_t s = lengths[li];
+                attn_case c = {.batch = s >= 197 ? 1 : 2, .heads = s >= 197 ? 2 : 3,
+                               .q_len = s, .kv_len = s, .d = dims[di],
+                               .mask = (enum mask_kind)mk, .layout = layout, .dtype = dt};
+                double worst = run_case(&c, seed++);
+                printf("attention %s layout %d S %lld D %lld mask %d: max error %.2e\n",
+                       gpu_dtype_tag(dt), (int)layout, (long long)s, (long long)dims[di], mk,
+                       worst);
+            }
+}
+
+static const int64_t kDims[] = {32, 64, 128};
+
+START_TEST(test_attention_fp16_dense) { run_grid(F16, LAYOUT_DENSE, kDims, 3); }
+END_TEST
+
+START_TEST(test_attention_fp16_head_split) { run_grid(F16, LAYOUT_HEAD_SPLIT, kDims, 3); }
+END_TEST
+
+START_TEST(test_attention_bf16) { run_grid(BF16, LAYOUT_DENSE, kDims, 3); }
+END_TEST
+
+/* the element-by-element loads (K stored transposed), head dims 80 and 96, and query lengths
+ * other than the key length (cross attention; causal keeps keys j <= i) */
+START_TEST(test_attention_other_shapes) {
+    static const int64_t odd[] = {80, 96};
+    const attn_case cases[] = {
+        {2, 3, 64, 64, 64, MASK_NONE, LAYOUT_K_TRANSPOSED, F16},
+        {1, 2, 197, 197, 64, MASK_FULL, LAYOUT_K_TRANSPOSED, F16},
+        {2, 2, 7, 197, 64, MASK_PADDING, LAYOUT_DENSE, F16},
+        {2, 2, 197, 7, 128, MASK_FULL, LAYOUT_HEAD_SPLIT, F16},
+        {1, 3, 130, 200, 32, MASK_CAUSAL, LAYOUT_DENSE, BF16},
+        {1, 1, 1, 1, 128, MASK_NONE, LAYOUT_DENSE, BF16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], 500 + i);
+    for (int i = 0; i < 2; i++)
+        for (int mk = MASK_NONE; mk <= MASK_CAUSAL; mk++) {
+            attn_case c = {2, 2, 100, 100, odd[i], (enum mask_kind)mk, LAYOUT_HEAD_SPLIT, F16};
+            run_case(&c, 600 + (uint64_t)(i * 4 + mk));
+        }
+}
+END_TEST
+
+/* a query row whose every key is masked out (-inf) gets zeros, never NaN; no key at all, too */
+START_TEST(test_attention_fully_masked) {
+    const int64_t sq = 5, sk = 9, d = 32;
+    float *q = malloc(sq * d * sizeof(float)), *kv = malloc(sk * d * sizeof(float));
+    float mask[5 * 9];
+    uint16_t *qh = malloc(sq * d * 2), *kvh = malloc(sk * d * 2), mh[5 * 9], yh[5 * 32];
+    ck_assert(q && kv && qh && kvh);
+    gpu_fill_random(q, (size_t)(sq * d), 7, -1.0f, 1.0f);
+    gpu_fill_random(kv, (size_t)(sk * d), 8, -1.0f, 1.0f);
+    for (int64_t i = 0; i < sq * sk; i++) mask[i] = i / sk == 2 ? -INFINITY : 0.0f;
+    gpu_to_half(q, qh, (size_t)(sq * d));
+    gpu_to_half(kv, kvh, (size_t)(sk * d));
+    gpu_to_half(mask, mh, (size_t)(sq * sk));
+    kern_attention_desc desc = {.batch = 1, .heads = 1, .q_len = sq, .kv_len = sk, .head_dim = d,
+                                .q_strides = {0, 0, d, 1}, .k_strides = {0, 0, d, 1},
+                                .v_strides = {0, 0, d, 1}, .mask_strides = {0, 0, sk, 1},
+                                .scale = 0.5f, .dtype = F16};
+    void *dq = gpu_upload(qh, (size_t)(sq * d * 2)), *dkv = gpu_upload(kvh, (size_t)(sk * d * 2));
+    void *dm = gpu_upload(mh, sizeof mh), *dy = gpu_upload(NULL, sizeof yh);
+    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, dm, dy, 0));
+    gpu_sync();
+    gpu_download(yh, dy, sizeof yh);
+    float y[5 * 32];
+    gpu_from_half(yh, y, 5 * 32);
+    for (int64_t i = 0; i < sq * d; i++) {
+        ck_assert_msg(isfinite(y[i]), "y[%lld] = %g", (long long)i, y[i]);
+        if (i / d == 2) ck_assert_msg(y[i] == 0.0f, "masked row: y[%lld] = %g", (long long)i, y[i]);
+    }
+    desc.kv_len = 0;
+    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, NULL, dy, 0));
+    gpu_sync();
+    gpu_download(yh, dy, sizeof yh);
+    gpu_from_half(yh, y, 5 * 32);
+    for (int64_t i = 0; i < sq * d; i++) ck_assert_msg(y[i] == 0.0f, "no keys: y = %g", y[i]);
+    gpu_free(dq);
+    gpu_free(dkv);
+    gpu_free(dm);
+    gpu_free(dy);
+    free(q), free(kv), free(qh), free(kvh);
+}
+END_TEST
+
+START_TEST(test_attention_errors) {
+    kern_attention_desc desc = {.batch = 1, .heads = 1, .q_len = 4, .kv_len = 4, .head_dim = 40,
+                                .dtype = F16};
+    void *p = (void *)256;
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, p, 0), TCI_ERR_UNSUPPORTED,
+                        "head dim 40");
+    desc.head_dim = 64;
+    desc.dtype = TCI_DTYPE_FLOAT;
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, p, 0), TCI_ERR_UNSUPPORTED,
+                        "fp16 and bf16 only");
+    desc.dtype = F16;
+    desc.q_len = -1;
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, p, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "negative");
+    desc.q_len = 4;
+    ck_assert_tci_error(kern_attention(&desc, NULL, p, p, NULL, p, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "NULL");
+    ck_assert(kern_attention_head_dim_ok(64) && kern_attention_head_dim_ok(80) &&
+              !kern_attention_head_dim_ok(48));
+}
+END_TEST
+
+int main(void) {
+    gpu_require_device("gpu_attention");
+    Suite *s = suite_create("gpu_attention");
+    TCase *tc = tcase_create("attention");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_attention_errors);
+    tcase_add_test(tc, test_attention_fully_masked);
+    tcase_add_test(tc, test_attention_other_shapes);
+    tcase_add_test(tc, test_attention_fp16_dense);
+    tcase_add_test(tc, test_attention_fp16_head_split);
+    tcase_add_test(tc, test_attention_bf16);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
