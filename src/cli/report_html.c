@@ -462,7 +462,7 @@ static void write_times(out *o) {
     }
     const double W = 1100, L = 330, RT = 150, row = 16, T = 8;
     double H = T + row * (double)n + 8;
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
     fprintf(o->f, "<h2>Per-layer time</h2>\n<p>Median time of each GPU step over 20 step-by-step "
             "runs (<code>--profile</code>): %s ms in all, %zu steps.</p>\n<p class=\"legend\">",
             val(b1, "%.3f", total), n);
@@ -504,8 +504,8 @@ static void write_times(out *o) {
                 : strcmp(precision, "fp32") == 0 ? " stroke=\"#000\" stroke-width=\"2\""
                                                  : " stroke=\"#000\" stroke-width=\"2\" "
                                                    "stroke-dasharray=\"3 2\"",
-                svg_num(b2, L + (w < 1 ? 1 : w) + 4), svg_num(b3, y + row / 2),
-                val(b1, "%.4f", s->ms));
+                svg_num(b3, L + (w < 1 ? 1 : w) + 4), svg_num(b4, y + row / 2),
+                val(b5, "%.4f", s->ms));
         esc(o, family);
         fputs("</text></g>\n", o->f);
         y += row;
@@ -645,7 +645,8 @@ static long find_compared(const cli_report *r, const char *name) {
 static void step_cells(out *o, const rep_step *s) {
     char b[32];
     if (!s) {
-        fputs("<td></td><td></td><td></td><td></td>", o->f);
+        fputs(o->r->profiled ? "<td></td><td></td><td></td><td></td><td></td>"
+                             : "<td></td><td></td><td></td><td></td>", o->f);
         return;
     }
     fprintf(o->f, "<td class=\"n\">%zu</td><td>", s->index);
