@@ -241,6 +241,12 @@ static void omitted(out *o, const char *title, const char *text) {
     fprintf(o->f, "<h2>%s</h2>\n<p class=\"omitted\">%s</p>\n", title, text);
 }
 
+static void write_op_count(const char *op_type, size_t count, void *user) {
+    out *o = user;
+    esc(o, op_type);
+    fprintf(o->f, "&nbsp;%zu ", count);
+}
+
 static void write_header(out *o, const tci_engine *engine) {
     const cli_args *a = o->a;
     const char *model = a->load_engine ? a->load_engine : a->model;
@@ -268,7 +274,7 @@ static void write_header(out *o, const tci_engine *engine) {
     if (!gpu) fputs("fp32", o->f);
     else {
         esc(o, cli_precision_name(a->precision));
-        if (a->fp32_text) fprintf(o->f, " with %s fp32 layers", "--fp32-layers");
+        if (a->fp32_text) fputs(", with <code>--fp32-layers</code>", o->f);
     }
     fputs("</td></tr>\n<tr><th>device</th><td>", o->f);
     esc(o, device);
@@ -289,6 +295,8 @@ static void write_header(out *o, const tci_engine *engine) {
     fputs("</td></tr>\n<tr><th>graph</th><td>", o->f);
     if (o->r->have_model) fprintf(o->f, "%zu nodes in the model, ", o->r->model.num_nodes);
     fprintf(o->f, "%zu after optimisation", stats.num_nodes);
+    fputs("</td></tr>\n<tr><th>ops</th><td>", o->f);
+    tci_engine_op_histogram(engine, write_op_count, o);
     tci_gpu_report g;
     tci_gpu_report_init(&g);
     if (tci_engine_gpu_report(engine, &g) == TCI_OK) fprintf(o->f, ", %zu GPU steps", g.num_steps);
@@ -515,13 +523,13 @@ static void write_times(out *o) {
 
 static void hist_path(out *o, const unsigned *counts, unsigned peak, double L, double T,
                       double pw, double ph, bool closed) {
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[32];
     double bw = pw / HIST_BINS;
     fprintf(o->f, "M%g,%g", L, T + ph);
     for (int i = 0; i < HIST_BINS; i++) {
         double y = T + ph - (peak ? ph * counts[i] / peak : 0);
         fprintf(o->f, " L%s,%s L%s,%s", svg_num(b1, L + bw * i), svg_num(b2, y),
-                svg_num(b1, L + bw * (i + 1)), b2);
+                svg_num(b3, L + bw * (i + 1)), b2);
     }
     fprintf(o->f, " L%g,%g%s", L + pw, T + ph, closed ? " Z" : "");
 }
