@@ -1,5 +1,6 @@
 /* A reader of the few ModelProto fields the report needs, on the protobuf wire format:
- * ModelProto.graph (7), GraphProto.node (1) and .output (12), NodeProto.output (2), .name (3),
+ * ModelProto.graph (7), GraphProto.node (1) and .output (12), NodeProto.input (1), .output (2),
+ * .name (3),
  * .op_type (4), ValueInfoProto.name (1). Every other field is skipped by its wire type. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -63,11 +64,26 @@ static char *copy_bytes(const wire *b) {
     return s;
 }
 
+/* Room for item `count` in an array whose capacity is 16, then doubles at powers of two. */
+static int grow(void **items, size_t count, size_t item_size) {
+    if (count && (count < 16 || (count & (count - 1)))) return 0;
+    void *p = realloc(*items, (count ? 2 * count : 16) * item_size);
+    if (!p) return -2;
+    *items = p;
+    return 0;
+}
+
 static int parse_node(wire w, cli_onnx_node *n) {
     uint32_t field;
     wire body;
     while (w.p < w.end) {
         if (next_field(&w, &field, &body)) return -1;
+        if (field == 1 && body.p) {
+            if (grow((void **)&n->inputs, n->num_inputs, sizeof *n->inputs)) return -2;
+            if (!(n->inputs[n->num_inputs] = copy_bytes(&body))) return -2;
+            n->num_inputs++;
+            continue;
+        }
         char **slot = field == 3 ? &n->name : field == 4 ? &n->op_type
                       : field == 2 && !n->output ? &n->output : NULL;
         if (!slot || !body.p) continue;
@@ -78,15 +94,6 @@ static int parse_node(wire w, cli_onnx_node *n) {
     if (!n->name && !(n->name = copy_bytes(&none))) return -2;
     if (!n->op_type && !(n->op_type = copy_bytes(&none))) return -2;
     if (!n->output && !(n->output = copy_bytes(&none))) return -2;
-    return 0;
-}
-
-/* Room for item `count` in an array whose capacity is 16, then doubles at powers of two. */
-static int grow(void **items, size_t count, size_t item_size) {
-    if (count && (count < 16 || (count & (count - 1)))) return 0;
-    void *p = realloc(*items, (count ? 2 * count : 16) * item_size);
-    if (!p) return -2;
-    *items = p;
     return 0;
 }
 
@@ -177,6 +184,8 @@ void cli_onnx_graph_free(cli_onnx_graph *g) {
         free(g->nodes[i].name);
         free(g->nodes[i].op_type);
         free(g->nodes[i].output);
+        for (size_t k = 0; k < g->nodes[i].num_inputs; k++) free(g->nodes[i].inputs[k]);
+        free(g->nodes[i].inputs);
     }
     for (size_t i = 0; i < g->num_outputs; i++) free(g->outputs[i]);
     free(g->nodes);

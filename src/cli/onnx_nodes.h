@@ -1,4 +1,4 @@
-/* The node list of an ONNX file as written (names, op types, first outputs) and its graph's
+/* The node list of an ONNX file as written (names, op types, inputs, first outputs) and its graph's
  * output names, read from the protobuf wire format for the --report layer table: the engine
  * runs an optimised graph, and the report names every node of the model, folded or not. */
 #ifndef TCI_CLI_ONNX_NODES_H
@@ -10,6 +10,8 @@ typedef struct cli_onnx_node {
     char *name;    /* "" when the file gives none */
     char *op_type;
     char *output;  /* the node's first output ("" when none) */
+    char **inputs; /* its inputs ("" for an omitted optional one) */
+    size_t num_inputs;
 } cli_onnx_node;
 
 typedef struct cli_onnx_graph {

@@ -18,7 +18,8 @@
 enum { HIST_BINS = 48, MAX_HISTOGRAMS = 8 };
 
 typedef struct rep_compared {
-    char *name;
+    char *name;       /* the tensor */
+    const char *node; /* the ONNX node that computes it (name when the model does not say) */
     tci_compare_result r;
     bool model_output;
 } rep_compared;
@@ -44,7 +45,7 @@ struct cli_report {
     rep_compared *compared;
     size_t num_compared, cap_compared;
     rep_hist hist[MAX_HISTOGRAMS];
-    size_t num_hist;
+    size_t num_hist, hist_left_out; /* past MAX_HISTOGRAMS */
     bool layers_done;
     double threshold;
     int jump, over; /* indices into compared, -1: none */
@@ -113,7 +114,11 @@ static bool is_model_output(const cli_report *r, const char *name) {
 
 /* A histogram of engine (and baseline, when given) values. */
 static void add_hist(cli_report *r, const tci_tensor *test, const tci_tensor *ref) {
-    if (r->num_hist == MAX_HISTOGRAMS || test->dtype != TCI_DTYPE_FLOAT) return;
+    if (test->dtype != TCI_DTYPE_FLOAT) return;
+    if (r->num_hist == MAX_HISTOGRAMS) {
+        r->hist_left_out++;
+        return;
+    }
     rep_hist *h = &r->hist[r->num_hist];
     size_t n = (size_t)tci_tensor_count(test), m = ref ? (size_t)tci_tensor_count(ref) : 0;
     memset(h, 0, sizeof *h);
@@ -139,6 +144,12 @@ void cli_report_compared(cli_report *r, bool layers, const tci_tensor *test,
         return;
     }
     c->r = *result;
+    c->node = c->name;
+    for (size_t i = 0; i < r->model.num_nodes; i++)
+        if (*r->model.nodes[i].name && strcmp(r->model.nodes[i].output, c->name) == 0) {
+            c->node = r->model.nodes[i].name;
+            break;
+        }
     c->model_output = !layers || is_model_output(r, c->name);
     if (c->model_output) add_hist(r, test, ref);
 }
@@ -230,7 +241,7 @@ static const char *css =
     "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
     "table.meta th{background:none;color:#666;font-weight:normal}"
     ".omitted{color:#777;font-style:italic}.bad{color:#b2182b;font-weight:600}"
-    ".ok{color:#1b7837}code{font:12px ui-monospace,Menlo,Consolas,monospace}"
+    ".ok{color:#1b7837}td.fused{color:#777}code{font:12px ui-monospace,Menlo,Consolas,monospace}"
     "td.name{max-width:360px;overflow-wrap:anywhere}"
     "svg{display:block;margin:8px 0;font:11px system-ui,Helvetica,Arial,sans-serif}"
     ".hists{display:flex;flex-wrap:wrap;gap:12px}"
@@ -380,11 +391,11 @@ static void write_layer_errors(out *o) {
             "Threshold %s.", val(b1, "%g", r->threshold));
     if (r->jump >= 0) {
         fputs(" First jump (past the threshold and 10&times; the layer before): <b>", o->f);
-        esc(o, r->compared[r->jump].name);
+        esc(o, r->compared[r->jump].node);
         fputs("</b>.", o->f);
     } else if (r->over >= 0) {
         fputs(" No jump; first over the threshold: <b>", o->f);
-        esc(o, r->compared[r->over].name);
+        esc(o, r->compared[r->over].node);
         fputs("</b>.", o->f);
     } else {
         fputs(" Every layer within the threshold.", o->f);
@@ -416,7 +427,12 @@ static void write_layer_errors(out *o) {
         fprintf(o->f, "<circle cx=\"%s\" cy=\"%s\" r=\"%s\" fill=\"%s\"><title>",
                 svg_num(b1, x), svg_num(b2, y), c->model_output ? "4" : "2.5",
                 over ? "#b2182b" : c->model_output ? "#222" : "#2166ac");
-        esc(o, c->name);
+        esc(o, c->node);
+        if (c->node != c->name) {
+            fputs(" (", o->f);
+            esc(o, c->name);
+            fputs(")", o->f);
+        }
         fprintf(o->f, ": rel L2 %s</title></circle>\n", val(b3, "%.3g", c->r.relative_l2));
     }
     double ty = T + ph - svg_log_pos(&ax, r->threshold, ph);
@@ -433,7 +449,7 @@ static void write_layer_errors(out *o) {
                 "stroke-width=\"2\"/><text x=\"%s\" y=\"%g\" text-anchor=\"%s\" "
                 "fill=\"#a05000\">first jump: ", svg_num(b1, x), b1, T, T + ph,
                 svg_num(b2, right ? x - 4 : x + 4), T + 12, right ? "end" : "start");
-        esc(o, r->compared[r->jump].name);
+        esc(o, r->compared[r->jump].node);
         fputs("</text>\n", o->f);
     }
     fprintf(o->f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">layers in execution order "
@@ -589,6 +605,9 @@ static void write_histograms(out *o, const tci_context *ctx) {
                 T + ph);
     }
     fputs("</div>\n", o->f);
+    if (r->hist_left_out)
+        fprintf(o->f, "<p>%zu more float outputs not drawn (the first %d are).</p>\n",
+                r->hist_left_out, MAX_HISTOGRAMS);
 }
 
 static void write_precision(out *o) {
@@ -634,6 +653,9 @@ static void write_precision(out *o) {
         fputs("</td></tr>\n", o->f);
     }
     if (n) fputs("</table>\n", o->f);
+    else if (a->fp32_text)
+        fprintf(o->f, "<p class=\"bad\">Yet no step stores fp32: every step stores %s.</p>\n",
+                cli_precision_name(a->precision));
     else
         fprintf(o->f, "<p>Every step stores %s: no layer kept in higher precision "
                 "(<code>--fp32-layers NAMES</code> keeps some in fp32).</p>\n",
@@ -650,8 +672,58 @@ static long find_compared(const cli_report *r, const char *name) {
     return -1;
 }
 
-static void step_cells(out *o, const rep_step *s) {
+/* The node of g that consumes tensor t and has op type op (its length: n), when exactly one
+ * does (-1 else); with `also`, a node that consumes that tensor too. */
+static long consumer(const cli_onnx_graph *g, const char *t, const char *op, size_t n,
+                     const char *also) {
+    long found = -1;
+    for (size_t i = 0; *t && i < g->num_nodes; i++) {
+        const cli_onnx_node *nd = &g->nodes[i];
+        if (strlen(nd->op_type) != n || strncmp(nd->op_type, op, n) != 0) continue;
+        bool uses = false, uses_also = !also;
+        for (size_t k = 0; k < nd->num_inputs; k++) {
+            uses = uses || strcmp(nd->inputs[k], t) == 0;
+            uses_also = uses_also || strcmp(nd->inputs[k], also) == 0;
+        }
+        if (!uses || !uses_also) continue;
+        if (found >= 0) return -1;
+        found = (long)i;
+    }
+    return found;
+}
+
+/* Marks in fused_into the nodes of the model that the step beginning at node `first` fused:
+ * the chain its label names ("Conv+BatchNormalization+Add+Relu", "+SiLU" for Sigmoid and Mul),
+ * each consuming the one before; it stops where the model does not follow the label. */
+static void mark_fused(const cli_onnx_graph *g, size_t first, const char *label, long step,
+                       long *fused_into) {
+    const char *cur = g->nodes[first].output;
+    const char *part = strchr(label, '+');
+    while (part) {
+        part++;
+        size_t n = strcspn(part, "+(");
+        long next;
+        if (n == 4 && strncmp(part, "SiLU", 4) == 0) {
+            long sig = consumer(g, cur, "Sigmoid", 7, NULL);
+            next = sig >= 0 ? consumer(g, cur, "Mul", 3, g->nodes[sig].output) : -1;
+            if (next >= 0) fused_into[sig] = step;
+        } else {
+            next = consumer(g, cur, part, n, NULL);
+        }
+        if (next < 0 || fused_into[next] >= 0) return;
+        fused_into[next] = step;
+        cur = g->nodes[next].output;
+        part = strchr(part, '+');
+    }
+}
+
+static void step_cells(out *o, const rep_step *s, long fused_into) {
     char b[32];
+    if (!s && fused_into >= 0) {
+        fprintf(o->f, "<td class=\"n\">(%ld)</td><td class=\"fused\">fused into step %ld</td>"
+                "<td></td><td></td>%s", fused_into, fused_into, o->r->profiled ? "<td></td>" : "");
+        return;
+    }
     if (!s) {
         fputs(o->r->profiled ? "<td></td><td></td><td></td><td></td><td></td>"
                              : "<td></td><td></td><td></td><td></td>", o->f);
@@ -675,10 +747,31 @@ static void write_layer_table(out *o) {
     const cli_report *r = o->r;
     bool steps = r->num_steps > 0, err = r->layers_done;
     bool *used = calloc(r->num_steps + 1, sizeof *used);
-    if (!used) {
+    long *fused_into = malloc((r->model.num_nodes + 1) * sizeof *fused_into);
+    long *step_of = malloc((r->model.num_nodes + 1) * sizeof *step_of);
+    if (!used || !fused_into || !step_of) {
+        free(used);
+        free(fused_into);
+        free(step_of);
         omitted(o, "Layers", "Out of memory listing them.");
         return;
     }
+    /* the step that begins at each node, then the nodes the steps fused */
+    for (size_t i = 0; i < r->model.num_nodes; i++) {
+        const cli_onnx_node *nd = &r->model.nodes[i];
+        fused_into[i] = step_of[i] = -1;
+        for (size_t k = 0; *nd->name && k < r->num_steps && step_of[i] < 0; k++)
+            if (!used[k] && strcmp(r->steps[k].node, nd->name) == 0) {
+                step_of[i] = (long)k;
+                used[k] = true;
+            }
+    }
+    for (size_t i = 0; i < r->model.num_nodes; i++)
+        if (step_of[i] >= 0) fused_into[i] = (long)r->steps[step_of[i]].index;
+    for (size_t i = 0; i < r->model.num_nodes; i++)
+        if (step_of[i] >= 0)
+            mark_fused(&r->model, i, r->steps[step_of[i]].fused,
+                       (long)r->steps[step_of[i]].index, fused_into);
     fputs("<h2>Layers</h2>\n", o->f);
     fprintf(o->f, "<p>%s", r->have_model ? "Every node of the model, in the file's order "
                                            "(ONNX node names)" : "Every step of the engine");
@@ -695,13 +788,7 @@ static void write_layer_table(out *o) {
     size_t rows = r->have_model ? r->model.num_nodes : r->num_steps;
     for (size_t i = 0; i < rows; i++) {
         const cli_onnx_node *nd = r->have_model ? &r->model.nodes[i] : NULL;
-        const rep_step *s = NULL;
-        for (size_t k = 0; nd && k < r->num_steps && !s; k++)
-            if (!used[k] && *nd->name && strcmp(r->steps[k].node, nd->name) == 0) {
-                s = &r->steps[k];
-                used[k] = true;
-            }
-        if (!nd) s = &r->steps[i];
+        const rep_step *s = nd ? (step_of[i] >= 0 ? &r->steps[step_of[i]] : NULL) : &r->steps[i];
         fprintf(o->f, "<tr><td class=\"n\">%zu</td><td class=\"name\">", i);
         esc(o, nd ? nd->name : s->node);
         fputs("</td>", o->f);
@@ -721,7 +808,7 @@ static void write_layer_table(out *o) {
             else
                 fputs("<td class=\"n\">-</td><td class=\"n\">-</td>", o->f);
         }
-        if (steps) step_cells(o, s);
+        if (steps) step_cells(o, s, nd && !s ? fused_into[i] : -1);
         fputs("</tr>\n", o->f);
     }
     fputs("</table>\n", o->f);
@@ -737,11 +824,13 @@ static void write_layer_table(out *o) {
         fputs("<tr><td class=\"name\">", o->f);
         esc(o, r->steps[k].node);
         fputs("</td>", o->f);
-        step_cells(o, &r->steps[k]);
+        step_cells(o, &r->steps[k], -1);
         fputs("</tr>\n", o->f);
     }
     if (extra) fputs("</table>\n", o->f);
     free(used);
+    free(fused_into);
+    free(step_of);
 }
 
 int cli_write_report(const cli_args *a, cli_report *r, const tci_engine *engine,

@@ -215,12 +215,24 @@ START_TEST(gpu_shaped_report) {
     ck_assert_ptr_nonnull(strstr(html, "</html>"));
     ck_assert_ptr_null(strstr(html, "<script"));
     ck_assert(!has_word(html, "nan") && !has_word(html, "inf") && !has_word(html, "infinity"));
-    ck_assert_ptr_nonnull(strstr(html, "first jump: relu_2_out"));
+    ck_assert_ptr_nonnull(strstr(html, "first jump: relu_2<"));
     ck_assert_ptr_nonnull(strstr(html, "layout_&lt;in&gt;"));         /* escaped, in the extra steps */
     ck_assert_ptr_nonnull(strstr(html, "wmma conv 64x64 &lt;fast&gt;"));
     ck_assert_ptr_nonnull(strstr(html, "stroke-dasharray=\"6 4\""));    /* the threshold line */
     ck_assert_ptr_nonnull(strstr(html, ">probabilities_out</td>"));     /* the outputs table */
+    ck_assert_ptr_nonnull(strstr(html, "<title>relu_2 (relu_2_out): rel L2 0.09</title>"));
     ck_assert_ptr_null(strstr(html, "class=\"omitted\""));             /* every section drawn */
+    /* the nodes the labels name, each consuming the one before, are marked fused */
+    const char *fused = strstr(html, "<td class=\"name\">batchnormalization_0</td>");
+    ck_assert_ptr_nonnull(fused);
+    ck_assert_ptr_nonnull(strstr(fused, "fused into step 0</td>"));
+    ck_assert(strstr(fused, "fused into step 0</td>") < strstr(html, ">relu_0</td>"));
+    const char *relu = strstr(html, "<td class=\"name\">relu_0</td>");
+    ck_assert(strstr(relu, "fused into step 0</td>") < strstr(html, ">conv_1</td>"));
+    relu = strstr(html, "<td class=\"name\">relu_1</td>");
+    ck_assert(strstr(relu, "fused into step 1</td>") < strstr(html, ">maxpool_0</td>"));
+    ck_assert(strstr(html, ">relu_2</td>") > strstr(html, "fused into step 1</td>") &&
+              !strstr(strstr(html, ">relu_2</td>"), "fused into"));
     const char *nodes[] = {"conv_0", "batchnormalization_0", "relu_0", "conv_1", "relu_1",
                            "maxpool_0", "conv_2", "relu_2", "globalaveragepool_0", "flatten_0",
                            "gemm_0", "probabilities"};
