@@ -306,11 +306,11 @@ static void write_header(out *o, const tci_engine *engine) {
     fputs("</td></tr>\n<tr><th>graph</th><td>", o->f);
     if (o->r->have_model) fprintf(o->f, "%zu nodes in the model, ", o->r->model.num_nodes);
     fprintf(o->f, "%zu after optimisation", stats.num_nodes);
-    fputs("</td></tr>\n<tr><th>ops</th><td>", o->f);
-    tci_engine_op_histogram(engine, write_op_count, o);
     tci_gpu_report g;
     tci_gpu_report_init(&g);
     if (tci_engine_gpu_report(engine, &g) == TCI_OK) fprintf(o->f, ", %zu GPU steps", g.num_steps);
+    fputs("</td></tr>\n<tr><th>ops</th><td>", o->f);
+    tci_engine_op_histogram(engine, write_op_count, o);
     fprintf(o->f, "</td></tr>\n<tr><th>date</th><td>%s</td></tr>\n", date);
     fputs("<tr><th>tcinfer</th><td>", o->f);
     esc(o, tci_version());
@@ -756,15 +756,21 @@ static void write_layer_table(out *o) {
         omitted(o, "Layers", "Out of memory listing them.");
         return;
     }
-    /* the step that begins at each node, then the nodes the steps fused */
+    /* the step that begins at each node (of several, the one running the node's op rather than
+     * a cast or layout conversion before it), then the nodes the steps fused */
     for (size_t i = 0; i < r->model.num_nodes; i++) {
         const cli_onnx_node *nd = &r->model.nodes[i];
         fused_into[i] = step_of[i] = -1;
-        for (size_t k = 0; *nd->name && k < r->num_steps && step_of[i] < 0; k++)
-            if (!used[k] && strcmp(r->steps[k].node, nd->name) == 0) {
-                step_of[i] = (long)k;
-                used[k] = true;
+        for (int pass = 0; pass < 2 && step_of[i] < 0; pass++)
+            for (size_t k = 0; *nd->name && k < r->num_steps && step_of[i] < 0; k++) {
+                const char *label = r->steps[k].fused;
+                size_t n = strlen(nd->op_type);
+                bool runs_op = strncmp(label, nd->op_type, n) == 0 &&
+                               (label[n] == '\0' || label[n] == '+');
+                if (!used[k] && strcmp(r->steps[k].node, nd->name) == 0 && (pass || runs_op))
+                    step_of[i] = (long)k;
             }
+        if (step_of[i] >= 0) used[step_of[i]] = true;
     }
     for (size_t i = 0; i < r->model.num_nodes; i++)
         if (step_of[i] >= 0) fused_into[i] = (long)r->steps[step_of[i]].index;
@@ -816,7 +822,8 @@ static void write_layer_table(out *o) {
     for (size_t k = 0; r->have_model && k < r->num_steps; k++) {
         if (used[k]) continue;
         if (extra++ == 0)
-            fputs("<p>Steps the engine added (they begin at no node of the model):</p>\n<table>\n"
+            fputs("<p>The other steps: casts and layout conversions the engine added, by the "
+                  "node they serve:</p>\n<table>\n"
                   "<tr><th>node</th><th class=\"n\">step</th><th>fused ops</th><th>kernel</th>"
                   "<th>output</th>", o->f);
         if (extra == 1 && r->profiled) fputs("<th class=\"n\">ms</th>", o->f);

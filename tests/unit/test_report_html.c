@@ -153,6 +153,13 @@ static char *slurp(const char *path) {
     return s;
 }
 
+/* A made-up time for each step of a plan (layouts are left to the report). */
+static void profile_step(size_t index, const char *node, const char *fused_ops,
+                         const char *kernel, const char *layout, void *user) {
+    (void)layout;
+    cli_report_profile_step(user, index, node, fused_ops, kernel, 0.01f * (float)(index + 1));
+}
+
 /* What a GPU run with --compare-layers --profile records, fed to the report of a CPU engine
  * (no GPU here): every section is drawn, names escaped. */
 START_TEST(gpu_shaped_report) {
@@ -204,19 +211,40 @@ START_TEST(gpu_shaped_report) {
         cli_report_compared(r, true, &t, &out, &l);
     }
     cli_report_layer_jump(r, 1e-2, 7, 7);
-    cli_report_profile_step(r, 0, "conv_0", "Conv+BatchNormalization+Relu",
-                            "wmma conv 64x64 <fast>", 0.021f);
-    cli_report_profile_step(r, 1, "conv_1", "Conv+Relu", "cuDNN convolution algo 1", 0.034f);
-    cli_report_profile_step(r, 2, "gemm_0", "Gemm", "cublaslt 3", 0.008f);
-    cli_report_profile_step(r, 3, "layout_<in>", "Layout", "tcinfer layout", 0.002f);
-    ck_assert_int_eq(cli_write_report(&a, r, e, ctx, NULL), 0);
+    /* the GPU plan of the model with gemm_0 in fp32, built without a GPU, gives the steps */
+    tci_engine_options po;
+    tci_engine_options_init(&po);
+    po.backend = TCI_BACKEND_GPU;
+    po.plan_only = 1;
+    const char *fp32[] = {"gemm_0", NULL};
+    po.fp32_layers = fp32;
+    tci_engine *planned = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &po, &planned));
+    ck_assert_tci_ok(tci_engine_layers(planned, profile_step, r));
+    cli_report_profile_step(r, 10, "extra_<in>", "layout", "wmma conv 64x64 <fast>", 0.002f);
+    ck_assert_int_eq(cli_write_report(&a, r, planned, ctx, NULL), 0);
+    tci_engine_destroy(planned);
     char *html = slurp(path);
     ck_assert_ptr_nonnull(strstr(html, "<!DOCTYPE html>"));
     ck_assert_ptr_nonnull(strstr(html, "</html>"));
     ck_assert_ptr_null(strstr(html, "<script"));
     ck_assert(!has_word(html, "nan") && !has_word(html, "inf") && !has_word(html, "infinity"));
     ck_assert_ptr_nonnull(strstr(html, "first jump: relu_2<"));
-    ck_assert_ptr_nonnull(strstr(html, "layout_&lt;in&gt;"));         /* escaped, in the extra steps */
+    ck_assert_ptr_nonnull(strstr(html, "extra_&lt;in&gt;"));          /* escaped, in the extra steps */
+    /* gemm_0 kept in fp32: its cast step and its GEMM, in the higher-precision table */
+    const char *hp = strstr(html, "<h2>Layers kept in higher precision</h2>");
+    const char *layers_h2 = strstr(html, "<h2>Layers</h2>");
+    ck_assert(hp && layers_h2);
+    const char *gemm = strstr(hp, "<td>Gemm</td>");
+    ck_assert(gemm && gemm < layers_h2);
+    ck_assert_ptr_nonnull(strstr(gemm, "dense fp32"));
+    ck_assert_ptr_nonnull(strstr(html, "stroke-width=\"2\"/>"));      /* an fp32 bar outlined */
+    /* in the layer table gemm_0 is the GEMM's step (7), its cast among the other steps */
+    ck_assert_ptr_nonnull(strstr(layers_h2, "<td class=\"name\">gemm_0</td><td>Gemm</td>"));
+    const char *other = strstr(layers_h2, "The other steps");
+    ck_assert_ptr_nonnull(other);
+    ck_assert_ptr_nonnull(strstr(other, "<td class=\"name\">gemm_0</td><td class=\"n\">6</td>"
+                                        "<td>cast fp16-&gt;fp32</td>"));
     ck_assert_ptr_nonnull(strstr(html, "wmma conv 64x64 &lt;fast&gt;"));
     ck_assert_ptr_nonnull(strstr(html, "stroke-dasharray=\"6 4\""));    /* the threshold line */
     ck_assert_ptr_nonnull(strstr(html, ">probabilities_out</td>"));     /* the outputs table */
@@ -231,8 +259,9 @@ START_TEST(gpu_shaped_report) {
     ck_assert(strstr(relu, "fused into step 0</td>") < strstr(html, ">conv_1</td>"));
     relu = strstr(html, "<td class=\"name\">relu_1</td>");
     ck_assert(strstr(relu, "fused into step 1</td>") < strstr(html, ">maxpool_0</td>"));
-    ck_assert(strstr(html, ">relu_2</td>") > strstr(html, "fused into step 1</td>") &&
-              !strstr(strstr(html, ">relu_2</td>"), "fused into"));
+    relu = strstr(html, "<td class=\"name\">relu_2</td>");
+    ck_assert(strstr(relu, "fused into step 3</td>") < strstr(html, ">globalaveragepool_0</td>"));
+    ck_assert(!strstr(strstr(html, ">maxpool_0</td>"), "fused into step 2"));
     const char *nodes[] = {"conv_0", "batchnormalization_0", "relu_0", "conv_1", "relu_1",
                            "maxpool_0", "conv_2", "relu_2", "globalaveragepool_0", "flatten_0",
                            "gemm_0", "probabilities"};
