@@ -17,6 +17,8 @@ typedef struct cli_input {
     const char *path;
 } cli_input;
 
+typedef struct cli_report cli_report; /* report_html.c */
+
 typedef struct cli_args {
     const char *model;
     cli_input inputs[MAX_ITEMS + 1];
@@ -40,6 +42,8 @@ typedef struct cli_args {
     char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
     const char *fp32_layers[MAX_ITEMS + 1];
     tci_engine_options limits; /* --limit: only its limit fields are used */
+    const char *report;        /* --report FILE */
+    cli_report *collect;       /* what the run gathers for --report (NULL: no report) */
 } cli_args;
 
 /* options.c */
@@ -73,5 +77,20 @@ int cli_run_profile(const cli_args *a, tci_context *ctx, json_value *json);
 const char *cli_format_info_dims(const tci_tensor_info *info, char *buf, size_t size);
 json_value *cli_json_shape(int rank, const int64_t *dims);
 const char *cli_precision_name(tci_precision p);
+
+/* report_html.c: --report. The cli_report_* calls record what --compare, --compare-layers and
+ * --profile computed; each is a no-op on a NULL report. */
+cli_report *cli_report_create(const cli_args *a); /* NULL: failed, and said why */
+void cli_report_destroy(cli_report *r);
+/* Every float tensor --compare measured (layers: with --compare-layers), in its order. */
+void cli_report_compared(cli_report *r, bool layers, const tci_tensor *test,
+                         const tci_tensor *ref, const tci_compare_result *result);
+/* --compare-layers' verdict: indices into the compared tensors, -1 where none. */
+void cli_report_layer_jump(cli_report *r, double threshold, int jump, int over);
+void cli_report_profile_step(cli_report *r, size_t index, const char *node, const char *fused,
+                             const char *kernel, float median_ms);
+/* Writes a->report after the run of ctx; 0 or an exit status. */
+int cli_write_report(const cli_args *a, cli_report *r, const tci_engine *engine,
+                     const tci_context *ctx, json_value *json);
 
 #endif

@@ -160,6 +160,7 @@ int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor 
         }
         errors[layers] = r.relative_l2;
         names[layers++] = test.name;
+        cli_report_compared(a->collect, a->compare_layers, &test, &ref, &r);
         bool over = a->tolerance >= 0 && !(r.relative_l2 <= a->tolerance);
         if (list) {
             json_value *o = json_result(test.name, &r);
@@ -188,6 +189,7 @@ int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor 
         double threshold = a->tolerance >= 0 ? a->tolerance : 1e-2;
         int jump = -1, over = -1;
         st = tci_find_error_jump(errors, layers, threshold, 10.0, &jump, &over);
+        if (st == TCI_OK) cli_report_layer_jump(a->collect, threshold, jump, over);
         if (st != TCI_OK) {
             rc = cli_fail(st);
         } else if (j) {

@@ -263,6 +263,7 @@ static int run(const cli_args *a, const tci_engine *engine, json_value *json) {
         if (st == TCI_OK) st = tci_context_run(ctx, inputs, num_inputs);
         if (st != TCI_OK) rc = cli_fail(st);
     }
+    bool ran = rc == 0;
     if (rc == 0) {
         size_t num_outputs = tci_engine_output_count(engine);
         json_value *outputs = json && !a->compare_layers ? json_add_array(json, "outputs") : NULL;
@@ -280,6 +281,11 @@ static int run(const cli_args *a, const tci_engine *engine, json_value *json) {
     if (rc == 0 && a->bench) rc = cli_run_bench(a, ctx, inputs, json);
     if (rc == 0 && a->profile) rc = cli_run_profile(a, ctx, json);
     if (rc == 0) rc = nonfinite_rc;
+    /* the report also of a run that failed --tolerance or overflowed: the reason is in it */
+    if (a->collect && ran) {
+        int report_rc = cli_write_report(a, a->collect, engine, ctx, json);
+        rc = rc ? rc : report_rc;
+    }
     for (size_t i = 0; inputs && i < num_inputs; i++) tci_tensor_release(&inputs[i]);
     free(inputs);
     tci_context_destroy(ctx);
@@ -343,8 +349,11 @@ static int run_cli(cli_args *a) {
         rc = cli_fail(st);
     } else if (a->info || (a->save_engine && !a->num_inputs && !a->random)) {
         if (a->info) cli_print_info(engine, a->load_engine ? "engine file" : "timing cache", json);
-    } else {
+    } else if (!a->report || (a->collect = cli_report_create(a))) {
         rc = run(a, engine, json);
+        cli_report_destroy(a->collect);
+    } else {
+        rc = EXIT_FAILURE;
     }
     tci_engine_destroy(engine);
     return print_json(json, rc);

@@ -16,6 +16,7 @@ enum {
     OPT_SAVE_ENGINE, OPT_LOAD_ENGINE, OPT_COMPARE, OPT_COMPARE_LAYERS, OPT_BASELINE,
     OPT_TOLERANCE, OPT_BENCH, OPT_WARMUP, OPT_PROFILE, OPT_INFO, OPT_PLAN, OPT_LIST_OPS,
     OPT_DEVICES, OPT_VERSION, OPT_LIMIT,
+    OPT_REPORT,
 };
 
 /* One row per option (a row without a name is a heading of the usage text). help's lines after
@@ -74,6 +75,9 @@ static const cli_option options[] = {
     {"warmup", OPT_WARMUP, "W", "untimed runs before --bench (default 10)"},
     {"profile", OPT_PROFILE, "FILE", "per-layer GPU times: a table sorted by time and a Chrome\n"
                                      "trace in FILE"},
+    {"report", OPT_REPORT, "FILE", "write an HTML report of the run to FILE (one file, no\n"
+                                   "script): what --compare, --compare-layers and --profile\n"
+                                   "measured, output histograms, every layer (docs/report.md)"},
     {NULL, 0, NULL, "Model and tool:"},
     {"info", OPT_INFO, NULL, "describe the model (inputs, outputs, ops, parameters) and exit;\n"
                              "names every unsupported node"},
@@ -311,6 +315,7 @@ static int apply_option(cli_args *a, int id, char *value) {
     case OPT_NO_GRAPH: a->no_graph = true; return 0;
     case OPT_PLAN: a->plan = true; return 0;
     case OPT_PROFILE: a->profile = value; return 0;
+    case OPT_REPORT: a->report = value; return 0;
     case OPT_TOLERANCE:
         errno = 0;
         a->tolerance = strtod(value, &end);
@@ -394,6 +399,9 @@ static int check_combinations(cli_args *a) {
     if (a->save_engine && (a->backend == TCI_BACKEND_CPU || a->plan || a->compare_layers))
         return cli_usage_error("--save-engine writes a GPU engine: not with --backend cpu, --plan "
                                "or --compare-layers%s", "");
+    if (a->report && (a->info || a->plan || (a->save_engine && !a->num_inputs && !a->random)))
+        return cli_usage_error("--report describes a run: not with --info, --plan or "
+                               "--save-engine without inputs%s", "");
     if (a->random && a->num_inputs)
         return cli_usage_error("give either input files or --random%s", "");
     if (a->tolerance >= 0 && !a->compare)

@@ -346,6 +346,9 @@ int cli_run_profile(const cli_args *a, tci_context *ctx, json_value *json) {
         free(t.rows);
         return cli_fail(st);
     }
+    for (size_t i = 0; i < t.count; i++)
+        cli_report_profile_step(a->collect, t.rows[i].index, t.rows[i].node, t.rows[i].fused,
+                                t.rows[i].kernel, t.rows[i].ms);
     double total = 0;
     if (!write_trace(a->profile, &t, &total)) {
         fprintf(stderr, "tcinfer: cannot write '%s': %s\n", a->profile, strerror(errno));

@@ -2,12 +2,18 @@
 """Tests of the tcinfer command line: input formats, outputs, and every error path's exit status
 and message. Builds its own tiny models, so it needs no generated files.
 
-  test_cli.py --tcinfer build/tcinfer [--demo-dir models/demo] [unittest options]
+  test_cli.py --tcinfer build/tcinfer [--demo-dir models/demo] [--models-dir build/models]
+              [unittest options]
+
+--models-dir (the generated models) adds the --report check of every generated model.
 
 Exit statuses (the CLI's contract): 0 ok, 1 failure, 2 usage error, 3 unsupported model.
 """
 import argparse
+import glob
+import html.parser
 import json
+import math
 import os
 import re
 import subprocess
@@ -21,6 +27,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 TCINFER = None
 DEMO_DIR = None
+MODELS_DIR = None
 # ops that a tiny elementwise model may use, first supported one wins
 UNARY_CANDIDATES = ["Relu", "Identity", "Abs", "Neg", "Sigmoid"]
 # real ONNX ops outside tcinfer's coverage; the first one --list-ops does not name is used
@@ -54,6 +61,81 @@ def external_tensor(name, dims, **entries):
         entry = t.external_data.add()
         entry.key, entry.value = key, val
     return t
+
+
+class ReportParser(html.parser.HTMLParser):
+    """Checks a --report file as it parses: every element closed in order, nothing fetched
+    (no src, no href but same-page anchors, no script, link or import), every number of an SVG
+    attribute finite. Collects the layer table's node names and the SVG count."""
+    VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "wbr"}
+    SVG_NUMBERS = {"x", "y", "x1", "x2", "y1", "y2", "cx", "cy", "r", "width", "height"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors, self.names, self.svgs = [], [], [], 0
+        self.in_name_cell, self.cell, self.text = False, "", []
+
+    def handle_starttag(self, tag, attrs):
+        self.handle_attrs(tag, attrs)
+        if tag in ("script", "link", "iframe", "object", "embed", "img", "image", "use"):
+            self.errors.append(f"<{tag}> in the report")
+        if tag == "svg":
+            self.svgs += 1
+        if tag == "td" and ("class", "name") in attrs:
+            self.in_name_cell, self.cell = True, ""
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_attrs(tag, attrs)
+
+    def handle_attrs(self, tag, attrs):
+        for key, val in attrs:
+            if key == "src" or (key in ("href", "xlink:href") and not (val or "").startswith("#")):
+                self.errors.append(f"<{tag} {key}={val!r}> fetches something")
+            if key == "style" and "url(" in (val or ""):
+                self.errors.append(f"<{tag} style> loads a url")
+            if key in self.SVG_NUMBERS and self.stack and "svg" in self.stack + [tag]:
+                try:
+                    if not math.isfinite(float(val)):
+                        self.errors.append(f"<{tag} {key}={val}> not finite")
+                except ValueError:
+                    self.errors.append(f"<{tag} {key}={val!r}> not a number")
+            if key == "points" or key == "d":
+                for num in re.findall(r"-?[0-9.]+(?:e[-+]?[0-9]+)?|nan|inf", val or "", re.I):
+                    if not math.isfinite(float(num)):
+                        self.errors.append(f"<{tag} {key}> holds {num}")
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self.in_name_cell:
+            self.names.append(self.cell)
+            self.in_name_cell = False
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes <{self.stack[-1] if self.stack else None}>")
+        else:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if self.in_name_cell:
+            self.cell += data
+        self.text.append(data)
+
+
+def check_report(test, path):
+    """Parses the report at path with test's assertions; returns the parser."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    test.assertTrue(text.startswith("<!DOCTYPE html>"), text[:80])
+    parser = ReportParser()
+    parser.feed(text)
+    parser.close()
+    test.assertEqual(parser.errors, [], path)
+    test.assertEqual(parser.stack, [], f"{path}: elements left open")
+    test.assertGreater(parser.svgs, 0, f"{path}: no SVG")
+    words = re.findall(r"[A-Za-z]+", " ".join(parser.text))
+    test.assertFalse({"nan", "inf", "infinity"} & {w.lower() for w in words},
+                     f"{path}: a number that is not finite")
+    return parser
 
 
 class CliTest(unittest.TestCase):
@@ -592,15 +674,67 @@ class CliTest(unittest.TestCase):
         self.assertNotIn("tci_engine_options", err)
 
 
+    # --report ----------------------------------------------------------------------------------
+    def test_report_names_and_escapes_every_node(self):
+        """A node name that is HTML comes out as text, and every node is in the layer table."""
+        names = ["first<b>&\"x'", "second/conv:0", ""]
+        nodes = [helper.make_node("Relu", ["x"], ["h"], name=names[0]),
+                 helper.make_node("Neg", ["h"], ["g"], name=names[1]),
+                 helper.make_node("Abs", ["g"], ["y"], name=names[2])]
+        path = self.save(make_model(nodes, [value("x", [2, 3])], [value("y", [2, 3])]))
+        report = self.path("report.html")
+        rc, out, err = run(path, "--backend", "cpu", "--random", "3", "--report", report)
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"report written to {report}", out)
+        parser = check_report(self, report)
+        self.assertEqual(parser.names, names)
+        text = " ".join(parser.text)
+        for flag in ("--compare", "--compare-layers", "--profile"):
+            self.assertIn(flag, text)  # the omitted sections name the flag that fills them
+        with open(report, encoding="utf-8") as f:
+            self.assertNotIn("<b>&", f.read())
+        rc, out, err = run(path, "--backend", "cpu", "--random", "3", "--report", report,
+                           "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["report"], report)
+
+    def test_report_errors(self):
+        path = self.unary_model([1, 4])
+        self.assert_error(run("--info", "--report", self.path("r.html"), path), 2, "--report")
+        missing = os.path.join(self.dir, "no_such_folder", "r.html")
+        self.assert_error(run(path, "--backend", "cpu", "--random", "1", "--report", missing), 1,
+                          "cannot write the report", "no_such_folder")
+        self.assert_error(run(path, "--random", "1", "--report"), 2, "--report needs a value")
+
+    def test_report_generated_models(self):
+        """--report on the CPU backend for every generated model: well-formed, self-contained,
+        finite, and every ONNX node of the model named in the layer table."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.report)")
+        models = sorted(glob.glob(os.path.join(MODELS_DIR, "*.onnx")))
+        self.assertGreater(len(models), 5, MODELS_DIR)
+        for model in models:
+            with self.subTest(model=os.path.basename(model)):
+                report = self.path(os.path.basename(model) + ".html")
+                rc, out, err = run(model, "--backend", "cpu", "--random", "0", "--quiet",
+                                   "--report", report, timeout=240)
+                self.assertEqual(rc, 0, err)
+                parser = check_report(self, report)
+                graph = onnx.load(model, load_external_data=False).graph
+                self.assertEqual(parser.names, [n.name for n in graph.node])
+
+
 def main():
-    global TCINFER, DEMO_DIR
+    global TCINFER, DEMO_DIR, MODELS_DIR
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tcinfer", required=True, help="path of the tcinfer binary")
     p.add_argument("--demo-dir", help="models/demo, to check the committed demo model")
+    p.add_argument("--models-dir", help="the generated models, for the --report check of each")
     args, rest = p.parse_known_args()
     TCINFER = os.path.abspath(args.tcinfer)
     DEMO_DIR = args.demo_dir
+    MODELS_DIR = args.models_dir
     unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
 
 
