@@ -11,6 +11,7 @@ stops it.
 import argparse
 import concurrent.futures
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -134,7 +135,8 @@ class TritonBackendTest(unittest.TestCase):
         try:
             cls.http = httpclient.InferenceServerClient(f"127.0.0.1:{http_port}",
                                                         concurrency=8)
-            cls.grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+            cls.grpc_url = f"127.0.0.1:{grpc_port}"
+            cls.grpc = grpcclient.InferenceServerClient(cls.grpc_url)
             deadline = time.monotonic() + SERVER_START_TIMEOUT_S
             while True:
                 if cls.server.poll() is not None:
@@ -244,6 +246,22 @@ class TritonBackendTest(unittest.TestCase):
         for k, (x, r) in enumerate(zip(xs, results)):
             want = cli_outputs(self.mlp, x, self.workdir, f"mlp{k}")["probs_out"]
             self.assert_close(r.as_numpy("probs_out"), want)
+
+    def test_load_script(self):
+        # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                              "triton_load.py")
+        proc = subprocess.run([sys.executable, script, "--url", self.grpc_url, "--model", "mlp",
+                               "--concurrency", "1,4", "--batch", "2", "--seconds", "1",
+                               "--warmup", "0.2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        reports = [json.loads(line) for line in proc.stdout.splitlines()]
+        self.assertEqual([r["concurrency"] for r in reports], [1, 4])
+        for r in reports:
+            self.assertEqual(r["errors"], 0, r["first_error"])
+            self.assertGreater(r["requests"], 0)
+            self.assertAlmostEqual(r["items_per_s"], 2 * r["requests_per_s"])
+            self.assertLessEqual(r["p50_ms"], r["p99_ms"])
 
     def test_autocomplete(self):
         cfg = self.http.get_model_config("small")
