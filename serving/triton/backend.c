@@ -346,7 +346,7 @@ static TRITONSERVER_Error *autocomplete(tct_model *m, TRITONBACKEND_Model *model
         if (msg) TRITONSERVER_MessageDelete(msg);
     }
     free(completed);
-    if (!err && engine && !m->is_engine_file) m->cpu_engine = engine; /* checked at first use */
+    if (!err && engine && !m->is_engine_file) m->cpu_engine = engine; /* checked in model_init */
     else tci_engine_destroy(engine);
     return err;
 }
@@ -413,6 +413,9 @@ static TRITONSERVER_Error *model_init(tct_model *m, TRITONBACKEND_Model *model) 
         err = tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': config.pbtxt lists no "
                         "inputs or outputs and auto-completion is off (--disable-auto-complete-"
                         "config)", name);
+    /* the engine auto-completion built: checked against the final configuration here, since
+     * model_engine checks only the engines it builds */
+    if (!err && m->cpu_engine) err = check_engine(m, m->cpu_engine);
     return err;
 }
 
@@ -527,8 +530,11 @@ static TRITONSERVER_Error *check_request(const tct_instance *in, tct_request *r)
     r->batch = 1;
     for (size_t i = 0; i < in->num_inputs; i++) {
         const char *name = in->input_names[i];
-        if (TRITONBACKEND_RequestInput(r->request, name, &r->inputs[i]) != NULL || !r->inputs[i])
+        TRITONSERVER_Error *missing = TRITONBACKEND_RequestInput(r->request, name, &r->inputs[i]);
+        if (missing || !r->inputs[i]) {
+            if (missing) TRITONSERVER_ErrorDelete(missing);
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "the request lacks input '%s'", name);
+        }
         TRITONSERVER_DataType dt;
         const int64_t *shape;
         uint32_t rank;
@@ -575,10 +581,14 @@ static int same_item_shape(const tct_instance *in, const tct_request *a, const t
     for (size_t i = 0; i < in->num_inputs; i++) {
         const int64_t *sa, *sb;
         uint32_t ra, rb;
-        if (TRITONBACKEND_InputProperties(a->inputs[i], NULL, NULL, &sa, &ra, NULL, NULL) ||
-            TRITONBACKEND_InputProperties(b->inputs[i], NULL, NULL, &sb, &rb, NULL, NULL) ||
-            ra != rb)
-            return 0;
+        TRITONSERVER_Error *ea = TRITONBACKEND_InputProperties(a->inputs[i], NULL, NULL, &sa, &ra,
+                                                               NULL, NULL);
+        TRITONSERVER_Error *eb = TRITONBACKEND_InputProperties(b->inputs[i], NULL, NULL, &sb, &rb,
+                                                               NULL, NULL);
+        int failed = ea || eb;
+        if (ea) TRITONSERVER_ErrorDelete(ea);
+        if (eb) TRITONSERVER_ErrorDelete(eb);
+        if (failed || ra != rb) return 0;
         for (uint32_t d = 1; d < ra; d++)
             if (sa[d] != sb[d]) return 0;
     }
@@ -692,6 +702,10 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
             continue;
         }
         size_t need = (size_t)bytes / (size_t)group[0]->batch * (size_t)total;
+        if (need == 0) { /* an empty batch: no data to read */
+            t->data = in->scratch[i];
+            continue;
+        }
         if (need > in->scratch_bytes[i]) {
             void *grown = realloc(in->scratch[i], need);
             if (!grown) {

@@ -113,6 +113,11 @@ class TritonBackendTest(unittest.TestCase):
                     'input [{ name: "input", data_type: TYPE_INT32, dims: [3, 32, 32] }]\n'
                     'output [{ name: "logits_out", data_type: TYPE_FP32, dims: [10] }]\n'
                     'instance_group [{ kind: KIND_CPU }]\n')
+        # inputs given, outputs auto-completed: the given part is still checked against the model
+        write_model(repo, "bad_partial", cls.small,
+                    'max_batch_size: 8\n'
+                    'input [{ name: "input", data_type: TYPE_INT32, dims: [3, 32, 32] }]\n'
+                    'instance_group [{ kind: KIND_CPU }]\n')
         write_model(repo, "no_file", None, 'instance_group [{ kind: KIND_CPU }]\n')
         write_model(repo, "broken", None, 'instance_group [{ kind: KIND_CPU }]\n')
         with open(os.path.join(repo, "broken", "1", "model.onnx"), "wb") as f:
@@ -297,6 +302,7 @@ class TritonBackendTest(unittest.TestCase):
         index = {m["name"]: m for m in self.http.get_model_repository_index()}
         expected = {"bad_param": "unknown parameter 'precison'",
                     "bad_dtype": "config.pbtxt input 'input' is int32; the model's is float",
+                    "bad_partial": "config.pbtxt input 'input' is int32; the model's is float",
                     "no_file": "no model file",
                     "broken": "model 'broken': tcinfer: model file"}
         for name, reason in expected.items():
