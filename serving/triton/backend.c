@@ -152,8 +152,10 @@ static void engine_options(const tct_model *m, tci_engine_options *o) {
 }
 
 /* Every engine input is a config input of the same dtype and dims (the batch dim aside), every
- * config output an engine output. */
-static TRITONSERVER_Error *check_engine(const tct_model *m, const tci_engine *e) {
+ * config output an engine output; with max_batch_size, a fixed leading dim of an input must hold
+ * the largest batch (GPU engines run any smaller one; CPU engines only the fixed one, so there
+ * it must be 1 with max_batch_size 1). */
+static TRITONSERVER_Error *check_engine(const tct_model *m, const tci_engine *e, int gpu) {
     const tct_model_config *c = &m->config;
     int batched = c->max_batch > 0;
     for (int o = 0; o < 2; o++) {
@@ -178,6 +180,14 @@ static TRITONSERVER_Error *check_engine(const tct_model *m, const tci_engine *e)
                                  "model's is %s", kind, tcs[i].name, tci_dtype_name(tcs[i].dtype),
                                  tci_dtype_name(info.dtype));
             if (info.rank < 0) continue;
+            if (!o && batched && info.rank >= 1 && info.dims[0] >= 0 &&
+                (gpu ? info.dims[0] < c->max_batch
+                     : info.dims[0] != 1 || c->max_batch > 1))
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s' has a fixed batch "
+                                 "dim of %lld, which cannot run batches of 1..%d%s", tcs[i].name,
+                                 (long long)info.dims[0], c->max_batch,
+                                 gpu ? " (an engine file is built for one largest batch)"
+                                     : ": set max_batch_size: 0 and give the full dims");
             if (info.rank != tcs[i].rank + batched)
                 return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt %s '%s' has %d "
                                  "dims%s; the model's has rank %d", kind, tcs[i].name,
@@ -275,7 +285,7 @@ static TRITONSERVER_Error *model_engine(tct_model *m, int device, const tci_engi
 #else
         err = build_cpu_engine(m, &e);
 #endif
-        if (!err) err = check_engine(m, e);
+        if (!err) err = check_engine(m, e, device >= 0);
         if (err) tci_engine_destroy(e);
         else *slot = e;
     }
@@ -415,7 +425,7 @@ static TRITONSERVER_Error *model_init(tct_model *m, TRITONBACKEND_Model *model) 
                         "config)", name);
     /* the engine auto-completion built: checked against the final configuration here, since
      * model_engine checks only the engines it builds */
-    if (!err && m->cpu_engine) err = check_engine(m, m->cpu_engine);
+    if (!err && m->cpu_engine) err = check_engine(m, m->cpu_engine, 0);
     return err;
 }
 

@@ -85,6 +85,8 @@ class TritonBackendTest(unittest.TestCase):
         cls.workdir = tempfile.mkdtemp(prefix="tci_triton_")
         cls.small = os.path.join(ARGS.models_dir, "small_cnn.onnx")
         cls.mlp = os.path.join(ARGS.models_dir, "mlp.onnx")
+        cls.demo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models",
+                                "demo", "tiny_cnn.onnx")
         repo = os.path.join(cls.workdir, "repo")
         os.makedirs(repo)
         # everything from the model: inputs, outputs, max_batch_size (auto-completion)
@@ -118,6 +120,15 @@ class TritonBackendTest(unittest.TestCase):
                     'max_batch_size: 8\n'
                     'input [{ name: "input", data_type: TYPE_INT32, dims: [3, 32, 32] }]\n'
                     'instance_group [{ kind: KIND_CPU }]\n')
+        # a model with a fixed batch of 1 cannot take batches up to 8
+        demo = cls.demo
+        write_model(repo, "bad_batch", demo,
+                    'max_batch_size: 8\n'
+                    'input [{ name: "image", data_type: TYPE_FP32, dims: [3, 64, 64] }]\n'
+                    'output [{ name: "probabilities_out", data_type: TYPE_FP32, dims: [10] }]\n'
+                    'instance_group [{ kind: KIND_CPU }]\n')
+        # the same model served as it is: no batch dim in the configuration
+        write_model(repo, "demo", demo, 'instance_group [{ kind: KIND_CPU }]\n')
         write_model(repo, "no_file", None, 'instance_group [{ kind: KIND_CPU }]\n')
         write_model(repo, "broken", None, 'instance_group [{ kind: KIND_CPU }]\n')
         with open(os.path.join(repo, "broken", "1", "model.onnx"), "wb") as f:
@@ -268,6 +279,17 @@ class TritonBackendTest(unittest.TestCase):
             self.assertAlmostEqual(r["items_per_s"], 2 * r["requests_per_s"])
             self.assertLessEqual(r["p50_ms"], r["p99_ms"])
 
+    def test_fixed_shape_model(self):
+        # auto-completion of a model without a symbolic batch dim: max_batch_size 0, full dims
+        cfg = self.http.get_model_config("demo")
+        self.assertEqual(cfg.get("max_batch_size", 0), 0)
+        self.assertEqual(cfg["input"][0]["dims"], [1, 3, 64, 64])
+        x = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                 "models", "demo", "input.npy"))
+        want = cli_outputs(self.demo, x, self.workdir, "demo")["probabilities_out"]
+        got = self.grpc_infer("demo", x, name="image").as_numpy("probabilities_out")
+        self.assert_close(got, want)
+
     def test_autocomplete(self):
         cfg = self.http.get_model_config("small")
         self.assertEqual(cfg["max_batch_size"], 8)
@@ -303,6 +325,8 @@ class TritonBackendTest(unittest.TestCase):
         expected = {"bad_param": "unknown parameter 'precison'",
                     "bad_dtype": "config.pbtxt input 'input' is int32; the model's is float",
                     "bad_partial": "config.pbtxt input 'input' is int32; the model's is float",
+                    "bad_batch": "input 'image' has a fixed batch dim of 1, which cannot run "
+                                 "batches of 1..8",
                     "no_file": "no model file",
                     "broken": "model 'broken': tcinfer: model file"}
         for name, reason in expected.items():
