@@ -208,6 +208,14 @@ static TRITONSERVER_Error *build_cpu_engine(tct_model *m, tci_engine **out) {
     if (m->is_engine_file)
         return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "%s is a GPU engine file: CPU instances "
                          "(KIND_CPU) need model.onnx", m->model_path);
+    const tct_model_config *c = &m->config;
+    if (c->precision_set || c->fp32_layers || c->timing_cache) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "model '%s': the parameters precision, fp32_layers and "
+                 "timing_cache apply to GPU instances; the CPU instances run the fp32 reference",
+                 m->name);
+        log_message(TRITONSERVER_LOG_WARN, msg);
+    }
     tci_engine_options o;
     engine_options(m, &o);
     o.backend = TCI_BACKEND_CPU;
@@ -232,7 +240,9 @@ static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine
         return st == TCI_OK ? NULL : tci_failure(st, m->name);
     }
     tci_shape_override *shapes = calloc(c->num_inputs ? c->num_inputs : 1, sizeof *shapes);
-    char *cache = c->timing_cache ? join_path(m->repo_dir, c->timing_cache) : NULL;
+    char *cache = !c->timing_cache ? NULL
+                  : c->timing_cache[0] == '/' ? join_path("", c->timing_cache + 1)
+                                              : join_path(m->repo_dir, c->timing_cache);
     TRITONSERVER_Error *err = NULL;
     if (!shapes || (c->timing_cache && !cache))
         err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");

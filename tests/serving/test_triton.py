@@ -99,7 +99,8 @@ class TritonBackendTest(unittest.TestCase):
                     'input [{ name: "input", data_type: TYPE_FP32, dims: [784] }]\n'
                     'output [{ name: "probs_out", data_type: TYPE_FP32, dims: [10] }]\n'
                     'instance_group [{ kind: KIND_CPU, count: 2 }]\n'
-                    'parameters { key: "cpu_threads" value { string_value: "1" } }\n')
+                    'parameters { key: "cpu_threads" value { string_value: "1" } }\n'
+                    'parameters { key: "precision" value { string_value: "bf16" } }\n')
         # variable channels in the config: a wrong count reaches tcinfer, whose error is returned
         write_model(repo, "small_var", cls.small,
                     'max_batch_size: 0\n'
@@ -171,10 +172,11 @@ class TritonBackendTest(unittest.TestCase):
             raise
 
     @classmethod
-    def server_log(cls):
+    def server_log(cls, tail=6000):
         cls.log.flush()
         with open(cls.log_path) as f:
-            return f.read()[-6000:]
+            text = f.read()
+        return text[-tail:] if tail else text
 
     @classmethod
     def stop_server(cls):
@@ -289,6 +291,10 @@ class TritonBackendTest(unittest.TestCase):
         want = cli_outputs(self.demo, x, self.workdir, "demo")["probabilities_out"]
         got = self.grpc_infer("demo", x, name="image").as_numpy("probabilities_out")
         self.assert_close(got, want)
+
+    def test_gpu_parameters_on_cpu_instances_are_reported(self):
+        self.assertIn("model 'mlp': the parameters precision, fp32_layers and timing_cache apply "
+                      "to GPU instances", self.server_log(tail=None))
 
     def test_autocomplete(self):
         cfg = self.http.get_model_config("small")
