@@ -760,7 +760,12 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
             rerr = respond(in, r, row, total, response);
             TRITONSERVER_Error *serr = TRITONBACKEND_ResponseSend(
                 response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL, rerr);
-            if (serr) TRITONSERVER_ErrorDelete(serr);
+            if (serr) { /* not sent: the response is still ours */
+                log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(serr));
+                TRITONSERVER_ErrorDelete(serr);
+                serr = TRITONBACKEND_ResponseDelete(response);
+                if (serr) TRITONSERVER_ErrorDelete(serr);
+            }
             if (rerr) { /* answered with it */
                 TRITONSERVER_ErrorDelete(rerr);
                 rerr = NULL;
@@ -790,8 +795,14 @@ static void finish_request(TRITONBACKEND_ModelInstance *instance, tct_request *r
     if (r->error) {
         TRITONBACKEND_Response *response = NULL;
         TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&response, r->request);
-        if (!e) e = TRITONBACKEND_ResponseSend(response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL,
-                                               r->error);
+        if (!e) {
+            e = TRITONBACKEND_ResponseSend(response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+                                           r->error);
+            if (e) { /* not sent: the response is still ours */
+                TRITONSERVER_Error *d = TRITONBACKEND_ResponseDelete(response);
+                if (d) TRITONSERVER_ErrorDelete(d);
+            }
+        }
         if (e) {
             log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
             TRITONSERVER_ErrorDelete(e);
