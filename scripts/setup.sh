@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debian_packages=(cmake make gcc g++ pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev
-                 check libopenblas-dev python3 python3-venv python3-pip)
+                 check libopenblas-dev libcjson-dev python3 python3-venv python3-pip)
 missing=()
 for p in "${debian_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,11 +23,14 @@ fi
 
 # Python test tooling, pinned, in a project-local virtual environment
 req=tests/requirements.txt
+nodeps=tests/requirements-nodeps.txt
 stamp=.venv/.requirements.sha256
-want=$(sha256sum "$req" | cut -d' ' -f1)
+want=$(cat "$req" "$nodeps" | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "setup: installing Python test tooling from $req into .venv"
     python3 -m venv .venv
     .venv/bin/python -m pip install -q --disable-pip-version-check -r "$req"
+    # the Triton server binary of tests/serving, without its Python front end's dependencies
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r "$nodeps"
     echo "$want" > "$stamp"
 fi

@@ -1,0 +1,886 @@
+/* libtriton_tcinfer.so: a Triton Inference Server backend that runs tcinfer engines.
+ *
+ * One engine per model and device, shared by the model's instances on that device (CPU instances
+ * share the reference-backend engine); one context per instance. All requests of one execute call
+ * whose non-batch dims agree run as one batch. Inputs are gathered from Triton's buffers (CPU
+ * memory, or GPU memory copied over), outputs written into the buffers Triton hands out. */
+#define _POSIX_C_SOURCE 200809L
+#include "model_config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#if TCI_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define TCT_MAX_DEVICES 64
+
+typedef struct tct_model {
+    char *name;
+    char *repo_dir;   /* the model's folder: config.pbtxt, version folders */
+    char *model_path; /* <repo_dir>/<version>/model.onnx (or model.tci, an engine file) */
+    int is_engine_file;
+    tct_model_config config;
+    pthread_mutex_t lock; /* guards the engines below while instances are created */
+    tci_engine *cpu_engine;
+    tci_engine *gpu_engines[TCT_MAX_DEVICES];
+} tct_model;
+
+typedef struct tct_instance {
+    tct_model *model;
+    TRITONBACKEND_ModelInstance *triton;
+    int device; /* -1: a CPU instance */
+    const tci_engine *engine;
+    tci_context *ctx;
+    size_t num_inputs;
+    const char **input_names; /* engine order; the strings live as long as the engine */
+    void **scratch;           /* per input: where the batch is gathered */
+    size_t *scratch_bytes;
+} tct_instance;
+
+#define RETURN_IF_ERROR(expr)                                                                     \
+    do {                                                                                          \
+        TRITONSERVER_Error *err_ = (expr);                                                        \
+        if (err_) return err_;                                                                    \
+    } while (0)
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* Triton's steady clock */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void log_message(TRITONSERVER_LogLevel level, const char *msg) {
+    TRITONSERVER_Error *err = TRITONSERVER_LogMessage(level, __FILE__, __LINE__, msg);
+    if (err) TRITONSERVER_ErrorDelete(err);
+}
+
+static void engine_log(tci_log_level level, const char *message, void *user) {
+    const char *model = user;
+    char line[1024];
+    snprintf(line, sizeof line, "tcinfer (%s): %s", model, message);
+    log_message(level == TCI_LOG_ERROR ? TRITONSERVER_LOG_ERROR
+                : level == TCI_LOG_WARNING ? TRITONSERVER_LOG_WARN
+                : level == TCI_LOG_INFO ? TRITONSERVER_LOG_INFO : TRITONSERVER_LOG_VERBOSE,
+                line);
+}
+
+/* A failed tcinfer call as a Triton error carrying tcinfer's message. */
+static TRITONSERVER_Error *tci_failure(tci_status status, const char *model) {
+    TRITONSERVER_Error_Code code = TRITONSERVER_ERROR_INTERNAL;
+    switch (status) {
+    case TCI_ERR_INVALID_ARGUMENT:
+    case TCI_ERR_PARSE:
+    case TCI_ERR_INVALID_MODEL: code = TRITONSERVER_ERROR_INVALID_ARG; break;
+    case TCI_ERR_UNSUPPORTED:
+    case TCI_ERR_NO_DEVICE: code = TRITONSERVER_ERROR_UNSUPPORTED; break;
+    case TCI_ERR_IO: code = TRITONSERVER_ERROR_NOT_FOUND; break;
+    default: break;
+    }
+    return tct_error(code, "model '%s': tcinfer: %s", model, tci_last_error());
+}
+
+static char *join_path(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+#if TCI_HAVE_CUDA
+static TRITONSERVER_Error *set_device(int device) {
+    cudaError_t e = cudaSetDevice(device);
+    return e == cudaSuccess ? NULL
+                            : tct_error(TRITONSERVER_ERROR_INTERNAL, "cudaSetDevice(%d): %s", device,
+                                        cudaGetErrorString(e));
+}
+#endif
+
+/* Copies n bytes between host and Triton buffers in any memory. */
+static TRITONSERVER_Error *copy_bytes(void *dst, TRITONSERVER_MemoryType dst_type, const void *src,
+                                      TRITONSERVER_MemoryType src_type, size_t n) {
+    if (n == 0) return NULL;
+    if (dst_type != TRITONSERVER_MEMORY_GPU && src_type != TRITONSERVER_MEMORY_GPU) {
+        memcpy(dst, src, n);
+        return NULL;
+    }
+#if TCI_HAVE_CUDA
+    cudaError_t e = cudaMemcpy(dst, src, n, cudaMemcpyDefault);
+    return e == cudaSuccess ? NULL
+                            : tct_error(TRITONSERVER_ERROR_INTERNAL, "copying %zu bytes to or from "
+                                        "GPU memory: %s", n, cudaGetErrorString(e));
+#else
+    return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "a tensor in GPU memory, but this tcinfer "
+                     "backend is built without CUDA");
+#endif
+}
+
+/* ---- backend ---- */
+
+TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
+    uint32_t major = 0, minor = 0;
+    RETURN_IF_ERROR(TRITONBACKEND_ApiVersion(&major, &minor));
+    if (major != TCI_TRITONBACKEND_API_MAJOR || minor < TCI_TRITONBACKEND_API_MINOR)
+        return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "the tcinfer backend needs TRITONBACKEND "
+                         "API %u.%u or a later %u.x; this server has %u.%u",
+                         TCI_TRITONBACKEND_API_MAJOR, TCI_TRITONBACKEND_API_MINOR,
+                         TCI_TRITONBACKEND_API_MAJOR, major, minor);
+    char msg[128];
+    snprintf(msg, sizeof msg, "tcinfer backend %s (TRITONBACKEND API %u.%u)", tci_version(), major,
+             minor);
+    log_message(TRITONSERVER_LOG_INFO, msg);
+    return NULL;
+}
+
+/* ---- engines ---- */
+
+static void engine_options(const tct_model *m, tci_engine_options *o) {
+    tci_engine_options_init(o);
+    o->log_fn = engine_log;
+    o->log_user = m->name;
+    o->log_level = TRITONSERVER_LogIsEnabled(TRITONSERVER_LOG_VERBOSE) ? TCI_LOG_INFO
+                                                                       : TCI_LOG_WARNING;
+}
+
+/* Every engine input is a config input of the same dtype and dims (the batch dim aside), every
+ * config output an engine output; with max_batch_size, a fixed leading dim of an input must hold
+ * the largest batch (GPU engines run any smaller one; CPU engines only the fixed one, so there
+ * it must be 1 with max_batch_size 1). */
+static TRITONSERVER_Error *check_engine(const tct_model *m, const tci_engine *e, int gpu) {
+    const tct_model_config *c = &m->config;
+    int batched = c->max_batch > 0;
+    for (int o = 0; o < 2; o++) {
+        size_t n = o ? c->num_outputs : c->num_inputs;
+        const tct_tensor_config *tcs = o ? c->outputs : c->inputs;
+        const char *kind = o ? "output" : "input";
+        if (!o && n != tci_engine_input_count(e))
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt declares %zu inputs; "
+                             "the model has %zu", n, tci_engine_input_count(e));
+        for (size_t i = 0; i < n; i++) {
+            size_t index;
+            tci_tensor_info info;
+            tci_tensor_info_init(&info);
+            if ((o ? tci_engine_output_index(e, tcs[i].name, &index)
+                   : tci_engine_input_index(e, tcs[i].name, &index)) != TCI_OK ||
+                (o ? tci_engine_output_info(e, index, &info)
+                   : tci_engine_input_info(e, index, &info)) != TCI_OK)
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt %s '%s': %s", kind,
+                                 tcs[i].name, tci_last_error());
+            if (info.dtype != tcs[i].dtype)
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt %s '%s' is %s; the "
+                                 "model's is %s", kind, tcs[i].name, tci_dtype_name(tcs[i].dtype),
+                                 tci_dtype_name(info.dtype));
+            if (info.rank < 0) continue;
+            if (!o && batched && info.rank >= 1 && info.dims[0] >= 0 &&
+                (gpu ? info.dims[0] < c->max_batch
+                     : info.dims[0] != 1 || c->max_batch > 1))
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s' has a fixed batch "
+                                 "dim of %lld, which cannot run batches of 1..%d%s", tcs[i].name,
+                                 (long long)info.dims[0], c->max_batch,
+                                 gpu ? " (an engine file is built for one largest batch)"
+                                     : ": set max_batch_size: 0 and give the full dims");
+            if (info.rank != tcs[i].rank + batched)
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt %s '%s' has %d "
+                                 "dims%s; the model's has rank %d", kind, tcs[i].name,
+                                 tcs[i].rank, batched ? " besides the batch dim" : "", info.rank);
+            for (int d = 0; d < tcs[i].rank; d++) {
+                int64_t md = info.dims[d + batched], cd = tcs[i].dims[d];
+                if (md >= 0 && cd >= 0 && md != cd)
+                    return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt %s '%s' dim %d "
+                                     "is %lld; the model's is %lld", kind, tcs[i].name,
+                                     d + batched, (long long)cd, (long long)md);
+            }
+        }
+    }
+    return NULL;
+}
+
+static TRITONSERVER_Error *build_cpu_engine(tct_model *m, tci_engine **out) {
+    if (m->is_engine_file)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "%s is a GPU engine file: CPU instances "
+                         "(KIND_CPU) need model.onnx", m->model_path);
+    const tct_model_config *c = &m->config;
+    if (c->precision_set || c->fp32_layers || c->timing_cache) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "model '%s': the parameters precision, fp32_layers and "
+                 "timing_cache apply to GPU instances; the CPU instances run the fp32 reference",
+                 m->name);
+        log_message(TRITONSERVER_LOG_WARN, msg);
+    }
+    tci_engine_options o;
+    engine_options(m, &o);
+    o.backend = TCI_BACKEND_CPU;
+    o.cpu_threads = m->config.cpu_threads;
+    tci_status st = tci_engine_create_from_file(m->model_path, &o, out);
+    return st == TCI_OK ? NULL : tci_failure(st, m->name);
+}
+
+#if TCI_HAVE_CUDA
+/* GPU engines are built for fixed shapes: max_batch_size and the config's dims. */
+static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine **out) {
+    const tct_model_config *c = &m->config;
+    RETURN_IF_ERROR(set_device(device));
+    tci_engine_options o;
+    engine_options(m, &o);
+    if (m->is_engine_file) {
+        if (c->precision_set || c->fp32_layers || c->timing_cache)
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "%s is an engine file, which holds "
+                             "its precision and fp32 layers: leave out the parameters precision, "
+                             "fp32_layers and timing_cache", m->model_path);
+        tci_status st = tci_engine_load(m->model_path, &o, out);
+        return st == TCI_OK ? NULL : tci_failure(st, m->name);
+    }
+    tci_shape_override *shapes = calloc(c->num_inputs ? c->num_inputs : 1, sizeof *shapes);
+    char *cache = !c->timing_cache ? NULL
+                  : c->timing_cache[0] == '/' ? join_path("", c->timing_cache + 1)
+                                              : join_path(m->repo_dir, c->timing_cache);
+    TRITONSERVER_Error *err = NULL;
+    if (!shapes || (c->timing_cache && !cache))
+        err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    for (size_t i = 0; !err && i < c->num_inputs; i++) {
+        const tct_tensor_config *t = &c->inputs[i];
+        int b = c->max_batch > 0;
+        shapes[i].name = t->name;
+        shapes[i].rank = t->rank + b;
+        if (b) shapes[i].dims[0] = c->max_batch;
+        for (int d = 0; d < t->rank; d++) {
+            if (t->dims[d] < 0)
+                err = tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s': GPU instances need "
+                                "fixed dims in config.pbtxt (dim %d is -1)", t->name, d);
+            shapes[i].dims[d + b] = t->dims[d];
+        }
+    }
+    if (!err) {
+        o.backend = TCI_BACKEND_GPU;
+        o.shapes = shapes;
+        o.num_shapes = c->num_inputs;
+        o.precision = c->precision;
+        o.fp32_layers = (const char *const *)c->fp32_layers;
+        o.timing_cache = cache;
+        tci_status st = tci_engine_create_from_file(m->model_path, &o, out);
+        if (st != TCI_OK) err = tci_failure(st, m->name);
+    }
+    free(shapes);
+    free(cache);
+    return err;
+}
+#endif
+
+/* The engine of device (-1: CPU), built on first use. */
+static TRITONSERVER_Error *model_engine(tct_model *m, int device, const tci_engine **out) {
+    if (device >= TCT_MAX_DEVICES)
+        return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "GPU %d: the tcinfer backend serves "
+                         "GPUs 0..%d", device, TCT_MAX_DEVICES - 1);
+#if !TCI_HAVE_CUDA
+    if (device >= 0)
+        return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "this tcinfer backend is built without "
+                         "CUDA: use KIND_CPU instances");
+#endif
+    pthread_mutex_lock(&m->lock);
+    tci_engine **slot = device < 0 ? &m->cpu_engine : &m->gpu_engines[device];
+    TRITONSERVER_Error *err = NULL;
+    if (!*slot) {
+        tci_engine *e = NULL;
+#if TCI_HAVE_CUDA
+        err = device < 0 ? build_cpu_engine(m, &e) : build_gpu_engine(m, device, &e);
+#else
+        err = build_cpu_engine(m, &e);
+#endif
+        if (!err) err = check_engine(m, e, device >= 0);
+        if (err) tci_engine_destroy(e);
+        else *slot = e;
+    }
+    *out = *slot;
+    pthread_mutex_unlock(&m->lock);
+    return err;
+}
+
+/* ---- models ---- */
+
+static void model_free(tct_model *m) {
+    if (!m) return;
+    tci_engine_destroy(m->cpu_engine);
+    for (int d = 0; d < TCT_MAX_DEVICES; d++) {
+        if (!m->gpu_engines[d]) continue;
+#if TCI_HAVE_CUDA
+        TRITONSERVER_Error *err = set_device(d);
+        if (err) TRITONSERVER_ErrorDelete(err);
+#endif
+        tci_engine_destroy(m->gpu_engines[d]);
+    }
+    tct_config_free(&m->config);
+    pthread_mutex_destroy(&m->lock);
+    free(m->name);
+    free(m->repo_dir);
+    free(m->model_path);
+    free(m);
+}
+
+static TRITONSERVER_Error *config_json(TRITONBACKEND_Model *model, TRITONSERVER_Message **msg,
+                                       const char **json, size_t *size) {
+    RETURN_IF_ERROR(TRITONBACKEND_ModelConfig(model, 1, msg));
+    TRITONSERVER_Error *err = TRITONSERVER_MessageSerializeToJson(*msg, json, size);
+    if (err) {
+        TRITONSERVER_MessageDelete(*msg);
+        *msg = NULL;
+    }
+    return err;
+}
+
+/* Auto-completion: fills inputs, outputs and max_batch_size from the model (built once on the CPU,
+ * an engine kept for the CPU instances; an engine file is loaded on the current GPU). */
+static TRITONSERVER_Error *autocomplete(tct_model *m, TRITONBACKEND_Model *model) {
+    TRITONSERVER_Message *msg = NULL;
+    const char *json;
+    size_t size;
+    RETURN_IF_ERROR(config_json(model, &msg, &json, &size));
+    tct_model_config probe;
+    TRITONSERVER_Error *err = tct_config_parse(json, size, &probe);
+    int complete = !err && probe.num_inputs > 0 && probe.num_outputs > 0;
+    if (!err) tct_config_free(&probe);
+    tci_engine *engine = NULL;
+    char *completed = NULL;
+    if (!err && !complete) {
+        tci_engine_options o;
+        engine_options(m, &o);
+        o.cpu_threads = m->is_engine_file ? 0 : m->config.cpu_threads;
+        tci_status st = m->is_engine_file ? tci_engine_load(m->model_path, &o, &engine)
+                                          : tci_engine_create_from_file(m->model_path, &o, &engine);
+        if (st != TCI_OK) err = tci_failure(st, m->name);
+        if (!err) err = tct_config_autocomplete(json, size, engine, &completed);
+    }
+    TRITONSERVER_MessageDelete(msg);
+    msg = NULL;
+    if (!err && completed) {
+        err = TRITONSERVER_MessageNewFromSerializedJson(&msg, completed, strlen(completed));
+        if (!err) err = TRITONBACKEND_ModelSetConfig(model, 1, msg);
+        if (msg) TRITONSERVER_MessageDelete(msg);
+    }
+    free(completed);
+    if (!err && engine && !m->is_engine_file) m->cpu_engine = engine; /* checked in model_init */
+    else tci_engine_destroy(engine);
+    return err;
+}
+
+static TRITONSERVER_Error *model_init(tct_model *m, TRITONBACKEND_Model *model) {
+    const char *name, *location;
+    uint64_t version;
+    TRITONBACKEND_ArtifactType artifact;
+    RETURN_IF_ERROR(TRITONBACKEND_ModelName(model, &name));
+    RETURN_IF_ERROR(TRITONBACKEND_ModelVersion(model, &version));
+    RETURN_IF_ERROR(TRITONBACKEND_ModelRepository(model, &artifact, &location));
+    if (artifact != TRITONBACKEND_ARTIFACT_FILESYSTEM)
+        return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "model '%s': the tcinfer backend reads "
+                         "models from a file system", name);
+    char version_dir[32];
+    snprintf(version_dir, sizeof version_dir, "%llu", (unsigned long long)version);
+    m->name = malloc(strlen(name) + 1);
+    m->repo_dir = malloc(strlen(location) + 1);
+    char *dir = join_path(location, version_dir);
+    if (!m->name || !m->repo_dir || !dir) {
+        free(dir);
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    }
+    strcpy(m->name, name);
+    strcpy(m->repo_dir, location);
+
+    /* the model file: default_model_filename, else model.tci where there is one, else model.onnx */
+    TRITONSERVER_Message *msg = NULL;
+    const char *json;
+    size_t size;
+    TRITONSERVER_Error *err = config_json(model, &msg, &json, &size);
+    if (!err) {
+        err = tct_config_parse(json, size, &m->config);
+        TRITONSERVER_MessageDelete(msg);
+    }
+    if (!err) {
+        const char *file = m->config.model_filename;
+        if (!file) {
+            char *tci = join_path(dir, "model.tci");
+            file = tci && file_exists(tci) ? "model.tci" : "model.onnx";
+            free(tci);
+        }
+        size_t n = strlen(file);
+        m->is_engine_file = n > 4 && strcmp(file + n - 4, ".tci") == 0;
+        if (!(m->model_path = join_path(dir, file)))
+            err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+        else if (!file_exists(m->model_path))
+            err = tct_error(TRITONSERVER_ERROR_NOT_FOUND, "model '%s': no model file %s (the "
+                            "tcinfer backend runs model.onnx or an engine file model.tci)", name,
+                            m->model_path);
+    }
+    free(dir);
+    bool auto_complete = false;
+    if (!err) err = TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete);
+    if (!err && auto_complete) err = autocomplete(m, model);
+    tct_config_free(&m->config);
+    /* the configuration as Triton now holds it */
+    if (!err) err = config_json(model, &msg, &json, &size);
+    if (!err) {
+        err = tct_config_parse(json, size, &m->config);
+        TRITONSERVER_MessageDelete(msg);
+    }
+    if (!err && (m->config.num_inputs == 0 || m->config.num_outputs == 0))
+        err = tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': config.pbtxt lists no "
+                        "inputs or outputs and auto-completion is off (--disable-auto-complete-"
+                        "config)", name);
+    /* the engine auto-completion built: checked against the final configuration here, since
+     * model_engine checks only the engines it builds */
+    if (!err && m->cpu_engine) err = check_engine(m, m->cpu_engine, 0);
+    return err;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
+    tct_model *m = calloc(1, sizeof *m);
+    if (!m) return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    pthread_mutex_init(&m->lock, NULL);
+    TRITONSERVER_Error *err = model_init(m, model);
+    if (!err) err = TRITONBACKEND_ModelSetState(model, m);
+    if (err) model_free(m);
+    return err;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
+    void *state = NULL;
+    RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &state));
+    model_free(state);
+    return NULL;
+}
+
+/* ---- instances ---- */
+
+static void instance_free(tct_instance *in) {
+    if (!in) return;
+#if TCI_HAVE_CUDA
+    if (in->device >= 0 && in->ctx) {
+        TRITONSERVER_Error *err = set_device(in->device);
+        if (err) TRITONSERVER_ErrorDelete(err);
+    }
+#endif
+    tci_context_destroy(in->ctx);
+    for (size_t i = 0; in->scratch && i < in->num_inputs; i++) free(in->scratch[i]);
+    free(in->scratch);
+    free(in->scratch_bytes);
+    free(in->input_names);
+    free(in);
+}
+
+static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelInstance *instance) {
+    TRITONBACKEND_Model *model;
+    void *state;
+    TRITONSERVER_InstanceGroupKind kind;
+    int32_t device;
+    RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceModel(instance, &model));
+    RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &state));
+    RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceKind(instance, &kind));
+    RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceDeviceId(instance, &device));
+    in->model = state;
+    in->triton = instance;
+    if (kind == TRITONSERVER_INSTANCEGROUPKIND_CPU) in->device = -1;
+    else if (kind == TRITONSERVER_INSTANCEGROUPKIND_GPU) in->device = device;
+    else
+        return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "model '%s': the tcinfer backend runs "
+                         "KIND_CPU and KIND_GPU instances", in->model->name);
+    RETURN_IF_ERROR(model_engine(in->model, in->device, &in->engine));
+#if TCI_HAVE_CUDA
+    if (in->device >= 0) RETURN_IF_ERROR(set_device(in->device));
+#endif
+    tci_status st = tci_context_create(in->engine, &in->ctx);
+    if (st != TCI_OK) return tci_failure(st, in->model->name);
+    in->num_inputs = tci_engine_input_count(in->engine);
+    in->input_names = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->input_names);
+    in->scratch = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->scratch);
+    in->scratch_bytes = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->scratch_bytes);
+    if (!in->input_names || !in->scratch || !in->scratch_bytes)
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    for (size_t i = 0; i < in->num_inputs; i++) {
+        tci_tensor_info info;
+        tci_tensor_info_init(&info);
+        if ((st = tci_engine_input_info(in->engine, i, &info)) != TCI_OK)
+            return tci_failure(st, in->model->name);
+        in->input_names[i] = info.name;
+    }
+    return NULL;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
+    tct_instance *in = calloc(1, sizeof *in);
+    if (!in) return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    TRITONSERVER_Error *err = instance_init(in, instance);
+    if (!err) err = TRITONBACKEND_ModelInstanceSetState(instance, in);
+    if (err) instance_free(in);
+    return err;
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance *instance) {
+    void *state = NULL;
+    RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceState(instance, &state));
+    instance_free(state);
+    return NULL;
+}
+
+/* ---- execution ---- */
+
+/* One request's inputs, in engine order, checked against the model. */
+typedef struct tct_request {
+    TRITONBACKEND_Request *request;
+    TRITONSERVER_Error *error; /* set: answered with this error */
+    TRITONBACKEND_Input **inputs;
+    int64_t batch; /* rows of the leading dim (1 where the model takes no batch dim) */
+    int done;
+} tct_request;
+
+static TRITONSERVER_Error *check_request(const tct_instance *in, tct_request *r) {
+    const tct_model_config *c = &in->model->config;
+    int batched = c->max_batch > 0;
+    uint32_t count;
+    RETURN_IF_ERROR(TRITONBACKEND_RequestInputCount(r->request, &count));
+    if (count != in->num_inputs)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s' takes %zu inputs; the request "
+                         "has %u", in->model->name, in->num_inputs, count);
+    r->batch = 1;
+    for (size_t i = 0; i < in->num_inputs; i++) {
+        const char *name = in->input_names[i];
+        TRITONSERVER_Error *missing = TRITONBACKEND_RequestInput(r->request, name, &r->inputs[i]);
+        if (missing || !r->inputs[i]) {
+            if (missing) TRITONSERVER_ErrorDelete(missing);
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "the request lacks input '%s'", name);
+        }
+        TRITONSERVER_DataType dt;
+        const int64_t *shape;
+        uint32_t rank;
+        uint64_t bytes;
+        RETURN_IF_ERROR(TRITONBACKEND_InputProperties(r->inputs[i], NULL, &dt, &shape, &rank,
+                                                      &bytes, NULL));
+        tci_tensor_info info;
+        tci_tensor_info_init(&info);
+        tci_status st = tci_engine_input_info(in->engine, i, &info);
+        if (st != TCI_OK) return tci_failure(st, in->model->name);
+        if (tct_tci_dtype(dt) != info.dtype)
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s' must be %s, not Triton "
+                             "datatype %d", name, tci_dtype_name(info.dtype), (int)dt);
+        if (rank > TCI_MAX_RANK || (batched && rank == 0))
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s' has rank %u", name, rank);
+        int64_t n = 1;
+        for (uint32_t d = 0; d < rank; d++) {
+            if (shape[d] < 0 || (shape[d] > 0 && n > INT64_MAX / shape[d]))
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s': bad dim %lld", name,
+                                 (long long)shape[d]);
+            n *= shape[d];
+        }
+        if ((uint64_t)n * tci_dtype_size(info.dtype) != bytes)
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s' holds %llu bytes; its "
+                             "shape and dtype need %llu", name, (unsigned long long)bytes,
+                             (unsigned long long)((uint64_t)n * tci_dtype_size(info.dtype)));
+        if (batched) {
+            if (i > 0 && shape[0] != r->batch)
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s' has batch %lld; '%s' "
+                                 "has %lld", name, (long long)shape[0], in->input_names[0],
+                                 (long long)r->batch);
+            r->batch = shape[0];
+            if (r->batch < 1 || r->batch > c->max_batch)
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input '%s': batch %lld is "
+                                 "outside 1..max_batch_size %d", name, (long long)r->batch,
+                                 c->max_batch);
+        }
+    }
+    return NULL;
+}
+
+/* Whether two checked requests can run in one batch: the same dims besides the batch dim. */
+static int same_item_shape(const tct_instance *in, const tct_request *a, const tct_request *b) {
+    for (size_t i = 0; i < in->num_inputs; i++) {
+        const int64_t *sa, *sb;
+        uint32_t ra, rb;
+        TRITONSERVER_Error *ea = TRITONBACKEND_InputProperties(a->inputs[i], NULL, NULL, &sa, &ra,
+                                                               NULL, NULL);
+        TRITONSERVER_Error *eb = TRITONBACKEND_InputProperties(b->inputs[i], NULL, NULL, &sb, &rb,
+                                                               NULL, NULL);
+        int failed = ea || eb;
+        if (ea) TRITONSERVER_ErrorDelete(ea);
+        if (eb) TRITONSERVER_ErrorDelete(eb);
+        if (failed || ra != rb) return 0;
+        for (uint32_t d = 1; d < ra; d++)
+            if (sa[d] != sb[d]) return 0;
+    }
+    return 1;
+}
+
+/* Copies an input of a request to dst (bytes: its size, checked). */
+static TRITONSERVER_Error *gather_input(TRITONBACKEND_Input *input, char *dst, uint64_t bytes) {
+    uint32_t buffers;
+    RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, NULL, NULL, NULL, NULL, NULL, &buffers));
+    uint64_t at = 0;
+    for (uint32_t k = 0; k < buffers; k++) {
+        const void *buf;
+        uint64_t size;
+        TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
+        int64_t type_id = 0;
+        RETURN_IF_ERROR(TRITONBACKEND_InputBuffer(input, k, &buf, &size, &type, &type_id));
+        if (size > bytes - at)
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input buffers exceed %llu bytes",
+                             (unsigned long long)bytes);
+        RETURN_IF_ERROR(copy_bytes(dst + at, TRITONSERVER_MEMORY_CPU, buf, type, size));
+        at += size;
+    }
+    if (at != bytes)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input buffers hold %llu bytes, not %llu",
+                         (unsigned long long)at, (unsigned long long)bytes);
+    return NULL;
+}
+
+/* Writes the requested outputs of request r, rows [row, row + r->batch) of the run's outputs. */
+static TRITONSERVER_Error *respond(tct_instance *in, tct_request *r, int64_t row, int64_t total,
+                                   TRITONBACKEND_Response *response) {
+    int batched = in->model->config.max_batch > 0;
+    uint32_t count;
+    RETURN_IF_ERROR(TRITONBACKEND_RequestOutputCount(r->request, &count));
+    for (uint32_t k = 0; k < count; k++) {
+        const char *name;
+        size_t index;
+        tci_tensor t;
+        RETURN_IF_ERROR(TRITONBACKEND_RequestOutputName(r->request, k, &name));
+        tci_status st = tci_engine_output_index(in->engine, name, &index);
+        if (st == TCI_OK) st = tci_context_output(in->ctx, index, &t);
+        if (st != TCI_OK) return tci_failure(st, in->model->name);
+        int64_t n = tci_tensor_count(&t);
+        if (n < 0) return tct_error(TRITONSERVER_ERROR_INTERNAL, "output '%s': bad dims", name);
+        int64_t shape[TCI_MAX_RANK];
+        memcpy(shape, t.dims, sizeof shape);
+        size_t offset = 0, bytes = (size_t)n * tci_dtype_size(t.dtype);
+        if (batched) {
+            if (t.rank < 1 || t.dims[0] != total)
+                return tct_error(TRITONSERVER_ERROR_INTERNAL, "output '%s' has leading dim %lld, "
+                                 "not the batch %lld: it cannot be split per request", name,
+                                 t.rank < 1 ? 0LL : (long long)t.dims[0], (long long)total);
+            bytes = total ? bytes / (size_t)total : 0;
+            offset = bytes * (size_t)row;
+            bytes *= (size_t)r->batch;
+            shape[0] = r->batch;
+        }
+        TRITONSERVER_DataType dt = tct_triton_dtype(t.dtype);
+        if (dt == TRITONSERVER_TYPE_INVALID)
+            return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "output '%s' is %s", name,
+                             tci_dtype_name(t.dtype));
+        TRITONBACKEND_Output *out;
+        void *buf;
+        TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
+        int64_t type_id = 0;
+        RETURN_IF_ERROR(TRITONBACKEND_ResponseOutput(response, &out, name, dt, shape,
+                                                     (uint32_t)t.rank));
+        RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(out, &buf, bytes, &type, &type_id));
+        RETURN_IF_ERROR(copy_bytes(buf, type, (const char *)t.data + offset,
+                                   TRITONSERVER_MEMORY_CPU, bytes));
+    }
+    return NULL;
+}
+
+/* Runs requests group[0..n) as one batch and answers each that it can. */
+static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t exec_start) {
+    int batched = in->model->config.max_batch > 0;
+    int64_t total = 0;
+    for (size_t g = 0; g < n; g++) total += group[g]->batch;
+    tci_tensor tensors[64];
+    TRITONSERVER_Error *err = NULL;
+    if (in->num_inputs > sizeof tensors / sizeof tensors[0])
+        err = tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "more than 64 inputs");
+    for (size_t i = 0; !err && i < in->num_inputs; i++) {
+        TRITONSERVER_DataType dt;
+        const int64_t *shape;
+        uint32_t rank, buffers;
+        uint64_t bytes;
+        err = TRITONBACKEND_InputProperties(group[0]->inputs[i], NULL, &dt, &shape, &rank, &bytes,
+                                            &buffers);
+        if (err) break;
+        tci_tensor *t = &tensors[i];
+        t->name = in->input_names[i];
+        t->dtype = tct_tci_dtype(dt);
+        t->rank = (int)rank;
+        memcpy(t->dims, shape, rank * sizeof *shape);
+        if (batched) t->dims[0] = total;
+        const void *direct = NULL;
+        if (n == 1 && buffers == 1) { /* one request in CPU memory: no copy */
+            uint64_t size;
+            TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
+            int64_t type_id = 0;
+            err = TRITONBACKEND_InputBuffer(group[0]->inputs[i], 0, &direct, &size, &type,
+                                            &type_id);
+            if (type == TRITONSERVER_MEMORY_GPU) direct = NULL;
+        }
+        if (err) break;
+        if (direct) {
+            t->data = (void *)direct; /* read only */
+            continue;
+        }
+        size_t need = (size_t)bytes / (size_t)group[0]->batch * (size_t)total;
+        if (need == 0) { /* an empty batch: no data to read */
+            t->data = in->scratch[i];
+            continue;
+        }
+        if (need > in->scratch_bytes[i]) {
+            void *grown = realloc(in->scratch[i], need);
+            if (!grown) {
+                err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+                break;
+            }
+            in->scratch[i] = grown;
+            in->scratch_bytes[i] = need;
+        }
+        size_t at = 0;
+        for (size_t g = 0; !err && g < n; g++) {
+            uint64_t b;
+            err = TRITONBACKEND_InputProperties(group[g]->inputs[i], NULL, NULL, NULL, NULL, &b,
+                                                NULL);
+            if (!err) err = gather_input(group[g]->inputs[i], (char *)in->scratch[i] + at, b);
+            at += (size_t)b;
+        }
+        t->data = in->scratch[i];
+    }
+    uint64_t compute_start = now_ns();
+    tci_status st = err ? TCI_OK : tci_context_run(in->ctx, tensors, in->num_inputs);
+    if (st != TCI_OK) err = tci_failure(st, in->model->name);
+    uint64_t compute_end = now_ns();
+    int64_t row = 0;
+    for (size_t g = 0; g < n; g++) {
+        tct_request *r = group[g];
+        TRITONBACKEND_Response *response = NULL;
+        TRITONSERVER_Error *rerr = err ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(err),
+                                                               TRITONSERVER_ErrorMessage(err))
+                                       : TRITONBACKEND_ResponseNew(&response, r->request);
+        if (!rerr) {
+            rerr = respond(in, r, row, total, response);
+            TRITONSERVER_Error *serr = TRITONBACKEND_ResponseSend(
+                response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL, rerr);
+            if (serr) { /* not sent: the response is still ours */
+                log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(serr));
+                TRITONSERVER_ErrorDelete(serr);
+                serr = TRITONBACKEND_ResponseDelete(response);
+                if (serr) TRITONSERVER_ErrorDelete(serr);
+            }
+            if (rerr) { /* answered with it */
+                TRITONSERVER_ErrorDelete(rerr);
+                rerr = NULL;
+            }
+            r->done = 1;
+        } else {
+            r->error = rerr; /* answered by the caller */
+        }
+        row += r->batch;
+        uint64_t exec_end = now_ns();
+        TRITONSERVER_Error *serr = TRITONBACKEND_ModelInstanceReportStatistics(
+            in->triton, r->request, !err && !r->error, exec_start, compute_start, compute_end,
+            exec_end);
+        if (serr) TRITONSERVER_ErrorDelete(serr);
+    }
+    if (!err) {
+        TRITONSERVER_Error *serr = TRITONBACKEND_ModelInstanceReportBatchStatistics(
+            in->triton, (uint64_t)total, exec_start, compute_start, compute_end, now_ns());
+        if (serr) TRITONSERVER_ErrorDelete(serr);
+    }
+    if (err) TRITONSERVER_ErrorDelete(err);
+}
+
+/* Answers a request with its error (statistics: a failure) and releases it. */
+static void finish_request(TRITONBACKEND_ModelInstance *instance, tct_request *r,
+                           uint64_t exec_start) {
+    if (r->error) {
+        TRITONBACKEND_Response *response = NULL;
+        TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&response, r->request);
+        if (!e) {
+            e = TRITONBACKEND_ResponseSend(response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL,
+                                           r->error);
+            if (e) { /* not sent: the response is still ours */
+                TRITONSERVER_Error *d = TRITONBACKEND_ResponseDelete(response);
+                if (d) TRITONSERVER_ErrorDelete(d);
+            }
+        }
+        if (e) {
+            log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
+            TRITONSERVER_ErrorDelete(e);
+        }
+        if (!r->done) {
+            uint64_t t = now_ns();
+            e = TRITONBACKEND_ModelInstanceReportStatistics(instance, r->request, false,
+                                                            exec_start, t, t, t);
+            if (e) TRITONSERVER_ErrorDelete(e);
+        }
+        TRITONSERVER_ErrorDelete(r->error);
+        r->error = NULL;
+    }
+    TRITONSERVER_Error *e = TRITONBACKEND_RequestRelease(r->request,
+                                                         TCI_TRITONSERVER_REQUEST_RELEASE_ALL);
+    if (e) {
+        log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
+        TRITONSERVER_ErrorDelete(e);
+    }
+}
+
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
+                                                       TRITONBACKEND_Request **requests,
+                                                       const uint32_t request_count) {
+    uint64_t exec_start = now_ns();
+    void *state = NULL;
+    TRITONSERVER_Error *err = TRITONBACKEND_ModelInstanceState(instance, &state);
+    tct_instance *in = state;
+    tct_request *reqs = calloc(request_count ? request_count : 1, sizeof *reqs);
+    tct_request **group = calloc(request_count ? request_count : 1, sizeof *group);
+    TRITONBACKEND_Input **inputs = NULL;
+    if (!err && (!reqs || !group ||
+                 !(inputs = calloc((size_t)request_count * (in->num_inputs ? in->num_inputs : 1),
+                                   sizeof *inputs))))
+        err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+#if TCI_HAVE_CUDA
+    if (!err && in->device >= 0) err = set_device(in->device);
+#endif
+    if (err) { /* every request gets the error */
+        for (uint32_t k = 0; reqs && k < request_count; k++) {
+            reqs[k].request = requests[k];
+            reqs[k].error = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
+                                                  TRITONSERVER_ErrorMessage(err));
+            finish_request(instance, &reqs[k], exec_start);
+        }
+        TRITONSERVER_ErrorDelete(err);
+        free(reqs);
+        free(group);
+        free(inputs);
+        return reqs ? NULL : tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    }
+    for (uint32_t k = 0; k < request_count; k++) {
+        reqs[k].request = requests[k];
+        reqs[k].inputs = inputs + (size_t)k * in->num_inputs;
+        reqs[k].error = check_request(in, &reqs[k]);
+    }
+    int batched = in->model->config.max_batch > 0;
+    for (uint32_t k = 0; k < request_count; k++) {
+        if (reqs[k].error || reqs[k].done) continue;
+        size_t n = 0;
+        int64_t rows = 0;
+        for (uint32_t j = k; j < request_count; j++) {
+            tct_request *r = &reqs[j];
+            if (r->error || r->done || (n > 0 && !batched)) continue;
+            if (n > 0 && (rows + r->batch > in->model->config.max_batch ||
+                          !same_item_shape(in, group[0], r)))
+                continue;
+            group[n++] = r;
+            rows += r->batch;
+            r->done = 1; /* taken; run_group answers it or sets its error */
+        }
+        for (size_t g = 0; g < n; g++) group[g]->done = 0;
+        run_group(in, group, n, exec_start);
+        for (size_t g = 0; g < n; g++) group[g]->done = 1;
+    }
+    for (uint32_t k = 0; k < request_count; k++) finish_request(instance, &reqs[k], exec_start);
+    free(reqs);
+    free(group);
+    free(inputs);
+    return NULL;
+}

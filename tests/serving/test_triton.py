@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""The Triton backend (libtriton_tcinfer.so) inside the Triton Inference Server of the PyPI package
+nvidia-pytriton, on CPU instances: HTTP and gRPC requests against the CLI's outputs, a batch of
+concurrent requests, auto-completed configurations, and malformed requests answered with clear
+errors while the server keeps serving. The test starts the server on free local ports and always
+stops it.
+
+  test_triton.py --tcinfer build/tcinfer --backend-dir build/triton_backends
+                 --models-dir build/models [unittest options]
+"""
+import argparse
+import concurrent.futures
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+ARGS = None
+SERVER_START_TIMEOUT_S = 60
+
+
+def find_tritonserver():
+    """The server binary inside the installed nvidia-pytriton (found without importing pytriton,
+    whose own dependencies the test does not need) and the folder of its shared libraries."""
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("nvidia-pytriton is not installed in this Python (tests/requirements.txt)")
+    package = spec.submodule_search_locations[0]
+    binary = os.path.join(package, "tritonserver", "bin", "tritonserver")
+    libs = os.path.join(os.path.dirname(package), "nvidia_pytriton.libs")
+    for path in (binary, libs):
+        if not os.path.exists(path):
+            sys.exit(f"{path} is missing from the nvidia-pytriton installation")
+    return binary, libs
+
+
+def free_ports(count):
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def write_model(repo, name, onnx_path, config, filename="model.onnx"):
+    os.makedirs(os.path.join(repo, name, "1"))
+    if onnx_path is not None:
+        shutil.copy(onnx_path, os.path.join(repo, name, "1", filename))
+    with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
+        f.write(f'backend: "tcinfer"\n{config}')
+
+
+def cli_outputs(model, x, workdir, tag):
+    """The CLI's (CPU backend) outputs for input array x, one .npy per output."""
+    inp = os.path.join(workdir, f"{tag}_in.npy")
+    out_dir = os.path.join(workdir, f"{tag}_out")
+    np.save(inp, x)
+    proc = subprocess.run([ARGS.tcinfer, "--backend", "cpu", "--quiet", "--output-dir", out_dir,
+                           model, inp], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise AssertionError(f"tcinfer CLI failed: {proc.stderr}")
+    return {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir)}
+
+
+class TritonBackendTest(unittest.TestCase):
+    server = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.workdir = tempfile.mkdtemp(prefix="tci_triton_")
+        cls.small = os.path.join(ARGS.models_dir, "small_cnn.onnx")
+        cls.mlp = os.path.join(ARGS.models_dir, "mlp.onnx")
+        cls.demo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models",
+                                "demo", "tiny_cnn.onnx")
+        repo = os.path.join(cls.workdir, "repo")
+        os.makedirs(repo)
+        # everything from the model: inputs, outputs, max_batch_size (auto-completion)
+        write_model(repo, "small", cls.small,
+                    'instance_group [{ kind: KIND_CPU, count: 1 }]\n'
+                    'dynamic_batching { max_queue_delay_microseconds: 300000 }\n')
+        # a full configuration, two instances sharing one engine, a parameter
+        write_model(repo, "mlp", cls.mlp,
+                    'max_batch_size: 4\n'
+                    'input [{ name: "input", data_type: TYPE_FP32, dims: [784] }]\n'
+                    'output [{ name: "probs_out", data_type: TYPE_FP32, dims: [10] }]\n'
+                    'instance_group [{ kind: KIND_CPU, count: 2 }]\n'
+                    'parameters { key: "cpu_threads" value { string_value: "1" } }\n'
+                    'parameters { key: "precision" value { string_value: "bf16" } }\n')
+        # variable channels in the config: a wrong count reaches tcinfer, whose error is returned
+        write_model(repo, "small_var", cls.small,
+                    'max_batch_size: 0\n'
+                    'input [{ name: "input", data_type: TYPE_FP32, dims: [-1, -1, 32, 32] }]\n'
+                    'output [{ name: "logits_out", data_type: TYPE_FP32, dims: [-1, 10] }]\n'
+                    'instance_group [{ kind: KIND_CPU }]\n')
+        # models that must fail to load, each with a clear reason
+        write_model(repo, "bad_param", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "precison" value { string_value: "fp16" } }\n')
+        write_model(repo, "bad_dtype", cls.small,
+                    'max_batch_size: 8\n'
+                    'input [{ name: "input", data_type: TYPE_INT32, dims: [3, 32, 32] }]\n'
+                    'output [{ name: "logits_out", data_type: TYPE_FP32, dims: [10] }]\n'
+                    'instance_group [{ kind: KIND_CPU }]\n')
+        # inputs given, outputs auto-completed: the given part is still checked against the model
+        write_model(repo, "bad_partial", cls.small,
+                    'max_batch_size: 8\n'
+                    'input [{ name: "input", data_type: TYPE_INT32, dims: [3, 32, 32] }]\n'
+                    'instance_group [{ kind: KIND_CPU }]\n')
+        # a model with a fixed batch of 1 cannot take batches up to 8
+        demo = cls.demo
+        write_model(repo, "bad_batch", demo,
+                    'max_batch_size: 8\n'
+                    'input [{ name: "image", data_type: TYPE_FP32, dims: [3, 64, 64] }]\n'
+                    'output [{ name: "probabilities_out", data_type: TYPE_FP32, dims: [10] }]\n'
+                    'instance_group [{ kind: KIND_CPU }]\n')
+        # the same model served as it is: no batch dim in the configuration
+        write_model(repo, "demo", demo, 'instance_group [{ kind: KIND_CPU }]\n')
+        write_model(repo, "no_file", None, 'instance_group [{ kind: KIND_CPU }]\n')
+        write_model(repo, "broken", None, 'instance_group [{ kind: KIND_CPU }]\n')
+        with open(os.path.join(repo, "broken", "1", "model.onnx"), "wb") as f:
+            f.write(b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a model")
+
+        binary, libs = find_tritonserver()
+        http_port, grpc_port, metrics_port = free_ports(3)
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = libs + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+        cls.log_path = os.path.join(cls.workdir, "server.log")
+        cls.log = open(cls.log_path, "w")
+        cls.server = subprocess.Popen(
+            [binary, "--model-repository", repo, "--backend-directory", ARGS.backend_dir,
+             "--http-address", "127.0.0.1", "--http-port", str(http_port),
+             "--grpc-address", "127.0.0.1", "--grpc-port", str(grpc_port),
+             "--metrics-address", "127.0.0.1", "--metrics-port", str(metrics_port),
+             "--exit-on-error", "false", "--strict-readiness", "false",
+             "--exit-timeout-secs", "5"],
+            stdout=cls.log, stderr=subprocess.STDOUT, env=env)
+        try:
+            cls.http = httpclient.InferenceServerClient(f"127.0.0.1:{http_port}",
+                                                        concurrency=8)
+            cls.grpc_url = f"127.0.0.1:{grpc_port}"
+            cls.grpc = grpcclient.InferenceServerClient(cls.grpc_url)
+            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+            while True:
+                if cls.server.poll() is not None:
+                    raise RuntimeError("tritonserver exited at start:\n" + cls.server_log())
+                try:
+                    if cls.http.is_server_ready() and cls.http.is_model_ready("small"):
+                        break
+                except Exception:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"tritonserver not ready within {SERVER_START_TIMEOUT_S} "
+                                       "s:\n" + cls.server_log())
+                time.sleep(0.2)
+        except BaseException:
+            cls.stop_server()
+            raise
+
+    @classmethod
+    def server_log(cls, tail=6000):
+        cls.log.flush()
+        with open(cls.log_path) as f:
+            text = f.read()
+        return text[-tail:] if tail else text
+
+    @classmethod
+    def stop_server(cls):
+        if cls.server is not None and cls.server.poll() is None:
+            cls.server.terminate()
+            try:
+                cls.server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                cls.server.kill()
+                cls.server.wait()
+        cls.log.close()
+        shutil.rmtree(cls.workdir, ignore_errors=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_server()
+
+    # ---- helpers ----
+    def http_infer(self, model, x, name="input", dtype="FP32", shape=None, outputs=None):
+        inp = httpclient.InferInput(name, list(shape or x.shape), dtype)
+        inp.set_data_from_numpy(x)
+        return self.http.infer(model, [inp], outputs=outputs)
+
+    def grpc_infer(self, model, x, name="input", dtype="FP32"):
+        inp = grpcclient.InferInput(name, list(x.shape), dtype)
+        inp.set_data_from_numpy(x)
+        return self.grpc.infer(model, [inp])
+
+    def assert_close(self, got, want):
+        self.assertEqual(got.shape, want.shape)
+        self.assertGreater(np.abs(want).max(), 1e-3)  # not a trivial output
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+    def assert_serving(self):
+        x = np.random.default_rng(99).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
+        want = cli_outputs(self.small, x, self.workdir, "alive")["logits_out"]
+        self.assert_close(self.http_infer("small", x).as_numpy("logits_out"), want)
+
+    def expect_error(self, call, *fragments):
+        with self.assertRaises(InferenceServerException) as ctx:
+            call()
+        text = str(ctx.exception)
+        for fragment in fragments:
+            self.assertIn(fragment, text)
+        self.assert_serving()
+        return text
+
+    # ---- tests ----
+    def test_http_matches_cli(self):
+        x = np.random.default_rng(1).uniform(-1, 1, (4, 3, 32, 32)).astype(np.float32)
+        want = cli_outputs(self.small, x, self.workdir, "http")["logits_out"]
+        self.assert_close(self.http_infer("small", x).as_numpy("logits_out"), want)
+
+    def test_grpc_matches_cli(self):
+        x = np.random.default_rng(2).uniform(-1, 1, (2, 784)).astype(np.float32)
+        want = cli_outputs(self.mlp, x, self.workdir, "grpc")["probs_out"]
+        self.assert_close(self.grpc_infer("mlp", x).as_numpy("probs_out"), want)
+
+    def test_concurrent_requests_are_batched(self):
+        rng = np.random.default_rng(3)
+        xs = [rng.uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32) for _ in range(8)]
+        want = cli_outputs(self.small, np.concatenate(xs), self.workdir, "batch")["logits_out"]
+        before = self.http.get_inference_statistics("small")["model_stats"][0]
+        pending = []  # the HTTP client's own concurrency (gevent): 8 requests in flight
+        for x in xs:
+            inp = httpclient.InferInput("input", list(x.shape), "FP32")
+            inp.set_data_from_numpy(x)
+            pending.append(self.http.async_infer("small", [inp]))
+        results = [p.get_result() for p in pending]
+        for k, r in enumerate(results):
+            self.assert_close(r.as_numpy("logits_out"), want[k:k + 1])
+        after = self.http.get_inference_statistics("small")["model_stats"][0]
+        inferences = after["inference_count"] - before["inference_count"]
+        executions = after["execution_count"] - before["execution_count"]
+        self.assertEqual(inferences, 8)
+        self.assertLess(executions, 8, "the 8 concurrent requests ran one by one")
+        self.assertGreater(int(after["inference_stats"]["compute_infer"]["ns"]), 0)
+        self.assertTrue(any(int(b["batch_size"]) > 1 for b in after["batch_stats"]))
+
+    def test_mlp_concurrent_grpc_two_instances(self):
+        rng = np.random.default_rng(4)
+        xs = [rng.uniform(-1, 1, (k % 4 + 1, 784)).astype(np.float32) for k in range(6)]
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            results = list(pool.map(lambda x: self.grpc_infer("mlp", x), xs))
+        for k, (x, r) in enumerate(zip(xs, results)):
+            want = cli_outputs(self.mlp, x, self.workdir, f"mlp{k}")["probs_out"]
+            self.assert_close(r.as_numpy("probs_out"), want)
+
+    def test_load_script(self):
+        # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                              "triton_load.py")
+        proc = subprocess.run([sys.executable, script, "--url", self.grpc_url, "--model", "mlp",
+                               "--concurrency", "1,4", "--batch", "2", "--seconds", "1",
+                               "--warmup", "0.2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        reports = [json.loads(line) for line in proc.stdout.splitlines()]
+        self.assertEqual([r["concurrency"] for r in reports], [1, 4])
+        for r in reports:
+            self.assertEqual(r["errors"], 0, r["first_error"])
+            self.assertGreater(r["requests"], 0)
+            self.assertAlmostEqual(r["items_per_s"], 2 * r["requests_per_s"])
+            self.assertLessEqual(r["p50_ms"], r["p99_ms"])
+
+    def test_fixed_shape_model(self):
+        # auto-completion of a model without a symbolic batch dim: max_batch_size 0, full dims
+        cfg = self.http.get_model_config("demo")
+        self.assertEqual(cfg.get("max_batch_size", 0), 0)
+        self.assertEqual(cfg["input"][0]["dims"], [1, 3, 64, 64])
+        x = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                 "models", "demo", "input.npy"))
+        want = cli_outputs(self.demo, x, self.workdir, "demo")["probabilities_out"]
+        got = self.grpc_infer("demo", x, name="image").as_numpy("probabilities_out")
+        self.assert_close(got, want)
+
+    def test_gpu_parameters_on_cpu_instances_are_reported(self):
+        self.assertIn("model 'mlp': the parameters precision, fp32_layers and timing_cache apply "
+                      "to GPU instances", self.server_log(tail=None))
+
+    def test_autocomplete(self):
+        cfg = self.http.get_model_config("small")
+        self.assertEqual(cfg["max_batch_size"], 8)
+        self.assertEqual([(t["name"], t["data_type"], t["dims"]) for t in cfg["input"]],
+                         [("input", "TYPE_FP32", [3, 32, 32])])
+        self.assertEqual([(t["name"], t["data_type"], t["dims"]) for t in cfg["output"]],
+                         [("logits_out", "TYPE_FP32", [10])])
+
+    def test_wrong_shape(self):
+        x = np.zeros((1, 3, 31, 32), np.float32)
+        self.expect_error(lambda: self.http_infer("small", x), "unexpected shape", "input")
+        x = np.zeros((1, 4, 32, 32), np.float32)  # passes Triton's check; tcinfer refuses it
+        self.expect_error(lambda: self.http_infer("small_var", x), "model 'small_var': tcinfer:",
+                          "input 'input' has shape 1x4x32x32")
+
+    def test_wrong_dtype(self):
+        x = np.zeros((1, 3, 32, 32), np.float64)
+        self.expect_error(lambda: self.http_infer("small", x, dtype="FP64"), "FP64", "FP32")
+        # over gRPC too
+        self.expect_error(lambda: self.grpc_infer("small", x.astype(np.int32), dtype="INT32"),
+                          "INT32", "FP32")
+
+    def test_missing_and_unknown(self):
+        x = np.zeros((1, 3, 32, 32), np.float32)
+        self.expect_error(lambda: self.http_infer("small", x, name="image"), "image")
+        self.expect_error(lambda: self.http_infer("no_such_model", x), "no_such_model")
+        self.expect_error(lambda: self.grpc_infer("no_such_model", x), "no_such_model")
+        self.expect_error(lambda: self.http_infer("small", x, outputs=[
+            httpclient.InferRequestedOutput("nope")]), "nope")
+
+    def test_bad_models_fail_to_load_with_reasons(self):
+        index = {m["name"]: m for m in self.http.get_model_repository_index()}
+        expected = {"bad_param": "unknown parameter 'precison'",
+                    "bad_dtype": "config.pbtxt input 'input' is int32; the model's is float",
+                    "bad_partial": "config.pbtxt input 'input' is int32; the model's is float",
+                    "bad_batch": "input 'image' has a fixed batch dim of 1, which cannot run "
+                                 "batches of 1..8",
+                    "no_file": "no model file",
+                    "broken": "model 'broken': tcinfer: model file"}
+        for name, reason in expected.items():
+            self.assertEqual(index[name].get("state"), "UNAVAILABLE", name)
+            self.assertIn(reason, index[name].get("reason", ""), name)
+        self.assertEqual(index["small"].get("state"), "READY")
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tcinfer", required=True)
+    p.add_argument("--backend-dir", required=True)
+    p.add_argument("--models-dir", required=True)
+    ARGS, rest = p.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
