@@ -435,7 +435,8 @@ tci_status tci_context_profile(tci_context *context, int iterations, tci_profile
 /* ---- accuracy ---- */
 
 /* Error of `test` against `baseline` (same dims; float). top-1/top-5 only for 2-D (N x C) with
- * C > 1, else rows = 0. */
+ * C > 1, else rows = 0. The bound check uses the result's atol and rtol (read only when its
+ * struct_size covers them; else 0). */
 typedef struct tci_compare_result {
     size_t struct_size;  /* tci_compare_result_init */
     double max_abs, mean_abs, relative_l2, cosine;
@@ -443,6 +444,19 @@ typedef struct tci_compare_result {
     size_t rows;         /* N of an N x C output, else 0 */
     size_t top1_agree;   /* rows whose arg-max matches */
     size_t top5_agree;   /* rows whose baseline top-1 is within the test's top-5 */
+    /* Since 0.2: the element-wise bound of Polygraphy's --atol/--rtol. atol and rtol are read:
+     * set them after tci_compare_result_init (which sets both to 0: exact equality) and
+     * before the call; each must be finite and >= 0. Element i fails when
+     * |test[i] - baseline[i]| > atol + rtol * |baseline[i]|; a NaN or Inf fails unless the
+     * baseline holds the same value there. */
+    double atol, rtol;
+    size_t bound_failures; /* elements that fail */
+    size_t worst_index;    /* flat (row-major) index of the element furthest past its bound
+                              (largest |test - baseline| - bound; the first on ties), or
+                              closest to it when none fails; 0 for an empty tensor */
+    double worst_test, worst_baseline; /* the values at worst_index */
+    double max_rel;        /* max |test - baseline| / |baseline| where baseline != 0 (both
+                              finite); 0 when there is no such element */
 } tci_compare_result;
 void tci_compare_result_init(tci_compare_result *result);
 tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,

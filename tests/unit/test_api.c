@@ -160,6 +160,42 @@ END_TEST
 /* A struct_size below the first versioned size is refused naming the struct; a larger one (a
  * caller built against a newer header) is accepted and nothing past the known fields is
  * written. */
+/* tci_compare against a baseline 1 off in element 0: a caller built before the bound fields
+ * gets none of them written (and exact equality is not imposed on it), a current one gets the
+ * failures and the worst element. */
+static tci_status compare_versions(const tci_tensor *out) {
+    int64_t n = tci_tensor_count(out);
+    ck_assert_int_gt(n, 1);
+    float *shifted = malloc((size_t)n * sizeof(float));
+    ck_assert_ptr_nonnull(shifted);
+    memcpy(shifted, out->data, (size_t)n * sizeof(float));
+    shifted[0] += 1.0f;
+    tci_tensor base = *out;
+    base.data = shifted;
+    struct {
+        tci_compare_result r;
+        unsigned char later[8];
+    } old;
+    memset(&old, 0xcd, sizeof old);
+    old.r.struct_size = offsetof(tci_compare_result, top5_agree) + sizeof(size_t);
+    tci_status st = tci_compare(out, &base, &old.r);
+    const unsigned char *tail = (const unsigned char *)&old.r.atol;
+    for (size_t i = 0; st == TCI_OK && i < sizeof old - offsetof(tci_compare_result, atol); i++)
+        ck_assert_uint_eq(tail[i], 0xcd);
+    tci_compare_result cr;
+    tci_compare_result_init(&cr);
+    cr.atol = 0.5;
+    cr.rtol = 0;
+    if (st == TCI_OK) st = tci_compare(out, &base, &cr);
+    ck_assert_uint_eq(cr.bound_failures, 1);
+    ck_assert_uint_eq(cr.worst_index, 0);
+    ck_assert_double_eq(cr.worst_baseline, (double)shifted[0]);
+    ck_assert_double_eq(cr.worst_test, (double)((const float *)out->data)[0]);
+    ck_assert_double_eq(cr.atol, 0.5);
+    free(shifted);
+    return st;
+}
+
 START_TEST(test_struct_size) {
     tci_engine_options o;
     tci_engine_options_init(&o);
@@ -245,6 +281,11 @@ START_TEST(test_struct_size) {
     ck_assert_tci_ok(tci_compare(&out, &out, &cr));
     ck_assert_double_eq(cr.max_abs, 0.0);
     ck_assert_uint_eq(cr.rows, 1);
+    ck_assert_uint_eq(cr.bound_failures, 0);
+    cr.atol = -1;
+    ck_assert_tci_error(tci_compare(&out, &out, &cr), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_compare_result.atol");
+    ck_assert_tci_ok(compare_versions(&out));
     tci_tensor_release(&in);
     tci_context_destroy(c);
     tci_engine_destroy(e);
