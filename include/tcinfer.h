@@ -160,6 +160,13 @@ typedef enum tci_log_level {
  * that made the API call; engines shared by threads get calls from several threads at once. */
 typedef void (*tci_log_fn)(tci_log_level level, const char *message, void *user);
 
+/* Since 0.2: progress of long work, for a progress line. stage names the work ("optimizing
+ * graph"; GPU builds: "choosing kernels", one step per convolution or GEMM layer timed or taken
+ * from a timing cache or engine file); done counts its finished steps out of total. Each stage
+ * is reported with done 0 first, then with done growing to total (done <= total always);
+ * stages come one after the other. Called on the thread that made the API call. */
+typedef void (*tci_progress_fn)(const char *stage, size_t done, size_t total, void *user);
+
 typedef struct tci_engine_options {
     size_t struct_size; /* set by tci_engine_options_init */
     tci_backend backend;
@@ -208,6 +215,10 @@ typedef struct tci_engine_options {
     int max_nesting_depth;       /* protobuf message nesting (subgraphs, nested types): 64; at
                                     most 1000 */
     uint64_t max_parse_bytes;    /* memory protobuf-c may take to unpack the file: 4 GiB */
+    /* Since 0.2: the builds of tci_engine_create_* and tci_engine_load report their progress
+     * to progress_fn with progress_user (NULL, the default: not reported). */
+    tci_progress_fn progress_fn;
+    void *progress_user;
 } tci_engine_options;
 
 /* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */
@@ -237,7 +248,7 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path);
 /* Builds a GPU engine from an engine file without timing any kernel. A file written on another
  * GPU model, or with other CUDA / cuDNN / cuBLASLt versions or another tcinfer, is refused
  * (TCI_ERR_UNSUPPORTED) naming both; a damaged or truncated one is TCI_ERR_PARSE. Of options
- * (may be NULL) only no_cuda_graph and the log fields apply: shapes, precision, fp32 layers and
+ * (may be NULL) only no_cuda_graph, the log and the progress fields apply: shapes, precision, fp32 layers and
  * kernels come from the file, and setting them (or a timing cache) is TCI_ERR_INVALID_ARGUMENT.
  * Smaller batches run as with any GPU engine. */
 tci_status tci_engine_load(const char *path, const tci_engine_options *options,

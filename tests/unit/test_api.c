@@ -408,6 +408,68 @@ static void record_log(tci_log_level level, const char *message, void *user) {
     snprintf(r->last[level], sizeof r->last[level], "%s", message);
 }
 
+typedef struct progress_record {
+    int calls, stages, finished;
+    char stage[64];
+    size_t done, total;
+} progress_record;
+
+/* Asserts the contract of tci_progress_fn: a stage starts at 0, done never decreases and never
+ * passes total, a new stage starts only once the previous one reached its total. */
+static void record_progress(const char *stage, size_t done, size_t total, void *user) {
+    progress_record *r = user;
+    ck_assert_ptr_nonnull(stage);
+    ck_assert_uint_le(done, total);
+    ck_assert_uint_gt(total, 0);
+    if (r->calls == 0 || strcmp(stage, r->stage) != 0) {
+        ck_assert_int_eq(r->finished, r->stages);
+        ck_assert_uint_eq(done, 0);
+        snprintf(r->stage, sizeof r->stage, "%s", stage);
+        r->stages++;
+    } else {
+        ck_assert_uint_ge(done, r->done);
+        ck_assert_uint_eq(total, r->total);
+    }
+    if (done == total) r->finished++;
+    r->done = done;
+    r->total = total;
+    r->calls++;
+}
+
+/* A CPU build reports its progress through the options' callback, and nothing without one. */
+START_TEST(test_progress_callback) {
+    progress_record r;
+    memset(&r, 0, sizeof r);
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    ck_assert_ptr_null(o.progress_fn);
+    o.progress_fn = record_progress;
+    o.progress_user = &r;
+    tci_engine *e = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &o, &e));
+    ck_assert_int_ge(r.calls, 2);
+    ck_assert_int_ge(r.stages, 1);
+    ck_assert_int_eq(r.finished, r.stages); /* every stage reached its total */
+    ck_assert_str_eq(r.stage, "optimizing graph");
+    tci_engine_destroy(e);
+    /* an older caller's options end before the progress fields: they are not read */
+    struct {
+        tci_engine_options o;
+        unsigned char later[16];
+    } old;
+    memset(&old, 0, sizeof old);
+    tci_engine_options_init(&old.o);
+    old.o.progress_fn = record_progress;
+    old.o.progress_user = &r;
+    old.o.struct_size = offsetof(tci_engine_options, progress_fn);
+    int calls = r.calls;
+    e = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &old.o, &e));
+    ck_assert_int_eq(r.calls, calls);
+    tci_engine_destroy(e);
+}
+END_TEST
+
 /* The log callback gets the engine's messages at and above its level; nothing else is written
  * (the library prints nothing: scripts/check_layers.py). */
 START_TEST(test_log_callback) {
@@ -548,6 +610,7 @@ int main(void) {
     tcase_add_test(tc, test_run_named);
     tcase_add_test(tc, test_output_into);
     tcase_add_test(tc, test_log_callback);
+    tcase_add_test(tc, test_progress_callback);
     tcase_add_test(tc, test_cpu_threads_and_memory);
     tcase_add_test(tc, test_messages);
     suite_add_tcase(s, tc);
