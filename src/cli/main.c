@@ -286,13 +286,12 @@ static int run_cli(cli_args *a) {
         a->info = true;
         options.plan_only = 1;
     }
-    if (a->backend < 0) {
-        /* --compare's default baseline is the CPU reference, so the engine compared is the GPU
-         * one; against saved outputs (--reference) it is whichever runs here */
-        bool gpu = tci_gpu_count(NULL, 0) > 0;
-        if (!gpu && a->compare && !a->num_references) return cli_compare_needs_gpu();
-        a->backend = gpu ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
-    }
+    /* --compare's default baseline is the CPU reference, so the engine compared is the GPU
+     * one; against saved outputs (--reference) it is whichever runs here */
+    bool gpu = tci_gpu_count(NULL, 0) > 0;
+    if (a->backend < 0) a->backend = gpu || (a->compare && !a->num_references) ? TCI_BACKEND_GPU
+                                                                              : TCI_BACKEND_CPU;
+    if (!gpu && a->compare && !a->num_references && !a->plan) return cli_compare_needs_gpu();
     options.backend = (tci_backend)a->backend;
     if (a->backend == TCI_BACKEND_CPU) options.cpu_threads = a->threads;
     if (a->profile && a->backend != TCI_BACKEND_GPU)

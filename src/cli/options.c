@@ -442,7 +442,8 @@ static int check_combinations(cli_args *a) {
          a->save_engine || a->backend == TCI_BACKEND_CPU))
         return cli_usage_error("--load-engine runs the engine as it was built: --shape, "
                                "--precision, --fp32-layers, --kernels, --timing-cache, "
-                               "--compare, --plan, --save-engine and --backend cpu do not go "
+                               "--compare (--reference), --plan, --save-engine and --backend cpu "
+                               "do not go "
                                "with it%s", "");
     if (a->save_engine && (a->backend == TCI_BACKEND_CPU || a->plan || a->compare_layers))
         return cli_usage_error("--save-engine writes a GPU engine: not with --backend cpu, --plan "

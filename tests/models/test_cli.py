@@ -668,6 +668,8 @@ class CliTest(unittest.TestCase):
         m = re.search(r"GPUs: (\d+)", run("--devices")[1])
         if m and int(m.group(1)) == 0:
             self.assertEqual(self.assert_error(run("--compare", path, x), 2), err)
+            self.assertEqual(self.assert_error(run("--compare", "--backend", "gpu", path, x), 2),
+                             err)
 
     def test_reference_errors(self):
         path, x, ref = self.two_output_model()
