@@ -93,6 +93,8 @@ typedef struct cli_reference {
 int cli_load_references(const cli_args *a, const tci_context *ctx, size_t num_outputs,
                         cli_reference *r);
 void cli_free_references(cli_reference *r);
+/* 0, or EXIT_USAGE (reported) when --output-dir or -o would overwrite a --reference file. */
+int cli_check_reference_paths(const cli_args *a);
 /* Output index's file name in --output-dir, without .npy. */
 void cli_output_file_name(const tci_context *ctx, size_t index, char *buf, size_t size);
 bool cli_is_folder(const char *path);

@@ -294,6 +294,8 @@ static int run_cli(cli_args *a) {
     if (!gpu && a->compare && !a->num_references && !a->plan) return cli_compare_needs_gpu();
     options.backend = (tci_backend)a->backend;
     if (a->backend == TCI_BACKEND_CPU) options.cpu_threads = a->threads;
+    rc = cli_check_reference_paths(a);
+    if (rc) return rc;
     if (a->profile && a->backend != TCI_BACKEND_GPU)
         return cli_usage_error("--profile times GPU layers; use --backend gpu%s", "");
     json_value *json = a->json ? json_object() : NULL;

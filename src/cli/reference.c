@@ -1,9 +1,10 @@
 /* --reference: outputs saved from any framework (.npy or TensorProto .pb), one file per output
  * (NAME=FILE, or FILE for a model of one output) or a folder of NAME.npy / NAME.pb, matched to
  * the engine's outputs by the file names --output-dir writes. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,42 @@ static int match_files(const cli_args *a, const tci_context *ctx, size_t n, cli_
         cli_output_file_name(ctx, index, name, sizeof name);
         int rc = set_path(r, index, ref->path, name);
         if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The folder of path: itself when it is one, else the one holding it (resolved; "" if none). */
+static void folder_of(const char *path, char *buf, size_t size) {
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    if (!cli_is_folder(copy)) {
+        char *slash = strrchr(copy, '/');
+        if (slash) slash[slash == copy ? 1 : 0] = '\0';
+        else snprintf(copy, sizeof copy, ".");
+    }
+    char resolved[PATH_MAX];
+    snprintf(buf, size, "%s", realpath(copy, resolved) ? resolved : "");
+}
+
+int cli_check_reference_paths(const cli_args *a) {
+    const char *dir = a->output_dir;
+    if (a->output_file && cli_is_folder(a->output_file)) dir = a->output_file;
+    char out[4096], ref[4096];
+    for (int k = 0; k < a->num_references; k++) {
+        folder_of(a->references[k].path, ref, sizeof ref);
+        if (dir) folder_of(dir, out, sizeof out);
+        bool clash = dir && ref[0] && strcmp(out, ref) == 0;
+        char out_file[PATH_MAX], ref_file[PATH_MAX];
+        if (!clash && a->output_file && !cli_is_folder(a->output_file))
+            clash = realpath(a->output_file, out_file) &&
+                    realpath(a->references[k].path, ref_file) && strcmp(out_file, ref_file) == 0;
+        if (clash) {
+            fprintf(stderr,
+                    "tcinfer: the outputs would be written over the reference '%s' before the "
+                    "comparison: write them elsewhere (--output-dir, -o)\n",
+                    a->references[k].path);
+            return EXIT_USAGE;
+        }
     }
     return 0;
 }

@@ -724,6 +724,15 @@ class CliTest(unittest.TestCase):
                           "no reference for output 'w': the folder .* holds neither w.npy nor w.pb")
         self.assert_error(run(*cpu, "--reference", folder, "--reference", f"y={self.path('y.npy')}",
                               path, x), 2, "goes alone")
+        # the outputs written over the reference before the comparison: refused
+        for out in (["--output-dir", folder], ["-o", folder + "/"],
+                    ["--output-dir", self.dir]):
+            self.assert_error(run(*cpu, "--reference", folder if out[1] != self.dir else
+                                  f"y={self.path('y.npy')}", *out, path, x), 2,
+                              "would be written over the reference")
+        self.assert_error(run("--backend", "cpu", "--reference", self.path("y.npy"), "-o",
+                              self.path("y.npy"), *self.reference_case()[:2]), 2,
+                          "would be written over the reference")
 
     def test_reference_option_errors(self):
         path, x, ref = self.reference_case()
