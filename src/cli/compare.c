@@ -172,8 +172,7 @@ static int check_reference(const tci_tensor *test, const tci_tensor *ref, const 
 }
 
 /* The bound of --atol / --rtol on one output: its text, JSON and exit status. */
-static int report_bound(const cli_args *a, const tci_tensor *test, const tci_compare_result *r,
-                        json_value *o) {
+static int report_bound(const tci_tensor *test, const tci_compare_result *r, json_value *o) {
     char where[256];
     element_position(test, r->worst_index, where, sizeof where);
     int64_t count = tci_tensor_count(test);
@@ -313,7 +312,7 @@ int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_conte
                     test.name, r.relative_l2, a->tolerance);
             rc = EXIT_FAILURE;
         }
-        if (has_bound(a) && report_bound(a, &test, &r, o)) rc = EXIT_FAILURE;
+        if (has_bound(a) && report_bound(&test, &r, o)) rc = EXIT_FAILURE;
     }
     if (rc == 0 && a->compare_layers) {
         double threshold = a->tolerance >= 0 ? a->tolerance : 1e-2;
