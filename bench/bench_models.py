@@ -143,7 +143,10 @@ def parse_compare(text, output="logits"):
 
 def first_error_line(stderr, stdout, rc):
     """The line that best says why tcinfer failed."""
-    lines = [l.strip() for l in (stderr or "").splitlines() if l.strip()]
+    # progress lines ("tcinfer: choosing kernels: 12/53") say nothing about a failure
+    lines = [l.strip() for l in (stderr or "").splitlines()
+             if l.strip() and not re.fullmatch(r"tcinfer: [a-z -]+: \d+/\d+( \(\d+\.\d s\))?",
+                                                l.strip())]
     for l in lines:
         if "error" in l.lower() or l.startswith("tcinfer:"):
             return l

@@ -160,6 +160,13 @@ typedef enum tci_log_level {
  * that made the API call; engines shared by threads get calls from several threads at once. */
 typedef void (*tci_log_fn)(tci_log_level level, const char *message, void *user);
 
+/* Since 0.2: progress of long work, for a progress line. stage names the work ("optimizing
+ * graph"; GPU builds: "choosing kernels", one step per convolution or GEMM layer timed or taken
+ * from a timing cache or engine file); done counts its finished steps out of total. Each stage
+ * is reported with done 0 first, then with done growing to total (done <= total always);
+ * stages come one after the other. Called on the thread that made the API call. */
+typedef void (*tci_progress_fn)(const char *stage, size_t done, size_t total, void *user);
+
 typedef struct tci_engine_options {
     size_t struct_size; /* set by tci_engine_options_init */
     tci_backend backend;
@@ -208,6 +215,10 @@ typedef struct tci_engine_options {
     int max_nesting_depth;       /* protobuf message nesting (subgraphs, nested types): 64; at
                                     most 1000 */
     uint64_t max_parse_bytes;    /* memory protobuf-c may take to unpack the file: 4 GiB */
+    /* Since 0.2: the builds of tci_engine_create_* and tci_engine_load report their progress
+     * to progress_fn with progress_user (NULL, the default: not reported). */
+    tci_progress_fn progress_fn;
+    void *progress_user;
 } tci_engine_options;
 
 /* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */
@@ -237,7 +248,7 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path);
 /* Builds a GPU engine from an engine file without timing any kernel. A file written on another
  * GPU model, or with other CUDA / cuDNN / cuBLASLt versions or another tcinfer, is refused
  * (TCI_ERR_UNSUPPORTED) naming both; a damaged or truncated one is TCI_ERR_PARSE. Of options
- * (may be NULL) only no_cuda_graph and the log fields apply: shapes, precision, fp32 layers and
+ * (may be NULL) only no_cuda_graph, the log and the progress fields apply: shapes, precision, fp32 layers and
  * kernels come from the file, and setting them (or a timing cache) is TCI_ERR_INVALID_ARGUMENT.
  * Smaller batches run as with any GPU engine. */
 tci_status tci_engine_load(const char *path, const tci_engine_options *options,
@@ -435,7 +446,8 @@ tci_status tci_context_profile(tci_context *context, int iterations, tci_profile
 /* ---- accuracy ---- */
 
 /* Error of `test` against `baseline` (same dims; float). top-1/top-5 only for 2-D (N x C) with
- * C > 1, else rows = 0. */
+ * C > 1, else rows = 0. The bound check uses the result's atol and rtol (read only when its
+ * struct_size covers them; else 0). */
 typedef struct tci_compare_result {
     size_t struct_size;  /* tci_compare_result_init */
     double max_abs, mean_abs, relative_l2, cosine;
@@ -443,6 +455,19 @@ typedef struct tci_compare_result {
     size_t rows;         /* N of an N x C output, else 0 */
     size_t top1_agree;   /* rows whose arg-max matches */
     size_t top5_agree;   /* rows whose baseline top-1 is within the test's top-5 */
+    /* Since 0.2: the element-wise bound of Polygraphy's --atol/--rtol. atol and rtol are read:
+     * set them after tci_compare_result_init (which sets both to 0: exact equality) and
+     * before the call; each must be finite and >= 0. Element i fails when
+     * |test[i] - baseline[i]| > atol + rtol * |baseline[i]|; a NaN or Inf fails unless the
+     * baseline holds the same value there. */
+    double atol, rtol;
+    size_t bound_failures; /* elements that fail */
+    size_t worst_index;    /* flat (row-major) index of the element furthest past its bound
+                              (largest |test - baseline| - bound; the first on ties), or
+                              closest to it when none fails; 0 for an empty tensor */
+    double worst_test, worst_baseline; /* the values at worst_index */
+    double max_rel;        /* max |test - baseline| / |baseline| where baseline != 0 (both
+                              finite); 0 when there is no such element */
 } tci_compare_result;
 void tci_compare_result_init(tci_compare_result *result);
 tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,

@@ -71,7 +71,11 @@ EngineOptions = _struct("EngineOptions", [
     ("max_constant_bytes", ctypes.c_uint64),
     ("max_nodes", ctypes.c_uint64),
     ("max_nesting_depth", ctypes.c_int),
-    ("max_parse_bytes", ctypes.c_uint64)])
+    ("max_parse_bytes", ctypes.c_uint64),
+    # since 0.2: the progress callback (left NULL here); every field of the C struct is
+    # declared, since tci_engine_options_init writes the whole of it
+    ("progress_fn", ctypes.c_void_p),
+    ("progress_user", ctypes.c_void_p)])
 EngineStats = _struct("EngineStats", [
     ("num_nodes", ctypes.c_size_t), ("num_initializers", ctypes.c_size_t),
     ("num_parameters", ctypes.c_int64), ("parameter_bytes", ctypes.c_int64)])

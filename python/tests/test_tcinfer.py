@@ -35,6 +35,18 @@ def test_version_is_the_headers():
     assert tcinfer.version() == ".".join(parts)
 
 
+def test_engine_options_declare_the_whole_c_struct():
+    """tci_engine_options_init writes the C struct's size: the ctypes struct must not be
+    smaller (a field added to the header and not here would be written past its end)."""
+    import ctypes
+    from tcinfer import _lib
+    size = ctypes.sizeof(_lib.EngineOptions)
+    buf = (ctypes.c_ubyte * (size + 256))(*([0xcd] * (size + 256)))
+    _lib.tci_engine_options_init(ctypes.cast(buf, ctypes.POINTER(_lib.EngineOptions)))
+    c_size = ctypes.c_size_t.from_buffer(buf).value
+    assert c_size == size
+
+
 def test_engine_describes_inputs_and_outputs(engine, x):
     assert len(engine.inputs) == 1 and len(engine.outputs) == 1
     assert engine.inputs[0].dtype == np.float32

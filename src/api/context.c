@@ -355,6 +355,16 @@ tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
     TRY_STATUS(api_check_size(out->struct_size, API_MIN_COMPARE_RESULT, "tci_compare_result"));
     tci_compare_result result, *out_result = &result;
     tci_compare_result_init(&result);
+    if (out->struct_size >= API_SIZE_THROUGH(tci_compare_result, rtol)) {
+        result.atol = out->atol;
+        result.rtol = out->rtol;
+    }
+    if (!(result.atol >= 0) || !isfinite(result.atol) || !(result.rtol >= 0) ||
+        !isfinite(result.rtol))
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_compare_result.atol and .rtol are %g and %g; finite numbers >= 0 "
+                            "expected",
+                            result.atol, result.rtol);
     if (test->dtype != TCI_DTYPE_FLOAT || baseline->dtype != TCI_DTYPE_FLOAT)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "compare needs float tensors");
     int64_t count = tci_tensor_count(test);
@@ -374,6 +384,14 @@ tci_status tci_compare(const tci_tensor *test, const tci_tensor *baseline,
     out_result->relative_l2 = m.relative_l2_error;
     out_result->cosine = m.cosine_similarity;
     out_result->non_finite = m.nonfinite_count;
+    compare_bound bound;
+    TRY_STATUS(compare_within_bound(test->data, baseline->data, (size_t)count, result.atol,
+                                    result.rtol, &bound));
+    out_result->bound_failures = bound.failures;
+    out_result->worst_index = bound.worst_index;
+    out_result->worst_test = count ? ((const float *)test->data)[bound.worst_index] : 0;
+    out_result->worst_baseline = count ? ((const float *)baseline->data)[bound.worst_index] : 0;
+    out_result->max_rel = bound.max_relative;
     if (test->rank == 2 && test->dims[1] > 1) {
         compare_topk k;
         TRY_STATUS(compare_classification(test->data, baseline->data, (size_t)test->dims[0],

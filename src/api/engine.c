@@ -91,7 +91,10 @@ static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph
                              t->name);
     }
     if (pristine) TRY_STATUS(ir_graph_clone(g, pristine));
+    static const char stage[] = "optimizing graph";
+    if (options->progress_fn) options->progress_fn(stage, 0, 1, options->progress_user);
     TRY_STATUS(pass_optimize(g));
+    if (options->progress_fn) options->progress_fn(stage, 1, 1, options->progress_user);
     /* after the passes: in execution order, and only tensors that are really computed */
     return options->mark_all_outputs ? mark_all_outputs(g) : TCI_OK;
 }
@@ -151,7 +154,8 @@ static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_option
     return exec_gpu_guard(NULL, exec_gpu_engine_create(built, &e->plan_options, options->kernels,
                                                        options->timing_cache, choices,
                                                        e->pristine ? replan_batch : NULL, e,
-                                                       &e->gpu));
+                                                       options->progress_fn,
+                                                       options->progress_user, &e->gpu));
 }
 #endif
 
@@ -527,8 +531,8 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
             &log, status_error(TCI_ERR_INVALID_ARGUMENT,
                                "%s: an engine file fixes the shapes, precision, fp32 layers and "
                                "kernels it was built with (no timing cache either): of "
-                               "tci_engine_options only no_cuda_graph and the log fields may be "
-                               "set",
+                               "tci_engine_options only no_cuda_graph, the log and the progress "
+                               "fields may be set",
                                path));
     engine_file f;
     TRY_STATUS(api_log_failure(&log, engine_file_read(path, &f)));
@@ -564,6 +568,8 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         o.log_fn = given.log_fn;
         o.log_user = given.log_user;
         o.log_level = given.log_level;
+        o.progress_fn = given.progress_fn;
+        o.progress_user = given.progress_user;
         o.precision = (tci_precision)f.precision;
         o.kernels = (tci_kernels)f.kernels;
         o.fp32_layers = (const char *const *)f.fp32_layers;

@@ -19,6 +19,14 @@ typedef struct cli_input {
 
 typedef struct cli_report cli_report; /* report_html.c */
 
+/* The progress line (progress.c). */
+typedef struct cli_progress {
+    bool enabled, tty, drawn;
+    char stage[64];
+    int quarter;            /* not a TTY: the last quarter of the stage printed */
+    double start, last_draw; /* seconds */
+} cli_progress;
+
 typedef struct cli_args {
     const char *model;
     cli_input inputs[MAX_ITEMS + 1];
@@ -32,6 +40,11 @@ typedef struct cli_args {
     uint64_t seed;
     int backend; /* -1: GPU where one exists, else CPU */
     double tolerance; /* < 0: none */
+    double atol, rtol; /* < 0: not given */
+    cli_input references[MAX_ITEMS]; /* --reference: name NULL for FILE or DIR */
+    int num_references;
+    bool baseline_given;     /* --baseline, either value */
+    cli_progress *progress;  /* set by main, not by the options */
     int bench, warmup, threads;
     const char *profile;
     tci_precision precision;
@@ -63,14 +76,42 @@ const char *cli_flag_terms(const char *text, char *buf, size_t size);
  * are left to cli_fail. */
 void cli_log(tci_log_level level, const char *message, void *user);
 
+/* The message for --compare where no GPU can run (or --backend cpu): what works instead. */
+int cli_compare_needs_gpu(void);
+
+/* progress.c: a tci_progress_fn (user: the cli_progress); enabled false (--quiet): silent */
+void cli_progress_init(cli_progress *p, bool enabled);
+void cli_progress_update(const char *stage, size_t done, size_t total, void *user);
+/* Clears an in-place line left by a stage that did not finish. */
+void cli_progress_end(cli_progress *p);
+
+/* reference.c */
+typedef struct cli_reference {
+    tci_tensor *tensors; /* per engine output */
+    char **paths;        /* the file each came from */
+    size_t count;
+} cli_reference;
+/* Reads the --reference files, one per output of ctx's engine (0, or an exit status: a name
+ * that is no output, a missing or extra file, an unreadable one; reported). r is freed by
+ * cli_free_references whatever this returned. */
+int cli_load_references(const cli_args *a, const tci_context *ctx, size_t num_outputs,
+                        cli_reference *r);
+void cli_free_references(cli_reference *r);
+/* 0, or EXIT_USAGE (reported) when --output-dir or -o would overwrite a --reference file. */
+int cli_check_reference_paths(const cli_args *a);
+/* Output index's file name in --output-dir, without .npy. */
+void cli_output_file_name(const tci_context *ctx, size_t index, char *buf, size_t size);
+bool cli_is_folder(const char *path);
+
 /* report.c: the text reports go to stdout unless --json, whose document is `json` */
 void cli_print_info(const tci_engine *engine, const char *choices_from, json_value *json);
 /* Output t's report (print false: --quiet); with outputs (--json) as an element of it. */
 void cli_report_output(const tci_tensor *t, bool print, json_value *outputs);
 int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *inputs,
                         size_t num_inputs, json_value *json);
-int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor *inputs,
-                    size_t num_inputs, json_value *json);
+/* --compare: against the --baseline run, or the --reference files (one per output of engine) */
+int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_context *ctx,
+                    const tci_tensor *inputs, size_t num_inputs, json_value *json);
 int cli_run_bench(const cli_args *a, tci_context *ctx, const tci_tensor *inputs, json_value *json);
 int cli_run_profile(const cli_args *a, tci_context *ctx, json_value *json);
 /* "1x3x224x224" ("scalar" for rank 0, symbolic dims by name) */

@@ -20,8 +20,11 @@ static tci_status run_baseline(const cli_args *a, bool all_outputs, const tci_te
     options.cpu_threads = a->threads;
     options.log_fn = cli_log;
     options.log_level = a->verbose ? TCI_LOG_DEBUG : TCI_LOG_ERROR;
+    options.progress_fn = cli_progress_update;
+    options.progress_user = a->progress;
     *out_context = NULL;
     tci_status st = tci_engine_create_from_file(a->model, &options, out_engine);
+    cli_progress_end(a->progress);
     if (st == TCI_OK) st = tci_context_create(*out_engine, out_context);
     if (st == TCI_OK) st = tci_context_run(*out_context, inputs, num_inputs);
     return st;
@@ -88,12 +91,39 @@ int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *i
 }
 
 static const char *engine_label(const cli_args *a) {
+    if (a->backend == TCI_BACKEND_CPU) return "fp32 CPU";
     return a->precision == TCI_PRECISION_FP32   ? "fp32"
            : a->precision == TCI_PRECISION_TF32 ? "tf32"
            : a->precision == TCI_PRECISION_BF16 ? (a->fp32_text ? "bf16+fp32-layers" : "bf16")
            : a->fp32_text                       ? "fp16+fp32-layers"
                                                 : "fp16";
 }
+
+/* The coordinates of flat (row-major) element `index` of t. */
+static void unflatten(const tci_tensor *t, size_t index, int64_t *coords) {
+    for (int d = t->rank - 1; d >= 0; d--) {
+        coords[d] = t->dims[d] ? (int64_t)(index % (size_t)t->dims[d]) : 0;
+        index = t->dims[d] ? index / (size_t)t->dims[d] : 0;
+    }
+}
+
+/* "[0, 3]": the position of flat element `index` in t */
+static const char *element_position(const tci_tensor *t, size_t index, char *buf, size_t size) {
+    int64_t coords[TCI_MAX_RANK];
+    unflatten(t, index, coords);
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < t->rank && pos < size; d++) {
+        int w = snprintf(buf + pos, size - pos, "%s%lld", d ? ", " : "[", (long long)coords[d]);
+        if (w < 0) break;
+        pos += (size_t)w;
+    }
+    if (pos < size) snprintf(buf + pos, size - pos, "%s", t->rank ? "]" : "[]");
+    return buf;
+}
+
+/* --atol / --rtol given */
+static bool has_bound(const cli_args *a) { return a->atol >= 0 || a->rtol >= 0; }
 
 static json_value *json_result(const char *name, const tci_compare_result *r) {
     json_value *o = json_object();
@@ -108,17 +138,94 @@ static json_value *json_result(const char *name, const tci_compare_result *r) {
         json_add_number(o, "top1_agree", (double)r->top1_agree);
         json_add_number(o, "top5_agree", (double)r->top5_agree);
     }
+    json_add_number(o, "max_rel", r->max_rel);
     return o;
 }
 
-/* The fp32 baseline on the same inputs, and the error of every float output. */
-int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor *inputs,
-                    size_t num_inputs, json_value *json) {
+/* Whether ref (a file) can be compared with output test: same dtype and shape (reported). */
+static int check_reference(const tci_tensor *test, const tci_tensor *ref, const char *path) {
+    char got[256], want[256];
+    if (ref->dtype != test->dtype) {
+        fprintf(stderr,
+                "tcinfer: the reference '%s' for output '%s' is %s; the output is %s%s\n",
+                path, test->name, tci_dtype_name(ref->dtype), tci_dtype_name(test->dtype),
+                test->dtype == TCI_DTYPE_FLOAT ? " (save it as float32)" : "");
+        return EXIT_FAILURE;
+    }
+    bool same = ref->rank == test->rank;
+    for (int d = 0; same && d < ref->rank; d++) same = ref->dims[d] == test->dims[d];
+    if (!same) {
+        tci_tensor_info ri, ti;
+        tci_tensor_info_init(&ri);
+        tci_tensor_info_init(&ti);
+        ri.rank = ref->rank;
+        ti.rank = test->rank;
+        memcpy(ri.dims, ref->dims, sizeof ri.dims);
+        memcpy(ti.dims, test->dims, sizeof ti.dims);
+        fprintf(stderr, "tcinfer: the reference '%s' for output '%s' has shape %s; the output "
+                        "has %s\n",
+                path, test->name, cli_format_info_dims(&ri, got, sizeof got),
+                cli_format_info_dims(&ti, want, sizeof want));
+        return EXIT_FAILURE;
+    }
+    return 0;
+}
+
+/* The bound of --atol / --rtol on one output: its text, JSON and exit status. */
+static int report_bound(const tci_tensor *test, const tci_compare_result *r, json_value *o) {
+    char where[256];
+    element_position(test, r->worst_index, where, sizeof where);
+    int64_t count = tci_tensor_count(test);
+    if (o) {
+        json_add_number(o, "atol", r->atol);
+        json_add_number(o, "rtol", r->rtol);
+        json_add_number(o, "bound_failures", (double)r->bound_failures);
+        json_add_number(o, "elements", (double)count);
+        if (count > 0) {
+            json_value *w = json_add_object(o, "worst");
+            int64_t coords[TCI_MAX_RANK];
+            unflatten(test, r->worst_index, coords);
+            json_add(w, "index", cli_json_shape(test->rank, coords));
+            json_add_number(w, "flat_index", (double)r->worst_index);
+            json_add_number(w, "got", r->worst_test);
+            json_add_number(w, "ref", r->worst_baseline);
+        }
+        json_add_bool(o, "within_bound", r->bound_failures == 0);
+    } else {
+        printf("  atol %g, rtol %g: %zu of %lld elements fail", r->atol, r->rtol,
+               r->bound_failures, (long long)count);
+        if (count > 0)
+            printf("; worst at %s: got %.9g, ref %.9g", where, r->worst_test, r->worst_baseline);
+        printf("\n");
+    }
+    if (!r->bound_failures) return 0;
+    fprintf(stderr,
+            "tcinfer: output '%s': %zu of %lld elements exceed |got - ref| <= --atol %g + --rtol "
+            "%g * |ref|; the worst, at %s, is %.9g against %.9g\n",
+            test->name, r->bound_failures, (long long)count, r->atol, r->rtol, where,
+            r->worst_test, r->worst_baseline);
+    return EXIT_FAILURE;
+}
+
+/* The baseline (the fp32 run of --baseline, or the files of --reference) on the same inputs, and
+ * the error of every output. */
+int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_context *ctx,
+                    const tci_tensor *inputs, size_t num_inputs, json_value *json) {
     tci_engine *cpu = NULL;
     tci_context *base = NULL;
-    tci_status st = run_baseline(a, a->compare_layers, inputs, num_inputs, &cpu, &base);
-    int rc = st == TCI_OK ? 0 : cli_fail(st);
-    size_t n = rc == 0 ? tci_engine_output_count(cpu) : 0;
+    cli_reference files;
+    memset(&files, 0, sizeof files);
+    bool saved = a->num_references > 0;
+    size_t n = 0;
+    int rc = 0;
+    if (saved) {
+        n = tci_engine_output_count(engine);
+        rc = cli_load_references(a, ctx, n, &files);
+    } else {
+        tci_status st = run_baseline(a, a->compare_layers, inputs, num_inputs, &cpu, &base);
+        rc = st == TCI_OK ? 0 : cli_fail(st);
+        n = rc == 0 ? tci_engine_output_count(cpu) : 0;
+    }
     double *errors = calloc(n + 1, sizeof *errors);
     const char **names = calloc(n + 1, sizeof *names);
     size_t layers = 0;
@@ -127,14 +234,23 @@ int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor 
     json_value *list = NULL;
     if (j) {
         json_add_string(j, "engine", engine_label(a));
-        json_add_string(j, "baseline", a->baseline_gpu ? "gpu-fp32" : "cpu");
+        json_add_string(j, "baseline", saved ? "reference" : a->baseline_gpu ? "gpu-fp32" : "cpu");
         if (a->tolerance >= 0) json_add_number(j, "tolerance", a->tolerance);
+        if (has_bound(a)) json_add_number(j, "atol", a->atol >= 0 ? a->atol : 0);
+        if (has_bound(a)) json_add_number(j, "rtol", a->rtol >= 0 ? a->rtol : 0);
         list = json_add_array(j, a->compare_layers ? "layers" : "outputs");
     }
+    bool bounded = a->tolerance >= 0 || has_bound(a);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         tci_tensor test, ref;
         tci_context_output(ctx, i, &test);
-        tci_context_output(base, i, &ref);
+        if (saved) {
+            ref = files.tensors[i];
+            rc = check_reference(&test, &ref, files.paths[i]);
+            if (rc) break;
+        } else {
+            tci_context_output(base, i, &ref);
+        }
         if (test.dtype != TCI_DTYPE_FLOAT) {
             size_t bytes = (size_t)tci_tensor_count(&ref) * tci_dtype_size(ref.dtype);
             bool same = test.dtype == ref.dtype && memcmp(test.data, ref.data, bytes) == 0;
@@ -142,18 +258,25 @@ int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor 
                 json_value *o = json_object();
                 json_add_string(o, "name", test.name);
                 json_add_string(o, "dtype", tci_dtype_name(test.dtype));
+                if (saved) json_add_string(o, "reference", files.paths[i]);
                 json_add_bool(o, "identical", same);
                 json_add(list, NULL, o);
             } else {
                 printf("compare '%s' (%s): %s\n", test.name, tci_dtype_name(test.dtype),
                        same ? "identical" : "DIFFERENT");
             }
-            if (!same && a->tolerance >= 0) rc = EXIT_FAILURE;
+            if (!same && bounded) {
+                fprintf(stderr, "tcinfer: output '%s' (%s) differs from its baseline\n",
+                        test.name, tci_dtype_name(test.dtype));
+                rc = EXIT_FAILURE;
+            }
             continue;
         }
         tci_compare_result r;
         tci_compare_result_init(&r);
-        st = tci_compare(&test, &ref, &r);
+        r.atol = a->atol >= 0 ? a->atol : 0;
+        r.rtol = a->rtol >= 0 ? a->rtol : 0;
+        tci_status st = tci_compare(&test, &ref, &r);
         if (st != TCI_OK) {
             rc = cli_fail(st);
             break;
@@ -162,17 +285,23 @@ int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor 
         names[layers++] = test.name;
         cli_report_compared(a->collect, a->compare_layers, &test, &ref, &r);
         bool over = a->tolerance >= 0 && !(r.relative_l2 <= a->tolerance);
+        json_value *o = NULL;
         if (list) {
-            json_value *o = json_result(test.name, &r);
+            o = json_result(test.name, &r);
+            if (saved) json_add_string(o, "reference", files.paths[i]);
             if (a->tolerance >= 0) json_add_bool(o, "within_tolerance", !over);
             json_add(list, NULL, o);
         } else if (a->compare_layers) {
             printf("  %4zu  %-40s rel L2 %-10.3g max abs %.3g\n", i, test.name, r.relative_l2,
                    r.max_abs);
         } else {
-            printf("compare '%s' (%s GPU vs fp32 %s): max abs %.3g, mean abs %.3g, rel L2 %.3g, "
-                   "cosine %.6f",
-                   test.name, engine_label(a), a->baseline_gpu ? "GPU" : "CPU", r.max_abs,
+            if (saved)
+                printf("compare '%s' (%s vs reference %s): ", test.name, engine_label(a),
+                       files.paths[i]);
+            else
+                printf("compare '%s' (%s GPU vs fp32 %s): ", test.name, engine_label(a),
+                       a->baseline_gpu ? "GPU" : "CPU");
+            printf("max abs %.3g, mean abs %.3g, rel L2 %.3g, cosine %.6f", r.max_abs,
                    r.mean_abs, r.relative_l2, r.cosine);
             if (r.rows)
                 printf(", top-1 %zu/%zu, top-5 %zu/%zu", r.top1_agree, r.rows, r.top5_agree, r.rows);
@@ -184,11 +313,12 @@ int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor 
                     test.name, r.relative_l2, a->tolerance);
             rc = EXIT_FAILURE;
         }
+        if (has_bound(a) && report_bound(&test, &r, o)) rc = EXIT_FAILURE;
     }
     if (rc == 0 && a->compare_layers) {
         double threshold = a->tolerance >= 0 ? a->tolerance : 1e-2;
         int jump = -1, over = -1;
-        st = tci_find_error_jump(errors, layers, threshold, 10.0, &jump, &over);
+        tci_status st = tci_find_error_jump(errors, layers, threshold, 10.0, &jump, &over);
         if (st == TCI_OK) cli_report_layer_jump(a->collect, threshold, jump, over);
         if (st != TCI_OK) {
             rc = cli_fail(st);
@@ -211,6 +341,7 @@ int cli_run_compare(const cli_args *a, const tci_context *ctx, const tci_tensor 
     }
     free(errors);
     free(names);
+    cli_free_references(&files);
     tci_context_destroy(base);
     tci_engine_destroy(cpu);
     return rc;

@@ -152,45 +152,10 @@ static int load_inputs(const cli_args *a, const tci_engine *engine, tci_tensor *
     return 0;
 }
 
-/* The file name of an output in --output-dir: its name with every character outside
- * A-Z a-z 0-9 . _ - as '_' ("output_<i>" for an empty name or one starting with '.'), and
- * "_<i>" added when an earlier output took that file. */
-static void output_file_name(const tci_context *ctx, size_t index, char *buf, size_t size) {
-    tci_tensor t;
-    char name[256];
-    for (size_t k = 0; k <= index; k++) {
-        tci_context_output(ctx, k, &t);
-        size_t n = 0;
-        for (const char *c = t.name ? t.name : ""; *c && n + 1 < sizeof name; c++) {
-            bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                      (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-';
-            name[n++] = ok ? *c : '_';
-        }
-        name[n] = '\0';
-        if (n == 0 || name[0] == '.') snprintf(name, sizeof name, "output_%zu", k);
-        if (k == index) break;
-    }
-    snprintf(buf, size, "%s", name);
-    char other[256];
-    for (size_t k = 0; k < index; k++) {
-        output_file_name(ctx, k, other, sizeof other);
-        if (strcmp(other, buf) == 0) {
-            snprintf(buf, size, "%.200s_%zu", name, index);
-            break;
-        }
-    }
-}
-
-static bool is_folder(const char *path) {
-    struct stat st;
-    size_t n = strlen(path);
-    return (n && path[n - 1] == '/') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
-}
-
 static int write_outputs(const cli_args *a, const tci_context *ctx, size_t num_outputs,
                          json_value *outputs) {
     const char *dir = a->output_dir;
-    if (a->output_file && is_folder(a->output_file)) dir = a->output_file;
+    if (a->output_file && cli_is_folder(a->output_file)) dir = a->output_file;
     else if (a->output_file) {
         if (num_outputs != 1 && has_suffix(a->output_file, ".npy"))
             fprintf(stderr, "tcinfer: note: the model has %zu outputs; -o FILE writes output 0 "
@@ -220,7 +185,7 @@ static int write_outputs(const cli_args *a, const tci_context *ctx, size_t num_o
         size_t len = strlen(dir);
         for (size_t i = 0; i < num_outputs; i++) {
             char name[256], path[4096];
-            output_file_name(ctx, i, name, sizeof name);
+            cli_output_file_name(ctx, i, name, sizeof name);
             snprintf(path, sizeof path, "%s%s%s.npy", dir, len && dir[len - 1] == '/' ? "" : "/",
                      name);
             tci_tensor t;
@@ -277,7 +242,7 @@ static int run(const cli_args *a, const tci_engine *engine, json_value *json) {
     /* an overflow fails the call, after --compare and the rest have reported */
     int nonfinite_rc =
         rc == 0 && !a->compare_layers ? cli_check_nonfinite(a, ctx, inputs, num_inputs, json) : 0;
-    if (rc == 0 && a->compare) rc = cli_run_compare(a, ctx, inputs, num_inputs, json);
+    if (rc == 0 && a->compare) rc = cli_run_compare(a, engine, ctx, inputs, num_inputs, json);
     if (rc == 0 && a->bench) rc = cli_run_bench(a, ctx, inputs, json);
     if (rc == 0 && a->profile) rc = cli_run_profile(a, ctx, json);
     if (rc == 0) rc = nonfinite_rc;
@@ -317,14 +282,26 @@ static int run_cli(cli_args *a) {
     options.max_nodes = a->limits.max_nodes;
     options.max_nesting_depth = a->limits.max_nesting_depth;
     options.max_parse_bytes = a->limits.max_parse_bytes;
+    cli_progress progress;
+    cli_progress_init(&progress, !a->quiet);
+    a->progress = &progress;
+    options.progress_fn = cli_progress_update;
+    options.progress_user = &progress;
     if (a->plan) {
         a->backend = TCI_BACKEND_GPU;
         a->info = true;
         options.plan_only = 1;
     }
-    if (a->backend < 0) a->backend = tci_gpu_count(NULL, 0) > 0 || a->compare ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
+    /* --compare's default baseline is the CPU reference, so the engine compared is the GPU
+     * one; against saved outputs (--reference) it is whichever runs here */
+    bool gpu = tci_gpu_count(NULL, 0) > 0;
+    if (a->backend < 0) a->backend = gpu || (a->compare && !a->num_references) ? TCI_BACKEND_GPU
+                                                                              : TCI_BACKEND_CPU;
+    if (!gpu && a->compare && !a->num_references && !a->plan) return cli_compare_needs_gpu();
     options.backend = (tci_backend)a->backend;
     if (a->backend == TCI_BACKEND_CPU) options.cpu_threads = a->threads;
+    rc = cli_check_reference_paths(a);
+    if (rc) return rc;
     if (a->profile && a->backend != TCI_BACKEND_GPU)
         return cli_usage_error("--profile times GPU layers; use --backend gpu%s", "");
     json_value *json = a->json ? json_object() : NULL;
@@ -338,6 +315,7 @@ static int run_cli(cli_args *a) {
     tci_engine *engine = NULL;
     tci_status st = a->load_engine ? tci_engine_load(a->load_engine, &options, &engine)
                                   : tci_engine_create_from_file(a->model, &options, &engine);
+    cli_progress_end(&progress);
     if (st == TCI_OK && a->save_engine) {
         st = tci_engine_save(engine, a->save_engine);
         if (st == TCI_OK && json) json_add_string(json, "engine_saved", a->save_engine);

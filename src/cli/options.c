@@ -15,7 +15,7 @@ enum {
     OPT_THREADS, OPT_PRECISION, OPT_FP32_LAYERS, OPT_KERNELS, OPT_TIMING_CACHE, OPT_NO_GRAPH,
     OPT_SAVE_ENGINE, OPT_LOAD_ENGINE, OPT_COMPARE, OPT_COMPARE_LAYERS, OPT_BASELINE,
     OPT_TOLERANCE, OPT_BENCH, OPT_WARMUP, OPT_PROFILE, OPT_INFO, OPT_PLAN, OPT_LIST_OPS,
-    OPT_DEVICES, OPT_VERSION, OPT_LIMIT,
+    OPT_DEVICES, OPT_VERSION, OPT_LIMIT, OPT_REFERENCE, OPT_ATOL, OPT_RTOL,
     OPT_REPORT,
 };
 
@@ -40,7 +40,7 @@ static const cli_option options[] = {
                                           "name (characters other than A-Z a-z 0-9 . _ - as _)"},
     {"json", OPT_JSON, NULL, "print the run, --compare, --bench, --profile and --info results\n"
                              "as one JSON document on stdout (errors stay on stderr)"},
-    {"quiet", OPT_QUIET, NULL, "no report of the outputs"},
+    {"quiet", OPT_QUIET, NULL, "no report of the outputs, no progress line"},
     {"verbose", 'v', NULL, "print the library's log (engine build, GPU plan, kernel per\n"
                            "layer) on stderr"},
     {NULL, 0, NULL, "Backend and precision:"},
@@ -64,12 +64,24 @@ static const cli_option options[] = {
                                              "tuning; shapes, precision and kernels come from it"},
     {NULL, 0, NULL, "Accuracy:"},
     {"compare", OPT_COMPARE, NULL, "run the GPU engine and the fp32 baseline on the same input:\n"
-                                   "max/mean abs error, relative L2, cosine, top-1/top-5"},
+                                   "max/mean abs error, relative L2, cosine, top-1/top-5;\n"
+                                   "with --reference, the engine that runs (the CPU reference\n"
+                                   "where there is no GPU) against saved outputs"},
     {"compare-layers", OPT_COMPARE_LAYERS, NULL, "--compare for every layer's output (unfused),\n"
                                                  "naming the first layer whose error jumps"},
     {"baseline", OPT_BASELINE, "cpu|gpu-fp32", "the --compare baseline: the fp32 CPU reference\n"
                                                "(default) or the GPU engine in fp32"},
+    {"reference", OPT_REFERENCE, "FILE|DIR|NAME=FILE",
+     "the --compare baseline from outputs saved by any framework\n"
+     "(.npy, or ONNX TensorProto .pb): NAME=FILE per output\n"
+     "(repeatable; NAME as --output-dir names it), FILE for a model of\n"
+     "one output, or a folder of NAME.npy / NAME.pb, one per output;\n"
+     "implies --compare, needs no GPU"},
     {"tolerance", OPT_TOLERANCE, "X", "with --compare: exit 1 when a relative L2 error exceeds X"},
+    {"atol", OPT_ATOL, "A", "with --compare: exit 1 when an output element has\n"
+                            "|got - ref| > A + R * |ref| (Polygraphy's rule, --rtol R;\n"
+                            "the one not given is 0); reports the worst element"},
+    {"rtol", OPT_RTOL, "R", "the relative term of that bound (see --atol)"},
     {NULL, 0, NULL, "Performance:"},
     {"bench", OPT_BENCH, "N", "time N runs (after --warmup): median/p90/p99, throughput"},
     {"warmup", OPT_WARMUP, "W", "untimed runs before --bench (default 10)"},
@@ -129,6 +141,14 @@ static void print_usage(FILE *f) {
     }
     fputs("\nexit status: 0 ok, 1 failure, 2 usage error, 3 the model uses something unsupported\n",
           f);
+}
+
+int cli_compare_needs_gpu(void) {
+    return cli_usage_error(
+        "--compare without --reference runs the GPU engine against the fp32 baseline, and needs "
+        "a GPU. Without one, compare the CPU reference (or any backend) against outputs saved "
+        "from another framework: --compare --reference FILE|DIR|NAME=FILE (.npy or .pb)%s",
+        "");
 }
 
 int cli_usage_error(const char *fmt, const char *arg) {
@@ -322,6 +342,38 @@ static int apply_option(cli_args *a, int id, char *value) {
         if (*end || end == value || errno || a->tolerance < 0)
             return cli_usage_error("--tolerance wants a non-negative number, got '%s'", value);
         return 0;
+    case OPT_ATOL:
+    case OPT_RTOL: {
+        errno = 0;
+        double v = strtod(value, &end);
+        const char *flag = id == OPT_ATOL ? "--atol" : "--rtol";
+        if (*end || end == value || errno || !(v >= 0) || v > 1e300) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "%s wants a non-negative number, got '%%s'", flag);
+            return cli_usage_error(msg, value);
+        }
+        *(id == OPT_ATOL ? &a->atol : &a->rtol) = v;
+        return 0;
+    }
+    case OPT_REFERENCE: {
+        if (a->num_references == MAX_ITEMS) return cli_usage_error("too many --reference%s", "");
+        cli_input *r = &a->references[a->num_references++];
+        char *eq = strchr(value, '=');
+        r->name = NULL;
+        r->path = value;
+        if (eq) {
+            *eq = '\0';
+            r->name = value;
+            r->path = eq + 1;
+            if (!*r->name || !*r->path)
+                return cli_usage_error("--reference wants NAME=FILE, FILE or DIR, got '%s='",
+                                       value);
+        } else if (!*value) {
+            return cli_usage_error("--reference wants NAME=FILE, FILE or DIR, got '%s'", value);
+        }
+        a->compare = true;
+        return 0;
+    }
     case OPT_BENCH: return parse_count("--bench", value, 1000000, &a->bench);
     case OPT_WARMUP: return parse_count("--warmup", value, 1000000, &a->warmup);
     case OPT_THREADS:
@@ -358,6 +410,7 @@ static int apply_option(cli_args *a, int id, char *value) {
         else return cli_usage_error("unknown kernel family '%s' (auto, wmma or cudnn)", value);
         return 0;
     case OPT_BASELINE:
+        a->baseline_given = true;
         if (strcmp(value, "cpu") == 0) a->baseline_gpu = false;
         else if (strcmp(value, "gpu-fp32") == 0) a->baseline_gpu = true;
         else return cli_usage_error("unknown baseline '%s' (cpu or gpu-fp32)", value);
@@ -394,7 +447,8 @@ static int check_combinations(cli_args *a) {
          a->save_engine || a->backend == TCI_BACKEND_CPU))
         return cli_usage_error("--load-engine runs the engine as it was built: --shape, "
                                "--precision, --fp32-layers, --kernels, --timing-cache, "
-                               "--compare, --plan, --save-engine and --backend cpu do not go "
+                               "--compare (--reference), --plan, --save-engine and --backend cpu "
+                               "do not go "
                                "with it%s", "");
     if (a->save_engine && (a->backend == TCI_BACKEND_CPU || a->plan || a->compare_layers))
         return cli_usage_error("--save-engine writes a GPU engine: not with --backend cpu, --plan "
@@ -406,10 +460,20 @@ static int check_combinations(cli_args *a) {
         return cli_usage_error("give either input files or --random%s", "");
     if (a->tolerance >= 0 && !a->compare)
         return cli_usage_error("--tolerance goes with --compare%s", "");
-    if (a->compare && a->backend == TCI_BACKEND_CPU)
-        return cli_usage_error("--compare measures the GPU engine against the CPU baseline; drop "
-                               "--backend cpu%s", "");
-    if (a->baseline_gpu && !a->compare)
+    if ((a->atol >= 0 || a->rtol >= 0) && !a->compare)
+        return cli_usage_error("--atol and --rtol go with --compare (or --reference)%s", "");
+    if ((a->atol >= 0 || a->rtol >= 0) && a->compare_layers)
+        return cli_usage_error("--atol and --rtol bound the outputs; --compare-layers flags "
+                               "layers by relative L2 (--tolerance)%s", "");
+    if (a->num_references && a->compare_layers)
+        return cli_usage_error("--compare-layers needs every layer of a baseline run here; "
+                               "saved outputs (--reference) have only the outputs%s", "");
+    if (a->num_references && a->baseline_given)
+        return cli_usage_error("--baseline and --reference both choose the baseline; give "
+                               "one%s", "");
+    if (a->compare && !a->num_references && a->backend == TCI_BACKEND_CPU)
+        return cli_compare_needs_gpu();
+    if (a->baseline_given && !a->compare)
         return cli_usage_error("--baseline goes with --compare%s", "");
     if ((a->fp32_text || a->precision != TCI_PRECISION_FP16) && a->backend == TCI_BACKEND_CPU)
         return cli_usage_error("--precision and --fp32-layers set the GPU engine; the CPU backend "
@@ -424,6 +488,7 @@ int cli_parse_args(int argc, char **argv, cli_args *a) {
     memset(a, 0, sizeof *a);
     a->backend = -1;
     a->tolerance = -1;
+    a->atol = a->rtol = -1;
     a->warmup = 10;
     struct option long_options[NUM_OPTIONS + 1];
     char short_options[2 * NUM_OPTIONS + 2] = ":";

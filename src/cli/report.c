@@ -241,10 +241,33 @@ static int compare_floats(const void *x, const void *y) {
     return a < b ? -1 : a > b;
 }
 
+/* The warm-up and timed runs in about 20 slices, for the progress line: each run is timed on
+ * its own, so slicing changes nothing measured. */
+static tci_status bench_with_progress(const cli_args *a, tci_context *ctx, float *ms) {
+    static const char stage[] = "bench runs";
+    size_t total = (size_t)a->warmup + (size_t)a->bench, done = 0;
+    int slice = (int)(total / 20) > 1 ? (int)(total / 20) : 1;
+    float *discard = calloc((size_t)slice, sizeof(float));
+    if (!discard) return TCI_ERR_OUT_OF_MEMORY;
+    cli_progress_update(stage, 0, total, a->progress);
+    tci_status st = TCI_OK;
+    while (st == TCI_OK && done < total) {
+        bool warm = done < (size_t)a->warmup;
+        size_t left = warm ? (size_t)a->warmup - done : total - done;
+        int runs = left < (size_t)slice ? (int)left : slice;
+        st = tci_context_benchmark(ctx, runs, 0, warm ? discard : ms + (done - (size_t)a->warmup));
+        done += (size_t)runs;
+        if (st == TCI_OK) cli_progress_update(stage, done, total, a->progress);
+    }
+    cli_progress_end(a->progress);
+    free(discard);
+    return st;
+}
+
 int cli_run_bench(const cli_args *a, tci_context *ctx, const tci_tensor *inputs, json_value *json) {
     float *ms = calloc((size_t)a->bench, sizeof(float));
     if (!ms) return EXIT_FAILURE;
-    tci_status st = tci_context_benchmark(ctx, a->bench, a->warmup, ms);
+    tci_status st = bench_with_progress(a, ctx, ms);
     if (st != TCI_OK) {
         free(ms);
         return cli_fail(st);

@@ -59,6 +59,42 @@ tci_status compare_arrays(const float *test, const float *baseline, size_t count
     return TCI_OK;
 }
 
+tci_status compare_within_bound(const float *test, const float *baseline, size_t count,
+                                double atol, double rtol, compare_bound *result) {
+    if (!result || (count > 0 && (!test || !baseline)))
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "compare: NULL arrays or result");
+    if (!(atol >= 0) || !isfinite(atol))
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "compare: atol is %g; a finite number >= 0 expected", atol);
+    if (!(rtol >= 0) || !isfinite(rtol))
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "compare: rtol is %g; a finite number >= 0 expected", rtol);
+    size_t failures = 0, worst = 0;
+    double worst_excess = -INFINITY, max_relative = 0;
+    for (size_t i = 0; i < count; i++) {
+        double t = test[i], b = baseline[i], excess;
+        if (!isfinite(t) || !isfinite(b)) {
+            /* t == b holds for equal infinities; NaN needs its own test. */
+            bool same = (isnan(t) && isnan(b)) || t == b;
+            excess = same ? -INFINITY : INFINITY;
+        } else {
+            double d = fabs(t - b);
+            excess = d - (atol + rtol * fabs(b));
+            if (b != 0 && d / fabs(b) > max_relative) max_relative = d / fabs(b);
+        }
+        if (excess > 0) failures++;
+        if (excess > worst_excess) {
+            worst_excess = excess;
+            worst = i;
+        }
+    }
+    result->failures = failures;
+    result->worst_index = worst;
+    result->worst_excess = count ? worst_excess : 0;
+    result->max_relative = max_relative;
+    return TCI_OK;
+}
+
 /* True when class a (score sa) ranks above class b: larger score, NaN lowest, lower index
  * first on ties. */
 static bool ranks_above(float sa, size_t a, float sb, size_t b) {

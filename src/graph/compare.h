@@ -32,6 +32,26 @@ typedef struct compare_metrics {
 tci_status compare_arrays(const float *test, const float *baseline, size_t count,
                           compare_metrics *metrics);
 
+typedef struct compare_bound {
+    size_t failures;      /* elements with |test - baseline| > atol + rtol * |baseline| */
+    size_t worst_index;   /* the element furthest past (or closest to) its bound: the largest
+                             |test - baseline| - (atol + rtol * |baseline|), the first on ties;
+                             0 when count is 0 */
+    double worst_excess;  /* that difference; +inf for a non-finite mismatch */
+    double max_relative;  /* max |test - baseline| / |baseline| over the finite elements whose
+                             baseline is not 0; 0 when there is none */
+} compare_bound;
+
+/* Polygraphy's element-wise check (--atol, --rtol): element i passes when
+ * |test[i] - baseline[i]| <= atol + rtol * |baseline[i]|, in double. A non-finite value passes
+ * only where test and baseline hold the same one (as compare_arrays); any other non-finite
+ * element fails, and the first such is the worst.
+ *
+ * Errors: TCI_ERR_INVALID_ARGUMENT for NULL arrays with count > 0, a NULL result, or an atol
+ * or rtol that is negative or not finite (the message names which). */
+tci_status compare_within_bound(const float *test, const float *baseline, size_t count,
+                                double atol, double rtol, compare_bound *result);
+
 typedef struct compare_topk {
     size_t rows;
     size_t top1_matches;    /* rows whose test argmax equals the baseline argmax */

@@ -180,7 +180,9 @@ def run_case(case, tcinfer, root, timeout, backend="cpu", l2_bound=None, extra=(
         proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return FAILED, f"timeout after {timeout} s"
-    message = (proc.stderr.strip() or proc.stdout.strip() or "(no message)").splitlines()[0]
+    # progress lines ("tcinfer: choosing kernels: 12/53") say nothing about a failure
+    err = re.sub(r"(?m)^tcinfer: [a-z -]+: \d+/\d+( \(\d+\.\d s\))?\n", "", proc.stderr)
+    message = (err.strip() or proc.stdout.strip() or "(no message)").splitlines()[0]
     message = message.replace(f"{model_path}: ", "")  # the same in every case, noise in reports
     if proc.returncode == 3:
         return SKIP_UNSUPPORTED, message

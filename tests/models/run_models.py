@@ -9,6 +9,7 @@ sizes passed through --shape. Every output must match onnxruntime to a relative 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -95,7 +96,9 @@ def run_tcinfer(tcinfer, path, feeds, shapes, work, timeout, backend="cpu", extr
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s"
     if proc.returncode != 0:
-        lines = (proc.stderr.strip() or proc.stdout.strip() or "(no message)").splitlines()
+        # progress lines ("tcinfer: choosing kernels: 12/53") say nothing about a failure
+        err = re.sub(r"(?m)^tcinfer: [a-z -]+: \d+/\d+( \(\d+\.\d s\))?\n", "", proc.stderr)
+        lines = (err.strip() or proc.stdout.strip() or "(no message)").splitlines()
         return None, f"exit {proc.returncode}: {lines[0]}"
     # --json names the file of every output (written as WORK/NAME.npy)
     files = [o["file"] for o in json.loads(proc.stdout)["outputs"]]

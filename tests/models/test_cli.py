@@ -673,6 +673,208 @@ class CliTest(unittest.TestCase):
         err = self.assert_error(run("--backend", "gpu", "--plan", path), (1, 2))
         self.assertNotIn("tci_engine_options", err)
 
+    # --reference, --atol, --rtol: saved outputs as the baseline ------------------------------
+    def reference_case(self, dims=(2, 5)):
+        """A unary model, an input file and the numpy result (the reference)."""
+        path = self.unary_model(list(dims))
+        x = self.rng.uniform(-1, 1, dims).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        return path, self.path("x.npy"), self.expected(x)
+
+    def two_output_model(self):
+        """y = Op(x) and w = Op(x) under two names, with an input file."""
+        if not self.unary:
+            self.skipTest("no unary op listed yet")
+        nodes = [helper.make_node(self.unary, ["x"], ["y"], name="a"),
+                 helper.make_node(self.unary, ["x"], ["w"], name="b")]
+        path = self.save(make_model(nodes, [value("x", [2, 5])],
+                                    [value("y", [2, 5]), value("w", [2, 5])]))
+        x = self.rng.uniform(-1, 1, (2, 5)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        return path, self.path("x.npy"), self.expected(x)
+
+    def test_reference_bounds_pass_and_fail(self):
+        path, x, ref = self.reference_case()
+        np.save(self.path("ref.npy"), ref)
+        cpu = ("--backend", "cpu", "--quiet")
+        rc, out, err = run(*cpu, "--reference", self.path("ref.npy"), "--atol", "1e-6", path, x)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"compare 'y' \(fp32 CPU vs reference .*ref\.npy\): max abs")
+        self.assertIn("atol 1e-06, rtol 0: 0 of 10 elements fail", out)
+        # one element off by 0.5: atol, rtol and the relative L2 tolerance each catch it
+        bad = ref.copy()
+        bad[1, 3] += 0.5
+        np.save(self.path("bad.npy"), bad)
+        for bound in (["--atol", "1e-3"], ["--rtol", "0.01"], ["--atol", "0.1", "--rtol", "0.1"]):
+            self.assert_error(run(*cpu, "--reference", self.path("bad.npy"), *bound, path, x), 1,
+                              r"output 'y': 1 of 10 elements exceed \|got - ref\|",
+                              r"the worst, at \[1, 3\], is")
+        rc, out, err = run(*cpu, "--reference", self.path("bad.npy"), "--atol", "0.6", path, x)
+        self.assertEqual(rc, 0, err)  # within the bound: |d| 0.5 <= 0.6
+        self.assert_error(run(*cpu, "--reference", self.path("bad.npy"), "--tolerance", "1e-3",
+                              path, x), 1, "relative L2 error .* exceeds --tolerance")
+        rc, out, err = run(*cpu, "--json", "--reference", f"y={self.path('bad.npy')}",
+                           "--atol", "1e-3", path, x)
+        self.assertEqual(rc, 1, err)
+        doc = json.loads(out)
+        o = doc["compare"]["outputs"][0]
+        self.assertEqual(doc["compare"]["baseline"], "reference")
+        self.assertEqual((o["bound_failures"], o["elements"], o["within_bound"]), (1, 10, False))
+        self.assertEqual(o["worst"]["index"], [1, 3])
+        self.assertAlmostEqual(o["worst"]["ref"], float(bad[1, 3]), places=6)
+        # a TensorProto .pb reference, and --compare given as well
+        with open(self.path("ref.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(ref, "y").SerializeToString())
+        rc, out, err = run(*cpu, "--compare", "--reference", self.path("ref.pb"), "--atol",
+                           "1e-6", path, x)
+        self.assertEqual(rc, 0, err)
+
+    def test_reference_without_gpu(self):
+        """--reference alone picks the backend that runs here; with no GPU, the CPU reference."""
+        m = re.search(r"GPUs: (\d+)", run("--devices")[1])
+        if not m or int(m.group(1)) > 0:
+            self.skipTest("a GPU is present: the default backend is the GPU engine")
+        path, x, ref = self.reference_case()
+        np.save(self.path("ref.npy"), ref)
+        rc, out, err = run("--quiet", "--compare", "--reference", self.path("ref.npy"), "--atol",
+                           "1e-6", path, x)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("fp32 CPU vs reference", out)
+
+    def test_compare_says_what_works(self):
+        """--compare without a GPU, or with --backend cpu: one message naming --reference."""
+        path, x, _ = self.reference_case()
+        err = self.assert_error(run("--compare", "--backend", "cpu", path, x), 2,
+                                "needs a GPU", r"--reference FILE\|DIR")
+        self.assertNotIn("drop --backend cpu", err)
+        m = re.search(r"GPUs: (\d+)", run("--devices")[1])
+        if m and int(m.group(1)) == 0:
+            self.assertEqual(self.assert_error(run("--compare", path, x), 2), err)
+            self.assertEqual(self.assert_error(run("--compare", "--backend", "gpu", path, x), 2),
+                             err)
+
+    def test_reference_errors(self):
+        path, x, ref = self.two_output_model()
+        np.save(self.path("y.npy"), ref)
+        cpu = ("--backend", "cpu", "--quiet")
+        self.assert_error(run(*cpu, "--reference", self.path("y.npy"), path, x), 2,
+                          r"has 2 outputs \(y, w\): name the output of each")
+        self.assert_error(run(*cpu, "--reference", f"nope={self.path('y.npy')}", path, x), 2,
+                          "the model has no output 'nope' \\(y, w\\)")
+        self.assert_error(run(*cpu, "--reference", f"y={self.path('y.npy')}", path, x), 2,
+                          "no reference for output 'w': add --reference w=FILE")
+        self.assert_error(run(*cpu, "--reference", f"y={self.path('y.npy')}",
+                              "--reference", f"y={self.path('y.npy')}", path, x), 2,
+                          "gives output 'y' twice")
+        np.save(self.path("shape.npy"), ref.reshape(5, 2))
+        self.assert_error(run(*cpu, "--reference", f"y={self.path('y.npy')}",
+                              "--reference", f"w={self.path('shape.npy')}", path, x), 1,
+                          r"shape\.npy' for output 'w' has shape 5x2; the output has 2x5")
+        np.save(self.path("f64.npy"), ref.astype(np.float64))
+        self.assert_error(run(*cpu, "--reference", f"y={self.path('y.npy')}",
+                              "--reference", f"w={self.path('f64.npy')}", path, x), 1,
+                          "for output 'w' is double; the output is float \\(save it as float32")
+        np.save(self.path("i64.npy"), ref.astype(np.int64))
+        self.assert_error(run(*cpu, "--reference", f"y={self.path('i64.npy')}",
+                              "--reference", f"w={self.path('y.npy')}", path, x), 1,
+                          "for output 'y' is int64; the output is float")
+        self.assert_error(run(*cpu, "--reference", f"y={self.path('none.npy')}",
+                              "--reference", f"w={self.path('y.npy')}", path, x), 1, "none.npy")
+        # a folder: the outputs as --output-dir writes them, compared exactly (same backend)
+        folder = self.path("saved")
+        rc, out, err = run(*cpu, "--output-dir", folder, path, x)
+        self.assertEqual(rc, 0, err)
+        rc, out, err = run(*cpu, "--reference", folder, "--atol", "0", path, x)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("0 of 10 elements fail"), 2, out)
+        np.save(os.path.join(folder, "extra.npy"), ref)
+        self.assert_error(run(*cpu, "--reference", folder, path, x), 2,
+                          "holds 'extra.npy', which is no output's file", r"\(y\.npy, w\.npy\)")
+        os.remove(os.path.join(folder, "extra.npy"))
+        with open(os.path.join(folder, "notes.txt"), "w") as f:
+            f.write("run of today\n")
+        self.assert_error(run(*cpu, "--reference", folder, path, x), 2, "holds 'notes.txt'")
+        os.remove(os.path.join(folder, "notes.txt"))
+        with open(os.path.join(folder, "w.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(ref, "w").SerializeToString())
+        self.assert_error(run(*cpu, "--reference", folder, path, x), 2, "gives output 'w' twice")
+        os.remove(os.path.join(folder, "w.npy"))
+        rc, out, err = run(*cpu, "--reference", folder, "--atol", "0", path, x)
+        self.assertEqual(rc, 0, err)  # w.pb stands for w.npy
+        os.remove(os.path.join(folder, "w.pb"))
+        self.assert_error(run(*cpu, "--reference", folder, path, x), 2,
+                          "no reference for output 'w': the folder .* holds neither w.npy nor w.pb")
+        self.assert_error(run(*cpu, "--reference", folder, "--reference", f"y={self.path('y.npy')}",
+                              path, x), 2, "goes alone")
+        # the outputs written over the reference before the comparison: refused
+        for out in (["--output-dir", folder], ["-o", folder + "/"],
+                    ["--output-dir", self.dir]):
+            self.assert_error(run(*cpu, "--reference", folder if out[1] != self.dir else
+                                  f"y={self.path('y.npy')}", *out, path, x), 2,
+                              "would be written over the reference")
+        self.assert_error(run("--backend", "cpu", "--reference", self.path("y.npy"), "-o",
+                              self.path("y.npy"), *self.reference_case()[:2]), 2,
+                          "would be written over the reference")
+
+    def test_reference_option_errors(self):
+        path, x, ref = self.reference_case()
+        np.save(self.path("ref.npy"), ref)
+        r = self.path("ref.npy")
+        self.assert_error(run("--atol", "1e-3", path, x), 2, "--atol and --rtol go with --compare")
+        self.assert_error(run("--rtol", "1e-3", path, x), 2, "--atol and --rtol go with --compare")
+        for bad in ("-1", "x", "nan", ""):
+            self.assert_error(run("--reference", r, "--atol", bad, path, x), 2,
+                              "--atol wants a non-negative number")
+        self.assert_error(run("--reference", r, "--rtol", "-0.5", path, x), 2, "--rtol wants")
+        self.assert_error(run("--reference", r, "--baseline", "cpu", path, x), 2,
+                          "--baseline and --reference both choose the baseline")
+        self.assert_error(run("--reference", r, "--compare-layers", path, x), 2, "--compare-layers")
+        self.assert_error(run("--compare-layers", "--atol", "1", path, x), 2, "--compare-layers")
+        self.assert_error(run("--reference", "=x", path, x), 2, "--reference wants NAME=FILE")
+
+    # progress lines ----------------------------------------------------------------------------
+    def test_progress_lines_not_a_tty(self):
+        """stderr a pipe: plain lines at the quarters of --bench's runs; --quiet: none."""
+        path = self.unary_model([2, 3])
+        rc, out, err = run("--backend", "cpu", "--random", 1, "--bench", 8, "--warmup", 4, path)
+        self.assertEqual(rc, 0, err)
+        lines = err.splitlines()
+        self.assertTrue(all(re.fullmatch(r"tcinfer: bench runs: \d+/12( \(\d+\.\d s\))?", line)
+                            for line in lines), err)
+        self.assertNotIn("\r", err)
+        done = [int(re.search(r": (\d+)/", line).group(1)) for line in lines]
+        self.assertEqual(done, sorted(done))
+        self.assertTrue(1 <= len(lines) <= 4, err)
+        self.assertRegex(lines[-1], r"12/12 \(\d+\.\d s\)$")
+        rc, out, err = run("--quiet", "--backend", "cpu", "--random", 1, "--bench", 8, path)
+        self.assertEqual((rc, err), (0, ""))
+
+    def test_progress_line_on_a_tty(self):
+        """stderr a terminal: one line redrawn in place (\\r) and cleared at the end."""
+        import pty
+        path = self.unary_model([2, 3])
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([TCINFER, "--backend", "cpu", "--random", "1", "--bench", "40",
+                                 "--warmup", "0", path], stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            err += chunk
+        os.close(master)
+        out = proc.communicate(timeout=60)[0]
+        self.assertEqual(proc.returncode, 0, err)
+        text = err.decode()
+        self.assertIn("\r\x1b[Ktcinfer: bench runs: 0/40", text)
+        self.assertTrue(text.endswith("\r\x1b[K"), repr(text))  # nothing left on the line
+        self.assertNotIn("\n", text)
+        self.assertIn(b"bench: 40 runs", out)
+
 
     # --report ----------------------------------------------------------------------------------
     def test_report_names_and_escapes_every_node(self):

@@ -160,6 +160,42 @@ END_TEST
 /* A struct_size below the first versioned size is refused naming the struct; a larger one (a
  * caller built against a newer header) is accepted and nothing past the known fields is
  * written. */
+/* tci_compare against a baseline 1 off in element 0: a caller built before the bound fields
+ * gets none of them written (and exact equality is not imposed on it), a current one gets the
+ * failures and the worst element. */
+static tci_status compare_versions(const tci_tensor *out) {
+    int64_t n = tci_tensor_count(out);
+    ck_assert_int_gt(n, 1);
+    float *shifted = malloc((size_t)n * sizeof(float));
+    ck_assert_ptr_nonnull(shifted);
+    memcpy(shifted, out->data, (size_t)n * sizeof(float));
+    shifted[0] += 1.0f;
+    tci_tensor base = *out;
+    base.data = shifted;
+    struct {
+        tci_compare_result r;
+        unsigned char later[8];
+    } old;
+    memset(&old, 0xcd, sizeof old);
+    old.r.struct_size = offsetof(tci_compare_result, top5_agree) + sizeof(size_t);
+    tci_status st = tci_compare(out, &base, &old.r);
+    const unsigned char *tail = (const unsigned char *)&old.r.atol;
+    for (size_t i = 0; st == TCI_OK && i < sizeof old - offsetof(tci_compare_result, atol); i++)
+        ck_assert_uint_eq(tail[i], 0xcd);
+    tci_compare_result cr;
+    tci_compare_result_init(&cr);
+    cr.atol = 0.5;
+    cr.rtol = 0;
+    if (st == TCI_OK) st = tci_compare(out, &base, &cr);
+    ck_assert_uint_eq(cr.bound_failures, 1);
+    ck_assert_uint_eq(cr.worst_index, 0);
+    ck_assert_double_eq(cr.worst_baseline, (double)shifted[0]);
+    ck_assert_double_eq(cr.worst_test, (double)((const float *)out->data)[0]);
+    ck_assert_double_eq(cr.atol, 0.5);
+    free(shifted);
+    return st;
+}
+
 START_TEST(test_struct_size) {
     tci_engine_options o;
     tci_engine_options_init(&o);
@@ -245,6 +281,11 @@ START_TEST(test_struct_size) {
     ck_assert_tci_ok(tci_compare(&out, &out, &cr));
     ck_assert_double_eq(cr.max_abs, 0.0);
     ck_assert_uint_eq(cr.rows, 1);
+    ck_assert_uint_eq(cr.bound_failures, 0);
+    cr.atol = -1;
+    ck_assert_tci_error(tci_compare(&out, &out, &cr), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_compare_result.atol");
+    ck_assert_tci_ok(compare_versions(&out));
     tci_tensor_release(&in);
     tci_context_destroy(c);
     tci_engine_destroy(e);
@@ -366,6 +407,68 @@ static void record_log(tci_log_level level, const char *message, void *user) {
     r->count[level]++;
     snprintf(r->last[level], sizeof r->last[level], "%s", message);
 }
+
+typedef struct progress_record {
+    int calls, stages, finished;
+    char stage[64];
+    size_t done, total;
+} progress_record;
+
+/* Asserts the contract of tci_progress_fn: a stage starts at 0, done never decreases and never
+ * passes total, a new stage starts only once the previous one reached its total. */
+static void record_progress(const char *stage, size_t done, size_t total, void *user) {
+    progress_record *r = user;
+    ck_assert_ptr_nonnull(stage);
+    ck_assert_uint_le(done, total);
+    ck_assert_uint_gt(total, 0);
+    if (r->calls == 0 || strcmp(stage, r->stage) != 0) {
+        ck_assert_int_eq(r->finished, r->stages);
+        ck_assert_uint_eq(done, 0);
+        snprintf(r->stage, sizeof r->stage, "%s", stage);
+        r->stages++;
+    } else {
+        ck_assert_uint_ge(done, r->done);
+        ck_assert_uint_eq(total, r->total);
+    }
+    if (done == total) r->finished++;
+    r->done = done;
+    r->total = total;
+    r->calls++;
+}
+
+/* A CPU build reports its progress through the options' callback, and nothing without one. */
+START_TEST(test_progress_callback) {
+    progress_record r;
+    memset(&r, 0, sizeof r);
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    ck_assert_ptr_null(o.progress_fn);
+    o.progress_fn = record_progress;
+    o.progress_user = &r;
+    tci_engine *e = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &o, &e));
+    ck_assert_int_ge(r.calls, 2);
+    ck_assert_int_ge(r.stages, 1);
+    ck_assert_int_eq(r.finished, r.stages); /* every stage reached its total */
+    ck_assert_str_eq(r.stage, "optimizing graph");
+    tci_engine_destroy(e);
+    /* an older caller's options end before the progress fields: they are not read */
+    struct {
+        tci_engine_options o;
+        unsigned char later[16];
+    } old;
+    memset(&old, 0, sizeof old);
+    tci_engine_options_init(&old.o);
+    old.o.progress_fn = record_progress;
+    old.o.progress_user = &r;
+    old.o.struct_size = offsetof(tci_engine_options, progress_fn);
+    int calls = r.calls;
+    e = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &old.o, &e));
+    ck_assert_int_eq(r.calls, calls);
+    tci_engine_destroy(e);
+}
+END_TEST
 
 /* The log callback gets the engine's messages at and above its level; nothing else is written
  * (the library prints nothing: scripts/check_layers.py). */
@@ -507,6 +610,7 @@ int main(void) {
     tcase_add_test(tc, test_run_named);
     tcase_add_test(tc, test_output_into);
     tcase_add_test(tc, test_log_callback);
+    tcase_add_test(tc, test_progress_callback);
     tcase_add_test(tc, test_cpu_threads_and_memory);
     tcase_add_test(tc, test_messages);
     suite_add_tcase(s, tc);

@@ -145,6 +145,68 @@ START_TEST(test_metrics_argument_errors) {
 }
 END_TEST
 
+START_TEST(test_bound_polygraphy_rule) {
+    /* |d| = {0, 0.5, 0.25, 2}; bounds atol 0.1 + rtol 0.1 * |b| = {0.2, 0.3, 0.5, 0.2} */
+    const float b[4] = {1, 2, 4, -1}, t[4] = {1, 2.5f, 4.25f, 1};
+    compare_bound r;
+    ck_assert_tci_ok(compare_within_bound(t, b, 4, 0.1, 0.1, &r));
+    ck_assert_uint_eq(r.failures, 2); /* elements 1 and 3 */
+    ck_assert_uint_eq(r.worst_index, 3);
+    ck_assert_double_eq_tol(r.worst_excess, 1.8, 1e-12);
+    ck_assert_double_eq_tol(r.max_relative, 2.0, 1e-12);
+    /* at the bound exactly: passes (<=) */
+    ck_assert_tci_ok(compare_within_bound(t, b, 4, 2.0, 0, &r));
+    ck_assert_uint_eq(r.failures, 0);
+    ck_assert_uint_eq(r.worst_index, 3);
+    ck_assert_double_eq(r.worst_excess, 0);
+    /* rtol alone scales with |baseline|: 0.5 <= 0.25 * 2 and 0.25 <= 0.25 * 4 pass, 2 > 0.25 */
+    ck_assert_tci_ok(compare_within_bound(t, b, 4, 0, 0.25, &r));
+    ck_assert_uint_eq(r.failures, 1);
+    ck_assert_uint_eq(r.worst_index, 3);
+    /* atol = rtol = 0: every differing element fails, the worst is the largest difference */
+    ck_assert_tci_ok(compare_within_bound(t, b, 4, 0, 0, &r));
+    ck_assert_uint_eq(r.failures, 3);
+    ck_assert_uint_eq(r.worst_index, 3);
+    /* no element: nothing fails */
+    ck_assert_tci_ok(compare_within_bound(t, b, 0, 0, 0, &r));
+    ck_assert_uint_eq(r.failures, 0);
+    ck_assert_uint_eq(r.worst_index, 0);
+    ck_assert_double_eq(r.max_relative, 0);
+}
+END_TEST
+
+START_TEST(test_bound_nonfinite_and_zero_baseline) {
+    const float b[4] = {0, NAN, -INFINITY, 0}, t[4] = {1e-3f, NAN, -INFINITY, INFINITY};
+    compare_bound r;
+    /* the NaN and the -inf agree; 1e-3 at baseline 0 fails atol 1e-4; inf against 0 is worst */
+    ck_assert_tci_ok(compare_within_bound(t, b, 4, 1e-4, 1, &r));
+    ck_assert_uint_eq(r.failures, 2);
+    ck_assert_uint_eq(r.worst_index, 3);
+    ck_assert(isinf(r.worst_excess));
+    ck_assert_double_eq(r.max_relative, 0); /* no finite element with baseline != 0 */
+    const float b2[2] = {1, 1}, t2[2] = {NAN, 1};
+    ck_assert_tci_ok(compare_within_bound(t2, b2, 2, 1e9, 1e9, &r));
+    ck_assert_uint_eq(r.failures, 1); /* no bound admits a NaN against a number */
+    ck_assert_uint_eq(r.worst_index, 0);
+}
+END_TEST
+
+START_TEST(test_bound_argument_errors) {
+    const float x[1] = {1};
+    compare_bound r;
+    ck_assert_tci_error(compare_within_bound(x, x, 1, 0, 0, NULL), TCI_ERR_INVALID_ARGUMENT,
+                        "NULL");
+    ck_assert_tci_error(compare_within_bound(NULL, x, 1, 0, 0, &r), TCI_ERR_INVALID_ARGUMENT,
+                        "NULL arrays");
+    ck_assert_tci_error(compare_within_bound(x, x, 1, -1, 0, &r), TCI_ERR_INVALID_ARGUMENT,
+                        "atol is -1");
+    ck_assert_tci_error(compare_within_bound(x, x, 1, 0, NAN, &r), TCI_ERR_INVALID_ARGUMENT,
+                        "rtol is nan");
+    ck_assert_tci_error(compare_within_bound(x, x, 1, INFINITY, 0, &r),
+                        TCI_ERR_INVALID_ARGUMENT, "atol is inf");
+}
+END_TEST
+
 START_TEST(test_classification_agreement) {
     const float base[4 * 6] = {
         0.1f, 0.9f, 0.2f, 0.3f, 0.4f, 0.5f, /* top1 1, top5 {1,5,4,3,2} */
@@ -321,6 +383,9 @@ int main(void) {
     tcase_add_test(tc, test_metrics_matching_nonfinite_agree);
     tcase_add_test(tc, test_metrics_accumulate_in_double);
     tcase_add_test(tc, test_metrics_argument_errors);
+    tcase_add_test(tc, test_bound_polygraphy_rule);
+    tcase_add_test(tc, test_bound_nonfinite_and_zero_baseline);
+    tcase_add_test(tc, test_bound_argument_errors);
     tcase_add_test(tc, test_classification_agreement);
     tcase_add_test(tc, test_classification_few_classes_ties_nan);
     tcase_add_test(tc, test_classification_argument_errors);

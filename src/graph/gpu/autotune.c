@@ -382,8 +382,13 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
 
 /* Library plans are chosen by timing them on real buffers: a scratch arena stands in for a
  * context's. */
-tci_status gpu_create_library_plans(exec_gpu_engine *e) {
+tci_status gpu_create_library_plans(exec_gpu_engine *e, tci_progress_fn progress,
+                                    void *progress_user) {
     const plan *p = e->plan;
+    static const char stage[] = "choosing kernels";
+    size_t tuned = 0, total = 0;
+    for (int i = 0; i < p->num_steps; i++) total += gpu_tuned_step(&p->steps[i]);
+    if (progress && total) progress(stage, 0, total, progress_user);
     cudaStream_t stream = NULL;
     cudnnHandle_t cudnn = NULL;
     cublasLtHandle_t lt = NULL;
@@ -400,6 +405,7 @@ tci_status gpu_create_library_plans(exec_gpu_engine *e) {
         const plan_step *s = &p->steps[i];
         if (gpu_tuned_step(s)) {
             st = tune_step(e, i, cudnn, lt, stream, arena, workspace);
+            if (st == TCI_OK && progress) progress(stage, ++tuned, total, progress_user);
         } else if (s->kind == PLAN_STEP_CONV) { /* depthwise */
             e->impl[i].kernel = "tcinfer depthwise";
         } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE) {

@@ -21,6 +21,7 @@ tci_status exec_gpu_check_device(void) {
 tci_status exec_gpu_engine_create(plan *built, const plan_options *options, tci_kernels kernels,
                                   const char *timing_cache_path, const char *choices,
                                   exec_gpu_replan_fn replan, void *replan_user,
+                                  tci_progress_fn progress, void *progress_user,
                                   exec_gpu_engine **out_engine) {
     *out_engine = NULL;
     tci_status st = exec_gpu_check_device();
@@ -68,7 +69,7 @@ tci_status exec_gpu_engine_create(plan *built, const plan_options *options, tci_
         e->owns_constant[t] = true;
     }
     if (st == TCI_OK) st = gpu_cache_load(timing_cache_path, choices, &e->cache);
-    if (st == TCI_OK) st = gpu_create_library_plans(e);
+    if (st == TCI_OK) st = gpu_create_library_plans(e, progress, progress_user);
     if (st == TCI_OK && timing_cache_path && e->layers_timed) st = gpu_cache_save(e->cache);
     gpu_cache_free(e->cache);
     e->cache = NULL;

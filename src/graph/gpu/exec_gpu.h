@@ -35,10 +35,12 @@ tci_status exec_gpu_check_device(void);
  * file of earlier choices for this GPU and these library versions; layers found there are not
  * timed, the others are, and the file is rewritten with them. choices (may be NULL): the
  * kernel choices of an engine file (exec_gpu_engine_choices of an engine built on this machine),
- * used like timing-cache entries. */
+ * used like timing-cache entries. progress (may be NULL): called with progress_user as the
+ * kernel of each convolution and GEMM is chosen (tci_progress_fn's "choosing kernels"). */
 tci_status exec_gpu_engine_create(plan *built, const plan_options *options, tci_kernels kernels,
                                   const char *timing_cache_path, const char *choices,
                                   exec_gpu_replan_fn replan, void *replan_user,
+                                  tci_progress_fn progress, void *progress_user,
                                   exec_gpu_engine **out_engine);
 void exec_gpu_engine_destroy(exec_gpu_engine *engine);
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);

@@ -184,7 +184,8 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
 /* autotune.c: kernel choice of the conv and GEMM steps, and the library plans */
 void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size);
 bool gpu_tuned_step(const plan_step *s);
-tci_status gpu_create_library_plans(exec_gpu_engine *e);
+tci_status gpu_create_library_plans(exec_gpu_engine *e, tci_progress_fn progress,
+                                    void *progress_user);
 
 /* engine.c: batch variants */
 tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
