@@ -173,7 +173,9 @@ class Context(_Closes):
         for x, info in zip(inputs, infos):
             if not isinstance(x, np.ndarray) and info.dtype is not None:
                 x = np.asarray(x, dtype=info.dtype)  # lists and scalars take the input's dtype
-            x = np.ascontiguousarray(x)
+            x = np.asarray(x)
+            if not x.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+                x = np.ascontiguousarray(x)
             if info.dtype is not None and x.dtype != np.dtype(info.dtype):
                 raise TcinferError(1, f"input {info.name!r} is {np.dtype(info.dtype).name}, "
                                       f"got {x.dtype.name}")

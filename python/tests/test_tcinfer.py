@@ -168,3 +168,18 @@ def test_pip_install_and_library_next_to_the_package(tmp_path, x):
                           str(DEMO / "input.npy")], env=env, check=True, cwd=tmp_path,
                          capture_output=True, text=True).stdout
     assert out.strip() == "6"
+
+
+def test_scalar_input_keeps_rank_0():
+    """A 0-d input stays 0-d (np.ascontiguousarray would make it 1-d, which the model refuses)."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "s"], ["y"])], "scalar",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with tcinfer.Engine(model.SerializeToString()) as engine:
+        for s in (np.array(2, dtype=np.float32), np.float32(2)):
+            y = engine.run({"x": np.arange(3, dtype=np.float32), "s": s})[0]
+            assert y.tolist() == [2.0, 3.0, 4.0]

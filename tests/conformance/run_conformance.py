@@ -211,6 +211,38 @@ def run_case(case, tcinfer, root, timeout, backend="cpu", l2_bound=None, extra=(
     return PASSED, ""
 
 
+def run_case_in_process(case, tcinfer_module):
+    """run_case on the CPU backend through the Python package, in this process: one case costs
+    what the library does, where a CUDA build's CLI spends ~0.2 s per start mapping the CUDA
+    libraries (over 1,000 cases, most of the runner's time)."""
+    reason = non_tensor_reason(case)
+    if reason:
+        return SKIP_UNSUPPORTED, reason
+    inputs, expected = case.data_sets[0]
+    feeds = {info.name: as_array(value)
+             for value, info in zip(inputs, runtime_inputs(case.model))}
+    error = tcinfer_module.TcinferError
+    try:
+        with tcinfer_module.Engine(case.model.SerializeToString(), backend="cpu") as engine:
+            got = engine.run(feeds)
+    except error as e:
+        message = str(e).splitlines()[0] if str(e) else "(no message)"
+        if e.status_name in ("TCI_ERR_UNSUPPORTED",) or "no tcinfer counterpart" in message \
+                or "no numpy counterpart" in message:
+            return SKIP_UNSUPPORTED, message
+        return FAILED, f"{e.status_name}: {message}"
+    rtol = case.rtol if case.rtol is not None else DEFAULT_RTOL
+    atol = case.atol if case.atol is not None else DEFAULT_ATOL
+    names = [o.name for o in case.model.graph.output]
+    if len(got) != len(expected):
+        return FAILED, f"{len(got)} outputs, expected {len(expected)}"
+    for i, want in enumerate(expected):
+        problem = compare(i, names[i], got[i], as_array(want), rtol, atol)
+        if problem:
+            return FAILED, problem
+    return PASSED, ""
+
+
 def reason_group(message):
     """An unsupported message without what differs between cases (node and value names):
     "Op: unsupported attribute 'x'", "graph input has element type int4, ..."."""
@@ -240,10 +272,19 @@ def main(argv):
     p.add_argument("--known-failure", action="append", default=[], metavar="CASE",
                    help="a case expected to fail in this configuration (repeatable): reported "
                         "apart, not counted as a failure; passing it is reported too")
+    p.add_argument("--in-process", action="store_true",
+                   help="CPU backend: run the cases through the Python package (python/, the "
+                        "library named by TCINFER_LIBRARY) in this process instead of one "
+                        "tcinfer process per case")
     p.add_argument("--tcinfer-arg", action="append", default=[],
                    help="one more tcinfer argument (repeatable), e.g. --tcinfer-arg=--precision "
                         "--tcinfer-arg=fp32")
     args = p.parse_args(argv)
+    if args.in_process and (args.backend != "cpu" or args.tcinfer_arg):
+        p.error("--in-process runs the CPU backend with default options only")
+    module = None
+    if args.in_process:
+        import tcinfer as module
 
     start = time.time()
     ops = supported_ops(args.tcinfer)
@@ -270,9 +311,12 @@ def main(argv):
         # threads suffice: each one waits on its own tcinfer process, which does the work
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
             l2 = args.l2_bound if args.backend == "gpu" and args.l2_bound > 0 else None
-            futures = {pool.submit(run_case, c, args.tcinfer, root, args.timeout, args.backend,
-                                   l2, args.tcinfer_arg): c
-                       for c in runnable}
+            if module is not None:  # ctypes lets go of the GIL inside the library's calls
+                futures = {pool.submit(run_case_in_process, c, module): c for c in runnable}
+            else:
+                futures = {pool.submit(run_case, c, args.tcinfer, root, args.timeout,
+                                       args.backend, l2, args.tcinfer_arg): c
+                           for c in runnable}
             for future in concurrent.futures.as_completed(futures):
                 case = futures[future]
                 try:
