@@ -43,8 +43,13 @@ static tci_status tile_infer(const ir_node *node, const tci_tensor *const *in,
     TRY_STATUS(tile_repeats(node, in, reps, &len, &known));
     op_same_shape(o, x);
     if (x->rank < 0) return TCI_OK;
-    for (int d = 0; d < x->rank; d++)
-        o->dims[d] = known && x->dims[d] >= 0 ? x->dims[d] * reps[d] : -1;
+    for (int d = 0; d < x->rank; d++) {
+        o->dims[d] = -1;
+        if (known && x->dims[d] >= 0 && __builtin_mul_overflow(x->dims[d], reps[d], &o->dims[d]))
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "dim %d of the output (%lld x repeats %lld) overflows int64", d,
+                                 (long long)x->dims[d], (long long)reps[d]);
+    }
     return TCI_OK;
 }
 

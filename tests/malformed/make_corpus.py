@@ -288,6 +288,9 @@ def shape_cases():
       [i64("b", [0]), i64("e", [2]), i64("a", [1]), i64("st", [0])], "TCI_ERR_INVALID_MODEL", "step")
     c("tile_negative_repeats", [helper.make_node("Tile", ["x", "r"], ["y"])], [i64("r", [1, -2])],
       "TCI_ERR_INVALID_MODEL", "repeats")
+    # found by fuzz_model: the output dims were the input's times the repeats, unchecked (UBSan)
+    c("tile_repeats_overflow", [helper.make_node("Tile", ["x", "r"], ["y"])], [i64("r", [1, 1 << 62])],
+      "TCI_ERR_INVALID_MODEL", "overflows int64")
     c("matmul_mismatch", [helper.make_node("MatMul", ["x", "w"], ["y"])],
       [helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [1.0] * 6)], "TCI_ERR_INVALID_MODEL", "MatMul")
     c("broadcast_mismatch", [helper.make_node("Add", ["x", "w"], ["y"])],
