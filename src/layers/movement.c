@@ -300,6 +300,7 @@ static tci_status transpose_forward(const ir_node *node, const tci_tensor *const
     tci_tensor *o = out[0];
     int64_t strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, strides);
+    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
     int64_t **maps = shape_maps_alloc(o->rank, o->dims);
     if (!maps) return shape_out_of_memory(node);
     for (int d = 0; d < o->rank; d++) {
@@ -452,6 +453,7 @@ static tci_status slice_forward(const ir_node *node, const tci_tensor *const *in
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK], len[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     TRY_STATUS(slice_plan(node, in, start, step, len));
     op_strides(x->rank, x->dims, strides);
+    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
     int64_t **maps = shape_maps_alloc(o->rank, o->dims);
     if (!maps) return shape_out_of_memory(node);
     for (int d = 0; d < o->rank; d++)
@@ -630,6 +632,7 @@ static tci_status pad_forward(const ir_node *node, const tci_tensor *const *in,
     else if (node->num_inputs > 2 && in[2] && op_count(in[2]) > 0)
         memcpy(&fill_buf, in[2]->data, tci_dtype_size(x->dtype));
     op_strides(x->rank, x->dims, strides);
+    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
     int64_t **maps = shape_maps_alloc(o->rank, o->dims);
     if (!maps) return shape_out_of_memory(node);
     for (int d = 0; d < o->rank; d++) {
@@ -698,6 +701,7 @@ static tci_status expand_forward(const ir_node *node, const tci_tensor *const *i
     tci_tensor *o = out[0];
     int64_t strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, strides);
+    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
     int64_t **maps = shape_maps_alloc(o->rank, o->dims);
     if (!maps) return shape_out_of_memory(node);
     int shift = o->rank - x->rank;

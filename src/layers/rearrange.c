@@ -59,6 +59,7 @@ static tci_status tile_forward(const ir_node *node, const tci_tensor *const *in,
     tci_tensor *o = out[0];
     int64_t strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, strides);
+    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
     int64_t **maps = shape_maps_alloc(o->rank, o->dims);
     if (!maps) return shape_out_of_memory(node);
     for (int d = 0; d < o->rank; d++)
@@ -185,6 +186,7 @@ static tci_status space_depth_forward(const ir_node *node, const tci_tensor *con
     int64_t src[6];
     o6.rank = 6;
     space_depth_view(node->params, to_space, x->dims, o6.dims, src);
+    if (op_count(out[0]) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
     int64_t **maps = shape_maps_alloc(6, o6.dims);
     if (!maps) return shape_out_of_memory(node);
     for (int d = 0; d < 6; d++)

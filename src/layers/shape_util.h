@@ -39,7 +39,9 @@ void shape_copy_elem(char *dst, const char *src, size_t es);
 void shape_copy_all(tci_tensor *out, const tci_tensor *in);
 /* One index map per output dim: maps[d][i] is the source element offset that output index i of
  * dim d contributes, or -1 for "fill". Sum over dims gives the source element; this one kernel
- * serves Transpose, Slice, Expand and every Pad mode. */
+ * serves Transpose, Slice, Expand and every Pad mode. The maps take 8 bytes per index of every
+ * dim: callers return before it on an empty output, where a zero dim beside a huge one would ask
+ * gigabytes for nothing to copy. */
 int64_t **shape_maps_alloc(int rank, const int64_t *dims);
 void shape_copy_by_maps(tci_tensor *out, const tci_tensor *in, int64_t *const *maps,
                         const void *fill);

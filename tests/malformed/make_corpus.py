@@ -403,6 +403,14 @@ def cli_cases():
     def cli(name, args, code, msg):
         case(name, "cli", "|".join(args), str(code), msg)
     cli("cli_no_args", [], 2, "no model given")
+    # found by fuzz_model: an empty output ([0, 4 + 2^40]) made Pad's CPU forward ask for an index
+    # map of 8 bytes per index of every dim (8 TB) for nothing to copy; it runs, and gives nothing
+    pad = helper.make_tensor("p", TensorProto.INT64, [4], [0, 1 << 40, 0, 0])
+    save("pad_empty_huge_dim.onnx", model([helper.make_node("Pad", ["x", "p"], ["y"])],
+                                          inputs=[vi("x", (0, 4))], outputs=[vi("y", None)],
+                                          inits=[pad]))
+    cli("pad_empty_huge_dim", ["--backend", "cpu", "--random", "0", "{dir}/pad_empty_huge_dim.onnx"],
+        0, "")
     cli("cli_unknown_option", ["--frobnicate", "{dir}/ok.onnx"], 2, "unknown option '--frobnicate'")
     cli("cli_bad_shape", ["--shape", "x:1xx4", "{dir}/ok.onnx"], 2, "--shape wants NAME:DxDx...")
     cli("cli_shape_then_usage_error", ["--shape", "x:1x4", "--bench", "many", "{dir}/ok.onnx"], 2,
