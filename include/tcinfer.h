@@ -209,7 +209,7 @@ typedef struct tci_engine_options {
     /* Since 0.2: limits against hostile models (docs/robustness.md). 0 selects the default
      * given after each; a model over a limit is refused with TCI_ERR_UNSUPPORTED naming it. */
     uint64_t max_model_bytes;    /* the serialized model: 2 GiB */
-    int64_t max_tensor_elements; /* any one tensor, constant or inferred: 2^28 */
+    int64_t max_tensor_elements; /* any one tensor, constant or inferred: 2^31 - 1 */
     uint64_t max_constant_bytes; /* initializers, tensor attributes and folded constants: 4 GiB */
     uint64_t max_nodes;          /* NodeProtos in the file, subgraphs included: 2^20 */
     int max_nesting_depth;       /* protobuf message nesting (subgraphs, nested types): 64; at

@@ -139,7 +139,7 @@ typedef struct ir_limits {
 } ir_limits;
 
 #define IR_DEFAULT_MAX_MODEL_BYTES ((uint64_t)2 << 30)
-#define IR_DEFAULT_MAX_TENSOR_ELEMENTS ((int64_t)1 << 28)
+#define IR_DEFAULT_MAX_TENSOR_ELEMENTS (((int64_t)1 << 31) - 1)
 #define IR_DEFAULT_MAX_CONSTANT_BYTES ((uint64_t)4 << 30)
 #define IR_DEFAULT_MAX_NODES ((uint64_t)1 << 20)
 #define IR_DEFAULT_MAX_NESTING 64

@@ -145,7 +145,7 @@ def tensor_cases():
     t = raw_tensor("w", TensorProto.FLOAT, [1 << 40, 1 << 40], b"")
     init("dims_overflow", t, "TCI_ERR_INVALID_MODEL", "element count of shape overflows int64")
     t = raw_tensor("w", TensorProto.FLOAT, [1 << 20, 1 << 20], b"")
-    init("elements_over_limit", t, "TCI_ERR_UNSUPPORTED", "over the limit of 268435456 (max_tensor_elements)")
+    init("elements_over_limit", t, "TCI_ERR_UNSUPPORTED", "over the limit of 2147483647 (max_tensor_elements)")
     init("constant_bytes_limit", helper.make_tensor("w", TensorProto.FLOAT, [1, 4], [1.0] * 4),
          "TCI_ERR_UNSUPPORTED", "(max_constant_bytes", "max_constant_bytes=8")
     init("string_initializer", helper.make_tensor("w", TensorProto.STRING, [1], [b"a"]),
@@ -270,8 +270,8 @@ def shape_cases():
       "TCI_ERR_INVALID_MODEL", "Reshape")
     c("constant_of_shape_negative", [helper.make_node("ConstantOfShape", ["s"], ["y"])], [i64("s", [-2])],
       "TCI_ERR_INVALID_MODEL", "negative", inputs=[])
-    # 123-byte class: a 0.7e9-element ConstantOfShape; the limit refuses it before any allocation
-    c("constant_of_shape_huge", [helper.make_node("ConstantOfShape", ["s"], ["y"])], [i64("s", [700000000])],
+    # 123-byte class: a 3e9-element ConstantOfShape (12 GB); the limit refuses it before any allocation
+    c("constant_of_shape_huge", [helper.make_node("ConstantOfShape", ["s"], ["y"])], [i64("s", [3000000000])],
       "TCI_ERR_UNSUPPORTED", "(max_tensor_elements)", inputs=[])
     # the folding pass's size bound multiplied these without a check (UBSan)
     c("constant_of_shape_overflow", [helper.make_node("ConstantOfShape", ["s"], ["y"])],
@@ -428,12 +428,12 @@ def cli_cases():
                              "{dir}/deep_if.onnx", "{dir}/ok_input.npy"], 3, "over the limit of 64 (max_model_bytes)")
     cli("cli_limit_unknown", ["--limit", "max_widgets=3", "{dir}/ok.onnx"], 2, "--limit wants NAME=N")
     cli("cli_limit_negative", ["--limit", "max_nodes=-1", "{dir}/ok.onnx"], 2, "--limit wants NAME=N")
-    # a shape known only at run time: ConstantOfShape of the input's values (0.7e9 floats, 2.8 GB)
+    # a shape known only at run time: ConstantOfShape of the input's values (3e9 floats, 12 GB)
     save("runtime_shape.onnx", model([helper.make_node("ConstantOfShape", ["x"], ["y"])],
                                      inputs=[vi("x", (1,), TensorProto.INT64)], outputs=[vi("y", None)]))
-    np.save(os.path.join(OUT, "runtime_shape.npy"), np.array([700000000], np.int64))
+    np.save(os.path.join(OUT, "runtime_shape.npy"), np.array([3000000000], np.int64))
     cli("cli_runtime_allocation_limit", ["--backend", "cpu", "{dir}/runtime_shape.onnx", "{dir}/runtime_shape.npy"],
-        3, "would have 700000000 elements, over the limit of 268435456 (max_tensor_elements)")
+        3, "would have 3000000000 elements, over the limit of 2147483647 (max_tensor_elements)")
     cli("cli_malformed_model", ["--backend", "cpu", "{dir}/deep_if.onnx", "{dir}/ok_input.npy"], 3,
         "nests messages more than 64 deep")
 
