@@ -59,10 +59,19 @@ static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     cudaEvent_t start = NULL, stop = NULL;
-    KERN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    tci_status st = TCI_OK;
-    for (int i = 0; st == TCI_OK && i < ITERS; i++) st = launch_trial(t, stream);
-    cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    tci_status st;
+    cudaError_t end;
+    /* another thread's device-wide call (cudaFree, a context created beside this build) can
+     * invalidate a capture without any fault of its own: nothing ran, the error is not
+     * sticky, and the capture is tried again (a few times) */
+    for (int attempt = 0;; attempt++) {
+        KERN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        st = TCI_OK;
+        for (int i = 0; st == TCI_OK && i < ITERS; i++) st = launch_trial(t, stream);
+        end = cudaStreamEndCapture(stream, &graph);
+        if (end != cudaErrorStreamCaptureInvalidated || attempt == 3) break;
+        (void)cudaGetLastError();
+    }
     if (st == TCI_OK && end != cudaSuccess)
         st = status_error(TCI_ERR_CUDA, "capturing a convolution for timing: %s", cudaGetErrorString(end));
     if (st == TCI_OK && (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess ||

@@ -297,6 +297,14 @@ static tci_status launch(exec_gpu_context *c) {
         KERN_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
         tci_status st = enqueue_all(c);
         cudaError_t end = cudaStreamEndCapture(c->stream, &graph);
+        if (end == cudaErrorStreamCaptureInvalidated) {
+            /* Another thread's CUDA call that waits on the whole device (a cudaFree, a
+             * cudaMalloc that maps memory, a context or engine being created or destroyed
+             * beside this run) broke the capture: nothing was captured or run, and the error
+             * is not sticky. This run launches the steps one by one; the next captures again. */
+            (void)cudaGetLastError();
+            return enqueue_all(c);
+        }
         if (st != TCI_OK) {
             if (end == cudaSuccess) cudaGraphDestroy(graph);
             return st;
