@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs a CUDA build for the GPU machine, whose calls carry at most 64 MiB: the CLI and the GPU
-# example in .gpu/base.tar.xz (~13 MB), the shared library and the Triton backend in
+# examples in .gpu/base.tar.xz (~13 MB), the shared library and the Triton backend in
 # .gpu/extra.tar.xz (~26 MB), the GPU test binaries (each links the whole library statically:
 # ~27 MB stripped, ~3 MB more each in one archive) in .gpu/tests1.tar.xz and .gpu/tests2.tar.xz.
 # A call carries base and one of the others. .gpu/ is ignored by git.
@@ -15,7 +15,9 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$root/.gpu" "$stage/base/new" "$stage/extra/new" "$stage/tests1/new/tests/gpu" \
     "$stage/tests2/new/tests/gpu"
 cp "$build/tcinfer" "$stage/base/new/"
-find "$build" -name example_async_stream -type f -exec cp {} "$stage/base/new/" \; -quit
+for example in example_async_stream example_server_pool; do
+    find "$build" -name $example -type f -exec cp {} "$stage/base/new/" \; -quit
+done
 cp -L "$build/libtcinfer.so.0" "$stage/extra/new/" 2>/dev/null || true
 find "$build" -name libtriton_tcinfer.so -type f -exec cp {} "$stage/extra/new/" \; -quit
 mapfile -t tests < <(find "$build/tests/gpu" -maxdepth 1 -name 'gpu_test_*' -type f | sort | grep -E "$only")

@@ -11,7 +11,8 @@ build=${1:?build folder}
 work=${2:?work folder}
 pattern=${3:-.}
 mkdir -p "$work"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# (the build folder: the examples link libtcinfer.so.0)
+export LD_LIBRARY_PATH=$build:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export CK_FORK=no
 passed=0
 failed=0
@@ -50,6 +51,13 @@ engine_file_round_trip() {
         cmp "$work/built.npy" "$work/loaded.npy"
 }
 run "engine file round trip" engine_file_round_trip
+# one GPU engine shared by 8 threads (a context each), 8 x 1,000 requests: every output bit for
+# bit the single-threaded one's (examples/server_pool.c; issue "the library as a product")
+server_pool=$(find "$build" -maxdepth 2 -name example_server_pool -type f | head -1)
+if [ -n "$server_pool" ]; then
+    run "server_pool gpu 8x1000" "$server_pool" models/demo/tiny_cnn.onnx models/demo/input.npy \
+        8 8000 --gpu
+fi
 # fp16 overflow: the run fails naming the layer, and each suggested fix runs clean
 run "cli overflow" python3 tests/models/test_cli.py --tcinfer "$build/tcinfer" -k overflow
 # softmax over inputs near 10^4 cannot be held in fp16: known failures of the fp16 engine, which
