@@ -478,6 +478,21 @@ START_TEST(test_gpu_refusals) {
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "inputs of dtypes float and int32: mixed dtypes have no GPU path");
     ir_graph_destroy(g);
+
+    /* a 3-D convolution has no GPU path (1-D and 2-D ones do) */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t x5[5] = {1, 2, 4, 4, 4}, w5[5] = {2, 2, 1, 1, 1};
+    const float wv[4] = {1, 2, 3, 4};
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 5, x5, NULL);
+    ir_tensor *w = th_named(g, "w", TCI_DTYPE_FLOAT, 5, w5, wv);
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "conv3d", "Conv", 11, (ir_tensor *[]){x, w}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'conv3d' (Conv): only 1-D and 2-D convolutions run on the GPU");
+    ir_graph_destroy(g);
 }
 END_TEST
 
