@@ -574,7 +574,7 @@ static tci_status conv1d_input(plan_builder *b, const ir_node *node, const ir_te
     const plan_tensor *pt = lower_tensor(b, dense);
     int64_t dims[4] = {pt->dims[0], pt->dims[1], 1, pt->dims[2]};
     char name[256];
-    snprintf(name, sizeof name, "%s:nhwc8", t->name);
+    snprintf(name, sizeof name, "%s:as-2d:nhwc8", t->name);
     TRY_STATUS(lower_temporary(b, name, pt->dtype, PLAN_LAYOUT_NHWC8, 4, dims, out_index));
     return lower_layout_step(b, node, dense, *out_index);
 }
@@ -586,7 +586,7 @@ static tci_status conv_step_output(plan_builder *b, const ir_node *node, const i
     if (t->rank != 3) return lower_output(b, node, t, out_index);
     int64_t dims[4] = {t->dims[0], t->dims[1], 1, t->dims[2]};
     char name[256];
-    snprintf(name, sizeof name, "%s:nhwc8", t->name);
+    snprintf(name, sizeof name, "%s:as-2d:nhwc8", t->name);
     return lower_temporary(b, name, lower_float_dtype(b), PLAN_LAYOUT_NHWC8, 4, dims, out_index);
 }
 
