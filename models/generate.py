@@ -499,6 +499,66 @@ def grouped_norms():
                    "opset 21.")
 
 
+def conv1d(b, x, cin, cout, k, stride=1, pad=0, group=1, bias=True, gain=2.0):
+    w = b.weight((cout, cin // group, k), cin // group * k, gain, "conv1d_w")
+    inputs = [x, w] + ([b.bias(cout, "conv1d_b")] if bias else [])
+    return b.node("Conv", inputs, kernel_shape=[k], strides=[stride], pads=[pad, pad],
+                  group=group)
+
+
+def audio_frontend():
+    """A wav2vec2-style audio encoder front: strided 1-D convolutions on the raw signal
+    (InstanceNormalization after the first, as wav2vec2's per-channel GroupNorm exports), a
+    LayerNorm over the frames, the grouped positional 1-D convolution with its trailing frame
+    cut, 1-D depthwise, small-group and transposed convolutions; and RoBERTa's position ids from
+    the padding mask in int32 (Cast, CumSum, Mul, Sub, Div truncating the negative values of the
+    padded frames toward zero, Add) gathering a position embedding."""
+    b = Builder(9)
+    r = b.rng
+    frames, width = 19, 32
+    x = conv1d(b, "audio", 1, 16, 10, stride=5, bias=False)                # 16 x 79
+    x = b.node("InstanceNormalization", [x, b.const(r.uniform(0.5, 1.5, 16).astype(np.float32)),
+                                         b.const((r.standard_normal(16) * 0.1)
+                                                 .astype(np.float32))], epsilon=1e-5)
+    x = gelu_erf(b, x)
+    x = gelu_erf(b, conv1d(b, x, 16, width, 3, stride=2, bias=False))     # 32 x 39
+    x = gelu_erf(b, conv1d(b, x, width, width, 2, stride=2, bias=False))  # 32 x 19
+    gamma = b.const((1.0 + 0.1 * r.standard_normal(width)).astype(np.float32), "ln_g")
+    beta = b.const((0.1 * r.standard_normal(width)).astype(np.float32), "ln_b")
+    h = b.node("LayerNormalization", [b.node("Transpose", [x], perm=[0, 2, 1]), gamma, beta],
+               axis=-1, epsilon=1e-5)                                      # N x 19 x 32
+    # positional convolution: 4 groups of 8 channels, even kernel, the extra frame sliced off
+    pos = conv1d(b, b.node("Transpose", [h], perm=[0, 2, 1]), width, width, 8, pad=4, group=4,
+                 gain=1.0)                                                 # 32 x 20
+    pos = gelu_erf(b, b.node("Slice", [pos, b.ints([0]), b.ints([frames]), b.ints([2])]))
+    y = b.node("Add", [h, b.node("Transpose", [pos], perm=[0, 2, 1])])
+    # position ids (int32) from the frame mask, as RoBERTa's create_position_ids_from_input_ids
+    keep = b.node("Cast", [b.node("Not", [b.node("Equal", [
+        "mask", b.const(np.array(0, np.int64), "pad")])])], to=TensorProto.INT32)
+    ids = b.node("Mul", [b.node("CumSum", [keep, b.const(np.array(1, np.int32), "axis")]), keep])
+    # padded frames: (0 * 3 - 1) / 2 truncates to 0 (floor would give -1)
+    ids = b.node("Div", [b.node("Sub", [b.node("Mul", [ids, b.const(np.array(3, np.int32))]),
+                                        b.const(np.array(1, np.int32))]),
+                         b.const(np.array(2, np.int32))])
+    ids = b.node("Cast", [b.node("Add", [ids, b.const(np.array(1, np.int32))])],
+                 to=TensorProto.INT64)                                     # 1..29
+    table = b.const((r.standard_normal((32, width)) * 0.5).astype(np.float32), "pos_emb")
+    y = b.node("Add", [y, b.node("Gather", [table, ids], axis=0)], name="features")
+    # 1-D depthwise, small groups (2 channels each: merged) and a transposed convolution
+    z = b.node("Transpose", [y], perm=[0, 2, 1])
+    z = b.node("Relu", [conv1d(b, z, width, width, 3, pad=1, group=width)])
+    z = b.node("Relu", [conv1d(b, z, width, width, 3, pad=1, group=16)])
+    w = b.weight((width, 16, 4), width * 4, 1.0, "convt1d_w")
+    b.node("ConvTranspose", [z, w, b.bias(16)], name="upsampled", kernel_shape=[4],
+           strides=[2], pads=[1, 1])                                       # 16 x 38
+    return b.model("audio_frontend", [tensor("audio", ["N", 1, 400]),
+                                      tensor("mask", ["N", frames], TensorProto.INT64)],
+                   [tensor("features_out", ["N", frames, width]),
+                    tensor("upsampled_out", ["N", 16, 2 * frames])], 17,
+                   "wav2vec2-style 1-D convolution stack (strided, grouped, depthwise, "
+                   "transposed) and RoBERTa-style int32 position ids, opset 17.")
+
+
 MODELS = {
     "small_cnn": small_cnn,
     "resnet_mini": resnet_mini,
@@ -511,6 +571,7 @@ MODELS = {
     "crnn": crnn,
     "resnext_block": resnext_block,
     "grouped_norms": grouped_norms,
+    "audio_frontend": audio_frontend,
 }
 
 

@@ -335,6 +335,11 @@ tci_status lower_host_constant(plan_builder *b, const char *name, const float *v
  * dense in dtype. */
 tci_status lower_host_data(plan_builder *b, const char *name, const float *values, int rank,
                            const int64_t *dims, tci_dtype dtype, int *out_index);
+/* A layout conversion step from plan tensor src to plan tensor dst, one dense and the other
+ * NHWC8 (4-D), of one dtype and the same N, C and product of the dims after C: a dense
+ * N x C x L is in memory the N x C x 1 x L that an NHWC8 tensor of those dims holds (the 1-D
+ * convolutions run as 2-D ones so). */
+tci_status lower_layout_step(plan_builder *b, const ir_node *node, int src, int dst);
 /* Appends a step (zeroed, inputs and outputs -1); label NULL means the node's op type. */
 tci_status lower_step(plan_builder *b, plan_step_kind kind, const ir_node *node,
                       const char *label, plan_step **out_step);

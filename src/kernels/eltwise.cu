@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 extern "C" {
 #include "util/status.h"
 }
@@ -29,7 +31,7 @@ constexpr int64_t kMax32 = (int64_t)1 << 30;
 enum InputKind { kFull = 0, kScalar = 1, kLastVec = 2 };
 
 // ------------------------------------------------------------------------------------------------
-// Element math (fp32; int64 separately)
+// Element math (fp32; the integer types separately)
 
 // Mod and Fmod (fmodf is exact: no fast variant needed). Out of line: fmodf's loop inlined into
 // the runtime op switch cost every other binary op's kernel registers (seen: EfficientNet-B0's
@@ -93,30 +95,32 @@ __device__ __forceinline__ void binary_vec(int op, float *a, const float *b) {
     }
 }
 
-// Wrapping arithmetic through uint64 (signed overflow is undefined in C++).
-__device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
-    const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+// Wrapping arithmetic through the unsigned type (signed overflow is undefined in C++); I is
+// int32_t or int64_t.
+template <typename I> __device__ __forceinline__ I binary_int(int op, I a, I b) {
+    using U = typename std::make_unsigned<I>::type;
+    const U ua = (U)a, ub = (U)b;
     switch (op) {
-    case BINARY_ADD: return (int64_t)(ua + ub);
-    case BINARY_SUB: return (int64_t)(ua - ub);
-    case BINARY_MUL: return (int64_t)(ua * ub);
+    case BINARY_ADD: return (I)(ua + ub);
+    case BINARY_SUB: return (I)(ua - ub);
+    case BINARY_MUL: return (I)(ua * ub);
     case BINARY_DIV:
         if (b == 0)
             return 0;
         if (b == -1)
-            return (int64_t)(0 - ua);
+            return (I)(0 - ua);
         return a / b;
     case BINARY_MAX: return a > b ? a : b;
     case BINARY_MIN: return a < b ? a : b;
     case BINARY_MOD:
     case BINARY_FMOD: {
         // x % 0 gives 0 as Div does (the host reference reports it); x % -1 is 0, answered
-        // without dividing: INT64_MIN % -1 is undefined behaviour
+        // without dividing: INT_MIN % -1 is undefined behaviour
         if (b == 0 || b == -1)
             return 0;
-        const int64_t r = a % b;
+        const I r = a % b;
         // Python's sign (the divisor's); r and b differ in sign and |r| < |b|: r + b fits
-        return op == BINARY_MOD && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        return op == BINARY_MOD && r != 0 && (r < 0) != (b < 0) ? (I)(r + b) : r;
     }
     case BINARY_EQUAL: return a == b;
     case BINARY_LESS: return a < b;
@@ -127,29 +131,30 @@ __device__ __forceinline__ int64_t binary_i64(int op, int64_t a, int64_t b) {
     }
 }
 
-// The activations int64 has (validate() rejects the others); act_i64 of any other fails to
-// compile.
+// The activations the integer types (int32, int64) have (validate() rejects the others);
+// act_int of any other fails to compile.
 template <int ACT>
-constexpr bool kInt64Act =
+constexpr bool kIntAct =
     ACT == ACT_NONE || ACT == ACT_NEG || ACT == ACT_ABS || ACT == ACT_RELU || ACT == ACT_SIGN;
-bool int64_act(int act) {
+bool int_act(int act) {
     return act == ACT_NONE || act == ACT_NEG || act == ACT_ABS || act == ACT_RELU ||
            act == ACT_SIGN;
 }
 
-template <int ACT> __device__ __forceinline__ int64_t act_i64(int64_t x) {
+template <int ACT, typename I> __device__ __forceinline__ I act_int(I x) {
+    using U = typename std::make_unsigned<I>::type;
     if constexpr (ACT == ACT_NONE)
         return x;
     else if constexpr (ACT == ACT_NEG)
-        return (int64_t)(0 - (uint64_t)x);
+        return (I)(0 - (U)x);
     else if constexpr (ACT == ACT_ABS)
-        return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+        return x < 0 ? (I)(0 - (U)x) : x;
     else if constexpr (ACT == ACT_RELU)
         return x < 0 ? 0 : x;
     else if constexpr (ACT == ACT_SIGN)
         return x > 0 ? 1 : (x < 0 ? -1 : 0);
     else {
-        static_assert(kNoCase<ACT>, "an activation int64 does not have");
+        static_assert(kNoCase<ACT>, "an activation the integer types do not have");
         return x;
     }
 }
@@ -362,30 +367,31 @@ __global__ void eltwise_general_float(const General<IdxT> p) {
     }
 }
 
-template <typename IdxT, int ACT> __global__ void eltwise_general_i64(const General<IdxT> p) {
+template <typename I, typename IdxT, int ACT>
+__global__ void eltwise_general_int(const General<IdxT> p) {
     const IdxT step = (IdxT)gridDim.x * (IdxT)blockDim.x;
     for (IdxT i = (IdxT)blockIdx.x * (IdxT)blockDim.x + (IdxT)threadIdx.x; i < p.total; i += step) {
         IdxT off[kMaxInputs];
         const bool valid = general_offsets(p, i, off);
-        const int64_t *a = static_cast<const int64_t *>(p.in[0]);
-        const int64_t *b = static_cast<const int64_t *>(p.in[1]);
-        int64_t r = 0;
+        const I *a = static_cast<const I *>(p.in[0]);
+        const I *b = static_cast<const I *>(p.in[1]);
+        I r = 0;
         if (valid) {
             if (p.op == BINARY_WHERE) {
                 const bool cond = static_cast<const uint8_t *>(p.in[0])[off[0]] != 0;
-                r = cond ? static_cast<const int64_t *>(p.in[1])[off[1]]
-                         : static_cast<const int64_t *>(p.in[2])[off[2]];
+                r = cond ? static_cast<const I *>(p.in[1])[off[1]]
+                         : static_cast<const I *>(p.in[2])[off[2]];
             } else {
                 r = a[off[0]];
                 if (p.op != BINARY_NONE)
-                    r = binary_i64(p.op, r, b[off[1]]);
+                    r = binary_int<I>(p.op, r, b[off[1]]);
             }
-            r = act_i64<ACT>(r);
+            r = act_int<ACT, I>(r);
         }
         if (p.out_bool)
             static_cast<uint8_t *>(p.out)[i] = r != 0;
         else
-            static_cast<int64_t *>(p.out)[i] = r;
+            static_cast<I *>(p.out)[i] = r;
     }
 }
 
@@ -603,16 +609,21 @@ template <typename IdxT> tci_status launch_general(const kern_eltwise_desc *d, c
     }
     p.out = out;
     const unsigned blocks = blocks_for((s.total + kUnroll - 1) / kUnroll, kThreads);
-    if (d->dtype == TCI_DTYPE_INT64) {
+    if (d->dtype == TCI_DTYPE_INT64 || d->dtype == TCI_DTYPE_INT32) {
+        const bool i32 = d->dtype == TCI_DTYPE_INT32;
         TRY_STATUS(with_act("kern_eltwise", d->act, [&](auto act) {
             constexpr int A = decltype(act)::value;
-            if constexpr (kInt64Act<A>) {
-                eltwise_general_i64<IdxT, A>
-                    <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p);
+            if constexpr (kIntAct<A>) {
+                if (i32)
+                    eltwise_general_int<int32_t, IdxT, A>
+                        <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p);
+                else
+                    eltwise_general_int<int64_t, IdxT, A>
+                        <<<blocks_for(s.total, kThreads), kThreads, 0, stream>>>(p);
                 return TCI_OK;
             } else {
                 return status_error(TCI_ERR_UNSUPPORTED,
-                                 "kern_eltwise: activation %d is not provided for int64", A);
+                                 "kern_eltwise: activation %d is not provided for integers", A);
             }
         }));
     } else if (d->dtype == TCI_DTYPE_BOOL) {
@@ -752,11 +763,13 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
     if (d->pad_dim >= 0 && d->real_c < 0)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_eltwise: real_c %lld is negative",
                          (long long)d->real_c);
-    const bool is_int = d->dtype == TCI_DTYPE_INT64, is_bool = d->dtype == TCI_DTYPE_BOOL;
+    const bool is_int = d->dtype == TCI_DTYPE_INT64 || d->dtype == TCI_DTYPE_INT32;
+    const bool is_bool = d->dtype == TCI_DTYPE_BOOL;
     if (!float_dtype(d->dtype) && !is_int && !is_bool)
         return status_error(
             TCI_ERR_UNSUPPORTED,
-            "kern_eltwise: dtype %s is not supported (float16, bfloat16, float, int64, bool)",
+            "kern_eltwise: dtype %s is not supported (float16, bfloat16, float, int32, int64, "
+            "bool)",
             tci_dtype_name(d->dtype));
     const unsigned op_flags = binary_flags(d->op);
     if ((op_flags & BINARY_BOOL_RESULT) && d->act != ACT_NONE)
@@ -773,11 +786,12 @@ tci_status validate(const kern_eltwise_desc *d, const void *const *inputs, void 
     const int num_inputs = kern_eltwise_num_inputs(d->op);
     if (is_int) {
         if (d->op == BINARY_POW || d->op == BINARY_PRELU)
-            return status_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: op %d is not provided for int64",
-                             (int)d->op);
-        if (!int64_act(d->act))
+            return status_error(TCI_ERR_UNSUPPORTED, "kern_eltwise: %s is not provided for %s",
+                             binary_name(d->op), tci_dtype_name(d->dtype));
+        if (!int_act(d->act))
             return status_error(TCI_ERR_UNSUPPORTED,
-                             "kern_eltwise: activation %d is not provided for int64", (int)d->act);
+                             "kern_eltwise: activation %s is not provided for %s",
+                             act_name(d->act), tci_dtype_name(d->dtype));
     }
     if (is_bool) {
         const bool op_ok = d->op == BINARY_NONE || d->op == BINARY_EQUAL ||

@@ -28,14 +28,15 @@ extern "C" {
  * (strides 0 but along pad_dim) may hold just real_c elements.
  * dtype is the type of the value inputs and the output: TCI_DTYPE_FLOAT16 or TCI_DTYPE_BFLOAT16
  * (computed in fp32, with the hardware exp/log/reciprocal/divide approximations, far below fp16
- * and bf16 rounding; one rounding on store), TCI_DTYPE_FLOAT (precise fp32 functions) or
- * TCI_DTYPE_INT64, or TCI_DTYPE_BOOL (one byte, nonzero reads as true). WHERE's cond is uint8
- * (ONNX bool). The output is bool bytes (0/1; kern_eltwise_writes_bool) for a BINARY_BOOL_RESULT
- * op (EQUAL, LESS, ..., AND, OR, XOR; these take ACT_NONE), an ACT_BOOL_RESULT activation
- * (IS_NAN, IS_INF, NOT; with op NONE) and a BOOL dtype; else it has dtype's type. int64 supports
- * NONE (with act NONE, NEG, ABS, RELU or SIGN), ADD, SUB, MUL, DIV (truncating toward zero; x/0
- * gives 0), MAX, MIN, MOD, FMOD, the comparisons and WHERE; bool supports NONE (with act NONE or
- * NOT), EQUAL, AND, OR, XOR and WHERE; both with input scales of 1. */
+ * and bf16 rounding; one rounding on store), TCI_DTYPE_FLOAT (precise fp32 functions),
+ * TCI_DTYPE_INT32 or TCI_DTYPE_INT64 (index arithmetic: position ids, shapes), or TCI_DTYPE_BOOL
+ * (one byte, nonzero reads as true). WHERE's cond is uint8 (ONNX bool). The output is bool bytes
+ * (0/1; kern_eltwise_writes_bool) for a BINARY_BOOL_RESULT op (EQUAL, LESS, ..., AND, OR, XOR;
+ * these take ACT_NONE), an ACT_BOOL_RESULT activation (IS_NAN, IS_INF, NOT; with op NONE) and a
+ * BOOL dtype; else it has dtype's type. int32 and int64 support NONE (with act NONE, NEG, ABS,
+ * RELU or SIGN), ADD, SUB, MUL (wrapping on overflow), DIV (truncating toward zero; x/0 gives 0),
+ * MAX, MIN, MOD, FMOD, the comparisons and WHERE; bool supports NONE (with act NONE or NOT),
+ * EQUAL, AND, OR, XOR and WHERE; all with input scales of 1. */
 typedef struct kern_eltwise_desc {
     binary_op op;
     act_kind act;

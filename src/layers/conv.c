@@ -534,14 +534,17 @@ void layer_window_geom(const layer_window *win, conv_geom *out) {
     out->groups = win->group;
 }
 
-/* The checks Conv and ConvTranspose share (2-D, static input, constant float weights and bias)
- * and their window; `what` names the op in the refusal. */
+/* The checks Conv and ConvTranspose share (1-D or 2-D, static input, constant float weights and
+ * bias) and their window, a 1-D one as the 2-D window over N x C x 1 x L it runs as (a unit
+ * first spatial axis: kernel, stride and dilation 1, no padding); `what` names the op in the
+ * refusal. */
 static tci_status conv_window(const ir_node *node, const char *what, layer_window *win) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
     TRY_STATUS(lower_require_known(node, x));
-    if (x->rank != 4)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 2-D %s run on the GPU", what);
+    if (x->rank != 3 && x->rank != 4)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "only 1-D and 2-D %s run on the GPU",
+                             what);
     if (!w->data || w->dtype != TCI_DTYPE_FLOAT || (bias && !bias->data))
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "the GPU path needs constant float weights and bias");
@@ -550,7 +553,57 @@ static tci_status conv_window(const ir_node *node, const char *what, layer_windo
     ir_tensor_view(w, &vw);
     if (bias) ir_tensor_view(bias, &vb);
     const tci_tensor *views[3] = {&vx, &vw, bias ? &vb : NULL};
-    return layer_conv_window(node, views, win);
+    TRY_STATUS(layer_conv_window(node, views, win));
+    if (win->spatial == 1) {
+        int64_t *axes[] = {win->in,       win->out,       win->kernel, win->stride,
+                           win->dilation, win->pad_begin, win->pad_end};
+        for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++) axes[i][1] = axes[i][0];
+        win->in[0] = win->out[0] = win->kernel[0] = win->stride[0] = win->dilation[0] = 1;
+        win->pad_begin[0] = win->pad_end[0] = 0;
+        win->spatial = 2;
+    }
+    return TCI_OK;
+}
+
+/* A 1-D convolution's N x C x L tensor t as the NHWC8 N x C x 1 x L its 2-D step reads: t dense
+ * (in the node's precision), then a layout conversion into a temporary. */
+static tci_status conv1d_input(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                               int *out_index) {
+    int dense;
+    TRY_STATUS(lower_input(b, node, t, PLAN_LAYOUT_DENSE, &dense));
+    const plan_tensor *pt = lower_tensor(b, dense);
+    int64_t dims[4] = {pt->dims[0], pt->dims[1], 1, pt->dims[2]};
+    char name[256];
+    snprintf(name, sizeof name, "%s:as-2d:nhwc8", t->name);
+    TRY_STATUS(lower_temporary(b, name, pt->dtype, PLAN_LAYOUT_NHWC8, 4, dims, out_index));
+    return lower_layout_step(b, node, dense, *out_index);
+}
+
+/* The output of a convolution step: node output t itself (2-D), or (1-D) an NHWC8
+ * N x K x 1 x L temporary the step writes; conv1d_output then converts it into t. */
+static tci_status conv_step_output(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                   int *out_index) {
+    if (t->rank != 3) return lower_output(b, node, t, out_index);
+    int64_t dims[4] = {t->dims[0], t->dims[1], 1, t->dims[2]};
+    char name[256];
+    snprintf(name, sizeof name, "%s:as-2d:nhwc8", t->name);
+    return lower_temporary(b, name, lower_float_dtype(b), PLAN_LAYOUT_NHWC8, 4, dims, out_index);
+}
+
+/* After the step of a 1-D convolution: its NHWC8 result `step_out` into node output t (dense). */
+static tci_status conv1d_output(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                int step_out) {
+    if (t->rank != 3) return TCI_OK;
+    int yt;
+    TRY_STATUS(lower_output(b, node, t, &yt));
+    return lower_layout_step(b, node, step_out, yt);
+}
+
+/* The NHWC8 plan tensor a convolution step reads for t (X, or the residual of an epilogue). */
+static tci_status conv_nhwc_input(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                  int *out_index) {
+    if (t->rank == 3) return conv1d_input(b, node, t, out_index);
+    return lower_input(b, node, t, PLAN_LAYOUT_NHWC8, out_index);
 }
 
 /* How many consecutive groups of cg input and kg output channels one kernel group takes: the
@@ -595,8 +648,7 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *out = e->output;
     act_params act = e->act;
     int residual = -1, wt = -1, bt = -1, xt = -1, yt = -1;
-    if (e->residual)
-        TRY_STATUS(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_NHWC8, &residual));
+    if (e->residual) TRY_STATUS(conv_nhwc_input(b, e->residual_add, e->residual, &residual));
     /* fp32 weights (K, C/group, R, S) and bias (K); the executor packs them into the layout the
      * convolution library wants */
     int64_t wdims[4] = {k, cg * merge, r, s}, bdims[1] = {k};
@@ -619,8 +671,8 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
                                         PLAN_LAYOUT_DENSE, &bt);
     free(shift);
     TRY_STATUS(st);
-    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
-    TRY_STATUS(lower_output(b, node, out, &yt));
+    TRY_STATUS(conv_nhwc_input(b, node, x, &xt));
+    TRY_STATUS(conv_step_output(b, node, out, &yt));
     plan_step *step;
     TRY_STATUS(lower_step(b, PLAN_STEP_CONV, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
@@ -635,11 +687,11 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     if (depthwise || (act_flags(act.kind) & ACT_FUSES_CUDNN)) pc->act = act;
     else pc->post_act = act;
     lower_step_io(step, 4, (int[]){xt, wt, bt, residual}, 1, &yt);
-    return TCI_OK;
+    return conv1d_output(b, node, out, yt);
 }
 
-/* 2-D ConvTranspose: cuDNN's backward data; weights stay in ONNX order for the executor to
- * pack, activations follow as an in-place step. */
+/* 1-D and 2-D ConvTranspose: cuDNN's backward data; weights stay in ONNX order for the
+ * executor to pack, activations follow as an in-place step. */
 static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     const ir_tensor *x = node->inputs[0], *w = node->inputs[1];
     const ir_tensor *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
@@ -650,8 +702,10 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     if (!shift) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (int64_t i = 0; bias && i < k; i++) shift[i] = lower_const_floats(bias)[i];
     int wt = -1, bt = -1, xt = -1, yt = -1;
-    tci_status st = lower_host_constant(b, w->name, lower_const_floats(w), 4, w->dims, TCI_DTYPE_FLOAT,
-                                  PLAN_LAYOUT_DENSE, &wt);
+    /* (C, K/group, R, S); a 1-D one's (C, K/group, S) is the same values with R = 1 */
+    int64_t wdims[4] = {w->dims[0], w->dims[1], win.kernel[0], win.kernel[1]};
+    tci_status st = lower_host_constant(b, w->name, lower_const_floats(w), 4, wdims,
+                                        TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &wt);
     int64_t bdims[1] = {k};
     if (st == TCI_OK)
         st = lower_host_constant(b, "bias", shift, 1, bdims, TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, &bt);
@@ -660,8 +714,8 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
     const ir_tensor *out = e->output;
-    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xt));
-    TRY_STATUS(lower_output(b, node, out, &yt));
+    TRY_STATUS(conv_nhwc_input(b, node, x, &xt));
+    TRY_STATUS(conv_step_output(b, node, out, &yt));
     plan_step *step;
     TRY_STATUS(lower_step(b, PLAN_STEP_CONV_TRANSPOSE, node, lower_intern(b, e->label), &step));
     plan_conv *pc = &step->u.conv;
@@ -670,7 +724,7 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
     pc->post_act = e->act;
     pc->fused = step->label;
     lower_step_io(step, 3, (int[]){xt, wt, bt}, 1, &yt);
-    return TCI_OK;
+    return conv1d_output(b, node, out, yt);
 }
 
 /* 22 only added bfloat16, which infer refuses. ConvTranspose-1's text splits an odd padding the

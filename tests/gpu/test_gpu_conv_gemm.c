@@ -64,15 +64,23 @@ typedef struct {
     int inplace;  /* z == y */
     int graph;    /* run inside a captured CUDA graph */
     int unfused;  /* desc.no_fusion */
+    int one_d;    /* h 1, r 1: pad, stride and dilation along W only (a 1-D convolution) */
 } conv_case;
+
+static int pad_h(const conv_case *cc) { return cc->one_d ? 0 : cc->pad; }
+static int stride_h(const conv_case *cc) { return cc->one_d || !cc->stride ? 1 : cc->stride; }
+static int dil_h(const conv_case *cc) { return cc->one_d || !cc->dil ? 1 : cc->dil; }
 
 static kern_conv_desc conv_desc_of(const conv_case *cc) {
     kern_conv_desc d;
     memset(&d, 0, sizeof d);
     d.geom.n = cc->n, d.geom.c = cc->c, d.geom.h = cc->h, d.geom.w = cc->w, d.geom.k = cc->k, d.geom.kernel_h = cc->r, d.geom.kernel_w = cc->s;
-    d.geom.pad_top = d.geom.pad_left = d.geom.pad_bottom = d.geom.pad_right = cc->pad;
-    d.geom.stride_h = d.geom.stride_w = cc->stride ? cc->stride : 1;
-    d.geom.dilation_h = d.geom.dilation_w = cc->dil ? cc->dil : 1;
+    d.geom.pad_top = d.geom.pad_bottom = pad_h(cc);
+    d.geom.pad_left = d.geom.pad_right = cc->pad;
+    d.geom.stride_h = stride_h(cc);
+    d.geom.stride_w = cc->stride ? cc->stride : 1;
+    d.geom.dilation_h = dil_h(cc);
+    d.geom.dilation_w = cc->dil ? cc->dil : 1;
     d.geom.groups = cc->groups ? cc->groups : 1;
     d.activation = cc->act;
     d.has_bias = cc->bias;
@@ -125,7 +133,7 @@ static void reference_conv(const conv_case *cc, int p, int q, const float *x, co
                     for (int c = 0; c < cg; c++)
                         for (int r = 0; r < cc->r; r++)
                             for (int s = 0; s < cc->s; s++) {
-                                int hi = pi * st - cc->pad + r * dl;
+                                int hi = pi * stride_h(cc) - pad_h(cc) + r * dil_h(cc);
                                 int wi = qi * st - cc->pad + s * dl;
                                 if (hi < 0 || hi >= cc->h || wi < 0 || wi >= cc->w) continue;
                                 size_t xo = (((size_t)ni * cc->c + grp * cg + c) * cc->h + hi);
@@ -327,6 +335,23 @@ START_TEST(conv_grouped_small_groups) {
     }
     ck_assert_tci_ok(st);
     check_conv("groups 4 (4 channels each)", &cc);
+}
+END_TEST
+
+/* 1-D convolutions as the GPU engine runs them (H = 1, a 1 x S kernel): wav2vec2's first
+ * feature layer (C 1, kernel 10, stride 5), its positional convolution (kernel 128, padding 64,
+ * 16 groups of 8 channels) and a dilated, strided one with bias, residual and ReLU. */
+START_TEST(conv_1d) {
+    conv_case first = {.n = 2, .c = 1, .h = 1, .w = 400, .k = 32, .r = 1, .s = 10, .stride = 5,
+                       .mode = H, .one_d = 1};
+    check_conv("1-D k10 s5 C1", &first);
+    conv_case pos = {.n = 2, .c = 128, .h = 1, .w = 50, .k = 128, .r = 1, .s = 128, .pad = 64,
+                     .groups = 16, .bias = 1, .mode = H, .one_d = 1};
+    check_conv("1-D k128 p64 16 groups", &pos);
+    conv_case dil = {.n = 3, .c = 24, .h = 1, .w = 37, .k = 16, .r = 1, .s = 3, .pad = 2,
+                     .stride = 2, .dil = 2, .act = RELU, .bias = 1, .residual = 1, .mode = H,
+                     .one_d = 1};
+    check_conv("1-D k3 s2 d2 bias residual relu", &dil);
 }
 END_TEST
 
@@ -801,6 +826,7 @@ int main(void) {
     tcase_add_test(tc, conv_depthwise);
     tcase_add_test(tc, conv_grouped);
     tcase_add_test(tc, conv_grouped_small_groups);
+    tcase_add_test(tc, conv_1d);
     tcase_add_test(tc, conv_bias_relu_residual);
     tcase_add_test(tc, conv_epilogue_without_bias);
     tcase_add_test(tc, conv_inplace_residual);

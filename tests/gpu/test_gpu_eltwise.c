@@ -985,7 +985,7 @@ START_TEST(test_errors) {
     kern_eltwise_desc_init(&d, BINARY_NONE, TCI_DTYPE_INT64, 4, dims);
     d.act = ACT_SIGMOID;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED,
-                        "activation 4 is not provided for int64");
+                        "activation Sigmoid is not provided for int64");
     kern_eltwise_desc_init(&d, BINARY_ADD, TCI_DTYPE_INT64, 4, dims);
     d.input_scale[1] = 2.0f;
     ck_assert_tci_error(kern_eltwise(&d, in, dev, 0), TCI_ERR_UNSUPPORTED, "take no scale");

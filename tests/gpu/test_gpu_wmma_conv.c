@@ -248,6 +248,10 @@ static const wc_case cases[] = {
     {2, 2, 256, 7, 6, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, true, RESIDUAL, A(HARD_SWISH), 0, 0, 1, 0},
     {2, 2, 32, 9, 8, 48, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 2, true, NO_RESIDUAL, A(ELU), 0.7f, 0, 1, 0},
     {1, 2, 64, 8, 9, 32, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 4, false, RESIDUAL_IN_PLACE, A(NONE), 0, 0, 1, 0},
+    /* 1-D convolutions as H = 1 (wav2vec2): the feature extractor's first layer (C 1, kernel 10,
+     * stride 5) and the positional convolution (kernel 128, padding 64, 16 groups of 8) */
+    {2, 2, 1, 1, 400, 32, 1, 10, 1, 5, 1, 1, 0, 0, 0, 0, 1, false, NO_RESIDUAL, A(GELU), 0, 0, 1, 0},
+    {2, 2, 128, 1, 50, 128, 1, 128, 1, 1, 1, 1, 0, 64, 0, 64, 16, true, NO_RESIDUAL, A(NONE), 0, 0, 1, 0},
     /* the remaining activations */
     {1, 1, 16, 5, 5, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, NO_RESIDUAL, A(SQRT), 0, 0, 1, 4},
     {1, 1, 24, 3, 5, 24, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(LOG), 0, 0, 1, 4},

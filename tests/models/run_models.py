@@ -32,6 +32,7 @@ MODELS = [
     "crnn",
     "resnext_block",
     "grouped_norms",
+    "audio_frontend",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them

@@ -478,6 +478,21 @@ START_TEST(test_gpu_refusals) {
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "inputs of dtypes float and int32: mixed dtypes have no GPU path");
     ir_graph_destroy(g);
+
+    /* a 3-D convolution has no GPU path (1-D and 2-D ones do) */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t x5[5] = {1, 2, 4, 4, 4}, w5[5] = {2, 2, 1, 1, 1};
+    const float wv[4] = {1, 2, 3, 4};
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 5, x5, NULL);
+    ir_tensor *w = th_named(g, "w", TCI_DTYPE_FLOAT, 5, w5, wv);
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "conv3d", "Conv", 11, (ir_tensor *[]){x, w}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'conv3d' (Conv): only 1-D and 2-D convolutions run on the GPU");
+    ir_graph_destroy(g);
 }
 END_TEST
 
@@ -943,6 +958,114 @@ START_TEST(test_bf16) {
 }
 END_TEST
 
+/* 1-D Conv (+Relu) and ConvTranspose run as 2-D ones over N x C x 1 x L: each
+ * step reads and writes NHWC8 4-D temporaries, with layout steps from and to the dense 3-D
+ * tensors, and carries the geometry with a unit first axis. */
+START_TEST(test_conv1d_lowering) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[3] = {2, 16, 20}, wd[3] = {16, 8, 5}, td[3] = {16, 4, 4};
+    float w[16 * 8 * 5], wt_values[16 * 4 * 4];
+    for (int i = 0; i < 16 * 8 * 5; i++) w[i] = (float)(i % 9) - 4.0f;
+    for (int i = 0; i < 16 * 4 * 4; i++) wt_values[i] = (float)(i % 5) - 2.0f;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 3, wd, w);
+    ir_tensor *tw = th_named(g, "tw", TCI_DTYPE_FLOAT, 3, td, wt_values);
+    ir_tensor *c = act(g, "c"), *r = act(g, "r"), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    ir_node *conv = th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
+    th_attr_ints(g, conv, "pads", (const int64_t[]){2, 2}, 2);
+    th_attr_ints(g, conv, "dilations", (const int64_t[]){1}, 1);
+    th_attr_int(g, conv, "group", 2);
+    th_node_io(g, "relu", "Relu", 14, &c, 1, &r, 1);
+    ir_node *convt = th_node_io(g, "up", "ConvTranspose", 17, (ir_tensor *[]){r, tw}, 2, &y, 1);
+    th_attr_ints(g, convt, "strides", (const int64_t[]){2}, 1);
+    th_attr_ints(g, convt, "pads", (const int64_t[]){1, 1}, 2);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+
+    const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s->label, "Conv+Relu");
+    ck_assert(!s->u.conv.has_residual);
+    ck_assert_int_eq(s->u.conv.act.kind, ACT_RELU);
+    const conv_geom *cg = &s->u.conv.geom;
+    ck_assert_int_eq(cg->n, 2);
+    ck_assert_int_eq(cg->c, 16);
+    ck_assert_int_eq(cg->k, 16);
+    ck_assert_int_eq(cg->h, 1);
+    ck_assert_int_eq(cg->w, 20);
+    ck_assert_int_eq(cg->kernel_h, 1);
+    ck_assert_int_eq(cg->kernel_w, 5);
+    ck_assert_int_eq(cg->out_h, 1);
+    ck_assert_int_eq(cg->out_w, 20);
+    ck_assert_int_eq(cg->stride_h, 1);
+    ck_assert_int_eq(cg->stride_w, 1);
+    ck_assert_int_eq(cg->dilation_h, 1);
+    ck_assert_int_eq(cg->pad_top + cg->pad_bottom, 0);
+    ck_assert_int_eq(cg->pad_left, 2);
+    ck_assert_int_eq(cg->pad_right, 2);
+    ck_assert_int_eq(cg->groups, 2);
+    /* weights (K, C/group, 1, S), the values unchanged */
+    const plan_tensor *pw = &p->tensors[s->inputs[1]];
+    ck_assert_int_eq(pw->rank, 4);
+    ck_assert_int_eq(pw->dims[2], 1);
+    ck_assert_int_eq(pw->dims[3], 5);
+    ck_assert_float_eq(((const float *)pw->host_data)[17], w[17]);
+    /* X as an NHWC8 N x C x 1 x L, filled from x by a layout step */
+    const plan_tensor *in = &p->tensors[s->inputs[0]];
+    ck_assert_int_eq(in->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(in->rank, 4);
+    ck_assert_int_eq(in->dims[1], 16);
+    ck_assert_int_eq(in->dims[2], 1);
+    ck_assert_int_eq(in->dims[3], 20);
+    const plan_tensor *out = &p->tensors[s->outputs[0]];
+    ck_assert_int_eq(out->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(out->dims[2], 1);
+    ck_assert_int_eq(out->dims[3], 20);
+    /* the step before the conv fills its input from the dense x; the one after writes 'r' */
+    const plan_step *before = s - 1, *after = s + 1;
+    ck_assert_int_eq(before->kind, PLAN_STEP_LAYOUT);
+    ck_assert(!before->u.layout.to_dense);
+    ck_assert_int_eq(after->kind, PLAN_STEP_LAYOUT);
+    ck_assert(after->u.layout.to_dense);
+    ck_assert_int_eq(after->inputs[0], s->outputs[0]);
+    const plan_tensor *rd = &p->tensors[after->outputs[0]];
+    ck_assert_str_eq(rd->name, "r");
+    ck_assert_int_eq(rd->layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(rd->rank, 3);
+
+    /* ConvTranspose: (C, K/group, 1, S) weights, out (20 - 1) * 2 - 2 + 4 = 40 */
+    const plan_step *t = find_step(p, PLAN_STEP_CONV_TRANSPOSE, 0);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->u.conv.geom.h, 1);
+    ck_assert_int_eq(t->u.conv.geom.out_h, 1);
+    ck_assert_int_eq(t->u.conv.geom.out_w, 40);
+    ck_assert_int_eq(t->u.conv.geom.stride_w, 2);
+    ck_assert_int_eq(t->u.conv.geom.kernel_w, 4);
+    ck_assert_int_eq(t->u.conv.geom.k, 4);
+    const plan_tensor *tww = &p->tensors[t->inputs[1]];
+    ck_assert_int_eq(tww->rank, 4);
+    ck_assert_int_eq(tww->dims[0], 16);
+    ck_assert_int_eq(tww->dims[1], 4);
+    ck_assert_int_eq(tww->dims[2], 1);
+    ck_assert_int_eq(p->tensors[t->inputs[0]].dims[3], 20);
+    const plan_step *last = &p->steps[p->num_steps - 1];
+    ck_assert_int_eq(last->kind, PLAN_STEP_LAYOUT);
+    ck_assert_int_eq(last->inputs[0], t->outputs[0]);
+    const plan_tensor *yd = &p->tensors[last->outputs[0]];
+    ck_assert_int_eq(yd->rank, 3);
+    ck_assert_int_eq(yd->dims[2], 40);
+    ck_assert_int_eq(yd->output_index, 0);
+    /* x -> NHWC8, conv -> r, r -> NHWC8, convT -> y */
+    ck_assert_int_eq(p->num_layout_conversions, 4);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_pad8) {
     ck_assert_int_eq(plan_pad8(1), 8);
     ck_assert_int_eq(plan_pad8(8), 8);
@@ -975,6 +1098,7 @@ int main(void) {
     tcase_add_test(tc, test_all_fp32);
     tcase_add_test(tc, test_bf16);
     tcase_add_test(tc, test_pad8);
+    tcase_add_test(tc, test_conv1d_lowering);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -343,6 +343,30 @@ tci_status lower_temporary(plan_builder *b, const char *name, tci_dtype dtype,
     return builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, out_index);
 }
 
+tci_status lower_layout_step(plan_builder *b, const ir_node *node, int src, int dst) {
+    const plan_tensor *x = &b->p->tensors[src], *y = &b->p->tensors[dst];
+    const plan_tensor *nhwc = x->layout == PLAN_LAYOUT_NHWC8 ? x : y;
+    const plan_tensor *dense = x->layout == PLAN_LAYOUT_NHWC8 ? y : x;
+    bool ok = x->layout != y->layout && x->dtype == y->dtype && nhwc->rank == 4 &&
+              dense->rank >= 2 && dense->dims[0] == nhwc->dims[0] &&
+              dense->dims[1] == nhwc->dims[1] &&
+              lower_prod(dense->dims, 2, dense->rank) == lower_prod(nhwc->dims, 2, 4);
+    if (!ok)
+        return ir_node_error(node, TCI_ERR_INTERNAL,
+                             "no layout conversion between '%s' (rank %d, %s) and '%s' (rank %d, "
+                             "%s)", x->name, x->rank, tci_dtype_name(x->dtype), y->name, y->rank,
+                             tci_dtype_name(y->dtype));
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_LAYOUT, node,
+                          y->layout == PLAN_LAYOUT_NHWC8 ? "layout dense->NHWC8"
+                                                         : "layout NHWC8->dense",
+                          &s));
+    s->u.layout.to_dense = y->layout == PLAN_LAYOUT_DENSE;
+    lower_step_io(s, 1, &src, 1, &dst);
+    b->p->num_layout_conversions++;
+    return TCI_OK;
+}
+
 void lower_step_io(plan_step *s, int num_inputs, const int *inputs, int num_outputs,
                    const int *outputs) {
     for (int i = 0; i < num_inputs; i++) s->inputs[i] = inputs[i];
