@@ -92,6 +92,16 @@ START_TEST(kernel_families) {
     ck_assert_str_eq(kernel_family("cuDNN convolution algo 1"), "cuDNN");
     ck_assert_str_eq(kernel_family("cublaslt 3"), "cuBLASLt");
     ck_assert_str_eq(kernel_family("tcinfer eltwise"), "tcinfer");
+    /* the profile's descriptions as the H200 printed them: the note names the candidates beaten */
+    ck_assert_str_eq(kernel_family("IMPLICIT_PRECOMP_GEMM fused tensor-op (5.6 us; best tcinfer "
+                                   "kernel 6.8 us)"),
+                     "cuDNN");
+    ck_assert_str_eq(kernel_family("wmma 32x64x64 w4 8x32x16 s3 splitk8 (9.4 us; cuDNN "
+                                   "IMPLICIT_PRECOMP_GEMM fused tensor-op 11.7 us)"),
+                     "wmma");
+    ck_assert_str_eq(kernel_family("cublasLt algo 66 tile 10 (5.6 us; best tcinfer kernel 9.3 us)"),
+                     "cuBLASLt");
+    ck_assert_str_eq(kernel_family("tcinfer pool2d"), "tcinfer");
     ck_assert_str_eq(kernel_family(NULL), "other");
     ck_assert_str_ne(kernel_family_colour("wmma"), kernel_family_colour("cuDNN"));
 }
