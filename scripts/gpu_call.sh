@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (run from the repository root there): unpacks what
-# scripts/gpu_pack.sh left in .gpu/ (the archives the call carries: base and one more), then
+# scripts/gpu_pack.sh left in .gpu/ (the call carries .gpu/all.tar.xz), then
 #   SUITE_PAT=REGEX   the GPU suite parts matching REGEX (scripts/gpu_suite.sh), in the background,
 #                     cut after SUITE_S seconds (default 530);
 #   ACC_S=SECONDS     the zoo's accuracy phase, ACC_PROCS processes sharing the GPU beside it;
@@ -11,9 +11,7 @@ set -u
 export PYTHONUNBUFFERED=1
 T=/tmp/tci
 mkdir -p $T
-for a in .gpu/base.tar.xz .gpu/extra.tar.xz .gpu/tests1.tar.xz .gpu/tests2.tar.xz; do
-    [ -f "$a" ] && tar -C $T -xJf "$a"
-done
+tar -C $T -xJf .gpu/all.tar.xz
 NEW=$T/new/tcinfer R=$OUT/zoo
 mkdir -p "$R"
 [ -d .gpu/prev ] && cp .gpu/prev/*.json "$R/" 2>/dev/null
@@ -23,7 +21,7 @@ if [ -n "${SUITE_PAT:-}" ]; then
     (timeout "${SUITE_S:-530}" bash scripts/gpu_suite.sh $T/new $T/work "$SUITE_PAT"
      if [ -x $T/new/example_async_stream ]; then
          echo "=== example async_stream"
-         # (needs extra.tar.xz's libtcinfer.so.0)
+         # (links new/libtcinfer.so.0)
          LD_LIBRARY_PATH=$T/new:/usr/local/cuda/lib64 $T/new/example_async_stream \
              models/demo/tiny_cnn.onnx models/demo/input.npy
          echo "async_stream rc $?"
