@@ -238,6 +238,13 @@ typedef struct tci_engine_options {
      * TCI_ERR_INVALID_ARGUMENT. */
     const tci_tensor *calibration_inputs;
     size_t num_calibration_inputs;
+    /* Since 0.2, TCI_PRECISION_AUTO: > 0 also holds the outputs' relative L2 error against the
+     * GPU fp32 engine, on the calibration inputs, to at most this. While it is over, the layers
+     * are measured one by one (the engine built with mark_all_outputs, each layer's output
+     * against the fp32 engine's) and the one adding the most error to what it reads joins the
+     * fp32 layers, one per round, in the same bounded rounds. 0 (the default): overflow only.
+     * Negative, not finite, or given with another precision: TCI_ERR_INVALID_ARGUMENT. */
+    double accuracy_target;
 } tci_engine_options;
 
 /* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */
@@ -294,6 +301,12 @@ tci_status tci_engine_output_index(const tci_engine *engine, const char *name, s
  * engine has none. */
 typedef void (*tci_fp32_layer_fn)(const char *layer, int automatic, void *user);
 tci_status tci_engine_fp32_layers(const tci_engine *engine, tci_fp32_layer_fn fn, void *user);
+
+/* Since 0.2: the largest relative L2 error of an engine's float outputs against the GPU fp32
+ * engine on the calibration inputs, as TCI_PRECISION_AUTO's last round measured it (with its
+ * fp32 layers). An engine not built by TCI_PRECISION_AUTO (an engine file's included) is
+ * TCI_ERR_INVALID_ARGUMENT. */
+tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2);
 
 /* Counts of the optimised graph, for reports. */
 typedef struct tci_engine_stats {

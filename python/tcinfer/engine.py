@@ -81,11 +81,13 @@ class Engine(_Closes):
     "auto"|"wmma"|"cudnn", no_cuda_graph, timing_cache, mark_all_outputs: as in
     tci_engine_options. precision "auto" (GPU) keeps the layers that overflow fp16 in fp32,
     found by running calibration_inputs (numpy arrays in engine input order; None: seeded
-    random inputs); fp32_layers() lists them."""
+    random inputs), and with accuracy_target > 0 also those that hold the outputs' relative L2
+    error above it; fp32_layers() lists them, auto_error() gives the error reached."""
 
     def __init__(self, model, backend="cpu", shapes=None, precision="fp16", fp32_layers=None,
                  kernels="auto", no_cuda_graph=False, timing_cache=None,
-                 mark_all_outputs=False, base_dir=None, calibration_inputs=None):
+                 mark_all_outputs=False, base_dir=None, calibration_inputs=None,
+                 accuracy_target=0.0):
         opts = _lib.EngineOptions()
         _lib.tci_engine_options_init(ctypes.byref(opts))
         _lib._init_struct(opts)
@@ -94,6 +96,7 @@ class Engine(_Closes):
         opts.kernels = _choice(_KERNELS, kernels, "kernels")
         opts.no_cuda_graph = int(bool(no_cuda_graph))
         opts.mark_all_outputs = int(bool(mark_all_outputs))
+        opts.accuracy_target = float(accuracy_target)
         keep = []  # buffers the options point into, alive until the engine is built
         if shapes:
             arr = (_lib.ShapeOverride * len(shapes))()
@@ -149,6 +152,13 @@ class Engine(_Closes):
                                 layers.append((name.decode(), bool(automatic))))
         check(_lib.tci_engine_fp32_layers(self._require(), fn, None))
         return layers
+
+    def auto_error(self):
+        """Precision "auto": the outputs' relative L2 error against the GPU fp32 engine on the
+        calibration inputs, with the fp32 layers chosen."""
+        error = ctypes.c_double()
+        check(_lib.tci_engine_auto_error(self._require(), ctypes.byref(error)))
+        return error.value
 
     def create_context(self):
         """A new Context (one per thread)."""

@@ -190,10 +190,14 @@ def test_precision_auto_options(x):
     calibration inputs with another precision too. A CPU engine lists no fp32 layers."""
     with pytest.raises(tcinfer.TcinferError, match="TCI_PRECISION_AUTO compares the fp16 GPU"):
         tcinfer.Engine(MODEL, precision="auto", calibration_inputs=[x])
-    with pytest.raises(tcinfer.TcinferError, match="calibration_inputs are for TCI_PRECISION_AUTO"):
+    with pytest.raises(tcinfer.TcinferError, match="calibration_inputs and accuracy_target are for"):
         tcinfer.Engine(MODEL, calibration_inputs=[x])
+    with pytest.raises(tcinfer.TcinferError, match="accuracy_target is -1"):
+        tcinfer.Engine(MODEL, backend="gpu", precision="auto", accuracy_target=-1)
     with tcinfer.Engine(MODEL) as e:
         assert e.fp32_layers() == []
+        with pytest.raises(tcinfer.TcinferError, match="not built with TCI_PRECISION_AUTO"):
+            e.auto_error()
 
 
 def test_precision_auto_on_the_gpu(x):
@@ -206,3 +210,4 @@ def test_precision_auto_on_the_gpu(x):
         assert not [name for name, automatic in gpu.fp32_layers() if automatic]
         (want,), (got,) = cpu.run([x]), gpu.run([x])
         assert np.linalg.norm(got - want) / np.linalg.norm(want) <= 5e-3
+        assert 0 <= gpu.auto_error() <= 5e-3

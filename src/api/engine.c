@@ -214,10 +214,11 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
     tci_status st = api_read_options(given, &all);
     if (st == TCI_OK && options->precision == TCI_PRECISION_AUTO && !choices)
         return api_auto_create(g, options, out_engine);
-    if (st == TCI_OK && (options->calibration_inputs || options->num_calibration_inputs))
+    if (st == TCI_OK && (options->calibration_inputs || options->num_calibration_inputs ||
+                         options->accuracy_target != 0))
         st = status_error(TCI_ERR_INVALID_ARGUMENT,
-                          "tci_engine_options.calibration_inputs are for TCI_PRECISION_AUTO; "
-                          "the precision is %d",
+                          "tci_engine_options.calibration_inputs and accuracy_target are for "
+                          "TCI_PRECISION_AUTO; the precision is %d",
                           (int)options->precision);
     if (st == TCI_OK && options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
         st = status_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
@@ -231,6 +232,7 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
     if (st == TCI_OK) {
         e = calloc(1, sizeof *e);
         if (!e) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
+        else e->auto_error = -1;
     }
     /* batches below the built one re-plan the graph as it was before the passes; the layer
      * marking of mark_all_outputs is for comparisons at one shape and is not replayed */
@@ -535,7 +537,7 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     if (given.num_shapes || given.plan_only || given.mark_all_outputs ||
         given.precision != TCI_PRECISION_FP16 || given.fp32_layers ||
         given.kernels != TCI_KERNELS_AUTO || given.timing_cache || given.calibration_inputs ||
-        given.num_calibration_inputs)
+        given.num_calibration_inputs || given.accuracy_target != 0)
         return api_log_failure(
             &log, status_error(TCI_ERR_INVALID_ARGUMENT,
                                "%s: an engine file fixes the shapes, precision, fp32 layers and "
@@ -618,6 +620,16 @@ tci_status tci_engine_fp32_layers(const tci_engine *engine, tci_fp32_layer_fn fn
     while (engine->fp32_layers && engine->fp32_layers[n]) n++;
     for (size_t i = 0; i < n; i++)
         fn(engine->fp32_layers[i], i >= n - engine->num_auto_fp32, user);
+    return TCI_OK;
+}
+
+tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2) {
+    if (!engine || !out_relative_l2) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (engine->auto_error < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "the engine was not built with TCI_PRECISION_AUTO: its error against "
+                            "the fp32 engine was not measured");
+    *out_relative_l2 = engine->auto_error;
     return TCI_OK;
 }
 

@@ -1,9 +1,12 @@
 /* TCI_PRECISION_AUTO: builds the fp16 engine, runs it on calibration inputs against the GPU
  * fp32 engine, and while its outputs hold NaN or Inf that the fp32 ones do not, keeps the first
- * layer producing them in fp32 and builds again. Every build is an ordinary one (api_finish_create)
+ * layer producing them in fp32 and builds again; with an accuracy target, while their error is
+ * over it, the layer adding the most error (both engines built with every layer marked) joins
+ * them in the same way. Every build is an ordinary one (api_finish_create)
  * of a copy of the loaded graph; the result is an fp16 engine with fp32 layers, which an engine
  * file stores like any other. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,19 @@ tci_status api_auto_next_layer(const auto_round *r, const char **out_layer) {
                             r->round, (unsigned long long)r->mismatches, n->layer, n->op_type);
     *out_layer = n->layer;
     return TCI_OK;
+}
+
+int api_auto_worst_layer(size_t count, const double *errors, const double *input_errors,
+                         const bool *in_fp32) {
+    int worst = -1;
+    double most = 0;
+    for (size_t i = 0; i < count; i++) {
+        double added = errors[i] - input_errors[i];
+        if (in_fp32[i] || !(added > most)) continue; /* NaN adds nothing measurable */
+        worst = (int)i;
+        most = added;
+    }
+    return worst;
 }
 
 /* splitmix64: seeded random inputs, the same for every build */
@@ -139,12 +155,14 @@ static tci_status build_copy(const ir_graph *g, const tci_engine_options *option
 }
 
 /* Runs test on the inputs; *mismatches: NaN/Inf in its float outputs where the outputs of base
- * (the fp32 run on the same inputs) are finite, and where there are any, *report locates them. */
+ * (the fp32 run on the same inputs) are finite, and where there are any, *report locates them;
+ * *error: the largest relative L2 error of those outputs. */
 static tci_status run_round(tci_engine *test, const tci_context *base, const tci_tensor *inputs,
-                            size_t num_inputs, uint64_t *mismatches,
+                            size_t num_inputs, uint64_t *mismatches, double *error,
                             tci_nonfinite_report *report) {
     tci_context *c = NULL;
     *mismatches = 0;
+    *error = 0;
     tci_status st = tci_context_create(test, &c);
     if (st == TCI_OK) st = tci_context_run(c, inputs, num_inputs);
     for (size_t i = 0; st == TCI_OK && i < test->graph->num_outputs; i++) {
@@ -156,6 +174,7 @@ static tci_status run_round(tci_engine *test, const tci_context *base, const tci
         tci_compare_result_init(&r);
         st = tci_compare(&t, &b, &r);
         *mismatches += r.non_finite;
+        if (!(r.relative_l2 <= *error)) *error = r.relative_l2; /* NaN stays */
     }
     if (st == TCI_OK && *mismatches) {
         /* what is found is the search's to report, not a warning of the engine's */
@@ -179,46 +198,174 @@ static bool layer_in_fp32(const tci_engine *e, const char *name, char *const *en
     return false;
 }
 
-/* The rounds: *list holds the user's fp32 layers, then those moved; *out the clean engine. */
+/* accuracy_target's measurements: the fp32 engine with every layer's output marked, and its
+ * run on the calibration inputs; built the first time a round needs them. */
+typedef struct auto_marked {
+    tci_engine *fp32;
+    tci_context *base;
+} auto_marked;
+
+/* The error each layer of the marked fp16 engine e (run as c) adds, against the marked fp32 run:
+ * errors (per node) of its first output, input_errors the largest of the nodes it reads. */
+static tci_status measure_layers(const tci_engine *e, const tci_context *c,
+                                 const tci_context *base, double *errors, double *input_errors) {
+    const ir_graph *g = e->graph;
+    tci_status st = TCI_OK;
+    for (size_t k = 0; st == TCI_OK && k < g->num_outputs; k++) {
+        const ir_tensor *t = g->outputs[k];
+        if (!t->producer || t->producer->outputs[0] != t) continue;
+        tci_tensor a, b;
+        st = tci_context_output(c, k, &a);
+        if (st == TCI_OK) st = tci_context_output(base, k, &b);
+        if (st != TCI_OK || a.dtype != TCI_DTYPE_FLOAT || b.dtype != TCI_DTYPE_FLOAT) continue;
+        if (a.name && b.name && strcmp(a.name, b.name) != 0)
+            return status_error(TCI_ERR_INTERNAL, "TCI_PRECISION_AUTO: the marked engines' "
+                                "output %zu is '%s' in one and '%s' in the other", k, a.name,
+                                b.name);
+        tci_compare_result r;
+        tci_compare_result_init(&r);
+        st = tci_compare(&a, &b, &r);
+        if (st == TCI_OK && isfinite(r.relative_l2)) errors[t->producer->index] = r.relative_l2;
+    }
+    for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++) {
+        const ir_node *node = g->nodes[i];
+        for (int j = 0; j < node->num_inputs; j++) {
+            const ir_tensor *x = node->inputs[j];
+            if (x && x->producer && errors[x->producer->index] > input_errors[i])
+                input_errors[i] = errors[x->producer->index];
+        }
+    }
+    return st;
+}
+
+/* The layer (a node name, malloc'd; NULL: none) that adds the most error with list's fp32
+ * layers, and that error (*added). */
+static tci_status worst_layer(const ir_graph *g, const tci_engine_options *options,
+                              const tci_tensor *inputs, size_t num_inputs, char *const *list,
+                              auto_marked *m, auto_progress *progress, char **out_layer,
+                              double *added) {
+    *out_layer = NULL;
+    tci_status st = TCI_OK;
+    if (!m->fp32) {
+        snprintf(progress->build, sizeof progress->build, "precision auto, fp32 layers");
+        st = build_copy(g, options, TCI_PRECISION_FP32, NULL, true, progress, &m->fp32);
+        if (st == TCI_OK) st = tci_context_create(m->fp32, &m->base);
+        if (st == TCI_OK) st = tci_context_run(m->base, inputs, num_inputs);
+        TRY_STATUS(st);
+    }
+    tci_engine *e = NULL;
+    tci_context *c = NULL;
+    snprintf(progress->build, sizeof progress->build, "precision auto, fp16 layers");
+    st = build_copy(g, options, TCI_PRECISION_FP16, list, true, progress, &e);
+    if (st == TCI_OK) st = tci_context_create(e, &c);
+    if (st == TCI_OK) st = tci_context_run(c, inputs, num_inputs);
+    size_t n = st == TCI_OK ? e->graph->num_nodes : 0;
+    double *errors = calloc(n + 1, sizeof *errors), *input_errors = calloc(n + 1, sizeof *errors);
+    bool *fp32 = calloc(n + 1, sizeof *fp32);
+    if (st == TCI_OK && (!errors || !input_errors || !fp32))
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == TCI_OK && e->graph->num_outputs != m->fp32->graph->num_outputs)
+        st = status_error(TCI_ERR_INTERNAL, "TCI_PRECISION_AUTO: the marked fp16 and fp32 "
+                          "engines have %zu and %zu outputs", e->graph->num_outputs,
+                          m->fp32->graph->num_outputs);
+    if (st == TCI_OK) st = measure_layers(e, c, m->base, errors, input_errors);
+    plan_options fp32_of = {(const char *const *)list, TCI_PRECISION_FP16};
+    if (st == TCI_OK) st = plan_fp32_nodes(e->graph, &fp32_of, fp32);
+    int worst = st == TCI_OK ? api_auto_worst_layer(n, errors, input_errors, fp32) : -1;
+    if (worst >= 0) {
+        *added = errors[worst] - input_errors[worst];
+        *out_layer = strdup(e->graph->nodes[worst]->name);
+        if (!*out_layer) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    free(errors);
+    free(input_errors);
+    free(fp32);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+    return st;
+}
+
+/* One round's next layer (malloc'd into *out_layer; NULL: the engine e is the one), from the
+ * overflow and then the accuracy target. */
+static tci_status next_layer(const ir_graph *g, const tci_engine_options *options,
+                             const tci_tensor *inputs, size_t num_inputs, const tci_context *base,
+                             char *const *list, auto_marked *m, auto_progress *progress,
+                             int round, tci_engine *e, double *error, char **out_layer) {
+    const api_log log = {options->log_fn, options->log_user, options->log_level};
+    tci_nonfinite_report report;
+    tci_nonfinite_report_init(&report);
+    auto_round r = {round, 0, &report, false};
+    const char *overflow = NULL;
+    *out_layer = NULL;
+    TRY_STATUS(run_round(e, base, inputs, num_inputs, &r.mismatches, error, &report));
+    if (r.mismatches) r.layer_in_fp32 = layer_in_fp32(e, report.layer, list);
+    TRY_STATUS(api_auto_next_layer(&r, &overflow));
+    if (overflow) {
+        api_log_message(&log, TCI_LOG_INFO,
+                        "TCI_PRECISION_AUTO round %d: %llu NaN/Inf values in the fp16 outputs "
+                        "where the fp32 engine's are finite; layer '%s' (%s) produces them "
+                        "first: kept in fp32",
+                        round, (unsigned long long)r.mismatches, report.layer, report.op_type);
+        *out_layer = strdup(overflow);
+        return *out_layer ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    double target = options->accuracy_target;
+    if (!(target > 0) || *error <= target) return TCI_OK;
+    if (round >= TCI_PRECISION_AUTO_MAX_ROUNDS)
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "TCI_PRECISION_AUTO: after %d rounds the outputs' relative L2 error "
+                            "is %.3g, over tci_engine_options.accuracy_target %g",
+                            round, *error, target);
+    double added = 0;
+    TRY_STATUS(worst_layer(g, options, inputs, num_inputs, list, m, progress, out_layer, &added));
+    if (!*out_layer)
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "TCI_PRECISION_AUTO: the outputs' relative L2 error is %.3g, over "
+                            "tci_engine_options.accuracy_target %g, and no layer left in fp16 "
+                            "adds error",
+                            *error, target);
+    api_log_message(&log, TCI_LOG_INFO,
+                    "TCI_PRECISION_AUTO round %d: the outputs' relative L2 error %.3g is over "
+                    "the target %g; layer '%s' adds the most (%.3g): kept in fp32",
+                    round, *error, target, *out_layer, added);
+    return TCI_OK;
+}
+
+/* The rounds: *list holds the user's fp32 layers, then those moved; *out the engine that meets
+ * the criteria. */
 static tci_status search(const ir_graph *g, const tci_engine_options *options,
                          const tci_tensor *inputs, size_t num_inputs, const tci_context *base,
                          char **list, size_t num_user, auto_progress *progress,
                          tci_engine **out) {
-    const api_log log = {options->log_fn, options->log_user, options->log_level};
+    auto_marked m = {NULL, NULL};
     size_t n = num_user;
-    for (int round = 1;; round++) {
+    tci_status st = TCI_OK;
+    for (int round = 1; st == TCI_OK && !*out; round++) {
         tci_engine *e = NULL;
-        tci_nonfinite_report report;
-        tci_nonfinite_report_init(&report);
-        auto_round r = {round, 0, &report, false};
-        const char *layer = NULL;
+        char *layer = NULL;
+        double error = 0;
         snprintf(progress->build, sizeof progress->build, "precision auto, round %d", round);
-        tci_status st = build_copy(g, options, TCI_PRECISION_FP16, list, false, progress, &e);
-        if (st == TCI_OK) st = run_round(e, base, inputs, num_inputs, &r.mismatches, &report);
-        if (st == TCI_OK && r.mismatches) r.layer_in_fp32 = layer_in_fp32(e, report.layer, list);
-        if (st == TCI_OK) st = api_auto_next_layer(&r, &layer);
+        st = build_copy(g, options, TCI_PRECISION_FP16, list, false, progress, &e);
+        if (st == TCI_OK)
+            st = next_layer(g, options, inputs, num_inputs, base, list, &m, progress, round, e,
+                            &error, &layer);
         if (st == TCI_OK && !layer) {
             e->num_auto_fp32 = n - num_user;
+            e->auto_error = error;
             *out = e;
-            return TCI_OK;
+            break;
         }
-        if (st == TCI_OK) {
-            api_log_message(&log, TCI_LOG_INFO,
-                            "TCI_PRECISION_AUTO round %d: %llu NaN/Inf values in the fp16 "
-                            "outputs where the fp32 engine's are finite; layer '%s' (%s) "
-                            "produces them first: kept in fp32",
-                            round, (unsigned long long)r.mismatches, report.layer,
-                            report.op_type);
-            list[n] = strdup(layer);
-            if (!list[n++]) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        }
+        if (st == TCI_OK) list[n++] = layer; /* at most one a round: list has room */
         tci_engine_destroy(e);
-        TRY_STATUS(st);
     }
+    tci_context_destroy(m.base);
+    tci_engine_destroy(m.fp32);
+    return st;
 }
 
 /* The log's summary: the layers moved, in the order they were. */
-static void log_result(const tci_engine_options *options, char *const *moved, size_t count) {
+static void log_result(const tci_engine_options *options, char *const *moved, size_t count,
+                       double error) {
     const api_log log = {options->log_fn, options->log_user, options->log_level};
     char names[1024];
     size_t pos = 0;
@@ -230,11 +377,15 @@ static void log_result(const tci_engine_options *options, char *const *moved, si
     }
     if (pos >= sizeof names) memcpy(names + sizeof names - 5, "...", 4);
     if (count)
-        api_log_message(&log, TCI_LOG_INFO, "TCI_PRECISION_AUTO: %zu layer%s kept in fp32: %s",
-                        count, count == 1 ? "" : "s", names);
+        api_log_message(&log, TCI_LOG_INFO,
+                        "TCI_PRECISION_AUTO: %zu layer%s kept in fp32: %s; the outputs' "
+                        "relative L2 error against the fp32 engine: %.3g",
+                        count, count == 1 ? "" : "s", names, error);
     else
         api_log_message(&log, TCI_LOG_INFO,
-                        "TCI_PRECISION_AUTO: no layer overflows fp16 on the calibration inputs");
+                        "TCI_PRECISION_AUTO: no layer kept in fp32; the outputs' relative L2 "
+                        "error against the fp32 engine: %.3g",
+                        error);
 }
 
 static tci_status check_options(const tci_engine_options *o) {
@@ -246,6 +397,11 @@ static tci_status check_options(const tci_engine_options *o) {
         return status_error(TCI_ERR_INVALID_ARGUMENT,
                             "TCI_PRECISION_AUTO runs the engines it builds: not with "
                             "tci_engine_options.plan_only");
+    if (!(o->accuracy_target >= 0) || isinf(o->accuracy_target))
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.accuracy_target is %g; 0 (overflow only) or a "
+                            "relative L2 error above 0 expected",
+                            o->accuracy_target);
     if (o->num_calibration_inputs && !o->calibration_inputs)
         return status_error(TCI_ERR_INVALID_ARGUMENT,
                             "tci_engine_options.num_calibration_inputs is %zu but "
@@ -291,15 +447,19 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
     tci_context_destroy(base);
     tci_engine_destroy(fp32);
     size_t moved = e ? e->num_auto_fp32 : 0;
+    double error = e ? e->auto_error : -1;
     if (st == TCI_OK && options->mark_all_outputs) {
         /* the search compares the engine as it runs (fused); the layers marked, it is rebuilt */
         tci_engine_destroy(e);
         e = NULL;
         snprintf(progress.build, sizeof progress.build, "precision auto, all outputs marked");
         st = build_copy(g, options, TCI_PRECISION_FP16, list, true, &progress, &e);
-        if (st == TCI_OK) e->num_auto_fp32 = moved;
+        if (st == TCI_OK) {
+            e->num_auto_fp32 = moved;
+            e->auto_error = error;
+        }
     }
-    if (st == TCI_OK) log_result(options, list + num_user, moved);
+    if (st == TCI_OK) log_result(options, list + num_user, moved, error);
     for (size_t i = 0; random && i < num_inputs; i++) tci_tensor_release(&random[i]);
     free(random);
     for (char **s = list; s && *s; s++) free(*s);

@@ -4,6 +4,7 @@
 #define TCI_API_PRECISION_AUTO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "graph/ir.h"
@@ -23,6 +24,12 @@ typedef struct auto_round {
  * TCI_ERR_UNSUPPORTED, saying why, where no layer can be moved: an input holds NaN/Inf, no
  * layer produced them in the re-run, the layer is in fp32 already, or this was the last round. */
 tci_status api_auto_next_layer(const auto_round *r, const char **out_layer);
+
+/* tci_engine_options.accuracy_target: of count layers, each with the relative L2 error of its
+ * output (errors) and the largest of the layers it reads (input_errors), the one not yet in
+ * fp32 that adds the most error (errors - input_errors), or -1 where none adds any. */
+int api_auto_worst_layer(size_t count, const double *errors, const double *input_errors,
+                         const bool *in_fp32);
 
 /* tci_engine_create_*'s build when options (complete: api_read_options) ask for
  * TCI_PRECISION_AUTO; owns g (the loaded graph), also on failure. */

@@ -301,21 +301,37 @@ static void add_auto_layer(const char *layer, int automatic, void *user) {
     l->count++;
 }
 
-/* --precision auto: the layers the build kept in fp32, by ONNX node name (stderr; --json: also
- * the document's "auto_fp32_layers"). */
-static void report_auto_layers(const cli_args *a, const tci_engine *engine, json_value *json) {
+/* --precision auto: the layers the build kept in fp32 (ONNX node names), the error reached and
+ * the time the search took, on stderr (--json: also the document's "precision_auto"). */
+static void report_auto_layers(const cli_args *a, const tci_engine *engine, double seconds,
+                               json_value *json) {
     auto_layers l;
     memset(&l, 0, sizeof l);
-    l.list = json ? json_add_array(json, "auto_fp32_layers") : NULL;
+    json_value *j = json ? json_add_object(json, "precision_auto") : NULL;
+    l.list = j ? json_add_array(j, "fp32_layers") : NULL;
     tci_engine_fp32_layers(engine, add_auto_layer, &l); /* fails only on NULL arguments */
     if (l.pos >= sizeof l.text) memcpy(l.text + sizeof l.text - 5, "...", 4);
+    double error = -1;
+    tci_engine_auto_error(engine, &error); /* measured by every TCI_PRECISION_AUTO build */
+    const char *inputs = a->num_inputs || a->random ? "given" : "seeded random";
+    if (j) {
+        json_add_number(j, "relative_l2", error);
+        if (a->accuracy_target > 0) json_add_number(j, "accuracy_target", a->accuracy_target);
+        json_add_string(j, "inputs", inputs);
+        json_add_number(j, "seconds", seconds);
+    }
+    char target[64] = "";
+    if (a->accuracy_target > 0)
+        snprintf(target, sizeof target, " (--accuracy-target %g)", a->accuracy_target);
     if (l.count)
-        fprintf(stderr, "tcinfer: precision auto: %zu layer%s kept in fp32 (fp16 overflows "
-                        "there): %s\n", l.count, l.count == 1 ? "" : "s", l.text);
+        fprintf(stderr, "tcinfer: precision auto: %zu layer%s kept in fp32: %s\n", l.count,
+                l.count == 1 ? "" : "s", l.text);
     else
-        fprintf(stderr, "tcinfer: precision auto: no layer overflows fp16 on the %s inputs; "
-                        "the engine is all fp16\n", a->num_inputs || a->random ? "given" :
-                        "seeded random");
+        fprintf(stderr, "tcinfer: precision auto: no layer kept in fp32: the engine is all "
+                        "fp16\n");
+    fprintf(stderr, "tcinfer: precision auto: outputs' relative L2 error %.3g against the GPU "
+                    "fp32 engine on the %s inputs%s; chosen in %.1f s\n",
+            error, inputs, target, seconds);
 }
 
 /* Everything after the arguments are parsed; main frees them on every path out. */
@@ -386,14 +402,18 @@ static int run_cli(cli_args *a) {
         options.calibration_inputs = calibration;
         options.num_calibration_inputs = num_calibration;
     }
+    options.accuracy_target = a->accuracy_target;
+    double start = cli_now_s();
     tci_status st = rc ? TCI_OK
                     : a->load_engine ? tci_engine_load(a->load_engine, &options, &engine)
                                      : tci_engine_create_from_file(a->model, &options, &engine);
+    double seconds = cli_now_s() - start;
     cli_progress_end(&progress);
     for (size_t i = 0; calibration && i < num_calibration; i++) tci_tensor_release(&calibration[i]);
     free(calibration);
     if (rc) return print_json(json, rc);
-    if (st == TCI_OK && a->precision == TCI_PRECISION_AUTO) report_auto_layers(a, engine, json);
+    if (st == TCI_OK && a->precision == TCI_PRECISION_AUTO)
+        report_auto_layers(a, engine, seconds, json);
     if (st == TCI_OK && a->save_engine) {
         st = tci_engine_save(engine, a->save_engine);
         if (st == TCI_OK && json) json_add_string(json, "engine_saved", a->save_engine);

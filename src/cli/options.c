@@ -16,7 +16,7 @@ enum {
     OPT_SAVE_ENGINE, OPT_LOAD_ENGINE, OPT_COMPARE, OPT_COMPARE_LAYERS, OPT_BASELINE,
     OPT_TOLERANCE, OPT_BENCH, OPT_WARMUP, OPT_PROFILE, OPT_INFO, OPT_PLAN, OPT_LIST_OPS,
     OPT_DEVICES, OPT_VERSION, OPT_LIMIT, OPT_REFERENCE, OPT_ATOL, OPT_RTOL,
-    OPT_REPORT,
+    OPT_REPORT, OPT_ACCURACY_TARGET,
 };
 
 /* One row per option (a row without a name is a heading of the usage text). help's lines after
@@ -52,6 +52,10 @@ static const cli_option options[] = {
      "range, fewer mantissa bits), fp32 with TF32 tensor cores, fp32\n"
      "with tensor-op math off, or auto: fp16 with the layers that\n"
      "overflow it on the inputs (or seeded random ones) kept in fp32"},
+    {"accuracy-target", OPT_ACCURACY_TARGET, "TOL",
+     "with --precision auto: also move to fp32, one by one, the\n"
+     "layers adding the most error until the outputs' relative L2\n"
+     "error against the GPU fp32 engine is at most TOL"},
     {"fp32-layers", OPT_FP32_LAYERS, "A,B", "GPU: keep these nodes in fp32 (node names, op types, or\n"
                                             "patterns such as '/layer1/*'), against fp16 overflow"},
     {"kernels", OPT_KERNELS, "auto|wmma|cudnn",
@@ -169,6 +173,7 @@ static const char *const flag_terms[][2] = {
     {"tci_engine_options.precision", "--precision"},
     {"tci_engine_options.calibration_inputs", "the input files (or --random)"},
     {"TCI_PRECISION_AUTO", "--precision auto"},
+    {"tci_engine_options.accuracy_target", "--accuracy-target"},
     {"TCI_PRECISION_BF16", "--precision bf16"},
     {"TCI_PRECISION_FP32", "--precision fp32"},
     {"tci_engine_options.kernels", "--kernels"},
@@ -341,6 +346,13 @@ static int apply_option(cli_args *a, int id, char *value) {
     case OPT_PLAN: a->plan = true; return 0;
     case OPT_PROFILE: a->profile = value; return 0;
     case OPT_REPORT: a->report = value; return 0;
+    case OPT_ACCURACY_TARGET:
+        errno = 0;
+        a->accuracy_target = strtod(value, &end);
+        if (*end || end == value || errno || !(a->accuracy_target > 0))
+            return cli_usage_error("--accuracy-target wants a relative L2 error above 0, got '%s'",
+                                   value);
+        return 0;
     case OPT_TOLERANCE:
         errno = 0;
         a->tolerance = strtod(value, &end);
@@ -482,6 +494,9 @@ static int check_combinations(cli_args *a) {
         return cli_compare_needs_gpu();
     if (a->baseline_given && !a->compare)
         return cli_usage_error("--baseline goes with --compare%s", "");
+    if (a->accuracy_target > 0 && a->precision != TCI_PRECISION_AUTO)
+        return cli_usage_error("--accuracy-target is the goal of --precision auto's search; give "
+                               "both%s", "");
     if (a->precision == TCI_PRECISION_AUTO && (a->backend == TCI_BACKEND_CPU || a->plan))
         return cli_usage_error("--precision auto builds and runs the fp16 and fp32 GPU engines to "
                                "choose the fp32 layers: not with --backend cpu or --plan%s", "");

@@ -586,8 +586,9 @@ class CliTest(unittest.TestCase):
         rc, out, err = run("--quiet", "--precision", "auto", "-o", self.path("y.npy"), path,
                            self.path("x.npy"), timeout=300)
         self.assertEqual(rc, 0, err)
-        self.assertRegex(err, r"precision auto: 1 layer kept in fp32 \(fp16 overflows there\): "
-                              r"'mm'\n")
+        self.assertRegex(err, r"precision auto: 1 layer kept in fp32: 'mm'\n")
+        self.assertRegex(err, r"precision auto: outputs' relative L2 error [0-9.e-]+ against the "
+                              r"GPU fp32 engine on the given inputs; chosen in [0-9.]+ s")
         self.assertNotIn("NaN/Inf", err)
         y = np.load(self.path("y.npy"))
         want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
@@ -611,10 +612,12 @@ class CliTest(unittest.TestCase):
                            self.path("built"), "--save-engine", engine, path, timeout=300)
         self.assertEqual(rc, 0, err)
         doc = json.loads(out)
-        self.assertEqual(sorted(doc["auto_fp32_layers"]), ["mm_a", "mm_b"])
+        auto = doc["precision_auto"]
+        self.assertEqual(sorted(auto["fp32_layers"]), ["mm_a", "mm_b"])
+        self.assertLessEqual(auto["relative_l2"], 5e-3)
+        self.assertGreaterEqual(auto["seconds"], 0)
         self.assertEqual(doc["nonfinite"]["count"], 0)
-        self.assertRegex(err, r"precision auto: 2 layers kept in fp32 \(fp16 overflows there\): "
-                              r"'mm_[ab]', 'mm_[ab]'")
+        self.assertRegex(err, r"precision auto: 2 layers kept in fp32: 'mm_[ab]', 'mm_[ab]'\n")
         rc, out, err = run("--load-engine", engine, "--random", 2, "--quiet", "--output-dir",
                            self.path("loaded"))
         self.assertEqual(rc, 0, err)
@@ -634,7 +637,39 @@ class CliTest(unittest.TestCase):
         rc, out, err = run("--precision", "auto", "--save-engine", self.path("clean.tci"), clean,
                            timeout=300)
         self.assertEqual(rc, 0, err)
-        self.assertIn("precision auto: no layer overflows fp16 on the seeded random inputs", err)
+        self.assertIn("precision auto: no layer kept in fp32: the engine is all fp16", err)
+        self.assertIn("on the seeded random inputs", err)
+
+    def test_accuracy_target_refused(self):
+        path = self.overflow_model()
+        self.assert_error(run("--accuracy-target", "1e-3", "--random", 1, path), 2,
+                          r"--accuracy-target is the goal of --precision auto's search")
+        for bad in ("0", "-1e-3", "x", "nan"):
+            self.assert_error(run("--precision", "auto", "--accuracy-target", bad, path), 2,
+                              "--accuracy-target wants a relative L2 error above 0, got "
+                              + re.escape(f"'{bad}'"))
+
+    def test_accuracy_target_moves_the_layers_adding_error(self):
+        """On the GPU (skipped without one): with 'mm' in fp32 against the overflow, the fp16
+        rounding of 'scale' still holds the error near 1e-4; a target of 2e-5 moves 'scale'
+        too, measured layer by layer, and the error reached is reported."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.overflow_model()
+        x = np.random.default_rng(5).uniform(-1, 1, (4, 64)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        rc, out, err = run("--json", "--quiet", "--precision", "auto", "--accuracy-target",
+                           2e-5, "-o", self.path("y.npy"), path, self.path("x.npy"), timeout=300)
+        self.assertEqual(rc, 0, err)
+        auto = json.loads(out)["precision_auto"]
+        self.assertEqual(auto["fp32_layers"], ["mm", "scale"])  # the overflow first
+        self.assertLessEqual(auto["relative_l2"], 2e-5)
+        self.assertEqual(auto["accuracy_target"], 2e-5)
+        self.assertRegex(err, r"precision auto: 2 layers kept in fp32: 'mm', 'scale'\n")
+        self.assertRegex(err, r"on the given inputs \(--accuracy-target 2e-05\); chosen in")
+        y = np.load(self.path("y.npy"))
+        want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
+        self.assertLessEqual(np.linalg.norm(y - want) / np.linalg.norm(want), 2e-5)
 
     def test_precision_auto_cannot_converge(self):
         """On the GPU (skipped without one): an input past fp16's range overflows before any

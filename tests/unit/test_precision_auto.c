@@ -1,7 +1,9 @@
 /* TCI_PRECISION_AUTO without a GPU: the decision each round makes, driven over synthetic models
  * (which layers overflow fp16, which would still overflow in fp32) to convergence or to its
- * errors; the options it refuses; tci_engine_fp32_layers. The search on real engines runs on
+ * errors; the accuracy target's choice on synthetic per-layer errors; the options it refuses;
+ * tci_engine_fp32_layers and tci_engine_auto_error. The search on real engines runs on
  * the GPU (tests/models/test_cli.py, the "cli overflow" part of scripts/gpu_suite.sh). */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,7 +181,25 @@ START_TEST(test_options_refused) {
     o.backend = TCI_BACKEND_CPU;
     o.calibration_inputs = &in;
     ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
-                        "calibration_inputs are for TCI_PRECISION_AUTO");
+                        "calibration_inputs and accuracy_target are for TCI_PRECISION_AUTO");
+    o.calibration_inputs = NULL;
+    o.accuracy_target = 1e-3;
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "accuracy_target are for TCI_PRECISION_AUTO");
+    o.precision = TCI_PRECISION_AUTO;
+    o.backend = TCI_BACKEND_GPU;
+    const double bad[] = {-1e-3, NAN, INFINITY};
+    for (int i = 0; i < 3; i++) {
+        o.accuracy_target = bad[i];
+        ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e),
+                            TCI_ERR_INVALID_ARGUMENT, "tci_engine_options.accuracy_target is ");
+    }
+    ck_assert_tci_error(tci_engine_load("/nonexistent.tci", &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "fixes the shapes, precision");
+    o.accuracy_target = 0;
+    o.precision = TCI_PRECISION_FP16;
+    o.backend = TCI_BACKEND_CPU;
+    o.calibration_inputs = &in;
     /* an engine file holds its fp32 layers: no search, no calibration inputs */
     o.num_calibration_inputs = 0;
     ck_assert_tci_error(tci_engine_load("/nonexistent.tci", &o, &e), TCI_ERR_INVALID_ARGUMENT,
@@ -193,6 +213,29 @@ START_TEST(test_options_refused) {
         ck_assert_int_eq(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_NO_DEVICE);
         ck_assert_ptr_null(e);
     }
+}
+END_TEST
+
+/* accuracy_target's choice on synthetic per-layer errors: the layer adding the most error to
+ * what it reads, not the one with the largest error (errors accumulate downstream). */
+START_TEST(test_worst_layer) {
+    /* stem -> conv1 -> conv2 -> head: conv1 adds 4e-3, the rest little */
+    double errors[] = {1e-4, 4.1e-3, 4.3e-3, 4.6e-3}, inputs[] = {0, 1e-4, 4.1e-3, 4.3e-3};
+    bool fp32[] = {false, false, false, false};
+    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 1);
+    fp32[1] = true; /* moved: the next one adding the most */
+    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 3);
+    fp32[3] = true;
+    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 2);
+    fp32[2] = true;
+    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 0);
+    fp32[0] = true;
+    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), -1);
+    /* a layer that only reduces error (or whose error was not measured: NaN) adds none */
+    double flat[] = {0, NAN, 1e-3}, flat_in[] = {0, 0, 2e-3};
+    bool none[] = {false, false, false};
+    ck_assert_int_eq(api_auto_worst_layer(3, flat, flat_in, none), -1);
+    ck_assert_int_eq(api_auto_worst_layer(0, flat, flat_in, none), -1);
 }
 END_TEST
 
@@ -233,6 +276,10 @@ START_TEST(test_fp32_layers_listed) {
     s.count = 0;
     ck_assert_tci_ok(tci_engine_fp32_layers(e, see_layer, &s));
     ck_assert_int_eq(s.count, 0);
+    double error = 1;
+    ck_assert_tci_error(tci_engine_auto_error(e, &error), TCI_ERR_INVALID_ARGUMENT,
+                        "not built with TCI_PRECISION_AUTO");
+    ck_assert_double_eq(error, 1);
     tci_engine_destroy(e);
 }
 END_TEST
@@ -245,6 +292,7 @@ int main(void) {
     tcase_add_test(tc, test_cannot_move);
     tcase_add_test(tc, test_converges_on_synthetic_models);
     tcase_add_test(tc, test_bounded_rounds);
+    tcase_add_test(tc, test_worst_layer);
     tcase_add_test(tc, test_options_refused);
     tcase_add_test(tc, test_fp32_layers_listed);
     suite_add_tcase(s, tc);
