@@ -138,7 +138,19 @@ typedef enum tci_precision {
                                fp32 models without converting them to fp16 */
     TCI_PRECISION_BF16 = 3, /* bfloat16 storage (fp32's 8-bit exponent, 8-bit mantissa), fp32
                                accumulation, tensor cores: fp32's range, less precision than fp16 */
+    TCI_PRECISION_AUTO = 4, /* since 0.2: fp16 with the layers that overflow it kept in fp32,
+                               found at build: the fp16 engine runs on calibration inputs
+                               (tci_engine_options.calibration_inputs) against the GPU fp32
+                               engine; while its outputs hold NaN or Inf where the fp32 ones are
+                               finite, the first layer producing them (as tci_context_nonfinite
+                               names it) joins fp32_layers and the engine is rebuilt, at most
+                               TCI_PRECISION_AUTO_MAX_ROUNDS times. A layer that does not come
+                               right in fp32, or NaN/Inf that no layer explains, is an error
+                               naming it. The engine built is an fp16 engine with those fp32
+                               layers (tci_engine_fp32_layers lists them; engine files keep them) */
 } tci_precision;
+
+#define TCI_PRECISION_AUTO_MAX_ROUNDS 16
 
 /* Kernel families for convolutions on the GPU (fp16). */
 typedef enum tci_kernels {
@@ -219,6 +231,20 @@ typedef struct tci_engine_options {
      * to progress_fn with progress_user (NULL, the default: not reported). */
     tci_progress_fn progress_fn;
     void *progress_user;
+    /* Since 0.2, TCI_PRECISION_AUTO: the inputs its search runs, engine input i at position i
+     * (as tci_context_run; read during the build only), num_calibration_inputs of them, one per
+     * engine input. NULL (and 0): seeded random inputs (floats uniform in [-1, 1), integers
+     * 0..9, booleans half true), the same for every build. Given with another precision:
+     * TCI_ERR_INVALID_ARGUMENT. */
+    const tci_tensor *calibration_inputs;
+    size_t num_calibration_inputs;
+    /* Since 0.2, TCI_PRECISION_AUTO: > 0 also holds the outputs' relative L2 error against the
+     * GPU fp32 engine, on the calibration inputs, to at most this. While it is over, the layers
+     * are measured one by one (the engine built with mark_all_outputs, each layer's output
+     * against the fp32 engine's) and the one adding the most error to what it reads joins the
+     * fp32 layers, one per round, in the same bounded rounds. 0 (the default): overflow only.
+     * Negative, not finite, or given with another precision: TCI_ERR_INVALID_ARGUMENT. */
+    double accuracy_target;
 } tci_engine_options;
 
 /* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */
@@ -249,7 +275,8 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path);
  * GPU model, or with other CUDA / cuDNN / cuBLASLt versions or another tcinfer, is refused
  * (TCI_ERR_UNSUPPORTED) naming both; a damaged or truncated one is TCI_ERR_PARSE. Of options
  * (may be NULL) only no_cuda_graph, the log and the progress fields apply: shapes, precision, fp32 layers and
- * kernels come from the file, and setting them (or a timing cache) is TCI_ERR_INVALID_ARGUMENT.
+ * kernels come from the file, and setting them (or a timing cache, or calibration inputs) is
+ * TCI_ERR_INVALID_ARGUMENT.
  * Smaller batches run as with any GPU engine. */
 tci_status tci_engine_load(const char *path, const tci_engine_options *options,
                            tci_engine **out_engine);
@@ -267,6 +294,19 @@ tci_status tci_engine_output_info(const tci_engine *engine, size_t index,
  * message lists the valid names. */
 tci_status tci_engine_input_index(const tci_engine *engine, const char *name, size_t *out_index);
 tci_status tci_engine_output_index(const tci_engine *engine, const char *name, size_t *out_index);
+
+/* Since 0.2: the fp32 layers of a GPU engine (tci_engine_options.fp32_layers, then the layers
+ * TCI_PRECISION_AUTO added; an engine file's as it stores them): calls fn once per entry, in that
+ * order, with automatic 1 for the layers TCI_PRECISION_AUTO chose (ONNX node names). A CPU
+ * engine has none. */
+typedef void (*tci_fp32_layer_fn)(const char *layer, int automatic, void *user);
+tci_status tci_engine_fp32_layers(const tci_engine *engine, tci_fp32_layer_fn fn, void *user);
+
+/* Since 0.2: the largest relative L2 error of an engine's float outputs against the GPU fp32
+ * engine on the calibration inputs, as TCI_PRECISION_AUTO's last round measured it (with its
+ * fp32 layers). An engine not built by TCI_PRECISION_AUTO (an engine file's included) is
+ * TCI_ERR_INVALID_ARGUMENT. */
+tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2);
 
 /* Counts of the optimised graph, for reports. */
 typedef struct tci_engine_stats {

@@ -75,11 +75,16 @@ EngineOptions = _struct("EngineOptions", [
     # since 0.2: the progress callback (left NULL here); every field of the C struct is
     # declared, since tci_engine_options_init writes the whole of it
     ("progress_fn", ctypes.c_void_p),
-    ("progress_user", ctypes.c_void_p)])
+    ("progress_user", ctypes.c_void_p),
+    # since 0.2: the inputs of the precision "auto" search (NULL: seeded random ones)
+    ("calibration_inputs", ctypes.POINTER(Tensor)),
+    ("num_calibration_inputs", ctypes.c_size_t),
+    ("accuracy_target", ctypes.c_double)])
 EngineStats = _struct("EngineStats", [
     ("num_nodes", ctypes.c_size_t), ("num_initializers", ctypes.c_size_t),
     ("num_parameters", ctypes.c_int64), ("parameter_bytes", ctypes.c_int64)])
 
+FP32_LAYER_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p)
 OP_INFO_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                               ctypes.c_void_p)
 
@@ -141,6 +146,10 @@ tci_engine_input_info = _fn("tci_engine_input_info", ctypes.c_int, ctypes.c_void
 tci_engine_output_info = _fn("tci_engine_output_info", ctypes.c_int, ctypes.c_void_p,
                              ctypes.c_size_t, P(TensorInfoStruct))
 tci_engine_stats_get = _fn("tci_engine_stats_get", ctypes.c_int, ctypes.c_void_p, P(EngineStats))
+tci_engine_fp32_layers = _fn("tci_engine_fp32_layers", ctypes.c_int, ctypes.c_void_p,
+                             FP32_LAYER_FN, ctypes.c_void_p)
+tci_engine_auto_error = _fn("tci_engine_auto_error", ctypes.c_int, ctypes.c_void_p,
+                            P(ctypes.c_double))
 tci_context_create = _fn("tci_context_create", ctypes.c_int, ctypes.c_void_p, c_void_pp)
 tci_context_destroy = _fn("tci_context_destroy", None, ctypes.c_void_p)
 tci_context_run = _fn("tci_context_run", ctypes.c_int, ctypes.c_void_p, P(Tensor),

@@ -18,7 +18,7 @@ except ImportError:
 _CODES = {np.dtype(t): code for code, t in _DTYPES.items()}
 
 _BACKENDS = {"cpu": 0, "gpu": 1}
-_PRECISIONS = {"fp16": 0, "fp32": 1, "tf32": 2, "bf16": 3}
+_PRECISIONS = {"fp16": 0, "fp32": 1, "tf32": 2, "bf16": 3, "auto": 4}
 _KERNELS = {"auto": 0, "wmma": 1, "cudnn": 2, "library": 2}
 
 TensorInfo = collections.namedtuple("TensorInfo", "name dtype shape")
@@ -43,6 +43,22 @@ def _info(engine_handle, getter, index):
     return TensorInfo(s.name.decode() if s.name else "", _DTYPES.get(s.dtype), shape)
 
 
+def _tensors(arrays):
+    """tci_tensor views of C-contiguous numpy arrays (which must outlive them)."""
+    tensors = (_lib.Tensor * max(len(arrays), 1))()
+    for t, x in zip(tensors, arrays):
+        if x.dtype not in _CODES:
+            raise TcinferError(1, f"dtype {x.dtype.name} has no tcinfer counterpart")
+        if x.ndim > _lib.TCI_MAX_RANK:
+            raise TcinferError(1, f"rank {x.ndim} above {_lib.TCI_MAX_RANK}")
+        t.dtype = _CODES[x.dtype]
+        t.rank = x.ndim
+        for d, v in enumerate(x.shape):
+            t.dims[d] = v
+        t.data = x.ctypes.data
+    return tensors
+
+
 class _Closes:
     """Context-manager use and garbage collection both end in close()."""
 
@@ -61,13 +77,17 @@ class Engine(_Closes):
 
     model: a path, or the bytes of a serialized ModelProto (base_dir: where its external data
     lives). backend "cpu" (fp32 reference) or "gpu" (tensor cores); shapes: {input name: dims}
-    fixing symbolic dims; precision "fp16"|"bf16"|"tf32"|"fp32", fp32_layers, kernels
+    fixing symbolic dims; precision "fp16"|"bf16"|"tf32"|"fp32"|"auto", fp32_layers, kernels
     "auto"|"wmma"|"cudnn", no_cuda_graph, timing_cache, mark_all_outputs: as in
-    tci_engine_options."""
+    tci_engine_options. precision "auto" (GPU) keeps the layers that overflow fp16 in fp32,
+    found by running calibration_inputs (numpy arrays in engine input order; None: seeded
+    random inputs), and with accuracy_target > 0 also those that hold the outputs' relative L2
+    error above it; fp32_layers() lists them, auto_error() gives the error reached."""
 
     def __init__(self, model, backend="cpu", shapes=None, precision="fp16", fp32_layers=None,
                  kernels="auto", no_cuda_graph=False, timing_cache=None,
-                 mark_all_outputs=False, base_dir=None):
+                 mark_all_outputs=False, base_dir=None, calibration_inputs=None,
+                 accuracy_target=0.0):
         opts = _lib.EngineOptions()
         _lib.tci_engine_options_init(ctypes.byref(opts))
         _lib._init_struct(opts)
@@ -76,6 +96,7 @@ class Engine(_Closes):
         opts.kernels = _choice(_KERNELS, kernels, "kernels")
         opts.no_cuda_graph = int(bool(no_cuda_graph))
         opts.mark_all_outputs = int(bool(mark_all_outputs))
+        opts.accuracy_target = float(accuracy_target)
         keep = []  # buffers the options point into, alive until the engine is built
         if shapes:
             arr = (_lib.ShapeOverride * len(shapes))()
@@ -95,6 +116,11 @@ class Engine(_Closes):
             keep.append(layers)
         if timing_cache is not None:
             opts.timing_cache = os.fsencode(timing_cache)
+        if calibration_inputs is not None:
+            arrays = [np.ascontiguousarray(x) for x in calibration_inputs]
+            tensors = _tensors(arrays)
+            opts.calibration_inputs, opts.num_calibration_inputs = tensors, len(arrays)
+            keep += [arrays, tensors]
 
         handle = ctypes.c_void_p()
         if isinstance(model, (bytes, bytearray, memoryview)):
@@ -117,6 +143,22 @@ class Engine(_Closes):
         s = _lib._init_struct(_lib.EngineStats())
         check(_lib.tci_engine_stats_get(self._require(), ctypes.byref(s)))
         return {f: getattr(s, f) for f, _ in _lib.EngineStats._fields_ if f != "struct_size"}
+
+    def fp32_layers(self):
+        """A GPU engine's fp32 layers: [(layer, automatic)], the fp32_layers given, then those
+        precision "auto" chose (automatic True)."""
+        layers = []
+        fn = _lib.FP32_LAYER_FN(lambda name, automatic, user:
+                                layers.append((name.decode(), bool(automatic))))
+        check(_lib.tci_engine_fp32_layers(self._require(), fn, None))
+        return layers
+
+    def auto_error(self):
+        """Precision "auto": the outputs' relative L2 error against the GPU fp32 engine on the
+        calibration inputs, with the fp32 layers chosen."""
+        error = ctypes.c_double()
+        check(_lib.tci_engine_auto_error(self._require(), ctypes.byref(error)))
+        return error.value
 
     def create_context(self):
         """A new Context (one per thread)."""
@@ -189,15 +231,7 @@ class Context(_Closes):
         """inputs: a list in engine order, a {name: array} dict, or one array for a one-input
         engine. Returns every output as a numpy array (a copy, owned by Python)."""
         arrays = self._arrays(inputs)
-        tensors = (_lib.Tensor * max(len(arrays), 1))()
-        for t, x in zip(tensors, arrays):
-            if x.dtype not in _CODES:
-                raise TcinferError(1, f"dtype {x.dtype.name} has no tcinfer counterpart")
-            t.dtype = _CODES[x.dtype]
-            t.rank = x.ndim
-            for d, v in enumerate(x.shape):
-                t.dims[d] = v
-            t.data = x.ctypes.data
+        tensors = _tensors(arrays)
         check(_lib.tci_context_run(self._require(), tensors, len(arrays)))
         return [self.output(i) for i in range(len(self.engine.outputs))]
 

@@ -183,3 +183,31 @@ def test_scalar_input_keeps_rank_0():
         for s in (np.array(2, dtype=np.float32), np.float32(2)):
             y = engine.run({"x": np.arange(3, dtype=np.float32), "s": s})[0]
             assert y.tolist() == [2.0, 3.0, 4.0]
+
+
+def test_precision_auto_options(x):
+    """precision "auto" is the GPU's: refused on the CPU backend with the library's message;
+    calibration inputs with another precision too. A CPU engine lists no fp32 layers."""
+    with pytest.raises(tcinfer.TcinferError, match="TCI_PRECISION_AUTO compares the fp16 GPU"):
+        tcinfer.Engine(MODEL, precision="auto", calibration_inputs=[x])
+    with pytest.raises(tcinfer.TcinferError, match="calibration_inputs and accuracy_target are for"):
+        tcinfer.Engine(MODEL, calibration_inputs=[x])
+    with pytest.raises(tcinfer.TcinferError, match="accuracy_target is -1"):
+        tcinfer.Engine(MODEL, backend="gpu", precision="auto", accuracy_target=-1)
+    with tcinfer.Engine(MODEL) as e:
+        assert e.fp32_layers() == []
+        with pytest.raises(tcinfer.TcinferError, match="not built with TCI_PRECISION_AUTO"):
+            e.auto_error()
+
+
+def test_precision_auto_on_the_gpu(x):
+    """On the GPU (skipped without one): the demo model does not overflow fp16 on its input, so
+    nothing is moved and the result is within the fp16 bound of the CPU reference."""
+    if tcinfer.gpu_count()[0] == 0:
+        pytest.skip("no GPU")
+    with tcinfer.Engine(MODEL) as cpu, tcinfer.Engine(
+            MODEL, backend="gpu", precision="auto", calibration_inputs=[x]) as gpu:
+        assert not [name for name, automatic in gpu.fp32_layers() if automatic]
+        (want,), (got,) = cpu.run([x]), gpu.run([x])
+        assert np.linalg.norm(got - want) / np.linalg.norm(want) <= 5e-3
+        assert 0 <= gpu.auto_error() <= 5e-3

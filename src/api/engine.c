@@ -9,6 +9,7 @@
 
 #include "api/engine_file.h"
 #include "api/internal.h"
+#include "api/precision_auto.h"
 #include "graph/compare.h"
 #include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
@@ -205,12 +206,20 @@ static void log_build(const tci_engine *e, size_t loaded_nodes) {
                         p->steps[i].label, step_kernel(e, i));
 }
 
-static tci_status finish_create(ir_graph *g, const tci_engine_options *given,
-                                const char *choices, tci_engine **out_engine) {
+tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const char *choices,
+                             tci_engine **out_engine) {
     tci_engine_options all;
     const tci_engine_options *options = &all;
     size_t loaded_nodes = g->num_nodes;
     tci_status st = api_read_options(given, &all);
+    if (st == TCI_OK && options->precision == TCI_PRECISION_AUTO && !choices)
+        return api_auto_create(g, options, out_engine);
+    if (st == TCI_OK && (options->calibration_inputs || options->num_calibration_inputs ||
+                         options->accuracy_target != 0))
+        st = status_error(TCI_ERR_INVALID_ARGUMENT,
+                          "tci_engine_options.calibration_inputs and accuracy_target are for "
+                          "TCI_PRECISION_AUTO; the precision is %d",
+                          (int)options->precision);
     if (st == TCI_OK && options->backend != TCI_BACKEND_CPU && options->backend != TCI_BACKEND_GPU)
         st = status_error(TCI_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)options->backend);
 #if !TCI_HAVE_CUDA
@@ -223,6 +232,7 @@ static tci_status finish_create(ir_graph *g, const tci_engine_options *given,
     if (st == TCI_OK) {
         e = calloc(1, sizeof *e);
         if (!e) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
+        else e->auto_error = -1;
     }
     /* batches below the built one re-plan the graph as it was before the passes; the layer
      * marking of mark_all_outputs is for comparisons at one shape and is not replayed */
@@ -303,7 +313,7 @@ tci_status tci_engine_create_from_file(const char *path, const tci_engine_option
     if (st == TCI_OK) {
         api_log_message(&log, TCI_LOG_INFO, "loaded %s: %zu nodes, %zu inputs, %zu outputs", path,
                         g->num_nodes, g->num_inputs, g->num_outputs);
-        st = finish_create(g, options, NULL, out_engine);
+        st = api_finish_create(g, options, NULL, out_engine);
         if (st != TCI_OK) status_error_prefix(st, "%s", path);
     }
     return api_log_failure(&log, st);
@@ -325,7 +335,7 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
                         "loaded a model of %zu bytes from memory: %zu nodes, %zu inputs, %zu "
                         "outputs",
                         size, g->num_nodes, g->num_inputs, g->num_outputs);
-        st = finish_create(g, options, NULL, out_engine);
+        st = api_finish_create(g, options, NULL, out_engine);
     }
     return api_log_failure(&log, st);
 }
@@ -526,11 +536,13 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     TRY_STATUS(api_log_failure(&log, api_read_options(options, &given)));
     if (given.num_shapes || given.plan_only || given.mark_all_outputs ||
         given.precision != TCI_PRECISION_FP16 || given.fp32_layers ||
-        given.kernels != TCI_KERNELS_AUTO || given.timing_cache)
+        given.kernels != TCI_KERNELS_AUTO || given.timing_cache || given.calibration_inputs ||
+        given.num_calibration_inputs || given.accuracy_target != 0)
         return api_log_failure(
             &log, status_error(TCI_ERR_INVALID_ARGUMENT,
                                "%s: an engine file fixes the shapes, precision, fp32 layers and "
-                               "kernels it was built with (no timing cache either): of "
+                               "kernels it was built with (no timing cache or calibration inputs "
+                               "either): of "
                                "tci_engine_options only no_cuda_graph, the log and the progress "
                                "fields may be set",
                                path));
@@ -573,7 +585,7 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         o.precision = (tci_precision)f.precision;
         o.kernels = (tci_kernels)f.kernels;
         o.fp32_layers = (const char *const *)f.fp32_layers;
-        st = finish_create(g, &o, f.choices, out_engine); /* owns g, also on failure */
+        st = api_finish_create(g, &o, f.choices, out_engine); /* owns g, also on failure */
         g = NULL;
     }
     ir_graph_destroy(g);
@@ -599,6 +611,26 @@ void tci_engine_destroy(tci_engine *engine) {
     free(engine->fp32_layers);
     ir_graph_destroy(engine->graph);
     free(engine);
+}
+
+tci_status tci_engine_fp32_layers(const tci_engine *engine, tci_fp32_layer_fn fn, void *user) {
+    if (!engine || !fn) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (engine->backend != TCI_BACKEND_GPU) return TCI_OK;
+    size_t n = 0;
+    while (engine->fp32_layers && engine->fp32_layers[n]) n++;
+    for (size_t i = 0; i < n; i++)
+        fn(engine->fp32_layers[i], i >= n - engine->num_auto_fp32, user);
+    return TCI_OK;
+}
+
+tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2) {
+    if (!engine || !out_relative_l2) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (engine->auto_error < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "the engine was not built with TCI_PRECISION_AUTO: its error against "
+                            "the fp32 engine was not measured");
+    *out_relative_l2 = engine->auto_error;
+    return TCI_OK;
 }
 
 size_t tci_engine_input_count(const tci_engine *engine) {

@@ -29,6 +29,8 @@ struct tci_engine {
     /* the GPU engine's graph before the passes, shapes as built: smaller batches re-plan a copy */
     ir_graph *pristine;
     char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
+    size_t num_auto_fp32;    /* of those, the last ones TCI_PRECISION_AUTO chose */
+    double auto_error;       /* TCI_PRECISION_AUTO: the outputs' relative L2 error; else -1 */
     plan_options plan_options; /* fp32 layers and the precision, as the planner takes them */
     tci_kernels kernels;
     int cpu_threads; /* tci_engine_options.cpu_threads */
@@ -70,6 +72,11 @@ void api_copy_out(void *out, const void *full, size_t full_size);
 /* The options a caller passed, completed: a copy of `given` up to its struct_size over the
  * defaults (NULL: all defaults). Checks struct_size. */
 tci_status api_read_options(const tci_engine_options *given, tci_engine_options *out);
+
+/* Builds an engine of g (owned, also on failure) with options (NULL: the defaults); choices:
+ * an engine file's kernel choices, or NULL. TCI_PRECISION_AUTO goes to api_auto_create. */
+tci_status api_finish_create(ir_graph *g, const tci_engine_options *options, const char *choices,
+                             tci_engine **out_engine);
 
 /* Formats and sends a message to log when its level is enabled. */
 void api_log_message(const api_log *log, tci_log_level level, const char *fmt, ...)

@@ -48,6 +48,7 @@ typedef struct cli_args {
     int bench, warmup, threads;
     const char *profile;
     tci_precision precision;
+    double accuracy_target;  /* --accuracy-target; 0: not given */
     tci_kernels kernels;
     const char *timing_cache;
     const char *save_engine, *load_engine;
@@ -82,6 +83,8 @@ int cli_compare_needs_gpu(void);
 /* progress.c: a tci_progress_fn (user: the cli_progress); enabled false (--quiet): silent */
 void cli_progress_init(cli_progress *p, bool enabled);
 void cli_progress_update(const char *stage, size_t done, size_t total, void *user);
+/* Seconds on a monotonic clock. */
+double cli_now_s(void);
 /* Clears an in-place line left by a stage that did not finish. */
 void cli_progress_end(cli_progress *p);
 

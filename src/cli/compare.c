@@ -69,7 +69,9 @@ int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *i
     tci_context_destroy(ref);
     tci_engine_destroy(ref_engine);
     if (st != TCI_OK) return cli_fail(st);
-    const char *precision = cli_precision_name(a->precision);
+    /* --precision auto builds an fp16 engine (with the fp32 layers its inputs needed) */
+    const char *precision =
+        a->precision == TCI_PRECISION_AUTO ? "fp16" : cli_precision_name(a->precision);
     if (j) json_add_number(j, "reference_count", (double)rr.count);
     if (rr.count) {
         fprintf(stderr,
@@ -95,6 +97,7 @@ static const char *engine_label(const cli_args *a) {
     return a->precision == TCI_PRECISION_FP32   ? "fp32"
            : a->precision == TCI_PRECISION_TF32 ? "tf32"
            : a->precision == TCI_PRECISION_BF16 ? (a->fp32_text ? "bf16+fp32-layers" : "bf16")
+           : a->precision == TCI_PRECISION_AUTO ? "fp16+auto-fp32-layers"
            : a->fp32_text                       ? "fp16+fp32-layers"
                                                 : "fp16";
 }

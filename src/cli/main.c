@@ -257,6 +257,83 @@ static int run(const cli_args *a, const tci_engine *engine, json_value *json) {
     return rc;
 }
 
+/* --precision auto: the run's inputs (files or --random) as the build's calibration inputs,
+ * read through a CPU engine of the model, the GPU one not being built yet. None given: *out
+ * stays NULL, and the library takes seeded random inputs. */
+static int calibration_inputs(const cli_args *a, const tci_engine_options *options,
+                              tci_tensor **out, size_t *count) {
+    *out = NULL;
+    *count = 0;
+    if (!a->num_inputs && !a->random) return 0;
+    tci_engine_options o = *options;
+    o.backend = TCI_BACKEND_CPU;
+    o.precision = TCI_PRECISION_FP16;
+    o.fp32_layers = NULL;
+    o.kernels = TCI_KERNELS_AUTO;
+    o.timing_cache = NULL;
+    o.mark_all_outputs = 0;
+    o.progress_fn = NULL;
+    tci_engine *cpu = NULL;
+    tci_status st = tci_engine_create_from_file(a->model, &o, &cpu);
+    if (st != TCI_OK) return cli_fail(st);
+    *count = tci_engine_input_count(cpu);
+    *out = calloc(*count + 1, sizeof **out);
+    int rc = *out ? load_inputs(a, cpu, *out) : EXIT_FAILURE;
+    tci_engine_destroy(cpu);
+    return rc;
+}
+
+typedef struct auto_layers {
+    char text[2048];
+    size_t count, pos;
+    json_value *list;
+} auto_layers;
+
+static void add_auto_layer(const char *layer, int automatic, void *user) {
+    auto_layers *l = user;
+    if (!automatic) return;
+    if (l->list) json_add(l->list, NULL, json_string(layer));
+    if (l->pos < sizeof l->text) {
+        int w = snprintf(l->text + l->pos, sizeof l->text - l->pos, "%s'%s'", l->count ? ", " : "",
+                         layer);
+        l->pos = w < 0 ? sizeof l->text : l->pos + (size_t)w;
+    }
+    l->count++;
+}
+
+/* --precision auto: the layers the build kept in fp32 (ONNX node names), the error reached and
+ * the time the search took, on stderr (--json: also the document's "precision_auto"). */
+static void report_auto_layers(const cli_args *a, const tci_engine *engine, double seconds,
+                               json_value *json) {
+    auto_layers l;
+    memset(&l, 0, sizeof l);
+    json_value *j = json ? json_add_object(json, "precision_auto") : NULL;
+    l.list = j ? json_add_array(j, "fp32_layers") : NULL;
+    tci_engine_fp32_layers(engine, add_auto_layer, &l); /* fails only on NULL arguments */
+    if (l.pos >= sizeof l.text) memcpy(l.text + sizeof l.text - 5, "...", 4);
+    double error = -1;
+    tci_engine_auto_error(engine, &error); /* measured by every TCI_PRECISION_AUTO build */
+    const char *inputs = a->num_inputs || a->random ? "given" : "seeded random";
+    if (j) {
+        json_add_number(j, "relative_l2", error);
+        if (a->accuracy_target > 0) json_add_number(j, "accuracy_target", a->accuracy_target);
+        json_add_string(j, "inputs", inputs);
+        json_add_number(j, "seconds", seconds);
+    }
+    char target[64] = "";
+    if (a->accuracy_target > 0)
+        snprintf(target, sizeof target, " (--accuracy-target %g)", a->accuracy_target);
+    if (l.count)
+        fprintf(stderr, "tcinfer: precision auto: %zu layer%s kept in fp32: %s\n", l.count,
+                l.count == 1 ? "" : "s", l.text);
+    else
+        fprintf(stderr, "tcinfer: precision auto: no layer kept in fp32: the engine is all "
+                        "fp16\n");
+    fprintf(stderr, "tcinfer: precision auto: outputs' relative L2 error %.3g against the GPU "
+                    "fp32 engine on the %s inputs%s; chosen in %.1f s\n",
+            error, inputs, target, seconds);
+}
+
 /* Everything after the arguments are parsed; main frees them on every path out. */
 static int run_cli(cli_args *a) {
     int rc = 0;
@@ -298,6 +375,11 @@ static int run_cli(cli_args *a) {
     if (a->backend < 0) a->backend = gpu || (a->compare && !a->num_references) ? TCI_BACKEND_GPU
                                                                               : TCI_BACKEND_CPU;
     if (!gpu && a->compare && !a->num_references && !a->plan) return cli_compare_needs_gpu();
+    if (!gpu && a->precision == TCI_PRECISION_AUTO) {
+        fprintf(stderr, "tcinfer: --precision auto builds and runs the fp16 and fp32 GPU engines "
+                        "to choose the fp32 layers; no GPU is available here\n");
+        return EXIT_FAILURE;
+    }
     options.backend = (tci_backend)a->backend;
     if (a->backend == TCI_BACKEND_CPU) options.cpu_threads = a->threads;
     rc = cli_check_reference_paths(a);
@@ -313,9 +395,25 @@ static int run_cli(cli_args *a) {
             json_add_string(json, "precision", cli_precision_name(a->precision));
     }
     tci_engine *engine = NULL;
-    tci_status st = a->load_engine ? tci_engine_load(a->load_engine, &options, &engine)
-                                  : tci_engine_create_from_file(a->model, &options, &engine);
+    tci_tensor *calibration = NULL;
+    size_t num_calibration = 0;
+    if (a->precision == TCI_PRECISION_AUTO) {
+        rc = calibration_inputs(a, &options, &calibration, &num_calibration);
+        options.calibration_inputs = calibration;
+        options.num_calibration_inputs = num_calibration;
+    }
+    options.accuracy_target = a->accuracy_target;
+    double start = cli_now_s();
+    tci_status st = rc ? TCI_OK
+                    : a->load_engine ? tci_engine_load(a->load_engine, &options, &engine)
+                                     : tci_engine_create_from_file(a->model, &options, &engine);
+    double seconds = cli_now_s() - start;
     cli_progress_end(&progress);
+    for (size_t i = 0; calibration && i < num_calibration; i++) tci_tensor_release(&calibration[i]);
+    free(calibration);
+    if (rc) return print_json(json, rc);
+    if (st == TCI_OK && a->precision == TCI_PRECISION_AUTO)
+        report_auto_layers(a, engine, seconds, json);
     if (st == TCI_OK && a->save_engine) {
         st = tci_engine_save(engine, a->save_engine);
         if (st == TCI_OK && json) json_add_string(json, "engine_saved", a->save_engine);

@@ -16,7 +16,7 @@ enum {
     OPT_SAVE_ENGINE, OPT_LOAD_ENGINE, OPT_COMPARE, OPT_COMPARE_LAYERS, OPT_BASELINE,
     OPT_TOLERANCE, OPT_BENCH, OPT_WARMUP, OPT_PROFILE, OPT_INFO, OPT_PLAN, OPT_LIST_OPS,
     OPT_DEVICES, OPT_VERSION, OPT_LIMIT, OPT_REFERENCE, OPT_ATOL, OPT_RTOL,
-    OPT_REPORT,
+    OPT_REPORT, OPT_ACCURACY_TARGET,
 };
 
 /* One row per option (a row without a name is a heading of the usage text). help's lines after
@@ -47,10 +47,15 @@ static const cli_option options[] = {
     {"backend", OPT_BACKEND, "gpu|cpu", "fp16 tensor-core GPU engine (the default where a GPU\n"
                                         "exists) or the fp32 CPU reference executor"},
     {"threads", OPT_THREADS, "N", "CPU: threads of the reference backend's matrix products"},
-    {"precision", OPT_PRECISION, "fp16|bf16|tf32|fp32",
+    {"precision", OPT_PRECISION, "fp16|bf16|tf32|fp32|auto",
      "GPU float tensors: fp16 (default), bfloat16 (fp32's\n"
-     "range, fewer mantissa bits), fp32 with TF32 tensor cores, or fp32\n"
-     "with tensor-op math off"},
+     "range, fewer mantissa bits), fp32 with TF32 tensor cores, fp32\n"
+     "with tensor-op math off, or auto: fp16 with the layers that\n"
+     "overflow it on the inputs (or seeded random ones) kept in fp32"},
+    {"accuracy-target", OPT_ACCURACY_TARGET, "TOL",
+     "with --precision auto: also move to fp32, one by one, the\n"
+     "layers adding the most error until the outputs' relative L2\n"
+     "error against the GPU fp32 engine is at most TOL"},
     {"fp32-layers", OPT_FP32_LAYERS, "A,B", "GPU: keep these nodes in fp32 (node names, op types, or\n"
                                             "patterns such as '/layer1/*'), against fp16 overflow"},
     {"kernels", OPT_KERNELS, "auto|wmma|cudnn",
@@ -166,6 +171,11 @@ static const char *const flag_terms[][2] = {
     {"tci_engine_options.shapes", "--shape"},
     {"tci_engine_options.fp32_layers", "--fp32-layers"},
     {"tci_engine_options.precision", "--precision"},
+    {"tci_engine_options.calibration_inputs", "the input files (or --random)"},
+    {"TCI_PRECISION_AUTO", "--precision auto"},
+    {"tci_engine_options.accuracy_target", "--accuracy-target"},
+    {"TCI_PRECISION_BF16", "--precision bf16"},
+    {"TCI_PRECISION_FP32", "--precision fp32"},
     {"tci_engine_options.kernels", "--kernels"},
     {"tci_engine_options.timing_cache", "--timing-cache"},
     {"tci_engine_options.cpu_threads", "--threads"},
@@ -336,6 +346,13 @@ static int apply_option(cli_args *a, int id, char *value) {
     case OPT_PLAN: a->plan = true; return 0;
     case OPT_PROFILE: a->profile = value; return 0;
     case OPT_REPORT: a->report = value; return 0;
+    case OPT_ACCURACY_TARGET:
+        errno = 0;
+        a->accuracy_target = strtod(value, &end);
+        if (*end || end == value || errno || !(a->accuracy_target > 0))
+            return cli_usage_error("--accuracy-target wants a relative L2 error above 0, got '%s'",
+                                   value);
+        return 0;
     case OPT_TOLERANCE:
         errno = 0;
         a->tolerance = strtod(value, &end);
@@ -393,7 +410,9 @@ static int apply_option(cli_args *a, int id, char *value) {
         else if (strcmp(value, "fp32") == 0) a->precision = TCI_PRECISION_FP32;
         else if (strcmp(value, "tf32") == 0) a->precision = TCI_PRECISION_TF32;
         else if (strcmp(value, "bf16") == 0) a->precision = TCI_PRECISION_BF16;
-        else return cli_usage_error("unknown precision '%s' (fp16, bf16, tf32 or fp32)", value);
+        else if (strcmp(value, "auto") == 0) a->precision = TCI_PRECISION_AUTO;
+        else return cli_usage_error("unknown precision '%s' (fp16, bf16, tf32, fp32 or auto)",
+                                    value);
         return 0;
     case OPT_TIMING_CACHE: a->timing_cache = value; return 0;
     case OPT_LIMIT:
@@ -475,6 +494,12 @@ static int check_combinations(cli_args *a) {
         return cli_compare_needs_gpu();
     if (a->baseline_given && !a->compare)
         return cli_usage_error("--baseline goes with --compare%s", "");
+    if (a->accuracy_target > 0 && a->precision != TCI_PRECISION_AUTO)
+        return cli_usage_error("--accuracy-target is the goal of --precision auto's search; give "
+                               "both%s", "");
+    if (a->precision == TCI_PRECISION_AUTO && (a->backend == TCI_BACKEND_CPU || a->plan))
+        return cli_usage_error("--precision auto builds and runs the fp16 and fp32 GPU engines to "
+                               "choose the fp32 layers: not with --backend cpu or --plan%s", "");
     if ((a->fp32_text || a->precision != TCI_PRECISION_FP16) && a->backend == TCI_BACKEND_CPU)
         return cli_usage_error("--precision and --fp32-layers set the GPU engine; the CPU backend "
                                "is fp32 already%s", "");

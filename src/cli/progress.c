@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 
-static double now_s(void) {
+double cli_now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
@@ -24,7 +24,7 @@ void cli_progress_init(cli_progress *p, bool enabled) {
 void cli_progress_update(const char *stage, size_t done, size_t total, void *user) {
     cli_progress *p = user;
     if (!p || !p->enabled || !stage) return;
-    double t = now_s();
+    double t = cli_now_s();
     if (done == 0 || strcmp(stage, p->stage) != 0) {
         snprintf(p->stage, sizeof p->stage, "%s", stage);
         p->start = p->last_draw = t;

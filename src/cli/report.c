@@ -14,6 +14,7 @@ const char *cli_precision_name(tci_precision p) {
     return p == TCI_PRECISION_BF16   ? "bf16"
            : p == TCI_PRECISION_FP32 ? "fp32"
            : p == TCI_PRECISION_TF32 ? "tf32"
+           : p == TCI_PRECISION_AUTO ? "auto"
                                      : "fp16";
 }
 

@@ -542,6 +542,147 @@ class CliTest(unittest.TestCase):
             self.assertEqual(rc, 0, f"{fix}: {err}")
             self.assertNotIn("NaN/Inf", err)
 
+    def gpus(self):
+        m = re.search(r"GPUs: (\d+)", run("--devices")[1])
+        return int(m.group(1)) if m else 0
+
+    def two_overflows_model(self):
+        """Two MatMuls of x * 2000, each past fp16's 65504: ya (W = 100) and yb (W = -50)."""
+        nodes = [helper.make_node("Mul", ["x", "k"], ["xs"], name="scale"),
+                 helper.make_node("MatMul", ["xs", "wa"], ["ya"], name="mm_a"),
+                 helper.make_node("MatMul", ["xs", "wb"], ["yb"], name="mm_b")]
+        inits = [numpy_helper.from_array(np.array(2000, np.float32), "k"),
+                 numpy_helper.from_array(np.full((64, 8), 100, np.float32), "wa"),
+                 numpy_helper.from_array(np.full((64, 8), -50, np.float32), "wb")]
+        return self.save(make_model(nodes, [value("x", [4, 64])],
+                                    [value("ya", [4, 8]), value("yb", [4, 8])],
+                                    initializers=inits), "two_overflows.onnx")
+
+    def test_precision_auto_refused(self):
+        """--precision auto builds and runs GPU engines: refused with --backend cpu, --plan and
+        --load-engine; without a GPU, a clear failure before any work."""
+        path = self.overflow_model()
+        self.assert_error(run("--precision", "auto", "--backend", "cpu", "--random", 1, path), 2,
+                          r"--precision auto builds and runs the fp16 and fp32 GPU engines",
+                          r"not with --backend cpu or --plan")
+        self.assert_error(run("--precision", "auto", "--plan", path), 2, r"not with --backend cpu")
+        self.assert_error(run("--precision", "auto", "--load-engine", path), 2,
+                          r"--load-engine runs the engine as it was built")
+        self.assert_error(run("--precision", "fast", path), 2,
+                          r"unknown precision 'fast' \(fp16, bf16, tf32, fp32 or auto\)")
+        if self.gpus() == 0:
+            self.assert_error(run("--precision", "auto", "--random", 1, path), 1,
+                              r"--precision auto builds and runs the fp16 and fp32 GPU engines "
+                              r"to choose the fp32 layers; no GPU is available here")
+
+    def test_precision_auto_fixes_overflow(self):
+        """On the GPU (skipped without one): the layer that overflows fp16 is found, named and
+        kept in fp32; the output is finite and within the fp16 bound of the fp32 result."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.overflow_model()
+        x = np.random.default_rng(3).uniform(-1, 1, (4, 64)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        rc, out, err = run("--quiet", "--precision", "auto", "-o", self.path("y.npy"), path,
+                           self.path("x.npy"), timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"precision auto: 1 layer kept in fp32: 'mm'\n")
+        self.assertRegex(err, r"precision auto: outputs' relative L2 error [0-9.e-]+ against the "
+                              r"GPU fp32 engine on the given inputs; chosen in [0-9.]+ s")
+        self.assertNotIn("NaN/Inf", err)
+        y = np.load(self.path("y.npy"))
+        want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
+        self.assertTrue(np.isfinite(y).all())
+        rel = np.linalg.norm(y - want) / np.linalg.norm(want)
+        self.assertLessEqual(rel, 5e-3)
+        # the same with --compare against the CPU reference, within the fp16 bound
+        rc, out, err = run("--quiet", "--precision", "auto", "--compare", "--tolerance", 5e-3,
+                           path, self.path("x.npy"), timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("fp16+auto-fp32-layers GPU vs fp32 CPU", out)
+
+    def test_precision_auto_two_layers_and_engine_file(self):
+        """On the GPU (skipped without one): two overflowing layers take two rounds, both named
+        (--json too); the engine saved holds them, and --load-engine runs the same bits."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.two_overflows_model()
+        engine = self.path("auto.tci")
+        rc, out, err = run("--json", "--precision", "auto", "--random", 2, "--output-dir",
+                           self.path("built"), "--save-engine", engine, path, timeout=300)
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        auto = doc["precision_auto"]
+        self.assertEqual(sorted(auto["fp32_layers"]), ["mm_a", "mm_b"])
+        self.assertLessEqual(auto["relative_l2"], 5e-3)
+        self.assertGreaterEqual(auto["seconds"], 0)
+        self.assertEqual(doc["nonfinite"]["count"], 0)
+        self.assertRegex(err, r"precision auto: 2 layers kept in fp32: 'mm_[ab]', 'mm_[ab]'\n")
+        rc, out, err = run("--load-engine", engine, "--random", 2, "--quiet", "--output-dir",
+                           self.path("loaded"))
+        self.assertEqual(rc, 0, err)
+        for name in ("ya", "yb"):
+            built = np.load(self.path(f"built/{name}.npy"))
+            self.assertTrue(np.isfinite(built).all())
+            np.testing.assert_array_equal(np.load(self.path(f"loaded/{name}.npy")), built)
+        rc, out, err = run("--load-engine", engine, "--info", "--json")
+        self.assertEqual(rc, 0, err)
+        layouts = {l["node"]: l["output_layout"] for l in json.loads(out)["gpu_plan"]["layers"]}
+        self.assertTrue(layouts["mm_a"].endswith("fp32"), layouts)
+        self.assertTrue(layouts["mm_b"].endswith("fp32"), layouts)
+        self.assertFalse(layouts["scale"].endswith("fp32"), layouts)
+        # an engine without overflow: nothing moved, said so; the seeded random inputs of the
+        # library when none are given (--save-engine alone)
+        clean = self.unary_model([4, 8])
+        rc, out, err = run("--precision", "auto", "--save-engine", self.path("clean.tci"), clean,
+                           timeout=300)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("precision auto: no layer kept in fp32: the engine is all fp16", err)
+        self.assertIn("on the seeded random inputs", err)
+
+    def test_accuracy_target_refused(self):
+        path = self.overflow_model()
+        self.assert_error(run("--accuracy-target", "1e-3", "--random", 1, path), 2,
+                          r"--accuracy-target is the goal of --precision auto's search")
+        for bad in ("0", "-1e-3", "x", "nan"):
+            self.assert_error(run("--precision", "auto", "--accuracy-target", bad, path), 2,
+                              "--accuracy-target wants a relative L2 error above 0, got "
+                              + re.escape(f"'{bad}'"))
+
+    def test_accuracy_target_moves_the_layers_adding_error(self):
+        """On the GPU (skipped without one): with 'mm' in fp32 against the overflow, the fp16
+        rounding of 'scale' still holds the error near 1e-4; a target of 2e-5 moves 'scale'
+        too, measured layer by layer, and the error reached is reported."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.overflow_model()
+        x = np.random.default_rng(5).uniform(-1, 1, (4, 64)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        rc, out, err = run("--json", "--quiet", "--precision", "auto", "--accuracy-target",
+                           2e-5, "-o", self.path("y.npy"), path, self.path("x.npy"), timeout=300)
+        self.assertEqual(rc, 0, err)
+        auto = json.loads(out)["precision_auto"]
+        self.assertEqual(auto["fp32_layers"], ["mm", "scale"])  # the overflow first
+        self.assertLessEqual(auto["relative_l2"], 2e-5)
+        self.assertEqual(auto["accuracy_target"], 2e-5)
+        self.assertRegex(err, r"precision auto: 2 layers kept in fp32: 'mm', 'scale'\n")
+        self.assertRegex(err, r"on the given inputs \(--accuracy-target 2e-05\); chosen in")
+        y = np.load(self.path("y.npy"))
+        want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
+        self.assertLessEqual(np.linalg.norm(y - want) / np.linalg.norm(want), 2e-5)
+
+    def test_precision_auto_cannot_converge(self):
+        """On the GPU (skipped without one): an input past fp16's range overflows before any
+        layer: no fp32 layer helps, and the failure says so."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.overflow_model()
+        np.save(self.path("big.npy"), np.full((4, 64), 1e5, np.float32))
+        self.assert_error(run("--quiet", "--precision", "auto", path, self.path("big.npy"),
+                              timeout=300), 3,
+                          r"--precision auto: engine input 0 holds NaN/Inf in fp16",
+                          r"no layer kept in fp32 avoids that")
+
     def test_unsupported_domain(self):
         node = helper.make_node("Relu", ["x"], ["y"], name="custom", domain="com.example")
         graph = helper.make_graph([node], "g", [value("x", [2])], [value("y", [2])])
