@@ -69,18 +69,24 @@ typedef struct ir_attr {
 
 /* A scaled-dot-product attention, softmax(scale * Q K^T + mask) V, that one GPU step computes:
  * what the attention fusion (src/graph/passes/attention.c) found. Q, K and V are logical
- * (batch..., position, head_dim) operands of rank 3 or 4 with equal batch dims; each is read from
- * its tensor through a permutation (logical dim d is dim perm[d] of the tensor), which folds the
- * head-split Transposes before them (K's includes the K^T transpose: k is K itself). */
+ * (batch..., position, head_dim) operands of rank 3 or 4 with equal batch dims; each is read
+ * from the dense tensor q, k or v at an element offset through element strides along (batch,
+ * head, position, head_dim) (rank 3: batch stride 0), which fold the Transposes, Reshapes and
+ * constant selections (Gather, Slice, Split) of a packed projection before them. The result
+ * (batch, head, query, head_dim) is written into the dense tensor y (ir_epilogue.output: the P V
+ * MatMul's output, or what Transposes and Reshapes after it make of it) through y_strides. */
 typedef struct ir_attention {
     ir_tensor *q, *k, *v;
-    int q_perm[4], k_perm[4], v_perm[4];
-    int rank;                /* 3 or 4 */
+    int64_t q_strides[4], k_strides[4], v_strides[4], y_strides[4];
+    int64_t q_offset, k_offset, v_offset;
+    int64_t batch, heads, q_len, kv_len, head_dim;
+    int rank;                /* of the logical operands: 3 or 4 */
     ir_tensor *mask;         /* additive, broadcastable to the scores; NULL: none */
     float scale;             /* the product of the constant scalings folded (Div: 1/c) */
     bool causal;             /* mask is a constant that keeps exactly the keys j <= i */
-    struct ir_node **nodes;  /* every node the step computes, in graph order, the owner last */
+    struct ir_node **nodes;  /* every node the step computes, in graph order */
     int num_nodes;
+    int owner;               /* nodes[owner] is the P V MatMul; the nodes after it reshape Y */
 } ir_attention;
 
 /* What a GPU step computes beyond its node's op: the nodes after it that the fusion passes
