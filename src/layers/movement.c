@@ -733,6 +733,15 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
                              x->rank);
     int xi, yt;
     TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    /* a permutation that keeps the dims longer than 1 in their order (a batch of 1 moved past
+     * the sequence, [1, S, E] -> [S, 1, E]) leaves the dense bytes as they are: an alias */
+    bool in_order = true;
+    for (int i = 0, d, last = -1; i < x->rank && in_order; i++)
+        if (x->dims[d = p->perm ? (int)p->perm[i] : x->rank - 1 - i] != 1) {
+            in_order = d > last;
+            last = d;
+        }
+    if (in_order && y->layout == PLAN_LAYOUT_DENSE) return lower_alias(b, node, y, xi, &yt);
     TRY_STATUS(lower_output(b, node, y, &yt));
     int64_t in_strides[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, in_strides);

@@ -400,6 +400,27 @@ START_TEST(test_unfused_lowers_folded_nodes) {
 }
 END_TEST
 
+/* A Transpose that moves only dims of length 1 (batch 1 past the sequence) is an alias. */
+START_TEST(test_unit_transpose_alias) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int64_t xd[3] = {1, 6, 8};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL), *y = named(g, "y");
+    ir_tensor *z = named(g, "z");
+    transpose(g, "t", x, y, (const int64_t[]){1, 0, 2}, 3);
+    transpose(g, "t2", y, z, (const int64_t[]){2, 1, 0}, 3); /* a real one */
+    th_graph_io(g, &x, 1, &z, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("attention_views");
     TCase *tc = tcase_create("core");
@@ -408,6 +429,7 @@ int main(void) {
     tcase_add_test(tc, test_shared_tensor_stops_walk);
     tcase_add_test(tc, test_split_and_slice);
     tcase_add_test(tc, test_unfused_lowers_folded_nodes);
+    tcase_add_test(tc, test_unit_transpose_alias);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
