@@ -37,6 +37,10 @@ typedef struct ir_tensor {
     size_t index;                            /* position in graph->tensors */
     plan_layout layout;                      /* on the GPU (pass_assign_layouts); constants are
                                                 uploaded in whatever layout a reader wants */
+    /* Bit d: dim d has length 1 here but not in the graph of the batch this one is a smaller
+     * variant of (a batch of 1 re-planned from an engine built for more): a Transpose that
+     * moves it is a copy there, and stays one here (pass_mark_batch_dims). */
+    unsigned batch_dims;
 } ir_tensor;
 
 /* Values follow ONNX's AttributeProto.AttributeType. */
@@ -168,6 +172,10 @@ typedef struct ir_graph {
     size_t num_opsets;
     int64_t ir_version;
     bool layouts_assigned;   /* pass_assign_layouts ran: what the planner needs */
+    /* A batch variant's: the same model optimised and fused for the GPU at the batch the
+     * engine was built for (src/api/engine.c); pass_fuse_attention folds here only the movement
+     * nodes it folded there, so that the two plans have the same steps. NULL: none. */
+    const struct ir_graph *like;
     ir_limits limits;        /* the defaults unless the loader was given others */
     uint64_t constant_bytes; /* data of constants so far, against limits.max_constant_bytes */
     ir_tensor **by_name;     /* open-addressing hash index of the named tensors (malloc'd) */

@@ -723,7 +723,6 @@ static void input_views(const ir_node *node, tci_tensor *views, const tci_tensor
     }
 }
 
-
 static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     const transpose_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
@@ -736,11 +735,12 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     /* a permutation that keeps the dims longer than 1 in their order (a batch of 1 moved past
      * the sequence, [1, S, E] -> [S, 1, E]) leaves the dense bytes as they are: an alias */
     bool in_order = true;
-    for (int i = 0, d, last = -1; i < x->rank && in_order; i++)
-        if (x->dims[d = p->perm ? (int)p->perm[i] : x->rank - 1 - i] != 1) {
-            in_order = d > last;
-            last = d;
-        }
+    for (int i = 0, d, last = -1; i < x->rank && in_order; i++) {
+        d = p->perm ? (int)p->perm[i] : x->rank - 1 - i;
+        if (x->dims[d] == 1 && !(x->batch_dims >> d & 1)) continue; /* batch_dims: ir.h */
+        in_order = d > last;
+        last = d;
+    }
     if (in_order && y->layout == PLAN_LAYOUT_DENSE) return lower_alias(b, node, y, xi, &yt);
     TRY_STATUS(lower_output(b, node, y, &yt));
     int64_t in_strides[TCI_MAX_RANK], strides[TCI_MAX_RANK];

@@ -400,6 +400,55 @@ START_TEST(test_unfused_lowers_folded_nodes) {
 }
 END_TEST
 
+/* A batch-1 variant of a plan built for batch 2 (an engine running a smaller batch re-plans
+ * it, src/api/engine.c): with the built graph as its `like` and the dims that are 1 only at this
+ * batch marked, the variant folds exactly what the built plan folds (the engine refuses a
+ * variant whose steps differ), and its attention step still computes the graph. Without them
+ * the batch-1 plan folds more. */
+START_TEST(test_batch_variant_plans_like_built) {
+    for (int form = 0; form < 2; form++) {
+        views_graph built, variant;
+        if (form == 0) {
+            build_torchvision(&built, 2, 6, false);
+            build_torchvision(&variant, 1, 6, false);
+        } else {
+            build_packed(&variant, 1, 6, false);
+            build_packed(&built, 2, 6, false);
+        }
+        ck_assert_tci_ok(pass_prepare_for_gpu(built.g));
+        pass_mark_batch_dims(variant.g, built.g);
+        variant.g->like = built.g;
+        ck_assert_tci_ok(pass_prepare_for_gpu(variant.g));
+        variant.g->like = NULL;
+        plan *pb, *pv;
+        ck_assert_tci_ok(plan_build(built.g, NULL, &pb));
+        ck_assert_tci_ok(plan_build(variant.g, NULL, &pv));
+        ck_assert_int_eq(pv->num_steps, pb->num_steps);
+        for (int i = 0; i < pb->num_steps; i++) {
+            ck_assert_int_eq(pv->steps[i].kind, pb->steps[i].kind);
+            ck_assert_str_eq(pv->steps[i].node->name, pb->steps[i].node->name);
+            ck_assert_str_eq(pv->steps[i].label, pb->steps[i].label);
+        }
+        ck_assert_int_eq(count_steps(pv, PLAN_STEP_ATTENTION), 1);
+        check_replay(&variant, pv, form == 0 ? squeezed : NULL);
+        if (form == 0) { /* unconstrained, batch 1 folds the copy away */
+            views_graph free_run;
+            build_torchvision(&free_run, 1, 6, false);
+            ck_assert_tci_ok(pass_prepare_for_gpu(free_run.g));
+            plan *pf;
+            ck_assert_tci_ok(plan_build(free_run.g, NULL, &pf));
+            ck_assert_int_eq(pf->num_steps, 1);
+            plan_destroy(pf);
+            ir_graph_destroy(free_run.g);
+        }
+        plan_destroy(pb);
+        plan_destroy(pv);
+        ir_graph_destroy(built.g);
+        ir_graph_destroy(variant.g);
+    }
+}
+END_TEST
+
 /* A Transpose that moves only dims of length 1 (batch 1 past the sequence) is an alias. */
 START_TEST(test_unit_transpose_alias) {
     ir_graph *g;
@@ -418,6 +467,21 @@ START_TEST(test_unit_transpose_alias) {
     ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
     plan_destroy(p);
     ir_graph_destroy(g);
+
+    /* the length-1 dim marked as one only at this batch (ir_tensor.batch_dims): a copy */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+    y = named(g, "y");
+    transpose(g, "t", x, y, (const int64_t[]){1, 0, 2}, 3);
+    th_graph_io(g, &x, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    x->batch_dims = 1u;
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
+    plan_destroy(p);
+    ir_graph_destroy(g);
 }
 END_TEST
 
@@ -429,6 +493,7 @@ int main(void) {
     tcase_add_test(tc, test_shared_tensor_stops_walk);
     tcase_add_test(tc, test_split_and_slice);
     tcase_add_test(tc, test_unfused_lowers_folded_nodes);
+    tcase_add_test(tc, test_batch_variant_plans_like_built);
     tcase_add_test(tc, test_unit_transpose_alias);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

@@ -253,16 +253,28 @@ static bool chain_view(const operand_chain *c, int num, bool scales, view *v) {
     return true;
 }
 
+/* Whether n may fold into the attention that owner computes: in a batch variant (g->like), only
+ * when it did in the graph at the built batch (nodes are known there by their first output). */
+static bool folds_like(const ir_graph *g, const ir_node *n, const ir_node *owner) {
+    if (!g->like) return true;
+    const ir_tensor *t = n->num_outputs ? n->outputs[0] : NULL;
+    const ir_tensor *lt = t ? ir_graph_find_tensor(g->like, t->name) : NULL;
+    const ir_tensor *lo = ir_graph_find_tensor(g->like, owner->outputs[0]->name);
+    return lt && lo && lt->producer && lo->producer && lt->producer->fused_into == lo->producer;
+}
+
 /* Follows operand t back through movement nodes (and, with scales, constant scalings) as far as
  * the operand stays a strided view of what is reached. */
-static void walk_operand(ir_tensor *t, bool scales, operand_chain *c) {
+static void walk_operand(const ir_graph *g, const ir_node *pv, ir_tensor *t, bool scales,
+                         operand_chain *c) {
     memset(c, 0, sizeof *c);
     c->src = t;
     while (c->num < CHAIN_MAX) {
         ir_node *p = c->src->producer;
         op_pattern pat;
         view v;
-        if (!p || c->src->data || c->src->is_graph_output || !movement_node(p, c->src, scales, &pat))
+        if (!p || c->src->data || c->src->is_graph_output ||
+            !movement_node(p, c->src, scales, &pat) || !folds_like(g, p, pv))
             break;
         c->nodes[c->num] = p;
         c->outs[c->num] = c->src;
@@ -378,7 +390,7 @@ static void walk_output(const int *consumers, const ir_graph *g, ir_node *pv, at
                 if (g->nodes[i]->inputs[k] == t) next = g->nodes[i];
         op_pattern pat;
         if (!next || next->inputs[0] != t || next->num_outputs != 1 ||
-            !movement_node(next, next->outputs[0], false, &pat) ||
+            !movement_node(next, next->outputs[0], false, &pat) || !folds_like(g, next, pv) ||
             (pat.kind != OP_PATTERN_TRANSPOSE && pat.kind != OP_PATTERN_RESHAPE))
             return;
         /* Y in the new last tensor: back from its dense view through the inverses */
@@ -518,9 +530,9 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
         s->dims[r - 2] != sq || s->dims[r - 1] != sk || sq < 1 || sk < 1 || d < 1)
         return false;
     /* the operand chains stop where anything outside reads a tensor (prune_once) */
-    walk_operand(qk->inputs[0], true, &m->ops[0]);
-    walk_operand(qk->inputs[1], true, &m->ops[1]);
-    walk_operand(v_in, false, &m->ops[2]);
+    walk_operand(g, pv, qk->inputs[0], true, &m->ops[0]);
+    walk_operand(g, pv, qk->inputs[1], true, &m->ops[1]);
+    walk_operand(g, pv, v_in, false, &m->ops[2]);
     walk_output(consumers, g, pv, m, m->a.y_strides);
     /* shorten the chains until the step is closed; then every chain's view, shortening a chain
      * whose view from its new source strides cannot say */
