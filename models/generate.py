@@ -368,6 +368,101 @@ def attention_block():
                    "dims 40 and 128), opset 17, symbolic batch and sequence.")
 
 
+def dims_of(b, x, axes):
+    """The dims `axes` of x, from Shape(x), each as a 1-element vector (PyTorch's size() export)."""
+    shape = b.node("Shape", [x])
+    return [b.node("Unsqueeze", [b.node("Gather", [shape, b.ints(a, "idx")], axis=0),
+                                 b.ints([0], "axes")]) for a in axes]
+
+
+def torchvision_mha_block(b, x, mask_bias):
+    """torchvision's ViT encoder attention (nn.MultiheadAttention, batch_first=False) as
+    torch.onnx writes it: Transpose [N, S, E] -> [S, N, E], the packed in_proj (MatMul + Add,
+    3E wide), Reshape [S, N, 3, E], Unsqueeze(0), Transpose(3, 1, 2, 0, 4), Squeeze(3), three
+    Gathers, each Reshape [S, N*H, Dh] + Transpose(1, 0, 2) + Reshape [N, H, S, Dh]; the SDPA
+    export with a padding mask; Transpose(2, 0, 1, 3), Reshape [S*N, E], out_proj Gemm, Reshape
+    [S, N, E], Transpose back and the residual."""
+    heads, dh = 2, 64
+    e = heads * dh
+    xt = b.node("Transpose", [x], perm=[1, 0, 2])
+    s, n = dims_of(b, xt, [0, 1])
+    qkv = b.linear(xt, ATT_MODEL, 3 * e, "in_proj")
+    qkv = b.node("Reshape", [qkv, b.node("Concat", [s, n, b.ints([3, e])], axis=0)])
+    qkv = b.node("Transpose", [b.node("Unsqueeze", [qkv, b.ints([0], "axes")])],
+                 perm=[3, 1, 2, 0, 4])
+    qkv = b.node("Squeeze", [qkv, b.ints([3], "axes")])
+    nh = b.node("Mul", [n, b.ints([heads])])
+    ops = []
+    for i in range(3):
+        part = b.node("Gather", [qkv, b.const(np.array(i, dtype=np.int64), "idx")], axis=0)
+        part = b.node("Reshape", [part, b.node("Concat", [s, nh, b.ints([dh])], axis=0)])
+        part = b.node("Transpose", [part], perm=[1, 0, 2])
+        ops.append(b.node("Reshape", [part, b.node("Concat", [n, b.ints([heads]), s,
+                                                                  b.ints([dh])], axis=0)]))
+    root = b.scalar(math.sqrt(1.0 / math.sqrt(dh)), "sqrt_scale")
+    kt = b.node("Transpose", [ops[1]], perm=[0, 1, 3, 2])
+    scores = b.node("MatMul", [b.node("Mul", [ops[0], root]), b.node("Mul", [kt, root])])
+    probs = b.node("Softmax", [b.node("Add", [scores, mask_bias])], axis=-1)
+    ctx = b.node("Transpose", [b.node("MatMul", [probs, ops[2]])], perm=[2, 0, 1, 3])
+    ctx = b.node("Reshape", [ctx, b.ints([-1, e])])
+    out = b.gemm(ctx, e, ATT_MODEL, gain=1.0)
+    out = b.node("Reshape", [out, b.node("Concat", [s, n, b.ints([ATT_MODEL])], axis=0)])
+    return b.node("Add", [x, b.node("Transpose", [out], perm=[1, 0, 2])])
+
+
+def timm_attention_block(b, x):
+    """timm's Attention: the packed qkv Linear, Reshape [N, S, 3, H, Dh], Transpose(2, 0, 3, 1,
+    4), Split into three along axis 0 and Squeeze each, q * scale @ k^T, Softmax (no mask), @ v,
+    Transpose(1, 2), Reshape [N, S, E], proj."""
+    heads, dh = 4, 32
+    e = heads * dh
+    n, s = dims_of(b, x, [0, 1])
+    qkv = b.linear(x, ATT_MODEL, 3 * e, "qkv")
+    qkv = b.node("Reshape", [qkv, b.node("Concat", [n, s, b.ints([3, heads, dh])], axis=0)])
+    qkv = b.node("Transpose", [qkv], perm=[2, 0, 3, 1, 4])
+    q, k, v = [b.node("Squeeze", [part, b.ints([0], "axes")])
+               for part in b.node("Split", [qkv, b.ints([1, 1, 1], "split")], outputs=3, axis=0)]
+    q = b.node("Mul", [q, b.scalar(1.0 / math.sqrt(dh), "scale")])
+    probs = b.node("Softmax", [b.node("MatMul", [q, b.node("Transpose", [k],
+                                                             perm=[0, 1, 3, 2])])], axis=-1)
+    return merge_heads(b, b.node("MatMul", [probs, v]), e, x)
+
+
+def sliced_causal_block(b, x):
+    """A packed projection cut into Q, K, V by constant Slices of its last dim (head dim 96), each
+    split into heads, a causal mask: the hand-written form of a GPT-style block."""
+    heads, dh = 2, 96
+    e = heads * dh
+    qkv = b.linear(x, ATT_MODEL, 3 * e, "c_attn")
+    axis = b.ints([2], "axes")
+    q, k, v = [split_heads(b, b.node("Slice", [qkv, b.ints([i * e], "starts"),
+                                               b.ints([(i + 1) * e], "ends"), axis]),
+                           heads, dh, [0, 2, 1, 3]) for i in range(3)]
+    scores = b.node("Div", [b.node("MatMul", [q, b.node("Transpose", [k], perm=[0, 1, 3, 2])]),
+                            b.scalar(math.sqrt(dh))])
+    probs = b.node("Softmax", [b.node("Add", [scores, causal_mask(b, q)])], axis=-1)
+    return merge_heads(b, b.node("MatMul", [probs, v]), e, x)
+
+
+def packed_attention_block():
+    b = Builder(11)
+    keep = b.node("Sub", [b.scalar(1.0, "one"),
+                          b.node("Cast", ["mask"], to=TensorProto.FLOAT)])
+    bias = b.node("Unsqueeze", [b.node("Mul", [keep, b.scalar(-10000.0, "big")]),
+                                b.ints([1, 2], "axes")])
+    h = torchvision_mha_block(b, "input", bias)      # Gathers, heads 2 x 64, padding mask
+    h = timm_attention_block(b, h)                   # Split, heads 4 x 32, no mask
+    b.node("Identity", [sliced_causal_block(b, h)], name="hidden")  # Slices, 2 x 96, causal
+    return b.model("packed_attention_block",
+                   [tensor("input", ["N", "S", ATT_MODEL]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", ATT_MODEL])], 17,
+                   "Three self-attention blocks on packed QKV projections as exporters write "
+                   "them (torchvision's MultiheadAttention with Gathers and a padding mask, "
+                   "timm's Split, constant Slices with a causal mask), opset 17, symbolic batch "
+                   "and sequence.")
+
+
 def segmentation_decoder():
     b = Builder(6)
     e1 = b.node("Relu", [b.bn(b.conv("input", 3, 16, 3), 16)])               # 16 x 64 x 64
@@ -566,6 +661,7 @@ MODELS = {
     "mlp": mlp,
     "transformer_block": transformer_block,
     "attention_block": attention_block,
+    "packed_attention_block": packed_attention_block,
     "segmentation_decoder": segmentation_decoder,
     "dense_concat": dense_concat,
     "crnn": crnn,

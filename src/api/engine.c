@@ -117,8 +117,33 @@ static tci_status copy_strings(const char *const *src, char ***out) {
 }
 
 #if TCI_HAVE_CUDA
+/* The graph an engine's plan was built from, again: a copy of the pristine graph at the built
+ * plan's input dims, optimised and fused for the GPU (what a batch variant must plan like). */
+static tci_status built_graph(const tci_engine *e, const plan *built, ir_graph **out) {
+    ir_graph *ref = NULL;
+    tci_status st = ir_graph_clone(e->pristine, &ref);
+    for (int i = 0; st == TCI_OK && i < built->num_inputs; i++) {
+        const plan_tensor *pt = &built->tensors[built->input_tensors[i]];
+        ir_tensor *t = ir_graph_find_tensor(ref, pt->name);
+        if (!t || !t->is_graph_input || t->rank < 1 || pt->rank < 1)
+            st = status_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy",
+                              pt->name);
+        else
+            t->dims[0] = pt->dims[0];
+    }
+    if (st == TCI_OK) st = pass_optimize(ref);
+    if (st == TCI_OK) st = pass_prepare_for_gpu(ref);
+    if (st != TCI_OK) {
+        ir_graph_destroy(ref);
+        ref = NULL;
+    }
+    *out = ref;
+    return st;
+}
+
 /* exec_gpu_replan_fn of a GPU engine (user: the tci_engine): a copy of the graph as it was before
- * the passes, with the inputs' leading dims set, optimised and planned like the built one. */
+ * the passes, with the inputs' leading dims set, optimised and planned like the built one (its
+ * folds constrained by the built graph, built_graph). */
 static tci_status replan_batch(void *user, const plan *built, const int64_t *dim0,
                                ir_graph **out_graph, plan **out_plan) {
     const tci_engine *e = user;
@@ -136,7 +161,17 @@ static tci_status replan_batch(void *user, const plan *built, const int64_t *dim
             t->dims[0] = dim0[i];
     }
     if (st == TCI_OK) st = pass_optimize(g);
-    if (st == TCI_OK) st = plan_for_gpu(g, &e->plan_options, &p);
+    /* the dims of length 1 only at this batch, and the attention folds, as in the built graph:
+     * the same steps */
+    ir_graph *ref = NULL;
+    if (st == TCI_OK) st = built_graph(e, built, &ref);
+    if (st == TCI_OK) {
+        pass_mark_batch_dims(g, ref);
+        g->like = ref;
+        st = plan_for_gpu(g, &e->plan_options, &p);
+        g->like = NULL;
+    }
+    ir_graph_destroy(ref);
     if (st != TCI_OK) {
         ir_graph_destroy(g);
         return st;

@@ -37,6 +37,10 @@ typedef struct ir_tensor {
     size_t index;                            /* position in graph->tensors */
     plan_layout layout;                      /* on the GPU (pass_assign_layouts); constants are
                                                 uploaded in whatever layout a reader wants */
+    /* Bit d: dim d has length 1 here but not in the graph of the batch this one is a smaller
+     * variant of (a batch of 1 re-planned from an engine built for more): a Transpose that
+     * moves it is a copy there, and stays one here (pass_mark_batch_dims). */
+    unsigned batch_dims;
 } ir_tensor;
 
 /* Values follow ONNX's AttributeProto.AttributeType. */
@@ -69,18 +73,24 @@ typedef struct ir_attr {
 
 /* A scaled-dot-product attention, softmax(scale * Q K^T + mask) V, that one GPU step computes:
  * what the attention fusion (src/graph/passes/attention.c) found. Q, K and V are logical
- * (batch..., position, head_dim) operands of rank 3 or 4 with equal batch dims; each is read from
- * its tensor through a permutation (logical dim d is dim perm[d] of the tensor), which folds the
- * head-split Transposes before them (K's includes the K^T transpose: k is K itself). */
+ * (batch..., position, head_dim) operands of rank 3 or 4 with equal batch dims; each is read
+ * from the dense tensor q, k or v at an element offset through element strides along (batch,
+ * head, position, head_dim) (rank 3: batch stride 0), which fold the Transposes, Reshapes and
+ * constant selections (Gather, Slice, Split) of a packed projection before them. The result
+ * (batch, head, query, head_dim) is written into the dense tensor y (ir_epilogue.output: the P V
+ * MatMul's output, or what Transposes and Reshapes after it make of it) through y_strides. */
 typedef struct ir_attention {
     ir_tensor *q, *k, *v;
-    int q_perm[4], k_perm[4], v_perm[4];
-    int rank;                /* 3 or 4 */
+    int64_t q_strides[4], k_strides[4], v_strides[4], y_strides[4];
+    int64_t q_offset, k_offset, v_offset;
+    int64_t batch, heads, q_len, kv_len, head_dim;
+    int rank;                /* of the logical operands: 3 or 4 */
     ir_tensor *mask;         /* additive, broadcastable to the scores; NULL: none */
     float scale;             /* the product of the constant scalings folded (Div: 1/c) */
     bool causal;             /* mask is a constant that keeps exactly the keys j <= i */
-    struct ir_node **nodes;  /* every node the step computes, in graph order, the owner last */
+    struct ir_node **nodes;  /* every node the step computes, in graph order */
     int num_nodes;
+    int owner;               /* nodes[owner] is the P V MatMul; the nodes after it reshape Y */
 } ir_attention;
 
 /* What a GPU step computes beyond its node's op: the nodes after it that the fusion passes
@@ -162,6 +172,10 @@ typedef struct ir_graph {
     size_t num_opsets;
     int64_t ir_version;
     bool layouts_assigned;   /* pass_assign_layouts ran: what the planner needs */
+    /* A batch variant's: the same model optimised and fused for the GPU at the batch the
+     * engine was built for (src/api/engine.c); pass_fuse_attention folds here only the movement
+     * nodes it folded there, so that the two plans have the same steps. NULL: none. */
+    const struct ir_graph *like;
     ir_limits limits;        /* the defaults unless the loader was given others */
     uint64_t constant_bytes; /* data of constants so far, against limits.max_constant_bytes */
     ir_tensor **by_name;     /* open-addressing hash index of the named tensors (malloc'd) */

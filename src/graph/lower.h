@@ -159,12 +159,14 @@ typedef struct plan_rnn {
 } plan_rnn;
 
 /* A fused attention (src/layers/attention.c, src/kernels/attention.h): inputs q, k, v and the
- * optional additive mask, read through element strides along (batch, head, position, head_dim)
- * (mask: (batch, head, query, key), 0 where it broadcasts); output y dense (batch, heads, q_len,
- * head_dim) in the storage type, which is fp16 or bf16. */
+ * optional additive mask, q, k and v read from their element offsets through element strides
+ * along (batch, head, position, head_dim) (mask: (batch, head, query, key), 0 where it
+ * broadcasts); output y written through y_strides along (batch, head, query, head_dim), all in
+ * the storage type, which is fp16 or bf16. */
 typedef struct plan_attention {
     int64_t batch, heads, q_len, kv_len, head_dim;
-    int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
+    int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4], y_strides[4];
+    int64_t q_offset, k_offset, v_offset;
     float scale;
     bool causal;   /* keys j > query i masked without reading a mask */
     bool has_mask; /* inputs[3] */

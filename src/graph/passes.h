@@ -33,10 +33,18 @@ tci_status pass_fuse_for_gpu(ir_graph *graph);
 
 /* The attention part of pass_fuse_for_gpu (which runs it first): each scaled-dot-product
  * attention subgraph, MatMul(Q, K^T) -> constant scalings -> [Add(mask)] -> Softmax(last axis) ->
- * MatMul(P, V) with the Transposes and scalings of Q and K^T before it (single-reader
- * intermediates, known shapes, rank 3 or 4, V's head dim Q's), is recorded on its last MatMul
- * (ir_epilogue.attention) and the other nodes marked fused_into it. */
+ * MatMul(P, V) (known shapes, rank 3 or 4, V's head dim Q's), is recorded on its last MatMul
+ * (ir_epilogue.attention) with the movement nodes (Transpose, Reshape, Squeeze, Unsqueeze,
+ * Flatten, one-index Gather, constant Slice, Split) and constant scalings that lead from the
+ * tensors Q, K and V are read from, and the Transposes and Reshapes of its output, as far as
+ * strides can say them and nothing outside reads what lies between; those nodes are marked
+ * fused_into it. */
 tci_status pass_fuse_attention(ir_graph *graph);
+
+/* For a graph optimised at a smaller batch than ref (the same model, optimised at the batch an
+ * engine was built for): sets ir_tensor.batch_dims on each tensor of graph whose same-named
+ * tensor in ref has the same rank, for the dims of length 1 in graph that are longer in ref. */
+void pass_mark_batch_dims(ir_graph *graph, const ir_graph *ref);
 
 /* For the GPU engine, after pass_fuse_for_gpu: records in ir_tensor.layout the layout each
  * tensor a step computes is stored in, from the descriptors (src/layers/op.h): NHWC8 (4-D float

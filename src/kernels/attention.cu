@@ -53,7 +53,7 @@ struct Params {
     const void *q, *k, *v, *mask;
     void *y;
     int64_t heads, q_len, kv_len, tiles_m;
-    int64_t qs[4], ks[4], vs[4], ms[4];
+    int64_t qs[4], ks[4], vs[4], ms[4], ys[4];
     float scale_log2; // scale * log2(e): the softmax runs in base 2
     bool causal, vec;
 };
@@ -203,9 +203,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
 
     if (qi < p.q_len) {
         const float inv = l_run > 0.0f ? 1.0f / l_run : 0.0f;
-        T *yrow = static_cast<T *>(p.y) + ((bh * p.q_len) + qi) * D;
+        T *yrow = static_cast<T *>(p.y) + b * p.ys[0] + h * p.ys[1] + qi * p.ys[2];
         const float *orow = so + row * S::kLdO;
-        for (int c = half; c < D; c += 2) yrow[c] = from_float<T>(orow[c] * inv);
+        for (int c = half; c < D; c += 2) yrow[c * p.ys[3]] = from_float<T>(orow[c] * inv);
     }
 }
 
@@ -278,6 +278,13 @@ extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q
         p.ks[i] = d->k_strides[i];
         p.vs[i] = d->v_strides[i];
         p.ms[i] = d->mask_strides[i];
+        p.ys[i] = d->y_strides[i];
+    }
+    if (!p.ys[0] && !p.ys[1] && !p.ys[2] && !p.ys[3]) { // dense (batch, heads, q_len, head_dim)
+        p.ys[3] = 1;
+        p.ys[2] = d->head_dim;
+        p.ys[1] = d->q_len * d->head_dim;
+        p.ys[0] = d->heads * d->q_len * d->head_dim;
     }
     p.scale_log2 = d->scale * kLog2e;
     p.causal = d->causal;

@@ -4,8 +4,9 @@
  * running maximum and sum per query row, fp32), and Y is rounded once at the end.
  *
  * Logical shapes: Q (batch, heads, q_len, head_dim), K and V (batch, heads, kv_len, head_dim),
- * the mask (batch, heads, q_len, kv_len) read through strides (0 where it broadcasts), Y dense
- * (batch, heads, q_len, head_dim). Q, K and V are read through element strides in that order,
+ * the mask (batch, heads, q_len, kv_len) read through strides (0 where it broadcasts), Y written
+ * through its strides (dense (batch, heads, q_len, head_dim) unless given: the [B, S, heads *
+ * head_dim] layout of an output projection, say). Q, K and V are read through element strides in that order,
  * so a head split (Transpose) of the projection before them costs no copy; the fast loads need
  * a head_dim stride of 1 and the other strides multiples of 8 elements, anything else is read
  * element by element. */
@@ -29,6 +30,9 @@ typedef struct kern_attention_desc {
     int64_t q_strides[4], k_strides[4], v_strides[4];
     /* element strides of the additive mask along (batch, head, query, key); 0 broadcasts */
     int64_t mask_strides[4];
+    /* element strides of Y along (batch, head, query, head_dim); all 0: dense (batch, heads,
+     * q_len, head_dim) */
+    int64_t y_strides[4];
     float scale;  /* multiplies Q K^T before the mask is added */
     bool causal;  /* key j is seen by query i only when j <= i */
     tci_dtype dtype; /* of Q, K, V, mask and Y: FLOAT16 (0 too) or BFLOAT16 */
@@ -41,7 +45,8 @@ bool kern_attention_head_dim_ok(int64_t head_dim);
  * NULL. A query row that every key is masked out of (all -inf) gets zeros. Validates the
  * descriptor (UNSUPPORTED for another head dim or dtype, INVALID_ARGUMENT for a negative extent or
  * a NULL operand), enqueues on stream without synchronising (legal inside a CUDA graph capture);
- * empty work enqueues nothing. y must not overlap the inputs. */
+ * empty work enqueues nothing. y must not overlap the inputs, and y_strides must map no two
+ * elements to one place. */
 tci_status kern_attention(const kern_attention_desc *desc, const void *q, const void *k,
                           const void *v, const void *mask, void *y, cudaStream_t stream);
 

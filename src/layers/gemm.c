@@ -328,7 +328,8 @@ static tci_status matmul_gpu_lower(plan_builder *b, const ir_node *node) {
     memset(&plain, 0, sizeof plain);
     plain.output = node->outputs[0];
     plain.label = reason;
-    return matmul_lower_gemm(b, node, &plain);
+    TRY_STATUS(matmul_lower_gemm(b, node, &plain));
+    return layer_lower_attention_after(b, e);
 }
 
 static tci_status matmul_lower_gemm(plan_builder *b, const ir_node *node, const ir_epilogue *e) {

@@ -727,7 +727,6 @@ static void input_views(const ir_node *node, tci_tensor *views, const tci_tensor
     }
 }
 
-
 static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     const transpose_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
@@ -737,6 +736,16 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
                              x->rank);
     int xi, yt;
     TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    /* a permutation that keeps the dims longer than 1 in their order (a batch of 1 moved past
+     * the sequence, [1, S, E] -> [S, 1, E]) leaves the dense bytes as they are: an alias */
+    bool in_order = true;
+    for (int i = 0, d, last = -1; i < x->rank && in_order; i++) {
+        d = p->perm ? (int)p->perm[i] : x->rank - 1 - i;
+        if (x->dims[d] == 1 && !(x->batch_dims >> d & 1)) continue; /* batch_dims: ir.h */
+        in_order = d > last;
+        last = d;
+    }
+    if (in_order && y->layout == PLAN_LAYOUT_DENSE) return lower_alias(b, node, y, xi, &yt);
     TRY_STATUS(lower_output(b, node, y, &yt));
     int64_t in_strides[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, in_strides);
@@ -921,8 +930,7 @@ static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
 SHAPE_OP(concat_op, "Concat", concat_parse, concat_infer, concat_forward,
          OP_MOVES_DATA | OP_FOLLOWS_LAYOUT, concat_gpu_lower, 4, 11, 13);
 
-SHAPE_OP(split_op, "Split", split_parse, split_infer, split_forward,
-         OP_MOVES_DATA, split_gpu_lower, 2, 11, 13, 18);
+
 
 static void transpose_pattern(const ir_node *node, op_pattern *out) {
     const transpose_params *p = node->params;
@@ -934,12 +942,50 @@ static void transpose_pattern(const ir_node *node, op_pattern *out) {
     for (int d = 0; d < x->rank; d++) out->perm[d] = transpose_axis(p, x->rank, d);
 }
 
+static void split_pattern(const ir_node *node, op_pattern *out) {
+    const split_params *p = node->params;
+    const ir_tensor *x = node->inputs[0];
+    out->kind = OP_PATTERN_NONE;
+    int64_t axis = p ? (p->axis < 0 ? p->axis + x->rank : p->axis) : -1;
+    if (axis < 0 || axis >= x->rank) return;
+    out->kind = OP_PATTERN_SPLIT;
+    out->axis = (int)axis;
+}
+
+/* A Slice of constant starts, ends, axes and steps, every step positive. */
+static void slice_pattern(const ir_node *node, op_pattern *out) {
+    const ir_tensor *x = node->inputs[0];
+    out->kind = OP_PATTERN_NONE;
+    if (x->rank < 1) return;
+    for (int i = 0; i < x->rank; i++)
+        if (x->dims[i] < 0) return;
+    for (int i = 1; i < node->num_inputs; i++)
+        if (node->inputs[i] && !node->inputs[i]->data) return;
+    tci_tensor views[5];
+    const tci_tensor *in[5];
+    input_views(node, views, in);
+    int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK], len[TCI_MAX_RANK];
+    if (slice_plan(node, in, start, step, len) != TCI_OK) return;
+    for (int d = 0; d < x->rank; d++)
+        if (step[d] < 1 || len[d] < 0) return;
+    out->kind = OP_PATTERN_SELECT;
+    out->rank = x->rank;
+    out->drop_axis = -1;
+    for (int d = 0; d < x->rank; d++) {
+        out->start[d] = start[d];
+        out->step[d] = step[d];
+    }
+}
+
+SHAPE_OP_PATTERN(split_op, "Split", split_parse, split_infer, split_forward,
+                 OP_MOVES_DATA, split_gpu_lower, split_pattern, 2, 11, 13, 18);
+
 OP_DESC_PATTERN(transpose_op, "Transpose", OP_VERSIONS(1, 13, 21, 23, 24, 25), transpose_parse,
                 transpose_infer, transpose_forward, OP_MOVES_DATA, transpose_gpu_lower,
                 transpose_pattern);
 
-SHAPE_OP(slice_op, "Slice", slice_parse, slice_infer, slice_forward,
-         OP_MOVES_DATA, slice_gpu_lower, 1, 10, 11, 13);
+SHAPE_OP_PATTERN(slice_op, "Slice", slice_parse, slice_infer, slice_forward,
+                 OP_MOVES_DATA, slice_gpu_lower, slice_pattern, 1, 10, 11, 13);
 
 SHAPE_OP(pad_op, "Pad", pad_parse, pad_infer, pad_forward,
          OP_MOVES_DATA, pad_gpu_lower, 2, 11, 13, 18, 19, 21, 23, 24, 25);

@@ -45,12 +45,25 @@ typedef enum op_pattern_kind {
     OP_PATTERN_MATMUL,       /* a batched product of inputs 0 and 1, no other input (MatMul) */
     OP_PATTERN_SOFTMAX_LAST, /* softmax of input 0 over its last axis alone (Softmax) */
     OP_PATTERN_TRANSPOSE,    /* output dim d is input dim perm[d] (Transpose) */
+    /* output 0 holds input 0's elements in the same row-major order, other dims (Reshape,
+     * Flatten, Squeeze, Unsqueeze) */
+    OP_PATTERN_RESHAPE,
+    /* output 0 is a constant strided selection of input 0: its element i along input dim d is
+     * input element start[d] + step[d] * i (step > 0); drop_axis >= 0: that input dim (length 1
+     * in the selection) is left out of the output (Gather of one constant index, Slice of
+     * constant starts and steps) */
+    OP_PATTERN_SELECT,
+    /* the outputs are consecutive blocks of input 0 along `axis`, in output order (Split) */
+    OP_PATTERN_SPLIT,
 } op_pattern_kind;
 
 typedef struct op_pattern {
     op_pattern_kind kind;
-    int rank;                /* TRANSPOSE: the permutation's length */
+    int rank;                /* TRANSPOSE: the permutation's length; SELECT: input 0's rank */
     int perm[TCI_MAX_RANK];  /* TRANSPOSE */
+    int axis;                /* SPLIT, normalised */
+    int drop_axis;           /* SELECT: the dim left out, else -1 */
+    int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK]; /* SELECT, per input dim */
 } op_pattern;
 
 /* In infer and cpu_forward, in[] has node->num_inputs entries and out[] node->num_outputs; an
@@ -260,6 +273,9 @@ tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, fl
  * the caller, labelled with *out_reason (why it is unfused, for --info). */
 tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_epilogue *e,
                                  bool *out_fused, const char **out_reason);
+/* After the owner's plain lowering of an unfused attention: the nodes after it (Transposes and
+ * Reshapes of Y the fusion had folded), each lowered on its own. */
+tci_status layer_lower_attention_after(plan_builder *b, const ir_epilogue *e);
 
 /* Runs one prepared node on the fp32 reference: infers output shapes from the input values,
  * allocates each non-NULL out[] data with malloc (the caller frees it; on failure it is freed and

@@ -816,22 +816,54 @@ static tci_status gather_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
+/* ---- pattern roles (the attention fusion reads through these without a copy) ---- */
+
+static void reshape_pattern(const ir_node *node, op_pattern *out) {
+    (void)node;
+    out->kind = OP_PATTERN_RESHAPE;
+}
+
+/* A Gather of one constant index (a scalar drops the axis, a one-element list keeps it). */
+static void gather_pattern(const ir_node *node, op_pattern *out) {
+    const axis_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *idx = node->inputs[1];
+    out->kind = OP_PATTERN_NONE;
+    if (!p || !x || !idx || !idx->data || x->rank < 1 || idx->rank > 1 ||
+        (idx->rank == 1 && idx->dims[0] != 1) ||
+        (idx->dtype != TCI_DTYPE_INT64 && idx->dtype != TCI_DTYPE_INT32))
+        return;
+    int64_t axis = p->axis < 0 ? p->axis + x->rank : p->axis;
+    if (axis < 0 || axis >= x->rank || x->dims[axis] < 1) return;
+    int64_t i = idx->dtype == TCI_DTYPE_INT64 ? *(const int64_t *)idx->data
+                                              : *(const int32_t *)idx->data;
+    if (i < 0) i += x->dims[axis];
+    if (i < 0 || i >= x->dims[axis]) return;
+    out->kind = OP_PATTERN_SELECT;
+    out->rank = x->rank;
+    for (int d = 0; d < x->rank; d++) {
+        out->start[d] = 0;
+        out->step[d] = 1;
+    }
+    out->start[axis] = i;
+    out->drop_axis = idx->rank == 0 ? (int)axis : -1;
+}
+
 /* ---- descriptors ---- */
 
-SHAPE_OP(flatten_op, "Flatten", flatten_parse, flatten_infer, copy_forward,
-         OP_MOVES_DATA, reshape_gpu_lower, 1, 9, 11, 13, 21, 23, 24, 25);
+SHAPE_OP_PATTERN(flatten_op, "Flatten", flatten_parse, flatten_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, reshape_pattern, 1, 9, 11, 13, 21, 23, 24, 25);
 
-SHAPE_OP(reshape_op, "Reshape", reshape_parse, reshape_infer, copy_forward,
-         OP_MOVES_DATA, reshape_gpu_lower, 5, 13, 14, 19, 21, 23, 24, 25);
+SHAPE_OP_PATTERN(reshape_op, "Reshape", reshape_parse, reshape_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, reshape_pattern, 5, 13, 14, 19, 21, 23, 24, 25);
 
-SHAPE_OP(squeeze_op, "Squeeze", squeeze_parse, squeeze_infer, copy_forward,
-         OP_MOVES_DATA, reshape_gpu_lower, 1, 11, 13, 21, 23, 24, 25);
+SHAPE_OP_PATTERN(squeeze_op, "Squeeze", squeeze_parse, squeeze_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, reshape_pattern, 1, 11, 13, 21, 23, 24, 25);
 
-SHAPE_OP(unsqueeze_op, "Unsqueeze", unsqueeze_parse, unsqueeze_infer, copy_forward,
-         OP_MOVES_DATA, reshape_gpu_lower, 1, 11, 13, 21, 23, 24, 25);
+SHAPE_OP_PATTERN(unsqueeze_op, "Unsqueeze", unsqueeze_parse, unsqueeze_infer, copy_forward,
+         OP_MOVES_DATA, reshape_gpu_lower, reshape_pattern, 1, 11, 13, 21, 23, 24, 25);
 
-SHAPE_OP(gather_op, "Gather", gather_parse, gather_infer, gather_forward,
-         OP_MOVES_DATA, gather_gpu_lower, 1, 11, 13);
+SHAPE_OP_PATTERN(gather_op, "Gather", gather_parse, gather_infer, gather_forward,
+                 OP_MOVES_DATA, gather_gpu_lower, gather_pattern, 1, 11, 13);
 
 SHAPE_OP(shape_op, "Shape", shape_parse, shape_infer, shape_forward,
          OP_FOLD_FROM_SHAPE, NULL, 1, 13, 15, 19, 21, 23, 24, 25);

@@ -10,6 +10,12 @@
     OP_DESC(var, name, OP_VERSIONS(__VA_ARGS__), parse_fn, infer_fn, forward_fn, op_flags, lower, \
             NULL, BINARY_NONE)
 
+/* SHAPE_OP with a pattern role (op_desc.pattern). */
+#define SHAPE_OP_PATTERN(var, name, parse_fn, infer_fn, forward_fn, op_flags, lower, pattern_fn,  \
+                         ...)                                                                     \
+    OP_DESC_PATTERN(var, name, OP_VERSIONS(__VA_ARGS__), parse_fn, infer_fn, forward_fn,          \
+                    op_flags, lower, pattern_fn)
+
 /* Declares var, allocates it from the arena as node->params, or returns the error. */
 #define PARAMS(type, var)                                                                          \
     type *var = shape_params_alloc(node, arena, sizeof(type));                                     \

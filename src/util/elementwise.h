@@ -86,7 +86,9 @@
     /* alpha: x * sigmoid(alpha x) */                                                              \
     X(SWISH, "Swish", x * RCP_(1.0f + EXP_(-alpha * x)), 0)                                        \
     /* alpha: the factor (Mean's 1/n after its sum) */                                             \
-    X(SCALE, "Scale", alpha * x, 0)
+    X(SCALE, "Scale", alpha * x, 0)                                                                \
+    /* the erf-expanded Gelu after its Div: x = v / alpha, 0.5 v (1 + erf(x)) (alpha sqrt(2)) */   \
+    X(GELU_OF_DIV, "GeluOfDiv", 0.5f * alpha * x * (1.0f + erff(x)), 0)
 /* clang-format on */
 
 #define ACT_ENUM_ROW(NAME, DISPLAY, FORMULA, FLAGS) ACT_##NAME,

@@ -4,7 +4,9 @@
  * other than the key length), head dims 32, 64, 128 (80 and 96 once each), no mask, an additive
  * padding mask broadcast over heads and queries, a full (query, key) mask broadcast over batch
  * and heads, the causal flag, and Q, K, V read through the strides of a head split (the
- * 16-byte loads) and of K stored transposed (element loads).
+ * 16-byte loads), of K stored transposed (element loads), and at offsets into packed QKV
+ * projections (aligned, and one element off: element loads) with Y written through strides
+ * into the merged-head layouts (b, s, h, d) and (s, b, h, d) instead of dense (b, h, s, d).
  *
  * Error bound, with Q, K, V in [-1, 1): the scores accumulate exact products of rounded inputs
  * in fp32 (error ~1e-6 relative); the kernel rounds P to the storage type before P V (relative
@@ -24,7 +26,17 @@
 #define BF16 TCI_DTYPE_BFLOAT16
 
 enum mask_kind { MASK_NONE = 0, MASK_PADDING, MASK_FULL, MASK_CAUSAL };
-enum layout_kind { LAYOUT_DENSE = 0, LAYOUT_HEAD_SPLIT, LAYOUT_K_TRANSPOSED };
+/* PACKED: Q, K, V each in its slot of a packed projection (b, s, 3, h, d), read at an element
+ * offset (0, h*d, 2*h*d), Y written through strides into (b, s, h, d), the layout an output
+ * projection reads; PACKED_ODD: the same one element further (no 16-byte loads) and Y into
+ * (s, b, h, d) (torchvision's sequence-first layout). */
+enum layout_kind {
+    LAYOUT_DENSE = 0,
+    LAYOUT_HEAD_SPLIT,
+    LAYOUT_K_TRANSPOSED,
+    LAYOUT_PACKED,
+    LAYOUT_PACKED_ODD
+};
 
 typedef struct attn_case {
     int64_t batch, heads, q_len, kv_len, d;
@@ -33,17 +45,28 @@ typedef struct attn_case {
     tci_dtype dtype;
 } attn_case;
 
-/* element strides (batch, head, position, d) of a tensor of (b, h, s, d) values stored as laid
- * out, and the element count of its storage */
-static void strides_of(enum layout_kind layout, bool is_k, const attn_case *c, int64_t s,
-                       int64_t *st) {
+/* element strides (batch, head, position, d) of operand `which` (0 Q, 1 K, 2 V) of (b, h, s, d)
+ * values stored as laid out; returns its element offset, and the element count of its storage
+ * in *count */
+static int64_t strides_of(enum layout_kind layout, int which, const attn_case *c, int64_t s,
+                          int64_t *st, size_t *count) {
     const int64_t h = c->heads, d = c->d;
+    *count = (size_t)(c->batch * h * s * d);
+    if (layout == LAYOUT_PACKED || layout == LAYOUT_PACKED_ODD) { /* (b, s, 3, h, d) */
+        st[0] = s * 3 * h * d;
+        st[1] = d;
+        st[2] = 3 * h * d;
+        st[3] = 1;
+        const int64_t extra = layout == LAYOUT_PACKED_ODD;
+        *count = (size_t)(c->batch * s * 3 * h * d + extra);
+        return which * h * d + extra;
+    }
     if (layout == LAYOUT_HEAD_SPLIT) { /* stored (b, s, h, d): the projection before the split */
         st[0] = s * h * d;
         st[1] = d;
         st[2] = h * d;
         st[3] = 1;
-    } else if (layout == LAYOUT_K_TRANSPOSED && is_k) { /* stored (b, h, d, s) */
+    } else if (layout == LAYOUT_K_TRANSPOSED && which == 1) { /* stored (b, h, d, s) */
         st[0] = h * d * s;
         st[1] = d * s;
         st[2] = 1;
@@ -54,6 +77,32 @@ static void strides_of(enum layout_kind layout, bool is_k, const attn_case *c, i
         st[2] = d;
         st[3] = 1;
     }
+    return 0;
+}
+
+/* Y's element strides (batch, head, query, d): the packed layouts' merged heads, else dense
+ * (what the kernel writes for y_strides all 0) */
+static bool y_strides_of(enum layout_kind layout, const attn_case *c, int64_t *ys) {
+    const int64_t b = c->batch, h = c->heads, sq = c->q_len, d = c->d;
+    if (layout == LAYOUT_PACKED) { /* (b, s, h, d) */
+        ys[0] = sq * h * d;
+        ys[1] = d;
+        ys[2] = h * d;
+        ys[3] = 1;
+        return true;
+    }
+    if (layout == LAYOUT_PACKED_ODD) { /* (s, b, h, d) */
+        ys[0] = h * d;
+        ys[1] = d;
+        ys[2] = b * h * d;
+        ys[3] = 1;
+        return true;
+    }
+    ys[0] = h * sq * d;
+    ys[1] = sq * d;
+    ys[2] = d;
+    ys[3] = 1;
+    return false;
 }
 
 static double tolerance(tci_dtype dt) { return dt == BF16 ? 1.6e-2 : 2e-3; }
@@ -68,10 +117,10 @@ static double run_case(const attn_case *c, uint64_t seed) {
     float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
     float *v = malloc(nk * sizeof(float)), *m = malloc(nm * sizeof(float));
     float *y = malloc(nq * sizeof(float));
-    uint16_t *qh = malloc(nq * 2), *kh = malloc(nk * 2), *vh = malloc(nk * 2), *mh = malloc(nm * 2);
+    uint16_t *mh = malloc(nm * 2);
     uint16_t *yh = malloc(nq * 2);
     double *srow = malloc((size_t)(sk ? sk : 1) * sizeof(double));
-    ck_assert(q && k && v && m && y && qh && kh && vh && mh && yh && srow);
+    ck_assert(q && k && v && m && y && mh && yh && srow);
     gpu_fill_random(q, nq, seed, -1.0f, 1.0f);
     gpu_fill_random(k, nk, seed + 1, -1.0f, 1.0f);
     gpu_fill_random(v, nk, seed + 2, -1.0f, 1.0f);
@@ -85,31 +134,38 @@ static double run_case(const attn_case *c, uint64_t seed) {
     gpu_round_to(c->dtype, v, nk);
     gpu_round_to(c->dtype, m, nm);
 
-    /* storage in the case's layout, from logical (b, h, s, d) */
-    int64_t qs[4], ks[4], vs[4];
-    strides_of(c->layout, false, c, sq, qs);
-    strides_of(c->layout, true, c, sk, ks);
-    strides_of(c->layout, false, c, sk, vs);
-    float *qst = malloc(nq * sizeof(float)), *kst = malloc(nk * sizeof(float));
-    float *vst = malloc(nk * sizeof(float));
-    ck_assert(qst && kst && vst);
+    /* storage in the case's layout, from logical (b, h, s, d); the rest of it a value no
+     * operand has, which an element read by mistake would show */
+    int64_t qs[4], ks[4], vs[4], ys[4];
+    size_t cq, ck, cv;
+    const int64_t qo = strides_of(c->layout, 0, c, sq, qs, &cq);
+    const int64_t ko = strides_of(c->layout, 1, c, sk, ks, &ck);
+    const int64_t vo = strides_of(c->layout, 2, c, sk, vs, &cv);
+    const bool y_strided = y_strides_of(c->layout, c, ys);
+    float *qst = malloc(cq * sizeof(float)), *kst = malloc(ck * sizeof(float));
+    float *vst = malloc(cv * sizeof(float));
+    uint16_t *qsh = malloc(cq * 2), *ksh = malloc(ck * 2), *vsh = malloc(cv * 2);
+    ck_assert(qst && kst && vst && qsh && ksh && vsh);
+    for (size_t i = 0; i < cq; i++) qst[i] = 60000.0f;
+    for (size_t i = 0; i < ck; i++) kst[i] = 60000.0f;
+    for (size_t i = 0; i < cv; i++) vst[i] = 60000.0f;
     for (int64_t bi = 0; bi < b; bi++)
         for (int64_t hi = 0; hi < h; hi++) {
             for (int64_t i = 0; i < sq; i++)
                 for (int64_t e = 0; e < d; e++)
-                    qst[bi * qs[0] + hi * qs[1] + i * qs[2] + e * qs[3]] =
+                    qst[qo + bi * qs[0] + hi * qs[1] + i * qs[2] + e * qs[3]] =
                         q[((bi * h + hi) * sq + i) * d + e];
             for (int64_t j = 0; j < sk; j++)
                 for (int64_t e = 0; e < d; e++) {
-                    kst[bi * ks[0] + hi * ks[1] + j * ks[2] + e * ks[3]] =
+                    kst[ko + bi * ks[0] + hi * ks[1] + j * ks[2] + e * ks[3]] =
                         k[((bi * h + hi) * sk + j) * d + e];
-                    vst[bi * vs[0] + hi * vs[1] + j * vs[2] + e * vs[3]] =
+                    vst[vo + bi * vs[0] + hi * vs[1] + j * vs[2] + e * vs[3]] =
                         v[((bi * h + hi) * sk + j) * d + e];
                 }
         }
-    gpu_encode(c->dtype, qst, qh, nq);
-    gpu_encode(c->dtype, kst, kh, nk);
-    gpu_encode(c->dtype, vst, vh, nk);
+    gpu_encode(c->dtype, qst, qsh, cq);
+    gpu_encode(c->dtype, kst, ksh, ck);
+    gpu_encode(c->dtype, vst, vsh, cv);
     gpu_encode(c->dtype, m, mh, nm);
 
     kern_attention_desc desc;
@@ -123,6 +179,7 @@ static double run_case(const attn_case *c, uint64_t seed) {
         desc.q_strides[i] = qs[i];
         desc.k_strides[i] = ks[i];
         desc.v_strides[i] = vs[i];
+        desc.y_strides[i] = y_strided ? ys[i] : 0; /* all 0: dense */
     }
     if (c->mask == MASK_PADDING) { /* (b, 1, 1, sk) */
         desc.mask_strides[0] = sk;
@@ -135,10 +192,11 @@ static double run_case(const attn_case *c, uint64_t seed) {
     desc.causal = c->mask == MASK_CAUSAL;
     desc.dtype = c->dtype;
 
-    void *dq = gpu_upload(qh, nq * 2), *dk = gpu_upload(kh, nk * 2), *dv = gpu_upload(vh, nk * 2);
+    void *dq = gpu_upload(qsh, cq * 2), *dk = gpu_upload(ksh, ck * 2), *dv = gpu_upload(vsh, cv * 2);
     void *dm = gpu_upload(mh, nm * 2), *dy = gpu_upload(NULL, nq * 2);
     const bool has_mask = c->mask == MASK_PADDING || c->mask == MASK_FULL;
-    ck_assert_tci_ok(kern_attention(&desc, dq, dk, dv, has_mask ? dm : NULL, dy, 0));
+    ck_assert_tci_ok(kern_attention(&desc, (uint16_t *)dq + qo, (uint16_t *)dk + ko,
+                                    (uint16_t *)dv + vo, has_mask ? dm : NULL, dy, 0));
     gpu_sync();
     gpu_download(yh, dy, nq * 2);
     gpu_decode(c->dtype, yh, y, nq);
@@ -168,7 +226,7 @@ static double run_case(const attn_case *c, uint64_t seed) {
                     for (int64_t j = 0; j < sk; j++)
                         want += srow[j] * v[((bi * h + hi) * sk + j) * d + e];
                     want /= sum;
-                    const float got = y[((bi * h + hi) * sq + i) * d + e];
+                    const float got = y[bi * ys[0] + hi * ys[1] + i * ys[2] + e * ys[3]];
                     ck_assert_msg(isfinite(got),
                                   "b%lld h%lld S%lldx%lld D%lld mask %d layout %d %s: y[%lld][%lld] "
                                   "= %g",
@@ -191,8 +249,8 @@ static double run_case(const attn_case *c, uint64_t seed) {
     gpu_free(dv);
     gpu_free(dm);
     gpu_free(dy);
-    free(q), free(k), free(v), free(m), free(y), free(qh), free(kh), free(vh), free(mh);
-    free(yh), free(srow), free(qst), free(kst), free(vst);
+    free(q), free(k), free(v), free(m), free(y), free(mh);
+    free(yh), free(srow), free(qst), free(kst), free(vst), free(qsh), free(ksh), free(vsh);
     return worst;
 }
 
@@ -224,6 +282,17 @@ END_TEST
 START_TEST(test_attention_bf16) { run_grid(BF16, LAYOUT_DENSE, kDims, 3); }
 END_TEST
 
+/* Q, K, V read at their offsets into packed projections, Y written into the merged-head layout;
+ * fp16 with 16-byte loads, bf16 one element off them (element loads) with Y sequence-first */
+START_TEST(test_attention_packed) { run_grid(F16, LAYOUT_PACKED, kDims, 3); }
+END_TEST
+
+START_TEST(test_attention_packed_odd) {
+    static const int64_t dims[] = {64, 96};
+    run_grid(BF16, LAYOUT_PACKED_ODD, dims, 2);
+}
+END_TEST
+
 /* the element-by-element loads (K stored transposed), head dims 80 and 96, and query lengths
  * other than the key length (cross attention; causal keeps keys j <= i) */
 START_TEST(test_attention_other_shapes) {
@@ -235,6 +304,8 @@ START_TEST(test_attention_other_shapes) {
         {2, 2, 197, 7, 128, MASK_FULL, LAYOUT_HEAD_SPLIT, F16},
         {1, 3, 130, 200, 32, MASK_CAUSAL, LAYOUT_DENSE, BF16},
         {1, 1, 1, 1, 128, MASK_NONE, LAYOUT_DENSE, BF16},
+        {2, 3, 7, 197, 64, MASK_PADDING, LAYOUT_PACKED, F16},
+        {3, 2, 130, 45, 80, MASK_FULL, LAYOUT_PACKED_ODD, F16},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], 500 + i);
     for (int i = 0; i < 2; i++)
@@ -320,6 +391,8 @@ int main(void) {
     tcase_add_test(tc, test_attention_fp16_dense);
     tcase_add_test(tc, test_attention_fp16_head_split);
     tcase_add_test(tc, test_attention_bf16);
+    tcase_add_test(tc, test_attention_packed);
+    tcase_add_test(tc, test_attention_packed_odd);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

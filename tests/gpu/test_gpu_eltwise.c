@@ -238,6 +238,7 @@ static void set_act_params(kern_eltwise_desc *d, act_kind act) {
     case ACT_SHRINK: d->act_alpha = 0.5f, d->act_beta = 0.25f; break;
     case ACT_SWISH: d->act_alpha = 1.3f; break;
     case ACT_SCALE: d->act_alpha = 1.7f; break;
+    case ACT_GELU_OF_DIV: d->act_alpha = 1.41421356f; break;
     default: break;
     }
 }

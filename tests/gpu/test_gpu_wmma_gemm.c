@@ -491,6 +491,7 @@ START_TEST(family_every_activation) {
         case ACT_SHRINK: s.act_alpha = 0.5f, s.act_beta = 0.25f; break;
         case ACT_SWISH: s.act_alpha = 1.3f; break;
         case ACT_SCALE: s.act_alpha = 1.7f; break;
+        case ACT_GELU_OF_DIV: s.act_alpha = 1.41421356f; break;
         default: break;
         }
         s.out = act % 3 == 0 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;

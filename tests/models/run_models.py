@@ -27,6 +27,7 @@ MODELS = [
     "mlp",
     "transformer_block",
     "attention_block",
+    "packed_attention_block",
     "segmentation_decoder",
     "dense_concat",
     "crnn",

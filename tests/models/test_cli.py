@@ -1049,6 +1049,23 @@ class CliTest(unittest.TestCase):
                           "cannot write the report", "no_such_folder")
         self.assert_error(run(path, "--random", "1", "--report"), 2, "--report needs a value")
 
+    def test_plan_packed_attention(self):
+        """The GPU plan of the generated packed-QKV attention model (no GPU needed): at batch 1
+        each block is its projections and one fused attention step, the Gathers, Split, Slices,
+        Transposes and Reshapes around it read through strides; at batch 2 only torchvision's
+        three batch/sequence Transposes stay copies."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.plan_attention)")
+        path = os.path.join(MODELS_DIR, "packed_attention_block.onnx")
+        for shape, copies in (("1x16", 0), ("2x13", 3)):
+            with self.subTest(shape=shape):
+                rc, out, err = run("--plan", "--shape", f"input:{shape}x128", "--shape",
+                                   f"mask:{shape}", path)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out.count("tcinfer flash_attention"), 3, out)
+                self.assertEqual(out.count("tcinfer strided_copy"), copies, out)
+                self.assertNotIn("tcinfer gather", out)
+
     def test_report_generated_models(self):
         """--report on the CPU backend for every generated model: well-formed, self-contained,
         finite, and every ONNX node of the model named in the layer table."""

@@ -126,13 +126,16 @@ START_TEST(test_sdpa_export_fuses) {
     ck_assert(!a->causal);
     ck_assert_int_eq(a->rank, 4);
     ck_assert_float_eq_tol(a->scale, 1.0f / sqrtf((float)d), 1e-6f);
-    const int q_perm[4] = {0, 2, 1, 3}, k_perm[4] = {0, 2, 1, 3};
+    /* (B, S, H, D) storage read as (b, h, s, d) */
+    const int64_t xst[4] = {S * H * d, d, H * d, 1};
     for (int i = 0; i < 4; i++) {
-        ck_assert_int_eq(a->q_perm[i], q_perm[i]);
-        ck_assert_int_eq(a->k_perm[i], k_perm[i]);
-        ck_assert_int_eq(a->v_perm[i], q_perm[i]);
+        ck_assert_int_eq(a->q_strides[i], xst[i]);
+        ck_assert_int_eq(a->k_strides[i], xst[i]);
+        ck_assert_int_eq(a->v_strides[i], xst[i]);
     }
+    ck_assert_int_eq(a->q_offset + a->k_offset + a->v_offset, 0);
     ck_assert_int_eq(a->num_nodes, 10);
+    ck_assert_int_eq(a->owner, a->num_nodes - 1);
     ck_assert_ptr_eq(a->nodes[a->num_nodes - 1], t.pv);
     ir_node *parts[] = {t.qt, t.kt, t.kt2, t.mq, t.mk, t.qk, t.add, t.sm};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

@@ -1,8 +1,13 @@
 /* The attention fusion: finds the scaled-dot-product attention that exporters write,
  *   MatMul(Q', K') -> Mul/Div by constant scalars -> [Add(mask)] -> Softmax(last axis) -> MatMul(., V)
- * with Q' and K' (= K^T) reached through single-reader Transposes and scalings by constant
- * scalars (PyTorch's scaled_dot_product_attention export scales Q and K^T by sqrt(scale) each),
  * and records it on the last MatMul (ir_epilogue.attention): its step computes the whole chain.
+ * Q', K' (= K^T) and V are followed back through the movement nodes that only re-index their
+ * input (Transpose, Reshape/Squeeze/Unsqueeze/Flatten, a Gather of one constant index, a constant
+ * Slice, Split) and through constant scalar scalings of Q' and K', to the tensors that hold
+ * their values (a packed QKV projection read three times, or three projections): the step reads
+ * them there through strides and offsets. The output is followed forward through Transposes and
+ * Reshapes (the head merge before an output projection) and written there through strides. A
+ * tensor between them that anything outside the attention reads stops the walk there.
  * The nodes stay in the graph, marked fused_into, so the CPU reference runs them as before. Roles
  * come from the descriptors (op_desc.pattern, op_desc.binary), never from op names. */
 #include <math.h>
@@ -12,18 +17,6 @@
 
 #include "graph/passes.h"
 #include "layers/op.h"
-
-#define ATTN_MAX_NODES 24
-
-typedef struct attn_match {
-    ir_node *nodes[ATTN_MAX_NODES];
-    int num;
-    ir_attention a;
-} attn_match;
-
-static void add_node(attn_match *m, ir_node *n) {
-    if (m->num < ATTN_MAX_NODES) m->nodes[m->num++] = n;
-}
 
 /* The node's role; none for a node another fusion has taken. */
 static op_pattern_kind role_of(const ir_node *n, op_pattern *pat) {
@@ -82,34 +75,350 @@ static int scaling_input(const ir_node *n, float *factor) {
     return x;
 }
 
-/* Follows operand t back through single-reader Transposes (and, with scales, constant scalings),
- * adding their nodes to m: *src is the tensor reached and perm maps the operand's dims to its
- * dims (operand dim d is dim perm[d] of *src). */
-static void walk_operand(const int *consumers, ir_tensor *t, int rank, attn_match *m,
-                         float *scale, int *perm, ir_tensor **src) {
-    for (int d = 0; d < rank; d++) perm[d] = d;
-    for (int steps = 0; steps < 6 && m->num < ATTN_MAX_NODES - 8; steps++) {
-        ir_node *p = t->producer;
-        if (!p || !private_tensor(consumers, t)) break;
+#define CHAIN_MAX 16
+#define ATTN_MAX_NODES (8 + 4 * CHAIN_MAX + 1)
+
+/* The nodes between an operand of the attention and the tensor its values are read from:
+ * nodes[i] computes outs[i] from outs[i + 1] (from src for the last); outs[0] is the operand. */
+typedef struct operand_chain {
+    ir_tensor *src;
+    ir_node *nodes[CHAIN_MAX];
+    ir_tensor *outs[CHAIN_MAX];
+    int num;
+} operand_chain;
+
+typedef struct attn_match {
+    ir_node *core[8];          /* Softmax, mask Add, scalings of the scores, Q K^T MatMul */
+    int num_core;
+    operand_chain ops[3];      /* Q', K^T, V */
+    ir_node *after[CHAIN_MAX]; /* Transposes and Reshapes of Y, in order */
+    int num_after;
+    ir_node *nodes[ATTN_MAX_NODES];
+    int num;
+    ir_attention a;
+} attn_match;
+
+/* An element view of a dense tensor: element (i0, i1, ...) is at offset + sum(i_d strides[d]). */
+typedef struct view {
+    int rank;
+    int64_t dims[TCI_MAX_RANK], strides[TCI_MAX_RANK], offset;
+} view;
+
+static void view_dense(view *v, const ir_tensor *t) {
+    v->rank = t->rank;
+    v->offset = 0;
+    int64_t s = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+        v->dims[d] = t->dims[d];
+        v->strides[d] = s;
+        s *= t->dims[d];
+    }
+}
+
+/* v with the same elements in row-major order seen with new dims, where strides can say it
+ * (the rule of a strided tensor's view: each run of merged or split dims must be contiguous). */
+static bool view_reshape(view *v, int rank, const int64_t *dims) {
+    int64_t n_old = 1, n_new = 1;
+    for (int d = 0; d < v->rank; d++) n_old *= v->dims[d];
+    for (int d = 0; d < rank; d++) n_new *= dims[d];
+    if (n_old != n_new || n_old < 1 || v->rank < 1 || rank < 1) return false;
+    int64_t st[TCI_MAX_RANK];
+    int vd = rank - 1;
+    int64_t base = v->strides[v->rank - 1], t_numel = 1, v_numel = 1;
+    for (int td = v->rank - 1; td >= 0; td--) {
+        t_numel *= v->dims[td];
+        if (td == 0 ||
+            (v->dims[td - 1] != 1 && v->strides[td - 1] != t_numel * base)) {
+            while (vd >= 0 && (v_numel < t_numel || dims[vd] == 1)) {
+                st[vd] = v_numel * base;
+                v_numel *= dims[vd];
+                vd--;
+            }
+            if (v_numel != t_numel) return false;
+            if (td > 0) {
+                base = v->strides[td - 1];
+                t_numel = v_numel = 1;
+            }
+        }
+    }
+    if (vd != -1) return false;
+    v->rank = rank;
+    for (int d = 0; d < rank; d++) {
+        v->dims[d] = dims[d];
+        v->strides[d] = st[d];
+    }
+    return true;
+}
+
+/* The input whose values a movement node or a scaling moves: the scaled one, else 0. */
+static int data_input(const ir_node *n) {
+    float f;
+    int x = scaling_input(n, &f);
+    return x >= 0 ? x : 0;
+}
+
+/* Whether n re-indexes its input 0 (a role above, or a constant scaling when scales is set), and
+ * reads a float tensor of known dims into its float output `out`. */
+static bool movement_node(const ir_node *n, const ir_tensor *out, bool scales, op_pattern *pat) {
+    float f;
+    if (!n || !known_float(out) || !n->num_inputs || !known_float(n->inputs[data_input(n)]))
+        return false;
+    if (scales && scaling_input(n, &f) >= 0) {
+        pat->kind = OP_PATTERN_NONE;
+        return true;
+    }
+    op_pattern_kind k = role_of(n, pat);
+    return k == OP_PATTERN_TRANSPOSE || k == OP_PATTERN_RESHAPE || k == OP_PATTERN_SELECT ||
+           k == OP_PATTERN_SPLIT;
+}
+
+/* v, a view of n's input 0, becomes the view of n's output out (movement_node's pat). */
+static bool view_forward(view *v, const ir_node *n, const ir_tensor *out, const op_pattern *pat) {
+    int64_t dims[TCI_MAX_RANK];
+    switch (pat->kind) {
+    case OP_PATTERN_NONE: break; /* a scaling */
+    case OP_PATTERN_TRANSPOSE: {
+        if (pat->rank != v->rank) return false;
+        int64_t st[TCI_MAX_RANK];
+        for (int d = 0; d < v->rank; d++) {
+            dims[d] = v->dims[pat->perm[d]];
+            st[d] = v->strides[pat->perm[d]];
+        }
+        for (int d = 0; d < v->rank; d++) {
+            v->dims[d] = dims[d];
+            v->strides[d] = st[d];
+        }
+        break;
+    }
+    case OP_PATTERN_RESHAPE:
+        if (!view_reshape(v, out->rank, out->dims)) return false;
+        break;
+    case OP_PATTERN_SELECT: {
+        const int drop = pat->drop_axis;
+        if (pat->rank != v->rank || out->rank != v->rank - (drop >= 0)) return false;
+        int o = 0;
+        for (int d = 0; d < v->rank; d++) {
+            int64_t len = d == drop ? 1 : out->dims[o++];
+            if (pat->step[d] < 1 || pat->start[d] < 0 ||
+                (len > 0 && pat->start[d] + pat->step[d] * (len - 1) >= v->dims[d]))
+                return false;
+            v->offset += pat->start[d] * v->strides[d];
+            v->strides[d] *= pat->step[d];
+            v->dims[d] = len;
+        }
+        if (drop >= 0) {
+            for (int d = drop; d + 1 < v->rank; d++) {
+                v->dims[d] = v->dims[d + 1];
+                v->strides[d] = v->strides[d + 1];
+            }
+            v->rank--;
+        }
+        break;
+    }
+    case OP_PATTERN_SPLIT: {
+        const int axis = pat->axis;
+        if (out->rank != v->rank || axis >= v->rank) return false;
+        int64_t start = 0;
+        int k = 0;
+        for (; k < n->num_outputs && n->outputs[k] != out; k++) {
+            if (!n->outputs[k] || n->outputs[k]->rank != v->rank || n->outputs[k]->dims[axis] < 0)
+                return false;
+            start += n->outputs[k]->dims[axis];
+        }
+        if (k == n->num_outputs || start + out->dims[axis] > v->dims[axis]) return false;
+        v->offset += start * v->strides[axis];
+        v->dims[axis] = out->dims[axis];
+        break;
+    }
+    default: return false;
+    }
+    /* the view must have the output's dims */
+    if (v->rank != out->rank) return false;
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] != out->dims[d]) return false;
+    return true;
+}
+
+/* The view of c's operand (outs[0]) in c->src, through the first num nodes of c (num < c->num:
+ * src is outs[num]). */
+static bool chain_view(const operand_chain *c, int num, bool scales, view *v) {
+    const ir_tensor *src = num == c->num ? c->src : c->outs[num];
+    view_dense(v, src);
+    for (int i = num - 1; i >= 0; i--) {
         op_pattern pat;
-        float f;
-        int x;
-        if (role_of(p, &pat) == OP_PATTERN_TRANSPOSE && pat.rank == rank && p->inputs[0] &&
-            p->inputs[0]->rank == rank && p->inputs[0]->dtype == TCI_DTYPE_FLOAT) {
-            /* t dim d is input dim pat.perm[d] */
-            for (int d = 0; d < rank; d++) perm[d] = pat.perm[perm[d]];
-            add_node(m, p);
-            t = p->inputs[0];
-        } else if (scale && (x = scaling_input(p, &f)) >= 0 &&
-                   p->inputs[x]->dtype == TCI_DTYPE_FLOAT) {
-            *scale *= f;
-            add_node(m, p);
-            t = p->inputs[x];
-        } else {
+        if (!movement_node(c->nodes[i], c->outs[i], scales, &pat) ||
+            !view_forward(v, c->nodes[i], c->outs[i], &pat))
+            return false;
+    }
+    return true;
+}
+
+/* Whether n may fold into the attention that owner computes: in a batch variant (g->like), only
+ * when it did in the graph at the built batch (nodes are known there by their first output). */
+static bool folds_like(const ir_graph *g, const ir_node *n, const ir_node *owner) {
+    if (!g->like) return true;
+    const ir_tensor *t = n->num_outputs ? n->outputs[0] : NULL;
+    const ir_tensor *lt = t ? ir_graph_find_tensor(g->like, t->name) : NULL;
+    const ir_tensor *lo = ir_graph_find_tensor(g->like, owner->outputs[0]->name);
+    return lt && lo && lt->producer && lo->producer && lt->producer->fused_into == lo->producer;
+}
+
+/* Follows operand t back through movement nodes (and, with scales, constant scalings) as far as
+ * the operand stays a strided view of what is reached. */
+static void walk_operand(const ir_graph *g, const ir_node *pv, ir_tensor *t, bool scales,
+                         operand_chain *c) {
+    memset(c, 0, sizeof *c);
+    c->src = t;
+    while (c->num < CHAIN_MAX) {
+        ir_node *p = c->src->producer;
+        op_pattern pat;
+        view v;
+        if (!p || c->src->data || c->src->is_graph_output ||
+            !movement_node(p, c->src, scales, &pat) || !folds_like(g, p, pv))
+            break;
+        c->nodes[c->num] = p;
+        c->outs[c->num] = c->src;
+        c->num++;
+        ir_tensor *prev = c->src;
+        c->src = p->inputs[data_input(p)];
+        if (!chain_view(c, c->num, scales, &v)) {
+            c->num--;
+            c->src = prev;
             break;
         }
     }
-    *src = t;
+}
+
+static bool in_match(const attn_match *m, const ir_node *n) {
+    for (int i = 0; i < m->num; i++)
+        if (m->nodes[i] == n) return true;
+    return false;
+}
+
+/* m->nodes: the core, the chains and the nodes after, each once. */
+static void collect_nodes(attn_match *m, ir_node *pv) {
+    m->num = 0;
+    ir_node *all[ATTN_MAX_NODES];
+    int n = 0;
+    for (int i = 0; i < m->num_core; i++) all[n++] = m->core[i];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < m->ops[k].num; i++) all[n++] = m->ops[k].nodes[i];
+    all[n++] = pv;
+    for (int i = 0; i < m->num_after; i++) all[n++] = m->after[i];
+    for (int i = 0; i < n; i++)
+        if (!in_match(m, all[i])) m->nodes[m->num++] = all[i];
+}
+
+/* Whether every reader of t is a node of m (and t is no graph output). */
+static bool read_inside(const int *consumers, const attn_match *m, const ir_tensor *t) {
+    if (t->is_graph_output) return false;
+    int inside = 0;
+    for (int i = 0; i < m->num; i++)
+        for (int k = 0; k < m->nodes[i]->num_inputs; k++)
+            inside += m->nodes[i]->inputs[k] == t;
+    return inside == consumers[t->index];
+}
+
+/* Shortens the operand chains until no tensor the fused step leaves unwritten is read outside
+ * it, and the tensors it reads are not computed inside it; false when nothing changed. */
+static bool prune_once(const int *consumers, attn_match *m, ir_node *pv, bool *ok) {
+    collect_nodes(m, pv);
+    for (int k = 0; k < 3; k++) {
+        operand_chain *c = &m->ops[k];
+        for (int i = 0; i < c->num; i++) {
+            const ir_node *n = c->nodes[i];
+            bool private_outputs = true;
+            for (int o = 0; o < n->num_outputs && private_outputs; o++)
+                if (n->outputs[o]) private_outputs = read_inside(consumers, m, n->outputs[o]);
+            if (!private_outputs) {
+                c->src = c->outs[i];
+                c->num = i;
+                return true;
+            }
+        }
+    }
+    /* a source computed by a node another chain folded: that chain stops before the node */
+    for (int k = 0; k < 3; k++) {
+        const ir_node *p = m->ops[k].src->producer;
+        if (!p || !in_match(m, p)) continue;
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < m->ops[j].num; i++)
+                if (m->ops[j].nodes[i] == p) {
+                    m->ops[j].src = m->ops[j].outs[i];
+                    m->ops[j].num = i;
+                    return true;
+                }
+        *ok = false; /* a core node computes it: no attention */
+        return false;
+    }
+    return false;
+}
+
+/* The four kernel strides (batch, head, position, d) of a logical operand view of rank r. */
+static void kernel_strides(const view *v, int r, bool swap_last, int64_t *out) {
+    int64_t st[4];
+    for (int i = 0; i < r; i++) st[i] = v->strides[i];
+    if (swap_last) {
+        int64_t t = st[r - 1];
+        st[r - 1] = st[r - 2];
+        st[r - 2] = t;
+    }
+    if (r == 3) {
+        out[0] = 0;
+        for (int i = 0; i < 3; i++) out[i + 1] = st[i];
+    } else {
+        for (int i = 0; i < 4; i++) out[i] = st[i];
+    }
+}
+
+/* Follows Y forward through single-reader Transposes and Reshapes while Y stays a strided view
+ * of the last tensor reached; sets m->after and the Y strides into that tensor. */
+static void walk_output(const int *consumers, const ir_graph *g, ir_node *pv, attn_match *m,
+                        int64_t *y_strides) {
+    ir_tensor *y = pv->outputs[0];
+    const int r = y->rank;
+    view v;
+    view_dense(&v, y);
+    kernel_strides(&v, r, false, y_strides);
+    m->num_after = 0;
+    for (;;) {
+        ir_tensor *t = m->num_after ? m->after[m->num_after - 1]->outputs[0] : y;
+        if (!private_tensor(consumers, t) || m->num_after == CHAIN_MAX) return;
+        ir_node *next = NULL;
+        for (size_t i = pv->index + 1; i < g->num_nodes && !next; i++)
+            for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+                if (g->nodes[i]->inputs[k] == t) next = g->nodes[i];
+        op_pattern pat;
+        if (!next || next->inputs[0] != t || next->num_outputs != 1 ||
+            !movement_node(next, next->outputs[0], false, &pat) || !folds_like(g, next, pv) ||
+            (pat.kind != OP_PATTERN_TRANSPOSE && pat.kind != OP_PATTERN_RESHAPE))
+            return;
+        /* Y in the new last tensor: back from its dense view through the inverses */
+        m->after[m->num_after++] = next;
+        view_dense(&v, next->outputs[0]);
+        bool ok = true;
+        for (int i = m->num_after - 1; i >= 0 && ok; i--) {
+            const ir_node *n = m->after[i];
+            const ir_tensor *in = n->inputs[0];
+            role_of(n, &pat);
+            if (pat.kind == OP_PATTERN_RESHAPE) {
+                ok = view_reshape(&v, in->rank, in->dims);
+            } else {
+                view w = v;
+                ok = pat.rank == v.rank;
+                for (int d = 0; ok && d < v.rank; d++) {
+                    w.dims[pat.perm[d]] = v.dims[d];
+                    w.strides[pat.perm[d]] = v.strides[d];
+                }
+                v = w;
+            }
+        }
+        if (!ok || v.rank != r) {
+            m->num_after--;
+            return;
+        }
+        kernel_strides(&v, r, false, y_strides);
+    }
 }
 
 /* A constant mask that keeps exactly the keys j <= i of a (q_len, kv_len) score matrix (0 there,
@@ -130,16 +439,17 @@ static bool is_causal_mask(const ir_tensor *mask, int64_t q_len, int64_t kv_len)
     return true;
 }
 
-/* The scores chain below the Softmax's input x: optional constant scalings, then a MatMul with
- * Q' and K'. */
-static bool match_scores(const int *consumers, ir_tensor *x, attn_match *m, ir_node **out_qk) {
-    float scale = 1.0f, f;
+/* The scores chain below the Softmax's input x: optional constant scalings (their product
+ * into *scale), then a MatMul with Q' and K'; the nodes into m->core. */
+static bool match_scores(const int *consumers, ir_tensor *x, attn_match *m, float *scale,
+                         ir_node **out_qk) {
+    float f;
     int i;
     for (int steps = 0; steps < 3; steps++) {
         ir_node *p = x->producer;
         if (!private_tensor(consumers, x) || (i = scaling_input(p, &f)) < 0) break;
-        scale *= f;
-        add_node(m, p);
+        *scale *= f;
+        m->core[m->num_core++] = p;
         x = p->inputs[i];
     }
     ir_node *qk = x->producer;
@@ -147,8 +457,7 @@ static bool match_scores(const int *consumers, ir_tensor *x, attn_match *m, ir_n
     if (!private_tensor(consumers, x) || role_of(qk, &pat) != OP_PATTERN_MATMUL ||
         qk->num_inputs != 2)
         return false;
-    add_node(m, qk);
-    m->a.scale = scale;
+    m->core[m->num_core++] = qk;
     *out_qk = qk;
     return true;
 }
@@ -169,7 +478,8 @@ static int cmp_index(const void *a, const void *b) {
 }
 
 /* The attention ending at pv, the MatMul of the probabilities and V, into m. */
-static bool match_attention(const int *consumers, ir_node *pv, attn_match *m) {
+static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv,
+                            attn_match *m) {
     op_pattern pat;
     memset(m, 0, sizeof *m);
     if (role_of(pv, &pat) != OP_PATTERN_MATMUL || pv->num_inputs != 2 || !pv->outputs[0])
@@ -178,27 +488,30 @@ static bool match_attention(const int *consumers, ir_node *pv, attn_match *m) {
     ir_node *sm = probs->producer;
     if (!private_tensor(consumers, probs) || role_of(sm, &pat) != OP_PATTERN_SOFTMAX_LAST)
         return false;
-    add_node(m, sm);
+    m->core[m->num_core++] = sm;
     ir_tensor *x = sm->inputs[0];
     ir_node *qk = NULL, *add = x->producer;
-    int mark = m->num;
+    float scale = 1.0f;
+    int mark = m->num_core;
     if (private_tensor(consumers, x) && add && add->desc && add->desc->binary == BINARY_ADD &&
         add->num_inputs == 2 && !add->fused_into && !add->epilogue) {
         for (int side = 0; side < 2 && !qk; side++) {
-            m->num = mark;
-            add_node(m, add);
+            m->num_core = mark;
+            m->core[m->num_core++] = add;
             ir_tensor *mask = add->inputs[1 - side];
+            scale = 1.0f;
             if (add->inputs[side] == mask || !add->inputs[side]) continue;
-            if (match_scores(consumers, add->inputs[side], m, &qk) &&
+            if (match_scores(consumers, add->inputs[side], m, &scale, &qk) &&
                 !(mask_fits(mask, qk->outputs[0]) && same_dims(add->outputs[0], qk->outputs[0])))
                 qk = NULL;
             if (qk) m->a.mask = mask;
         }
     }
     if (!qk) {
-        m->num = mark;
+        m->num_core = mark;
         m->a.mask = NULL;
-        if (!match_scores(consumers, x, m, &qk)) return false;
+        scale = 1.0f;
+        if (!match_scores(consumers, x, m, &scale, &qk)) return false;
     }
     /* shapes: scores (..., Sq, Sk) of rank 3 or 4, Q (..., Sq, D), K^T (..., D, Sk),
      * V (..., Sk, D), no broadcasting between them */
@@ -216,36 +529,91 @@ static bool match_attention(const int *consumers, ir_node *pv, attn_match *m) {
     if (kt->dims[r - 2] != d || v_in->dims[r - 2] != sk || v_in->dims[r - 1] != d ||
         s->dims[r - 2] != sq || s->dims[r - 1] != sk || sq < 1 || sk < 1 || d < 1)
         return false;
-    int kt_perm[4];
-    walk_operand(consumers, qk->inputs[0], r, m, &m->a.scale, m->a.q_perm, &m->a.q);
-    walk_operand(consumers, qk->inputs[1], r, m, &m->a.scale, kt_perm, &m->a.k);
-    walk_operand(consumers, v_in, r, m, NULL, m->a.v_perm, &m->a.v);
-    /* K is K^T with its last two dims exchanged */
-    for (int i = 0; i < r; i++) m->a.k_perm[i] = kt_perm[i];
-    m->a.k_perm[r - 2] = kt_perm[r - 1];
-    m->a.k_perm[r - 1] = kt_perm[r - 2];
-    m->a.rank = r;
-    if (!isfinite(m->a.scale) || m->a.scale == 0.0f || m->num >= ATTN_MAX_NODES) return false;
-    if (m->a.mask && is_causal_mask(m->a.mask, sq, sk)) {
-        m->a.causal = true;
-        m->a.mask = NULL;
+    /* the operand chains stop where anything outside reads a tensor (prune_once) */
+    walk_operand(g, pv, qk->inputs[0], true, &m->ops[0]);
+    walk_operand(g, pv, qk->inputs[1], true, &m->ops[1]);
+    walk_operand(g, pv, v_in, false, &m->ops[2]);
+    walk_output(consumers, g, pv, m, m->a.y_strides);
+    /* shorten the chains until the step is closed; then every chain's view, shortening a chain
+     * whose view from its new source strides cannot say */
+    bool ok = true;
+    for (int rounds = 0; rounds < 4 * 3 * CHAIN_MAX + 8 && ok; rounds++) {
+        if (prune_once(consumers, m, pv, &ok)) continue;
+        if (!ok) break;
+        bool shortened = false;
+        view views[3];
+        for (int k = 0; k < 3; k++) {
+            operand_chain *c = &m->ops[k];
+            while (!chain_view(c, c->num, k < 2, &views[k])) {
+                c->num--;
+                c->src = c->outs[c->num];
+                shortened = true;
+            }
+        }
+        if (shortened) continue;
+        /* closed: record */
+        float f = 1.0f;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < m->ops[k].num; i++)
+                if (scaling_input(m->ops[k].nodes[i], &f) >= 0) scale *= f;
+        m->a.q = m->ops[0].src;
+        m->a.k = m->ops[1].src;
+        m->a.v = m->ops[2].src;
+        kernel_strides(&views[0], r, false, m->a.q_strides);
+        kernel_strides(&views[1], r, true, m->a.k_strides); /* K is K^T's last two dims */
+        kernel_strides(&views[2], r, false, m->a.v_strides);
+        m->a.q_offset = views[0].offset;
+        m->a.k_offset = views[1].offset;
+        m->a.v_offset = views[2].offset;
+        m->a.rank = r;
+        m->a.batch = r == 4 ? s->dims[0] : 1;
+        m->a.heads = s->dims[r - 3];
+        m->a.q_len = sq;
+        m->a.kv_len = sk;
+        m->a.head_dim = d;
+        m->a.scale = scale;
+        if (!isfinite(m->a.scale) || m->a.scale == 0.0f || m->num >= ATTN_MAX_NODES) return false;
+        if (m->a.mask && is_causal_mask(m->a.mask, sq, sk)) {
+            m->a.causal = true;
+            m->a.mask = NULL;
+        }
+        /* the mask and sources come from outside the step */
+        const ir_tensor *outside[4] = {m->a.q, m->a.k, m->a.v, m->a.mask};
+        for (int k = 0; k < 4; k++)
+            if (outside[k] && outside[k]->producer && in_match(m, outside[k]->producer))
+                return false;
+        qsort(m->nodes, (size_t)m->num, sizeof m->nodes[0], cmp_index);
+        for (int i = 0; i < m->num; i++)
+            if (m->nodes[i] == pv) m->a.owner = i;
+        /* every node before the owner comes before it in the graph, the rest after */
+        return m->a.owner == m->num - 1 - m->num_after;
     }
-    add_node(m, pv);
-    qsort(m->nodes, (size_t)m->num, sizeof m->nodes[0], cmp_index);
-    return m->nodes[m->num - 1] == pv;
+    return false;
 }
 
 static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
     ir_epilogue e;
     memset(&e, 0, sizeof e);
+    /* the computing nodes by op type; the movement nodes folded into the strides by count */
     char label[256] = "";
+    int moves = 0;
     for (int i = 0; i < m->num; i++) {
-        if (i) strncat(label, "+", sizeof label - strlen(label) - 1);
+        op_pattern pat;
+        op_pattern_kind k = role_of(m->nodes[i], &pat);
+        if (k == OP_PATTERN_TRANSPOSE || k == OP_PATTERN_RESHAPE || k == OP_PATTERN_SELECT ||
+            k == OP_PATTERN_SPLIT) {
+            moves++;
+            continue;
+        }
+        if (label[0]) strncat(label, "+", sizeof label - strlen(label) - 1);
         strncat(label, m->nodes[i]->op_type, sizeof label - strlen(label) - 1);
     }
     strncat(label, m->a.causal ? " (attention, causal)" : " (attention)",
             sizeof label - strlen(label) - 1);
-    e.output = pv->outputs[0];
+    if (moves)
+        snprintf(label + strlen(label), sizeof label - strlen(label),
+                 " reading through %d movement nodes", moves);
+    e.output = m->num_after ? m->after[m->num_after - 1]->outputs[0] : pv->outputs[0];
     e.label = arena_strdup(g->arena, label);
     m->a.nodes = arena_memdup(g->arena, m->nodes, (size_t)m->num * sizeof m->nodes[0]);
     m->a.num_nodes = m->num;
@@ -253,7 +621,8 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
     pv->epilogue = e.label && m->a.nodes && e.attention ? arena_memdup(g->arena, &e, sizeof e)
                                                         : NULL;
     if (!pv->epilogue) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing attention");
-    for (int i = 0; i < m->num - 1; i++) m->nodes[i]->fused_into = pv;
+    for (int i = 0; i < m->num; i++)
+        if (m->nodes[i] != pv) m->nodes[i]->fused_into = pv;
     return TCI_OK;
 }
 
@@ -269,7 +638,7 @@ tci_status pass_fuse_attention(ir_graph *g) {
     if (!m) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing attention");
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++) {
         ir_node *n = g->nodes[i];
-        if (!n->fused_into && !n->epilogue && match_attention(consumers, n, m))
+        if (!n->fused_into && !n->epilogue && match_attention(consumers, g, n, m))
             st = record(g, n, m);
     }
     free(m);

@@ -71,6 +71,48 @@ static bool silu_pair(const fuse_ctx *c, const ir_tensor *t, ir_node **out_sigmo
     return true;
 }
 
+/* The value of a constant float scalar (any number of length-1 dims), else false. */
+static bool float_scalar(const ir_tensor *t, float *v) {
+    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] != 1) return false;
+    *v = *(const float *)t->data;
+    return true;
+}
+
+/* n = Mul or Add (binary op) of t and a constant scalar of value want, either side. */
+static bool with_scalar(const ir_node *n, binary_op op, const ir_tensor *t, float want) {
+    float v;
+    if (!n || !is_binary(n, op) || n->epilogue) return false;
+    int other = n->inputs[0] == t ? 1 : n->inputs[1] == t ? 0 : -1;
+    return other >= 0 && float_scalar(n->inputs[other], &v) && v == want;
+}
+
+/* The erf-expanded Gelu as exporters write it after Div (n) of x by a constant c:
+ * Erf -> Add 1 -> Mul x -> Mul 0.5, every intermediate read once: the four nodes. */
+static bool erf_gelu_chain(const fuse_ctx *c, const ir_node *n, float *divisor,
+                           ir_node **chain) {
+    if (!is_binary(n, BINARY_DIV) || !float_scalar(n->inputs[1], divisor) || !(*divisor > 0.0f))
+        return false;
+    const ir_tensor *x = n->inputs[0];
+    bool is_act;
+    act_params a;
+    ir_node *erf = single_consumer(c, n->outputs[0]);
+    if (!erf || activation_of(erf, &is_act, &a) != TCI_OK || !is_act || a.kind != ACT_ERF)
+        return false;
+    ir_node *add = single_consumer(c, erf->outputs[0]);
+    if (!with_scalar(add, BINARY_ADD, erf->outputs[0], 1.0f)) return false;
+    ir_node *mul = single_consumer(c, add->outputs[0]);
+    if (!mul || !is_binary(mul, BINARY_MUL) || mul->epilogue ||
+        !((mul->inputs[0] == x && mul->inputs[1] == add->outputs[0]) ||
+          (mul->inputs[1] == x && mul->inputs[0] == add->outputs[0])))
+        return false;
+    ir_node *half = single_consumer(c, mul->outputs[0]);
+    if (!with_scalar(half, BINARY_MUL, mul->outputs[0], 0.5f)) return false;
+    chain[0] = erf, chain[1] = add, chain[2] = mul, chain[3] = half;
+    return true;
+}
+
 /* The epilogue being built for one node. */
 typedef struct building {
     ir_epilogue e;
@@ -265,8 +307,15 @@ static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
         if (f & OP_FOLDS_BATCHNORM) TRY_STATUS(fold_batchnorm(g, c, n, &b));
         if (f & OP_EPILOGUE_RESIDUAL) fuse_residual(c, n, &b);
         if (f & OP_EPILOGUE_BIAS) fuse_bias(c, n, &b);
-        if (f & (OP_EPILOGUE_ACT | OP_EPILOGUE_LIBRARY_ACT))
+        ir_node *gelu[4];
+        float divisor;
+        if ((f & OP_EPILOGUE_ACT) && erf_gelu_chain(c, n, &divisor, gelu)) {
+            /* the Div's step applies 0.5 c u (1 + erf(u)) to its u = x / c: Gelu(x) */
+            b.e.act = (act_params){ACT_GELU_OF_DIV, divisor, 0.0f};
+            for (int i = 0; i < 4; i++) absorb(&b, n, gelu[i], i ? "" : "+Erf+Add+Mul+Mul (Gelu)");
+        } else if (f & (OP_EPILOGUE_ACT | OP_EPILOGUE_LIBRARY_ACT)) {
             TRY_STATUS(fuse_activation(c, n, &b, !(f & OP_EPILOGUE_ACT)));
+        }
     }
     if (!b.any) return TCI_OK;
     n->epilogue = arena_memdup(g->arena, &b.e, sizeof b.e);

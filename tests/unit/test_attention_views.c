@@ -1,0 +1,500 @@
+/* The attention fusion's strided reads and writes (src/graph/passes/attention.c): Q, K and V read
+ * from a packed QKV projection through the movement nodes exporters put before the attention
+ * (torchvision's MultiheadAttention: Reshape, Unsqueeze, Transpose, Squeeze, three Gathers,
+ * Reshapes and Transposes; timm: Reshape, Transpose, Split, Squeezes; a constant Slice per
+ * operand), and Y written through the head merge after it (Transpose, Reshape). Each case checks
+ * which steps the plan keeps and replays the plan's attention step on the host, reading and
+ * writing through its offsets and strides exactly as the kernel does, against the CPU
+ * reference run of the unfused graph. No GPU needed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/cpu/exec_cpu.h"
+#include "graph/passes.h"
+#include "graph/plan.h"
+#include "harness.h"
+#include "layers/op.h"
+
+enum { H = 2, D = 32, E = H * D };
+
+static ir_tensor *named(ir_graph *g, const char *name) {
+    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+}
+
+static ir_tensor *ints(ir_graph *g, const char *name, int n, const int64_t *v) {
+    const int64_t dims[1] = {n};
+    return th_named(g, name, TCI_DTYPE_INT64, 1, dims, v);
+}
+
+static ir_tensor *index_scalar(ir_graph *g, const char *name, int64_t v) {
+    return th_named(g, name, TCI_DTYPE_INT64, 0, NULL, &v);
+}
+
+static ir_node *node1(ir_graph *g, const char *name, const char *op, ir_tensor **in, int n_in,
+                      ir_tensor *out) {
+    return th_node_io(g, name, op, 13, in, n_in, &out, 1);
+}
+
+static ir_node *transpose(ir_graph *g, const char *name, ir_tensor *x, ir_tensor *y,
+                          const int64_t *perm, int rank) {
+    ir_node *n = node1(g, name, "Transpose", &x, 1, y);
+    th_attr_ints(g, n, "perm", perm, rank);
+    return n;
+}
+
+typedef struct views_graph {
+    ir_graph *g;
+    ir_tensor *qkv, *out;
+    ir_node *pv, *gathers[3];
+    int64_t b, s;
+} views_graph;
+
+/* The scores, softmax and P V part on Q (b, h, s, d), K (b, h, s, d) and V; Q and K^T scaled by
+ * c each (PyTorch's export); Y (b, h, s, d). */
+static ir_tensor *sdpa(views_graph *t, ir_tensor *q, ir_tensor *k, ir_tensor *v) {
+    ir_graph *g = t->g;
+    const float c = sqrtf(1.0f / sqrtf((float)D));
+    ir_tensor *cq = th_named(g, "cq", TCI_DTYPE_FLOAT, 0, NULL, &c);
+    ir_tensor *kt = named(g, "kT"), *qs = named(g, "qs"), *ks = named(g, "ks");
+    ir_tensor *sc = named(g, "scores"), *p = named(g, "probs"), *y = named(g, "y");
+    transpose(g, "k_t", k, kt, (const int64_t[]){0, 1, 3, 2}, 4);
+    node1(g, "q_scale", "Mul", (ir_tensor *[]){q, cq}, 2, qs);
+    node1(g, "k_scale", "Mul", (ir_tensor *[]){kt, cq}, 2, ks);
+    node1(g, "qk", "MatMul", (ir_tensor *[]){qs, ks}, 2, sc);
+    ir_node *sm = node1(g, "softmax", "Softmax", &sc, 1, p);
+    th_attr_int(g, sm, "axis", -1);
+    t->pv = node1(g, "pv", "MatMul", (ir_tensor *[]){p, v}, 2, y);
+    return y;
+}
+
+/* torchvision's MultiheadAttention export on a packed (s, b, 3E) projection; Y merged back to
+ * (s * b, E) for the output projection. squeeze_is_output: the (3, s, b, E) tensor before the
+ * Gathers is a graph output too. */
+static void build_torchvision(views_graph *t, int64_t b, int64_t s, bool squeeze_is_output) {
+    memset(t, 0, sizeof *t);
+    t->b = b;
+    t->s = s;
+    ck_assert_tci_ok(ir_graph_create(&t->g));
+    ir_graph *g = t->g;
+    const int64_t qd[3] = {s, b, 3 * E};
+    t->qkv = th_named(g, "qkv", TCI_DTYPE_FLOAT, 3, qd, NULL);
+    ir_tensor *r = named(g, "r"), *u = named(g, "u"), *tr = named(g, "tr"), *sq = named(g, "sq");
+    t->out = named(g, "out");
+    node1(g, "split_heads", "Reshape",
+          (ir_tensor *[]){t->qkv, ints(g, "shape5", 4, (const int64_t[]){s, b, 3, E})}, 2, r);
+    node1(g, "unsqueeze", "Unsqueeze", (ir_tensor *[]){r, ints(g, "ax0", 1, (const int64_t[]){0})},
+          2, u);
+    transpose(g, "qkv_first", u, tr, (const int64_t[]){3, 1, 2, 0, 4}, 5);
+    node1(g, "squeeze", "Squeeze", (ir_tensor *[]){tr, ints(g, "ax3", 1, (const int64_t[]){3})}, 2,
+          sq);
+    ir_tensor *ops[3];
+    const int64_t shape3[3] = {s, b * H, D}, shape4[4] = {b, H, s, D};
+    ir_tensor *s3 = ints(g, "shape3", 3, shape3), *s4 = ints(g, "shape4", 4, shape4);
+    for (int i = 0; i < 3; i++) {
+        char nm[6][32];
+        const char *kinds[6] = {"g", "r", "t", "op", "idx", "n"};
+        for (int k = 0; k < 6; k++) snprintf(nm[k], sizeof nm[k], "%s%d", kinds[k], i);
+        ir_tensor *gi = named(g, nm[0]), *ri = named(g, nm[1]), *ti = named(g, nm[2]);
+        ops[i] = named(g, nm[3]);
+        ir_tensor *idx = index_scalar(g, nm[4], i);
+        t->gathers[i] = node1(g, nm[5], "Gather", (ir_tensor *[]){sq, idx}, 2, gi);
+        node1(g, "view", "Reshape", (ir_tensor *[]){gi, s3}, 2, ri);
+        transpose(g, "swap", ri, ti, (const int64_t[]){1, 0, 2}, 3);
+        node1(g, "view4", "Reshape", (ir_tensor *[]){ti, s4}, 2, ops[i]);
+    }
+    ir_tensor *y = sdpa(t, ops[0], ops[1], ops[2]);
+    ir_tensor *yt = named(g, "yt");
+    transpose(g, "merge", y, yt, (const int64_t[]){2, 0, 1, 3}, 4);
+    node1(g, "flat", "Reshape", (ir_tensor *[]){yt, ints(g, "shape2", 2, (const int64_t[]){s * b, E})},
+          2, t->out);
+    ir_tensor *outs[2] = {t->out, sq};
+    th_graph_io(g, &t->qkv, 1, outs, squeeze_is_output ? 2 : 1);
+    ck_assert_tci_ok(pass_optimize(g));
+}
+
+/* timm's Attention export on a packed (b, s, 3E) projection: Reshape (b, s, 3, H, D), Transpose
+ * to (3, b, H, s, D), Split and Squeeze; or (slice) one constant Slice of the last dim per operand
+ * then Reshape (b, s, H, D) and Transpose; Y merged to (b, s, E). */
+static void build_packed(views_graph *t, int64_t b, int64_t s, bool slice) {
+    memset(t, 0, sizeof *t);
+    t->b = b;
+    t->s = s;
+    ck_assert_tci_ok(ir_graph_create(&t->g));
+    ir_graph *g = t->g;
+    const int64_t qd[3] = {b, s, 3 * E};
+    t->qkv = th_named(g, "qkv", TCI_DTYPE_FLOAT, 3, qd, NULL);
+    t->out = named(g, "out");
+    ir_tensor *ops[3];
+    char nm[32];
+    for (int i = 0; i < 3; i++) ops[i] = named(g, (snprintf(nm, sizeof nm, "op%d", i), nm));
+    if (slice) {
+        const int64_t shape4[4] = {b, s, H, D}, two = 2;
+        ir_tensor *s4 = ints(g, "shape4", 4, shape4), *axis = ints(g, "axis2", 1, &two);
+        for (int i = 0; i < 3; i++) {
+            const int64_t from = i * E, to = (i + 1) * E;
+            ir_tensor *si = named(g, (snprintf(nm, sizeof nm, "s%d", i), nm));
+            ir_tensor *ri = named(g, (snprintf(nm, sizeof nm, "r%d", i), nm));
+            ir_tensor *st = ints(g, (snprintf(nm, sizeof nm, "st%d", i), nm), 1, &from);
+            ir_tensor *en = ints(g, (snprintf(nm, sizeof nm, "en%d", i), nm), 1, &to);
+            node1(g, "slice", "Slice", (ir_tensor *[]){t->qkv, st, en, axis}, 4, si);
+            node1(g, "view", "Reshape", (ir_tensor *[]){si, s4}, 2, ri);
+            transpose(g, "heads", ri, ops[i], (const int64_t[]){0, 2, 1, 3}, 4);
+        }
+    } else {
+        const int64_t shape5[5] = {b, s, 3, H, D}, zero = 0;
+        ir_tensor *r = named(g, "r"), *tr = named(g, "tr"), *parts[3];
+        ir_tensor *ax0 = ints(g, "ax0", 1, &zero);
+        node1(g, "view", "Reshape", (ir_tensor *[]){t->qkv, ints(g, "shape5", 5, shape5)}, 2, r);
+        transpose(g, "qkv_first", r, tr, (const int64_t[]){2, 0, 3, 1, 4}, 5);
+        for (int i = 0; i < 3; i++) parts[i] = named(g, (snprintf(nm, sizeof nm, "part%d", i), nm));
+        th_node_io(g, "split", "Split", 13, &tr, 1, parts, 3);
+        for (int i = 0; i < 3; i++)
+            node1(g, "squeeze", "Squeeze", (ir_tensor *[]){parts[i], ax0}, 2, ops[i]);
+    }
+    ir_tensor *y = sdpa(t, ops[0], ops[1], ops[2]);
+    ir_tensor *yt = named(g, "yt");
+    transpose(g, "merge", y, yt, (const int64_t[]){0, 2, 1, 3}, 4);
+    node1(g, "flat", "Reshape", (ir_tensor *[]){yt, ints(g, "shape_out", 3, (const int64_t[]){b, s, E})},
+          2, t->out);
+    th_graph_io(g, &t->qkv, 1, &t->out, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+}
+
+static int count_steps(const plan *p, plan_step_kind kind) {
+    int n = 0;
+    for (int i = 0; i < p->num_steps; i++) n += p->steps[i].kind == kind;
+    return n;
+}
+
+static const plan_step *find_step(const plan *p, plan_step_kind kind) {
+    for (int i = 0; i < p->num_steps; i++)
+        if (p->steps[i].kind == kind) return &p->steps[i];
+    return NULL;
+}
+
+/* The attention step as the kernel computes it, in double: Q, K, V read at their offsets through
+ * their strides, Y written through y_strides into y (count elements, NaN first: every element
+ * must be written once). */
+static void replay(const plan_attention *a, const float *q, const float *k, const float *v,
+                   float *y, int64_t count) {
+    for (int64_t i = 0; i < count; i++) y[i] = NAN;
+    double *srow = malloc((size_t)a->kv_len * sizeof(double));
+    ck_assert_ptr_nonnull(srow);
+    for (int64_t b = 0; b < a->batch; b++)
+        for (int64_t h = 0; h < a->heads; h++)
+            for (int64_t i = 0; i < a->q_len; i++) {
+                const float *qr = q + a->q_offset + b * a->q_strides[0] + h * a->q_strides[1] +
+                                  i * a->q_strides[2];
+                double mx = -INFINITY, sum = 0.0;
+                for (int64_t j = 0; j < a->kv_len; j++) {
+                    const float *kr = k + a->k_offset + b * a->k_strides[0] +
+                                      h * a->k_strides[1] + j * a->k_strides[2];
+                    double acc = 0.0;
+                    for (int64_t e = 0; e < a->head_dim; e++)
+                        acc += (double)qr[e * a->q_strides[3]] * kr[e * a->k_strides[3]];
+                    srow[j] = acc * a->scale;
+                    if (srow[j] > mx) mx = srow[j];
+                }
+                for (int64_t j = 0; j < a->kv_len; j++) sum += srow[j] = exp(srow[j] - mx);
+                for (int64_t e = 0; e < a->head_dim; e++) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j < a->kv_len; j++)
+                        acc += srow[j] * v[a->v_offset + b * a->v_strides[0] +
+                                           h * a->v_strides[1] + j * a->v_strides[2] +
+                                           e * a->v_strides[3]];
+                    const int64_t at = b * a->y_strides[0] + h * a->y_strides[1] +
+                                       i * a->y_strides[2] + e * a->y_strides[3];
+                    ck_assert_int_ge(at, 0);
+                    ck_assert_int_lt(at, count);
+                    ck_assert_msg(isnan(y[at]), "y element %lld written twice", (long long)at);
+                    y[at] = (float)(acc / sum);
+                }
+            }
+    free(srow);
+    for (int64_t i = 0; i < count; i++) ck_assert_msg(!isnan(y[i]), "y[%lld] unwritten", (long long)i);
+}
+
+static int64_t count_of(const ir_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    return n;
+}
+
+/* Runs the CPU reference on a random qkv; replays the plan's attention step on the tensors it
+ * reads (qkv itself, or what `source` computes from qkv) and compares with the reference's
+ * output. */
+static void check_replay(views_graph *t, const plan *p,
+                         void (*source)(const views_graph *, const float *, int, float *)) {
+    const plan_step *st = find_step(p, PLAN_STEP_ATTENTION);
+    ck_assert_ptr_nonnull(st);
+    const int64_t n_qkv = count_of(t->qkv), n_out = count_of(t->out);
+    float *qkv = malloc((size_t)n_qkv * sizeof(float)), *got = malloc((size_t)n_out * sizeof(float));
+    float *src[3] = {qkv, qkv, qkv};
+    ck_assert(qkv && got);
+    for (int64_t i = 0; i < n_qkv; i++) qkv[i] = sinf(0.37f * (float)i) + 0.5f * cosf(0.011f * (float)(i * i % 977));
+    for (int k = 0; k < 3 && source; k++) {
+        src[k] = malloc((size_t)n_qkv * sizeof(float));
+        ck_assert_ptr_nonnull(src[k]);
+        source(t, qkv, k, src[k]);
+    }
+    replay(&st->u.attention, src[0], src[1], src[2], got, n_out);
+    exec_cpu *ex;
+    ck_assert_tci_ok(exec_cpu_create(t->g, &ex));
+    tci_tensor in = th_tensor(TCI_DTYPE_FLOAT, t->qkv->rank, t->qkv->dims, qkv);
+    ck_assert_tci_ok(exec_cpu_run(ex, &in, 1));
+    const tci_tensor *want = exec_cpu_output(ex, 0);
+    ck_assert_int_eq(want->rank, t->out->rank);
+    th_assert_near(got, want->data, (size_t)n_out, 2e-5f);
+    exec_cpu_destroy(ex);
+    for (int k = 0; k < 3 && source; k++) free(src[k]);
+    free(qkv);
+    free(got);
+}
+
+/* Batch 1: every movement node between the packed projection and the attention, and after it,
+ * folds; the plan is the attention step alone, reading qkv three times at offsets 0, E, 2E. */
+START_TEST(test_torchvision_batch1) {
+    views_graph t;
+    build_torchvision(&t, 1, 9, false);
+    ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+    const ir_epilogue *e = t.pv->epilogue;
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(e->attention);
+    const ir_attention *a = e->attention;
+    ck_assert_ptr_eq(a->q, t.qkv);
+    ck_assert_ptr_eq(a->k, t.qkv);
+    ck_assert_ptr_eq(a->v, t.qkv);
+    ck_assert_ptr_eq(e->output, t.out);
+    ck_assert_int_eq(a->q_offset, 0);
+    ck_assert_int_eq(a->k_offset, E);
+    ck_assert_int_eq(a->v_offset, 2 * E);
+    ck_assert_ptr_nonnull(strstr(e->label, "(attention) reading through"));
+    for (int i = 0; i < 3; i++) ck_assert_ptr_eq(t.gathers[i]->fused_into, t.pv);
+    plan *p;
+    ck_assert_tci_ok(plan_build(t.g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    const plan_attention *pa = &p->steps[0].u.attention;
+    ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_ATTENTION);
+    /* (s, 1, 3, H, D) storage read as (b, h, s, d); Y (s, H, D) */
+    const int64_t qs[4] = {3 * E, D, 3 * E, 1}, ys[3] = {D, E, 1};
+    for (int i = 1; i < 4; i++) {
+        ck_assert_int_eq(pa->q_strides[i], qs[i]);
+        ck_assert_int_eq(pa->k_strides[i], qs[i]);
+        ck_assert_int_eq(pa->v_strides[i], qs[i]);
+        ck_assert_int_eq(pa->y_strides[i], ys[i - 1]);
+    }
+    check_replay(&t, p, NULL);
+    plan_destroy(p);
+    ir_graph_destroy(t.g);
+}
+END_TEST
+
+/* sq (3, s, b, E) = the Squeeze's output, qkv's thirds first */
+static void squeezed(const views_graph *t, const float *qkv, int k, float *out) {
+    (void)k;
+    for (int64_t i = 0; i < 3; i++)
+        for (int64_t r = 0; r < t->s * t->b; r++)
+            for (int64_t e = 0; e < E; e++)
+                out[(i * t->s * t->b + r) * E + e] = qkv[r * 3 * E + i * E + e];
+}
+
+/* Batch 2: (s, b*H, D) views of the gathered (s, b, E) thirds are no strided view of qkv (b and
+ * the heads are not one run), so the Transpose that puts the thirds first stays a copy; the
+ * Gathers, Reshapes and Transposes after it fold (offsets into its output), and so does the
+ * merge after the attention. */
+START_TEST(test_torchvision_batch2) {
+    views_graph t;
+    build_torchvision(&t, 2, 7, false);
+    ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+    const ir_attention *a = t.pv->epilogue->attention;
+    ck_assert_ptr_nonnull(a);
+    const ir_tensor *sq = t.gathers[0]->inputs[0];
+    ck_assert(a->k == a->q && a->v == a->q);
+    for (int i = 0; i < 3; i++) ck_assert_ptr_eq(t.gathers[i]->fused_into, t.pv);
+    ck_assert_ptr_null(a->q->producer->fused_into);
+    ck_assert_ptr_eq(sq->producer->fused_into, t.pv);
+    ck_assert_int_eq(a->v_offset, 2 * 7 * 2 * E);
+    ck_assert_ptr_eq(t.pv->epilogue->output, t.out);
+    plan *p;
+    ck_assert_tci_ok(plan_build(t.g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 2);
+    ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
+    ck_assert_int_eq(p->steps[1].kind, PLAN_STEP_ATTENTION);
+    check_replay(&t, p, squeezed);
+    plan_destroy(p);
+    ir_graph_destroy(t.g);
+}
+END_TEST
+
+/* The tensor before the Gathers is a graph output: the chains stop there (it is computed, by
+ * the Transpose's copy), and the Gathers fold into offsets into it. */
+START_TEST(test_shared_tensor_stops_walk) {
+    views_graph t;
+    build_torchvision(&t, 1, 5, true);
+    ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+    const ir_attention *a = t.pv->epilogue->attention;
+    ck_assert_ptr_nonnull(a);
+    const ir_tensor *sq = t.gathers[0]->inputs[0];
+    ck_assert_ptr_eq(a->q, sq);
+    ck_assert_ptr_eq(a->k, sq);
+    ck_assert_ptr_eq(a->v, sq);
+    ck_assert_ptr_null(sq->producer->fused_into);
+    ck_assert_int_eq(a->k_offset, 5 * E);
+    plan *p;
+    ck_assert_tci_ok(plan_build(t.g, NULL, &p));
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_GATHER), 0);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_COPY), 1);
+    check_replay(&t, p, squeezed);
+    plan_destroy(p);
+    ir_graph_destroy(t.g);
+}
+END_TEST
+
+/* timm's Split form and the Slice form, batch 2: everything folds, one step. */
+START_TEST(test_split_and_slice) {
+    for (int slice = 0; slice < 2; slice++) {
+        views_graph t;
+        build_packed(&t, 2, 11, slice);
+        ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+        const ir_attention *a = t.pv->epilogue ? t.pv->epilogue->attention : NULL;
+        ck_assert_msg(a != NULL, "slice %d", slice);
+        ck_assert_ptr_eq(a->q, t.qkv);
+        ck_assert_ptr_eq(a->v, t.qkv);
+        ck_assert_int_eq(a->v_offset, slice ? 2 * E : 2 * H * D);
+        plan *p;
+        ck_assert_tci_ok(plan_build(t.g, NULL, &p));
+        ck_assert_int_eq(p->num_steps, 1);
+        const plan_attention *pa = &p->steps[0].u.attention;
+        const int64_t qs[4] = {11 * 3 * E, D, 3 * E, 1}, ys[4] = {11 * E, D, E, 1};
+        for (int i = 0; i < 4; i++) {
+            ck_assert_int_eq(pa->q_strides[i], qs[i]);
+            ck_assert_int_eq(pa->k_strides[i], qs[i]);
+            ck_assert_int_eq(pa->y_strides[i], ys[i]);
+        }
+        check_replay(&t, p, NULL);
+        plan_destroy(p);
+        ir_graph_destroy(t.g);
+    }
+}
+END_TEST
+
+/* A kernel-less head dim lowers every folded node as its own step again, after the attention's
+ * MatMul too: the unfused plan computes what the CPU reference does (its step kinds). */
+START_TEST(test_unfused_lowers_folded_nodes) {
+    views_graph t;
+    build_packed(&t, 2, 4, false);
+    ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+    ck_assert_ptr_nonnull(t.pv->epilogue->attention);
+    plan_options o = {.precision = TCI_PRECISION_FP32};
+    plan *p;
+    ck_assert_tci_ok(plan_build(t.g, &o, &p));
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_ATTENTION), 0);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_SOFTMAX), 1);
+    /* the merge Transpose after P V is a copy again, the last step */
+    ck_assert_int_eq(p->steps[p->num_steps - 1].kind, PLAN_STEP_COPY);
+    ck_assert_int_ge(count_steps(p, PLAN_STEP_COPY), 5); /* Transpose, Split x3, merge */
+    plan_destroy(p);
+    ir_graph_destroy(t.g);
+}
+END_TEST
+
+/* A batch-1 variant of a plan built for batch 2 (an engine running a smaller batch re-plans
+ * it, src/api/engine.c): with the built graph as its `like` and the dims that are 1 only at this
+ * batch marked, the variant folds exactly what the built plan folds (the engine refuses a
+ * variant whose steps differ), and its attention step still computes the graph. Without them
+ * the batch-1 plan folds more. */
+START_TEST(test_batch_variant_plans_like_built) {
+    for (int form = 0; form < 2; form++) {
+        views_graph built, variant;
+        if (form == 0) {
+            build_torchvision(&built, 2, 6, false);
+            build_torchvision(&variant, 1, 6, false);
+        } else {
+            build_packed(&variant, 1, 6, false);
+            build_packed(&built, 2, 6, false);
+        }
+        ck_assert_tci_ok(pass_prepare_for_gpu(built.g));
+        pass_mark_batch_dims(variant.g, built.g);
+        variant.g->like = built.g;
+        ck_assert_tci_ok(pass_prepare_for_gpu(variant.g));
+        variant.g->like = NULL;
+        plan *pb, *pv;
+        ck_assert_tci_ok(plan_build(built.g, NULL, &pb));
+        ck_assert_tci_ok(plan_build(variant.g, NULL, &pv));
+        ck_assert_int_eq(pv->num_steps, pb->num_steps);
+        for (int i = 0; i < pb->num_steps; i++) {
+            ck_assert_int_eq(pv->steps[i].kind, pb->steps[i].kind);
+            ck_assert_str_eq(pv->steps[i].node->name, pb->steps[i].node->name);
+            ck_assert_str_eq(pv->steps[i].label, pb->steps[i].label);
+        }
+        ck_assert_int_eq(count_steps(pv, PLAN_STEP_ATTENTION), 1);
+        check_replay(&variant, pv, form == 0 ? squeezed : NULL);
+        if (form == 0) { /* unconstrained, batch 1 folds the copy away */
+            views_graph free_run;
+            build_torchvision(&free_run, 1, 6, false);
+            ck_assert_tci_ok(pass_prepare_for_gpu(free_run.g));
+            plan *pf;
+            ck_assert_tci_ok(plan_build(free_run.g, NULL, &pf));
+            ck_assert_int_eq(pf->num_steps, 1);
+            plan_destroy(pf);
+            ir_graph_destroy(free_run.g);
+        }
+        plan_destroy(pb);
+        plan_destroy(pv);
+        ir_graph_destroy(built.g);
+        ir_graph_destroy(variant.g);
+    }
+}
+END_TEST
+
+/* A Transpose that moves only dims of length 1 (batch 1 past the sequence) is an alias. */
+START_TEST(test_unit_transpose_alias) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int64_t xd[3] = {1, 6, 8};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL), *y = named(g, "y");
+    ir_tensor *z = named(g, "z");
+    transpose(g, "t", x, y, (const int64_t[]){1, 0, 2}, 3);
+    transpose(g, "t2", y, z, (const int64_t[]){2, 1, 0}, 3); /* a real one */
+    th_graph_io(g, &x, 1, &z, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    /* the length-1 dim marked as one only at this batch (ir_tensor.batch_dims): a copy */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+    y = named(g, "y");
+    transpose(g, "t", x, y, (const int64_t[]){1, 0, 2}, 3);
+    th_graph_io(g, &x, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    x->batch_dims = 1u;
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_COPY);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("attention_views");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_torchvision_batch1);
+    tcase_add_test(tc, test_torchvision_batch2);
+    tcase_add_test(tc, test_shared_tensor_stops_walk);
+    tcase_add_test(tc, test_split_and_slice);
+    tcase_add_test(tc, test_unfused_lowers_folded_nodes);
+    tcase_add_test(tc, test_batch_variant_plans_like_built);
+    tcase_add_test(tc, test_unit_transpose_alias);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
