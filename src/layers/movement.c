@@ -1,4 +1,4 @@
-/* Op family 'movement': Concat, Split, Transpose, Slice, Pad and Expand, which move bytes between
+/* Op family 'movement': Concat, Split, Transpose, Slice and Pad, which move bytes between
  * positions; every dtype is handled by element size. */
 #include <limits.h>
 #include <stdio.h>
@@ -665,56 +665,6 @@ static tci_status pad_forward(const ir_node *node, const tci_tensor *const *in,
     return TCI_OK;
 }
 
-/* ---- Expand ---- */
-
-static tci_status expand_parse(ir_node *node, mem_arena *arena) {
-    return op_parse_no_attrs(node, 2, 2, 1, 1);
-}
-
-static tci_status expand_infer(const ir_node *node, const tci_tensor *const *in,
-                               tci_tensor *const *out) {
-    const tci_tensor *x = in[0];
-    tci_tensor *o = out[0];
-    int64_t shape[TCI_MAX_RANK];
-    int len;
-    bool known;
-    TRY_STATUS(shape_check_elem_dtype(node, x, 0));
-    TRY_STATUS(shape_read_int_list(node, in[1], 1, "shape", TCI_MAX_RANK, shape, &len, &known));
-    o->dtype = x->dtype;
-    o->rank = -1;
-    if (len < 0 || x->rank < 0) return TCI_OK;
-    if (!known) {
-        o->rank = len > x->rank ? len : x->rank;
-        for (int d = 0; d < o->rank; d++) o->dims[d] = -1;
-        return TCI_OK;
-    }
-    for (int i = 0; i < len; i++)
-        if (shape[i] < 0)
-            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "shape[%d] is negative (%lld)", i,
-                                 (long long)shape[i]);
-    return op_broadcast_shape(node, x->rank, x->dims, len, shape, &o->rank, o->dims);
-}
-
-static tci_status expand_forward(const ir_node *node, const tci_tensor *const *in,
-                                 tci_tensor *const *out) {
-    const tci_tensor *x = in[0];
-    tci_tensor *o = out[0];
-    int64_t strides[TCI_MAX_RANK];
-    op_strides(x->rank, x->dims, strides);
-    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
-    int64_t **maps = shape_maps_alloc(o->rank, o->dims);
-    if (!maps) return shape_out_of_memory(node);
-    int shift = o->rank - x->rank;
-    for (int d = 0; d < o->rank; d++) {
-        int k = d - shift;
-        bool broadcast = k < 0 || x->dims[k] == 1;
-        for (int64_t i = 0; i < o->dims[d]; i++) maps[d][i] = broadcast ? 0 : i * strides[k];
-    }
-    shape_copy_by_maps(o, x, maps, NULL);
-    free(maps);
-    return TCI_OK;
-}
-
 /* ---- GPU lowering ---- */
 
 /* tci_tensor views of a node's IR inputs (NULL where omitted), for the geometry helpers above. */
@@ -876,17 +826,6 @@ static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
     return lower_copy_step(b, node, xi, yt, strides, offset);
 }
 
-static tci_status expand_gpu_lower(plan_builder *b, const ir_node *node) {
-    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    TRY_STATUS(lower_require_known(node, y));
-    int xi, yt;
-    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    TRY_STATUS(lower_output(b, node, y, &yt));
-    int64_t strides[PLAN_MAX_PHYS_RANK];
-    lower_operand_strides(lower_tensor(b, yt), lower_tensor(b, xi), strides);
-    return lower_copy_step(b, node, xi, yt, strides, 0);
-}
-
 static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
     const pad_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
@@ -990,15 +929,11 @@ SHAPE_OP_PATTERN(slice_op, "Slice", slice_parse, slice_infer, slice_forward,
 SHAPE_OP(pad_op, "Pad", pad_parse, pad_infer, pad_forward,
          OP_MOVES_DATA, pad_gpu_lower, 2, 11, 13, 18, 19, 21, 23, 24, 25);
 
-SHAPE_OP(expand_op, "Expand", expand_parse, expand_infer, expand_forward,
-         OP_MOVES_DATA, expand_gpu_lower, 8, 13);
-
 const op_desc *const layer_movement_ops[] = {
     &concat_op,
     &split_op,
     &transpose_op,
     &slice_op,
     &pad_op,
-    &expand_op,
     NULL,
 };
