@@ -147,6 +147,7 @@ static tci_status build_copy(const ir_graph *g, const tci_engine_options *option
     o.mark_all_outputs = mark_all;
     o.calibration_inputs = NULL;
     o.num_calibration_inputs = 0;
+    o.accuracy_target = 0; /* an ordinary build (the search's options are refused there) */
     if (o.progress_fn) {
         o.progress_fn = auto_progress_update;
         o.progress_user = progress;
