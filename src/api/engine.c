@@ -645,6 +645,7 @@ void tci_engine_destroy(tci_engine *engine) {
     for (char **s = engine->fp32_layers; s && *s; s++) free(*s);
     free(engine->fp32_layers);
     ir_graph_destroy(engine->graph);
+    ir_graph_destroy(engine->clone_source); /* after the clones sharing its data */
     free(engine);
 }
 

@@ -465,11 +465,14 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
     free(random);
     for (char **s = list; s && *s; s++) free(*s);
     free(list);
-    ir_graph_destroy(g);
     if (st != TCI_OK) {
         tci_engine_destroy(e);
+        ir_graph_destroy(g);
         return st;
     }
+    /* the engine's graph is a clone of g, sharing its names and constant data (engine files
+     * are written from them): g goes with the engine */
+    e->clone_source = g;
     *out_engine = e;
     return TCI_OK;
 }
