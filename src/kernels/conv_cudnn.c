@@ -516,19 +516,27 @@ static tci_status run_error(cudnnStatus_t st, const char *what) {
     return status_error(TCI_ERR_CUDA, "conv run: %s failed: %s", what, cudnnGetErrorString(st));
 }
 
+/* The workspace the plan's algorithm needs at batch n, with xd / yd set for n when n is not
+ * desc.n. cuDNN may ask more at a smaller batch than at desc.n (IMPLICIT_PRECOMP_GEMM does). */
+static tci_status need_at(const kern_conv_plan *p, cudnnHandle_t handle, cudnnTensorDescriptor_t xd,
+                          cudnnTensorDescriptor_t yd, int n, size_t *need) {
+    *need = p->info.workspace_bytes;
+    if (n == p->desc.geom.n) return TCI_OK;
+    TRY_STATUS(set_tensor(p, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
+    TRY_STATUS(set_tensor(p, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
+    KERN_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, xd, p->w_desc, p->conv_desc,
+                                                             yd, p->algo, need));
+    return TCI_OK;
+}
+
 /* Executes with x / y descriptors for batch n. Split from kern_conv_run so that temporary
  * descriptors are destroyed on every exit. */
 static tci_status run_with(const kern_conv_plan *p, cudnnHandle_t handle,
                            cudnnTensorDescriptor_t xd, cudnnTensorDescriptor_t yd, int n,
                            const void *x, const void *w, const void *bias, const void *z, void *y,
                            void *workspace, size_t workspace_bytes) {
-    size_t need = p->info.workspace_bytes;
-    if (n != p->desc.geom.n) {
-        TRY_STATUS(set_tensor(p, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
-        TRY_STATUS(set_tensor(p, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
-        KERN_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, xd, p->w_desc,
-                                                                 p->conv_desc, yd, p->algo, &need));
-    }
+    size_t need;
+    TRY_STATUS(need_at(p, handle, xd, yd, n, &need));
     if (need > workspace_bytes || (need && !workspace))
         return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv run: %s needs %zu workspace bytes at batch %d, got %zu",
@@ -568,6 +576,28 @@ tci_status kern_conv_run(const kern_conv_plan *p, cudnnHandle_t handle, cudaStre
         st = run_error(cs, "cudnnCreateTensorDescriptor");
     else
         st = run_with(p, handle, xd, yd, n, x, w, bias, z, y, workspace, workspace_bytes);
+    if (xd) cudnnDestroyTensorDescriptor(xd);
+    if (yd) cudnnDestroyTensorDescriptor(yd);
+    return st;
+}
+
+tci_status kern_conv_workspace_at(const kern_conv_plan *p, cudnnHandle_t handle, int n,
+                                  size_t *out_bytes) {
+    if (!p || !handle || !out_bytes)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                         "conv workspace: plan, handle and out_bytes are required");
+    if (n < 1 || n > p->desc.geom.n)
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "conv workspace: batch %d outside 1..%d", n,
+                         (int)p->desc.geom.n);
+    if (n == p->desc.geom.n) return need_at(p, handle, p->x_desc, p->y_desc, n, out_bytes);
+    cudnnTensorDescriptor_t xd = NULL, yd = NULL;
+    tci_status st = TCI_OK;
+    cudnnStatus_t cs = cudnnCreateTensorDescriptor(&xd);
+    if (cs == CUDNN_STATUS_SUCCESS) cs = cudnnCreateTensorDescriptor(&yd);
+    if (cs != CUDNN_STATUS_SUCCESS)
+        st = run_error(cs, "cudnnCreateTensorDescriptor");
+    else
+        st = need_at(p, handle, xd, yd, n, out_bytes);
     if (xd) cudnnDestroyTensorDescriptor(xd);
     if (yd) cudnnDestroyTensorDescriptor(yd);
     return st;

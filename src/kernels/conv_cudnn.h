@@ -114,12 +114,17 @@ tci_status kern_conv_create(cudnnHandle_t handle, cudaStream_t stream, const ker
  * desc.n is reused). bias (output_channels elements, same dtype as the tensors: fp16 in fp16
  * mode, zero-padded) must be non-NULL exactly when desc.has_bias, z (shaped as y) exactly when
  * desc.has_residual. y must not alias x or z. workspace holds workspace_bytes, at least what
- * kern_conv_info says (a smaller n never needs more than is checked here; NULL when 0).
+ * kern_conv_workspace_at(n) says (NULL when 0; a smaller n may need more than desc.n).
  * Thread-safe for distinct handles; the plan is not modified. Sets stream on handle. Capturable
  * in a CUDA graph (no allocation, no synchronisation). */
 tci_status kern_conv_run(const kern_conv_plan *plan, cudnnHandle_t handle, cudaStream_t stream,
                          int n, const void *x, const void *w, const void *bias, const void *z,
                          void *y, void *workspace, size_t workspace_bytes);
+
+/* The workspace kern_conv_run needs at batch n (1..desc.n) with the plan's algorithm: cuDNN
+ * may ask more at a smaller batch than kern_conv_info's (desc.n) figure. */
+tci_status kern_conv_workspace_at(const kern_conv_plan *plan, cudnnHandle_t handle, int n,
+                                  size_t *out_bytes);
 
 void kern_conv_get_info(const kern_conv_plan *plan, kern_conv_info *out_info);
 

@@ -283,19 +283,27 @@ static tci_status run_error(cudnnStatus_t st, const char *what) {
                      cudnnGetErrorString(st));
 }
 
+/* The workspace the plan's algorithm needs at batch n, with xd / yd set for n when n is not
+ * desc.n (cuDNN may ask more at a smaller batch than at desc.n). */
+static tci_status need_at(const kern_convt_plan *p, cudnnHandle_t handle, cudnnTensorDescriptor_t xd,
+                          cudnnTensorDescriptor_t yd, int n, size_t *need) {
+    *need = p->info.workspace_bytes;
+    if (n == p->desc.geom.n) return TCI_OK;
+    TRY_STATUS(set_tensor(&p->desc, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
+    TRY_STATUS(set_tensor(&p->desc, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
+    KERN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, p->w_desc, xd,
+                                                                  p->conv_desc, yd, p->algo, need));
+    return TCI_OK;
+}
+
 /* Executes with x / y descriptors for batch n. Split from kern_convt_run so that temporary
  * descriptors are destroyed on every exit. */
 static tci_status run_with(const kern_convt_plan *p, cudnnHandle_t handle,
                            cudnnTensorDescriptor_t xd, cudnnTensorDescriptor_t yd, int n,
                            const void *x, const void *w, const void *bias, void *y,
                            void *workspace, size_t workspace_bytes) {
-    size_t need = p->info.workspace_bytes;
-    if (n != p->desc.geom.n) {
-        TRY_STATUS(set_tensor(&p->desc, xd, n, p->info.input_channels, p->desc.geom.h, p->desc.geom.w));
-        TRY_STATUS(set_tensor(&p->desc, yd, n, p->info.output_channels, p->info.out_h, p->info.out_w));
-        KERN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-            handle, p->w_desc, xd, p->conv_desc, yd, p->algo, &need));
-    }
+    size_t need;
+    TRY_STATUS(need_at(p, handle, xd, yd, n, &need));
     if (need > workspace_bytes || (need && !workspace))
         return status_error(TCI_ERR_INVALID_ARGUMENT,
                          "conv-transpose run: %s needs %zu workspace bytes at batch %d, got %zu",
@@ -334,6 +342,28 @@ tci_status kern_convt_run(const kern_convt_plan *p, cudnnHandle_t handle, cudaSt
         st = run_error(cs, "cudnnCreateTensorDescriptor");
     else
         st = run_with(p, handle, xd, yd, n, x, w, bias, y, workspace, workspace_bytes);
+    if (xd) cudnnDestroyTensorDescriptor(xd);
+    if (yd) cudnnDestroyTensorDescriptor(yd);
+    return st;
+}
+
+tci_status kern_convt_workspace_at(const kern_convt_plan *p, cudnnHandle_t handle, int n,
+                                   size_t *out_bytes) {
+    if (!p || !handle || !out_bytes)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                         "conv-transpose workspace: plan, handle and out_bytes are required");
+    if (n < 1 || n > p->desc.geom.n)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                         "conv-transpose workspace: batch %d outside 1..%d", n, (int)p->desc.geom.n);
+    if (n == p->desc.geom.n) return need_at(p, handle, p->x_desc, p->y_desc, n, out_bytes);
+    cudnnTensorDescriptor_t xd = NULL, yd = NULL;
+    tci_status st = TCI_OK;
+    cudnnStatus_t cs = cudnnCreateTensorDescriptor(&xd);
+    if (cs == CUDNN_STATUS_SUCCESS) cs = cudnnCreateTensorDescriptor(&yd);
+    if (cs != CUDNN_STATUS_SUCCESS)
+        st = run_error(cs, "cudnnCreateTensorDescriptor");
+    else
+        st = need_at(p, handle, xd, yd, n, out_bytes);
     if (xd) cudnnDestroyTensorDescriptor(xd);
     if (yd) cudnnDestroyTensorDescriptor(yd);
     return st;

@@ -93,12 +93,17 @@ tci_status kern_convt_create(cudnnHandle_t handle, cudaStream_t stream, const ke
 /* y = conv_transpose(x, w) + bias on stream, for batch n (1..desc.n; the algorithm chosen for
  * desc.n is reused). bias (output_channels fp16 elements, zero-padded) must be non-NULL exactly
  * when desc.has_bias. y must not alias x. workspace holds workspace_bytes, at least what
- * kern_convt_info says (NULL when 0). The bias is a second pass (cudnnAddTensor), so y is rounded
- * to fp16 twice. Thread-safe for distinct handles; the plan is not modified. Sets stream on
+ * kern_convt_workspace_at(n) says (NULL when 0). The bias is a second pass (cudnnAddTensor),
+ * so y is rounded to fp16 twice. Thread-safe for distinct handles; the plan is not modified. Sets stream on
  * handle. Capturable in a CUDA graph (no allocation, no synchronisation). */
 tci_status kern_convt_run(const kern_convt_plan *plan, cudnnHandle_t handle, cudaStream_t stream,
                           int n, const void *x, const void *w, const void *bias, void *y,
                           void *workspace, size_t workspace_bytes);
+
+/* The workspace kern_convt_run needs at batch n (1..desc.n) with the plan's algorithm: cuDNN
+ * may ask more at a smaller batch than kern_convt_info's (desc.n) figure. */
+tci_status kern_convt_workspace_at(const kern_convt_plan *plan, cudnnHandle_t handle, int n,
+                                   size_t *out_bytes);
 
 void kern_convt_get_info(const kern_convt_plan *plan, kern_convt_info *out_info);
 

@@ -217,11 +217,14 @@ static void check_conv(const char *name, const conv_case *cc) {
         ck_assert_int_eq(cudaMemset(dy, 0xff, z_bytes), cudaSuccess);
     gpu_sync();
     const void *zarg = cc->residual ? (cc->inplace ? dy : dz) : NULL;
+    size_t ws = 0; /* exactly what the plan says it needs at n */
+    ck_assert_tci_ok(kern_conv_workspace_at(lib_plan, g_cudnn, n, &ws));
+    ck_assert(ws <= WORKSPACE_BYTES);
     if (cc->graph)
-        run_conv_graph(lib_plan, n, dx, dw, cc->bias ? db : NULL, zarg, dy, WORKSPACE_BYTES);
+        run_conv_graph(lib_plan, n, dx, dw, cc->bias ? db : NULL, zarg, dy, ws);
     else
         ck_assert_msg(kern_conv_run(lib_plan, g_cudnn, g_stream, n, dx, dw, cc->bias ? db : NULL, zarg,
-                                    dy, g_workspace, WORKSPACE_BYTES) == TCI_OK,
+                                    dy, g_workspace, ws) == TCI_OK,
                       "%s: run: %s", name, tci_last_error());
     ck_assert_int_eq(cudaStreamSynchronize(g_stream), cudaSuccess);
     void *hy = malloc(z_bytes);
@@ -479,6 +482,68 @@ START_TEST(conv_heuristics_smaller_batch_graph) {
     conv_case cn = {.n = 2, .c = 16, .h = 12, .w = 12, .k = 16, .r = 1, .s = 1, .act = NONE,
                     .bias = 1, .mode = H, .graph = 1};
     check_conv("CUDA graph, bias no act", &cn);
+}
+END_TEST
+
+/* A plan made for batch 64 runs every batch 1..64 with the workspace kern_conv_workspace_at
+ * gives for it, and refuses one byte less: cuDNN's algorithms may need more at a smaller batch
+ * than at the planned one (ResNet-50's layers built for 64 asked 6.3 MB at 24 against 8 KB). */
+START_TEST(conv_workspace_every_smaller_batch) {
+    static const conv_case layers[] = {
+        {.n = 64, .c = 64, .h = 56, .w = 56, .k = 64, .r = 3, .s = 3, .pad = 1, .act = RELU,
+         .bias = 1, .mode = H},
+        {.n = 64, .c = 256, .h = 14, .w = 14, .k = 256, .r = 3, .s = 3, .pad = 1, .act = RELU,
+         .bias = 1, .mode = H},
+        {.n = 64, .c = 1024, .h = 14, .w = 14, .k = 256, .r = 1, .s = 1, .act = RELU, .bias = 1,
+         .mode = H},
+        {.n = 64, .c = 512, .h = 7, .w = 7, .k = 2048, .r = 1, .s = 1, .act = NONE, .bias = 1,
+         .residual = 1, .mode = H},
+    };
+    for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
+        const conv_case *cc = &layers[l];
+        kern_conv_desc desc = conv_desc_of(cc);
+        kern_conv_info shape;
+        ck_assert_tci_ok(kern_conv_shapes(&desc, &shape));
+        size_t x_bytes = (size_t)cc->n * shape.input_channels * cc->h * cc->w * 2;
+        size_t y_bytes = (size_t)cc->n * shape.output_channels * shape.out_h * shape.out_w * 2;
+        void *dx = gpu_upload(NULL, x_bytes), *dy = gpu_upload(NULL, y_bytes);
+        void *dz = gpu_upload(NULL, y_bytes);
+        void *dw = gpu_upload(NULL, shape.weight_elements * 2);
+        void *db = gpu_upload(NULL, shape.bias_elements * 2);
+        ck_assert_int_eq(cudaMemset(dx, 0, x_bytes), cudaSuccess);
+        ck_assert_int_eq(cudaMemset(dz, 0, y_bytes), cudaSuccess);
+        ck_assert_int_eq(cudaMemset(dw, 0, shape.weight_elements * 2), cudaSuccess);
+        ck_assert_int_eq(cudaMemset(db, 0, shape.bias_elements * 2), cudaSuccess);
+        gpu_sync();
+        kern_conv_scratch scratch = {dx, dw, db, cc->residual ? dz : NULL, dy, g_workspace,
+                                     WORKSPACE_BYTES};
+        kern_conv_plan *lp = NULL;
+        ck_assert_msg(kern_conv_create(g_cudnn, g_stream, &desc, &scratch, &lp) == TCI_OK,
+                      "layer %zu: %s", l, tci_last_error());
+        kern_conv_info info;
+        kern_conv_get_info(lp, &info);
+        size_t most = 0;
+        int most_n = cc->n;
+        for (int n = 1; n <= cc->n; n++) {
+            size_t ws = 0;
+            ck_assert_tci_ok(kern_conv_workspace_at(lp, g_cudnn, n, &ws));
+            ck_assert(ws <= WORKSPACE_BYTES);
+            if (ws > most) most = ws, most_n = n;
+            const void *z = cc->residual ? dz : NULL;
+            ck_assert_msg(kern_conv_run(lp, g_cudnn, g_stream, n, dx, dw, db, z, dy,
+                                        ws ? g_workspace : NULL, ws) == TCI_OK,
+                          "layer %zu, batch %d with %zu bytes: %s", l, n, ws, tci_last_error());
+            if (ws)
+                ck_assert_int_eq(kern_conv_run(lp, g_cudnn, g_stream, n, dx, dw, db, z, dy,
+                                               g_workspace, ws - 1),
+                                 TCI_ERR_INVALID_ARGUMENT);
+        }
+        ck_assert_int_eq(cudaStreamSynchronize(g_stream), cudaSuccess);
+        printf("  conv workspace %dx%dx%d k%d %s: %zu bytes at the planned 64, most %zu at %d\n",
+               cc->c, cc->h, cc->w, cc->k, info.algorithm, info.workspace_bytes, most, most_n);
+        kern_conv_destroy(lp);
+        gpu_free(dx), gpu_free(dy), gpu_free(dz), gpu_free(dw), gpu_free(db);
+    }
 }
 END_TEST
 
@@ -834,6 +899,7 @@ int main(void) {
     tcase_add_test(tc, conv_fp32_modes);
     tcase_add_test(tc, conv_fp32_nhwc8);
     tcase_add_test(tc, conv_heuristics_smaller_batch_graph);
+    tcase_add_test(tc, conv_workspace_every_smaller_batch);
     tcase_add_test(tc, conv_errors);
     suite_add_tcase(s, tc);
     TCase *tg = tcase_create("gemm");

@@ -61,6 +61,7 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     if (st == TCI_OK) st = gpu_malloc((void **)(ptr), (bytes), (what));
     CTX_ALLOC(&c->arena, p->arena_bytes, "the activation arena");
     CTX_ALLOC(&c->workspace, e->workspace_bytes, "the library workspace");
+    if (st == TCI_OK) c->workspace_bytes = e->workspace_bytes;
     CTX_ALLOC(&c->gather_error, sizeof(int), "the index error flag");
     CTX_CHECK(cudaMemset(c->gather_error, 0, sizeof(int)));
     CTX_ALLOC(&c->nonfinite, ((size_t)p->num_outputs + 1) * sizeof(unsigned int), "NaN counters");
@@ -319,8 +320,23 @@ static tci_status launch(exec_gpu_context *c) {
     return TCI_OK;
 }
 
+/* Replaces *buffer (*bytes) by one of need bytes when it is smaller; the captured graphs point at
+ * the old one: dropped. */
+static tci_status grow(exec_gpu_context *c, void **buffer, size_t *bytes, size_t need,
+                       const char *what) {
+    if (need <= *bytes) return TCI_OK;
+    KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    drop_graphs(c);
+    cudaFree(*buffer);
+    *buffer = NULL;
+    *bytes = 0;
+    TRY_STATUS(gpu_malloc(buffer, need, what));
+    *bytes = need;
+    return TCI_OK;
+}
+
 /* Makes the variant for the inputs' leading dims current, planning it on first use, and grows
- * the arena when it needs more (the captured graphs then point at the old one: dropped). */
+ * the arena and the library workspace when it needs more. */
 static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
     const plan *bp = c->base->plan;
     size_t dims_bytes = (size_t)bp->num_inputs * sizeof(int64_t);
@@ -340,7 +356,7 @@ static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
         v->dim0 = malloc(dims_bytes + 1);
         if (!v->dim0) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         memcpy(v->dim0, dim0, dims_bytes);
-        tci_status st = gpu_variant_create(c->base, dim0, &v->engine);
+        tci_status st = gpu_variant_create(c->base, dim0, c->cudnn, &v->engine);
         if (st != TCI_OK) {
             free(v->dim0);
             return st;
@@ -348,15 +364,9 @@ static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
         found = c->num_variants++;
     }
     const exec_gpu_engine *e = found ? c->variants[found].engine : c->base;
-    if (e->plan->arena_bytes > c->arena_bytes) {
-        KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-        drop_graphs(c);
-        cudaFree(c->arena);
-        c->arena = NULL;
-        c->arena_bytes = 0;
-        TRY_STATUS(gpu_malloc(&c->arena, e->plan->arena_bytes, "the activation arena"));
-        c->arena_bytes = e->plan->arena_bytes;
-    }
+    TRY_STATUS(grow(c, &c->arena, &c->arena_bytes, e->plan->arena_bytes, "the activation arena"));
+    TRY_STATUS(grow(c, &c->workspace, &c->workspace_bytes, e->workspace_bytes,
+                    "the library workspace"));
     c->current = found;
     c->engine = e;
     return TCI_OK;

@@ -160,8 +160,31 @@ static void *borrow_constant(const exec_gpu_engine *parent, const plan_tensor *t
  * and ties the result to the base engine's weights and library plans. A plan whose steps differ
  * from the base's other than in the batch (a model whose structure depends on the batch) is
  * refused. */
+/* The workspace the variant's steps need at its batch, at least the base's: the library
+ * plans are the base's, run at a smaller n, and cuDNN may ask more there (ResNet-50 built for
+ * 64: IMPLICIT_PRECOMP_GEMM needs 6.3 MB at batch 24 where the built batch needed 8 KB). */
+static tci_status variant_workspace(exec_gpu_engine *e, cudnnHandle_t cudnn) {
+    e->workspace_bytes = e->parent->workspace_bytes;
+    for (int i = 0; i < e->plan->num_steps; i++) {
+        const plan_step *s = &e->plan->steps[i];
+        const step_impl *im = &e->impl[i];
+        size_t need = 0;
+        if (s->kind == PLAN_STEP_CONV && !s->u.conv.depthwise && im->wmma >= 0) {
+            kern_wmma_conv_desc wd;
+            gpu_wmma_desc_of(&s->u.conv, im->dtype, &wd);
+            need = kern_wmma_conv_workspace(&wd, im->wmma);
+        } else if (s->kind == PLAN_STEP_CONV && !s->u.conv.depthwise && im->conv) {
+            TRY_STATUS(kern_conv_workspace_at(im->conv, cudnn, (int)s->u.conv.geom.n, &need));
+        } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE && im->convt) {
+            TRY_STATUS(kern_convt_workspace_at(im->convt, cudnn, (int)s->u.conv.geom.n, &need));
+        }
+        if (need > e->workspace_bytes) e->workspace_bytes = need;
+    }
+    return TCI_OK;
+}
+
 tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
-                              exec_gpu_engine **out) {
+                              cudnnHandle_t cudnn, exec_gpu_engine **out) {
     *out = NULL;
     const plan *bp = base->plan;
     exec_gpu_engine *e = calloc(1, sizeof *e);
@@ -197,13 +220,13 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
     if (st == TCI_OK) {
         e->impl = base->impl;
         e->kernels = base->kernels;
-        e->workspace_bytes = base->workspace_bytes;
         e->options = base->options;
         e->constants = calloc((size_t)p->num_tensors + 1, sizeof(void *));
         e->owns_constant = calloc((size_t)p->num_tensors + 1, sizeof(bool));
         if (!e->constants || !e->owns_constant)
             st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
     }
+    if (st == TCI_OK) st = variant_workspace(e, cudnn);
     for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {
         const plan_tensor *pt = &p->tensors[t];
         if (pt->memory != PLAN_MEM_CONSTANT || pt->packed_source) continue;

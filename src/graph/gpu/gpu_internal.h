@@ -101,6 +101,7 @@ struct exec_gpu_context {
     void *arena;
     size_t arena_bytes;
     void *workspace;
+    size_t workspace_bytes;    /* the largest of the variants' run so far */
     void **input_staging;      /* by engine input: the caller's data as given (fp32, int64...) */
     void **output_staging;     /* by engine output: fp32 / int64 / bool, dense NCHW */
     tci_tensor *outputs;       /* host copies */
@@ -187,8 +188,9 @@ bool gpu_tuned_step(const plan_step *s);
 tci_status gpu_create_library_plans(exec_gpu_engine *e, tci_progress_fn progress,
                                     void *progress_user);
 
-/* engine.c: batch variants */
+/* engine.c: batch variants. cudnn (the calling context's handle) sizes the variant's
+ * workspace_bytes: cuDNN's algorithms may need more workspace at a smaller batch. */
 tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
-                              exec_gpu_engine **out);
+                              cudnnHandle_t cudnn, exec_gpu_engine **out);
 
 #endif
