@@ -143,7 +143,9 @@ typedef enum tci_precision {
                                (tci_engine_options.calibration_inputs) against the GPU fp32
                                engine; while its outputs hold NaN or Inf where the fp32 ones are
                                finite, the first layer producing them (as tci_context_nonfinite
-                               names it) joins fp32_layers and the engine is rebuilt, at most
+                               names it) joins fp32_layers, with every layer that produces them
+                               from finite inputs in a run with every layer marked (parallel
+                               branches), and the engine is rebuilt, at most
                                TCI_PRECISION_AUTO_MAX_ROUNDS times. A layer that does not come
                                right in fp32, or NaN/Inf that no layer explains, is an error
                                naming it. The engine built is an fp16 engine with those fp32
@@ -239,10 +241,12 @@ typedef struct tci_engine_options {
     const tci_tensor *calibration_inputs;
     size_t num_calibration_inputs;
     /* Since 0.2, TCI_PRECISION_AUTO: > 0 also holds the outputs' relative L2 error against the
-     * GPU fp32 engine, on the calibration inputs, to at most this. While it is over, the layers
-     * are measured one by one (the engine built with mark_all_outputs, each layer's output
-     * against the fp32 engine's) and the one adding the most error to what it reads joins the
-     * fp32 layers, one per round, in the same bounded rounds. 0 (the default): overflow only.
+     * GPU fp32 engine, on the calibration inputs, to at most this. Where it is over, every layer
+     * is measured (the engines built with mark_all_outputs, each layer's output against the
+     * fp32 engine's), the layers are ranked by the error each adds to what it reads, and the
+     * fewest from the top of that ranking that bring the error to the target join the fp32
+     * layers, found by bisection on the engine as it ships (fused). 0 (the default): overflow
+     * only.
      * Negative, not finite, or given with another precision: TCI_ERR_INVALID_ARGUMENT. */
     double accuracy_target;
 } tci_engine_options;

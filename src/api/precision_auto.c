@@ -1,10 +1,12 @@
 /* TCI_PRECISION_AUTO: builds the fp16 engine, runs it on calibration inputs against the GPU
- * fp32 engine, and while its outputs hold NaN or Inf that the fp32 ones do not, keeps the first
- * layer producing them in fp32 and builds again; with an accuracy target, while their error is
- * over it, the layer adding the most error (both engines built with every layer marked) joins
- * them in the same way. Every build is an ordinary one (api_finish_create)
- * of a copy of the loaded graph; the result is an fp16 engine with fp32 layers, which an engine
- * file stores like any other. */
+ * fp32 engine, and while its outputs hold NaN or Inf that the fp32 ones do not, keeps in fp32 the
+ * first layer producing them together with every layer that produces them from finite inputs in
+ * a run with every layer marked (parallel branches), and builds again. With an accuracy target,
+ * while the error is over it, the layers are ranked by the error each adds (both engines built
+ * with every layer marked) and the fewest from the top of that ranking that meet the target are
+ * found by bisection, each try measured on the engine as it ships (fused). Every build is an
+ * ordinary one (api_finish_create) of a copy of the loaded graph; the result is an fp16 engine
+ * with fp32 layers, which an engine file stores like any other. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -47,17 +49,38 @@ tci_status api_auto_next_layer(const auto_round *r, const char **out_layer) {
     return TCI_OK;
 }
 
-int api_auto_worst_layer(size_t count, const double *errors, const double *input_errors,
-                         const bool *in_fp32) {
-    int worst = -1;
-    double most = 0;
+/* descending by added error, then by node order (a stable ranking) */
+typedef struct ranked_layer {
+    double added;
+    int index;
+} ranked_layer;
+
+static int by_added(const void *a, const void *b) {
+    const ranked_layer *x = a, *y = b;
+    if (x->added != y->added) return x->added > y->added ? -1 : 1;
+    return x->index - y->index;
+}
+
+size_t api_auto_rank(size_t count, const double *errors, const double *input_errors,
+                     const bool *in_fp32, int *order) {
+    ranked_layer *r = malloc((count + 1) * sizeof *r);
+    if (!r) return 0;
+    size_t n = 0;
     for (size_t i = 0; i < count; i++) {
         double added = errors[i] - input_errors[i];
-        if (in_fp32[i] || !(added > most)) continue; /* NaN adds nothing measurable */
-        worst = (int)i;
-        most = added;
+        if (in_fp32[i] || !(added > 0)) continue; /* NaN (not measured) adds nothing */
+        r[n++] = (ranked_layer){added, (int)i};
     }
-    return worst;
+    qsort(r, n, sizeof *r, by_added);
+    for (size_t i = 0; i < n; i++) order[i] = r[i].index;
+    free(r);
+    return n;
+}
+
+void api_auto_overflow_layers(size_t count, const uint64_t *nonfinite,
+                              const uint64_t *input_nonfinite, const bool *in_fp32, bool *pick) {
+    for (size_t i = 0; i < count; i++)
+        pick[i] = nonfinite[i] > 0 && input_nonfinite[i] == 0 && !in_fp32[i];
 }
 
 /* splitmix64: seeded random inputs, the same for every build */
@@ -125,8 +148,8 @@ static tci_status random_inputs(const tci_engine *e, tci_tensor **out) {
 typedef struct auto_progress {
     tci_progress_fn fn;
     void *user;
-    char build[48];
-    char stage[128];
+    char build[96];
+    char stage[160];
 } auto_progress;
 
 static void auto_progress_update(const char *stage, size_t done, size_t total, void *user) {
@@ -199,19 +222,78 @@ static bool layer_in_fp32(const tci_engine *e, const char *name, char *const *en
     return false;
 }
 
-/* accuracy_target's measurements: the fp32 engine with every layer's output marked, and its
- * run on the calibration inputs; built the first time a round needs them. */
+/* The fp32 layers: the user's, then those the search moved; NULL-terminated, as
+ * tci_engine_options.fp32_layers takes them. */
+typedef struct layer_list {
+    char **names;
+    size_t count, cap;
+} layer_list;
+
+static tci_status list_push(layer_list *l, const char *name) {
+    if (l->count + 1 >= l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **grown = realloc(l->names, cap * sizeof *grown);
+        if (!grown) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        l->names = grown;
+        l->cap = cap;
+    }
+    if (!(l->names[l->count] = strdup(name)))
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    l->names[++l->count] = NULL;
+    return TCI_OK;
+}
+
+/* Drops the names past the first count. */
+static void list_truncate(layer_list *l, size_t count) {
+    while (l->count > count) {
+        free(l->names[--l->count]);
+        l->names[l->count] = NULL;
+    }
+}
+
+static void list_free(layer_list *l) {
+    list_truncate(l, 0);
+    free(l->names);
+}
+
+/* Whether name is on the list (as a node name, exactly). */
+static bool listed(const layer_list *l, const char *name) {
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->names[i], name) == 0) return true;
+    return false;
+}
+
+/* The measurements that look inside: the fp32 engine with every layer's output marked and its
+ * run on the calibration inputs, built the first time they are needed. */
 typedef struct auto_marked {
     tci_engine *fp32;
     tci_context *base;
 } auto_marked;
 
-/* The error each layer of the marked fp16 engine e (run as c) adds, against the marked fp32 run:
- * errors (per node) of its first output, input_errors the largest of the nodes it reads. */
+/* Per node of the marked fp16 engine e (run as c) against the marked fp32 run: errors, the
+ * relative L2 error of its first output (NaN: not measured), input_errors the largest of the
+ * nodes it reads; nonfinite, the NaN/Inf of its output where fp32's is finite, and
+ * input_nonfinite the most of the nodes it reads. */
+typedef struct layer_errors {
+    size_t count;
+    double *errors, *input_errors;
+    uint64_t *nonfinite, *input_nonfinite;
+    bool *in_fp32;
+} layer_errors;
+
+static void layer_errors_free(layer_errors *l) {
+    free(l->errors);
+    free(l->input_errors);
+    free(l->nonfinite);
+    free(l->input_nonfinite);
+    free(l->in_fp32);
+}
+
 static tci_status measure_layers(const tci_engine *e, const tci_context *c,
-                                 const tci_context *base, double *errors, double *input_errors) {
+                                 const tci_context *base, layer_errors *l) {
     const ir_graph *g = e->graph;
     tci_status st = TCI_OK;
+    for (size_t i = 0; i < l->count; i++) l->errors[i] = NAN;
     for (size_t k = 0; st == TCI_OK && k < g->num_outputs; k++) {
         const ir_tensor *t = g->outputs[k];
         if (!t->producer || t->producer->outputs[0] != t) continue;
@@ -226,26 +308,33 @@ static tci_status measure_layers(const tci_engine *e, const tci_context *c,
         tci_compare_result r;
         tci_compare_result_init(&r);
         st = tci_compare(&a, &b, &r);
-        if (st == TCI_OK && isfinite(r.relative_l2)) errors[t->producer->index] = r.relative_l2;
+        if (st != TCI_OK) break;
+        l->nonfinite[t->producer->index] = r.non_finite;
+        if (isfinite(r.relative_l2)) l->errors[t->producer->index] = r.relative_l2;
     }
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++) {
         const ir_node *node = g->nodes[i];
         for (int j = 0; j < node->num_inputs; j++) {
             const ir_tensor *x = node->inputs[j];
-            if (x && x->producer && errors[x->producer->index] > input_errors[i])
-                input_errors[i] = errors[x->producer->index];
+            if (!x || !x->producer) continue;
+            size_t from = x->producer->index;
+            if (l->errors[from] > l->input_errors[i]) l->input_errors[i] = l->errors[from];
+            if (l->nonfinite[from] > l->input_nonfinite[i])
+                l->input_nonfinite[i] = l->nonfinite[from];
         }
     }
     return st;
 }
 
-/* The layer (a node name, malloc'd; NULL: none) that adds the most error with list's fp32
- * layers, and that error (*added). */
-static tci_status worst_layer(const ir_graph *g, const tci_engine_options *options,
-                              const tci_tensor *inputs, size_t num_inputs, char *const *list,
-                              auto_marked *m, auto_progress *progress, char **out_layer,
-                              double *added) {
-    *out_layer = NULL;
+/* Builds the fp16 engine with list's fp32 layers and every layer marked, runs it and measures
+ * each layer against the marked fp32 run (*l: allocated here; *names: the nodes' names, valid
+ * until the engine, returned in *out_engine, is destroyed). */
+static tci_status measure(const ir_graph *g, const tci_engine_options *options,
+                          const tci_tensor *inputs, size_t num_inputs, const layer_list *list,
+                          auto_marked *m, auto_progress *progress, layer_errors *l,
+                          tci_engine **out_engine) {
+    memset(l, 0, sizeof *l);
+    *out_engine = NULL;
     tci_status st = TCI_OK;
     if (!m->fp32) {
         snprintf(progress->build, sizeof progress->build, "precision auto, fp32 layers");
@@ -257,111 +346,224 @@ static tci_status worst_layer(const ir_graph *g, const tci_engine_options *optio
     tci_engine *e = NULL;
     tci_context *c = NULL;
     snprintf(progress->build, sizeof progress->build, "precision auto, fp16 layers");
-    st = build_copy(g, options, TCI_PRECISION_FP16, list, true, progress, &e);
+    st = build_copy(g, options, TCI_PRECISION_FP16, list->names, true, progress, &e);
     if (st == TCI_OK) st = tci_context_create(e, &c);
     if (st == TCI_OK) st = tci_context_run(c, inputs, num_inputs);
     size_t n = st == TCI_OK ? e->graph->num_nodes : 0;
-    double *errors = calloc(n + 1, sizeof *errors), *input_errors = calloc(n + 1, sizeof *errors);
-    bool *fp32 = calloc(n + 1, sizeof *fp32);
-    if (st == TCI_OK && (!errors || !input_errors || !fp32))
+    l->count = n;
+    l->errors = calloc(n + 1, sizeof *l->errors);
+    l->input_errors = calloc(n + 1, sizeof *l->input_errors);
+    l->nonfinite = calloc(n + 1, sizeof *l->nonfinite);
+    l->input_nonfinite = calloc(n + 1, sizeof *l->input_nonfinite);
+    l->in_fp32 = calloc(n + 1, sizeof *l->in_fp32);
+    if (st == TCI_OK && (!l->errors || !l->input_errors || !l->nonfinite ||
+                         !l->input_nonfinite || !l->in_fp32))
         st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     if (st == TCI_OK && e->graph->num_outputs != m->fp32->graph->num_outputs)
         st = status_error(TCI_ERR_INTERNAL, "TCI_PRECISION_AUTO: the marked fp16 and fp32 "
                           "engines have %zu and %zu outputs", e->graph->num_outputs,
                           m->fp32->graph->num_outputs);
-    if (st == TCI_OK) st = measure_layers(e, c, m->base, errors, input_errors);
-    plan_options fp32_of = {(const char *const *)list, TCI_PRECISION_FP16};
-    if (st == TCI_OK) st = plan_fp32_nodes(e->graph, &fp32_of, fp32);
-    int worst = st == TCI_OK ? api_auto_worst_layer(n, errors, input_errors, fp32) : -1;
-    if (worst >= 0) {
-        *added = errors[worst] - input_errors[worst];
-        *out_layer = strdup(e->graph->nodes[worst]->name);
-        if (!*out_layer) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    free(errors);
-    free(input_errors);
-    free(fp32);
+    if (st == TCI_OK) st = measure_layers(e, c, m->base, l);
+    plan_options fp32_of = {(const char *const *)list->names, TCI_PRECISION_FP16};
+    if (st == TCI_OK) st = plan_fp32_nodes(e->graph, &fp32_of, l->in_fp32);
     tci_context_destroy(c);
-    tci_engine_destroy(e);
+    if (st != TCI_OK) {
+        layer_errors_free(l);
+        tci_engine_destroy(e);
+        return st;
+    }
+    *out_engine = e;
+    return TCI_OK;
+}
+
+/* Overflow round: the report's layer, and with it every other layer of the marked run that
+ * produces NaN/Inf from finite inputs (parallel branches overflow in the same round). */
+static tci_status overflow_layers(const ir_graph *g, const tci_engine_options *options,
+                                  const tci_tensor *inputs, size_t num_inputs, layer_list *list,
+                                  auto_marked *m, auto_progress *progress, const char *first) {
+    layer_errors l;
+    tci_engine *marked = NULL;
+    TRY_STATUS(list_push(list, first));
+    TRY_STATUS(measure(g, options, inputs, num_inputs, list, m, progress, &l, &marked));
+    bool *pick = calloc(l.count + 1, sizeof *pick);
+    tci_status st = pick ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == TCI_OK) api_auto_overflow_layers(l.count, l.nonfinite, l.input_nonfinite, l.in_fp32,
+                                               pick);
+    for (size_t i = 0; st == TCI_OK && i < l.count; i++)
+        if (pick[i] && !listed(list, marked->graph->nodes[i]->name))
+            st = list_push(list, marked->graph->nodes[i]->name);
+    free(pick);
+    layer_errors_free(&l);
+    tci_engine_destroy(marked);
     return st;
 }
 
-/* One round's next layer (malloc'd into *out_layer; NULL: the engine e is the one), from the
- * overflow and then the accuracy target. */
-static tci_status next_layer(const ir_graph *g, const tci_engine_options *options,
-                             const tci_tensor *inputs, size_t num_inputs, const tci_context *base,
-                             char *const *list, auto_marked *m, auto_progress *progress,
-                             int round, tci_engine *e, double *error, char **out_layer) {
+/* Builds the fused fp16 engine with list's fp32 layers and runs it against base: *error, and
+ * *mismatches with *report as run_round gives them. */
+static tci_status try_list(const ir_graph *g, const tci_engine_options *options,
+                           const tci_tensor *inputs, size_t num_inputs, const tci_context *base,
+                           const layer_list *list, auto_progress *progress, const char *what,
+                           tci_engine **out, double *error, uint64_t *mismatches,
+                           tci_nonfinite_report *report) {
+    snprintf(progress->build, sizeof progress->build, "precision auto, %s", what);
+    TRY_STATUS(build_copy(g, options, TCI_PRECISION_FP16, list->names, false, progress, out));
+    tci_status st = run_round(*out, base, inputs, num_inputs, mismatches, error, report);
+    if (st != TCI_OK) {
+        tci_engine_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* accuracy_target: ranks the layers not in fp32 by the error each adds (the marked engines),
+ * then finds by bisection the fewest of that ranking, from the top, that bring the fused
+ * engine's error to the target. *e (the engine so far, over the target) is replaced by the
+ * one that meets it; list gets its layers. */
+static tci_status meet_target(const ir_graph *g, const tci_engine_options *options,
+                              const tci_tensor *inputs, size_t num_inputs,
+                              const tci_context *base, layer_list *list, auto_marked *m,
+                              auto_progress *progress, tci_engine **e, double *error) {
     const api_log log = {options->log_fn, options->log_user, options->log_level};
-    tci_nonfinite_report report;
-    tci_nonfinite_report_init(&report);
-    auto_round r = {round, 0, &report, false};
-    const char *overflow = NULL;
-    *out_layer = NULL;
-    TRY_STATUS(run_round(e, base, inputs, num_inputs, &r.mismatches, error, &report));
-    if (r.mismatches) r.layer_in_fp32 = layer_in_fp32(e, report.layer, list);
-    TRY_STATUS(api_auto_next_layer(&r, &overflow));
-    if (overflow) {
+    double target = options->accuracy_target;
+    layer_errors l;
+    tci_engine *marked = NULL;
+    TRY_STATUS(measure(g, options, inputs, num_inputs, list, m, progress, &l, &marked));
+    int *order = calloc(l.count + 1, sizeof *order);
+    tci_status st = order ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t ranked = order ? api_auto_rank(l.count, l.errors, l.input_errors, l.in_fp32, order) : 0;
+    if (st == TCI_OK && !ranked)
+        st = status_error(TCI_ERR_UNSUPPORTED,
+                          "TCI_PRECISION_AUTO: the outputs' relative L2 error is %.3g, over "
+                          "tci_engine_options.accuracy_target %g, and no layer left in fp16 "
+                          "adds error",
+                          *error, target);
+    size_t kept = list->count, lo = 0, hi = ranked; /* lo: over the target; hi: to be tried */
+    bool hi_known = false;
+    tci_engine *best = NULL;
+    double best_error = 0;
+    int tries = 0;
+    while (st == TCI_OK && (!hi_known || hi - lo > 1)) {
+        size_t k = hi_known ? lo + (hi - lo) / 2 : hi; /* all of them first */
+        list_truncate(list, kept);
+        for (size_t i = 0; st == TCI_OK && i < k; i++)
+            st = list_push(list, marked->graph->nodes[order[i]]->name);
+        char what[48];
+        snprintf(what, sizeof what, "%zu of %zu ranked layers in fp32", k, ranked);
+        tci_engine *t = NULL;
+        double err = 0;
+        uint64_t mismatches = 0;
+        tci_nonfinite_report report;
+        tci_nonfinite_report_init(&report);
+        if (st == TCI_OK)
+            st = try_list(g, options, inputs, num_inputs, base, list, progress, what, &t, &err,
+                          &mismatches, &report);
+        if (st != TCI_OK) break;
+        tries++;
+        bool meets = !mismatches && err <= target;
+        api_log_message(&log, TCI_LOG_INFO,
+                        "TCI_PRECISION_AUTO: the %zu layers adding the most error in fp32: "
+                        "relative L2 error %.3g (%s the target %g)",
+                        k, err, meets ? "meets" : "over", target);
+        if (!hi_known && !meets) {
+            tci_engine_destroy(t);
+            st = status_error(TCI_ERR_UNSUPPORTED,
+                              "TCI_PRECISION_AUTO: with all %zu layers that add error in fp32 "
+                              "the outputs' relative L2 error is %.3g, over "
+                              "tci_engine_options.accuracy_target %g",
+                              k, err, target);
+            break;
+        }
+        hi_known = true;
+        if (meets) {
+            tci_engine_destroy(best);
+            best = t;
+            best_error = err;
+            hi = k;
+        } else {
+            tci_engine_destroy(t);
+            lo = k;
+        }
+    }
+    if (st == TCI_OK) {
+        /* the list as the best engine was built */
+        list_truncate(list, kept);
+        for (size_t i = 0; st == TCI_OK && i < hi; i++)
+            st = list_push(list, marked->graph->nodes[order[i]]->name);
+        api_log_message(&log, TCI_LOG_INFO,
+                        "TCI_PRECISION_AUTO: %zu of %zu ranked layers in fp32 meet the target "
+                        "%g (relative L2 error %.3g; %d builds)",
+                        hi, ranked, target, best_error, tries);
+    }
+    free(order);
+    layer_errors_free(&l);
+    tci_engine_destroy(marked);
+    if (st != TCI_OK) {
+        tci_engine_destroy(best);
+        return st;
+    }
+    tci_engine_destroy(*e);
+    *e = best;
+    *error = best_error;
+    return TCI_OK;
+}
+
+/* The search: overflow rounds, then the accuracy target; list holds the user's fp32 layers
+ * (num_user), then those moved; *out the engine that meets the criteria. */
+static tci_status search(const ir_graph *g, const tci_engine_options *options,
+                         const tci_tensor *inputs, size_t num_inputs, const tci_context *base,
+                         layer_list *list, size_t num_user, auto_progress *progress,
+                         tci_engine **out) {
+    const api_log log = {options->log_fn, options->log_user, options->log_level};
+    auto_marked m = {NULL, NULL};
+    tci_engine *e = NULL;
+    double error = 0;
+    tci_status st = TCI_OK;
+    for (int round = 1; st == TCI_OK; round++) {
+        char what[48];
+        snprintf(what, sizeof what, "round %d", round);
+        tci_nonfinite_report report;
+        tci_nonfinite_report_init(&report);
+        auto_round r = {round, 0, &report, false};
+        const char *first = NULL;
+        st = try_list(g, options, inputs, num_inputs, base, list, progress, what, &e, &error,
+                      &r.mismatches, &report);
+        if (st == TCI_OK && r.mismatches) r.layer_in_fp32 = layer_in_fp32(e, report.layer,
+                                                                          list->names);
+        if (st == TCI_OK) st = api_auto_next_layer(&r, &first);
+        if (st != TCI_OK || !first) break;
+        size_t before = list->count;
         api_log_message(&log, TCI_LOG_INFO,
                         "TCI_PRECISION_AUTO round %d: %llu NaN/Inf values in the fp16 outputs "
                         "where the fp32 engine's are finite; layer '%s' (%s) produces them "
                         "first: kept in fp32",
                         round, (unsigned long long)r.mismatches, report.layer, report.op_type);
-        *out_layer = strdup(overflow);
-        return *out_layer ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        st = overflow_layers(g, options, inputs, num_inputs, list, &m, progress, first);
+        if (st == TCI_OK && list->count > before + 1)
+            api_log_message(&log, TCI_LOG_INFO,
+                            "TCI_PRECISION_AUTO round %d: %zu more layers produce NaN/Inf from "
+                            "finite inputs in the marked run: kept in fp32 too",
+                            round, list->count - before - 1);
+        tci_engine_destroy(e);
+        e = NULL;
     }
     double target = options->accuracy_target;
-    if (!(target > 0) || *error <= target) return TCI_OK;
-    if (round >= TCI_PRECISION_AUTO_MAX_ROUNDS)
-        return status_error(TCI_ERR_UNSUPPORTED,
-                            "TCI_PRECISION_AUTO: after %d rounds the outputs' relative L2 error "
-                            "is %.3g, over tci_engine_options.accuracy_target %g",
-                            round, *error, target);
-    double added = 0;
-    TRY_STATUS(worst_layer(g, options, inputs, num_inputs, list, m, progress, out_layer, &added));
-    if (!*out_layer)
-        return status_error(TCI_ERR_UNSUPPORTED,
-                            "TCI_PRECISION_AUTO: the outputs' relative L2 error is %.3g, over "
-                            "tci_engine_options.accuracy_target %g, and no layer left in fp16 "
-                            "adds error",
-                            *error, target);
-    api_log_message(&log, TCI_LOG_INFO,
-                    "TCI_PRECISION_AUTO round %d: the outputs' relative L2 error %.3g is over "
-                    "the target %g; layer '%s' adds the most (%.3g): kept in fp32",
-                    round, *error, target, *out_layer, added);
-    return TCI_OK;
-}
-
-/* The rounds: *list holds the user's fp32 layers, then those moved; *out the engine that meets
- * the criteria. */
-static tci_status search(const ir_graph *g, const tci_engine_options *options,
-                         const tci_tensor *inputs, size_t num_inputs, const tci_context *base,
-                         char **list, size_t num_user, auto_progress *progress,
-                         tci_engine **out) {
-    auto_marked m = {NULL, NULL};
-    size_t n = num_user;
-    tci_status st = TCI_OK;
-    for (int round = 1; st == TCI_OK && !*out; round++) {
-        tci_engine *e = NULL;
-        char *layer = NULL;
-        double error = 0;
-        snprintf(progress->build, sizeof progress->build, "precision auto, round %d", round);
-        st = build_copy(g, options, TCI_PRECISION_FP16, list, false, progress, &e);
-        if (st == TCI_OK)
-            st = next_layer(g, options, inputs, num_inputs, base, list, &m, progress, round, e,
-                            &error, &layer);
-        if (st == TCI_OK && !layer) {
-            e->num_auto_fp32 = n - num_user;
-            e->auto_error = error;
-            *out = e;
-            break;
-        }
-        if (st == TCI_OK) list[n++] = layer; /* at most one a round: list has room */
-        tci_engine_destroy(e);
+    if (st == TCI_OK && target > 0 && error > target) {
+        api_log_message(&log, TCI_LOG_INFO,
+                        "TCI_PRECISION_AUTO: the outputs' relative L2 error %.3g is over the "
+                        "target %g: ranking the layers by the error each adds",
+                        error, target);
+        st = meet_target(g, options, inputs, num_inputs, base, list, &m, progress, &e, &error);
     }
     tci_context_destroy(m.base);
     tci_engine_destroy(m.fp32);
-    return st;
+    if (st != TCI_OK) {
+        tci_engine_destroy(e);
+        return st;
+    }
+    e->num_auto_fp32 = list->count - num_user;
+    e->auto_error = error;
+    *out = e;
+    return TCI_OK;
 }
 
 /* The log's summary: the layers moved, in the order they were. */
@@ -419,13 +621,10 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
     tci_tensor *random = NULL;
     size_t num_user = 0;
     while (options->fp32_layers && options->fp32_layers[num_user]) num_user++;
-    /* the user's layers, then at most one per round */
-    char **list = calloc(num_user + TCI_PRECISION_AUTO_MAX_ROUNDS + 1, sizeof *list);
+    layer_list list = {NULL, 0, 0}; /* the user's layers, then those moved */
     tci_status st = check_options(options);
-    if (st == TCI_OK && !list) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; st == TCI_OK && i < num_user; i++)
-        if (!(list[i] = strdup(options->fp32_layers[i])))
-            st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        st = list_push(&list, options->fp32_layers[i]);
     snprintf(progress.build, sizeof progress.build, "precision auto, fp32 engine");
     if (st == TCI_OK)
         st = build_copy(g, options, TCI_PRECISION_FP32, NULL, false, &progress, &fp32);
@@ -444,7 +643,7 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
     if (st == TCI_OK) st = tci_context_create(fp32, &base);
     if (st == TCI_OK) st = tci_context_run(base, inputs, num_inputs);
     if (st == TCI_OK)
-        st = search(g, options, inputs, num_inputs, base, list, num_user, &progress, &e);
+        st = search(g, options, inputs, num_inputs, base, &list, num_user, &progress, &e);
     tci_context_destroy(base);
     tci_engine_destroy(fp32);
     size_t moved = e ? e->num_auto_fp32 : 0;
@@ -454,17 +653,16 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
         tci_engine_destroy(e);
         e = NULL;
         snprintf(progress.build, sizeof progress.build, "precision auto, all outputs marked");
-        st = build_copy(g, options, TCI_PRECISION_FP16, list, true, &progress, &e);
+        st = build_copy(g, options, TCI_PRECISION_FP16, list.names, true, &progress, &e);
         if (st == TCI_OK) {
             e->num_auto_fp32 = moved;
             e->auto_error = error;
         }
     }
-    if (st == TCI_OK) log_result(options, list + num_user, moved, error);
+    if (st == TCI_OK) log_result(options, list.names ? list.names + num_user : NULL, moved, error);
     for (size_t i = 0; random && i < num_inputs; i++) tci_tensor_release(&random[i]);
     free(random);
-    for (char **s = list; s && *s; s++) free(*s);
-    free(list);
+    list_free(&list);
     if (st != TCI_OK) {
         tci_engine_destroy(e);
         ir_graph_destroy(g);

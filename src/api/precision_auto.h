@@ -26,10 +26,17 @@ typedef struct auto_round {
 tci_status api_auto_next_layer(const auto_round *r, const char **out_layer);
 
 /* tci_engine_options.accuracy_target: of count layers, each with the relative L2 error of its
- * output (errors) and the largest of the layers it reads (input_errors), the one not yet in
- * fp32 that adds the most error (errors - input_errors), or -1 where none adds any. */
-int api_auto_worst_layer(size_t count, const double *errors, const double *input_errors,
-                         const bool *in_fp32);
+ * output (errors; NaN: not measured) and the largest of the layers it reads (input_errors), those
+ * not yet in fp32 that add error (errors - input_errors > 0) into order, the most first (ties:
+ * in node order). Returns how many (0 also when out of memory). */
+size_t api_auto_rank(size_t count, const double *errors, const double *input_errors,
+                     const bool *in_fp32, int *order);
+
+/* An overflow round: of count layers, with the NaN/Inf of each output where the fp32 engine's
+ * is finite (nonfinite) and the most of the layers each reads (input_nonfinite), pick[i]: layer i
+ * produces them from finite inputs and is not in fp32 yet (parallel branches overflow at once). */
+void api_auto_overflow_layers(size_t count, const uint64_t *nonfinite,
+                              const uint64_t *input_nonfinite, const bool *in_fp32, bool *pick);
 
 /* tci_engine_create_*'s build when options (complete: api_read_options) ask for
  * TCI_PRECISION_AUTO; owns g (the loaded graph), also on failure. */

@@ -53,9 +53,10 @@ static const cli_option options[] = {
      "with tensor-op math off, or auto: fp16 with the layers that\n"
      "overflow it on the inputs (or seeded random ones) kept in fp32"},
     {"accuracy-target", OPT_ACCURACY_TARGET, "TOL",
-     "with --precision auto: also move to fp32, one by one, the\n"
-     "layers adding the most error until the outputs' relative L2\n"
-     "error against the GPU fp32 engine is at most TOL"},
+     "with --precision auto: also keep in fp32 the fewest of the\n"
+     "layers adding the most error (ranked, then bisected) that\n"
+     "bring the outputs' relative L2 error against the GPU fp32\n"
+     "engine to at most TOL"},
     {"fp32-layers", OPT_FP32_LAYERS, "A,B", "GPU: keep these nodes in fp32 (node names, op types, or\n"
                                             "patterns such as '/layer1/*'), against fp16 overflow"},
     {"kernels", OPT_KERNELS, "auto|wmma|cudnn",

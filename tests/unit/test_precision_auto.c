@@ -216,26 +216,49 @@ START_TEST(test_options_refused) {
 }
 END_TEST
 
-/* accuracy_target's choice on synthetic per-layer errors: the layer adding the most error to
- * what it reads, not the one with the largest error (errors accumulate downstream). */
-START_TEST(test_worst_layer) {
-    /* stem -> conv1 -> conv2 -> head: conv1 adds 4e-3, the rest little */
+/* accuracy_target's ranking on synthetic per-layer errors: by the error each layer adds to
+ * what it reads, not by its own error (errors accumulate downstream). */
+START_TEST(test_rank) {
+    /* stem -> conv1 -> conv2 -> head: conv1 adds 4e-3, head 3e-4, conv2 2e-4, stem 1e-4 */
     double errors[] = {1e-4, 4.1e-3, 4.3e-3, 4.6e-3}, inputs[] = {0, 1e-4, 4.1e-3, 4.3e-3};
     bool fp32[] = {false, false, false, false};
-    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 1);
-    fp32[1] = true; /* moved: the next one adding the most */
-    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 3);
-    fp32[3] = true;
-    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 2);
-    fp32[2] = true;
-    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), 0);
-    fp32[0] = true;
-    ck_assert_int_eq(api_auto_worst_layer(4, errors, inputs, fp32), -1);
+    int order[4] = {-1, -1, -1, -1};
+    ck_assert_uint_eq(api_auto_rank(4, errors, inputs, fp32, order), 4);
+    ck_assert_int_eq(order[0], 1);
+    ck_assert_int_eq(order[1], 3);
+    ck_assert_int_eq(order[2], 2);
+    ck_assert_int_eq(order[3], 0);
+    fp32[1] = true; /* in fp32 already: not ranked */
+    ck_assert_uint_eq(api_auto_rank(4, errors, inputs, fp32, order), 3);
+    ck_assert_int_eq(order[0], 3);
+    /* ties keep the node order */
+    double tie[] = {2e-3, 1e-3, 2e-3}, tie_in[] = {0, 0, 0};
+    bool none[] = {false, false, false};
+    ck_assert_uint_eq(api_auto_rank(3, tie, tie_in, none, order), 3);
+    ck_assert_int_eq(order[0], 0);
+    ck_assert_int_eq(order[1], 2);
+    ck_assert_int_eq(order[2], 1);
     /* a layer that only reduces error (or whose error was not measured: NaN) adds none */
     double flat[] = {0, NAN, 1e-3}, flat_in[] = {0, 0, 2e-3};
-    bool none[] = {false, false, false};
-    ck_assert_int_eq(api_auto_worst_layer(3, flat, flat_in, none), -1);
-    ck_assert_int_eq(api_auto_worst_layer(0, flat, flat_in, none), -1);
+    ck_assert_uint_eq(api_auto_rank(3, flat, flat_in, none, order), 0);
+    ck_assert_uint_eq(api_auto_rank(0, flat, flat_in, none, order), 0);
+}
+END_TEST
+
+/* An overflow round keeps every layer that produces NaN/Inf from finite inputs: two parallel
+ * branches at once, not the layers downstream of them, not those in fp32 already. */
+START_TEST(test_overflow_layers) {
+    /* stem -> {branch_a, branch_b} -> concat -> head; both branches overflow */
+    uint64_t nonfinite[] = {0, 40, 8, 48, 1000}, input_nonfinite[] = {0, 0, 0, 40, 48};
+    bool fp32[] = {false, false, false, false, false}, pick[5];
+    api_auto_overflow_layers(5, nonfinite, input_nonfinite, fp32, pick);
+    ck_assert(!pick[0] && pick[1] && pick[2] && !pick[3] && !pick[4]);
+    fp32[2] = true;
+    api_auto_overflow_layers(5, nonfinite, input_nonfinite, fp32, pick);
+    ck_assert(!pick[0] && pick[1] && !pick[2] && !pick[3] && !pick[4]);
+    uint64_t clean[] = {0, 0, 0, 0, 0};
+    api_auto_overflow_layers(5, clean, clean, fp32, pick);
+    for (int i = 0; i < 5; i++) ck_assert(!pick[i]);
 }
 END_TEST
 
@@ -292,7 +315,8 @@ int main(void) {
     tcase_add_test(tc, test_cannot_move);
     tcase_add_test(tc, test_converges_on_synthetic_models);
     tcase_add_test(tc, test_bounded_rounds);
-    tcase_add_test(tc, test_worst_layer);
+    tcase_add_test(tc, test_rank);
+    tcase_add_test(tc, test_overflow_layers);
     tcase_add_test(tc, test_options_refused);
     tcase_add_test(tc, test_fp32_layers_listed);
     suite_add_tcase(s, tc);
