@@ -55,6 +55,8 @@ typedef enum op_pattern_kind {
     OP_PATTERN_SELECT,
     /* the outputs are consecutive blocks of input 0 along `axis`, in output order (Split) */
     OP_PATTERN_SPLIT,
+    /* output 0 is bool, true exactly where input 0 is NaN (IsNaN) */
+    OP_PATTERN_IS_NAN,
 } op_pattern_kind;
 
 typedef struct op_pattern {
