@@ -32,7 +32,8 @@ static ir_tensor *const1(ir_graph *g, const char *name, float v) {
 }
 
 /* where keep comes from: a bool input (B, 1, 1, S) (padding); the And of a constant causal
- * (1, 1, S, S) and that input (GPT-2); the causal constant alone */
+ * (1, 1, S, S) and that input (GPT-2); both Expanded to (B, 1, S, S) as the export does; the
+ * causal constant alone */
 enum keep_form { KEEP_PADDING, KEEP_CAUSAL_PADDING, KEEP_CAUSAL_CONST };
 /* the softmax's NaN guard: none, Where(IsNaN(p), 0, p), Where(IsNaN(p), 1, p), or
  * Where(IsNaN(p), 0, p) with p also read by another node */
@@ -40,7 +41,7 @@ enum guard_form { GUARD_NONE, GUARD_ZERO, GUARD_ONE, GUARD_SHARED };
 
 typedef struct mask_graph {
     ir_graph *g;
-    ir_tensor *xq, *xk, *xv, *pad, *keep, *mask, *y;
+    ir_tensor *xq, *xk, *xv, *pad, *and_out, *keep, *mask, *y;
     ir_node *where, *add, *sm, *isnan, *guard, *pv;
     enum keep_form form;
 } mask_graph;
@@ -74,9 +75,19 @@ static void build(mask_graph *t, enum keep_form form, float zero, float fill,
         if (form == KEEP_CAUSAL_CONST) {
             t->keep = c;
         } else {
-            t->keep = named(g, "keep");
+            t->keep = named(g, "and_out");
             th_node_io(g, "and", "And", 7, (ir_tensor *[]){c, t->pad}, 2, &t->keep, 1);
         }
+    }
+    if (form != KEEP_CAUSAL_CONST) {
+        const int64_t full[4] = {B, 1, S, S};
+        ir_tensor *expanded = named(g, "keep");
+        th_node_io(g, "expand", "Expand", 13,
+                   (ir_tensor *[]){t->keep, th_named(g, "full", TCI_DTYPE_INT64, 1,
+                                                     (const int64_t[]){4}, full)},
+                   2, &expanded, 1);
+        t->and_out = t->keep;
+        t->keep = expanded;
     }
     t->y = named(g, "y");
     ir_tensor *outputs[2] = {t->y, NULL};
@@ -189,7 +200,8 @@ static void check_against_reference(mask_graph *t, const plan *p, int padded, fl
     ck_assert_ptr_nonnull(st);
     /* the step reads keep as the graph holds it: the input (B, 1, 1, S), or the And's
      * (B, 1, S, S) */
-    replay(&st->u.attention, xq, xk, xv, t->form == KEEP_PADDING ? pad : keep, got);
+    replay(&st->u.attention, xq, xk, xv, t->pv->epilogue->attention->keep == t->pad ? pad : keep,
+           got);
     exec_cpu *ex;
     ck_assert_tci_ok(exec_cpu_create(t->g, &ex));
     const int64_t xd[4] = {B, S, H, D}, pd[4] = {B, 1, 1, S};
@@ -214,9 +226,9 @@ static float v_mean(int b, int h, int e) {
     return (float)(acc / S);
 }
 
-/* BERT, RoBERTa, DistilBERT: Where(padding, 0, -inf) with the NaN guard fuses whole; the step
- * reads the bool input through broadcast strides; a sequence that keeps no key gets zeros, as
- * the guard makes of the reference's NaN. */
+/* BERT, RoBERTa, DistilBERT: Where(Expand(padding), 0, -inf) with the NaN guard fuses whole;
+ * the step reads the bool input before the Expand through broadcast strides; a sequence that
+ * keeps no key gets zeros, as the guard makes of the reference's NaN. */
 START_TEST(test_padding_guarded_fuses) {
     mask_graph t;
     build(&t, KEEP_PADDING, 0.0f, -INFINITY, GUARD_ZERO);
@@ -239,7 +251,7 @@ START_TEST(test_padding_guarded_fuses) {
 
     plan *p;
     ck_assert_tci_ok(plan_build(t.g, NULL, &p));
-    ck_assert_int_eq(p->num_steps, 1);
+    ck_assert_int_eq(p->num_steps, 2); /* the Expand, unread by the step, and the attention */
     const plan_step *st = find_step(p, PLAN_STEP_ATTENTION);
     const plan_attention *pa = &st->u.attention;
     ck_assert(pa->has_keep && !pa->has_mask && !pa->keep_row_mean && !pa->causal);
@@ -269,7 +281,7 @@ START_TEST(test_finite_fill_row_mean) {
     ck_assert_ptr_nonnull(strstr(t.pv->epilogue->label, "finite fill"));
     plan *p;
     ck_assert_tci_ok(plan_build(t.g, NULL, &p));
-    ck_assert_int_eq(p->num_steps, 1);
+    ck_assert_int_eq(p->num_steps, 2);
     ck_assert(find_step(p, PLAN_STEP_ATTENTION)->u.attention.keep_row_mean);
     static float want[N];
     check_against_reference(&t, p, S, want);
@@ -290,8 +302,10 @@ START_TEST(test_finite_fill_row_mean) {
 }
 END_TEST
 
-/* GPT-2: the And of the causal constant and the padding, expanded: the step reads the And's
- * (B, 1, S, S) result; left padding leaves the first rows of sequence 1 without a key */
+/* GPT-2: the And of the causal constant and the padding, expanded: with -inf the step takes the
+ * causal flag and reads the padding (B, 1, 1, S); with a finite fill (a row without a key
+ * averages V over every key, the causal ones too) the And's (B, 1, S, S). Left padding leaves
+ * the first rows of sequence 1 without a key. */
 START_TEST(test_causal_and_padding) {
     for (int finite = 0; finite < 2; finite++) {
         mask_graph t;
@@ -299,15 +313,19 @@ START_TEST(test_causal_and_padding) {
               finite ? GUARD_NONE : GUARD_ZERO);
         const ir_attention *a = t.pv->epilogue ? t.pv->epilogue->attention : NULL;
         ck_assert_ptr_nonnull(a);
-        ck_assert_ptr_eq(a->keep, t.keep);
-        ck_assert(!a->causal);
+        ck_assert_ptr_eq(a->keep, finite ? t.and_out : t.pad);
+        ck_assert_int_eq(a->causal, !finite);
         ck_assert_int_eq(a->keep_row_mean, finite);
+        ck_assert_ptr_nonnull(strstr(t.pv->epilogue->label,
+                                     finite ? "(attention, bool mask, finite fill)"
+                                            : "(attention, causal, bool mask)"));
         plan *p;
         ck_assert_tci_ok(plan_build(t.g, NULL, &p));
-        ck_assert_int_eq(p->num_steps, 2); /* the And, and the attention */
+        ck_assert_int_eq(p->num_steps, 3); /* the And, the Expand and the attention */
         const plan_attention *pa = &find_step(p, PLAN_STEP_ATTENTION)->u.attention;
-        const int64_t ks[4] = {S * S, 0, S, 1};
-        for (int i = 0; i < 4; i++) ck_assert_int_eq(pa->keep_strides[i], ks[i]);
+        ck_assert_int_eq(pa->causal, !finite);
+        const int64_t ks[2][4] = {{S, 0, 0, 1}, {S * S, 0, S, 1}};
+        for (int i = 0; i < 4; i++) ck_assert_int_eq(pa->keep_strides[i], ks[finite][i]);
         static float want[N];
         check_against_reference(&t, p, 2, want);
         /* rows 0 and 1 of sequence 1 keep no key */

@@ -502,12 +502,55 @@ static bool mask_fits(const ir_tensor *mask, const ir_tensor *scores) {
     return true;
 }
 
+/* A constant bool that is true exactly at the keys j <= i of a (q_len, kv_len) score matrix,
+ * broadcast over every leading dim: a causal mask built as bools. */
+static bool is_causal_keep(const ir_tensor *t, int64_t q_len, int64_t kv_len) {
+    if (!t->data || t->dtype != TCI_DTYPE_BOOL || t->rank < 2 ||
+        t->dims[t->rank - 2] != q_len || t->dims[t->rank - 1] != kv_len)
+        return false;
+    for (int i = 0; i < t->rank - 2; i++)
+        if (t->dims[i] != 1) return false;
+    const uint8_t *v = t->data;
+    for (int64_t i = 0; i < q_len; i++)
+        for (int64_t j = 0; j < kv_len; j++)
+            if ((v[i * kv_len + j] != 0) != (j <= i)) return false;
+    return true;
+}
+
+/* keep as the step reads it: an Expand's input in its place (broadcast strides read the same
+ * values), then, for a -inf fill, And(causal constant, x) as x with the causal flag (the step
+ * skips the keys past the query instead of reading them; with a finite fill a row that keeps no
+ * key averages V over every key, the causal ones too, so there it stays a read mask). */
+static ir_tensor *reduce_keep(ir_tensor *keep, const ir_tensor *scores, bool minus_inf,
+                              bool *causal) {
+    *causal = false;
+    op_pattern pat;
+    ir_node *p = keep->producer;
+    if (p && role_of(p, &pat) == OP_PATTERN_BROADCAST && p->num_inputs >= 1 && p->inputs[0] &&
+        p->inputs[0]->dtype == TCI_DTYPE_BOOL && broadcasts(p->inputs[0], scores))
+        keep = p->inputs[0];
+    p = keep->producer;
+    if (!minus_inf || !p || !p->desc || p->desc->binary != BINARY_AND || p->num_inputs != 2 ||
+        p->fused_into || p->epilogue)
+        return keep;
+    const int r = scores->rank;
+    for (int side = 0; side < 2; side++) {
+        ir_tensor *c = p->inputs[side], *x = p->inputs[1 - side];
+        if (c && x && x->dtype == TCI_DTYPE_BOOL && broadcasts(x, scores) &&
+            is_causal_keep(c, scores->dims[r - 2], scores->dims[r - 1])) {
+            *causal = true;
+            return x;
+        }
+    }
+    return keep;
+}
+
 /* The mask Where(keep, 0, fill) added to the scores: keep a computed bool of known dims
  * broadcasting into them (a constant one folded the Where to a constant mask: is_causal_mask),
  * 0 and fill constant scalars, mask read by the Add alone; fill -inf needs the NaN guard
  * (guarded), a finite fill must be at most -1e30 (every score of the row rounds to fill when it
- * is added, so equal scores stay equal). Sets m->a.keep and keep_row_mean, and adds the Where to
- * the core. */
+ * is added, so equal scores stay equal). Sets m->a.keep (reduce_keep), causal and keep_row_mean,
+ * and adds the Where to the core. */
 static bool match_keep(const int *consumers, ir_tensor *mask, const ir_tensor *scores,
                        bool guarded, attn_match *m) {
     ir_node *w = mask->producer;
@@ -523,7 +566,7 @@ static bool match_keep(const int *consumers, ir_tensor *mask, const ir_tensor *s
     if (keep->data || (fill == -INFINITY ? !guarded : !(isfinite(fill) && fill <= -1e30f)))
         return false;
     m->core[m->num_core++] = w;
-    m->a.keep = keep;
+    m->a.keep = reduce_keep(keep, scores, fill == -INFINITY, &m->a.causal);
     m->a.keep_row_mean = fill != -INFINITY;
     return true;
 }
@@ -697,10 +740,11 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
         strncat(label, m->nodes[i]->op_type, sizeof label - strlen(label) - 1);
     }
     strncat(label,
-            m->a.causal ? " (attention, causal)"
-            : m->a.keep ? (m->a.keep_row_mean ? " (attention, bool mask, finite fill)"
-                                              : " (attention, bool mask)")
-                        : " (attention)",
+            m->a.causal && m->a.keep ? " (attention, causal, bool mask)"
+            : m->a.causal            ? " (attention, causal)"
+            : m->a.keep              ? (m->a.keep_row_mean ? " (attention, bool mask, finite fill)"
+                                                           : " (attention, bool mask)")
+                                     : " (attention)",
             sizeof label - strlen(label) - 1);
     if (moves)
         snprintf(label + strlen(label), sizeof label - strlen(label),
