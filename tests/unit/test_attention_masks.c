@@ -135,45 +135,6 @@ static const plan_step *find_step(const plan *p, plan_step_kind kind) {
     return NULL;
 }
 
-/* The plan's attention step on the host with the kernel's rules (src/kernels/attention.cu): a
- * key keep drops scores -inf, or -1e30 with keep_row_mean (a row of dropped keys alone is then
- * uniform); a row of -inf alone is zeros. keep: the dense values of the tensor the step reads. */
-static void replay(const plan_attention *a, const float *q, const float *k, const float *v,
-                   const uint8_t *keep, float *y) {
-    double srow[S];
-    for (int64_t b = 0; b < a->batch; b++)
-        for (int64_t h = 0; h < a->heads; h++)
-            for (int64_t i = 0; i < a->q_len; i++) {
-                double mx = -INFINITY, sum = 0.0;
-                for (int64_t j = 0; j < a->kv_len; j++) {
-                    double acc = 0.0;
-                    for (int64_t e = 0; e < a->head_dim; e++)
-                        acc += (double)q[a->q_offset + b * a->q_strides[0] + h * a->q_strides[1] +
-                                         i * a->q_strides[2] + e * a->q_strides[3]] *
-                               k[a->k_offset + b * a->k_strides[0] + h * a->k_strides[1] +
-                                 j * a->k_strides[2] + e * a->k_strides[3]];
-                    srow[j] = acc * a->scale;
-                    if (a->causal && j > i) srow[j] = -INFINITY;
-                    else if (a->has_keep &&
-                             !keep[b * a->keep_strides[0] + h * a->keep_strides[1] +
-                                   i * a->keep_strides[2] + j * a->keep_strides[3]])
-                        srow[j] = a->keep_row_mean ? -1e30 : -INFINITY;
-                    if (srow[j] > mx) mx = srow[j];
-                }
-                for (int64_t j = 0; j < a->kv_len; j++)
-                    sum += srow[j] = mx == -INFINITY ? 0.0 : exp(srow[j] - mx);
-                for (int64_t e = 0; e < a->head_dim; e++) {
-                    double acc = 0.0;
-                    for (int64_t j = 0; j < a->kv_len; j++)
-                        acc += srow[j] * v[a->v_offset + b * a->v_strides[0] +
-                                           h * a->v_strides[1] + j * a->v_strides[2] +
-                                           e * a->v_strides[3]];
-                    y[b * a->y_strides[0] + h * a->y_strides[1] + i * a->y_strides[2] +
-                      e * a->y_strides[3]] = sum > 0.0 ? (float)(acc / sum) : 0.0f;
-                }
-            }
-}
-
 enum { N = B * S * H * D };
 
 /* Runs the CPU reference on seeded inputs, sequence 1 padded on the left by `padded` keys (all
@@ -200,8 +161,8 @@ static void check_against_reference(mask_graph *t, const plan *p, int padded, fl
     ck_assert_ptr_nonnull(st);
     /* the step reads keep as the graph holds it: the input (B, 1, 1, S), or the And's
      * (B, 1, S, S) */
-    replay(&st->u.attention, xq, xk, xv, t->pv->epilogue->attention->keep == t->pad ? pad : keep,
-           got);
+    th_replay_attention(&st->u.attention, xq, xk, xv, NULL,
+                        t->pv->epilogue->attention->keep == t->pad ? pad : keep, got);
     exec_cpu *ex;
     ck_assert_tci_ok(exec_cpu_create(t->g, &ex));
     const int64_t xd[4] = {B, S, H, D}, pd[4] = {B, 1, 1, S};
