@@ -463,6 +463,99 @@ def packed_attention_block():
                    "and sequence.")
 
 
+
+# Hugging Face transformers' eager attention as torch.onnx (opset 17) writes it: the attention
+# mask built as bools (padding from the attention_mask input, GPT-2's causal part from Range
+# comparisons, And-ed and Expanded to [N, 1, S, S]), added to the scores as Where(keep, 0, fill),
+# and the softmax guarded by Where(IsNaN(p), 0, p) (a row that keeps no key is NaN, then 0).
+HF_HEADS, HF_DH = 2, 64
+HF_E = HF_HEADS * HF_DH
+
+
+def hf_keep_mask(b, x, causal):
+    """keep [N, 1, S, S] (bool): key j of sequence n seen by query i when mask[n, j] != 0 and,
+    with causal, j <= i; the shapes come from Shape(x) as the export computes them."""
+    n, s = dims_of(b, x, [0, 1])
+    pad = b.node("Unsqueeze", [b.node("Cast", ["mask"], to=TensorProto.BOOL),
+                               b.ints([1, 2], "axes")])                       # [N, 1, 1, S]
+    pos = b.node("Range", [b.const(np.array(0, dtype=np.int64), "start"),
+                           b.node("Squeeze", [s, b.ints([0], "axes")]),
+                           b.const(np.array(1, dtype=np.int64), "step")])
+    q_idx = b.node("Unsqueeze", [pos, b.ints([0, 1, 3], "axes")])              # [1, 1, S, 1]
+    kv_idx = b.node("Unsqueeze", [pos, b.ints([0, 1, 2], "axes")])             # [1, 1, 1, S]
+    if causal:
+        base = b.node("LessOrEqual", [kv_idx, q_idx])
+    else:
+        base = b.node("GreaterOrEqual", [q_idx, b.const(np.array(0, dtype=np.int64), "zero")])
+    keep = b.node("And", [base, pad])
+    return b.node("Expand", [keep, b.node("Concat", [n, b.ints([1]), s, s], axis=0)])
+
+
+def hf_attention(b, q, kt, v, keep, fill, guard):
+    """Q and K^T each scaled by Dh^-1/4, MatMul, + Where(keep, 0, fill), Softmax, [NaN guard],
+    MatMul by V."""
+    root = b.scalar(HF_DH ** -0.25, "quarter_scale")
+    scores = b.node("MatMul", [b.node("Mul", [q, root]), b.node("Mul", [kt, root])])
+    bias = b.node("Where", [keep, b.const(np.array([0.0], np.float32), "zero_f"),
+                            b.const(np.array([fill], np.float32), "fill")])
+    probs = b.node("Softmax", [b.node("Add", [scores, bias])], axis=-1)
+    if guard:
+        probs = b.node("Where", [b.node("IsNaN", [probs]),
+                                 b.const(np.array(0.0, np.float32), "zero_f"), probs])
+    return b.node("MatMul", [probs, v])
+
+
+def bert_block():
+    b = Builder(12)
+    keep = hf_keep_mask(b, "input", causal=False)
+    h = "input"
+    # transformers 5's -inf fill with the NaN guard, then the finite torch.finfo.min fill alone
+    for fill, guard in ((float("-inf"), True), (FLOAT_MIN, False)):
+        q = split_heads(b, b.linear(h, ATT_MODEL, HF_E, "query"), HF_HEADS, HF_DH, [0, 2, 1, 3])
+        kt = split_heads(b, b.linear(h, ATT_MODEL, HF_E, "key"), HF_HEADS, HF_DH, [0, 2, 3, 1])
+        v = split_heads(b, b.linear(h, ATT_MODEL, HF_E, "value"), HF_HEADS, HF_DH, [0, 2, 1, 3])
+        h = merge_heads(b, hf_attention(b, q, kt, v, keep, fill, guard), HF_E, h)
+    b.node("Identity", [h], name="hidden")
+    return b.model("bert_block",
+                   [tensor("input", ["N", "S", ATT_MODEL]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", ATT_MODEL])], 17,
+                   "Two BERT self-attention blocks as transformers' eager attention exports "
+                   "(bool padding mask, Where(keep, 0, -inf) with the softmax's IsNaN guard, "
+                   "then Where(keep, 0, finfo.min)), opset 17, symbolic batch and sequence.")
+
+
+def gpt2_block():
+    b = Builder(13)
+    keep = hf_keep_mask(b, "input", causal=True)
+    h = "input"
+    for _ in range(2):
+        n, s = dims_of(b, h, [0, 1])
+        flat = b.node("Reshape", [h, b.ints([-1, ATT_MODEL])])
+        qkv = b.node("Reshape", [b.gemm(flat, ATT_MODEL, 3 * HF_E, gain=1.0),
+                                 b.node("Concat", [n, s, b.ints([3 * HF_E])], axis=0)])
+        parts = b.node("Split", [qkv, b.ints([HF_E] * 3, "split")], outputs=3, axis=2)
+        heads = [b.node("Reshape", [p, b.node("Concat", [n, s, b.ints([HF_HEADS, HF_DH])],
+                                               axis=0)]) for p in parts]
+        q = b.node("Transpose", [heads[0]], perm=[0, 2, 1, 3])
+        kt = b.node("Transpose", [heads[1]], perm=[0, 2, 3, 1])
+        v = b.node("Transpose", [heads[2]], perm=[0, 2, 1, 3])
+        ctx = hf_attention(b, q, kt, v, keep, float("-inf"), True)
+        ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
+                                 b.ints([-1, HF_E])])
+        out = b.node("Reshape", [b.gemm(ctx, HF_E, ATT_MODEL, gain=1.0),
+                                 b.node("Concat", [n, s, b.ints([ATT_MODEL])], axis=0)])
+        h = b.node("Add", [h, out])
+    b.node("Identity", [h], name="hidden")
+    return b.model("gpt2_block",
+                   [tensor("input", ["N", "S", ATT_MODEL]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", ATT_MODEL])], 17,
+                   "Two GPT-2 self-attention blocks as transformers' eager attention exports "
+                   "(packed c_attn Gemm and Split, causal and padding bools And-ed, "
+                   "Where(keep, 0, -inf), the softmax's IsNaN guard), opset 17, symbolic batch "
+                   "and sequence.")
+
 def segmentation_decoder():
     b = Builder(6)
     e1 = b.node("Relu", [b.bn(b.conv("input", 3, 16, 3), 16)])               # 16 x 64 x 64
@@ -662,6 +755,8 @@ MODELS = {
     "transformer_block": transformer_block,
     "attention_block": attention_block,
     "packed_attention_block": packed_attention_block,
+    "bert_block": bert_block,
+    "gpt2_block": gpt2_block,
     "segmentation_decoder": segmentation_decoder,
     "dense_concat": dense_concat,
     "crnn": crnn,

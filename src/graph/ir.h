@@ -88,6 +88,14 @@ typedef struct ir_attention {
     ir_tensor *mask;         /* additive, broadcastable to the scores; NULL: none */
     float scale;             /* the product of the constant scalings folded (Div: 1/c) */
     bool causal;             /* mask is a constant that keeps exactly the keys j <= i */
+    /* A bool mask broadcastable to the scores, the condition of the Where(keep, 0, fill) whose
+     * result the scores are added to: key j is seen by query i where it is true; NULL: none
+     * (mask holds any additive mask). A row it drops every key of gets zeros (fill -inf, with
+     * the softmax's NaN guard Where(IsNaN(p), 0, p) folded) or, with keep_row_mean (fill
+     * finite, at most -1e30: every score of the row rounds to fill), the mean of V over every
+     * key, as the softmax of equal scores gives. */
+    ir_tensor *keep;
+    bool keep_row_mean;
     struct ir_node **nodes;  /* every node the step computes, in graph order */
     int num_nodes;
     int owner;               /* nodes[owner] is the P V MatMul; the nodes after it reshape Y */

@@ -158,8 +158,9 @@ typedef struct plan_rnn {
     bool has_y_h, has_y_c;    /* FINAL: which outputs it writes (in this order) */
 } plan_rnn;
 
-/* A fused attention (src/layers/attention.c, src/kernels/attention.h): inputs q, k, v and the
- * optional additive mask, q, k and v read from their element offsets through element strides
+/* A fused attention (src/layers/attention.c, src/kernels/attention.h): inputs q, k, v, the
+ * optional additive mask or the optional bool keep mask, q, k and v read from their element
+ * offsets through element strides
  * along (batch, head, position, head_dim) (mask: (batch, head, query, key), 0 where it
  * broadcasts); output y written through y_strides along (batch, head, query, head_dim), all in
  * the storage type, which is fp16 or bf16. */
@@ -167,9 +168,15 @@ typedef struct plan_attention {
     int64_t batch, heads, q_len, kv_len, head_dim;
     int64_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4], y_strides[4];
     int64_t q_offset, k_offset, v_offset;
+    /* the bool keep mask's element strides along (batch, head, query, key); 0 broadcasts */
+    int64_t keep_strides[4];
     float scale;
     bool causal;   /* keys j > query i masked without reading a mask */
-    bool has_mask; /* inputs[3] */
+    bool has_mask; /* inputs[3] is the additive mask */
+    /* inputs[3] is instead the bool keep mask: key j seen by query i where true
+     * (ir_attention.keep); never both */
+    bool has_keep;
+    bool keep_row_mean; /* a row keep drops every key of: the mean of V, else zeros */
 } plan_attention;
 
 /* The head dims the fused attention kernel is built for; another lowers the unfused steps. */

@@ -33,7 +33,9 @@ tci_status pass_fuse_for_gpu(ir_graph *graph);
 
 /* The attention part of pass_fuse_for_gpu (which runs it first): each scaled-dot-product
  * attention subgraph, MatMul(Q, K^T) -> constant scalings -> [Add(mask)] -> Softmax(last axis) ->
- * MatMul(P, V) (known shapes, rank 3 or 4, V's head dim Q's), is recorded on its last MatMul
+ * [Where(IsNaN(p), 0, p)] -> MatMul(P, V) (known shapes, rank 3 or 4, V's head dim Q's; a mask
+ * Where(keep, 0, fill) of a bool keep folds as ir_attention.keep where its fill allows), is
+ * recorded on its last MatMul
  * (ir_epilogue.attention) with the movement nodes (Transpose, Reshape, Squeeze, Unsqueeze,
  * Flatten, one-index Gather, constant Slice, Split) and constant scalings that lead from the
  * tensors Q, K and V are read from, and the Transposes and Reshapes of its output, as far as

@@ -49,12 +49,19 @@ template <int D> struct Smem {
                   "WMMA tile pointers 32-byte aligned");
 };
 
+// The base-2 score of a key the keep mask drops with keep_row_mean: finite, so that a row of
+// dropped keys alone has equal scores (the softmax then averages V over them) while, against
+// any real score, exp2 of the difference is 0 exactly (dropped keys weigh nothing).
+constexpr float kDroppedScore = -1e30f;
+
 struct Params {
     const void *q, *k, *v, *mask;
+    const unsigned char *keep;
     void *y;
     int64_t heads, q_len, kv_len, tiles_m;
-    int64_t qs[4], ks[4], vs[4], ms[4], ys[4];
+    int64_t qs[4], ks[4], vs[4], ms[4], ps[4], ys[4];
     float scale_log2; // scale * log2(e): the softmax runs in base 2
+    float dropped;    // the base-2 score of a key keep drops: -inf, or kDroppedScore
     bool causal, vec;
 };
 
@@ -104,6 +111,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
     const T *k = static_cast<const T *>(p.k) + b * p.ks[0] + h * p.ks[1];
     const T *v = static_cast<const T *>(p.v) + b * p.vs[0] + h * p.vs[1];
     const T *mask = p.mask ? static_cast<const T *>(p.mask) + b * p.ms[0] + h * p.ms[1] : nullptr;
+    const unsigned char *keep = p.keep ? p.keep + b * p.ps[0] + h * p.ps[1] : nullptr;
 
     load_tile<T, D>(sq, q, p.qs[2], p.qs[3], m0, p.q_len, p.vec);
     for (int i = threadIdx.x; i < kBlockM * S::kLdO; i += kThreads) so[i] = 0.0f;
@@ -155,6 +163,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
             float x = srow[col] * p.scale_log2;
             if (kj >= p.kv_len || qi >= p.q_len || (p.causal && kj > qi)) {
                 x = -INFINITY;
+            } else if (keep && !keep[qi * p.ps[2] + kj * p.ps[3]]) {
+                x = p.dropped;
             } else if (mask) {
                 x += to_float(mask[qi * p.ms[2] + kj * p.ms[3]]) * kLog2e;
             }
@@ -246,7 +256,7 @@ extern "C" bool kern_attention_head_dim_ok(int64_t d) {
 }
 
 extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q, const void *k,
-                                     const void *v, const void *mask, void *y,
+                                     const void *v, const void *mask, const void *keep, void *y,
                                      cudaStream_t stream) {
     if (!d || d->batch < 0 || d->heads < 0 || d->q_len < 0 || d->kv_len < 0 || d->head_dim < 0)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_attention: negative extent");
@@ -268,6 +278,7 @@ extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q
     p.k = k;
     p.v = v;
     p.mask = mask;
+    p.keep = static_cast<const unsigned char *>(keep);
     p.y = y;
     p.heads = d->heads;
     p.q_len = d->q_len;
@@ -278,6 +289,7 @@ extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q
         p.ks[i] = d->k_strides[i];
         p.vs[i] = d->v_strides[i];
         p.ms[i] = d->mask_strides[i];
+        p.ps[i] = d->keep_strides[i];
         p.ys[i] = d->y_strides[i];
     }
     if (!p.ys[0] && !p.ys[1] && !p.ys[2] && !p.ys[3]) { // dense (batch, heads, q_len, head_dim)
@@ -287,6 +299,7 @@ extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q
         p.ys[0] = d->heads * d->q_len * d->head_dim;
     }
     p.scale_log2 = d->scale * kLog2e;
+    p.dropped = d->keep_row_mean ? kDroppedScore : -INFINITY;
     p.causal = d->causal;
     p.vec = aligned_strides(p.qs) && aligned_strides(p.ks) && aligned_strides(p.vs) &&
             kern_util::aligned16(q) && kern_util::aligned16(k) && kern_util::aligned16(v);

@@ -30,11 +30,17 @@ typedef struct kern_attention_desc {
     int64_t q_strides[4], k_strides[4], v_strides[4];
     /* element strides of the additive mask along (batch, head, query, key); 0 broadcasts */
     int64_t mask_strides[4];
+    /* element strides of the bool keep mask along (batch, head, query, key); 0 broadcasts */
+    int64_t keep_strides[4];
     /* element strides of Y along (batch, head, query, head_dim); all 0: dense (batch, heads,
      * q_len, head_dim) */
     int64_t y_strides[4];
     float scale;  /* multiplies Q K^T before the mask is added */
     bool causal;  /* key j is seen by query i only when j <= i */
+    /* a query row that keep drops every key of (causal and kv_len aside) gets the mean of V
+     * over the keys keep drops, as the softmax of the equal scores a finite fill (at most
+     * -1e30) gives, instead of zeros */
+    bool keep_row_mean;
     tci_dtype dtype; /* of Q, K, V, mask and Y: FLOAT16 (0 too) or BFLOAT16 */
 } kern_attention_desc;
 
@@ -42,13 +48,16 @@ typedef struct kern_attention_desc {
 bool kern_attention_head_dim_ok(int64_t head_dim);
 
 /* Y = softmax(scale * Q K^T + mask, over keys) V for every (batch, head, query); mask may be
- * NULL. A query row that every key is masked out of (all -inf) gets zeros. Validates the
+ * NULL. keep, a bool mask (one byte per element, nonzero: true) or NULL, drops key j from query
+ * i where it is false. A query row that every key is masked out of (all -inf, or all dropped
+ * without keep_row_mean) gets zeros. Validates the
  * descriptor (UNSUPPORTED for another head dim or dtype, INVALID_ARGUMENT for a negative extent or
  * a NULL operand), enqueues on stream without synchronising (legal inside a CUDA graph capture);
  * empty work enqueues nothing. y must not overlap the inputs, and y_strides must map no two
  * elements to one place. */
 tci_status kern_attention(const kern_attention_desc *desc, const void *q, const void *k,
-                          const void *v, const void *mask, void *y, cudaStream_t stream);
+                          const void *v, const void *mask, const void *keep, void *y,
+                          cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@
 
 #include "layers/op.h"
 
-/* The mask's strides along the scores' dims (right-aligned, 0 where it broadcasts), as four. */
+/* A mask's strides along the scores' dims (right-aligned, 0 where it broadcasts), as four. */
 static void mask_strides(const ir_tensor *mask, const int64_t *scores_dims, int r,
                          int64_t *out) {
     int64_t st[TCI_MAX_RANK], logical[4] = {0, 0, 0, 0};
@@ -58,6 +58,9 @@ tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_
     TRY_STATUS(lower_input(b, node, a->k, PLAN_LAYOUT_DENSE, &ki));
     TRY_STATUS(lower_input(b, node, a->v, PLAN_LAYOUT_DENSE, &vi));
     if (a->mask) TRY_STATUS(lower_input(b, node, a->mask, PLAN_LAYOUT_DENSE, &mi));
+    if (a->mask && a->keep)
+        return ir_node_error(node, TCI_ERR_INTERNAL, "attention with an additive and a bool mask");
+    if (a->keep) TRY_STATUS(lower_input(b, node, a->keep, PLAN_LAYOUT_DENSE, &mi));
     TRY_STATUS(lower_output(b, node, y, &yi));
     plan_step *s;
     TRY_STATUS(lower_step(b, PLAN_STEP_ATTENTION, node, lower_intern(b, e->label), &s));
@@ -82,9 +85,12 @@ tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_
     pa->k_offset = a->k_offset;
     pa->v_offset = a->v_offset;
     if (a->mask) mask_strides(a->mask, scores, r, pa->mask_strides);
+    if (a->keep) mask_strides(a->keep, scores, r, pa->keep_strides);
     pa->scale = a->scale;
     pa->causal = a->causal;
     pa->has_mask = a->mask != NULL;
+    pa->has_keep = a->keep != NULL;
+    pa->keep_row_mean = a->keep_row_mean;
     lower_step_io(s, 4, (int[]){qi, ki, vi, mi}, 1, &yi);
     *out_fused = true;
     return TCI_OK;

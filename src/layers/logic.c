@@ -219,6 +219,12 @@ static tci_status test_gpu_lower(plan_builder *b, const ir_node *node) {
                               out, p->act, NULL, -1);
 }
 
+/* The attention fusion's NaN guard after a softmax (Where(IsNaN(p), 0, p)) looks for this role. */
+static void isnan_pattern(const ir_node *node, op_pattern *out) {
+    (void)node;
+    out->kind = OP_PATTERN_IS_NAN;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Descriptors
  * ------------------------------------------------------------------------------------------- */
@@ -240,7 +246,8 @@ BINARY_LOGIC_OP(and_op, "And", BINARY_AND, 7);
 BINARY_LOGIC_OP(or_op, "Or", BINARY_OR, 7);
 BINARY_LOGIC_OP(xor_op, "Xor", BINARY_XOR, 7);
 TEST_OP(not_op, "Not", not_parse, 1);
-TEST_OP(isnan_op, "IsNaN", isnan_parse, 9, 13, 20);
+OP_DESC_PATTERN(isnan_op, "IsNaN", OP_VERSIONS(9, 13, 20), isnan_parse, test_infer, test_forward,
+                0, test_gpu_lower, isnan_pattern);
 TEST_OP(isinf_op, "IsInf", isinf_parse, 10, 20);
 
 const op_desc *const layer_logic_ops[] = {

@@ -55,6 +55,10 @@ typedef enum op_pattern_kind {
     OP_PATTERN_SELECT,
     /* the outputs are consecutive blocks of input 0 along `axis`, in output order (Split) */
     OP_PATTERN_SPLIT,
+    /* output 0 is bool, true exactly where input 0 is NaN (IsNaN) */
+    OP_PATTERN_IS_NAN,
+    /* output 0 is input 0 broadcast to output 0's dims, nothing else (Expand) */
+    OP_PATTERN_BROADCAST,
 } op_pattern_kind;
 
 typedef struct op_pattern {

@@ -455,8 +455,14 @@ SHAPE_OP(space_to_depth_op, "SpaceToDepth", space_to_depth_parse, space_to_depth
 SHAPE_OP(trilu_op, "Trilu", trilu_parse, trilu_infer, trilu_forward, OP_MOVES_DATA,
          trilu_gpu_lower, 14);
 
-SHAPE_OP(expand_op, "Expand", expand_parse, expand_infer, expand_forward, OP_MOVES_DATA,
-         expand_gpu_lower, 8, 13);
+/* what the attention fusion reads through broadcast strides instead (a bool mask expanded) */
+static void expand_pattern(const ir_node *node, op_pattern *out) {
+    (void)node;
+    out->kind = OP_PATTERN_BROADCAST;
+}
+
+SHAPE_OP_PATTERN(expand_op, "Expand", expand_parse, expand_infer, expand_forward, OP_MOVES_DATA,
+                 expand_gpu_lower, expand_pattern, 8, 13);
 
 const op_desc *const layer_rearrange_ops[] = {
     &tile_op,

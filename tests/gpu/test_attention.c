@@ -3,8 +3,11 @@
  * over keys, Y = P V. A grid of sequence lengths (1, 7, 64, 128, 197, 384, and a query length
  * other than the key length), head dims 32, 64, 128 (80 and 96 once each), no mask, an additive
  * padding mask broadcast over heads and queries, a full (query, key) mask broadcast over batch
- * and heads, the causal flag, and Q, K, V read through the strides of a head split (the
- * 16-byte loads), of K stored transposed (element loads), and at offsets into packed QKV
+ * and heads, the causal flag, a bool keep mask (batch, 1, query, key) that is causal and left
+ * padding at once (rows of padded queries keep no key: zeros, or the mean of V over every key
+ * with keep_row_mean, as Hugging Face's -inf and finfo.min fills give), and Q, K, V read
+ * through the strides of a head split (the 16-byte loads), of K stored transposed (element
+ * loads), and at offsets into packed QKV
  * projections (aligned, and one element off: element loads) with Y written through strides
  * into the merged-head layouts (b, s, h, d) and (s, b, h, d) instead of dense (b, h, s, d).
  *
@@ -25,7 +28,7 @@
 #define F16 TCI_DTYPE_FLOAT16
 #define BF16 TCI_DTYPE_BFLOAT16
 
-enum mask_kind { MASK_NONE = 0, MASK_PADDING, MASK_FULL, MASK_CAUSAL };
+enum mask_kind { MASK_NONE = 0, MASK_PADDING, MASK_FULL, MASK_CAUSAL, MASK_KEEP, MASK_KEEP_MEAN };
 /* PACKED: Q, K, V each in its slot of a packed projection (b, s, 3, h, d), read at an element
  * offset (0, h*d, 2*h*d), Y written through strides into (b, s, h, d), the layout an output
  * projection reads; PACKED_ODD: the same one element further (no 16-byte loads) and Y into
@@ -119,6 +122,14 @@ static double run_case(const attn_case *c, uint64_t seed) {
     float *y = malloc(nq * sizeof(float));
     uint16_t *mh = malloc(nm * 2);
     uint16_t *yh = malloc(nq * 2);
+    /* the keep mask: causal, and sequence bi padded on the left by 3 * bi keys */
+    const bool keeps = c->mask == MASK_KEEP || c->mask == MASK_KEEP_MEAN;
+    const size_t nkeep = keeps ? (size_t)(b * sq * sk) : 1;
+    unsigned char *keep = calloc(nkeep, 1);
+    ck_assert_ptr_nonnull(keep);
+    for (int64_t bi = 0; keeps && bi < b; bi++)
+        for (int64_t i = 0; i < sq; i++)
+            for (int64_t j = 0; j < sk; j++) keep[(bi * sq + i) * sk + j] = j <= i && j >= 3 * bi;
     double *srow = malloc((size_t)(sk ? sk : 1) * sizeof(double));
     ck_assert(q && k && v && m && y && mh && yh && srow);
     gpu_fill_random(q, nq, seed, -1.0f, 1.0f);
@@ -190,13 +201,21 @@ static double run_case(const attn_case *c, uint64_t seed) {
     }
     desc.scale = 1.0f / sqrtf((float)d);
     desc.causal = c->mask == MASK_CAUSAL;
+    if (keeps) { /* (b, 1, sq, sk) */
+        desc.keep_strides[0] = sq * sk;
+        desc.keep_strides[2] = sk;
+        desc.keep_strides[3] = 1;
+    }
+    desc.keep_row_mean = c->mask == MASK_KEEP_MEAN;
     desc.dtype = c->dtype;
 
     void *dq = gpu_upload(qsh, cq * 2), *dk = gpu_upload(ksh, ck * 2), *dv = gpu_upload(vsh, cv * 2);
     void *dm = gpu_upload(mh, nm * 2), *dy = gpu_upload(NULL, nq * 2);
+    void *dkeep = gpu_upload(keep, nkeep);
     const bool has_mask = c->mask == MASK_PADDING || c->mask == MASK_FULL;
     ck_assert_tci_ok(kern_attention(&desc, (uint16_t *)dq + qo, (uint16_t *)dk + ko,
-                                    (uint16_t *)dv + vo, has_mask ? dm : NULL, dy, 0));
+                                    (uint16_t *)dv + vo, has_mask ? dm : NULL,
+                                    keeps ? dkeep : NULL, dy, 0));
     gpu_sync();
     gpu_download(yh, dy, nq * 2);
     gpu_decode(c->dtype, yh, y, nq);
@@ -207,6 +226,9 @@ static double run_case(const attn_case *c, uint64_t seed) {
         for (int64_t hi = 0; hi < h; hi++)
             for (int64_t i = 0; i < sq; i++) {
                 const float *qr = q + ((bi * h + hi) * sq + i) * d;
+                const unsigned char *krow = keep + (bi * sq + i) * sk;
+                bool none_kept = keeps;
+                for (int64_t j = 0; keeps && j < sk; j++) none_kept &= !krow[j];
                 double mx = -INFINITY;
                 for (int64_t j = 0; j < sk; j++) {
                     const float *kr = k + ((bi * h + hi) * sk + j) * d;
@@ -216,11 +238,17 @@ static double run_case(const attn_case *c, uint64_t seed) {
                     if (c->mask == MASK_PADDING) s += m[bi * sk + j];
                     if (c->mask == MASK_FULL) s += m[i * sk + j];
                     if (c->mask == MASK_CAUSAL && j > i) s = -INFINITY;
+                    if (keeps && !krow[j]) s = -INFINITY;
+                    /* every key dropped: a finite fill makes the scores equal (uniform), -inf
+                     * with the NaN guard makes the row zeros */
+                    if (none_kept) s = c->mask == MASK_KEEP_MEAN ? 0.0 : -INFINITY;
                     srow[j] = s;
                     if (s > mx) mx = s;
                 }
                 double sum = 0.0;
+                if (mx == -INFINITY) mx = 0.0; /* a row of zeros below */
                 for (int64_t j = 0; j < sk; j++) sum += srow[j] = exp(srow[j] - mx);
+                if (sum == 0.0) sum = 1.0;
                 for (int64_t e = 0; e < d; e++) {
                     double want = 0.0;
                     for (int64_t j = 0; j < sk; j++)
@@ -248,7 +276,9 @@ static double run_case(const attn_case *c, uint64_t seed) {
     gpu_free(dk);
     gpu_free(dv);
     gpu_free(dm);
+    gpu_free(dkeep);
     gpu_free(dy);
+    free(keep);
     free(q), free(k), free(v), free(m), free(y), free(mh);
     free(yh), free(srow), free(qst), free(kst), free(vst), free(qsh), free(ksh), free(vsh);
     return worst;
@@ -316,6 +346,32 @@ START_TEST(test_attention_other_shapes) {
 }
 END_TEST
 
+/* the bool keep mask (causal and left padding, some rows keeping no key) with both row rules,
+ * over lengths across the 64-key tiles, head dims 64 and 128, fp16 and bf16, and the packed
+ * layouts */
+START_TEST(test_attention_keep_mask) {
+    static const int64_t lengths[] = {1, 7, 64, 128, 130};
+    uint64_t seed = 700;
+    for (int li = 0; li < 5; li++)
+        for (int mk = MASK_KEEP; mk <= MASK_KEEP_MEAN; mk++) {
+            const int64_t sl = lengths[li];
+            const attn_case cases[] = {
+                {3, 2, sl, sl, 64, (enum mask_kind)mk, LAYOUT_DENSE, F16},
+                {2, 3, sl, sl, 128, (enum mask_kind)mk, LAYOUT_HEAD_SPLIT, BF16},
+                {2, 2, sl, sl, 64, (enum mask_kind)mk, LAYOUT_PACKED, F16},
+            };
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                double worst = run_case(&cases[i], seed++);
+                printf("attention keep mask %d S %lld case %zu: max error %.2e\n", mk,
+                       (long long)sl, i, worst);
+            }
+        }
+    /* a query length other than the key length: rows past the keys keep what causal gives */
+    const attn_case other = {2, 2, 97, 45, 64, MASK_KEEP_MEAN, LAYOUT_DENSE, F16};
+    run_case(&other, 800);
+}
+END_TEST
+
 /* a query row whose every key is masked out (-inf) gets zeros, never NaN; no key at all, too */
 START_TEST(test_attention_fully_masked) {
     const int64_t sq = 5, sk = 9, d = 32;
@@ -335,7 +391,7 @@ START_TEST(test_attention_fully_masked) {
                                 .scale = 0.5f, .dtype = F16};
     void *dq = gpu_upload(qh, (size_t)(sq * d * 2)), *dkv = gpu_upload(kvh, (size_t)(sk * d * 2));
     void *dm = gpu_upload(mh, sizeof mh), *dy = gpu_upload(NULL, sizeof yh);
-    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, dm, dy, 0));
+    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, dm, NULL, dy, 0));
     gpu_sync();
     gpu_download(yh, dy, sizeof yh);
     float y[5 * 32];
@@ -345,7 +401,7 @@ START_TEST(test_attention_fully_masked) {
         if (i / d == 2) ck_assert_msg(y[i] == 0.0f, "masked row: y[%lld] = %g", (long long)i, y[i]);
     }
     desc.kv_len = 0;
-    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, NULL, dy, 0));
+    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, NULL, NULL, dy, 0));
     gpu_sync();
     gpu_download(yh, dy, sizeof yh);
     gpu_from_half(yh, y, 5 * 32);
@@ -362,18 +418,20 @@ START_TEST(test_attention_errors) {
     kern_attention_desc desc = {.batch = 1, .heads = 1, .q_len = 4, .kv_len = 4, .head_dim = 40,
                                 .dtype = F16};
     void *p = (void *)256;
-    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, p, 0), TCI_ERR_UNSUPPORTED,
-                        "head dim 40");
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, NULL, p, 0),
+                        TCI_ERR_UNSUPPORTED, "head dim 40");
     desc.head_dim = 64;
     desc.dtype = TCI_DTYPE_FLOAT;
-    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, p, 0), TCI_ERR_UNSUPPORTED,
-                        "fp16 and bf16 only");
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, NULL, p, 0),
+                        TCI_ERR_UNSUPPORTED, "fp16 and bf16 only");
     desc.dtype = F16;
     desc.q_len = -1;
-    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, p, 0), TCI_ERR_INVALID_ARGUMENT,
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, NULL, p, 0),
+                        TCI_ERR_INVALID_ARGUMENT,
                         "negative");
     desc.q_len = 4;
-    ck_assert_tci_error(kern_attention(&desc, NULL, p, p, NULL, p, 0), TCI_ERR_INVALID_ARGUMENT,
+    ck_assert_tci_error(kern_attention(&desc, NULL, p, p, NULL, NULL, p, 0),
+                        TCI_ERR_INVALID_ARGUMENT,
                         "NULL");
     ck_assert(kern_attention_head_dim_ok(64) && kern_attention_head_dim_ok(80) &&
               !kern_attention_head_dim_ok(48));
@@ -387,6 +445,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_attention_errors);
     tcase_add_test(tc, test_attention_fully_masked);
+    tcase_add_test(tc, test_attention_keep_mask);
     tcase_add_test(tc, test_attention_other_shapes);
     tcase_add_test(tc, test_attention_fp16_dense);
     tcase_add_test(tc, test_attention_fp16_head_split);

@@ -28,6 +28,8 @@ MODELS = [
     "transformer_block",
     "attention_block",
     "packed_attention_block",
+    "bert_block",
+    "gpt2_block",
     "segmentation_decoder",
     "dense_concat",
     "crnn",

@@ -1066,6 +1066,45 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(out.count("tcinfer strided_copy"), copies, out)
                 self.assertNotIn("tcinfer gather", out)
 
+    def test_hf_attention_masks(self):
+        """Hugging Face's bool attention masks (the generated bert_block and gpt2_block): the GPU
+        plan (no GPU needed) is one fused attention step per block, no softmax left; the CPU
+        backend matches onnxruntime on masks that leave query rows without a key (a sequence all
+        padding; GPT-2's left padding under the causal mask), which the -inf fill's NaN guard
+        makes zeros and the finite torch.finfo.min fill the mean of V."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.plan_hf_attention)")
+        import onnxruntime as ort
+        for name in ("bert_block", "gpt2_block"):
+            path = os.path.join(MODELS_DIR, name + ".onnx")
+            for shape in ("1x16", "2x13"):
+                with self.subTest(model=name, shape=shape):
+                    rc, out, err = run("--plan", "--shape", f"input:{shape}x128", "--shape",
+                                       f"mask:{shape}", path)
+                    self.assertEqual(rc, 0, err)
+                    self.assertEqual(out.count("tcinfer flash_attention"), 2, out)
+                    self.assertEqual(out.count("bool mask"), 2, out)
+                    if name == "gpt2_block":  # the causal part a flag, the padding read
+                        self.assertEqual(out.count("(attention, causal, bool mask)"), 2, out)
+                    self.assertNotIn("tcinfer softmax", out)
+            x = self.rng.standard_normal((3, 13, 128)).astype(np.float32)
+            mask = np.ones((3, 13), np.int64)
+            mask[1, :] = 0   # no key at all
+            mask[2, :4] = 0  # left padding: with the causal mask, rows 0-3 keep no key
+            np.save(self.path("x.npy"), x)
+            np.save(self.path("mask.npy"), mask)
+            out_dir = self.path(name)
+            os.makedirs(out_dir)
+            rc, out, err = run("--quiet", "--backend", "cpu", "--output-dir", out_dir, path,
+                               f"input={self.path('x.npy')}", f"mask={self.path('mask.npy')}")
+            self.assertEqual(rc, 0, err)
+            got = np.load(os.path.join(out_dir, "hidden_out.npy"))
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            want = sess.run(None, {"input": x, "mask": mask})[0]
+            self.assertTrue(np.all(np.isfinite(want)), name)
+            rel = np.linalg.norm(got - want) / np.linalg.norm(want)
+            self.assertLess(rel, 1e-5, name)
+
     def test_report_generated_models(self):
         """--report on the CPU backend for every generated model: well-formed, self-contained,
         finite, and every ONNX node of the model named in the layer table."""

@@ -4,6 +4,7 @@
 #include "graph/passes.h"
 #include "graph/plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 int test_run_suite(Suite *suite) {
@@ -219,6 +220,46 @@ void th_replay_copy(const plan_step *s, const float *src, float *dst) {
             idx[d] = 0;
         }
     }
+}
+
+void th_replay_attention(const plan_attention *a, const float *q, const float *k, const float *v,
+                         const float *mask, const uint8_t *keep, float *y) {
+    double *srow = malloc((size_t)(a->kv_len > 0 ? a->kv_len : 1) * sizeof(double));
+    ck_assert_ptr_nonnull(srow);
+    for (int64_t b = 0; b < a->batch; b++)
+        for (int64_t h = 0; h < a->heads; h++)
+            for (int64_t i = 0; i < a->q_len; i++) {
+                double mx = -INFINITY, sum = 0.0;
+                for (int64_t j = 0; j < a->kv_len; j++) {
+                    double acc = 0.0;
+                    for (int64_t e = 0; e < a->head_dim; e++)
+                        acc += (double)q[a->q_offset + b * a->q_strides[0] + h * a->q_strides[1] +
+                                         i * a->q_strides[2] + e * a->q_strides[3]] *
+                               k[a->k_offset + b * a->k_strides[0] + h * a->k_strides[1] +
+                                 j * a->k_strides[2] + e * a->k_strides[3]];
+                    srow[j] = acc * a->scale;
+                    const int64_t mi = b * a->mask_strides[0] + h * a->mask_strides[1] +
+                                       i * a->mask_strides[2] + j * a->mask_strides[3];
+                    const int64_t ki = b * a->keep_strides[0] + h * a->keep_strides[1] +
+                                       i * a->keep_strides[2] + j * a->keep_strides[3];
+                    if (a->causal && j > i) srow[j] = -INFINITY;
+                    else if (a->has_keep && !keep[ki]) srow[j] = a->keep_row_mean ? -1e30 : -INFINITY;
+                    else if (a->has_mask) srow[j] += mask[mi];
+                    if (srow[j] > mx) mx = srow[j];
+                }
+                for (int64_t j = 0; j < a->kv_len; j++)
+                    sum += srow[j] = mx == -INFINITY ? 0.0 : exp(srow[j] - mx);
+                for (int64_t e = 0; e < a->head_dim; e++) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j < a->kv_len; j++)
+                        acc += srow[j] * v[a->v_offset + b * a->v_strides[0] +
+                                           h * a->v_strides[1] + j * a->v_strides[2] +
+                                           e * a->v_strides[3]];
+                    y[b * a->y_strides[0] + h * a->y_strides[1] + i * a->y_strides[2] +
+                      e * a->y_strides[3]] = sum > 0.0 ? (float)(acc / sum) : 0.0f;
+                }
+            }
+    free(srow);
 }
 
 tci_status th_plan_for_gpu(ir_graph *g, plan **out_plan) {

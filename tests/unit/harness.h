@@ -2,6 +2,7 @@
 #ifndef TCI_TEST_HARNESS_H
 #define TCI_TEST_HARNESS_H
 
+#include <stdint.h>
 #include <check.h>
 #include <string.h>
 
@@ -80,6 +81,14 @@ void th_assert_dims(const tci_tensor *t, int rank, const int64_t *dims);
 
 /* ---- GPU plans replayed on the host ---- */
 #include "graph/lower.h"
+
+/* Replays an ATTENTION step on the host with the kernel's rules (src/kernels/attention.cu), in
+ * double: q, k, v (and mask, or keep as bytes) are the tensors the step reads, y the one it
+ * writes (y_strides; every element it covers is written). A key the causal flag or the keep mask
+ * drops scores -inf, a kept-dropped one -1e30 with keep_row_mean (a row of those alone is then
+ * uniform); a row of -inf alone is zeros. */
+void th_replay_attention(const plan_attention *a, const float *q, const float *k, const float *v,
+                         const float *mask, const uint8_t *keep, float *y);
 
 /* The GPU plan of graph g as the API builds it (optimisation and the GPU passes asserted to
  * succeed, then plan_build, whose status is returned). */

@@ -354,15 +354,20 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
             d.k_strides[i] = a->k_strides[i];
             d.v_strides[i] = a->v_strides[i];
             d.mask_strides[i] = a->mask_strides[i];
+            d.keep_strides[i] = a->keep_strides[i];
             d.y_strides[i] = a->y_strides[i];
         }
         d.scale = a->scale;
         d.causal = a->causal;
+        d.keep_row_mean = a->keep_row_mean;
         d.dtype = y->dtype;
-        for (int k = 0; k < s->num_inputs; k++)
-            if (s->inputs[k] >= 0 && gpu_tensor_of(p, s->inputs[k])->dtype != y->dtype)
+        for (int k = 0; k < s->num_inputs; k++) {
+            /* the keep mask (inputs[3] with has_keep) is bool, the rest the storage type */
+            const tci_dtype want = k == 3 && a->has_keep ? TCI_DTYPE_BOOL : y->dtype;
+            if (s->inputs[k] >= 0 && gpu_tensor_of(p, s->inputs[k])->dtype != want)
                 return status_error(TCI_ERR_INTERNAL, "attention input %d is not in %s", k,
-                                    tci_dtype_name(y->dtype));
+                                    tci_dtype_name(want));
+        }
         /* Q, K and V start at their element offsets into the tensors read (a packed
          * projection) */
         const size_t es = tci_dtype_size(y->dtype);
@@ -370,7 +375,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         return kern_attention(&d, q ? q + (size_t)a->q_offset * es : NULL,
                               k ? k + (size_t)a->k_offset * es : NULL,
                               v ? v + (size_t)a->v_offset * es : NULL, a->has_mask ? in[3] : NULL,
-                              out, stream);
+                              a->has_keep ? in[3] : NULL, out, stream);
     }
     case PLAN_STEP_ARG_REDUCE:
         return kern_arg_reduce(in[0], out, s->u.axis.outer, s->u.axis.len, s->u.axis.inner,

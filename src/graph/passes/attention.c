@@ -1,6 +1,12 @@
 /* The attention fusion: finds the scaled-dot-product attention that exporters write,
- *   MatMul(Q', K') -> Mul/Div by constant scalars -> [Add(mask)] -> Softmax(last axis) -> MatMul(., V)
+ *   MatMul(Q', K') -> Mul/Div by constant scalars -> [Add(mask)] -> Softmax(last axis)
+ *   -> [Where(IsNaN(p), 0, p)] -> MatMul(., V)
  * and records it on the last MatMul (ir_epilogue.attention): its step computes the whole chain.
+ * A mask that is Where(keep, 0, fill) of a bool keep (Hugging Face's exports: padding and causal
+ * masks built as bools) folds too, the step reading keep itself: fill -inf only with the NaN
+ * guard after the softmax (a row of -inf scores is NaN without it, zeros with it, and the step
+ * writes zeros); a finite fill at most -1e30 (torch.finfo.min) makes
+ * a row whose keys are all dropped the mean of V, as the softmax of its equal scores does.
  * Q', K' (= K^T) and V are followed back through the movement nodes that only re-index their
  * input (Transpose, Reshape/Squeeze/Unsqueeze/Flatten, a Gather of one constant index, a constant
  * Slice, Split) and through constant scalar scalings of Q' and K', to the tensors that hold
@@ -45,7 +51,16 @@ static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
     return true;
 }
 
-/* The value of a constant float tensor of one element. */
+/* The value of a constant float tensor of one element, whatever it is. */
+static bool scalar_value(const ir_tensor *t, float *v) {
+    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] != 1) return false;
+    *v = *(const float *)t->data;
+    return true;
+}
+
+/* The value of a constant float tensor of one element, finite and not 0. */
 static bool scalar_constant(const ir_tensor *t, float *v) {
     if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT) return false;
     for (int i = 0; i < t->rank; i++)
@@ -76,7 +91,8 @@ static int scaling_input(const ir_node *n, float *factor) {
 }
 
 #define CHAIN_MAX 16
-#define ATTN_MAX_NODES (8 + 4 * CHAIN_MAX + 1)
+#define CORE_MAX 12
+#define ATTN_MAX_NODES (CORE_MAX + 4 * CHAIN_MAX + 1)
 
 /* The nodes between an operand of the attention and the tensor its values are read from:
  * nodes[i] computes outs[i] from outs[i + 1] (from src for the last); outs[0] is the operand. */
@@ -88,7 +104,9 @@ typedef struct operand_chain {
 } operand_chain;
 
 typedef struct attn_match {
-    ir_node *core[8];          /* Softmax, mask Add, scalings of the scores, Q K^T MatMul */
+    /* NaN guard (Where, IsNaN), Softmax, mask Add, mask Where, scalings of the scores, Q K^T
+     * MatMul */
+    ir_node *core[CORE_MAX];
     int num_core;
     operand_chain ops[3];      /* Q', K^T, V */
     ir_node *after[CHAIN_MAX]; /* Transposes and Reshapes of Y, in order */
@@ -462,6 +480,18 @@ static bool match_scores(const int *consumers, ir_tensor *x, attn_match *m, floa
     return true;
 }
 
+/* Whether t's dims are known and broadcast into scores' (right-aligned; 1 or equal). */
+static bool broadcasts(const ir_tensor *t, const ir_tensor *scores) {
+    if (!t || t->rank < 0 || t->rank > scores->rank) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) return false;
+    for (int i = 0; i < t->rank; i++) {
+        int64_t d = t->dims[i], s = scores->dims[scores->rank - t->rank + i];
+        if (d != 1 && d != s) return false;
+    }
+    return true;
+}
+
 /* Whether mask broadcasts into scores (dims right-aligned; 1 or equal) and is float. */
 static bool mask_fits(const ir_tensor *mask, const ir_tensor *scores) {
     if (!known_float(mask) || mask->rank > scores->rank) return false;
@@ -470,6 +500,100 @@ static bool mask_fits(const ir_tensor *mask, const ir_tensor *scores) {
         if (d != 1 && d != s) return false;
     }
     return true;
+}
+
+/* A constant bool that is true exactly at the keys j <= i of a (q_len, kv_len) score matrix,
+ * broadcast over every leading dim: a causal mask built as bools. */
+static bool is_causal_keep(const ir_tensor *t, int64_t q_len, int64_t kv_len) {
+    if (!t->data || t->dtype != TCI_DTYPE_BOOL || t->rank < 2 ||
+        t->dims[t->rank - 2] != q_len || t->dims[t->rank - 1] != kv_len)
+        return false;
+    for (int i = 0; i < t->rank - 2; i++)
+        if (t->dims[i] != 1) return false;
+    const uint8_t *v = t->data;
+    for (int64_t i = 0; i < q_len; i++)
+        for (int64_t j = 0; j < kv_len; j++)
+            if ((v[i * kv_len + j] != 0) != (j <= i)) return false;
+    return true;
+}
+
+/* keep as the step reads it: an Expand's input in its place (broadcast strides read the same
+ * values), then, for a -inf fill, And(causal constant, x) as x with the causal flag (the step
+ * skips the keys past the query instead of reading them; with a finite fill a row that keeps no
+ * key averages V over every key, the causal ones too, so there it stays a read mask). */
+static ir_tensor *reduce_keep(ir_tensor *keep, const ir_tensor *scores, bool minus_inf,
+                              bool *causal) {
+    *causal = false;
+    op_pattern pat;
+    ir_node *p = keep->producer;
+    if (p && role_of(p, &pat) == OP_PATTERN_BROADCAST && p->num_inputs >= 1 && p->inputs[0] &&
+        p->inputs[0]->dtype == TCI_DTYPE_BOOL && broadcasts(p->inputs[0], scores))
+        keep = p->inputs[0];
+    p = keep->producer;
+    if (!minus_inf || !p || !p->desc || p->desc->binary != BINARY_AND || p->num_inputs != 2 ||
+        p->fused_into || p->epilogue)
+        return keep;
+    const int r = scores->rank;
+    for (int side = 0; side < 2; side++) {
+        ir_tensor *c = p->inputs[side], *x = p->inputs[1 - side];
+        if (c && x && x->dtype == TCI_DTYPE_BOOL && broadcasts(x, scores) &&
+            is_causal_keep(c, scores->dims[r - 2], scores->dims[r - 1])) {
+            *causal = true;
+            return x;
+        }
+    }
+    return keep;
+}
+
+/* The mask Where(keep, 0, fill) added to the scores: keep a computed bool of known dims
+ * broadcasting into them (a constant one folded the Where to a constant mask: is_causal_mask),
+ * 0 and fill constant scalars, mask read by the Add alone; fill -inf needs the NaN guard
+ * (guarded), a finite fill must be at most -1e30 (every score of the row rounds to fill when it
+ * is added, so equal scores stay equal). Sets m->a.keep (reduce_keep), causal and keep_row_mean,
+ * and adds the Where to the core. */
+static bool match_keep(const int *consumers, ir_tensor *mask, const ir_tensor *scores,
+                       bool guarded, attn_match *m) {
+    ir_node *w = mask->producer;
+    float zero, fill;
+    if (!private_tensor(consumers, mask) || !w || !w->desc || w->desc->binary != BINARY_WHERE ||
+        w->num_inputs != 3 || w->fused_into || w->epilogue || m->num_core >= CORE_MAX)
+        return false;
+    ir_tensor *keep = w->inputs[0];
+    if (!keep || keep->dtype != TCI_DTYPE_BOOL || !broadcasts(keep, scores) ||
+        !same_dims(keep, mask) || !scalar_value(w->inputs[1], &zero) || zero != 0.0f ||
+        !scalar_value(w->inputs[2], &fill))
+        return false;
+    if (keep->data || (fill == -INFINITY ? !guarded : !(isfinite(fill) && fill <= -1e30f)))
+        return false;
+    m->core[m->num_core++] = w;
+    m->a.keep = reduce_keep(keep, scores, fill == -INFINITY, &m->a.causal);
+    m->a.keep_row_mean = fill != -INFINITY;
+    return true;
+}
+
+/* The NaN guard Where(IsNaN(p), 0, p) that Hugging Face's exports put between the softmax and
+ * the P V MatMul, reading probs: p, read by the guard's two nodes alone, else probs itself (no
+ * guard); *guarded says which. The guard's nodes go into the core. */
+static ir_tensor *skip_nan_guard(const int *consumers, ir_tensor *probs, attn_match *m,
+                                 bool *guarded) {
+    *guarded = false;
+    ir_node *w = probs->producer;
+    float zero;
+    op_pattern pat;
+    if (!private_tensor(consumers, probs) || !w || !w->desc || w->desc->binary != BINARY_WHERE ||
+        w->num_inputs != 3 || w->fused_into || w->epilogue)
+        return probs;
+    ir_tensor *cond = w->inputs[0], *p = w->inputs[2];
+    ir_node *test = cond ? cond->producer : NULL;
+    if (!p || p->data || p->is_graph_output || consumers[p->index] != 2 ||
+        !private_tensor(consumers, cond) || role_of(test, &pat) != OP_PATTERN_IS_NAN ||
+        test->num_inputs != 1 || test->inputs[0] != p || !scalar_value(w->inputs[1], &zero) ||
+        zero != 0.0f || !same_dims(p, probs))
+        return probs;
+    m->core[m->num_core++] = w;
+    m->core[m->num_core++] = test;
+    *guarded = true;
+    return p;
 }
 
 static int cmp_index(const void *a, const void *b) {
@@ -484,9 +608,12 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
     memset(m, 0, sizeof *m);
     if (role_of(pv, &pat) != OP_PATTERN_MATMUL || pv->num_inputs != 2 || !pv->outputs[0])
         return false;
-    ir_tensor *probs = pv->inputs[0], *v_in = pv->inputs[1];
+    ir_tensor *v_in = pv->inputs[1];
+    bool guarded;
+    ir_tensor *probs = skip_nan_guard(consumers, pv->inputs[0], m, &guarded);
     ir_node *sm = probs->producer;
-    if (!private_tensor(consumers, probs) || role_of(sm, &pat) != OP_PATTERN_SOFTMAX_LAST)
+    if ((!guarded && !private_tensor(consumers, probs)) ||
+        role_of(sm, &pat) != OP_PATTERN_SOFTMAX_LAST)
         return false;
     m->core[m->num_core++] = sm;
     ir_tensor *x = sm->inputs[0];
@@ -500,16 +627,20 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
             m->core[m->num_core++] = add;
             ir_tensor *mask = add->inputs[1 - side];
             scale = 1.0f;
-            if (add->inputs[side] == mask || !add->inputs[side]) continue;
-            if (match_scores(consumers, add->inputs[side], m, &scale, &qk) &&
-                !(mask_fits(mask, qk->outputs[0]) && same_dims(add->outputs[0], qk->outputs[0])))
-                qk = NULL;
-            if (qk) m->a.mask = mask;
+            if (add->inputs[side] == mask || !add->inputs[side] || !mask) continue;
+            if (!match_scores(consumers, add->inputs[side], m, &scale, &qk)) continue;
+            const ir_tensor *sc = qk->outputs[0];
+            if (!same_dims(add->outputs[0], sc)) qk = NULL;
+            else if (!match_keep(consumers, mask, sc, guarded, m)) {
+                if (mask_fits(mask, sc)) m->a.mask = mask;
+                else qk = NULL;
+            }
         }
     }
     if (!qk) {
         m->num_core = mark;
-        m->a.mask = NULL;
+        m->a.mask = m->a.keep = NULL;
+        m->a.causal = m->a.keep_row_mean = false;
         scale = 1.0f;
         if (!match_scores(consumers, x, m, &scale, &qk)) return false;
     }
@@ -577,9 +708,9 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
             m->a.causal = true;
             m->a.mask = NULL;
         }
-        /* the mask and sources come from outside the step */
-        const ir_tensor *outside[4] = {m->a.q, m->a.k, m->a.v, m->a.mask};
-        for (int k = 0; k < 4; k++)
+        /* the masks and sources come from outside the step */
+        const ir_tensor *outside[5] = {m->a.q, m->a.k, m->a.v, m->a.mask, m->a.keep};
+        for (int k = 0; k < 5; k++)
             if (outside[k] && outside[k]->producer && in_match(m, outside[k]->producer))
                 return false;
         qsort(m->nodes, (size_t)m->num, sizeof m->nodes[0], cmp_index);
@@ -608,7 +739,12 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
         if (label[0]) strncat(label, "+", sizeof label - strlen(label) - 1);
         strncat(label, m->nodes[i]->op_type, sizeof label - strlen(label) - 1);
     }
-    strncat(label, m->a.causal ? " (attention, causal)" : " (attention)",
+    strncat(label,
+            m->a.causal && m->a.keep ? " (attention, causal, bool mask)"
+            : m->a.causal            ? " (attention, causal)"
+            : m->a.keep              ? (m->a.keep_row_mean ? " (attention, bool mask, finite fill)"
+                                                           : " (attention, bool mask)")
+                                     : " (attention)",
             sizeof label - strlen(label) - 1);
     if (moves)
         snprintf(label + strlen(label), sizeof label - strlen(label),

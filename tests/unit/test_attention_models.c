@@ -1,0 +1,143 @@
+/* The generated bert_block and gpt2_block (models/generate.py: transformers' eager attention as
+ * torch.onnx writes it, bool masks, Where(keep, 0, fill), the softmax's NaN guard), loaded from
+ * the ONNX files, optimised and planned for the GPU at batch 3 and sequence 13: every attention
+ * step of the plan is replayed on the host with the kernel's rules, reading the tensors the step
+ * reads as the CPU reference computes them, against the reference's own output of the step
+ * (which tests/models holds to onnxruntime). The masks leave rows without a key: a sequence all
+ * padding, and left padding under GPT-2's causal mask. No GPU needed; the models come from the
+ * models.generate fixture (TCI_TEST_MODELS_DIR). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/cpu/exec_cpu.h"
+#include "graph/passes.h"
+#include "graph/plan.h"
+#include "harness.h"
+#include "onnx/loader.h"
+
+enum { N = 3, S = 13, E = 128 };
+
+static int64_t count_of(const ir_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    return n;
+}
+
+/* The index of t among the graph outputs, appending it when it is none. */
+static size_t output_index(ir_graph *g, ir_tensor *t) {
+    for (size_t i = 0; i < g->num_outputs; i++)
+        if (g->outputs[i] == t) return i;
+    ir_tensor **outputs = arena_alloc(g->arena, (g->num_outputs + 1) * sizeof *outputs);
+    ck_assert_ptr_nonnull(outputs);
+    memcpy(outputs, g->outputs, g->num_outputs * sizeof *outputs);
+    outputs[g->num_outputs] = t;
+    t->is_graph_output = true;
+    g->outputs = outputs;
+    return g->num_outputs++;
+}
+
+/* Loads models_dir/name.onnx at (N, S), plans it, replays its attention steps (expected:
+ * `steps`, of which `causal` with the causal flag and `row_mean` with keep_row_mean). */
+static void check_model(const char *name, int steps, int causal, int row_mean) {
+    const char *dir = getenv("TCI_TEST_MODELS_DIR");
+    ck_assert_msg(dir != NULL, "TCI_TEST_MODELS_DIR is not set (ctest sets it)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    ir_graph *g;
+    ck_assert_tci_ok(onnx_load_file(path, &g));
+    ck_assert_int_eq(g->num_inputs, 2);
+    for (size_t i = 0; i < g->num_inputs; i++) {
+        ir_tensor *t = g->inputs[i];
+        t->dims[0] = N;
+        t->dims[1] = S;
+    }
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+
+    /* the tensors each attention step reads and writes, as outputs of the CPU run */
+    enum { MAX_STEPS = 4 };
+    const plan_step *att[MAX_STEPS];
+    const ir_attention *irs[MAX_STEPS];
+    size_t io[MAX_STEPS][5];
+    int found = 0, with_causal = 0, with_mean = 0;
+    for (int i = 0; i < p->num_steps; i++) {
+        const plan_step *st = &p->steps[i];
+        ck_assert_int_ne(st->kind, PLAN_STEP_SOFTMAX);
+        if (st->kind != PLAN_STEP_ATTENTION) continue;
+        ck_assert_int_lt(found, MAX_STEPS);
+        const ir_epilogue *e = st->node->epilogue;
+        const ir_attention *a = e->attention;
+        ck_assert(st->u.attention.has_keep && a->keep && !a->mask);
+        with_causal += st->u.attention.causal;
+        with_mean += st->u.attention.keep_row_mean;
+        ir_tensor *ts[5] = {a->q, a->k, a->v, a->keep, e->output};
+        for (int k = 0; k < 5; k++) io[found][k] = output_index(g, ts[k]);
+        irs[found] = a;
+        att[found++] = st;
+    }
+    ck_assert_int_eq(found, steps);
+    ck_assert_int_eq(with_causal, causal);
+    ck_assert_int_eq(with_mean, row_mean);
+
+    static float x[N * S * E];
+    int64_t mask[N * S];
+    for (int i = 0; i < N * S * E; i++)
+        x[i] = sinf(0.37f * (float)i) + 0.3f * cosf(0.013f * (float)i);
+    for (int b = 0; b < N; b++)
+        for (int j = 0; j < S; j++)
+            mask[b * S + j] = b == 1 ? 0 : b == 2 ? j >= 4 : j < S - 2; /* none; left; right */
+    const int64_t xd[3] = {N, S, E}, md[2] = {N, S};
+    tci_tensor in[2] = {th_tensor(TCI_DTYPE_FLOAT, 3, xd, x),
+                        th_tensor(TCI_DTYPE_INT64, 2, md, mask)};
+    exec_cpu *ex;
+    ck_assert_tci_ok(exec_cpu_create(g, &ex));
+    ck_assert_tci_ok(exec_cpu_run(ex, in, 2));
+    for (int s = 0; s < found; s++) {
+        const tci_tensor *q = exec_cpu_output(ex, io[s][0]), *k = exec_cpu_output(ex, io[s][1]);
+        const tci_tensor *v = exec_cpu_output(ex, io[s][2]), *keep = exec_cpu_output(ex, io[s][3]);
+        const tci_tensor *want = exec_cpu_output(ex, io[s][4]);
+        ck_assert_int_eq(keep->dtype, TCI_DTYPE_BOOL);
+        const int64_t n = count_of(irs[s]->nodes[irs[s]->owner]->epilogue->output);
+        float *got = malloc((size_t)n * sizeof(float));
+        ck_assert_ptr_nonnull(got);
+        for (int64_t i = 0; i < n; i++) got[i] = NAN;
+        th_replay_attention(&att[s]->u.attention, q->data, k->data, v->data, NULL, keep->data,
+                            got);
+        const float *w = want->data;
+        int zero_rows = 0;
+        for (int64_t i = 0; i < n; i++) {
+            ck_assert_msg(isfinite(w[i]), "%s step %d: reference y[%lld] = %g", name, s,
+                          (long long)i, w[i]);
+            zero_rows += w[i] == 0.0f;
+        }
+        /* the -inf fill's rows without a key are zeros in the reference (NaN, then the guard) */
+        if (!att[s]->u.attention.keep_row_mean) ck_assert_int_gt(zero_rows, 0);
+        th_assert_near(got, w, (size_t)n, 2e-5f);
+        free(got);
+    }
+    exec_cpu_destroy(ex);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+
+/* two blocks: -inf fill with the guard, then the finite torch.finfo.min fill */
+START_TEST(test_bert_block) { check_model("bert_block", 2, 0, 1); }
+END_TEST
+
+/* two blocks, causal and padding And-ed: the causal flag and the padding read */
+START_TEST(test_gpt2_block) { check_model("gpt2_block", 2, 2, 0); }
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("attention_models");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_bert_block);
+    tcase_add_test(tc, test_gpt2_block);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
