@@ -114,6 +114,9 @@ typedef struct ir_epilogue {
                                 the Add's second operand; else NULL */
     const struct ir_node *residual_add; /* that Add (conversions of residual are its steps) */
     act_params act;          /* the fused activation (ACT_NONE: none) */
+    /* OP_EPILOGUE_SCALE ops: the step divides its sum (bias and residual included) by this
+     * before the activation (the Div of an erf-expanded Gelu, act GeluOfDiv); 0: no division */
+    float divisor;
     ir_attention *attention; /* MatMul of P and V: the whole attention it computes, else NULL */
     /* OP_PROLOGUE_RESIDUAL ops: residual_add is the Add before the node folded into its step
      * (residual its second operand); sum_output that Add's result when something else reads it

@@ -44,7 +44,7 @@ typedef struct plan_tensor {
 
 typedef enum plan_step_kind {
     PLAN_STEP_CONV = 1,   /* y = act(conv(x, w) + bias + residual) */
-    PLAN_STEP_GEMM,       /* y = act(alpha op(A) op(B) + bias) [+ beta C], batched */
+    PLAN_STEP_GEMM,       /* y = act(alpha op(A) op(B) + beta C + bias), batched */
     PLAN_STEP_ELTWISE,    /* y = act(binary(a, b[, c])) or act(a), broadcast by strides */
     PLAN_STEP_POOL,       /* 2-D max/avg pooling, NHWC8 */
     PLAN_STEP_GLOBAL_POOL,
@@ -116,9 +116,10 @@ typedef struct plan_gemm {
     int64_t stride_a, stride_b, stride_c; /* per batch, elements; 0 broadcasts */
     int64_t lda, ldb, ldc;
     float alpha, beta;
-    bool has_bias;       /* per column of the output (N), fused */
-    bool has_c;          /* beta * C, C in inputs[2] broadcast to (M,N) by c_strided */
-    act_params act;
+    bool has_bias;       /* per column of the output (N), fused; inputs[2] */
+    bool has_c;          /* beta * C, C in inputs[3] in y's layout (ldc, stride_c): a residual */
+    act_params act;      /* any; applied last (cuBLASLt: as a step of its own where its
+                            epilogues lack the function) */
     const char *fused;
 } plan_gemm;
 

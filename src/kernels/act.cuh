@@ -89,6 +89,7 @@ __device__ __forceinline__ void act8(int act, float (&v)[8], float alpha, float 
     case ACT_SILU: act_each<ACT_SILU, FAST>(v, alpha, beta); return;
     case ACT_GELU: act_each<ACT_GELU, FAST>(v, alpha, beta); return;
     case ACT_GELU_TANH: act_each<ACT_GELU_TANH, FAST>(v, alpha, beta); return;
+    case ACT_GELU_OF_DIV: act_each<ACT_GELU_OF_DIV, FAST>(v, alpha, beta); return;
     default:
 #pragma unroll
         for (int i = 0; i < 8; ++i) v[i] = act_apply_rt<FAST>(act, v[i], alpha, beta);

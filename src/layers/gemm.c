@@ -129,7 +129,8 @@ static tci_status gemm_forward(const ir_node *node, const tci_tensor *const *in,
 }
 
 OP_DESC(gemm_desc, "Gemm", gemm_versions, gemm_parse, gemm_infer, gemm_forward,
-        OP_EPILOGUE_LIBRARY_ACT, gemm_gpu_lower, NULL, BINARY_NONE);
+        OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_SCALE | OP_EPILOGUE_ACT, gemm_gpu_lower, NULL,
+        BINARY_NONE);
 
 /* ---- MatMul ---- */
 
@@ -254,10 +255,18 @@ static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *i
 /* ---- GPU lowering ---- */
 
 /* The GEMM step of Gemm and MatMul: A and B (inputs 0 and 1) dense, the fused epilogue e, and
- * bias (n values, malloc'd or NULL; freed here). */
+ * bias (n values, malloc'd or NULL; freed here). A fused residual is C (beta 1) in D's layout;
+ * a fused erf-expanded Gelu divides the whole sum by its divisor (alpha, beta and bias scaled)
+ * before GeluOfDiv. */
 static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g,
                               const ir_epilogue *e, float *bias) {
-    int a_index = -1, b_index = -1, bias_index = -1, yt = -1;
+    int a_index = -1, b_index = -1, bias_index = -1, c_index = -1, yt = -1;
+    if (e->residual) g->beta = 1.0f;
+    if (e->divisor != 0.0f) {
+        g->alpha /= e->divisor;
+        g->beta /= e->divisor;
+        for (int64_t i = 0; bias && i < g->n; i++) bias[i] /= e->divisor;
+    }
     tci_status st = lower_input(b, node, node->inputs[0], PLAN_LAYOUT_DENSE, &a_index);
     if (st == TCI_OK) st = lower_input(b, node, node->inputs[1], PLAN_LAYOUT_DENSE, &b_index);
     if (st == TCI_OK && bias) {
@@ -267,14 +276,18 @@ static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g
     }
     free(bias);
     TRY_STATUS(st);
+    /* conversions the residual needs are its Add's steps, in the Add's precision */
+    if (e->residual)
+        TRY_STATUS(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_DENSE, &c_index));
     TRY_STATUS(lower_output(b, node, e->output, &yt));
     plan_step *step;
     TRY_STATUS(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, e->label), &step));
     g->act = e->act;
     g->has_bias = bias_index >= 0;
+    g->has_c = c_index >= 0;
     g->fused = step->label;
     step->u.gemm = *g;
-    lower_step_io(step, 3, (int[]){a_index, b_index, bias_index}, 1, &yt);
+    lower_step_io(step, 4, (int[]){a_index, b_index, bias_index, c_index}, 1, &yt);
     return TCI_OK;
 }
 
@@ -385,7 +398,9 @@ static void matmul_pattern(const ir_node *node, op_pattern *out) {
 }
 
 OP_DESC_PATTERN(matmul_desc, "MatMul", matmul_versions, matmul_parse, matmul_infer,
-                matmul_forward, OP_EPILOGUE_BIAS | OP_EPILOGUE_LIBRARY_ACT, matmul_gpu_lower,
+                matmul_forward,
+                OP_EPILOGUE_BIAS | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_SCALE | OP_EPILOGUE_ACT,
+                matmul_gpu_lower,
                 matmul_pattern);
 
 const op_desc *const layer_linear_ops[] = {&gemm_desc, &matmul_desc, NULL};

@@ -22,8 +22,10 @@ enum {
     OP_NHWC_INPUT = 1u << 3,
     /* What the GPU fusion passes (src/graph/passes/fuse.c) may fold into the op's step: */
     OP_EPILOGUE_ACT = 1u << 4,         /* any following activation (or SiLU pair) */
-    OP_EPILOGUE_LIBRARY_ACT = 1u << 5, /* a following activation cuBLASLt has an epilogue for */
-    OP_EPILOGUE_RESIDUAL = 1u << 6,    /* Add of a same-shape tensor computed earlier (Conv) */
+    /* a division of the sum by a constant before the activation (GEMM: alpha, beta and bias
+     * scaled), so the erf-expanded Gelu after it (Div by c, Erf, Add 1, Mul, Mul 0.5) folds */
+    OP_EPILOGUE_SCALE = 1u << 5,
+    OP_EPILOGUE_RESIDUAL = 1u << 6,    /* Add of a same-shape tensor computed earlier (Conv, GEMM) */
     OP_EPILOGUE_BIAS = 1u << 7,        /* Add of a constant vector over the last dim (MatMul) */
     OP_FOLDS_BATCHNORM = 1u << 8,      /* a following inference BatchNormalization (Conv) */
     /* What the layout pass (src/graph/passes/layout.c) records for the op's outputs; without

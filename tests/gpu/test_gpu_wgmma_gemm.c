@@ -319,10 +319,14 @@ START_TEST(activations) {
         {ACT_RELU, 0, 0},           {ACT_LEAKY_RELU, 0.1f, 0}, {ACT_CLIP, -0.5f, 0.5f},
         {ACT_SIGMOID, 0, 0},        {ACT_TANH, 0, 0},          {ACT_GELU, 0, 0},
         {ACT_GELU_TANH, 0, 0},      {ACT_SILU, 0, 0},          {ACT_HARD_SWISH, 0, 0},
+        {ACT_GELU_OF_DIV, 1.41421356f, 0},
     };
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         shape s = base_shape(130, 200, 72, 0, (int)(i & 1));
         s.bias = 1, s.act = acts[i].act, s.act_alpha = acts[i].a, s.act_beta = acts[i].b;
+        /* GeluOfDiv as a fused erf-expanded Gelu runs it: the sum, residual included, divided
+         * by alpha first */
+        if (s.act == ACT_GELU_OF_DIV) s.alpha = s.beta = 1.0f / acts[i].a;
         char name[80];
         snprintf(name, sizeof name, "130x200x72 act %d", (int)acts[i].act);
         problem p;

@@ -506,6 +506,25 @@ START_TEST(family_every_activation) {
 }
 END_TEST
 
+/* The epilogues the fusion pass gives a transformer's linear layers, on every configuration:
+ * FC1 + bias + the erf-expanded Gelu (the sum divided by c = sqrt 2 through alpha and the bias,
+ * then GeluOfDiv), FC2 + bias + residual (C, beta 1), and bias + residual + Gelu (erf). */
+START_TEST(family_transformer_epilogues) {
+    const float c = 1.41421356f;
+    shape s = base_shape(197, 512, 256, 0, 0);
+    s.alpha = 1.0f / c, s.bias = 1, s.act = ACT_GELU_OF_DIV, s.act_alpha = c;
+    check_all_configs("197x512x256 bias GeluOfDiv", &s, 650);
+    shape r = base_shape(197, 256, 512, 0, 0);
+    r.beta = 1.0f, r.bias = 1;
+    check_all_configs("197x256x512 bias residual", &r, 651);
+    r.act = ACT_GELU, r.out = TCI_DTYPE_FLOAT;
+    check_all_configs("197x256x512 bias residual Gelu fp32 out", &r, 652);
+    shape d = base_shape(64, 128, 64, 0, 0);
+    d.alpha = 1.0f / c, d.beta = 1.0f / c, d.bias = 1, d.act = ACT_GELU_OF_DIV, d.act_alpha = c;
+    check_all_configs("64x128x64 bias residual GeluOfDiv", &d, 653);
+}
+END_TEST
+
 START_TEST(family_in_place_and_graph) {
     shape s = base_shape(70, 90, 40, 0, 0);
     s.beta = 1.0f, s.bias = 1, s.act = ACT_RELU, s.inplace = 1;
@@ -710,6 +729,7 @@ int main(void) {
     tcase_add_test(tf, family_classifier_row);
     tcase_add_test(tf, family_batched_broadcast);
     tcase_add_test(tf, family_every_activation);
+    tcase_add_test(tf, family_transformer_epilogues);
     tcase_add_test(tf, family_in_place_and_graph);
     tcase_add_test(tf, family_errors);
     suite_add_tcase(s, tf);

@@ -1105,6 +1105,26 @@ class CliTest(unittest.TestCase):
             rel = np.linalg.norm(got - want) / np.linalg.norm(want)
             self.assertLess(rel, 1e-5, name)
 
+    def test_plan_gemm_epilogues(self):
+        """The GPU plan of the generated transformer block (no GPU needed): each FC1 computes its
+        bias and Gelu (the erf-expanded chain in the first block, the Gelu op in the second) and
+        each output projection and FC2 its bias and residual Add in the GEMM's epilogue: 42
+        steps, no element-wise Gelu or residual Add step left."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.plan_gemm_epilogues)")
+        path = os.path.join(MODELS_DIR, "transformer_block.onnx")
+        rc, out, err = run("--plan", "--shape", "input:2x16x64", "--shape", "mask:2x16", path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("GPU plan: 42 steps", out)
+        steps = out[out.index("step  node"):].splitlines()[1:]
+        fused = [line.split()[2] for line in steps]
+        self.assertEqual(fused.count("MatMul+Add+Add"), 4, out)
+        self.assertEqual(fused.count("MatMul+Add+Gelu"), 1, out)
+        self.assertEqual(fused.count("MatMul+Add+Div+Erf+Add+Mul+Mul"), 1, out)
+        # no element-wise step left for a Gelu, and the only Adds are LayerNorm's decomposition
+        self.assertFalse([f for f in fused if f.startswith(("Gelu", "Div+Erf"))], out)
+        self.assertEqual([f for f in fused if f.startswith("Add")], ["Add+Sqrt", "Add"], out)
+
     def test_report_generated_models(self):
         """--report on the CPU backend for every generated model: well-formed, self-contained,
         finite, and every ONNX node of the model named in the layer table."""

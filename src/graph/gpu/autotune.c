@@ -18,7 +18,9 @@ static bool wgmma_device(void) {
 
 static const char FRESH[] = "timed on an identical layer";
 
-/* One candidate of a convolution or GEMM step, launched on a stream (for timing). */
+/* One candidate of a convolution or GEMM step, launched on a stream (for timing). A library
+ * candidate includes the activation step it leaves to tcinfer (post_act), which the fused
+ * kernels it runs against do not need. */
 typedef struct kernel_trial {
     const plan_step *step;
     const step_impl *impl;
@@ -27,20 +29,26 @@ typedef struct kernel_trial {
     cublasLtHandle_t lt;
     const void *x, *z;         /* conv: input and residual; GEMM: A and B */
     void *y, *workspace;
+    const void *c;             /* GEMM: the residual (C), or NULL */
+    const plan_tensor *out;    /* y's tensor */
 } kernel_trial;
 
 static tci_status launch_trial(const kernel_trial *t, cudaStream_t stream) {
     if (t->step->kind == PLAN_STEP_GEMM) {
         const plan_gemm *g = &t->step->u.gemm;
         if (t->wmma < 0)
-            return kern_gemm_run(t->impl->gemm, t->lt, stream, 0, 0, t->x, t->z, NULL, t->y,
-                                 t->impl->bias, t->workspace, WORKSPACE_LIMIT);
-        return gpu_run_wmma_gemm(g, t->wmma, t->impl, t->x, t->z, t->y, stream);
+            return gpu_run_library_gemm(g, t->impl, t->lt, stream, 0, 0, t->x, t->z, t->c, t->y,
+                                        t->out, t->workspace, WORKSPACE_LIMIT);
+        return gpu_run_wmma_gemm(g, t->wmma, t->impl, t->x, t->z, t->c, t->y, stream);
     }
     const plan_conv *c = &t->step->u.conv;
-    if (t->wmma < 0)
-        return kern_conv_run(t->impl->conv, t->cudnn, stream, (int)c->geom.n, t->x, t->impl->weights,
-                             t->impl->bias, t->z, t->y, t->workspace, WORKSPACE_LIMIT);
+    if (t->wmma < 0) {
+        TRY_STATUS(kern_conv_run(t->impl->conv, t->cudnn, stream, (int)c->geom.n, t->x,
+                                 t->impl->weights, t->impl->bias, t->z, t->y, t->workspace,
+                                 WORKSPACE_LIMIT));
+        return c->post_act.kind == ACT_NONE ? TCI_OK
+                                            : gpu_run_activation(t->out, t->y, c->post_act, stream);
+    }
     kern_wmma_conv_desc d;
     gpu_wmma_desc_of(c, t->impl->dtype, &d);
     return kern_wmma_conv_run(&d, t->wmma, c->geom.n, t->x, t->impl->weights, t->impl->bias_f32, t->z,
@@ -175,7 +183,8 @@ static tci_status time_conv(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cuda
     bool try_wmma = !fp32 && e->kernels != TCI_KERNELS_LIBRARY;
     kernel_trial trial = {s, im, -1, cudnn, NULL, gpu_device_ptr(e, arena, s->inputs[0]),
                         s->u.conv.has_residual ? gpu_device_ptr(e, arena, s->inputs[3]) : NULL,
-                        gpu_device_ptr(e, arena, s->outputs[0]), workspace};
+                        gpu_device_ptr(e, arena, s->outputs[0]), workspace, NULL,
+                        gpu_tensor_of(p, s->outputs[0])};
     tci_status lib = TCI_ERR_UNSUPPORTED;
     if (e->kernels != TCI_KERNELS_WMMA || !try_wmma) {
         kern_conv_desc d;
@@ -226,8 +235,10 @@ static tci_status time_gemm(exec_gpu_engine *e, int i, cublasLtHandle_t lt, cuda
     gpu_gemm_desc_of(e, &s->u.gemm, im->dtype, &d);
     kernel_trial trial = {s, im, -1, NULL, lt, gpu_device_ptr(e, arena, s->inputs[0]),
                         gpu_device_ptr(e, arena, s->inputs[1]),
-                        gpu_device_ptr(e, arena, s->outputs[0]), workspace};
-    kern_gemm_scratch scratch = {trial.x, trial.z, NULL, im->bias, trial.y, workspace,
+                        gpu_device_ptr(e, arena, s->outputs[0]), workspace,
+                        s->u.gemm.has_c ? gpu_device_ptr(e, arena, s->inputs[3]) : NULL,
+                        gpu_tensor_of(p, s->outputs[0])};
+    kern_gemm_scratch scratch = {trial.x, trial.z, trial.c, im->bias, trial.y, workspace,
                                  WORKSPACE_LIMIT};
     TRY_STATUS(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
     kern_gemm_info info;
@@ -268,7 +279,7 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
     const plan_step *s = &p->steps[i];
     step_impl *im = &e->impl[i];
     bool gemm = s->kind == PLAN_STEP_GEMM, fp32 = gpu_step_fp32(p, s);
-    kernel_trial t = {s, im, -1, cudnn, lt, NULL, NULL, NULL, workspace};
+    kernel_trial t = {s, im, -1, cudnn, lt, NULL, NULL, NULL, workspace, NULL, NULL};
     const char *origin = hit->origin;
     int cfg = -1;
     if (sscanf(hit->value, "wmma %d", &cfg) == 1) {
@@ -301,8 +312,9 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
         gpu_gemm_desc_of(e, &s->u.gemm, im->dtype, &d);
         d.use_algo = algo;
         kern_gemm_scratch scratch = {gpu_device_ptr(e, arena, s->inputs[0]),
-                                     gpu_device_ptr(e, arena, s->inputs[1]), NULL, im->bias,
-                                     gpu_device_ptr(e, arena, s->outputs[0]), workspace,
+                                     gpu_device_ptr(e, arena, s->inputs[1]),
+                                     s->u.gemm.has_c ? gpu_device_ptr(e, arena, s->inputs[3]) : NULL,
+                                     im->bias, gpu_device_ptr(e, arena, s->outputs[0]), workspace,
                                      WORKSPACE_LIMIT};
         TRY_STATUS(kern_gemm_create(lt, stream, &d, &scratch, &im->gemm));
         kern_gemm_info info;

@@ -140,14 +140,28 @@ void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype d
 void gpu_gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, tci_dtype dtype,
                       kern_gemm_desc *d);
 void gpu_wmma_gemm_desc_of(const plan_gemm *g, tci_dtype dtype, kern_wmma_gemm_desc *d);
+/* The activation a cuBLASLt plan of the step leaves to a step of its own (ACT_NONE when its
+ * epilogue computes the step's: the same function, and no residual, whose order against the
+ * activation cuBLASLt does not document). tcinfer's kernels fuse every activation. */
+act_params gpu_gemm_library_post_act(const plan_gemm *g);
 void gpu_gemm_config_name(int cfg, char *buf, size_t size);
 
 /* run_step.c: tensors' device storage, and one step launched */
 const plan_tensor *gpu_tensor_of(const plan *p, int index);
 void *gpu_device_ptr(const exec_gpu_engine *e, void *arena, int index);
 int64_t gpu_count_of(const plan_tensor *t);
+/* A GEMM step on one of tcinfer's configs (c: the residual when g->has_c, else NULL). */
 tci_status gpu_run_wmma_gemm(const plan_gemm *g, int cfg, const step_impl *im, const void *a,
-                             const void *b, void *d, cudaStream_t stream);
+                             const void *b, const void *c, void *d, cudaStream_t stream);
+/* A GEMM step on its cuBLASLt plan, at m rows and batch matrices (0: as planned), then the
+ * activation its epilogue lacks (gpu_gemm_library_post_act) in place on y, d's tensor. */
+tci_status gpu_run_library_gemm(const plan_gemm *g, const step_impl *im, cublasLtHandle_t lt,
+                                cudaStream_t stream, int64_t m, int batch, const void *a,
+                                const void *b, const void *c, void *d, const plan_tensor *y,
+                                void *workspace, size_t workspace_bytes);
+/* An in-place activation over a whole NHWC8 or dense tensor (what an epilogue cannot fuse). */
+tci_status gpu_run_activation(const plan_tensor *t, void *data, act_params act,
+                              cudaStream_t stream);
 void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
                      int index);
 tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,

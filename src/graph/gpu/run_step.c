@@ -52,9 +52,8 @@ static uint64_t fill_bits(tci_dtype dtype, double value) {
     return bits;
 }
 
-/* An in-place activation over a whole NHWC8 or dense tensor (what an epilogue cannot fuse). */
-static tci_status run_activation(const plan_tensor *t, void *data, act_params act,
-                                 cudaStream_t stream) {
+tci_status gpu_run_activation(const plan_tensor *t, void *data, act_params act,
+                              cudaStream_t stream) {
     int64_t dims[PLAN_MAX_PHYS_RANK];
     int rank;
     if (t->layout == PLAN_LAYOUT_NHWC8) {
@@ -83,13 +82,23 @@ static tci_status run_activation(const plan_tensor *t, void *data, act_params ac
 /* A GEMM step on one of tcinfer's configs cfg: the fp16 (bf16) WMMA family, the wgmma kernel,
  * or for fp32 steps (WMMA_TF32) the tf32 kernel, whose bias is the step's fp32 one. */
 tci_status gpu_run_wmma_gemm(const plan_gemm *g, int cfg, const step_impl *im, const void *a,
-                             const void *b, void *d, cudaStream_t stream) {
+                             const void *b, const void *c, void *d, cudaStream_t stream) {
     kern_wmma_gemm_desc wd;
     gpu_wmma_gemm_desc_of(g, im->dtype, &wd);
     if (cfg == WMMA_TF32)
-        return kern_wmma_variant_run(&wd, KERN_WMMA_TF32_16X16X8, a, b, im->bias, NULL, d, stream);
-    if (cfg >= WGMMA) return kern_wgmma_gemm_run(&wd, cfg - WGMMA, a, b, im->bias_f32, NULL, d, stream);
-    return kern_wmma_gemm_run(&wd, cfg, a, b, im->bias_f32, NULL, d, stream);
+        return kern_wmma_variant_run(&wd, KERN_WMMA_TF32_16X16X8, a, b, im->bias, c, d, stream);
+    if (cfg >= WGMMA) return kern_wgmma_gemm_run(&wd, cfg - WGMMA, a, b, im->bias_f32, c, d, stream);
+    return kern_wmma_gemm_run(&wd, cfg, a, b, im->bias_f32, c, d, stream);
+}
+
+tci_status gpu_run_library_gemm(const plan_gemm *g, const step_impl *im, cublasLtHandle_t lt,
+                                cudaStream_t stream, int64_t m, int batch, const void *a,
+                                const void *b, const void *c, void *d, const plan_tensor *y,
+                                void *workspace, size_t workspace_bytes) {
+    TRY_STATUS(kern_gemm_run(im->gemm, lt, stream, m, batch, a, b, c, d, im->bias, workspace,
+                             workspace_bytes));
+    act_params post = gpu_gemm_library_post_act(g);
+    return post.kind == ACT_NONE ? TCI_OK : gpu_run_activation(y, d, post, stream);
 }
 
 /* gpu_device_ptr, with the caller's buffers in place of redirected tensors (device I/O) */
@@ -176,23 +185,24 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                               s->u.conv.has_residual ? in[3] : NULL, out, c->workspace,
                               e->workspace_bytes));
         if (s->u.conv.post_act.kind != ACT_NONE)
-            TRY_STATUS(run_activation(y, out, s->u.conv.post_act, stream));
+            TRY_STATUS(gpu_run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_CONV_TRANSPOSE:
         TRY_STATUS(kern_convt_run(e->impl[index].convt, c->cudnn, stream, (int)s->u.conv.geom.n, in[0],
                                e->impl[index].weights, e->impl[index].bias, out, c->workspace,
                                e->workspace_bytes));
         if (s->u.conv.post_act.kind != ACT_NONE)
-            TRY_STATUS(run_activation(y, out, s->u.conv.post_act, stream));
+            TRY_STATUS(gpu_run_activation(y, out, s->u.conv.post_act, stream));
         return TCI_OK;
     case PLAN_STEP_GEMM:
         if (e->impl[index].wmma >= 0)
             return gpu_run_wmma_gemm(&s->u.gemm, e->impl[index].wmma, &e->impl[index], in[0], in[1],
-                                     out, stream);
+                                     s->u.gemm.has_c ? in[3] : NULL, out, stream);
         /* a batch variant runs the parent's plan on its own (smaller) m and batch count */
-        return kern_gemm_run(e->impl[index].gemm, c->lt, stream, s->u.gemm.m,
-                             (int)(s->u.gemm.batch > 0 ? s->u.gemm.batch : 1), in[0], in[1], NULL,
-                             out, e->impl[index].bias, c->workspace, e->workspace_bytes);
+        return gpu_run_library_gemm(&s->u.gemm, &e->impl[index], c->lt, stream, s->u.gemm.m,
+                                    (int)(s->u.gemm.batch > 0 ? s->u.gemm.batch : 1), in[0],
+                                    in[1], s->u.gemm.has_c ? in[3] : NULL, out, y, c->workspace,
+                                    e->workspace_bytes);
     case PLAN_STEP_ELTWISE: {
         const plan_strided *v = &s->u.eltwise.view;
         int value_input = s->u.eltwise.op == BINARY_WHERE ? 1 : 0;

@@ -66,9 +66,19 @@ void gpu_convt_desc_of(const exec_gpu_engine *e, const plan_conv *c, tci_dtype d
     d->workspace_limit = WORKSPACE_LIMIT;
 }
 
+act_params gpu_gemm_library_post_act(const plan_gemm *g) {
+    act_params none = {ACT_NONE, 0.0f, 0.0f};
+    bool fused = g->act.kind == ACT_NONE ||
+                 ((act_flags(g->act.kind) & ACT_FUSES_CUBLASLT) && !g->has_c);
+    return fused ? none : g->act;
+}
+
+/* cuBLASLt's epilogue: bias, and the activation when it has the same one (ACT_FUSES_CUBLASLT:
+ * ReLU, and GELU, its tanh form). */
 static kern_gemm_epilogue gemm_epilogue(const plan_gemm *g) {
-    if (g->act.kind == ACT_RELU) return g->has_bias ? KERN_GEMM_EPILOGUE_RELU_BIAS : KERN_GEMM_EPILOGUE_RELU;
-    if (g->act.kind == ACT_GELU_TANH)
+    act_kind act = gpu_gemm_library_post_act(g).kind == ACT_NONE ? g->act.kind : ACT_NONE;
+    if (act == ACT_RELU) return g->has_bias ? KERN_GEMM_EPILOGUE_RELU_BIAS : KERN_GEMM_EPILOGUE_RELU;
+    if (act == ACT_GELU_TANH)
         return g->has_bias ? KERN_GEMM_EPILOGUE_GELU_BIAS : KERN_GEMM_EPILOGUE_GELU;
     return g->has_bias ? KERN_GEMM_EPILOGUE_BIAS : KERN_GEMM_EPILOGUE_NONE;
 }
@@ -90,7 +100,7 @@ void gpu_gemm_desc_of(const exec_gpu_engine *e, const plan_gemm *g, tci_dtype dt
     d->stride_b = g->stride_b;
     d->stride_c = g->stride_c;
     d->alpha = g->alpha;
-    d->beta = 0.0f;
+    d->beta = g->has_c ? g->beta : 0.0f;
     d->epilogue = gemm_epilogue(g);
     d->dtype = fp32 ? KERN_GEMM_FP32 : dtype == TCI_DTYPE_BFLOAT16 ? KERN_GEMM_BF16 : KERN_GEMM_FP16;
     d->allow_tf32 = fp32 && e && gpu_allows_tf32(e);
@@ -109,6 +119,7 @@ void gpu_wmma_gemm_desc_of(const plan_gemm *g, tci_dtype dtype, kern_wmma_gemm_d
     d->stride_b = g->stride_b;
     d->stride_c = g->stride_c;
     d->alpha = g->alpha;
+    d->beta = g->has_c ? g->beta : 0.0f;
     d->has_bias = g->has_bias;
     d->act = g->act.kind;
     d->act_alpha = g->act.alpha;

@@ -156,12 +156,15 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
     const char *precision = fp32 ? (gpu_allows_tf32(e) ? "tf32" : "fp32") : bf16 ? "bf16" : "fp16";
     if (s->kind == PLAN_STEP_GEMM) {
         const plan_gemm *g = &s->u.gemm;
-        snprintf(buf, size,
+        int n = snprintf(buf, size,
                  "gemm %s k%d b%" PRId64 " m%" PRId64 " n%" PRId64 " k%" PRId64 " t%d%d ld%" PRId64
                  ",%" PRId64 ",%" PRId64 " st%" PRId64 ",%" PRId64 ",%" PRId64 " a%g bias%d act%d,%g,%g",
                  precision, (int)e->kernels, g->batch, g->m, g->n, g->k, g->trans_a,
                  g->trans_b, g->lda, g->ldb, g->ldc, g->stride_a, g->stride_b, g->stride_c,
                  g->alpha, g->has_bias, (int)g->act.kind, g->act.alpha, g->act.beta);
+        /* a residual (C) only where there is one: the keys of the others stay as they were */
+        if (g->has_c && n >= 0 && (size_t)n < size)
+            snprintf(buf + n, size - (size_t)n, " c%g", g->beta);
         return;
     }
     const plan_conv *c = &s->u.conv;

@@ -127,10 +127,10 @@ static void absorb(building *b, ir_node *owner, ir_node *fused, const char *labe
     b->any = true;
 }
 
-/* A following activation (or SiLU pair) that `library_only` does not rule out. */
-static tci_status fuse_activation(const fuse_ctx *c, ir_node *n, building *b, bool library_only) {
+/* A following activation (or SiLU pair). */
+static tci_status fuse_activation(const fuse_ctx *c, ir_node *n, building *b) {
     ir_node *sig, *mul;
-    if (!library_only && silu_pair(c, b->e.output, &sig, &mul)) {
+    if (silu_pair(c, b->e.output, &sig, &mul)) {
         b->e.act.kind = ACT_SILU;
         sig->fused_into = n;
         absorb(b, n, mul, "+SiLU");
@@ -142,12 +142,40 @@ static tci_status fuse_activation(const fuse_ctx *c, ir_node *n, building *b, bo
     act_params a;
     TRY_STATUS(activation_of(next, &is_act, &a));
     if (!is_act || next->inputs[0] != b->e.output) return TCI_OK;
-    if (library_only && !(act_flags(a.kind) & ACT_FUSES_CUBLASLT)) return TCI_OK;
     b->e.act = a;
     char part[64];
     snprintf(part, sizeof part, "+%s", next->op_type);
     absorb(b, n, next, part);
     return TCI_OK;
+}
+
+/* The erf-expanded Gelu of what the step computes so far, t: Div(t, c) -> Erf -> Add 1 ->
+ * Mul t -> Mul 0.5, t read by exactly that Div and that Mul. The step divides its sum by c
+ * (OP_EPILOGUE_SCALE) and applies GeluOfDiv (alpha c) to the quotient: Gelu of t. */
+static bool fuse_erf_gelu_after(const fuse_ctx *c, ir_node *n, building *b) {
+    const ir_tensor *t = b->e.output;
+    if (c->consumers[t->index] != 2 || t->is_graph_output) return false;
+    ir_node *div = NULL, *chain[4];
+    float divisor;
+    for (size_t i = 0; !div && i < c->g->num_nodes; i++) {
+        ir_node *m = c->g->nodes[i];
+        if (m != n && !m->fused_into && m->num_inputs == 2 && m->inputs[0] == t &&
+            erf_gelu_chain(c, m, &divisor, chain))
+            div = m;
+    }
+    if (!div) return false;
+    b->e.act = (act_params){ACT_GELU_OF_DIV, divisor, 0.0f};
+    b->e.divisor = divisor;
+    absorb(b, n, div, "+Div+Erf+Add+Mul+Mul (Gelu)");
+    for (int i = 0; i < 4; i++) absorb(b, n, chain[i], "");
+    return true;
+}
+
+static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
+    if (a->rank != b->rank || a->rank < 1) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i] || a->dims[i] < 0) return false;
+    return true;
 }
 
 /* Whether t already holds its value when node n runs: a graph input, or the output of a step
@@ -161,16 +189,19 @@ static bool computed_before(const ir_tensor *t, const ir_node *n) {
     return step->index < n->index;
 }
 
-/* Conv + Add(conv, other): the other operand, computed before the Conv and of the same 4-D
- * shape, becomes the residual the convolution adds before its activation. */
+/* Conv or GEMM + Add(output, other): the other operand, a float tensor of the output's shape
+ * computed before the node (4-D for a step that writes NHWC8), becomes the residual the step
+ * adds before its activation. */
 static void fuse_residual(const fuse_ctx *c, ir_node *n, building *b) {
     const ir_tensor *out = b->e.output;
     ir_node *next = single_consumer(c, out);
-    if (!next || !is_binary(next, BINARY_ADD)) return;
+    if (!next || !is_binary(next, BINARY_ADD) || next->epilogue) return;
     ir_tensor *other = next->inputs[0] == out ? next->inputs[1] : next->inputs[0];
-    bool same = other != out && other->rank == 4 && out->rank == 4 && computed_before(other, n);
-    for (int i = 0; same && i < 4; i++) same = other->dims[i] == out->dims[i];
-    if (!same) return;
+    bool nhwc = n->desc && (n->desc->flags & OP_NHWC_OUTPUT);
+    if (other == out || (nhwc && out->rank != 4) || other->dtype != TCI_DTYPE_FLOAT ||
+        out->dtype != TCI_DTYPE_FLOAT || !same_shape(other, out) ||
+        !same_shape(next->outputs[0], out) || !computed_before(other, n))
+        return;
     b->e.residual = other;
     b->e.residual_add = next;
     absorb(b, n, next, "+Add");
@@ -253,13 +284,6 @@ static void fuse_standalone_silu(const fuse_ctx *c, ir_node *n, building *b) {
     b->any = true;
 }
 
-static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
-    if (a->rank != b->rank || a->rank < 1) return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i] || a->dims[i] < 0) return false;
-    return true;
-}
-
 /* Add(a, r) -> n (OP_PROLOGUE_RESIDUAL, reading the sum as input 0): n's step adds a and r itself,
  * and also writes the sum when another node (or the graph's outputs) reads it, which must then
  * run after n. a and r are computed float tensors of the sum's shape, computed before n. */
@@ -305,16 +329,17 @@ static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
     bool one_input = n->desc && n->desc->binary != BINARY_NONE && n->num_inputs < 2;
     if (b.e.output && !one_input) {
         if (f & OP_FOLDS_BATCHNORM) TRY_STATUS(fold_batchnorm(g, c, n, &b));
-        if (f & OP_EPILOGUE_RESIDUAL) fuse_residual(c, n, &b);
         if (f & OP_EPILOGUE_BIAS) fuse_bias(c, n, &b);
+        if (f & OP_EPILOGUE_RESIDUAL) fuse_residual(c, n, &b);
         ir_node *gelu[4];
         float divisor;
         if ((f & OP_EPILOGUE_ACT) && erf_gelu_chain(c, n, &divisor, gelu)) {
             /* the Div's step applies 0.5 c u (1 + erf(u)) to its u = x / c: Gelu(x) */
             b.e.act = (act_params){ACT_GELU_OF_DIV, divisor, 0.0f};
             for (int i = 0; i < 4; i++) absorb(&b, n, gelu[i], i ? "" : "+Erf+Add+Mul+Mul (Gelu)");
-        } else if (f & (OP_EPILOGUE_ACT | OP_EPILOGUE_LIBRARY_ACT)) {
-            TRY_STATUS(fuse_activation(c, n, &b, !(f & OP_EPILOGUE_ACT)));
+        } else if ((f & OP_EPILOGUE_ACT) &&
+                   !((f & OP_EPILOGUE_SCALE) && fuse_erf_gelu_after(c, n, &b))) {
+            TRY_STATUS(fuse_activation(c, n, &b));
         }
     }
     if (!b.any) return TCI_OK;
