@@ -967,16 +967,25 @@ def dry_run_main(args, torch, binary, paths, export_error, env, started):
     plans = dry_run_plans(args, torch, binary, paths, export_error)
     tf = [m for m in args.models if m in transformer_bench.SPEC]
     acc = transformer_accuracy(args, torch, binary, paths, export_error) if args.accuracy and tf else []
-    checks = (["%s: %s batch %d GPU plan%s" % ("PASS" if r.get("ok") else "FAIL", r["model"],
-                                              r["batch"], "" if r.get("ok") else ": " + r["error"])
-               for r in plans] + transformer_bench.accuracy_checks(acc))
+    checks = ["%s: %s batch %d GPU plan%s" % ("PASS" if r.get("ok") else "FAIL", r["model"],
+                                             r["batch"], "" if r.get("ok") else ": " + r["error"])
+              for r in plans] + transformer_bench.accuracy_checks(acc)
+    for m in tf if torch is not None else []:
+        try:
+            r = transformer_bench.dry_step_check(torch, m)
+            checks.append("%s: %s the timed PyTorch call (CPU, fp32) gives the exported "
+                          "inputs' outputs: rel L2 %.3g%s" % (
+                              "PASS" if r["ok"] else "FAIL", m, r["rel_l2"],
+                              " (%s)" % r["problem"] if r["problem"] else ""))
+        except Exception as e:
+            checks.append("FAIL: %s the timed PyTorch call: %s" % (m, error_text(e)))
+            traceback.print_exc()
+        log(checks[-1])
     report = ["# tcinfer bench_models.py dry run (no GPU)", "",
               "%s; torch %s; %s." % (env["date"], env["torch"], env["tcinfer"]), "",
-              "Exports, tcinfer --plan at every timed shape%s:" % (
-                  " and tcinfer's CPU reference against PyTorch fp32" if acc else ""), ""]
+              "Exports, tcinfer --plan at every timed shape, the timed PyTorch call%s:" % (
+                  ", tcinfer's CPU reference against PyTorch fp32" if acc else ""), ""]
     report += ["- " + c for c in checks]
-    if acc:
-        report += ["", transformer_bench.accuracy_table(acc, markdown_table)]
     report += ["", "Run time %.0f s." % (time.time() - started)]
     text = "\n".join(report) + "\n"
     log("")

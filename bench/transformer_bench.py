@@ -28,10 +28,12 @@ class Spec:
     attention: how PyTorch runs its attention in the timed runs (the environment section)."""
 
     def __init__(self, name, title, batches, build, classifier, attention, seq=None, vocab=None,
-                 channels_last=False):
+                 channels_last=False, pytorch_kwargs=None):
         self.name, self.title, self.batches, self.build = name, title, tuple(batches), build
         self.classifier, self.attention, self.seq = classifier, attention, seq
         self.channels_last = channels_last
+        # token models: what the timed PyTorch runs pass the transformers model besides the ids
+        self.pytorch_kwargs = dict(pytorch_kwargs or {})
         # the inputs, {name: (kind, shape without the batch, vocab)} as make_inputs takes them
         self.desc = (text_inputs(None, vocab, seq) if seq else
                      {"input": ("float", IMAGE, 0)})
@@ -89,7 +91,10 @@ SPECS = [
          _hf("bert", 384), False, HF_SDPA + "; not causal", seq=384, vocab=30522),
     Spec("gpt2_512", "GPT-2 small (transformers), one 512-token prefill (last position's logits)",
          (1, 64), _hf("gpt2", 512, logits_to_keep=1), False,
-         HF_SDPA + "; causal (is_causal=True)", seq=512, vocab=50257),
+         HF_SDPA + "; causal (is_causal=True); use_cache=True and logits_to_keep=1, as "
+         "generate's prefill calls it (without a cache transformers tests the position ids for "
+         "packed sequences, another host sync)", seq=512, vocab=50257,
+         pytorch_kwargs={"use_cache": True, "logits_to_keep": 1}),
 ]
 SPEC = {s.name: s for s in SPECS}
 MODELS = tuple(s.name for s in SPECS)
@@ -167,24 +172,37 @@ def tcinfer_input_args(desc, batch, folder, x=None):
     return shapes, inputs
 
 
-def pytorch_step(torch, spec, model, x):
-    """A callable running the fp16 CUDA model (already .half().cuda()) on the timing inputs x,
-    as the timed PyTorch runs call it."""
-    dev = []
-    for n, v in x.items():
-        kind = spec_kind(spec, n)
-        if kind == "mask":
-            dev.append(None)  # all ones; see HF_SDPA
-        elif kind == "float":
-            v = v.to("cuda", torch.float16)
-            dev.append(v.contiguous(memory_format=torch.channels_last) if spec.channels_last else v)
-        else:
-            dev.append(v.to("cuda"))
-    return lambda: model(*dev)
+def pytorch_step(torch, spec, model, x, device="cuda", dtype=None):
+    """A callable running the model (build's, already .half().cuda()) on the timing inputs x,
+    as the timed PyTorch runs call it; it returns a tuple of tensors. The dry run calls it on
+    the CPU in fp32 (device, dtype)."""
+    dtype = dtype or torch.float16
+    if spec.seq:
+        hf = model.inner.inner  # tuple_outputs' wrapper, then transformers_model's ByName
+        ids = x["input_ids"].to(device)
+        kw = spec.pytorch_kwargs
+
+        # the all-ones mask as None: see HF_SDPA
+        return lambda: tuple(v for v in hf(input_ids=ids, attention_mask=None, **kw).to_tuple()
+                             if torch.is_tensor(v))
+    v = x["input"].to(device, dtype)
+    v = v.contiguous(memory_format=torch.channels_last) if spec.channels_last else v
+    return lambda: model(v)
 
 
-def spec_kind(spec, input_name):
-    return "mask" if input_name == "attention_mask" else ("ids" if spec.seq else "float")
+def dry_step_check(torch, name, batch=2):
+    """The dry run's check of the timed PyTorch call (on the CPU, fp32): it runs, and gives
+    what the exported graph's inputs give (for the token models: the mask passed as None
+    against the all-ones mask)."""
+    from zoo import compare_outputs
+    model, desc = build(torch, name)
+    x = timing_inputs(torch, desc, batch)
+    step = pytorch_step(torch, SPEC[name], model, x, "cpu", torch.float32)
+    with torch.inference_mode():
+        got = [o.numpy() for o in step()]
+        ref = [o.numpy() for o in model(*x.values())]
+    e, problem = compare_outputs(got, ref, DRY_REL_L2)
+    return {"rel_l2": e, "ok": problem is None, "problem": problem}
 
 
 def attention_kernels(torch, step):
@@ -337,7 +355,7 @@ def timing_table(results, fmt_ms, markdown_table):
         s = _ratio(r["pytorch"], r["tcinfer"])
         rows.append([r["model"], b, spec.seq or "-", cell(r["pytorch"]), cell(r["tcinfer"]),
                      "%.2fx" % s if s is not None else "-"])
-    return markdown_table(["model", "batch", "seq", "PyTorch fp16 SDPA ms (items/s)",
+    return markdown_table(["model", "batch", "seq", "PyTorch fp16 ms (items/s)",
                            "tcinfer ms (items/s)", "speed-up"], rows)
 
 
