@@ -671,7 +671,7 @@ def _pytorch_cell(torch, fn):
         return {"error": error_text(e)}
 
 
-def time_transformers(args, torch, binary, paths, export_error, env):
+def time_transformers(args, torch, binary, paths, export_error, env, rf):
     """Rows of the transformer family: PyTorch fp16 (SDPA, CUDA graph) and tcinfer per batch."""
     results = []
     use_torch = torch is not None and not args.no_pytorch
@@ -727,13 +727,14 @@ def time_transformers(args, torch, binary, paths, export_error, env):
                 m, b, fmt_time_cell(row["pytorch"], b), fmt_time_cell(row["tcinfer"], b),
                 ("speed-up %.2fx" % s) if s is not None else "")).rstrip())
             results.append(row)
+            rf.add("rows", row)
         model = None
         if use_torch:
             torch.cuda.empty_cache()
     return results
 
 
-def transformer_accuracy(args, torch, binary, paths, export_error):
+def transformer_accuracy(args, torch, binary, paths, export_error, rf=None):
     """[(model, result)]: on the GPU zoo.py's check against PyTorch fp32; in a dry run
     tcinfer's CPU reference against PyTorch fp32 on the CPU."""
     acc = []
@@ -757,6 +758,8 @@ def transformer_accuracy(args, torch, binary, paths, export_error):
             if not args.dry_run:
                 torch.cuda.empty_cache()
         acc.append((m, a))
+        if rf:
+            rf.add("transformer_accuracy", dict(a, model=m))
         log("accuracy %-16s %s" % (m, transformer_bench.accuracy_checks([(m, a)])[0]))
     return acc
 
@@ -779,6 +782,36 @@ def dry_run_plans(args, torch, binary, paths, export_error):
                         {"model": m, "batch": b, "ok": True})
             log("plan %-16s b%-4d %s" % (m, b, ("error: " + err) if err else "ok"))
     return rows
+
+
+class ResultsFile:
+    """The --json document, written again after every row and accuracy result, so that a run
+    cut short (a time limit) leaves what it measured ("complete": false)."""
+
+    def __init__(self, path, env, argv, started):
+        self.path, self.started = path, started
+        self.doc = {"environment": env, "argv": argv, "complete": False, "rows": [],
+                    "accuracy": [], "transformer_accuracy": [], "checks": []}
+
+    def add(self, key, item):
+        self.doc[key].append(item)
+        self.save()
+
+    def save(self, complete=False):
+        if not self.path:
+            return True
+        self.doc["complete"] = complete
+        self.doc["run_s"] = round(time.time() - self.started, 1)
+        try:
+            d = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(d, exist_ok=True)
+            with open(self.path + ".tmp", "w") as f:
+                f.write(json.dumps(self.doc, indent=1) + "\n")
+            os.replace(self.path + ".tmp", self.path)
+            return True
+        except OSError as e:
+            warn("cannot write the results: %s" % e)
+            return False
 
 
 def write_file(path, text, what):
@@ -815,6 +848,8 @@ def main(argv=None):
     log("GPU %s; torch %s, cuDNN %s; %s" % (env["gpu"], env["torch"], env["cudnn"], env["tcinfer"]))
     started = time.time()
     failures = 0
+    rf = ResultsFile(None if args.dry_run else args.json, env,
+                     sys.argv[1:] if argv is None else list(argv), started)
 
     # 1. ONNX files
     export_error = export_models(args, torch, torchvision, paths)
@@ -837,7 +872,8 @@ def main(argv=None):
             except Exception as e:
                 model_error = error_text(e)
         for b in model_batches(args, m):
-            row = {"model": m, "batch": b, "pytorch": None, "tcinfer": None, "by_family": {}}
+            row = {"family": "cnn", "model": m, "batch": b, "pytorch": None, "tcinfer": None,
+                   "by_family": {}}
             iters = args.iters
             if model_error is not None:
                 row["pytorch"] = {"error": model_error}
@@ -865,10 +901,11 @@ def main(argv=None):
                 m, b, fmt_time_cell(row["pytorch"], b), fmt_time_cell(row["tcinfer"], b),
                 ("speed-up %.2fx" % s) if s is not None else "")).rstrip())
             results.append(row)
+            rf.add("rows", row)
         del model
         if torch is not None and not args.no_pytorch:
             torch.cuda.empty_cache()
-    tf_results = time_transformers(args, torch, binary, paths, export_error, env) if tf else []
+    tf_results = time_transformers(args, torch, binary, paths, export_error, env, rf) if tf else []
     for row in results + tf_results:
         failures += sum(1 for k in ("pytorch",) if row[k] and "error" in row[k])
         failures += sum(1 for v in row["by_family"].values() if "error" in v)
@@ -896,11 +933,12 @@ def main(argv=None):
                 if "error" in a:
                     failures += 1
                 acc.append((m, fam, a))
+                rf.add("accuracy", dict(a, model=m, kernels=fam))
                 log("accuracy %-16s %-6s %s" % (m, fam, ("error: " + a["error"]) if "error" in a else
                                                 "rel L2 %.3g, top-1 %s/%s" % (a["rel_l2"], a["top1"], a["rows"])))
     tf_acc = []
     if args.accuracy and tf:
-        tf_acc = transformer_accuracy(args, torch, binary, paths, export_error)
+        tf_acc = transformer_accuracy(args, torch, binary, paths, export_error, rf)
         failures += sum(1 for _, a in tf_acc if "error" in a)
 
     report = ["# tcinfer vs PyTorch on %s" % env["gpu"], "",
@@ -930,12 +968,10 @@ def main(argv=None):
     if args.report and not write_file(args.report, text, "report"):
         failures += 1
     if args.json:
-        doc = {"environment": env, "argv": sys.argv[1:] if argv is None else list(argv),
-               "rows": [dict(r, family=r.get("family", "cnn")) for r in results + tf_results],
-               "accuracy": [dict(a, model=m, kernels=f) for m, f, a in acc],
-               "transformer_accuracy": [dict(a, model=m) for m, a in tf_acc],
-               "checks": checks, "run_s": round(time.time() - started, 1)}
-        if not write_file(args.json, json.dumps(doc, indent=1) + "\n", "results"):
+        rf.doc["checks"] = checks
+        if rf.save(complete=True):
+            log("results written to %s" % args.json)
+        else:
             failures += 1
     return 1 if failures else 0
 

@@ -4,7 +4,8 @@ transformer targets and accuracy verdicts on made-up numbers, the CNN baseline c
 models' input files, and two runs through the real tcinfer on tiny generated models standing in
 for the exported ones (a token model with input_ids and attention_mask, and a convolution):
 --bench on the CPU backend with the .npy inputs the GPU run passes, and a whole --dry-run
-(GPU plans of every timed shape, report and JSON)."""
+(GPU plans of every timed shape, report and JSON), and a timing run whose every cell
+fails (no GPU) still writing its report and JSON."""
 import argparse
 import contextlib
 import io
@@ -19,6 +20,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+# the same checks wherever torch happens to be installed: here it never imports
+sys.modules["torch"] = sys.modules["torchvision"] = None
 import bench_models  # noqa: E402
 import transformer_bench as tb  # noqa: E402
 
@@ -210,6 +213,27 @@ def check_tcinfer_runs(tcinfer, tmp):
     assert [r["batch"] for r in doc["dry_run"]] == [1, 32] and all(
         "error" in r for r in doc["dry_run"]), doc
     assert doc["checks"][0].startswith("FAIL: bert_base_384 batch 1 GPU plan: "), doc["checks"]
+
+    # a timing run without torch or a GPU: every cell is an error, the report and JSON say so
+    conv_model(os.path.join(tmp, "vit_b_16.onnx"))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        rc = bench_models.main(["--no-pytorch", "--models", "vit_b_16,bert_base_128", "--out",
+                                tmp, "--tcinfer", tcinfer, "--json", os.path.join(tmp, "t.json"),
+                                "--report", os.path.join(tmp, "t.md")])
+    assert rc == 1, out.getvalue()
+    with open(os.path.join(tmp, "t.json")) as f:
+        doc = json.load(f)
+    assert doc["complete"] is True
+    assert [(r["model"], r["batch"]) for r in doc["rows"]] == [
+        ("vit_b_16", 1), ("vit_b_16", 64), ("bert_base_128", 1), ("bert_base_128", 32)], doc
+    assert all(r["family"] == "transformer" and r["pytorch"] is None and "error" in r["tcinfer"]
+               for r in doc["rows"]), doc["rows"]
+    assert doc["rows"][2]["tcinfer"]["error"].startswith("token inputs need torch"), doc["rows"]
+    with open(os.path.join(tmp, "t.md")) as f:
+        md = f.read()
+    assert "## Transformers" in md and "| vit_b_16 | 64 | - | - | error: " in md, md
+    assert "- n/a : bert_base_128 batch 32 throughput tcinfer/PyTorch >= 1.5 (no result)" in md, md
 
 
 def main():
