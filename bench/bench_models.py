@@ -132,6 +132,9 @@ def parse_args(argv=None):
                    help="an earlier run's --json file (or bench/cnn_baseline.json): check that "
                         "each CNN row's tcinfer time is no slower than its time there (x%g for "
                         "run-to-run noise)" % BASELINE_NOISE)
+    p.add_argument("--from-json", metavar="JSON[,JSON...]",
+                   help="run nothing: print (and --report) the report of earlier --json files, "
+                        "parts of one benchmark run in several calls or a run cut short")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU needed: export the models and build tcinfer's GPU plan "
                         "(--plan) for every timed shape; with --accuracy, tcinfer's CPU "
@@ -829,6 +832,8 @@ def write_file(path, text, what):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_json:
+        return render_from_json(args)
     binary = resolve_binary(args.tcinfer)
     out_dir = args.out
     paths = {m: os.path.join(out_dir, m + ".onnx") for m in args.models}
@@ -941,6 +946,24 @@ def main(argv=None):
         tf_acc = transformer_accuracy(args, torch, binary, paths, export_error, rf)
         failures += sum(1 for _, a in tf_acc if "error" in a)
 
+    text, checks = render_report(args, env, cnn, families, results, acc, tf, tf_results, tf_acc,
+                                 time.time() - started)
+    log("")
+    log(text)
+    if args.report and not write_file(args.report, text, "report"):
+        failures += 1
+    if args.json:
+        rf.doc["checks"] = checks
+        if rf.save(complete=True):
+            log("results written to %s" % args.json)
+        else:
+            failures += 1
+    return 1 if failures else 0
+
+
+def render_report(args, env, cnn, families, results, acc, tf, tf_results, tf_acc, run_s):
+    """(markdown text, check lines) of a run: the CNN part as it always was, then the
+    transformer section."""
     report = ["# tcinfer vs PyTorch on %s" % env["gpu"], "",
               "%s; torch %s, cuDNN %s; %s." % (env["date"], env["torch"], env["cudnn"], env["tcinfer"])]
     checks = []
@@ -961,19 +984,39 @@ def main(argv=None):
         tf_checks = transformer_bench.checks(tf_results) + transformer_bench.accuracy_checks(tf_acc)
         checks += tf_checks
         report += transformer_section(args, env, tf_results, tf_acc, tf_checks)
-    report += ["", "Run time %.0f s." % (time.time() - started)]
-    text = "\n".join(report) + "\n"
-    log("")
+    report += ["", "Run time %.0f s." % run_s]
+    return "\n".join(report) + "\n", checks
+
+
+def render_from_json(args):
+    """--from-json: the report of one or more earlier --json files (several calls' parts, or a
+    run cut short), with the options of the first file's command line."""
+    docs = []
+    for path in args.from_json.split(","):
+        with open(path) as f:
+            docs.append(json.load(f))
+    first = parse_args(docs[0]["argv"])
+    first.baseline = args.baseline or first.baseline
+    env = dict(docs[0]["environment"])
+    for d in docs[1:]:
+        env.setdefault("attention", {}).update(d["environment"].get("attention", {}))
+    rows = [r for d in docs for r in d["rows"]]
+    results = [r for r in rows if r.get("family", "cnn") == "cnn"]
+    tf_results = [r for r in rows if r.get("family") == "transformer"]
+    cnn = list(dict.fromkeys(r["model"] for r in results))
+    tf = list(dict.fromkeys(r["model"] for r in tf_results))
+    families = kernel_families(first, cnn[0]) if cnn else ["auto"]
+    acc = [(a["model"], a["kernels"], a) for d in docs for a in d.get("accuracy", [])]
+    tf_acc = [(a["model"], a) for d in docs for a in d.get("transformer_accuracy", [])]
+    text, _ = render_report(first, env, cnn, families, results, acc, tf, tf_results, tf_acc,
+                            sum(d.get("run_s", 0) for d in docs))
+    incomplete = [p for p, d in zip(args.from_json.split(","), docs) if not d.get("complete")]
+    if incomplete:
+        text += "\nIncomplete (the run was cut short): %s.\n" % ", ".join(incomplete)
     log(text)
     if args.report and not write_file(args.report, text, "report"):
-        failures += 1
-    if args.json:
-        rf.doc["checks"] = checks
-        if rf.save(complete=True):
-            log("results written to %s" % args.json)
-        else:
-            failures += 1
-    return 1 if failures else 0
+        return 1
+    return 0
 
 
 def transformer_section(args, env, results, acc, checks):

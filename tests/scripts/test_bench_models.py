@@ -5,7 +5,8 @@ models' input files, and two runs through the real tcinfer on tiny generated mod
 for the exported ones (a token model with input_ids and attention_mask, and a convolution):
 --bench on the CPU backend with the .npy inputs the GPU run passes, and a whole --dry-run
 (GPU plans of every timed shape, report and JSON), and a timing run whose every cell
-fails (no GPU) still writing its report and JSON."""
+fails (no GPU) still writing its report and JSON, and that report rendered again from the JSON
+(whole, and from two parts, one cut short)."""
 import argparse
 import contextlib
 import io
@@ -234,6 +235,32 @@ def check_tcinfer_runs(tcinfer, tmp):
         md = f.read()
     assert "## Transformers" in md and "| vit_b_16 | 64 | - | - | error: " in md, md
     assert "- n/a : bert_base_128 batch 32 throughput tcinfer/PyTorch >= 1.5 (no result)" in md, md
+
+    # the same report again from the JSON file, and from two parts, one cut short
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = bench_models.main(["--from-json", os.path.join(tmp, "t.json"), "--report",
+                                os.path.join(tmp, "again.md")])
+    assert rc == 0
+    with open(os.path.join(tmp, "again.md")) as f:
+        again = f.read()
+
+    def body(text):
+        return [line for line in text.splitlines() if not line.startswith("Run time")]
+    assert body(again) == body(md), again
+    part1, part2 = dict(doc, rows=doc["rows"][:2]), dict(doc, rows=doc["rows"][2:3])
+    part2["complete"] = False
+    for name, part in (("p1.json", part1), ("p2.json", part2)):
+        with open(os.path.join(tmp, name), "w") as f:
+            json.dump(part, f)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = bench_models.main(["--from-json", "%s,%s" % (os.path.join(tmp, "p1.json"),
+                                                          os.path.join(tmp, "p2.json"))])
+    assert rc == 0
+    text = out.getvalue()
+    assert "| vit_b_16 | 64 |" in text and "| bert_base_128 | 1 |" in text, text
+    assert "| bert_base_128 | 32 |" not in text, text
+    assert "Incomplete (the run was cut short): %s." % os.path.join(tmp, "p2.json") in text, text
 
 
 def main():
