@@ -30,13 +30,15 @@ import statistics
 import sys
 import time
 import traceback
-import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_models import (error_text, fmt_ms, markdown_table, parse_bench,  # noqa: E402
+from bench_models import (fmt_ms, markdown_table, parse_bench,  # noqa: E402
                           resolve_binary, run_tcinfer)
+from model_export import (error_text, export_onnx, make_inputs,  # noqa: E402
+                          image_inputs as _image_inputs, text_inputs as _text_inputs,
+                          transformers_model as _transformers_model,
+                          tuple_outputs as _tuple_outputs)
 
-OPSET = 17
 ACC_BATCH = 4          # rows of the accuracy comparison
 BENCH_BATCHES = (1, 64)
 CPU_REL_L2 = 1e-5      # tcinfer CPU reference vs onnxruntime
@@ -50,7 +52,6 @@ GPU_ERROR_MARGIN = 1.1
 # onnxruntime, within this factor for the spread between two correct fp32 engines (1.06x to 1.11x
 # measured the other way round on the H200, 2026-12-01).
 CPU_FP64_MARGIN = 1.25
-SEQ = 128              # tokens of the text models
 CALIBRATION_BATCHES = 2
 
 # ---------------------------------------------------------------- the models
@@ -82,59 +83,6 @@ class Spec:
 
     def __init__(self, name, family, build, classifier=False):
         self.name, self.family, self.build, self.classifier = name, family, build, classifier
-
-
-def _tuple_outputs(torch, model):
-    """Wraps model so that forward returns a flat tuple of tensors (dicts, ModelOutputs and
-    nested tuples flattened in order), the ONNX outputs in the same order."""
-
-    def flat(x, out):
-        if torch.is_tensor(x):
-            out.append(x)
-        elif isinstance(x, dict):
-            for v in x.values():
-                flat(v, out)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                flat(v, out)
-        elif hasattr(x, "to_tuple"):
-            flat(x.to_tuple(), out)
-        return out
-
-    class Flat(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *args):
-            return tuple(flat(self.inner(*args), []))
-
-    return Flat(model).eval()
-
-
-def _image_inputs(torch, shape):
-    return {"input": ("float", tuple(shape), 0)}
-
-
-def _text_inputs(torch, vocab):
-    return {"input_ids": ("ids", (SEQ,), vocab), "attention_mask": ("mask", (SEQ,), 0)}
-
-
-def make_inputs(torch, desc, batch, seed):
-    """Seeded inputs of desc ({name: (kind, shape, vocab)}): normal floats, token ids, and an
-    attention mask with a padded tail, as a batch of unequal prompts has."""
-    g = torch.Generator().manual_seed(seed)
-    x = {}
-    for name, (kind, shape, vocab) in desc.items():
-        full = (batch,) + tuple(shape)
-        if kind == "ids":
-            x[name] = torch.randint(0, vocab, full, generator=g)
-        elif kind == "mask":
-            x[name] = torch.ones(full, dtype=torch.int64)
-            x[name][:, shape[0] - shape[0] // 8:] = 0
-        else:
-            x[name] = torch.randn(full, generator=g)
-    return x
 
 
 def _torchvision_classifier(name):
@@ -183,47 +131,6 @@ def _torchvision_detection_heads(name, size):
                 return self.head(feats)
 
         return Heads(), _image_inputs(torch, (3, size, size)), {}
-    return build
-
-
-def _transformers_model(kind):
-    def build(torch):
-        import transformers as tf
-        if kind == "bert":
-            model, vocab = tf.BertModel(tf.BertConfig()), 30522
-        elif kind == "distilbert":
-            model, vocab = tf.DistilBertModel(tf.DistilBertConfig()), 30522
-        elif kind == "roberta":
-            model, vocab = tf.RobertaModel(tf.RobertaConfig(vocab_size=50265,
-                                                            max_position_embeddings=514)), 50265
-        elif kind == "gpt2":
-            cfg = tf.GPT2Config(use_cache=False)
-            model = tf.GPT2LMHeadModel(cfg)
-            vocab = cfg.vocab_size
-        elif kind == "vit":
-            model = tf.ViTForImageClassification(tf.ViTConfig(num_labels=1000))
-            return model, _image_inputs(torch, (3, 224, 224)), {}
-        elif kind == "wav2vec2":
-            model = tf.Wav2Vec2Model(tf.Wav2Vec2Config())
-
-            return model, {"input": ("float", (16000,), 0)}, {}
-        else:
-            raise ValueError(kind)
-        # outputs come back as a ModelOutput, flattened in order by _tuple_outputs (GPT-2's
-        # head reads its body's output by attribute, so return_dict=False breaks it in
-        # transformers 5)
-
-        class ByName(torch.nn.Module):
-            """Passes the inputs by name (GPT-2's second positional input is the KV cache)."""
-
-            def __init__(self):
-                super().__init__()
-                self.inner = model
-
-            def forward(self, input_ids, attention_mask):
-                return self.inner(input_ids=input_ids, attention_mask=attention_mask)
-
-        return ByName(), _text_inputs(torch, vocab), {}
     return build
 
 
@@ -398,24 +305,9 @@ def export_one(spec_name, out_dir, binary=None, timeout=300.0, cpu_batch=ACC_BAT
             dyn["input"] = {0: "batch", 2: "height", 3: "width"}
         info["inputs"] = {n: [k, list(shape), vocab] for n, (k, shape, vocab) in desc.items()}
         info["outputs"] = out_names
-        how = "TorchScript, opset %d" % OPSET
-        try:
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(model, tuple(x.values()), path, dynamo=False,
-                                  opset_version=OPSET, input_names=names, output_names=out_names,
-                                  dynamic_axes=dyn, do_constant_folding=True)
-        except Exception as e:
-            info["export_note"] = "TorchScript exporter failed: " + error_text(e)
-            how = "dynamo, opset 18"
-            with torch.no_grad():
-                prog = torch.onnx.export(
-                    model, tuple(x.values()), path, dynamo=True, opset_version=18,
-                    input_names=names, output_names=out_names,
-                    dynamic_shapes=tuple({0: torch.export.Dim("batch", min=1, max=1024)}
-                                         for _ in names))
-            if prog is not None and not os.path.exists(path):
-                prog.save(path)
+        how, note = export_onnx(torch, model, tuple(x.values()), path, names, out_names, dyn)
+        if note:
+            info["export_note"] = note
         info["exporter"] = how
         info["torch"] = torch.__version__
         info["params_m"] = sum(p.numel() for p in model.parameters()) / 1e6
