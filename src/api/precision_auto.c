@@ -353,6 +353,7 @@ static tci_status search(const ir_graph *g, const tci_engine_options *options,
         if (st == TCI_OK && !layer) {
             e->num_auto_fp32 = n - num_user;
             e->auto_error = error;
+            e->auto_target = options->accuracy_target;
             *out = e;
             break;
         }
@@ -458,6 +459,7 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
         if (st == TCI_OK) {
             e->num_auto_fp32 = moved;
             e->auto_error = error;
+            e->auto_target = options->accuracy_target;
         }
     }
     if (st == TCI_OK) log_result(options, list + num_user, moved, error);
