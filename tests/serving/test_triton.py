@@ -130,6 +130,26 @@ class TritonBackendTest(unittest.TestCase):
                     'instance_group [{ kind: KIND_CPU }]\n')
         # the same model served as it is: no batch dim in the configuration
         write_model(repo, "demo", demo, 'instance_group [{ kind: KIND_CPU }]\n')
+        # precision auto chooses fp32 layers by running GPU engines: refused on CPU instances;
+        # its parameters are checked when the configuration is read (before any instance: CPU
+        # ones here, Triton refusing KIND_GPU without a GPU), and refused without it
+        auto = 'parameters { key: "precision" value { string_value: "auto" } }\n'
+        write_model(repo, "bad_auto_cpu", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + auto +
+                    'parameters { key: "accuracy_target" value { string_value: "1e-3" } }\n')
+        write_model(repo, "bad_target", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "accuracy_target" value { string_value: "1e-3" } }\n')
+        write_model(repo, "bad_target_value", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + auto +
+                    'parameters { key: "accuracy_target" value { string_value: "0" } }\n')
+        write_model(repo, "bad_calibration", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + auto +
+                    'parameters { key: "calibration_inputs" value { string_value: "a.npy,,b.npy" '
+                    '} }\n')
+        write_model(repo, "bad_precision", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "precision" value { string_value: "fast" } }\n')
         write_model(repo, "no_file", None, 'instance_group [{ kind: KIND_CPU }]\n')
         write_model(repo, "broken", None, 'instance_group [{ kind: KIND_CPU }]\n')
         with open(os.path.join(repo, "broken", "1", "model.onnx"), "wb") as f:
@@ -333,6 +353,17 @@ class TritonBackendTest(unittest.TestCase):
                     "bad_partial": "config.pbtxt input 'input' is int32; the model's is float",
                     "bad_batch": "input 'image' has a fixed batch dim of 1, which cannot run "
                                  "batches of 1..8",
+                    "bad_auto_cpu": "model 'bad_auto_cpu': parameter precision 'auto' builds "
+                                    "and runs the fp16 and fp32 GPU engines to choose the fp32 "
+                                    "layers; KIND_CPU instances run the fp32 reference",
+                    "bad_target": "parameters accuracy_target and calibration_inputs steer the "
+                                  "search of precision 'auto'",
+                    "bad_target_value": "parameter accuracy_target '0': expected a relative L2 "
+                                        "error above 0",
+                    "bad_calibration": "parameter calibration_inputs 'a.npy,,b.npy' has an empty "
+                                       "entry",
+                    "bad_precision": "parameter precision 'fast': expected fp16, bf16, tf32, fp32 "
+                                     "or auto",
                     "no_file": "no model file",
                     "broken": "model 'broken': tcinfer: model file"}
         for name, reason in expected.items():
