@@ -249,6 +249,14 @@ static TRITONSERVER_Error *read_calibration(const tct_model *m, tci_tensor **out
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': parameter "
                              "calibration_inputs, entry %zu ('%s'): %s", m->name, i + 1, files[i],
                              tci_last_error());
+        /* the engines the search measures layer by layer run their built batch only */
+        const tci_tensor *t = &(*out)[i];
+        int max_batch = m->config.max_batch;
+        if (max_batch > 0 && (t->rank < 1 || t->dims[0] != max_batch))
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': parameter "
+                             "calibration_inputs, entry %zu ('%s'): its leading (batch) dim is "
+                             "%lld; the engines are built for max_batch_size %d", m->name, i + 1,
+                             files[i], t->rank < 1 ? 0LL : (long long)t->dims[0], max_batch);
     }
     return NULL;
 }
