@@ -112,7 +112,8 @@ class ZooVerdictTest(unittest.TestCase):
         self.assertIn("| pass (auto: 2 layers fp32) |", lines["tv/swin_v2_t"])
         self.assertIn("| GPU (auto: 1 layer fp32): rel L2 0.009 > 1.1 x PyTorch fp16's 0.0078 |",
                       lines["timm/efficientvit_b0"])
-        self.assertIn("GPU: tcinfer: error: the GPU outputs hold 4000 NaN/Inf", lines["tv/swin_v2_b"])
+        self.assertIn("GPU: tcinfer: error: the GPU outputs hold 4000 NaN/Inf",
+                      lines["tv/swin_v2_b"])
 
 
 if __name__ == "__main__":
