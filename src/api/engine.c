@@ -671,7 +671,8 @@ tci_status tci_engine_fp32_layers(const tci_engine *engine, tci_fp32_layer_fn fn
     return TCI_OK;
 }
 
-/* TCI_ERR_INVALID_ARGUMENT unless TCI_PRECISION_AUTO built engine (here or for its file). */
+/* TCI_ERR_INVALID_ARGUMENT unless TCI_PRECISION_AUTO built the engine (here, or the one an
+ * engine file was written from). */
 static tci_status check_auto(const tci_engine *engine, const void *out, const char *what) {
     if (!engine || !out) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     if (engine->auto_error < 0)
@@ -682,7 +683,7 @@ static tci_status check_auto(const tci_engine *engine, const void *out, const ch
 }
 
 tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2) {
-    TRY_STATUS(check_auto(engine, out_relative_l2, "error against the fp32 engine measured"));
+    TRY_STATUS(check_auto(engine, out_relative_l2, "measured error against the fp32 engine"));
     *out_relative_l2 = engine->auto_error;
     return TCI_OK;
 }
