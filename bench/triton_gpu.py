@@ -16,34 +16,29 @@ Prints one JSON object per result and a markdown table at the end.
 
 SITE_PACKAGES holds pytriton/tritonserver/bin/tritonserver and nvidia_pytriton.libs/ (the PyPI
 nvidia-pytriton package, installed or unpacked). Needs numpy, onnx and tritonclient[grpc].
+
+--precision auto (with --accuracy-target) serves the model with the backend's parameter
+precision "auto" (seeded random calibration inputs), and the CLI's GPU engine and --bench use
+--precision auto too; the server log's line on the layers it kept in fp32 is printed.
 """
 import argparse
 import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import onnx
 import tritonclient.grpc as grpcclient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "serving", "triton"))
+from local_server import LocalServer  # noqa: E402
+
 BENCH_RE = re.compile(r"median ([0-9.]+) ms, p90 ([0-9.]+) ms, p99 ([0-9.]+) ms, throughput "
                       r"([0-9.]+)/s")
-
-
-def free_ports(count):
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def io_of(model_path):
@@ -83,7 +78,19 @@ def main():
     p.add_argument("--accuracy-batch", type=int, default=8)
     p.add_argument("--kind", choices=("gpu", "cpu"), default="gpu",
                    help="cpu: CPU instances and no CLI timing (to try the script without a GPU)")
+    p.add_argument("--precision", choices=("fp16", "bf16", "tf32", "fp32", "auto"),
+                   default="fp16", help="the engines' precision (server and CLI)")
+    p.add_argument("--accuracy-target", type=float, default=0,
+                   help="with --precision auto: the outputs' relative L2 error to meet")
     args = p.parse_args()
+    if args.accuracy_target and args.precision != "auto":
+        p.error("--accuracy-target goes with --precision auto")
+    precision_args = ["--precision", args.precision] + (
+        ["--accuracy-target", str(args.accuracy_target)] if args.accuracy_target else [])
+    parameters = f'parameters {{ key: "precision" value {{ string_value: "{args.precision}" }} }}\n'
+    if args.accuracy_target:
+        parameters += (f'parameters {{ key: "accuracy_target" value {{ string_value: '
+                       f'"{args.accuracy_target}" }} }}\n')
 
     shutil.rmtree(args.work, ignore_errors=True)
     repo = os.path.join(args.work, "repo")
@@ -98,39 +105,30 @@ def main():
                 f'input [{{ name: "{in_name}", data_type: TYPE_FP32, dims: {in_dims} }}]\n'
                 f'output [{{ name: "{out_name}", data_type: TYPE_FP32, dims: {out_dims} }}]\n'
                 f'instance_group [{instances}]\n'
-                f'dynamic_batching {{ max_queue_delay_microseconds: {args.queue_delay_us} }}\n')
+                f'dynamic_batching {{ max_queue_delay_microseconds: {args.queue_delay_us} }}\n'
+                + (parameters if args.kind == "gpu" else ""))
 
-    binary = os.path.join(args.server, "pytriton", "tritonserver", "bin", "tritonserver")
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = (os.path.join(args.server, "nvidia_pytriton.libs") + os.pathsep +
-                              env.get("LD_LIBRARY_PATH", ""))
-    http_port, grpc_port, metrics_port = free_ports(3)
-    log_path = os.path.join(args.work, "server.log")
-    log = open(log_path, "w")
-    t0 = time.monotonic()
-    server = subprocess.Popen(
-        [binary, "--model-repository", repo, "--backend-directory", args.backend_dir,
-         "--http-address", "127.0.0.1", "--http-port", str(http_port),
-         "--grpc-address", "127.0.0.1", "--grpc-port", str(grpc_port),
-         "--metrics-address", "127.0.0.1", "--metrics-port", str(metrics_port),
-         "--exit-timeout-secs", "5"], stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"127.0.0.1:{grpc_port}"
     rows = []
     try:
+        server = LocalServer(repo, args.backend_dir, os.path.join(args.work, "server.log"),
+                             site_packages=args.server)
+    except RuntimeError as e:
+        sys.exit(str(e))
+    url = server.grpc_url
+    try:
         client = grpcclient.InferenceServerClient(url)
-        while True:
-            if server.poll() is not None:
-                sys.exit("tritonserver exited:\n" + open(log_path).read()[-4000:])
-            try:
-                if client.is_server_ready() and client.is_model_ready(name):
-                    break
-            except Exception:
-                pass
-            if time.monotonic() - t0 > 300:
-                sys.exit("not ready in 300 s:\n" + open(log_path).read()[-4000:])
-            time.sleep(0.5)
-        print(json.dumps({"ready_s": round(time.monotonic() - t0, 1), "model": name,
-                          "instances": args.instances, "max_batch": args.max_batch}), flush=True)
+        try:
+            ready_s = server.wait_ready(
+                lambda: client.is_server_ready() and client.is_model_ready(name), 300, 0.5)
+        except RuntimeError as e:
+            sys.exit(str(e))
+        print(json.dumps({"ready_s": round(ready_s, 1), "model": name, "precision":
+                          args.precision, "instances": args.instances,
+                          "max_batch": args.max_batch}), flush=True)
+        for line in server.log_text(None).splitlines():
+            if "precision auto kept" in line:
+                print(json.dumps({"check": "precision auto", "server_log": line.strip()}),
+                      flush=True)
 
         # 1. accuracy against the CLI on the same input, at several batch sizes (the engine is
         # built for max_batch and runs the smaller batches dynamic batching forms)
@@ -145,8 +143,9 @@ def main():
             outs = {}
             for backend in ("cpu", "gpu"):
                 o = os.path.join(args.work, f"{backend}.npy")
-                run([args.tcinfer, "--backend", backend if args.kind == "gpu" else "cpu", "--shape", shape, "--quiet", "-o", o,
-                     args.model, x_path])
+                gpu = backend == "gpu" and args.kind == "gpu"
+                run([args.tcinfer, "--backend", "gpu" if gpu else "cpu", "--shape", shape,
+                     "--quiet", "-o", o, args.model, x_path] + (precision_args if gpu else []))
                 outs[backend] = np.load(o)
             ref = outs["cpu"]
             print(json.dumps({"check": "accuracy", "batch": n,
@@ -182,12 +181,7 @@ def main():
                           stats.get("inference_count"), "execution_count":
                           stats.get("execution_count")}), flush=True)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        server.stop(20)
 
     # 4. the engine's own time, by the CLI
     cli = {}
@@ -196,7 +190,7 @@ def main():
             continue
         r = run([args.tcinfer, "--backend", "gpu", "--shape",
                  f"{in_name}:{b}x" + "x".join(str(d) for d in in_dims), "--random", "0",
-                 "--quiet", "--bench", "200", args.model])
+                 "--quiet", "--bench", "200", args.model] + precision_args)
         m = BENCH_RE.search(r.stdout + r.stderr)
         cli[b] = {"median_ms": float(m.group(1)), "p99_ms": float(m.group(3)),
                   "items_per_s": float(m.group(4))}  # the CLI's throughput counts images

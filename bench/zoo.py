@@ -11,7 +11,10 @@ a trained network's scale). For each model, one row:
 - tcinfer's GPU fp16 engine against PyTorch fp32 (TF32 off) on the same inputs, next to
   PyTorch fp16's own error against the same reference: no worse (within GPU_ERROR_MARGIN, the
   spread between two correct fp16 engines on 4 inputs) is a pass; classifiers must
-  also give the same top-1 on every row;
+  also give the same top-1 on every row. Where the fp16 engine overflows (NaN/Inf that the
+  fp32 reference does not hold), the product's answer is `--precision auto`: the run is
+  repeated with it (the same inputs as its calibration inputs) and its result is the row's,
+  marked "auto: N layers fp32";
 - batch-1 latency and batch-64 throughput of tcinfer and of PyTorch fp16 (CUDA graph replay).
 
 An error names what stopped the model (the op, for tcinfer); a wrong result is a failed row.
@@ -52,6 +55,9 @@ GPU_ERROR_MARGIN = 1.1
 # onnxruntime, within this factor for the spread between two correct fp32 engines (1.06x to 1.11x
 # measured the other way round on the H200, 2026-12-01).
 CPU_FP64_MARGIN = 1.25
+# --precision auto builds an engine a round (up to 16 rounds, and an fp32 one): its runs get
+# this many times --timeout, and a timing cache shared by the rounds
+AUTO_TIMEOUT_FACTOR = 4
 CALIBRATION_BATCHES = 2
 
 # ---------------------------------------------------------------- the models
@@ -447,27 +453,55 @@ def write_inputs(x, folder):
     return args, shapes
 
 
-def tcinfer_outputs(binary, onnx_path, backend, input_args, shape_args, folder, timeout):
+def tcinfer_outputs(binary, onnx_path, backend, input_args, shape_args, folder, timeout,
+                    extra=(), doc=None):
+    """The outputs of a run (extra: more arguments); doc, a dict, receives the --json
+    document."""
     import numpy as np
     os.makedirs(folder, exist_ok=True)
     for f in glob.glob(os.path.join(folder, "*.npy")):
         os.remove(f)
     # --json names the file of every output (written as DIR/NAME.npy)
     args = [onnx_path, "--backend", backend, "--quiet", "--json", "--output-dir", folder] + \
-        shape_args + input_args
+        list(extra) + shape_args + input_args
     out, err = run_tcinfer(binary, args, timeout)
     if err:
         return None, err
     try:
-        files = [o["file"] for o in json.loads(out)["outputs"]]
+        parsed = json.loads(out)
+        files = [o["file"] for o in parsed["outputs"]]
     except (ValueError, KeyError, TypeError) as e:
         return None, "unreadable --json output (%s)" % e
+    if doc is not None:
+        doc.update(parsed)
     return [np.load(f) for f in files], None
 
 
-def tcinfer_bench(binary, onnx_path, shape_args, iters, timeout):
+def is_fp16_overflow(error):
+    """Whether a tcinfer GPU run failed on fp16 overflow: NaN/Inf in its outputs where the fp32
+    reference holds none (the CLI's message, which goes on with the first layer)."""
+    return bool(error) and "where the fp32 reference holds none: fp16 overflow" in error
+
+
+def auto_record(doc, error):
+    """What a --precision auto run chose, from its --json document (or its error)."""
+    if error:
+        return {"error": error}
+    auto = (doc or {}).get("precision_auto")
+    if not auto:
+        return {"error": "no precision_auto in the --json output"}
+    return {"fp32_layers": auto.get("fp32_layers", []), "relative_l2": auto.get("relative_l2"),
+            "seconds": auto.get("seconds")}
+
+
+def auto_args(folder):
+    """The arguments of a --precision auto run, its rounds sharing a timing cache."""
+    return ["--precision", "auto", "--timing-cache", os.path.join(folder, "auto.timing")]
+
+
+def tcinfer_bench(binary, onnx_path, shape_args, iters, timeout, extra=()):
     args = [onnx_path, "--backend", "gpu", "--random", "0", "--quiet", "--bench", str(iters),
-            "--warmup", "10"] + shape_args
+            "--warmup", "10"] + list(extra) + shape_args
     out, err = run_tcinfer(binary, args, timeout)
     if err:
         return {"error": err}
@@ -585,11 +619,25 @@ def gpu_check(torch, binary, info, model, work, timeout):
         pt_err = compare_outputs(pt16, ref32, None)[0]
         got, err = tcinfer_outputs(binary, info["onnx"], "gpu", input_args, shape_args,
                                    os.path.join(folder, "gpu"), timeout)
+        auto = None
+        if is_fp16_overflow(err):
+            # the product's answer to an overflow: --precision auto, the same inputs calibrating
+            doc = {}
+            got, auto_err = tcinfer_outputs(binary, info["onnx"], "gpu", input_args, shape_args,
+                                            os.path.join(folder, "gpu_auto"),
+                                            timeout * AUTO_TIMEOUT_FACTOR,
+                                            auto_args(folder), doc)
+            auto = dict(auto_record(doc, auto_err), fp16_error=err)
+            err = auto_err and "fp16 overflow; --precision auto: " + auto_err
         if err:
             info["gpu"] = {"error": err, "pytorch_fp16_rel_l2": pt_err}
+            if auto:
+                info["gpu"]["auto"] = auto
         else:
             e, problem = compare_outputs(got, ref32, None)
             g = {"rel_l2": e, "pytorch_fp16_rel_l2": pt_err}
+            if auto:
+                g["auto"] = auto
             if info["classifier"] and problem is None:
                 t1 = int((np.asarray(got[0]).argmax(-1) == ref32[0].argmax(-1)).sum())
                 p1 = int((pt16[0].argmax(-1) == ref32[0].argmax(-1)).sum())
@@ -613,8 +661,14 @@ def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters):
         for n, (_, shape, _) in desc.items():
             if n in graph_inputs:
                 shapes += ["--shape", "%s:%s" % (n, "x".join(str(d) for d in [b] + list(shape)))]
-        if "error" not in info.get("gpu", {"error": 1}) or b == 1:
-            row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters, timeout)
+        gpu = info.get("gpu", {"error": 1})
+        if "error" not in gpu or b == 1:
+            # a row that needed --precision auto is timed with it (its answer)
+            auto = "auto" in gpu and "error" not in gpu
+            folder = os.path.join(os.path.dirname(info["onnx"]), slug(info["name"]))
+            row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters,
+                                           timeout * (AUTO_TIMEOUT_FACTOR if auto else 1),
+                                           auto_args(folder) if auto else ())
         try:
             row["pytorch"] = pytorch_bench(torch, model, make, b, iters)
         except Exception as exc:
@@ -627,6 +681,33 @@ def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters):
 
 
 # ---------------------------------------------------------------- report
+
+def auto_tag(auto):
+    """'auto: N layers fp32' for a row --precision auto answered, else ''."""
+    if not auto or "error" in auto:
+        return ""
+    n = len(auto.get("fp32_layers", []))
+    return "auto: %d layer%s fp32" % (n, "" if n == 1 else "s")
+
+
+def gpu_verdict(gpu):
+    """(passed, text) of a row's GPU result: 'pass', 'pass (auto: N layers fp32)' where the
+    fp16 engine overflowed and --precision auto's engine passes, else why it fails."""
+    if "error" in gpu:
+        return False, "GPU: " + gpu["error"]
+    tag = auto_tag(gpu.get("auto"))
+    problem = gpu_problem(gpu)
+    if problem:
+        return False, "GPU%s: %s" % (" (%s)" % tag if tag else "", problem)
+    return True, "pass (%s)" % tag if tag else "pass"
+
+
+def passes(info):
+    """Whether the row is correct on the CPU and the GPU (--precision auto's answer
+    included)."""
+    v = verdict(info)
+    return v == "pass" or v.startswith("pass (")
+
 
 def gpu_problem(gpu):
     """Why the GPU numbers fail (None: they pass), judged from the numbers themselves so that
@@ -653,7 +734,8 @@ def cpu_correct(info):
 
 
 def verdict(info):
-    """'pass' or the first reason the row fails."""
+    """'pass' ('pass (auto: N layers fp32)' where --precision auto answered an fp16 overflow)
+    or the first reason the row fails."""
     if "error" in info:
         return info["error"]
     cpu, gpu = info.get("cpu", {}), info.get("gpu", {})
@@ -665,15 +747,12 @@ def verdict(info):
             why += " (against PyTorch fp64: tcinfer %.2g, onnxruntime %.2g)" % (
                 cpu["fp64"]["tcinfer"], cpu["fp64"]["onnxruntime"])
         return why
-    if "error" in gpu:
-        return "GPU: " + gpu["error"]
     if not gpu:
         plan = info.get("plan", {})
         if "error" in plan:
             return "GPU plan: " + plan["error"]
         return "CPU pass; GPU not run" + (" (its plan builds)" if plan else "")
-    problem = gpu_problem(gpu)
-    return "GPU: " + problem if problem else "pass"
+    return gpu_verdict(gpu)[1]
 
 
 def _cell(text, limit=160):
@@ -705,11 +784,12 @@ def report(results_dir, path):
         with open(f) as fh:
             infos.append(json.load(fh))
     rows = []
-    n_cpu = n_gpu = n_gpu_run = n_plan = n_plan_run = 0
+    n_cpu = n_gpu = n_auto = n_gpu_run = n_plan = n_plan_run = 0
     for i in infos:
         cpu, gpu = i.get("cpu", {}), i.get("gpu", {})
         n_cpu += cpu_correct(i)
-        n_gpu += bool(verdict(i) == "pass")
+        n_gpu += passes(i)
+        n_auto += passes(i) and bool(auto_tag(gpu.get("auto")))
         n_gpu_run += bool(gpu)
         n_plan_run += "plan" in i
         n_plan += bool(i.get("plan", {}).get("ok"))
@@ -740,11 +820,16 @@ def report(results_dir, path):
         "between two correct fp16 engines on so few inputs, and the same top-1 on every row "
         "for classifiers). Speed: batch-1 latency tcinfer / PyTorch fp16 ms and batch-64 "
         "throughput tcinfer / PyTorch fp16 per second, PyTorch timed as CUDA graph replays; "
-        "the ratio is PyTorch ms / tcinfer ms (> 1: tcinfer faster)." % (
+        "the ratio is PyTorch ms / tcinfer ms (> 1: tcinfer faster). Where the fp16 engine "
+        "overflows (NaN/Inf that the fp32 reference does not hold), the row is tcinfer's "
+        "`--precision auto` (fp16 with the layers that overflow kept in fp32, chosen on the same "
+        "inputs), timed with it too: \"pass (auto: N layers fp32)\", or why it fails." % (
             date, CPU_REL_L2, CPU_FP64_MARGIN, ACC_BATCH, GPU_ERROR_MARGIN),
         "",
         "Correct on the CPU reference: %d of %d. GPU engine run: %d models, correct (CPU and "
-        "GPU): %d.%s" % (n_cpu, len(infos), n_gpu_run, n_gpu,
+        "GPU): %d%s.%s" % (n_cpu, len(infos), n_gpu_run, n_gpu,
+                           " (%d of them with --precision auto after an fp16 overflow)" % n_auto
+                           if n_auto else "",
                          " GPU plan built without a GPU (`tcinfer --plan`: every op has a GPU "
                          "path for these shapes): %d of %d checked." % (n_plan, n_plan_run)
                          if n_plan_run else ""),

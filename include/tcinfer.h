@@ -149,7 +149,8 @@ typedef enum tci_precision {
                                TCI_PRECISION_AUTO_MAX_ROUNDS times. A layer that does not come
                                right in fp32, or NaN/Inf that no layer explains, is an error
                                naming it. The engine built is an fp16 engine with those fp32
-                               layers (tci_engine_fp32_layers lists them; engine files keep them) */
+                               layers (tci_engine_fp32_layers lists them; engine files keep them,
+                               with the error reached and the target) */
 } tci_precision;
 
 #define TCI_PRECISION_AUTO_MAX_ROUNDS 16
@@ -271,8 +272,9 @@ tci_status tci_engine_create_from_memory(const void *bytes, size_t size, const c
 
 /* Writes a GPU engine to an engine file: its optimised graph (the FLOAT weights of fp16
  * convolutions and GEMMs stored as fp16), the precision, kernel family and fp32 layers it was
- * built with, and the kernel chosen for every convolution and GEMM, versioned and checksummed.
- * A CPU or plan_only engine is TCI_ERR_INVALID_ARGUMENT. */
+ * built with (of a TCI_PRECISION_AUTO engine also which layers the search chose, the error it
+ * reached and its accuracy target), and the kernel chosen for every convolution and GEMM,
+ * versioned and checksummed. A CPU or plan_only engine is TCI_ERR_INVALID_ARGUMENT. */
 tci_status tci_engine_save(const tci_engine *engine, const char *path);
 
 /* Builds a GPU engine from an engine file without timing any kernel. A file written on another
@@ -308,9 +310,14 @@ tci_status tci_engine_fp32_layers(const tci_engine *engine, tci_fp32_layer_fn fn
 
 /* Since 0.2: the largest relative L2 error of an engine's float outputs against the GPU fp32
  * engine on the calibration inputs, as TCI_PRECISION_AUTO's last round measured it (with its
- * fp32 layers). An engine not built by TCI_PRECISION_AUTO (an engine file's included) is
- * TCI_ERR_INVALID_ARGUMENT. */
+ * fp32 layers; an engine file of such an engine keeps it). An engine not built by
+ * TCI_PRECISION_AUTO is TCI_ERR_INVALID_ARGUMENT. */
 tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2);
+
+/* Since 0.2: the accuracy target TCI_PRECISION_AUTO built the engine to
+ * (tci_engine_options.accuracy_target; 0: overflow only), an engine file's as it keeps it. An
+ * engine not built by TCI_PRECISION_AUTO is TCI_ERR_INVALID_ARGUMENT. */
+tci_status tci_engine_auto_target(const tci_engine *engine, double *out_target);
 
 /* Counts of the optimised graph, for reports. */
 typedef struct tci_engine_stats {

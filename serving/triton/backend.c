@@ -225,6 +225,84 @@ static TRITONSERVER_Error *build_cpu_engine(tct_model *m, tci_engine **out) {
 }
 
 #if TCI_HAVE_CUDA
+/* A file named in a parameter: absolute, or relative to the model's folder. */
+static char *parameter_path(const tct_model *m, const char *path) {
+    return path[0] == '/' ? join_path("", path + 1) : join_path(m->repo_dir, path);
+}
+
+/* Parameter calibration_inputs: the tensor files read (*out NULL, *count 0 without it: the
+ * library's seeded random inputs). Released by release_tensors, also on failure. */
+static TRITONSERVER_Error *read_calibration(const tct_model *m, tci_tensor **out, size_t *count) {
+    char **files = m->config.calibration_inputs;
+    *out = NULL;
+    *count = 0;
+    while (files && files[*count]) (*count)++;
+    if (!*count) return NULL;
+    if (!(*out = calloc(*count, sizeof **out)))
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    for (size_t i = 0; i < *count; i++) {
+        char *path = parameter_path(m, files[i]);
+        if (!path) return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+        tci_status st = tci_tensor_read_file(path, &(*out)[i]);
+        free(path);
+        if (st != TCI_OK)
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': parameter "
+                             "calibration_inputs, entry %zu ('%s'): %s", m->name, i + 1, files[i],
+                             tci_last_error());
+        /* the engines the search measures layer by layer run their built batch only */
+        const tci_tensor *t = &(*out)[i];
+        int max_batch = m->config.max_batch;
+        if (max_batch > 0 && (t->rank < 1 || t->dims[0] != max_batch))
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': parameter "
+                             "calibration_inputs, entry %zu ('%s'): its leading (batch) dim is "
+                             "%lld; the engines are built for max_batch_size %d", m->name, i + 1,
+                             files[i], t->rank < 1 ? 0LL : (long long)t->dims[0], max_batch);
+    }
+    return NULL;
+}
+
+static void release_tensors(tci_tensor *t, size_t count) {
+    for (size_t i = 0; t && i < count; i++) tci_tensor_release(&t[i]);
+    free(t);
+}
+
+typedef struct auto_summary {
+    char text[768];
+    size_t pos, count;
+} auto_summary;
+
+static void add_auto_layer(const char *layer, int automatic, void *user) {
+    auto_summary *a = user;
+    if (!automatic) return;
+    if (a->pos < sizeof a->text) {
+        int w = snprintf(a->text + a->pos, sizeof a->text - a->pos, "%s'%s'", a->count ? ", " : "",
+                         layer);
+        a->pos = w < 0 ? sizeof a->text : a->pos + (size_t)w;
+    }
+    a->count++;
+}
+
+/* Precision auto's choice, in the server's log: the layers kept in fp32 and the error reached. */
+static void log_auto_result(const tct_model *m, int device, const tci_engine *e) {
+    auto_summary a;
+    memset(&a, 0, sizeof a);
+    double error = -1, goal = 0;
+    if (tci_engine_auto_error(e, &error) != TCI_OK) return; /* not built by precision auto */
+    tci_engine_auto_target(e, &goal);
+    tci_engine_fp32_layers(e, add_auto_layer, &a);
+    if (a.pos >= sizeof a.text) memcpy(a.text + sizeof a.text - 5, "...", 4);
+    char msg[1024], target[64] = "";
+    if (goal > 0) snprintf(target, sizeof target, " (accuracy_target %g)", goal);
+    const char *inputs = m->is_engine_file              ? "engine file's calibration"
+                         : m->config.calibration_inputs ? "given calibration"
+                                                        : "seeded random";
+    snprintf(msg, sizeof msg, "model '%s', GPU %d: precision auto kept %zu layer%s in fp32%s%s; "
+             "the outputs' relative L2 error against the GPU fp32 engine on the %s inputs: %.3g%s",
+             m->name, device, a.count, a.count == 1 ? "" : "s", a.count ? ": " : "", a.text,
+             inputs, error, target);
+    log_message(TRITONSERVER_LOG_INFO, msg);
+}
+
 /* GPU engines are built for fixed shapes: max_batch_size and the config's dims. */
 static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine **out) {
     const tct_model_config *c = &m->config;
@@ -234,18 +312,22 @@ static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine
     if (m->is_engine_file) {
         if (c->precision_set || c->fp32_layers || c->timing_cache)
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "%s is an engine file, which holds "
-                             "its precision and fp32 layers: leave out the parameters precision, "
-                             "fp32_layers and timing_cache", m->model_path);
+                             "its precision and fp32 layers: leave out the parameters precision "
+                             "(with accuracy_target and calibration_inputs), fp32_layers and "
+                             "timing_cache", m->model_path);
         tci_status st = tci_engine_load(m->model_path, &o, out);
+        if (st == TCI_OK) log_auto_result(m, device, *out); /* a file precision auto built */
         return st == TCI_OK ? NULL : tci_failure(st, m->name);
     }
     tci_shape_override *shapes = calloc(c->num_inputs ? c->num_inputs : 1, sizeof *shapes);
-    char *cache = !c->timing_cache ? NULL
-                  : c->timing_cache[0] == '/' ? join_path("", c->timing_cache + 1)
-                                              : join_path(m->repo_dir, c->timing_cache);
+    char *cache = c->timing_cache ? parameter_path(m, c->timing_cache) : NULL;
+    tci_tensor *calibration = NULL;
+    size_t num_calibration = 0;
     TRITONSERVER_Error *err = NULL;
     if (!shapes || (c->timing_cache && !cache))
         err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    if (!err && c->precision == TCI_PRECISION_AUTO)
+        err = read_calibration(m, &calibration, &num_calibration);
     for (size_t i = 0; !err && i < c->num_inputs; i++) {
         const tct_tensor_config *t = &c->inputs[i];
         int b = c->max_batch > 0;
@@ -266,9 +348,14 @@ static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine
         o.precision = c->precision;
         o.fp32_layers = (const char *const *)c->fp32_layers;
         o.timing_cache = cache;
+        o.calibration_inputs = calibration;
+        o.num_calibration_inputs = num_calibration;
+        o.accuracy_target = c->accuracy_target;
         tci_status st = tci_engine_create_from_file(m->model_path, &o, out);
         if (st != TCI_OK) err = tci_failure(st, m->name);
+        else log_auto_result(m, device, *out);
     }
+    release_tensors(calibration, num_calibration);
     free(shapes);
     free(cache);
     return err;
@@ -490,6 +577,11 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
     else
         return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "model '%s': the tcinfer backend runs "
                          "KIND_CPU and KIND_GPU instances", in->model->name);
+    if (in->device < 0 && in->model->config.precision == TCI_PRECISION_AUTO)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': parameter precision 'auto' "
+                         "builds and runs the fp16 and fp32 GPU engines to choose the fp32 layers; "
+                         "KIND_CPU instances run the fp32 reference: use KIND_GPU instances, or "
+                         "leave the parameter out", in->model->name);
     RETURN_IF_ERROR(model_engine(in->model, in->device, &in->engine));
 #if TCI_HAVE_CUDA
     if (in->device >= 0) RETURN_IF_ERROR(set_device(in->device));

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,8 @@ static TRITONSERVER_Error *parse_tensors(const cJSON *root, const char *key,
     return NULL;
 }
 
-static TRITONSERVER_Error *split_list(const char *text, char ***out) {
+/* key's comma-separated value as a NULL-terminated list, spaces around entries trimmed. */
+static TRITONSERVER_Error *split_list(const char *key, const char *text, char ***out) {
     size_t n = 1;
     for (const char *p = text; *p; p++) n += *p == ',';
     char **list = calloc(n + 1, sizeof *list);
@@ -139,7 +141,7 @@ static TRITONSERVER_Error *split_list(const char *text, char ***out) {
         while (len && p[len - 1] == ' ') len--;
         if (len == 0)
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG,
-                             "parameter fp32_layers '%s' has an empty entry", text);
+                             "parameter %s '%s' has an empty entry", key, text);
         if (!(list[k] = malloc(len + 1))) return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
         memcpy(list[k], p, len);
         list[k++][len] = '\0';
@@ -161,16 +163,27 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
         if (strcmp(p->string, "precision") == 0) {
             static const struct { const char *name; tci_precision p; } precisions[] = {
                 {"fp16", TCI_PRECISION_FP16}, {"bf16", TCI_PRECISION_BF16},
-                {"tf32", TCI_PRECISION_TF32}, {"fp32", TCI_PRECISION_FP32}};
+                {"tf32", TCI_PRECISION_TF32}, {"fp32", TCI_PRECISION_FP32},
+                {"auto", TCI_PRECISION_AUTO}};
             size_t i = 0;
-            while (i < 4 && strcmp(v, precisions[i].name) != 0) i++;
-            if (i == 4)
+            while (i < 5 && strcmp(v, precisions[i].name) != 0) i++;
+            if (i == 5)
                 return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter precision '%s': "
-                                 "expected fp16, bf16, tf32 or fp32", v);
+                                 "expected fp16, bf16, tf32, fp32 or auto", v);
             c->precision = precisions[i].p;
             c->precision_set = 1;
         } else if (strcmp(p->string, "fp32_layers") == 0) {
-            TRITONSERVER_Error *err = split_list(v, &c->fp32_layers);
+            TRITONSERVER_Error *err = split_list(p->string, v, &c->fp32_layers);
+            if (err) return err;
+        } else if (strcmp(p->string, "accuracy_target") == 0) {
+            char *end;
+            errno = 0;
+            c->accuracy_target = strtod(v, &end);
+            if (!v[0] || *end || errno || !(c->accuracy_target > 0) || isinf(c->accuracy_target))
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter accuracy_target '%s': "
+                                 "expected a relative L2 error above 0", v);
+        } else if (strcmp(p->string, "calibration_inputs") == 0) {
+            TRITONSERVER_Error *err = split_list(p->string, v, &c->calibration_inputs);
             if (err) return err;
         } else if (strcmp(p->string, "timing_cache") == 0) {
             if (!v[0]) return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter timing_cache is empty");
@@ -184,10 +197,15 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
             c->cpu_threads = (int)n;
         } else {
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "unknown parameter '%s' (the tcinfer "
-                             "backend takes precision, fp32_layers, timing_cache, cpu_threads)",
+                             "backend takes precision, fp32_layers, timing_cache, cpu_threads, "
+                             "accuracy_target, calibration_inputs)",
                              p->string);
         }
     }
+    if ((c->accuracy_target > 0 || c->calibration_inputs) && c->precision != TCI_PRECISION_AUTO)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameters accuracy_target and "
+                         "calibration_inputs steer the search of precision 'auto': give "
+                         "parameter precision 'auto' with them");
     return NULL;
 }
 
@@ -226,6 +244,9 @@ static void free_tensors(tct_tensor_config *t, size_t n) {
 void tct_config_free(tct_model_config *c) {
     for (size_t i = 0; c->fp32_layers && c->fp32_layers[i]; i++) free(c->fp32_layers[i]);
     free(c->fp32_layers);
+    for (size_t i = 0; c->calibration_inputs && c->calibration_inputs[i]; i++)
+        free(c->calibration_inputs[i]);
+    free(c->calibration_inputs);
     free(c->timing_cache);
     free(c->model_filename);
     free_tensors(c->inputs, c->num_inputs);

@@ -19,8 +19,13 @@ typedef struct tct_tensor_config {
 
 typedef struct tct_model_config {
     int max_batch;                /* max_batch_size; 0: the model takes no batch dim */
-    tci_precision precision;      /* parameter "precision": fp16 (default), bf16, tf32, fp32 */
+    tci_precision precision;      /* parameter "precision": fp16 (default), bf16, tf32, fp32,
+                                     auto */
     int precision_set;            /* the parameter is given */
+    double accuracy_target;       /* parameter "accuracy_target" (precision auto); 0: none */
+    char **calibration_inputs;    /* parameter "calibration_inputs" (precision auto): tensor
+                                     files, one per model input in its order, relative to the
+                                     model folder; NULL-terminated; NULL: seeded random inputs */
     char **fp32_layers;           /* parameter "fp32_layers": comma-separated; NULL-terminated */
     char *timing_cache;           /* parameter "timing_cache": a file, relative to the model folder */
     int cpu_threads;              /* parameter "cpu_threads": OpenBLAS threads of CPU instances */

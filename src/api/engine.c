@@ -525,7 +525,12 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         /* fp32 layers naming a folded BatchNormalization (or a pattern matching only such
          * nodes): its convolution decided already, and the saved graph lacks the node */
         if (st == TCI_OK) st = copy_strings((const char *const *)engine->fp32_layers, &fp32_layers);
-        size_t kept = 0;
+        size_t kept = 0, num_fp32 = 0;
+        while (fp32_layers && fp32_layers[num_fp32]) num_fp32++;
+        /* TCI_PRECISION_AUTO's layers are the last ones: count those kept */
+        f.has_auto = !(engine->auto_error < 0); /* -1: not built by it; NaN is an error reached */
+        f.auto_error = engine->auto_error;
+        f.auto_target = engine->auto_target;
         for (size_t i = 0; st == TCI_OK && fp32_layers && fp32_layers[i]; i++) {
             bool gone = false;
             for (const char **d = dropped; *d && !gone; d++) gone = strcmp(*d, fp32_layers[i]) == 0;
@@ -536,6 +541,7 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
             }
             if (gone) free(fp32_layers[i]);
             else fp32_layers[kept++] = fp32_layers[i];
+            if (!gone && i >= num_fp32 - engine->num_auto_fp32) f.num_auto_fp32++;
         }
         if (fp32_layers) fp32_layers[kept] = NULL;
         f.fp32_layers = fp32_layers;
@@ -623,6 +629,12 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         st = api_finish_create(g, &o, f.choices, out_engine); /* owns g, also on failure */
         g = NULL;
     }
+    if (st == TCI_OK && f.has_auto) {
+        /* what TCI_PRECISION_AUTO chose, as the build that wrote the file reported it */
+        (*out_engine)->num_auto_fp32 = f.num_auto_fp32;
+        (*out_engine)->auto_error = f.auto_error;
+        (*out_engine)->auto_target = f.auto_target;
+    }
     ir_graph_destroy(g);
     engine_file_free(&f);
     if (st != TCI_OK && checked) status_error_prefix(st, "%s", path);
@@ -659,13 +671,26 @@ tci_status tci_engine_fp32_layers(const tci_engine *engine, tci_fp32_layer_fn fn
     return TCI_OK;
 }
 
-tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2) {
-    if (!engine || !out_relative_l2) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+/* TCI_ERR_INVALID_ARGUMENT unless TCI_PRECISION_AUTO built the engine (here, or the one an
+ * engine file was written from). */
+static tci_status check_auto(const tci_engine *engine, const void *out, const char *what) {
+    if (!engine || !out) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
     if (engine->auto_error < 0)
         return status_error(TCI_ERR_INVALID_ARGUMENT,
-                            "the engine was not built with TCI_PRECISION_AUTO: its error against "
-                            "the fp32 engine was not measured");
+                            "the engine was not built with TCI_PRECISION_AUTO: it has no %s",
+                            what);
+    return TCI_OK;
+}
+
+tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_l2) {
+    TRY_STATUS(check_auto(engine, out_relative_l2, "measured error against the fp32 engine"));
     *out_relative_l2 = engine->auto_error;
+    return TCI_OK;
+}
+
+tci_status tci_engine_auto_target(const tci_engine *engine, double *out_target) {
+    TRY_STATUS(check_auto(engine, out_target, "accuracy target"));
+    *out_target = engine->auto_target;
     return TCI_OK;
 }
 

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "api/engine_file.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@ enum {
     TAG_MODEL,
     TAG_FP16_TENSORS,
     TAG_CHOICES,
+    TAG_AUTO, /* format 2, optional */
+    AUTO_BYTES = 24,
     HEADER_BYTES = 32,
     RECORD_HEADER = 12,
 };
@@ -41,6 +44,19 @@ static uint64_t get_le(const unsigned char *p, int bytes) {
     uint64_t v = 0;
     for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
     return v;
+}
+
+static void put_double(unsigned char *p, double d) {
+    uint64_t v;
+    memcpy(&v, &d, sizeof v);
+    put_le(p, v, 8);
+}
+
+static double get_double(const unsigned char *p) {
+    uint64_t v = get_le(p, 8);
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d;
 }
 
 /* A growing byte buffer. */
@@ -97,13 +113,20 @@ tci_status engine_file_write(const char *path, const engine_file *file) {
     if (st == TCI_OK) st = record(&payload, TAG_MODEL, file->model, file->model_size);
     if (st == TCI_OK) st = list_record(&payload, TAG_FP16_TENSORS, file->fp16_tensors);
     if (st == TCI_OK) st = string_record(&payload, TAG_CHOICES, file->choices);
+    if (st == TCI_OK && file->has_auto) {
+        unsigned char chosen[AUTO_BYTES] = {0};
+        put_le(chosen, file->num_auto_fp32, 4);
+        put_double(chosen + 8, file->auto_error);
+        put_double(chosen + 16, file->auto_target);
+        st = record(&payload, TAG_AUTO, chosen, sizeof chosen);
+    }
     if (st != TCI_OK) {
         free(payload.data);
         return st;
     }
     unsigned char header[HEADER_BYTES] = {0};
     memcpy(header, magic, sizeof magic);
-    put_le(header + 8, ENGINE_FILE_VERSION, 4);
+    put_le(header + 8, file->has_auto ? ENGINE_FILE_VERSION : ENGINE_FILE_MIN_VERSION, 4);
     put_le(header + 16, payload.size, 8);
     put_le(header + 24, fnv1a64(payload.data, payload.size), 8);
     size_t len = strlen(path) + 5;
@@ -153,14 +176,27 @@ static tci_status parse_list(const unsigned char *p, size_t n, char ***out) {
     return TCI_OK;
 }
 
-static tci_status parse_payload(const unsigned char *p, size_t n, engine_file *f) {
+/* The auto record's fields; checked against the fp32 layers once every record is read. */
+static tci_status parse_auto(const unsigned char *d, uint64_t size, engine_file *f) {
+    if (size != AUTO_BYTES || get_le(d + 4, 4) != 0) return TCI_ERR_PARSE;
+    f->has_auto = 1;
+    f->num_auto_fp32 = (uint32_t)get_le(d, 4);
+    f->auto_error = get_double(d + 8);
+    f->auto_target = get_double(d + 16);
+    if (f->auto_error < 0 || !(f->auto_target >= 0) || isinf(f->auto_target)) return TCI_ERR_PARSE;
+    return TCI_OK;
+}
+
+static tci_status parse_payload(const unsigned char *p, size_t n, unsigned version,
+                                engine_file *f) {
+    const unsigned last = version >= 2 ? TAG_AUTO : TAG_CHOICES;
     unsigned seen = 0;
     for (size_t at = 0; at < n;) {
         if (n - at < RECORD_HEADER) return TCI_ERR_PARSE;
         uint32_t tag = (uint32_t)get_le(p + at, 4);
         uint64_t size = get_le(p + at + 4, 8);
         at += RECORD_HEADER;
-        if (size > n - at || tag < TAG_MACHINE || tag > TAG_CHOICES || (seen & (1u << tag)))
+        if (size > n - at || tag < TAG_MACHINE || tag > last || (seen & (1u << tag)))
             return TCI_ERR_PARSE;
         seen |= 1u << tag;
         const unsigned char *d = p + at;
@@ -183,6 +219,7 @@ static tci_status parse_payload(const unsigned char *p, size_t n, engine_file *f
             break;
         case TAG_FP32_LAYERS: st = parse_list(d, size, &f->fp32_layers); break;
         case TAG_FP16_TENSORS: st = parse_list(d, size, &f->fp16_tensors); break;
+        case TAG_AUTO: st = parse_auto(d, size, f); break;
         case TAG_MODEL:
             f->model = malloc(size ? size : 1);
             if (!f->model) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
@@ -196,7 +233,10 @@ static tci_status parse_payload(const unsigned char *p, size_t n, engine_file *f
     }
     unsigned all = 0;
     for (unsigned t = TAG_MACHINE; t <= TAG_CHOICES; t++) all |= 1u << t;
-    return seen == all ? TCI_OK : TCI_ERR_PARSE;
+    if ((seen & all) != all) return TCI_ERR_PARSE;
+    size_t num_fp32 = 0;
+    while (f->fp32_layers && f->fp32_layers[num_fp32]) num_fp32++;
+    return f->num_auto_fp32 <= num_fp32 ? TCI_OK : TCI_ERR_PARSE;
 }
 
 tci_status engine_file_read(const char *path, engine_file *out) {
@@ -215,11 +255,13 @@ tci_status engine_file_parse(const unsigned char *bytes, size_t size, const char
     tci_status st = TCI_OK;
     if (size < HEADER_BYTES || memcmp(bytes, magic, sizeof magic) != 0) {
         st = status_error(TCI_ERR_PARSE, "%s is not a tcinfer engine file", path);
-    } else if (get_le(bytes + 8, 4) != ENGINE_FILE_VERSION) {
+    } else if (get_le(bytes + 8, 4) < ENGINE_FILE_MIN_VERSION ||
+               get_le(bytes + 8, 4) > ENGINE_FILE_VERSION) {
         st = status_error(TCI_ERR_UNSUPPORTED,
-                       "%s is an engine file of format %u; this tcinfer reads format %d: "
+                       "%s is an engine file of format %u; this tcinfer reads formats %d to %d: "
                        "rebuild it from the ONNX model",
-                       path, (unsigned)get_le(bytes + 8, 4), ENGINE_FILE_VERSION);
+                       path, (unsigned)get_le(bytes + 8, 4), ENGINE_FILE_MIN_VERSION,
+                       ENGINE_FILE_VERSION);
     } else if (get_le(bytes + 16, 8) != size - HEADER_BYTES) {
         st = status_error(TCI_ERR_PARSE, "engine file %s is truncated or padded (%zu payload bytes, "
                        "the header says %llu)", path, size - HEADER_BYTES,
@@ -227,7 +269,8 @@ tci_status engine_file_parse(const unsigned char *bytes, size_t size, const char
     } else if (get_le(bytes + 24, 8) != fnv1a64(bytes + HEADER_BYTES, size - HEADER_BYTES)) {
         st = status_error(TCI_ERR_PARSE, "engine file %s is damaged (checksum mismatch)", path);
     } else {
-        st = parse_payload(bytes + HEADER_BYTES, size - HEADER_BYTES, out);
+        st = parse_payload(bytes + HEADER_BYTES, size - HEADER_BYTES,
+                           (unsigned)get_le(bytes + 8, 4), out);
         if (st == TCI_ERR_PARSE)
             st = status_error(TCI_ERR_PARSE, "engine file %s has malformed records", path);
     }

@@ -31,6 +31,7 @@ struct tci_engine {
     char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
     size_t num_auto_fp32;    /* of those, the last ones TCI_PRECISION_AUTO chose */
     double auto_error;       /* TCI_PRECISION_AUTO: the outputs' relative L2 error; else -1 */
+    double auto_target;      /* TCI_PRECISION_AUTO: its accuracy_target (0: overflow only) */
     /* TCI_PRECISION_AUTO: the loaded graph that graph (and pristine) were cloned from; the
      * clones share its names, attributes and constant data, so it lives as long as they do */
     ir_graph *clone_source;

@@ -562,6 +562,7 @@ static tci_status search(const ir_graph *g, const tci_engine_options *options,
     }
     e->num_auto_fp32 = list->count - num_user;
     e->auto_error = error;
+    e->auto_target = options->accuracy_target;
     *out = e;
     return TCI_OK;
 }
@@ -657,6 +658,7 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
         if (st == TCI_OK) {
             e->num_auto_fp32 = moved;
             e->auto_error = error;
+            e->auto_target = options->accuracy_target;
         }
     }
     if (st == TCI_OK) log_result(options, list.names ? list.names + num_user : NULL, moved, error);

@@ -301,37 +301,47 @@ static void add_auto_layer(const char *layer, int automatic, void *user) {
     l->count++;
 }
 
-/* --precision auto: the layers the build kept in fp32 (ONNX node names), the error reached and
- * the time the search took, on stderr (--json: also the document's "precision_auto"). */
+/* --precision auto, or an engine file it built: the layers the search kept in fp32 (ONNX node
+ * names), the error reached and the target, on stderr (--json: also the document's
+ * "precision_auto"); built here, also the inputs and the time the search took. */
 static void report_auto_layers(const cli_args *a, const tci_engine *engine, double seconds,
                                json_value *json) {
+    double error = -1, goal = 0;
+    if (tci_engine_auto_error(engine, &error) != TCI_OK) return; /* not built by the search */
+    tci_engine_auto_target(engine, &goal);
+    bool loaded = a->load_engine != NULL;
     auto_layers l;
     memset(&l, 0, sizeof l);
     json_value *j = json ? json_add_object(json, "precision_auto") : NULL;
     l.list = j ? json_add_array(j, "fp32_layers") : NULL;
     tci_engine_fp32_layers(engine, add_auto_layer, &l); /* fails only on NULL arguments */
     if (l.pos >= sizeof l.text) memcpy(l.text + sizeof l.text - 5, "...", 4);
-    double error = -1;
-    tci_engine_auto_error(engine, &error); /* measured by every TCI_PRECISION_AUTO build */
-    const char *inputs = a->num_inputs || a->random ? "given" : "seeded random";
+    const char *inputs = loaded                         ? "its calibration"
+                         : a->num_inputs || a->random ? "given"
+                                                        : "seeded random";
     if (j) {
         json_add_number(j, "relative_l2", error);
-        if (a->accuracy_target > 0) json_add_number(j, "accuracy_target", a->accuracy_target);
-        json_add_string(j, "inputs", inputs);
-        json_add_number(j, "seconds", seconds);
+        if (goal > 0) json_add_number(j, "accuracy_target", goal);
+        if (loaded) {
+            json_add_string(j, "from", "engine file");
+        } else {
+            json_add_string(j, "inputs", inputs);
+            json_add_number(j, "seconds", seconds);
+        }
     }
-    char target[64] = "";
-    if (a->accuracy_target > 0)
-        snprintf(target, sizeof target, " (--accuracy-target %g)", a->accuracy_target);
+    const char *from = loaded ? " (engine file)" : "";
+    char target[64] = "", when[64] = "; chosen when the engine file was built";
+    if (goal > 0) snprintf(target, sizeof target, " (--accuracy-target %g)", goal);
+    if (!loaded) snprintf(when, sizeof when, "; chosen in %.1f s", seconds);
     if (l.count)
-        fprintf(stderr, "tcinfer: precision auto: %zu layer%s kept in fp32: %s\n", l.count,
-                l.count == 1 ? "" : "s", l.text);
+        fprintf(stderr, "tcinfer: precision auto%s: %zu layer%s kept in fp32: %s\n", from,
+                l.count, l.count == 1 ? "" : "s", l.text);
     else
-        fprintf(stderr, "tcinfer: precision auto: no layer kept in fp32: the engine is all "
-                        "fp16\n");
-    fprintf(stderr, "tcinfer: precision auto: outputs' relative L2 error %.3g against the GPU "
-                    "fp32 engine on the %s inputs%s; chosen in %.1f s\n",
-            error, inputs, target, seconds);
+        fprintf(stderr, "tcinfer: precision auto%s: no layer kept in fp32: the engine is all "
+                        "fp16\n", from);
+    fprintf(stderr, "tcinfer: precision auto%s: outputs' relative L2 error %.3g against the GPU "
+                    "fp32 engine on the %s inputs%s%s\n",
+            from, error, inputs, target, when);
 }
 
 /* Everything after the arguments are parsed; main frees them on every path out. */
@@ -412,7 +422,7 @@ static int run_cli(cli_args *a) {
     for (size_t i = 0; calibration && i < num_calibration; i++) tci_tensor_release(&calibration[i]);
     free(calibration);
     if (rc) return print_json(json, rc);
-    if (st == TCI_OK && a->precision == TCI_PRECISION_AUTO)
+    if (st == TCI_OK && (a->precision == TCI_PRECISION_AUTO || a->load_engine))
         report_auto_layers(a, engine, seconds, json);
     if (st == TCI_OK && a->save_engine) {
         st = tci_engine_save(engine, a->save_engine);

@@ -90,6 +90,26 @@ static void print_layer(size_t index, const char *node, const char *fused_ops, c
     printf("  %4zu  %-28s %-40s %-10s %s\n", index, node, fused_ops, layout, kernel);
 }
 
+/* One fp32 layer of the engine: a JSON entry, or appended to the text line. */
+typedef struct fp32_list {
+    json_value *json;
+    size_t count;
+} fp32_list;
+
+static void print_fp32_layer(const char *layer, int automatic, void *user) {
+    fp32_list *l = user;
+    if (l->json) {
+        json_value *o = json_object();
+        json_add_string(o, "layer", layer);
+        json_add_bool(o, "automatic", automatic != 0);
+        json_add(l->json, NULL, o);
+    } else {
+        printf("%s'%s'%s", l->count ? ", " : "  fp32 layers: ", layer,
+               automatic ? " (precision auto)" : "");
+    }
+    l->count++;
+}
+
 /* choices_from: where choices not timed came from ("timing cache", "engine file") */
 static void print_gpu_info(const tci_engine *engine, const char *choices_from, json_value *json) {
     tci_gpu_report r;
@@ -104,6 +124,8 @@ static void print_gpu_info(const tci_engine *engine, const char *choices_from, j
         json_add_number(g, "naive_activation_bytes", (double)r.naive_activation_bytes);
         json_add_number(g, "layers_timed", (double)r.layers_timed);
         json_add_number(g, "layers_cached", (double)r.layers_cached);
+        fp32_list l = {json_add_array(g, "fp32_layers"), 0};
+        tci_engine_fp32_layers(engine, print_fp32_layer, &l);
         tci_engine_layers(engine, print_layer, json_add_array(g, "layers"));
         return;
     }
@@ -115,6 +137,9 @@ static void print_gpu_info(const tci_engine *engine, const char *choices_from, j
     if (r.layers_timed || r.layers_cached)
         printf("  kernel choices: %zu layers timed, %zu from the %s\n", r.layers_timed,
                r.layers_cached, choices_from);
+    fp32_list l = {NULL, 0};
+    tci_engine_fp32_layers(engine, print_fp32_layer, &l);
+    if (l.count) printf("\n");
     printf("  step  node                         fused ops                                output     kernel\n");
     tci_engine_layers(engine, print_layer, NULL);
 }

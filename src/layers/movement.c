@@ -300,9 +300,9 @@ static tci_status transpose_forward(const ir_node *node, const tci_tensor *const
     tci_tensor *o = out[0];
     int64_t strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, strides);
-    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
-    int64_t **maps = shape_maps_alloc(o->rank, o->dims);
-    if (!maps) return shape_out_of_memory(node);
+    int64_t **maps;
+    TRY_STATUS(shape_maps_alloc(node, o, &maps));
+    if (!maps) return TCI_OK; /* an empty output: nothing to copy */
     for (int d = 0; d < o->rank; d++) {
         int64_t s = strides[transpose_axis(p, x->rank, d)];
         for (int64_t i = 0; i < o->dims[d]; i++) maps[d][i] = i * s;
@@ -453,9 +453,9 @@ static tci_status slice_forward(const ir_node *node, const tci_tensor *const *in
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK], len[TCI_MAX_RANK], strides[TCI_MAX_RANK];
     TRY_STATUS(slice_plan(node, in, start, step, len));
     op_strides(x->rank, x->dims, strides);
-    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
-    int64_t **maps = shape_maps_alloc(o->rank, o->dims);
-    if (!maps) return shape_out_of_memory(node);
+    int64_t **maps;
+    TRY_STATUS(shape_maps_alloc(node, o, &maps));
+    if (!maps) return TCI_OK; /* an empty output: nothing to copy */
     for (int d = 0; d < o->rank; d++)
         for (int64_t i = 0; i < o->dims[d]; i++) maps[d][i] = (start[d] + i * step[d]) * strides[d];
     shape_copy_by_maps(o, x, maps, NULL);
@@ -632,9 +632,9 @@ static tci_status pad_forward(const ir_node *node, const tci_tensor *const *in,
     else if (node->num_inputs > 2 && in[2] && op_count(in[2]) > 0)
         memcpy(&fill_buf, in[2]->data, tci_dtype_size(x->dtype));
     op_strides(x->rank, x->dims, strides);
-    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
-    int64_t **maps = shape_maps_alloc(o->rank, o->dims);
-    if (!maps) return shape_out_of_memory(node);
+    int64_t **maps;
+    TRY_STATUS(shape_maps_alloc(node, o, &maps));
+    if (!maps) return TCI_OK; /* an empty output: nothing to copy */
     for (int d = 0; d < o->rank; d++) {
         /* negative pads crop first; the kept range is then padded by the positive parts */
         int64_t crop = begin[d] < 0 ? -begin[d] : 0, lead = begin[d] > 0 ? begin[d] : 0;

@@ -59,9 +59,9 @@ static tci_status tile_forward(const ir_node *node, const tci_tensor *const *in,
     tci_tensor *o = out[0];
     int64_t strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, strides);
-    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
-    int64_t **maps = shape_maps_alloc(o->rank, o->dims);
-    if (!maps) return shape_out_of_memory(node);
+    int64_t **maps;
+    TRY_STATUS(shape_maps_alloc(node, o, &maps));
+    if (!maps) return TCI_OK; /* an empty output: nothing to copy */
     for (int d = 0; d < o->rank; d++)
         for (int64_t i = 0; i < o->dims[d]; i++) maps[d][i] = (i % x->dims[d]) * strides[d];
     shape_copy_by_maps(o, x, maps, NULL);
@@ -186,9 +186,9 @@ static tci_status space_depth_forward(const ir_node *node, const tci_tensor *con
     int64_t src[6];
     o6.rank = 6;
     space_depth_view(node->params, to_space, x->dims, o6.dims, src);
-    if (op_count(out[0]) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
-    int64_t **maps = shape_maps_alloc(6, o6.dims);
-    if (!maps) return shape_out_of_memory(node);
+    int64_t **maps;
+    TRY_STATUS(shape_maps_alloc(node, &o6, &maps)); /* o6: out[0] viewed in 6-D */
+    if (!maps) return TCI_OK; /* an empty output: nothing to copy */
     for (int d = 0; d < 6; d++)
         for (int64_t i = 0; i < o6.dims[d]; i++) maps[d][i] = i * src[d];
     shape_copy_by_maps(&o6, x, maps, NULL);
@@ -415,9 +415,9 @@ static tci_status expand_forward(const ir_node *node, const tci_tensor *const *i
     tci_tensor *o = out[0];
     int64_t strides[TCI_MAX_RANK];
     op_strides(x->rank, x->dims, strides);
-    if (op_count(o) == 0) return TCI_OK; /* nothing to copy (see shape_maps_alloc) */
-    int64_t **maps = shape_maps_alloc(o->rank, o->dims);
-    if (!maps) return shape_out_of_memory(node);
+    int64_t **maps;
+    TRY_STATUS(shape_maps_alloc(node, o, &maps));
+    if (!maps) return TCI_OK; /* an empty output: nothing to copy */
     int shift = o->rank - x->rank;
     for (int d = 0; d < o->rank; d++) {
         int k = d - shift;

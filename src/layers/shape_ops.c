@@ -101,21 +101,22 @@ void shape_copy_all(tci_tensor *out, const tci_tensor *in) {
     if (bytes && out->data != in->data) memcpy(out->data, in->data, bytes);
 }
 
-/* One index map per output dim: maps[d][i] is the source element offset that output index i of
- * dim d contributes, or -1 for "fill". Sum over dims gives the source element; this one kernel
- * serves Transpose, Slice, Expand and every Pad mode. */
-int64_t **shape_maps_alloc(int rank, const int64_t *dims) {
+tci_status shape_maps_alloc(const ir_node *node, const tci_tensor *out, int64_t ***out_maps) {
+    *out_maps = NULL;
+    if (op_count(out) == 0) return TCI_OK; /* nothing to copy */
+    int rank = out->rank;
     size_t total = 0;
-    for (int d = 0; d < rank; d++) total += (size_t)dims[d];
+    for (int d = 0; d < rank; d++) total += (size_t)out->dims[d];
     int64_t **maps = malloc(sizeof(int64_t *) * (size_t)(rank ? rank : 1) +
                             sizeof(int64_t) * (total ? total : 1));
-    if (!maps) return NULL;
+    if (!maps) return shape_out_of_memory(node);
     int64_t *p = (int64_t *)(maps + (rank ? rank : 1));
     for (int d = 0; d < rank; d++) {
         maps[d] = p;
-        p += dims[d];
+        p += out->dims[d];
     }
-    return maps;
+    *out_maps = maps;
+    return TCI_OK;
 }
 
 void shape_copy_by_maps(tci_tensor *out, const tci_tensor *in, int64_t *const *maps,

@@ -43,12 +43,14 @@ tci_status shape_normalize_axes(const ir_node *node, const int64_t *axes, int co
                                 int *out);
 void shape_copy_elem(char *dst, const char *src, size_t es);
 void shape_copy_all(tci_tensor *out, const tci_tensor *in);
-/* One index map per output dim: maps[d][i] is the source element offset that output index i of
- * dim d contributes, or -1 for "fill". Sum over dims gives the source element; this one kernel
- * serves Transpose, Slice, Expand and every Pad mode. The maps take 8 bytes per index of every
- * dim: callers return before it on an empty output, where a zero dim beside a huge one would ask
- * gigabytes for nothing to copy. */
-int64_t **shape_maps_alloc(int rank, const int64_t *dims);
+/* The index maps of shape_copy_by_maps for out (its rank and dims), one per dim: maps[d][i] is
+ * the source element offset that output index i of dim d contributes, or -1 for "fill". Sum over
+ * dims gives the source element; this one kernel serves Transpose, Slice, Expand, Tile,
+ * DepthToSpace, SpaceToDepth and every Pad mode. *out_maps is one malloc'd block (free), or NULL
+ * where out has no element: nothing to copy, and the caller returns TCI_OK (the maps take 8
+ * bytes per index of every dim, and a zero dim beside a huge one would ask gigabytes for
+ * nothing). Out of memory is an error naming node. */
+tci_status shape_maps_alloc(const ir_node *node, const tci_tensor *out, int64_t ***out_maps);
 void shape_copy_by_maps(tci_tensor *out, const tci_tensor *in, int64_t *const *maps,
                         const void *fill);
 tci_status shape_out_of_memory(const ir_node *node);

@@ -2,7 +2,8 @@
  * models (TCI_TEST_MODELS_DIR): batches below the built one without rebuilding (CNN and
  * transformer, switching back and forth), device-buffer runs in the engine's device formats on
  * a caller's stream (zero-copy), re-capture when the buffers change, the timing cache, and the
- * refusals; engine files (saved, loaded, bit-identical; refusals). */
+ * refusals; engine files (saved, loaded, bit-identical; what TCI_PRECISION_AUTO chose;
+ * refusals). */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -583,6 +584,67 @@ START_TEST(test_engine_file_refusals) {
 }
 END_TEST
 
+typedef struct fp32_seen {
+    char text[512];
+} fp32_seen;
+
+static void see_fp32_layer(const char *layer, int automatic, void *user) {
+    fp32_seen *s = user;
+    size_t at = strlen(s->text);
+    snprintf(s->text + at, sizeof s->text - at, "%s%s;", layer, automatic ? "(auto)" : "");
+}
+
+/* A TCI_PRECISION_AUTO engine saved and loaded still says what the search chose: its fp32
+ * layers with the same automatic flags, the error it reached (the same bits) and its target; a
+ * file of format 1 (written without that record) loads as an engine the search did not build. */
+START_TEST(test_engine_file_auto) {
+    char path[] = "/tmp/tci_engine_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    o.backend = TCI_BACKEND_GPU;
+    tci_shape_override shape = {"input", 4, {2, 3, 32, 32}};
+    o.shapes = &shape;
+    o.num_shapes = 1;
+    o.precision = TCI_PRECISION_AUTO;
+    o.accuracy_target = 0.5; /* met by the fp16 engine as it is: the search ends at round 1 */
+    tci_engine *built = NULL, *loaded = NULL;
+    ck_assert_msg(tci_engine_create_from_file(model_path("small_cnn"), &o, &built) == TCI_OK,
+                  "%s", tci_last_error());
+    ck_assert_msg(tci_engine_save(built, path) == TCI_OK, "%s", tci_last_error());
+    ck_assert_msg(tci_engine_load(path, NULL, &loaded) == TCI_OK, "%s", tci_last_error());
+    double eb = -1, el = -2, tb = -1, tl = -2;
+    ck_assert(tci_engine_auto_error(built, &eb) == TCI_OK);
+    ck_assert(tci_engine_auto_target(built, &tb) == TCI_OK);
+    ck_assert_msg(tci_engine_auto_error(loaded, &el) == TCI_OK, "%s", tci_last_error());
+    ck_assert_msg(tci_engine_auto_target(loaded, &tl) == TCI_OK, "%s", tci_last_error());
+    ck_assert_mem_eq(&el, &eb, sizeof eb);
+    ck_assert_double_eq(tb, 0.5);
+    ck_assert_double_eq(tl, 0.5);
+    fp32_seen sb = {""}, sl = {""};
+    ck_assert(tci_engine_fp32_layers(built, see_fp32_layer, &sb) == TCI_OK);
+    ck_assert(tci_engine_fp32_layers(loaded, see_fp32_layer, &sl) == TCI_OK);
+    ck_assert_str_eq(sl.text, sb.text);
+    tci_engine_destroy(loaded);
+    loaded = NULL;
+    /* the same file without the auto record: format 1, as files written before it */
+    engine_file f;
+    ck_assert(engine_file_read(path, &f) == TCI_OK);
+    ck_assert_int_eq(f.has_auto, 1);
+    f.has_auto = 0;
+    ck_assert(engine_file_write(path, &f) == TCI_OK);
+    engine_file_free(&f);
+    ck_assert_msg(tci_engine_load(path, NULL, &loaded) == TCI_OK, "%s", tci_last_error());
+    ck_assert_int_eq(tci_engine_auto_error(loaded, &el), TCI_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(tci_engine_auto_target(loaded, &tl), TCI_ERR_INVALID_ARGUMENT);
+    tci_engine_destroy(loaded);
+    tci_engine_destroy(built);
+    remove(path);
+}
+END_TEST
+
 typedef struct kernel_count {
     int gemm, tf32;
 } kernel_count;
@@ -775,6 +837,7 @@ int main(void) {
     tcase_add_test(tc, test_timing_cache);
     tcase_add_loop_test(tc, test_engine_file, 0, (int)(sizeof saved_cases / sizeof saved_cases[0]));
     tcase_add_test(tc, test_engine_file_refusals);
+    tcase_add_test(tc, test_engine_file_auto);
     tcase_add_test(tc, test_tf32_wmma_gemm);
     tcase_add_test(tc, test_bf16_engine);
     tcase_add_test(tc, test_device_format_needs_gpu_engine);

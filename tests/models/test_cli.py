@@ -258,6 +258,18 @@ class CliTest(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertRegex(out, r"act\s+Relu\s+\S+ fp32")
         self.assert_error(run("--plan", "--fp32-layers", "b*", path), 1, r"'b\*'")
+        # --info lists the fp32 layers as given, none chosen by --precision auto
+        rc, out, err = run("--plan", "--fp32-layers", f"a?t,{self.unary}", path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f"  fp32 layers: 'a?t', '{self.unary}'\n", out)
+        rc, out, err = run("--plan", "--json", "--fp32-layers", "act", path)
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["gpu_plan"]["fp32_layers"], [{"layer": "act", "automatic": False}])
+        self.assertNotIn("precision_auto", doc)
+        rc, out, err = run("--plan", path)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("fp32 layers", out)
 
     def test_plan_bf16(self):
         """--precision bf16: every float step stores bfloat16, fp32 layers fp32 (the casts between
@@ -627,10 +639,25 @@ class CliTest(unittest.TestCase):
             np.testing.assert_array_equal(np.load(self.path(f"loaded/{name}.npy")), built)
         rc, out, err = run("--load-engine", engine, "--info", "--json")
         self.assertEqual(rc, 0, err)
-        layouts = {l["node"]: l["output_layout"] for l in json.loads(out)["gpu_plan"]["layers"]}
+        loaded = json.loads(out)
+        layouts = {l["node"]: l["output_layout"] for l in loaded["gpu_plan"]["layers"]}
         self.assertTrue(layouts["mm_a"].endswith("fp32"), layouts)
         self.assertTrue(layouts["mm_b"].endswith("fp32"), layouts)
         self.assertFalse(layouts["scale"].endswith("fp32"), layouts)
+        # the engine file still says what the search chose, and the error it reached
+        self.assertEqual(sorted(loaded["precision_auto"]["fp32_layers"]), ["mm_a", "mm_b"])
+        self.assertEqual(loaded["precision_auto"]["relative_l2"], auto["relative_l2"])
+        self.assertEqual(loaded["precision_auto"]["from"], "engine file")
+        self.assertNotIn("accuracy_target", loaded["precision_auto"])
+        self.assertEqual(sorted((l["layer"], l["automatic"])
+                                for l in loaded["gpu_plan"]["fp32_layers"]),
+                         [("mm_a", True), ("mm_b", True)])
+        self.assertRegex(err, r"precision auto \(engine file\): 2 layers kept in fp32: "
+                              r"'mm_[ab]', 'mm_[ab]'\n")
+        rc, out, err = run("--load-engine", engine, "--info")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"fp32 layers: 'mm_[ab]' \(precision auto\), 'mm_[ab]' "
+                              r"\(precision auto\)\n")
         # an engine without overflow: nothing moved, said so; the seeded random inputs of the
         # library when none are given (--save-engine alone)
         clean = self.unary_model([4, 8])
@@ -658,8 +685,10 @@ class CliTest(unittest.TestCase):
         path = self.overflow_model()
         x = np.random.default_rng(5).uniform(-1, 1, (4, 64)).astype(np.float32)
         np.save(self.path("x.npy"), x)
+        engine = self.path("target.tci")
         rc, out, err = run("--json", "--quiet", "--precision", "auto", "--accuracy-target",
-                           2e-5, "-o", self.path("y.npy"), path, self.path("x.npy"), timeout=300)
+                           2e-5, "-o", self.path("y.npy"), "--save-engine", engine, path,
+                           self.path("x.npy"), timeout=300)
         self.assertEqual(rc, 0, err)
         auto = json.loads(out)["precision_auto"]
         self.assertEqual(auto["fp32_layers"], ["mm", "scale"])  # the overflow first
@@ -667,6 +696,17 @@ class CliTest(unittest.TestCase):
         self.assertEqual(auto["accuracy_target"], 2e-5)
         self.assertRegex(err, r"precision auto: 2 layers kept in fp32: 'mm', 'scale'\n")
         self.assertRegex(err, r"on the given inputs \(--accuracy-target 2e-05\); chosen in")
+        # the engine file keeps the layers in their order, the error and the target
+        rc, out, err = run("--json", "--quiet", "--load-engine", engine, self.path("x.npy"))
+        self.assertEqual(rc, 0, err)
+        loaded = json.loads(out)["precision_auto"]
+        self.assertEqual(loaded["fp32_layers"], ["mm", "scale"])
+        self.assertEqual(loaded["relative_l2"], auto["relative_l2"])
+        self.assertEqual(loaded["accuracy_target"], 2e-5)
+        self.assertRegex(err, r"precision auto \(engine file\): outputs' relative L2 error "
+                              r"[0-9.e-]+ against the GPU fp32 engine on its calibration inputs "
+                              r"\(--accuracy-target 2e-05\); chosen when the engine file was "
+                              r"built\n")
         y = np.load(self.path("y.npy"))
         want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
         self.assertLessEqual(np.linalg.norm(y - want) / np.linalg.norm(want), 2e-5)

@@ -10,15 +10,12 @@ stops it.
 """
 import argparse
 import concurrent.futures
-import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import numpy as np
@@ -26,35 +23,12 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "serving",
+                                "triton"))
+from local_server import LocalServer  # noqa: E402
+
 ARGS = None
 SERVER_START_TIMEOUT_S = 60
-
-
-def find_tritonserver():
-    """The server binary inside the installed nvidia-pytriton (found without importing pytriton,
-    whose own dependencies the test does not need) and the folder of its shared libraries."""
-    spec = importlib.util.find_spec("pytriton")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("nvidia-pytriton is not installed in this Python (tests/requirements.txt)")
-    package = spec.submodule_search_locations[0]
-    binary = os.path.join(package, "tritonserver", "bin", "tritonserver")
-    libs = os.path.join(os.path.dirname(package), "nvidia_pytriton.libs")
-    for path in (binary, libs):
-        if not os.path.exists(path):
-            sys.exit(f"{path} is missing from the nvidia-pytriton installation")
-    return binary, libs
-
-
-def free_ports(count):
-    socks = []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def write_model(repo, name, onnx_path, config, filename="model.onnx"):
@@ -130,64 +104,54 @@ class TritonBackendTest(unittest.TestCase):
                     'instance_group [{ kind: KIND_CPU }]\n')
         # the same model served as it is: no batch dim in the configuration
         write_model(repo, "demo", demo, 'instance_group [{ kind: KIND_CPU }]\n')
+        # precision auto chooses fp32 layers by running GPU engines: refused on CPU instances;
+        # its parameters are checked when the configuration is read (before any instance: CPU
+        # ones here, Triton refusing KIND_GPU without a GPU), and refused without it
+        auto = 'parameters { key: "precision" value { string_value: "auto" } }\n'
+        write_model(repo, "bad_auto_cpu", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + auto +
+                    'parameters { key: "accuracy_target" value { string_value: "1e-3" } }\n')
+        write_model(repo, "bad_target", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "accuracy_target" value { string_value: "1e-3" } }\n')
+        write_model(repo, "bad_target_value", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + auto +
+                    'parameters { key: "accuracy_target" value { string_value: "0" } }\n')
+        write_model(repo, "bad_calibration", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + auto +
+                    'parameters { key: "calibration_inputs" value { string_value: "a.npy,,b.npy" '
+                    '} }\n')
+        write_model(repo, "bad_precision", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "precision" value { string_value: "fast" } }\n')
         write_model(repo, "no_file", None, 'instance_group [{ kind: KIND_CPU }]\n')
         write_model(repo, "broken", None, 'instance_group [{ kind: KIND_CPU }]\n')
         with open(os.path.join(repo, "broken", "1", "model.onnx"), "wb") as f:
             f.write(b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a model")
 
-        binary, libs = find_tritonserver()
-        http_port, grpc_port, metrics_port = free_ports(3)
-        env = dict(os.environ)
-        env["LD_LIBRARY_PATH"] = libs + os.pathsep + env.get("LD_LIBRARY_PATH", "")
-        cls.log_path = os.path.join(cls.workdir, "server.log")
-        cls.log = open(cls.log_path, "w")
-        cls.server = subprocess.Popen(
-            [binary, "--model-repository", repo, "--backend-directory", ARGS.backend_dir,
-             "--http-address", "127.0.0.1", "--http-port", str(http_port),
-             "--grpc-address", "127.0.0.1", "--grpc-port", str(grpc_port),
-             "--metrics-address", "127.0.0.1", "--metrics-port", str(metrics_port),
-             "--exit-on-error", "false", "--strict-readiness", "false",
-             "--exit-timeout-secs", "5"],
-            stdout=cls.log, stderr=subprocess.STDOUT, env=env)
         try:
-            cls.http = httpclient.InferenceServerClient(f"127.0.0.1:{http_port}",
-                                                        concurrency=8)
-            cls.grpc_url = f"127.0.0.1:{grpc_port}"
+            cls.server = LocalServer(repo, ARGS.backend_dir, os.path.join(cls.workdir,
+                                                                          "server.log"),
+                                     extra_args=("--exit-on-error", "false",
+                                                 "--strict-readiness", "false"))
+            cls.http = httpclient.InferenceServerClient(cls.server.http_url, concurrency=8)
+            cls.grpc_url = cls.server.grpc_url
             cls.grpc = grpcclient.InferenceServerClient(cls.grpc_url)
-            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-            while True:
-                if cls.server.poll() is not None:
-                    raise RuntimeError("tritonserver exited at start:\n" + cls.server_log())
-                try:
-                    if cls.http.is_server_ready() and cls.http.is_model_ready("small"):
-                        break
-                except Exception:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"tritonserver not ready within {SERVER_START_TIMEOUT_S} "
-                                       "s:\n" + cls.server_log())
-                time.sleep(0.2)
+            cls.server.wait_ready(
+                lambda: cls.http.is_server_ready() and cls.http.is_model_ready("small"),
+                SERVER_START_TIMEOUT_S)
         except BaseException:
             cls.stop_server()
             raise
 
     @classmethod
     def server_log(cls, tail=6000):
-        cls.log.flush()
-        with open(cls.log_path) as f:
-            text = f.read()
-        return text[-tail:] if tail else text
+        return cls.server.log_text(tail)
 
     @classmethod
     def stop_server(cls):
-        if cls.server is not None and cls.server.poll() is None:
-            cls.server.terminate()
-            try:
-                cls.server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                cls.server.kill()
-                cls.server.wait()
-        cls.log.close()
+        if cls.server is not None:
+            cls.server.stop()
         shutil.rmtree(cls.workdir, ignore_errors=True)
 
     @classmethod
@@ -333,6 +297,17 @@ class TritonBackendTest(unittest.TestCase):
                     "bad_partial": "config.pbtxt input 'input' is int32; the model's is float",
                     "bad_batch": "input 'image' has a fixed batch dim of 1, which cannot run "
                                  "batches of 1..8",
+                    "bad_auto_cpu": "model 'bad_auto_cpu': parameter precision 'auto' builds "
+                                    "and runs the fp16 and fp32 GPU engines to choose the fp32 "
+                                    "layers; KIND_CPU instances run the fp32 reference",
+                    "bad_target": "parameters accuracy_target and calibration_inputs steer the "
+                                  "search of precision 'auto'",
+                    "bad_target_value": "parameter accuracy_target '0': expected a relative L2 "
+                                        "error above 0",
+                    "bad_calibration": "parameter calibration_inputs 'a.npy,,b.npy' has an empty "
+                                       "entry",
+                    "bad_precision": "parameter precision 'fast': expected fp16, bf16, tf32, fp32 "
+                                     "or auto",
                     "no_file": "no model file",
                     "broken": "model 'broken': tcinfer: model file"}
         for name, reason in expected.items():

@@ -3,6 +3,7 @@
  * version, size and checksum checks. Saving and loading whole GPU engines is tested on the GPU
  * (tests/gpu/test_gpu_engine_io.c). */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -191,13 +192,46 @@ static char *temp_path(void) {
     return path;
 }
 
-static void write_sample(const char *path) {
+/* A sample file; with num_auto >= 0, one TCI_PRECISION_AUTO built (its last num_auto fp32
+ * layers chosen by the search), written as format 2. */
+static void write_sample_auto(const char *path, int num_auto, double error, double target) {
     char model[100];
     for (int i = 0; i < 100; i++) model[i] = (char)(i * 7);
     char *fp32[] = {"Softmax", "conv_1", NULL}, *fp16[] = {"w", NULL};
-    engine_file f = {"GPU X\tsm_90", "tcinfer 0.1.0", 2, 1, fp32, model, sizeof model, fp16,
-                     "conv key\twmma 3\t0.1\t0.05\n"};
+    engine_file f = {.machine = "GPU X\tsm_90",
+                     .producer = "tcinfer 0.1.0",
+                     .precision = 2,
+                     .kernels = 1,
+                     .fp32_layers = fp32,
+                     .model = model,
+                     .model_size = sizeof model,
+                     .fp16_tensors = fp16,
+                     .choices = "conv key\twmma 3\t0.1\t0.05\n",
+                     .has_auto = num_auto >= 0,
+                     .num_auto_fp32 = num_auto >= 0 ? (uint32_t)num_auto : 0,
+                     .auto_error = error,
+                     .auto_target = target};
     ck_assert_tci_ok(engine_file_write(path, &f));
+}
+
+static void write_sample(const char *path) { write_sample_auto(path, -1, -1, 0); }
+
+static unsigned file_version(const char *path) {
+    unsigned char head[12];
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_uint_eq(fread(head, 1, sizeof head, fp), sizeof head);
+    fclose(fp);
+    return head[8] | (unsigned)head[9] << 8 | (unsigned)head[10] << 16 | (unsigned)head[11] << 24;
+}
+
+/* Rewrites the header's format version (outside the checksummed payload). */
+static void set_version(const char *path, unsigned char version) {
+    FILE *fp = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(fp);
+    fseek(fp, 8, SEEK_SET);
+    fputc(version, fp);
+    fclose(fp);
 }
 
 START_TEST(test_container) {
@@ -217,7 +251,51 @@ START_TEST(test_container) {
     ck_assert_uint_eq(f.model_size, 100);
     ck_assert_int_eq(((const char *)f.model)[99], (char)(99 * 7));
     ck_assert_str_eq(f.choices, "conv key\twmma 3\t0.1\t0.05\n");
+    ck_assert_int_eq(f.has_auto, 0);
     engine_file_free(&f);
+    /* a file without the auto record stays format 1, which older readers load */
+    ck_assert_uint_eq(file_version(path), 1);
+    remove(path);
+}
+END_TEST
+
+/* What TCI_PRECISION_AUTO chose comes back: which layers (the last ones), the error reached
+ * (NaN too: outputs that hold the model's own NaN) and the target; format 2. */
+START_TEST(test_container_auto) {
+    const char *path = temp_path();
+    write_sample_auto(path, 1, 3.25e-4, 1e-3);
+    ck_assert_uint_eq(file_version(path), 2);
+    engine_file f;
+    ck_assert_tci_ok(engine_file_read(path, &f));
+    ck_assert_int_eq(f.has_auto, 1);
+    ck_assert_uint_eq(f.num_auto_fp32, 1);
+    ck_assert_double_eq(f.auto_error, 3.25e-4);
+    ck_assert_double_eq(f.auto_target, 1e-3);
+    ck_assert_str_eq(f.fp32_layers[1], "conv_1");
+    ck_assert_str_eq(f.choices, "conv key\twmma 3\t0.1\t0.05\n");
+    engine_file_free(&f);
+    write_sample_auto(path, 0, NAN, 0); /* overflow only, nothing moved */
+    ck_assert_tci_ok(engine_file_read(path, &f));
+    ck_assert_int_eq(f.has_auto, 1);
+    ck_assert_uint_eq(f.num_auto_fp32, 0);
+    ck_assert(isnan(f.auto_error));
+    ck_assert_double_eq(f.auto_target, 0);
+    engine_file_free(&f);
+    /* more automatic layers than fp32 layers, a negative error, a negative or infinite target:
+     * malformed */
+    const double bad[][3] = {{3, 1e-4, 0}, {1, -1, 0}, {1, 1e-4, -1e-3}, {1, 1e-4, INFINITY}};
+    for (int i = 0; i < 4; i++) {
+        write_sample_auto(path, (int)bad[i][0], bad[i][1], bad[i][2]);
+        ck_assert_tci_error(engine_file_read(path, &f), TCI_ERR_PARSE, "malformed records");
+    }
+    /* the auto record in a file that says format 1 (which has none): malformed */
+    write_sample_auto(path, 1, 1e-4, 0);
+    set_version(path, 1);
+    ck_assert_tci_error(engine_file_read(path, &f), TCI_ERR_PARSE, "malformed records");
+    /* a format newer than this reader's: refused, saying which it reads */
+    set_version(path, 3);
+    ck_assert_tci_error(engine_file_read(path, &f), TCI_ERR_UNSUPPORTED,
+                        "format 3; this tcinfer reads formats 1 to 2: rebuild it");
     remove(path);
 }
 END_TEST
@@ -291,6 +369,7 @@ int main(void) {
     tcase_add_test(tc, test_graph_round_trip);
     tcase_add_test(tc, test_fp16_weights);
     tcase_add_test(tc, test_container);
+    tcase_add_test(tc, test_container_auto);
     tcase_add_test(tc, test_container_refusals);
     tcase_add_test(tc, test_api_refusals);
     suite_add_tcase(s, tc);

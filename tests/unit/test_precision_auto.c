@@ -303,6 +303,10 @@ START_TEST(test_fp32_layers_listed) {
     ck_assert_tci_error(tci_engine_auto_error(e, &error), TCI_ERR_INVALID_ARGUMENT,
                         "not built with TCI_PRECISION_AUTO");
     ck_assert_double_eq(error, 1);
+    ck_assert_tci_error(tci_engine_auto_target(e, &error), TCI_ERR_INVALID_ARGUMENT,
+                        "not built with TCI_PRECISION_AUTO: it has no accuracy target");
+    ck_assert_double_eq(error, 1);
+    ck_assert_tci_error(tci_engine_auto_target(e, NULL), TCI_ERR_INVALID_ARGUMENT, "NULL");
     tci_engine_destroy(e);
 }
 END_TEST

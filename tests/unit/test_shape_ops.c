@@ -3,6 +3,7 @@
 
 #include "harness.h"
 #include "layers/op.h"
+#include "layers/shape_util.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 #define F32(...) ((const float[]){__VA_ARGS__})
@@ -1132,6 +1133,30 @@ END_TEST
 
 /* ---- Identity / Dropout ---- */
 
+/* The index maps of the copies (Transpose, Slice, Pad, Expand, Tile, DepthToSpace,
+ * SpaceToDepth): one block of a map per dim; none for an output without elements, however large
+ * its other dims (a map of 2^40 indices would be 8 TB for nothing to copy). */
+START_TEST(test_maps_alloc) {
+    tci_tensor empty = th_tensor(TCI_DTYPE_FLOAT, 2, DIMS(0, (int64_t)1 << 40), NULL);
+    int64_t *unset[1];
+    int64_t **maps = unset; /* set to NULL by the call */
+    ck_assert_tci_ok(shape_maps_alloc(NULL, &empty, &maps));
+    ck_assert_ptr_null(maps);
+    tci_tensor t = th_tensor(TCI_DTYPE_FLOAT, 3, DIMS(2, 3, 4), NULL);
+    ck_assert_tci_ok(shape_maps_alloc(NULL, &t, &maps));
+    ck_assert_ptr_nonnull(maps);
+    ck_assert_int_eq(maps[1] - maps[0], 2);
+    ck_assert_int_eq(maps[2] - maps[1], 3);
+    for (int d = 0; d < 3; d++)
+        for (int64_t i = 0; i < t.dims[d]; i++) maps[d][i] = -1; /* every index is writable */
+    free(maps);
+    tci_tensor scalar = th_tensor(TCI_DTYPE_FLOAT, 0, DIMS(0), NULL);
+    ck_assert_tci_ok(shape_maps_alloc(NULL, &scalar, &maps));
+    ck_assert_ptr_nonnull(maps); /* one element to copy, no map */
+    free(maps);
+}
+END_TEST
+
 START_TEST(test_identity_dropout) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -1222,6 +1247,7 @@ int main(void) {
     tcase_add_test(tc, test_constant);
     tcase_add_test(tc, test_constant_of_shape);
     tcase_add_test(tc, test_identity_dropout);
+    tcase_add_test(tc, test_maps_alloc);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

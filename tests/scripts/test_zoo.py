@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""bench/zoo.py's judgement of a row, without a GPU or PyTorch: an fp16 overflow is recognised
+from the CLI's message, --precision auto's answer is what the row's verdict, the pass count and
+the markdown table show ("pass (auto: N layers fp32)", or the failure), and plain rows are judged
+as before."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import zoo  # noqa: E402
+
+OVERFLOW = ("tcinfer: error: the GPU outputs hold 4000 NaN/Inf values (first in 'output_0') where "
+            "the fp32 reference holds none: fp16 overflow; they first appear in the output of "
+            "layer '/features/attn/Div_3' (Div).")
+
+
+def row(name, gpu):
+    return {"name": name, "exporter": "TorchScript, opset 17", "classifier": True,
+            "cpu": {"rel_l2": 5e-7, "ok": True, "problem": None}, "gpu": gpu}
+
+
+class ZooVerdictTest(unittest.TestCase):
+    def test_overflow_recognised(self):
+        self.assertTrue(zoo.is_fp16_overflow(OVERFLOW))
+        # bf16's overflow, the model's own NaN (a note, not an error) and other failures are not
+        self.assertFalse(zoo.is_fp16_overflow(OVERFLOW.replace("fp16 overflow", "bf16 overflow")))
+        self.assertFalse(zoo.is_fp16_overflow("tcinfer: error: op 'Foo' has no GPU path"))
+        self.assertFalse(zoo.is_fp16_overflow(None))
+        self.assertFalse(zoo.is_fp16_overflow(""))
+
+    def test_auto_record(self):
+        doc = {"precision_auto": {"fp32_layers": ["a", "b"], "relative_l2": 1e-3,
+                                  "inputs": "given", "seconds": 12.5}}
+        self.assertEqual(zoo.auto_record(doc, None),
+                         {"fp32_layers": ["a", "b"], "relative_l2": 1e-3, "seconds": 12.5})
+        self.assertEqual(zoo.auto_record(None, "timed out after 1200s"),
+                         {"error": "timed out after 1200s"})
+        self.assertIn("error", zoo.auto_record({"outputs": []}, None))
+        self.assertEqual(zoo.auto_args("/w/m"),
+                         ["--precision", "auto", "--timing-cache", "/w/m/auto.timing"])
+
+    def test_gpu_verdict(self):
+        plain = {"rel_l2": 1e-3, "pytorch_fp16_rel_l2": 1e-3, "top1": 4, "pytorch_top1": 4}
+        self.assertEqual(zoo.gpu_verdict(plain), (True, "pass"))
+        auto2 = dict(plain, auto={"fp32_layers": ["x", "y"], "relative_l2": 1e-3,
+                                  "fp16_error": OVERFLOW})
+        self.assertEqual(zoo.gpu_verdict(auto2), (True, "pass (auto: 2 layers fp32)"))
+        auto1 = dict(plain, auto={"fp32_layers": ["x"], "fp16_error": OVERFLOW})
+        self.assertEqual(zoo.gpu_verdict(auto1), (True, "pass (auto: 1 layer fp32)"))
+        # PyTorch fp16 overflowing too (its error inf) leaves tcinfer's auto answer judged alone
+        swin = {"rel_l2": 2e-3, "pytorch_fp16_rel_l2": float("inf"), "top1": 4,
+                "pytorch_top1": 0, "auto": {"fp32_layers": ["d"]}}
+        self.assertEqual(zoo.gpu_verdict(swin), (True, "pass (auto: 1 layer fp32)"))
+        # the auto engine's result is held to the same rule as any other
+        worse = dict(auto1, rel_l2=5e-3)
+        ok, text = zoo.gpu_verdict(worse)
+        self.assertFalse(ok)
+        self.assertEqual(text, "GPU (auto: 1 layer fp32): rel L2 0.005 > 1.1 x PyTorch fp16's "
+                               "0.001")
+        flipped = dict(auto2, top1=3)
+        self.assertEqual(zoo.gpu_verdict(flipped), (False, "GPU (auto: 2 layers fp32): top-1 3/4"))
+        # the search failed: the row fails, saying both
+        failed = {"error": "fp16 overflow; --precision auto: tcinfer: error: TCI_PRECISION_AUTO: "
+                           "engine input 0 holds NaN/Inf in fp16",
+                  "pytorch_fp16_rel_l2": 1e-3,
+                  "auto": {"error": "...", "fp16_error": OVERFLOW}}
+        ok, text = zoo.gpu_verdict(failed)
+        self.assertFalse(ok)
+        self.assertTrue(text.startswith("GPU: fp16 overflow; --precision auto: "), text)
+        # an overflow without a retry (an older result file) stays the failure it was
+        self.assertEqual(zoo.gpu_verdict({"error": OVERFLOW}), (False, "GPU: " + OVERFLOW))
+
+    def test_verdict_and_passes(self):
+        info = row("tv/swin_v2_t", {"rel_l2": 2e-3, "pytorch_fp16_rel_l2": float("inf"),
+                                    "top1": 4, "auto": {"fp32_layers": ["a", "b", "c"]}})
+        self.assertEqual(zoo.verdict(info), "pass (auto: 3 layers fp32)")
+        self.assertTrue(zoo.passes(info))
+        self.assertTrue(zoo.passes(row("tv/resnet18", {"rel_l2": 1e-3,
+                                                       "pytorch_fp16_rel_l2": 1e-3, "top1": 4})))
+        self.assertFalse(zoo.passes(row("timm/efficientvit_b0", {"error": OVERFLOW})))
+        bad_cpu = dict(row("tv/x", {"rel_l2": 1e-3, "pytorch_fp16_rel_l2": 1e-3}),
+                       cpu={"rel_l2": 1e-3, "ok": False, "problem": "rel L2 0.001 > 1e-05"})
+        self.assertFalse(zoo.passes(bad_cpu))
+        self.assertFalse(zoo.passes({"name": "n", "error": "export: failed"}))
+
+    def test_report_shows_auto(self):
+        with tempfile.TemporaryDirectory() as d:
+            rows = [row("tv/resnet18", {"rel_l2": 1e-3, "pytorch_fp16_rel_l2": 1e-3, "top1": 4}),
+                    row("tv/swin_v2_t", {"rel_l2": 2e-3, "pytorch_fp16_rel_l2": float("inf"),
+                                         "top1": 4, "auto": {"fp32_layers": ["a", "b"]}}),
+                    row("timm/efficientvit_b0",
+                        {"rel_l2": 9e-3, "pytorch_fp16_rel_l2": 7.8e-3, "top1": 4,
+                         "auto": {"fp32_layers": ["m"]}}),
+                    row("tv/swin_v2_b", {"error": OVERFLOW})]
+            for info in rows:
+                with open(os.path.join(d, zoo.slug(info["name"]) + ".json"), "w") as f:
+                    json.dump(info, f)
+            md = os.path.join(d, "zoo.md")
+            with contextlib.redirect_stdout(io.StringIO()):
+                zoo.report(d, md)
+            with open(md) as f:
+                text = f.read()
+        self.assertIn("correct (CPU and GPU): 2 (1 of them with --precision auto after an fp16 "
+                      "overflow).", text)
+        lines = {l.split("|")[1].strip(): l for l in text.splitlines() if l.startswith("| ")}
+        self.assertTrue(lines["tv/resnet18"].rstrip().endswith("| pass |"))
+        self.assertIn("| pass (auto: 2 layers fp32) |", lines["tv/swin_v2_t"])
+        self.assertIn("| GPU (auto: 1 layer fp32): rel L2 0.009 > 1.1 x PyTorch fp16's 0.0078 |",
+                      lines["timm/efficientvit_b0"])
+        self.assertIn("GPU: tcinfer: error: the GPU outputs hold 4000 NaN/Inf",
+                      lines["tv/swin_v2_b"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
