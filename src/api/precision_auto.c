@@ -18,6 +18,8 @@
 #include "graph/plan.h"
 #include "util/half.h"
 
+#define HALF_MAX 65504.0 /* fp16's largest finite value */
+
 tci_status api_auto_next_layer(const auto_round *r, const char **out_layer) {
     *out_layer = NULL;
     if (!r->mismatches) return TCI_OK;
@@ -74,13 +76,20 @@ size_t api_auto_rank(size_t count, const double *errors, const double *input_err
     qsort(r, n, sizeof *r, by_added);
     for (size_t i = 0; i < n; i++) order[i] = r[i].index;
     free(r);
+    /* then the measured layers adding none, in node order: the fp16 storage of their outputs
+     * (a ReLU between two fp32 convolutions) still rounds what the next layer reads */
+    for (size_t i = 0; i < count; i++)
+        if (!in_fp32[i] && isfinite(errors[i]) && !(errors[i] - input_errors[i] > 0))
+            order[n++] = (int)i;
     return n;
 }
 
 void api_auto_overflow_layers(size_t count, const uint64_t *nonfinite,
-                              const uint64_t *input_nonfinite, const bool *in_fp32, bool *pick) {
+                              const uint64_t *input_nonfinite, const double *range,
+                              const double *input_range, const bool *in_fp32, bool *pick) {
     for (size_t i = 0; i < count; i++)
-        pick[i] = nonfinite[i] > 0 && input_nonfinite[i] == 0 && !in_fp32[i];
+        pick[i] = !in_fp32[i] && ((nonfinite[i] > 0 && input_nonfinite[i] == 0) ||
+                                  range[i] > HALF_MAX || input_range[i] > HALF_MAX);
 }
 
 /* splitmix64: seeded random inputs, the same for every build */
@@ -277,6 +286,8 @@ typedef struct auto_marked {
 typedef struct layer_errors {
     size_t count;
     double *errors, *input_errors;
+    double *range, *input_range; /* the largest magnitude of the fp32 run's output, and of what
+                                    the node reads */
     uint64_t *nonfinite, *input_nonfinite;
     bool *in_fp32;
 } layer_errors;
@@ -284,6 +295,8 @@ typedef struct layer_errors {
 static void layer_errors_free(layer_errors *l) {
     free(l->errors);
     free(l->input_errors);
+    free(l->range);
+    free(l->input_range);
     free(l->nonfinite);
     free(l->input_nonfinite);
     free(l->in_fp32);
@@ -310,6 +323,11 @@ static tci_status measure_layers(const tci_engine *e, const tci_context *c,
         st = tci_compare(&a, &b, &r);
         if (st != TCI_OK) break;
         l->nonfinite[t->producer->index] = r.non_finite;
+        double most = 0;
+        const float *v = b.data;
+        for (int64_t x = 0, n = tci_tensor_count(&b); x < n; x++)
+            if (fabs(v[x]) > most && isfinite(v[x])) most = fabs(v[x]);
+        l->range[t->producer->index] = most;
         if (isfinite(r.relative_l2)) l->errors[t->producer->index] = r.relative_l2;
     }
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++) {
@@ -321,6 +339,7 @@ static tci_status measure_layers(const tci_engine *e, const tci_context *c,
             if (l->errors[from] > l->input_errors[i]) l->input_errors[i] = l->errors[from];
             if (l->nonfinite[from] > l->input_nonfinite[i])
                 l->input_nonfinite[i] = l->nonfinite[from];
+            if (l->range[from] > l->input_range[i]) l->input_range[i] = l->range[from];
         }
     }
     return st;
@@ -356,8 +375,10 @@ static tci_status measure(const ir_graph *g, const tci_engine_options *options,
     l->nonfinite = calloc(n + 1, sizeof *l->nonfinite);
     l->input_nonfinite = calloc(n + 1, sizeof *l->input_nonfinite);
     l->in_fp32 = calloc(n + 1, sizeof *l->in_fp32);
+    l->range = calloc(n + 1, sizeof *l->range);
+    l->input_range = calloc(n + 1, sizeof *l->input_range);
     if (st == TCI_OK && (!l->errors || !l->input_errors || !l->nonfinite ||
-                         !l->input_nonfinite || !l->in_fp32))
+                         !l->input_nonfinite || !l->in_fp32 || !l->range || !l->input_range))
         st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     if (st == TCI_OK && e->graph->num_outputs != m->fp32->graph->num_outputs)
         st = status_error(TCI_ERR_INTERNAL, "TCI_PRECISION_AUTO: the marked fp16 and fp32 "
@@ -377,7 +398,9 @@ static tci_status measure(const ir_graph *g, const tci_engine_options *options,
 }
 
 /* Overflow round: the report's layer, and with it every other layer of the marked run that
- * produces NaN/Inf from finite inputs (parallel branches overflow in the same round). */
+ * produces NaN/Inf from finite inputs (parallel branches overflow in the same round), and every
+ * layer whose output or input in the fp32 run is past fp16's range (their casts would
+ * overflow next). */
 static tci_status overflow_layers(const ir_graph *g, const tci_engine_options *options,
                                   const tci_tensor *inputs, size_t num_inputs, layer_list *list,
                                   auto_marked *m, auto_progress *progress, const char *first) {
@@ -387,8 +410,9 @@ static tci_status overflow_layers(const ir_graph *g, const tci_engine_options *o
     TRY_STATUS(measure(g, options, inputs, num_inputs, list, m, progress, &l, &marked));
     bool *pick = calloc(l.count + 1, sizeof *pick);
     tci_status st = pick ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    if (st == TCI_OK) api_auto_overflow_layers(l.count, l.nonfinite, l.input_nonfinite, l.in_fp32,
-                                               pick);
+    if (st == TCI_OK)
+        api_auto_overflow_layers(l.count, l.nonfinite, l.input_nonfinite, l.range, l.input_range,
+                                 l.in_fp32, pick);
     for (size_t i = 0; st == TCI_OK && i < l.count; i++)
         if (pick[i] && !listed(list, marked->graph->nodes[i]->name))
             st = list_push(list, marked->graph->nodes[i]->name);
@@ -467,7 +491,7 @@ static tci_status meet_target(const ir_graph *g, const tci_engine_options *optio
         if (!hi_known && !meets) {
             tci_engine_destroy(t);
             st = status_error(TCI_ERR_UNSUPPORTED,
-                              "TCI_PRECISION_AUTO: with all %zu layers that add error in fp32 "
+                              "TCI_PRECISION_AUTO: with all %zu measured layers in fp32 "
                               "the outputs' relative L2 error is %.3g, over "
                               "tci_engine_options.accuracy_target %g",
                               k, err, target);

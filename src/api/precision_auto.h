@@ -27,16 +27,21 @@ tci_status api_auto_next_layer(const auto_round *r, const char **out_layer);
 
 /* tci_engine_options.accuracy_target: of count layers, each with the relative L2 error of its
  * output (errors; NaN: not measured) and the largest of the layers it reads (input_errors), those
- * not yet in fp32 that add error (errors - input_errors > 0) into order, the most first (ties:
- * in node order). Returns how many (0 also when out of memory). */
+ * not yet in fp32 into order: first those that add error (errors - input_errors > 0), the most
+ * first (ties: in node order), then the other measured ones in node order. Returns how many (0
+ * also when out of memory). */
 size_t api_auto_rank(size_t count, const double *errors, const double *input_errors,
                      const bool *in_fp32, int *order);
 
 /* An overflow round: of count layers, with the NaN/Inf of each output where the fp32 engine's
- * is finite (nonfinite) and the most of the layers each reads (input_nonfinite), pick[i]: layer i
- * produces them from finite inputs and is not in fp32 yet (parallel branches overflow at once). */
+ * is finite (nonfinite) and the most of the layers each reads (input_nonfinite), and the largest
+ * magnitude of each output in the fp32 run (range) and of what each reads (input_range),
+ * pick[i]: layer i is not in fp32 yet and produces them from finite inputs (parallel branches
+ * overflow at once), or its output or input is past fp16's largest finite value (65504: its
+ * fp16 storage, or the cast of its input, would overflow next). */
 void api_auto_overflow_layers(size_t count, const uint64_t *nonfinite,
-                              const uint64_t *input_nonfinite, const bool *in_fp32, bool *pick);
+                              const uint64_t *input_nonfinite, const double *range,
+                              const double *input_range, const bool *in_fp32, bool *pick);
 
 /* tci_engine_create_*'s build when options (complete: api_read_options) ask for
  * TCI_PRECISION_AUTO; owns g (the loaded graph), also on failure. */

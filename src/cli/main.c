@@ -340,8 +340,8 @@ static void report_auto_layers(const cli_args *a, const tci_engine *engine, doub
         fprintf(stderr, "tcinfer: precision auto%s: no layer kept in fp32: the engine is all "
                         "fp16\n", from);
     fprintf(stderr, "tcinfer: precision auto%s: outputs' relative L2 error %.3g against the GPU "
-                    "fp32 engine on the %s inputs%s%s\n",
-            from, error, inputs, target, when);
+                    "fp32 engine on %s%s inputs%s%s\n",
+            from, error, loaded ? "" : "the ", inputs, target, when);
 }
 
 /* Everything after the arguments are parsed; main frees them on every path out. */

@@ -238,9 +238,14 @@ START_TEST(test_rank) {
     ck_assert_int_eq(order[0], 0);
     ck_assert_int_eq(order[1], 2);
     ck_assert_int_eq(order[2], 1);
-    /* a layer that only reduces error (or whose error was not measured: NaN) adds none */
-    double flat[] = {0, NAN, 1e-3}, flat_in[] = {0, 0, 2e-3};
-    ck_assert_uint_eq(api_auto_rank(3, flat, flat_in, none, order), 0);
+    /* layers that add no error (or reduce it) come last, in node order; a layer whose error was
+     * not measured (NaN) not at all */
+    double flat[] = {0, NAN, 1e-3, 3e-3}, flat_in[] = {0, 0, 2e-3, 1e-3};
+    bool four[] = {false, false, false, false};
+    ck_assert_uint_eq(api_auto_rank(4, flat, flat_in, four, order), 3);
+    ck_assert_int_eq(order[0], 3);
+    ck_assert_int_eq(order[1], 0);
+    ck_assert_int_eq(order[2], 2);
     ck_assert_uint_eq(api_auto_rank(0, flat, flat_in, none, order), 0);
 }
 END_TEST
@@ -250,14 +255,23 @@ END_TEST
 START_TEST(test_overflow_layers) {
     /* stem -> {branch_a, branch_b} -> concat -> head; both branches overflow */
     uint64_t nonfinite[] = {0, 40, 8, 48, 1000}, input_nonfinite[] = {0, 0, 0, 40, 48};
+    double small[] = {1, 2, 3, 4, 5};
     bool fp32[] = {false, false, false, false, false}, pick[5];
-    api_auto_overflow_layers(5, nonfinite, input_nonfinite, fp32, pick);
+    api_auto_overflow_layers(5, nonfinite, input_nonfinite, small, small, fp32, pick);
     ck_assert(!pick[0] && pick[1] && pick[2] && !pick[3] && !pick[4]);
     fp32[2] = true;
-    api_auto_overflow_layers(5, nonfinite, input_nonfinite, fp32, pick);
+    api_auto_overflow_layers(5, nonfinite, input_nonfinite, small, small, fp32, pick);
     ck_assert(!pick[0] && pick[1] && !pick[2] && !pick[3] && !pick[4]);
     uint64_t clean[] = {0, 0, 0, 0, 0};
-    api_auto_overflow_layers(5, clean, clean, fp32, pick);
+    api_auto_overflow_layers(5, clean, clean, small, small, fp32, pick);
+    for (int i = 0; i < 5; i++) ck_assert(!pick[i]);
+    /* past fp16's range in the fp32 run: the layer (its output) and its reader (the cast of its
+     * input) both, though nothing overflowed yet */
+    double range[] = {1, 7e4, 3, 9, 5}, input_range[] = {0, 1, 1, 7e4, 9};
+    api_auto_overflow_layers(5, clean, clean, range, input_range, fp32, pick);
+    ck_assert(!pick[0] && pick[1] && !pick[2] && pick[3] && !pick[4]);
+    double edge[] = {65504, 65504, 0, 0, 0}; /* fp16's largest finite value still fits */
+    api_auto_overflow_layers(5, clean, clean, edge, edge, fp32, pick);
     for (int i = 0; i < 5; i++) ck_assert(!pick[i]);
 }
 END_TEST
