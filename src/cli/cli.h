@@ -10,7 +10,10 @@
 
 #include "tcinfer.h"
 
-enum { EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3, MAX_ITEMS = 64 };
+/* MAX_FP32_LAYERS: what --precision auto may keep in fp32 in a network of a few hundred layers
+ * (inception_v3: 106), given back as --fp32-layers */
+enum { EXIT_USAGE = 2, EXIT_UNSUPPORTED = 3, MAX_ITEMS = 64, MAX_FP32_LAYERS = 4096 };
+_Static_assert(MAX_FP32_LAYERS == 4096, "the --fp32-layers usage error says 4096");
 
 typedef struct cli_input {
     const char *name; /* NULL: the first input */
@@ -54,7 +57,7 @@ typedef struct cli_args {
     const char *save_engine, *load_engine;
     bool baseline_gpu;       /* --baseline gpu-fp32 */
     char *fp32_text;         /* --fp32-layers value, split in place into fp32_layers */
-    const char *fp32_layers[MAX_ITEMS + 1];
+    const char *fp32_layers[MAX_FP32_LAYERS + 1];
     tci_engine_options limits; /* --limit: only its limit fields are used */
     const char *report;        /* --report FILE */
     cli_report *collect;       /* what the run gathers for --report (NULL: no report) */

@@ -439,7 +439,8 @@ static int apply_option(cli_args *a, int id, char *value) {
         int n = 0;
         char *save = NULL;
         for (char *tok = strtok_r(value, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            if (n == MAX_ITEMS) return cli_usage_error("too many --fp32-layers%s", "");
+            if (n == MAX_FP32_LAYERS)
+                return cli_usage_error("too many --fp32-layers (at most 4096)%s", "");
             a->fp32_layers[n++] = tok;
         }
         if (n == 0) return cli_usage_error("--fp32-layers wants names, got '%s'", value);

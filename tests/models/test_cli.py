@@ -254,6 +254,11 @@ class CliTest(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertNotIn("cast", out)
         self.assert_error(run("--plan", "--fp32-layers", "nope", path), 1, "'nope'")
+        # as many names as --precision auto keeps in a large network (inception_v3: 106)
+        rc, out, err = run("--plan", "--fp32-layers", ",".join(["act"] * 300), path)
+        self.assertEqual(rc, 0, err)
+        self.assert_error(run("--plan", "--fp32-layers", ",".join(["act"] * 4097), path), 2,
+                          r"too many --fp32-layers \(at most 4096\)")
         rc, out, err = run("--plan", "--fp32-layers", "a?t", path)
         self.assertEqual(rc, 0, err)
         self.assertRegex(out, r"act\s+Relu\s+\S+ fp32")
