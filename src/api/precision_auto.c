@@ -459,7 +459,7 @@ static tci_status meet_target(const ir_graph *g, const tci_engine_options *optio
         st = status_error(TCI_ERR_UNSUPPORTED,
                           "TCI_PRECISION_AUTO: the outputs' relative L2 error is %.3g, over "
                           "tci_engine_options.accuracy_target %g, and no layer left in fp16 "
-                          "adds error",
+                          "has a measured error to rank",
                           *error, target);
     size_t kept = list->count, lo = 0, hi = ranked; /* lo: over the target; hi: to be tried */
     bool hi_known = false;
