@@ -265,13 +265,6 @@ static void list_free(layer_list *l) {
     free(l->names);
 }
 
-/* Whether name is on the list (as a node name, exactly). */
-static bool listed(const layer_list *l, const char *name) {
-    for (size_t i = 0; i < l->count; i++)
-        if (strcmp(l->names[i], name) == 0) return true;
-    return false;
-}
-
 /* The measurements that look inside: the fp32 engine with every layer's output marked and its
  * run on the calibration inputs, built the first time they are needed. */
 typedef struct auto_marked {
@@ -414,7 +407,7 @@ static tci_status overflow_layers(const ir_graph *g, const tci_engine_options *o
         api_auto_overflow_layers(l.count, l.nonfinite, l.input_nonfinite, l.range, l.input_range,
                                  l.in_fp32, pick);
     for (size_t i = 0; st == TCI_OK && i < l.count; i++)
-        if (pick[i] && !listed(list, marked->graph->nodes[i]->name))
+        if (pick[i]) /* not in fp32 yet, so not on the list */
             st = list_push(list, marked->graph->nodes[i]->name);
     free(pick);
     layer_errors_free(&l);
