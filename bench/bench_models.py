@@ -351,6 +351,17 @@ def speedup(pt, tc):
     return pt["median_ms"] / tc["median_ms"]
 
 
+def record_row(model, batch, row, results, rf):
+    """Logs a timed row (both engines and the speed-up) and keeps it in results and the
+    --json file."""
+    s = speedup(row["pytorch"], row["tcinfer"])
+    log(("%-16s b%-4d PyTorch %-24s tcinfer %-24s %s" % (
+        model, batch, fmt_time_cell(row["pytorch"], batch), fmt_time_cell(row["tcinfer"], batch),
+        ("speed-up %.2fx" % s) if s is not None else "")).rstrip())
+    results.append(row)
+    rf.add("rows", row)
+
+
 def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -725,12 +736,7 @@ def time_transformers(args, torch, binary, paths, export_error, env, rf):
                     row["by_family"][f] = tcinfer_bench_inputs(binary, paths[m], b, shapes, inputs,
                                                                iters, args.warmup, args.timeout, f)
                 row["tcinfer"] = row["by_family"][families[0]]
-            s = speedup(row["pytorch"], row["tcinfer"])
-            log(("%-16s b%-4d PyTorch %-24s tcinfer %-24s %s" % (
-                m, b, fmt_time_cell(row["pytorch"], b), fmt_time_cell(row["tcinfer"], b),
-                ("speed-up %.2fx" % s) if s is not None else "")).rstrip())
-            results.append(row)
-            rf.add("rows", row)
+            record_row(m, b, row, results, rf)
         model = None
         if use_torch:
             torch.cuda.empty_cache()
@@ -901,12 +907,7 @@ def main(argv=None):
                     row["by_family"][f] = tcinfer_bench(binary, paths[m], b, iters, args.warmup,
                                                         args.timeout, f)
                 row["tcinfer"] = row["by_family"][families[0]]
-            s = speedup(row["pytorch"], row["tcinfer"])
-            log(("%-16s b%-4d PyTorch %-24s tcinfer %-24s %s" % (
-                m, b, fmt_time_cell(row["pytorch"], b), fmt_time_cell(row["tcinfer"], b),
-                ("speed-up %.2fx" % s) if s is not None else "")).rstrip())
-            results.append(row)
-            rf.add("rows", row)
+            record_row(m, b, row, results, rf)
         del model
         if torch is not None and not args.no_pytorch:
             torch.cuda.empty_cache()

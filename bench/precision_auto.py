@@ -13,7 +13,6 @@ usage: bench/precision_auto.py --tcinfer BIN --work DIR --out DIR [--target 2e-3
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -49,39 +48,28 @@ def shape_arg(name, batch):
     return ["--shape", "input:%dx%dx%dx%d" % ((batch,) + image_of(name))]
 
 
-def run(binary, args, timeout):
-    """(stdout, stderr, rc, seconds)."""
-    t0 = time.time()
-    try:
-        p = subprocess.run([binary] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, errors="replace", timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "", "timed out after %g s" % timeout, 124, time.time() - t0
-    return p.stdout, p.stderr, p.returncode, time.time() - t0
-
-
 def compare(binary, model, name, batch, seed, extra, timeout):
     """The engine against the GPU fp32 engine on seeded input: {'rel_l2',...} or {'error'}."""
-    out, err, rc, _ = run(binary, [model, "--backend", "gpu", "--random", str(seed), "--compare",
-                                   "--baseline", "gpu-fp32", "--json", "--quiet"] +
-                          shape_arg(name, batch) + extra, timeout)
+    out, err = bench_models.run_tcinfer(
+        binary, [model, "--backend", "gpu", "--random", str(seed), "--compare", "--baseline",
+                 "gpu-fp32", "--json", "--quiet"] + shape_arg(name, batch) + extra, timeout)
+    if err is not None:
+        return {"error": err}
     try:
-        r = json.loads(out)["compare"]["outputs"][0] if rc == 0 else None
+        r = json.loads(out)["compare"]["outputs"][0]
     except (ValueError, KeyError, IndexError):
-        r = None
-    if r is None:
-        return {"error": bench_models.first_error_line(err, out, rc)}
+        return {"error": bench_models.first_error_line("", out, 0)}
     r["rel_l2"] = r["relative_l2"]
     return r
 
 
 def bench(binary, model, name, batch, extra, iters, timeout):
-    out, err, rc, _ = run(binary, [model, "--backend", "gpu", "--random", "0", "--quiet",
-                                   "--bench", str(iters), "--warmup", "10"] +
-                          shape_arg(name, batch) + extra, timeout)
+    out, err = bench_models.run_tcinfer(
+        binary, [model, "--backend", "gpu", "--random", "0", "--quiet", "--bench", str(iters),
+                 "--warmup", "10"] + shape_arg(name, batch) + extra, timeout)
     r = bench_models.parse_bench(out)
-    if rc != 0 or r is None:
-        return {"error": bench_models.first_error_line(err, out, rc)}
+    if err is not None or r is None:
+        return {"error": err or bench_models.first_error_line("", out, 0)}
     return r
 
 
@@ -93,16 +81,18 @@ def one_model(args, name, path):
     search = ["--precision", "auto", "--random", "0", "--json", "--quiet"]
     if target:
         search += ["--accuracy-target", str(target)]
-    out, err, rc, seconds = run(args.tcinfer, [path, "--backend", "gpu"] + search +
-                                shape_arg(name, args.calib_batch), args.timeout)
-    r["search_wall_s"] = round(seconds, 1)
+    t0 = time.time()
+    out, err = bench_models.run_tcinfer(
+        args.tcinfer, [path, "--backend", "gpu"] + search + shape_arg(name, args.calib_batch),
+        args.timeout)
+    r["search_wall_s"] = round(time.time() - t0, 1)
     r["target"] = target
     try:
-        auto = json.loads(out)["precision_auto"] if rc == 0 else None
+        auto = json.loads(out)["precision_auto"] if err is None else None
     except (ValueError, KeyError):
         auto = None
     if auto is None:
-        r["search_error"] = bench_models.first_error_line(err, out, rc)
+        r["search_error"] = err or bench_models.first_error_line("", out, 0)
         return r
     r["auto"] = auto
     layers = auto.get("fp32_layers", [])
