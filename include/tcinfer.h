@@ -250,6 +250,21 @@ typedef struct tci_engine_options {
      * only.
      * Negative, not finite, or given with another precision: TCI_ERR_INVALID_ARGUMENT. */
     double accuracy_target;
+    /* Since 0.2, GPU: the CUDA device (index as cudaSetDevice counts them, 0 by default) the
+     * engine is built, loaded and run on; its weights, its contexts' buffers and streams live
+     * there. Calls on the engine and its contexts make it the calling thread's current device for
+     * their duration and give the caller's back before returning. Out of range:
+     * TCI_ERR_NO_DEVICE naming the devices there are. An engine file or timing cache written on
+     * one device runs on another of the same GPU model. */
+    int device;
+    /* Since 0.2, GPU, fp16 and TCI_PRECISION_AUTO engines: the precision of the layers kept out
+     * of fp16 (fp32_layers and those the precision search keeps). TCI_PRECISION_FP32 (the
+     * default): fp32 storage and math, tensor-op math off. TCI_PRECISION_TF32: fp32 storage,
+     * TF32 tensor cores (fp16's mantissa on the products' inputs, fp32's range and
+     * accumulation). TCI_PRECISION_BF16: bf16 storage, tensor cores (fp32's range, less
+     * precision than fp16: against overflow, not for accuracy). Any other value, or given with
+     * an engine of another precision: TCI_ERR_INVALID_ARGUMENT. */
+    tci_precision kept_precision;
 } tci_engine_options;
 
 /* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */

@@ -27,6 +27,7 @@ void tci_engine_options_init(tci_engine_options *options) {
     options->struct_size = sizeof *options;
     options->backend = TCI_BACKEND_CPU;
     options->log_level = TCI_LOG_WARNING;
+    options->kept_precision = TCI_PRECISION_FP32;
 }
 
 tci_status api_read_options(const tci_engine_options *given, tci_engine_options *out) {
@@ -53,6 +54,24 @@ tci_status api_read_options(const tci_engine_options *given, tci_engine_options 
                             "tci_engine_options.max_nesting_depth %d is outside 0..1000 "
                             "(protobuf-c recurses once per level)",
                             out->max_nesting_depth);
+    if (out->device < 0)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.device is %d; a CUDA device index (0 or more) "
+                            "expected",
+                            out->device);
+    if (out->kept_precision != TCI_PRECISION_FP32 && out->kept_precision != TCI_PRECISION_TF32 &&
+        out->kept_precision != TCI_PRECISION_BF16)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.kept_precision is %d; TCI_PRECISION_FP32 (the "
+                            "default), TCI_PRECISION_TF32 or TCI_PRECISION_BF16 expected",
+                            (int)out->kept_precision);
+    /* not built yet: refused rather than ignored */
+    if (out->device != 0)
+        return status_error(TCI_ERR_UNSUPPORTED, "tci_engine_options.device %d: only device 0 "
+                            "is supported in this build", out->device);
+    if (out->kept_precision != TCI_PRECISION_FP32)
+        return status_error(TCI_ERR_UNSUPPORTED, "tci_engine_options.kept_precision: only "
+                            "TCI_PRECISION_FP32 is supported in this build");
     return TCI_OK;
 }
 
