@@ -5,6 +5,8 @@ instances and dynamic batching; then
 
 1. accuracy: a seeded batch through gRPC against the CLI on the same input (the fp32 CPU
    reference: relative L2 and top-1; and the CLI's own fp16 GPU engine);
+   the same batch with its input and output in GPU memory (CUDA shared memory,
+   bench/triton_cuda_shm.py) against the request-body answer;
 2. a malformed request (wrong shape) answered with tcinfer's error, the server serving on;
 3. load: bench/triton_load.py at the given concurrencies (batch-1 requests);
 4. the CLI's --bench at batch 1 and at the largest concurrency, for the engine's own time.
@@ -36,6 +38,7 @@ import tritonclient.grpc as grpcclient
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serving", "triton"))
 from local_server import LocalServer  # noqa: E402
+import triton_cuda_shm  # noqa: E402
 
 BENCH_RE = re.compile(r"median ([0-9.]+) ms, p90 ([0-9.]+) ms, p99 ([0-9.]+) ms, throughput "
                       r"([0-9.]+)/s")
@@ -154,6 +157,11 @@ def main():
                               "triton_vs_cli_gpu_rel_l2": rel_l2(got, outs["gpu"]),
                               "top1_agree": int((got.argmax(1) == ref.argmax(1)).sum()),
                               "finite": bool(np.isfinite(got).all())}), flush=True)
+
+        # 1b. the same batch with input and output in GPU memory (CUDA shared memory)
+        if args.kind == "gpu":
+            print(json.dumps(triton_cuda_shm.check(client, grpcclient, name, in_name, in_dims,
+                                                   out_name, out_dims, got, x)), flush=True)
 
         # 2. a wrong shape: tcinfer's error, and the server serves on
         bad = grpcclient.InferInput(in_name, [1] + in_dims[:-1] + [in_dims[-1] + 1], "FP32")
