@@ -1,7 +1,8 @@
 /* TCI_PRECISION_AUTO: builds the fp16 engine, runs it on calibration inputs against the GPU
  * fp32 engine, and while its outputs hold NaN or Inf that the fp32 ones do not, keeps in fp32 the
  * first layer producing them together with every layer that produces them from finite inputs in
- * a run with every layer marked (parallel branches), and builds again. With an accuracy target,
+ * a run with every layer marked (parallel branches), and builds again; where that layer is in
+ * fp32 already, the layers producing what it reads join it. With an accuracy target,
  * while the error is over it, the layers are ranked by the error each adds (both engines built
  * with every layer marked) and the fewest from the top of that ranking that meet the target are
  * found by bisection, each try measured on the engine as it ships (fused). Every build is an
@@ -16,6 +17,7 @@
 #include "api/internal.h"
 #include "api/precision_auto.h"
 #include "graph/plan.h"
+#include "layers/op.h"
 #include "util/half.h"
 
 #define HALF_MAX 65504.0 /* fp16's largest finite value */
@@ -35,11 +37,12 @@ tci_status api_auto_next_layer(const auto_round *r, const char **out_layer) {
                             "the fp32 engine's are finite, but no layer of the re-run produced "
                             "them",
                             (unsigned long long)r->mismatches);
-    if (r->layer_in_fp32)
+    if (r->layer_in_fp32 && !r->upstream)
         return status_error(TCI_ERR_UNSUPPORTED,
-                            "TCI_PRECISION_AUTO: layer '%s' (%s) is kept in fp32 and is still the "
-                            "first to produce NaN/Inf (%llu in the outputs where the fp32 engine's "
-                            "are finite): fp32 for that layer does not fix it",
+                            "TCI_PRECISION_AUTO: layer '%s' (%s) is kept in fp32, and so are the "
+                            "layers producing what it reads, and it is still the first to produce "
+                            "NaN/Inf (%llu in the outputs where the fp32 engine's are finite): "
+                            "fp32 does not fix it",
                             n->layer, n->op_type, (unsigned long long)r->mismatches);
     if (r->round >= TCI_PRECISION_AUTO_MAX_ROUNDS)
         return status_error(TCI_ERR_UNSUPPORTED,
@@ -221,14 +224,22 @@ static tci_status run_round(tci_engine *test, const tci_context *base, const tci
 }
 
 /* Whether node `name` of e's graph is in fp32 by one of the entries. */
-static bool layer_in_fp32(const tci_engine *e, const char *name, char *const *entries) {
-    const ir_graph *g = e->graph;
-    for (size_t i = 0; i < g->num_nodes; i++) {
-        if (strcmp(g->nodes[i]->name, name) != 0) continue;
-        for (char *const *x = entries; x && *x; x++)
-            if (plan_fp32_selects(*x, g->nodes[i])) return true;
-    }
+static bool node_in_fp32(const ir_node *node, char *const *entries) {
+    for (char *const *x = entries; x && *x; x++)
+        if (plan_fp32_selects(*x, node)) return true;
     return false;
+}
+
+static const ir_node *find_node(const tci_engine *e, const char *name) {
+    const ir_graph *g = e->graph;
+    for (size_t i = 0; i < g->num_nodes; i++)
+        if (strcmp(g->nodes[i]->name, name) == 0) return g->nodes[i];
+    return NULL;
+}
+
+static bool layer_in_fp32(const tci_engine *e, const char *name, char *const *entries) {
+    const ir_node *node = find_node(e, name);
+    return node && node_in_fp32(node, entries);
 }
 
 /* The fp32 layers: the user's, then those the search moved; NULL-terminated, as
@@ -263,6 +274,31 @@ static void list_truncate(layer_list *l, size_t count) {
 static void list_free(layer_list *l) {
     list_truncate(l, 0);
     free(l->names);
+}
+
+/* The layers producing the float tensors layer name of e reads, not in fp32 yet by list: each
+ * producer, and through data movement (Reshape, Expand, Concat...: they keep the precision of
+ * what they move) the producer of what it moves too. *count: how many; pushed onto list when
+ * push (a layer reached twice counts once there). */
+static tci_status upstream_layers(const tci_engine *e, const char *name, layer_list *list,
+                                  bool push, size_t *count) {
+    *count = 0;
+    const ir_node *node = find_node(e, name);
+    for (int i = 0; node && i < node->num_inputs; i++) {
+        const ir_tensor *t = node->inputs[i];
+        while (t && t->producer &&
+               (t->dtype == TCI_DTYPE_FLOAT || t->dtype == TCI_DTYPE_FLOAT16 ||
+                t->dtype == TCI_DTYPE_BFLOAT16)) {
+            const ir_node *p = t->producer;
+            if (!node_in_fp32(p, list->names)) {
+                ++*count;
+                if (push) TRY_STATUS(list_push(list, p->name));
+            }
+            if (!(p->desc->flags & OP_MOVES_DATA) || p->num_inputs < 1) break;
+            t = p->inputs[0];
+        }
+    }
+    return TCI_OK;
 }
 
 /* The measurements that look inside: the fp32 engine with every layer's output marked and its
@@ -540,15 +576,30 @@ static tci_status search(const ir_graph *g, const tci_engine_options *options,
         snprintf(what, sizeof what, "round %d", round);
         tci_nonfinite_report report;
         tci_nonfinite_report_init(&report);
-        auto_round r = {round, 0, &report, false};
+        auto_round r = {round, 0, &report, false, 0};
         const char *first = NULL;
         st = try_list(g, options, inputs, num_inputs, base, list, progress, what, &e, &error,
                       &r.mismatches, &report);
-        if (st == TCI_OK && r.mismatches) r.layer_in_fp32 = layer_in_fp32(e, report.layer,
-                                                                          list->names);
+        if (st == TCI_OK && r.mismatches) {
+            r.layer_in_fp32 = layer_in_fp32(e, report.layer, list->names);
+            if (r.layer_in_fp32)
+                st = upstream_layers(e, report.layer, list, false, &r.upstream);
+        }
         if (st == TCI_OK) st = api_auto_next_layer(&r, &first);
         if (st != TCI_OK || !first) break;
         size_t before = list->count;
+        if (r.layer_in_fp32) {
+            st = upstream_layers(e, first, list, true, &r.upstream);
+            api_log_message(&log, TCI_LOG_INFO,
+                            "TCI_PRECISION_AUTO round %d: layer '%s' (%s) is in fp32 and still "
+                            "produces NaN/Inf from what it reads (%llu in the outputs): the %zu "
+                            "layers producing its inputs are kept in fp32 too",
+                            round, report.layer, report.op_type,
+                            (unsigned long long)r.mismatches, list->count - before);
+            tci_engine_destroy(e);
+            e = NULL;
+            continue;
+        }
         api_log_message(&log, TCI_LOG_INFO,
                         "TCI_PRECISION_AUTO round %d: %llu NaN/Inf values in the fp16 outputs "
                         "where the fp32 engine's are finite; layer '%s' (%s) produces them "

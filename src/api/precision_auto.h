@@ -18,11 +18,17 @@ typedef struct auto_round {
                                            finite; 0: the round is clean */
     const tci_nonfinite_report *report; /* the fp16 run's, when mismatches > 0 */
     bool layer_in_fp32;                 /* the layer report names is in fp32 already */
+    size_t upstream;                    /* then: the layers producing what it reads (through
+                                           data movement) not in fp32 yet */
 } auto_round;
 
 /* The layer to keep in fp32 next (*out_layer: report->layer), or NULL when the round is clean.
+ * A layer in fp32 already that still produces NaN/Inf from what it reads gets what it reads
+ * from fp16 layers that lost it (an underflowed norm, an epsilon below fp16's smallest
+ * subnormal): *out_layer is that layer, and the caller keeps its upstream layers in fp32.
  * TCI_ERR_UNSUPPORTED, saying why, where no layer can be moved: an input holds NaN/Inf, no
- * layer produced them in the re-run, the layer is in fp32 already, or this was the last round. */
+ * layer produced them in the re-run, the layer and its upstream ones are in fp32 already, or
+ * this was the last round. */
 tci_status api_auto_next_layer(const auto_round *r, const char **out_layer);
 
 /* tci_engine_options.accuracy_target: of count layers, each with the relative L2 error of its

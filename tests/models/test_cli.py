@@ -716,6 +716,32 @@ class CliTest(unittest.TestCase):
         want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
         self.assertLessEqual(np.linalg.norm(y - want) / np.linalg.norm(want), 2e-5)
 
+    def underflow_model(self):
+        """y = x / (x @ W), W = 1e-9 on the diagonal: 1e9 in fp32; in fp16 W rounds to 0, so the
+        product is 0 and the division Inf."""
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["t"], name="mm"),
+                 helper.make_node("Div", ["x", "t"], ["y"], name="div")]
+        inits = [numpy_helper.from_array(np.eye(64, dtype=np.float32) * 1e-9, "w")]
+        return self.save(make_model(nodes, [value("x", [4, 64])], [value("y", [4, 64])],
+                                    initializers=inits), "underflow.onnx")
+
+    def test_precision_auto_walks_back_from_an_fp32_layer(self):
+        """On the GPU (skipped without one): the Div that turns the underflowed product into Inf
+        is kept in fp32 first and still gives Inf (it reads the fp16 zeros); the search then
+        keeps the layer producing what it reads, and the output is finite."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.underflow_model()
+        rc, out, err = run("--json", "--quiet", "--precision", "auto", "--random", 1,
+                           "--output-dir", self.path("under"), path, timeout=300)
+        self.assertEqual(rc, 0, err)
+        auto = json.loads(out)["precision_auto"]
+        self.assertEqual(auto["fp32_layers"], ["div", "mm"])
+        self.assertRegex(err, r"precision auto: 2 layers kept in fp32: 'div', 'mm'\n")
+        y = np.load(self.path("under/y.npy"))
+        self.assertTrue(np.isfinite(y).all())
+        self.assertLessEqual(np.abs(y / 1e9 - 1).max(), 1e-3)
+
     def test_precision_auto_cannot_converge(self):
         """On the GPU (skipped without one): an input past fp16's range overflows before any
         layer: no fp32 layer helps, and the failure says so."""

@@ -25,7 +25,7 @@ static tci_nonfinite_report overflow_at(const char *layer, const char *op_type) 
 
 START_TEST(test_clean_round) {
     const char *layer = "unchanged";
-    auto_round r = {1, 0, NULL, false};
+    auto_round r = {1, 0, NULL, false, 0};
     ck_assert_tci_ok(api_auto_next_layer(&r, &layer));
     ck_assert_ptr_null(layer);
 }
@@ -33,7 +33,7 @@ END_TEST
 
 START_TEST(test_moves_the_first_layer) {
     tci_nonfinite_report report = overflow_at("mm", "MatMul");
-    auto_round r = {1, 12, &report, false};
+    auto_round r = {1, 12, &report, false, 0};
     const char *layer = NULL;
     ck_assert_tci_ok(api_auto_next_layer(&r, &layer));
     ck_assert_str_eq(layer, "mm");
@@ -43,10 +43,16 @@ END_TEST
 START_TEST(test_cannot_move) {
     const char *layer = NULL;
     tci_nonfinite_report report = overflow_at("mm", "MatMul");
-    auto_round r = {3, 12, &report, true};
+    auto_round r = {3, 12, &report, true, 0};
     ck_assert_tci_error(api_auto_next_layer(&r, &layer), TCI_ERR_UNSUPPORTED,
-                        "layer 'mm' (MatMul) is kept in fp32 and is still the first");
+                        "layer 'mm' (MatMul) is kept in fp32, and so are the layers producing");
     ck_assert_ptr_null(layer);
+    /* layers upstream of it still in fp16: it names the layer, whose inputs join fp32 */
+    r.upstream = 2;
+    ck_assert_tci_ok(api_auto_next_layer(&r, &layer));
+    ck_assert_str_eq(layer, "mm");
+    r.upstream = 0;
+    layer = NULL;
     r.layer_in_fp32 = false;
     r.round = TCI_PRECISION_AUTO_MAX_ROUNDS;
     ck_assert_tci_error(api_auto_next_layer(&r, &layer), TCI_ERR_UNSUPPORTED, "after 16 rounds");
@@ -81,7 +87,7 @@ static tci_status simulate(const synthetic *m, const char **moved, size_t *num_m
         *rounds = round;
         tci_nonfinite_report report;
         tci_nonfinite_report_init(&report);
-        auto_round r = {round, 0, &report, false};
+        auto_round r = {round, 0, &report, false, 0};
         for (size_t i = 0; i < m->count && !r.mismatches; i++) {
             bool fp32 = false;
             for (size_t k = 0; k < *num_moved; k++) fp32 |= strcmp(moved[k], m->layers[i]) == 0;
@@ -123,7 +129,7 @@ START_TEST(test_converges_on_synthetic_models) {
     m.fp16_overflows = fp16;
     fp32[3] = true;
     ck_assert_tci_error(simulate(&m, moved, &n, &rounds), TCI_ERR_UNSUPPORTED,
-                        "layer 'head/mm' (Conv) is kept in fp32 and is still the first");
+                        "layer 'head/mm' (Conv) is kept in fp32, and so are the layers");
     ck_assert_uint_eq(n, 2);
     ck_assert_int_eq(rounds, 3);
 }
