@@ -133,8 +133,10 @@ typedef struct plan_pool {
 } plan_pool;
 
 /* The recurrence of LSTM, GRU and RNN (src/layers/rnn.c) as three steps over one fp32 state
- * tensor (2 x directions*batch*hidden: h, then c; GRU keeps its update gate where LSTM keeps c),
- * indexed (direction, batch, unit):
+ * tensor (PLAN_RNN_STATE_ROWS x directions*batch*hidden, each row indexed (direction, batch,
+ * unit): h before even steps, h before odd steps (the steps read one and write the other, so
+ * that the units of one sequence are computed by several blocks), c (GRU keeps its update gate
+ * there), and GRU's r (.) h_{t-1} when the reset comes first):
  *   INIT   inputs initial_h, initial_c (-1: zeros)                  output state
  *   STEPS  inputs xw, weights, sequence_lens (-1: all full), state  output Y, or none
  *   FINAL  inputs state, sequence_lens                              outputs Y_h and/or Y_c
@@ -143,6 +145,7 @@ typedef struct plan_pool {
  * transposed ((hidden) x gates*hidden), then Rb (gates*hidden) per direction, then P (3*hidden)
  * per direction (zeros when absent). */
 typedef enum plan_rnn_phase { PLAN_RNN_INIT = 0, PLAN_RNN_STEPS, PLAN_RNN_FINAL } plan_rnn_phase;
+#define PLAN_RNN_STATE_ROWS 4
 typedef enum plan_rnn_cell {
     PLAN_RNN_TANH = 0, /* RNN: one gate, tanh */
     PLAN_RNN_GRU,      /* gates z, r, h */

@@ -1,5 +1,7 @@
 /* The recurrence of LSTM, GRU and RNN layers on the device: the state set-up, the time steps (one
- * kernel launch per step, both directions in it) and the final state. The input projection
+ * kernel launch per step, both directions and every sequence in it, each sequence's units split
+ * over several blocks; two launches for GRU with the reset before the product) and the final
+ * state. The input projection
  * X W^T + Wb comes from a GEMM beforehand; see plan_rnn in graph/lower.h for the buffers. */
 #ifndef TCI_KERNELS_RNN_H
 #define TCI_KERNELS_RNN_H
@@ -16,7 +18,7 @@ extern "C" {
 
 enum { KERN_RNN_TANH = 0, KERN_RNN_GRU = 1, KERN_RNN_LSTM = 2 };
 
-/* Largest hidden size: a block keeps h_{t-1} (and GRU's r (.) h_{t-1}) of one sequence in shared
+/* Largest hidden size: a block keeps h_{t-1} (or GRU's r (.) h_{t-1}) of one sequence in shared
  * memory. */
 #define KERN_RNN_MAX_HIDDEN 4096
 
@@ -29,8 +31,9 @@ typedef struct kern_rnn_desc {
     bool linear_before_reset;
 } kern_rnn_desc;
 
-/* state (fp32, 2 * directions*batch*hidden): h from initial_h, c from initial_c (NULL: zeros);
- * both in Y_h's layout and dtype. */
+/* state (fp32, 4 rows of directions*batch*hidden: h before even steps, h before odd steps, c
+ * (GRU: its update gate), GRU's r (.) h_{t-1}): h from initial_h, c from initial_c (NULL:
+ * zeros), both in Y_h's layout and dtype. */
 tci_status kern_rnn_init(const kern_rnn_desc *d, const void *initial_h, const void *initial_c,
                          float *state, cudaStream_t stream);
 /* Every time step: xw (seq_length*batch rows of directions*gates*hidden, X's row order), the fp32

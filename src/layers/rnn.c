@@ -480,7 +480,7 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
     rs.batch_major = p->layout != 0;
     rs.linear_before_reset = p->linear_before_reset != 0;
     int state = -1, init[2] = {-1, -1}, lens = -1;
-    const int64_t state_dims[2] = {2, D * B * H};
+    const int64_t state_dims[2] = {PLAN_RNN_STATE_ROWS, D * B * H};
     TRY_STATUS(lower_temporary(b, "rnn_state", TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, 2, state_dims,
                             &state));
     for (int k = 0; k < 2; k++) {

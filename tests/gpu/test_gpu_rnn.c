@@ -20,7 +20,9 @@
 #include "graph/ir.h"
 #include "onnx/writer.h"
 
-enum { T = 7, B = 3, IN = 10, H = 16 };
+/* H = 80: two full chunks of 32 units and a partial one, split over several blocks per
+ * sequence */
+enum { T = 7, B = 3, IN = 10, H = 80 };
 
 typedef struct rnn_case {
     const char *op;
@@ -46,7 +48,8 @@ static void build_model(const rnn_case *c, uint64_t seed, void **bytes, size_t *
     float *w = malloc(nw * sizeof(float)), *r = malloc(nr * sizeof(float));
     float bias[2 * 2 * 4 * H], peep[2 * 3 * H];
     gpu_fill_random(w, nw, seed, -0.4f, 0.4f);
-    gpu_fill_random(r, nr, seed + 1, -0.25f, 0.25f);
+    /* R scaled by sqrt(16 / H): the recurrent pre-activations as large as with 16 units */
+    gpu_fill_random(r, nr, seed + 1, -0.25f * sqrtf(16.0f / H), 0.25f * sqrtf(16.0f / H));
     gpu_fill_random(bias, (size_t)(D * 2 * G * H), seed + 2, -0.3f, 0.3f);
     gpu_fill_random(peep, (size_t)(D * 3 * H), seed + 3, -0.5f, 0.5f);
     ir_tensor *in[8] = {th_named(g, "X", TCI_DTYPE_FLOAT, 3, xd, NULL),
