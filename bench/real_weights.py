@@ -561,6 +561,10 @@ def main(argv=None):
             shutil.copyfile(path, dst)
             print("%-40s %9d bytes" % (dst, os.path.getsize(dst)))
         return 0
+    if importlib.util.find_spec("PIL") is None:
+        print("real_weights: Pillow is not installed in %s (tests/requirements.txt pins it): "
+              "it renders the OCR pages" % sys.executable, file=sys.stderr)
+        return 2
     if args.library:
         os.environ["TCINFER_LIBRARY"] = args.library
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
