@@ -139,14 +139,15 @@ def det_boxes(prob):
     dil[1:, 1:] |= mask[:-1, :-1]
     boxes = []
     for y0, x0, y1, x1 in _components(dil):
-        bw, bh = x1 - x0, y1 - y0
+        # sizes between the outer pixels' centres, as PP-OCR measures OpenCV's contour points
+        bw, bh = x1 - 1 - x0, y1 - 1 - y0
         if min(bw, bh) < MIN_SIZE or float(prob[y0:y1, x0:x1].mean()) < BOX_THRESH:
             continue
         d = bw * bh * UNCLIP_RATIO / (2.0 * (bw + bh))
         if min(bw, bh) + 2 * d < MIN_SIZE + 2:
             continue
         boxes.append((max(0, int(round(x0 - d))), max(0, int(round(y0 - d))),
-                      min(w, int(round(x1 + d))), min(h, int(round(y1 + d)))))
+                      min(w, int(round(x1 - 1 + d))), min(h, int(round(y1 - 1 + d)))))
     return sorted(boxes, key=lambda b: (b[1] // 10, b[0]))
 
 
