@@ -12,7 +12,7 @@ tcinfer (the fp32 CPU reference, or with --backend gpu the tensor-core engine in
   Pillow on pages; detection -> probability map -> boxes -> crops -> direction class (rotated
   back when 180) -> recognition -> CTC greedy decoding -> text. Compared: each model's output
   on the same input (relative L2 against onnxruntime, and for detection, whose last op is a
-  Sigmoid on logits down to -50 where onnxruntime's own sigmoid is 1.9e-3 off, against
+  Sigmoid on logits down to -50 where onnxruntime's own sigmoid is the larger error, against
   onnxruntime's logits through a float64 sigmoid), and the answers: the same boxes (IoU >= 0.9
   each), the same direction classes, the same text (exact string); onnxruntime's own reading of
   the rendered text (character accuracy).
@@ -568,9 +568,15 @@ def main(argv=None):
             shutil.copyfile(path, dst)
             print("%-40s %9d bytes" % (dst, os.path.getsize(dst)))
         return 0
-    if importlib.util.find_spec("PIL") is None:
-        print("real_weights: Pillow is not installed in %s (tests/requirements.txt pins it): "
-              "it renders the OCR pages" % sys.executable, file=sys.stderr)
+    try:
+        import PIL
+        pil = PIL.__version__
+    except ImportError:
+        pil = None
+    if not pil or tuple(int(v) for v in pil.split(".")[:2]) < (10, 1):
+        print("real_weights: %s has %s; the OCR pages are rendered with the built-in scalable font "
+              "of Pillow >= 10.1 (tests/requirements.txt pins it)"
+              % (sys.executable, "Pillow " + pil if pil else "no Pillow"), file=sys.stderr)
         return 2
     if args.library:
         os.environ["TCINFER_LIBRARY"] = args.library
