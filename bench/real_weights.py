@@ -203,18 +203,20 @@ class TcinferRunner:
     """tcinfer through its Python binding (python/tcinfer): one engine per model and input
     shape, built on first use, so the VAD loop runs chunk after chunk on one engine."""
 
-    def __init__(self, paths, backend, precision):
+    def __init__(self, paths, backend, precision, timing_cache=None):
         import tcinfer
         self.tcinfer, self.paths = tcinfer, paths
-        self.backend, self.precision = backend, precision
+        self.backend, self.precision, self.timing_cache = backend, precision, timing_cache
         self.name = "tcinfer %s" % ("cpu" if backend == "cpu" else "gpu " + precision)
+        self.errors = (tcinfer.TcinferError,)
         self.engines = {}
 
     def run(self, key, feeds):
         shapes = {n: list(v.shape) for n, v in feeds.items()}
         ident = (key, tuple((n, tuple(s)) for n, s in sorted(shapes.items())))
         if ident not in self.engines:
-            kw = {} if self.backend == "cpu" else {"precision": self.precision}
+            kw = {} if self.backend == "cpu" else {"precision": self.precision,
+                                                   "timing_cache": self.timing_cache}
             self.engines[ident] = self.tcinfer.Engine(self.paths[key], backend=self.backend,
                                                       shapes=shapes, **kw)
         return self.engines[ident].run(feeds)
@@ -348,22 +350,28 @@ def ocr_task(ort_runner, runners, paths, seed, pages_n):
                                   det_rel_l2_fp64=rel_l2(ort_prob, prob64)),
               "backends": {}}
     for r in runners:
-        got = ocr_answers(r, paths, pages, labels)
-        models = {"det": {"rel_l2": rel_l2(got["det"], ref["det"]),
-                          "rel_l2_fp64": rel_l2(got["det"], prob64)}}
-        # cls and rec on onnxruntime's crops: the same input for both runtimes
-        for key in ("cls", "rec"):
-            if ref.get(key + "_in") is None:
-                continue
-            same_in = got.get(key + "_in") is not None and \
-                got[key + "_in"].shape == ref[key + "_in"].shape and \
-                np.array_equal(got[key + "_in"], ref[key + "_in"])
-            out = got[key + "_out"] if same_in else r.run(key, {"x": ref[key + "_in"]})[0]
-            models[key] = {"rel_l2": rel_l2(out, ref[key + "_out"])}
-        result["backends"][r.name] = {"models": models, "answers": ocr_compare(ref, got),
-                                      "texts": got["texts"]}
+        try:
+            result["backends"][r.name] = ocr_backend(r, paths, pages, labels, ref, prob64)
+        except r.errors as e:  # a build or run failure is this backend's answer
+            result["backends"][r.name] = {"error": str(e)}
     result["onnxruntime"]["texts"] = ref["texts"]
     return result
+
+
+def ocr_backend(r, paths, pages, labels, ref, prob64):
+    got = ocr_answers(r, paths, pages, labels)
+    models = {"det": {"rel_l2": rel_l2(got["det"], ref["det"]),
+                      "rel_l2_fp64": rel_l2(got["det"], prob64)}}
+    # cls and rec on onnxruntime's crops: the same input for both runtimes
+    for key in ("cls", "rec"):
+        if ref.get(key + "_in") is None:
+            continue
+        same_in = got.get(key + "_in") is not None and \
+            got[key + "_in"].shape == ref[key + "_in"].shape and \
+            np.array_equal(got[key + "_in"], ref[key + "_in"])
+        out = got[key + "_out"] if same_in else r.run(key, {"x": ref[key + "_in"]})[0]
+        models[key] = {"rel_l2": rel_l2(out, ref[key + "_out"])}
+    return {"models": models, "answers": ocr_compare(ref, got), "texts": got["texts"]}
 
 
 # ---------------------------------------------------------------- VAD
@@ -433,7 +441,11 @@ def vad_task(ort_runner, runners, seed):
                               "nearest_to_threshold": float(np.abs(ref - 0.5).min())},
               "backends": {}}
     for r in runners:
-        got = vad_probabilities(r, signal)
+        try:
+            got = vad_probabilities(r, signal)
+        except r.errors as e:
+            result["backends"][r.name] = {"error": str(e)}
+            continue
         flips = np.flatnonzero((got >= 0.5) != (ref >= 0.5))
         result["backends"][r.name] = {"max_abs": float(np.abs(got - ref).max()),
                                       "rel_l2": rel_l2(got, ref),
@@ -459,12 +471,17 @@ def checks(result, cpu):
             % (v["onnxruntime"]["speech_chunks"], v["chunks"]),
             0 < v["onnxruntime"]["speech_chunks"] < v["chunks"])]
     for name, b in o["backends"].items():
+        vb = v["backends"][name]
+        errors = ["%s: %s" % (task, x["error"]) for task, x in (("OCR", b), ("VAD", vb))
+                  if "error" in x]
+        if errors:
+            out += [("%s: %s" % (name, e), False) for e in errors]
+            continue
         a = b["answers"]
         out.append(("%s: OCR answers as onnxruntime's (%d/%d boxes at IoU >= %g, %d classes, "
                     "%d texts)%s" % (name, a["boxes"], a["ref_boxes"], BOX_IOU, a["same_classes"],
                                      a["same_texts"], "" if a["ok"] else ": " +
                                      "; ".join(a["differences"][:4])), a["ok"]))
-        vb = v["backends"][name]
         out.append(("%s: VAD decisions at 0.5 as onnxruntime's%s" % (
             name, "" if vb["ok"] else " (chunks %s differ)" % vb["decisions_differ"][:10]),
             vb["ok"]))
@@ -505,7 +522,11 @@ def report(result):
                 v["onnxruntime"]["nearest_to_threshold"]), ""]
     rows = []
     for name, b in o["backends"].items():
-        m, a, vb = b["models"], b["answers"], v["backends"][name]
+        vb = v["backends"][name]
+        if "error" in b or "error" in vb:
+            rows.append([name] + ["error"] * 8)
+            continue
+        m, a = b["models"], b["answers"]
         rows.append([name, "%.3g (float64: %.3g)" % (m["det"]["rel_l2"], m["det"]["rel_l2_fp64"]),
                      "%.3g" % m["cls"]["rel_l2"] if "cls" in m else "-",
                      "%.3g" % m["rec"]["rel_l2"] if "rec" in m else "-",
@@ -535,6 +556,8 @@ def parse_args(argv=None):
                    help="tcinfer's backend (default cpu: the fp32 reference)")
     p.add_argument("--precision", default="fp16",
                    help="GPU: comma-separated precisions, each a run (fp16, bf16, auto, tf32, fp32)")
+    p.add_argument("--timing-cache", metavar="FILE",
+                   help="GPU: the engines' shared timing cache (tcinfer --timing-cache)")
     p.add_argument("--library", metavar="PATH",
                    help="libtcinfer.so to load (default: $TCINFER_LIBRARY, then the binding's search)")
     p.add_argument("--pages", type=int, default=2, help="OCR pages of %d lines (default 2)"
@@ -546,8 +569,8 @@ def parse_args(argv=None):
     bad = [s for s in precisions if s not in ("fp16", "bf16", "auto", "tf32", "fp32")]
     if bad or not precisions:
         p.error("--precision: %s is not one of fp16, bf16, auto, tf32, fp32" % (bad or ["''"])[0])
-    if args.backend == "cpu" and args.precision != "fp16":
-        p.error("--precision is for --backend gpu (the CPU reference is fp32)")
+    if args.backend == "cpu" and (args.precision != "fp16" or args.timing_cache):
+        p.error("--precision and --timing-cache are for --backend gpu (the CPU reference is fp32)")
     if args.pages < 1:
         p.error("--pages must be at least 1")
     args.precisions = precisions
@@ -584,8 +607,8 @@ def main(argv=None):
     print("models: %s" % source, flush=True)
     ort_runner = OrtRunner(paths)
     backend = args.backend
-    runners = [TcinferRunner(paths, backend, p) for p in (["fp32"] if backend == "cpu"
-                                                          else args.precisions)]
+    runners = [TcinferRunner(paths, backend, p, args.timing_cache)
+               for p in (["fp32"] if backend == "cpu" else args.precisions)]
     result = {"models": {k: os.path.basename(p) for k, p in paths.items()},
               "wheels": WHEELS, "seed": args.seed, "backend": backend}
     result["ocr"] = ocr_task(ort_runner, runners, paths, args.seed, args.pages)

@@ -138,6 +138,52 @@ class VadTest(unittest.TestCase):
                                        e.inputs[0][0, -rw.VAD_CONTEXT:]))
 
 
+class Mean:
+    """A stand-in VAD model: the speech probability is the mean of the input."""
+    name, errors = "mean", (RuntimeError,)
+
+    def __init__(self, scale=1.0):
+        self.scale = scale
+
+    def run(self, key, feeds):
+        return [np.array([[self.scale * np.abs(feeds["input"]).mean() * 20]], np.float32),
+                feeds["state"]]
+
+
+class Failing(Mean):
+    name = "failing"
+
+    def run(self, key, feeds):
+        raise RuntimeError("no GPU here")
+
+
+class BackendErrorTest(unittest.TestCase):
+    def test_error_is_the_backends_answer(self):
+        r = rw.vad_task(Mean(), [Mean(1.001), Failing()], 0)
+        self.assertTrue(0 < r["onnxruntime"]["speech_chunks"] < r["chunks"])
+        self.assertEqual(r["backends"]["failing"], {"error": "no GPU here"})
+        self.assertLess(r["backends"]["mean"]["max_abs"], 1e-2)
+        ocr_ok = {"answers": {"boxes": 1, "ref_boxes": 1, "matched": 1, "min_iou": 1.0,
+                              "same_classes": 1, "same_texts": 1, "differences": [], "ok": True},
+                  "models": {"det": {"rel_l2": 1e-7, "rel_l2_fp64": 1e-7}}}
+        result = {"ocr": {"upside_down": 1, "lines": 1,
+                          "onnxruntime": {"char_accuracy": 1.0, "missed_lines": 0, "lines": 1,
+                                          "turned": 1, "det_rel_l2_fp64": 1e-8},
+                          "backends": {"mean": ocr_ok, "failing": {"error": "no GPU here"}}},
+                  "vad": r}
+        got = {c: ok for c, ok in rw.checks(result, cpu=False)}
+        self.assertFalse(got["failing: OCR: no GPU here"])
+        self.assertFalse(got["failing: VAD: no GPU here"])
+        # the stand-in's probabilities differ by 0.1 %: decisions only flip near 0.5
+        flips = r["backends"]["mean"]["decisions_differ"]
+        self.assertEqual(got["mean: VAD decisions at 0.5 as onnxruntime's" + (
+            "" if not flips else " (chunks %s differ)" % flips[:10])], not flips)
+        self.assertIn("| failing | error |", rw.report(dict(result, ocr=dict(
+            result["ocr"], pages=1, onnxruntime=dict(result["ocr"]["onnxruntime"], boxes=1,
+                                                     exact_lines=1,
+                                                     char_accuracy_without_spaces=1.0)))))
+
+
 class SetupTest(unittest.TestCase):
     def test_models_dir_checked(self):
         with tempfile.TemporaryDirectory() as d:
@@ -151,7 +197,8 @@ class SetupTest(unittest.TestCase):
 
     def test_arguments(self):
         for argv in (["--precision", "bf16"], ["--backend", "gpu", "--precision", "fp16,int8"],
-                     ["--backend", "gpu", "--precision", ""], ["--pages", "0"]):
+                     ["--backend", "gpu", "--precision", ""], ["--pages", "0"],
+                     ["--timing-cache", "t.cache"]):
             with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
                 rw.parse_args(argv)
         self.assertEqual(rw.parse_args(["--backend", "gpu", "--precision", "fp16,bf16,auto"])
