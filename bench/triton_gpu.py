@@ -7,7 +7,9 @@ instances and dynamic batching; then
    reference: relative L2 and top-1; and the CLI's own fp16 GPU engine);
    the same batch with its input and output in GPU memory (CUDA shared memory,
    bench/triton_cuda_shm.py) against the request-body answer;
-2. a malformed request (wrong shape) answered with tcinfer's error, the server serving on;
+   the same batch over HTTP against the gRPC answer;
+2. malformed requests (wrong shape, wrong dtype, a missing input, an unknown output) each
+   answered with its error, the server serving on;
 3. load: bench/triton_load.py at the given concurrencies (batch-1 requests);
 4. the CLI's --bench at batch 1 and at the largest concurrency, for the engine's own time.
 
@@ -34,6 +36,7 @@ import sys
 import numpy as np
 import onnx
 import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serving", "triton"))
@@ -163,17 +166,39 @@ def main():
             print(json.dumps(triton_cuda_shm.check(client, grpcclient, name, in_name, in_dims,
                                                    out_name, out_dims, got, x)), flush=True)
 
-        # 2. a wrong shape: tcinfer's error, and the server serves on
-        bad = grpcclient.InferInput(in_name, [1] + in_dims[:-1] + [in_dims[-1] + 1], "FP32")
-        bad.set_data_from_numpy(np.zeros([1] + in_dims[:-1] + [in_dims[-1] + 1], np.float32))
-        try:
-            client.infer(name, [bad])
-            err = None
-        except Exception as e:
-            err = str(e)
-        again = client.infer(name, [inp]).as_numpy(out_name)
-        print(json.dumps({"check": "wrong shape", "error": err,
-                          "serves_on": bool(np.array_equal(again, got))}), flush=True)
+        # the same batch over HTTP
+        http = httpclient.InferenceServerClient(server.http_url)
+        hin = httpclient.InferInput(in_name, list(x.shape), "FP32")
+        hin.set_data_from_numpy(x)
+        over_http = http.infer(name, [hin]).as_numpy(out_name)
+        print(json.dumps({"check": "http", "batch": int(x.shape[0]),
+                          "vs_grpc_rel_l2": rel_l2(over_http, got)}), flush=True)
+
+        # 2. malformed requests (a wrong shape over gRPC; a wrong dtype, a missing input and an
+        # unknown output over HTTP): each answered with its error, the server serving on
+        wrong = [1] + in_dims[:-1] + [in_dims[-1] + 1]
+        bad_shape = grpcclient.InferInput(in_name, wrong, "FP32")
+        bad_shape.set_data_from_numpy(np.zeros(wrong, np.float32))
+        bad_dtype = httpclient.InferInput(in_name, list(x.shape), "FP64")
+        bad_dtype.set_data_from_numpy(x.astype(np.float64))
+        bad_name = httpclient.InferInput(in_name + "_missing", list(x.shape), "FP32")
+        bad_name.set_data_from_numpy(x)
+        malformed = {
+            "wrong shape": lambda: client.infer(name, [bad_shape]),
+            "wrong dtype": lambda: http.infer(name, [bad_dtype]),
+            "missing input": lambda: http.infer(name, [bad_name]),
+            "unknown output": lambda: http.infer(
+                name, [hin], outputs=[httpclient.InferRequestedOutput("no_such_output")]),
+        }
+        for what, call in malformed.items():
+            try:
+                call()
+                err = None
+            except Exception as e:
+                err = str(e)
+            again = client.infer(name, [inp]).as_numpy(out_name)
+            print(json.dumps({"check": what, "error": err,
+                              "serves_on": bool(np.array_equal(again, got))}), flush=True)
 
         # 3. load
         r = run([sys.executable, os.path.join(HERE, "triton_load.py"), "--url", url,
