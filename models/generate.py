@@ -556,6 +556,101 @@ def gpt2_block():
                    "Where(keep, 0, -inf), the softmax's IsNaN guard), opset 17, symbolic batch "
                    "and sequence.")
 
+def norm(b, x, width):
+    """LayerNormalization over the last dim (width) with a generated scale and shift."""
+    gamma = b.const((1.0 + 0.1 * b.rng.standard_normal(width)).astype(np.float32), "ln_g")
+    beta = b.const((0.1 * b.rng.standard_normal(width)).astype(np.float32), "ln_b")
+    return b.node("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-5)
+
+
+def rows_linear(b, x, n, s, din, dout, gain=1.0):
+    """A Linear on [N, S, din] through its rows (GPT-2's Conv1D, the dynamo exporter's linear):
+    Reshape [-1, din], Gemm, Reshape [N, S, dout] with the shape from Shape(x)."""
+    y = b.gemm(b.node("Reshape", [x, b.ints([-1, din])]), din, dout, gain)
+    return b.node("Reshape", [y, b.node("Concat", [n, s, b.ints([dout])], axis=0)])
+
+
+def gelu_tanh_hf(b, x):
+    """transformers' NewGELUActivation (GPT-2's gelu_new) as torch.onnx writes it:
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))), (0.5 x) times the sum."""
+    cube = b.node("Pow", [x, b.scalar(3.0, "three")])
+    inner = b.node("Add", [x, b.node("Mul", [cube, b.scalar(0.044715, "kappa")])])
+    t = b.node("Tanh", [b.node("Mul", [inner, b.scalar(math.sqrt(2.0 / math.pi), "beta")])])
+    return b.node("Mul", [b.node("Mul", [x, b.scalar(0.5, "half")]),
+                          b.node("Add", [t, b.scalar(1.0, "one")])])
+
+
+def gelu_tanh_torch(b, x):
+    """torch's gelu(approximate="tanh") as its opset-9 symbolic expands it: x * (x * x), the
+    constants first, 0.5 * (x * (1 + tanh(...)))."""
+    cube = b.node("Mul", [x, b.node("Mul", [x, x])])
+    inner = b.node("Add", [x, b.node("Mul", [b.scalar(0.044715, "kappa"), cube])])
+    t = b.node("Tanh", [b.node("Mul", [b.scalar(math.sqrt(2.0 / math.pi), "beta"), inner])])
+    return b.node("Mul", [b.scalar(0.5, "half"),
+                          b.node("Mul", [x, b.node("Add", [b.scalar(1.0, "one"), t])])])
+
+
+def gpt2_layers():
+    """Two whole GPT-2 layers (pre-LN): c_attn, c_proj, c_fc and the MLP's c_proj as Conv1D
+    (Reshape, Gemm, Reshape), the residuals added after the Reshape, the MLP's tanh Gelu
+    expanded (transformers' NewGELUActivation in the first layer, torch's own expansion in the
+    second)."""
+    b = Builder(15)
+    keep = hf_keep_mask(b, "input", causal=True)
+    h = "input"
+    for gelu in (gelu_tanh_hf, gelu_tanh_torch):
+        n, s = dims_of(b, h, [0, 1])
+        qkv = rows_linear(b, norm(b, h, ATT_MODEL), n, s, ATT_MODEL, 3 * HF_E)
+        parts = b.node("Split", [qkv, b.ints([HF_E] * 3, "split")], outputs=3, axis=2)
+        heads = [b.node("Reshape", [p, b.node("Concat", [n, s, b.ints([HF_HEADS, HF_DH])],
+                                               axis=0)]) for p in parts]
+        q = b.node("Transpose", [heads[0]], perm=[0, 2, 1, 3])
+        kt = b.node("Transpose", [heads[1]], perm=[0, 2, 3, 1])
+        v = b.node("Transpose", [heads[2]], perm=[0, 2, 1, 3])
+        ctx = hf_attention(b, q, kt, v, keep, float("-inf"), True)
+        ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
+                                 b.node("Concat", [n, s, b.ints([HF_E])], axis=0)])
+        h = b.node("Add", [h, rows_linear(b, ctx, n, s, HF_E, ATT_MODEL)])
+        f = gelu(b, rows_linear(b, norm(b, h, ATT_MODEL), n, s, ATT_MODEL, 4 * ATT_MODEL))
+        h = b.node("Add", [h, rows_linear(b, f, n, s, 4 * ATT_MODEL, ATT_MODEL)])
+    b.node("Identity", [norm(b, h, ATT_MODEL)], name="hidden")
+    return b.model("gpt2_layers",
+                   [tensor("input", ["N", "S", ATT_MODEL]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", ATT_MODEL])], 17,
+                   "Two GPT-2 layers as transformers exports them (Conv1D as Reshape, Gemm, "
+                   "Reshape; residuals after the Reshape; the tanh Gelu expanded, Pow(x, 3) "
+                   "in the first layer, x * (x * x) in the second), opset 17, symbolic batch "
+                   "and sequence.")
+
+
+def vit_layers():
+    """Two pre-LN ViT encoder layers as the dynamo exporter writes a Linear on [N, S, E]
+    (Reshape, Gemm, Reshape): separate q, k, v projections, unmasked attention of 2 heads x 64,
+    the residual Adds after the output projections' Reshapes, the MLP's erf Gelu expanded (Div,
+    Erf, Add, Mul, Mul) after its Reshape."""
+    b = Builder(16)
+    h = "input"
+    for _ in range(2):
+        n, s = dims_of(b, h, [0, 1])
+        x = norm(b, h, ATT_MODEL)
+        q, k, v = [split_heads(b, rows_linear(b, x, n, s, ATT_MODEL, HF_E), HF_HEADS, HF_DH,
+                               perm) for perm in ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3])]
+        scores = b.node("Div", [b.node("MatMul", [q, k]), b.scalar(math.sqrt(HF_DH))])
+        ctx = b.node("MatMul", [b.node("Softmax", [scores], axis=-1), v])
+        ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
+                                 b.ints([0, 0, -1])])
+        h = b.node("Add", [h, rows_linear(b, ctx, n, s, HF_E, ATT_MODEL)])
+        f = gelu_erf(b, rows_linear(b, norm(b, h, ATT_MODEL), n, s, ATT_MODEL, 4 * ATT_MODEL))
+        h = b.node("Add", [rows_linear(b, f, n, s, 4 * ATT_MODEL, ATT_MODEL), h])
+    b.node("Identity", [norm(b, h, ATT_MODEL)], name="hidden")
+    return b.model("vit_layers", [tensor("input", ["N", "S", ATT_MODEL])],
+                   [tensor("hidden_out", ["N", "S", ATT_MODEL])], 17,
+                   "Two pre-LN ViT encoder layers with the dynamo exporter's Linear (Reshape, "
+                   "Gemm, Reshape; residuals after the Reshape) and the erf Gelu expanded, "
+                   "opset 17, symbolic batch and sequence.")
+
+
 def segmentation_decoder():
     b = Builder(6)
     e1 = b.node("Relu", [b.bn(b.conv("input", 3, 16, 3), 16)])               # 16 x 64 x 64
@@ -757,6 +852,8 @@ MODELS = {
     "packed_attention_block": packed_attention_block,
     "bert_block": bert_block,
     "gpt2_block": gpt2_block,
+    "gpt2_layers": gpt2_layers,
+    "vit_layers": vit_layers,
     "segmentation_decoder": segmentation_decoder,
     "dense_concat": dense_concat,
     "crnn": crnn,

@@ -24,7 +24,8 @@ tci_status pass_optimize(ir_graph *graph);
 
 /* For the GPU engine, after pass_optimize: the attention subgraphs (pass_fuse_attention), then
  * folds each BatchNormalization that follows a Conv into new weights and bias, and records which
- * following nodes (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul) each
+ * following nodes (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul, the
+ * erf and tanh Gelus as exporters expand them, a GEMM result's Reshape that keeps its rows) each
  * node's step computes as its epilogue, as the ops' descriptors allow (OP_FOLDS_BATCHNORM,
  * OP_EPILOGUE_*), and the residual Add before each OP_PROLOGUE_RESIDUAL node
  * (LayerNormalization). The fused nodes stay in the graph, marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running

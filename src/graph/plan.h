@@ -36,7 +36,7 @@ tci_dtype plan_half_dtype(const plan_options *options);
 /* Lowers an optimised graph (pass_optimize done; every dim of every tensor known; for the GPU,
  * pass_fuse_for_gpu and pass_assign_layouts done) to a plan.
  * An op without a GPU path is an error naming the node; so is a shape that depends on runtime
- * values. */
+ * values. Steps whose results no later step and no engine output reads are dropped. */
 tci_status plan_build(const ir_graph *graph, const plan_options *options, plan **out_plan);
 void plan_destroy(plan *p);
 

@@ -30,6 +30,8 @@ MODELS = [
     "packed_attention_block",
     "bert_block",
     "gpt2_block",
+    "gpt2_layers",
+    "vit_layers",
     "segmentation_decoder",
     "dense_concat",
     "crnn",

@@ -1196,6 +1196,45 @@ class CliTest(unittest.TestCase):
         self.assertFalse([f for f in fused if f.startswith(("Gelu", "Div+Erf"))], out)
         self.assertEqual([f for f in fused if f.startswith("Add")], ["Add+Sqrt", "Add"], out)
 
+    def test_plan_transformer_layers(self):
+        """The GPU plans of the generated GPT-2 and ViT layers (no GPU needed): each Gemm
+        followed by a Reshape of its rows takes the residual Add after it (the output
+        projection, FC2) and the MLP's expanded Gelu (tanh form: Pow(x, 3) in GPT-2's first
+        layer, x * (x * x) in its second; erf form in ViT's) into its epilogue; no element-wise
+        step is left for a Gelu or a residual Add, nor for mask nodes the attention does not
+        read."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.plan_transformer_layers)")
+        cases = {
+            # the mask's Cast (the And with the causal constant and the Expand are unread: the
+            # attention reads the padding and takes the causal flag), 5 LayerNorms, 2 x (4
+            # GEMMs, attention)
+            "gpt2_layers": (16, {"Gemm+Reshape+Add": 4,
+                                 "Gemm+Reshape+Pow+Mul+Add+Mul+Tanh+Mul+Add+Mul": 1,
+                                 "Gemm+Reshape+Mul+Mul+Mul+Add+Mul+Tanh+Add+Mul+Mul": 1}),
+            # 5 LayerNorms, 2 x (6 GEMMs, attention)
+            "vit_layers": (19, {"Gemm+Reshape+Add": 4, "Gemm+Reshape+Div+Erf+Add+Mul+Mul": 2}),
+        }
+        for name, (count, labels) in cases.items():
+            with self.subTest(model=name):
+                shapes = ["--shape", "input:2x16x128"]
+                if name == "gpt2_layers":
+                    shapes += ["--shape", "mask:2x16"]
+                rc, out, err = run("--plan", *shapes, os.path.join(MODELS_DIR, name + ".onnx"))
+                self.assertEqual(rc, 0, err)
+                self.assertIn(f"GPU plan: {count} steps", out)
+                steps = out[out.index("step  node"):].splitlines()[1:]
+                fused = [line.split()[2] for line in steps]
+                for label, n in labels.items():
+                    self.assertEqual(fused.count(label), n, out)
+                gelu = [f for f in fused if "Tanh" in f or "Erf" in f]
+                self.assertEqual(len(gelu), 2, out)
+                self.assertTrue(all(f.startswith("Gemm+Reshape+") for f in gelu), out)
+                left = [f for f in fused if f.startswith(("Add", "Mul", "Pow", "Div", "Tanh",
+                                                          "Reshape")) and "Softmax" not in f]
+                self.assertFalse(left, out)
+                self.assertFalse([f for f in fused if f in ("And", "Expand")], out)
+
     def test_report_generated_models(self):
         """--report on the CPU backend for every generated model: well-formed, self-contained,
         finite, and every ONNX node of the model named in the layer table."""

@@ -1,8 +1,10 @@
 /* The GPU fusion passes: the attention subgraphs first (attention.c), BatchNormalization folded
  * into the Conv before it, the epilogues (residual Add, a Linear layer's bias, activations,
- * SiLU's Sigmoid+Mul) that a step computes on its accumulator before the one rounding to 16 bits,
+ * SiLU's Sigmoid+Mul, the expanded erf and tanh Gelus, through a Reshape of a GEMM's rows) that a
+ * step computes on its accumulator before the one rounding to 16 bits,
  * and the residual Add before a LayerNormalization, which its step adds itself. Decisions are recorded in the IR
  * (ir_node.epilogue, ir_node.fused_into); what each op can fuse comes from its descriptor. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +115,131 @@ static bool erf_gelu_chain(const fuse_ctx *c, const ir_node *n, float *divisor,
     return true;
 }
 
+/* |v - want| within a few fp32 roundings of want: a constant an exporter may have computed in
+ * double and rounded, or written with fewer digits (0.7978845608 for sqrt(2 / pi)). */
+static bool near_value(float v, float want) {
+    return fabsf(v - want) <= 1e-6f * fabsf(want);
+}
+
+/* n = op(t, constant scalar near want), either side, n not yet fused. */
+static bool with_near_scalar(const ir_node *n, binary_op op, const ir_tensor *t, float want) {
+    float v;
+    if (!n || !is_binary(n, op) || n->epilogue) return false;
+    int other = n->inputs[0] == t ? 1 : n->inputs[1] == t ? 0 : -1;
+    return other >= 0 && float_scalar(n->inputs[other], &v) && near_value(v, want);
+}
+
+/* t read by one node alone (not a graph output), float: an intermediate a fused chain owns. */
+static bool private_float(const fuse_ctx *c, const ir_tensor *t) {
+    return t && !t->data && t->dtype == TCI_DTYPE_FLOAT && c->consumers[t->index] == 1 &&
+           !t->is_graph_output;
+}
+
+/* n's other operand when n is the binary op with t as one operand, else NULL. */
+static ir_tensor *other_operand(const ir_node *n, binary_op op, const ir_tensor *t) {
+    if (!n || !is_binary(n, op) || n->epilogue) return NULL;
+    return n->inputs[0] == t ? n->inputs[1] : n->inputs[1] == t ? n->inputs[0] : NULL;
+}
+
+enum { TANH_GELU_MAX = 9 };
+
+/* A tanh-form Gelu, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as exporters expand it
+ * (Hugging Face's NewGELUActivation through torch.onnx; torch's own gelu(approximate="tanh")
+ * before opset 20): x^3 as Pow(x, 3) or x * (x * x), Mul 0.044715, Add x, Mul sqrt(2 / pi),
+ * Tanh, Add 1, then 0.5, x and that sum multiplied in any grouping. Every operand order, every
+ * constant within fp32 rounding, every intermediate read once, and x read by these nodes alone.
+ * The nodes in graph order (the last computes the result) into chain; their count, 0 if none. */
+static int tanh_gelu_chain(const fuse_ctx *c, const ir_tensor *x, ir_node **chain) {
+    if (!x || x->dtype != TCI_DTYPE_FLOAT || x->is_graph_output) return 0;
+    ir_node *th = NULL;
+    int count = 0;
+    /* the Tanh: the one node whose input leads back to x through Mul(beta, Add(x, ...)) */
+    for (size_t i = 0; !th && i < c->g->num_nodes; i++) {
+        ir_node *m = c->g->nodes[i];
+        bool is_act;
+        act_params a;
+        if (m->fused_into || m->epilogue || m->num_inputs != 1 ||
+            activation_of(m, &is_act, &a) != TCI_OK || !is_act || a.kind != ACT_TANH)
+            continue;
+        ir_tensor *s = m->inputs[0];
+        ir_node *scale = private_float(c, s) ? s->producer : NULL;
+        ir_tensor *inner = NULL;
+        for (int side = 0; scale && !inner && side < 2; side++) {
+            float v;
+            if (is_binary(scale, BINARY_MUL) && !scale->epilogue &&
+                float_scalar(scale->inputs[1 - side], &v) && near_value(v, 0.79788456080286536f))
+                inner = scale->inputs[side];
+        }
+        ir_node *add = private_float(c, inner) ? inner->producer : NULL;
+        ir_tensor *k = other_operand(add, BINARY_ADD, x);
+        ir_node *kmul = private_float(c, k) ? k->producer : NULL;
+        ir_tensor *cube = NULL;
+        for (int side = 0; kmul && !cube && side < 2; side++) {
+            float v;
+            if (is_binary(kmul, BINARY_MUL) && !kmul->epilogue &&
+                float_scalar(kmul->inputs[1 - side], &v) && near_value(v, 0.044715f))
+                cube = kmul->inputs[side];
+        }
+        ir_node *p3 = private_float(c, cube) ? cube->producer : NULL;
+        if (!p3) continue;
+        count = 0;
+        if (with_near_scalar(p3, BINARY_POW, x, 3.0f) && p3->inputs[0] == x) {
+            chain[count++] = p3;
+        } else {
+            ir_tensor *sq = other_operand(p3, BINARY_MUL, x);
+            ir_node *p2 = private_float(c, sq) ? sq->producer : NULL;
+            if (!p2 || !is_binary(p2, BINARY_MUL) || p2->epilogue || p2->inputs[0] != x ||
+                p2->inputs[1] != x)
+                continue;
+            chain[count++] = p2;
+            chain[count++] = p3;
+        }
+        chain[count++] = kmul;
+        chain[count++] = add;
+        chain[count++] = scale;
+        chain[count++] = th = m;
+    }
+    if (!th) return 0;
+    /* 1 + tanh, then 0.5 x (1 + tanh) as (0.5 x) p, (x p) 0.5 or x (0.5 p), any operand order */
+    ir_node *one = private_float(c, th->outputs[0]) ? single_consumer(c, th->outputs[0]) : NULL;
+    if (!with_near_scalar(one, BINARY_ADD, th->outputs[0], 1.0f)) return 0;
+    chain[count++] = one;
+    const ir_tensor *p = one->outputs[0];
+    ir_node *m1 = private_float(c, p) ? single_consumer(c, p) : NULL;
+    ir_tensor *o = other_operand(m1, BINARY_MUL, p);
+    if (!o) return 0;
+    float v;
+    ir_node *last = NULL, *half = NULL;
+    if (o == x || (float_scalar(o, &v) && near_value(v, 0.5f))) {
+        /* (x p) 0.5 or x (0.5 p) */
+        ir_node *m2 = private_float(c, m1->outputs[0]) ? single_consumer(c, m1->outputs[0]) : NULL;
+        ir_tensor *o2 = other_operand(m2, BINARY_MUL, m1->outputs[0]);
+        if (!o2 || (o == x ? !(float_scalar(o2, &v) && near_value(v, 0.5f)) : o2 != x)) return 0;
+        chain[count++] = m1;
+        last = m2;
+    } else {
+        /* (0.5 x) p */
+        half = private_float(c, o) ? o->producer : NULL;
+        if (!with_near_scalar(half, BINARY_MUL, x, 0.5f)) return 0;
+        chain[count++] = half;
+        last = m1;
+    }
+    if (last->outputs[0]->dtype != TCI_DTYPE_FLOAT) return 0;
+    chain[count++] = last;
+    /* x read by the chain alone: the step need not write it */
+    int reads = 0;
+    for (int i = 0; i < count; i++)
+        for (int k = 0; k < chain[i]->num_inputs; k++) reads += chain[i]->inputs[k] == x;
+    if (reads != c->consumers[x->index]) return 0;
+    for (int i = 1; i < count; i++) /* graph order: insertion sort of at most 9 */
+        for (int j = i; j > 0 && chain[j - 1]->index > chain[j]->index; j--) {
+            ir_node *t = chain[j];
+            chain[j] = chain[j - 1];
+            chain[j - 1] = t;
+        }
+    return chain[count - 1] == last ? count : 0;
+}
+
 /* The epilogue being built for one node. */
 typedef struct building {
     ir_epilogue e;
@@ -169,6 +296,50 @@ static bool fuse_erf_gelu_after(const fuse_ctx *c, ir_node *n, building *b) {
     absorb(b, n, div, "+Div+Erf+Add+Mul+Mul (Gelu)");
     for (int i = 0; i < 4; i++) absorb(b, n, chain[i], "");
     return true;
+}
+
+/* The tanh-expanded Gelu of what the step computes so far (tanh_gelu_chain): the step applies
+ * GeluTanh to it. */
+static bool fuse_tanh_gelu_after(const fuse_ctx *c, ir_node *n, building *b) {
+    ir_node *chain[TANH_GELU_MAX];
+    int count = tanh_gelu_chain(c, b->e.output, chain);
+    if (!count) return false;
+    char part[160] = "";
+    for (int i = 0; i < count; i++) {
+        strncat(part, "+", sizeof part - strlen(part) - 1);
+        strncat(part, chain[i]->op_type, sizeof part - strlen(part) - 1);
+    }
+    strncat(part, " (GeluTanh)", sizeof part - strlen(part) - 1);
+    b->e.act = (act_params){ACT_GELU_TANH, 0.0f, 0.0f};
+    for (int i = 0; i < count; i++) absorb(b, n, chain[i], i ? "" : part);
+    return true;
+}
+
+/* A GEMM's result [M, N] reshaped with its last dim kept (leading dims split or merged: a
+ * Reshape, Flatten, Squeeze or Unsqueeze of the same row-major bytes), read by that node alone:
+ * the step goes on fusing after it (residual, activation) and writes the reshaped tensor. The
+ * node absorbed, else NULL. */
+static ir_node *fuse_reshape_view(const fuse_ctx *c, ir_node *n, building *b) {
+    const ir_tensor *out = b->e.output;
+    ir_node *next = single_consumer(c, out);
+    op_pattern pat;
+    memset(&pat, 0, sizeof pat);
+    if (!next || next->fused_into || next->epilogue || !next->desc || !next->desc->pattern ||
+        next->num_inputs < 1 || next->inputs[0] != out || next->num_outputs < 1)
+        return NULL;
+    next->desc->pattern(next, &pat);
+    const ir_tensor *y = next->outputs[0];
+    int64_t out_count, y_count;
+    if (pat.kind != OP_PATTERN_RESHAPE || !y || y->dtype != TCI_DTYPE_FLOAT ||
+        out->dtype != TCI_DTYPE_FLOAT || out->rank < 1 || y->rank < 1 ||
+        ir_count_elements(out->rank, out->dims, &out_count) != TCI_OK ||
+        ir_count_elements(y->rank, y->dims, &y_count) != TCI_OK || out_count < 0 ||
+        out_count != y_count || y->dims[y->rank - 1] != out->dims[out->rank - 1])
+        return NULL;
+    char part[64];
+    snprintf(part, sizeof part, "+%s", next->op_type);
+    absorb(b, n, next, part);
+    return next;
 }
 
 static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
@@ -330,6 +501,12 @@ static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
     if (b.e.output && !one_input) {
         if (f & OP_FOLDS_BATCHNORM) TRY_STATUS(fold_batchnorm(g, c, n, &b));
         if (f & OP_EPILOGUE_BIAS) fuse_bias(c, n, &b);
+        /* a GEMM (a residual epilogue, dense output) fuses on through a reshape of its rows;
+         * the reshape stays apart where nothing after it fuses */
+        building before = b;
+        ir_node *view = (f & OP_EPILOGUE_RESIDUAL) && !(f & OP_NHWC_OUTPUT)
+                            ? fuse_reshape_view(c, n, &b)
+                            : NULL;
         if (f & OP_EPILOGUE_RESIDUAL) fuse_residual(c, n, &b);
         ir_node *gelu[4];
         float divisor;
@@ -338,8 +515,13 @@ static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
             b.e.act = (act_params){ACT_GELU_OF_DIV, divisor, 0.0f};
             for (int i = 0; i < 4; i++) absorb(&b, n, gelu[i], i ? "" : "+Erf+Add+Mul+Mul (Gelu)");
         } else if ((f & OP_EPILOGUE_ACT) &&
-                   !((f & OP_EPILOGUE_SCALE) && fuse_erf_gelu_after(c, n, &b))) {
+                   !((f & OP_EPILOGUE_SCALE) && fuse_erf_gelu_after(c, n, &b)) &&
+                   !fuse_tanh_gelu_after(c, n, &b)) {
             TRY_STATUS(fuse_activation(c, n, &b));
+        }
+        if (view && b.e.output == view->outputs[0]) {
+            view->fused_into = NULL;
+            b = before;
         }
     }
     if (!b.any) return TCI_OK;

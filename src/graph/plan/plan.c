@@ -86,6 +86,38 @@ static tci_status lower_inputs(plan_builder *b) {
 
 static int root_of(const plan *p, int t) { return p->tensors[t].alias_of >= 0 ? p->tensors[t].alias_of : t; }
 
+/* Drops the steps whose results nothing reads: no step kept after them, no engine output. A
+ * fused step may read less than the nodes it fused did (the attention step reads a bool mask
+ * before its And with a causal constant and its Expand), leaving the nodes that built the rest
+ * without a reader. */
+static tci_status drop_unread_steps(plan *p) {
+    bool *live = calloc((size_t)p->num_tensors + 1, sizeof(bool));
+    bool *kept = calloc((size_t)p->num_steps + 1, sizeof(bool));
+    if (!live || !kept) {
+        free(live);
+        free(kept);
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning steps");
+    }
+    for (int i = 0; i < p->num_outputs; i++) live[root_of(p, p->output_tensors[i])] = true;
+    for (int s = p->num_steps - 1; s >= 0; s--) {
+        const plan_step *st = &p->steps[s];
+        kept[s] = st->num_outputs == 0;
+        for (int k = 0; k < st->num_outputs; k++)
+            if (st->outputs[k] >= 0 && live[root_of(p, st->outputs[k])]) kept[s] = true;
+        for (int k = 0; kept[s] && k < st->num_inputs; k++)
+            if (st->inputs[k] >= 0) live[root_of(p, st->inputs[k])] = true;
+    }
+    int n = 0;
+    for (int s = 0; s < p->num_steps; s++) {
+        if (kept[s]) p->steps[n++] = p->steps[s];
+        else if (p->steps[s].kind == PLAN_STEP_LAYOUT) p->num_layout_conversions--;
+    }
+    p->num_steps = n;
+    free(live);
+    free(kept);
+    return TCI_OK;
+}
+
 /* Lifetimes from the step order, then offsets from the memory planner. */
 static tci_status assign_memory(plan *p) {
     int n = p->num_tensors;
@@ -279,6 +311,7 @@ static tci_status build(plan_builder *b) {
         b->p->output_tensors[i] = idx;
         if (b->p->tensors[idx].output_index < 0) b->p->tensors[idx].output_index = (int)i;
     }
+    TRY_STATUS(drop_unread_steps(b->p));
     return assign_memory(b->p);
 }
 
