@@ -122,7 +122,9 @@ typedef enum tci_backend {
     TCI_BACKEND_GPU = 1, /* fp16 tensor-core executor (needs a CUDA GPU) */
 } tci_backend;
 
-/* Fixes the shape of one input, overriding the model's (symbolic) dims. */
+/* Fixes the shape of one input, overriding the model's (symbolic) dims. A GPU engine runs it
+ * and every smaller size of the dims the model left symbolic, and of the leading dim (see
+ * tci_context_run): give the largest batch and sequence length to run. */
 typedef struct tci_shape_override {
     const char *name;
     int rank;
