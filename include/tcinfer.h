@@ -122,7 +122,9 @@ typedef enum tci_backend {
     TCI_BACKEND_GPU = 1, /* fp16 tensor-core executor (needs a CUDA GPU) */
 } tci_backend;
 
-/* Fixes the shape of one input, overriding the model's (symbolic) dims. */
+/* Fixes the shape of one input, overriding the model's (symbolic) dims. A GPU engine runs it
+ * and every smaller size of the dims the model left symbolic, and of the leading dim (see
+ * tci_context_run): give the largest batch and sequence length to run. */
 typedef struct tci_shape_override {
     const char *name;
     int rank;
@@ -298,7 +300,8 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path);
  * (may be NULL) only no_cuda_graph, the log and the progress fields apply: shapes, precision, fp32 layers and
  * kernels come from the file, and setting them (or a timing cache, or calibration inputs) is
  * TCI_ERR_INVALID_ARGUMENT.
- * Smaller batches run as with any GPU engine. */
+ * Smaller batches run as with any GPU engine; the file keeps the built shapes only, so other
+ * dims than the leading one run as built. */
 tci_status tci_engine_load(const char *path, const tci_engine_options *options,
                            tci_engine **out_engine);
 
@@ -360,9 +363,13 @@ void tci_context_destroy(tci_context *context);
 
 /* Runs the network. inputs[i] is engine input i (same dtype; dims must match the fixed dims of
  * the engine's input and fill in its symbolic ones). Data is read during the call only.
- * GPU engines also run a smaller leading dim (batch) than they were built for, every other dim
- * as built: the first run at a new batch plans it (keeping the built weights and library
- * algorithms), later runs at that batch replay it. */
+ * GPU engines also run inputs smaller than they were built for in the leading dim (batch) and
+ * in every dim the model leaves symbolic (a sequence length; tci_engine_options.shapes fixes
+ * the largest), every other dim as built; a dim larger than built, or a fixed one that differs,
+ * is TCI_ERR_INVALID_ARGUMENT naming the input and axis. The first run at new input shapes
+ * plans them (keeping the built weights and library algorithms), later runs at those shapes
+ * replay them; a context keeps 16 such variants besides the built shapes, replacing the one
+ * used least recently past that. The outputs have the shapes of the run (tci_context_output). */
 tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs);
 
 /* Runs the network with the inputs bound by name, in any order: inputs[k] feeds the engine input

@@ -90,6 +90,8 @@ static tci_status run(tci_context *context, const tci_tensor *inputs, size_t num
 #if TCI_HAVE_CUDA
     if (context->gpu) {
         TRY_STATUS(exec_gpu_check_lost(context->gpu));
+        if (num_inputs == tci_engine_input_count(context->engine))
+            TRY_STATUS(api_check_run_shapes(context->engine, inputs, num_inputs));
         return exec_gpu_guard(context->gpu, exec_gpu_run(context->gpu, inputs, num_inputs));
     }
 #endif

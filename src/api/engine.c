@@ -76,10 +76,13 @@ static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **
     return plan_build(g, options, out_plan);
 }
 
-static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph **pristine) {
+/* dynamic: which dims the model leaves open, before the shapes fix them (api_dynamic_dims) */
+static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph **pristine,
+                        unsigned **dynamic) {
     if (options->num_shapes && !options->shapes)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "tci_engine_options.num_shapes is %zu but shapes is NULL",
                             options->num_shapes);
+    TRY_STATUS(api_dynamic_dims(g, dynamic));
     for (size_t i = 0; i < options->num_shapes; i++)
         TRY_STATUS(apply_shape_override(g, &options->shapes[i]));
 
@@ -117,70 +120,6 @@ static tci_status copy_strings(const char *const *src, char ***out) {
 }
 
 #if TCI_HAVE_CUDA
-/* The graph an engine's plan was built from, again: a copy of the pristine graph at the built
- * plan's input dims, optimised and fused for the GPU (what a batch variant must plan like). */
-static tci_status built_graph(const tci_engine *e, const plan *built, ir_graph **out) {
-    ir_graph *ref = NULL;
-    tci_status st = ir_graph_clone(e->pristine, &ref);
-    for (int i = 0; st == TCI_OK && i < built->num_inputs; i++) {
-        const plan_tensor *pt = &built->tensors[built->input_tensors[i]];
-        ir_tensor *t = ir_graph_find_tensor(ref, pt->name);
-        if (!t || !t->is_graph_input || t->rank < 1 || pt->rank < 1)
-            st = status_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy",
-                              pt->name);
-        else
-            t->dims[0] = pt->dims[0];
-    }
-    if (st == TCI_OK) st = pass_optimize(ref);
-    if (st == TCI_OK) st = pass_prepare_for_gpu(ref);
-    if (st != TCI_OK) {
-        ir_graph_destroy(ref);
-        ref = NULL;
-    }
-    *out = ref;
-    return st;
-}
-
-/* exec_gpu_replan_fn of a GPU engine (user: the tci_engine): a copy of the graph as it was before
- * the passes, with the inputs' leading dims set, optimised and planned like the built one (its
- * folds constrained by the built graph, built_graph). */
-static tci_status replan_batch(void *user, const plan *built, const int64_t *dim0,
-                               ir_graph **out_graph, plan **out_plan) {
-    const tci_engine *e = user;
-    *out_graph = NULL;
-    *out_plan = NULL;
-    ir_graph *g = NULL;
-    plan *p = NULL;
-    tci_status st = ir_graph_clone(e->pristine, &g);
-    for (int i = 0; st == TCI_OK && i < built->num_inputs; i++) {
-        const char *name = built->tensors[built->input_tensors[i]].name;
-        ir_tensor *t = ir_graph_find_tensor(g, name);
-        if (!t || !t->is_graph_input || t->rank < 1)
-            st = status_error(TCI_ERR_INTERNAL, "input '%s' is missing from the graph copy", name);
-        else
-            t->dims[0] = dim0[i];
-    }
-    if (st == TCI_OK) st = pass_optimize(g);
-    /* the dims of length 1 only at this batch, and the attention folds, as in the built graph:
-     * the same steps */
-    ir_graph *ref = NULL;
-    if (st == TCI_OK) st = built_graph(e, built, &ref);
-    if (st == TCI_OK) {
-        pass_mark_batch_dims(g, ref);
-        g->like = ref;
-        st = plan_for_gpu(g, &e->plan_options, &p);
-        g->like = NULL;
-    }
-    ir_graph_destroy(ref);
-    if (st != TCI_OK) {
-        ir_graph_destroy(g);
-        return st;
-    }
-    *out_graph = g;
-    *out_plan = p;
-    return TCI_OK;
-}
-
 /* Plans g and makes the plan real on the GPU (no planning where there is no GPU). */
 static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_options *options,
                              const char *choices) {
@@ -189,7 +128,7 @@ static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_option
     TRY_STATUS(plan_for_gpu(g, &e->plan_options, &built));
     return exec_gpu_guard(NULL, exec_gpu_engine_create(built, &e->plan_options, options->kernels,
                                                        options->timing_cache, choices,
-                                                       e->pristine ? replan_batch : NULL, e,
+                                                       e->pristine ? api_replan : NULL, e,
                                                        options->progress_fn,
                                                        options->progress_user, &e->gpu));
 }
@@ -269,10 +208,11 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
         if (!e) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
         else e->auto_error = -1;
     }
-    /* batches below the built one re-plan the graph as it was before the passes; the layer
-     * marking of mark_all_outputs is for comparisons at one shape and is not replayed */
-    bool keep_pristine = TCI_HAVE_CUDA && options->backend == TCI_BACKEND_GPU &&
-                         !options->plan_only && !options->mark_all_outputs;
+    /* shapes below the built one re-plan the graph as it was before the passes (api_replan; a
+     * plan_only engine keeps it too, so that its re-plans can be checked without a GPU); the
+     * layer marking of mark_all_outputs is for comparisons at one shape and is not replayed */
+    bool keep_pristine = options->backend == TCI_BACKEND_GPU && !options->mark_all_outputs &&
+                         (TCI_HAVE_CUDA || options->plan_only);
     if (st == TCI_OK && options->precision != TCI_PRECISION_FP16 &&
         options->precision != TCI_PRECISION_FP32 && options->precision != TCI_PRECISION_TF32 &&
         options->precision != TCI_PRECISION_BF16)
@@ -287,7 +227,8 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
         e->cpu_threads = options->cpu_threads;
         e->log = (api_log){options->log_fn, options->log_user, options->log_level};
     }
-    if (st == TCI_OK) st = build(g, options, keep_pristine ? &e->pristine : NULL);
+    if (st == TCI_OK)
+        st = build(g, options, keep_pristine ? &e->pristine : NULL, &e->dynamic_dims);
     if (st == TCI_OK) {
         e->graph = g;
         e->backend = options->backend;
@@ -654,6 +595,7 @@ void tci_engine_destroy(tci_engine *engine) {
 #endif
     plan_destroy(engine->plan_only);
     ir_graph_destroy(engine->pristine);
+    free(engine->dynamic_dims);
     for (char **s = engine->fp32_layers; s && *s; s++) free(*s);
     free(engine->fp32_layers);
     ir_graph_destroy(engine->graph);

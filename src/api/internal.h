@@ -26,8 +26,11 @@ struct tci_engine {
     tci_backend backend;
     bool use_cuda_graph;
     plan *plan_only; /* a GPU plan built without a device (tci_engine_options.plan_only) */
-    /* the GPU engine's graph before the passes, shapes as built: smaller batches re-plan a copy */
+    /* the GPU engine's graph before the passes, shapes as built: smaller shapes re-plan a copy
+     * (api_replan) */
     ir_graph *pristine;
+    /* by input: bit d set when dim d may run smaller than built (api_dynamic_dims) */
+    unsigned *dynamic_dims;
     char **fp32_layers;      /* NULL-terminated copy of tci_engine_options.fp32_layers */
     size_t num_auto_fp32;    /* of those, the last ones TCI_PRECISION_AUTO chose */
     double auto_error;       /* TCI_PRECISION_AUTO: the outputs' relative L2 error; else -1 */
@@ -81,6 +84,22 @@ tci_status api_read_options(const tci_engine_options *given, tci_engine_options 
  * an engine file's kernel choices, or NULL. TCI_PRECISION_AUTO goes to api_auto_create. */
 tci_status api_finish_create(ir_graph *g, const tci_engine_options *options, const char *choices,
                              tci_engine **out_engine);
+
+/* shapes.c: the shapes a GPU engine runs below the built ones. */
+/* By input of g (before tci_engine_options.shapes fixes its dims): bit d set where dim d may run
+ * smaller than built: the leading dim (the batch) and every dim the model leaves symbolic or
+ * unknown. *out (malloc'd) has g->num_inputs entries. */
+tci_status api_dynamic_dims(const ir_graph *g, unsigned **out);
+/* Whether a run's inputs (n, in engine order) fit the engine's built shapes: the same rank, every
+ * dim as built or, where e->dynamic_dims allows it, from 1 up to the built one. The error names the
+ * input, the axis, the size given and the sizes allowed. */
+tci_status api_check_run_shapes(const tci_engine *e, const tci_tensor *inputs, size_t n);
+/* An exec_gpu_replan_fn (user: the tci_engine, which keeps its pristine graph): a copy of the
+ * pristine graph with input i's dims set to dims[i * TCI_MAX_RANK ...], optimised, fused and
+ * planned like the built plan (the built graph constrains its folds: ir_graph.like). Needs no
+ * GPU. */
+tci_status api_replan(void *user, const plan *built, const int64_t *dims, ir_graph **out_graph,
+                      plan **out_plan);
 
 /* Formats and sends a message to log when its level is enabled. */
 void api_log_message(const api_log *log, tci_log_level level, const char *fmt, ...)

@@ -113,8 +113,8 @@ bool cli_is_folder(const char *path);
 void cli_print_info(const tci_engine *engine, const char *choices_from, json_value *json);
 /* Output t's report (print false: --quiet); with outputs (--json) as an element of it. */
 void cli_report_output(const tci_tensor *t, bool print, json_value *outputs);
-int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *inputs,
-                        size_t num_inputs, json_value *json);
+int cli_check_nonfinite(const cli_args *a, const tci_engine *engine, tci_context *ctx,
+                        const tci_tensor *inputs, size_t num_inputs, json_value *json);
 /* --compare: against the --baseline run, or the --reference files (one per output of engine) */
 int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_context *ctx,
                     const tci_tensor *inputs, size_t num_inputs, json_value *json);

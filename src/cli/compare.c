@@ -6,13 +6,23 @@
 
 #include "cli/cli.h"
 
-/* The engine options of the command line's arguments for the baseline (fp32, as --baseline). */
-static tci_status run_baseline(const cli_args *a, bool all_outputs, const tci_tensor *inputs,
-                               size_t num_inputs, tci_engine **out_engine,
-                               tci_context **out_context) {
+/* The engine options of the command line's arguments for the baseline (fp32, as --baseline),
+ * run on the inputs engine ran. Each --shape is the largest shape an engine runs, and a GPU
+ * engine also runs smaller ones; the baseline is built for the inputs' own shapes. */
+static tci_status run_baseline(const cli_args *a, const tci_engine *engine, bool all_outputs,
+                               const tci_tensor *inputs, size_t num_inputs,
+                               tci_engine **out_engine, tci_context **out_context) {
     tci_engine_options options;
     tci_engine_options_init(&options);
-    options.shapes = a->shapes;
+    tci_shape_override shapes[MAX_ITEMS];
+    for (int k = 0; k < a->num_shapes; k++) {
+        shapes[k] = a->shapes[k];
+        size_t i = 0;
+        if (tci_engine_input_index(engine, shapes[k].name, &i) == TCI_OK && i < num_inputs &&
+            inputs[i].rank == shapes[k].rank)
+            memcpy(shapes[k].dims, inputs[i].dims, sizeof shapes[k].dims);
+    }
+    options.shapes = shapes;
     options.num_shapes = (size_t)a->num_shapes;
     options.backend = a->baseline_gpu ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
     options.precision = TCI_PRECISION_FP32;
@@ -32,8 +42,8 @@ static tci_status run_baseline(const cli_args *a, bool all_outputs, const tci_te
 
 /* NaN or Inf in the outputs: where they first appeared and whether the fp32 reference has them
  * too. An fp16/bf16 overflow (the reference finite) is an error with the fix to try. */
-int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *inputs,
-                        size_t num_inputs, json_value *json) {
+int cli_check_nonfinite(const cli_args *a, const tci_engine *engine, tci_context *ctx,
+                        const tci_tensor *inputs, size_t num_inputs, json_value *json) {
     tci_nonfinite_report r;
     tci_nonfinite_report_init(&r);
     tci_status st = tci_context_nonfinite(ctx, &r);
@@ -64,7 +74,7 @@ int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *i
     tci_context *ref = NULL;
     tci_nonfinite_report rr;
     tci_nonfinite_report_init(&rr);
-    st = run_baseline(a, false, inputs, num_inputs, &ref_engine, &ref);
+    st = run_baseline(a, engine, false, inputs, num_inputs, &ref_engine, &ref);
     if (st == TCI_OK) st = tci_context_nonfinite(ref, &rr);
     tci_context_destroy(ref);
     tci_engine_destroy(ref_engine);
@@ -225,7 +235,8 @@ int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_conte
         n = tci_engine_output_count(engine);
         rc = cli_load_references(a, ctx, n, &files);
     } else {
-        tci_status st = run_baseline(a, a->compare_layers, inputs, num_inputs, &cpu, &base);
+        tci_status st =
+            run_baseline(a, engine, a->compare_layers, inputs, num_inputs, &cpu, &base);
         rc = st == TCI_OK ? 0 : cli_fail(st);
         n = rc == 0 ? tci_engine_output_count(cpu) : 0;
     }

@@ -241,7 +241,7 @@ static int run(const cli_args *a, const tci_engine *engine, json_value *json) {
     }
     /* an overflow fails the call, after --compare and the rest have reported */
     int nonfinite_rc =
-        rc == 0 && !a->compare_layers ? cli_check_nonfinite(a, ctx, inputs, num_inputs, json) : 0;
+        rc == 0 && !a->compare_layers ? cli_check_nonfinite(a, engine, ctx, inputs, num_inputs, json) : 0;
     if (rc == 0 && a->compare) rc = cli_run_compare(a, engine, ctx, inputs, num_inputs, json);
     if (rc == 0 && a->bench) rc = cli_run_bench(a, ctx, inputs, json);
     if (rc == 0 && a->profile) rc = cli_run_profile(a, ctx, json);

@@ -31,7 +31,8 @@ typedef struct cli_option {
 static const cli_option options[] = {
     {NULL, 0, NULL, "Inputs and outputs:"},
     {"shape", OPT_SHAPE, "NAME:DxDx...", "fix the shape of input NAME (symbolic dims such as the\n"
-                                         "batch); repeatable"},
+                                         "batch); repeatable. A GPU engine also runs inputs\n"
+                                         "smaller in those dims and the batch"},
     {"shapes", OPT_SHAPES, "A:DxD,B:DxD", "several shapes at once, as trtexec spells them"},
     {"random", OPT_RANDOM, "SEED", "feed seeded uniform [-1,1) random inputs instead of files"},
     {"output", 'o', "FILE", "write output 0 to FILE (.npy, or raw data for other extensions);\n"

@@ -37,10 +37,10 @@ typedef struct ir_tensor {
     size_t index;                            /* position in graph->tensors */
     plan_layout layout;                      /* on the GPU (pass_assign_layouts); constants are
                                                 uploaded in whatever layout a reader wants */
-    /* Bit d: dim d has length 1 here but not in the graph of the batch this one is a smaller
-     * variant of (a batch of 1 re-planned from an engine built for more): a Transpose that
-     * moves it is a copy there, and stays one here (pass_mark_batch_dims). */
-    unsigned batch_dims;
+    /* Bit d: dim d has length 1 here but not in the graph of the shape this one is a smaller
+     * variant of (a batch or sequence of 1 re-planned from an engine built for more): a
+     * Transpose that moves it is a copy there, and stays one here (pass_mark_variant_dims). */
+    unsigned variant_dims;
 } ir_tensor;
 
 /* Values follow ONNX's AttributeProto.AttributeType. */
@@ -183,8 +183,8 @@ typedef struct ir_graph {
     size_t num_opsets;
     int64_t ir_version;
     bool layouts_assigned;   /* pass_assign_layouts ran: what the planner needs */
-    /* A batch variant's: the same model optimised and fused for the GPU at the batch the
-     * engine was built for (src/api/engine.c); pass_fuse_attention folds here only the movement
+    /* A shape variant's: the same model optimised and fused for the GPU at the shapes the
+     * engine was built for (src/api/shapes.c); pass_fuse_attention folds here only the movement
      * nodes it folded there, so that the two plans have the same steps. NULL: none. */
     const struct ir_graph *like;
     ir_limits limits;        /* the defaults unless the loader was given others */

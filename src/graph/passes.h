@@ -44,10 +44,10 @@ tci_status pass_fuse_for_gpu(ir_graph *graph);
  * fused_into it. */
 tci_status pass_fuse_attention(ir_graph *graph);
 
-/* For a graph optimised at a smaller batch than ref (the same model, optimised at the batch an
- * engine was built for): sets ir_tensor.batch_dims on each tensor of graph whose same-named
- * tensor in ref has the same rank, for the dims of length 1 in graph that are longer in ref. */
-void pass_mark_batch_dims(ir_graph *graph, const ir_graph *ref);
+/* For a graph optimised at smaller input shapes than ref (the same model, optimised at the
+ * shapes an engine was built for: a batch or sequence variant): sets ir_tensor.variant_dims on
+ * each tensor of graph whose same-named tensor in ref has the same rank, for the dims of length 1 in graph that are longer in ref. */
+void pass_mark_variant_dims(ir_graph *graph, const ir_graph *ref);
 
 /* For the GPU engine, after pass_fuse_for_gpu: records in ir_tensor.layout the layout each
  * tensor a step computes is stored in, from the descriptors (src/layers/op.h): NHWC8 (4-D float

@@ -691,7 +691,7 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     bool in_order = true;
     for (int i = 0, d, last = -1; i < x->rank && in_order; i++) {
         d = p->perm ? (int)p->perm[i] : x->rank - 1 - i;
-        if (x->dims[d] == 1 && !(x->batch_dims >> d & 1)) continue; /* batch_dims: ir.h */
+        if (x->dims[d] == 1 && !(x->variant_dims >> d & 1)) continue; /* variant_dims: ir.h */
         in_order = d > last;
         last = d;
     }

@@ -185,7 +185,7 @@ END_TEST
 
 /* The packed-QKV attention model built for batch 3 runs batch 1 and batch 2: the attention
  * fusion folds its movement nodes at batch 1 further than at 3 unless the variant plans like the
- * built graph (ir_graph.like, ir_tensor.batch_dims), which the engine requires (same steps). */
+ * built graph (ir_graph.like, ir_tensor.variant_dims), which the engine requires (same steps). */
 START_TEST(test_smaller_batches_packed_attention) {
     enum { B = 3, S = 16, D = 128 };
     tci_shape_override shapes[] = {{"input", 3, {B, S, D}}, {"mask", 2, {B, S}}};

@@ -416,7 +416,7 @@ START_TEST(test_batch_variant_plans_like_built) {
             build_packed(&built, 2, 6, false);
         }
         ck_assert_tci_ok(pass_prepare_for_gpu(built.g));
-        pass_mark_batch_dims(variant.g, built.g);
+        pass_mark_variant_dims(variant.g, built.g);
         variant.g->like = built.g;
         ck_assert_tci_ok(pass_prepare_for_gpu(variant.g));
         variant.g->like = NULL;
@@ -468,14 +468,14 @@ START_TEST(test_unit_transpose_alias) {
     plan_destroy(p);
     ir_graph_destroy(g);
 
-    /* the length-1 dim marked as one only at this batch (ir_tensor.batch_dims): a copy */
+    /* the length-1 dim marked as one only at this batch (ir_tensor.variant_dims): a copy */
     ck_assert_tci_ok(ir_graph_create(&g));
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
     y = named(g, "y");
     transpose(g, "t", x, y, (const int64_t[]){1, 0, 2}, 3);
     th_graph_io(g, &x, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
-    x->batch_dims = 1u;
+    x->variant_dims = 1u;
     ck_assert_tci_ok(pass_prepare_for_gpu(g));
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     ck_assert_int_eq(p->num_steps, 1);

@@ -1,5 +1,6 @@
 /* A context runs an engine on its own stream and arena: input / output conversion, the steps
- * captured in a CUDA graph per batch size, device I/O, benchmarking and per-step profiling. */
+ * captured in a CUDA graph per set of input shapes (shape variants), device I/O, benchmarking
+ * and per-step profiling. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,17 @@ static tci_dtype host_dtype(const plan_tensor *t) {
                                                                           : t->dtype;
 }
 
+/* The built input shapes as a variant's key (shape_variant.dims), malloc'd; NULL when out of
+ * memory. */
+static int64_t *built_dims(const plan *p) {
+    int64_t *dims = calloc((size_t)p->num_inputs * TCI_MAX_RANK + 1, sizeof *dims);
+    for (int i = 0; dims && i < p->num_inputs; i++) {
+        const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
+        for (int d = 0; d < t->rank; d++) dims[(size_t)i * TCI_MAX_RANK + (size_t)d] = t->dims[d];
+    }
+    return dims;
+}
+
 tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
                                    exec_gpu_context **out_context) {
     *out_context = NULL;
@@ -31,13 +43,9 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *e, bool use_graph,
     c->variants = calloc(1, sizeof *c->variants);
     if (c->variants) {
         c->num_variants = 1;
-        c->variants[0].dim0 = calloc((size_t)p->num_inputs + 1, sizeof(int64_t));
-        for (int i = 0; c->variants[0].dim0 && i < p->num_inputs; i++) {
-            const plan_tensor *t = gpu_tensor_of(p, p->input_tensors[i]);
-            c->variants[0].dim0[i] = t->rank ? t->dims[0] : 1;
-        }
+        c->variants[0].dims = built_dims(p);
     }
-    if (!c->variants || !c->variants[0].dim0)
+    if (!c->variants || !c->variants[0].dims)
         st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating a GPU context");
     c->input_staging = calloc((size_t)p->num_inputs + 1, sizeof(void *));
     c->output_staging = calloc((size_t)p->num_outputs + 1, sizeof(void *));
@@ -118,23 +126,30 @@ tci_status exec_gpu_check_lost(const exec_gpu_context *c) {
     return status_error(TCI_ERR_DEVICE_LOST, "%s", c->lost_text);
 }
 
+static void drop_graph(shape_variant *v) {
+    if (v->captured) cudaGraphExecDestroy(v->graph);
+    v->captured = false;
+}
+
 static void drop_graphs(exec_gpu_context *c) {
-    for (int v = 0; v < c->num_variants; v++) {
-        if (c->variants[v].captured) cudaGraphExecDestroy(c->variants[v].graph);
-        c->variants[v].captured = false;
-    }
+    for (int v = 0; v < c->num_variants; v++) drop_graph(&c->variants[v]);
+}
+
+/* Everything a variant holds (its key, graph, I/O record and engine); the base's engine is the
+ * context's, not the variant's. */
+static void free_variant(shape_variant *v) {
+    drop_graph(v);
+    free(v->dims);
+    free(v->captured_io);
+    exec_gpu_engine_destroy(v->engine);
+    memset(v, 0, sizeof *v);
 }
 
 void exec_gpu_context_destroy(exec_gpu_context *c) {
     if (!c) return;
     const plan *p = c->base->plan;
     if (c->stream) cudaStreamSynchronize(c->stream);
-    if (c->variants) drop_graphs(c);
-    for (int v = 0; c->variants && v < c->num_variants; v++) {
-        free(c->variants[v].dim0);
-        free(c->variants[v].captured_io);
-        exec_gpu_engine_destroy(c->variants[v].engine);
-    }
+    for (int v = 0; c->variants && v < c->num_variants; v++) free_variant(&c->variants[v]);
     for (int i = 0; c->events && i < p->num_steps * 2 + 2; i++)
         if (c->events[i]) cudaEventDestroy(c->events[i]);
     for (int i = 0; c->input_staging && i < p->num_inputs; i++) cudaFree(c->input_staging[i]);
@@ -279,7 +294,7 @@ static tci_status enqueue_all(exec_gpu_context *c) {
 
 static tci_status launch(exec_gpu_context *c) {
     if (!c->use_graph) return enqueue_all(c);
-    batch_variant *v = &c->variants[c->current];
+    shape_variant *v = &c->variants[c->current];
     size_t io_bytes = (size_t)(c->base->plan->num_inputs + c->base->plan->num_outputs) *
                       sizeof(void *);
     if (v->captured && memcmp(v->captured_io, c->device_io, io_bytes) != 0) {
@@ -335,33 +350,58 @@ static tci_status grow(exec_gpu_context *c, void **buffer, size_t *bytes, size_t
     return TCI_OK;
 }
 
-/* Makes the variant for the inputs' leading dims current, planning it on first use, and grows
- * the arena and the library workspace when it needs more. */
-static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
+/* The slot for a new variant: a new one while fewer than EXEC_GPU_MAX_VARIANTS are kept, else
+ * that of the variant used least recently (never the base), freed once the stream has passed
+ * its last run. */
+static tci_status variant_slot(exec_gpu_context *c, int *out) {
+    if (c->num_variants <= EXEC_GPU_MAX_VARIANTS) {
+        shape_variant *grown = realloc(c->variants, (size_t)(c->num_variants + 1) * sizeof *grown);
+        if (!grown) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        c->variants = grown;
+        memset(&c->variants[c->num_variants], 0, sizeof *grown);
+        *out = c->num_variants++;
+        return TCI_OK;
+    }
+    int oldest = 1;
+    for (int v = 2; v < c->num_variants; v++)
+        if (c->variants[v].last_used < c->variants[oldest].last_used) oldest = v;
+    KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    free_variant(&c->variants[oldest]);
+    if (c->current == oldest) {
+        c->current = 0;
+        c->engine = c->base;
+    }
+    *out = oldest;
+    return TCI_OK;
+}
+
+/* Makes the variant for the input shapes dims (as exec_gpu_replan_fn takes them) current,
+ * planning it on first use, and grows the arena and the library workspace when it needs more. */
+static tci_status select_variant(exec_gpu_context *c, const int64_t *dims) {
     const plan *bp = c->base->plan;
-    size_t dims_bytes = (size_t)bp->num_inputs * sizeof(int64_t);
+    size_t dims_bytes = (size_t)bp->num_inputs * TCI_MAX_RANK * sizeof(int64_t);
     int found = -1;
     for (int v = 0; v < c->num_variants && found < 0; v++)
-        if (memcmp(c->variants[v].dim0, dim0, dims_bytes) == 0) found = v;
+        if (c->variants[v].dims && memcmp(c->variants[v].dims, dims, dims_bytes) == 0) found = v;
     if (found < 0) {
         if (!c->base->replan)
             return status_error(TCI_ERR_INVALID_ARGUMENT,
-                             "this GPU engine runs only the batch it was built for (engines that "
+                             "this GPU engine runs only the shapes it was built for (engines that "
                              "mark every layer as an output do not re-plan)");
-        batch_variant *grown = realloc(c->variants, (size_t)(c->num_variants + 1) * sizeof *grown);
-        if (!grown) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        c->variants = grown;
-        batch_variant *v = &c->variants[c->num_variants];
-        memset(v, 0, sizeof *v);
-        v->dim0 = malloc(dims_bytes + 1);
-        if (!v->dim0) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-        memcpy(v->dim0, dim0, dims_bytes);
-        tci_status st = gpu_variant_create(c->base, dim0, c->cudnn, &v->engine);
+        exec_gpu_engine *engine = NULL;
+        TRY_STATUS(gpu_variant_create(c->base, dims, c->cudnn, &engine));
+        int slot = 0;
+        tci_status st = variant_slot(c, &slot);
+        int64_t *key = st == TCI_OK ? malloc(dims_bytes + 1) : NULL;
+        if (st == TCI_OK && !key) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
         if (st != TCI_OK) {
-            free(v->dim0);
+            exec_gpu_engine_destroy(engine);
             return st;
         }
-        found = c->num_variants++;
+        memcpy(key, dims, dims_bytes);
+        c->variants[slot].dims = key;
+        c->variants[slot].engine = engine;
+        found = slot;
     }
     const exec_gpu_engine *e = found ? c->variants[found].engine : c->base;
     TRY_STATUS(grow(c, &c->arena, &c->arena_bytes, e->plan->arena_bytes, "the activation arena"));
@@ -369,6 +409,7 @@ static tci_status select_batch(exec_gpu_context *c, const int64_t *dim0) {
                     "the library workspace"));
     c->current = found;
     c->engine = e;
+    c->variants[found].last_used = ++c->runs;
     return TCI_OK;
 }
 
@@ -378,29 +419,29 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     if (num_inputs != (size_t)bp->num_inputs)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "got %zu inputs, the model has %d", num_inputs,
                          bp->num_inputs);
-    /* every dim as built, except that the leading one may be smaller: another batch size */
-    int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof(int64_t));
-    if (!dim0) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    /* every dim as built or smaller (which ones may be is the caller's to check): other shapes */
+    int64_t *dims = calloc((size_t)bp->num_inputs * TCI_MAX_RANK + 1, sizeof(int64_t));
+    if (!dims) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     tci_status st = TCI_OK;
     for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(bp, bp->input_tensors[i]);
         const tci_tensor *in = &inputs[i];
         bool ok = in->dtype == host_dtype(t) && in->rank == t->rank;
-        for (int d = 0; ok && d < t->rank; d++)
-            ok = d ? in->dims[d] == t->dims[d]
-                   : in->dims[0] == t->dims[0] || (in->dims[0] >= 1 && in->dims[0] <= t->dims[0]);
-        dim0[i] = t->rank ? in->dims[0] : 1;
+        for (int d = 0; ok && d < t->rank; d++) {
+            ok = in->dims[d] == t->dims[d] || (in->dims[d] >= 1 && in->dims[d] <= t->dims[d]);
+            dims[(size_t)i * TCI_MAX_RANK + (size_t)d] = in->dims[d];
+        }
         if (!ok)
             st = status_error(TCI_ERR_INVALID_ARGUMENT,
-                           "input '%s' is %s %s; the GPU engine was built for %s %s (a smaller "
-                           "leading dim runs too; rebuild with tci_engine_options.shapes for anything else)",
+                           "input '%s' is %s %s; the GPU engine was built for %s %s (smaller "
+                           "dims run too; rebuild with tci_engine_options.shapes for anything else)",
                            t->name, tci_dtype_name(in->dtype),
                            ir_format_dims(in->rank, in->dims, got, sizeof got),
                            tci_dtype_name(host_dtype(t)),
                            ir_format_dims(t->rank, t->dims, want, sizeof want));
     }
-    if (st == TCI_OK) st = select_batch(c, dim0);
-    free(dim0);
+    if (st == TCI_OK) st = select_variant(c, dims);
+    free(dims);
     TRY_STATUS(st);
     TRY_STATUS(set_device_io(c, NULL));
     const plan *p = c->engine->plan;
@@ -449,8 +490,8 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
     const plan *bp = c->base->plan;
     int nio = bp->num_inputs + bp->num_outputs;
     void **io = calloc((size_t)nio + 1, sizeof *io);
-    int64_t *dim0 = calloc((size_t)bp->num_inputs + 1, sizeof *dim0);
-    tci_status st = io && dim0 ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    int64_t *dims = built_dims(bp);
+    tci_status st = io && dims ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; st == TCI_OK && i < nio; i++) {
         bool in = i < bp->num_inputs;
         io[i] = in ? (void *)(uintptr_t)inputs[i] : outputs[i - bp->num_inputs];
@@ -465,14 +506,14 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
     }
     for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(bp, bp->input_tensors[i]);
-        dim0[i] = t->rank ? t->dims[0] : 1;
-        if (leading_dims && t->rank) dim0[i] = leading_dims[i];
-        if (dim0[i] < 1 || dim0[i] > (t->rank ? t->dims[0] : 1))
+        int64_t *dim0 = &dims[(size_t)i * TCI_MAX_RANK];
+        if (leading_dims && t->rank) *dim0 = leading_dims[i];
+        if (t->rank && (*dim0 < 1 || *dim0 > t->dims[0]))
             st = status_error(TCI_ERR_INVALID_ARGUMENT,
-                           "leading dim %" PRId64 " of input '%s' is outside 1..%" PRId64, dim0[i],
-                           t->name, t->rank ? t->dims[0] : 1);
+                           "leading dim %" PRId64 " of input '%s' is outside 1..%" PRId64, *dim0,
+                           t->name, t->dims[0]);
     }
-    if (st == TCI_OK) st = select_batch(c, dim0);
+    if (st == TCI_OK) st = select_variant(c, dims);
     /* each buffer must hold its tensor at this batch, where the driver tells the allocation's
      * size (cuMemGetAddressRange) */
     for (int i = 0; st == TCI_OK && i < nio; i++) {
@@ -490,7 +531,7 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
     }
     if (st == TCI_OK) st = set_device_io(c, io);
     free(io);
-    free(dim0);
+    free(dims);
     TRY_STATUS(st);
     KERN_CUDA_CHECK(cudaEventRecord(c->caller_ready, caller));
     KERN_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->caller_ready, 0));

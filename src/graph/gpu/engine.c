@@ -1,11 +1,12 @@
 /* The GPU engine: a plan made real (packed weights and constants on the device, kernels chosen),
- * immutable once built; batch variants for a smaller leading dim share its weights. */
+ * immutable once built; shape variants (smaller batch or sequence) share its weights. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/gpu/gpu_internal.h"
+#include "kernels/wgmma_gemm.h"
 
 tci_status exec_gpu_check_device(void) {
     int devices = 0;
@@ -106,7 +107,23 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
     free(e);
 }
 
-/* ---- batch variants ---- */
+/* ---- shape variants ---- */
+
+/* "input 1x77x128, mask 1x77": the input shapes of dims (as exec_gpu_replan_fn takes them). */
+static const char *shapes_text(const plan *bp, const int64_t *dims, char *buf, size_t size) {
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < bp->num_inputs && pos < size; i++) {
+        const plan_tensor *t = &bp->tensors[bp->input_tensors[i]];
+        char shape[128];
+        int w = snprintf(buf + pos, size - pos, "%s%s %s", i ? ", " : "", t->name,
+                         ir_format_dims(t->rank, &dims[(size_t)i * TCI_MAX_RANK], shape,
+                                       sizeof shape));
+        if (w < 0) break;
+        pos += (size_t)w;
+    }
+    return buf;
+}
 
 static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
     conv_geom ga = a->geom, gb = b->geom; /* int64 fields only: no padding to compare */
@@ -119,31 +136,61 @@ static bool same_conv_but_batch(const plan_conv *a, const plan_conv *b) {
            a->post_act.alpha == b->post_act.alpha && a->post_act.beta == b->post_act.beta;
 }
 
-static bool same_gemm_but_batch(const plan_gemm *a, const plan_gemm *b) {
+/* Whether tcinfer's GEMM config cfg runs the variant's step b (the kernels take every size
+ * from the step; the config must accept them: alignment, multiples of its tile's K). */
+static bool wmma_runs(const plan_gemm *b, const step_impl *im) {
+    kern_wmma_gemm_desc d;
+    gpu_wmma_gemm_desc_of(b, im->dtype, &d);
+    if (im->wmma == WMMA_TF32) return kern_wmma_variant_supports(&d, KERN_WMMA_TF32_16X16X8) == TCI_OK;
+    if (im->wmma >= WGMMA) return kern_wgmma_gemm_supports(&d, im->wmma - WGMMA) == TCI_OK;
+    return kern_wmma_gemm_supports(&d, im->wmma) == TCI_OK;
+}
+
+/* The built step a against the variant's b: a cuBLASLt plan runs fewer rows (m) and fewer
+ * matrices (batch) than it was made for, re-checking its algorithm at the smaller problem
+ * (kern_gemm_run), but keeps n, k and the strides; tcinfer's kernels take every size from the
+ * variant's step (a sequence variant's attention scores: n and k shrink too). */
+static bool same_gemm_but_rows(const plan_gemm *a, const plan_gemm *b, const step_impl *im) {
     kern_gemm_desc x, y; /* memset by gpu_gemm_desc_of, so padding compares equal */
     gpu_gemm_desc_of(NULL, a, TCI_DTYPE_FLOAT16, &x);
     gpu_gemm_desc_of(NULL, b, TCI_DTYPE_FLOAT16, &y);
-    if (y.m > x.m || y.batch_count > x.batch_count) return false;
+    if (y.m > x.m || y.batch_count > x.batch_count || y.n > x.n || y.k > x.k) return false;
     y.m = x.m;
     y.batch_count = x.batch_count;
+    if (im->wmma >= 0) {
+        if (!wmma_runs(b, im)) return false;
+        y.n = x.n;
+        y.k = x.k;
+        y.lda = x.lda;
+        y.ldb = x.ldb;
+        y.ldc = x.ldc;
+        y.stride_a = x.stride_a;
+        y.stride_b = x.stride_b;
+        y.stride_c = x.stride_c;
+    } else if (x.batch_count == 1) {
+        y.stride_a = x.stride_a; /* not read for one matrix */
+        y.stride_b = x.stride_b;
+        y.stride_c = x.stride_c;
+    }
     return memcmp(&x, &y, sizeof x) == 0;
 }
 
-/* Whether the variant's step can run on the parent's packed weights and library plan. */
-static bool step_matches(const plan_step *a, const plan_step *b) {
+/* Whether the variant's step b can run on the parent's packed weights and library plan (im:
+ * the built step a's). */
+static bool step_matches(const plan_step *a, const plan_step *b, const step_impl *im) {
     if (a->kind != b->kind || strcmp(a->node->name, b->node->name) != 0 ||
         strcmp(a->label, b->label) != 0)
         return false;
     switch (a->kind) {
     case PLAN_STEP_CONV:
     case PLAN_STEP_CONV_TRANSPOSE: return same_conv_but_batch(&a->u.conv, &b->u.conv);
-    case PLAN_STEP_GEMM: return same_gemm_but_batch(&a->u.gemm, &b->u.gemm);
+    case PLAN_STEP_GEMM: return same_gemm_but_rows(&a->u.gemm, &b->u.gemm, im);
     default: return true;
     }
 }
 
 /* The parent's device copy of constant t when the variant's is the same bytes in the same
- * layout (weights always are; shape-derived constants may differ with the batch). */
+ * layout (weights always are; shape-derived constants may differ with the shapes). */
 static void *borrow_constant(const exec_gpu_engine *parent, const plan_tensor *t, int index) {
     const plan *p = parent->plan;
     if (index >= p->num_tensors) return NULL;
@@ -156,11 +203,7 @@ static void *borrow_constant(const exec_gpu_engine *parent, const plan_tensor *t
     return parent->constants[index];
 }
 
-/* Has the base engine's replan function plan the batch of dim0 (input i's leading dim dim0[i])
- * and ties the result to the base engine's weights and library plans. A plan whose steps differ
- * from the base's other than in the batch (a model whose structure depends on the batch) is
- * refused. */
-/* The workspace the variant's steps need at its batch, at least the base's: the library
+/* The workspace the variant's steps need at its shapes, at least the base's: the library
  * plans are the base's, run at a smaller n, and cuDNN may ask more there (ResNet-50 built for
  * 64: IMPLICIT_PRECOMP_GEMM needs 6.3 MB at batch 24 where the built batch needed 8 KB). */
 static tci_status variant_workspace(exec_gpu_engine *e, cudnnHandle_t cudnn) {
@@ -183,21 +226,29 @@ static tci_status variant_workspace(exec_gpu_engine *e, cudnnHandle_t cudnn) {
     return TCI_OK;
 }
 
-tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
+/* Has the base engine's replan function plan the input shapes of dims and ties the result to
+ * the base engine's weights and library plans. A plan whose steps differ from the base's other
+ * than in sizes the kernels take at run time (a model whose structure depends on the shapes,
+ * a convolution over a shorter axis) is refused. */
+tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dims,
                               cudnnHandle_t cudnn, exec_gpu_engine **out) {
     *out = NULL;
     const plan *bp = base->plan;
+    char shapes[512];
+    shapes_text(bp, dims, shapes, sizeof shapes);
     exec_gpu_engine *e = calloc(1, sizeof *e);
-    if (!e) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+    if (!e) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning other shapes");
     e->parent = base;
-    tci_status st = base->replan(base->replan_user, bp, dim0, &e->graph, &e->plan);
+    tci_status st = base->replan(base->replan_user, bp, dims, &e->graph, &e->plan);
+    if (st != TCI_OK) status_error_prefix(st, "planning the inputs %s", shapes);
     const plan *p = e->plan;
     if (st == TCI_OK && (p->num_steps != bp->num_steps || p->num_inputs != bp->num_inputs ||
                          p->num_outputs != bp->num_outputs))
         st = status_error(TCI_ERR_UNSUPPORTED,
-                       "the plan for batch %" PRId64 " has %d steps, the built one %d: the model's "
-                       "structure depends on the batch; build the engine for this batch (tci_engine_options.shapes)",
-                       dim0[0], p->num_steps, bp->num_steps);
+                       "the plan for the inputs %s has %d steps, the built one %d: the model's "
+                       "structure depends on the shapes; build the engine for these shapes "
+                       "(tci_engine_options.shapes)",
+                       shapes, p->num_steps, bp->num_steps);
     /* the context's staging buffers are sized for the base engine's inputs and outputs */
     for (int i = 0; st == TCI_OK && i < p->num_inputs + p->num_outputs; i++) {
         bool in = i < p->num_inputs;
@@ -206,17 +257,18 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
         const plan_tensor *u = &bp->tensors[in ? bp->input_tensors[k] : bp->output_tensors[k]];
         if (gpu_count_of(t) > gpu_count_of(u) || t->dtype != u->dtype || t->rank != u->rank)
             st = status_error(TCI_ERR_UNSUPPORTED,
-                           "at batch %" PRId64 ", %s '%s' does not shrink with the batch; build "
-                           "the engine for this batch (tci_engine_options.shapes)",
-                           dim0[0], in ? "input" : "output", t->name);
+                           "at the inputs %s, %s '%s' does not shrink with them; build the "
+                           "engine for these shapes (tci_engine_options.shapes)",
+                           shapes, in ? "input" : "output", t->name);
     }
     for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
-        if (!step_matches(&bp->steps[i], &p->steps[i]))
+        if (!step_matches(&bp->steps[i], &p->steps[i], &base->impl[i]))
             st = status_error(TCI_ERR_UNSUPPORTED,
-                           "at batch %" PRId64 ", step %d ('%s', node '%s') differs from the built "
-                           "plan's other than in the batch; build the engine for this batch "
-                           "(tci_engine_options.shapes)",
-                           dim0[0], i, p->steps[i].label, p->steps[i].node->name);
+                           "at the inputs %s, step %d ('%s', node '%s', on %s) differs from the "
+                           "built plan's in more than the sizes its kernel takes at run time; "
+                           "build the engine for these shapes (tci_engine_options.shapes)",
+                           shapes, i, p->steps[i].label, p->steps[i].node->name,
+                           exec_gpu_step_kernel(base, i));
     if (st == TCI_OK) {
         e->impl = base->impl;
         e->kernels = base->kernels;
@@ -224,7 +276,7 @@ tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
         e->constants = calloc((size_t)p->num_tensors + 1, sizeof(void *));
         e->owns_constant = calloc((size_t)p->num_tensors + 1, sizeof(bool));
         if (!e->constants || !e->owns_constant)
-            st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning another batch");
+            st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory planning other shapes");
     }
     if (st == TCI_OK) st = variant_workspace(e, cudnn);
     for (int t = 0; st == TCI_OK && t < p->num_tensors; t++) {

@@ -12,12 +12,12 @@
 typedef struct exec_gpu_engine exec_gpu_engine;
 typedef struct exec_gpu_context exec_gpu_context;
 
-/* Plans another batch size for a context (see exec_gpu_engine_create): the optimised graph with
- * the leading dim of input i of built (the engine's plan, inputs in its order) set to dim0[i],
- * and its plan, built with the options the engine's plan was. On success both pass to the
+/* Plans other input shapes for a context (see exec_gpu_engine_create): the optimised graph with
+ * dim d of input i of built (the engine's plan, inputs in its order) set to
+ * dims[i * TCI_MAX_RANK + d], and its plan, built with the options the engine's plan was. On success both pass to the
  * engine, which keeps the graph alive as long as the plan; on failure both are left NULL.
  * Called from exec_gpu_run and exec_gpu_run_device, on the thread running the context. */
-typedef tci_status (*exec_gpu_replan_fn)(void *user, const plan *built, const int64_t *dim0,
+typedef tci_status (*exec_gpu_replan_fn)(void *user, const plan *built, const int64_t *dims,
                                          ir_graph **out_graph, plan **out_plan);
 
 /* TCI_OK when a CUDA GPU is usable, else TCI_ERR_NO_DEVICE (what exec_gpu_engine_create
@@ -27,10 +27,11 @@ tci_status exec_gpu_check_device(void);
 /* Makes a plan real on the GPU. Needs a GPU: TCI_ERR_NO_DEVICE otherwise. built (plan_build of
  * an optimised graph with fully known shapes, with options) passes to the engine, also on
  * failure; the graph it was built from must outlive the engine, and so must
- * options->fp32_layers. replan (may be NULL): with it, a context also runs inputs whose leading
- * dim is smaller than built (another batch size), planning that batch through
- * replan(replan_user, ...) on first use while keeping the built engine's weights and library
- * plans; replan_user must outlive the engine. kernels: the families convolutions may run on (own
+ * options->fp32_layers. replan (may be NULL): with it, a context also runs inputs with dims
+ * smaller than built (another batch size or sequence length; which dims may be smaller is the
+ * caller's to check), planning each such set of input shapes through replan(replan_user, ...)
+ * on first use while keeping the built engine's weights and library plans; replan_user must
+ * outlive the engine. kernels: the families convolutions may run on (own
  * WMMA kernels against cuDNN, timed per layer, by default). timing_cache_path (may be NULL): a
  * file of earlier choices for this GPU and these library versions; layers found there are not
  * timed, the others are, and the file is rewritten with them. choices (may be NULL): the
@@ -69,9 +70,12 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *engine, bool use_graph
 void exec_gpu_context_destroy(exec_gpu_context *context);
 
 /* Host inputs in engine order (fp32 NCHW for float inputs) -> outputs on the host (fp32 for
- * float outputs), valid until the next run. Each input has the built shape, except that its
- * leading dim may be smaller (see exec_gpu_engine_create); the outputs then have that batch's
- * shapes. */
+ * float outputs), valid until the next run. Each input has the built rank and dims from 1 up to
+ * the built ones (smaller ones re-plan: see exec_gpu_engine_create); the outputs then have the
+ * shapes of that variant. A context keeps up to EXEC_GPU_MAX_VARIANTS shape variants besides
+ * the built one, each with its own CUDA graph; a new one past that replaces the one used least
+ * recently (planned again if its shapes come back). */
+enum { EXEC_GPU_MAX_VARIANTS = 16 };
 tci_status exec_gpu_run(exec_gpu_context *context, const tci_tensor *inputs, size_t num_inputs);
 const tci_tensor *exec_gpu_output(const exec_gpu_context *context, size_t index);
 
@@ -93,7 +97,7 @@ tci_status exec_gpu_nonfinite(exec_gpu_context *context, uint64_t *counts);
  * *out_step, the first step whose output does (-1 each when none; the values then came from
  * none of the steps, e.g. a run on other inputs since). */
 tci_status exec_gpu_locate_nonfinite(exec_gpu_context *context, int *out_input, int *out_step);
-/* The plan of the batch the context ran last (steps as exec_gpu_locate_nonfinite numbers them). */
+/* The plan of the shapes the context ran last (steps as exec_gpu_locate_nonfinite numbers them). */
 const plan *exec_gpu_context_plan(const exec_gpu_context *context);
 
 /* Times `iterations` executions of the plan on the inputs of the last run (after `warmup`

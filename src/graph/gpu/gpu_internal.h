@@ -60,11 +60,12 @@ typedef struct timing_cache {
 
 struct exec_gpu_engine {
     plan *plan;
-    /* A batch variant (a smaller batch than the engine was built for) is planned anew by the
-     * base engine's replan function but borrows its parent's packed weights, library plans and
-     * every constant whose bytes are the same; the step arrays below are then the parent's. */
+    /* A shape variant (inputs smaller than the engine was built for: batch, sequence) is
+     * planned anew by the base engine's replan function but borrows its parent's packed
+     * weights, library plans and every constant whose bytes are the same; the step arrays
+     * below are then the parent's. */
     const exec_gpu_engine *parent;
-    exec_gpu_replan_fn replan; /* base engine: plans another batch, or NULL (none runs) */
+    exec_gpu_replan_fn replan; /* base engine: plans other shapes, or NULL (none runs) */
     void *replan_user;
     ir_graph *graph;           /* variant: the graph replan built its plan from (steps point
                                   into it) */
@@ -80,21 +81,24 @@ struct exec_gpu_engine {
     size_t workspace_bytes;
 };
 
-/* One batch size a context has run: the base engine's, or a variant planned on first use. */
-typedef struct batch_variant {
-    int64_t *dim0;             /* leading dim of each engine input */
+/* One set of input shapes a context has run: the base engine's, or a variant planned on first
+ * use. */
+typedef struct shape_variant {
+    int64_t *dims;             /* by engine input, TCI_MAX_RANK dims each (unused ones 0) */
+    uint64_t last_used;        /* the context's run count when it last ran */
     exec_gpu_engine *engine;   /* owned; NULL for the base (the context's base engine) */
     cudaGraphExec_t graph;
     bool captured;
     void **captured_io;        /* the device I/O buffers the graph was captured with (NULLs:
                                   the staging buffers), inputs then outputs */
-} batch_variant;
+} shape_variant;
 
 struct exec_gpu_context {
     const exec_gpu_engine *base;
-    const exec_gpu_engine *engine; /* the current batch's: base or a variant */
-    batch_variant *variants;   /* [0] is the base */
+    const exec_gpu_engine *engine; /* the current shapes': base or a variant */
+    shape_variant *variants;   /* [0] is the base; at most 1 + EXEC_GPU_MAX_VARIANTS */
     int num_variants, current;
+    uint64_t runs;             /* variant selections so far (shape_variant.last_used) */
     cudaStream_t stream;
     cudnnHandle_t cudnn;
     cublasLtHandle_t lt;
@@ -202,9 +206,10 @@ bool gpu_tuned_step(const plan_step *s);
 tci_status gpu_create_library_plans(exec_gpu_engine *e, tci_progress_fn progress,
                                     void *progress_user);
 
-/* engine.c: batch variants. cudnn (the calling context's handle) sizes the variant's
- * workspace_bytes: cuDNN's algorithms may need more workspace at a smaller batch. */
-tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dim0,
+/* engine.c: shape variants (dims as exec_gpu_replan_fn takes them). cudnn (the calling
+ * context's handle) sizes the variant's workspace_bytes: cuDNN's algorithms may need more
+ * workspace at a smaller batch. */
+tci_status gpu_variant_create(const exec_gpu_engine *base, const int64_t *dims,
                               cudnnHandle_t cudnn, exec_gpu_engine **out);
 
 #endif

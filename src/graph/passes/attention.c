@@ -114,6 +114,9 @@ typedef struct attn_match {
     ir_node *nodes[ATTN_MAX_NODES];
     int num;
     ir_attention a;
+    /* a constant mask may become the causal flag (in a shape variant only where it did in the
+     * built graph: at a sequence of 1 any mask keeps exactly the keys j <= i) */
+    bool may_be_causal;
 } attn_match;
 
 /* An element view of a dense tensor: element (i0, i1, ...) is at offset + sum(i_d strides[d]). */
@@ -271,8 +274,8 @@ static bool chain_view(const operand_chain *c, int num, bool scales, view *v) {
     return true;
 }
 
-/* Whether n may fold into the attention that owner computes: in a batch variant (g->like), only
- * when it did in the graph at the built batch (nodes are known there by their first output). */
+/* Whether n may fold into the attention that owner computes: in a shape variant (g->like), only
+ * when it did in the graph at the built shapes (nodes are known there by their first output). */
 static bool folds_like(const ir_graph *g, const ir_node *n, const ir_node *owner) {
     if (!g->like) return true;
     const ir_tensor *t = n->num_outputs ? n->outputs[0] : NULL;
@@ -522,7 +525,7 @@ static bool is_causal_keep(const ir_tensor *t, int64_t q_len, int64_t kv_len) {
  * skips the keys past the query instead of reading them; with a finite fill a row that keeps no
  * key averages V over every key, the causal ones too, so there it stays a read mask). */
 static ir_tensor *reduce_keep(ir_tensor *keep, const ir_tensor *scores, bool minus_inf,
-                              bool *causal) {
+                              bool may_be_causal, bool *causal) {
     *causal = false;
     op_pattern pat;
     ir_node *p = keep->producer;
@@ -530,8 +533,8 @@ static ir_tensor *reduce_keep(ir_tensor *keep, const ir_tensor *scores, bool min
         p->inputs[0]->dtype == TCI_DTYPE_BOOL && broadcasts(p->inputs[0], scores))
         keep = p->inputs[0];
     p = keep->producer;
-    if (!minus_inf || !p || !p->desc || p->desc->binary != BINARY_AND || p->num_inputs != 2 ||
-        p->fused_into || p->epilogue)
+    if (!may_be_causal || !minus_inf || !p || !p->desc || p->desc->binary != BINARY_AND ||
+        p->num_inputs != 2 || p->fused_into || p->epilogue)
         return keep;
     const int r = scores->rank;
     for (int side = 0; side < 2; side++) {
@@ -566,7 +569,7 @@ static bool match_keep(const int *consumers, ir_tensor *mask, const ir_tensor *s
     if (keep->data || (fill == -INFINITY ? !guarded : !(isfinite(fill) && fill <= -1e30f)))
         return false;
     m->core[m->num_core++] = w;
-    m->a.keep = reduce_keep(keep, scores, fill == -INFINITY, &m->a.causal);
+    m->a.keep = reduce_keep(keep, scores, fill == -INFINITY, m->may_be_causal, &m->a.causal);
     m->a.keep_row_mean = fill != -INFINITY;
     return true;
 }
@@ -601,6 +604,15 @@ static int cmp_index(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Whether pv's attention may take the causal flag: always, except in a shape variant
+ * (g->like), where only when the built graph's did. */
+static bool causal_like(const ir_graph *g, const ir_node *pv) {
+    if (!g->like) return true;
+    const ir_tensor *t = ir_graph_find_tensor(g->like, pv->outputs[0]->name);
+    const ir_node *p = t ? t->producer : NULL;
+    return p && p->epilogue && p->epilogue->attention && p->epilogue->attention->causal;
+}
+
 /* The attention ending at pv, the MatMul of the probabilities and V, into m. */
 static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv,
                             attn_match *m) {
@@ -608,6 +620,7 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
     memset(m, 0, sizeof *m);
     if (role_of(pv, &pat) != OP_PATTERN_MATMUL || pv->num_inputs != 2 || !pv->outputs[0])
         return false;
+    m->may_be_causal = causal_like(g, pv);
     ir_tensor *v_in = pv->inputs[1];
     bool guarded;
     ir_tensor *probs = skip_nan_guard(consumers, pv->inputs[0], m, &guarded);
@@ -704,7 +717,7 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
         m->a.head_dim = d;
         m->a.scale = scale;
         if (!isfinite(m->a.scale) || m->a.scale == 0.0f || m->num >= ATTN_MAX_NODES) return false;
-        if (m->a.mask && is_causal_mask(m->a.mask, sq, sk)) {
+        if (m->a.mask && m->may_be_causal && is_causal_mask(m->a.mask, sq, sk)) {
             m->a.causal = true;
             m->a.mask = NULL;
         }

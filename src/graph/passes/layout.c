@@ -76,12 +76,12 @@ tci_status pass_prepare_for_gpu(ir_graph *graph) {
     return pass_assign_layouts(graph);
 }
 
-void pass_mark_batch_dims(ir_graph *graph, const ir_graph *ref) {
+void pass_mark_variant_dims(ir_graph *graph, const ir_graph *ref) {
     for (size_t i = 0; i < graph->num_tensors; i++) {
         ir_tensor *t = graph->tensors[i];
         const ir_tensor *r = ir_graph_find_tensor(ref, t->name);
         if (!r || r->rank != t->rank) continue;
         for (int d = 0; d < t->rank; d++)
-            if (t->dims[d] == 1 && r->dims[d] != 1) t->batch_dims |= 1u << d;
+            if (t->dims[d] == 1 && r->dims[d] != 1) t->variant_dims |= 1u << d;
     }
 }
