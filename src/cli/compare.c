@@ -88,7 +88,8 @@ int cli_check_nonfinite(const cli_args *a, tci_context *ctx, const tci_tensor *i
             (unsigned long long)r.count, out.name, precision, where);
     if (r.found)
         fprintf(stderr, "tcinfer: try --precision bf16 (fp32's range), or keep that layer in "
-                        "fp32: --fp32-layers '%s'\n", r.layer);
+                        "fp32: --fp32-layers '%s' (with --keep-precision bf16: in bf16, at "
+                        "tensor-core speed)\n", r.layer);
     return EXIT_FAILURE;
 }
 
