@@ -1,13 +1,17 @@
 /* The precision of the layers an fp16 plan keeps out of fp16 (plan_options.kept_precision,
  * tci_engine_options.kept_precision), run on the CPU: bf16 kept layers store BFLOAT16 with casts
  * from and to fp16 at their boundaries and constants uploaded as bf16; tf32 ones plan as fp32
- * ones and only allow TF32 tensor cores; the options' refusals. */
+ * ones and only allow TF32 tensor cores; the options' refusals; every op type of the generated
+ * models (the models.generate fixture, TCI_TEST_MODELS_DIR) kept in bf16 plans without a step
+ * that mixes fp16 and bf16. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"
+#include "onnx/loader.h"
 #include "onnx/writer.h"
 #include "util/half.h"
 
@@ -317,6 +321,85 @@ START_TEST(test_api_refusals) {
 }
 END_TEST
 
+/* ---- the generated models (TCI_TEST_MODELS_DIR) ---- */
+
+/* Whether a step mixes the two 16-bit types (the kernels take one float type per step; only a
+ * cast converts), leaving out fp32 packing sources. */
+static bool mixes_16_bit(const plan *p, const plan_step *s) {
+    bool f16 = false, bf16 = false;
+    for (int k = 0; k < s->num_inputs + s->num_outputs; k++) {
+        int t = k < s->num_inputs ? s->inputs[k] : s->outputs[k - s->num_inputs];
+        if (t < 0 || p->tensors[t].packed_source) continue;
+        f16 |= p->tensors[t].dtype == TCI_DTYPE_FLOAT16;
+        bf16 |= p->tensors[t].dtype == TCI_DTYPE_BFLOAT16;
+    }
+    return f16 && bf16 && s->kind != PLAN_STEP_CAST;
+}
+
+/* Every generated model (symbolic dims 4) with every op type of its optimised graph that has a
+ * step of its own kept in bf16: the plan builds, mostly with bf16 tensors (not where the op is
+ * on integers), and no step but a cast reads or writes both fp16 and bf16; kept in tf32, the
+ * plan is the fp32-kept one. */
+START_TEST(test_kept_generated_models) {
+    static const char *const models[] = {
+        "small_cnn", "resnet_mini", "mobilenetv2_mini", "mlp", "transformer_block",
+        "attention_block", "packed_attention_block", "bert_block", "gpt2_block",
+        "segmentation_decoder", "dense_concat", "crnn", "resnext_block", "grouped_norms",
+        "audio_frontend"};
+    const char *dir = getenv("TCI_TEST_MODELS_DIR");
+    ck_assert_msg(dir != NULL, "TCI_TEST_MODELS_DIR is not set (ctest sets it)");
+    int plans = 0, with_bf16 = 0;
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.onnx", dir, models[m]);
+        ir_graph *g;
+        ck_assert_msg(onnx_load_file(path, &g) == TCI_OK, "%s: %s", path, tci_last_error());
+        for (size_t i = 0; i < g->num_inputs; i++)
+            for (int d = 0; d < g->inputs[i]->rank; d++)
+                if (g->inputs[i]->dims[d] < 0) g->inputs[i]->dims[d] = 4;
+        ck_assert_msg(pass_optimize(g) == TCI_OK, "%s: %s", models[m], tci_last_error());
+        ck_assert_msg(pass_prepare_for_gpu(g) == TCI_OK, "%s: %s", models[m], tci_last_error());
+        for (size_t n = 0; n < g->num_nodes; n++) {
+            /* op types with a step of their own (a folded BatchNormalization has none) */
+            const char *op = g->nodes[n]->op_type;
+            bool seen = g->nodes[n]->fused_into != NULL;
+            for (size_t e = 0; e < n && !seen; e++)
+                seen = !g->nodes[e]->fused_into && strcmp(g->nodes[e]->op_type, op) == 0;
+            if (seen) continue;
+            const char *layers[] = {op, NULL};
+            plan_options ob = {.fp32_layers = layers, .kept_precision = TCI_PRECISION_BF16},
+                         ot = {.fp32_layers = layers, .kept_precision = TCI_PRECISION_TF32},
+                         o32 = {.fp32_layers = layers};
+            plan *pb, *pt, *p32;
+            ck_assert_msg(plan_build(g, &ob, &pb) == TCI_OK, "%s, %s in bf16: %s", models[m], op,
+                          tci_last_error());
+            ck_assert_tci_ok(plan_build(g, &ot, &pt));
+            ck_assert_tci_ok(plan_build(g, &o32, &p32));
+            int bf16 = 0;
+            for (int t = 0; t < pb->num_tensors; t++)
+                bf16 += pb->tensors[t].dtype == TCI_DTYPE_BFLOAT16;
+            with_bf16 += bf16 > 0; /* not for integer ops (Equal on a mask) */
+            for (int s = 0; s < pb->num_steps; s++)
+                ck_assert_msg(!mixes_16_bit(pb, &pb->steps[s]),
+                              "%s, %s in bf16: step %d (%s, %s) mixes fp16 and bf16", models[m],
+                              op, s, pb->steps[s].node->name, pb->steps[s].label);
+            ck_assert_int_eq(pt->num_steps, p32->num_steps);
+            ck_assert_int_eq(pt->num_tensors, p32->num_tensors);
+            for (int t = 0; t < pt->num_tensors; t++)
+                ck_assert_int_eq(pt->tensors[t].dtype, p32->tensors[t].dtype);
+            plan_destroy(pb);
+            plan_destroy(pt);
+            plan_destroy(p32);
+            plans++;
+        }
+        ir_graph_destroy(g);
+    }
+    printf("%d plans, %d of them with bf16 tensors\n", plans, with_bf16);
+    ck_assert_int_gt(plans, 50);
+    ck_assert_int_gt(with_bf16, plans * 3 / 4);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kept_precision");
     TCase *tc = tcase_create("kept_precision");
@@ -325,6 +408,7 @@ int main(void) {
     tcase_add_test(tc, test_kept_bf16_input_and_movement);
     tcase_add_test(tc, test_api_plan_only);
     tcase_add_test(tc, test_api_refusals);
+    tcase_add_test(tc, test_kept_generated_models);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
