@@ -6,9 +6,12 @@ BatchNorm) and on timm's inception_v3 (random init, seed 0, no recalibration: fp
 For each model: the plain fp16 engine against the GPU fp32 engine, the search (its wall time, the
 layers it kept in fp32, the error it reached on its calibration input), the chosen layers checked
 on a held-out input (`--fp32-layers`, another seed), and the throughput at --bench-batch with and
-without them. Writes OUT/precision_auto.json and OUT/precision_auto.md.
+without them. With --keep-precision fp32,tf32,bf16 the same chosen layers are checked and timed
+kept in each of those (`--keep-precision`: the search's result at fp32's, tf32's and bf16's
+cost). Writes OUT/precision_auto.json and OUT/precision_auto.md.
 
 usage: bench/precision_auto.py --tcinfer BIN --work DIR --out DIR [--target 2e-3]
+                               [--keep-precision fp32,tf32,bf16]
 """
 import argparse
 import json
@@ -20,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_models  # noqa: E402  (the bench's exports and tcinfer output parsers)
 
 MODELS = ("resnet50", "mobilenet_v2", "timm_inception_v3")
+KEPT = ("fp32", "tf32", "bf16")
 
 
 def export_inception(torch, path):
@@ -96,14 +100,19 @@ def one_model(args, name, path):
         return r
     r["auto"] = auto
     layers = auto.get("fp32_layers", [])
-    keep = ["--fp32-layers", ",".join(layers)] if layers else []
-    # held out: another seed than the search's calibration input
-    r["held_out"] = compare(args.tcinfer, path, name, args.calib_batch, 1, keep, args.timeout)
     if args.bench_batch:
         r["bench_fp16"] = bench(args.tcinfer, path, name, args.bench_batch, [], args.iters,
                                 args.timeout)
-        r["bench_auto"] = bench(args.tcinfer, path, name, args.bench_batch, keep, args.iters,
-                                args.timeout)
+    # the same layers kept in each precision asked for: held out (another seed than the
+    # search's calibration input), and timed
+    r["held_out"], r["bench_kept"] = {}, {}
+    for kept in args.keep_precision:
+        keep = ["--fp32-layers", ",".join(layers), "--keep-precision", kept] if layers else []
+        r["held_out"][kept] = compare(args.tcinfer, path, name, args.calib_batch, 1, keep,
+                                      args.timeout)
+        if args.bench_batch:
+            r["bench_kept"][kept] = bench(args.tcinfer, path, name, args.bench_batch, keep,
+                                          args.iters, args.timeout)
     return r
 
 
@@ -116,30 +125,34 @@ def cell_error(c):
 
 
 def markdown(results, args):
-    lines = ["| model | fp16 rel. L2 | search | layers kept in fp32 | reached (calibration) | "
-             "held out (seed 1) | batch %d: fp16 / with fp32 layers |" % args.bench_batch,
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| model | fp16 rel. L2 | search | layers kept | reached (calibration, fp32) | "
+             "kept in | held out (seed 1) | batch %d: fp16 / with the kept layers |"
+             % args.bench_batch,
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         auto = r.get("auto")
         if not auto:
-            lines.append("| %s | %s | failed after %.1f s: %s | | | | |" % (
+            lines.append("| %s | %s | failed after %.1f s: %s | | | | | |" % (
                 r["model"], cell_error(r["fp16"]), r["search_wall_s"], r.get("search_error")))
             continue
         layers = auto.get("fp32_layers", [])
         shown = ", ".join(layers[:6]) + (" (+%d)" % (len(layers) - 6) if len(layers) > 6 else "")
         how = "target %g" % r["target"] if r["target"] else "overflow only"
-        speed = "-"
-        bf, ba = r.get("bench_fp16"), r.get("bench_auto")
-        if bf and ba and "error" not in bf and "error" not in ba:
-            speed = "%.0f / %.0f img/s (%.1f %% slower)" % (
-                bf["throughput"], ba["throughput"],
-                100.0 * (1.0 - ba["throughput"] / bf["throughput"]))
-        elif bf or ba:
-            speed = cell_error(bf if bf and "error" in bf else ba)
-        lines.append("| %s | %s | %s, %.1f s (tcinfer says %.1f s) | %d: %s | %.2e | %s | %s |" % (
+        search = "| %s | %s | %s, %.1f s (tcinfer says %.1f s) | %d: %s | %.2e |" % (
             r["model"], cell_error(r["fp16"]), how, r["search_wall_s"], auto.get("seconds", -1),
-            len(layers), shown or "none", auto.get("relative_l2", -1), cell_error(r["held_out"]),
-            speed))
+            len(layers), shown or "none", auto.get("relative_l2", -1))
+        for kept in args.keep_precision:
+            speed = "-"
+            bf, ba = r.get("bench_fp16"), r["bench_kept"].get(kept)
+            if bf and ba and "error" not in bf and "error" not in ba:
+                speed = "%.0f / %.0f img/s (%.1f %% slower)" % (
+                    bf["throughput"], ba["throughput"],
+                    100.0 * (1.0 - ba["throughput"] / bf["throughput"]))
+            elif bf or ba:
+                speed = cell_error(bf if bf and "error" in bf else ba)
+            lines.append("%s %s | %s | %s |" % (search, kept, cell_error(r["held_out"][kept]),
+                                                 speed))
+            search = "| %s | | | | |" % r["model"]
     return "\n".join(lines) + "\n"
 
 
@@ -155,7 +168,15 @@ def main(argv=None):
     p.add_argument("--bench-batch", type=int, default=256, help="0: no throughput runs")
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--keep-precision", default="fp32",
+                   help="comma-separated precisions (fp32, tf32, bf16) to keep the chosen "
+                        "layers in for the held-out check and the throughput")
     args = p.parse_args(argv)
+    args.keep_precision = [k for k in args.keep_precision.split(",") if k]
+    wrong = [k for k in args.keep_precision if k not in KEPT]
+    if wrong or not args.keep_precision:
+        p.error("--keep-precision wants some of %s, got '%s'" % (",".join(KEPT),
+                                                                  ",".join(wrong)))
     names = [n for n in args.models.split(",") if n]
     bad = [n for n in names if n not in MODELS]
     if bad:

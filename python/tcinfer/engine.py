@@ -19,6 +19,7 @@ _CODES = {np.dtype(t): code for code, t in _DTYPES.items()}
 
 _BACKENDS = {"cpu": 0, "gpu": 1}
 _PRECISIONS = {"fp16": 0, "fp32": 1, "tf32": 2, "bf16": 3, "auto": 4}
+_KEPT = {"fp32": 1, "tf32": 2, "bf16": 3}
 _KERNELS = {"auto": 0, "wmma": 1, "cudnn": 2, "library": 2}
 
 TensorInfo = collections.namedtuple("TensorInfo", "name dtype shape")
@@ -82,12 +83,14 @@ class Engine(_Closes):
     tci_engine_options. precision "auto" (GPU) keeps the layers that overflow fp16 in fp32,
     found by running calibration_inputs (numpy arrays in engine input order; None: seeded
     random inputs), and with accuracy_target > 0 also those that hold the outputs' relative L2
-    error above it; fp32_layers() lists them, auto_error() gives the error reached."""
+    error above it; fp32_layers() lists them, auto_error() gives the error reached.
+    keep_precision "fp32"|"tf32"|"bf16": what fp16 and "auto" engines keep those layers in
+    (tci_engine_options.kept_precision)."""
 
     def __init__(self, model, backend="cpu", shapes=None, precision="fp16", fp32_layers=None,
                  kernels="auto", no_cuda_graph=False, timing_cache=None,
                  mark_all_outputs=False, base_dir=None, calibration_inputs=None,
-                 accuracy_target=0.0):
+                 accuracy_target=0.0, keep_precision="fp32"):
         opts = _lib.EngineOptions()
         _lib.tci_engine_options_init(ctypes.byref(opts))
         _lib._init_struct(opts)
@@ -97,6 +100,7 @@ class Engine(_Closes):
         opts.no_cuda_graph = int(bool(no_cuda_graph))
         opts.mark_all_outputs = int(bool(mark_all_outputs))
         opts.accuracy_target = float(accuracy_target)
+        opts.kept_precision = _choice(_KEPT, keep_precision, "keep_precision")
         keep = []  # buffers the options point into, alive until the engine is built
         if shapes:
             arr = (_lib.ShapeOverride * len(shapes))()

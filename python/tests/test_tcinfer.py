@@ -200,6 +200,20 @@ def test_precision_auto_options(x):
             e.auto_error()
 
 
+def test_keep_precision_options():
+    """keep_precision: one of fp32, tf32, bf16; tf32 and bf16 only with fp16 and auto engines
+    (the library's refusal), bf16 not with an accuracy target."""
+    with pytest.raises(ValueError, match="keep_precision must be one of bf16, fp32, tf32"):
+        tcinfer.Engine(MODEL, keep_precision="fp16")
+    with pytest.raises(tcinfer.TcinferError, match="kept_precision TCI_PRECISION_BF16 is for"):
+        tcinfer.Engine(MODEL, precision="fp32", keep_precision="bf16")
+    with pytest.raises(tcinfer.TcinferError, match="fixes overflow, not accuracy"):
+        tcinfer.Engine(MODEL, backend="gpu", precision="auto", keep_precision="bf16",
+                       accuracy_target=1e-3)
+    with tcinfer.Engine(MODEL, keep_precision="tf32") as e:
+        assert e.fp32_layers() == []
+
+
 def test_precision_auto_on_the_gpu(x):
     """On the GPU (skipped without one): the demo model does not overflow fp16 on its input, so
     nothing is moved and the result is within the fp16 bound of the CPU reference."""

@@ -209,10 +209,11 @@ static TRITONSERVER_Error *build_cpu_engine(tct_model *m, tci_engine **out) {
         return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "%s is a GPU engine file: CPU instances "
                          "(KIND_CPU) need model.onnx", m->model_path);
     const tct_model_config *c = &m->config;
-    if (c->precision_set || c->fp32_layers || c->timing_cache) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "model '%s': the parameters precision, fp32_layers and "
-                 "timing_cache apply to GPU instances; the CPU instances run the fp32 reference",
+    if (c->precision_set || c->fp32_layers || c->kept_set || c->timing_cache) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "model '%s': the parameters precision, fp32_layers, "
+                 "keep_precision and timing_cache apply to GPU instances; the CPU instances run "
+                 "the fp32 reference",
                  m->name);
         log_message(TRITONSERVER_LOG_WARN, msg);
     }
@@ -296,10 +297,15 @@ static void log_auto_result(const tct_model *m, int device, const tci_engine *e)
     const char *inputs = m->is_engine_file              ? "engine file's calibration"
                          : m->config.calibration_inputs ? "given calibration"
                                                         : "seeded random";
-    snprintf(msg, sizeof msg, "model '%s', GPU %d: precision auto kept %zu layer%s in fp32%s%s; "
+    /* an engine file's kept precision is not reported by the API: named only when built here */
+    const char *kept = m->is_engine_file                                   ? "out of fp16"
+                       : m->config.kept_precision == TCI_PRECISION_BF16 ? "in bf16"
+                       : m->config.kept_precision == TCI_PRECISION_TF32 ? "in tf32"
+                                                                         : "in fp32";
+    snprintf(msg, sizeof msg, "model '%s', GPU %d: precision auto kept %zu layer%s %s%s%s; "
              "the outputs' relative L2 error against the GPU fp32 engine on the %s inputs: %.3g%s",
-             m->name, device, a.count, a.count == 1 ? "" : "s", a.count ? ": " : "", a.text,
-             inputs, error, target);
+             m->name, device, a.count, a.count == 1 ? "" : "s", kept, a.count ? ": " : "",
+             a.text, inputs, error, target);
     log_message(TRITONSERVER_LOG_INFO, msg);
 }
 
@@ -310,11 +316,11 @@ static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine
     tci_engine_options o;
     engine_options(m, &o);
     if (m->is_engine_file) {
-        if (c->precision_set || c->fp32_layers || c->timing_cache)
+        if (c->precision_set || c->fp32_layers || c->kept_set || c->timing_cache)
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "%s is an engine file, which holds "
                              "its precision and fp32 layers: leave out the parameters precision "
-                             "(with accuracy_target and calibration_inputs), fp32_layers and "
-                             "timing_cache", m->model_path);
+                             "(with accuracy_target and calibration_inputs), fp32_layers, "
+                             "keep_precision and timing_cache", m->model_path);
         tci_status st = tci_engine_load(m->model_path, &o, out);
         if (st == TCI_OK) log_auto_result(m, device, *out); /* a file precision auto built */
         return st == TCI_OK ? NULL : tci_failure(st, m->name);
@@ -347,6 +353,7 @@ static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine
         o.num_shapes = c->num_inputs;
         o.precision = c->precision;
         o.fp32_layers = (const char *const *)c->fp32_layers;
+        o.kept_precision = c->kept_precision;
         o.timing_cache = cache;
         o.calibration_inputs = calibration;
         o.num_calibration_inputs = num_calibration;

@@ -172,6 +172,14 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
                                  "expected fp16, bf16, tf32, fp32 or auto", v);
             c->precision = precisions[i].p;
             c->precision_set = 1;
+        } else if (strcmp(p->string, "keep_precision") == 0) {
+            if (strcmp(v, "fp32") == 0) c->kept_precision = TCI_PRECISION_FP32;
+            else if (strcmp(v, "tf32") == 0) c->kept_precision = TCI_PRECISION_TF32;
+            else if (strcmp(v, "bf16") == 0) c->kept_precision = TCI_PRECISION_BF16;
+            else
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter keep_precision '%s': "
+                                 "expected fp32, tf32 or bf16", v);
+            c->kept_set = 1;
         } else if (strcmp(p->string, "fp32_layers") == 0) {
             TRITONSERVER_Error *err = split_list(p->string, v, &c->fp32_layers);
             if (err) return err;
@@ -197,8 +205,8 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
             c->cpu_threads = (int)n;
         } else {
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "unknown parameter '%s' (the tcinfer "
-                             "backend takes precision, fp32_layers, timing_cache, cpu_threads, "
-                             "accuracy_target, calibration_inputs)",
+                             "backend takes precision, fp32_layers, keep_precision, timing_cache, "
+                             "cpu_threads, accuracy_target, calibration_inputs)",
                              p->string);
         }
     }
@@ -206,12 +214,25 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
         return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameters accuracy_target and "
                          "calibration_inputs steer the search of precision 'auto': give "
                          "parameter precision 'auto' with them");
+    if (c->kept_set && c->precision != TCI_PRECISION_FP16 && c->precision != TCI_PRECISION_AUTO)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter keep_precision sets what fp16 "
+                         "engines keep their fp32_layers in (and precision 'auto' the layers it "
+                         "keeps); not with another parameter precision");
+    if (c->kept_set && !c->fp32_layers && c->precision != TCI_PRECISION_AUTO)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter keep_precision sets the "
+                         "precision of the kept layers: give parameter fp32_layers or precision "
+                         "'auto' with it");
+    if (c->kept_precision == TCI_PRECISION_BF16 && c->accuracy_target > 0)
+        return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter keep_precision 'bf16' holds "
+                         "fp32's range with less precision than fp16: it fixes overflow, not "
+                         "accuracy; accuracy_target wants keep_precision fp32 or tf32");
     return NULL;
 }
 
 TRITONSERVER_Error *tct_config_parse(const char *json, size_t size, tct_model_config *out) {
     memset(out, 0, sizeof *out);
     out->precision = TCI_PRECISION_FP16;
+    out->kept_precision = TCI_PRECISION_FP32;
     cJSON *root = cJSON_ParseWithLength(json, size);
     if (!root) return tct_error(TRITONSERVER_ERROR_INTERNAL, "model configuration is not JSON");
     TRITONSERVER_Error *err = NULL;

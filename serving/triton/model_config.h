@@ -27,6 +27,9 @@ typedef struct tct_model_config {
                                      files, one per model input in its order, relative to the
                                      model folder; NULL-terminated; NULL: seeded random inputs */
     char **fp32_layers;           /* parameter "fp32_layers": comma-separated; NULL-terminated */
+    tci_precision kept_precision; /* parameter "keep_precision": fp32 (default), tf32, bf16: what
+                                     fp32_layers and precision auto keep layers in */
+    int kept_set;                 /* the parameter is given */
     char *timing_cache;           /* parameter "timing_cache": a file, relative to the model folder */
     int cpu_threads;              /* parameter "cpu_threads": OpenBLAS threads of CPU instances */
     char *model_filename;         /* default_model_filename, or NULL */

@@ -165,6 +165,11 @@ static void log_build(const tci_engine *e, size_t loaded_nodes) {
                     "arena %.2f MB",
                     p->num_steps, p->num_layout_conversions, (double)p->weight_bytes / 1e6,
                     (double)p->arena_bytes / 1e6);
+    size_t kept = 0;
+    while (e->fp32_layers && e->fp32_layers[kept]) kept++;
+    if (kept && !plan_all_fp32(&e->plan_options))
+        api_log_message(log, TCI_LOG_INFO, "fp32 layers: %zu entr%s, kept in %s", kept,
+                        kept == 1 ? "y" : "ies", plan_kept_name(&e->plan_options));
 #if TCI_HAVE_CUDA
     if (e->gpu) {
         int timed = 0, cached = 0;
@@ -223,6 +228,7 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
     if (st == TCI_OK) {
         e->plan_options.fp32_layers = (const char *const *)e->fp32_layers;
         e->plan_options.precision = options->precision;
+        e->plan_options.kept_precision = options->kept_precision;
         e->kernels = options->kernels;
         e->cpu_threads = options->cpu_threads;
         e->log = (api_log){options->log_fn, options->log_user, options->log_level};
@@ -457,6 +463,7 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         f.machine = machine;
         f.producer = producer;
         f.precision = (int32_t)engine->plan_options.precision;
+        f.kept_precision = (int32_t)engine->plan_options.kept_precision;
         f.kernels = (int32_t)engine->kernels;
         ir_graph *g = NULL;
         const char **dropped = NULL;
@@ -519,11 +526,12 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     if (given.num_shapes || given.plan_only || given.mark_all_outputs ||
         given.precision != TCI_PRECISION_FP16 || given.fp32_layers ||
         given.kernels != TCI_KERNELS_AUTO || given.timing_cache || given.calibration_inputs ||
-        given.num_calibration_inputs || given.accuracy_target != 0)
+        given.num_calibration_inputs || given.accuracy_target != 0 ||
+        given.kept_precision != TCI_PRECISION_FP32)
         return api_log_failure(
             &log, status_error(TCI_ERR_INVALID_ARGUMENT,
-                               "%s: an engine file fixes the shapes, precision, fp32 layers and "
-                               "kernels it was built with (no timing cache or calibration inputs "
+                               "%s: an engine file fixes the shapes, precision, fp32 layers (and "
+                               "their kept precision) and kernels it was built with (no timing cache or calibration inputs "
                                "either): of "
                                "tci_engine_options only no_cuda_graph, the log and the progress "
                                "fields may be set",
@@ -565,6 +573,7 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         o.progress_fn = given.progress_fn;
         o.progress_user = given.progress_user;
         o.precision = (tci_precision)f.precision;
+        o.kept_precision = (tci_precision)f.kept_precision;
         o.kernels = (tci_kernels)f.kernels;
         o.fp32_layers = (const char *const *)f.fp32_layers;
         st = api_finish_create(g, &o, f.choices, out_engine); /* owns g, also on failure */

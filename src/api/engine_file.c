@@ -20,7 +20,9 @@ enum {
     TAG_FP16_TENSORS,
     TAG_CHOICES,
     TAG_AUTO, /* format 2, optional */
+    TAG_KEPT, /* format 3, optional */
     AUTO_BYTES = 24,
+    KEPT_BYTES = 8,
     HEADER_BYTES = 32,
     RECORD_HEADER = 12,
 };
@@ -120,13 +122,21 @@ tci_status engine_file_write(const char *path, const engine_file *file) {
         put_double(chosen + 16, file->auto_target);
         st = record(&payload, TAG_AUTO, chosen, sizeof chosen);
     }
+    /* FP32 (and a zeroed struct's 0) is the absence of the record */
+    bool kept = file->kept_precision == TCI_PRECISION_TF32 ||
+                file->kept_precision == TCI_PRECISION_BF16;
+    if (st == TCI_OK && kept) {
+        unsigned char precision[KEPT_BYTES] = {0};
+        put_le(precision, (uint32_t)file->kept_precision, 4);
+        st = record(&payload, TAG_KEPT, precision, sizeof precision);
+    }
     if (st != TCI_OK) {
         free(payload.data);
         return st;
     }
     unsigned char header[HEADER_BYTES] = {0};
     memcpy(header, magic, sizeof magic);
-    put_le(header + 8, file->has_auto ? ENGINE_FILE_VERSION : ENGINE_FILE_MIN_VERSION, 4);
+    put_le(header + 8, kept ? 3 : file->has_auto ? 2 : ENGINE_FILE_MIN_VERSION, 4);
     put_le(header + 16, payload.size, 8);
     put_le(header + 24, fnv1a64(payload.data, payload.size), 8);
     size_t len = strlen(path) + 5;
@@ -187,9 +197,19 @@ static tci_status parse_auto(const unsigned char *d, uint64_t size, engine_file 
     return TCI_OK;
 }
 
+/* The kept-precision record: TF32 or BF16 (FP32 is written as no record). */
+static tci_status parse_kept(const unsigned char *d, uint64_t size, engine_file *f) {
+    if (size != KEPT_BYTES || get_le(d + 4, 4) != 0) return TCI_ERR_PARSE;
+    f->kept_precision = (int32_t)get_le(d, 4);
+    if (f->kept_precision != TCI_PRECISION_TF32 && f->kept_precision != TCI_PRECISION_BF16)
+        return TCI_ERR_PARSE;
+    return TCI_OK;
+}
+
 static tci_status parse_payload(const unsigned char *p, size_t n, unsigned version,
                                 engine_file *f) {
-    const unsigned last = version >= 2 ? TAG_AUTO : TAG_CHOICES;
+    const unsigned last = version >= 3 ? TAG_KEPT : version >= 2 ? TAG_AUTO : TAG_CHOICES;
+    f->kept_precision = TCI_PRECISION_FP32;
     unsigned seen = 0;
     for (size_t at = 0; at < n;) {
         if (n - at < RECORD_HEADER) return TCI_ERR_PARSE;
@@ -220,6 +240,7 @@ static tci_status parse_payload(const unsigned char *p, size_t n, unsigned versi
         case TAG_FP32_LAYERS: st = parse_list(d, size, &f->fp32_layers); break;
         case TAG_FP16_TENSORS: st = parse_list(d, size, &f->fp16_tensors); break;
         case TAG_AUTO: st = parse_auto(d, size, f); break;
+        case TAG_KEPT: st = parse_kept(d, size, f); break;
         case TAG_MODEL:
             f->model = malloc(size ? size : 1);
             if (!f->model) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");

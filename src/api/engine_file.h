@@ -6,7 +6,10 @@
  * size, u64 FNV-1a-64 of the payload, then the payload: records of u32 tag, u64 size, bytes.
  * Format 2 adds one optional record, what TCI_PRECISION_AUTO chose (u32 count of the last
  * fp32 layers it added, u32 zero, f64 error reached, f64 accuracy target); a file without it is
- * written as format 1, which format 1 readers still load. */
+ * written as format 1, which format 1 readers still load. Format 3 adds one more optional
+ * record, the precision of the fp32 layers (u32 tci_precision, TF32 or BF16; u32 zero), written
+ * only when it is not FP32: a file without it is written as format 2 or 1 as before, and a file
+ * of format 1 or 2 keeps its layers in fp32. */
 #ifndef TCI_API_ENGINE_FILE_H
 #define TCI_API_ENGINE_FILE_H
 
@@ -15,7 +18,7 @@
 
 #include "tcinfer.h"
 
-#define ENGINE_FILE_VERSION 2     /* the newest format, read and written */
+#define ENGINE_FILE_VERSION 3     /* the newest format, read and written */
 #define ENGINE_FILE_MIN_VERSION 1 /* the oldest read: format 1 lacks the auto record */
 
 typedef struct engine_file {
@@ -24,6 +27,8 @@ typedef struct engine_file {
     char *producer;       /* "tcinfer VERSION" */
     int32_t precision;    /* tci_precision */
     int32_t kernels;      /* tci_kernels */
+    int32_t kept_precision; /* tci_precision of the fp32 layers (format 3): FP32 (also what
+                               files without the record read as), TF32 or BF16 */
     char **fp32_layers;   /* NULL-terminated, or NULL */
     void *model;          /* the optimised graph as an ONNX ModelProto */
     size_t model_size;
@@ -37,7 +42,8 @@ typedef struct engine_file {
     double auto_error, auto_target;
 } engine_file;
 
-/* Writes through a temporary file renamed into place: format 2 when has_auto, else format 1. */
+/* Writes through a temporary file renamed into place: format 3 when kept_precision is TF32 or
+ * BF16, else format 2 when has_auto, else format 1. */
 tci_status engine_file_write(const char *path, const engine_file *file);
 
 /* Reads and checks magic, version, size and checksum: a damaged, truncated or foreign file is

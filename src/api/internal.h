@@ -38,7 +38,8 @@ struct tci_engine {
     /* TCI_PRECISION_AUTO: the loaded graph that graph (and pristine) were cloned from; the
      * clones share its names, attributes and constant data, so it lives as long as they do */
     ir_graph *clone_source;
-    plan_options plan_options; /* fp32 layers and the precision, as the planner takes them */
+    plan_options plan_options; /* fp32 layers, the precision and the kept layers' precision, as
+                                  the planner takes them */
     tci_kernels kernels;
     int cpu_threads; /* tci_engine_options.cpu_threads */
     api_log log;

@@ -1,8 +1,9 @@
 /* TCI_PRECISION_AUTO: builds the fp16 engine, runs it on calibration inputs against the GPU
- * fp32 engine, and while its outputs hold NaN or Inf that the fp32 ones do not, keeps in fp32 the
- * first layer producing them together with every layer that produces them from finite inputs in
- * a run with every layer marked (parallel branches), and builds again; where that layer is in
- * fp32 already, the layers producing what it reads join it. With an accuracy target,
+ * fp32 engine, and while its outputs hold NaN or Inf that the fp32 ones do not, keeps out of fp16
+ * (in fp32, or tci_engine_options.kept_precision: tf32, bf16) the first layer producing them
+ * together with every layer that produces them from finite inputs in a run with every layer
+ * marked (parallel branches), and builds again; where that layer is kept already, the layers
+ * producing what it reads join it. With an accuracy target,
  * while the error is over it, the layers are ranked by the error each adds (both engines built
  * with every layer marked) and the fewest from the top of that ranking that meet the target are
  * found by bisection, each try measured on the engine as it ships (fused). Every build is an
@@ -22,6 +23,12 @@
 
 #define HALF_MAX 65504.0 /* fp16's largest finite value */
 
+const char *api_auto_kept_name(const tci_engine_options *options) {
+    return options->kept_precision == TCI_PRECISION_BF16   ? "bf16"
+           : options->kept_precision == TCI_PRECISION_TF32 ? "tf32"
+                                                            : "fp32";
+}
+
 tci_status api_auto_next_layer(const auto_round *r, const char **out_layer) {
     *out_layer = NULL;
     if (!r->mismatches) return TCI_OK;
@@ -29,7 +36,8 @@ tci_status api_auto_next_layer(const auto_round *r, const char **out_layer) {
     if (n->input_index >= 0)
         return status_error(TCI_ERR_UNSUPPORTED,
                             "TCI_PRECISION_AUTO: engine input %ld holds NaN/Inf in fp16 (its "
-                            "values are past fp16's range): no layer kept in fp32 avoids that",
+                            "values are past fp16's range): no layer kept out of fp16 avoids "
+                            "that",
                             n->input_index);
     if (!n->found)
         return status_error(TCI_ERR_UNSUPPORTED,
@@ -37,13 +45,14 @@ tci_status api_auto_next_layer(const auto_round *r, const char **out_layer) {
                             "the fp32 engine's are finite, but no layer of the re-run produced "
                             "them",
                             (unsigned long long)r->mismatches);
+    const char *kept = r->kept ? r->kept : "fp32";
     if (r->layer_in_fp32 && !r->upstream)
         return status_error(TCI_ERR_UNSUPPORTED,
-                            "TCI_PRECISION_AUTO: layer '%s' (%s) is kept in fp32, and so are the "
+                            "TCI_PRECISION_AUTO: layer '%s' (%s) is kept in %s, and so are the "
                             "layers producing what it reads, and it is still the first to produce "
                             "NaN/Inf (%llu in the outputs where the fp32 engine's are finite): "
-                            "fp32 does not fix it",
-                            n->layer, n->op_type, (unsigned long long)r->mismatches);
+                            "%s does not fix it",
+                            n->layer, n->op_type, kept, (unsigned long long)r->mismatches, kept);
     if (r->round >= TCI_PRECISION_AUTO_MAX_ROUNDS)
         return status_error(TCI_ERR_UNSUPPORTED,
                             "TCI_PRECISION_AUTO: after %d rounds the fp16 outputs still hold %llu "
@@ -170,7 +179,8 @@ static void auto_progress_update(const char *stage, size_t done, size_t total, v
     p->fn(p->stage, done, total, p->user);
 }
 
-/* An engine from a copy of g: options with this precision and these fp32 layers. */
+/* An engine from a copy of g: options with this precision and these fp32 layers (kept in
+ * options->kept_precision in an fp16 engine; the fp32 engine keeps nothing). */
 static tci_status build_copy(const ir_graph *g, const tci_engine_options *options,
                              tci_precision precision, char *const *fp32_layers, bool mark_all,
                              auto_progress *progress, tci_engine **out) {
@@ -179,6 +189,7 @@ static tci_status build_copy(const ir_graph *g, const tci_engine_options *option
     tci_engine_options o = *options;
     o.precision = precision;
     o.fp32_layers = (const char *const *)fp32_layers;
+    if (precision != TCI_PRECISION_FP16) o.kept_precision = TCI_PRECISION_FP32;
     o.mark_all_outputs = mark_all;
     o.calibration_inputs = NULL;
     o.num_calibration_inputs = 0;
@@ -414,7 +425,8 @@ static tci_status measure(const ir_graph *g, const tci_engine_options *options,
                           "engines have %zu and %zu outputs", e->graph->num_outputs,
                           m->fp32->graph->num_outputs);
     if (st == TCI_OK) st = measure_layers(e, c, m->base, l);
-    plan_options fp32_of = {(const char *const *)list->names, TCI_PRECISION_FP16};
+    plan_options fp32_of = {(const char *const *)list->names, TCI_PRECISION_FP16,
+                            TCI_PRECISION_FP32};
     if (st == TCI_OK) st = plan_fp32_nodes(e->graph, &fp32_of, l->in_fp32);
     tci_context_destroy(c);
     if (st != TCI_OK) {
@@ -501,7 +513,8 @@ static tci_status meet_target(const ir_graph *g, const tci_engine_options *optio
         for (size_t i = 0; st == TCI_OK && i < k; i++)
             st = list_push(list, marked->graph->nodes[order[i]]->name);
         char what[48];
-        snprintf(what, sizeof what, "%zu of %zu ranked layers in fp32", k, ranked);
+        snprintf(what, sizeof what, "%zu of %zu ranked layers in %s", k, ranked,
+                 api_auto_kept_name(options));
         tci_engine *t = NULL;
         double err = 0;
         uint64_t mismatches = 0;
@@ -514,16 +527,16 @@ static tci_status meet_target(const ir_graph *g, const tci_engine_options *optio
         tries++;
         bool meets = !mismatches && err <= target;
         api_log_message(&log, TCI_LOG_INFO,
-                        "TCI_PRECISION_AUTO: the %zu layers adding the most error in fp32: "
+                        "TCI_PRECISION_AUTO: the %zu layers adding the most error in %s: "
                         "relative L2 error %.3g (%s the target %g)",
-                        k, err, meets ? "meets" : "over", target);
+                        k, api_auto_kept_name(options), err, meets ? "meets" : "over", target);
         if (!hi_known && !meets) {
             tci_engine_destroy(t);
             st = status_error(TCI_ERR_UNSUPPORTED,
-                              "TCI_PRECISION_AUTO: with all %zu measured layers in fp32 "
+                              "TCI_PRECISION_AUTO: with all %zu measured layers in %s "
                               "the outputs' relative L2 error is %.3g, over "
                               "tci_engine_options.accuracy_target %g",
-                              k, err, target);
+                              k, api_auto_kept_name(options), err, target);
             break;
         }
         hi_known = true;
@@ -543,9 +556,9 @@ static tci_status meet_target(const ir_graph *g, const tci_engine_options *optio
         for (size_t i = 0; st == TCI_OK && i < hi; i++)
             st = list_push(list, marked->graph->nodes[order[i]]->name);
         api_log_message(&log, TCI_LOG_INFO,
-                        "TCI_PRECISION_AUTO: %zu of %zu ranked layers in fp32 meet the target "
+                        "TCI_PRECISION_AUTO: %zu of %zu ranked layers in %s meet the target "
                         "%g (relative L2 error %.3g; %d builds)",
-                        hi, ranked, target, best_error, tries);
+                        hi, ranked, api_auto_kept_name(options), target, best_error, tries);
     }
     free(order);
     layer_errors_free(&l);
@@ -576,7 +589,7 @@ static tci_status search(const ir_graph *g, const tci_engine_options *options,
         snprintf(what, sizeof what, "round %d", round);
         tci_nonfinite_report report;
         tci_nonfinite_report_init(&report);
-        auto_round r = {round, 0, &report, false, 0};
+        auto_round r = {round, 0, &report, false, 0, api_auto_kept_name(options)};
         const char *first = NULL;
         st = try_list(g, options, inputs, num_inputs, base, list, progress, what, &e, &error,
                       &r.mismatches, &report);
@@ -591,11 +604,12 @@ static tci_status search(const ir_graph *g, const tci_engine_options *options,
         if (r.layer_in_fp32) {
             st = upstream_layers(e, first, list, true, &r.upstream);
             api_log_message(&log, TCI_LOG_INFO,
-                            "TCI_PRECISION_AUTO round %d: layer '%s' (%s) is in fp32 and still "
+                            "TCI_PRECISION_AUTO round %d: layer '%s' (%s) is in %s and still "
                             "produces NaN/Inf from what it reads (%llu in the outputs): the %zu "
-                            "layers producing its inputs are kept in fp32 too",
-                            round, report.layer, report.op_type,
-                            (unsigned long long)r.mismatches, list->count - before);
+                            "layers producing its inputs are kept in %s too",
+                            round, report.layer, report.op_type, api_auto_kept_name(options),
+                            (unsigned long long)r.mismatches, list->count - before,
+                            api_auto_kept_name(options));
             tci_engine_destroy(e);
             e = NULL;
             continue;
@@ -603,14 +617,15 @@ static tci_status search(const ir_graph *g, const tci_engine_options *options,
         api_log_message(&log, TCI_LOG_INFO,
                         "TCI_PRECISION_AUTO round %d: %llu NaN/Inf values in the fp16 outputs "
                         "where the fp32 engine's are finite; layer '%s' (%s) produces them "
-                        "first: kept in fp32",
-                        round, (unsigned long long)r.mismatches, report.layer, report.op_type);
+                        "first: kept in %s",
+                        round, (unsigned long long)r.mismatches, report.layer, report.op_type,
+                        api_auto_kept_name(options));
         st = overflow_layers(g, options, inputs, num_inputs, list, &m, progress, first);
         if (st == TCI_OK && list->count > before + 1)
             api_log_message(&log, TCI_LOG_INFO,
                             "TCI_PRECISION_AUTO round %d: %zu more layers produce NaN/Inf from "
-                            "finite inputs in the marked run: kept in fp32 too",
-                            round, list->count - before - 1);
+                            "finite inputs in the marked run: kept in %s too",
+                            round, list->count - before - 1, api_auto_kept_name(options));
         tci_engine_destroy(e);
         e = NULL;
     }
@@ -650,13 +665,13 @@ static void log_result(const tci_engine_options *options, char *const *moved, si
     if (pos >= sizeof names) memcpy(names + sizeof names - 5, "...", 4);
     if (count)
         api_log_message(&log, TCI_LOG_INFO,
-                        "TCI_PRECISION_AUTO: %zu layer%s kept in fp32: %s; the outputs' "
+                        "TCI_PRECISION_AUTO: %zu layer%s kept in %s: %s; the outputs' "
                         "relative L2 error against the fp32 engine: %.3g",
-                        count, count == 1 ? "" : "s", names, error);
+                        count, count == 1 ? "" : "s", api_auto_kept_name(options), names, error);
     else
         api_log_message(&log, TCI_LOG_INFO,
-                        "TCI_PRECISION_AUTO: no layer kept in fp32; the outputs' relative L2 "
-                        "error against the fp32 engine: %.3g",
+                        "TCI_PRECISION_AUTO: no layer kept out of fp16; the outputs' relative "
+                        "L2 error against the fp32 engine: %.3g",
                         error);
 }
 
@@ -673,6 +688,14 @@ static tci_status check_options(const tci_engine_options *o) {
         return status_error(TCI_ERR_INVALID_ARGUMENT,
                             "tci_engine_options.accuracy_target is %g; 0 (overflow only) or a "
                             "relative L2 error above 0 expected",
+                            o->accuracy_target);
+    if (o->accuracy_target > 0 && o->kept_precision == TCI_PRECISION_BF16)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.accuracy_target %g with kept_precision "
+                            "TCI_PRECISION_BF16: bf16 holds fp32's range with less precision "
+                            "than fp16, so keeping layers in it fixes overflow, not accuracy; "
+                            "keep them in TCI_PRECISION_TF32 or TCI_PRECISION_FP32 to meet a "
+                            "target",
                             o->accuracy_target);
     if (o->num_calibration_inputs && !o->calibration_inputs)
         return status_error(TCI_ERR_INVALID_ARGUMENT,

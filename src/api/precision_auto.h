@@ -17,10 +17,15 @@ typedef struct auto_round {
     uint64_t mismatches;                /* NaN/Inf in the fp16 outputs where the fp32 ones are
                                            finite; 0: the round is clean */
     const tci_nonfinite_report *report; /* the fp16 run's, when mismatches > 0 */
-    bool layer_in_fp32;                 /* the layer report names is in fp32 already */
+    bool layer_in_fp32;                 /* the layer report names is kept already */
     size_t upstream;                    /* then: the layers producing what it reads (through
-                                           data movement) not in fp32 yet */
+                                           data movement) not kept yet */
+    const char *kept;                   /* "fp32", "tf32" or "bf16": what kept layers run in,
+                                           for messages (NULL: fp32) */
 } auto_round;
+
+/* "fp32", "tf32" or "bf16": the precision options keep layers in (kept_precision). */
+const char *api_auto_kept_name(const tci_engine_options *options);
 
 /* The layer to keep in fp32 next (*out_layer: report->layer), or NULL when the round is clean.
  * A layer in fp32 already that still produces NaN/Inf from what it reads gets what it reads

@@ -65,13 +65,18 @@ tci_status api_read_options(const tci_engine_options *given, tci_engine_options 
                             "tci_engine_options.kept_precision is %d; TCI_PRECISION_FP32 (the "
                             "default), TCI_PRECISION_TF32 or TCI_PRECISION_BF16 expected",
                             (int)out->kept_precision);
+    if (out->kept_precision != TCI_PRECISION_FP32 && out->precision != TCI_PRECISION_FP16 &&
+        out->precision != TCI_PRECISION_AUTO)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "tci_engine_options.kept_precision %s is for the layers fp16 and "
+                            "TCI_PRECISION_AUTO engines keep out of fp16; the precision is %d",
+                            out->kept_precision == TCI_PRECISION_TF32 ? "TCI_PRECISION_TF32"
+                                                                      : "TCI_PRECISION_BF16",
+                            (int)out->precision);
     /* not built yet: refused rather than ignored */
     if (out->device != 0)
         return status_error(TCI_ERR_UNSUPPORTED, "tci_engine_options.device %d: only device 0 "
                             "is supported in this build", out->device);
-    if (out->kept_precision != TCI_PRECISION_FP32)
-        return status_error(TCI_ERR_UNSUPPORTED, "tci_engine_options.kept_precision: only "
-                            "TCI_PRECISION_FP32 is supported in this build");
     return TCI_OK;
 }
 

@@ -51,6 +51,8 @@ typedef struct cli_args {
     int bench, warmup, threads;
     const char *profile;
     tci_precision precision;
+    tci_precision kept_precision; /* --keep-precision (FP32 when not given) */
+    bool kept_given;              /* --keep-precision given */
     double accuracy_target;  /* --accuracy-target; 0: not given */
     tci_kernels kernels;
     const char *timing_cache;
@@ -110,7 +112,13 @@ void cli_output_file_name(const tci_context *ctx, size_t index, char *buf, size_
 bool cli_is_folder(const char *path);
 
 /* report.c: the text reports go to stdout unless --json, whose document is `json` */
-void cli_print_info(const tci_engine *engine, const char *choices_from, json_value *json);
+/* kept: what the engine's fp32 layers are kept in (cli_kept_name), or NULL */
+void cli_print_info(const tci_engine *engine, const char *choices_from, const char *kept,
+                    json_value *json);
+/* "fp32", "tf32" or "bf16": what a GPU engine's fp32 layers are kept in, NULL when it has none
+ * (or runs on the CPU). Built here, --keep-precision's (fp32 outside fp16 engines); an engine
+ * file's is read from its steps, where tf32 layers (fp32 storage) read as "fp32". */
+const char *cli_kept_name(const cli_args *a, const tci_engine *engine);
 /* Output t's report (print false: --quiet); with outputs (--json) as an element of it. */
 void cli_report_output(const tci_tensor *t, bool print, json_value *outputs);
 int cli_check_nonfinite(const cli_args *a, const tci_engine *engine, tci_context *ctx,

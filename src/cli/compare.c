@@ -98,18 +98,24 @@ int cli_check_nonfinite(const cli_args *a, const tci_engine *engine, tci_context
             (unsigned long long)r.count, out.name, precision, where);
     if (r.found)
         fprintf(stderr, "tcinfer: try --precision bf16 (fp32's range), or keep that layer in "
-                        "fp32: --fp32-layers '%s'\n", r.layer);
+                        "fp32: --fp32-layers '%s' (with --keep-precision bf16: in bf16, at "
+                        "tensor-core speed)\n", r.layer);
     return EXIT_FAILURE;
 }
 
 static const char *engine_label(const cli_args *a) {
     if (a->backend == TCI_BACKEND_CPU) return "fp32 CPU";
+    bool tf32 = a->kept_precision == TCI_PRECISION_TF32,
+         bf16 = a->kept_precision == TCI_PRECISION_BF16;
     return a->precision == TCI_PRECISION_FP32   ? "fp32"
            : a->precision == TCI_PRECISION_TF32 ? "tf32"
            : a->precision == TCI_PRECISION_BF16 ? (a->fp32_text ? "bf16+fp32-layers" : "bf16")
-           : a->precision == TCI_PRECISION_AUTO ? "fp16+auto-fp32-layers"
-           : a->fp32_text                       ? "fp16+fp32-layers"
-                                                : "fp16";
+           : a->precision == TCI_PRECISION_AUTO
+               ? (tf32 ? "fp16+auto-tf32-layers" : bf16 ? "fp16+auto-bf16-layers"
+                                                        : "fp16+auto-fp32-layers")
+           : a->fp32_text ? (tf32 ? "fp16+tf32-layers" : bf16 ? "fp16+bf16-layers"
+                                                               : "fp16+fp32-layers")
+                          : "fp16";
 }
 
 /* The coordinates of flat (row-major) element `index` of t. */

@@ -269,6 +269,7 @@ static int calibration_inputs(const cli_args *a, const tci_engine_options *optio
     o.backend = TCI_BACKEND_CPU;
     o.precision = TCI_PRECISION_FP16;
     o.fp32_layers = NULL;
+    o.kept_precision = TCI_PRECISION_FP32;
     o.kernels = TCI_KERNELS_AUTO;
     o.timing_cache = NULL;
     o.mark_all_outputs = 0;
@@ -301,11 +302,11 @@ static void add_auto_layer(const char *layer, int automatic, void *user) {
     l->count++;
 }
 
-/* --precision auto, or an engine file it built: the layers the search kept in fp32 (ONNX node
- * names), the error reached and the target, on stderr (--json: also the document's
- * "precision_auto"); built here, also the inputs and the time the search took. */
+/* --precision auto, or an engine file it built: the layers the search kept (ONNX node names)
+ * and in what (kept: cli_kept_name), the error reached and the target, on stderr (--json: also
+ * the document's "precision_auto"); built here, also the inputs and the time the search took. */
 static void report_auto_layers(const cli_args *a, const tci_engine *engine, double seconds,
-                               json_value *json) {
+                               const char *kept, json_value *json) {
     double error = -1, goal = 0;
     if (tci_engine_auto_error(engine, &error) != TCI_OK) return; /* not built by the search */
     tci_engine_auto_target(engine, &goal);
@@ -333,12 +334,14 @@ static void report_auto_layers(const cli_args *a, const tci_engine *engine, doub
     char target[64] = "", when[64] = "; chosen when the engine file was built";
     if (goal > 0) snprintf(target, sizeof target, " (--accuracy-target %g)", goal);
     if (!loaded) snprintf(when, sizeof when, "; chosen in %.1f s", seconds);
+    if (!kept) kept = a->load_engine ? "fp32" : cli_precision_name(a->kept_precision);
+    if (j) json_add_string(j, "kept_precision", kept);
     if (l.count)
-        fprintf(stderr, "tcinfer: precision auto%s: %zu layer%s kept in fp32: %s\n", from,
-                l.count, l.count == 1 ? "" : "s", l.text);
+        fprintf(stderr, "tcinfer: precision auto%s: %zu layer%s kept in %s: %s\n", from,
+                l.count, l.count == 1 ? "" : "s", kept, l.text);
     else
-        fprintf(stderr, "tcinfer: precision auto%s: no layer kept in fp32: the engine is all "
-                        "fp16\n", from);
+        fprintf(stderr, "tcinfer: precision auto%s: no layer kept in %s: the engine is all "
+                        "fp16\n", from, kept);
     fprintf(stderr, "tcinfer: precision auto%s: outputs' relative L2 error %.3g against the GPU "
                     "fp32 engine on %s%s inputs%s%s\n",
             from, error, loaded ? "" : "the ", inputs, target, when);
@@ -359,6 +362,7 @@ static int run_cli(cli_args *a) {
     options.mark_all_outputs = a->compare_layers;
     options.precision = a->precision;
     options.fp32_layers = a->fp32_text ? a->fp32_layers : NULL;
+    options.kept_precision = a->kept_precision;
     options.kernels = a->kernels;
     options.timing_cache = a->timing_cache;
     options.log_fn = cli_log;
@@ -422,8 +426,10 @@ static int run_cli(cli_args *a) {
     for (size_t i = 0; calibration && i < num_calibration; i++) tci_tensor_release(&calibration[i]);
     free(calibration);
     if (rc) return print_json(json, rc);
+    const char *kept = st == TCI_OK ? cli_kept_name(a, engine) : NULL;
+    if (kept && json) json_add_string(json, "kept_precision", kept);
     if (st == TCI_OK && (a->precision == TCI_PRECISION_AUTO || a->load_engine))
-        report_auto_layers(a, engine, seconds, json);
+        report_auto_layers(a, engine, seconds, kept, json);
     if (st == TCI_OK && a->save_engine) {
         st = tci_engine_save(engine, a->save_engine);
         if (st == TCI_OK && json) json_add_string(json, "engine_saved", a->save_engine);
@@ -434,7 +440,8 @@ static int run_cli(cli_args *a) {
         json_add_string(json, "error", cli_flag_terms(tci_last_error(), text, sizeof text));
         rc = cli_fail(st);
     } else if (a->info || (a->save_engine && !a->num_inputs && !a->random)) {
-        if (a->info) cli_print_info(engine, a->load_engine ? "engine file" : "timing cache", json);
+        if (a->info)
+            cli_print_info(engine, a->load_engine ? "engine file" : "timing cache", kept, json);
     } else if (!a->report || (a->collect = cli_report_create(a))) {
         rc = run(a, engine, json);
         cli_report_destroy(a->collect);

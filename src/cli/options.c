@@ -16,7 +16,7 @@ enum {
     OPT_SAVE_ENGINE, OPT_LOAD_ENGINE, OPT_COMPARE, OPT_COMPARE_LAYERS, OPT_BASELINE,
     OPT_TOLERANCE, OPT_BENCH, OPT_WARMUP, OPT_PROFILE, OPT_INFO, OPT_PLAN, OPT_LIST_OPS,
     OPT_DEVICES, OPT_VERSION, OPT_LIMIT, OPT_REFERENCE, OPT_ATOL, OPT_RTOL,
-    OPT_REPORT, OPT_ACCURACY_TARGET,
+    OPT_REPORT, OPT_ACCURACY_TARGET, OPT_KEEP_PRECISION,
 };
 
 /* One row per option (a row without a name is a heading of the usage text). help's lines after
@@ -60,6 +60,11 @@ static const cli_option options[] = {
      "engine to at most TOL"},
     {"fp32-layers", OPT_FP32_LAYERS, "A,B", "GPU: keep these nodes in fp32 (node names, op types, or\n"
                                             "patterns such as '/layer1/*'), against fp16 overflow"},
+    {"keep-precision", OPT_KEEP_PRECISION, "fp32|tf32|bf16",
+     "what --fp32-layers and --precision auto keep layers in:\n"
+     "fp32 (default; tensor-op math off), fp32 storage with TF32\n"
+     "tensor cores, or bfloat16 (fp32's range at tensor-core speed;\n"
+     "against overflow, not with --accuracy-target)"},
     {"kernels", OPT_KERNELS, "auto|wmma|cudnn",
      "GPU convolutions and GEMMs: per layer the faster of\n"
      "tcinfer's WMMA kernels and cuDNN / cuBLASLt (auto), or one family"},
@@ -173,6 +178,8 @@ static const char *const flag_terms[][2] = {
     {"tci_engine_options.shapes", "--shape"},
     {"tci_engine_options.fp32_layers", "--fp32-layers"},
     {"tci_engine_options.precision", "--precision"},
+    {"kept_precision TCI_PRECISION_BF16", "--keep-precision bf16"},
+    {"tci_engine_options.kept_precision", "--keep-precision"},
     {"tci_engine_options.calibration_inputs", "the input files (or --random)"},
     {"TCI_PRECISION_AUTO", "--precision auto"},
     {"tci_engine_options.accuracy_target", "--accuracy-target"},
@@ -416,6 +423,13 @@ static int apply_option(cli_args *a, int id, char *value) {
         else return cli_usage_error("unknown precision '%s' (fp16, bf16, tf32, fp32 or auto)",
                                     value);
         return 0;
+    case OPT_KEEP_PRECISION:
+        if (strcmp(value, "fp32") == 0) a->kept_precision = TCI_PRECISION_FP32;
+        else if (strcmp(value, "tf32") == 0) a->kept_precision = TCI_PRECISION_TF32;
+        else if (strcmp(value, "bf16") == 0) a->kept_precision = TCI_PRECISION_BF16;
+        else return cli_usage_error("unknown --keep-precision '%s' (fp32, tf32 or bf16)", value);
+        a->kept_given = true;
+        return 0;
     case OPT_TIMING_CACHE: a->timing_cache = value; return 0;
     case OPT_LIMIT:
         if (!parse_limit(value, &a->limits))
@@ -464,11 +478,12 @@ static int apply_option(cli_args *a, int id, char *value) {
 static int check_combinations(cli_args *a) {
     if (!a->model && !a->load_engine) return cli_usage_error("no model given%s", "");
     if (a->load_engine &&
-        (a->num_shapes || a->precision != TCI_PRECISION_FP16 || a->fp32_text ||
+        (a->num_shapes || a->precision != TCI_PRECISION_FP16 || a->fp32_text || a->kept_given ||
          a->kernels != TCI_KERNELS_AUTO || a->timing_cache || a->compare || a->plan ||
          a->save_engine || a->backend == TCI_BACKEND_CPU))
         return cli_usage_error("--load-engine runs the engine as it was built: --shape, "
-                               "--precision, --fp32-layers, --kernels, --timing-cache, "
+                               "--precision, --fp32-layers, --keep-precision, --kernels, "
+                               "--timing-cache, "
                                "--compare (--reference), --plan, --save-engine and --backend cpu "
                                "do not go "
                                "with it%s", "");
@@ -503,9 +518,21 @@ static int check_combinations(cli_args *a) {
     if (a->precision == TCI_PRECISION_AUTO && (a->backend == TCI_BACKEND_CPU || a->plan))
         return cli_usage_error("--precision auto builds and runs the fp16 and fp32 GPU engines to "
                                "choose the fp32 layers: not with --backend cpu or --plan%s", "");
-    if ((a->fp32_text || a->precision != TCI_PRECISION_FP16) && a->backend == TCI_BACKEND_CPU)
-        return cli_usage_error("--precision and --fp32-layers set the GPU engine; the CPU backend "
-                               "is fp32 already%s", "");
+    if (a->kept_given && a->precision != TCI_PRECISION_FP16 && a->precision != TCI_PRECISION_AUTO)
+        return cli_usage_error("--keep-precision sets the precision of the layers an fp16 engine "
+                               "keeps (--fp32-layers, --precision auto); not with --precision "
+                               "%s", cli_precision_name(a->precision));
+    if (a->kept_given && !a->fp32_text && a->precision != TCI_PRECISION_AUTO)
+        return cli_usage_error("--keep-precision sets the precision of the kept layers: give "
+                               "--fp32-layers or --precision auto with it%s", "");
+    if (a->kept_precision == TCI_PRECISION_BF16 && a->accuracy_target > 0)
+        return cli_usage_error("--keep-precision bf16 holds fp32's range with less precision "
+                               "than fp16: it fixes overflow, not accuracy; --accuracy-target "
+                               "wants --keep-precision fp32 or tf32%s", "");
+    if ((a->fp32_text || a->kept_given || a->precision != TCI_PRECISION_FP16) &&
+        a->backend == TCI_BACKEND_CPU)
+        return cli_usage_error("--precision, --fp32-layers and --keep-precision set the GPU "
+                               "engine; the CPU backend is fp32 already%s", "");
     if (a->threads && a->backend == TCI_BACKEND_GPU && !a->compare)
         return cli_usage_error("--threads sets the CPU backend's threads; not with --backend "
                                "gpu%s", "");
@@ -518,6 +545,7 @@ int cli_parse_args(int argc, char **argv, cli_args *a) {
     a->tolerance = -1;
     a->atol = a->rtol = -1;
     a->warmup = 10;
+    a->kept_precision = TCI_PRECISION_FP32;
     struct option long_options[NUM_OPTIONS + 1];
     char short_options[2 * NUM_OPTIONS + 2] = ":";
     int n = 0;

@@ -2,6 +2,7 @@
  * text on stdout or as members of the --json document. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -90,10 +91,58 @@ static void print_layer(size_t index, const char *node, const char *fused_ops, c
     printf("  %4zu  %-28s %-40s %-10s %s\n", index, node, fused_ops, layout, kernel);
 }
 
+/* ---- the precision of the kept layers ---- */
+
+/* The engine's fp32 layers, and whether a step of one of them stores bf16 (an engine file's). */
+typedef struct kept_scan {
+    const char *entries[64];
+    size_t count;
+    bool bf16;
+} kept_scan;
+
+static void collect_kept(const char *layer, int automatic, void *user) {
+    (void)automatic;
+    kept_scan *k = user;
+    if (k->count < sizeof k->entries / sizeof k->entries[0]) k->entries[k->count] = layer;
+    k->count++;
+}
+
+/* Whether fp32_layers entry e selects the step of node with these fused ops: its name, a pattern
+ * over it, or its op type (the first of the fused ops). */
+static bool selects(const char *e, const char *node, const char *fused_ops) {
+    size_t n = strlen(e);
+    return strcmp(e, node) == 0 || fnmatch(e, node, 0) == 0 ||
+           (strncmp(fused_ops, e, n) == 0 && (fused_ops[n] == '\0' || fused_ops[n] == '+'));
+}
+
+static void scan_step(size_t index, const char *node, const char *fused_ops, const char *kernel,
+                      const char *layout, void *user) {
+    (void)index, (void)kernel;
+    kept_scan *k = user;
+    size_t n = k->count < 64 ? k->count : 64;
+    for (size_t i = 0; i < n && !k->bf16; i++)
+        k->bf16 = selects(k->entries[i], node, fused_ops) && strstr(layout, " bf16");
+}
+
+const char *cli_kept_name(const cli_args *a, const tci_engine *engine) {
+    if (a->backend != TCI_BACKEND_GPU) return NULL;
+    kept_scan k;
+    memset(&k, 0, sizeof k);
+    if (tci_engine_fp32_layers(engine, collect_kept, &k) != TCI_OK || !k.count) return NULL;
+    if (!a->load_engine)
+        return a->precision == TCI_PRECISION_FP16 || a->precision == TCI_PRECISION_AUTO
+                   ? cli_precision_name(a->kept_precision)
+                   : "fp32";
+    /* an engine file's: read from its steps (tf32 layers store fp32 and read as fp32) */
+    tci_engine_layers(engine, scan_step, &k);
+    return k.bf16 ? "bf16" : "fp32";
+}
+
 /* One fp32 layer of the engine: a JSON entry, or appended to the text line. */
 typedef struct fp32_list {
     json_value *json;
     size_t count;
+    const char *kept; /* what they are kept in (cli_kept_name) */
 } fp32_list;
 
 static void print_fp32_layer(const char *layer, int automatic, void *user) {
@@ -104,14 +153,18 @@ static void print_fp32_layer(const char *layer, int automatic, void *user) {
         json_add_bool(o, "automatic", automatic != 0);
         json_add(l->json, NULL, o);
     } else {
-        printf("%s'%s'%s", l->count ? ", " : "  fp32 layers: ", layer,
-               automatic ? " (precision auto)" : "");
+        if (!l->count && l->kept && strcmp(l->kept, "fp32") != 0)
+            printf("  fp32 layers (kept in %s): ", l->kept);
+        else if (!l->count)
+            printf("  fp32 layers: ");
+        printf("%s'%s'%s", l->count ? ", " : "", layer, automatic ? " (precision auto)" : "");
     }
     l->count++;
 }
 
 /* choices_from: where choices not timed came from ("timing cache", "engine file") */
-static void print_gpu_info(const tci_engine *engine, const char *choices_from, json_value *json) {
+static void print_gpu_info(const tci_engine *engine, const char *choices_from, const char *kept,
+                           json_value *json) {
     tci_gpu_report r;
     tci_gpu_report_init(&r);
     if (tci_engine_gpu_report(engine, &r) != TCI_OK) return;
@@ -124,7 +177,8 @@ static void print_gpu_info(const tci_engine *engine, const char *choices_from, j
         json_add_number(g, "naive_activation_bytes", (double)r.naive_activation_bytes);
         json_add_number(g, "layers_timed", (double)r.layers_timed);
         json_add_number(g, "layers_cached", (double)r.layers_cached);
-        fp32_list l = {json_add_array(g, "fp32_layers"), 0};
+        if (kept) json_add_string(g, "kept_precision", kept);
+        fp32_list l = {json_add_array(g, "fp32_layers"), 0, kept};
         tci_engine_fp32_layers(engine, print_fp32_layer, &l);
         tci_engine_layers(engine, print_layer, json_add_array(g, "layers"));
         return;
@@ -137,14 +191,15 @@ static void print_gpu_info(const tci_engine *engine, const char *choices_from, j
     if (r.layers_timed || r.layers_cached)
         printf("  kernel choices: %zu layers timed, %zu from the %s\n", r.layers_timed,
                r.layers_cached, choices_from);
-    fp32_list l = {NULL, 0};
+    fp32_list l = {NULL, 0, kept};
     tci_engine_fp32_layers(engine, print_fp32_layer, &l);
     if (l.count) printf("\n");
     printf("  step  node                         fused ops                                output     kernel\n");
     tci_engine_layers(engine, print_layer, NULL);
 }
 
-void cli_print_info(const tci_engine *engine, const char *choices_from, json_value *json) {
+void cli_print_info(const tci_engine *engine, const char *choices_from, const char *kept,
+                    json_value *json) {
     char dims[256];
     tci_tensor_info info;
     tci_tensor_info_init(&info);
@@ -165,7 +220,7 @@ void cli_print_info(const tci_engine *engine, const char *choices_from, json_val
         json_add_number(json, "parameters", (double)stats.num_parameters);
         json_add_number(json, "constant_tensors", (double)stats.num_initializers);
         json_add_number(json, "parameter_bytes", (double)stats.parameter_bytes);
-        print_gpu_info(engine, choices_from, json);
+        print_gpu_info(engine, choices_from, kept, json);
         return;
     }
     printf("inputs:\n");
@@ -183,7 +238,7 @@ void cli_print_info(const tci_engine *engine, const char *choices_from, json_val
     tci_engine_op_histogram(engine, print_histogram_entry, NULL);
     printf("parameters: %" PRId64 " (%zu constant tensors, %.2f MB)\n", stats.num_parameters,
            stats.num_initializers, (double)stats.parameter_bytes / 1e6);
-    print_gpu_info(engine, choices_from, NULL);
+    print_gpu_info(engine, choices_from, kept, NULL);
 }
 
 /* Top-5 classes of row r of an NxC float output into best (nb of them). */

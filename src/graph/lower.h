@@ -25,7 +25,8 @@ typedef enum plan_memory {
 typedef struct plan_tensor {
     const char *name;            /* the IR tensor's name, or a made-up one for temporaries */
     tci_dtype dtype;             /* device dtype: FLOAT16 (BFLOAT16 in bf16 plans) or FLOAT
-                                    (fp32 layers), INT64, INT32, BOOL (1 byte) */
+                                    (fp32 layers; BFLOAT16 where an fp16 plan keeps them in
+                                    bf16), INT64, INT32, BOOL (1 byte) */
     plan_layout layout;
     int rank;
     int64_t dims[TCI_MAX_RANK];  /* logical (NCHW) dims */
@@ -361,9 +362,11 @@ void lower_step_io(plan_step *s, int num_inputs, const int *inputs, int num_outp
                    const int *outputs);
 const plan_tensor *lower_tensor(const plan_builder *b, int index);
 const char *lower_intern(plan_builder *b, const char *text);
-/* The device float dtype of the node being lowered: FLOAT16 (BFLOAT16 in bf16 plans), or FLOAT
- * in fp32 layers. */
+/* The device float dtype of the node being lowered: FLOAT16 (BFLOAT16 in bf16 plans), or in
+ * kept layers FLOAT (BFLOAT16 where an fp16 plan keeps them in bf16). */
 tci_dtype lower_float_dtype(const plan_builder *b);
+/* "fp32", "tf32" or "bf16": what the plan's kept layers run in, for labels. */
+const char *lower_kept_name(const plan_builder *b);
 /* The device dtype of a host dtype in the node being lowered, or UNSUPPORTED naming the node. */
 tci_status lower_device_dtype(const plan_builder *b, const ir_node *node, tci_dtype dtype,
                               tci_dtype *out);
@@ -374,8 +377,9 @@ bool lower_is_read(const plan_builder *b, const ir_tensor *t);
 
 /* ---- fusion (decided by the passes, src/graph/passes/fuse.c) ---- */
 
-/* Whether the options keep node (any node, fused ones too) in fp32 (--fp32-layers). */
-bool lower_node_fp32(const plan_builder *b, const ir_node *node);
+/* Whether the options keep node (any node, fused ones too) out of fp16 (--fp32-layers, in the
+ * kept precision; every node of an fp32 or tf32 plan). */
+bool lower_node_kept(const plan_builder *b, const ir_node *node);
 /* Lowers node, one that the passes fused into the node being lowered, on its own after all, in
  * its own precision, as the planner lowers an unfused node (a fused attention whose kernel has no
  * variant lowers its chain so); the precision of the node being lowered is restored after. */

@@ -33,11 +33,12 @@ tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_
     char reason[128];
     *out_fused = false;
     *out_reason = NULL;
-    bool fp32_part = false;
-    for (int i = 0; i < a->num_nodes; i++) fp32_part |= lower_node_fp32(b, a->nodes[i]);
-    if (lower_float_dtype(b) == TCI_DTYPE_FLOAT || fp32_part) {
-        snprintf(reason, sizeof reason, "%s (attention unfused: %s)", node->op_type,
-                 lower_float_dtype(b) == TCI_DTYPE_FLOAT ? "fp32 storage" : "a part kept in fp32");
+    bool kept_part = false;
+    for (int i = 0; i < a->num_nodes; i++) kept_part |= lower_node_kept(b, a->nodes[i]);
+    if (lower_float_dtype(b) == TCI_DTYPE_FLOAT || kept_part) {
+        snprintf(reason, sizeof reason, "%s (attention unfused: %s%s)", node->op_type,
+                 lower_float_dtype(b) == TCI_DTYPE_FLOAT ? "fp32 storage" : "a part kept in ",
+                 lower_float_dtype(b) == TCI_DTYPE_FLOAT ? "" : lower_kept_name(b));
     } else if (!plan_attention_head_dim_ok(a->head_dim)) {
         snprintf(reason, sizeof reason,
                  "%s (attention unfused: head dim %lld; the kernel has 32, 64, 80, 96, 128)",

@@ -289,6 +289,60 @@ class CliTest(unittest.TestCase):
         self.assertRegex(out, r"act\s+Relu\s+dense fp32")
         self.assert_error(run("--backend", "cpu", "--precision", "bf16", path), 2, "GPU")
 
+    def test_keep_precision_plan(self):
+        """--keep-precision (no GPU needed): the kept layer's steps store bf16, with casts
+        fp16<->bf16 at its boundaries, or fp32 for tf32 and fp32; --info and --json say which."""
+        path = self.overflow_model()
+        rc, out, err = run("--plan", "--fp32-layers", "mm", "--keep-precision", "bf16", path)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"mm\s+cast fp16->bf16\s+dense bf16")
+        self.assertRegex(out, r"mm\s+MatMul\s+dense bf16")
+        self.assertRegex(out, r"scale\s+Mul\s+dense\s")
+        self.assertIn("  fp32 layers (kept in bf16): 'mm'\n", out)
+        self.assertNotIn("fp32", re.sub(r"fp32 layers|fp32 reference", "", out.split("step")[-1]))
+        rc, out, err = run("--plan", "--fp32-layers", "mm", "--keep-precision", "tf32", path)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"mm\s+cast fp16->fp32\s+dense fp32")
+        self.assertRegex(out, r"mm\s+MatMul\s+dense fp32")
+        self.assertIn("  fp32 layers (kept in tf32): 'mm'\n", out)
+        for kept in ("bf16", "tf32", "fp32"):
+            rc, out, err = run("--plan", "--json", "--fp32-layers", "mm", "--keep-precision",
+                               kept, path)
+            self.assertEqual(rc, 0, err)
+            doc = json.loads(out)
+            self.assertEqual(doc["kept_precision"], kept)
+            self.assertEqual(doc["gpu_plan"]["kept_precision"], kept)
+            self.assertEqual(doc["precision"], "fp16")
+        rc, out, err = run("--plan", "--fp32-layers", "mm", path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("  fp32 layers: 'mm'\n", out)
+        rc, out, err = run("--plan", "--json", "--fp32-layers", "mm", path)
+        self.assertEqual(json.loads(out)["kept_precision"], "fp32")
+        rc, out, err = run("--plan", "--json", path)
+        self.assertNotIn("kept_precision", json.loads(out))
+        # in a bf16 engine the fp32 layers are fp32 (--keep-precision is for fp16 engines)
+        rc, out, err = run("--plan", "--json", "--precision", "bf16", "--fp32-layers", "mm", path)
+        self.assertEqual(json.loads(out)["kept_precision"], "fp32")
+
+    def test_keep_precision_refused(self):
+        path = self.overflow_model()
+        self.assert_error(run("--plan", "--fp32-layers", "mm", "--keep-precision", "fp64", path),
+                          2, r"unknown --keep-precision 'fp64' \(fp32, tf32 or bf16\)")
+        self.assert_error(run("--plan", "--keep-precision", "bf16", path), 2,
+                          r"give --fp32-layers or --precision auto with it")
+        for precision in ("fp32", "tf32", "bf16"):
+            self.assert_error(run("--plan", "--precision", precision, "--fp32-layers", "mm",
+                                  "--keep-precision", "tf32", path), 2,
+                              r"--keep-precision sets the precision of the layers an fp16 "
+                              r"engine keeps", "not with --precision " + precision)
+        self.assert_error(run("--backend", "cpu", "--fp32-layers", "mm", "--keep-precision",
+                              "bf16", path), 2, "GPU")
+        self.assert_error(run("--load-engine", "plan.tci", "--keep-precision", "bf16"), 2,
+                          "--load-engine", "--keep-precision")
+        self.assert_error(run("--precision", "auto", "--accuracy-target", "1e-3",
+                              "--keep-precision", "bf16", path), 2,
+                          r"fixes overflow, not accuracy")
+
     def test_engine_file_options(self):
         """--save-engine / --load-engine: the combinations refused before any work, and files
         that are no engine (GPU runs of real engine files are in scripts/gpu_suite.sh)."""
@@ -672,6 +726,69 @@ class CliTest(unittest.TestCase):
         self.assertIn("precision auto: no layer kept in fp32: the engine is all fp16", err)
         self.assertIn("on the seeded random inputs", err)
 
+    def test_keep_precision_runs(self):
+        """On the GPU (skipped without one): the overflowing MatMul kept in bf16 or tf32 runs
+        finite, within the kept precision's bound of the exact product and of the CPU reference
+        (--compare names the engine)."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.overflow_model()
+        x = np.random.default_rng(7).uniform(-1, 1, (4, 64)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
+        for kept, bound in (("bf16", 2e-2), ("tf32", 5e-3), ("fp32", 5e-3)):
+            rc, out, err = run("--quiet", "--fp32-layers", "mm", "--keep-precision", kept, "-o",
+                               self.path(f"y_{kept}.npy"), path, self.path("x.npy"))
+            self.assertEqual(rc, 0, f"{kept}: {err}")
+            self.assertNotIn("NaN/Inf", err)
+            y = np.load(self.path(f"y_{kept}.npy"))
+            self.assertTrue(np.isfinite(y).all(), kept)
+            self.assertLessEqual(np.linalg.norm(y - want) / np.linalg.norm(want), bound, kept)
+            rc, out, err = run("--quiet", "--fp32-layers", "mm", "--keep-precision", kept,
+                               "--compare", "--tolerance", bound, path, self.path("x.npy"))
+            self.assertEqual(rc, 0, f"{kept}: {err}")
+            label = "fp16+fp32-layers" if kept == "fp32" else f"fp16+{kept}-layers"
+            self.assertIn(f"{label} GPU vs fp32 CPU", out)
+
+    def test_precision_auto_keeps_in_bf16_and_tf32(self):
+        """On the GPU (skipped without one): --precision auto with --keep-precision keeps the
+        overflowing layer in bf16 (or tf32), says so, gives finite outputs; the engine file
+        keeps the precision: loaded, its steps store the same and its outputs are the same
+        bits (tf32 lost would run fp32 math and differ)."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = self.overflow_model()
+        x = np.random.default_rng(9).uniform(-1, 1, (4, 64)).astype(np.float32)
+        np.save(self.path("x.npy"), x)
+        want = (x.astype(np.float64) * 2000) @ np.full((64, 8), 100.0)
+        for kept, bound in (("bf16", 2e-2), ("tf32", 5e-3)):
+            engine = self.path(f"auto_{kept}.tci")
+            rc, out, err = run("--json", "--quiet", "--precision", "auto", "--keep-precision",
+                               kept, "-o", self.path(f"built_{kept}.npy"), "--save-engine",
+                               engine, path, self.path("x.npy"), timeout=300)
+            self.assertEqual(rc, 0, f"{kept}: {err}")
+            doc = json.loads(out)
+            self.assertEqual(doc["precision_auto"]["fp32_layers"], ["mm"])
+            self.assertEqual(doc["precision_auto"]["kept_precision"], kept)
+            self.assertEqual(doc["kept_precision"], kept)
+            self.assertEqual(doc["nonfinite"]["count"], 0)
+            self.assertRegex(err, rf"precision auto: 1 layer kept in {kept}: 'mm'\n")
+            y = np.load(self.path(f"built_{kept}.npy"))
+            self.assertTrue(np.isfinite(y).all(), kept)
+            self.assertLessEqual(np.linalg.norm(y - want) / np.linalg.norm(want), bound, kept)
+            rc, out, err = run("--quiet", "--load-engine", engine, "-o",
+                               self.path(f"loaded_{kept}.npy"), self.path("x.npy"))
+            self.assertEqual(rc, 0, f"{kept}: {err}")
+            np.testing.assert_array_equal(np.load(self.path(f"loaded_{kept}.npy")), y)
+            rc, out, err = run("--load-engine", engine, "--info", "--json")
+            self.assertEqual(rc, 0, err)
+            layouts = {l["node"]: l["output_layout"]
+                       for l in json.loads(out)["gpu_plan"]["layers"]}
+            self.assertTrue(layouts["mm"].endswith("bf16" if kept == "bf16" else "fp32"),
+                            layouts)
+            if kept == "bf16":  # an engine file's tf32 layers read as their storage, fp32
+                self.assertRegex(err, r"precision auto \(engine file\): 1 layer kept in bf16")
+
     def test_accuracy_target_refused(self):
         path = self.overflow_model()
         self.assert_error(run("--accuracy-target", "1e-3", "--random", 1, path), 2,
@@ -752,7 +869,7 @@ class CliTest(unittest.TestCase):
         self.assert_error(run("--quiet", "--precision", "auto", path, self.path("big.npy"),
                               timeout=300), 3,
                           r"--precision auto: engine input 0 holds NaN/Inf in fp16",
-                          r"no layer kept in fp32 avoids that")
+                          r"no layer kept out of fp16 avoids that")
 
     def test_unsupported_domain(self):
         node = helper.make_node("Relu", ["x"], ["y"], name="custom", domain="com.example")

@@ -121,6 +121,21 @@ class TritonBackendTest(unittest.TestCase):
                     'instance_group [{ kind: KIND_CPU }]\n' + auto +
                     'parameters { key: "calibration_inputs" value { string_value: "a.npy,,b.npy" '
                     '} }\n')
+        # keep_precision: a known value, with fp32_layers (or precision auto), with fp16 or
+        # auto, bf16 not with accuracy_target
+        keep_bf16 = 'parameters { key: "keep_precision" value { string_value: "bf16" } }\n'
+        write_model(repo, "bad_keep", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "keep_precision" value { string_value: "fp64" } }\n')
+        write_model(repo, "bad_keep_alone", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + keep_bf16)
+        write_model(repo, "bad_keep_fp32", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + keep_bf16 +
+                    'parameters { key: "precision" value { string_value: "fp32" } }\n'
+                    'parameters { key: "fp32_layers" value { string_value: "Conv" } }\n')
+        write_model(repo, "bad_keep_target", cls.small,
+                    'instance_group [{ kind: KIND_CPU }]\n' + keep_bf16 + auto +
+                    'parameters { key: "accuracy_target" value { string_value: "1e-3" } }\n')
         write_model(repo, "bad_precision", cls.small,
                     'instance_group [{ kind: KIND_CPU }]\n'
                     'parameters { key: "precision" value { string_value: "fast" } }\n')
@@ -257,8 +272,8 @@ class TritonBackendTest(unittest.TestCase):
         self.assert_close(got, want)
 
     def test_gpu_parameters_on_cpu_instances_are_reported(self):
-        self.assertIn("model 'mlp': the parameters precision, fp32_layers and timing_cache apply "
-                      "to GPU instances", self.server_log(tail=None))
+        self.assertIn("model 'mlp': the parameters precision, fp32_layers, keep_precision and "
+                      "timing_cache apply to GPU instances", self.server_log(tail=None))
 
     def test_autocomplete(self):
         cfg = self.http.get_model_config("small")
@@ -308,6 +323,12 @@ class TritonBackendTest(unittest.TestCase):
                                        "entry",
                     "bad_precision": "parameter precision 'fast': expected fp16, bf16, tf32, fp32 "
                                      "or auto",
+                    "bad_keep": "parameter keep_precision 'fp64': expected fp32, tf32 or bf16",
+                    "bad_keep_alone": "parameter keep_precision sets the precision of the kept "
+                                      "layers: give parameter fp32_layers or precision 'auto'",
+                    "bad_keep_fp32": "parameter keep_precision sets what fp16 engines keep their "
+                                     "fp32_layers in",
+                    "bad_keep_target": "it fixes overflow, not accuracy",
                     "no_file": "no model file",
                     "broken": "model 'broken': tcinfer: model file"}
         for name, reason in expected.items():

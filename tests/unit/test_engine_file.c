@@ -193,8 +193,10 @@ static char *temp_path(void) {
 }
 
 /* A sample file; with num_auto >= 0, one TCI_PRECISION_AUTO built (its last num_auto fp32
- * layers chosen by the search), written as format 2. */
-static void write_sample_auto(const char *path, int num_auto, double error, double target) {
+ * layers chosen by the search), written as format 2; its fp32 layers kept in kept (format 3
+ * where that is TF32 or BF16). */
+static void write_sample_kept(const char *path, int num_auto, double error, double target,
+                              int32_t kept) {
     char model[100];
     for (int i = 0; i < 100; i++) model[i] = (char)(i * 7);
     char *fp32[] = {"Softmax", "conv_1", NULL}, *fp16[] = {"w", NULL};
@@ -210,8 +212,13 @@ static void write_sample_auto(const char *path, int num_auto, double error, doub
                      .has_auto = num_auto >= 0,
                      .num_auto_fp32 = num_auto >= 0 ? (uint32_t)num_auto : 0,
                      .auto_error = error,
-                     .auto_target = target};
+                     .auto_target = target,
+                     .kept_precision = kept};
     ck_assert_tci_ok(engine_file_write(path, &f));
+}
+
+static void write_sample_auto(const char *path, int num_auto, double error, double target) {
+    write_sample_kept(path, num_auto, error, target, TCI_PRECISION_FP32);
 }
 
 static void write_sample(const char *path) { write_sample_auto(path, -1, -1, 0); }
@@ -252,6 +259,7 @@ START_TEST(test_container) {
     ck_assert_int_eq(((const char *)f.model)[99], (char)(99 * 7));
     ck_assert_str_eq(f.choices, "conv key\twmma 3\t0.1\t0.05\n");
     ck_assert_int_eq(f.has_auto, 0);
+    ck_assert_int_eq(f.kept_precision, TCI_PRECISION_FP32);
     engine_file_free(&f);
     /* a file without the auto record stays format 1, which older readers load */
     ck_assert_uint_eq(file_version(path), 1);
@@ -293,9 +301,68 @@ START_TEST(test_container_auto) {
     set_version(path, 1);
     ck_assert_tci_error(engine_file_read(path, &f), TCI_ERR_PARSE, "malformed records");
     /* a format newer than this reader's: refused, saying which it reads */
-    set_version(path, 3);
+    set_version(path, 4);
     ck_assert_tci_error(engine_file_read(path, &f), TCI_ERR_UNSUPPORTED,
-                        "format 3; this tcinfer reads formats 1 to 2: rebuild it");
+                        "format 4; this tcinfer reads formats 1 to 3: rebuild it");
+    remove(path);
+}
+END_TEST
+
+/* Rewrites the header's checksum (FNV-1a-64 of the payload) after a patch of the payload. */
+static void rechecksum(unsigned char *bytes, size_t size) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 32; i < size; i++) {
+        h ^= bytes[i];
+        h *= 0x100000001b3ull;
+    }
+    for (int i = 0; i < 8; i++) bytes[24 + i] = (unsigned char)(h >> (8 * i));
+}
+
+/* The precision of the fp32 layers comes back (format 3, with or without the auto record); FP32
+ * writes no record (format 1 or 2 as before, read as FP32); a kept precision other than TF32 or
+ * BF16 in the record, or the record in a file that says format 2, is malformed. */
+START_TEST(test_container_kept) {
+    const char *path = temp_path();
+    engine_file f;
+    const int32_t kept[] = {TCI_PRECISION_TF32, TCI_PRECISION_BF16};
+    for (int i = 0; i < 2; i++) {
+        write_sample_kept(path, i ? 1 : -1, 2e-4, 0, kept[i]);
+        ck_assert_uint_eq(file_version(path), 3);
+        ck_assert_tci_ok(engine_file_read(path, &f));
+        ck_assert_int_eq(f.kept_precision, kept[i]);
+        ck_assert_int_eq(f.has_auto, i);
+        ck_assert_str_eq(f.fp32_layers[1], "conv_1");
+        ck_assert_str_eq(f.choices, "conv key\twmma 3\t0.1\t0.05\n");
+        engine_file_free(&f);
+    }
+    write_sample_kept(path, 1, 2e-4, 0, TCI_PRECISION_FP32);
+    ck_assert_uint_eq(file_version(path), 2);
+    ck_assert_tci_ok(engine_file_read(path, &f));
+    ck_assert_int_eq(f.kept_precision, TCI_PRECISION_FP32);
+    engine_file_free(&f);
+    write_sample_kept(path, -1, 0, 0, TCI_PRECISION_BF16);
+    set_version(path, 2);
+    ck_assert_tci_error(engine_file_read(path, &f), TCI_ERR_PARSE, "malformed records");
+    /* the record's value patched to FP16 (0; the checksum recomputed): malformed */
+    write_sample_kept(path, -1, 0, 0, TCI_PRECISION_BF16);
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    unsigned char bytes[4096];
+    size_t size = fread(bytes, 1, sizeof bytes, fp);
+    fclose(fp);
+    ck_assert_uint_lt(size, sizeof bytes);
+    /* the record is the payload's last: tag, size 8, then the u32 precision and u32 zero */
+    ck_assert_uint_eq(bytes[size - 8], TCI_PRECISION_BF16);
+    bytes[size - 8] = 0;
+    ck_assert_tci_error(engine_file_parse(bytes, size, path, &f), TCI_ERR_PARSE, "checksum");
+    rechecksum(bytes, size);
+    ck_assert_tci_error(engine_file_parse(bytes, size, path, &f), TCI_ERR_PARSE,
+                        "malformed records");
+    bytes[size - 8] = TCI_PRECISION_TF32;
+    rechecksum(bytes, size);
+    ck_assert_tci_ok(engine_file_parse(bytes, size, path, &f));
+    ck_assert_int_eq(f.kept_precision, TCI_PRECISION_TF32);
+    engine_file_free(&f);
     remove(path);
 }
 END_TEST
@@ -360,6 +427,11 @@ START_TEST(test_api_refusals) {
     ck_assert_tci_error(tci_engine_load("any.tci", &o, &e), TCI_ERR_INVALID_ARGUMENT,
                         "of tci_engine_options only no_cuda_graph, the log and the progress");
     ck_assert_ptr_null(e);
+    o.precision = TCI_PRECISION_FP16;
+    o.kept_precision = TCI_PRECISION_BF16;
+    ck_assert_tci_error(tci_engine_load("any.tci", &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "fp32 layers (and their kept precision)");
+    ck_assert_ptr_null(e);
 }
 END_TEST
 
@@ -370,6 +442,7 @@ int main(void) {
     tcase_add_test(tc, test_fp16_weights);
     tcase_add_test(tc, test_container);
     tcase_add_test(tc, test_container_auto);
+    tcase_add_test(tc, test_container_kept);
     tcase_add_test(tc, test_container_refusals);
     tcase_add_test(tc, test_api_refusals);
     suite_add_tcase(s, tc);

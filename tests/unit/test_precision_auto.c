@@ -25,7 +25,7 @@ static tci_nonfinite_report overflow_at(const char *layer, const char *op_type) 
 
 START_TEST(test_clean_round) {
     const char *layer = "unchanged";
-    auto_round r = {1, 0, NULL, false, 0};
+    auto_round r = {1, 0, NULL, false, 0, NULL};
     ck_assert_tci_ok(api_auto_next_layer(&r, &layer));
     ck_assert_ptr_null(layer);
 }
@@ -33,7 +33,7 @@ END_TEST
 
 START_TEST(test_moves_the_first_layer) {
     tci_nonfinite_report report = overflow_at("mm", "MatMul");
-    auto_round r = {1, 12, &report, false, 0};
+    auto_round r = {1, 12, &report, false, 0, NULL};
     const char *layer = NULL;
     ck_assert_tci_ok(api_auto_next_layer(&r, &layer));
     ck_assert_str_eq(layer, "mm");
@@ -43,7 +43,7 @@ END_TEST
 START_TEST(test_cannot_move) {
     const char *layer = NULL;
     tci_nonfinite_report report = overflow_at("mm", "MatMul");
-    auto_round r = {3, 12, &report, true, 0};
+    auto_round r = {3, 12, &report, true, 0, NULL};
     ck_assert_tci_error(api_auto_next_layer(&r, &layer), TCI_ERR_UNSUPPORTED,
                         "layer 'mm' (MatMul) is kept in fp32, and so are the layers producing");
     ck_assert_ptr_null(layer);
@@ -53,6 +53,12 @@ START_TEST(test_cannot_move) {
     ck_assert_str_eq(layer, "mm");
     r.upstream = 0;
     layer = NULL;
+    /* the message names the precision the layer is kept in */
+    r.kept = "bf16";
+    ck_assert_tci_error(api_auto_next_layer(&r, &layer), TCI_ERR_UNSUPPORTED,
+                        "is kept in bf16, and so are the layers producing");
+    ck_assert_ptr_nonnull(strstr(tci_last_error(), "bf16 does not fix it"));
+    r.kept = NULL;
     r.layer_in_fp32 = false;
     r.round = TCI_PRECISION_AUTO_MAX_ROUNDS;
     ck_assert_tci_error(api_auto_next_layer(&r, &layer), TCI_ERR_UNSUPPORTED, "after 16 rounds");
@@ -87,7 +93,7 @@ static tci_status simulate(const synthetic *m, const char **moved, size_t *num_m
         *rounds = round;
         tci_nonfinite_report report;
         tci_nonfinite_report_init(&report);
-        auto_round r = {round, 0, &report, false, 0};
+        auto_round r = {round, 0, &report, false, 0, NULL};
         for (size_t i = 0; i < m->count && !r.mismatches; i++) {
             bool fp32 = false;
             for (size_t k = 0; k < *num_moved; k++) fp32 |= strcmp(moved[k], m->layers[i]) == 0;

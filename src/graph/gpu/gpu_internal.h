@@ -69,8 +69,9 @@ struct exec_gpu_engine {
     void *replan_user;
     ir_graph *graph;           /* variant: the graph replan built its plan from (steps point
                                   into it) */
-    plan_options options;      /* what the plan was built with (tf32 and bf16 steer the kernel
-                                  descriptors and the timing-cache keys) */
+    plan_options options;      /* what the plan was built with (tf32, of the engine or of its
+                                  kept layers, steers the kernel descriptors and the
+                                  timing-cache keys; bf16 steps are told by their dtype) */
     tci_kernels kernels;       /* which kernel families may run convolutions */
     timing_cache *cache;       /* during creation only: the choices of the timing-cache file
                                   and of the engine file, and those timed so far */
@@ -131,7 +132,7 @@ struct exec_gpu_context {
 enum { CHOICE_BYTES = 2 * KERN_GEMM_ALGO_BYTES + 16 };
 
 /* step_desc.c: plan step -> kernel descriptor */
-/* fp32 steps may use TF32 tensor cores (TCI_PRECISION_TF32). */
+/* fp32 steps may use TF32 tensor cores (TCI_PRECISION_TF32, or layers kept in tf32). */
 bool gpu_allows_tf32(const exec_gpu_engine *e);
 bool gpu_step_fp32(const plan *p, const plan_step *s);
 act_params gpu_conv_activation(const plan_conv *c);

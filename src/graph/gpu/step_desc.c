@@ -6,11 +6,10 @@
 #include "graph/gpu/gpu_internal.h"
 #include "kernels/wgmma_gemm.h"
 
-bool gpu_allows_tf32(const exec_gpu_engine *e) {
-    return e->options.precision == TCI_PRECISION_TF32;
-}
+bool gpu_allows_tf32(const exec_gpu_engine *e) { return plan_allows_tf32(&e->options); }
 
-/* A step of an fp32 layer (or of the fp32 baseline): its output is FLOAT on the device. */
+/* A step of an fp32 (or tf32) layer, or of the fp32 baseline: its output is FLOAT on the
+ * device. */
 bool gpu_step_fp32(const plan *p, const plan_step *s) {
     return s->num_outputs && p->tensors[s->outputs[0]].dtype == TCI_DTYPE_FLOAT;
 }

@@ -152,7 +152,8 @@ tci_status gpu_cache_save(const timing_cache *c) {
  * on, the kernel families allowed, and the precision. */
 void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, size_t size) {
     bool fp32 = gpu_step_fp32(e->plan, s);
-    bool bf16 = plan_half_dtype(&e->options) == TCI_DTYPE_BFLOAT16;
+    /* the step's own: an fp16 engine's layers kept in bf16 are bf16 problems */
+    bool bf16 = s->num_outputs && e->plan->tensors[s->outputs[0]].dtype == TCI_DTYPE_BFLOAT16;
     const char *precision = fp32 ? (gpu_allows_tf32(e) ? "tf32" : "fp32") : bf16 ? "bf16" : "fp16";
     if (s->kind == PLAN_STEP_GEMM) {
         const plan_gemm *g = &s->u.gemm;

@@ -85,8 +85,10 @@ const char *lower_intern(plan_builder *b, const char *text) {
 }
 
 /* Device float dtype of what the node being lowered produces: fp16 (bf16 in --precision bf16),
- * or fp32 in fp32 layers. */
-tci_dtype lower_float_dtype(const plan_builder *b) { return b->fp32 ? TCI_DTYPE_FLOAT : b->half; }
+ * or the kept dtype (fp32, or bf16 in an fp16 plan keeping layers in bf16) in kept layers. */
+tci_dtype lower_float_dtype(const plan_builder *b) { return b->kept ? b->kept_dtype : b->half; }
+
+const char *lower_kept_name(const plan_builder *b) { return plan_kept_name(b->options); }
 
 tci_status lower_device_dtype(const plan_builder *b, const ir_node *node, tci_dtype dtype,
                                tci_dtype *out) {
@@ -127,12 +129,12 @@ int64_t lower_count(const ir_tensor *t) {
     return c;
 }
 
-/* Uploads a constant in the given layout (converting fp32 to fp16; NHWC8 takes the constant
- * right-aligned to rank 4, as broadcasting does). */
+/* Uploads a constant in the given layout (converting fp32 to fp16 or bf16; NHWC8 takes the
+ * constant right-aligned to rank 4, as broadcasting does). */
 tci_status builder_constant(plan_builder *b, const ir_node *node, const ir_tensor *t,
                                   plan_layout layout, int *out_index) {
     int *cache = layout == PLAN_LAYOUT_NHWC8 ? b->nhwc_const : b->dense_const;
-    size_t key = t->index * 2 + (b->fp32 ? 1 : 0);
+    size_t key = t->index * 2 + (b->kept ? 1 : 0);
     if (cache[key] >= 0) {
         *out_index = cache[key];
         return TCI_OK;
@@ -210,9 +212,10 @@ static tci_status convert_step(plan_builder *b, const ir_node *node, const ir_te
         for (int i = 0; i < rank; i++) dims[i] = pt->dims[i];
     }
     char name[256];
-    snprintf(name, sizeof name, "%s:%s%s", t->name,
-             layout == PLAN_LAYOUT_NHWC8 ? "nhwc8" : "dense",
-             dtype == TCI_DTYPE_FLOAT ? ":fp32" : "");
+    /* the kept precision named (":fp32", ":bf16"); the 16-bit one of the plan not */
+    snprintf(name, sizeof name, "%s:%s%s%s", t->name,
+             layout == PLAN_LAYOUT_NHWC8 ? "nhwc8" : "dense", dtype != b->half ? ":" : "",
+             dtype != b->half ? float_name(dtype) : "");
     int conv;
     TRY_STATUS(builder_new_tensor(b, lower_intern(b, name), dtype, layout, rank, dims, &conv));
     plan_step *s;
@@ -257,7 +260,7 @@ tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t,
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "'%s' (%s) cannot change layout",
                              t->name, tci_dtype_name(pt->dtype));
     int *cache = &b->converted[t->index * 4];
-    int want_key = (int)layout * 2 + (dtype == TCI_DTYPE_FLOAT);
+    int want_key = (int)layout * 2 + (dtype != b->half);
     if (cache[want_key] >= 0) {
         *out_index = cache[want_key];
         return TCI_OK;
@@ -265,7 +268,7 @@ tci_status lower_input(plan_builder *b, const ir_node *node, const ir_tensor *t,
     /* the layout first, in the stored precision, then the cast */
     int src = idx;
     if (pt->layout != layout) {
-        int key = (int)layout * 2 + (pt->dtype == TCI_DTYPE_FLOAT);
+        int key = (int)layout * 2 + (pt->dtype != b->half);
         if (cache[key] < 0) TRY_STATUS(convert_step(b, node, t, idx, layout, pt->dtype, &cache[key]));
         src = cache[key];
     }
@@ -426,9 +429,11 @@ tci_status lower_host_constant(plan_builder *b, const char *name, const float *v
     }
     pt->host_data = host;
     /* dense fp32 host constants are what the executor packs for Conv, ConvTranspose and GEMM
-     * bias (fp16 on the device, fp32 in fp32 layers); the NHWC8 ones are uploaded as they are */
+     * bias (fp16 or bf16 on the device, fp32 in fp32 layers); the NHWC8 ones are uploaded as
+     * they are */
     pt->packed_source = dtype == TCI_DTYPE_FLOAT && layout == PLAN_LAYOUT_DENSE;
-    b->p->weight_bytes += pt->packed_source && !b->fp32 ? pt->bytes / 2 : pt->bytes;
+    bool packed_16 = lower_float_dtype(b) != TCI_DTYPE_FLOAT;
+    b->p->weight_bytes += pt->packed_source && packed_16 ? pt->bytes / 2 : pt->bytes;
     *out_index = idx;
     return TCI_OK;
 }
@@ -437,7 +442,8 @@ tci_status lower_host_data(plan_builder *b, const char *name, const float *value
                            const int64_t *dims, tci_dtype dtype, int *out_index) {
     TRY_STATUS(lower_host_constant(b, name, values, rank, dims, dtype, PLAN_LAYOUT_DENSE, out_index));
     plan_tensor *pt = &b->p->tensors[*out_index];
-    if (pt->packed_source && !b->fp32) b->p->weight_bytes += pt->bytes - pt->bytes / 2;
+    if (pt->packed_source && lower_float_dtype(b) != TCI_DTYPE_FLOAT)
+        b->p->weight_bytes += pt->bytes - pt->bytes / 2;
     pt->packed_source = false;
     return TCI_OK;
 }

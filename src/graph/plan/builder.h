@@ -10,14 +10,16 @@ struct plan_builder {
     const ir_graph *g;
     const plan_options *options;
     int *primary;      /* by IR tensor index: its plan tensor, -1 until produced */
-    int *converted;    /* by IR tensor index * 4 + layout * 2 + fp32: the same value in another
-                          layout and/or float precision, -1 if none */
+    int *converted;    /* by IR tensor index * 4 + layout * 2 + kept: the same value in another
+                          layout and/or float precision (kept: in kept_dtype), -1 if none */
     int *consumers;    /* by IR tensor index: node inputs reading it (+1 for a graph output) */
-    bool *fp32_node;   /* by node index: computes and stores its float outputs in fp32 */
-    bool fp32;         /* the node being lowered does (its float outputs are FLOAT) */
+    bool *kept_node;   /* by node index: kept out of fp16, computes and stores its float outputs
+                          in kept_dtype (every node of FP32 and TF32 plans) */
+    bool kept;         /* the node being lowered is (its float outputs are kept_dtype) */
     tci_dtype half;    /* the 16-bit float of every other node: FLOAT16, or BFLOAT16 (bf16) */
-    int *dense_const;  /* by IR tensor index * 2 + fp32: constant uploaded dense */
-    int *nhwc_const;   /* by IR tensor index * 2 + fp32: constant uploaded NHWC8 */
+    tci_dtype kept_dtype; /* FLOAT, or BFLOAT16 (FP16 plans keeping their nodes in bf16) */
+    int *dense_const;  /* by IR tensor index * 2 + kept: constant uploaded dense */
+    int *nhwc_const;   /* by IR tensor index * 2 + kept: constant uploaded NHWC8 */
 };
 
 /* A new plan tensor (not interned: name must outlive the plan). */

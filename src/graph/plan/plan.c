@@ -1,6 +1,6 @@
 /* The plan build: engine inputs, then every node lowered in order by its descriptor's gpu_lower
- * (in fp32 where fp32 layers ask for it), each tensor in the layout the layout pass recorded,
- * graph outputs bound, then lifetimes and arena offsets from the memory planner. */
+ * (in the kept precision where fp32 layers ask for it), each tensor in the layout the layout
+ * pass recorded, graph outputs bound, then lifetimes and arena offsets from the memory planner. */
 #define _POSIX_C_SOURCE 200809L /* fnmatch */
 #include "graph/plan.h"
 
@@ -60,14 +60,14 @@ static tci_status lower_inputs(plan_builder *b) {
                                  "input '%s' has a symbolic dim %d; the GPU engine is built for "
                                  "fixed (maximum) shapes: fix it in tci_engine_options.shapes",
                                  t->name, d);
-        /* a float input is fp32 where an fp32 node reads it (so that no precision is lost
-         * before it; fp16 readers get a cast) */
-        bool fp32 = false;
-        for (size_t n = 0; n < g->num_nodes && !fp32; n++)
+        /* a float input is in the kept precision where a kept node reads it (so that no
+         * precision or range is lost before it; fp16 readers get a cast) */
+        bool kept = false;
+        for (size_t n = 0; n < g->num_nodes && !kept; n++)
             for (int k = 0; k < g->nodes[n]->num_inputs; k++)
-                if (g->nodes[n]->inputs[k] == t && b->fp32_node[n]) fp32 = true;
+                if (g->nodes[n]->inputs[k] == t && b->kept_node[n]) kept = true;
         tci_dtype dtype;
-        if (t->dtype == TCI_DTYPE_FLOAT) dtype = fp32 ? TCI_DTYPE_FLOAT : b->half;
+        if (t->dtype == TCI_DTYPE_FLOAT) dtype = kept ? b->kept_dtype : b->half;
         else if (t->dtype == TCI_DTYPE_INT64 || t->dtype == TCI_DTYPE_INT32 ||
                  t->dtype == TCI_DTYPE_BOOL) dtype = t->dtype;
         else
@@ -219,22 +219,45 @@ tci_dtype plan_half_dtype(const plan_options *options) {
                                                                : TCI_DTYPE_FLOAT16;
 }
 
+/* The kept precision that applies: an FP16 plan's kept_precision, FP32 for every other. */
+static tci_precision kept_precision(const plan_options *options) {
+    if (!options || options->precision != TCI_PRECISION_FP16) return TCI_PRECISION_FP32;
+    return options->kept_precision == TCI_PRECISION_TF32 ||
+                   options->kept_precision == TCI_PRECISION_BF16
+               ? options->kept_precision
+               : TCI_PRECISION_FP32;
+}
+
+tci_dtype plan_kept_dtype(const plan_options *options) {
+    return kept_precision(options) == TCI_PRECISION_BF16 ? TCI_DTYPE_BFLOAT16 : TCI_DTYPE_FLOAT;
+}
+
+bool plan_allows_tf32(const plan_options *options) {
+    return (options && options->precision == TCI_PRECISION_TF32) ||
+           kept_precision(options) == TCI_PRECISION_TF32;
+}
+
+const char *plan_kept_name(const plan_options *options) {
+    tci_precision p = kept_precision(options);
+    return p == TCI_PRECISION_BF16 ? "bf16" : p == TCI_PRECISION_TF32 ? "tf32" : "fp32";
+}
+
 bool plan_fp32_selects(const char *entry, const ir_node *node) {
     return strcmp(node->name, entry) == 0 || strcmp(node->op_type, entry) == 0 ||
            fnmatch(entry, node->name, 0) == 0;
 }
 
-/* Marks the nodes that run in fp32 (plan_options). */
-static tci_status mark_fp32_nodes(plan_builder *b) {
+/* Marks the nodes kept out of fp16 (plan_options). */
+static tci_status mark_kept_nodes(plan_builder *b) {
     const ir_graph *g = b->g;
     const plan_options *o = b->options;
     if (!o) return TCI_OK;
-    for (size_t i = 0; i < g->num_nodes; i++) b->fp32_node[i] = plan_all_fp32(o);
+    for (size_t i = 0; i < g->num_nodes; i++) b->kept_node[i] = plan_all_fp32(o);
     for (const char *const *name = o->fp32_layers; name && *name; name++) {
         bool found = false;
         for (size_t i = 0; i < g->num_nodes; i++)
             if (plan_fp32_selects(*name, g->nodes[i])) {
-                b->fp32_node[i] = true;
+                b->kept_node[i] = true;
                 found = true;
             }
         op_lookup known = {*name, false};
@@ -253,22 +276,23 @@ tci_status plan_fp32_nodes(const ir_graph *graph, const plan_options *options, b
     plan_builder b = {0};
     b.g = graph;
     b.options = options;
-    b.fp32_node = out;
+    b.kept_node = out;
     for (size_t i = 0; i < graph->num_nodes; i++) out[i] = false;
-    return mark_fp32_nodes(&b);
+    return mark_kept_nodes(&b);
 }
 
-/* The precision node computes in: kept in fp32 by the options, or a data-movement node whose
- * first input is fp32. */
-static bool node_fp32(const plan_builder *b, const ir_node *node) {
-    if (b->fp32_node[node->index]) return true;
+/* Whether node computes in the kept precision: kept by the options, or a data-movement node
+ * whose first input is stored in it. */
+static bool node_kept(const plan_builder *b, const ir_node *node) {
+    if (b->kept_node[node->index]) return true;
     return (node->desc->flags & OP_MOVES_DATA) && node->num_inputs && node->inputs[0] &&
            !node->inputs[0]->data && b->primary[node->inputs[0]->index] >= 0 &&
-           b->p->tensors[b->primary[node->inputs[0]->index]].dtype == TCI_DTYPE_FLOAT;
+           b->p->tensors[b->primary[node->inputs[0]->index]].dtype == b->kept_dtype &&
+           b->kept_dtype != b->half;
 }
 
 static tci_status lower_node(plan_builder *b, const ir_node *node) {
-    b->fp32 = node_fp32(b, node);
+    b->kept = node_kept(b, node);
     /* an output whose shape needs run-time values (Range of runtime scalars...) is the reason,
      * whatever the op */
     for (int o = 0; o < node->num_outputs; o++)
@@ -282,20 +306,20 @@ static tci_status lower_node(plan_builder *b, const ir_node *node) {
     return node->desc->gpu_lower(b, node);
 }
 
-bool lower_node_fp32(const plan_builder *b, const ir_node *node) {
-    return b->fp32_node[node->index];
+bool lower_node_kept(const plan_builder *b, const ir_node *node) {
+    return b->kept_node[node->index];
 }
 
 tci_status lower_fused_node(plan_builder *b, const ir_node *node) {
-    const bool owner_fp32 = b->fp32;
+    const bool owner_kept = b->kept;
     tci_status st = lower_node(b, node);
-    b->fp32 = owner_fp32;
+    b->kept = owner_kept;
     return st;
 }
 
 static tci_status build(plan_builder *b) {
     const ir_graph *g = b->g;
-    TRY_STATUS(mark_fp32_nodes(b));
+    TRY_STATUS(mark_kept_nodes(b));
     TRY_STATUS(lower_inputs(b));
     for (size_t i = 0; i < g->num_nodes; i++)
         if (!g->nodes[i]->fused_into) TRY_STATUS(lower_node(b, g->nodes[i]));
@@ -329,6 +353,7 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     b.g = graph;
     b.options = options;
     b.half = plan_half_dtype(options);
+    b.kept_dtype = plan_kept_dtype(options);
     if (p) {
         p->arena = arena_create();
         p->num_inputs = (int)graph->num_inputs;
@@ -341,11 +366,11 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     b.dense_const = malloc(nt * 2 * sizeof(int));
     b.nhwc_const = malloc(nt * 2 * sizeof(int));
     b.consumers = calloc(nt, sizeof(int));
-    b.fp32_node = calloc(nn, sizeof(bool));
+    b.kept_node = calloc(nn, sizeof(bool));
     tci_status st = TCI_OK;
     if (!p || !p->arena || !p->input_tensors || !p->output_tensors || !b.primary ||
         !b.converted || !b.dense_const || !b.nhwc_const || !b.consumers ||
-        !b.fp32_node)
+        !b.kept_node)
         st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory building the GPU plan");
     if (st == TCI_OK) {
         for (size_t i = 0; i < nt; i++) b.primary[i] = -1;
@@ -362,7 +387,7 @@ tci_status plan_build(const ir_graph *graph, const plan_options *options, plan *
     free(b.dense_const);
     free(b.nhwc_const);
     free(b.consumers);
-    free(b.fp32_node);
+    free(b.kept_node);
     if (st != TCI_OK) {
         plan_destroy(p);
         return st;
