@@ -66,9 +66,6 @@ tci_status api_read_options(const tci_engine_options *given, tci_engine_options 
                             "default), TCI_PRECISION_TF32 or TCI_PRECISION_BF16 expected",
                             (int)out->kept_precision);
     /* not built yet: refused rather than ignored */
-    if (out->device != 0)
-        return status_error(TCI_ERR_UNSUPPORTED, "tci_engine_options.device %d: only device 0 "
-                            "is supported in this build", out->device);
     if (out->kept_precision != TCI_PRECISION_FP32)
         return status_error(TCI_ERR_UNSUPPORTED, "tci_engine_options.kept_precision: only "
                             "TCI_PRECISION_FP32 is supported in this build");
