@@ -79,7 +79,10 @@ EngineOptions = _struct("EngineOptions", [
     # since 0.2: the inputs of the precision "auto" search (NULL: seeded random ones)
     ("calibration_inputs", ctypes.POINTER(Tensor)),
     ("num_calibration_inputs", ctypes.c_size_t),
-    ("accuracy_target", ctypes.c_double)])
+    ("accuracy_target", ctypes.c_double),
+    # since 0.2: the CUDA device of a GPU engine, and the precision of its fp32-kept layers
+    ("device", ctypes.c_int),
+    ("kept_precision", ctypes.c_int)])
 EngineStats = _struct("EngineStats", [
     ("num_nodes", ctypes.c_size_t), ("num_initializers", ctypes.c_size_t),
     ("num_parameters", ctypes.c_int64), ("parameter_bytes", ctypes.c_int64)])

@@ -82,12 +82,14 @@ class Engine(_Closes):
     tci_engine_options. precision "auto" (GPU) keeps the layers that overflow fp16 in fp32,
     found by running calibration_inputs (numpy arrays in engine input order; None: seeded
     random inputs), and with accuracy_target > 0 also those that hold the outputs' relative L2
-    error above it; fp32_layers() lists them, auto_error() gives the error reached."""
+    error above it; fp32_layers() lists them, auto_error() gives the error reached. device: the
+    CUDA device a GPU engine is built and run on (0 by default; as tci_engine_options.device:
+    out of range or negative, or nonzero with the CPU backend, is a TcinferError)."""
 
     def __init__(self, model, backend="cpu", shapes=None, precision="fp16", fp32_layers=None,
                  kernels="auto", no_cuda_graph=False, timing_cache=None,
                  mark_all_outputs=False, base_dir=None, calibration_inputs=None,
-                 accuracy_target=0.0):
+                 accuracy_target=0.0, device=0):
         opts = _lib.EngineOptions()
         _lib.tci_engine_options_init(ctypes.byref(opts))
         _lib._init_struct(opts)
@@ -97,6 +99,7 @@ class Engine(_Closes):
         opts.no_cuda_graph = int(bool(no_cuda_graph))
         opts.mark_all_outputs = int(bool(mark_all_outputs))
         opts.accuracy_target = float(accuracy_target)
+        opts.device = int(device)
         keep = []  # buffers the options point into, alive until the engine is built
         if shapes:
             arr = (_lib.ShapeOverride * len(shapes))()

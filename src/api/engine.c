@@ -636,9 +636,9 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         for (char *c = f.machine; *c; c++) *c = *c == '\t' ? ' ' : *c; /* fields, for reading */
         for (char *c = machine; *c; c++) *c = *c == '\t' ? ' ' : *c;
         st = status_error(TCI_ERR_UNSUPPORTED,
-                       "engine file %s was built for %s; this machine has %s: rebuild it from "
-                       "the ONNX model",
-                       path, f.machine, machine);
+                       "engine file %s was built for %s; device %d here is %s: rebuild it "
+                       "from the ONNX model",
+                       path, f.machine, given.device, machine);
     }
     ir_graph *g = NULL;
     bool checked = st == TCI_OK; /* later errors come from the graph, and get the file's name */
