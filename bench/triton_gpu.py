@@ -1,29 +1,35 @@
 #!/usr/bin/env python3
-"""Triton with GPU instances of the tcinfer backend, on the GPU machine (docs/serving.md): one
-ONNX image classifier (e.g. ResNet-50 exported by bench_models.py) served with KIND_GPU
-instances and dynamic batching; then
+"""Triton with GPU instances of the tcinfer backend, on the GPU machine (docs/serving.md): ONNX
+models (e.g. ResNet-50 and BERT-base at sequence 128, exported by bench/bench_models.py) served
+in one server with KIND_GPU instances on one GPU or several (--gpus 0,1: --instances on each)
+and dynamic batching; then, per model,
 
-1. accuracy: a seeded batch through gRPC against the CLI on the same input (the fp32 CPU
-   reference: relative L2 and top-1; and the CLI's own fp16 GPU engine);
-   the same batch with its input and output in GPU memory (CUDA shared memory,
-   bench/triton_cuda_shm.py) against the request-body answer;
-   the same batch over HTTP against the gRPC answer;
-2. malformed requests (wrong shape, wrong dtype, a missing input, an unknown output) each
-   answered with its error, the server serving on;
+1. accuracy: seeded batches through gRPC against the CLI on the same inputs (the fp32 CPU
+   reference: relative L2 of every output, top-1 for classifier outputs; and the CLI's own GPU
+   engine on the first of --gpus); for a model of one float input, the last batch again with
+   its input and output in GPU memory (CUDA shared memory, bench/triton_cuda_shm.py) against
+   the request-body answer;
+   the last batch over HTTP against the gRPC answer;
+2. malformed requests (a wrong shape over gRPC; a wrong dtype, a missing input and an unknown
+   output over HTTP), each answered with its error, the server serving on;
 3. load: bench/triton_load.py at the given concurrencies (batch-1 requests);
-4. the CLI's --bench at batch 1 and at the largest concurrency, for the engine's own time.
+4. the CLI's --bench at batch 1 and at the largest concurrency (at most --max-batch), on each
+   of --gpus, for the engine's own time.
 
 Prints one JSON object per result and a markdown table at the end.
 
-  triton_gpu.py --tcinfer build/tcinfer --backend-dir build/triton_backends \
-      --server SITE_PACKAGES --model out/bench/resnet50.onnx --work /tmp/tg
+  triton_gpu.py --tcinfer build/tcinfer --backend-dir build/triton_backends \\
+      --server SITE_PACKAGES --model out/bench/resnet50.onnx \\
+      --model out/bench/bert_base_128.onnx --gpus 0,1 --work /tmp/tg
 
 SITE_PACKAGES holds pytriton/tritonserver/bin/tritonserver and nvidia_pytriton.libs/ (the PyPI
 nvidia-pytriton package, installed or unpacked). Needs numpy, onnx and tritonclient[grpc].
+--dry-run writes the model repository and prints each config.pbtxt and the CLI commands of
+steps 1 and 4, and starts nothing: no GPU, server or tritonclient needed.
 
---precision auto (with --accuracy-target) serves the model with the backend's parameter
+--precision auto (with --accuracy-target) serves the models with the backend's parameter
 precision "auto" (seeded random calibration inputs), and the CLI's GPU engine and --bench use
---precision auto too; the server log's line on the layers it kept in fp32 is printed.
+--precision auto too; the server log's lines on the layers kept in fp32 are printed.
 """
 import argparse
 import json
@@ -35,26 +41,171 @@ import sys
 
 import numpy as np
 import onnx
-import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "serving", "triton"))
-from local_server import LocalServer  # noqa: E402
-import triton_cuda_shm  # noqa: E402
 
 BENCH_RE = re.compile(r"median ([0-9.]+) ms, p90 ([0-9.]+) ms, p99 ([0-9.]+) ms, throughput "
                       r"([0-9.]+)/s")
+# ONNX element types -> (config.pbtxt data_type, numpy dtype)
+TYPES = {onnx.TensorProto.FLOAT: ("TYPE_FP32", np.float32),
+         onnx.TensorProto.FLOAT16: ("TYPE_FP16", np.float16),
+         onnx.TensorProto.INT64: ("TYPE_INT64", np.int64),
+         onnx.TensorProto.INT32: ("TYPE_INT32", np.int32),
+         onnx.TensorProto.BOOL: ("TYPE_BOOL", np.bool_)}
+
+
+def index_list(text, what, minimum):
+    """'0,1' -> [0, 1]: distinct integers >= minimum, in order; else an ArgumentTypeError."""
+    items = [t.strip() for t in text.split(",")]
+    try:
+        values = [int(t) for t in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what} wants a comma-separated list of integers, "
+                                         f"got {text!r}")
+    if any(v < minimum for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"{what} wants distinct integers >= {minimum}, "
+                                         f"got {text!r}")
+    return values
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tcinfer", required=True)
+    p.add_argument("--backend-dir", required=True, help="holds tcinfer/libtriton_tcinfer.so")
+    p.add_argument("--server", help="site-packages with nvidia-pytriton (not for --dry-run)")
+    p.add_argument("--model", action="append", required=True,
+                   help="an ONNX model (repeatable: each is served as its own Triton model, "
+                        "named after the file)")
+    p.add_argument("--work", required=True)
+    p.add_argument("--max-batch", type=int, default=64)
+    p.add_argument("--gpus", type=lambda t: index_list(t, "--gpus", 0), default=[0],
+                   help="the GPUs of the instance group (default 0), e.g. 0,1")
+    p.add_argument("--instances", type=int, default=2,
+                   help="KIND_GPU instances on each of --gpus (Triton's count: per listed GPU)")
+    p.add_argument("--queue-delay-us", type=int, default=200)
+    p.add_argument("--concurrency", type=lambda t: index_list(t, "--concurrency", 1),
+                   default=[1, 16, 128])
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--accuracy-batch", type=int, default=8)
+    p.add_argument("--kind", choices=("gpu", "cpu"), default="gpu",
+                   help="cpu: CPU instances and no CLI timing (to try the script without a GPU)")
+    p.add_argument("--precision", choices=("fp16", "bf16", "tf32", "fp32", "auto"),
+                   default="fp16", help="the engines' precision (server and CLI)")
+    p.add_argument("--accuracy-target", type=float, default=0,
+                   help="with --precision auto: the outputs' relative L2 error to meet")
+    p.add_argument("--dry-run", action="store_true",
+                   help="write the repository, print the configurations and CLI commands, run "
+                        "nothing")
+    args = p.parse_args(argv)
+    if args.accuracy_target and args.precision != "auto":
+        p.error("--accuracy-target goes with --precision auto")
+    if args.instances < 1 or args.max_batch < 1:
+        p.error("--instances and --max-batch want 1 or more")
+    if args.kind == "cpu" and args.gpus != [0]:
+        p.error("--gpus places KIND_GPU instances: not with --kind cpu")
+    if not args.dry_run and not args.server:
+        p.error("--server is needed (all but --dry-run start the server)")
+    names = [model_name(m) for m in args.model]
+    if len(set(names)) != len(names):
+        p.error(f"two --model files give the same model name: {names}")
+    return args
+
+
+def model_name(path):
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def io_of(model_path):
-    """(input name, input dims without batch, output name, output dims without batch)"""
+    """([(name, data_type, dims)] of the inputs, the same of the outputs), dims without the
+    batch dim; a symbolic dim other than the batch is an error."""
     g = onnx.load(model_path, load_external_data=False).graph
     init = {t.name for t in g.initializer}
-    inp = [i for i in g.input if i.name not in init][0]
-    out = g.output[0]
-    dims = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim][1:]
-    return inp.name, dims(inp), out.name, dims(out)
+
+    def describe(v):
+        t = v.type.tensor_type
+        if t.elem_type not in TYPES:
+            sys.exit(f"{model_path}: '{v.name}' has ONNX element type {t.elem_type}, which this "
+                     f"script does not feed")
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim][1:]
+        if any(d < 1 for d in dims):
+            sys.exit(f"{model_path}: '{v.name}' has symbolic dims {dims} past the batch: export "
+                     f"it with fixed ones (a sequence length)")
+        return v.name, TYPES[t.elem_type][0], dims
+
+    return ([describe(i) for i in g.input if i.name not in init],
+            [describe(o) for o in g.output])
+
+
+def instance_group(kind, instances, gpus):
+    """The instance_group entry: count instances on each GPU listed (Triton's rule), or on the
+    CPU."""
+    if kind == "cpu":
+        return f"{{ kind: KIND_CPU, count: {instances} }}"
+    return f"{{ kind: KIND_GPU, count: {instances}, gpus: [{', '.join(map(str, gpus))}] }}"
+
+
+def model_config(args, inputs, outputs):
+    """config.pbtxt of one model."""
+    tensors = lambda ts: ", ".join(f'{{ name: "{n}", data_type: {t}, dims: {d} }}'
+                                   for n, t, d in ts)
+    text = (f'backend: "tcinfer"\nmax_batch_size: {args.max_batch}\n'
+            f'input [{tensors(inputs)}]\n'
+            f'output [{tensors(outputs)}]\n'
+            f'instance_group [{instance_group(args.kind, args.instances, args.gpus)}]\n'
+            f'dynamic_batching {{ max_queue_delay_microseconds: {args.queue_delay_us} }}\n')
+    if args.kind == "gpu":
+        text += f'parameters {{ key: "precision" value {{ string_value: "{args.precision}" }} }}\n'
+        if args.accuracy_target:
+            text += (f'parameters {{ key: "accuracy_target" value {{ string_value: '
+                     f'"{args.accuracy_target}" }} }}\n')
+    return text
+
+
+def make_batch(inputs, n, seed):
+    """Seeded inputs of batch n: floats uniform in [-1, 1), masks (an integer input whose name
+    holds 'mask') all ones, other integers (token ids) in [0, 1000)."""
+    rng = np.random.default_rng(seed)
+    batch = {}
+    for name, data_type, dims in inputs:
+        dtype = next(d for t, d in TYPES.values() if t == data_type)
+        shape = [n] + dims
+        if np.issubdtype(dtype, np.floating):
+            batch[name] = rng.uniform(-1, 1, shape).astype(dtype)
+        elif "mask" in name.lower() or dtype == np.bool_:
+            batch[name] = np.ones(shape, dtype)
+        else:
+            batch[name] = rng.integers(0, 1000, shape).astype(dtype)
+    return batch
+
+
+def cli_command(args, model, files, shapes, out_dir, gpu):
+    """The CLI on the given input files: the fp32 CPU reference, or (gpu: a device index) the GPU
+    engine of --precision on that device; every output into out_dir."""
+    cmd = [args.tcinfer, "--quiet", "--output-dir", out_dir, "--shapes", shapes]
+    if gpu is None:
+        cmd += ["--backend", "cpu"]
+    else:
+        cmd += ["--device", str(gpu), "--precision", args.precision]
+        if args.accuracy_target:
+            cmd += ["--accuracy-target", str(args.accuracy_target)]
+    return cmd + [model] + [f"{name}={path}" for name, path in files.items()]
+
+
+def bench_command(args, model, inputs, batch, gpu):
+    shapes = ",".join(f"{n}:{batch}x" + "x".join(map(str, d)) for n, _, d in inputs)
+    cmd = [args.tcinfer, "--device", str(gpu), "--shapes", shapes, "--random", "0", "--quiet",
+           "--bench", "200", "--precision", args.precision]
+    if args.accuracy_target:
+        cmd += ["--accuracy-target", str(args.accuracy_target)]
+    return cmd + [model]
+
+
+def bench_batches(args):
+    """Batch 1 and the largest batch the server forms: the largest concurrency, at most
+    max_batch_size."""
+    return sorted({1, min(max(args.concurrency), args.max_batch)})
 
 
 def run(cmd, timeout=600):
@@ -65,55 +216,119 @@ def run(cmd, timeout=600):
 
 
 def rel_l2(a, b):
+    a, b = a.astype(np.float64), b.astype(np.float64)
     return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(b.ravel()), 1e-30))
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tcinfer", required=True)
-    p.add_argument("--backend-dir", required=True, help="holds tcinfer/libtriton_tcinfer.so")
-    p.add_argument("--server", required=True, help="site-packages with nvidia-pytriton")
-    p.add_argument("--model", required=True)
-    p.add_argument("--work", required=True)
-    p.add_argument("--max-batch", type=int, default=64)
-    p.add_argument("--instances", type=int, default=2)
-    p.add_argument("--queue-delay-us", type=int, default=200)
-    p.add_argument("--concurrency", default="1,8,64")
-    p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--accuracy-batch", type=int, default=8)
-    p.add_argument("--kind", choices=("gpu", "cpu"), default="gpu",
-                   help="cpu: CPU instances and no CLI timing (to try the script without a GPU)")
-    p.add_argument("--precision", choices=("fp16", "bf16", "tf32", "fp32", "auto"),
-                   default="fp16", help="the engines' precision (server and CLI)")
-    p.add_argument("--accuracy-target", type=float, default=0,
-                   help="with --precision auto: the outputs' relative L2 error to meet")
-    args = p.parse_args()
-    if args.accuracy_target and args.precision != "auto":
-        p.error("--accuracy-target goes with --precision auto")
-    precision_args = ["--precision", args.precision] + (
-        ["--accuracy-target", str(args.accuracy_target)] if args.accuracy_target else [])
-    parameters = f'parameters {{ key: "precision" value {{ string_value: "{args.precision}" }} }}\n'
-    if args.accuracy_target:
-        parameters += (f'parameters {{ key: "accuracy_target" value {{ string_value: '
-                       f'"{args.accuracy_target}" }} }}\n')
-
+def write_repository(args):
+    """{model name: (path, inputs, outputs)}, each written to <work>/repo/<name>."""
     shutil.rmtree(args.work, ignore_errors=True)
     repo = os.path.join(args.work, "repo")
-    name = os.path.splitext(os.path.basename(args.model))[0]
-    os.makedirs(os.path.join(repo, name, "1"))
-    shutil.copy(args.model, os.path.join(repo, name, "1", "model.onnx"))
-    in_name, in_dims, out_name, out_dims = io_of(args.model)
-    with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
-        instances = (f'{{ kind: KIND_GPU, count: {args.instances}, gpus: [0] }}'
-                     if args.kind == "gpu" else f'{{ kind: KIND_CPU, count: {args.instances} }}')
-        f.write(f'backend: "tcinfer"\nmax_batch_size: {args.max_batch}\n'
-                f'input [{{ name: "{in_name}", data_type: TYPE_FP32, dims: {in_dims} }}]\n'
-                f'output [{{ name: "{out_name}", data_type: TYPE_FP32, dims: {out_dims} }}]\n'
-                f'instance_group [{instances}]\n'
-                f'dynamic_batching {{ max_queue_delay_microseconds: {args.queue_delay_us} }}\n'
-                + (parameters if args.kind == "gpu" else ""))
+    models = {}
+    for path in args.model:
+        name = model_name(path)
+        inputs, outputs = io_of(path)
+        os.makedirs(os.path.join(repo, name, "1"))
+        shutil.copy(path, os.path.join(repo, name, "1", "model.onnx"))
+        with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
+            f.write(model_config(args, inputs, outputs))
+        models[name] = (path, inputs, outputs)
+    return repo, models
 
+
+def request_input(grpcclient, tensor, data):
+    """A gRPC input of tensor (name, data_type, dims) holding data."""
+    inp = grpcclient.InferInput(tensor[0], list(data.shape), tensor[1][len("TYPE_"):])
+    inp.set_data_from_numpy(data)
+    return inp
+
+
+def accuracy(args, client, grpcclient, name, path, inputs, outputs):
+    """Step 1 for one model: batches of 1, 3 and --accuracy-batch through the server against the
+    CLI on the same inputs."""
+    last = None
+    for n in sorted({1, 3, args.accuracy_batch}):
+        batch = make_batch(inputs, n, n)
+        req = [request_input(grpcclient, t, batch[t[0]]) for t in inputs]
+        result = client.infer(name, req)
+        got = {o: result.as_numpy(o) for o, _, _ in outputs}
+        files = {}
+        for k, v in batch.items():
+            files[k] = os.path.join(args.work, f"{name}_{k}.npy")
+            np.save(files[k], v)
+        shapes = ",".join(f"{k}:" + "x".join(map(str, v.shape)) for k, v in batch.items())
+        outs = {}
+        for backend in ("cpu", "gpu"):
+            gpu = args.gpus[0] if backend == "gpu" and args.kind == "gpu" else None
+            out_dir = os.path.join(args.work, f"{name}_{backend}")
+            run(cli_command(args, path, files, shapes, out_dir, gpu))
+            outs[backend] = {o: np.load(os.path.join(out_dir, re.sub(r"[^A-Za-z0-9._-]", "_", o)
+                                                     + ".npy")) for o, _, _ in outputs}
+        row = {"check": "accuracy", "model": name, "batch": n}
+        for o, _, _ in outputs:
+            ref = outs["cpu"][o]
+            row[o] = {"triton_vs_fp32_rel_l2": rel_l2(got[o], ref),
+                      "cli_gpu_vs_fp32_rel_l2": rel_l2(outs["gpu"][o], ref),
+                      "triton_vs_cli_gpu_rel_l2": rel_l2(got[o], outs["gpu"][o]),
+                      "finite": bool(np.isfinite(got[o]).all())}
+            if ref.ndim == 2 and ref.shape[1] > 1:
+                row[o]["top1_agree"] = int((got[o].argmax(1) == ref.argmax(1)).sum())
+        print(json.dumps(row), flush=True)
+        last = (req, got, batch)
+    # 1b. the last batch with input and output in GPU memory (CUDA shared memory)
+    if args.kind == "gpu" and len(inputs) == 1 and inputs[0][1] == "TYPE_FP32":
+        import triton_cuda_shm
+        (in_name, _, in_dims), (out_name, _, out_dims) = inputs[0], outputs[0]
+        shm = triton_cuda_shm.check(client, grpcclient, name, in_name, in_dims, out_name,
+                                    out_dims, last[1][out_name], batch[in_name])
+        print(json.dumps({"model": name, **shm}), flush=True)
+    return last
+
+
+def http_checks(server, client, name, inputs, outputs, req, got, batch):
+    """The last accuracy batch over HTTP against the gRPC answer; then malformed HTTP requests (a
+    wrong dtype, a missing input, an unknown output), each answered with its error and followed
+    by the good gRPC request, whose answer must not change."""
+    import tritonclient.http as httpclient
+    http = httpclient.InferenceServerClient(server.http_url)
+
+    def http_input(tensor, data, name=None, dtype=None):
+        inp = httpclient.InferInput(name or tensor[0], list(data.shape),
+                                    dtype or tensor[1][len("TYPE_"):])
+        inp.set_data_from_numpy(data)
+        return inp
+
+    good = [http_input(t, batch[t[0]]) for t in inputs]
+    over_http = http.infer(name, good)
+    print(json.dumps({"check": "http", "model": name, "vs_grpc_rel_l2": {
+        o: rel_l2(over_http.as_numpy(o), got[o]) for o, _, _ in outputs}}), flush=True)
+    first = inputs[0]
+    wrong_dtype = np.float64 if first[1] != "TYPE_FP64" else np.float32
+    malformed = {
+        "wrong dtype": [http_input(first, batch[first[0]].astype(wrong_dtype),
+                                   dtype="FP64" if wrong_dtype == np.float64 else "FP32")]
+        + good[1:],
+        "missing input": [http_input(first, batch[first[0]], name=first[0] + "_missing")]
+        + good[1:],
+    }
+    calls = {what: (lambda r=r: http.infer(name, r)) for what, r in malformed.items()}
+    calls["unknown output"] = lambda: http.infer(
+        name, good, outputs=[httpclient.InferRequestedOutput("no_such_output")])
+    for what, call in calls.items():
+        try:
+            call()
+            err = None
+        except Exception as e:
+            err = str(e)
+        again = client.infer(name, req).as_numpy(outputs[0][0])
+        print(json.dumps({"check": what, "model": name, "error": err,
+                          "serves_on": bool(np.array_equal(again, got[outputs[0][0]]))}),
+              flush=True)
+
+
+def serve_and_measure(args, repo, models):
+    import tritonclient.grpc as grpcclient
+    from local_server import LocalServer
     rows = []
     try:
         server = LocalServer(repo, args.backend_dir, os.path.join(args.work, "server.log"),
@@ -124,118 +339,97 @@ def main():
     try:
         client = grpcclient.InferenceServerClient(url)
         try:
-            ready_s = server.wait_ready(
-                lambda: client.is_server_ready() and client.is_model_ready(name), 300, 0.5)
+            ready_s = server.wait_ready(lambda: client.is_server_ready() and all(
+                client.is_model_ready(n) for n in models), 600, 0.5)
         except RuntimeError as e:
             sys.exit(str(e))
-        print(json.dumps({"ready_s": round(ready_s, 1), "model": name, "precision":
-                          args.precision, "instances": args.instances,
+        print(json.dumps({"ready_s": round(ready_s, 1), "models": list(models), "precision":
+                          args.precision, "gpus": args.gpus, "instances_per_gpu": args.instances,
                           "max_batch": args.max_batch}), flush=True)
         for line in server.log_text(None).splitlines():
             if "precision auto kept" in line:
                 print(json.dumps({"check": "precision auto", "server_log": line.strip()}),
                       flush=True)
-
-        # 1. accuracy against the CLI on the same input, at several batch sizes (the engine is
-        # built for max_batch and runs the smaller batches dynamic batching forms)
-        for n in sorted({1, 3, args.accuracy_batch}):
-            x = np.random.default_rng(n).uniform(-1, 1, [n] + in_dims).astype(np.float32)
-            inp = grpcclient.InferInput(in_name, list(x.shape), "FP32")
-            inp.set_data_from_numpy(x)
-            got = client.infer(name, [inp]).as_numpy(out_name)
-            x_path = os.path.join(args.work, "x.npy")
-            np.save(x_path, x)
-            shape = f"{in_name}:" + "x".join(str(d) for d in x.shape)
-            outs = {}
-            for backend in ("cpu", "gpu"):
-                o = os.path.join(args.work, f"{backend}.npy")
-                gpu = backend == "gpu" and args.kind == "gpu"
-                run([args.tcinfer, "--backend", "gpu" if gpu else "cpu", "--shape", shape,
-                     "--quiet", "-o", o, args.model, x_path] + (precision_args if gpu else []))
-                outs[backend] = np.load(o)
-            ref = outs["cpu"]
-            print(json.dumps({"check": "accuracy", "batch": n,
-                              "triton_vs_fp32_rel_l2": rel_l2(got, ref),
-                              "cli_gpu_vs_fp32_rel_l2": rel_l2(outs["gpu"], ref),
-                              "triton_vs_cli_gpu_rel_l2": rel_l2(got, outs["gpu"]),
-                              "top1_agree": int((got.argmax(1) == ref.argmax(1)).sum()),
-                              "finite": bool(np.isfinite(got).all())}), flush=True)
-
-        # 1b. the same batch with input and output in GPU memory (CUDA shared memory)
-        if args.kind == "gpu":
-            print(json.dumps(triton_cuda_shm.check(client, grpcclient, name, in_name, in_dims,
-                                                   out_name, out_dims, got, x)), flush=True)
-
-        # the same batch over HTTP
-        http = httpclient.InferenceServerClient(server.http_url)
-        hin = httpclient.InferInput(in_name, list(x.shape), "FP32")
-        hin.set_data_from_numpy(x)
-        over_http = http.infer(name, [hin]).as_numpy(out_name)
-        print(json.dumps({"check": "http", "batch": int(x.shape[0]),
-                          "vs_grpc_rel_l2": rel_l2(over_http, got)}), flush=True)
-
-        # 2. malformed requests (a wrong shape over gRPC; a wrong dtype, a missing input and an
-        # unknown output over HTTP): each answered with its error, the server serving on
-        wrong = [1] + in_dims[:-1] + [in_dims[-1] + 1]
-        bad_shape = grpcclient.InferInput(in_name, wrong, "FP32")
-        bad_shape.set_data_from_numpy(np.zeros(wrong, np.float32))
-        bad_dtype = httpclient.InferInput(in_name, list(x.shape), "FP64")
-        bad_dtype.set_data_from_numpy(x.astype(np.float64))
-        bad_name = httpclient.InferInput(in_name + "_missing", list(x.shape), "FP32")
-        bad_name.set_data_from_numpy(x)
-        malformed = {
-            "wrong shape": lambda: client.infer(name, [bad_shape]),
-            "wrong dtype": lambda: http.infer(name, [bad_dtype]),
-            "missing input": lambda: http.infer(name, [bad_name]),
-            "unknown output": lambda: http.infer(
-                name, [hin], outputs=[httpclient.InferRequestedOutput("no_such_output")]),
-        }
-        for what, call in malformed.items():
+        for name, (path, inputs, outputs) in models.items():
+            req, got, batch = accuracy(args, client, grpcclient, name, path, inputs, outputs)
+            # 2. a wrong shape (the first input's last dim one longer): an error, and the
+            # server serves on
+            n0, _, d0 = inputs[0]
+            one = make_batch(inputs, 1, 0)
+            bad_dims = [1] + d0[:-1] + [d0[-1] + 1]
+            bad = [request_input(grpcclient, inputs[0], np.zeros(bad_dims, one[n0].dtype))]
+            bad += [request_input(grpcclient, t, one[t[0]]) for t in inputs[1:]]
             try:
-                call()
+                client.infer(name, bad)
                 err = None
             except Exception as e:
                 err = str(e)
-            again = client.infer(name, [inp]).as_numpy(out_name)
-            print(json.dumps({"check": what, "error": err,
-                              "serves_on": bool(np.array_equal(again, got))}), flush=True)
-
-        # 3. load
-        r = run([sys.executable, os.path.join(HERE, "triton_load.py"), "--url", url,
-                 "--model", name, "--concurrency", args.concurrency, "--seconds",
-                 str(args.seconds)], timeout=60 + 20 * len(args.concurrency.split(",")) *
-                (args.seconds + 3))
-        for line in r.stdout.splitlines():
-            if line.startswith("{"):
-                rows.append(json.loads(line))
-                print(line, flush=True)
-        stats = client.get_inference_statistics(name, as_json=True)["model_stats"][0]
-        print(json.dumps({"check": "statistics", "inference_count":
-                          stats.get("inference_count"), "execution_count":
-                          stats.get("execution_count")}), flush=True)
+            again = client.infer(name, req).as_numpy(outputs[0][0])
+            print(json.dumps({"check": "wrong shape", "model": name, "error": err,
+                              "serves_on": bool(np.array_equal(again, got[outputs[0][0]]))}),
+                  flush=True)
+            http_checks(server, client, name, inputs, outputs, req, got, batch)
+            # 3. load
+            r = run([sys.executable, os.path.join(HERE, "triton_load.py"), "--url", url,
+                     "--model", name, "--concurrency", ",".join(map(str, args.concurrency)),
+                     "--seconds", str(args.seconds)],
+                    timeout=60 + 20 * len(args.concurrency) * (args.seconds + 3))
+            for line in r.stdout.splitlines():
+                if line.startswith("{"):
+                    rows.append(json.loads(line))
+                    print(line, flush=True)
+            stats = client.get_inference_statistics(name, as_json=True)["model_stats"][0]
+            print(json.dumps({"check": "statistics", "model": name, "inference_count":
+                              stats.get("inference_count"), "execution_count":
+                              stats.get("execution_count")}), flush=True)
     finally:
         server.stop(20)
+    return rows
 
-    # 4. the engine's own time, by the CLI
-    cli = {}
-    for b in [] if args.kind == "cpu" else sorted({1, max(int(c) for c in args.concurrency.split(","))}):
-        if b > args.max_batch:
-            continue
-        r = run([args.tcinfer, "--backend", "gpu", "--shape",
-                 f"{in_name}:{b}x" + "x".join(str(d) for d in in_dims), "--random", "0",
-                 "--quiet", "--bench", "200", args.model] + precision_args)
-        m = BENCH_RE.search(r.stdout + r.stderr)
-        cli[b] = {"median_ms": float(m.group(1)), "p99_ms": float(m.group(3)),
-                  "items_per_s": float(m.group(4))}  # the CLI's throughput counts images
-        print(json.dumps({"check": "cli bench", "batch": b, **cli[b]}), flush=True)
 
-    print(f"\n| concurrency | requests/s | p50 ms | p99 ms | errors |\n| --- | --- | --- | --- | --- |")
+def main(argv=None):
+    args = parse_args(argv)
+    repo, models = write_repository(args)
+    if args.dry_run:
+        for name, (path, inputs, _) in models.items():
+            print(f"# {repo}/{name}/config.pbtxt\n"
+                  + open(os.path.join(repo, name, "config.pbtxt")).read())
+            batch = make_batch(inputs, args.accuracy_batch, args.accuracy_batch)
+            files = {k: f"{args.work}/{name}_{k}.npy" for k in batch}
+            shapes = ",".join(f"{k}:" + "x".join(map(str, v.shape)) for k, v in batch.items())
+            print("# accuracy: " + " ".join(cli_command(args, path, files, shapes, "OUT", None)))
+            if args.kind == "gpu":
+                print("# accuracy: " + " ".join(cli_command(args, path, files, shapes, "OUT",
+                                                            args.gpus[0])))
+                for gpu in args.gpus:
+                    for b in bench_batches(args):
+                        print("# bench: " + " ".join(bench_command(args, path, inputs, b, gpu)))
+        return
+    rows = serve_and_measure(args, repo, models)
+
+    # 4. the engine's own time, by the CLI, on each GPU
+    cli = []
+    for name, (path, inputs, _) in models.items():
+        for gpu in [] if args.kind == "cpu" else args.gpus:
+            for b in bench_batches(args):
+                r = run(bench_command(args, path, inputs, b, gpu))
+                m = BENCH_RE.search(r.stdout + r.stderr)
+                row = {"check": "cli bench", "model": name, "device": gpu, "batch": b,
+                       "median_ms": float(m.group(1)), "p99_ms": float(m.group(3)),
+                       "items_per_s": float(m.group(4))}  # the CLI's throughput counts items
+                cli.append(row)
+                print(json.dumps(row), flush=True)
+
+    print(f"\nGPUs {args.gpus}, {args.instances} instance(s) per GPU, max_batch_size "
+          f"{args.max_batch}\n")
+    print("| model | concurrency | requests/s | p50 ms | p99 ms | errors |\n"
+          "| --- | --- | --- | --- | --- | --- |")
     for row in rows:
-        print(f"| {row['concurrency']} | {row['requests_per_s']:.0f} | {row['p50_ms']:.2f} | "
-              f"{row['p99_ms']:.2f} | {row['errors']} |")
-    for b, c in cli.items():
-        print(f"\nCLI --bench batch {b}: median {c['median_ms']:.3f} ms, p99 {c['p99_ms']:.3f} ms, "
-              f"{c['items_per_s']:.0f} images/s")
+        print(f"| {row['model']} | {row['concurrency']} | {row['requests_per_s']:.0f} | "
+              f"{row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['errors']} |")
+    for c in cli:
+        print(f"\nCLI --bench {c['model']} device {c['device']} batch {c['batch']}: median "
+              f"{c['median_ms']:.3f} ms, p99 {c['p99_ms']:.3f} ms, {c['items_per_s']:.0f} items/s")
 
 
 if __name__ == "__main__":

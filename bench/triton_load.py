@@ -6,9 +6,10 @@ latency percentiles as JSON. For the H200 measurements where perf_analyzer is no
   triton_load.py --url 127.0.0.1:8001 --model resnet50 --concurrency 1,8,64 \
                  [--batch 1] [--seconds 10] [--warmup 2]
 
-Every request sends the same seeded uniform [-1, 1) input of the model's configured shape (batch
---batch) and checks that the answer holds every configured output; a failed request counts as an
-error (and its message is kept). Output: one JSON object per concurrency, one line each.
+Every request sends the same seeded input of the model's configured shape (batch --batch):
+floats uniform in [-1, 1), integer inputs named like a mask all ones, other integers (token ids)
+in [0, 1000). It checks that the answer holds every configured output; a failed request counts
+as an error (and its message is kept). Output: one JSON object per concurrency, one line each.
 """
 import argparse
 import asyncio
@@ -26,6 +27,16 @@ CONFIG_TYPES = {"TYPE_FP32": "FP32", "TYPE_FP16": "FP16", "TYPE_BF16": "BF16",
                 "TYPE_INT8": "INT8", "TYPE_UINT8": "UINT8", "TYPE_BOOL": "BOOL"}
 
 
+def input_data(name, dtype, shape, rng):
+    """The data of one input: floats uniform in [-1, 1); an integer input named like a mask all
+    ones (every position attended); other integers (token ids of any vocabulary) in [0, 1000)."""
+    if np.issubdtype(dtype, np.floating):
+        return rng.uniform(-1, 1, shape).astype(dtype)
+    if "mask" in name.lower() or dtype == np.bool_:
+        return np.ones(shape, dtype)
+    return rng.integers(0, 1000, shape).astype(dtype)
+
+
 def make_inputs(config, batch):
     rng = np.random.default_rng(0)
     inputs = []
@@ -35,7 +46,7 @@ def make_inputs(config, batch):
             sys.exit(f"input {t['name']} has variable dims {dims}: give the model fixed dims")
         shape = ([batch] if int(config.get("max_batch_size", 0)) > 0 else []) + dims
         dtype = CONFIG_TYPES[t["data_type"]]
-        data = rng.uniform(-1, 1, shape).astype(triton_to_np_dtype(dtype))
+        data = input_data(t["name"], triton_to_np_dtype(dtype), shape, rng)
         inp = InferInput(t["name"], shape, dtype)
         inp.set_data_from_numpy(data)
         inputs.append(inp)

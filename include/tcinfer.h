@@ -256,8 +256,10 @@ typedef struct tci_engine_options {
      * engine is built, loaded and run on; its weights, its contexts' buffers and streams live
      * there. Calls on the engine and its contexts make it the calling thread's current device for
      * their duration and give the caller's back before returning. Out of range:
-     * TCI_ERR_NO_DEVICE naming the devices there are. An engine file or timing cache written on
-     * one device runs on another of the same GPU model. */
+     * TCI_ERR_NO_DEVICE naming the devices there are (plan_only uses no device: not checked);
+     * negative, or other than 0 with TCI_BACKEND_CPU (which runs on no GPU):
+     * TCI_ERR_INVALID_ARGUMENT. An engine file or timing cache written on one device runs on
+     * another of the same GPU model. */
     int device;
     /* Since 0.2, GPU, fp16 and TCI_PRECISION_AUTO engines: the precision of the layers kept out
      * of fp16 (fp32_layers and those the precision search keeps). TCI_PRECISION_FP32 (the
@@ -296,8 +298,10 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path);
 
 /* Builds a GPU engine from an engine file without timing any kernel. A file written on another
  * GPU model, or with other CUDA / cuDNN / cuBLASLt versions or another tcinfer, is refused
- * (TCI_ERR_UNSUPPORTED) naming both; a damaged or truncated one is TCI_ERR_PARSE. Of options
- * (may be NULL) only no_cuda_graph, the log and the progress fields apply: shapes, precision, fp32 layers and
+ * (TCI_ERR_UNSUPPORTED) naming both (the GPU model is the one of options->device; the file holds
+ * no device index, so a file written on one device loads on any device of the same model); a
+ * damaged or truncated one is TCI_ERR_PARSE. Of options (may be NULL) only no_cuda_graph,
+ * device, the log and the progress fields apply: shapes, precision, fp32 layers and
  * kernels come from the file, and setting them (or a timing cache, or calibration inputs) is
  * TCI_ERR_INVALID_ARGUMENT.
  * Smaller batches run as with any GPU engine; the file keeps the built shapes only, so other
@@ -480,6 +484,11 @@ tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out
 /* Number of usable CUDA GPUs (0 where there is none or the build has no CUDA); name (may be NULL)
  * receives device 0's name. */
 int tci_gpu_count(char *name, size_t name_size);
+
+/* Since 0.2: the name of CUDA device `device` (counted as tci_engine_options.device counts them)
+ * into name, name_size bytes (truncated to fit). A device out of range is TCI_ERR_NO_DEVICE
+ * naming the devices there are (none where there is no GPU or the build has no CUDA). */
+tci_status tci_gpu_name(int device, char *name, size_t name_size);
 
 /* Memory and layout figures of a GPU engine's plan. */
 typedef struct tci_gpu_report {

@@ -85,12 +85,14 @@ class Engine(_Closes):
     random inputs), and with accuracy_target > 0 also those that hold the outputs' relative L2
     error above it; fp32_layers() lists them, auto_error() gives the error reached.
     keep_precision "fp32"|"tf32"|"bf16": what fp16 and "auto" engines keep those layers in
-    (tci_engine_options.kept_precision)."""
+    (tci_engine_options.kept_precision). device: the CUDA device a GPU engine is built and run
+    on (0 by default; as tci_engine_options.device: out of range or negative, or nonzero with
+    the CPU backend, is a TcinferError)."""
 
     def __init__(self, model, backend="cpu", shapes=None, precision="fp16", fp32_layers=None,
                  kernels="auto", no_cuda_graph=False, timing_cache=None,
                  mark_all_outputs=False, base_dir=None, calibration_inputs=None,
-                 accuracy_target=0.0, keep_precision="fp32"):
+                 accuracy_target=0.0, keep_precision="fp32", device=0):
         opts = _lib.EngineOptions()
         _lib.tci_engine_options_init(ctypes.byref(opts))
         _lib._init_struct(opts)
@@ -101,6 +103,7 @@ class Engine(_Closes):
         opts.mark_all_outputs = int(bool(mark_all_outputs))
         opts.accuracy_target = float(accuracy_target)
         opts.kept_precision = _choice(_KEPT, keep_precision, "keep_precision")
+        opts.device = int(device)
         keep = []  # buffers the options point into, alive until the engine is built
         if shapes:
             arr = (_lib.ShapeOverride * len(shapes))()

@@ -113,6 +113,22 @@ def test_unknown_backend_is_a_value_error():
         tcinfer.Engine(MODEL, backend="tpu")
 
 
+def test_device_option(x):
+    """device reaches tci_engine_options: refused with the CPU backend, negative, or past the
+    last GPU (a clear failure where there is none); device 0 given explicitly runs as the
+    default does."""
+    with pytest.raises(tcinfer.TcinferError, match="device is 1, but the backend is TCI_BACKEND_CPU"):
+        tcinfer.Engine(MODEL, device=1)
+    with pytest.raises(tcinfer.TcinferError, match="device is -1"):
+        tcinfer.Engine(MODEL, backend="gpu", device=-1)
+    n = tcinfer.gpu_count()[0]
+    with pytest.raises(tcinfer.TcinferError) as e:
+        tcinfer.Engine(MODEL, backend="gpu", device=n)
+    assert e.value.status_name == "TCI_ERR_NO_DEVICE", e.value
+    with tcinfer.Engine(MODEL, device=0) as a, tcinfer.Engine(MODEL) as b:
+        assert np.array_equal(a.run(x)[0], b.run(x)[0])
+
+
 def test_list_ops_and_gpu_count():
     ops = {op for op, lo, hi, gpu in tcinfer.list_ops()}
     assert {"Conv", "Relu", "Softmax"} <= ops

@@ -1,7 +1,10 @@
 /* libtriton_tcinfer.so: a Triton Inference Server backend that runs tcinfer engines.
  *
  * One engine per model and device, shared by the model's instances on that device (CPU instances
- * share the reference-backend engine); one context per instance. All requests of one execute call
+ * share the reference-backend engine); one context per instance. A KIND_GPU instance's device
+ * (instance_group gpus: [N]) is its engine's tci_engine_options.device, which every tcinfer call
+ * on the engine and its contexts makes current; the backend sets it itself only for its own
+ * copies to and from Triton's buffers. All requests of one execute call
  * whose non-batch dims agree run as one batch. Inputs are gathered from Triton's buffers (CPU
  * memory, or GPU memory copied over), outputs written into the buffers Triton hands out. */
 #define _POSIX_C_SOURCE 200809L
@@ -312,9 +315,9 @@ static void log_auto_result(const tct_model *m, int device, const tci_engine *e)
 /* GPU engines are built for fixed shapes: max_batch_size and the config's dims. */
 static TRITONSERVER_Error *build_gpu_engine(tct_model *m, int device, tci_engine **out) {
     const tct_model_config *c = &m->config;
-    RETURN_IF_ERROR(set_device(device));
     tci_engine_options o;
     engine_options(m, &o);
+    o.device = device; /* built (or loaded) and run there */
     if (m->is_engine_file) {
         if (c->precision_set || c->fp32_layers || c->kept_set || c->timing_cache)
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "%s is an engine file, which holds "
@@ -405,11 +408,7 @@ static void model_free(tct_model *m) {
     tci_engine_destroy(m->cpu_engine);
     for (int d = 0; d < TCT_MAX_DEVICES; d++) {
         if (!m->gpu_engines[d]) continue;
-#if TCI_HAVE_CUDA
-        TRITONSERVER_Error *err = set_device(d);
-        if (err) TRITONSERVER_ErrorDelete(err);
-#endif
-        tci_engine_destroy(m->gpu_engines[d]);
+        tci_engine_destroy(m->gpu_engines[d]); /* on its device, as every call on it */
     }
     tct_config_free(&m->config);
     pthread_mutex_destroy(&m->lock);
@@ -431,7 +430,7 @@ static TRITONSERVER_Error *config_json(TRITONBACKEND_Model *model, TRITONSERVER_
 }
 
 /* Auto-completion: fills inputs, outputs and max_batch_size from the model (built once on the CPU,
- * an engine kept for the CPU instances; an engine file is loaded on the current GPU). */
+ * an engine kept for the CPU instances; an engine file is loaded on device 0). */
 static TRITONSERVER_Error *autocomplete(tct_model *m, TRITONBACKEND_Model *model) {
     TRITONSERVER_Message *msg = NULL;
     const char *json;
@@ -554,13 +553,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
 
 static void instance_free(tct_instance *in) {
     if (!in) return;
-#if TCI_HAVE_CUDA
-    if (in->device >= 0 && in->ctx) {
-        TRITONSERVER_Error *err = set_device(in->device);
-        if (err) TRITONSERVER_ErrorDelete(err);
-    }
-#endif
-    tci_context_destroy(in->ctx);
+    tci_context_destroy(in->ctx); /* on its engine's device */
     for (size_t i = 0; in->scratch && i < in->num_inputs; i++) free(in->scratch[i]);
     free(in->scratch);
     free(in->scratch_bytes);
@@ -590,10 +583,7 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
                          "KIND_CPU instances run the fp32 reference: use KIND_GPU instances, or "
                          "leave the parameter out", in->model->name);
     RETURN_IF_ERROR(model_engine(in->model, in->device, &in->engine));
-#if TCI_HAVE_CUDA
-    if (in->device >= 0) RETURN_IF_ERROR(set_device(in->device));
-#endif
-    tci_status st = tci_context_create(in->engine, &in->ctx);
+    tci_status st = tci_context_create(in->engine, &in->ctx); /* on the engine's device */
     if (st != TCI_OK) return tci_failure(st, in->model->name);
     in->num_inputs = tci_engine_input_count(in->engine);
     in->input_names = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->input_names);
@@ -938,6 +928,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
                                    sizeof *inputs))))
         err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
 #if TCI_HAVE_CUDA
+    /* the backend's own copies from and to Triton's GPU buffers, on the instance's device
+     * (tcinfer's calls make the engine's device current themselves) */
     if (!err && in->device >= 0) err = set_device(in->device);
 #endif
     if (err) { /* every request gets the error */

@@ -26,10 +26,15 @@ tci_status tci_context_create(const tci_engine *engine, tci_context **out_contex
     c->engine = engine;
     tci_status st;
 #if TCI_HAVE_CUDA
-    if (engine->gpu)
-        st = exec_gpu_guard(NULL, exec_gpu_context_create(engine->gpu, engine->use_cuda_graph,
-                                                          &c->gpu));
-    else
+    if (engine->gpu) {
+        api_device scope;
+        st = api_device_enter(engine->device, &scope);
+        if (st == TCI_OK)
+            st = api_device_leave(&scope, exec_gpu_guard(NULL, exec_gpu_context_create(
+                                                                   engine->gpu,
+                                                                   engine->use_cuda_graph,
+                                                                   &c->gpu)));
+    } else
 #endif
         st = exec_cpu_create(engine->graph, &c->cpu);
     if (st != TCI_OK) {
@@ -51,7 +56,11 @@ void tci_context_destroy(tci_context *context) {
     if (!context) return;
     exec_cpu_destroy(context->cpu);
 #if TCI_HAVE_CUDA
+    api_device scope;
+    /* a device that cannot be made current: freed from the caller's, as CUDA allows */
+    tci_status st = api_device_enter(context->engine->device, &scope);
     exec_gpu_context_destroy(context->gpu);
+    if (st == TCI_OK) (void)api_device_leave(&scope, TCI_OK);
 #endif
     release_inputs(context);
     free(context);
@@ -92,7 +101,11 @@ static tci_status run(tci_context *context, const tci_tensor *inputs, size_t num
         TRY_STATUS(exec_gpu_check_lost(context->gpu));
         if (num_inputs == tci_engine_input_count(context->engine))
             TRY_STATUS(api_check_run_shapes(context->engine, inputs, num_inputs));
-        return exec_gpu_guard(context->gpu, exec_gpu_run(context->gpu, inputs, num_inputs));
+        api_device scope;
+        TRY_STATUS(api_device_enter(context->engine->device, &scope));
+        return api_device_leave(&scope, exec_gpu_guard(context->gpu, exec_gpu_run(context->gpu,
+                                                                                  inputs,
+                                                                                  num_inputs)));
     }
 #endif
     set_cpu_threads(context->engine);
@@ -186,11 +199,15 @@ tci_status tci_context_run_device(tci_context *context, const void *const *input
         return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs or outputs is NULL");
 #if TCI_HAVE_CUDA
     if (context->gpu) {
+        api_device scope = {-1, -1};
         tci_status st = exec_gpu_check_lost(context->gpu);
+        if (st == TCI_OK) st = api_device_enter(context->engine->device, &scope);
         if (st == TCI_OK)
-            st = exec_gpu_guard(context->gpu,
-                                exec_gpu_run_device(context->gpu, inputs, outputs, leading_dims,
-                                                    (cudaStream_t)cuda_stream));
+            st = api_device_leave(&scope, exec_gpu_guard(context->gpu, exec_gpu_run_device(
+                                                                           context->gpu, inputs,
+                                                                           outputs, leading_dims,
+                                                                           (cudaStream_t)
+                                                                               cuda_stream)));
         return api_log_failure(&context->engine->log, st);
     }
 #endif
@@ -251,7 +268,9 @@ tci_status tci_context_nonfinite(tci_context *context, tci_nonfinite_report *out
     tci_nonfinite_report r;
     tci_nonfinite_report_init(&r);
     const api_log *log = &context->engine->log;
-    TRY_STATUS(api_log_failure(log, nonfinite(context, &r)));
+    api_device scope;
+    TRY_STATUS(api_log_failure(log, api_device_enter(context->engine->device, &scope)));
+    TRY_STATUS(api_log_failure(log, api_device_leave(&scope, nonfinite(context, &r))));
     if (r.count) {
         const char *name = context->engine->graph->outputs[r.output_index]->name;
         if (r.found)
@@ -311,8 +330,11 @@ tci_status tci_context_benchmark(tci_context *context, int iterations, int warmu
 #if TCI_HAVE_CUDA
     if (context->gpu) {
         TRY_STATUS(exec_gpu_check_lost(context->gpu));
-        return exec_gpu_guard(context->gpu,
-                              exec_gpu_bench(context->gpu, iterations, warmup, times_ms));
+        api_device scope;
+        TRY_STATUS(api_device_enter(context->engine->device, &scope));
+        return api_device_leave(&scope, exec_gpu_guard(context->gpu,
+                                                       exec_gpu_bench(context->gpu, iterations,
+                                                                      warmup, times_ms)));
     }
 #endif
     if (!context->last_inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "run once before benchmarking");
@@ -337,8 +359,13 @@ tci_status tci_context_profile(tci_context *context, int iterations, tci_profile
         const plan *p = exec_gpu_engine_plan(ge);
         float *ms = calloc((size_t)p->num_steps + 1, sizeof(float));
         if (!ms) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        api_device scope = {-1, -1};
         tci_status st = exec_gpu_check_lost(context->gpu);
-        if (st == TCI_OK) st = exec_gpu_guard(context->gpu, exec_gpu_profile(context->gpu, iterations, ms));
+        if (st == TCI_OK) st = api_device_enter(context->engine->device, &scope);
+        if (st == TCI_OK)
+            st = api_device_leave(&scope, exec_gpu_guard(context->gpu,
+                                                         exec_gpu_profile(context->gpu,
+                                                                          iterations, ms)));
         for (int i = 0; st == TCI_OK && i < p->num_steps; i++)
             fn((size_t)i, p->steps[i].node->name, p->steps[i].label, exec_gpu_step_kernel(ge, i),
                ms[i], user);

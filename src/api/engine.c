@@ -28,6 +28,12 @@ int tci_gpu_count(char *name, size_t name_size) {
     return n;
 }
 
+tci_status tci_gpu_name(int device, char *name, size_t name_size) {
+    if (!name || !name_size)
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "name is NULL or name_size 0");
+    return kern_device_name(device, name, name_size);
+}
+
 static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o) {
     char want[128], got[128];
     ir_tensor *t = NULL;
@@ -120,17 +126,27 @@ static tci_status copy_strings(const char *const *src, char ***out) {
 }
 
 #if TCI_HAVE_CUDA
-/* Plans g and makes the plan real on the GPU (no planning where there is no GPU). */
+/* Plans g and makes the plan real on the GPU, on options->device (no planning where there is
+ * no GPU or no such device). */
 static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_options *options,
                              const char *choices) {
     plan *built = NULL;
     TRY_STATUS(exec_gpu_check_device());
+    TRY_STATUS(api_device_check(options->device));
     TRY_STATUS(plan_for_gpu(g, &e->plan_options, &built));
-    return exec_gpu_guard(NULL, exec_gpu_engine_create(built, &e->plan_options, options->kernels,
-                                                       options->timing_cache, choices,
-                                                       e->pristine ? api_replan : NULL, e,
-                                                       options->progress_fn,
-                                                       options->progress_user, &e->gpu));
+    api_device scope;
+    tci_status st = api_device_enter(options->device, &scope);
+    if (st != TCI_OK) {
+        plan_destroy(built);
+        return st;
+    }
+    e->device = options->device;
+    st = exec_gpu_guard(NULL, exec_gpu_engine_create(built, &e->plan_options, options->kernels,
+                                                     options->timing_cache, choices,
+                                                     e->pristine ? api_replan : NULL, e,
+                                                     options->progress_fn,
+                                                     options->progress_user, &e->gpu));
+    return api_device_leave(&scope, st);
 }
 #endif
 
@@ -191,6 +207,11 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
     const tci_engine_options *options = &all;
     size_t loaded_nodes = g->num_nodes;
     tci_status st = api_read_options(given, &all);
+    if (st == TCI_OK && options->backend == TCI_BACKEND_CPU && options->device != 0)
+        st = status_error(TCI_ERR_INVALID_ARGUMENT,
+                          "tci_engine_options.device is %d, but the backend is TCI_BACKEND_CPU, "
+                          "which runs on no GPU: leave the device at 0 or use TCI_BACKEND_GPU",
+                          options->device);
     if (st == TCI_OK && options->precision == TCI_PRECISION_AUTO && !choices)
         return api_auto_create(g, options, out_engine);
     if (st == TCI_OK && (options->calibration_inputs || options->num_calibration_inputs ||
@@ -211,7 +232,10 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
     if (st == TCI_OK) {
         e = calloc(1, sizeof *e);
         if (!e) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory creating engine");
-        else e->auto_error = -1;
+        else {
+            e->auto_error = -1;
+            e->device = -1;
+        }
     }
     /* shapes below the built one re-plan the graph as it was before the passes (api_replan; a
      * plan_only engine keeps it too, so that its re-plans can be checked without a GPU); the
@@ -468,7 +492,10 @@ tci_status tci_engine_save(const tci_engine *engine, const char *path) {
         ir_graph *g = NULL;
         const char **dropped = NULL;
         char **fp32_layers = NULL;
-        tci_status st = exec_gpu_machine(machine, sizeof machine);
+        /* the model of the engine's device: a file written here loads on any device of it */
+        api_device scope;
+        tci_status st = api_device_enter(engine->device, &scope);
+        if (st == TCI_OK) st = api_device_leave(&scope, exec_gpu_machine(machine, sizeof machine));
         if (st == TCI_OK) st = graph_to_save(engine, &g, &dropped);
         /* fp32 layers naming a folded BatchNormalization (or a pattern matching only such
          * nodes): its convolution decided already, and the saved graph lacks the node */
@@ -533,18 +560,22 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
                                "%s: an engine file fixes the shapes, precision, fp32 layers (and "
                                "their kept precision) and kernels it was built with (no timing cache or calibration inputs "
                                "either): of "
-                               "tci_engine_options only no_cuda_graph, the log and the progress "
-                               "fields may be set",
+                               "tci_engine_options only no_cuda_graph, device, the log and the "
+                               "progress fields may be set",
                                path));
     engine_file f;
     TRY_STATUS(api_log_failure(&log, engine_file_read(path, &f)));
 #if TCI_HAVE_CUDA
     char machine[512], producer[64];
     producer_name(producer, sizeof producer);
+    /* the file's GPU model against the one of the device it is loaded on */
+    api_device scope = {-1, -1};
     tci_status st = tci_gpu_count(NULL, 0) > 0
-                        ? exec_gpu_machine(machine, sizeof machine)
+                        ? api_device_check(given.device)
                         : status_error(TCI_ERR_NO_DEVICE, "no CUDA GPU is available here to run "
                                                        "the engine file %s", path);
+    if (st == TCI_OK) st = api_device_enter(given.device, &scope);
+    if (st == TCI_OK) st = exec_gpu_machine(machine, sizeof machine);
     if (st == TCI_OK && strcmp(f.producer, producer) != 0)
         st = status_error(TCI_ERR_UNSUPPORTED,
                        "engine file %s was written by %s; this is %s: rebuild it from the ONNX "
@@ -554,9 +585,9 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         for (char *c = f.machine; *c; c++) *c = *c == '\t' ? ' ' : *c; /* fields, for reading */
         for (char *c = machine; *c; c++) *c = *c == '\t' ? ' ' : *c;
         st = status_error(TCI_ERR_UNSUPPORTED,
-                       "engine file %s was built for %s; this machine has %s: rebuild it from "
-                       "the ONNX model",
-                       path, f.machine, machine);
+                       "engine file %s was built for %s; device %d here is %s: rebuild it "
+                       "from the ONNX model",
+                       path, f.machine, given.device, machine);
     }
     ir_graph *g = NULL;
     bool checked = st == TCI_OK; /* later errors come from the graph, and get the file's name */
@@ -572,6 +603,7 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         o.log_level = given.log_level;
         o.progress_fn = given.progress_fn;
         o.progress_user = given.progress_user;
+        o.device = given.device;
         o.precision = (tci_precision)f.precision;
         o.kept_precision = (tci_precision)f.kept_precision;
         o.kernels = (tci_kernels)f.kernels;
@@ -587,6 +619,7 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
     }
     ir_graph_destroy(g);
     engine_file_free(&f);
+    st = api_device_leave(&scope, st);
     if (st != TCI_OK && checked) status_error_prefix(st, "%s", path);
     return api_log_failure(&log, st);
 #else
@@ -600,7 +633,11 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
 void tci_engine_destroy(tci_engine *engine) {
     if (!engine) return;
 #if TCI_HAVE_CUDA
+    api_device scope;
+    /* a device that cannot be made current: freed from the caller's, as CUDA allows */
+    tci_status st = api_device_enter(engine->device, &scope);
     exec_gpu_engine_destroy(engine->gpu);
+    if (st == TCI_OK) (void)api_device_leave(&scope, TCI_OK);
 #endif
     plan_destroy(engine->plan_only);
     ir_graph_destroy(engine->pristine);

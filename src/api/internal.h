@@ -42,6 +42,7 @@ struct tci_engine {
                                   the planner takes them */
     tci_kernels kernels;
     int cpu_threads; /* tci_engine_options.cpu_threads */
+    int device;      /* GPU engines: the CUDA device they run on; -1 for CPU and plan_only */
     api_log log;
 #if TCI_HAVE_CUDA
     exec_gpu_engine *gpu;
@@ -101,6 +102,20 @@ tci_status api_check_run_shapes(const tci_engine *e, const tci_tensor *inputs, s
  * GPU. */
 tci_status api_replan(void *user, const plan *built, const int64_t *dims, ir_graph **out_graph,
                       plan **out_plan);
+/* The CUDA device of a call (device.c). Every public call that reaches CUDA for a GPU engine or
+ * its contexts runs between api_device_enter(engine->device, &scope), which makes the engine's
+ * device the calling thread's current one, and api_device_leave, which gives the caller's back
+ * (device -1, a CPU or plan_only engine: both do nothing). */
+typedef struct api_device {
+    int device;   /* entered, or -1 */
+    int previous; /* the caller's */
+} api_device;
+/* TCI_ERR_NO_DEVICE naming tci_engine_options.device and the devices there are when device is
+ * not a usable CUDA device index. */
+tci_status api_device_check(int device);
+tci_status api_device_enter(int device, api_device *scope);
+/* Gives the caller's device back; returns st, or where st is TCI_OK and that fails, an error. */
+tci_status api_device_leave(const api_device *scope, tci_status st);
 
 /* Formats and sends a message to log when its level is enabled. */
 void api_log_message(const api_log *log, tci_log_level level, const char *fmt, ...)

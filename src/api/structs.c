@@ -73,10 +73,6 @@ tci_status api_read_options(const tci_engine_options *given, tci_engine_options 
                             out->kept_precision == TCI_PRECISION_TF32 ? "TCI_PRECISION_TF32"
                                                                       : "TCI_PRECISION_BF16",
                             (int)out->precision);
-    /* not built yet: refused rather than ignored */
-    if (out->device != 0)
-        return status_error(TCI_ERR_UNSUPPORTED, "tci_engine_options.device %d: only device 0 "
-                            "is supported in this build", out->device);
     return TCI_OK;
 }
 

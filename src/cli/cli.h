@@ -42,6 +42,8 @@ typedef struct cli_args {
     bool quiet, info, list_ops, random, compare, compare_layers, no_graph, plan, json, verbose;
     uint64_t seed;
     int backend; /* -1: GPU where one exists, else CPU */
+    int device;        /* --device: the CUDA device of the GPU engines (0 by default) */
+    bool device_given; /* --device was given (it implies --backend gpu) */
     double tolerance; /* < 0: none */
     double atol, rtol; /* < 0: not given */
     cli_input references[MAX_ITEMS]; /* --reference: name NULL for FILE or DIR */

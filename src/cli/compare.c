@@ -25,6 +25,7 @@ static tci_status run_baseline(const cli_args *a, const tci_engine *engine, bool
     options.shapes = shapes;
     options.num_shapes = (size_t)a->num_shapes;
     options.backend = a->baseline_gpu ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
+    if (a->baseline_gpu) options.device = a->device; /* beside the engine compared */
     options.precision = TCI_PRECISION_FP32;
     options.mark_all_outputs = all_outputs;
     options.cpu_threads = a->threads;

@@ -267,6 +267,7 @@ static int calibration_inputs(const cli_args *a, const tci_engine_options *optio
     if (!a->num_inputs && !a->random) return 0;
     tci_engine_options o = *options;
     o.backend = TCI_BACKEND_CPU;
+    o.device = 0; /* the CPU runs on no GPU */
     o.precision = TCI_PRECISION_FP16;
     o.fp32_layers = NULL;
     o.kept_precision = TCI_PRECISION_FP32;
@@ -386,8 +387,10 @@ static int run_cli(cli_args *a) {
     /* --compare's default baseline is the CPU reference, so the engine compared is the GPU
      * one; against saved outputs (--reference) it is whichever runs here */
     bool gpu = tci_gpu_count(NULL, 0) > 0;
-    if (a->backend < 0) a->backend = gpu || (a->compare && !a->num_references) ? TCI_BACKEND_GPU
-                                                                              : TCI_BACKEND_CPU;
+    if (a->backend < 0)
+        a->backend = gpu || a->device_given || (a->compare && !a->num_references)
+                         ? TCI_BACKEND_GPU
+                         : TCI_BACKEND_CPU;
     if (!gpu && a->compare && !a->num_references && !a->plan) return cli_compare_needs_gpu();
     if (!gpu && a->precision == TCI_PRECISION_AUTO) {
         fprintf(stderr, "tcinfer: --precision auto builds and runs the fp16 and fp32 GPU engines "
@@ -396,6 +399,7 @@ static int run_cli(cli_args *a) {
     }
     options.backend = (tci_backend)a->backend;
     if (a->backend == TCI_BACKEND_CPU) options.cpu_threads = a->threads;
+    else options.device = a->device;
     rc = cli_check_reference_paths(a);
     if (rc) return rc;
     if (a->profile && a->backend != TCI_BACKEND_GPU)
@@ -407,6 +411,7 @@ static int run_cli(cli_args *a) {
         json_add_string(json, "backend", a->backend == TCI_BACKEND_GPU ? "gpu" : "cpu");
         if (a->backend == TCI_BACKEND_GPU)
             json_add_string(json, "precision", cli_precision_name(a->precision));
+        if (a->backend == TCI_BACKEND_GPU && !a->plan) json_add_number(json, "device", a->device);
     }
     tci_engine *engine = NULL;
     tci_tensor *calibration = NULL;

@@ -16,7 +16,7 @@ enum {
     OPT_SAVE_ENGINE, OPT_LOAD_ENGINE, OPT_COMPARE, OPT_COMPARE_LAYERS, OPT_BASELINE,
     OPT_TOLERANCE, OPT_BENCH, OPT_WARMUP, OPT_PROFILE, OPT_INFO, OPT_PLAN, OPT_LIST_OPS,
     OPT_DEVICES, OPT_VERSION, OPT_LIMIT, OPT_REFERENCE, OPT_ATOL, OPT_RTOL,
-    OPT_REPORT, OPT_ACCURACY_TARGET, OPT_KEEP_PRECISION,
+    OPT_REPORT, OPT_ACCURACY_TARGET, OPT_KEEP_PRECISION, OPT_DEVICE,
 };
 
 /* One row per option (a row without a name is a heading of the usage text). help's lines after
@@ -47,6 +47,8 @@ static const cli_option options[] = {
     {NULL, 0, NULL, "Backend and precision:"},
     {"backend", OPT_BACKEND, "gpu|cpu", "fp16 tensor-core GPU engine (the default where a GPU\n"
                                         "exists) or the fp32 CPU reference executor"},
+    {"device", OPT_DEVICE, "N", "GPU: the CUDA device to build, load and run on (0, the\n"
+                                "default, 1, ...: as --devices lists them; implies --backend gpu)"},
     {"threads", OPT_THREADS, "N", "CPU: threads of the reference backend's matrix products"},
     {"precision", OPT_PRECISION, "fp16|bf16|tf32|fp32|auto",
      "GPU float tensors: fp16 (default), bfloat16 (fp32's\n"
@@ -112,7 +114,8 @@ static const cli_option options[] = {
                                    "max_nodes, max_nesting_depth, max_parse_bytes; repeatable\n"
                                    "(docs/robustness.md)"},
     {"list-ops", OPT_LIST_OPS, NULL, "list the supported ops, opsets and backends and exit"},
-    {"devices", OPT_DEVICES, NULL, "print the number of usable CUDA GPUs and exit"},
+    {"devices", OPT_DEVICES, NULL, "print the number of usable CUDA GPUs, then each one's index\n"
+                                   "(for --device) and name, and exit"},
     {"version", OPT_VERSION, NULL, "print the version and exit"},
     {"help", 'h', NULL, "this text"},
 };
@@ -192,6 +195,7 @@ static const char *const flag_terms[][2] = {
     {"tci_engine_options.plan_only", "--plan"},
     {"tci_engine_options.mark_all_outputs", "--compare-layers"},
     {"tci_engine_options.backend", "--backend"},
+    {"tci_engine_options.device", "--device"},
     {"tci_engine_options.max_model_bytes", "--limit max_model_bytes"},
     {"tci_engine_options.max_tensor_elements", "--limit max_tensor_elements"},
     {"tci_engine_options.max_constant_bytes", "--limit max_constant_bytes"},
@@ -337,11 +341,14 @@ static int apply_option(cli_args *a, int id, char *value) {
     case 'h': print_usage(stdout); return -1;
     case OPT_VERSION: printf("tcinfer %s\n", tci_version()); return -1;
     case OPT_DEVICES: {
-        char name[256];
-        int n = tci_gpu_count(name, sizeof name);
-        printf("GPUs: %d", n);
-        if (n) printf(" (device 0: %s)", name);
-        printf("\n");
+        int n = tci_gpu_count(NULL, 0);
+        printf("GPUs: %d\n", n);
+        for (int i = 0; i < n; i++) {
+            char name[256];
+            tci_status st = tci_gpu_name(i, name, sizeof name);
+            if (st != TCI_OK) return cli_fail(st);
+            printf("device %d: %s\n", i, name);
+        }
         return -1;
     }
     case OPT_QUIET: a->quiet = true; return 0;
@@ -402,6 +409,17 @@ static int apply_option(cli_args *a, int id, char *value) {
     }
     case OPT_BENCH: return parse_count("--bench", value, 1000000, &a->bench);
     case OPT_WARMUP: return parse_count("--warmup", value, 1000000, &a->warmup);
+    case OPT_DEVICE: {
+        errno = 0;
+        long device = strtol(value, &end, 10);
+        if (*end || end == value || errno || device < 0 || device > 1000000)
+            return cli_usage_error("--device wants a CUDA device index (0, 1, ...; tcinfer "
+                                   "--devices lists them), got '%s'",
+                                   value);
+        a->device = (int)device;
+        a->device_given = true;
+        return 0;
+    }
     case OPT_THREADS:
         if (parse_count("--threads", value, 4096, &a->threads)) return EXIT_USAGE;
         return a->threads ? 0 : cli_usage_error("--threads wants 1 or more, got '%s'", value);
@@ -533,6 +551,9 @@ static int check_combinations(cli_args *a) {
         a->backend == TCI_BACKEND_CPU)
         return cli_usage_error("--precision, --fp32-layers and --keep-precision set the GPU "
                                "engine; the CPU backend is fp32 already%s", "");
+    if (a->device_given && (a->backend == TCI_BACKEND_CPU || a->plan))
+        return cli_usage_error("--device picks the GPU to run on: not with --backend cpu, nor "
+                               "with --plan, which builds the plan without a GPU%s", "");
     if (a->threads && a->backend == TCI_BACKEND_GPU && !a->compare)
         return cli_usage_error("--threads sets the CPU backend's threads; not with --backend "
                                "gpu%s", "");

@@ -265,8 +265,10 @@ static void write_header(out *o, const tci_engine *engine) {
     char device[256] = "CPU", date[64] = "?";
     if (gpu) {
         char name[200] = "";
-        if (tci_gpu_count(name, sizeof name) > 0) snprintf(device, sizeof device, "%s", name);
-        else snprintf(device, sizeof device, "none found");
+        if (tci_gpu_name(a->device, name, sizeof name) == TCI_OK)
+            snprintf(device, sizeof device, "%s (device %d)", name, a->device);
+        else
+            snprintf(device, sizeof device, "none found");
     }
     time_t now = time(NULL);
     struct tm tm;

@@ -193,6 +193,71 @@ class CliTest(unittest.TestCase):
                        "--list-ops", "--version"):
             self.assertIn(option, out)
 
+    # --device and --devices ------------------------------------------------------------------
+    def test_devices_lists_each_device(self):
+        """--devices: the count, then one 'device I: NAME' line per GPU, in index order."""
+        rc, out, err = run("--devices")
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        m = re.fullmatch(r"GPUs: (\d+)", lines[0])
+        self.assertIsNotNone(m, out)
+        count = int(m.group(1))
+        self.assertEqual(len(lines), 1 + count, out)
+        for i, line in enumerate(lines[1:]):
+            self.assertRegex(line, rf"^device {i}: \S")
+
+    def test_device_argument_errors(self):
+        """--device wants an index; it picks a GPU, so --backend cpu and --plan refuse it."""
+        path = self.unary_model([2, 3])
+        for bad in ("-1", "x", "1.5", "", "0x1"):
+            self.assert_error(run(f"--device={bad}", "--random", 1, path), 2,
+                              rf"--device wants a CUDA device index \(0, 1, \.\.\.; tcinfer "
+                              rf"--devices lists them\), got '{re.escape(bad)}'")
+        self.assert_error(run("--device"), 2, r"--device needs a value")
+        self.assert_error(run("--device", 1, "--backend", "cpu", "--random", 1, path), 2,
+                          r"--device picks the GPU to run on: not with --backend cpu")
+        self.assert_error(run("--device", 0, "--plan", path), 2,
+                          r"nor with --plan, which builds the plan without a GPU")
+        rc, out, err = run("--help")
+        self.assertIn("--device N", out)
+
+    def test_device_runs_there(self):
+        """Without a GPU, --device (which implies --backend gpu) fails clearly. With one:
+        --device 0 gives the default run's bits, an index past the last names the count, and
+        on a machine with two GPUs device 1 gives device 0's bits (--load-engine of a file
+        saved on device 0 too)."""
+        path = self.unary_model([2, 3])
+        gpus = self.gpus()
+        if gpus == 0:
+            self.assert_error(run("--device", 0, "--random", 1, path), 1,
+                              r"no CUDA (GPU is available here|support)")
+            return
+        default, dev0 = self.path("default.npy"), self.path("dev0.npy")
+        for args in ((default,), (dev0, "--device", 0)):
+            rc, out, err = run("--quiet", "--random", 3, "-o", args[0], *args[1:], path)
+            self.assertEqual(rc, 0, err)
+        self.assertEqual(np.load(default).tobytes(), np.load(dev0).tobytes())
+        rc, out, err = run("--json", "--quiet", "--device", 0, "--random", 3, path)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["device"], 0)
+        noun = "is" if gpus == 1 else "are"
+        self.assert_error(run("--device", gpus, "--random", 1, path), 1,
+                          rf"--device: CUDA device {gpus} does not exist: there {noun} {gpus}")
+        if gpus < 2:
+            print("  (skipped: --device 1 needs a second GPU)", file=sys.stderr)
+            return
+        dev1, plan = self.path("dev1.npy"), self.path("model.tci")
+        rc, out, err = run("--quiet", "--random", 3, "-o", dev1, "--device", 1, path)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(np.load(dev0).tobytes(), np.load(dev1).tobytes())
+        rc, out, err = run("--quiet", "--device", 0, "--save-engine", plan, path)
+        self.assertEqual(rc, 0, err)
+        loaded = self.path("loaded.npy")
+        rc, out, err = run("--quiet", "--random", 3, "-o", loaded, "--device", 1,
+                           "--load-engine", plan)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(np.load(dev0).tobytes(), np.load(loaded).tobytes())
+
     def test_version(self):
         rc, out, err = run("--version")
         self.assertEqual(rc, 0, err)

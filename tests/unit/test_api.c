@@ -157,6 +157,69 @@ START_TEST(test_argument_errors) {
 }
 END_TEST
 
+/* tci_engine_options.device: negative is refused on every backend, nonzero with the CPU
+ * backend too (it would be ignored); plan_only uses no device and does not check it; an engine
+ * file may be loaded on any device (the option passes the load's option check); device names
+ * out of range name the count. */
+START_TEST(test_device_option) {
+    tci_engine_options o;
+    tci_engine_options_init(&o);
+    ck_assert_int_eq(o.device, 0);
+    tci_engine *e = (tci_engine *)0x1;
+    o.device = -1;
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_options.device is -1");
+    ck_assert_ptr_null(e);
+    o.backend = TCI_BACKEND_GPU;
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "a CUDA device index (0 or more) expected");
+    ck_assert_tci_error(tci_engine_load("/nonexistent/model.tci", &o, &e),
+                        TCI_ERR_INVALID_ARGUMENT, "tci_engine_options.device is -1");
+    o.backend = TCI_BACKEND_CPU;
+    o.device = 1;
+    ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_INVALID_ARGUMENT,
+                        "tci_engine_options.device is 1, but the backend is TCI_BACKEND_CPU");
+    ck_assert_ptr_null(e);
+    /* an engine file's options may name a device: the next failure is the missing file */
+    ck_assert_tci_error(tci_engine_load("/nonexistent/model.tci", &o, &e), TCI_ERR_IO,
+                        "/nonexistent/model.tci");
+    o.backend = TCI_BACKEND_GPU;
+    o.plan_only = 1;
+    o.device = 7;
+    ck_assert_tci_ok(tci_engine_create_from_file(DEMO_MODEL, &o, &e));
+    tci_gpu_report r;
+    tci_gpu_report_init(&r);
+    ck_assert_tci_ok(tci_engine_gpu_report(e, &r));
+    ck_assert_uint_gt(r.num_steps, 0);
+    tci_engine_destroy(e);
+    e = NULL;
+
+    int count = tci_gpu_count(NULL, 0);
+    char name[64] = "unchanged", want[96];
+    snprintf(want, sizeof want, "CUDA device %d does not exist", count);
+    ck_assert_tci_error(tci_gpu_name(count, name, sizeof name), TCI_ERR_NO_DEVICE, want);
+    ck_assert_str_eq(name, "");
+    ck_assert_tci_error(tci_gpu_name(-1, name, sizeof name), TCI_ERR_NO_DEVICE,
+                        "CUDA device -1 does not exist");
+    ck_assert_tci_error(tci_gpu_name(0, NULL, 0), TCI_ERR_INVALID_ARGUMENT, "name is NULL");
+    for (int i = 0; i < count; i++) {
+        ck_assert_tci_ok(tci_gpu_name(i, name, sizeof name));
+        ck_assert_uint_gt(strlen(name), 0);
+    }
+    if (count > 0) {
+        /* a device past the last: refused before any work, naming the devices there are */
+        o.plan_only = 0;
+        o.device = count;
+        ck_assert_tci_error(tci_engine_create_from_file(DEMO_MODEL, &o, &e), TCI_ERR_NO_DEVICE,
+                            "tci_engine_options.device");
+        ck_assert_str_contains(tci_last_error(), want);
+        snprintf(want, sizeof want, "there %s %d", count == 1 ? "is" : "are", count);
+        ck_assert_str_contains(tci_last_error(), want);
+        ck_assert_ptr_null(e);
+    }
+}
+END_TEST
+
 /* A struct_size below the first versioned size is refused naming the struct; a larger one (a
  * caller built against a newer header) is accepted and nothing past the known fields is
  * written. */
@@ -613,6 +676,7 @@ int main(void) {
     tcase_add_test(tc, test_progress_callback);
     tcase_add_test(tc, test_cpu_threads_and_memory);
     tcase_add_test(tc, test_messages);
+    tcase_add_test(tc, test_device_option);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

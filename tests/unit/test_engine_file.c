@@ -425,7 +425,7 @@ START_TEST(test_api_refusals) {
     tci_engine_options_init(&o);
     o.precision = TCI_PRECISION_FP32;
     ck_assert_tci_error(tci_engine_load("any.tci", &o, &e), TCI_ERR_INVALID_ARGUMENT,
-                        "of tci_engine_options only no_cuda_graph, the log and the progress");
+                        "of tci_engine_options only no_cuda_graph, device, the log and the progress");
     ck_assert_ptr_null(e);
     o.precision = TCI_PRECISION_FP16;
     o.kept_precision = TCI_PRECISION_BF16;

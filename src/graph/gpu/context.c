@@ -487,6 +487,19 @@ const tci_tensor *exec_gpu_output(const exec_gpu_context *c, size_t index) {
 
 tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, void *const *outputs,
                                const int64_t *leading_dims, cudaStream_t caller) {
+    /* the engine's device is current (the api makes it so); the caller's stream and buffers
+     * must be there too */
+    int device = 0, owner = -1;
+    KERN_CUDA_CHECK(cudaGetDevice(&device));
+    if (caller) {
+        if (cudaStreamGetDevice(caller, &owner) != cudaSuccess)
+            (void)cudaGetLastError(); /* not placed here: its use below reports it */
+        else if (owner != device)
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
+                                "the stream belongs to CUDA device %d; the engine runs on "
+                                "device %d",
+                                owner, device);
+    }
     const plan *bp = c->base->plan;
     int nio = bp->num_inputs + bp->num_outputs;
     void **io = calloc((size_t)nio + 1, sizeof *io);
@@ -503,6 +516,12 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
                               "device %s %d (%p) is not memory the GPU can address (a host "
                               "pointer?)",
                               in ? "input" : "output", in ? i : i - bp->num_inputs, io[i]);
+        else if ((owner = gpu_device_of(io[i])) >= 0 && owner != device)
+            st = status_error(TCI_ERR_INVALID_ARGUMENT,
+                              "device %s %d (%p) is memory of CUDA device %d; the engine runs on "
+                              "device %d",
+                              in ? "input" : "output", in ? i : i - bp->num_inputs, io[i], owner,
+                              device);
     }
     for (int i = 0; st == TCI_OK && i < bp->num_inputs; i++) {
         const plan_tensor *t = gpu_tensor_of(bp, bp->input_tensors[i]);

@@ -47,8 +47,10 @@ void exec_gpu_engine_destroy(exec_gpu_engine *engine);
 const plan *exec_gpu_engine_plan(const exec_gpu_engine *engine);
 /* The kernel choice of every tuned conv and GEMM step, one timing-cache line each (malloc'd). */
 tci_status exec_gpu_engine_choices(const exec_gpu_engine *engine, char **out_text);
-/* What kernel choices are valid for: the GPU model and compute capability, the CUDA runtime,
- * cuDNN and cuBLASLt versions, and this build's WMMA config tables. */
+/* What kernel choices are valid for: the GPU model and compute capability of the calling
+ * thread's current device (the engine's: the api makes it current for its calls; no device
+ * index, so timing caches and engine files move between devices of one model), the CUDA
+ * runtime, cuDNN and cuBLASLt versions, and this build's WMMA config tables. */
 tci_status exec_gpu_machine(char *buf, size_t size);
 /* Conv and GEMM layers whose kernel was chosen by timing, and from the timing cache. */
 void exec_gpu_engine_tuning(const exec_gpu_engine *engine, int *layers_timed, int *layers_cached);

@@ -181,6 +181,9 @@ tci_status gpu_upload_bytes(const void *host, size_t bytes, void **out);
 tci_status gpu_malloc(void **out, size_t bytes, const char *what);
 /* Whether ptr is memory the GPU can address (device, managed or mapped host memory). */
 bool gpu_device_accessible(const void *ptr);
+/* The CUDA device whose memory ptr is (cudaMalloc'd memory), or -1 (managed or host memory, or
+ * unknown to the driver). */
+int gpu_device_of(const void *ptr);
 /* Bytes of the device allocation holding ptr from ptr to its end; false where the driver
  * cannot tell (then nothing is known about the size). */
 bool gpu_device_room(const void *ptr, size_t *out_bytes);

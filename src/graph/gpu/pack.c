@@ -38,6 +38,15 @@ bool gpu_device_accessible(const void *ptr) {
            (a.type == cudaMemoryTypeHost && a.devicePointer != NULL);
 }
 
+int gpu_device_of(const void *ptr) {
+    struct cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return a.type == cudaMemoryTypeDevice ? a.device : -1;
+}
+
 /* cuMemGetAddressRange through the runtime's driver entry points (no link to libcuda) */
 typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
 
