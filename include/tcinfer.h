@@ -148,11 +148,14 @@ typedef enum tci_precision {
                                names it) joins fp32_layers, with every layer that produces them
                                from finite inputs in a run with every layer marked (parallel
                                branches), and the engine is rebuilt, at most
-                               TCI_PRECISION_AUTO_MAX_ROUNDS times. A layer that does not come
-                               right in fp32, or NaN/Inf that no layer explains, is an error
-                               naming it. The engine built is an fp16 engine with those fp32
-                               layers (tci_engine_fp32_layers lists them; engine files keep them,
-                               with the error reached and the target) */
+                               TCI_PRECISION_AUTO_MAX_ROUNDS times; where that layer is kept
+                               already, it reads values fp16 lost (an underflow) and the layers
+                               producing its inputs join it. A layer that does not come right
+                               with those, or NaN/Inf that no layer explains, is an error naming
+                               it. The engine built is an fp16 engine with those layers kept in
+                               tci_engine_options.kept_precision (tci_engine_fp32_layers lists
+                               them; engine files keep them, with the error reached and the
+                               target) */
 } tci_precision;
 
 #define TCI_PRECISION_AUTO_MAX_ROUNDS 16
@@ -392,8 +395,8 @@ typedef enum tci_device_layout {
 } tci_device_layout;
 
 /* How an engine input or output is held on the device: float tensors as fp16 (FLOAT16; BFLOAT16
- * in bf16 engines, FLOAT where fp32 layers read or write them), 4-D ones in NHWC8; other dtypes
- * dense in their own dtype (BOOL as one byte). */
+ * in bf16 engines and where layers kept in bf16 read or write them, FLOAT where fp32 or tf32
+ * layers do), 4-D ones in NHWC8; other dtypes dense in their own dtype (BOOL as one byte). */
 typedef struct tci_device_format {
     size_t struct_size; /* tci_device_format_init */
     tci_dtype dtype;
