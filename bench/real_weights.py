@@ -199,6 +199,14 @@ class OrtRunner:
         return self.sessions["det_logits"].run(None, {"x": pages})
 
 
+def graph_inputs(path):
+    """The names of a model's inputs in the engine's order (graph inputs, initializers left out)."""
+    import onnx
+    g = onnx.load(path, load_external_data=False).graph
+    init = {t.name for t in g.initializer}
+    return [i.name for i in g.input if i.name not in init]
+
+
 class TcinferRunner:
     """tcinfer through its Python binding (python/tcinfer): one engine per model and input
     shape, built on first use, so the VAD loop runs chunk after chunk on one engine."""
@@ -217,6 +225,11 @@ class TcinferRunner:
         if ident not in self.engines:
             kw = {} if self.backend == "cpu" else {"precision": self.precision,
                                                    "timing_cache": self.timing_cache}
+            if self.backend != "cpu" and "@" in self.precision:
+                # auto@TOL: the precision search to that error, calibrated on these inputs
+                target = float(self.precision.split("@", 1)[1])
+                kw.update(precision="auto", accuracy_target=target,
+                          calibration_inputs=[feeds[n] for n in graph_inputs(self.paths[key])])
             self.engines[ident] = self.tcinfer.Engine(self.paths[key], backend=self.backend,
                                                       shapes=shapes, **kw)
         return self.engines[ident].run(feeds)
@@ -555,7 +568,9 @@ def parse_args(argv=None):
     p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                    help="tcinfer's backend (default cpu: the fp32 reference)")
     p.add_argument("--precision", default="fp16",
-                   help="GPU: comma-separated precisions, each a run (fp16, bf16, auto, tf32, fp32)")
+                   help="GPU: comma-separated precisions, each a run (fp16, bf16, auto, tf32, fp32; "
+                        "auto@TOL: --precision auto with --accuracy-target TOL, calibrated on the "
+                        "task's inputs)")
     p.add_argument("--timing-cache", metavar="FILE",
                    help="GPU: the engines' shared timing cache (tcinfer --timing-cache)")
     p.add_argument("--library", metavar="PATH",
@@ -566,9 +581,17 @@ def parse_args(argv=None):
     p.add_argument("--json", metavar="FILE", help="also write every number to FILE")
     args = p.parse_args(argv)
     precisions = [s for s in args.precision.split(",") if s]
-    bad = [s for s in precisions if s not in ("fp16", "bf16", "auto", "tf32", "fp32")]
+    def known(s):
+        if s.startswith("auto@"):
+            try:
+                return float(s[5:]) > 0
+            except ValueError:
+                return False
+        return s in ("fp16", "bf16", "auto", "tf32", "fp32")
+    bad = [s for s in precisions if not known(s)]
     if bad or not precisions:
-        p.error("--precision: %s is not one of fp16, bf16, auto, tf32, fp32" % (bad or ["''"])[0])
+        p.error("--precision: %s is not one of fp16, bf16, auto, auto@TOL (the search to a "
+                "relative L2 error TOL on the task's own inputs), tf32, fp32" % (bad or ["''"])[0])
     if args.backend == "cpu" and (args.precision != "fp16" or args.timing_cache):
         p.error("--precision and --timing-cache are for --backend gpu (the CPU reference is fp32)")
     if args.pages < 1:

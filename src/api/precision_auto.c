@@ -287,14 +287,11 @@ static void list_free(layer_list *l) {
     free(l->names);
 }
 
-/* The layers producing the float tensors layer name of e reads, not in fp32 yet by list: each
- * producer, and through data movement (Reshape, Expand, Concat...: they keep the precision of
- * what they move) the producer of what it moves too. *count: how many; pushed onto list when
- * push (a layer reached twice counts once there). */
-static tci_status upstream_layers(const tci_engine *e, const char *name, layer_list *list,
-                                  bool push, size_t *count) {
-    *count = 0;
-    const ir_node *node = find_node(e, name);
+/* The layers producing the float tensors node reads, not in fp32 yet by list: each producer, and
+ * through data movement (Reshape, Expand, Concat...: they keep the precision of what they move)
+ * the producer of what it moves too. *count: how many; pushed onto list when push (a layer
+ * reached twice counts once there). */
+static tci_status node_upstream(const ir_node *node, layer_list *list, bool push, size_t *count) {
     for (int i = 0; node && i < node->num_inputs; i++) {
         const ir_tensor *t = node->inputs[i];
         while (t && t->producer &&
@@ -308,6 +305,47 @@ static tci_status upstream_layers(const tci_engine *e, const char *name, layer_l
             if (!(p->desc->flags & OP_MOVES_DATA) || p->num_inputs < 1) break;
             t = p->inputs[0];
         }
+    }
+    return TCI_OK;
+}
+
+/* Whether two node names differ only in their numbers ("/blocks.3/attn/Div_1" and
+ * "/blocks.7/attn/Div_2"): the same layer of repeated blocks, as exporters name them. */
+static bool same_but_numbers(const char *a, const char *b) {
+    while (*a || *b) {
+        bool da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (da != db) return false;
+        if (da) {
+            while (*a >= '0' && *a <= '9') a++;
+            while (*b >= '0' && *b <= '9') b++;
+            continue;
+        }
+        if (*a++ != *b++) return false;
+    }
+    return true;
+}
+
+/* The walk back from layer name of e, kept already and still producing NaN/Inf: *count the layers
+ * producing what it reads not kept yet (none: the walk cannot help). With push, those join list,
+ * and so does the same layer of every other repeated block (same op type, a name that differs
+ * only in its numbers) with the layers producing what it reads: the first NaN/Inf hides those
+ * blocks' own underflow, which would otherwise take two rounds a block. */
+static tci_status upstream_layers(const tci_engine *e, const char *name, layer_list *list,
+                                  bool push, size_t *count) {
+    *count = 0;
+    const ir_node *node = find_node(e, name);
+    if (!push || !node) return node_upstream(node, list, false, count);
+    const ir_graph *g = e->graph;
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n != node && (strcmp(n->op_type, node->op_type) != 0 ||
+                          !same_but_numbers(n->name, node->name)))
+            continue;
+        if (n != node && !node_in_fp32(n, list->names)) {
+            ++*count;
+            TRY_STATUS(list_push(list, n->name));
+        }
+        TRY_STATUS(node_upstream(n, list, true, count));
     }
     return TCI_OK;
 }
@@ -605,8 +643,10 @@ static tci_status search(const ir_graph *g, const tci_engine_options *options,
             st = upstream_layers(e, first, list, true, &r.upstream);
             api_log_message(&log, TCI_LOG_INFO,
                             "TCI_PRECISION_AUTO round %d: layer '%s' (%s) is in %s and still "
-                            "produces NaN/Inf from what it reads (%llu in the outputs): the %zu "
-                            "layers producing its inputs are kept in %s too",
+                            "produces NaN/Inf from what it reads (%llu in the outputs): %zu "
+                            "layers join it in %s: those producing its inputs, and the same layer "
+                            "of the other repeated blocks (named alike but for numbers) with "
+                            "theirs",
                             round, report.layer, report.op_type, api_auto_kept_name(options),
                             (unsigned long long)r.mismatches, list->count - before,
                             api_auto_kept_name(options));
