@@ -88,6 +88,9 @@ def parse_args(argv=None):
     p.add_argument("--concurrency", type=lambda t: index_list(t, "--concurrency", 1),
                    default=[1, 16, 128])
     p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--load-processes", type=int, default=1,
+                   help="client processes of bench/triton_load.py (one Python process limits "
+                        "the load at high concurrency)")
     p.add_argument("--accuracy-batch", type=int, default=8)
     p.add_argument("--kind", choices=("gpu", "cpu"), default="gpu",
                    help="cpu: CPU instances and no CLI timing (to try the script without a GPU)")
@@ -372,7 +375,7 @@ def serve_and_measure(args, repo, models):
             # 3. load
             r = run([sys.executable, os.path.join(HERE, "triton_load.py"), "--url", url,
                      "--model", name, "--concurrency", ",".join(map(str, args.concurrency)),
-                     "--seconds", str(args.seconds)],
+                     "--seconds", str(args.seconds), "--processes", str(args.load_processes)],
                     timeout=60 + 20 * len(args.concurrency) * (args.seconds + 3))
             for line in r.stdout.splitlines():
                 if line.startswith("{"):

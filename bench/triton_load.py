@@ -4,7 +4,10 @@ gRPC (tritonclient's asyncio client), for a fixed time after a warm-up; prints t
 latency percentiles as JSON. For the H200 measurements where perf_analyzer is not at hand.
 
   triton_load.py --url 127.0.0.1:8001 --model resnet50 --concurrency 1,8,64 \
-                 [--batch 1] [--seconds 10] [--warmup 2]
+                 [--batch 1] [--seconds 10] [--warmup 2] [--processes 1]
+
+--processes P spreads each level's requests in flight over P client processes started together
+(their latencies pooled): one Python process is the limit at high concurrency.
 
 Every request sends the same seeded input of the model's configured shape (batch --batch):
 floats uniform in [-1, 1), integer inputs named like a mask all ones, other integers (token ids)
@@ -14,6 +17,7 @@ as an error (and its message is kept). Output: one JSON object per concurrency, 
 import argparse
 import asyncio
 import json
+import multiprocessing
 import sys
 import time
 
@@ -54,8 +58,13 @@ def make_inputs(config, batch):
     return inputs, outputs, [t["name"] for t in config["output"]]
 
 
-async def run_level(client, model, inputs, outputs, names, concurrency, seconds, warmup):
+async def run_workers(client, model, inputs, outputs, names, workers, start_at, seconds, warmup):
+    """workers requests in flight from start_at (time.time()) for warmup + seconds; the latencies
+    (s) of the requests within the measured window, and the errors' messages."""
     latencies, errors = [], []
+    delay = start_at - time.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
     start = time.perf_counter()
     measure_from = start + warmup
     stop = measure_from + seconds
@@ -78,7 +87,27 @@ async def run_level(client, model, inputs, outputs, names, concurrency, seconds,
                 else:
                     latencies.append(t1 - t0)
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return latencies, errors
+
+
+async def process_level(url, model, batch, workers, start_at, seconds, warmup):
+    """One process's share of a level: its own client and inputs."""
+    client = grpcaio.InferenceServerClient(url)
+    try:
+        config = (await client.get_model_config(model, as_json=True))["config"]
+        inputs, outputs, names = make_inputs(config, batch)
+        return await run_workers(client, model, inputs, outputs, names, workers, start_at,
+                                 seconds, warmup)
+    finally:
+        await client.close()
+
+
+def process_main(task):
+    return asyncio.run(process_level(*task))
+
+
+def level_report(concurrency, latencies, errors, seconds):
     ms = np.array(latencies) * 1e3
     return {
         "concurrency": concurrency,
@@ -92,19 +121,25 @@ async def run_level(client, model, inputs, outputs, names, concurrency, seconds,
     }
 
 
-async def main_async(args):
-    client = grpcaio.InferenceServerClient(args.url)
-    try:
-        config = (await client.get_model_config(args.model, as_json=True))["config"]
-        inputs, outputs, names = make_inputs(config, args.batch)
-        for level in args.concurrency:
-            report = await run_level(client, args.model, inputs, outputs, names, level,
-                                     args.seconds, args.warmup)
-            report.update(model=args.model, batch=args.batch,
-                          items_per_s=report["requests_per_s"] * args.batch)
-            print(json.dumps(report), flush=True)
-    finally:
-        await client.close()
+def split(concurrency, processes):
+    """concurrency workers over at most processes processes, as evenly as they go."""
+    n = min(concurrency, processes)
+    return [concurrency // n + (1 if i < concurrency % n else 0) for i in range(n)]
+
+
+def run_level(args, level, pool):
+    """One concurrency level over args.processes client processes started together."""
+    shares = split(level, args.processes)
+    start_at = time.time() + (1.0 if len(shares) > 1 else 0.0)  # every process connected
+    tasks = [(args.url, args.model, args.batch, w, start_at, args.seconds, args.warmup)
+             for w in shares]
+    results = pool.map(process_main, tasks) if len(shares) > 1 else [process_main(tasks[0])]
+    latencies = [x for lat, _ in results for x in lat]
+    errors = [e for _, err in results for e in err]
+    report = level_report(level, latencies, errors, args.seconds)
+    report.update(model=args.model, batch=args.batch, processes=len(shares),
+                  items_per_s=report["requests_per_s"] * args.batch)
+    return report
 
 
 def main():
@@ -117,10 +152,16 @@ def main():
     p.add_argument("--batch", type=int, default=1, help="rows per request (batched models)")
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per level")
     p.add_argument("--warmup", type=float, default=2.0, help="unmeasured time before it")
+    p.add_argument("--processes", type=int, default=1,
+                   help="client processes sharing each level's requests in flight (one Python "
+                        "process cannot keep many large requests moving)")
     args = p.parse_args()
-    if args.batch < 1 or args.seconds <= 0 or args.warmup < 0 or min(args.concurrency) < 1:
-        p.error("--batch, --concurrency >= 1; --seconds > 0; --warmup >= 0")
-    asyncio.run(main_async(args))
+    if (args.batch < 1 or args.seconds <= 0 or args.warmup < 0 or min(args.concurrency) < 1 or
+            args.processes < 1):
+        p.error("--batch, --concurrency, --processes >= 1; --seconds > 0; --warmup >= 0")
+    with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
+        for level in args.concurrency:
+            print(json.dumps(run_level(args, level, pool)), flush=True)
 
 
 if __name__ == "__main__":

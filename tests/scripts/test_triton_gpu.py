@@ -176,6 +176,10 @@ def check_load_inputs():
     assert mask.dtype == np.int64 and (mask == 1).all()
     assert ids.dtype == np.int64 and ids.min() >= 0 and ids.max() < 1000 and len(np.unique(ids)) > 1
     assert x.dtype == np.float32 and -1 <= x.min() and x.max() < 1 and len(np.unique(x)) == 6
+    # --processes: a level's requests in flight spread over the client processes
+    assert triton_load.split(128, 4) == [32, 32, 32, 32]
+    assert triton_load.split(10, 4) == [3, 3, 2, 2]
+    assert triton_load.split(1, 4) == [1]
 
 
 def main():
