@@ -344,6 +344,14 @@ tci_status tci_engine_auto_error(const tci_engine *engine, double *out_relative_
  * engine not built by TCI_PRECISION_AUTO is TCI_ERR_INVALID_ARGUMENT. */
 tci_status tci_engine_auto_target(const tci_engine *engine, double *out_target);
 
+/* Since 0.2: a GPU engine's precision (TCI_PRECISION_FP16, _BF16, _TF32 or _FP32; one built by
+ * TCI_PRECISION_AUTO is FP16 with kept layers, which tci_engine_auto_error tells apart) and what
+ * its kept layers run in (tci_engine_options.kept_precision: TCI_PRECISION_FP32 unless set), an
+ * engine file's as it stores them. Either out may be NULL. A CPU engine (the fp32 reference) is
+ * TCI_ERR_INVALID_ARGUMENT. */
+tci_status tci_engine_precision(const tci_engine *engine, tci_precision *out_precision,
+                                tci_precision *out_kept);
+
 /* Counts of the optimised graph, for reports. */
 typedef struct tci_engine_stats {
     size_t struct_size; /* tci_engine_stats_init */

@@ -682,6 +682,17 @@ tci_status tci_engine_auto_target(const tci_engine *engine, double *out_target) 
     return TCI_OK;
 }
 
+tci_status tci_engine_precision(const tci_engine *engine, tci_precision *out_precision,
+                                tci_precision *out_kept) {
+    if (!engine) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (engine->backend != TCI_BACKEND_GPU)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "a CPU engine runs the fp32 reference: it has no GPU precision");
+    if (out_precision) *out_precision = engine->plan_options.precision;
+    if (out_kept) *out_kept = engine->plan_options.kept_precision;
+    return TCI_OK;
+}
+
 size_t tci_engine_input_count(const tci_engine *engine) {
     return engine ? engine->graph->num_inputs : 0;
 }

@@ -409,7 +409,7 @@ static int run_cli(cli_args *a) {
         json_add_string(json, "tcinfer", tci_version());
         json_add_string(json, "model", a->load_engine ? a->load_engine : a->model);
         json_add_string(json, "backend", a->backend == TCI_BACKEND_GPU ? "gpu" : "cpu");
-        if (a->backend == TCI_BACKEND_GPU)
+        if (a->backend == TCI_BACKEND_GPU && !a->load_engine) /* an engine file's: below */
             json_add_string(json, "precision", cli_precision_name(a->precision));
         if (a->backend == TCI_BACKEND_GPU && !a->plan) json_add_number(json, "device", a->device);
     }
@@ -431,6 +431,14 @@ static int run_cli(cli_args *a) {
     for (size_t i = 0; calibration && i < num_calibration; i++) tci_tensor_release(&calibration[i]);
     free(calibration);
     if (rc) return print_json(json, rc);
+    if (st == TCI_OK && a->load_engine) { /* what the file holds, for every report below */
+        tci_precision precision, kept_precision;
+        if (tci_engine_precision(engine, &precision, &kept_precision) == TCI_OK) {
+            a->precision = precision;
+            a->kept_precision = kept_precision;
+        }
+        if (json) json_add_string(json, "precision", cli_precision_name(a->precision));
+    }
     const char *kept = st == TCI_OK ? cli_kept_name(a, engine) : NULL;
     if (kept && json) json_add_string(json, "kept_precision", kept);
     if (st == TCI_OK && (a->precision == TCI_PRECISION_AUTO || a->load_engine))

@@ -2,7 +2,6 @@
  * text on stdout or as members of the --json document. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -93,49 +92,19 @@ static void print_layer(size_t index, const char *node, const char *fused_ops, c
 
 /* ---- the precision of the kept layers ---- */
 
-/* The engine's fp32 layers, and whether a step of one of them stores bf16 (an engine file's). */
-typedef struct kept_scan {
-    const char *entries[64];
-    size_t count;
-    bool bf16;
-} kept_scan;
-
-static void collect_kept(const char *layer, int automatic, void *user) {
-    (void)automatic;
-    kept_scan *k = user;
-    if (k->count < sizeof k->entries / sizeof k->entries[0]) k->entries[k->count] = layer;
-    k->count++;
-}
-
-/* Whether fp32_layers entry e selects the step of node with these fused ops: its name, a pattern
- * over it, or its op type (the first of the fused ops). */
-static bool selects(const char *e, const char *node, const char *fused_ops) {
-    size_t n = strlen(e);
-    return strcmp(e, node) == 0 || fnmatch(e, node, 0) == 0 ||
-           (strncmp(fused_ops, e, n) == 0 && (fused_ops[n] == '\0' || fused_ops[n] == '+'));
-}
-
-static void scan_step(size_t index, const char *node, const char *fused_ops, const char *kernel,
-                      const char *layout, void *user) {
-    (void)index, (void)kernel;
-    kept_scan *k = user;
-    size_t n = k->count < 64 ? k->count : 64;
-    for (size_t i = 0; i < n && !k->bf16; i++)
-        k->bf16 = selects(k->entries[i], node, fused_ops) && strstr(layout, " bf16");
+static void count_kept(const char *layer, int automatic, void *user) {
+    (void)layer, (void)automatic;
+    ++*(size_t *)user;
 }
 
 const char *cli_kept_name(const cli_args *a, const tci_engine *engine) {
     if (a->backend != TCI_BACKEND_GPU) return NULL;
-    kept_scan k;
-    memset(&k, 0, sizeof k);
-    if (tci_engine_fp32_layers(engine, collect_kept, &k) != TCI_OK || !k.count) return NULL;
-    if (!a->load_engine)
-        return a->precision == TCI_PRECISION_FP16 || a->precision == TCI_PRECISION_AUTO
-                   ? cli_precision_name(a->kept_precision)
-                   : "fp32";
-    /* an engine file's: read from its steps (tf32 layers store fp32 and read as fp32) */
-    tci_engine_layers(engine, scan_step, &k);
-    return k.bf16 ? "bf16" : "fp32";
+    size_t count = 0;
+    if (tci_engine_fp32_layers(engine, count_kept, &count) != TCI_OK || !count) return NULL;
+    /* (an engine file's precisions are in a already: run_cli reads them from the engine) */
+    return a->precision == TCI_PRECISION_FP16 || a->precision == TCI_PRECISION_AUTO
+               ? cli_precision_name(a->kept_precision)
+               : "fp32";
 }
 
 /* One fp32 layer of the engine: a JSON entry, or appended to the text line. */

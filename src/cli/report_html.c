@@ -288,6 +288,10 @@ static void write_header(out *o, const tci_engine *engine) {
     else {
         esc(o, cli_precision_name(a->precision));
         if (a->fp32_text) fputs(", with <code>--fp32-layers</code>", o->f);
+        if (a->kept_precision != TCI_PRECISION_FP32) {
+            fputs(", kept layers in ", o->f);
+            esc(o, cli_precision_name(a->kept_precision));
+        }
     }
     fputs("</td></tr>\n<tr><th>device</th><td>", o->f);
     esc(o, device);

@@ -851,8 +851,10 @@ class CliTest(unittest.TestCase):
                        for l in json.loads(out)["gpu_plan"]["layers"]}
             self.assertTrue(layouts["mm"].endswith("bf16" if kept == "bf16" else "fp32"),
                             layouts)
-            if kept == "bf16":  # an engine file's tf32 layers read as their storage, fp32
-                self.assertRegex(err, r"precision auto \(engine file\): 1 layer kept in bf16")
+            # the engine file says what it keeps them in (tci_engine_precision), tf32 too
+            self.assertEqual(json.loads(out)["kept_precision"], kept)
+            self.assertEqual(json.loads(out)["precision"], "fp16")
+            self.assertRegex(err, rf"precision auto \(engine file\): 1 layer kept in {kept}")
 
     def test_accuracy_target_refused(self):
         path = self.overflow_model()

@@ -259,8 +259,28 @@ static void plan_engine_layers(tci_precision kept, layer_dtypes *d) {
     free(bytes);
     memset(d, 0, sizeof *d);
     ck_assert_tci_ok(tci_engine_layers(e, count_layer, d));
+    /* the engine says what it was built with */
+    tci_precision precision = TCI_PRECISION_AUTO, got = TCI_PRECISION_AUTO;
+    ck_assert_tci_ok(tci_engine_precision(e, &precision, &got));
+    ck_assert_int_eq(precision, TCI_PRECISION_FP16);
+    ck_assert_int_eq(got, kept);
+    ck_assert_tci_ok(tci_engine_precision(e, NULL, NULL));
     tci_engine_destroy(e);
 }
+
+START_TEST(test_api_precision_of_a_cpu_engine) {
+    size_t size = 0;
+    void *bytes = net_bytes(&size);
+    tci_engine *e = NULL;
+    ck_assert_tci_ok(tci_engine_create_from_memory(bytes, size, NULL, NULL, &e));
+    free(bytes);
+    tci_precision p;
+    ck_assert_tci_error(tci_engine_precision(e, &p, NULL), TCI_ERR_INVALID_ARGUMENT,
+                        "a CPU engine runs the fp32 reference");
+    ck_assert_tci_error(tci_engine_precision(NULL, &p, NULL), TCI_ERR_INVALID_ARGUMENT, "NULL");
+    tci_engine_destroy(e);
+}
+END_TEST
 
 START_TEST(test_api_plan_only) {
     layer_dtypes b, t, f;
@@ -407,6 +427,7 @@ int main(void) {
     tcase_add_test(tc, test_kept_tf32);
     tcase_add_test(tc, test_kept_bf16_input_and_movement);
     tcase_add_test(tc, test_api_plan_only);
+    tcase_add_test(tc, test_api_precision_of_a_cpu_engine);
     tcase_add_test(tc, test_api_refusals);
     tcase_add_test(tc, test_kept_generated_models);
     suite_add_tcase(s, tc);
