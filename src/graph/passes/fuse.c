@@ -82,12 +82,16 @@ static bool float_scalar(const ir_tensor *t, float *v) {
     return true;
 }
 
+/* n's other operand when n is the binary op with t as one operand, else NULL. */
+static ir_tensor *other_operand(const ir_node *n, binary_op op, const ir_tensor *t) {
+    if (!n || !is_binary(n, op) || n->epilogue) return NULL;
+    return n->inputs[0] == t ? n->inputs[1] : n->inputs[1] == t ? n->inputs[0] : NULL;
+}
+
 /* n = Mul or Add (binary op) of t and a constant scalar of value want, either side. */
 static bool with_scalar(const ir_node *n, binary_op op, const ir_tensor *t, float want) {
     float v;
-    if (!n || !is_binary(n, op) || n->epilogue) return false;
-    int other = n->inputs[0] == t ? 1 : n->inputs[1] == t ? 0 : -1;
-    return other >= 0 && float_scalar(n->inputs[other], &v) && v == want;
+    return float_scalar(other_operand(n, op, t), &v) && v == want;
 }
 
 /* The erf-expanded Gelu as exporters write it after Div (n) of x by a constant c:
@@ -121,24 +125,29 @@ static bool near_value(float v, float want) {
     return fabsf(v - want) <= 1e-6f * fabsf(want);
 }
 
+/* t is a constant float scalar within fp32 rounding of want. */
+static bool near_scalar(const ir_tensor *t, float want) {
+    float v;
+    return float_scalar(t, &v) && near_value(v, want);
+}
+
 /* n = op(t, constant scalar near want), either side, n not yet fused. */
 static bool with_near_scalar(const ir_node *n, binary_op op, const ir_tensor *t, float want) {
-    float v;
-    if (!n || !is_binary(n, op) || n->epilogue) return false;
-    int other = n->inputs[0] == t ? 1 : n->inputs[1] == t ? 0 : -1;
-    return other >= 0 && float_scalar(n->inputs[other], &v) && near_value(v, want);
+    return near_scalar(other_operand(n, op, t), want);
+}
+
+/* n = Mul(t, constant scalar near want), either side, n not yet fused: t, else NULL. */
+static ir_tensor *scaled_by(const ir_node *n, float want) {
+    if (!n || !is_binary(n, BINARY_MUL) || n->epilogue) return NULL;
+    for (int side = 0; side < 2; side++)
+        if (near_scalar(n->inputs[1 - side], want)) return n->inputs[side];
+    return NULL;
 }
 
 /* t read by one node alone (not a graph output), float: an intermediate a fused chain owns. */
 static bool private_float(const fuse_ctx *c, const ir_tensor *t) {
     return t && !t->data && t->dtype == TCI_DTYPE_FLOAT && c->consumers[t->index] == 1 &&
            !t->is_graph_output;
-}
-
-/* n's other operand when n is the binary op with t as one operand, else NULL. */
-static ir_tensor *other_operand(const ir_node *n, binary_op op, const ir_tensor *t) {
-    if (!n || !is_binary(n, op) || n->epilogue) return NULL;
-    return n->inputs[0] == t ? n->inputs[1] : n->inputs[1] == t ? n->inputs[0] : NULL;
 }
 
 enum { TANH_GELU_MAX = 9 };
@@ -163,23 +172,11 @@ static int tanh_gelu_chain(const fuse_ctx *c, const ir_tensor *x, ir_node **chai
             continue;
         ir_tensor *s = m->inputs[0];
         ir_node *scale = private_float(c, s) ? s->producer : NULL;
-        ir_tensor *inner = NULL;
-        for (int side = 0; scale && !inner && side < 2; side++) {
-            float v;
-            if (is_binary(scale, BINARY_MUL) && !scale->epilogue &&
-                float_scalar(scale->inputs[1 - side], &v) && near_value(v, 0.79788456080286536f))
-                inner = scale->inputs[side];
-        }
+        ir_tensor *inner = scaled_by(scale, 0.79788456080286536f);
         ir_node *add = private_float(c, inner) ? inner->producer : NULL;
         ir_tensor *k = other_operand(add, BINARY_ADD, x);
         ir_node *kmul = private_float(c, k) ? k->producer : NULL;
-        ir_tensor *cube = NULL;
-        for (int side = 0; kmul && !cube && side < 2; side++) {
-            float v;
-            if (is_binary(kmul, BINARY_MUL) && !kmul->epilogue &&
-                float_scalar(kmul->inputs[1 - side], &v) && near_value(v, 0.044715f))
-                cube = kmul->inputs[side];
-        }
+        ir_tensor *cube = scaled_by(kmul, 0.044715f);
         ir_node *p3 = private_float(c, cube) ? cube->producer : NULL;
         if (!p3) continue;
         count = 0;
@@ -208,13 +205,12 @@ static int tanh_gelu_chain(const fuse_ctx *c, const ir_tensor *x, ir_node **chai
     ir_node *m1 = private_float(c, p) ? single_consumer(c, p) : NULL;
     ir_tensor *o = other_operand(m1, BINARY_MUL, p);
     if (!o) return 0;
-    float v;
     ir_node *last = NULL, *half = NULL;
-    if (o == x || (float_scalar(o, &v) && near_value(v, 0.5f))) {
+    if (o == x || near_scalar(o, 0.5f)) {
         /* (x p) 0.5 or x (0.5 p) */
         ir_node *m2 = private_float(c, m1->outputs[0]) ? single_consumer(c, m1->outputs[0]) : NULL;
         ir_tensor *o2 = other_operand(m2, BINARY_MUL, m1->outputs[0]);
-        if (!o2 || (o == x ? !(float_scalar(o2, &v) && near_value(v, 0.5f)) : o2 != x)) return 0;
+        if (!o2 || (o == x ? !near_scalar(o2, 0.5f) : o2 != x)) return 0;
         chain[count++] = m1;
         last = m2;
     } else {
