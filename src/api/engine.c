@@ -558,10 +558,10 @@ tci_status tci_engine_load(const char *path, const tci_engine_options *options,
         return api_log_failure(
             &log, status_error(TCI_ERR_INVALID_ARGUMENT,
                                "%s: an engine file fixes the shapes, precision, fp32 layers (and "
-                               "their kept precision) and kernels it was built with (no timing cache or calibration inputs "
-                               "either): of "
-                               "tci_engine_options only no_cuda_graph, device, the log and the "
-                               "progress fields may be set",
+                               "their kept precision) and kernels it was built with (no timing "
+                               "cache or calibration inputs either): of tci_engine_options only "
+                               "no_cuda_graph, device, the log and the progress fields may be "
+                               "set",
                                path));
     engine_file f;
     TRY_STATUS(api_log_failure(&log, engine_file_read(path, &f)));
