@@ -198,7 +198,9 @@ static bool is_constant(const ir_tensor *t) { return t && t->data; }
  * layout), and the step that fills it. */
 static tci_status convert_step(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
                                plan_layout layout, tci_dtype dtype, int *out_index) {
-    const plan_tensor *pt = &b->p->tensors[src];
+    /* a copy: builder_new_tensor below may move the tensor array */
+    const plan_tensor src_tensor = b->p->tensors[src];
+    const plan_tensor *pt = &src_tensor;
     int64_t dims[TCI_MAX_RANK] = {0};
     int rank = pt->rank;
     bool relayout = layout != pt->layout;
