@@ -219,6 +219,10 @@ void op_set_unknown(tci_tensor *t, tci_dtype dtype);
  * taken as true. */
 tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out);
 
+/* The TensorProto.DataType name of an attribute's type value ("INT16", "FLOAT8E4M3FN"), for
+ * messages about types tcinfer does not hold; NULL when type is no ONNX data type. */
+const char *op_onnx_type_name(int64_t type);
+
 /* Lists of dtypes for op_check_dtype. */
 extern const tci_dtype op_float_types[];   /* float */
 extern const tci_dtype op_numeric_types[]; /* float, double, float16, int8/32/64, uint8 */
@@ -328,5 +332,9 @@ extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, Reduc
 extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
+extern const op_desc *const layer_quant_ops[];     /* quant.c: QuantizeLinear, DequantizeLinear,
+                                                      DynamicQuantizeLinear */
+extern const op_desc *const layer_quant_linear_ops[]; /* quant_linear.c: MatMulInteger,
+                                                         QLinearMatMul, ConvInteger, QLinearConv */
 
 #endif
