@@ -285,7 +285,8 @@ static tci_status dequantize_forward(const ir_node *node, const tci_tensor *cons
     tci_tensor *y = out[0];
     quant_map map;
     TRY_STATUS(quant_check_scale(node, x, scale, zp, "x_scale", &map));
-    /* the output type is the multiplication's precision */
+    /* a float16 output multiplies by the scale as float16, in float, rounding once (as
+     * onnxruntime: x - zp as float16 first would overflow for int32 x) */
     bool half = y->dtype == TCI_DTYPE_FLOAT16;
     const int64_t n = op_count(x);
     for (int64_t i = 0; i < n; i++) {
@@ -294,7 +295,7 @@ static tci_status dequantize_forward(const ir_node *node, const tci_tensor *cons
         float d = (float)((int64_t)quant_load(x->dtype, x->data, i) - z);
         float s = quant_load_scale(scale, k);
         if (half)
-            ((uint16_t *)y->data)[i] = float_to_half(round_half(d) * round_half(s));
+            ((uint16_t *)y->data)[i] = float_to_half(d * round_half(s));
         else
             ((float *)y->data)[i] = d * s;
     }
