@@ -61,13 +61,18 @@ typedef enum op_pattern_kind {
     OP_PATTERN_IS_NAN,
     /* output 0 is input 0 broadcast to output 0's dims, nothing else (Expand) */
     OP_PATTERN_BROADCAST,
+    /* output 0 is input 0 quantised / dequantised by the scale (input 1) and the zero point
+     * (input 2, absent: 0), per tensor (axis -1) or per axis `axis` (QuantizeLinear,
+     * DequantizeLinear; blocked ones play no role) */
+    OP_PATTERN_QUANTIZE,
+    OP_PATTERN_DEQUANTIZE,
 } op_pattern_kind;
 
 typedef struct op_pattern {
     op_pattern_kind kind;
     int rank;                /* TRANSPOSE: the permutation's length; SELECT: input 0's rank */
     int perm[TCI_MAX_RANK];  /* TRANSPOSE */
-    int axis;                /* SPLIT, normalised */
+    int axis;                /* SPLIT, QUANTIZE, DEQUANTIZE: normalised (per tensor: -1) */
     int drop_axis;           /* SELECT: the dim left out, else -1 */
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK]; /* SELECT, per input dim */
 } op_pattern;

@@ -349,12 +349,35 @@ static tci_status dynamic_quantize_forward(const ir_node *node, const tci_tensor
     return TCI_OK;
 }
 
+/* ---- roles in the GPU's emulation of a pair (src/graph/passes/qdq.c) ---- */
+
+static void quant_pattern_common(const ir_node *node, op_pattern_kind kind, op_pattern *out) {
+    const quant_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *scale = node->inputs[1];
+    memset(out, 0, sizeof *out);
+    out->kind = OP_PATTERN_NONE;
+    if (p->block_size || x->rank < 0 || scale->rank < 0) return;
+    int64_t count = 1;
+    for (int d = 0; d < scale->rank; d++) count *= scale->dims[d];
+    out->axis = -1;
+    if (count != 1 && op_normalize_axis(node, p->axis, x->rank, &out->axis) != TCI_OK) return;
+    out->kind = kind;
+    out->rank = x->rank;
+}
+
+static void quantize_pattern(const ir_node *node, op_pattern *out) {
+    quant_pattern_common(node, OP_PATTERN_QUANTIZE, out);
+}
+static void dequantize_pattern(const ir_node *node, op_pattern *out) {
+    quant_pattern_common(node, OP_PATTERN_DEQUANTIZE, out);
+}
+
 static const int quant_versions[] = {10, 13, 19, 21, 23, 24, 25, 28, 0};
 
-OP_DESC(quantize_desc, "QuantizeLinear", quant_versions, quantize_parse, quantize_infer,
-        quantize_forward, 0, NULL, NULL, BINARY_NONE);
-OP_DESC(dequantize_desc, "DequantizeLinear", quant_versions, dequantize_parse, dequantize_infer,
-        dequantize_forward, 0, NULL, NULL, BINARY_NONE);
+OP_DESC_PATTERN(quantize_desc, "QuantizeLinear", quant_versions, quantize_parse, quantize_infer,
+                quantize_forward, 0, NULL, quantize_pattern);
+OP_DESC_PATTERN(dequantize_desc, "DequantizeLinear", quant_versions, dequantize_parse,
+                dequantize_infer, dequantize_forward, 0, NULL, dequantize_pattern);
 OP_DESC(dynamic_quantize_desc, "DynamicQuantizeLinear", OP_VERSIONS(11), dynamic_quantize_parse,
         dynamic_quantize_infer, dynamic_quantize_forward, 0, NULL, NULL, BINARY_NONE);
 

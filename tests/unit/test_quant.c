@@ -1,13 +1,16 @@
 /* The quantisation ops (quant.c, quant_linear.c) where the ONNX node cases do not reach: ties
  * rounded half to even, saturation and NaN, int32 and float16 paths, blocks with a remainder,
  * per-row/per-column/per-channel zero points, groups and strides, the refusals by name; and what
- * a GPU build makes of a QDQ graph (the weight's DequantizeLinear folded, a pair on activations
- * refused naming the node). */
+ * a GPU build makes of a QDQ graph: the weight's DequantizeLinear folded, a pair on activations
+ * rewritten into float ops (the same values on the CPU reference as the pair), a pair it does
+ * not match refused naming the node. */
 #include <math.h>
 
+#include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"
+#include "layers/op.h"
 #include "util/half.h"
 
 #define T(dtype, rank, dims, data) th_tensor(TCI_DTYPE_##dtype, rank, dims, data)
@@ -368,11 +371,125 @@ START_TEST(test_qdq_weights_fold_for_the_gpu) {
     ck_assert_int_eq(w->dtype, TCI_DTYPE_FLOAT);
     const float want[4] = {0.1f, -0.2f, 0.6f, 2.54f}; /* per output channel: 0.01, 0.02 */
     th_assert_near(w->data, want, 4, 1e-7f);
-    /* the pair on the activation has no GPU path: refused naming the node */
+    /* the pair on the activation becomes float ops (test_qdq_pair_emulated_for_the_gpu): the
+     * whole graph plans for the GPU */
     ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* x (1, 3, 4, 4) -> QuantizeLinear -> DequantizeLinear -> Relu -> y; per tensor (int8, zero
+ * point 3) or per channel along axis 1 (uint8, zero points 0, 128, 250). */
+static ir_graph *pair_graph(bool per_channel) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 3, 4, 4}, cd = 3;
+    static const float s1 = 0.1f, s3[3] = {0.1f, 0.25f, 0.02f};
+    static const int8_t z1 = 3;
+    static const uint8_t z3[3] = {0, 128, 250};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *s = per_channel ? th_named(g, "s", TCI_DTYPE_FLOAT, 1, &cd, s3)
+                               : th_named(g, "s", TCI_DTYPE_FLOAT, 0, NULL, &s1);
+    ir_tensor *z = per_channel ? th_named(g, "z", TCI_DTYPE_UINT8, 1, &cd, z3)
+                               : th_named(g, "z", TCI_DTYPE_INT8, 0, NULL, &z1);
+    ir_tensor *q = th_named(g, "q", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *dq = th_named(g, "dq", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *q_in[3] = {x, s, z}, *dq_in[3] = {q, s, z};
+    th_node_io(g, "quant", "QuantizeLinear", 13, q_in, 3, &q, 1);
+    th_node_io(g, "dequant", "DequantizeLinear", 13, dq_in, 3, &dq, 1);
+    th_node_io(g, "relu", "Relu", 13, &dq, 1, &y, 1);
+    th_graph_io(g, &x, 1, &y, 1);
+    return g;
+}
+
+static void run_graph(const ir_graph *g, const float *x, float *y, int n) {
+    exec_cpu *ex;
+    ck_assert_tci_ok(exec_cpu_create(g, &ex));
+    int64_t xd[4] = {1, 3, 4, 4};
+    tci_tensor in = th_tensor(TCI_DTYPE_FLOAT, 4, xd, x);
+    ck_assert_tci_ok(exec_cpu_run(ex, &in, 1));
+    memcpy(y, exec_cpu_output(ex, 0)->data, (size_t)n * sizeof *y);
+    exec_cpu_destroy(ex);
+}
+
+START_TEST(test_qdq_pair_emulated_for_the_gpu) {
+    bool per_channel = _i;
+    enum { N = 48 };
+    float x[N], want[N], got[N];
+    /* ties of every scale (k + 0.5) * s, values past both ends of the range, and others */
+    const float scales[3] = {0.1f, 0.25f, 0.02f};
+    for (int i = 0; i < N; i++) {
+        float s = per_channel ? scales[i / 16] : 0.1f;
+        x[i] = i % 4 == 0 ? ((float)(i - 24) + 0.5f) * s
+               : i % 4 == 1 ? (float)(i - 24) * 40.f * s
+                            : sinf((float)i) * 30.f * s;
+    }
+    ir_graph *g = pair_graph(per_channel);
+    ck_assert_tci_ok(pass_optimize(g));
+    run_graph(g, x, want, N);
+    ir_graph_destroy(g);
+
+    g = pair_graph(per_channel);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_emulate_qdq(g));
+    /* no quantisation node is left; the float ops run the same values on the reference */
+    ck_assert_int_eq(g->num_nodes, per_channel ? 6 : 5);
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        op_pattern pat = {0};
+        if (g->nodes[i]->desc->pattern) g->nodes[i]->desc->pattern(g->nodes[i], &pat);
+        ck_assert_int_ne(pat.kind, OP_PATTERN_QUANTIZE);
+        ck_assert_int_ne(pat.kind, OP_PATTERN_DEQUANTIZE);
+    }
+    run_graph(g, x, got, N);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(got[i] == want[i], "element %d (x %g): %g, expected %g", i, (double)x[i],
+                      (double)got[i], (double)want[i]);
+    /* some of the values are ties and saturated: the test sees both */
+    int saturated = 0;
+    for (int i = 0; i < N; i++) saturated += want[i] > 0 && i % 4 == 1;
+    ck_assert_int_gt(saturated, 0);
+    /* for the GPU: Round in the Div's step (x / s rounded in fp32), and a plan is built */
+    ck_assert_tci_ok(pass_fuse_for_gpu(g));
+    ck_assert_tci_ok(pass_assign_layouts(g));
+    bool round_fused = false;
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->epilogue && n->desc->binary == BINARY_DIV && n->epilogue->act.kind == ACT_ROUND)
+            round_fused = true;
+    }
+    ck_assert(round_fused);
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_qdq_pair_unmatched_stays) {
+    /* the DequantizeLinear's scale differs from the QuantizeLinear's: left alone, refused */
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {2, 2};
+    float s1 = 0.5f, s2 = 0.25f;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL);
+    ir_tensor *sa = th_named(g, "sa", TCI_DTYPE_FLOAT, 0, NULL, &s1);
+    ir_tensor *sb = th_named(g, "sb", TCI_DTYPE_FLOAT, 0, NULL, &s2);
+    ir_tensor *q = th_named(g, "q", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *q_in[2] = {x, sa}, *dq_in[2] = {q, sb};
+    th_node_io(g, "quant", "QuantizeLinear", 13, q_in, 2, &q, 1);
+    th_node_io(g, "dequant", "DequantizeLinear", 13, dq_in, 2, &y, 1);
+    th_graph_io(g, &x, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_int_eq(g->num_nodes, 2);
+    plan *p;
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "node 'q' (QuantizeLinear): op QuantizeLinear has no GPU path");
+                        "node 'quant' (QuantizeLinear): op QuantizeLinear has no GPU path");
     ir_graph_destroy(g);
 }
 END_TEST
@@ -389,6 +506,8 @@ int main(void) {
     tcase_add_test(tc, test_qlinear_matmul_per_column);
     tcase_add_test(tc, test_conv_integer_groups_and_channel_zero_points);
     tcase_add_test(tc, test_qdq_weights_fold_for_the_gpu);
+    tcase_add_loop_test(tc, test_qdq_pair_emulated_for_the_gpu, 0, 2);
+    tcase_add_test(tc, test_qdq_pair_unmatched_stays);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
