@@ -30,11 +30,12 @@ ONNX's reference implementation (onnx.reference), both exactly. Bounds:
              differ by one quantisation step. So every output is within one step of the output's
              scale and nearly every element is equal.
 
-  test_quantized.py --tcinfer build/tcinfer
+  test_quantized.py --tcinfer build/tcinfer [--backend gpu] [--keep DIR]
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -122,9 +123,9 @@ def run_onnxruntime(path, feeds):
     return session.run(None, feeds)
 
 
-def run_tcinfer(tcinfer, path, feeds, work):
+def run_tcinfer(tcinfer, path, feeds, work, backend="cpu"):
     os.makedirs(work)
-    args = [tcinfer, "--backend", "cpu", "--quiet", "--json", "--output-dir", work, path]
+    args = [tcinfer, "--backend", backend, "--quiet", "--json", "--output-dir", work, path]
     for name, data in feeds.items():
         file = os.path.join(work, f"in_{name}.npy")
         np.save(file, data)
@@ -136,13 +137,14 @@ def run_tcinfer(tcinfer, path, feeds, work):
 
 
 def expose_quantized(path, op_types):
-    """Adds the output of every node of op_types (the quantised tensors) to the graph outputs,
-    so that they are compared too; returns their names."""
+    """The model at path with the output of every node of op_types (the quantised tensors) added
+    to the graph outputs, so that they are compared too: its path and their names."""
     model = onnx.load(path)
     names = [n.output[0] for n in model.graph.node if n.op_type in op_types]
     model.graph.output.extend(helper.make_empty_tensor_value_info(n) for n in names)
-    onnx.save(model, path)
-    return names
+    exposed = path[:-len(".onnx")] + "_exposed.onnx"
+    onnx.save(model, exposed)
+    return exposed, names
 
 
 def main_step(path):
@@ -166,17 +168,54 @@ CONFIGS = [
 ]
 
 
+def main_gpu(args, work, fp32, inputs):
+    """The QDQ model on the fp16 GPU engine against onnxruntime's fp32 run: the weights'
+    DequantizeLinear folded at build, each activation pair run as Div+Round, Clip, Mul steps
+    (pass_emulate_qdq). fp16 activations move a value across a rounding boundary of its
+    quantisation where fp16's rounding (2^-11 relative) reaches it, one step there."""
+    path = os.path.join(work, "QDQ.onnx")
+    quantize(fp32, path, QuantFormat.QDQ)
+    step = main_step(path)
+    worst_steps = worst_rel = 0.0
+    for i, feeds in enumerate(inputs):
+        want = run_onnxruntime(path, feeds)[0].astype(np.float64)
+        got = run_tcinfer(args.tcinfer, path, feeds, os.path.join(work, f"gpu{i}"),
+                          "gpu")[0].astype(np.float64)
+        worst_steps = max(worst_steps, float(np.abs(got - want).max() / step))
+        worst_rel = max(worst_rel, float(np.linalg.norm(got - want) / np.linalg.norm(want)))
+    passed = worst_rel <= args.gpu_tolerance
+    print(f"{'ok  ' if passed else 'FAIL'} QDQ on the GPU (fp16) against onnxruntime: y within "
+          f"{worst_steps:.3g} output steps, relative L2 {worst_rel:.3g} (bound "
+          f"{args.gpu_tolerance:g})")
+    return passed
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tcinfer", required=True)
+    p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
+                   help="gpu: the QDQ model on the fp16 engine (exit 77, skipped, where there is "
+                        "no GPU)")
+    p.add_argument("--gpu-tolerance", type=float, default=2e-2,
+                   help="relative L2 bound of the GPU run")
+    p.add_argument("--keep", help="write the fp32 and quantised models into this folder")
     args = p.parse_args(argv)
+    if args.backend == "gpu":
+        probe = subprocess.run([args.tcinfer, "--devices"], capture_output=True, text=True)
+        if probe.returncode != 0 or probe.stdout.startswith("GPUs: 0"):
+            print(f"SKIP: no CUDA GPU on this machine ({probe.stdout.strip()})")
+            return 77
     ok = True
     with tempfile.TemporaryDirectory(prefix="tci_quant_") as work:
         fp32 = os.path.join(work, "fp32.onnx")
         build_model(fp32)
         rng = np.random.default_rng(1)
         inputs = [{"x": rng.standard_normal(SHAPE).astype(np.float32)} for _ in range(3)]
+        if args.backend == "gpu":
+            ok = main_gpu(args, work, fp32, inputs)
+            print("quantized models on the GPU: " + ("ok" if ok else "FAILED"))
+            return 0 if ok else 1
         for label, fmt, reduce_range, reference in CONFIGS:
             path = os.path.join(work, f"{label}.onnx")
             ops = quantize(fp32, path, fmt, reduce_range)
@@ -189,7 +228,7 @@ def main(argv):
                 ok = False
                 continue
             step = main_step(path)
-            quantized = expose_quantized(path, ("QuantizeLinear", "QLinearConv",
+            path, quantized = expose_quantized(path, ("QuantizeLinear", "QLinearConv",
                                                 "QLinearMatMul", "DynamicQuantizeLinear",
                                                 "ConvInteger", "MatMulInteger"))
             # QDQ: one step where a tie may round the other way (see above); QOperator: exact
@@ -226,6 +265,12 @@ def main(argv):
                   f"{len(quantized)} quantised tensors: {equal}/{total} values equal, worst "
                   f"{worst_q} steps (bound {bound}); output y: {worst_y:.3g} {y_what} "
                   f"(bound {y_bound:g})")
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            for f in os.listdir(work):
+                if f.endswith(".onnx") and not f.endswith("_exposed.onnx"):
+                    shutil.copy(os.path.join(work, f), args.keep)
+            np.save(os.path.join(args.keep, "x.npy"), inputs[0]["x"])
     print("quantized models: " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1
 

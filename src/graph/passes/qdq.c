@@ -1,14 +1,14 @@
 /* For the GPU: QuantizeLinear -> DequantizeLinear pairs on activations (QDQ models) become the
- * float ops the GPU runs, Mul(Clip(Round(Div(x, s)), lo - z, hi - z), s); per axis, Min and Max
- * of constant vectors take the Clip's place. On integers, (q - z) with
- * q = saturate(round(x / s) + z) is exactly that clamp, so the CPU reference computes the same
- * values either way. On the GPU the fusion pass then puts Round into the Div's step, so x / s is
+ * float ops the GPU runs, Mul(Clip(Round(Div(x, s)), lo - z, hi - z), s). On integers, (q - z)
+ * with q = saturate(round(x / s) + z) is exactly that clamp, so the CPU reference computes the
+ * same values either way. On the GPU the fusion pass puts Round into the Div's step, so x / s is
  * rounded in fp32, not after an fp16 store; the integers stored after it are exact in fp16
  * (|v| <= 2048, and larger values saturate the same), and only the final product is rounded to
- * the storage type. Pairs it does not match (blocked, scales that are not constants or differ
- * between the two nodes, float16 scales) stay, and the planner refuses them naming the node.
- * The op types are written here only to create nodes; nodes are recognised by their
- * descriptors' pattern roles. */
+ * the storage type. Per tensor only: a per-channel Div would divide NHWC8's zero padding by the
+ * padded (zero) constants. Pairs it does not match (per axis, blocked, scales that are not
+ * constants or differ between the two nodes, float16 scales) stay, and the planner refuses them
+ * naming the node. The op types are written here only to create nodes; nodes are recognised by
+ * their descriptors' pattern roles. */
 #include <stdio.h>
 #include <string.h>
 
@@ -54,21 +54,19 @@ static bool same_params(const ir_tensor *s1, const ir_tensor *z1, const ir_tenso
     if (count_of(s2) != c) return false;
     if (memcmp(s1->data, s2->data, (size_t)c * sizeof(float)) != 0) return false;
     for (int64_t i = 0; i < c; i++)
-        if (int_at(z1, z1 && count_of(z1) == 1 ? 0 : i) != int_at(z2, z2 && count_of(z2) == 1 ? 0 : i))
+        if (int_at(z1, z1 && count_of(z1) == 1 ? 0 : i) !=
+            int_at(z2, z2 && count_of(z2) == 1 ? 0 : i))
             return false;
     return true;
 }
 
-/* A float constant of count values: a scalar, or (count, 1, ..., 1) of rank `rank` so that it
- * broadcasts along the quantisation axis. */
-static tci_status constant(ir_graph *g, const float *values, int64_t count, int rank,
-                           ir_tensor **out) {
+/* A scalar float constant. */
+static tci_status scalar(ir_graph *g, float value, ir_tensor **out) {
     TRY_STATUS(ir_graph_add_tensor(g, NULL, out));
     ir_tensor *t = *out;
     t->dtype = TCI_DTYPE_FLOAT;
-    t->rank = count == 1 ? 0 : rank;
-    for (int d = 0; d < t->rank; d++) t->dims[d] = d ? 1 : count;
-    t->data = arena_memdup(g->arena, values, (size_t)count * sizeof(float));
+    t->rank = 0;
+    t->data = arena_memdup(g->arena, &value, sizeof value);
     return t->data ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
 }
 
@@ -104,39 +102,22 @@ static tci_status add_node(ir_graph *g, const ir_node *dq, const char *op_type,
 }
 
 /* Replaces dq (reading q's output) by the float ops; dq is left writing a tensor nobody reads. */
-static tci_status emulate(ir_graph *g, ir_node *q, ir_node *dq, int64_t count, int axis) {
+static tci_status emulate(ir_graph *g, ir_node *q, ir_node *dq) {
     const ir_tensor *s, *z;
     constant_params(q, &s, &z);
     float lo = 0.f, hi = 255.f;
     if (q->outputs[0]->dtype == TCI_DTYPE_INT8) lo = -128.f, hi = 127.f;
-    ir_tensor *x = q->inputs[0];
-    int rank = axis < 0 ? 0 : x->rank - axis;
-    float *bounds = arena_alloc(g->arena, (size_t)count * 2 * sizeof(float));
-    if (!bounds) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
-    bool one_zero = !z || count_of(z) == 1;
-    for (int64_t i = 0; i < count; i++) {
-        float zv = (float)int_at(z, one_zero ? 0 : i);
-        bounds[i] = lo - zv;
-        bounds[count + i] = hi - zv;
-    }
-    int64_t bcount = one_zero ? 1 : count;
-    ir_tensor *st, *lot, *hit, *t1, *t2, *t3, *y;
-    TRY_STATUS(constant(g, s->data, count, rank, &st));
-    TRY_STATUS(constant(g, bounds, bcount, rank, &lot));
-    TRY_STATUS(constant(g, bounds + count, bcount, rank, &hit));
+    const float zv = (float)int_at(z, 0);
+    ir_tensor *x = q->inputs[0], *st, *lot, *hit, *t1, *t2, *t3, *y;
+    TRY_STATUS(scalar(g, *(const float *)s->data, &st));
+    TRY_STATUS(scalar(g, lo - zv, &lot));
+    TRY_STATUS(scalar(g, hi - zv, &hit));
     ir_tensor *out = dq->outputs[0];
     ir_tensor *div_in[2] = {x, st};
     TRY_STATUS(add_node(g, dq, "Div", div_in, 2, NULL, &t1));
     TRY_STATUS(add_node(g, dq, "Round", &t1, 1, NULL, &t2));
-    if (one_zero) {
-        ir_tensor *clip_in[3] = {t2, lot, hit};
-        TRY_STATUS(add_node(g, dq, "Clip", clip_in, 3, NULL, &t3));
-    } else {
-        ir_tensor *max_in[2] = {t2, lot}, *m;
-        TRY_STATUS(add_node(g, dq, "Max", max_in, 2, NULL, &m));
-        ir_tensor *min_in[2] = {m, hit};
-        TRY_STATUS(add_node(g, dq, "Min", min_in, 2, NULL, &t3));
-    }
+    ir_tensor *clip_in[3] = {t2, lot, hit};
+    TRY_STATUS(add_node(g, dq, "Clip", clip_in, 3, NULL, &t3));
     ir_tensor *dead;
     TRY_STATUS(ir_graph_add_tensor(g, NULL, &dead));
     dead->dtype = out->dtype;
@@ -153,13 +134,14 @@ tci_status pass_emulate_qdq(ir_graph *g) {
         op_pattern pd, pq;
         if (!pattern_of(dq, OP_PATTERN_DEQUANTIZE, &pd)) continue;
         ir_node *q = dq->inputs[0]->producer;
-        if (!pattern_of(q, OP_PATTERN_QUANTIZE, &pq) || pq.axis != pd.axis) continue;
+        if (!pattern_of(q, OP_PATTERN_QUANTIZE, &pq) || pq.axis >= 0 || pd.axis >= 0) continue;
         const ir_tensor *x = q->inputs[0], *s1, *z1, *s2, *z2;
         if (x->data || x->dtype != TCI_DTYPE_FLOAT || !dq->outputs[0] ||
-            dq->outputs[0]->dtype != TCI_DTYPE_FLOAT || !constant_params(q, &s1, &z1) || !constant_params(dq, &s2, &z2) ||
-            !same_params(s1, z1, s2, z2))
+            dq->outputs[0]->dtype != TCI_DTYPE_FLOAT || !constant_params(q, &s1, &z1) ||
+            !constant_params(dq, &s2, &z2) || !same_params(s1, z1, s2, z2) ||
+            (z1 && count_of(z1) != 1))
             continue;
-        TRY_STATUS(emulate(g, q, dq, count_of(s1), pq.axis));
+        TRY_STATUS(emulate(g, q, dq));
         changed = true;
     }
     if (!changed) return TCI_OK;
