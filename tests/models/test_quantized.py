@@ -168,6 +168,23 @@ CONFIGS = [
 ]
 
 
+def check_gpu_plan(tcinfer, path):
+    """The QDQ model's GPU plan (tcinfer --plan, no GPU needed): no quantisation node left, every
+    activation pair a Div+Round step. Returns a problem or None."""
+    proc = subprocess.run([tcinfer, "--plan", path], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return f"tcinfer --plan exited {proc.returncode}: {proc.stderr.strip()}"
+    pairs = sum(1 for n in onnx.load(path).graph.node if n.op_type == "QuantizeLinear")
+    fused = proc.stdout.count("Div+Round")
+    ops_section = proc.stdout.split("ops:", 1)[-1].split("parameters:", 1)[0]
+    left = [op for op in ops_section.split() if op.endswith("QuantizeLinear")]
+    if left:
+        return f"quantisation nodes left in the GPU plan: {', '.join(left)}"
+    if fused != pairs:
+        return f"{fused} Div+Round steps for {pairs} QuantizeLinear nodes"
+    return None
+
+
 def main_gpu(args, work, fp32, inputs):
     """The QDQ model on the fp16 GPU engine against onnxruntime's fp32 run: the weights'
     DequantizeLinear folded at build, each activation pair run as Div+Round, Clip, Mul steps
@@ -228,6 +245,11 @@ def main(argv):
                 ok = False
                 continue
             step = main_step(path)
+            if fmt == QuantFormat.QDQ:
+                problem = check_gpu_plan(args.tcinfer, path)
+                print(f"{'ok  ' if not problem else 'FAIL'} {label}: the GPU plan "
+                      f"{problem or 'has a Div+Round step per activation pair, no Q/DQ node'}")
+                ok = ok and not problem
             path, quantized = expose_quantized(path, ("QuantizeLinear", "QLinearConv",
                                                 "QLinearMatMul", "DynamicQuantizeLinear",
                                                 "ConvInteger", "MatMulInteger"))
@@ -239,11 +261,13 @@ def main(argv):
             for i, feeds in enumerate(inputs):
                 want = reference(path, feeds)
                 got = run_tcinfer(args.tcinfer, path, feeds, os.path.join(work, f"{label}{i}"))
+                mismatch = False
                 for g, w in zip(got, want):
                     if g.dtype != w.dtype or g.shape != w.shape:
                         print(f"FAIL {label}: {g.dtype}{g.shape}, expected {w.dtype}{w.shape}")
-                        ok = False
-                if not ok:
+                        mismatch = True
+                if mismatch:
+                    ok = False
                     continue
                 for g, w in zip(got[1:], want[1:]):  # the quantised tensors, in steps
                     worst_q = max(worst_q, int(np.abs(g.astype(np.int64) - w).max()))
