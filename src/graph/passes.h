@@ -59,7 +59,16 @@ void pass_mark_variant_dims(ir_graph *graph, const ir_graph *ref);
  * graph this pass has not run on. Running it again gives the same layouts. */
 tci_status pass_assign_layouts(ir_graph *graph);
 
-/* What the GPU planner needs after pass_optimize: pass_fuse_for_gpu, then pass_assign_layouts. */
+/* For the GPU engine, after pass_optimize and before pass_fuse_for_gpu (qdq.c): each
+ * DequantizeLinear of a QuantizeLinear's output on a computed float tensor, both with the same
+ * constant float scale and zero point per tensor, becomes Mul(Clip(Round(Div(x, s)), lo - z,
+ * hi - z), s): the same values on the CPU reference, float ops the GPU runs, Round fused into
+ * the Div's step so that x / s is rounded in fp32. Other Q/DQ nodes stay (the planner refuses
+ * them by name). */
+tci_status pass_emulate_qdq(ir_graph *graph);
+
+/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fuse_for_gpu, then
+ * pass_assign_layouts. */
 tci_status pass_prepare_for_gpu(ir_graph *graph);
 
 #endif

@@ -61,13 +61,18 @@ typedef enum op_pattern_kind {
     OP_PATTERN_IS_NAN,
     /* output 0 is input 0 broadcast to output 0's dims, nothing else (Expand) */
     OP_PATTERN_BROADCAST,
+    /* output 0 is input 0 quantised / dequantised by the scale (input 1) and the zero point
+     * (input 2, absent: 0), per tensor (axis -1) or per axis `axis` (QuantizeLinear,
+     * DequantizeLinear; blocked ones play no role) */
+    OP_PATTERN_QUANTIZE,
+    OP_PATTERN_DEQUANTIZE,
 } op_pattern_kind;
 
 typedef struct op_pattern {
     op_pattern_kind kind;
     int rank;                /* TRANSPOSE: the permutation's length; SELECT: input 0's rank */
     int perm[TCI_MAX_RANK];  /* TRANSPOSE */
-    int axis;                /* SPLIT, normalised */
+    int axis;                /* SPLIT, QUANTIZE, DEQUANTIZE: normalised (per tensor: -1) */
     int drop_axis;           /* SELECT: the dim left out, else -1 */
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK]; /* SELECT, per input dim */
 } op_pattern;
@@ -219,6 +224,10 @@ void op_set_unknown(tci_tensor *t, tci_dtype dtype);
  * taken as true. */
 tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out);
 
+/* The TensorProto.DataType name of an attribute's type value ("INT16", "FLOAT8E4M3FN"), for
+ * messages about types tcinfer does not hold; NULL when type is no ONNX data type. */
+const char *op_onnx_type_name(int64_t type);
+
 /* Lists of dtypes for op_check_dtype. */
 extern const tci_dtype op_float_types[];   /* float */
 extern const tci_dtype op_numeric_types[]; /* float, double, float16, int8/32/64, uint8 */
@@ -328,5 +337,9 @@ extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, Reduc
 extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
+extern const op_desc *const layer_quant_ops[];     /* quant.c: QuantizeLinear, DequantizeLinear,
+                                                      DynamicQuantizeLinear */
+extern const op_desc *const layer_quant_linear_ops[]; /* quant_linear.c: MatMulInteger,
+                                                         QLinearMatMul, ConvInteger, QLinearConv */
 
 #endif
