@@ -329,5 +329,6 @@ extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMi
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 extern const op_desc *const layer_rmsnorm_ops[];   /* rmsnorm.c: RMSNormalization */
+extern const op_desc *const layer_rotary_ops[];    /* rotary.c: RotaryEmbedding */
 
 #endif
