@@ -330,5 +330,6 @@ extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMi
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 extern const op_desc *const layer_rmsnorm_ops[];   /* rmsnorm.c: RMSNormalization */
 extern const op_desc *const layer_rotary_ops[];    /* rotary.c: RotaryEmbedding */
+extern const op_desc *const layer_sdpa_ops[];      /* sdpa.c: Attention (ONNX's own op) */
 
 #endif
