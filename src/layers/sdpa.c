@@ -465,6 +465,8 @@ static tci_status sdpa_forward(const ir_node *node, const tci_tensor *const *in,
                 float *row = scores + i * T;
                 float *qk = qk_out ? (float *)qk_out->data + ((b * g.q_heads + h) * Sq + i) * T
                                    : NULL;
+                /* mode 0 is the product before softcap, as the spec and its function body say
+                 * (onnx 1.23's reference op returns it softcapped; no node case has both) */
                 if (qk && p->qk_mode == QK_RAW) memcpy(qk, row, (size_t)T * sizeof *qk);
                 if (p->softcap > 0.0f)
                     for (int64_t j = 0; j < T; j++)
