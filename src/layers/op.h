@@ -341,5 +341,8 @@ extern const op_desc *const layer_quant_ops[];     /* quant.c: QuantizeLinear, D
                                                       DynamicQuantizeLinear */
 extern const op_desc *const layer_quant_linear_ops[]; /* quant_linear.c: MatMulInteger,
                                                          QLinearMatMul, ConvInteger, QLinearConv */
+extern const op_desc *const layer_rmsnorm_ops[];   /* rmsnorm.c: RMSNormalization */
+extern const op_desc *const layer_rotary_ops[];    /* rotary.c: RotaryEmbedding */
+extern const op_desc *const layer_sdpa_ops[];      /* sdpa.c: Attention (ONNX's own op) */
 
 #endif
