@@ -1,5 +1,6 @@
 /* Control flow: If, which runs one of two subgraphs (then_branch, else_branch) chosen by a bool
- * condition. Its subgraphs read the enclosing graph's tensors through the node's implicit
+ * condition, and Loop, which runs its body while a trip count and a condition allow, carrying
+ * values from one iteration to the next and stacking per-iteration scan outputs. Subgraphs read the enclosing graph's tensors through the node's implicit
  * inputs (ir_node.num_implicit_inputs); it runs on the CPU reference only, unless a pass
  * inlines the branch a constant condition chooses (src/graph/passes/inline.c). */
 #include <stdio.h>
@@ -170,4 +171,342 @@ static const op_desc if_op = {.op_type = "If",
                               .cpu_run = if_run,
                               .known_branch = if_known_branch};
 
-const op_desc *const layer_control_ops[] = {&if_op, NULL};
+/* ---- Loop ---- */
+
+typedef struct loop_params {
+    ir_graph *body;
+    int carried; /* N: loop-carried values (inputs 2.., outputs 0..N-1) */
+    int scans;   /* K: scan outputs (outputs N..) */
+} loop_params;
+
+static tci_status loop_parse(ir_node *node, mem_arena *arena) {
+    static const char *const known[] = {"body", NULL};
+    int explicit_inputs = node->num_inputs - node->num_implicit_inputs;
+    if (explicit_inputs < 2)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "Loop takes M, cond and the loop-carried values (%d inputs given)",
+                             explicit_inputs);
+    if (!node->inputs[0] && !node->inputs[1])
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "neither a trip count M nor a condition is given: the loop would "
+                             "never end");
+    TRY_STATUS(ir_check_attrs(node, known));
+    const ir_attr *a = ir_node_attr(node, "body");
+    if (!a || a->type != IR_ATTR_GRAPH || !a->graph)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'body' %s",
+                             a ? "is not a graph" : "is missing");
+    OP_ALLOC_PARAMS(node, arena, loop_params, p);
+    p->body = a->graph;
+    p->carried = explicit_inputs - 2;
+    p->scans = node->num_outputs - p->carried;
+    for (int k = 2; k < explicit_inputs; k++)
+        if (!node->inputs[k])
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "loop-carried input %d is omitted",
+                                 k);
+    if (p->scans < 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "%d outputs for %d loop-carried values", node->num_outputs,
+                             p->carried);
+    if (p->body->num_inputs != (size_t)(2 + p->carried) ||
+        p->body->num_outputs != (size_t)(1 + p->carried + p->scans))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "the body has %zu inputs and %zu outputs; with %d loop-carried "
+                             "values and %d scan outputs it needs %d and %d",
+                             p->body->num_inputs, p->body->num_outputs, p->carried, p->scans,
+                             2 + p->carried, 1 + p->carried + p->scans);
+    return op_prepare_subgraph(p->body, node, "body");
+}
+
+static const tci_dtype trip_types[] = {TCI_DTYPE_INT64, 0};
+
+static tci_status loop_scalar(const ir_node *node, const tci_tensor *t, int index,
+                              const tci_dtype *types) {
+    TRY_STATUS(op_check_dtype(node, t, index, types));
+    int64_t count;
+    TRY_STATUS(ir_count_elements(t->rank, t->dims, &count));
+    if (count >= 0 && count != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "input %d has %lld elements; it must have one", index,
+                             (long long)count);
+    return TCI_OK;
+}
+
+static tci_status loop_infer(const ir_node *node, const tci_tensor *const *in,
+                             tci_tensor *const *out) {
+    const loop_params *p = node->params;
+    if (in[0]) TRY_STATUS(loop_scalar(node, in[0], 0, trip_types));
+    if (in[1]) TRY_STATUS(loop_scalar(node, in[1], 1, cond_types));
+    int n = p->carried, nb = (int)p->body->num_outputs;
+    tci_tensor *body_in = calloc((size_t)(2 + n) + (size_t)nb, sizeof *body_in);
+    const tci_tensor **bind = calloc((size_t)(2 + n), sizeof *bind);
+    if (!body_in || !bind) {
+        free(body_in);
+        free(bind);
+        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory inferring");
+    }
+    tci_tensor *body_out = body_in + 2 + n;
+    body_in[0] = (tci_tensor){.dtype = TCI_DTYPE_INT64, .rank = 0};
+    body_in[1] = (tci_tensor){.dtype = TCI_DTYPE_BOOL, .rank = 0};
+    bind[0] = &body_in[0];
+    bind[1] = &body_in[1];
+    /* the first iteration's shapes, values left out (they change from one to the next) */
+    for (int k = 0; k < n; k++) {
+        body_in[2 + k] = *in[2 + k];
+        body_in[2 + k].data = NULL;
+        bind[2 + k] = &body_in[2 + k];
+    }
+    tci_status st = op_infer_subgraph(p->body, bind, in, body_out);
+    if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Loop)", node->name);
+    /* a carried value keeps the dims the body leaves as they were; scan outputs stack the
+     * iterations, M of them when the trip count alone decides */
+    int64_t trips = -1;
+    if (in[0] && in[0]->data && !in[1]) trips = op_read_int(in[0], 0);
+    for (int k = 0; st == TCI_OK && k < n + p->scans; k++) {
+        if (!out[k]) continue;
+        const tci_tensor *b = &body_out[1 + k];
+        if (k < n) {
+            const tci_tensor *init = in[2 + k];
+            if (b->dtype != TCI_DTYPE_UNDEFINED && init->dtype != TCI_DTYPE_UNDEFINED &&
+                b->dtype != init->dtype) {
+                st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                   "loop-carried value %d is %s, the body makes it %s", k,
+                                   tci_dtype_name(init->dtype), tci_dtype_name(b->dtype));
+                break;
+            }
+            out[k]->dtype = init->dtype;
+            out[k]->rank = b->rank == init->rank ? init->rank : -1;
+            for (int d = 0; d < TCI_MAX_RANK; d++)
+                out[k]->dims[d] = d < out[k]->rank && b->dims[d] == init->dims[d] ? init->dims[d]
+                                                                                 : -1;
+        } else if (b->rank >= TCI_MAX_RANK) {
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "scan output %d would have rank %d; at most %d is supported",
+                               k - n, b->rank + 1, TCI_MAX_RANK);
+        } else {
+            out[k]->dtype = b->dtype;
+            out[k]->rank = b->rank < 0 ? -1 : b->rank + 1;
+            out[k]->dims[0] = trips >= 0 ? trips : -1;
+            for (int d = 0; d < b->rank; d++) out[k]->dims[d + 1] = b->dims[d];
+        }
+    }
+    free(body_in);
+    free(bind);
+    return st;
+}
+
+/* The iterations' values of one scan output, stacked as they come. */
+typedef struct loop_stack {
+    tci_tensor first;   /* shape and dtype of every iteration's value */
+    unsigned char *data;
+    size_t bytes, cap;  /* bytes used and allocated */
+    int64_t count;      /* iterations stacked */
+} loop_stack;
+
+static tci_status stack_push(const ir_node *node, int k, loop_stack *s, const tci_tensor *v) {
+    if (s->count == 0) {
+        s->first = *v;
+        s->first.data = NULL;
+    } else if (v->dtype != s->first.dtype || v->rank != s->first.rank ||
+               memcmp(v->dims, s->first.dims, sizeof(int64_t) * (size_t)v->rank) != 0) {
+        char a[128], b[128];
+        return ir_node_error(node, TCI_ERR_INVALID_ARGUMENT,
+                             "scan output %d is %s at iteration %lld, %s at the first", k,
+                             ir_format_dims(v->rank, v->dims, a, sizeof a), (long long)s->count,
+                             ir_format_dims(s->first.rank, s->first.dims, b, sizeof b));
+    }
+    size_t bytes = (size_t)op_count(v) * tci_dtype_size(v->dtype);
+    if (s->bytes + bytes > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        while (cap < s->bytes + bytes) cap *= 2;
+        unsigned char *grown = realloc(s->data, cap);
+        if (!grown) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory stacking");
+        s->data = grown;
+        s->cap = cap;
+    }
+    if (bytes) memcpy(s->data + s->bytes, v->data, bytes);
+    s->bytes += bytes;
+    s->count++;
+    return TCI_OK;
+}
+
+/* A malloc'd copy of a value the loop does not own (an initial value never replaced). */
+static tci_status copy_value(const ir_node *node, tci_tensor *dst, const tci_tensor *src) {
+    const char *name = dst->name;
+    size_t bytes = (size_t)op_count(src) * tci_dtype_size(src->dtype);
+    *dst = *src;
+    dst->name = name;
+    dst->data = malloc(bytes ? bytes : 1);
+    if (!dst->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (bytes) memcpy(dst->data, src->data, bytes);
+    return TCI_OK;
+}
+
+static tci_status loop_iterate(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *carried, bool *owned, loop_stack *stacks,
+                               tci_tensor *body_out, int64_t max_elements) {
+    const loop_params *p = node->params;
+    int n = p->carried;
+    const tci_tensor **bind = calloc((size_t)(2 + n), sizeof *bind);
+    if (!bind) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Loop");
+    int64_t trips = in[0] ? op_read_int(in[0], 0) : INT64_MAX;
+    uint8_t cond = in[1] ? ((const uint8_t *)in[1]->data)[0] != 0 : 1;
+    tci_status st = TCI_OK;
+    for (int64_t i = 0; i < trips && cond && st == TCI_OK; i++) {
+        int64_t iter = i;
+        tci_tensor iter_t = {.dtype = TCI_DTYPE_INT64, .rank = 0, .data = &iter};
+        tci_tensor cond_t = {.dtype = TCI_DTYPE_BOOL, .rank = 0, .data = &cond};
+        bind[0] = &iter_t;
+        bind[1] = &cond_t;
+        for (int k = 0; k < n; k++) bind[2 + k] = &carried[k];
+        st = op_run_subgraph(p->body, bind, in, body_out, max_elements);
+        if (st != TCI_OK) break;
+        const tci_tensor *c = &body_out[0];
+        if (c->dtype != TCI_DTYPE_BOOL || op_count(c) != 1)
+            st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                               "the body's condition output is not one bool");
+        else if (in[1])
+            cond = ((const uint8_t *)c->data)[0] != 0;
+        for (int k = 0; k < n && st == TCI_OK; k++)
+            if (body_out[1 + k].dtype != carried[k].dtype)
+                st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                   "loop-carried value %d is %s, the body makes it %s", k,
+                                   tci_dtype_name(carried[k].dtype),
+                                   tci_dtype_name(body_out[1 + k].dtype));
+        for (int k = 0; k < p->scans && st == TCI_OK; k++)
+            st = stack_push(node, k, &stacks[k], &body_out[1 + n + k]);
+        free(body_out[0].data);
+        for (int k = 0; k < n; k++) {
+            if (st != TCI_OK) {
+                free(body_out[1 + k].data);
+                continue;
+            }
+            if (owned[k]) free(carried[k].data);
+            carried[k] = body_out[1 + k];
+            owned[k] = true;
+        }
+        for (int k = 0; k < p->scans; k++) free(body_out[1 + n + k].data);
+    }
+    free(bind);
+    return st;
+}
+
+/* The per-iteration shapes of the scan outputs of a loop that ran no iteration: the body's
+ * inference from the initial values, which must know them. */
+static tci_status loop_empty_shapes(const ir_node *node, const tci_tensor *const *in,
+                                    loop_stack *stacks) {
+    const loop_params *p = node->params;
+    int n = p->carried;
+    tci_tensor *outs = calloc((size_t)n + (size_t)p->scans, sizeof *outs);
+    tci_tensor **views = calloc((size_t)n + (size_t)p->scans, sizeof *views);
+    tci_status st = TCI_OK;
+    if (!outs || !views) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; st == TCI_OK && k < n + p->scans; k++) {
+        outs[k].rank = -1;
+        views[k] = &outs[k];
+    }
+    if (st == TCI_OK) st = loop_infer(node, in, views);
+    for (int k = 0; st == TCI_OK && k < p->scans; k++) {
+        if (stacks[k].count) continue;
+        const tci_tensor *o = &outs[n + k];
+        int64_t count = -1;
+        if (o->rank >= 1) ir_count_elements(o->rank - 1, o->dims + 1, &count);
+        if (count < 0 || o->dtype == TCI_DTYPE_UNDEFINED) {
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "the loop ran no iteration and the body's inference does not "
+                               "give scan output %d's shape",
+                               k);
+            break;
+        }
+        stacks[k].first.dtype = o->dtype;
+        stacks[k].first.rank = o->rank - 1;
+        memcpy(stacks[k].first.dims, o->dims + 1, sizeof(int64_t) * (size_t)(o->rank - 1));
+    }
+    free(outs);
+    free(views);
+    return st;
+}
+
+static tci_status loop_run(const ir_node *node, const tci_tensor *const *in,
+                           tci_tensor *const *out, int64_t max_elements) {
+    const loop_params *p = node->params;
+    int n = p->carried, nb = (int)p->body->num_outputs;
+    if (in[0]) TRY_STATUS(loop_scalar(node, in[0], 0, trip_types));
+    if (in[1]) TRY_STATUS(loop_scalar(node, in[1], 1, cond_types));
+    tci_tensor *carried = calloc((size_t)n + 1, sizeof *carried);
+    bool *owned = calloc((size_t)n + 1, sizeof *owned);
+    loop_stack *stacks = calloc((size_t)p->scans + 1, sizeof *stacks);
+    tci_tensor *body_out = calloc((size_t)nb, sizeof *body_out);
+    tci_status st = TCI_OK;
+    if (!carried || !owned || !stacks || !body_out)
+        st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Loop");
+    for (int k = 0; st == TCI_OK && k < n; k++) carried[k] = *in[2 + k];
+    if (st == TCI_OK) st = loop_iterate(node, in, carried, owned, stacks, body_out, max_elements);
+    if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Loop)", node->name);
+    /* no iteration ran: each scan output is empty, its other dims from the body's inference */
+    bool empty = false;
+    for (int k = 0; st == TCI_OK && k < p->scans; k++) empty = empty || stacks[k].count == 0;
+    if (st == TCI_OK && empty) st = loop_empty_shapes(node, in, stacks);
+    for (int k = 0; st == TCI_OK && k < n; k++) {
+        if (!out[k]) continue;
+        if (owned[k]) {
+            const char *name = out[k]->name;
+            *out[k] = carried[k];
+            out[k]->name = name;
+            owned[k] = false;
+        } else {
+            st = copy_value(node, out[k], &carried[k]);
+        }
+    }
+    for (int k = 0; st == TCI_OK && k < p->scans; k++) {
+        tci_tensor *o = out[n + k];
+        loop_stack *s = &stacks[k];
+        if (!o) continue;
+        if (s->first.rank >= TCI_MAX_RANK) {
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "scan output %d would have rank %d; at most %d is supported", k,
+                               s->first.rank + 1, TCI_MAX_RANK);
+            break;
+        }
+        const char *name = o->name;
+        memset(o, 0, sizeof *o);
+        o->name = name;
+        o->dtype = s->first.dtype;
+        o->rank = s->first.rank + 1;
+        o->dims[0] = s->count;
+        for (int d = 0; d < s->first.rank; d++) o->dims[d + 1] = s->first.dims[d];
+        if (op_count(o) > max_elements) {
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "scan output %d would have %lld elements, over the limit of %lld "
+                               "(max_tensor_elements)",
+                               k, (long long)op_count(o), (long long)max_elements);
+            break;
+        }
+        o->data = s->data ? s->data : malloc(1);
+        s->data = NULL;
+        if (!o->data) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st != TCI_OK)
+        for (int k = 0; k < node->num_outputs; k++)
+            if (out[k]) {
+                free(out[k]->data);
+                out[k]->data = NULL;
+            }
+    for (int k = 0; owned && k < n; k++)
+        if (owned[k]) free(carried[k].data);
+    for (int k = 0; stacks && k < p->scans; k++) free(stacks[k].data);
+    free(carried);
+    free(owned);
+    free(stacks);
+    free(body_out);
+    return st;
+}
+
+static const op_desc loop_op = {.op_type = "Loop",
+                                .versions = OP_VERSIONS(1, 11, 13, 16, 19, 21, 23, 24, 25),
+                                .parse = loop_parse,
+                                .infer = loop_infer,
+                                .flags = OP_CONTROL_FLOW,
+                                .binary = BINARY_NONE,
+                                .cpu_run = loop_run};
+
+const op_desc *const layer_control_ops[] = {&if_op, &loop_op, NULL};
