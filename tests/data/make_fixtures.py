@@ -328,9 +328,60 @@ def control_flow():
     save(model([relu, empty], inputs=[x, c], outputs=[out("y")]), "if_no_graph.onnx")
 
 
+def loops():
+    """test_control.c: Loop with a trip count and a condition (the body reads an outer value),
+    one whose carried value grows, one with neither bound; Scan along axis 1 in reverse, and its
+    attribute errors."""
+    one = helper.make_tensor("one", T.FLOAT, [], [1.0])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["x_in", "one"], ["x_out"], name="inc"),
+         helper.make_node("Cast", ["i"], ["i_f"], name="to_float", to=T.FLOAT),
+         helper.make_node("Less", ["i_f", "limit"], ["cond_out"], name="below"),
+         helper.make_node("Identity", ["x_out"], ["y"], name="scan_y")],
+        "body", [out("i", T.INT64, []), out("cond_in", T.BOOL, []), out("x_in", shape=[3])],
+        [out("cond_out", T.BOOL, []), out("x_out", shape=[3]), out("y", shape=[3])], [one])
+    save(model([helper.make_node("Loop", ["M", "c", "x"], ["x_final", "ys"], name="loop",
+                                 body=body)],
+               inputs=[out("M", T.INT64, []), out("c", T.BOOL, []), out("x", shape=[3]),
+                       out("limit", shape=[])],
+               outputs=[out("x_final"), out("ys")]), "loop_while.onnx")
+    save(model([helper.make_node("Loop", ["", "", "x"], ["x_final", "ys"], name="loop",
+                                 body=body)],
+               inputs=[out("x", shape=[3]), out("limit", shape=[])],
+               outputs=[out("x_final"), out("ys")]), "loop_forever.onnx")
+    grow = helper.make_graph(
+        [helper.make_node("Concat", ["x_in", "ones"], ["x_out"], name="append", axis=0),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep")],
+        "grow", [out("i", T.INT64, []), out("cond_in", T.BOOL, []), out("x_in")],
+        [out("cond_out", T.BOOL, []), out("x_out"), out("x_out")],
+        [helper.make_tensor("ones", T.FLOAT, [1], [1.0])])
+    save(model([helper.make_node("Loop", ["M", "", "x"], ["x_final", "ys"], name="loop",
+                                 body=grow)],
+               inputs=[out("M", T.INT64, []), out("x", shape=[3])],
+               outputs=[out("x_final"), out("ys")]), "loop_grow.onnx")
+    step = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="acc"),
+         helper.make_node("Identity", ["s_out"], ["y_t"], name="emit")],
+        "step", [out("s_in", shape=[2]), out("x_t", shape=[2])],
+        [out("s_out", shape=[2]), out("y_t", shape=[2])])
+
+    def scan(name, inputs, **attrs):
+        return model([helper.make_node("Scan", inputs, ["s_final", "y"], name="scan", body=step,
+                                       **attrs)],
+                     inputs=[out("s", shape=[2]), out("xs", shape=[2, 3])],
+                     outputs=[out("s_final"), out("y")], opsets=(("", 11),))
+    save(scan("scan", ["s", "xs"], num_scan_inputs=1, scan_input_axes=[1],
+              scan_input_directions=[1], scan_output_axes=[-1], scan_output_directions=[1]),
+         "scan_axes.onnx")
+    save(scan("scan", ["s", "xs"], num_scan_inputs=1, scan_input_directions=[2]),
+         "scan_bad_direction.onnx")
+    save(scan("scan", ["s", "xs"], num_scan_inputs=3), "scan_bad_count.onnx")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     control_flow()
+    loops()
     api_models()
     initializers()
     graph()

@@ -222,6 +222,110 @@ START_TEST(test_subgraph_errors) {
 }
 END_TEST
 
+/* Runs g (optimised) on the CPU reference; the executor is returned for its outputs. */
+static exec_cpu *run_graph(const ir_graph *g, const tci_tensor *in, size_t n) {
+    exec_cpu *e;
+    ck_assert_tci_ok(exec_cpu_create(g, &e));
+    ck_assert_tci_ok(exec_cpu_run(e, in, n));
+    return e;
+}
+
+START_TEST(test_loop_trip_count_and_condition) {
+    /* x + 1 per iteration while i < limit (an outer value the body reads), at most M times */
+    ir_graph *g = load_ok(FIXTURE("loop_while.onnx"));
+    ck_assert_tci_ok(pass_optimize(g));
+    int64_t three = 3, trips[3] = {5, 2, 0}, want_iters[3] = {4, 2, 0};
+    const float x[3] = {1.f, 2.f, 3.f}, limit = 2.5f;
+    const uint8_t yes = 1;
+    /* inferred: the carried value keeps its [3], the scan output [?, 3] */
+    const ir_tensor *ys_t = ir_graph_find_tensor(g, "ys");
+    th_assert_dims(&(tci_tensor){.rank = ys_t->rank, .dims = {ys_t->dims[0], ys_t->dims[1]}}, 2,
+                   (const int64_t[]){-1, 3});
+    for (int r = 0; r < 3; r++) {
+        tci_tensor in[4] = {th_tensor(TCI_DTYPE_INT64, 0, NULL, &trips[r]),
+                            th_tensor(TCI_DTYPE_BOOL, 0, NULL, &yes),
+                            th_tensor(TCI_DTYPE_FLOAT, 1, &three, x),
+                            th_tensor(TCI_DTYPE_FLOAT, 0, NULL, &limit)};
+        exec_cpu *e = run_graph(g, in, 4);
+        const tci_tensor *xf = exec_cpu_output(e, 0), *ys = exec_cpu_output(e, 1);
+        float n = (float)want_iters[r];
+        th_assert_near(xf->data, (const float[]){1.f + n, 2.f + n, 3.f + n}, 3, 0.f);
+        th_assert_dims(ys, 2, (const int64_t[]){want_iters[r], 3});
+        for (int64_t i = 0; i < want_iters[r]; i++)
+            th_assert_near((const float *)ys->data + 3 * i,
+                           (const float[]){2.f + (float)i, 3.f + (float)i, 4.f + (float)i}, 3,
+                           0.f);
+        exec_cpu_destroy(e);
+    }
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_loop_refusals) {
+    ir_graph *g = load_ok(FIXTURE("loop_forever.onnx"));
+    ck_assert_tci_error(pass_optimize(g), TCI_ERR_UNSUPPORTED,
+                        "node 'loop' (Loop): neither a trip count M nor a condition is given");
+    ir_graph_destroy(g);
+    /* a carried value that grows: its inferred dims are unknown; a scan output that changes
+     * shape between iterations is an error naming them */
+    g = load_ok(FIXTURE("loop_grow.onnx"));
+    ck_assert_tci_ok(pass_optimize(g));
+    const ir_tensor *xf = ir_graph_find_tensor(g, "x_final");
+    ck_assert_int_eq(xf->rank, 1);
+    ck_assert_int_eq(xf->dims[0], -1);
+    int64_t three = 3, one = 1, two = 2;
+    const float x[3] = {1.f, 2.f, 3.f};
+    tci_tensor in[2] = {th_tensor(TCI_DTYPE_INT64, 0, NULL, &one),
+                        th_tensor(TCI_DTYPE_FLOAT, 1, &three, x)};
+    exec_cpu *e = run_graph(g, in, 2);
+    th_assert_dims(exec_cpu_output(e, 0), 1, (const int64_t[]){4});
+    th_assert_dims(exec_cpu_output(e, 1), 2, (const int64_t[]){1, 4});
+    in[0] = th_tensor(TCI_DTYPE_INT64, 0, NULL, &two);
+    ck_assert_tci_error(exec_cpu_run(e, in, 2), TCI_ERR_INVALID_ARGUMENT,
+                        "node 'loop' (Loop): scan output 0 is 5 at iteration 1, 4 at the first");
+    exec_cpu_destroy(e);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_scan_axes_and_directions) {
+    /* s += column t of xs, the columns taken last first (scan_input_axes [1], directions [1]);
+     * each s stacked along the last axis, last iteration first (scan_output_axes [-1],
+     * directions [1]) */
+    ir_graph *g = load_ok(FIXTURE("scan_axes.onnx"));
+    ck_assert_tci_ok(pass_optimize(g));
+    const ir_tensor *y = ir_graph_find_tensor(g, "y");
+    ck_assert_int_eq(y->rank, 2);
+    ck_assert_int_eq(y->dims[0], 2);
+    ck_assert_int_eq(y->dims[1], 3);
+    int64_t two = 2, dims[2] = {2, 3};
+    const float s[2] = {0.f, 0.f}, xs[6] = {1.f, 2.f, 3.f, 10.f, 20.f, 30.f};
+    tci_tensor in[2] = {th_tensor(TCI_DTYPE_FLOAT, 1, &two, s),
+                        th_tensor(TCI_DTYPE_FLOAT, 2, dims, xs)};
+    exec_cpu *e = run_graph(g, in, 2);
+    th_assert_near(exec_cpu_output(e, 0)->data, (const float[]){6.f, 60.f}, 2, 0.f);
+    th_assert_dims(exec_cpu_output(e, 1), 2, dims);
+    th_assert_near(exec_cpu_output(e, 1)->data,
+                   (const float[]){6.f, 5.f, 3.f, 60.f, 50.f, 30.f}, 6, 0.f);
+    exec_cpu_destroy(e);
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_scan_attribute_errors) {
+    ir_graph *g = load_ok(FIXTURE("scan_bad_direction.onnx"));
+    ck_assert_tci_error(pass_optimize(g), TCI_ERR_INVALID_MODEL,
+                        "node 'scan' (Scan): scan_input_directions[0] is 2; a direction is 0 "
+                        "(forward) or 1 (reverse)");
+    ir_graph_destroy(g);
+    g = load_ok(FIXTURE("scan_bad_count.onnx"));
+    ck_assert_tci_error(pass_optimize(g), TCI_ERR_INVALID_MODEL,
+                        "node 'scan' (Scan): num_scan_inputs is 3; it must be in [1, 2] (the "
+                        "inputs)");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("control");
     TCase *tc = tcase_create("if");
@@ -233,5 +337,11 @@ int main(void) {
     tcase_add_test(tc, test_branch_shapes_merge);
     tcase_add_test(tc, test_subgraph_errors);
     suite_add_tcase(s, tc);
+    TCase *loops = tcase_create("loop_scan");
+    tcase_add_test(loops, test_loop_trip_count_and_condition);
+    tcase_add_test(loops, test_loop_refusals);
+    tcase_add_test(loops, test_scan_axes_and_directions);
+    tcase_add_test(loops, test_scan_attribute_errors);
+    suite_add_tcase(s, loops);
     return test_run_suite(s);
 }
