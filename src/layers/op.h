@@ -38,8 +38,8 @@ enum {
     /* The step may add a preceding residual Add's operands itself (LayerNormalization): an Add of
      * two computed tensors of input 0's shape that produces input 0 folds into it (fuse.c). */
     OP_PROLOGUE_RESIDUAL = 1u << 11,
-    /* Control flow (If): the node runs subgraphs (GRAPH attributes) chosen by run-time values;
-     * no GPU path, and the planner says to run it on the CPU reference. */
+    /* Control flow (If, Loop, Scan): the node runs subgraphs (GRAPH attributes) as run-time values
+     * decide; no GPU path, and the planner says to run it on the CPU reference. */
     OP_CONTROL_FLOW = 1u << 12,
 };
 
