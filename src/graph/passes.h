@@ -12,6 +12,13 @@
  * PyTorch's Shape->Gather->Unsqueeze->Concat->Reshape chains once the input shape is known. */
 tci_status pass_infer_and_fold(ir_graph *graph);
 
+/* Replaces each node whose constant inputs choose the subgraph it runs (an If whose condition
+ * is known: op_desc.known_branch) by that subgraph's nodes, named "<node>/<name>", reading the
+ * tensors the subgraph read from the enclosing graph and writing the node's outputs; a node
+ * whose graph output the branch only forwards from a non-constant stays. *changed says whether
+ * any was replaced: the graph then needs sorting and inference again (pass_optimize does both). */
+tci_status pass_inline_known_branches(ir_graph *graph, bool *changed);
+
 /* Removes Identity and inference-mode Dropout nodes by rewiring their consumers. */
 tci_status pass_remove_passthrough(ir_graph *graph);
 
@@ -19,7 +26,7 @@ tci_status pass_remove_passthrough(ir_graph *graph);
 tci_status pass_eliminate_dead_nodes(ir_graph *graph);
 
 /* The whole optimisation: sort, prepare every node (resolve op, parse attributes), then the
- * passes above in order. */
+ * passes above in order (inference and inlining repeated while inlining finds a node). */
 tci_status pass_optimize(ir_graph *graph);
 
 /* For the GPU engine, after pass_optimize: the attention subgraphs (pass_fuse_attention), then
