@@ -1,4 +1,6 @@
-// Fused attention (attention.h): one block per 64 query rows of one (batch, head), four warps of
+// Fused attention (attention.h), the WMMA kernel: the fallback where the FA2 kernel
+// (attention_fa2.cu) does not apply (element loads), and kern_attention's validation and
+// dispatch. One block per 64 query rows of one (batch, head), four warps of
 // 16 rows each. Q stays in shared memory; for each tile of 64 keys the block loads K and V, each
 // warp computes its 16 x 64 scores with WMMA, runs the online softmax on them in fp32 (two lanes
 // per row), writes P in the storage type and accumulates P V with WMMA into its rows of an fp32
@@ -7,6 +9,7 @@
 #include <mma.h>
 
 #include "kernels/attention.h"
+#include "kernels/attention_fa2.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kern_util.cuh"
 
@@ -273,6 +276,12 @@ extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q
     if (rows == 0) return TCI_OK;
     if (!q || !y || (d->kv_len > 0 && (!k || !v)))
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_attention: NULL operand");
+    if (d->impl != KERN_ATTENTION_AUTO && d->impl != KERN_ATTENTION_WMMA &&
+        d->impl != KERN_ATTENTION_FA2)
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_attention: impl %d", (int)d->impl);
+    if (d->impl == KERN_ATTENTION_FA2 ||
+        (d->impl == KERN_ATTENTION_AUTO && kern_attention_fa2_applies(d, q, k, v)))
+        return kern_attention_fa2(d, q, k, v, mask, keep, y, stream);
     Params p;
     p.q = q;
     p.k = k;

@@ -1,7 +1,8 @@
 /* Fused scaled-dot-product attention, flash-attention style: Y = softmax(scale * Q K^T + mask) V
  * in one kernel, the scores never leaving the chip. Q, K, V and Y are fp16 or bf16; Q K^T and
- * P V run on tensor cores (WMMA 16x16x16, fp32 accumulation), the softmax is the online one (a
- * running maximum and sum per query row, fp32), and Y is rounded once at the end.
+ * P V run on tensor cores (fp32 accumulation: mma.sync m16n8k16 in the FA2 kernel,
+ * attention_fa2.h, WMMA 16x16x16 in the fallback, see kern_attention_impl), the softmax is the
+ * online one (a running maximum and sum per query row, fp32), and Y is rounded once at the end.
  *
  * Logical shapes: Q (batch, heads, q_len, head_dim), K and V (batch, heads, kv_len, head_dim),
  * the mask (batch, heads, q_len, kv_len) read through strides (0 where it broadcasts), Y written
@@ -24,6 +25,17 @@
 extern "C" {
 #endif
 
+/* Which kernel runs a kern_attention call. AUTO (0, a zeroed descriptor): the FA2 kernel
+ * (attention_fa2.h: mma.sync, everything in registers, cp.async double buffering) where it
+ * applies (head dims 32 to 128 as below, Q, K and V read 16 bytes at a time), the WMMA kernel
+ * otherwise (element loads). WMMA and FA2 force one (tests and the micro-benchmark time one
+ * against the other); FA2 forced where it does not apply is UNSUPPORTED. */
+typedef enum kern_attention_impl {
+    KERN_ATTENTION_AUTO = 0,
+    KERN_ATTENTION_WMMA = 1,
+    KERN_ATTENTION_FA2 = 2
+} kern_attention_impl;
+
 typedef struct kern_attention_desc {
     int64_t batch, heads, q_len, kv_len, head_dim;
     /* element strides along (batch, head, position, head_dim) */
@@ -42,6 +54,7 @@ typedef struct kern_attention_desc {
      * -1e30) gives, instead of zeros */
     bool keep_row_mean;
     tci_dtype dtype; /* of Q, K, V, mask and Y: FLOAT16 (0 too) or BFLOAT16 */
+    kern_attention_impl impl; /* AUTO (0) unless a caller forces one */
 } kern_attention_desc;
 
 /* Whether kern_attention has a kernel for this head dim (32, 64, 80, 96, 128). */

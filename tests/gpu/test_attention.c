@@ -15,7 +15,12 @@
  * in fp32 (error ~1e-6 relative); the kernel rounds P to the storage type before P V (relative
  * error u = 2^-11 in fp16, 2^-8 in bf16, so at most u * max|v| on Y, as sum(P) = 1) and rounds Y
  * once (u * |Y| <= u). Y is within 2u of the reference; the test allows 4u (fp16 2e-3, bf16
- * 1.6e-2) for the fp32 exponentials and sums, and every output must be finite. */
+ * 1.6e-2) for the fp32 exponentials and sums, and every output must be finite.
+ *
+ * Every case runs on both kernels behind kern_attention (desc.impl): the WMMA one always, the
+ * FA2 one (attention_fa2.h) wherever it applies (the 16-byte-load layouts), each against the
+ * same reference. */
+#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +29,7 @@
 
 #include "gpu_harness.h"
 #include "kernels/attention.h"
+#include "kernels/attention_fa2.h"
 
 #define F16 TCI_DTYPE_FLOAT16
 #define BF16 TCI_DTYPE_BFLOAT16
@@ -213,15 +219,10 @@ static double run_case(const attn_case *c, uint64_t seed) {
     void *dm = gpu_upload(mh, nm * 2), *dy = gpu_upload(NULL, nq * 2);
     void *dkeep = gpu_upload(keep, nkeep);
     const bool has_mask = c->mask == MASK_PADDING || c->mask == MASK_FULL;
-    ck_assert_tci_ok(kern_attention(&desc, (uint16_t *)dq + qo, (uint16_t *)dk + ko,
-                                    (uint16_t *)dv + vo, has_mask ? dm : NULL,
-                                    keeps ? dkeep : NULL, dy, 0));
-    gpu_sync();
-    gpu_download(yh, dy, nq * 2);
-    gpu_decode(c->dtype, yh, y, nq);
 
-    /* the unfused steps in double */
-    double worst = 0.0;
+    /* the unfused steps in double, into want (logical (b, h, s, d)) */
+    double *want_all = malloc(nq * sizeof(double));
+    ck_assert_ptr_nonnull(want_all);
     for (int64_t bi = 0; bi < b; bi++)
         for (int64_t hi = 0; hi < h; hi++)
             for (int64_t i = 0; i < sq; i++) {
@@ -253,25 +254,49 @@ static double run_case(const attn_case *c, uint64_t seed) {
                     double want = 0.0;
                     for (int64_t j = 0; j < sk; j++)
                         want += srow[j] * v[((bi * h + hi) * sk + j) * d + e];
-                    want /= sum;
-                    const float got = y[bi * ys[0] + hi * ys[1] + i * ys[2] + e * ys[3]];
-                    ck_assert_msg(isfinite(got),
-                                  "b%lld h%lld S%lldx%lld D%lld mask %d layout %d %s: y[%lld][%lld] "
-                                  "= %g",
-                                  (long long)b, (long long)h, (long long)sq, (long long)sk,
-                                  (long long)d, (int)c->mask, (int)c->layout,
-                                  gpu_dtype_tag(c->dtype), (long long)i, (long long)e, got);
-                    const double err = fabs(got - want);
-                    if (err > worst) worst = err;
-                    ck_assert_msg(err <= tolerance(c->dtype),
-                                  "S%lldx%lld D%lld mask %d layout %d %s: y[b%lld h%lld i%lld "
-                                  "e%lld] = %.6f, want %.6f (error %.2e > %.2e)",
-                                  (long long)sq, (long long)sk, (long long)d, (int)c->mask,
-                                  (int)c->layout, gpu_dtype_tag(c->dtype), (long long)bi,
-                                  (long long)hi, (long long)i, (long long)e, got, want, err,
-                                  tolerance(c->dtype));
+                    want_all[((bi * h + hi) * sq + i) * d + e] = want / sum;
                 }
             }
+
+    /* each kernel on a poisoned Y (NaN in fp16 and bf16 alike), against the same reference */
+    const void *qp = (uint16_t *)dq + qo, *kp = (uint16_t *)dk + ko, *vp = (uint16_t *)dv + vo;
+    const bool fa2 = kern_attention_fa2_applies(&desc, qp, kp, vp);
+    double worst = 0.0;
+    for (int impl = KERN_ATTENTION_WMMA; impl <= KERN_ATTENTION_FA2; impl++) {
+        if (impl == KERN_ATTENTION_FA2 && !fa2) break;
+        desc.impl = (kern_attention_impl)impl;
+        const char *kname = impl == KERN_ATTENTION_FA2 ? "fa2" : "wmma";
+        for (size_t i = 0; i < nq; i++) yh[i] = 0xffff;
+        ck_assert_int_eq(cudaMemcpy(dy, yh, nq * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        ck_assert_tci_ok(kern_attention(&desc, qp, kp, vp, has_mask ? dm : NULL,
+                                        keeps ? dkeep : NULL, dy, 0));
+        gpu_sync();
+        gpu_download(yh, dy, nq * 2);
+        gpu_decode(c->dtype, yh, y, nq);
+        for (int64_t bi = 0; bi < b; bi++)
+            for (int64_t hi = 0; hi < h; hi++)
+                for (int64_t i = 0; i < sq; i++)
+                    for (int64_t e = 0; e < d; e++) {
+                        const double want = want_all[((bi * h + hi) * sq + i) * d + e];
+                        const float got = y[bi * ys[0] + hi * ys[1] + i * ys[2] + e * ys[3]];
+                        ck_assert_msg(isfinite(got),
+                                      "%s b%lld h%lld S%lldx%lld D%lld mask %d layout %d %s: "
+                                      "y[%lld][%lld] = %g",
+                                      kname, (long long)b, (long long)h, (long long)sq,
+                                      (long long)sk, (long long)d, (int)c->mask, (int)c->layout,
+                                      gpu_dtype_tag(c->dtype), (long long)i, (long long)e, got);
+                        const double err = fabs(got - want);
+                        if (err > worst) worst = err;
+                        ck_assert_msg(err <= tolerance(c->dtype),
+                                      "%s S%lldx%lld D%lld mask %d layout %d %s: y[b%lld h%lld "
+                                      "i%lld e%lld] = %.6f, want %.6f (error %.2e > %.2e)",
+                                      kname, (long long)sq, (long long)sk, (long long)d,
+                                      (int)c->mask, (int)c->layout, gpu_dtype_tag(c->dtype),
+                                      (long long)bi, (long long)hi, (long long)i, (long long)e,
+                                      got, want, err, tolerance(c->dtype));
+                    }
+    }
+    free(want_all);
     gpu_free(dq);
     gpu_free(dk);
     gpu_free(dv);
@@ -372,6 +397,34 @@ START_TEST(test_attention_keep_mask) {
 }
 END_TEST
 
+/* The shapes the FA2 kernel was written for: ViT-B/16's attention (12 heads, 197 tokens, head
+ * dim 64) read from the packed QKV projection as the executor passes it (torchvision's in_proj:
+ * (b, s, 3, h, d) at offsets 0, h*d, 2*h*d, Y into (b, s, h, d)), head dim 128 with each mask
+ * kind and tails on both sides of the 64-key tiles, and causal runs longer than the tiles. */
+START_TEST(test_attention_fa2_shapes) {
+    const attn_case cases[] = {
+        {2, 12, 197, 197, 64, MASK_NONE, LAYOUT_PACKED, F16},
+        {2, 12, 197, 197, 64, MASK_NONE, LAYOUT_PACKED, BF16},
+        {2, 4, 197, 197, 128, MASK_NONE, LAYOUT_PACKED, F16},
+        {2, 4, 200, 131, 128, MASK_PADDING, LAYOUT_DENSE, F16},
+        {1, 3, 129, 257, 128, MASK_FULL, LAYOUT_HEAD_SPLIT, BF16},
+        {2, 2, 300, 300, 128, MASK_CAUSAL, LAYOUT_DENSE, F16},
+        {1, 4, 513, 513, 64, MASK_CAUSAL, LAYOUT_PACKED, F16},
+        {2, 2, 65, 65, 128, MASK_KEEP_MEAN, LAYOUT_PACKED, BF16},
+        {2, 2, 190, 190, 128, MASK_KEEP, LAYOUT_DENSE, F16},
+        {2, 2, 77, 77, 96, MASK_CAUSAL, LAYOUT_PACKED, F16},
+        {2, 2, 77, 140, 80, MASK_FULL, LAYOUT_HEAD_SPLIT, BF16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const double worst = run_case(&cases[i], 900 + i);
+        printf("attention fa2 shape %zu (b%lld h%lld S%lldx%lld D%lld mask %d): max error %.2e\n",
+               i, (long long)cases[i].batch, (long long)cases[i].heads,
+               (long long)cases[i].q_len, (long long)cases[i].kv_len, (long long)cases[i].d,
+               (int)cases[i].mask, worst);
+    }
+}
+END_TEST
+
 /* a query row whose every key is masked out (-inf) gets zeros, never NaN; no key at all, too */
 START_TEST(test_attention_fully_masked) {
     const int64_t sq = 5, sk = 9, d = 32;
@@ -391,21 +444,31 @@ START_TEST(test_attention_fully_masked) {
                                 .scale = 0.5f, .dtype = F16};
     void *dq = gpu_upload(qh, (size_t)(sq * d * 2)), *dkv = gpu_upload(kvh, (size_t)(sk * d * 2));
     void *dm = gpu_upload(mh, sizeof mh), *dy = gpu_upload(NULL, sizeof yh);
-    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, dm, NULL, dy, 0));
-    gpu_sync();
-    gpu_download(yh, dy, sizeof yh);
-    float y[5 * 32];
-    gpu_from_half(yh, y, 5 * 32);
-    for (int64_t i = 0; i < sq * d; i++) {
-        ck_assert_msg(isfinite(y[i]), "y[%lld] = %g", (long long)i, y[i]);
-        if (i / d == 2) ck_assert_msg(y[i] == 0.0f, "masked row: y[%lld] = %g", (long long)i, y[i]);
+    ck_assert(kern_attention_fa2_applies(&desc, dq, dkv, dkv));
+    for (int impl = KERN_ATTENTION_WMMA; impl <= KERN_ATTENTION_FA2; impl++) {
+        desc.impl = (kern_attention_impl)impl;
+        desc.kv_len = sk;
+        ck_assert_int_eq(cudaMemset(dy, 0xff, sizeof yh), cudaSuccess);
+        ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, dm, NULL, dy, 0));
+        gpu_sync();
+        gpu_download(yh, dy, sizeof yh);
+        float y[5 * 32];
+        gpu_from_half(yh, y, 5 * 32);
+        for (int64_t i = 0; i < sq * d; i++) {
+            ck_assert_msg(isfinite(y[i]), "impl %d: y[%lld] = %g", impl, (long long)i, y[i]);
+            if (i / d == 2)
+                ck_assert_msg(y[i] == 0.0f, "impl %d: masked row: y[%lld] = %g", impl,
+                              (long long)i, y[i]);
+        }
+        desc.kv_len = 0;
+        ck_assert_int_eq(cudaMemset(dy, 0xff, sizeof yh), cudaSuccess);
+        ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, NULL, NULL, dy, 0));
+        gpu_sync();
+        gpu_download(yh, dy, sizeof yh);
+        gpu_from_half(yh, y, 5 * 32);
+        for (int64_t i = 0; i < sq * d; i++)
+            ck_assert_msg(y[i] == 0.0f, "impl %d: no keys: y = %g", impl, y[i]);
     }
-    desc.kv_len = 0;
-    ck_assert_tci_ok(kern_attention(&desc, dq, dkv, dkv, NULL, NULL, dy, 0));
-    gpu_sync();
-    gpu_download(yh, dy, sizeof yh);
-    gpu_from_half(yh, y, 5 * 32);
-    for (int64_t i = 0; i < sq * d; i++) ck_assert_msg(y[i] == 0.0f, "no keys: y = %g", y[i]);
     gpu_free(dq);
     gpu_free(dkv);
     gpu_free(dm);
@@ -435,6 +498,23 @@ START_TEST(test_attention_errors) {
                         "NULL");
     ck_assert(kern_attention_head_dim_ok(64) && kern_attention_head_dim_ok(80) &&
               !kern_attention_head_dim_ok(48));
+    /* the FA2 kernel forced where it does not apply (element loads: Q one element off 16 bytes,
+     * a head_dim stride other than 1), and an impl that is none */
+    desc.q_strides[2] = 64, desc.q_strides[3] = 1;
+    desc.k_strides[2] = 64, desc.k_strides[3] = 1;
+    desc.v_strides[2] = 64, desc.v_strides[3] = 1;
+    ck_assert(kern_attention_fa2_applies(&desc, p, p, p));
+    ck_assert(!kern_attention_fa2_applies(&desc, (char *)p + 2, p, p));
+    desc.impl = KERN_ATTENTION_FA2;
+    ck_assert_tci_error(kern_attention(&desc, (char *)p + 2, p, p, NULL, NULL, p, 0),
+                        TCI_ERR_UNSUPPORTED, "FA2 kernel needs");
+    desc.k_strides[3] = 2;
+    ck_assert(!kern_attention_fa2_applies(&desc, p, p, p));
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, NULL, p, 0), TCI_ERR_UNSUPPORTED,
+                        "FA2 kernel needs");
+    desc.impl = (kern_attention_impl)7;
+    ck_assert_tci_error(kern_attention(&desc, p, p, p, NULL, NULL, p, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "impl 7");
 }
 END_TEST
 
@@ -445,6 +525,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_attention_errors);
     tcase_add_test(tc, test_attention_fully_masked);
+    tcase_add_test(tc, test_attention_fa2_shapes);
     tcase_add_test(tc, test_attention_keep_mask);
     tcase_add_test(tc, test_attention_other_shapes);
     tcase_add_test(tc, test_attention_fp16_dense);
