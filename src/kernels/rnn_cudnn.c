@@ -164,7 +164,8 @@ static tci_status upload_lengths(kern_rnn_cudnn_plan *p) {
     if (!host) return status_error(TCI_ERR_OUT_OF_MEMORY, "kern_rnn_cudnn: out of memory");
     for (size_t i = 0; i < n; i++) host[i] = (int32_t)(i / (size_t)p->d.batch) + 1;
     cudaError_t e = cudaMalloc((void **)&p->lens, n * sizeof(int32_t));
-    if (e == cudaSuccess) e = cudaMemcpy(p->lens, host, n * sizeof(int32_t), cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(p->lens, host, n * sizeof(int32_t), cudaMemcpyHostToDevice);
     free(host);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();

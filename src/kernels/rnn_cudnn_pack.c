@@ -45,7 +45,8 @@ static tci_status place(const kern_rnn_param_slot *slot, int64_t rows, int64_t c
     if (slot->rows != rows || slot->cols != cols || slot->offset < 0 || slot->row_stride < 0 ||
         slot->col_stride < 0)
         return status_error(TCI_ERR_UNSUPPORTED,
-                            "cuDNN's %s slot is %lld x %lld at offset %lld, the layer's %lld x %lld",
+                            "cuDNN's %s slot is %lld x %lld at offset %lld, the layer's "
+                            "%lld x %lld",
                             what, (long long)slot->rows, (long long)slot->cols,
                             (long long)slot->offset, (long long)rows, (long long)cols);
     int64_t last = slot->offset + (rows - 1) * slot->row_stride + (cols - 1) * slot->col_stride;

@@ -24,8 +24,10 @@ static void make_layer(int gates, int dirs, onnx_layer *l) {
     const int GH = gates * H;
     for (int d = 0; d < dirs; d++)
         for (int row = 0; row < GH; row++) {
-            for (int col = 0; col < IN; col++) l->w[(d * GH + row) * IN + col] = w_value(d, row, col);
-            for (int col = 0; col < H; col++) l->rt[(d * H + col) * GH + row] = r_value(d, row, col);
+            for (int col = 0; col < IN; col++)
+                l->w[(d * GH + row) * IN + col] = w_value(d, row, col);
+            for (int col = 0; col < H; col++)
+                l->rt[(d * H + col) * GH + row] = r_value(d, row, col);
             l->wb[d * GH + row] = wb_value(d, row);
             l->rb[d * GH + row] = rb_value(d, row);
         }

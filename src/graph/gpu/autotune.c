@@ -83,7 +83,8 @@ tci_status gpu_time_graph(gpu_launch_fn launch, const void *user, cudaStream_t s
         (void)cudaGetLastError();
     }
     if (st == TCI_OK && end != cudaSuccess)
-        st = status_error(TCI_ERR_CUDA, "capturing a layer for timing: %s", cudaGetErrorString(end));
+        st = status_error(TCI_ERR_CUDA, "capturing a layer for timing: %s",
+                          cudaGetErrorString(end));
     if (st == TCI_OK && (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess ||
                          cudaEventCreate(&start) != cudaSuccess ||
                          cudaEventCreate(&stop) != cudaSuccess))
@@ -409,9 +410,9 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
         /* stale for this machine after all: time it again (and overwrite the entry) */
         im->wmma = -1;
     }
-    TRY_STATUS(rnn                          ? gpu_rnn_choose(e, i, cudnn, lt, stream, arena, workspace)
-               : s->kind == PLAN_STEP_GEMM ? time_gemm(e, i, lt, stream, arena, workspace)
-                                           : time_conv(e, i, cudnn, stream, arena, workspace));
+    if (rnn) TRY_STATUS(gpu_rnn_choose(e, i, cudnn, lt, stream, arena, workspace));
+    else if (s->kind == PLAN_STEP_GEMM) TRY_STATUS(time_gemm(e, i, lt, stream, arena, workspace));
+    else TRY_STATUS(time_conv(e, i, cudnn, stream, arena, workspace));
     e->layers_timed++;
     char value[CHOICE_BYTES];
     gpu_choice_value(e, i, value, sizeof value);

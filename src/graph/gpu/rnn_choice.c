@@ -30,7 +30,8 @@ static float *constant_floats(const plan_tensor *t) {
     if (!v) return NULL;
     for (int64_t k = 0; k < n; k++) {
         if (t->dtype == TCI_DTYPE_FLOAT) v[k] = ((const float *)t->host_data)[k];
-        else if (t->dtype == TCI_DTYPE_FLOAT16) v[k] = half_to_float(((const uint16_t *)t->host_data)[k]);
+        else if (t->dtype == TCI_DTYPE_FLOAT16)
+            v[k] = half_to_float(((const uint16_t *)t->host_data)[k]);
         else if (t->dtype == TCI_DTYPE_BFLOAT16)
             v[k] = bfloat16_to_float(((const uint16_t *)t->host_data)[k]);
         else {
@@ -51,7 +52,8 @@ static tci_status create_plan(exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
     const plan_rnn *r = &s->u.rnn;
     const int j = projection_step(p, i);
     if (j < 0 || s->num_inputs < 5 || s->inputs[4] < 0)
-        return status_error(TCI_ERR_UNSUPPORTED, "the layer's input is not projected by a GEMM step");
+        return status_error(TCI_ERR_UNSUPPORTED,
+                            "the layer's input is not projected by a GEMM step");
     const plan_step *g = &p->steps[j];
     const plan_tensor *x = gpu_tensor_of(p, s->inputs[4]), *blob = gpu_tensor_of(p, s->inputs[1]);
     const plan_tensor *xw = gpu_tensor_of(p, s->inputs[0]);
@@ -70,10 +72,12 @@ static tci_status create_plan(exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
     d.linear_before_reset = r->linear_before_reset;
     d.has_seq_lens = s->inputs[2] >= 0;
     d.tf32 = x->dtype == TCI_DTYPE_FLOAT && gpu_allows_tf32(e);
-    if (xw->dtype != x->dtype || (s->num_outputs && gpu_tensor_of(p, s->outputs[0])->dtype != x->dtype))
+    if (xw->dtype != x->dtype ||
+        (s->num_outputs && gpu_tensor_of(p, s->outputs[0])->dtype != x->dtype))
         return status_error(TCI_ERR_UNSUPPORTED, "X, the projection and Y differ in precision");
     const int64_t D = r->directions, H = r->hidden, GH = kern_rnn_cudnn_gates(d.cell) * H;
-    if (blob->dtype != TCI_DTYPE_FLOAT || !blob->host_data || gpu_count_of(blob) != D * H * GH + D * GH + D * 3 * H)
+    if (blob->dtype != TCI_DTYPE_FLOAT || !blob->host_data ||
+        gpu_count_of(blob) != D * H * GH + D * GH + D * 3 * H)
         return status_error(TCI_ERR_INTERNAL, "the recurrent weights are not plan_rnn's");
     float *w = constant_floats(gpu_tensor_of(p, g->inputs[1]));
     float *wb = g->inputs[2] >= 0 ? constant_floats(gpu_tensor_of(p, g->inputs[2])) : NULL;
