@@ -189,11 +189,20 @@ static tci_status setup(kern_rnn_cudnn_plan *p, cudnnHandle_t cudnn,
     KERN_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&p->dropout));
     KERN_CUDNN_CHECK(cudnnSetDropoutDescriptor(p->dropout, cudnn, 0.0f, NULL, 0, 0));
     KERN_CUDNN_CHECK(cudnnCreateRNNDescriptor(&p->rnn));
-    KERN_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
-        p->rnn, CUDNN_RNN_ALGO_STANDARD, mode, CUDNN_RNN_DOUBLE_BIAS,
-        d->directions == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
-        p->type, CUDNN_DATA_FLOAT, math, (int32_t)d->input, (int32_t)d->hidden,
-        (int32_t)d->hidden, 1, p->dropout, CUDNN_RNN_PADDED_IO_ENABLED));
+    /* fp32 compute; fp16 storage falls back to fp16 compute where cuDNN refuses that */
+    bool fp16_math = false;
+    cudnnStatus_t set = CUDNN_STATUS_NOT_SUPPORTED;
+    for (int k = 0; k < (fp16 ? 2 : 1) && set != CUDNN_STATUS_SUCCESS; k++) {
+        fp16_math = k == 1;
+        set = cudnnSetRNNDescriptor_v8(
+            p->rnn, CUDNN_RNN_ALGO_STANDARD, mode, CUDNN_RNN_DOUBLE_BIAS,
+            d->directions == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
+            p->type, fp16_math ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT, math, (int32_t)d->input,
+            (int32_t)d->hidden, (int32_t)d->hidden, 1, p->dropout, CUDNN_RNN_PADDED_IO_ENABLED);
+    }
+    if (set != CUDNN_STATUS_SUCCESS)
+        return status_error(TCI_ERR_CUDA, "cudnnSetRNNDescriptor_v8 failed at %s:%d: %s",
+                            __FILE__, __LINE__, cudnnGetErrorString(set));
     KERN_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(cudnn, p->rnn, &p->weight_bytes));
     if (p->weight_bytes == 0 || p->weight_bytes % p->elem != 0)
         return status_error(TCI_ERR_UNSUPPORTED, "cuDNN's weight space has %zu bytes",
@@ -202,7 +211,8 @@ static tci_status setup(kern_rnn_cudnn_plan *p, cudnnHandle_t cudnn,
     TRY_STATUS(upload_weights(p, cudnn, w));
     TRY_STATUS(upload_lengths(p));
     snprintf(p->name, sizeof p->name, "cuDNN RNN (standard, %s)",
-             fp16 ? "tensor ops" : d->tf32 ? "tf32" : "fp32 FMA");
+             fp16_math ? "tensor ops, fp16 compute" : fp16 ? "tensor ops" : d->tf32 ? "tf32"
+                                                                             : "fp32 FMA");
     return TCI_OK;
 }
 
