@@ -84,7 +84,7 @@ typedef enum plan_scatter_reduce {
     PLAN_SCATTER_MIN,
 } plan_scatter_reduce;
 
-#define PLAN_MAX_STEP_INPUTS 4
+#define PLAN_MAX_STEP_INPUTS 5
 #define PLAN_MAX_PHYS_RANK 6
 /* The largest K a PLAN_STEP_TOPK takes (kern_topk keeps the best K of a run per thread). */
 #define PLAN_TOPK_MAX_K 64
@@ -139,12 +139,15 @@ typedef struct plan_pool {
  * that the units of one sequence are computed by several blocks), c (GRU keeps its update gate
  * there), and GRU's r (.) h_{t-1} when the reset comes first):
  *   INIT   inputs initial_h, initial_c (-1: zeros)                  output state
- *   STEPS  inputs xw, weights, sequence_lens (-1: all full), state  output Y, or none
+ *   STEPS  inputs xw, weights, sequence_lens (-1: all full), state, X
+ *                                                                   output Y, or none
  *   FINAL  inputs state, sequence_lens                              outputs Y_h and/or Y_c
  * xw is the input projection X W^T + Wb (a GEMM step before them): a row per row of X, in X's
  * order, columns direction-major in ONNX's gate order. weights is fp32: per direction R
  * transposed ((hidden) x gates*hidden), then Rb (gates*hidden) per direction, then P (3*hidden)
- * per direction (zeros when absent). */
+ * per direction (zeros when absent). STEPS reads X itself for the candidate that computes the
+ * projection too (cuDNN's RNN; then the executor skips the GEMM step writing xw): X's tensor
+ * lives until STEPS. */
 typedef enum plan_rnn_phase { PLAN_RNN_INIT = 0, PLAN_RNN_STEPS, PLAN_RNN_FINAL } plan_rnn_phase;
 #define PLAN_RNN_STATE_ROWS 4
 typedef enum plan_rnn_cell {

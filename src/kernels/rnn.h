@@ -10,13 +10,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels/rnn_cells.h"
 #include "tcinfer.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-enum { KERN_RNN_TANH = 0, KERN_RNN_GRU = 1, KERN_RNN_LSTM = 2 };
 
 /* Largest hidden size: a block keeps h_{t-1} (or GRU's r (.) h_{t-1}) of one sequence in shared
  * memory. */

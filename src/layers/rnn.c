@@ -503,7 +503,7 @@ static tci_status rnn_gpu_lower(plan_builder *b, const ir_node *node) {
     TRY_STATUS(lower_step(b, PLAN_STEP_RNN, node, lower_intern(b, label), &s));
     rs.phase = PLAN_RNN_STEPS;
     s->u.rnn = rs;
-    lower_step_io(s, 4, (int[]){xw, weights, lens, state}, y ? 1 : 0, &yi);
+    lower_step_io(s, 5, (int[]){xw, weights, lens, state, xi}, y ? 1 : 0, &yi);
     int finals[2], num_finals = 0;
     for (int k = RNN_Y_H; k < node->num_outputs; k++) {
         if (!node->outputs[k] || !lower_is_read(b, node->outputs[k])) continue;

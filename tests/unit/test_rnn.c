@@ -305,6 +305,8 @@ START_TEST(test_rnn_gpu_plan) {
     }
     ck_assert_int_eq(s[2].inputs[0], s[0].outputs[0]); /* the projection feeds the steps */
     ck_assert_int_ge(s[2].inputs[2], 0);                /* sequence_lens */
+    ck_assert_int_eq(s[2].num_inputs, 5);               /* X too, for cuDNN's candidate */
+    ck_assert_int_eq(s[2].inputs[4], s[0].inputs[0]);
     ck_assert_int_eq(s[2].num_outputs, 1);              /* Y */
     ck_assert(!s[3].u.rnn.has_y_h && s[3].u.rnn.has_y_c);
     ck_assert_int_eq(s[3].num_outputs, 1);

@@ -1,5 +1,6 @@
-/* Autotuning: each convolution's and GEMM's kernel chosen by timing the candidates (tcinfer's
- * WMMA / wgmma configs against cuDNN / cuBLASLt) inside CUDA graphs, or taken from the cache. */
+/* Autotuning: each convolution's, GEMM's and recurrence's kernel chosen by timing the candidates
+ * (tcinfer's WMMA / wgmma configs against cuDNN / cuBLASLt; tcinfer's recurrence against cuDNN's
+ * RNN, rnn_choice.c) inside CUDA graphs, or taken from the cache. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,10 +60,11 @@ static tci_status launch_trial(const kernel_trial *t, cudaStream_t stream) {
  * eager run, then ITERS runs captured in a graph, the best of ROUNDS replays. Timing eager
  * calls would count host overhead that graph replay hides (cuDNN's is tens of microseconds a
  * call, more than many batch-1 layers take). */
-static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *out_ms) {
+tci_status gpu_time_graph(gpu_launch_fn launch, const void *user, cudaStream_t stream,
+                          float *out_ms) {
     enum { ROUNDS = 3, ITERS = 5 };
     *out_ms = -1.0f;
-    TRY_STATUS(launch_trial(t, stream));
+    TRY_STATUS(launch(user, stream));
     KERN_CUDA_CHECK(cudaStreamSynchronize(stream));
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
@@ -75,17 +77,18 @@ static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *
     for (int attempt = 0;; attempt++) {
         KERN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
         st = TCI_OK;
-        for (int i = 0; st == TCI_OK && i < ITERS; i++) st = launch_trial(t, stream);
+        for (int i = 0; st == TCI_OK && i < ITERS; i++) st = launch(user, stream);
         end = cudaStreamEndCapture(stream, &graph);
         if (end != cudaErrorStreamCaptureInvalidated || attempt == 3) break;
         (void)cudaGetLastError();
     }
     if (st == TCI_OK && end != cudaSuccess)
-        st = status_error(TCI_ERR_CUDA, "capturing a convolution for timing: %s", cudaGetErrorString(end));
+        st = status_error(TCI_ERR_CUDA, "capturing a layer for timing: %s",
+                          cudaGetErrorString(end));
     if (st == TCI_OK && (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess ||
                          cudaEventCreate(&start) != cudaSuccess ||
                          cudaEventCreate(&stop) != cudaSuccess))
-        st = status_error(TCI_ERR_CUDA, "preparing the timing of a convolution failed");
+        st = status_error(TCI_ERR_CUDA, "preparing the timing of a layer failed");
     for (int r = 0; st == TCI_OK && r <= ROUNDS; r++) { /* round 0 warms the graph up */
         float ms = 0.0f;
         if (cudaEventRecord(start, stream) != cudaSuccess ||
@@ -93,7 +96,7 @@ static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *
             cudaEventRecord(stop, stream) != cudaSuccess ||
             cudaEventSynchronize(stop) != cudaSuccess ||
             cudaEventElapsedTime(&ms, start, stop) != cudaSuccess)
-            st = status_error(TCI_ERR_CUDA, "timing a convolution failed");
+            st = status_error(TCI_ERR_CUDA, "timing a layer failed");
         ms /= ITERS;
         if (st == TCI_OK && r > 0 && (*out_ms < 0.0f || ms < *out_ms)) *out_ms = ms;
     }
@@ -102,6 +105,14 @@ static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
     return st;
+}
+
+static tci_status launch_kernel_trial(const void *user, cudaStream_t stream) {
+    return launch_trial(user, stream);
+}
+
+static tci_status time_trial(const kernel_trial *t, cudaStream_t stream, float *out_ms) {
+    return gpu_time_graph(launch_kernel_trial, t, stream, out_ms);
 }
 
 /* Whether WMMA config cfg runs the trial's step (conv: within the workspace limit too). */
@@ -350,7 +361,9 @@ static tci_status apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit
 /* The kernel choice of a tuned step, as the timing cache stores it. */
 void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size) {
     const step_impl *im = &e->impl[i];
-    if (im->wmma >= 0) {
+    if (gpu_rnn_tuned_step(&e->plan->steps[i])) {
+        snprintf(value, size, "rnn %s", im->rnn ? "cudnn" : "tcinfer");
+    } else if (im->wmma >= 0) {
         snprintf(value, size, "wmma %d", im->wmma);
     } else if (e->plan->steps[i].kind == PLAN_STEP_GEMM) {
         kern_gemm_info info;
@@ -366,9 +379,11 @@ void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size)
     }
 }
 
-/* Conv (not depthwise: our own kernel only) and GEMM steps choose their kernel by timing. */
+/* Conv (not depthwise: our own kernel only), GEMM and recurrence (RNN STEPS) steps choose
+ * their kernel by timing. */
 bool gpu_tuned_step(const plan_step *s) {
-    return s->kind == PLAN_STEP_GEMM || (s->kind == PLAN_STEP_CONV && !s->u.conv.depthwise);
+    return s->kind == PLAN_STEP_GEMM || (s->kind == PLAN_STEP_CONV && !s->u.conv.depthwise) ||
+           gpu_rnn_tuned_step(s);
 }
 
 /* Tunes a conv or GEMM step: from the timing cache when it has the problem, else by timing
@@ -380,8 +395,10 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
     char key[512];
     gpu_problem_key(e, s, key, sizeof key);
     const cache_entry *hit = e->cache ? gpu_cache_find(e->cache, key) : NULL;
+    const bool rnn = gpu_rnn_tuned_step(s);
     if (hit) {
-        tci_status st = apply_cached(e, i, hit, cudnn, lt, stream, arena, workspace);
+        tci_status st = rnn ? gpu_rnn_apply_cached(e, i, hit, cudnn)
+                            : apply_cached(e, i, hit, cudnn, lt, stream, arena, workspace);
         if (st == TCI_OK) {
             /* the same problem as an earlier layer of this build takes its choice: identical
              * layers run identical kernels (and a saved engine reproduces them exactly) */
@@ -393,8 +410,9 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
         /* stale for this machine after all: time it again (and overwrite the entry) */
         im->wmma = -1;
     }
-    TRY_STATUS(s->kind == PLAN_STEP_GEMM ? time_gemm(e, i, lt, stream, arena, workspace)
-                                      : time_conv(e, i, cudnn, stream, arena, workspace));
+    if (rnn) TRY_STATUS(gpu_rnn_choose(e, i, cudnn, lt, stream, arena, workspace));
+    else if (s->kind == PLAN_STEP_GEMM) TRY_STATUS(time_gemm(e, i, lt, stream, arena, workspace));
+    else TRY_STATUS(time_conv(e, i, cudnn, stream, arena, workspace));
     e->layers_timed++;
     char value[CHOICE_BYTES];
     gpu_choice_value(e, i, value, sizeof value);

@@ -90,6 +90,7 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
             kern_conv_destroy(e->impl[i].conv);
             kern_gemm_destroy(e->impl[i].gemm);
             kern_convt_destroy(e->impl[i].convt);
+            kern_rnn_cudnn_destroy(e->impl[i].rnn);
             cudaFree(e->impl[i].weights);
             cudaFree(e->impl[i].bias);
             cudaFree(e->impl[i].bias_f32);
@@ -185,6 +186,9 @@ static bool step_matches(const plan_step *a, const plan_step *b, const step_impl
     case PLAN_STEP_CONV:
     case PLAN_STEP_CONV_TRANSPOSE: return same_conv_but_batch(&a->u.conv, &b->u.conv);
     case PLAN_STEP_GEMM: return same_gemm_but_rows(&a->u.gemm, &b->u.gemm, im);
+    case PLAN_STEP_RNN: /* cuDNN's plan runs fewer steps and sequences, not more */
+        return !im->rnn || (b->u.rnn.seq_length <= a->u.rnn.seq_length &&
+                            b->u.rnn.batch <= a->u.rnn.batch && b->num_inputs == a->num_inputs);
     default: return true;
     }
 }
@@ -220,6 +224,8 @@ static tci_status variant_workspace(exec_gpu_engine *e, cudnnHandle_t cudnn) {
             TRY_STATUS(kern_conv_workspace_at(im->conv, cudnn, (int)s->u.conv.geom.n, &need));
         } else if (s->kind == PLAN_STEP_CONV_TRANSPOSE && im->convt) {
             TRY_STATUS(kern_convt_workspace_at(im->convt, cudnn, (int)s->u.conv.geom.n, &need));
+        } else if (im->rnn) {
+            TRY_STATUS(gpu_rnn_workspace(e, i, cudnn, &need));
         }
         if (need > e->workspace_bytes) e->workspace_bytes = need;
     }

@@ -16,6 +16,7 @@
 #include "kernels/depthwise.h"
 #include "kernels/eltwise.h"
 #include "kernels/gemm_cublas.h"
+#include "kernels/rnn_cudnn.h"
 #include "kernels/wmma_conv.h"
 #include "kernels/wmma_gemm.h"
 
@@ -37,7 +38,11 @@ typedef struct step_impl {
     kern_convt_plan *convt;
     int wmma;                  /* conv / GEMM: the WMMA config that runs it, or -1 for the
                                   library (cuDNN, cuBLASLt) */
-    float library_ms, wmma_ms; /* timed at build (-1: not timed / none applies) */
+    kern_rnn_cudnn_plan *rnn;  /* a recurrence (RNN STEPS step) cuDNN runs, else NULL */
+    int rnn_projection;        /* with rnn: the GEMM step whose projection cuDNN computes */
+    bool skipped;              /* a GEMM step whose work a later step's cuDNN RNN does: not run */
+    float library_ms, wmma_ms; /* timed at build (-1: not timed / none applies); an RNN's:
+                                  cuDNN, and tcinfer's projection GEMM + recurrence */
     const char *kernel;        /* what runs it, for reports */
     char text[160];            /* storage for kernel when it is composed */
 } step_impl;
@@ -204,11 +209,35 @@ tci_status gpu_cache_load(const char *path, const char *choices, timing_cache **
 tci_status gpu_cache_save(const timing_cache *c);
 void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, size_t size);
 
-/* autotune.c: kernel choice of the conv and GEMM steps, and the library plans */
+/* autotune.c: kernel choice of the conv, GEMM and RNN steps, and the library plans */
+/* The time of one run of launch(user, stream) as the engine runs it: inside a CUDA graph, the
+ * best of a few replays. */
+typedef tci_status (*gpu_launch_fn)(const void *user, cudaStream_t stream);
+tci_status gpu_time_graph(gpu_launch_fn launch, const void *user, cudaStream_t stream,
+                          float *out_ms);
 void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size);
 bool gpu_tuned_step(const plan_step *s);
 tci_status gpu_create_library_plans(exec_gpu_engine *e, tci_progress_fn progress,
                                     void *progress_user);
+
+/* rnn_choice.c: a recurrence (its RNN STEPS step, with the GEMM step projecting its input) on
+ * tcinfer's kernels or cuDNN's RNN */
+bool gpu_rnn_tuned_step(const plan_step *s);
+/* Times both (TCI_KERNELS_AUTO) or takes the family the engine was told to (TCI_KERNELS_WMMA:
+ * tcinfer's; TCI_KERNELS_LIBRARY: cuDNN where it computes the layer exactly); cuDNN's
+ * refusals keep tcinfer's, with the reason in the step's kernel text. */
+tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublasLtHandle_t lt,
+                          cudaStream_t stream, void *arena, void *workspace);
+/* A cached choice ("rnn cudnn" or "rnn tcinfer") made real; TCI_ERR_UNSUPPORTED when cuDNN
+ * refuses the layer now. */
+tci_status gpu_rnn_apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit,
+                                cudnnHandle_t cudnn);
+/* The step's cuDNN plan run on the context's buffers (c->cudnn, c->workspace). */
+tci_status gpu_run_rnn_cudnn(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
+                             int i, const kern_rnn_cudnn_plan *rnn, cudaStream_t stream);
+/* The workspace the step's cuDNN plan needs at its plan's (a variant's) sizes; 0 without one. */
+tci_status gpu_rnn_workspace(const exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
+                             size_t *out_bytes);
 
 /* engine.c: shape variants (dims as exec_gpu_replan_fn takes them). cudnn (the calling
  * context's handle) sizes the variant's workspace_bytes: cuDNN's algorithms may need more

@@ -113,8 +113,9 @@ void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *
 
 /* One of a recurrent layer's three steps (plan_rnn in graph/lower.h). */
 static tci_status run_rnn(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
-                          const plan_step *s, void *const *in, cudaStream_t stream) {
+                          int index, void *const *in, cudaStream_t stream) {
     const plan *p = e->plan;
+    const plan_step *s = &p->steps[index];
     const plan_rnn *r = &s->u.rnn;
     kern_rnn_desc d;
     memset(&d, 0, sizeof d);
@@ -135,6 +136,8 @@ static tci_status run_rnn(const exec_gpu_engine *e, const exec_gpu_context *c, v
         return kern_rnn_init(&d, in[0], in[1], gpu_tensor_ptr(e, c, arena, s->outputs[0]), stream);
     }
     case PLAN_RNN_STEPS:
+        if (e->impl[index].rnn) /* cuDNN's RNN, chosen at build (rnn_choice.c) */
+            return gpu_run_rnn_cudnn(e, c, arena, index, e->impl[index].rnn, stream);
         d.dtype = gpu_tensor_of(p, s->inputs[0])->dtype;
         return kern_rnn_steps(&d, in[0], in[1], in[2], in[3],
                               s->num_outputs ? gpu_tensor_ptr(e, c, arena, s->outputs[0]) : NULL,
@@ -158,7 +161,8 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
     bool empty = s->num_outputs > 0;
     for (int k = 0; k < s->num_outputs && empty; k++)
         empty = s->outputs[k] < 0 || gpu_count_of(gpu_tensor_of(p, s->outputs[k])) == 0;
-    if (empty) return TCI_OK;
+    /* a projection cuDNN's RNN computes itself (rnn_choice.c) */
+    if (empty || e->impl[index].skipped) return TCI_OK;
     void *in[PLAN_MAX_STEP_INPUTS] = {0};
     for (int k = 0; k < s->num_inputs; k++)
         if (s->inputs[k] >= 0) in[k] = gpu_tensor_ptr(e, c, arena, s->inputs[k]);
@@ -349,7 +353,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                             fill_bits(y->dtype, s->u.one_hot.off),
                             fill_bits(y->dtype, s->u.one_hot.on), (int)tci_dtype_size(y->dtype),
                             stream);
-    case PLAN_STEP_RNN: return run_rnn(e, c, arena, s, in, stream);
+    case PLAN_STEP_RNN: return run_rnn(e, c, arena, index, in, stream);
     case PLAN_STEP_ATTENTION: {
         const plan_attention *a = &s->u.attention;
         kern_attention_desc d;

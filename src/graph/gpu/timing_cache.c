@@ -168,6 +168,22 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
             snprintf(buf + n, size - (size_t)n, " c%g", g->beta);
         return;
     }
+    if (gpu_rnn_tuned_step(s)) {
+        const plan_rnn *r = &s->u.rnn;
+        /* the projection's size (k) and everything that decides whether cuDNN applies */
+        const plan_step *p = NULL;
+        for (int j = 0; j < e->plan->num_steps && !p; j++)
+            if (e->plan->steps[j].kind == PLAN_STEP_GEMM && e->plan->steps[j].num_outputs == 1 &&
+                e->plan->steps[j].outputs[0] == s->inputs[0])
+                p = &e->plan->steps[j];
+        snprintf(buf, size,
+                 "rnn %s k%d cell%d t%" PRId64 " b%" PRId64 " i%" PRId64 " h%" PRId64 " d%" PRId64
+                 " rev%d bm%d lbr%d lens%d y%d",
+                 precision, (int)e->kernels, (int)r->cell, r->seq_length, r->batch,
+                 p ? p->u.gemm.k : (int64_t)-1, r->hidden, r->directions, r->reverse,
+                 r->batch_major, r->linear_before_reset, s->inputs[2] >= 0, s->num_outputs);
+        return;
+    }
     const plan_conv *c = &s->u.conv;
     const conv_geom *g = &c->geom;
     act_params a = gpu_conv_activation(c);
