@@ -334,6 +334,12 @@ tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t
  * reshapes). */
 tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
                        int *out_index);
+/* Node output t, in the layout recorded for it, shares the memory of plan tensor src, a computed
+ * tensor in the other layout holding the same bytes: a channels-last dense (N, H, W, C) tensor
+ * and the NHWC8 (N, C, H, W) one where C is a multiple of 8 (no padding), either way round (the
+ * Transposes between NCHW and NHWC). An internal error where the bytes differ. */
+tci_status lower_alias_across_layouts(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                      int src, int *out_index);
 /* Node output t is plan tensor src as it is (same layout, the one recorded for t, and dims):
  * Identity. */
 tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src);

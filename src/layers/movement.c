@@ -677,6 +677,23 @@ static void input_views(const ir_node *node, tci_tensor *views, const tci_tensor
     }
 }
 
+static const int to_channels_last[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+
+/* Whether node's Transpose of the 4-D x is the permutation perm. */
+static bool transpose_is(const transpose_params *p, const ir_tensor *x, const int *perm) {
+    if (x->rank != 4 || (p->perm && p->count != 4)) return false;
+    for (int d = 0; d < 4; d++)
+        if (transpose_axis(p, 4, d) != perm[d]) return false;
+    return true;
+}
+
+/* A channels-last float tensor to NCHW, its channels whole groups of 8: NHWC8's bytes */
+static bool transpose_views_as_nhwc(const ir_node *node) {
+    const ir_tensor *x = node->inputs[0];
+    return x->dtype == TCI_DTYPE_FLOAT && transpose_is(node->params, x, to_nchw) &&
+           x->dims[3] > 0 && x->dims[3] % 8 == 0;
+}
+
 static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     const transpose_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
@@ -685,6 +702,17 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d transposes have no GPU path",
                              x->rank);
     int xi, yt;
+    /* between NCHW and channels-last with whole groups of 8 channels, NHWC8 is the dense
+     * channels-last tensor: the output shares the input's memory */
+    if (y->layout == PLAN_LAYOUT_NHWC8) { /* transpose_views_as_nhwc */
+        TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+        return lower_alias_across_layouts(b, node, y, xi, &yt);
+    }
+    if (x->layout == PLAN_LAYOUT_NHWC8 && !x->data && transpose_is(p, x, to_channels_last) &&
+        x->dims[1] % 8 == 0) {
+        TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+        return lower_alias_across_layouts(b, node, y, xi, &yt);
+    }
     TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     /* a permutation that keeps the dims longer than 1 in their order (a batch of 1 moved past
      * the sequence, [1, S, E] -> [S, 1, E]) leaves the dense bytes as they are: an alias */
@@ -919,9 +947,16 @@ static void slice_pattern(const ir_node *node, op_pattern *out) {
 SHAPE_OP_PATTERN(split_op, "Split", split_parse, split_infer, split_forward,
                  OP_MOVES_DATA, split_gpu_lower, split_pattern, 2, 11, 13, 18);
 
-OP_DESC_PATTERN(transpose_op, "Transpose", OP_VERSIONS(1, 13, 21, 23, 24, 25), transpose_parse,
-                transpose_infer, transpose_forward, OP_MOVES_DATA, transpose_gpu_lower,
-                transpose_pattern);
+static const op_desc transpose_op = {.op_type = "Transpose",
+                                     .versions = OP_VERSIONS(1, 13, 21, 23, 24, 25),
+                                     .parse = transpose_parse,
+                                     .infer = transpose_infer,
+                                     .cpu_forward = transpose_forward,
+                                     .flags = OP_MOVES_DATA,
+                                     .gpu_lower = transpose_gpu_lower,
+                                     .binary = BINARY_NONE,
+                                     .pattern = transpose_pattern,
+                                     .views_as_nhwc = transpose_views_as_nhwc};
 
 SHAPE_OP_PATTERN(slice_op, "Slice", slice_parse, slice_infer, slice_forward,
                  OP_MOVES_DATA, slice_gpu_lower, slice_pattern, 1, 10, 11, 13);

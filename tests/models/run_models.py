@@ -38,6 +38,7 @@ MODELS = [
     "resnext_block",
     "grouped_norms",
     "audio_frontend",
+    "convnext_blocks",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them

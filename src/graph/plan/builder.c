@@ -325,6 +325,28 @@ tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t,
     return TCI_OK;
 }
 
+tci_status lower_alias_across_layouts(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                      int src, int *out_index) {
+    TRY_STATUS(lower_require_known(node, t));
+    const plan_tensor copy = b->p->tensors[src];
+    /* NHWC8 (N, C, H, W) with C a multiple of 8 (no padding) holds dense (N, H, W, C)'s bytes */
+    bool to_nhwc = t->layout == PLAN_LAYOUT_NHWC8;
+    const int64_t *nchw = to_nhwc ? t->dims : copy.dims, *nhwc = to_nhwc ? copy.dims : t->dims;
+    bool ok = copy.memory != PLAN_MEM_CONSTANT && copy.layout != t->layout && t->rank == 4 &&
+              copy.rank == 4 && nchw[1] % 8 == 0 && nhwc[0] == nchw[0] && nhwc[1] == nchw[2] &&
+              nhwc[2] == nchw[3] && nhwc[3] == nchw[1];
+    if (!ok)
+        return ir_node_error(node, TCI_ERR_INTERNAL,
+                             "'%s' cannot share the memory of '%s' in the other layout", t->name,
+                             copy.name);
+    int idx;
+    TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, t->layout, t->rank, t->dims, &idx));
+    b->p->tensors[idx].alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
+    b->primary[t->index] = idx;
+    *out_index = idx;
+    return TCI_OK;
+}
+
 /* Identity: the output is src in its layout and dims (an alias, or the constant itself). */
 tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src) {
     const plan_tensor copy = b->p->tensors[src];
