@@ -405,6 +405,13 @@ void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_
  * y[i] = x[in_offset + sum_d i_d * strides[d]] over y's dims (a transpose, a slice...). */
 tci_status lower_copy_step(plan_builder *b, const ir_node *node, int xi, int yt,
                            const int64_t *strides, int64_t in_offset);
+/* A strided selection of plan tensor xi into yt, both dense or both NHWC8 (4-D): along each
+ * logical dim d of x, yt's element i is x's element start[d] + step[d] * i. One copy step; in
+ * NHWC8 a zero fill before it where yt's padding channels would stay unwritten. */
+tci_status lower_select_step(plan_builder *b, const ir_node *node, int xi, int yt,
+                             const int64_t *start, const int64_t *step);
+/* A step setting every element of plan tensor yt (padding included) to value. */
+tci_status lower_fill_step(plan_builder *b, const ir_node *node, int yt, double value);
 /* One element-wise step y = act(op(inputs...)) over IR inputs, in the layout recorded for `out`
  * (the inputs are read in it); out_override >= 0 writes into that plan tensor instead of
  * creating one for `out`. */

@@ -135,11 +135,70 @@ START_TEST(test_padded_channels_copy) {
 }
 END_TEST
 
+/* x[2, 3, 6, 6] -> Conv (24 channels) -> Split(16, 8) along the channels; the 8 -> Slice of
+ * channels 1..5 and of every other row from 1: in NHWC8 throughout, each a copy in the physical
+ * (N, H, W, padded C) order, a zero fill before the one whose 5 channels leave padding. */
+START_TEST(test_channel_selections_stay_nhwc8) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {2, 3, 6, 6}, wd[4] = {24, 3, 1, 1}, two = 2;
+    float w[72];
+    for (int i = 0; i < 72; i++) w[i] = 0.1f * (float)(i % 9);
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
+    const int64_t size_v[2] = {16, 8}, start_v[2] = {1, 1}, end_v[2] = {6, 6}, axes_v[2] = {1, 2},
+                  step_v[2] = {1, 2};
+    ir_tensor *sizes = th_named(g, "sizes", TCI_DTYPE_INT64, 1, &two, size_v);
+    ir_tensor *starts = th_named(g, "starts", TCI_DTYPE_INT64, 1, &two, start_v);
+    ir_tensor *ends = th_named(g, "ends", TCI_DTYPE_INT64, 1, &two, end_v);
+    ir_tensor *axes = th_named(g, "axes", TCI_DTYPE_INT64, 1, &two, axes_v);
+    ir_tensor *steps = th_named(g, "steps", TCI_DTYPE_INT64, 1, &two, step_v);
+    ir_tensor *c = act(g, "c"), *a = act(g, "a"), *bt = act(g, "b"), *y = act(g, "y");
+    ir_tensor *outs[2] = {a, y};
+    th_graph_io(g, &x, 1, outs, 2);
+    th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
+    ir_node *split = th_node_io(g, "split", "Split", 13, (ir_tensor *[]){c, sizes}, 2,
+                                (ir_tensor *[]){a, bt}, 2);
+    th_attr_int(g, split, "axis", 1);
+    th_node_io(g, "slice", "Slice", 13, (ir_tensor *[]){bt, starts, ends, axes, steps}, 5, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_layout_conversions, 0);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_FILL), 1);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_COPY), 3);
+    const plan_step *copies[3];
+    for (int i = 0, n = 0; i < p->num_steps; i++)
+        if (p->steps[i].kind == PLAN_STEP_COPY) copies[n++] = &p->steps[i];
+    /* Split's second output: channels 16..23 of 24, whole groups of 8, no fill */
+    const plan_strided *v = &copies[1]->u.copy.view;
+    ck_assert_int_eq(p->tensors[copies[1]->outputs[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(v->rank, 4);
+    ck_assert_int_eq(v->dims[3], 8);
+    ck_assert_int_eq(v->in_offset[0], 16);
+    ck_assert_int_eq(v->strides[0][2], 24); /* next pixel: 24 padded channels on */
+    ck_assert_int_eq(v->out_strides[2], 8);
+    /* the Slice: 5 channels from 1, rows 1, 3, 5: the fill comes just before it */
+    v = &copies[2]->u.copy.view;
+    ck_assert_int_eq(copies[2][-1].kind, PLAN_STEP_FILL);
+    ck_assert_int_eq(v->dims[1], 3);
+    ck_assert_int_eq(v->dims[3], 5);
+    ck_assert_int_eq(v->strides[0][1], 2 * 6 * 8);
+    ck_assert_int_eq(v->in_offset[0], 1 + 1 * 6 * 8);
+    ck_assert_int_eq(v->out_strides[1], 6 * 8);
+    ck_assert_int_eq(p->tensors[copies[2]->outputs[0]].padded_channels, 8);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("channels_last");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_whole_groups_share_memory);
     tcase_add_test(tc, test_padded_channels_copy);
+    tcase_add_test(tc, test_channel_selections_stay_nhwc8);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
