@@ -59,7 +59,8 @@ MODELS = {
     "rec": ("rapidocr-onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
             10857958, "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b"),
     # the 16 kHz export without If (silero_vad.onnx branches on the sample rate with If, which
-    # tcinfer does not run): input [1, 64 + 512], state [2, 1, 128]
+    # runs on the CPU reference only: tests/models/silero_vad_if.py checks it there): input
+    # [1, 64 + 512], state [2, 1, 128]
     "vad": ("silero-vad", "silero_vad/data/silero_vad_openvino_16k.onnx",
             1288203, "7776b81ad1b0350c15d7f1555943b9232eb53e9ca5d989c6d0cea9ebc8664d87"),
 }

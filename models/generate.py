@@ -914,6 +914,84 @@ def audio_frontend():
                    "transposed) and RoBERTa-style int32 position ids, opset 17.")
 
 
+# LLaMA-style decoder layers with ONNX's own ops (opset 23): RMSNormalization, RotaryEmbedding
+# and Attention, as newer exporters write them.
+LLAMA_E, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_FF, LLAMA_POSITIONS = 64, 4, 2, 128, 64
+LLAMA_D = LLAMA_E // LLAMA_HEADS
+
+
+def rope_caches(b):
+    """cos and sin of position p times LLaMA's frequencies 10000^(-2i/d), (positions, d/2)."""
+    freqs = 10000.0 ** (-np.arange(0, LLAMA_D, 2, dtype=np.float64) / LLAMA_D)
+    angles = np.arange(LLAMA_POSITIONS, dtype=np.float64)[:, None] * freqs[None, :]
+    return (b.const(np.cos(angles).astype(np.float32), "rope_cos"),
+            b.const(np.sin(angles).astype(np.float32), "rope_sin"))
+
+
+def rms_norm(b, x):
+    scale = b.const((1.0 + 0.1 * b.rng.standard_normal(LLAMA_E)).astype(np.float32), "rms_w")
+    return b.node("RMSNormalization", [x, scale], axis=-1, epsilon=1e-6)
+
+
+def llama_layer(b, x, caches, positions, keep, four_d):
+    """Pre-norm attention (grouped-query, causal, the padding as a bool mask) and a SwiGLU MLP.
+    Three-D: Q, K and V stay (N, S, heads * D); four-D: split into heads first."""
+    cos, sin = caches
+    n = rms_norm(b, x)
+    proj = {}
+    for name, heads in (("q", LLAMA_HEADS), ("k", LLAMA_KV_HEADS), ("v", LLAMA_KV_HEADS)):
+        w = b.weight((LLAMA_E, heads * LLAMA_D), LLAMA_E, 1.0, f"{name}_w")
+        t = b.node("MatMul", [n, w])
+        if four_d:
+            t = split_heads(b, t, heads, LLAMA_D, [0, 2, 1, 3])
+        proj[name] = t
+    rope = {} if four_d else {"num_heads": LLAMA_HEADS}
+    q = b.node("RotaryEmbedding", [proj["q"], cos, sin, positions], **rope)
+    if not four_d:
+        rope["num_heads"] = LLAMA_KV_HEADS
+    k = b.node("RotaryEmbedding", [proj["k"], cos, sin, positions], **rope)
+    heads = {} if four_d else {"q_num_heads": LLAMA_HEADS, "kv_num_heads": LLAMA_KV_HEADS}
+    ctx = b.node("Attention", [q, k, proj["v"], keep], is_causal=1, **heads)
+    if four_d:
+        ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
+                                 b.ints([0, 0, -1])])
+    wo = b.weight((LLAMA_E, LLAMA_E), LLAMA_E, 1.0, "o_w")
+    h = b.node("Add", [x, b.node("MatMul", [ctx, wo])])
+    n = rms_norm(b, h)
+    gate = b.node("MatMul", [n, b.weight((LLAMA_E, LLAMA_FF), LLAMA_E, 1.0, "gate_w")])
+    up = b.node("MatMul", [n, b.weight((LLAMA_E, LLAMA_FF), LLAMA_E, 1.0, "up_w")])
+    act = b.node("Mul", [b.node("Mul", [gate, b.node("Sigmoid", [gate])]), up])
+    down = b.weight((LLAMA_FF, LLAMA_E), LLAMA_FF, 1.0, "down_w")
+    return b.node("Add", [h, b.node("MatMul", [act, down])])
+
+
+def llama_block():
+    b = Builder(29)
+    n, s = dims_of(b, "input", [0, 1])
+    # position ids 0..S-1 for every sequence; the padding mask (N, S) as a bool (N, 1, S, S)
+    seq = b.node("Squeeze", [s, b.ints([0], "axes")])
+    pos = b.node("Range", [b.const(np.array(0, np.int64), "zero"), seq,
+                           b.const(np.array(1, np.int64), "one")])
+    positions = b.node("Expand", [b.node("Unsqueeze", [pos, b.ints([0], "axes")]),
+                                  b.node("Concat", [n, s], axis=0)])
+    # (onnxruntime wants the mask's query dim spelled out: Expanded to (N, 1, S, S))
+    keep = b.node("Unsqueeze", [b.node("Cast", ["mask"], to=TensorProto.BOOL),
+                                b.ints([1, 2], "axes")])
+    keep = b.node("Expand", [keep, b.node("Concat", [n, b.ints([1]), s, s], axis=0)])
+    caches = rope_caches(b)
+    h = llama_layer(b, "input", caches, positions, keep, four_d=False)
+    h = llama_layer(b, h, caches, positions, keep, four_d=True)
+    b.node("Identity", [rms_norm(b, h)], name="hidden")
+    return b.model("llama_block",
+                   [tensor("input", ["N", "S", LLAMA_E]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", LLAMA_E])], 23,
+                   "Two LLaMA-style decoder layers with ONNX's own RMSNormalization, "
+                   "RotaryEmbedding and Attention (grouped-query, causal, a bool padding mask; "
+                   "3-D Q/K/V in the first layer, 4-D in the second), opset 23, symbolic batch "
+                   "and sequence.")
+
+
 MODELS = {
     "small_cnn": small_cnn,
     "resnet_mini": resnet_mini,
@@ -934,6 +1012,7 @@ MODELS = {
     "audio_frontend": audio_frontend,
     "convnext_blocks": convnext_blocks,
     "split_blocks": split_blocks,
+    "llama_block": llama_block,
 }
 
 

@@ -36,6 +36,9 @@ for t in "$build"/tests/gpu/gpu_test_*; do
 done
 run models python3 tests/models/run_models.py --backend gpu --tolerance 5e-3 \
     --tcinfer "$build/tcinfer" --models-dir "$work/models"
+# a QDQ int8 model: the activation pairs emulated in fp16 (pass_emulate_qdq)
+run "models quantized" python3 tests/models/test_quantized.py --backend gpu \
+    --tcinfer "$build/tcinfer"
 # each kernel family alone, at the same fp16 bound
 for family in wmma cudnn; do
     run "models kernels $family" python3 tests/models/run_models.py --backend gpu \

@@ -79,14 +79,49 @@ static tci_status index_insert(ir_graph *g, ir_tensor *t) {
     return TCI_OK;
 }
 
-void ir_graph_destroy(ir_graph *graph) {
-    if (!graph) return;
+static void free_arrays(ir_graph *graph) {
     /* node/tensor pointer arrays grow with realloc; everything they point at is in the arena */
     free(graph->by_name);
     free(graph->nodes);
     free(graph->tensors);
+}
+
+void ir_graph_destroy(ir_graph *graph) {
+    if (!graph) return;
+    if (graph->parent) return; /* a subgraph belongs to its root */
+    for (size_t i = 0; i < graph->num_subgraphs; i++) {
+        free_arrays(graph->subgraphs[i]);
+        free(graph->subgraphs[i]);
+    }
+    free(graph->subgraphs);
+    free_arrays(graph);
     arena_destroy(graph->arena);
     free(graph);
+}
+
+const ir_graph *ir_graph_root(const ir_graph *graph) {
+    while (graph->parent) graph = graph->parent;
+    return graph;
+}
+
+tci_status ir_graph_add_subgraph(ir_graph *parent, ir_graph **out_graph) {
+    *out_graph = NULL;
+    ir_graph *root = parent;
+    while (root->parent) root = (ir_graph *)root->parent;
+    ir_graph **list = realloc(root->subgraphs, (root->num_subgraphs + 1) * sizeof *list);
+    if (!list) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding a subgraph");
+    root->subgraphs = list;
+    ir_graph *g = calloc(1, sizeof *g);
+    if (!g) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding a subgraph");
+    g->arena = root->arena;
+    g->parent = parent;
+    g->limits = root->limits;
+    g->opsets = root->opsets;
+    g->num_opsets = root->num_opsets;
+    g->ir_version = root->ir_version;
+    root->subgraphs[root->num_subgraphs++] = g;
+    *out_graph = g;
+    return TCI_OK;
 }
 
 tci_status ir_graph_clone(const ir_graph *src, ir_graph **out_graph) {
@@ -256,10 +291,10 @@ tci_status ir_graph_sort(ir_graph *graph) {
                 return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                      "output '%s' is also produced by node '%s'", t->name,
                                      t->producer->name);
-            if (t->data || t->is_graph_input)
+            if (t->data || t->is_graph_input || t->is_outer)
                 return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                                     "output '%s' is also a graph input or initializer",
-                                     t->name);
+                                     "output '%s' is also a graph input or initializer%s",
+                                     t->name, t->is_outer ? " of an enclosing graph" : "");
             t->producer = node;
         }
     }
@@ -268,7 +303,7 @@ tci_status ir_graph_sort(ir_graph *graph) {
         ir_node *node = graph->nodes[i];
         for (int k = 0; k < node->num_inputs; k++) {
             ir_tensor *t = node->inputs[k];
-            if (t && !t->producer && !t->data && !t->is_graph_input)
+            if (t && !t->producer && !t->data && !t->is_graph_input && !t->is_outer)
                 return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                      "input '%s' is not produced by any node, initializer or "
                                      "graph input",

@@ -34,6 +34,8 @@ typedef struct ir_tensor {
     struct ir_node *producer;                /* NULL for graph inputs and constants */
     bool is_graph_input;
     bool is_graph_output;
+    /* In a subgraph: a value of an enclosing graph the subgraph reads by name (ir_graph.outer) */
+    bool is_outer;
     size_t index;                            /* position in graph->tensors */
     plan_layout layout;                      /* on the GPU (pass_assign_layouts); constants are
                                                 uploaded in whatever layout a reader wants */
@@ -69,6 +71,7 @@ typedef struct ir_attr {
     const char **strings;    /* IR_ATTR_STRINGS */
     size_t count;            /* element count of ints/floats/strings */
     ir_tensor *tensor;       /* IR_ATTR_TENSOR: a constant tensor (data set) */
+    struct ir_graph *graph;  /* IR_ATTR_GRAPH: the subgraph (ir_graph.parent is the node's) */
 } ir_attr;
 
 /* A scaled-dot-product attention, softmax(scale * Q K^T + mask) V, that one GPU step computes:
@@ -131,8 +134,12 @@ typedef struct ir_node {
     int opset;               /* opset the model imports for the node's domain */
     int since_version;       /* the version of the op's definition that opset selects */
     const struct op_desc *desc;
-    ir_tensor **inputs;      /* NULL entries for omitted optional inputs */
+    /* NULL entries for omitted optional inputs. The last num_implicit_inputs of them are the
+     * enclosing graph's tensors that the node's subgraphs read (ir_graph.outer_slot), so that
+     * sorting, dead-node removal and the executors see those reads as uses. */
+    ir_tensor **inputs;
     int num_inputs;
+    int num_implicit_inputs;
     ir_tensor **outputs;     /* NULL entries for omitted optional outputs */
     int num_outputs;
     ir_attr *attrs;
@@ -191,10 +198,26 @@ typedef struct ir_graph {
     uint64_t constant_bytes; /* data of constants so far, against limits.max_constant_bytes */
     ir_tensor **by_name;     /* open-addressing hash index of the named tensors (malloc'd) */
     size_t by_name_cap;      /* a power of two, 0 while empty */
+    /* A subgraph (a GRAPH attribute of a node of parent; ir_graph_add_subgraph) shares its root's
+     * arena, limits and opsets. outer[i] (is_outer) stands for the value of the owning node's
+     * input outer_slot[i]: a tensor of parent the subgraph reads by name. */
+    const struct ir_graph *parent;
+    ir_tensor **outer;
+    int *outer_slot;
+    size_t num_outer;
+    bool prepared;           /* sorted and its nodes prepared (op_prepare_subgraph) */
+    /* The root's: every subgraph of the model, at any depth (malloc'd; destroyed with it) */
+    struct ir_graph **subgraphs;
+    size_t num_subgraphs;
 } ir_graph;
 
 tci_status ir_graph_create(ir_graph **out_graph);
 void ir_graph_destroy(ir_graph *graph);
+/* A new empty subgraph of parent, in the root's arena and with its limits and opsets, owned by
+ * the root (destroyed with it). */
+tci_status ir_graph_add_subgraph(ir_graph *parent, ir_graph **out_graph);
+/* The outermost graph parent links lead to. */
+const ir_graph *ir_graph_root(const ir_graph *graph);
 
 /* A structural copy: its own tensors, nodes and arrays, so that passes may run on it
  * independently (the GPU engine re-plans a pristine copy for another batch size). Names,
@@ -213,8 +236,8 @@ tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_t
                              const char *domain, int num_inputs, int num_outputs,
                              ir_node **out_node);
 
-/* Orders nodes topologically; a cycle, or an input produced by no node, no initializer and no
- * graph input, is an error naming the node. Also sets each tensor's producer. */
+/* Orders nodes topologically; a cycle, or an input produced by no node, no initializer, no
+ * graph input and no outer value, is an error naming the node. Also sets each tensor's producer. */
 tci_status ir_graph_sort(ir_graph *graph);
 
 /* Counts bytes of new constant data against limits.max_constant_bytes and refuses a tensor of

@@ -12,6 +12,13 @@
  * PyTorch's Shape->Gather->Unsqueeze->Concat->Reshape chains once the input shape is known. */
 tci_status pass_infer_and_fold(ir_graph *graph);
 
+/* Replaces each node whose constant inputs choose the subgraph it runs (an If whose condition
+ * is known: op_desc.known_branch) by that subgraph's nodes, named "<node>/<name>", reading the
+ * tensors the subgraph read from the enclosing graph and writing the node's outputs; a node
+ * whose graph output the branch only forwards from a non-constant stays. *changed says whether
+ * any was replaced: the graph then needs sorting and inference again (pass_optimize does both). */
+tci_status pass_inline_known_branches(ir_graph *graph, bool *changed);
+
 /* Removes Identity and inference-mode Dropout nodes by rewiring their consumers. */
 tci_status pass_remove_passthrough(ir_graph *graph);
 
@@ -19,7 +26,7 @@ tci_status pass_remove_passthrough(ir_graph *graph);
 tci_status pass_eliminate_dead_nodes(ir_graph *graph);
 
 /* The whole optimisation: sort, prepare every node (resolve op, parse attributes), then the
- * passes above in order. */
+ * passes above in order (inference and inlining repeated while inlining finds a node). */
 tci_status pass_optimize(ir_graph *graph);
 
 /* For the GPU engine, after pass_optimize: the attention subgraphs (pass_fuse_attention), then
@@ -60,7 +67,16 @@ void pass_mark_variant_dims(ir_graph *graph, const ir_graph *ref);
  * graph this pass has not run on. Running it again gives the same layouts. */
 tci_status pass_assign_layouts(ir_graph *graph);
 
-/* What the GPU planner needs after pass_optimize: pass_fuse_for_gpu, then pass_assign_layouts. */
+/* For the GPU engine, after pass_optimize and before pass_fuse_for_gpu (qdq.c): each
+ * DequantizeLinear of a QuantizeLinear's output on a computed float tensor, both with the same
+ * constant float scale and zero point per tensor, becomes Mul(Clip(Round(Div(x, s)), lo - z,
+ * hi - z), s): the same values on the CPU reference, float ops the GPU runs, Round fused into
+ * the Div's step so that x / s is rounded in fp32. Other Q/DQ nodes stay (the planner refuses
+ * them by name). */
+tci_status pass_emulate_qdq(ir_graph *graph);
+
+/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fuse_for_gpu, then
+ * pass_assign_layouts. */
 tci_status pass_prepare_for_gpu(ir_graph *graph);
 
 #endif

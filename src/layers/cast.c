@@ -17,15 +17,6 @@ static const tci_dtype cast_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DT
                                        TCI_DTYPE_INT8,  TCI_DTYPE_UINT8,  TCI_DTYPE_INT32,
                                        TCI_DTYPE_INT64, TCI_DTYPE_BOOL,   0};
 
-/* TensorProto.DataType names, for messages about types we do not hold. */
-static const char *const onnx_type_names[] = {
-    "UNDEFINED", "FLOAT",       "UINT8",         "INT8",       "UINT16",         "INT16",
-    "INT32",     "INT64",       "STRING",        "BOOL",       "FLOAT16",        "DOUBLE",
-    "UINT32",    "UINT64",      "COMPLEX64",     "COMPLEX128", "BFLOAT16",       "FLOAT8E4M3FN",
-    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",          "FLOAT4E2M1",
-    "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
-};
-
 /* saturate and round_mode only change float8 results, which are refused (Cast's 'to'; CastLike's
  * target has a dtype tcinfer holds) */
 static tci_status cast_parse_rounding(const ir_node *node) {
@@ -54,8 +45,7 @@ static tci_status cast_parse(ir_node *node, mem_arena *arena) {
     int64_t to;
     TRY_STATUS(ir_attr_int(node, "to", 0, &to));
     TRY_STATUS(cast_parse_rounding(node));
-    const int64_t num_names = (int64_t)(sizeof onnx_type_names / sizeof onnx_type_names[0]);
-    if (to <= 0 || to >= num_names)
+    if (!op_onnx_type_name(to))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "attribute 'to' value %lld is not an ONNX data type", (long long)to);
     bool held = false;
@@ -64,7 +54,7 @@ static tci_status cast_parse(ir_node *node, mem_arena *arena) {
     if (!held)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "attribute 'to' value %lld (%s) is not supported", (long long)to,
-                             onnx_type_names[to]);
+                             op_onnx_type_name(to));
     OP_ALLOC_PARAMS(node, arena, cast_params, p);
     p->to = (tci_dtype)to;
     return TCI_OK;

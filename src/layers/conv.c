@@ -87,13 +87,12 @@ static tci_status parse_list(ir_node *node, mem_arena *arena, const char *name, 
     return TCI_OK;
 }
 
-static tci_status conv_parse_common(ir_node *node, mem_arena *arena, bool transpose) {
+static tci_status conv_parse_attrs(ir_node *node, mem_arena *arena, bool transpose) {
     static const char *const conv_attrs[] = {"auto_pad", "dilations", "group", "kernel_shape",
                                              "pads",     "strides",   NULL};
     static const char *const transpose_attrs[] = {"auto_pad",       "dilations",    "group",
                                                   "kernel_shape",   "pads",         "strides",
                                                   "output_padding", "output_shape", NULL};
-    TRY_STATUS(op_check_arity(node, 2, 3, 1, 1));
     TRY_STATUS(ir_check_attrs(node, transpose ? transpose_attrs : conv_attrs));
 
     conv_params *p = arena_alloc(arena, sizeof *p);
@@ -146,11 +145,17 @@ static tci_status conv_parse_common(ir_node *node, mem_arena *arena, bool transp
 }
 
 static tci_status conv_parse(ir_node *node, mem_arena *arena) {
-    return conv_parse_common(node, arena, false);
+    TRY_STATUS(op_check_arity(node, 2, 3, 1, 1));
+    return conv_parse_attrs(node, arena, false);
 }
 
 static tci_status conv_transpose_parse(ir_node *node, mem_arena *arena) {
-    return conv_parse_common(node, arena, true);
+    TRY_STATUS(op_check_arity(node, 2, 3, 1, 1));
+    return conv_parse_attrs(node, arena, true);
+}
+
+tci_status layer_conv_parse_attrs(ir_node *node, mem_arena *arena) {
+    return conv_parse_attrs(node, arena, false);
 }
 
 /* ---- geometry ---- */
@@ -249,12 +254,9 @@ static tci_status conv_transpose_axis(const ir_node *node, const conv_params *p,
 
 /* Everything infer and cpu_forward need from the inputs' shapes, with every check the known
  * values allow: -1 wherever the shapes known so far do not tell. */
-static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in, layer_window *g) {
+static tci_status conv_geometry_of(const ir_node *node, const tci_tensor *x, const tci_tensor *w,
+                                   const tci_tensor *b, layer_window *g) {
     const conv_params *p = node->params;
-    const tci_tensor *x = in[0], *w = in[1], *b = node->num_inputs > 2 ? in[2] : NULL;
-    for (int i = 0; i < node->num_inputs; i++)
-        if (in[i]) TRY_STATUS(op_check_dtype(node, in[i], i, op_float_types));
-
     memset(g, 0, sizeof *g);
     g->group = p->group;
     g->spatial = p->spatial;
@@ -320,9 +322,20 @@ static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in
     return TCI_OK;
 }
 
+static tci_status conv_geometry(const ir_node *node, const tci_tensor *const *in, layer_window *g) {
+    for (int i = 0; i < node->num_inputs; i++)
+        if (in[i]) TRY_STATUS(op_check_dtype(node, in[i], i, op_float_types));
+    return conv_geometry_of(node, in[0], in[1], node->num_inputs > 2 ? in[2] : NULL, g);
+}
+
 tci_status layer_conv_window(const ir_node *node, const tci_tensor *const *in,
                              layer_window *out_window) {
     return conv_geometry(node, in, out_window);
+}
+
+tci_status layer_conv_window_of(const ir_node *node, const tci_tensor *x, const tci_tensor *w,
+                                layer_window *out_window) {
+    return conv_geometry_of(node, x, w, NULL, out_window);
 }
 
 static tci_status conv_infer(const ir_node *node, const tci_tensor *const *in,

@@ -38,6 +38,9 @@ enum {
     /* The step may add a preceding residual Add's operands itself (LayerNormalization): an Add of
      * two computed tensors of input 0's shape that produces input 0 folds into it (fuse.c). */
     OP_PROLOGUE_RESIDUAL = 1u << 11,
+    /* Control flow (If, Loop, Scan): the node runs subgraphs (GRAPH attributes) as run-time values
+     * decide; no GPU path, and the planner says to run it on the CPU reference. */
+    OP_CONTROL_FLOW = 1u << 12,
 };
 
 /* What a node is to the attention fusion (src/graph/passes/attention.c), from its parsed params:
@@ -61,13 +64,18 @@ typedef enum op_pattern_kind {
     OP_PATTERN_IS_NAN,
     /* output 0 is input 0 broadcast to output 0's dims, nothing else (Expand) */
     OP_PATTERN_BROADCAST,
+    /* output 0 is input 0 quantised / dequantised by the scale (input 1) and the zero point
+     * (input 2, absent: 0), per tensor (axis -1) or per axis `axis` (QuantizeLinear,
+     * DequantizeLinear; blocked ones play no role) */
+    OP_PATTERN_QUANTIZE,
+    OP_PATTERN_DEQUANTIZE,
 } op_pattern_kind;
 
 typedef struct op_pattern {
     op_pattern_kind kind;
     int rank;                /* TRANSPOSE: the permutation's length; SELECT: input 0's rank */
     int perm[TCI_MAX_RANK];  /* TRANSPOSE */
-    int axis;                /* SPLIT, normalised */
+    int axis;                /* SPLIT, QUANTIZE, DEQUANTIZE: normalised (per tensor: -1) */
     int drop_axis;           /* SELECT: the dim left out, else -1 */
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK]; /* SELECT, per input dim */
 } op_pattern;
@@ -116,6 +124,14 @@ typedef struct op_desc {
      * node's is. The layout pass then records the output NHWC8, and the step is an alias
      * (lower_alias_across_layouts). NULL: never. */
     bool (*views_as_nhwc)(const ir_node *node);
+    /* Control flow, whose output shapes follow only from running it: replaces infer, the
+     * allocation and cpu_forward on the reference (op_run_node), allocating each non-NULL out[]
+     * with malloc (the names kept), no output over max_elements elements. NULL: every other op. */
+    tci_status (*cpu_run)(const ir_node *node, const tci_tensor *const *in,
+                          tci_tensor *const *out, int64_t max_elements);
+    /* Control flow: the subgraph the node runs, when its inputs known at build (constants) choose
+     * it (an If's condition), so that a pass can put its nodes in the node's place; else NULL. */
+    const ir_graph *(*known_branch)(const ir_node *node);
 } op_desc;
 
 /* Defines descriptor var: versions is a 0-terminated int array (OP_VERSIONS(...) for a literal);
@@ -224,6 +240,10 @@ void op_set_unknown(tci_tensor *t, tci_dtype dtype);
  * taken as true. */
 tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out);
 
+/* The TensorProto.DataType name of an attribute's type value ("INT16", "FLOAT8E4M3FN"), for
+ * messages about types tcinfer does not hold; NULL when type is no ONNX data type. */
+const char *op_onnx_type_name(int64_t type);
+
 /* Lists of dtypes for op_check_dtype. */
 extern const tci_dtype op_float_types[];   /* float */
 extern const tci_dtype op_numeric_types[]; /* float, double, float16, int8/32/64, uint8 */
@@ -298,6 +318,23 @@ tci_status op_run_node(const ir_node *node, const tci_tensor *const *in, tci_ten
 tci_status op_run_node_limited(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out, int64_t max_elements);
 
+/* ---- subgraphs of control-flow ops (subgraph.c) ---- */
+
+/* Sorts a subgraph and prepares its nodes (op_prepare_node, at any depth), once; errors name
+ * the subgraph and its node. */
+tci_status op_prepare_subgraph(ir_graph *sub, const ir_node *owner, const char *attr);
+/* Infers sub's outputs (dtype, rank, dims; data NULL) into outs[sub->num_outputs] without
+ * changing the IR: inputs[i] (NULL: as declared) feeds sub->inputs[i], node_in[] are the owning
+ * node's inputs, of which sub reads node_in[sub->outer_slot[i]]. Nodes whose inputs are all
+ * known and small are evaluated, so that values computed inside (shapes) carry on. */
+tci_status op_infer_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
+                             const tci_tensor *const *node_in, tci_tensor *outs);
+/* Runs sub on the fp32 reference, bound as op_infer_subgraph; outs[i] receives sub->outputs[i]
+ * with malloc'd data the caller frees (on failure none). */
+tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
+                           const tci_tensor *const *node_in, tci_tensor *outs,
+                           int64_t max_elements);
+
 /* Calls fn for every registered descriptor. */
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 
@@ -333,5 +370,13 @@ extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, Reduc
 extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
+extern const op_desc *const layer_quant_ops[];     /* quant.c: QuantizeLinear, DequantizeLinear,
+                                                      DynamicQuantizeLinear */
+extern const op_desc *const layer_quant_linear_ops[]; /* quant_linear.c: MatMulInteger,
+                                                         QLinearMatMul, ConvInteger, QLinearConv */
+extern const op_desc *const layer_rmsnorm_ops[];   /* rmsnorm.c: RMSNormalization */
+extern const op_desc *const layer_rotary_ops[];    /* rotary.c: RotaryEmbedding */
+extern const op_desc *const layer_sdpa_ops[];      /* sdpa.c: Attention (ONNX's own op) */
+extern const op_desc *const layer_control_ops[];   /* control.c: If, Loop, Scan */
 
 #endif

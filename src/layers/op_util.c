@@ -11,6 +11,20 @@ const tci_dtype op_numeric_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTY
                                       TCI_DTYPE_UINT8, 0};
 const tci_dtype op_index_types[] = {TCI_DTYPE_INT32, TCI_DTYPE_INT64, 0};
 
+/* TensorProto.DataType names, for messages about types we do not hold. */
+static const char *const onnx_type_names[] = {
+    "UNDEFINED", "FLOAT",       "UINT8",         "INT8",       "UINT16",         "INT16",
+    "INT32",     "INT64",       "STRING",        "BOOL",       "FLOAT16",        "DOUBLE",
+    "UINT32",    "UINT64",      "COMPLEX64",     "COMPLEX128", "BFLOAT16",       "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",          "FLOAT4E2M1",
+    "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
+};
+
+const char *op_onnx_type_name(int64_t type) {
+    const int64_t count = (int64_t)(sizeof onnx_type_names / sizeof onnx_type_names[0]);
+    return type > 0 && type < count ? onnx_type_names[type] : NULL;
+}
+
 tci_status op_check_arity(const ir_node *node, int min_in, int max_in, int min_out,
                           int max_out) {
     if (node->num_inputs < min_in || node->num_inputs > max_in)

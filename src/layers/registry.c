@@ -11,6 +11,9 @@ static const op_desc *const *const families[] = {
     layer_range_ops,    layer_index_ops,  layer_rearrange_ops, layer_rnn_ops, layer_argreduce_ops,
     layer_logic_ops,    layer_groupnorm_ops, layer_unary_ops, layer_einsum_ops,
     layer_select_ops,   layer_grid_sample_ops,
+    layer_quant_ops,    layer_quant_linear_ops, layer_control_ops,
+    /* the LLM-era ops (opset 23+) */
+    layer_rmsnorm_ops, layer_rotary_ops, layer_sdpa_ops,
 };
 
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user) {
@@ -72,6 +75,7 @@ tci_status op_run_node_limited(const ir_node *node, const tci_tensor *const *in,
             out[o]->rank = -1;
             if (node->outputs[o]) out[o]->name = node->outputs[o]->name;
         }
+    if (node->desc->cpu_run) return node->desc->cpu_run(node, in, out, max_elements);
     TRY_STATUS(node->desc->infer(node, in, out));
     tci_status st = TCI_OK;
     for (int o = 0; o < node->num_outputs && st == TCI_OK; o++) {

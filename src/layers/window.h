@@ -29,6 +29,13 @@ tci_status layer_conv_window(const ir_node *node, const tci_tensor *const *in,
 tci_status layer_pool_window(const ir_node *node, const tci_tensor *const *in,
                              layer_window *out_window);
 
+/* For the integer convolutions (ConvInteger, QLinearConv: quant_linear.c), whose X and W are
+ * not inputs 0 and 1 and hold any dtype: Conv's attributes parsed into node->params (the caller
+ * checks the arity), and the window of X and W as layer_conv_window gives it. */
+tci_status layer_conv_parse_attrs(ir_node *node, mem_arena *arena);
+tci_status layer_conv_window_of(const ir_node *node, const tci_tensor *x, const tci_tensor *w,
+                                layer_window *out_window);
+
 /* The 2-D geometry (spatial axes 0 and 1) of a window, as the plan steps carry it. */
 void layer_window_geom(const layer_window *win, conv_geom *out);
 

@@ -18,7 +18,8 @@
 #include "onnx/wire_scan.h"
 
 typedef struct loader {
-    ir_graph *graph;
+    ir_graph *graph;      /* the graph being loaded: the model's, or a subgraph of it */
+    ir_graph *root;       /* the model's: constants of every subgraph count against its limits */
     const char *base_dir; /* NULL: external data refused */
     char *base_real;      /* realpath(base_dir), resolved on first external tensor; malloc'd */
 } loader;
@@ -334,8 +335,8 @@ static tci_status decode_tensor(loader *ld, const Onnx__TensorProto *tp, const c
         return status_error(TCI_ERR_UNSUPPORTED, "%s has %" PRId64 " elements, too many for memory",
                          label, count);
     size_t bytes = (size_t)count * elem;
-    if (ld && ld->graph) {
-        TRY_STATUS(ir_graph_charge_constant(ld->graph, label, count, elem));
+    if (ld && ld->root) {
+        TRY_STATUS(ir_graph_charge_constant(ld->root, label, count, elem));
     } else if (count > IR_DEFAULT_MAX_TENSOR_ELEMENTS) {
         return status_error(TCI_ERR_UNSUPPORTED,
                             "%s has %" PRId64 " elements, over the limit of %" PRId64, label,
@@ -510,6 +511,9 @@ static char *arena_bytes_to_string(mem_arena *arena, const ProtobufCBinaryData *
     return s;
 }
 
+static tci_status load_subgraph(loader *ld, ir_node *node, const char *attr,
+                                const Onnx__GraphProto *gp, ir_graph **out);
+
 static tci_status decode_attr(loader *ld, ir_node *node, const Onnx__AttributeProto *ap,
                               ir_attr *out) {
     mem_arena *arena = ld->graph->arena;
@@ -567,8 +571,15 @@ static tci_status decode_attr(loader *ld, ir_node *node, const Onnx__AttributePr
         out->strings = list;
         break;
     }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+        if (!ap->g)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "attribute '%s' is a graph attribute without a graph", ap->name);
+        TRY_STATUS(load_subgraph(ld, node, ap->name, ap->g, &out->graph));
+        break;
     default:
-        /* graphs, sparse tensors, tensor lists, type protos: the type alone lets the op refuse */
+        /* graph lists, sparse tensors, tensor lists, type protos: the type alone lets the op
+         * refuse */
         break;
     }
     if (!out->name) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
@@ -663,14 +674,17 @@ static tci_status load_opsets(ir_graph *g, const Onnx__ModelProto *m) {
     return TCI_OK;
 }
 
-static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
-    ir_graph *g = ld->graph;
-    const Onnx__GraphProto *gp = m->graph;
-    g->ir_version = m->has_ir_version ? m->ir_version : 0;
-    g->name = arena_strdup(g->arena, gp->name ? gp->name : "");
-    if (!g->name) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    TRY_STATUS(load_opsets(g, m));
+/* A subgraph's value info may leave the type out, or give it without its kind. */
+static bool typed(const Onnx__ValueInfoProto *vi) {
+    return vi->type && vi->type->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET;
+}
 
+/* Initializers, inputs, nodes and outputs of gp into ld->graph (the model's or a subgraph's: a
+ * subgraph's input may leave its type to the op, and its outputs may be values of an enclosing
+ * graph). */
+static tci_status load_graph_body(loader *ld, const Onnx__GraphProto *gp) {
+    ir_graph *g = ld->graph;
+    bool sub = g->parent != NULL;
     if (gp->n_sparse_initializer)
         return status_error(TCI_ERR_UNSUPPORTED, "sparse initializers are not supported (%zu found)",
                          gp->n_sparse_initializer);
@@ -701,7 +715,7 @@ static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
         if (t && t->data) continue; /* an initializer listed as input: a constant */
         if (t) return status_error(TCI_ERR_INVALID_MODEL, "%s is listed twice", label);
         TRY_STATUS(ir_graph_add_tensor(g, vi->name, &t));
-        TRY_STATUS(decode_value_type(ld, vi, label, t));
+        if (!sub || typed(vi)) TRY_STATUS(decode_value_type(ld, vi, label, t));
         t->is_graph_input = true;
         g->inputs[g->num_inputs++] = t;
     }
@@ -727,19 +741,92 @@ static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
         }
         snprintf(label, sizeof label, "graph output '%.200s'", vi->name);
         ir_tensor *t = ir_graph_find_tensor(g, vi->name);
-        if (!t || !(t->data || t->is_graph_input || produced[t->index])) {
+        if (sub && !t) st = ir_graph_add_tensor(g, vi->name, &t); /* an enclosing graph's value */
+        if (st != TCI_OK) break;
+        if (!sub && !(t && (t->data || t->is_graph_input || produced[t->index]))) {
             st = status_error(TCI_ERR_INVALID_MODEL,
                            "%s is not produced by any node, initializer or graph input", label);
             break;
         }
         /* the declared type is only checked; shape inference gives outputs their shapes */
-        if (vi->type) st = decode_value_type(ld, vi, label, NULL);
+        if (vi->type && (!sub || typed(vi))) st = decode_value_type(ld, vi, label, NULL);
         if (st != TCI_OK) break;
         t->is_graph_output = true;
         g->outputs[g->num_outputs++] = t;
     }
     free(produced);
     return st;
+}
+
+static tci_status load_graph(loader *ld, const Onnx__ModelProto *m) {
+    ir_graph *g = ld->graph;
+    const Onnx__GraphProto *gp = m->graph;
+    g->ir_version = m->has_ir_version ? m->ir_version : 0;
+    g->name = arena_strdup(g->arena, gp->name ? gp->name : "");
+    if (!g->name) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    TRY_STATUS(load_opsets(g, m));
+    return load_graph_body(ld, gp);
+}
+
+/* The subgraph's tensors that nothing in it defines are values of the enclosing graph: each
+ * becomes an outer value of sub, bound to an implicit input of node (found or created by name in
+ * the enclosing graph, where the same happens in turn if it is a subgraph itself). */
+static tci_status bind_outer(ir_graph *sub, ir_node *node) {
+    ir_graph *parent = (ir_graph *)sub->parent;
+    bool *produced = calloc(sub->num_tensors + 1, sizeof *produced);
+    if (!produced) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < sub->num_nodes; i++)
+        for (int k = 0; k < sub->nodes[i]->num_outputs; k++)
+            if (sub->nodes[i]->outputs[k]) produced[sub->nodes[i]->outputs[k]->index] = true;
+    size_t free_count = 0;
+    for (size_t i = 0; i < sub->num_tensors; i++) {
+        const ir_tensor *t = sub->tensors[i];
+        if (t->name && !t->data && !t->is_graph_input && !produced[i]) free_count++;
+    }
+    tci_status st = TCI_OK;
+    sub->outer = arena_alloc(sub->arena, (free_count + 1) * sizeof *sub->outer);
+    sub->outer_slot = arena_alloc(sub->arena, (free_count + 1) * sizeof *sub->outer_slot);
+    ir_tensor **inputs = arena_alloc(sub->arena, ((size_t)node->num_inputs + free_count + 1) *
+                                                     sizeof *inputs);
+    if (!sub->outer || !sub->outer_slot || !inputs)
+        st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == TCI_OK) memcpy(inputs, node->inputs, (size_t)node->num_inputs * sizeof *inputs);
+    for (size_t i = 0; st == TCI_OK && i < sub->num_tensors; i++) {
+        ir_tensor *t = sub->tensors[i];
+        if (!t->name || t->data || t->is_graph_input || produced[i]) continue;
+        ir_tensor *value;
+        st = node_tensor(parent, t->name, &value);
+        if (st != TCI_OK) break;
+        int slot = node->num_inputs - node->num_implicit_inputs;
+        while (slot < node->num_inputs && inputs[slot] != value) slot++;
+        if (slot == node->num_inputs) {
+            inputs[node->num_inputs++] = value;
+            node->num_implicit_inputs++;
+        }
+        t->is_outer = true;
+        sub->outer[sub->num_outer] = t;
+        sub->outer_slot[sub->num_outer++] = slot;
+    }
+    if (st == TCI_OK) node->inputs = inputs;
+    free(produced);
+    return st;
+}
+
+static tci_status load_subgraph(loader *ld, ir_node *node, const char *attr,
+                                const Onnx__GraphProto *gp, ir_graph **out) {
+    ir_graph *parent = ld->graph, *sub;
+    TRY_STATUS(ir_graph_add_subgraph(parent, &sub));
+    sub->name = arena_strdup(sub->arena, gp->name ? gp->name : "");
+    if (!sub->name) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    ld->graph = sub;
+    tci_status st = load_graph_body(ld, gp);
+    ld->graph = parent;
+    if (st == TCI_OK) st = bind_outer(sub, node);
+    if (st != TCI_OK)
+        return status_error_prefix(st, "node '%s' (%s), subgraph '%s'", node->name, node->op_type,
+                                   attr);
+    *out = sub;
+    return TCI_OK;
 }
 
 tci_status onnx_load_model(const void *bytes, size_t size, const char *base_dir,
@@ -780,6 +867,7 @@ tci_status onnx_load_model_limits(const void *bytes, size_t size, const char *ba
     }
     loader ld = {.base_dir = base_dir};
     tci_status st = ir_graph_create(&ld.graph);
+    ld.root = ld.graph;
     if (st == TCI_OK) {
         ld.graph->limits = *limits;
         st = load_graph(&ld, model);

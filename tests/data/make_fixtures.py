@@ -271,8 +271,117 @@ def api_models():
          "two_unsupported.onnx")
 
 
+def control_flow():
+    """test_control.c: If branches reading the enclosing graphs' tensors (one level and two), a
+    condition known at build (inlined), and the subgraph errors the loader names."""
+    x, c = out("x", shape=[3]), out("c", T.BOOL, [])
+    two = helper.make_tensor("two", T.FLOAT, [], [2.0])
+    # then: t * 2 (t is only read by the branch), else: -t
+    then_g = helper.make_graph([helper.make_node("Mul", ["t", "two"], ["tt"], name="double")],
+                               "then", [], [out("tt")], [two])
+    else_g = helper.make_graph([helper.make_node("Neg", ["t"], ["te"], name="negate")],
+                               "else", [], [out("te")])
+    relu = helper.make_node("Relu", ["x"], ["t"], name="relu")
+    save(model([relu, helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g,
+                                       else_branch=else_g)],
+               inputs=[x, c], outputs=[out("y")]), "if_outer.onnx")
+    # nested: the inner If (condition c2) reads x from two levels up and t from one
+    inner_then = helper.make_graph([helper.make_node("Add", ["x", "u"], ["a"], name="add_x")],
+                                   "inner_then", [], [out("a")])
+    inner_else = helper.make_graph([helper.make_node("Sub", ["x", "u"], ["b"], name="sub_x")],
+                                   "inner_else", [], [out("b")])
+    outer_then = helper.make_graph(
+        [helper.make_node("Relu", ["t"], ["u"], name="relu_t"),
+         helper.make_node("If", ["c2"], ["v"], name="inner", then_branch=inner_then,
+                          else_branch=inner_else)], "outer_then", [], [out("v")])
+    outer_else = helper.make_graph([], "outer_else", [], [out("x")])  # forwards an outer value
+    save(model([helper.make_node("Neg", ["x"], ["t"], name="neg"),
+                helper.make_node("If", ["c"], ["y"], name="outer", then_branch=outer_then,
+                                 else_branch=outer_else)],
+               inputs=[x, c, out("c2", T.BOOL, [])], outputs=[out("y")]), "if_nested.onnx")
+    # a condition from shapes: Shape(x)[0] == 3 folds to true at build
+    three = helper.make_tensor("three", T.INT64, [], [3])
+    zero = helper.make_tensor("zero", T.INT64, [], [0])
+    save(model([helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                helper.make_node("Gather", ["s", "zero"], ["n"], name="first"),
+                helper.make_node("Equal", ["n", "three"], ["k"], name="is3"),
+                relu,
+                helper.make_node("If", ["k"], ["y"], name="if", then_branch=then_g,
+                                 else_branch=else_g),
+                helper.make_node("Add", ["y", "x"], ["z"], name="add")],
+               inits=[three, zero], inputs=[x], outputs=[out("z")]), "if_known.onnx")
+    # errors: a branch reading a name nothing defines; a node of a branch with a bad attribute
+    bad_read = helper.make_graph([helper.make_node("Neg", ["nowhere"], ["q"], name="neg_q")],
+                                 "bad", [], [out("q")])
+    save(model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=bad_read,
+                                 else_branch=else_g), relu],
+               inputs=[x, c], outputs=[out("y")]), "if_unbound.onnx")
+    dup = helper.make_node("Relu", ["t"], ["q"], name="r")
+    dup.attribute.extend([helper.make_attribute("alpha", 1.0), helper.make_attribute("alpha", 2.0)])
+    save(model([relu, helper.make_node("If", ["c"], ["y"], name="if",
+                                       then_branch=helper.make_graph([dup], "dup", [], [out("q")]),
+                                       else_branch=else_g)],
+               inputs=[x, c], outputs=[out("y")]), "if_bad_branch.onnx")
+    empty = helper.make_node("If", ["c"], ["y"], name="if", else_branch=else_g)
+    empty.attribute.append(helper.make_attribute("then_branch", then_g))
+    empty.attribute[-1].ClearField("g")
+    save(model([relu, empty], inputs=[x, c], outputs=[out("y")]), "if_no_graph.onnx")
+
+
+def loops():
+    """test_control.c: Loop with a trip count and a condition (the body reads an outer value),
+    one whose carried value grows, one with neither bound; Scan along axis 1 in reverse, and its
+    attribute errors."""
+    one = helper.make_tensor("one", T.FLOAT, [], [1.0])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["x_in", "one"], ["x_out"], name="inc"),
+         helper.make_node("Cast", ["i"], ["i_f"], name="to_float", to=T.FLOAT),
+         helper.make_node("Less", ["i_f", "limit"], ["cond_out"], name="below"),
+         helper.make_node("Identity", ["x_out"], ["y"], name="scan_y")],
+        "body", [out("i", T.INT64, []), out("cond_in", T.BOOL, []), out("x_in", shape=[3])],
+        [out("cond_out", T.BOOL, []), out("x_out", shape=[3]), out("y", shape=[3])], [one])
+    save(model([helper.make_node("Loop", ["M", "c", "x"], ["x_final", "ys"], name="loop",
+                                 body=body)],
+               inputs=[out("M", T.INT64, []), out("c", T.BOOL, []), out("x", shape=[3]),
+                       out("limit", shape=[])],
+               outputs=[out("x_final"), out("ys")]), "loop_while.onnx")
+    save(model([helper.make_node("Loop", ["", "", "x"], ["x_final", "ys"], name="loop",
+                                 body=body)],
+               inputs=[out("x", shape=[3]), out("limit", shape=[])],
+               outputs=[out("x_final"), out("ys")]), "loop_forever.onnx")
+    grow = helper.make_graph(
+        [helper.make_node("Concat", ["x_in", "ones"], ["x_out"], name="append", axis=0),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep")],
+        "grow", [out("i", T.INT64, []), out("cond_in", T.BOOL, []), out("x_in")],
+        [out("cond_out", T.BOOL, []), out("x_out"), out("x_out")],
+        [helper.make_tensor("ones", T.FLOAT, [1], [1.0])])
+    save(model([helper.make_node("Loop", ["M", "", "x"], ["x_final", "ys"], name="loop",
+                                 body=grow)],
+               inputs=[out("M", T.INT64, []), out("x", shape=[3])],
+               outputs=[out("x_final"), out("ys")]), "loop_grow.onnx")
+    step = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="acc"),
+         helper.make_node("Identity", ["s_out"], ["y_t"], name="emit")],
+        "step", [out("s_in", shape=[2]), out("x_t", shape=[2])],
+        [out("s_out", shape=[2]), out("y_t", shape=[2])])
+
+    def scan(name, inputs, **attrs):
+        return model([helper.make_node("Scan", inputs, ["s_final", "y"], name="scan", body=step,
+                                       **attrs)],
+                     inputs=[out("s", shape=[2]), out("xs", shape=[2, 3])],
+                     outputs=[out("s_final"), out("y")], opsets=(("", 11),))
+    save(scan("scan", ["s", "xs"], num_scan_inputs=1, scan_input_axes=[1],
+              scan_input_directions=[1], scan_output_axes=[-1], scan_output_directions=[1]),
+         "scan_axes.onnx")
+    save(scan("scan", ["s", "xs"], num_scan_inputs=1, scan_input_directions=[2]),
+         "scan_bad_direction.onnx")
+    save(scan("scan", ["s", "xs"], num_scan_inputs=3), "scan_bad_count.onnx")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    control_flow()
+    loops()
     api_models()
     initializers()
     graph()

@@ -259,6 +259,46 @@ def attribute_cases():
     node_case("unknown_attribute", n, "TCI_ERR_UNSUPPORTED", "alpha")
 
 
+def subgraph_cases():
+    """Subgraphs (If, Loop, Scan): each error names the node and the subgraph; their constants
+    count against the model's limits."""
+    c = vi("c", (), TensorProto.BOOL)
+
+    def if_model(then_nodes, then_outputs=None, then_inits=(), **kw):
+        then_g = helper.make_graph(then_nodes, "then", [], then_outputs or [vi("t", None)],
+                                   list(then_inits))
+        else_g = helper.make_graph([relu("x", "e")], "else", [], [vi("e", None)])
+        return model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g,
+                                       else_branch=else_g)], inputs=[vi("x"), c], **kw)
+    mcase("subgraph_node_without_op", if_model([helper.make_node("", ["x"], ["t"])]),
+          "TCI_ERR_INVALID_MODEL", "node 'if' (If), subgraph 'then_branch': node 0 ('') has no op_type")
+    mcase("subgraph_undefined_read", if_model([helper.make_node("Add", ["x", "nowhere"], ["t"])]),
+          "TCI_ERR_INVALID_MODEL", "node 'if' (If): input 'nowhere' is not produced by any node")
+    mcase("subgraph_writes_outer_value", if_model([relu("t", "x"), relu("x", "t")]),
+          "TCI_ERR_INVALID_MODEL", "subgraph 'then_branch': node 'Relu_0' (Relu): the graph has a cycle")
+    mcase("subgraph_unknown_op", if_model([helper.make_node("NoSuchOp", ["x"], ["t"])]),
+          "TCI_ERR_UNSUPPORTED", "node 'if' (If), subgraph 'then_branch': node 'NoSuchOp_0' (NoSuchOp): "
+          "op 'NoSuchOp' (opset 17) is not supported")
+    w = helper.make_tensor("w", TensorProto.FLOAT, [1, 4], [1.0] * 4)
+    case("subgraph_constant_limit", "model",
+         save("subgraph_constant_limit.onnx", if_model([helper.make_node("Add", ["x", "w"], ["t"])],
+                                                       then_inits=[w])),
+         "TCI_ERR_UNSUPPORTED", "node 'if' (If), subgraph 'then_branch': initializer 'w'", "max_constant_bytes=8")
+    m = if_model([relu("x", "t")])
+    for a in m.graph.node[0].attribute:
+        if a.name == "then_branch":
+            a.type = TensorProto.FLOAT  # a graph typed as a float
+    mcase("branch_not_a_graph", m, "TCI_ERR_INVALID_MODEL", "node 'if' (If): attribute 'then_branch' is not a graph")
+    body = helper.make_graph([relu("x_in", "x_out")], "body", [vi("x_in")], [vi("x_out")])
+    mcase("loop_body_arity", model([helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop", body=body)],
+                                   inputs=[vi("x"), vi("m", (), TensorProto.INT64)]),
+          "TCI_ERR_INVALID_MODEL", "node 'loop' (Loop): the body has 1 inputs and 1 outputs")
+    mcase("scan_scalar_input", model([helper.make_node("Scan", ["x"], ["y"], name="scan", body=body,
+                                                       num_scan_inputs=1)],
+                                     inputs=[vi("x", ())], opset=11),
+          "TCI_ERR_INVALID_MODEL", "node 'scan' (Scan): scan input 0 is a scalar")
+
+
 def shape_cases():
     def c(name, nodes, inits, status, msg, inputs=None):
         mcase(name, model(nodes, inputs=inputs, outputs=[vi("y", None)], inits=inits), status, msg)
@@ -444,8 +484,8 @@ def main():
         sys.exit(__doc__)
     OUT = sys.argv[1]
     os.makedirs(OUT, exist_ok=True)
-    for gen in (parse_cases, tensor_cases, graph_cases, opset_cases, attribute_cases, shape_cases,
-                external_cases, input_cases, cli_cases):
+    for gen in (parse_cases, tensor_cases, graph_cases, opset_cases, attribute_cases,
+                subgraph_cases, shape_cases, external_cases, input_cases, cli_cases):
         gen()
     with open(os.path.join(OUT, "cases.tsv"), "w") as f:
         for c in CASES:

@@ -40,6 +40,7 @@ MODELS = [
     "audio_frontend",
     "convnext_blocks",
     "split_blocks",
+    "llama_block",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them

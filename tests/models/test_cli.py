@@ -437,6 +437,31 @@ class CliTest(unittest.TestCase):
         self.assertEqual(y.shape, (1, 3, 4, 4))
         np.testing.assert_allclose(y, self.expected(x), rtol=1e-6, atol=1e-7)
 
+    def test_control_flow(self):
+        """If, Loop and Scan run on the CPU reference only; an If whose condition is data
+        dependent is refused by the GPU planner in the command's words, and the CPU runs it."""
+        rc, out, err = self.list_ops_result
+        for op in ("If", "Loop", "Scan"):
+            self.assertRegex(out, rf"(?m)^{op} \d+-\d+ cpu$")
+        then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"], name="neg")], "then",
+                                   [], [value("t", [2])])
+        else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["e"], name="abs")], "else",
+                                   [], [value("e", [2])])
+        node = helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g,
+                                else_branch=else_g)
+        path = self.save(make_model([node], [value("x", [2]), value("c", [], TensorProto.BOOL)],
+                                    [value("y", [2])]))
+        self.assert_error(run("--plan", path), 3, r"node 'branch' \(If\): data-dependent "
+                          r"control flow runs on the CPU reference: --backend cpu")
+        x = np.array([-1.5, 2.0], np.float32)
+        np.save(self.path("x.npy"), x)
+        for cond, want in ((True, -x), (False, np.abs(x))):
+            np.save(self.path("c.npy"), np.array(cond))
+            rc, out, err = run("--backend", "cpu", "--quiet", "-o", self.path("y.npy"), path,
+                               "x=" + self.path("x.npy"), "c=" + self.path("c.npy"))
+            self.assertEqual(rc, 0, err)
+            np.testing.assert_array_equal(np.load(self.path("y.npy")), want)
+
     def test_raw_in_raw_out(self):
         path = self.unary_model([2, 5])
         x = self.rng.standard_normal((2, 5)).astype(np.float32)

@@ -106,6 +106,13 @@ tci_status pass_optimize(ir_graph *g) {
     TRY_STATUS(ir_graph_sort(g));
     TRY_STATUS(prepare_nodes(g));
     TRY_STATUS(pass_infer_and_fold(g));
+    /* each round removes an inlined node; a branch may hold the next one */
+    for (bool changed = true; changed;) {
+        TRY_STATUS(pass_inline_known_branches(g, &changed));
+        if (!changed) break;
+        TRY_STATUS(ir_graph_sort(g));
+        TRY_STATUS(pass_infer_and_fold(g));
+    }
     TRY_STATUS(pass_remove_passthrough(g));
     return pass_eliminate_dead_nodes(g);
 }

@@ -292,6 +292,11 @@ static bool node_kept(const plan_builder *b, const ir_node *node) {
 }
 
 static tci_status lower_node(plan_builder *b, const ir_node *node) {
+    /* an If whose condition is known at build was inlined (pass_inline_known_branches) */
+    if (node->desc->flags & OP_CONTROL_FLOW)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "data-dependent control flow runs on the CPU reference: "
+                             "TCI_BACKEND_CPU, tci_engine_options.backend");
     b->kept = node_kept(b, node);
     /* an output whose shape needs run-time values (Range of runtime scalars...) is the reason,
      * whatever the op */

@@ -1,0 +1,204 @@
+/* The subgraphs of control-flow ops: preparing them once, inferring their outputs from the
+ * enclosing node's inputs, and running them on the fp32 reference, node by node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers/op.h"
+
+/* Evaluating a node while inferring a subgraph is worth it for small values (shapes, scalars). */
+enum { INFER_EVAL_MAX_ELEMENTS = 1 << 16 };
+
+tci_status op_prepare_subgraph(ir_graph *sub, const ir_node *owner, const char *attr) {
+    if (sub->prepared) return TCI_OK;
+    tci_status st = ir_graph_sort(sub);
+    for (size_t i = 0; st == TCI_OK && i < sub->num_nodes; i++)
+        st = op_prepare_node(sub->nodes[i], sub->arena);
+    if (st != TCI_OK)
+        return status_error_prefix(st, "node '%s' (%s), subgraph '%s'", owner->name,
+                                   owner->op_type, attr);
+    sub->prepared = true;
+    return TCI_OK;
+}
+
+/* One value per tensor of the subgraph, and which of them the walk allocated. */
+typedef struct sub_values {
+    tci_tensor *v;
+    bool *owned;
+    const tci_tensor **in;
+    tci_tensor **out;
+    tci_tensor *saved;
+} sub_values;
+
+static void values_free(const ir_graph *sub, sub_values *s) {
+    if (s->v && s->owned)
+        for (size_t t = 0; t < sub->num_tensors; t++)
+            if (s->owned[t]) free(s->v[t].data);
+    free(s->v);
+    free(s->owned);
+    free(s->in);
+    free(s->out);
+    free(s->saved);
+}
+
+/* Binds constants, inputs and outer values; with_data false keeps inputs' data out (inference
+ * of values not known). */
+static tci_status values_init(const ir_graph *sub, const tci_tensor *const *inputs,
+                              const tci_tensor *const *node_in, sub_values *s) {
+    memset(s, 0, sizeof *s);
+    int width = 1;
+    for (size_t i = 0; i < sub->num_nodes; i++) {
+        if (sub->nodes[i]->num_inputs > width) width = sub->nodes[i]->num_inputs;
+        if (sub->nodes[i]->num_outputs > width) width = sub->nodes[i]->num_outputs;
+    }
+    s->v = calloc(sub->num_tensors + 1, sizeof *s->v);
+    s->owned = calloc(sub->num_tensors + 1, sizeof *s->owned);
+    s->in = calloc((size_t)width, sizeof *s->in);
+    s->out = calloc((size_t)width, sizeof *s->out);
+    s->saved = calloc((size_t)width, sizeof *s->saved);
+    if (!s->v || !s->owned || !s->in || !s->out || !s->saved) {
+        values_free(sub, s);
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory running a subgraph");
+    }
+    for (size_t t = 0; t < sub->num_tensors; t++) ir_tensor_view(sub->tensors[t], &s->v[t]);
+    for (size_t i = 0; i < sub->num_inputs; i++)
+        if (inputs && inputs[i]) {
+            tci_tensor *v = &s->v[sub->inputs[i]->index];
+            *v = *inputs[i];
+            v->name = sub->inputs[i]->name;
+        }
+    for (size_t i = 0; i < sub->num_outer; i++) {
+        tci_tensor *v = &s->v[sub->outer[i]->index];
+        const tci_tensor *given = node_in[sub->outer_slot[i]];
+        if (given) *v = *given;
+        v->name = sub->outer[i]->name;
+    }
+    return TCI_OK;
+}
+
+static void node_io(const ir_node *n, sub_values *s) {
+    for (int k = 0; k < n->num_inputs; k++)
+        s->in[k] = n->inputs[k] ? &s->v[n->inputs[k]->index] : NULL;
+    for (int k = 0; k < n->num_outputs; k++)
+        s->out[k] = n->outputs[k] ? &s->v[n->outputs[k]->index] : NULL;
+}
+
+static bool inputs_known(const ir_node *n, const sub_values *s) {
+    for (int k = 0; k < n->num_inputs; k++)
+        if (s->in[k] && !s->in[k]->data) return false;
+    return true;
+}
+
+static bool outputs_small(const ir_node *n, const sub_values *s) {
+    for (int k = 0; k < n->num_outputs; k++) {
+        if (!s->out[k]) continue;
+        int64_t count;
+        if (ir_count_elements(s->out[k]->rank, s->out[k]->dims, &count) != TCI_OK || count < 0 ||
+            count > INFER_EVAL_MAX_ELEMENTS)
+            return false;
+    }
+    return true;
+}
+
+tci_status op_infer_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
+                             const tci_tensor *const *node_in, tci_tensor *outs) {
+    sub_values s;
+    TRY_STATUS(values_init(sub, inputs, node_in, &s));
+    tci_status st = TCI_OK;
+    for (size_t i = 0; i < sub->num_nodes && st == TCI_OK; i++) {
+        const ir_node *n = sub->nodes[i];
+        node_io(n, &s);
+        for (int k = 0; k < n->num_outputs; k++)
+            if (s.out[k]) {
+                const char *name = s.out[k]->name;
+                memset(s.out[k], 0, sizeof *s.out[k]);
+                s.out[k]->name = name;
+                s.out[k]->rank = -1;
+                for (int d = 0; d < TCI_MAX_RANK; d++) s.out[k]->dims[d] = -1;
+            }
+        st = n->desc->infer(n, s.in, s.out);
+        if (st != TCI_OK || !inputs_known(n, &s) || !outputs_small(n, &s)) continue;
+        /* a value that fails to evaluate (in a branch these inputs do not take) stays unknown,
+         * as inference alone leaves it; running the subgraph reports the failure */
+        for (int k = 0; k < n->num_outputs; k++)
+            if (s.out[k]) s.saved[k] = *s.out[k];
+        if (op_run_node_limited(n, s.in, s.out, sub->limits.max_tensor_elements) != TCI_OK) {
+            for (int k = 0; k < n->num_outputs; k++)
+                if (s.out[k]) *s.out[k] = s.saved[k];
+            continue;
+        }
+        for (int k = 0; k < n->num_outputs; k++)
+            if (n->outputs[k]) s.owned[n->outputs[k]->index] = true;
+    }
+    for (size_t o = 0; o < sub->num_outputs && st == TCI_OK; o++) {
+        outs[o] = s.v[sub->outputs[o]->index];
+        outs[o].data = NULL;
+    }
+    values_free(sub, &s);
+    if (st != TCI_OK)
+        return status_error_prefix(st, "subgraph '%s'", sub->name ? sub->name : "");
+    return st;
+}
+
+tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
+                           const tci_tensor *const *node_in, tci_tensor *outs,
+                           int64_t max_elements) {
+    sub_values s;
+    TRY_STATUS(values_init(sub, inputs, node_in, &s));
+    /* the last node reading each tensor: owned values are freed after it */
+    size_t *last_use = calloc(sub->num_tensors + 1, sizeof *last_use);
+    if (!last_use) {
+        values_free(sub, &s);
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory running a subgraph");
+    }
+    for (size_t i = 0; i < sub->num_nodes; i++) {
+        const ir_node *n = sub->nodes[i];
+        for (int k = 0; k < n->num_inputs + n->num_outputs; k++) {
+            const ir_tensor *t = k < n->num_inputs ? n->inputs[k] : n->outputs[k - n->num_inputs];
+            if (t) last_use[t->index] = i;
+        }
+    }
+    for (size_t o = 0; o < sub->num_outputs; o++) last_use[sub->outputs[o]->index] = SIZE_MAX;
+    tci_status st = TCI_OK;
+    for (size_t i = 0; i < sub->num_nodes && st == TCI_OK; i++) {
+        const ir_node *n = sub->nodes[i];
+        node_io(n, &s);
+        st = op_run_node_limited(n, s.in, s.out, max_elements);
+        if (st != TCI_OK) break;
+        for (int k = 0; k < n->num_outputs; k++)
+            if (n->outputs[k]) s.owned[n->outputs[k]->index] = true;
+        for (int k = 0; k < n->num_inputs + n->num_outputs; k++) {
+            const ir_tensor *t = k < n->num_inputs ? n->inputs[k] : n->outputs[k - n->num_inputs];
+            if (!t || last_use[t->index] != i || !s.owned[t->index]) continue;
+            free(s.v[t->index].data);
+            s.v[t->index].data = NULL;
+            s.owned[t->index] = false;
+        }
+    }
+    free(last_use);
+    /* an output the walk computed is handed over; inputs, outer values, constants and a second
+     * listing of one tensor are copied */
+    size_t done = 0;
+    for (; done < sub->num_outputs && st == TCI_OK; done++) {
+        size_t t = sub->outputs[done]->index;
+        outs[done] = s.v[t];
+        if (s.owned[t]) {
+            s.owned[t] = false;
+            continue;
+        }
+        int64_t count = op_count(&s.v[t]);
+        size_t bytes = (size_t)count * tci_dtype_size(s.v[t].dtype);
+        outs[done].data = malloc(bytes ? bytes : 1);
+        if (!outs[done].data) {
+            st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory copying a subgraph output");
+            break;
+        }
+        if (bytes) memcpy(outs[done].data, s.v[t].data, bytes);
+    }
+    if (st != TCI_OK)
+        for (size_t o = 0; o < done; o++) {
+            free(outs[o].data);
+            outs[o].data = NULL;
+        }
+    values_free(sub, &s);
+    return st;
+}
