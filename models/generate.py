@@ -651,6 +651,78 @@ def vit_layers():
                    "opset 17, symbolic batch and sequence.")
 
 
+def convnext_blocks():
+    """ConvNeXt as torchvision exports it: a 4x4 stride-4 stem, LayerNorm over the channels between
+    Transposes to channels-last and back, blocks of depthwise 7x7 convolution, Transpose, LayerNorm,
+    Linear + erf Gelu, Linear, Transpose back, the layer scale (Mul by a (C, 1, 1) constant) and
+    the residual Add; a downsampling LayerNorm + 2x2 stride-2 convolution; channels 32 and 64
+    (whole groups of 8: NHWC8 is the channels-last tensor) and a last block of 20 (not), and the
+    stem's channels-last LayerNorm output, transposed back, as a second output."""
+    b = Builder(17)
+    r = b.rng
+
+    def channels_norm(x, c):
+        gamma = b.const((1.0 + 0.1 * r.standard_normal(c)).astype(np.float32), "ln_g")
+        beta = b.const((0.1 * r.standard_normal(c)).astype(np.float32), "ln_b")
+        return b.node("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-6)
+
+    def block(x, c):
+        y = b.conv(x, c, c, 7, group=c, gain=1.0)
+        y = channels_norm(b.node("Transpose", [y], perm=[0, 2, 3, 1]), c)
+        y = gelu_erf(b, b.linear(y, c, 4 * c, "pw1"))
+        y = b.node("Transpose", [b.linear(y, 4 * c, c, "pw2")], perm=[0, 3, 1, 2])
+        scale = b.const((0.5 + 0.1 * r.standard_normal((c, 1, 1))).astype(np.float32), "gamma")
+        return b.node("Add", [b.node("Mul", [y, scale]), x])
+
+    def norm_nchw(x, c, name=None):
+        y = channels_norm(b.node("Transpose", [x], perm=[0, 2, 3, 1]), c)
+        return b.node("Transpose", [y], perm=[0, 3, 1, 2], name=name)
+
+    stem = norm_nchw(b.conv("input", 3, 32, 4, stride=4, pad=0), 32, name="stem")
+    x = block(block(stem, 32), 32)
+    x = b.conv(norm_nchw(x, 32), 32, 64, 2, stride=2, pad=0)
+    x = block(x, 64)
+    x = block(b.conv(norm_nchw(x, 64), 64, 20, 1, pad=0), 20)
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])], axis=1)
+    b.node("Gemm", [x, b.weight((10, 20), 20, 1.0), b.bias(10)], name="logits", transB=1)
+    return b.model("convnext_blocks", [tensor("input", ["N", 3, 32, 32])],
+                   [tensor("logits_out", ["N", 10]), tensor("stem_out", ["N", 32, 8, 8])], 17,
+                   "ConvNeXt blocks as torchvision exports them (Transposes around the "
+                   "channels-last LayerNorm and Linears), channels 32, 64 and 20, opset 17.")
+
+
+def split_blocks():
+    """Channel splits and slices between convolutions, as CSP nets, Res2Net and GhostNet export
+    them: Split (opset 13, sizes 16/20/12, and Res2Net's four 6-channel chunks added in turn),
+    Slice of the channels GhostNet keeps (20 of 40), a spatial Slice with steps and one reversed
+    along W; a channel Slice also as a second output."""
+    b = Builder(18)
+    x = b.node("Relu", [b.conv("input", 3, 48, 3)])
+    parts = b.node("Split", [x, b.ints([16, 20, 12], "split")], outputs=3, axis=1)
+    parts = [b.node("Relu", [b.conv(p, c, c, 3, group=g)])
+             for p, c, g in zip(parts, (16, 20, 12), (1, 20, 1))]
+    x = b.node("Concat", parts, axis=1)
+    chunks = b.node("Split", [b.conv(x, 48, 24, 1, pad=0), b.ints([6, 6, 6, 6], "split")],
+                    outputs=4, axis=1)
+    y, outs = None, [chunks[0]]
+    for c in chunks[1:]:
+        y = b.node("Relu", [b.conv(c if y is None else b.node("Add", [c, y]), 6, 6, 3)])
+        outs.append(y)
+    x = b.node("Concat", outs, axis=1)
+    ghost = b.node("Concat", [x, b.node("Relu", [b.conv(x, 24, 16, 3, group=8)])], axis=1)
+    x = b.node("Slice", [ghost, b.ints([0]), b.ints([20]), b.ints([1])])
+    x = b.node("Slice", [b.conv(x, 20, 32, 3), b.ints([1, 0]), b.ints([32, 32]), b.ints([2, 3]),
+                         b.ints([1, 2])])
+    x = b.node("Slice", [x, b.ints([-1]), b.ints([-1000]), b.ints([3]), b.ints([-1])])
+    b.node("Slice", [x, b.ints([4]), b.ints([17]), b.ints([1])], name="channels")
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [b.conv(x, 32, 16, 3)])], axis=1)
+    b.node("Gemm", [x, b.weight((10, 16), 16, 1.0), b.bias(10)], name="logits", transB=1)
+    return b.model("split_blocks", [tensor("input", ["N", 3, 32, 32])],
+                   [tensor("logits_out", ["N", 10]), tensor("channels_out", ["N", 13, 31, 16])],
+                   13, "Channel Splits and Slices between convolutions (CSP, Res2Net, GhostNet) "
+                   "and spatial Slices with steps, opset 13.")
+
+
 def segmentation_decoder():
     b = Builder(6)
     e1 = b.node("Relu", [b.bn(b.conv("input", 3, 16, 3), 16)])               # 16 x 64 x 64
@@ -938,6 +1010,8 @@ MODELS = {
     "resnext_block": resnext_block,
     "grouped_norms": grouped_norms,
     "audio_frontend": audio_frontend,
+    "convnext_blocks": convnext_blocks,
+    "split_blocks": split_blocks,
     "llama_block": llama_block,
 }
 

@@ -337,6 +337,12 @@ tci_status lower_output(plan_builder *b, const ir_node *node, const ir_tensor *t
  * reshapes). */
 tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
                        int *out_index);
+/* Node output t, in the layout recorded for it, shares the memory of plan tensor src, a computed
+ * tensor in the other layout holding the same bytes: a channels-last dense (N, H, W, C) tensor
+ * and the NHWC8 (N, C, H, W) one where C is a multiple of 8 (no padding), either way round (the
+ * Transposes between NCHW and NHWC). An internal error where the bytes differ. */
+tci_status lower_alias_across_layouts(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                      int src, int *out_index);
 /* Node output t is plan tensor src as it is (same layout, the one recorded for t, and dims):
  * Identity. */
 tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src);
@@ -402,6 +408,13 @@ void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_
  * y[i] = x[in_offset + sum_d i_d * strides[d]] over y's dims (a transpose, a slice...). */
 tci_status lower_copy_step(plan_builder *b, const ir_node *node, int xi, int yt,
                            const int64_t *strides, int64_t in_offset);
+/* A strided selection of plan tensor xi into yt, both dense or both NHWC8 (4-D): along each
+ * logical dim d of x, yt's element i is x's element start[d] + step[d] * i. One copy step; in
+ * NHWC8 a zero fill before it where yt's padding channels would stay unwritten. */
+tci_status lower_select_step(plan_builder *b, const ir_node *node, int xi, int yt,
+                             const int64_t *start, const int64_t *step);
+/* A step setting every element of plan tensor yt (padding included) to value. */
+tci_status lower_fill_step(plan_builder *b, const ir_node *node, int yt, double value);
 /* One element-wise step y = act(op(inputs...)) over IR inputs, in the layout recorded for `out`
  * (the inputs are read in it); out_override >= 0 writes into that plan tensor instead of
  * creating one for `out`. */

@@ -60,7 +60,8 @@ void pass_mark_variant_dims(ir_graph *graph, const ir_graph *ref);
  * tensor a step computes is stored in, from the descriptors (src/layers/op.h): NHWC8 (4-D float
  * only) for the outputs of OP_NHWC_OUTPUT ops, of OP_FOLLOWS_LAYOUT ops with a computed NHWC8
  * input and only float computed inputs, of pass-throughs of an NHWC8 input, and of ops whose
- * keeps_nhwc says so for their NHWC8 input 0; for engine inputs read as input 0 by an
+ * keeps_nhwc says so for their NHWC8 input 0, and of ops whose views_as_nhwc says their dense
+ * input 0 is an NHWC8 tensor's bytes; for engine inputs read as input 0 by an
  * OP_NHWC_INPUT op; dense for everything else. The outputs of fused nodes take the layout of the
  * step that computes them. The planner lowers every tensor in its recorded layout and refuses a
  * graph this pass has not run on. Running it again gives the same layouts. */

@@ -677,6 +677,23 @@ static void input_views(const ir_node *node, tci_tensor *views, const tci_tensor
     }
 }
 
+static const int to_channels_last[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
+
+/* Whether node's Transpose of the 4-D x is the permutation perm. */
+static bool transpose_is(const transpose_params *p, const ir_tensor *x, const int *perm) {
+    if (x->rank != 4 || (p->perm && p->count != 4)) return false;
+    for (int d = 0; d < 4; d++)
+        if (transpose_axis(p, 4, d) != perm[d]) return false;
+    return true;
+}
+
+/* A channels-last float tensor to NCHW, its channels whole groups of 8: NHWC8's bytes */
+static bool transpose_views_as_nhwc(const ir_node *node) {
+    const ir_tensor *x = node->inputs[0];
+    return x->dtype == TCI_DTYPE_FLOAT && transpose_is(node->params, x, to_nchw) &&
+           x->dims[3] > 0 && x->dims[3] % 8 == 0;
+}
+
 static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     const transpose_params *p = node->params;
     const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
@@ -685,6 +702,17 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED, "rank %d transposes have no GPU path",
                              x->rank);
     int xi, yt;
+    /* between NCHW and channels-last with whole groups of 8 channels, NHWC8 is the dense
+     * channels-last tensor: the output shares the input's memory */
+    if (y->layout == PLAN_LAYOUT_NHWC8) { /* transpose_views_as_nhwc */
+        TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+        return lower_alias_across_layouts(b, node, y, xi, &yt);
+    }
+    if (x->layout == PLAN_LAYOUT_NHWC8 && !x->data && transpose_is(p, x, to_channels_last) &&
+        x->dims[1] % 8 == 0) {
+        TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_NHWC8, &xi));
+        return lower_alias_across_layouts(b, node, y, xi, &yt);
+    }
     TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     /* a permutation that keeps the dims longer than 1 in their order (a batch of 1 moved past
      * the sequence, [1, S, E] -> [S, 1, E]) leaves the dense bytes as they are: an alias */
@@ -701,16 +729,6 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     op_strides(x->rank, x->dims, in_strides);
     for (int i = 0; i < x->rank; i++) strides[i] = in_strides[p->perm ? p->perm[i] : x->rank - 1 - i];
     return lower_copy_step(b, node, xi, yt, strides, 0);
-}
-
-static tci_status fill_step(plan_builder *b, const ir_node *node, int yt, double value) {
-    plan_step *s;
-    TRY_STATUS(lower_step(b, PLAN_STEP_FILL, node, "fill", &s));
-    const plan_tensor *y = lower_tensor(b, yt);
-    s->u.fill.value = value;
-    s->u.fill.count = (int64_t)(y->bytes / tci_dtype_size(y->dtype));
-    lower_step_io(s, 0, NULL, 1, &yt);
-    return TCI_OK;
 }
 
 /* Copies a block of `src` into `dst` at logical element offsets `at` along dst's dims; the
@@ -766,7 +784,7 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     TRY_STATUS(lower_output(b, node, y, &yt));
     /* padding channels between NHWC8 blocks must end up zero */
     if (layout == PLAN_LAYOUT_NHWC8 && axis == 1 && y->dims[1] % 8)
-        TRY_STATUS(fill_step(b, node, yt, 0));
+        TRY_STATUS(lower_fill_step(b, node, yt, 0));
     int64_t at[TCI_MAX_RANK] = {0};
     for (int i = 0; i < node->num_inputs; i++) {
         const ir_tensor *x = node->inputs[i];
@@ -785,19 +803,30 @@ static tci_status split_gpu_lower(plan_builder *b, const ir_node *node) {
     TRY_STATUS(lower_require_known(node, x));
     int axis;
     TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
+    /* the layout pass's: NHWC8 where x is (select_keeps_nhwc) */
+    plan_layout layout = PLAN_LAYOUT_DENSE;
+    for (int o = node->num_outputs - 1; o >= 0; o--)
+        if (node->outputs[o]) layout = node->outputs[o]->layout;
     int xi;
-    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
-    int64_t xs[TCI_MAX_RANK], start = 0;
-    op_strides(x->rank, x->dims, xs);
+    TRY_STATUS(lower_input(b, node, x, layout, &xi));
+    int64_t start[TCI_MAX_RANK] = {0}, step[TCI_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) step[d] = 1;
     for (int o = 0; o < node->num_outputs; o++) {
         const ir_tensor *y = node->outputs[o];
         if (!y) continue;
         int yt;
         TRY_STATUS(lower_output(b, node, y, &yt));
-        TRY_STATUS(lower_copy_step(b, node, xi, yt, xs, start * xs[axis]));
-        start += y->dims[axis];
+        if (lower_count(y)) TRY_STATUS(lower_select_step(b, node, xi, yt, start, step));
+        start[axis] += y->dims[axis];
     }
     return TCI_OK;
+}
+
+/* A 4-D Split or Slice keeps an NHWC8 input NHWC8: the selection copies in its layout. */
+static bool select_keeps_nhwc(const ir_node *node) {
+    for (int i = 1; i < node->num_inputs; i++)
+        if (node->inputs[i] && !node->inputs[i]->data) return false;
+    return node->inputs[0]->rank == 4;
 }
 
 static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
@@ -814,16 +843,10 @@ static tci_status slice_gpu_lower(plan_builder *b, const ir_node *node) {
     int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK], len[TCI_MAX_RANK];
     TRY_STATUS(slice_plan(node, in, start, step, len));
     int xi, yt;
-    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, x, y->layout, &xi));
     TRY_STATUS(lower_output(b, node, y, &yt));
     if (lower_count(y) == 0) return TCI_OK;
-    int64_t xs[TCI_MAX_RANK], strides[TCI_MAX_RANK], offset = 0;
-    op_strides(x->rank, x->dims, xs);
-    for (int i = 0; i < x->rank; i++) {
-        strides[i] = xs[i] * step[i];
-        offset += start[i] * xs[i];
-    }
-    return lower_copy_step(b, node, xi, yt, strides, offset);
+    return lower_select_step(b, node, xi, yt, start, step);
 }
 
 static tci_status pad_gpu_lower(plan_builder *b, const ir_node *node) {
@@ -916,15 +939,38 @@ static void slice_pattern(const ir_node *node, op_pattern *out) {
     }
 }
 
-SHAPE_OP_PATTERN(split_op, "Split", split_parse, split_infer, split_forward,
-                 OP_MOVES_DATA, split_gpu_lower, split_pattern, 2, 11, 13, 18);
+static const op_desc split_op = {.op_type = "Split",
+                                 .versions = OP_VERSIONS(2, 11, 13, 18),
+                                 .parse = split_parse,
+                                 .infer = split_infer,
+                                 .cpu_forward = split_forward,
+                                 .flags = OP_MOVES_DATA,
+                                 .gpu_lower = split_gpu_lower,
+                                 .binary = BINARY_NONE,
+                                 .keeps_nhwc = select_keeps_nhwc,
+                                 .pattern = split_pattern};
 
-OP_DESC_PATTERN(transpose_op, "Transpose", OP_VERSIONS(1, 13, 21, 23, 24, 25), transpose_parse,
-                transpose_infer, transpose_forward, OP_MOVES_DATA, transpose_gpu_lower,
-                transpose_pattern);
+static const op_desc transpose_op = {.op_type = "Transpose",
+                                     .versions = OP_VERSIONS(1, 13, 21, 23, 24, 25),
+                                     .parse = transpose_parse,
+                                     .infer = transpose_infer,
+                                     .cpu_forward = transpose_forward,
+                                     .flags = OP_MOVES_DATA,
+                                     .gpu_lower = transpose_gpu_lower,
+                                     .binary = BINARY_NONE,
+                                     .pattern = transpose_pattern,
+                                     .views_as_nhwc = transpose_views_as_nhwc};
 
-SHAPE_OP_PATTERN(slice_op, "Slice", slice_parse, slice_infer, slice_forward,
-                 OP_MOVES_DATA, slice_gpu_lower, slice_pattern, 1, 10, 11, 13);
+static const op_desc slice_op = {.op_type = "Slice",
+                                 .versions = OP_VERSIONS(1, 10, 11, 13),
+                                 .parse = slice_parse,
+                                 .infer = slice_infer,
+                                 .cpu_forward = slice_forward,
+                                 .flags = OP_MOVES_DATA,
+                                 .gpu_lower = slice_gpu_lower,
+                                 .binary = BINARY_NONE,
+                                 .keeps_nhwc = select_keeps_nhwc,
+                                 .pattern = slice_pattern};
 
 SHAPE_OP(pad_op, "Pad", pad_parse, pad_infer, pad_forward,
          OP_MOVES_DATA, pad_gpu_lower, 2, 11, 13, 18, 19, 21, 23, 24, 25);

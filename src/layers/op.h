@@ -119,6 +119,11 @@ typedef struct op_desc {
     /* The node's role in the fusion patterns, filled into *out for a node whose input shapes are
      * known (kind OP_PATTERN_NONE when it plays none with these params); NULL: never any. */
     void (*pattern)(const ir_node *node, op_pattern *out);
+    /* For an op whose output, for some parameters, is its computed dense input 0's bytes seen as
+     * NHWC8 (a Transpose of a channels-last tensor to NCHW, the channels a multiple of 8): whether
+     * node's is. The layout pass then records the output NHWC8, and the step is an alias
+     * (lower_alias_across_layouts). NULL: never. */
+    bool (*views_as_nhwc)(const ir_node *node);
     /* Control flow, whose output shapes follow only from running it: replaces infer, the
      * allocation and cpu_forward on the reference (op_run_node), allocating each non-NULL out[]
      * with malloc (the names kept), no output over max_elements elements. NULL: every other op. */

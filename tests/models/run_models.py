@@ -38,6 +38,8 @@ MODELS = [
     "resnext_block",
     "grouped_norms",
     "audio_frontend",
+    "convnext_blocks",
+    "split_blocks",
     "llama_block",
 ]
 

@@ -365,7 +365,7 @@ START_TEST(test_kept_generated_models) {
         "small_cnn", "resnet_mini", "mobilenetv2_mini", "mlp", "transformer_block",
         "attention_block", "packed_attention_block", "bert_block", "gpt2_block",
         "segmentation_decoder", "dense_concat", "crnn", "resnext_block", "grouped_norms",
-        "audio_frontend"};
+        "audio_frontend", "convnext_blocks", "split_blocks"};
     const char *dir = getenv("TCI_TEST_MODELS_DIR");
     ck_assert_msg(dir != NULL, "TCI_TEST_MODELS_DIR is not set (ctest sets it)");
     int plans = 0, with_bf16 = 0;

@@ -48,6 +48,8 @@ static plan_layout step_layout(const ir_node *n) {
     if (d->flags & OP_FOLLOWS_LAYOUT) return follow_inputs(n);
     if (d->keeps_nhwc && is_computed(x) && x->layout == PLAN_LAYOUT_NHWC8 && d->keeps_nhwc(n))
         return PLAN_LAYOUT_NHWC8;
+    if (d->views_as_nhwc && is_computed(x) && x->layout == PLAN_LAYOUT_DENSE && d->views_as_nhwc(n))
+        return PLAN_LAYOUT_NHWC8;
     return PLAN_LAYOUT_DENSE;
 }
 

@@ -325,6 +325,28 @@ tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t,
     return TCI_OK;
 }
 
+tci_status lower_alias_across_layouts(plan_builder *b, const ir_node *node, const ir_tensor *t,
+                                      int src, int *out_index) {
+    TRY_STATUS(lower_require_known(node, t));
+    const plan_tensor copy = b->p->tensors[src];
+    /* NHWC8 (N, C, H, W) with C a multiple of 8 (no padding) holds dense (N, H, W, C)'s bytes */
+    bool to_nhwc = t->layout == PLAN_LAYOUT_NHWC8;
+    const int64_t *nchw = to_nhwc ? t->dims : copy.dims, *nhwc = to_nhwc ? copy.dims : t->dims;
+    bool ok = copy.memory != PLAN_MEM_CONSTANT && copy.layout != t->layout && t->rank == 4 &&
+              copy.rank == 4 && nchw[1] % 8 == 0 && nhwc[0] == nchw[0] && nhwc[1] == nchw[2] &&
+              nhwc[2] == nchw[3] && nhwc[3] == nchw[1];
+    if (!ok)
+        return ir_node_error(node, TCI_ERR_INTERNAL,
+                             "'%s' cannot share the memory of '%s' in the other layout", t->name,
+                             copy.name);
+    int idx;
+    TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, t->layout, t->rank, t->dims, &idx));
+    b->p->tensors[idx].alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
+    b->primary[t->index] = idx;
+    *out_index = idx;
+    return TCI_OK;
+}
+
 /* Identity: the output is src in its layout and dims (an alias, or the constant itself). */
 tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *t, int src) {
     const plan_tensor copy = b->p->tensors[src];
@@ -504,6 +526,62 @@ void lower_output_view(const plan_tensor *out, plan_strided *v) {
     }
     v->pad_dim = out->layout == PLAN_LAYOUT_NHWC8 ? 3 : -1;
     v->real_channels = out->layout == PLAN_LAYOUT_NHWC8 ? out->dims[1] : 0;
+}
+
+tci_status lower_fill_step(plan_builder *b, const ir_node *node, int yt, double value) {
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_FILL, node, "fill", &s));
+    const plan_tensor *y = &b->p->tensors[yt];
+    s->u.fill.value = value;
+    s->u.fill.count = (int64_t)(y->bytes / tci_dtype_size(y->dtype));
+    lower_step_io(s, 0, NULL, 1, &yt);
+    return TCI_OK;
+}
+
+tci_status lower_select_step(plan_builder *b, const ir_node *node, int xi, int yt,
+                             const int64_t *start, const int64_t *step) {
+    const plan_tensor x = b->p->tensors[xi], y = b->p->tensors[yt];
+    if (x.layout != y.layout || x.rank != y.rank)
+        return ir_node_error(node, TCI_ERR_INTERNAL, "'%s' selects from '%s' in another layout",
+                             y.name, x.name);
+    int64_t xs[TCI_MAX_RANK], strides[TCI_MAX_RANK], offset = 0;
+    if (x.layout == PLAN_LAYOUT_DENSE) {
+        int64_t stride = 1;
+        for (int d = x.rank - 1; d >= 0; d--) {
+            xs[d] = stride;
+            stride *= x.dims[d];
+        }
+        for (int d = 0; d < x.rank; d++) {
+            strides[d] = xs[d] * step[d];
+            offset += start[d] * xs[d];
+        }
+        return lower_copy_step(b, node, xi, yt, strides, offset);
+    }
+    /* NHWC8: physical (N, H, W, padded C); xs by logical dim (N, C, H, W) */
+    static const int logical[4] = {0, 2, 3, 1};
+    const int64_t xcp = x.padded_channels, ycp = y.padded_channels;
+    const int64_t xlog[4] = {x.dims[2] * x.dims[3] * xcp, 1, x.dims[3] * xcp, xcp};
+    const int64_t yphys[4] = {y.dims[2] * y.dims[3] * ycp, y.dims[3] * ycp, ycp, 1};
+    /* all the channels: their zero padding is copied with them; otherwise it is filled */
+    const bool channels = start[1] == 0 && step[1] == 1 && y.dims[1] == x.dims[1];
+    if (!channels && y.dims[1] % 8) TRY_STATUS(lower_fill_step(b, node, yt, 0));
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
+    plan_strided *v = &s->u.copy.view;
+    memset(v, 0, sizeof *v);
+    v->pad_dim = -1;
+    v->rank = 4;
+    s->u.copy.elem_size = tci_dtype_size(y.dtype);
+    for (int i = 0; i < 4; i++) {
+        int d = logical[i];
+        v->dims[i] = y.dims[d];
+        v->strides[0][i] = xlog[d] * step[d];
+        v->out_strides[i] = yphys[i];
+        v->in_offset[0] += start[d] * xlog[d];
+    }
+    if (channels) v->dims[3] = ycp;
+    lower_step_io(s, 1, &xi, 1, &yt);
+    return TCI_OK;
 }
 
 /* One element-wise step: y = act(op(inputs...)) over IR inputs, output IR tensor `out`, all in
