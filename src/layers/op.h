@@ -235,6 +235,22 @@ void op_set_unknown(tci_tensor *t, tci_dtype dtype);
  * taken as true. */
 tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out);
 
+/* numpy.matmul's view of one operand: batch dims, rows and cols, a 1-D A being (1, K) and a 1-D
+ * B (K, 1) (MatMul and the integer products). */
+typedef struct op_matmul_side {
+    int batch_rank;
+    const int64_t *batch;
+    int64_t rows, cols;
+} op_matmul_side;
+void op_matmul_side_of(const tci_tensor *t, bool is_b, op_matmul_side *s);
+/* y's rank and dims from A and B by numpy.matmul's rules (y untouched while a rank is unknown);
+ * errors name the node: a rank-0 operand, inner dims that differ. */
+tci_status op_matmul_shape(const ir_node *node, const tci_tensor *a, const tci_tensor *b,
+                           tci_tensor *y);
+/* Matrix offsets of operand s's batch index along the output's out_batch_rank batch dims (0
+ * where it broadcasts). */
+void op_matmul_batch_strides(const op_matmul_side *s, int out_batch_rank, int64_t *strides);
+
 /* The TensorProto.DataType name of an attribute's type value ("INT16", "FLOAT8E4M3FN"), for
  * messages about types tcinfer does not hold; NULL when type is no ONNX data type. */
 const char *op_onnx_type_name(int64_t type);
