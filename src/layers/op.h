@@ -324,7 +324,8 @@ extern const op_desc *const layer_groupnorm_ops[]; /* groupnorm.c: InstanceNorma
                                                       GroupNormalization */
 extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean, ReduceMax,
                                                       ReduceMin, ReduceProd, ReduceL1, ReduceL2,
-                                                      ReduceLogSumExp, ReduceSumSquare */
+                                                      ReduceLogSumExp, ReduceSumSquare,
+                                                      ReduceLogSum */
 extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */

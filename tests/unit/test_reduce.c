@@ -1,6 +1,6 @@
 /* ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
- * ReduceSumSquare, and ArgMax, ArgMin, CumSum, TopK (argreduce.c): hand-computed results, opset
- * differences, shape inference, error paths. */
+ * ReduceSumSquare, ReduceLogSum, and ArgMax, ArgMin, CumSum, TopK (argreduce.c): hand-computed
+ * results, opset differences, shape inference, error paths. */
 #include <math.h>
 #include <stdint.h>
 
@@ -454,18 +454,19 @@ END_TEST
 
 /* Every version resolves, axes are an attribute before 18 and an input from 18. */
 START_TEST(test_reduce_new_ops_every_version) {
-    const char *ops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
-                         "ReduceSumSquare"};
+    const char *ops[] = {"ReduceMin",       "ReduceProd",      "ReduceL1",    "ReduceL2",
+                         "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
     /* rd_x = {1..6} as 2x3, reduced over axis 1 */
-    const float want[6][2] = {{1, 4},
+    const float want[7][2] = {{1, 4},
                               {6, 120},
                               {6, 15},
                               {3.7416574f, 8.7749643f},
                               {3.4076059f, 6.4076059f},
-                              {14, 77}};
-    const float want_all[6] = {1, 720, 21, 9.5393920f, 6.4561934f, 91};
+                              {14, 77},
+                              {1.7917595f, 2.7080502f}};
+    const float want_all[7] = {1, 720, 21, 9.5393920f, 6.4561934f, 91, 3.0445224f};
     const int64_t ax1[] = {1}, d21[] = {2, 1}, d2[] = {2}, d11[] = {1, 1};
-    for (int o = 0; o < 6; o++) {
+    for (int o = 0; o < 7; o++) {
         const int attr_opsets[] = {1, 11, 12, 13, 17};
         for (int i = 0; i < 5; i++) {
             run_reduce(ops[o], attr_opsets[i], -1, -1, ax1, 1, false, 2, d21, want[o]);
@@ -483,10 +484,10 @@ START_TEST(test_reduce_new_ops_every_version) {
     const int l1_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 18};
     const int lse_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 28};
     for (int i = 0; i < 9; i++) {
-        for (int o = 0; o < 6; o++) {
+        for (int o = 0; o < 7; o++) {
             ir_node *n = th_node(g, ops[o], opsets[i], 1, 1);
             ck_assert_tci_ok(op_prepare_node(n, g->arena));
-            int want_since = o == 0 ? min_since[i] : o == 4 ? lse_since[i] : l1_since[i];
+            int want_since = o == 0 ? min_since[i] : o == 4 || o == 6 ? lse_since[i] : l1_since[i];
             ck_assert_int_eq(n->since_version, want_since);
         }
     }
@@ -498,6 +499,9 @@ START_TEST(test_reduce_new_ops_every_version) {
                         "input 0 has unsupported dtype int32");
     ir_node *lse = th_node(g, "ReduceLogSumExp", 13, 1, 1);
     ck_assert_tci_error(th_run(g, lse, in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype int32");
+    ir_node *ls = th_node(g, "ReduceLogSum", 18, 1, 1);
+    ck_assert_tci_error(th_run(g, ls, in, out), TCI_ERR_UNSUPPORTED,
                         "input 0 has unsupported dtype int32");
     ir_graph_destroy(g);
 }
@@ -618,14 +622,14 @@ START_TEST(test_reduce_new_ops_integers_and_empty) {
     for (int i = 0; i < 3; i++) ck_assert_int_eq(((uint8_t *)out[0].data)[i], band[i]);
     th_free(out, 1);
     /* empty sets: min +inf (the highest integer, true), prod 1, norms and sums 0, log-sum-exp
-     * -inf */
+     * and log-sum -inf (log 0) */
     const int64_t ed[] = {2, 0, 2}, wd[] = {2, 1, 2};
     const uint8_t dummy[8] = {0};
-    const char *fops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
-                          "ReduceSumSquare"};
-    const float fwant[] = {INFINITY, 1, 0, 0, -INFINITY, 0};
+    const char *fops[] = {"ReduceMin",       "ReduceProd",      "ReduceL1",    "ReduceL2",
+                          "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
+    const float fwant[] = {INFINITY, 1, 0, 0, -INFINITY, 0, -INFINITY};
     tci_tensor e = th_tensor(F, 3, ed, dummy);
-    for (int o = 0; o < 6; o++) {
+    for (int o = 0; o < 7; o++) {
         run_op18(fops[o], &e, ax1, 1, 1, 0, out);
         th_assert_dims(&out[0], 3, wd);
         for (int i = 0; i < 4; i++) ck_assert(((float *)out[0].data)[i] == fwant[o]);
