@@ -329,5 +329,7 @@ extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, Reduc
 extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
+extern const op_desc *const layer_axisnorm_ops[];  /* axisnorm.c: Hardmax, LpNormalization,
+                                                      MeanVarianceNormalization */
 
 #endif
