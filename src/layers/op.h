@@ -298,7 +298,8 @@ void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 
 /* Each family file exports a NULL-terminated table of its descriptors. */
 extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
-extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
+extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN,
+                                                      LpPool */
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: binary, variadic, Where, Equal,
                                                       Mod, PRelu */
 extern const op_desc *const layer_einsum_ops[];    /* einsum.c: Einsum */
