@@ -327,7 +327,7 @@ extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, Reduc
                                                       ReduceMin, ReduceProd, ReduceL1, ReduceL2,
                                                       ReduceLogSumExp, ReduceSumSquare,
                                                       ReduceLogSum */
-extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
+extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum, CumProd,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 extern const op_desc *const layer_axisnorm_ops[];  /* axisnorm.c: Hardmax, LpNormalization,

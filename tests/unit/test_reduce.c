@@ -1,6 +1,6 @@
 /* ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
- * ReduceSumSquare, ReduceLogSum, and ArgMax, ArgMin, CumSum, TopK (argreduce.c): hand-computed
- * results, opset differences, shape inference, error paths. */
+ * ReduceSumSquare, ReduceLogSum, and ArgMax, ArgMin, CumSum, CumProd, TopK (argreduce.c):
+ * hand-computed results, opset differences, shape inference, error paths. */
 #include <math.h>
 #include <stdint.h>
 
@@ -834,6 +834,69 @@ START_TEST(test_cumsum) {
 }
 END_TEST
 
+/* CumProd (opset 26) of x over axis into out. */
+static void run_cumprod(const tci_tensor *x, int64_t axis, int exclusive, int reverse,
+                        tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "CumProd", 26, 2, 1);
+    if (exclusive) th_attr_int(g, n, "exclusive", 1);
+    if (reverse) th_attr_int(g, n, "reverse", 1);
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1},
+                                      (const int64_t[]){axis})};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ck_assert_int_eq(n->since_version, 26);
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_cumprod) {
+    /* float32 (ONNX's cases are double), every mode */
+    const float v[] = {1, 2, 3, 4, -5};
+    const int64_t d5[] = {5};
+    tci_tensor x = th_tensor(F, 1, d5, v), out[1];
+    const float plain[] = {1, 2, 6, 24, -120}, excl[] = {1, 1, 2, 6, 24},
+                rev[] = {-120, -120, -60, -20, -5}, rev_excl[] = {-120, -60, -20, -5, 1};
+    const float *wants[] = {plain, excl, rev, rev_excl};
+    for (int m = 0; m < 4; m++) {
+        run_cumprod(&x, 0, m & 1, m >> 1, out);
+        th_assert_dims(&out[0], 1, d5);
+        th_assert_near(out[0].data, wants[m], 5, 0);
+        th_free(out, 1);
+    }
+    /* columns of a 2x3 */
+    const float cols[] = {1, 2, 3, 4, 10, 18};
+    x = th_tensor(F, 2, rd_xd, rd_x);
+    run_cumprod(&x, -2, 0, 0, out);
+    th_assert_near(out[0].data, cols, 6, 0);
+    th_free(out, 1);
+    /* int64 wraps as the type does: 2^62 * 4 = 0 mod 2^64; int32 likewise */
+    const int64_t xl[] = {INT64_C(1) << 62, 2, 2, -3};
+    const int64_t d4[] = {4};
+    x = th_tensor(TCI_DTYPE_INT64, 1, d4, xl);
+    run_cumprod(&x, 0, 0, 0, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT64);
+    ck_assert_int_eq(((int64_t *)out[0].data)[1], INT64_MIN);
+    ck_assert_int_eq(((int64_t *)out[0].data)[2], 0);
+    th_free(out, 1);
+    const int32_t xi[] = {65536, 65536, -1};
+    const int64_t d3[] = {3};
+    x = th_tensor(TCI_DTYPE_INT32, 1, d3, xi);
+    run_cumprod(&x, 0, 0, 1, out);
+    ck_assert_int_eq(((int32_t *)out[0].data)[0], 0);
+    ck_assert_int_eq(((int32_t *)out[0].data)[1], -65536);
+    th_free(out, 1);
+    /* only opset 26 on; the flags are 0 or 1 */
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *old = th_node(g, "CumProd", 25, 2, 1);
+    ck_assert_tci_error(op_prepare_node(old, g->arena), TCI_ERR_UNSUPPORTED, "from opset 26");
+    ir_node *n = th_node(g, "CumProd", 28, 2, 1);
+    th_attr_int(g, n, "reverse", 2);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_INVALID_MODEL, "reverse");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* ---- TopK ---- */
 
 /* TopK of x at opset 11 over axis with k from an input; largest / sorted -1: absent. */
@@ -965,6 +1028,7 @@ int main(void) {
     TCase *axis = tcase_create("argreduce");
     tcase_add_test(axis, test_argmax_argmin);
     tcase_add_test(axis, test_cumsum);
+    tcase_add_test(axis, test_cumprod);
     tcase_add_test(axis, test_topk);
     suite_add_tcase(s, axis);
     return test_run_suite(s);
