@@ -332,5 +332,7 @@ extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMi
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 extern const op_desc *const layer_axisnorm_ops[];  /* axisnorm.c: Hardmax, LpNormalization,
                                                       MeanVarianceNormalization */
+extern const op_desc *const layer_generate_ops[];  /* generate.c: EyeLike, HannWindow,
+                                                      HammingWindow, BlackmanWindow */
 
 #endif
