@@ -334,5 +334,7 @@ extern const op_desc *const layer_axisnorm_ops[];  /* axisnorm.c: Hardmax, LpNor
                                                       MeanVarianceNormalization */
 extern const op_desc *const layer_generate_ops[];  /* generate.c: EyeLike, HannWindow,
                                                       HammingWindow, BlackmanWindow */
+extern const op_desc *const layer_pick_ops[];      /* pick.c: GatherND, Compress,
+                                                      ReverseSequence */
 
 #endif
