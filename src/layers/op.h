@@ -303,7 +303,7 @@ extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePo
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: binary, variadic, Where, Equal,
                                                       Mod, PRelu */
 extern const op_desc *const layer_einsum_ops[];    /* einsum.c: Einsum */
-extern const op_desc *const layer_grid_sample_ops[]; /* grid_sample.c: GridSample */
+extern const op_desc *const layer_grid_sample_ops[]; /* grid_sample.c: GridSample, AffineGrid */
 extern const op_desc *const layer_select_ops[];    /* select.c: NonZero, NonMaxSuppression */
 extern const op_desc *const layer_unary_ops[];     /* unary.c: activations, math functions, Clip */
 extern const op_desc *const layer_logic_ops[];     /* logic.c: Less, Greater, And, Or, Xor, Not,
