@@ -338,5 +338,7 @@ extern const op_desc *const layer_pick_ops[];      /* pick.c: GatherND, Compress
                                                       ReverseSequence */
 extern const op_desc *const layer_linalg_ops[];    /* linalg.c: Det */
 extern const op_desc *const layer_image_ops[];     /* image.c: CenterCropPad, Col2Im */
+extern const op_desc *const layer_loss_ops[];      /* loss.c: NegativeLogLikelihoodLoss,
+                                                      SoftmaxCrossEntropyLoss */
 
 #endif

@@ -12,6 +12,7 @@ static const op_desc *const *const families[] = {
     layer_logic_ops,    layer_groupnorm_ops, layer_unary_ops, layer_einsum_ops,
     layer_select_ops,   layer_grid_sample_ops,
     layer_axisnorm_ops, layer_generate_ops, layer_pick_ops, layer_linalg_ops, layer_image_ops,
+    layer_loss_ops,
 };
 
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user) {
