@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "graph/passes.h"
+#include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
 
@@ -169,12 +170,45 @@ START_TEST(test_generate_folds_at_build) {
 }
 END_TEST
 
+/* The GPU planner never meets a folded EyeLike (it has no GPU step), and names a window whose
+ * size is a run-time value, which cannot fold (its length is then a run-time value too). */
+START_TEST(test_generate_gpu_plan) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int64_t xd[] = {4, 4};
+    ir_tensor *x = th_named(g, "x", F, 2, xd, NULL);
+    ir_tensor *eye = th_named(g, "eye", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "eye", "EyeLike", 22, (ir_tensor *[]){x}, 1, (ir_tensor *[]){eye}, 1);
+    th_node_io(g, "mul", "Mul", 17, (ir_tensor *[]){x, eye}, 2, (ir_tensor *[]){y}, 1);
+    plan *p = NULL;
+    ck_assert_tci_ok(th_plan_for_gpu(g, &p));
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_tensor *size = th_named(g, "size", TCI_DTYPE_INT64, 0, NULL, NULL);
+    ir_tensor *v = th_named(g, "v", F, 1, (const int64_t[]){4}, NULL);
+    ir_tensor *win = th_named(g, "win", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    ir_tensor *w = th_named(g, "w", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    th_graph_io(g, (ir_tensor *[]){size, v}, 2, &w, 1);
+    th_node_io(g, "hann", "HannWindow", 17, (ir_tensor *[]){size}, 1, (ir_tensor *[]){win}, 1);
+    th_node_io(g, "mul", "Mul", 17, (ir_tensor *[]){win, v}, 2, (ir_tensor *[]){w}, 1);
+    p = NULL;
+    ck_assert_tci_error(th_plan_for_gpu(g, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'hann' (HannWindow): dim 0 of 'win' depends on runtime values");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("generate");
     TCase *t = tcase_create("generate");
     tcase_add_test(t, test_eye_like_diagonals_and_types);
     tcase_add_test(t, test_windows);
     tcase_add_test(t, test_generate_folds_at_build);
+    tcase_add_test(t, test_generate_gpu_plan);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }
