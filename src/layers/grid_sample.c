@@ -304,8 +304,9 @@ static tci_status affine_grid_infer(const ir_node *node, const tci_tensor *const
 }
 
 /* The normalised coordinate of position i of n: the pixel centres of [-1, 1], or with
- * align_corners its two ends on the first and last (a single position sits at -1, as numpy's
- * arange in ONNX's reference gives). */
+ * align_corners its two ends on the first and last. A single position with align_corners sits at
+ * -1, as numpy's arange in ONNX's reference gives; the others disagree there (onnxruntime 1.32
+ * gives 1, PyTorch's affine_grid 0), and ONNX's cases do not test it. */
 static double affine_coordinate(int64_t i, int64_t n, bool align_corners) {
     if (align_corners) return n > 1 ? -1.0 + 2.0 * (double)i / (double)(n - 1) : -1.0;
     return -1.0 + (2.0 * (double)i + 1.0) / (double)n;
