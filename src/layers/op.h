@@ -351,11 +351,12 @@ void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 
 /* Each family file exports a NULL-terminated table of its descriptors. */
 extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
-extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
+extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN,
+                                                      LpPool */
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: binary, variadic, Where, Equal,
                                                       Mod, PRelu */
 extern const op_desc *const layer_einsum_ops[];    /* einsum.c: Einsum */
-extern const op_desc *const layer_grid_sample_ops[]; /* grid_sample.c: GridSample */
+extern const op_desc *const layer_grid_sample_ops[]; /* grid_sample.c: GridSample, AffineGrid */
 extern const op_desc *const layer_select_ops[];    /* select.c: NonZero, NonMaxSuppression */
 extern const op_desc *const layer_unary_ops[];     /* unary.c: activations, math functions, Clip */
 extern const op_desc *const layer_logic_ops[];     /* logic.c: Less, Greater, And, Or, Xor, Not,
@@ -377,8 +378,9 @@ extern const op_desc *const layer_groupnorm_ops[]; /* groupnorm.c: InstanceNorma
                                                       GroupNormalization */
 extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean, ReduceMax,
                                                       ReduceMin, ReduceProd, ReduceL1, ReduceL2,
-                                                      ReduceLogSumExp, ReduceSumSquare */
-extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
+                                                      ReduceLogSumExp, ReduceSumSquare,
+                                                      ReduceLogSum */
+extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum, CumProd,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 extern const op_desc *const layer_quant_ops[];     /* quant.c: QuantizeLinear, DequantizeLinear,
@@ -389,5 +391,15 @@ extern const op_desc *const layer_rmsnorm_ops[];   /* rmsnorm.c: RMSNormalizatio
 extern const op_desc *const layer_rotary_ops[];    /* rotary.c: RotaryEmbedding */
 extern const op_desc *const layer_sdpa_ops[];      /* sdpa.c: Attention (ONNX's own op) */
 extern const op_desc *const layer_control_ops[];   /* control.c: If, Loop, Scan */
+extern const op_desc *const layer_axisnorm_ops[];  /* axisnorm.c: Hardmax, LpNormalization,
+                                                      MeanVarianceNormalization */
+extern const op_desc *const layer_generate_ops[];  /* generate.c: EyeLike, HannWindow,
+                                                      HammingWindow, BlackmanWindow */
+extern const op_desc *const layer_pick_ops[];      /* pick.c: GatherND, Compress,
+                                                      ReverseSequence */
+extern const op_desc *const layer_linalg_ops[];    /* linalg.c: Det */
+extern const op_desc *const layer_image_ops[];     /* image.c: CenterCropPad, Col2Im */
+extern const op_desc *const layer_loss_ops[];      /* loss.c: NegativeLogLikelihoodLoss,
+                                                      SoftmaxCrossEntropyLoss */
 
 #endif
