@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Packs a CUDA build for the GPU machine, whose calls carry at most 64 MiB, into one archive,
-# .gpu/all.tar.xz: the CLI, the examples and the shared library they link, the Triton backend
-# and the GPU test binaries (TEST_NAME_REGEX picks them; default: all). Each binary holds the
-# same kernels (~45 MB stripped), so xz runs with a dictionary that spans several of them: the
-# ~20 binaries of a full build come to about 20 MB. .gpu/ is ignored by git.
+# .gpu/all.tar.xz: the CLI, the examples and the shared library they link, the kernel benchmarks,
+# the Triton backend and the GPU test binaries (TEST_NAME_REGEX picks them; default: all). Each
+# binary holds the same kernels (~45 MB stripped), so xz runs with a dictionary that spans several
+# of them: the ~20 binaries of a full build come to about 20 MB. .gpu/ is ignored by git.
 #   usage: scripts/gpu_pack.sh BUILD [TEST_NAME_REGEX]
 # Then, on the GPU machine: scripts/gpu_call.sh (see there).
 set -euo pipefail
@@ -18,6 +18,8 @@ for example in example_async_stream example_server_pool; do
     find "$build" -name $example -type f -exec cp {} "$stage/new/" \; -quit
 done
 cp -L "$build/libtcinfer.so.0" "$stage/new/" 2>/dev/null || true
+# the kernel benchmarks (tcinfer_bench_gemm, tcinfer_bench_attention) where built
+find "$build" -maxdepth 1 -name 'tcinfer_bench_*' -type f -exec cp {} "$stage/new/" \;
 find "$build" -name libtriton_tcinfer.so -type f \
     -exec cp {} "$stage/new/triton_backends/tcinfer/" \; -quit
 find "$build/tests/gpu" -maxdepth 1 -name 'gpu_test_*' -type f | grep -E "$only" |

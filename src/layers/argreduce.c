@@ -1,6 +1,7 @@
 /* Op family 'argreduce': the ops that walk one axis and keep positions or running values rather
- * than one reduced value: ArgMax, ArgMin, CumSum and TopK. Each views its input as (outer, len,
- * inner) around the axis; on the GPU each is one step of src/kernels/argreduce.h.
+ * than one reduced value: ArgMax, ArgMin, CumSum, CumProd and TopK. Each views its input as (outer,
+ * len, inner) around the axis; on the GPU each is one step of src/kernels/argreduce.h (CumProd
+ * has no GPU path yet).
  *
  * NaN orders as numpy's sort has it (ONNX's reference): above every number. ArgMax and ArgMin
  * return the first NaN of a run (numpy's argmax and argmin), the last with select_last_index;
@@ -155,24 +156,34 @@ static tci_status arg_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
-/* ---- CumSum ---- */
+/* ---- CumSum, CumProd ---- */
 
 typedef struct cumsum_params {
     int exclusive;
     int reverse;
+    bool product; /* CumProd: running products, from 1 */
 } cumsum_params;
 
 static const tci_dtype cumsum_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_FLOAT16,
                                          TCI_DTYPE_INT32, TCI_DTYPE_INT64, 0};
 
-static tci_status cumsum_parse(ir_node *node, mem_arena *arena) {
+static tci_status running_parse(ir_node *node, mem_arena *arena, bool product) {
     OP_ALLOC_PARAMS(node, arena, cumsum_params, p);
+    p->product = product;
     TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
     static const char *const known[] = {"exclusive", "reverse", NULL};
     TRY_STATUS(ir_check_attrs(node, known));
     TRY_STATUS(op_read_flag(node, "exclusive", 0, &p->exclusive));
     TRY_STATUS(op_read_flag(node, "reverse", 0, &p->reverse));
     return TCI_OK;
+}
+
+static tci_status cumsum_parse(ir_node *node, mem_arena *arena) {
+    return running_parse(node, arena, false);
+}
+
+static tci_status cumprod_parse(ir_node *node, mem_arena *arena) {
+    return running_parse(node, arena, true);
 }
 
 /* The axis input (a scalar or one element of int32 / int64) normalised to [0, rank); *known
@@ -217,25 +228,27 @@ static tci_status cumsum_forward(const ir_node *node, const tci_tensor *const *i
     if (!known) return ir_node_error(node, TCI_ERR_INTERNAL, "input axis has no value at run time");
     int64_t outer, len, inner;
     axis_view(x->dims, x->rank, axis, &outer, &len, &inner);
-    /* floats run in double, integers in int64 (wrapping as the stored type does) */
+    /* floats run in double, integers in uint64 (wrapping as the stored type does: two's
+     * complement sums and products are the same in unsigned arithmetic) */
     const bool integer = x->dtype == TCI_DTYPE_INT32 || x->dtype == TCI_DTYPE_INT64;
+    const bool prod = p->product;
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t k = 0; k < inner; k++) {
-            double acc = 0;
-            uint64_t iacc = 0;
+            double acc = prod ? 1 : 0;
+            uint64_t iacc = prod ? 1 : 0;
             for (int64_t j = 0; j < len; j++) {
                 const int64_t at = o * len * inner + (p->reverse ? len - 1 - j : j) * inner + k;
                 if (integer) {
                     const uint64_t v = (uint64_t)op_read_int(x, at);
-                    if (!p->exclusive) iacc += v;
+                    if (!p->exclusive) iacc = prod ? iacc * v : iacc + v;
                     if (x->dtype == TCI_DTYPE_INT32) ((int32_t *)y->data)[at] = (int32_t)iacc;
                     else ((int64_t *)y->data)[at] = (int64_t)iacc;
-                    if (p->exclusive) iacc += v;
+                    if (p->exclusive) iacc = prod ? iacc * v : iacc + v;
                 } else {
                     const double v = op_read_number(x, at);
-                    if (!p->exclusive) acc += v;
+                    if (!p->exclusive) acc = prod ? acc * v : acc + v;
                     op_write_number(y, at, acc);
-                    if (p->exclusive) acc += v;
+                    if (p->exclusive) acc = prod ? acc * v : acc + v;
                 }
             }
         }
@@ -454,8 +467,10 @@ OP_DESC(argmin_desc, "ArgMin", OP_VERSIONS(1, 11, 12, 13), argmin_parse, arg_inf
         0, arg_gpu_lower, NULL, BINARY_NONE);
 OP_DESC(cumsum_desc, "CumSum", OP_VERSIONS(11, 14), cumsum_parse, cumsum_infer, cumsum_forward, 0,
         cumsum_gpu_lower, NULL, BINARY_NONE);
+OP_DESC(cumprod_desc, "CumProd", OP_VERSIONS(26), cumprod_parse, cumsum_infer, cumsum_forward,
+        0, NULL, NULL, BINARY_NONE);
 OP_DESC(topk_desc, "TopK", OP_VERSIONS(1, 10, 11, 24), topk_parse, topk_infer, topk_forward, 0,
         topk_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_argreduce_ops[] = {&argmax_desc, &argmin_desc, &cumsum_desc,
-                                              &topk_desc, NULL};
+                                              &topk_desc,   &cumprod_desc, NULL};

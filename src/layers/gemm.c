@@ -140,78 +140,22 @@ static tci_status matmul_parse(ir_node *node, mem_arena *arena) {
     return op_parse_no_attrs(node, 2, 2, 1, 1);
 }
 
-/* The matrix view of one operand: batch dims, rows and cols after 1-D promotion. */
-typedef struct matmul_side {
-    int batch_rank;
-    const int64_t *batch;
-    int64_t rows, cols;
-} matmul_side;
-
-static void matmul_side_of(const tci_tensor *t, bool is_b, matmul_side *s) {
-    int r = t->rank;
-    s->batch = t->dims;
-    if (r == 1) { /* A (K) -> (1, K); B (K) -> (K, 1) */
-        s->batch_rank = 0;
-        s->rows = is_b ? t->dims[0] : 1;
-        s->cols = is_b ? 1 : t->dims[0];
-    } else {
-        s->batch_rank = r - 2;
-        s->rows = t->dims[r - 2];
-        s->cols = t->dims[r - 1];
-    }
-}
-
 static tci_status matmul_infer(const ir_node *node, const tci_tensor *const *in,
                                tci_tensor *const *out) {
     const tci_tensor *a = in[0], *b = in[1];
     TRY_STATUS(op_check_dtype(node, a, 0, op_float_types));
     TRY_STATUS(op_check_dtype(node, b, 1, op_float_types));
-    if (a->rank == 0 || b->rank == 0)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                             "operands must have rank >= 1, got ranks %d and %d", a->rank,
-                             b->rank);
-    tci_tensor *y = out[0];
-    op_set_unknown(y, first_dtype(a, b));
-    if (a->rank < 0 || b->rank < 0) return TCI_OK;
-    matmul_side sa, sb;
-    matmul_side_of(a, false, &sa);
-    matmul_side_of(b, true, &sb);
-    if (sa.cols >= 0 && sb.rows >= 0 && sa.cols != sb.rows) {
-        char as[128], bs[128];
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                             "inner dimensions differ: %s times %s (K=%lld vs %lld)",
-                             ir_format_dims(a->rank, a->dims, as, sizeof as),
-                             ir_format_dims(b->rank, b->dims, bs, sizeof bs),
-                             (long long)sa.cols, (long long)sb.rows);
-    }
-    int batch_rank;
-    TRY_STATUS(op_broadcast_shape(node, sa.batch_rank, sa.batch, sb.batch_rank, sb.batch,
-                               &batch_rank, y->dims));
-    int r = batch_rank;
-    if (a->rank != 1) y->dims[r++] = sa.rows;
-    if (b->rank != 1) y->dims[r++] = sb.cols;
-    y->rank = r;
-    return TCI_OK;
-}
-
-/* Offsets (in matrices) of one operand's batch index, broadcast against the output's batch. */
-static void batch_strides(const matmul_side *s, int out_batch_rank, int64_t *strides) {
-    int64_t st = 1;
-    for (int i = out_batch_rank - 1; i >= 0; i--) {
-        int j = i - (out_batch_rank - s->batch_rank);
-        int64_t d = j >= 0 ? s->batch[j] : 1;
-        strides[i] = d == 1 ? 0 : st;
-        st *= d;
-    }
+    op_set_unknown(out[0], first_dtype(a, b));
+    return op_matmul_shape(node, a, b, out[0]);
 }
 
 static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *in,
                                  tci_tensor *const *out) {
     const tci_tensor *a = in[0], *b = in[1];
     tci_tensor *y = out[0];
-    matmul_side sa, sb;
-    matmul_side_of(a, false, &sa);
-    matmul_side_of(b, true, &sb);
+    op_matmul_side sa, sb;
+    op_matmul_side_of(a, false, &sa);
+    op_matmul_side_of(b, true, &sb);
     int64_t m = sa.rows, k = sa.cols, n = sb.cols;
     int out_batch_rank = y->rank - (a->rank != 1) - (b->rank != 1);
     int64_t batches = 1, b_batches = 1;
@@ -233,8 +177,8 @@ static tci_status matmul_forward(const ir_node *node, const tci_tensor *const *i
     }
     TRY_STATUS(op_check_blas_dims(node, m, n, k));
     int64_t sta[TCI_MAX_RANK], stb[TCI_MAX_RANK], idx[TCI_MAX_RANK] = {0};
-    batch_strides(&sa, out_batch_rank, sta);
-    batch_strides(&sb, out_batch_rank, stb);
+    op_matmul_batch_strides(&sa, out_batch_rank, sta);
+    op_matmul_batch_strides(&sb, out_batch_rank, stb);
     int64_t offa = 0, offb = 0;
     for (int64_t bi = 0; bi < batches; bi++) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,

@@ -2,9 +2,11 @@
  * warps: Y[n, c, p] interpolates X[n, c] at the normalised position grid[n, p, :] (last entry
  * the fastest dim, x before y as in PyTorch). Any number of spatial dims for the linear and
  * nearest modes, two for cubic; zeros, border and reflection padding; computed as PyTorch's
- * grid_sample does (onnxruntime follows it), in float. No GPU path yet: the planner refuses the
- * node, naming it. */
+ * grid_sample does (onnxruntime follows it), in float. And AffineGrid, the grid such a sampler
+ * reads: every output position's normalised coordinates moved by an affine matrix, as PyTorch's
+ * affine_grid. No GPU path yet: the planner refuses the nodes, naming them. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "layers/op.h"
@@ -224,7 +226,127 @@ static tci_status grid_sample_forward(const ir_node *node, const tci_tensor *con
     return TCI_OK;
 }
 
+/* ---- AffineGrid ---- */
+
+static tci_status affine_grid_parse(ir_node *node, mem_arena *arena) {
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
+    static const char *const known[] = {"align_corners", NULL};
+    TRY_STATUS(ir_check_attrs(node, known));
+    OP_ALLOC_PARAMS(node, arena, grid_sample_params, p);
+    int align;
+    TRY_STATUS(op_read_flag(node, "align_corners", 0, &align));
+    p->align_corners = align != 0;
+    return TCI_OK;
+}
+
+/* size (N, C, spatial...) of 2 or 3 spatial dims: *r the spatial rank (-1 while unknown) and
+ * *known whether its values are. theta must be (N, r, r + 1). */
+static tci_status affine_grid_plan(const ir_node *node, const tci_tensor *const *in, int *r,
+                                   int64_t *size, bool *known) {
+    const tci_tensor *theta = in[0], *sz = in[1];
+    static const tci_dtype int64_only[] = {TCI_DTYPE_INT64, 0};
+    TRY_STATUS(op_check_dtype(node, theta, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, sz, 1, int64_only));
+    *r = -1;
+    *known = false;
+    if (sz->rank >= 0 && sz->rank != 1)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "size must be 1-D, got rank %d",
+                             sz->rank);
+    if (sz->rank == 1 && sz->dims[0] >= 0) {
+        if (sz->dims[0] != 4 && sz->dims[0] != 5)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "size has %lld entries; must be 4 (N, C, H, W) or 5 "
+                                 "(N, C, D, H, W)",
+                                 (long long)sz->dims[0]);
+        *r = (int)sz->dims[0] - 2;
+    }
+    if (theta->rank >= 0) {
+        if (theta->rank != 3)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "theta must be 3-D, got rank %d",
+                                 theta->rank);
+        if (*r < 0 && theta->dims[1] >= 0) *r = (int)theta->dims[1];
+        if (*r >= 0 && ((theta->dims[1] >= 0 && theta->dims[1] != *r) ||
+                        (theta->dims[2] >= 0 && theta->dims[2] != *r + 1)))
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "theta must be (N, %d, %d) for %d spatial dims, got (%lld, %lld, "
+                                 "%lld)",
+                                 *r, *r + 1, *r, (long long)theta->dims[0],
+                                 (long long)theta->dims[1], (long long)theta->dims[2]);
+    }
+    if (*r < 0 || !sz->data || sz->rank != 1) return TCI_OK;
+    for (int i = 0; i < *r + 2; i++) {
+        size[i] = op_read_int(sz, i);
+        if (size[i] < 0 || size[i] > INT32_MAX)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "size[%d] is %lld", i,
+                                 (long long)size[i]);
+    }
+    if (theta->rank == 3 && theta->dims[0] >= 0 && theta->dims[0] != size[0])
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "theta holds %lld matrices for a batch of %lld",
+                             (long long)theta->dims[0], (long long)size[0]);
+    *known = true;
+    return TCI_OK;
+}
+
+static tci_status affine_grid_infer(const ir_node *node, const tci_tensor *const *in,
+                                    tci_tensor *const *out) {
+    int r;
+    int64_t size[5];
+    bool known;
+    TRY_STATUS(affine_grid_plan(node, in, &r, size, &known));
+    op_set_unknown(out[0], in[0]->dtype);
+    if (r < 0) return TCI_OK;
+    out[0]->rank = r + 2;
+    out[0]->dims[0] = known ? size[0] : in[0]->rank == 3 ? in[0]->dims[0] : -1;
+    for (int d = 0; d < r; d++) out[0]->dims[1 + d] = known ? size[2 + d] : -1;
+    out[0]->dims[r + 1] = r;
+    return TCI_OK;
+}
+
+/* The normalised coordinate of position i of n: the pixel centres of [-1, 1], or with
+ * align_corners its two ends on the first and last. A single position with align_corners sits at
+ * -1, as numpy's arange in ONNX's reference gives; the others disagree there (onnxruntime 1.32
+ * gives 1, PyTorch's affine_grid 0), and ONNX's cases do not test it. */
+static double affine_coordinate(int64_t i, int64_t n, bool align_corners) {
+    if (align_corners) return n > 1 ? -1.0 + 2.0 * (double)i / (double)(n - 1) : -1.0;
+    return -1.0 + (2.0 * (double)i + 1.0) / (double)n;
+}
+
+static tci_status affine_grid_forward(const ir_node *node, const tci_tensor *const *in,
+                                      tci_tensor *const *out) {
+    const grid_sample_params *p = node->params;
+    int r;
+    int64_t size[5];
+    bool known;
+    TRY_STATUS(affine_grid_plan(node, in, &r, size, &known));
+    const float *theta = in[0]->data;
+    float *y = out[0]->data;
+    int64_t points = 1;
+    for (int d = 0; d < r; d++) points *= size[2 + d];
+    for (int64_t n = 0; n < size[0]; n++) {
+        const float *t = theta + n * r * (r + 1);
+        int64_t idx[3] = {0, 0, 0};
+        for (int64_t q = 0; q < points; q++, y += r) {
+            /* homogeneous (x, y[, z], 1): x along the last spatial dim */
+            double h[4];
+            for (int k = 0; k < r; k++)
+                h[k] = affine_coordinate(idx[r - 1 - k], size[2 + r - 1 - k], p->align_corners);
+            h[r] = 1.0;
+            for (int j = 0; j < r; j++) {
+                double v = 0.0;
+                for (int k = 0; k <= r; k++) v += (double)t[j * (r + 1) + k] * h[k];
+                y[j] = (float)v;
+            }
+            for (int d = r - 1; d >= 0 && ++idx[d] == size[2 + d]; d--) idx[d] = 0;
+        }
+    }
+    return TCI_OK;
+}
+
+OP_DESC(affine_grid_desc, "AffineGrid", OP_VERSIONS(20), affine_grid_parse, affine_grid_infer,
+        affine_grid_forward, 0, NULL, NULL, BINARY_NONE);
+
 OP_DESC(grid_sample_desc, "GridSample", OP_VERSIONS(16, 20, 22), grid_sample_parse,
         grid_sample_infer, grid_sample_forward, 0, NULL, NULL, BINARY_NONE);
 
-const op_desc *const layer_grid_sample_ops[] = {&grid_sample_desc, NULL};
+const op_desc *const layer_grid_sample_ops[] = {&grid_sample_desc, &affine_grid_desc, NULL};

@@ -240,6 +240,22 @@ void op_set_unknown(tci_tensor *t, tci_dtype dtype);
  * taken as true. */
 tci_status op_read_flag(const ir_node *node, const char *name, int64_t def, int *out);
 
+/* numpy.matmul's view of one operand: batch dims, rows and cols, a 1-D A being (1, K) and a 1-D
+ * B (K, 1) (MatMul and the integer products). */
+typedef struct op_matmul_side {
+    int batch_rank;
+    const int64_t *batch;
+    int64_t rows, cols;
+} op_matmul_side;
+void op_matmul_side_of(const tci_tensor *t, bool is_b, op_matmul_side *s);
+/* y's rank and dims from A and B by numpy.matmul's rules (y untouched while a rank is unknown);
+ * errors name the node: a rank-0 operand, inner dims that differ. */
+tci_status op_matmul_shape(const ir_node *node, const tci_tensor *a, const tci_tensor *b,
+                           tci_tensor *y);
+/* Matrix offsets of operand s's batch index along the output's out_batch_rank batch dims (0
+ * where it broadcasts). */
+void op_matmul_batch_strides(const op_matmul_side *s, int out_batch_rank, int64_t *strides);
+
 /* The TensorProto.DataType name of an attribute's type value ("INT16", "FLOAT8E4M3FN"), for
  * messages about types tcinfer does not hold; NULL when type is no ONNX data type. */
 const char *op_onnx_type_name(int64_t type);
@@ -340,11 +356,12 @@ void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 
 /* Each family file exports a NULL-terminated table of its descriptors. */
 extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
-extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN */
+extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN,
+                                                      LpPool */
 extern const op_desc *const layer_eltwise_ops[];   /* eltwise.c: binary, variadic, Where, Equal,
                                                       Mod, PRelu */
 extern const op_desc *const layer_einsum_ops[];    /* einsum.c: Einsum */
-extern const op_desc *const layer_grid_sample_ops[]; /* grid_sample.c: GridSample */
+extern const op_desc *const layer_grid_sample_ops[]; /* grid_sample.c: GridSample, AffineGrid */
 extern const op_desc *const layer_select_ops[];    /* select.c: NonZero, NonMaxSuppression */
 extern const op_desc *const layer_unary_ops[];     /* unary.c: activations, math functions, Clip */
 extern const op_desc *const layer_logic_ops[];     /* logic.c: Less, Greater, And, Or, Xor, Not,
@@ -366,8 +383,9 @@ extern const op_desc *const layer_groupnorm_ops[]; /* groupnorm.c: InstanceNorma
                                                       GroupNormalization */
 extern const op_desc *const layer_reduce_ops[];    /* reduce.c: ReduceSum, ReduceMean, ReduceMax,
                                                       ReduceMin, ReduceProd, ReduceL1, ReduceL2,
-                                                      ReduceLogSumExp, ReduceSumSquare */
-extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum,
+                                                      ReduceLogSumExp, ReduceSumSquare,
+                                                      ReduceLogSum */
+extern const op_desc *const layer_argreduce_ops[]; /* argreduce.c: ArgMax, ArgMin, CumSum, CumProd,
                                                       TopK */
 extern const op_desc *const layer_resize_ops[];    /* resize.c: Resize, Upsample */
 extern const op_desc *const layer_quant_ops[];     /* quant.c: QuantizeLinear, DequantizeLinear,
@@ -378,5 +396,15 @@ extern const op_desc *const layer_rmsnorm_ops[];   /* rmsnorm.c: RMSNormalizatio
 extern const op_desc *const layer_rotary_ops[];    /* rotary.c: RotaryEmbedding */
 extern const op_desc *const layer_sdpa_ops[];      /* sdpa.c: Attention (ONNX's own op) */
 extern const op_desc *const layer_control_ops[];   /* control.c: If, Loop, Scan */
+extern const op_desc *const layer_axisnorm_ops[];  /* axisnorm.c: Hardmax, LpNormalization,
+                                                      MeanVarianceNormalization */
+extern const op_desc *const layer_generate_ops[];  /* generate.c: EyeLike, HannWindow,
+                                                      HammingWindow, BlackmanWindow */
+extern const op_desc *const layer_pick_ops[];      /* pick.c: GatherND, Compress,
+                                                      ReverseSequence */
+extern const op_desc *const layer_linalg_ops[];    /* linalg.c: Det */
+extern const op_desc *const layer_image_ops[];     /* image.c: CenterCropPad, Col2Im */
+extern const op_desc *const layer_loss_ops[];      /* loss.c: NegativeLogLikelihoodLoss,
+                                                      SoftmaxCrossEntropyLoss */
 
 #endif

@@ -288,3 +288,48 @@ tci_status op_check_same_dtype(const ir_node *node, const tci_tensor *a, int ia,
                              tci_dtype_name(b->dtype), ia, tci_dtype_name(a->dtype));
     return TCI_OK;
 }
+
+void op_matmul_side_of(const tci_tensor *t, bool is_b, op_matmul_side *s) {
+    int r = t->rank;
+    s->batch = t->dims;
+    s->batch_rank = r == 1 ? 0 : r - 2;
+    s->rows = r == 1 ? (is_b ? t->dims[0] : 1) : t->dims[r - 2];
+    s->cols = r == 1 ? (is_b ? 1 : t->dims[0]) : t->dims[r - 1];
+}
+
+tci_status op_matmul_shape(const ir_node *node, const tci_tensor *a, const tci_tensor *b,
+                           tci_tensor *y) {
+    if (a->rank == 0 || b->rank == 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "operands must have rank >= 1, got ranks %d and %d", a->rank,
+                             b->rank);
+    if (a->rank < 0 || b->rank < 0) return TCI_OK;
+    op_matmul_side sa, sb;
+    op_matmul_side_of(a, false, &sa);
+    op_matmul_side_of(b, true, &sb);
+    if (sa.cols >= 0 && sb.rows >= 0 && sa.cols != sb.rows) {
+        char as[128], bs[128];
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "inner dimensions differ: %s times %s (K=%lld vs %lld)",
+                             ir_format_dims(a->rank, a->dims, as, sizeof as),
+                             ir_format_dims(b->rank, b->dims, bs, sizeof bs),
+                             (long long)sa.cols, (long long)sb.rows);
+    }
+    int r;
+    TRY_STATUS(op_broadcast_shape(node, sa.batch_rank, sa.batch, sb.batch_rank, sb.batch, &r,
+                                  y->dims));
+    if (a->rank != 1) y->dims[r++] = sa.rows;
+    if (b->rank != 1) y->dims[r++] = sb.cols;
+    y->rank = r;
+    return TCI_OK;
+}
+
+void op_matmul_batch_strides(const op_matmul_side *s, int out_batch_rank, int64_t *strides) {
+    int64_t st = 1;
+    for (int i = out_batch_rank - 1; i >= 0; i--) {
+        int j = i - (out_batch_rank - s->batch_rank);
+        int64_t d = j >= 0 ? s->batch[j] : 1;
+        strides[i] = d == 1 ? 0 : st;
+        st *= d;
+    }
+}

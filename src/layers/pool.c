@@ -1,5 +1,6 @@
-/* Op family 'pool': MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool and LRN over
- * N x C x spatial tensors (1 to 6 spatial axes): the fp32 reference the GPU kernels answer to. */
+/* Op family 'pool': MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool and LRN over
+ * N x C x spatial tensors (1 to 6 spatial axes): the fp32 reference the GPU kernels answer to
+ * (LpPool has no GPU path yet). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +23,9 @@ typedef enum pool_auto_pad {
 
 typedef struct pool_params {
     pool_kind kind;
+    /* LpPool: the norm's p, > 0 (the window takes (sum |x|^p)^(1/p) of the taps inside the
+     * input: padding adds 0); 0 for the other pools */
+    double lp;
     int num_spatial;
     int64_t kernel[POOL_MAX_SPATIAL];
     int64_t strides[POOL_MAX_SPATIAL];
@@ -78,7 +82,8 @@ static tci_status read_axis_ints(const ir_node *node, const char *name, int want
     return TCI_OK;
 }
 
-static tci_status parse_window(ir_node *node, mem_arena *arena, pool_kind kind) {
+/* MaxPool (kind POOL_MAX), AveragePool (POOL_AVERAGE, lp false) or LpPool (lp). */
+static tci_status parse_window(ir_node *node, mem_arena *arena, pool_kind kind, bool lp) {
     int v = node->since_version;
     bool is_max = kind == POOL_MAX;
     bool has_indices = is_max && v >= 8;
@@ -89,10 +94,11 @@ static tci_status parse_window(ir_node *node, mem_arena *arena, pool_kind kind) 
     known[n++] = "kernel_shape";
     known[n++] = "pads";
     known[n++] = "strides";
-    if (v >= 10) known[n++] = "ceil_mode";
-    if (is_max ? v >= 10 : v >= 19) known[n++] = "dilations";
+    if (lp ? v >= 18 : v >= 10) known[n++] = "ceil_mode";
+    if (lp ? v >= 18 : is_max ? v >= 10 : v >= 19) known[n++] = "dilations";
     if (is_max && v >= 8) known[n++] = "storage_order";
-    if (!is_max && v >= 7) known[n++] = "count_include_pad";
+    if (!is_max && !lp && v >= 7) known[n++] = "count_include_pad";
+    if (lp) known[n++] = "p";
     known[n] = NULL;
     TRY_STATUS(ir_check_attrs(node, known));
 
@@ -100,6 +106,17 @@ static tci_status parse_window(ir_node *node, mem_arena *arena, pool_kind kind) 
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
     memset(p, 0, sizeof *p);
     p->kind = kind;
+    if (lp && v < 2) { /* LpPool-1's p is a float */
+        float f;
+        TRY_STATUS(ir_attr_float(node, "p", 2.0f, &f));
+        p->lp = f;
+    } else if (lp) {
+        int64_t i;
+        TRY_STATUS(ir_attr_int(node, "p", 2, &i));
+        p->lp = (double)i;
+    }
+    if (lp && !(p->lp > 0.0 && p->lp <= POOL_ATTR_LIMIT))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "p is %g; must be positive", p->lp);
 
     const int64_t *kernel;
     size_t k;
@@ -135,11 +152,17 @@ static tci_status parse_window(ir_node *node, mem_arena *arena, pool_kind kind) 
 }
 
 static tci_status parse_max_pool(ir_node *node, mem_arena *arena) {
-    return parse_window(node, arena, POOL_MAX);
+    return parse_window(node, arena, POOL_MAX, false);
 }
 
 static tci_status parse_average_pool(ir_node *node, mem_arena *arena) {
-    return parse_window(node, arena, POOL_AVERAGE);
+    return parse_window(node, arena, POOL_AVERAGE, false);
+}
+
+/* LpPool sums like an average pool (padding counts nothing) and takes the p-th root instead of
+ * dividing */
+static tci_status parse_lp_pool(ir_node *node, mem_arena *arena) {
+    return parse_window(node, arena, POOL_AVERAGE, true);
 }
 
 static tci_status parse_global(ir_node *node, mem_arena *arena) {
@@ -309,6 +332,7 @@ static void pool_window_plane(const pool_params *p, const window_plan *w, const 
             counted *= a[d].counted;
         }
         float best = -INFINITY, sum = 0.0f;
+        double lp_sum = 0.0;
         int64_t best_at = -1, taps = 0;
         if (!empty) {
             /* odometer over the outer kernel axes, contiguous loop over the last one */
@@ -330,6 +354,9 @@ static void pool_window_plane(const pool_params *p, const window_plan *w, const 
                             best_at = base + pos;
                         }
                     }
+                } else if (p->lp > 0.0) {
+                    for (int64_t t = a[last].first; t < a[last].last; t++, pos += dil_last)
+                        lp_sum += pow(fabs((double)row[pos]), p->lp);
                 } else {
                     for (int64_t t = a[last].first; t < a[last].last; t++, pos += dil_last)
                         sum += row[pos];
@@ -359,6 +386,8 @@ static void pool_window_plane(const pool_params *p, const window_plan *w, const 
                 }
                 indices[oi] = at >= 0 ? plane_base + at : -1;
             }
+        } else if (p->lp > 0.0) {
+            y[oi] = (float)pow(lp_sum, 1.0 / p->lp);
         } else {
             /* a dilated window can miss the input entirely: 0 as onnxruntime, not 0/0 */
             int64_t divisor = p->count_include_pad ? counted : taps;
@@ -521,6 +550,7 @@ static tci_status forward_lrn(const ir_node *node, const tci_tensor *const *in,
 
 static const int max_pool_versions[] = {1, 8, 10, 11, 12, 22, 0};
 static const int average_pool_versions[] = {1, 7, 10, 11, 19, 22, 0};
+static const int lp_pool_versions[] = {1, 2, 11, 18, 22, 0};
 static const int global_versions[] = {1, 22, 0};
 static const int lrn_versions[] = {1, 13, 0};
 
@@ -602,6 +632,9 @@ OP_DESC(average_pool_desc, "AveragePool", average_pool_versions, parse_average_p
         forward_window, OP_NHWC_INPUT | OP_NHWC_OUTPUT | OP_EPILOGUE_ACT, pool_gpu_lower, NULL,
         BINARY_NONE);
 
+OP_DESC(lp_pool_desc, "LpPool", lp_pool_versions, parse_lp_pool, infer_window, forward_window, 0,
+        NULL, NULL, BINARY_NONE);
+
 OP_DESC(global_average_pool_desc, "GlobalAveragePool", global_versions, parse_global, infer_global,
         forward_global_average, OP_NHWC_INPUT | OP_NHWC_OUTPUT, global_average_pool_gpu_lower, NULL,
         BINARY_NONE);
@@ -637,5 +670,5 @@ OP_DESC(lrn_desc, "LRN", lrn_versions, parse_lrn, infer_lrn, forward_lrn,
 
 const op_desc *const layer_pool_ops[] = {
     &max_pool_desc, &average_pool_desc, &global_average_pool_desc, &global_max_pool_desc,
-    &lrn_desc,      NULL,
+    &lrn_desc,      &lp_pool_desc,      NULL,
 };

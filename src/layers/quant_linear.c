@@ -60,63 +60,14 @@ static tci_status check_zero_type(const ir_node *node, const tci_tensor *const *
 
 /* ---- the integer matrix product ---- */
 
-typedef struct mm_side {
-    int batch_rank;
-    const int64_t *batch;
-    int64_t rows, cols;
-} mm_side;
-
-/* numpy.matmul's view: a 1-D A is (1, K), a 1-D B is (K, 1) */
-static void mm_side_of(const tci_tensor *t, bool is_b, mm_side *s) {
-    int r = t->rank;
-    s->batch = t->dims;
-    s->batch_rank = r == 1 ? 0 : r - 2;
-    s->rows = r == 1 ? (is_b ? t->dims[0] : 1) : t->dims[r - 2];
-    s->cols = r == 1 ? (is_b ? 1 : t->dims[0]) : t->dims[r - 1];
-}
-
-/* y's rank and dims from A and B (ranks known), numpy.matmul's rules */
-static tci_status mm_shape(const ir_node *node, const tci_tensor *a, const tci_tensor *b,
-                           tci_tensor *y) {
-    if (a->rank == 0 || b->rank == 0)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                             "operands must have rank >= 1, got ranks %d and %d", a->rank,
-                             b->rank);
-    if (a->rank < 0 || b->rank < 0) return TCI_OK;
-    mm_side sa, sb;
-    mm_side_of(a, false, &sa);
-    mm_side_of(b, true, &sb);
-    if (sa.cols >= 0 && sb.rows >= 0 && sa.cols != sb.rows)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "inner dimensions differ (K=%lld vs %lld)",
-                             (long long)sa.cols, (long long)sb.rows);
-    int r;
-    TRY_STATUS(op_broadcast_shape(node, sa.batch_rank, sa.batch, sb.batch_rank, sb.batch, &r,
-                                  y->dims));
-    if (a->rank != 1) y->dims[r++] = sa.rows;
-    if (b->rank != 1) y->dims[r++] = sb.cols;
-    y->rank = r;
-    return TCI_OK;
-}
-
-/* Matrix offsets of one operand's batch index along the output's batch dims (0: broadcast). */
-static void mm_batch_strides(const mm_side *s, int out_batch_rank, int64_t *strides) {
-    int64_t st = 1;
-    for (int i = out_batch_rank - 1; i >= 0; i--) {
-        int j = i - (out_batch_rank - s->batch_rank);
-        int64_t d = j >= 0 ? s->batch[j] : 1;
-        strides[i] = d == 1 ? 0 : st;
-        st *= d;
-    }
-}
-
 /* acc (y's elements) = (A - za) (B - zb): za one value or one per row of A, zb one or one per
  * column of B; int32 sums that wrap as onnxruntime's do. */
 static tci_status mm_int(const ir_node *node, const tci_tensor *a, const tci_tensor *za,
                          const tci_tensor *b, const tci_tensor *zb, const tci_tensor *y,
                          int32_t *acc) {
-    mm_side sa, sb;
-    mm_side_of(a, false, &sa);
-    mm_side_of(b, true, &sb);
+    op_matmul_side sa, sb;
+    op_matmul_side_of(a, false, &sa);
+    op_matmul_side_of(b, true, &sb);
     const int64_t m = sa.rows, k = sa.cols, n = sb.cols;
     const int out_batch_rank = y->rank - (a->rank != 1) - (b->rank != 1);
     int64_t batches = 1;
@@ -126,8 +77,8 @@ static tci_status mm_int(const ir_node *node, const tci_tensor *a, const tci_ten
     if (!bm) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for B");
     int32_t *arow = bm + k * n;
     int64_t sta[TCI_MAX_RANK], stb[TCI_MAX_RANK], idx[TCI_MAX_RANK] = {0};
-    mm_batch_strides(&sa, out_batch_rank, sta);
-    mm_batch_strides(&sb, out_batch_rank, stb);
+    op_matmul_batch_strides(&sa, out_batch_rank, sta);
+    op_matmul_batch_strides(&sb, out_batch_rank, stb);
     int64_t offa = 0, offb = 0, loaded = -1;
     for (int64_t bi = 0; bi < batches; bi++) {
         if (offb != loaded) {
@@ -164,13 +115,13 @@ static tci_status mm_int(const ir_node *node, const tci_tensor *a, const tci_ten
 /* M (rows of A) and N (columns of B) where known, else -1 */
 static void mm_rows_cols(const tci_tensor *a, const tci_tensor *b, int64_t *m, int64_t *n) {
     *m = *n = -1;
-    mm_side s;
+    op_matmul_side s;
     if (a->rank >= 1) {
-        mm_side_of(a, false, &s);
+        op_matmul_side_of(a, false, &s);
         *m = s.rows;
     }
     if (b->rank >= 1) {
-        mm_side_of(b, true, &s);
+        op_matmul_side_of(b, true, &s);
         *n = s.cols;
     }
 }
@@ -196,7 +147,7 @@ static tci_status matmul_integer_infer(const ir_node *node, const tci_tensor *co
     TRY_STATUS(check_param(node, za, "a_zero_point", "row of A", m));
     TRY_STATUS(check_param(node, zb, "b_zero_point", "column of B", n));
     op_set_unknown(out[0], TCI_DTYPE_INT32);
-    return mm_shape(node, a, b, out[0]);
+    return op_matmul_shape(node, a, b, out[0]);
 }
 
 static tci_status matmul_integer_forward(const ir_node *node, const tci_tensor *const *in,
@@ -236,7 +187,7 @@ static tci_status qlinear_matmul_infer(const ir_node *node, const tci_tensor *co
     TRY_STATUS(check_param(node, in[6], "y_scale", NULL, -1));
     TRY_STATUS(check_param(node, in[7], "y_zero_point", NULL, -1));
     op_set_unknown(out[0], in[7]->dtype);
-    return mm_shape(node, a, b, out[0]);
+    return op_matmul_shape(node, a, b, out[0]);
 }
 
 static tci_status qlinear_matmul_forward(const ir_node *node, const tci_tensor *const *in,
@@ -249,8 +200,8 @@ static tci_status qlinear_matmul_forward(const ir_node *node, const tci_tensor *
     if (st == TCI_OK && count) {
         float lo, hi;
         quant_range(y->dtype, &lo, &hi);
-        mm_side sb;
-        mm_side_of(in[3], true, &sb);
+        op_matmul_side sb;
+        op_matmul_side_of(in[3], true, &sb);
         const int64_t n = sb.cols; /* y's last dim (1 for a 1-D B): element i is in column i % n */
         const float yz = (float)zero_at(in[7], 0);
         for (int64_t i = 0; i < count; i++) {

@@ -1,5 +1,5 @@
 /* Op family 'reduce': ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
- * ReduceLogSumExp and ReduceSumSquare. The reductions themselves are the rows of
+ * ReduceLogSumExp, ReduceSumSquare and ReduceLogSum. The reductions themselves are the rows of
  * util/reduce_ops.h; they accumulate in double (int64 for integers and bool) so long sums stay
  * close to onnxruntime. */
 #include <math.h>
@@ -25,7 +25,7 @@ static const tci_dtype reduce_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_
 /* ReduceMax and ReduceMin from opset 20 also take bool (False < True) */
 static const tci_dtype reduce_bool_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, TCI_DTYPE_INT32,
                                               TCI_DTYPE_INT64, TCI_DTYPE_BOOL, 0};
-/* an L2 norm and a log-sum-exp of integers would round a real result: floats only */
+/* an L2 norm, a log-sum-exp and a log-sum of integers would round a real result: floats only */
 static const tci_dtype reduce_float_types[] = {TCI_DTYPE_FLOAT, TCI_DTYPE_DOUBLE, 0};
 
 #define REDUCE_START_ROW(NAME, START, MAP, COMBINE, FINISH, DIVIDES) [REDUCE_##NAME] = (START),
@@ -425,11 +425,16 @@ static tci_status reduce_sum_square_parse(ir_node *node, mem_arena *arena) {
     return reduce_parse(node, arena, REDUCE_SUM_SQUARE, 18, reduce_types);
 }
 
+static tci_status reduce_log_sum_parse(ir_node *node, mem_arena *arena) {
+    return reduce_parse(node, arena, REDUCE_LOG_SUM, 18, reduce_float_types);
+}
+
 static const int reduce_sum_versions[] = {1, 11, 13, 0};
 static const int reduce_mean_versions[] = {1, 11, 13, 18, 0};
 static const int reduce_max_versions[] = {1, 11, 12, 13, 18, 20, 0};
 /* ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare */
 static const int reduce_18_versions[] = {1, 11, 13, 18, 0};
+/* ReduceLogSumExp, ReduceLogSum */
 static const int reduce_log_sum_exp_versions[] = {1, 11, 13, 18, 28, 0};
 
 #define REDUCE_DESC(var, name, versions, parse)                                                   \
@@ -447,8 +452,11 @@ REDUCE_DESC(reduce_log_sum_exp_desc, "ReduceLogSumExp", reduce_log_sum_exp_versi
             reduce_log_sum_exp_parse);
 REDUCE_DESC(reduce_sum_square_desc, "ReduceSumSquare", reduce_18_versions,
             reduce_sum_square_parse);
+/* CPU only for now: kern_reduce expands its row too, but no GPU run has checked it yet */
+OP_DESC(reduce_log_sum_desc, "ReduceLogSum", reduce_log_sum_exp_versions, reduce_log_sum_parse,
+        reduce_infer, reduce_forward, 0, NULL, NULL, BINARY_NONE);
 
 const op_desc *const layer_reduce_ops[] = {
     &reduce_sum_desc, &reduce_mean_desc,        &reduce_max_desc,        &reduce_min_desc,
     &reduce_prod_desc, &reduce_l1_desc,         &reduce_l2_desc,         &reduce_log_sum_exp_desc,
-    &reduce_sum_square_desc, NULL};
+    &reduce_sum_square_desc, &reduce_log_sum_desc, NULL};

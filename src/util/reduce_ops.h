@@ -6,7 +6,7 @@
 #ifndef TCI_UTIL_REDUCE_OPS_H
 #define TCI_UTIL_REDUCE_OPS_H
 
-#include <math.h> /* INFINITY, sqrt, exp, log1p */
+#include <math.h> /* INFINITY, sqrt, exp, log, log1p */
 
 /* X(NAME, START, MAP, COMBINE, FINISH, DIVIDES), one row per reduction; the row order is the
  * enum's numbering.
@@ -29,7 +29,8 @@
     X(L1, 0.0, REDUCE_ABS(v), a + v, a, 0)                                                         \
     X(L2, 0.0, v * v, a + v, sqrt(a), 0)                                                           \
     X(LOG_SUM_EXP, -INFINITY, v, REDUCE_LOG_ADD_EXP(a, v), a, 0)                                   \
-    X(SUM_SQUARE, 0.0, v * v, a + v, a, 0)
+    X(SUM_SQUARE, 0.0, v * v, a + v, a, 0)                                                         \
+    X(LOG_SUM, 0.0, v, a + v, log(a), 0)
 /* clang-format on */
 
 /* The larger of a and v, NaN when either is NaN: NaN propagates, as in numpy's maximum.reduce

@@ -1,4 +1,4 @@
-/* Pooling family: MaxPool (and its Indices), AveragePool, global pools and LRN on hand-computed
+/* Pooling family: MaxPool (and its Indices), AveragePool, LpPool, global pools and LRN on hand-computed
  * cases, shape inference with unknown dims, version differences and every error path. */
 #include <math.h>
 
@@ -239,6 +239,74 @@ START_TEST(test_average_pool_dilations_from_19) {
     tci_tensor x = th_tensor(TCI_DTYPE_FLOAT, 3, dims, xs), out[1];
     ck_assert_tci_error(th_run(g, n, &x, out), TCI_ERR_UNSUPPORTED,
                         "unsupported attribute 'dilations'");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_lp_pool_versions) {
+    /* x = {1, -2, 3, -4}: the window takes (sum |x|^p)^(1/p) of the taps inside the input */
+    int64_t dims[3] = {1, 1, 4}, y3[3] = {1, 1, 3}, y2[3] = {1, 1, 2}, pads[2] = {1, 1},
+            two[1] = {2};
+    const float xs[4] = {1, -2, 3, -4};
+    const float l1[3] = {3, 5, 7}, l3_padded[3] = {1, 3.2710663f, 4},
+                l2[3] = {2.2360680f, 3.6055513f, 5}, l2_dilated[2] = {3.1622777f, 4.4721360f};
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    /* LpPool-1's p is a float */
+    ir_node *n = pool_node(g, "LpPool", 1, 1, 1, 2);
+    th_attr_float(g, n, "p", 1.0f);
+    expect_pool(g, n, th_tensor(TCI_DTYPE_FLOAT, 3, dims, xs), 3, y3, l1, 3);
+    ck_assert_int_eq(n->since_version, 1);
+    /* from 2 an int; padding adds nothing to the sum */
+    n = pool_node(g, "LpPool", 2, 1, 1, 2);
+    th_attr_int(g, n, "p", 3);
+    th_attr_ints(g, n, "pads", pads, 2);
+    th_attr_ints(g, n, "strides", two, 1);
+    expect_pool(g, n, th_tensor(TCI_DTYPE_FLOAT, 3, dims, xs), 3, y3, l3_padded, 3);
+    ck_assert_int_eq(n->since_version, 2);
+    n = pool_node(g, "LpPool", 17, 1, 1, 2);
+    expect_pool(g, n, th_tensor(TCI_DTYPE_FLOAT, 3, dims, xs), 3, y3, l2, 3);
+    ck_assert_int_eq(n->since_version, 11);
+    /* dilations and ceil_mode from 18 */
+    const int opsets[2] = {18, 22};
+    for (int i = 0; i < 2; i++) {
+        n = pool_node(g, "LpPool", opsets[i], 1, 1, 2);
+        th_attr_ints(g, n, "dilations", two, 1);
+        th_attr_int(g, n, "ceil_mode", 1);
+        expect_pool(g, n, th_tensor(TCI_DTYPE_FLOAT, 3, dims, xs), 3, y2, l2_dilated, 2);
+        ck_assert_int_eq(n->since_version, opsets[i]);
+    }
+    ir_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_lp_pool_errors) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = pool_node(g, "LpPool", 11, 1, 1, 2);
+    th_attr_int(g, n, "ceil_mode", 1);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'ceil_mode'");
+    n = pool_node(g, "LpPool", 22, 1, 1, 2);
+    th_attr_int(g, n, "count_include_pad", 1);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'count_include_pad'");
+    n = pool_node(g, "LpPool", 22, 1, 1, 2);
+    th_attr_int(g, n, "p", 0);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_INVALID_MODEL,
+                        "p is 0; must be positive");
+    n = pool_node(g, "LpPool", 1, 1, 1, 2);
+    th_attr_int(g, n, "p", 2);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_INVALID_MODEL, "attribute 'p' is");
+    n = pool_node(g, "LpPool", 1, 1, 1, 2);
+    th_attr_float(g, n, "p", -1.5f);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_INVALID_MODEL,
+                        "p is -1.5; must be positive");
+    /* MaxPool and AveragePool have no p */
+    n = pool_node(g, "AveragePool", 22, 1, 1, 2);
+    th_attr_int(g, n, "p", 2);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_UNSUPPORTED,
+                        "unsupported attribute 'p'");
     ir_graph_destroy(g);
 }
 END_TEST
@@ -534,6 +602,8 @@ int main(void) {
     tcase_add_test(tc, test_average_pool_count_include_pad);
     tcase_add_test(tc, test_average_pool_ceil_window_past_padding);
     tcase_add_test(tc, test_average_pool_dilations_from_19);
+    tcase_add_test(tc, test_lp_pool_versions);
+    tcase_add_test(tc, test_lp_pool_errors);
     tcase_add_test(tc, test_global_pools);
     tcase_add_test(tc, test_lrn);
     tcase_add_test(tc, test_infer_unknown_dims);

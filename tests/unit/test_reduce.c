@@ -1,6 +1,6 @@
 /* ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
- * ReduceSumSquare, and ArgMax, ArgMin, CumSum, TopK (argreduce.c): hand-computed results, opset
- * differences, shape inference, error paths. */
+ * ReduceSumSquare, ReduceLogSum, and ArgMax, ArgMin, CumSum, CumProd, TopK (argreduce.c):
+ * hand-computed results, opset differences, shape inference, error paths. */
 #include <math.h>
 #include <stdint.h>
 
@@ -454,18 +454,19 @@ END_TEST
 
 /* Every version resolves, axes are an attribute before 18 and an input from 18. */
 START_TEST(test_reduce_new_ops_every_version) {
-    const char *ops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
-                         "ReduceSumSquare"};
+    const char *ops[] = {"ReduceMin",       "ReduceProd",      "ReduceL1",    "ReduceL2",
+                         "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
     /* rd_x = {1..6} as 2x3, reduced over axis 1 */
-    const float want[6][2] = {{1, 4},
+    const float want[7][2] = {{1, 4},
                               {6, 120},
                               {6, 15},
                               {3.7416574f, 8.7749643f},
                               {3.4076059f, 6.4076059f},
-                              {14, 77}};
-    const float want_all[6] = {1, 720, 21, 9.5393920f, 6.4561934f, 91};
+                              {14, 77},
+                              {1.7917595f, 2.7080502f}};
+    const float want_all[7] = {1, 720, 21, 9.5393920f, 6.4561934f, 91, 3.0445224f};
     const int64_t ax1[] = {1}, d21[] = {2, 1}, d2[] = {2}, d11[] = {1, 1};
-    for (int o = 0; o < 6; o++) {
+    for (int o = 0; o < 7; o++) {
         const int attr_opsets[] = {1, 11, 12, 13, 17};
         for (int i = 0; i < 5; i++) {
             run_reduce(ops[o], attr_opsets[i], -1, -1, ax1, 1, false, 2, d21, want[o]);
@@ -483,10 +484,10 @@ START_TEST(test_reduce_new_ops_every_version) {
     const int l1_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 18};
     const int lse_since[] = {1, 11, 11, 13, 13, 18, 18, 18, 28};
     for (int i = 0; i < 9; i++) {
-        for (int o = 0; o < 6; o++) {
+        for (int o = 0; o < 7; o++) {
             ir_node *n = th_node(g, ops[o], opsets[i], 1, 1);
             ck_assert_tci_ok(op_prepare_node(n, g->arena));
-            int want_since = o == 0 ? min_since[i] : o == 4 ? lse_since[i] : l1_since[i];
+            int want_since = o == 0 ? min_since[i] : o == 4 || o == 6 ? lse_since[i] : l1_since[i];
             ck_assert_int_eq(n->since_version, want_since);
         }
     }
@@ -498,6 +499,9 @@ START_TEST(test_reduce_new_ops_every_version) {
                         "input 0 has unsupported dtype int32");
     ir_node *lse = th_node(g, "ReduceLogSumExp", 13, 1, 1);
     ck_assert_tci_error(th_run(g, lse, in, out), TCI_ERR_UNSUPPORTED,
+                        "input 0 has unsupported dtype int32");
+    ir_node *ls = th_node(g, "ReduceLogSum", 18, 1, 1);
+    ck_assert_tci_error(th_run(g, ls, in, out), TCI_ERR_UNSUPPORTED,
                         "input 0 has unsupported dtype int32");
     ir_graph_destroy(g);
 }
@@ -618,14 +622,14 @@ START_TEST(test_reduce_new_ops_integers_and_empty) {
     for (int i = 0; i < 3; i++) ck_assert_int_eq(((uint8_t *)out[0].data)[i], band[i]);
     th_free(out, 1);
     /* empty sets: min +inf (the highest integer, true), prod 1, norms and sums 0, log-sum-exp
-     * -inf */
+     * and log-sum -inf (log 0) */
     const int64_t ed[] = {2, 0, 2}, wd[] = {2, 1, 2};
     const uint8_t dummy[8] = {0};
-    const char *fops[] = {"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp",
-                          "ReduceSumSquare"};
-    const float fwant[] = {INFINITY, 1, 0, 0, -INFINITY, 0};
+    const char *fops[] = {"ReduceMin",       "ReduceProd",      "ReduceL1",    "ReduceL2",
+                          "ReduceLogSumExp", "ReduceSumSquare", "ReduceLogSum"};
+    const float fwant[] = {INFINITY, 1, 0, 0, -INFINITY, 0, -INFINITY};
     tci_tensor e = th_tensor(F, 3, ed, dummy);
-    for (int o = 0; o < 6; o++) {
+    for (int o = 0; o < 7; o++) {
         run_op18(fops[o], &e, ax1, 1, 1, 0, out);
         th_assert_dims(&out[0], 3, wd);
         for (int i = 0; i < 4; i++) ck_assert(((float *)out[0].data)[i] == fwant[o]);
@@ -830,6 +834,69 @@ START_TEST(test_cumsum) {
 }
 END_TEST
 
+/* CumProd (opset 26) of x over axis into out. */
+static void run_cumprod(const tci_tensor *x, int64_t axis, int exclusive, int reverse,
+                        tci_tensor *out) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *n = th_node(g, "CumProd", 26, 2, 1);
+    if (exclusive) th_attr_int(g, n, "exclusive", 1);
+    if (reverse) th_attr_int(g, n, "reverse", 1);
+    tci_tensor in[2] = {*x, th_tensor(TCI_DTYPE_INT64, 1, (const int64_t[]){1},
+                                      (const int64_t[]){axis})};
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    ck_assert_int_eq(n->since_version, 26);
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_cumprod) {
+    /* float32 (ONNX's cases are double), every mode */
+    const float v[] = {1, 2, 3, 4, -5};
+    const int64_t d5[] = {5};
+    tci_tensor x = th_tensor(F, 1, d5, v), out[1];
+    const float plain[] = {1, 2, 6, 24, -120}, excl[] = {1, 1, 2, 6, 24},
+                rev[] = {-120, -120, -60, -20, -5}, rev_excl[] = {-120, -60, -20, -5, 1};
+    const float *wants[] = {plain, excl, rev, rev_excl};
+    for (int m = 0; m < 4; m++) {
+        run_cumprod(&x, 0, m & 1, m >> 1, out);
+        th_assert_dims(&out[0], 1, d5);
+        th_assert_near(out[0].data, wants[m], 5, 0);
+        th_free(out, 1);
+    }
+    /* columns of a 2x3 */
+    const float cols[] = {1, 2, 3, 4, 10, 18};
+    x = th_tensor(F, 2, rd_xd, rd_x);
+    run_cumprod(&x, -2, 0, 0, out);
+    th_assert_near(out[0].data, cols, 6, 0);
+    th_free(out, 1);
+    /* int64 wraps as the type does: 2^62 * 4 = 0 mod 2^64; int32 likewise */
+    const int64_t xl[] = {INT64_C(1) << 62, 2, 2, -3};
+    const int64_t d4[] = {4};
+    x = th_tensor(TCI_DTYPE_INT64, 1, d4, xl);
+    run_cumprod(&x, 0, 0, 0, out);
+    ck_assert_int_eq(out[0].dtype, TCI_DTYPE_INT64);
+    ck_assert_int_eq(((int64_t *)out[0].data)[1], INT64_MIN);
+    ck_assert_int_eq(((int64_t *)out[0].data)[2], 0);
+    th_free(out, 1);
+    const int32_t xi[] = {65536, 65536, -1};
+    const int64_t d3[] = {3};
+    x = th_tensor(TCI_DTYPE_INT32, 1, d3, xi);
+    run_cumprod(&x, 0, 0, 1, out);
+    ck_assert_int_eq(((int32_t *)out[0].data)[0], 0);
+    ck_assert_int_eq(((int32_t *)out[0].data)[1], -65536);
+    th_free(out, 1);
+    /* only opset 26 on; the flags are 0 or 1 */
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_node *old = th_node(g, "CumProd", 25, 2, 1);
+    ck_assert_tci_error(op_prepare_node(old, g->arena), TCI_ERR_UNSUPPORTED, "from opset 26");
+    ir_node *n = th_node(g, "CumProd", 28, 2, 1);
+    th_attr_int(g, n, "reverse", 2);
+    ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_INVALID_MODEL, "reverse");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* ---- TopK ---- */
 
 /* TopK of x at opset 11 over axis with k from an input; largest / sorted -1: absent. */
@@ -961,6 +1028,7 @@ int main(void) {
     TCase *axis = tcase_create("argreduce");
     tcase_add_test(axis, test_argmax_argmin);
     tcase_add_test(axis, test_cumsum);
+    tcase_add_test(axis, test_cumprod);
     tcase_add_test(axis, test_topk);
     suite_add_tcase(s, axis);
     return test_run_suite(s);

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Single-node models of the smaller ops through tcinfer's CPU reference against onnxruntime, on
+random inputs and the attribute combinations ONNX's node cases leave out (zero norms, pads with
+ceil_mode, batch_dims, other axes, weighted losses with ignore_index...). Runs in this process
+through the Python package (the library named by TCINFER_LIBRARY). Prints one line per case and
+exits non-zero when any output differs beyond rtol 1e-5, atol 1e-6 (NaN meeting NaN).
+"""
+import sys
+
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto as TP
+from onnx import helper
+
+import tcinfer
+
+RNG = np.random.default_rng(0)
+
+
+def normal(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def model(node, inputs, opset):
+    dtypes = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64,
+              np.dtype(np.int32): TP.INT32, np.dtype(np.bool_): TP.BOOL}
+    names = [n for n in node.input if n]
+    ins = [helper.make_tensor_value_info(n, dtypes[v.dtype], list(v.shape))
+           for n, v in zip(names, inputs)]
+    outs = [helper.make_empty_tensor_value_info(n) for n in node.output]
+    m = helper.make_model(helper.make_graph([node], "g", ins, outs),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m.SerializeToString(), dict(zip(names, inputs))
+
+
+def cases():
+    x = normal(2, 3, 4)
+    x[0, :, 1] = 0  # a zero norm along axis 1
+    x4 = normal(2, 3, 5, 4)
+    pos = np.abs(x4) + 0.1
+    t = RNG.integers(0, 3, (2, 5, 4)).astype(np.int64)
+    t[0, 0, 0] = -1
+    node = helper.make_node
+    yield "LpNormalization p=2 axis 1, a zero norm", \
+        node("LpNormalization", ["x"], ["y"], axis=1, p=2), [x], 22
+    yield "LpNormalization p=1 opset 7 (version 1)", \
+        node("LpNormalization", ["x"], ["y"], p=1), [x], 7
+    yield "Hardmax opset 11 axis 1 (2-D coercion)", node("Hardmax", ["x"], ["y"], axis=1), [x], 11
+    yield "Hardmax opset 13 axis 1", node("Hardmax", ["x"], ["y"], axis=1), [x], 13
+    yield "MeanVarianceNormalization default axes", \
+        node("MeanVarianceNormalization", ["x"], ["y"]), [x4], 13
+    yield "MeanVarianceNormalization axes 1, 3", \
+        node("MeanVarianceNormalization", ["x"], ["y"], axes=[1, 3]), [x4], 9
+    yield "LpPool p=3, pads, strides, ceil_mode", \
+        node("LpPool", ["x"], ["y"], kernel_shape=[3, 2], pads=[1, 1, 1, 0], strides=[2, 2], p=3,
+             ceil_mode=1), [x4], 18
+    yield "LpPool SAME_UPPER", \
+        node("LpPool", ["x"], ["y"], kernel_shape=[3, 3], auto_pad="SAME_UPPER"), [x4], 11
+    yield "ReduceLogSum axes 1, 3", node("ReduceLogSum", ["x", "a"], ["y"], keepdims=0), \
+        [pos, np.array([1, 3], np.int64)], 18
+    yield "ReduceLogSum opset 13 attribute axes", \
+        node("ReduceLogSum", ["x"], ["y"], axes=[0, 2]), [pos], 13
+    yield "CumProd reverse exclusive", \
+        node("CumProd", ["x", "a"], ["y"], reverse=1, exclusive=1), [x4, np.array(2, np.int64)], 26
+    yield "GatherND batch_dims 1, negative indices", node("GatherND", ["x", "i"], ["y"], batch_dims=1), \
+        [x4, RNG.integers(-3, 3, (2, 4, 2)).astype(np.int64)], 13
+    yield "GatherND full tuples", node("GatherND", ["x", "i"], ["y"]), \
+        [x4, np.array([[1, 2, 4, 3], [0, -1, -5, 0]], np.int64)], 11
+    yield "Compress axis 2", node("Compress", ["x", "c"], ["y"], axis=2), \
+        [x4, np.array([1, 0, 1, 1], bool)], 11
+    yield "Compress flattened, short condition", node("Compress", ["x", "c"], ["y"]), \
+        [x4, RNG.integers(0, 2, 50).astype(bool)], 9
+    yield "ReverseSequence batch-major", \
+        node("ReverseSequence", ["x", "l"], ["y"], batch_axis=0, time_axis=1), \
+        [x4, np.array([3, 1], np.int64)], 10
+    yield "EyeLike k=2", node("EyeLike", ["x"], ["y"], k=2), [x4[0, 0]], 22
+    yield "EyeLike k=-3 int64", node("EyeLike", ["x"], ["y"], k=-3, dtype=TP.INT64), [x4[0, 0]], 9
+    yield "BlackmanWindow symmetric", node("BlackmanWindow", ["s"], ["y"], periodic=0), \
+        [np.array(7, np.int64)], 17
+    yield "HammingWindow int32 size", node("HammingWindow", ["s"], ["y"]), \
+        [np.array(10, np.int32)], 17
+    yield "HannWindow double", node("HannWindow", ["s"], ["y"], output_datatype=TP.DOUBLE), \
+        [np.array(6, np.int64)], 17
+    yield "CenterCropPad axes 1, 3", node("CenterCropPad", ["x", "s"], ["y"], axes=[1, 3]), \
+        [x4, np.array([6, 1], np.int64)], 18
+    yield "Col2Im strides, pads, dilations", \
+        node("Col2Im", ["x", "i", "b"], ["y"], strides=[2, 1], pads=[1, 0, 1, 1], dilations=[1, 2]), \
+        [normal(2, 12, 6), np.array([5, 5], np.int64), np.array([2, 3], np.int64)], 18
+    yield "AffineGrid 2-D", node("AffineGrid", ["t", "s"], ["y"]), \
+        [normal(2, 2, 3), np.array([2, 3, 4, 5], np.int64)], 20
+    yield "AffineGrid 3-D align_corners", node("AffineGrid", ["t", "s"], ["y"], align_corners=1), \
+        [normal(1, 3, 4), np.array([1, 3, 2, 4, 3], np.int64)], 20
+    yield "Det batched", node("Det", ["x"], ["y"]), [normal(2, 3, 5, 5)], 22
+    yield "NegativeLogLikelihoodLoss weighted mean, ignore_index", \
+        node("NegativeLogLikelihoodLoss", ["x", "t", "w"], ["y"], ignore_index=-1), \
+        [x4, t, np.array([0.2, 1, 3], np.float32)], 22
+    yield "NegativeLogLikelihoodLoss sum", \
+        node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"], reduction="sum", ignore_index=-1), \
+        [x4, t], 13
+    yield "SoftmaxCrossEntropyLoss none with log_prob", \
+        node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y", "lp"], reduction="none",
+             ignore_index=-1), [x4, t], 13
+    yield "SoftmaxCrossEntropyLoss mean of nothing (NaN)", \
+        node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"], ignore_index=-1), \
+        [x4, np.full((2, 5, 4), -1, np.int64)], 12
+
+
+def main():
+    failed = 0
+    count = 0
+    for name, node, inputs, opset in cases():
+        count += 1
+        data, feeds = model(node, inputs, opset)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # errors only
+        want = ort.InferenceSession(data, options,
+                                    providers=["CPUExecutionProvider"]).run(None, feeds)
+        try:
+            with tcinfer.Engine(data, backend="cpu") as engine:
+                got = engine.run(feeds)
+        except tcinfer.TcinferError as e:
+            print(f"FAIL {name}: {e}")
+            failed += 1
+            continue
+        problems = []
+        for i, (g, w) in enumerate(zip(got, want)):
+            if g.dtype != w.dtype or g.shape != w.shape:
+                problems.append(f"output {i}: {g.dtype}{list(g.shape)}, onnxruntime "
+                                f"{w.dtype}{list(w.shape)}")
+            elif not np.allclose(g, w, rtol=1e-5, atol=1e-6, equal_nan=True):
+                worst = np.nanmax(np.abs(g.astype(np.float64) - w))
+                problems.append(f"output {i}: max abs difference {worst:.3g}")
+        if len(got) != len(want):
+            problems.append(f"{len(got)} outputs, onnxruntime {len(want)}")
+        print(f"{'FAIL' if problems else 'ok  '} {name}{': ' if problems else ''}"
+              f"{'; '.join(problems)}")
+        failed += bool(problems)
+    print(f"ops_vs_onnxruntime: {count - failed} of {count} match")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
