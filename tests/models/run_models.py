@@ -39,6 +39,7 @@ MODELS = [
     "grouped_norms",
     "audio_frontend",
     "llama_block",
+    "onnx_attention_block",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them
