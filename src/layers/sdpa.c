@@ -521,7 +521,9 @@ static bool output_read(plan_builder *b, const ir_node *node, int o) {
  * computes softmax(scale Q K^T + mask) V per (batch, head) in fp16 or bf16 with one head count
  * and one head size for Q, K and V, the causal frontier j <= i (ONNX's without a past or an
  * external cache), a bool mask as keep (a row that keeps no key is zeros, as ONNX's) or a float
- * one added, every key covered. */
+ * one added, every key covered. A float mask is stored in fp16 like any activation: a fill below
+ * -65504 (torch.finfo.min) becomes -inf there, so a row masked only by such a fill is zeros on
+ * the GPU where ONNX's fp32 scores tie and give the mean of V. */
 static const char *gpu_refusal(plan_builder *b, const ir_node *node, const sdpa_geom *g,
                                const ir_tensor *mask, char *why, size_t size) {
     const sdpa_params *p = node->params;
