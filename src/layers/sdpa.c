@@ -527,7 +527,7 @@ static bool output_read(plan_builder *b, const ir_node *node, int o) {
 static const char *gpu_refusal(plan_builder *b, const ir_node *node, const sdpa_geom *g,
                                const ir_tensor *mask, char *why, size_t size) {
     const sdpa_params *p = node->params;
-    if (lower_float_dtype(b) == TCI_DTYPE_FLOAT) return "fp32 (the kernel stores fp16 or bf16)";
+    if (lower_float_dtype(b) == TCI_DTYPE_FLOAT) return "fp32 storage (the kernel has fp16 and bf16)";
     if (g->q_heads != g->kv_heads) return "grouped-query heads (q heads != kv heads)";
     if (g->head != g->v_head) return "a head size of V other than Q's";
     if (!plan_attention_head_dim_ok(g->head)) {
@@ -568,7 +568,9 @@ static tci_status sdpa_gpu_lower(plan_builder *b, const ir_node *node) {
     const char *refused = gpu_refusal(b, node, &g, mask, why, sizeof why);
     if (refused)
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "%s has no GPU path (the fused attention step has none)", refused);
+                             "%s: no GPU path (the op lowers only to the fused attention "
+                             "step, which lacks it)",
+                             refused);
     int qi, ki, vi, mi = -1, yi;
     TRY_STATUS(lower_input(b, node, q, PLAN_LAYOUT_DENSE, &qi));
     TRY_STATUS(lower_input(b, node, k, PLAN_LAYOUT_DENSE, &ki));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "graph/cpu/exec_cpu.h"
+#include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
@@ -168,9 +169,9 @@ START_TEST(test_sdpa_plan_refusals) {
         int num_outputs;
         const char *want;
     } cases[] = {
-        {1, D, NULL, 0, 1, "grouped-query heads (q heads != kv heads) has no GPU path"},
+        {1, D, NULL, 0, 1, "grouped-query heads (q heads != kv heads): no GPU path"},
         {H, 8, NULL, 0, 1, "head size 8 (the kernel has 32, 64, 80, 96, 128)"},
-        {H, D, "softcap", 0, 1, "softcap has no GPU path"},
+        {H, D, "softcap", 0, 1, "softcap: no GPU path"},
         {H, D, "softmax_precision", TCI_DTYPE_DOUBLE, 1, "a softmax_precision other than float"},
         {H, D, NULL, 0, 4, "the present_key/present_value outputs"},
     };
@@ -185,13 +186,36 @@ START_TEST(test_sdpa_plan_refusals) {
         ck_assert_tci_error(th_plan_for_gpu(t.g, &p), TCI_ERR_UNSUPPORTED, cases[c].want);
         ir_graph_destroy(t.g);
     }
+    /* fp32 storage: the whole plan (TCI_PRECISION_FP32), or the node kept in fp32; a bf16 plan
+     * takes the step */
+    for (int kept = 0; kept < 3; kept++) {
+        sdpa_graph t;
+        build(&t, 4, H, H, D, F, 0, NULL, 1);
+        ck_assert_tci_ok(pass_optimize(t.g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+        const char *const layers[] = {"attention", NULL};
+        plan_options o = {.precision = kept == 1 ? TCI_PRECISION_FP16
+                                     : kept == 2 ? TCI_PRECISION_BF16
+                                                 : TCI_PRECISION_FP32,
+                          .fp32_layers = kept == 1 ? layers : NULL};
+        plan *p = NULL;
+        if (kept == 2) {
+            ck_assert_tci_ok(plan_build(t.g, &o, &p));
+            ck_assert_ptr_nonnull(attention_step(p));
+            plan_destroy(p);
+        } else {
+            ck_assert_tci_error(plan_build(t.g, &o, &p), TCI_ERR_UNSUPPORTED,
+                                "fp32 storage (the kernel has fp16 and bf16): no GPU path");
+        }
+        ir_graph_destroy(t.g);
+    }
     /* a mask over fewer keys than K holds (ONNX masks the rest) */
     sdpa_graph t;
     const int64_t md[2] = {SQ, SK - 1};
     build(&t, 4, H, H, D, TCI_DTYPE_BOOL, 2, md, 1);
     plan *p = NULL;
     ck_assert_tci_error(th_plan_for_gpu(t.g, &p), TCI_ERR_UNSUPPORTED,
-                        "an attn_mask shorter than the keys has no GPU path");
+                        "an attn_mask shorter than the keys: no GPU path");
     ir_graph_destroy(t.g);
 }
 END_TEST
