@@ -992,6 +992,40 @@ def llama_block():
                    "and sequence.")
 
 
+def onnx_attention_block():
+    """Two self-attention layers through ONNX's own Attention op with head size 64 (what the fused
+    GPU step takes): 3-D Q/K/V, is_causal and the padding as a bool mask; then 4-D heads with the
+    padding as an additive -10000 (within fp16's range), no causal."""
+    b = Builder(31)
+    e, heads = 256, 4
+    n, s = dims_of(b, "input", [0, 1])
+    full = b.node("Concat", [n, b.ints([1]), s, s], axis=0)  # onnxruntime wants (N, 1, S, S)
+    pad = b.node("Unsqueeze", ["mask", b.ints([1, 2], "axes")])
+    keep = b.node("Expand", [b.node("Cast", [pad], to=TensorProto.BOOL), full])
+    dropped = b.node("Sub", [b.scalar(1.0), b.node("Cast", [pad], to=TensorProto.FLOAT)])
+    bias = b.node("Mul", [dropped, b.scalar(-10000.0)])
+    bias = b.node("Expand", [bias, full])
+    h = "input"
+    for four_d, mask in ((False, keep), (True, bias)):
+        proj = []
+        for name in "qkv":
+            t = b.node("MatMul", [h, b.weight((e, e), e, 1.0, f"{name}_w")])
+            proj.append(split_heads(b, t, heads, e // heads, [0, 2, 1, 3]) if four_d else t)
+        attrs = {} if four_d else {"q_num_heads": heads, "kv_num_heads": heads, "is_causal": 1}
+        ctx = b.node("Attention", proj + [mask], **attrs)
+        if four_d:
+            ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
+                                     b.ints([0, 0, -1])])
+        h = b.node("Add", [h, b.node("MatMul", [ctx, b.weight((e, e), e, 1.0, "o_w")])])
+    b.node("Identity", [h], name="hidden")
+    return b.model("onnx_attention_block",
+                   [tensor("input", ["N", "S", e]), tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", e])], 23,
+                   "Two self-attention layers through ONNX's Attention op (head size 64; 3-D, "
+                   "causal, bool padding mask; 4-D, additive padding mask), opset 23, symbolic "
+                   "batch and sequence.")
+
+
 MODELS = {
     "small_cnn": small_cnn,
     "resnet_mini": resnet_mini,
@@ -1013,6 +1047,7 @@ MODELS = {
     "convnext_blocks": convnext_blocks,
     "split_blocks": split_blocks,
     "llama_block": llama_block,
+    "onnx_attention_block": onnx_attention_block,
 }
 
 

@@ -3,10 +3,11 @@
  * past and new keys, softcap, plus the bias of the mask, the causal frontier, the sliding window
  * and the padding of nonpad_kv_seqlen, softmax (a row whose bias is -inf everywhere is zeros),
  * times V. Grouped-query heads share K/V heads (query head h reads K/V head h / (q_heads /
- * kv_heads)). The exporters' MatMul/Softmax/MatMul subgraphs are fused on the GPU instead
- * (attention.c); this op has no GPU path yet. */
+ * kv_heads)). On the GPU it is the fused attention step (attention.c's PLAN_STEP_ATTENTION) where
+ * its parameters are what that step computes, and refused, naming what is not, elsewhere. */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,6 +308,14 @@ static tci_status sdpa_infer(const ir_node *node, const tci_tensor *const *in,
     return TCI_OK;
 }
 
+/* What Q K^T is multiplied by: ONNX scales Q and K each by sqrt(scale) (default
+ * 1/sqrt(head size)) in fp32, so the product by that root's square. */
+static float sdpa_scale(const sdpa_params *p, int64_t head) {
+    const double scale = p->has_scale ? (double)p->scale : 1.0 / sqrt((double)head);
+    const float root = (float)sqrt(scale);
+    return root * root;
+}
+
 /* The new positions of a K or V (rank 3 or 4) appended after the past ones into present, which
  * is (batch, kv_heads, total, head). */
 static void fill_present(const sdpa_geom *g, const tci_tensor *past, const tci_tensor *cur,
@@ -443,9 +452,7 @@ static tci_status sdpa_forward(const ir_node *node, const tci_tensor *const *in,
     }
     fill_present(&g, past_k, k, D, keys);
     fill_present(&g, past_v, v, Dv, vals);
-    /* Q and K each scaled by sqrt(scale) in fp32 as ONNX does, so the product by its square */
-    const double scale = p->has_scale ? (double)p->scale : 1.0 / sqrt((double)D);
-    const float root = (float)sqrt(scale), alpha = root * root;
+    const float alpha = sdpa_scale(p, D);
     const int64_t group = g.q_heads / g.kv_heads;
     const int64_t q_ld = g.rank == 4 ? D : g.q_heads * D;
     const int64_t y_ld = g.rank == 4 ? Dv : g.q_heads * Dv;
@@ -493,7 +500,116 @@ done:
     return st;
 }
 
+/* Element strides of a 3-D (batch, seq, heads * head) or 4-D (batch, heads, seq, head) operand
+ * along (batch, head, position, head). */
+static void operand_strides(int rank, int64_t heads, int64_t len, int64_t head, int64_t *st) {
+    st[0] = heads * len * head;
+    st[1] = rank == 4 ? len * head : head;
+    st[2] = rank == 4 ? head : heads * head;
+    st[3] = 1;
+}
+
+static const ir_tensor *input_at(const ir_node *node, int i) {
+    return node->num_inputs > i ? node->inputs[i] : NULL;
+}
+
+static bool output_read(plan_builder *b, const ir_node *node, int o) {
+    return node->num_outputs > o && node->outputs[o] && lower_is_read(b, node->outputs[o]);
+}
+
+/* What keeps the node off the fused attention step (NULL: nothing), written into why. The step
+ * computes softmax(scale Q K^T + mask) V per (batch, head) in fp16 or bf16 with one head count
+ * and one head size for Q, K and V, the causal frontier j <= i (ONNX's without a past or an
+ * external cache), a bool mask as keep (a row that keeps no key is zeros, as ONNX's) or a float
+ * one added, every key covered. A float mask is stored in fp16 like any activation: a fill below
+ * -65504 (torch.finfo.min) becomes -inf there, so a row masked only by such a fill is zeros on
+ * the GPU where ONNX's fp32 scores tie and give the mean of V. */
+static const char *gpu_refusal(plan_builder *b, const ir_node *node, const sdpa_geom *g,
+                               const ir_tensor *mask, char *why, size_t size) {
+    const sdpa_params *p = node->params;
+    if (lower_float_dtype(b) == TCI_DTYPE_FLOAT) return "fp32 storage (the kernel has fp16 and bf16)";
+    if (g->q_heads != g->kv_heads) return "grouped-query heads (q heads != kv heads)";
+    if (g->head != g->v_head) return "a head size of V other than Q's";
+    if (!plan_attention_head_dim_ok(g->head)) {
+        snprintf(why, size, "head size %lld (the kernel has 32, 64, 80, 96, 128)",
+                 (long long)g->head);
+        return why;
+    }
+    if (input_at(node, IN_PAST_K)) return "past_key/past_value";
+    if (input_at(node, IN_NONPAD)) return "nonpad_kv_seqlen";
+    if (output_read(b, node, OUT_PRESENT_K) || output_read(b, node, OUT_PRESENT_V))
+        return "the present_key/present_value outputs";
+    if (output_read(b, node, OUT_QK)) return "the qk_matmul_output output";
+    if (p->softcap > 0.0f) return "softcap";
+    if (p->softmax_dtype != TCI_DTYPE_FLOAT) return "a softmax_precision other than float";
+    if (p->left >= 0 || p->right >= 0) return "a sliding window";
+    if (mask && mask->dims[mask->rank - 1] != g->total)
+        return "an attn_mask shorter than the keys";
+    return NULL;
+}
+
+/* One PLAN_STEP_ATTENTION reading Q, K, V (and the mask) in place through their strides and
+ * writing Y in the node's layout (3-D: heads merged), where gpu_refusal finds nothing. */
+static tci_status sdpa_gpu_lower(plan_builder *b, const ir_node *node) {
+    const sdpa_params *p = node->params;
+    const ir_tensor *q = node->inputs[IN_Q], *k = node->inputs[IN_K], *v = node->inputs[IN_V];
+    const ir_tensor *mask = input_at(node, IN_MASK), *y = node->outputs[OUT_Y];
+    tci_tensor views[7];
+    const tci_tensor *in[7] = {0};
+    for (int i = 0; i < node->num_inputs && i < 7; i++)
+        if (node->inputs[i]) {
+            TRY_STATUS(lower_require_known(node, node->inputs[i]));
+            ir_tensor_view(node->inputs[i], &views[i]);
+            in[i] = &views[i];
+        }
+    sdpa_geom g;
+    TRY_STATUS(sdpa_geometry(node, in, &g));
+    char why[96];
+    const char *refused = gpu_refusal(b, node, &g, mask, why, sizeof why);
+    if (refused)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "%s: no GPU path (the op lowers only to the fused attention "
+                             "step, which lacks it)",
+                             refused);
+    int qi, ki, vi, mi = -1, yi;
+    TRY_STATUS(lower_input(b, node, q, PLAN_LAYOUT_DENSE, &qi));
+    TRY_STATUS(lower_input(b, node, k, PLAN_LAYOUT_DENSE, &ki));
+    TRY_STATUS(lower_input(b, node, v, PLAN_LAYOUT_DENSE, &vi));
+    if (mask) TRY_STATUS(lower_input(b, node, mask, PLAN_LAYOUT_DENSE, &mi));
+    TRY_STATUS(lower_output(b, node, y, &yi));
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_ATTENTION, node, NULL, &s));
+    plan_attention *pa = &s->u.attention;
+    pa->batch = g.batch;
+    pa->heads = g.q_heads;
+    pa->q_len = g.q_len;
+    pa->kv_len = g.kv_len;
+    pa->head_dim = g.head;
+    operand_strides(g.rank, g.q_heads, g.q_len, g.head, pa->q_strides);
+    operand_strides(g.rank, g.kv_heads, g.kv_len, g.head, pa->k_strides);
+    operand_strides(g.rank, g.kv_heads, g.kv_len, g.head, pa->v_strides);
+    operand_strides(g.rank, g.q_heads, g.q_len, g.head, pa->y_strides);
+    if (mask) {
+        /* right-aligned to (batch, heads, queries, keys), 0 where it broadcasts */
+        int64_t st[TCI_MAX_RANK], *out = mask->dtype == TCI_DTYPE_BOOL ? pa->keep_strides
+                                                                       : pa->mask_strides;
+        const int64_t full[4] = {g.batch, g.q_heads, g.q_len, g.total};
+        op_strides(mask->rank, mask->dims, st);
+        for (int d = 0; d < 4; d++) {
+            int i = d - (4 - mask->rank);
+            out[d] = i >= 0 && (mask->dims[i] != 1 || full[d] == 1) ? st[i] : 0;
+        }
+        pa->has_keep = mask->dtype == TCI_DTYPE_BOOL;
+        pa->has_mask = !pa->has_keep;
+    }
+    pa->scale = sdpa_scale(p, g.head);
+    pa->causal = p->causal;
+    pa->keep_row_mean = false; /* ONNX: a row that keeps no key is zeros */
+    lower_step_io(s, 4, (int[]){qi, ki, vi, mi}, 1, &yi);
+    return TCI_OK;
+}
+
 OP_DESC(sdpa_desc, "Attention", OP_VERSIONS(23, 24, 25), sdpa_parse, sdpa_infer, sdpa_forward, 0,
-        NULL, NULL, BINARY_NONE);
+        sdpa_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_sdpa_ops[] = {&sdpa_desc, NULL};

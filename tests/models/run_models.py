@@ -41,6 +41,7 @@ MODELS = [
     "convnext_blocks",
     "split_blocks",
     "llama_block",
+    "onnx_attention_block",
 ]
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them

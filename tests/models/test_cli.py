@@ -1346,6 +1346,20 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(out.count("tcinfer strided_copy"), copies, out)
                 self.assertNotIn("tcinfer gather", out)
 
+    def test_plan_onnx_attention(self):
+        """The GPU plan of the generated ONNX-Attention model (no GPU needed): each of its two
+        Attention nodes (3-D with is_causal and a bool mask; 4-D with an additive mask) is one
+        fused attention step."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.plan_attention)")
+        path = os.path.join(MODELS_DIR, "onnx_attention_block.onnx")
+        for shape in ("1x16", "2x13"):
+            with self.subTest(shape=shape):
+                rc, out, err = run("--plan", "--shape", f"input:{shape}x256", "--shape",
+                                   f"mask:{shape}", path)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out.count("tcinfer flash_attention"), 2, out)
+
     def test_hf_attention_masks(self):
         """Hugging Face's bool attention masks (the generated bert_block and gpt2_block): the GPU
         plan (no GPU needed) is one fused attention step per block, no softmax left; the CPU
