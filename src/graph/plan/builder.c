@@ -546,11 +546,7 @@ tci_status lower_select_step(plan_builder *b, const ir_node *node, int xi, int y
                              y.name, x.name);
     int64_t xs[TCI_MAX_RANK], strides[TCI_MAX_RANK], offset = 0;
     if (x.layout == PLAN_LAYOUT_DENSE) {
-        int64_t stride = 1;
-        for (int d = x.rank - 1; d >= 0; d--) {
-            xs[d] = stride;
-            stride *= x.dims[d];
-        }
+        op_strides(x.rank, x.dims, xs);
         for (int d = 0; d < x.rank; d++) {
             strides[d] = xs[d] * step[d];
             offset += start[d] * xs[d];
