@@ -1,8 +1,9 @@
 /* Control flow: If, which runs one of two subgraphs (then_branch, else_branch) chosen by a bool
- * condition, and Loop, which runs its body while a trip count and a condition allow, carrying
- * values from one iteration to the next and stacking per-iteration scan outputs. Subgraphs read the enclosing graph's tensors through the node's implicit
- * inputs (ir_node.num_implicit_inputs); it runs on the CPU reference only, unless a pass
- * inlines the branch a constant condition chooses (src/graph/passes/inline.c). */
+ * condition, and Loop, which runs its body while a trip count and a condition allow (at most
+ * max_loop_iterations times), carrying values from one iteration to the next and stacking
+ * per-iteration scan outputs. Subgraphs read the enclosing graph's tensors through the node's
+ * implicit inputs (ir_node.num_implicit_inputs); it runs on the CPU reference only, unless a
+ * pass inlines the branch a constant condition chooses (src/graph/passes/inline.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
