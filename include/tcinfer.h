@@ -272,6 +272,11 @@ typedef struct tci_engine_options {
      * precision than fp16: against overflow, not for accuracy). Any other value, or given with
      * an engine of another precision: TCI_ERR_INVALID_ARGUMENT. */
     tci_precision kept_precision;
+    /* Since 0.2, a limit against hostile models as those above (0: the default, 2^20): the
+     * iterations one run of a Loop node may make (the CPU reference, and constant folding at
+     * build, which runs a Loop of constants); a Loop that reaches it without its trip count or
+     * condition ending it is refused with TCI_ERR_UNSUPPORTED naming it, never left running. */
+    uint64_t max_loop_iterations;
 } tci_engine_options;
 
 /* Sets struct_size and the defaults: CPU backend, no shape overrides, CUDA graphs on, no log. */

@@ -82,7 +82,8 @@ EngineOptions = _struct("EngineOptions", [
     ("accuracy_target", ctypes.c_double),
     # since 0.2: the CUDA device, and the precision of the layers kept out of fp16
     ("device", ctypes.c_int),
-    ("kept_precision", ctypes.c_int)])
+    ("kept_precision", ctypes.c_int),
+    ("max_loop_iterations", ctypes.c_uint64)])
 EngineStats = _struct("EngineStats", [
     ("num_nodes", ctypes.c_size_t), ("num_initializers", ctypes.c_size_t),
     ("num_parameters", ctypes.c_int64), ("parameter_bytes", ctypes.c_int64)])

@@ -303,6 +303,7 @@ static tci_status limits_from_options(const tci_engine_options *given, ir_limits
     if (o.max_nodes) out->max_nodes = o.max_nodes;
     if (o.max_nesting_depth) out->max_nesting = o.max_nesting_depth;
     if (o.max_parse_bytes) out->max_parse_bytes = o.max_parse_bytes;
+    if (o.max_loop_iterations) out->max_loop_iterations = o.max_loop_iterations;
     return TCI_OK;
 }
 

@@ -374,6 +374,7 @@ static int run_cli(cli_args *a) {
     options.max_nodes = a->limits.max_nodes;
     options.max_nesting_depth = a->limits.max_nesting_depth;
     options.max_parse_bytes = a->limits.max_parse_bytes;
+    options.max_loop_iterations = a->limits.max_loop_iterations;
     cli_progress progress;
     cli_progress_init(&progress, !a->quiet);
     a->progress = &progress;

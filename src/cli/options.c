@@ -111,8 +111,8 @@ static const cli_option options[] = {
                              "no GPU"},
     {"limit", OPT_LIMIT, "NAME=N", "a limit against hostile models (0: the default):\n"
                                    "max_model_bytes, max_tensor_elements, max_constant_bytes,\n"
-                                   "max_nodes, max_nesting_depth, max_parse_bytes; repeatable\n"
-                                   "(docs/robustness.md)"},
+                                   "max_nodes, max_nesting_depth, max_parse_bytes,\n"
+                                   "max_loop_iterations; repeatable (docs/robustness.md)"},
     {"list-ops", OPT_LIST_OPS, NULL, "list the supported ops, opsets and backends and exit"},
     {"devices", OPT_DEVICES, NULL, "print the number of usable CUDA GPUs, then each one's index\n"
                                    "(for --device) and name, and exit"},
@@ -202,6 +202,7 @@ static const char *const flag_terms[][2] = {
     {"tci_engine_options.max_nodes", "--limit max_nodes"},
     {"tci_engine_options.max_nesting_depth", "--limit max_nesting_depth"},
     {"tci_engine_options.max_parse_bytes", "--limit max_parse_bytes"},
+    {"tci_engine_options.max_loop_iterations", "--limit max_loop_iterations"},
     {"tci_list_ops", "tcinfer --list-ops"},
 };
 
@@ -329,6 +330,7 @@ static bool parse_limit(const char *text, tci_engine_options *o) {
     else if (LIMIT_IS("max_nodes")) o->max_nodes = v;
     else if (LIMIT_IS("max_nesting_depth") && v <= 1000) o->max_nesting_depth = (int)v;
     else if (LIMIT_IS("max_parse_bytes")) o->max_parse_bytes = v;
+    else if (LIMIT_IS("max_loop_iterations")) o->max_loop_iterations = v;
     else return false;
 #undef LIMIT_IS
     return true;

@@ -28,6 +28,7 @@ void ir_limits_default(ir_limits *limits) {
     limits->max_nodes = IR_DEFAULT_MAX_NODES;
     limits->max_nesting = IR_DEFAULT_MAX_NESTING;
     limits->max_parse_bytes = IR_DEFAULT_MAX_PARSE_BYTES;
+    limits->max_loop_iterations = IR_DEFAULT_MAX_LOOP_ITERATIONS;
 }
 
 tci_status ir_graph_charge_constant(ir_graph *graph, const char *what, int64_t elements,

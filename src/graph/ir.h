@@ -164,6 +164,7 @@ typedef struct ir_limits {
     uint64_t max_nodes;           /* NodeProtos in the file (subgraphs included) */
     int max_nesting;              /* protobuf message nesting (ModelProto = 1) */
     uint64_t max_parse_bytes;     /* memory protobuf-c may take to unpack the file */
+    uint64_t max_loop_iterations; /* of one run of a Loop node */
 } ir_limits;
 
 #define IR_DEFAULT_MAX_MODEL_BYTES ((uint64_t)2 << 30)
@@ -172,6 +173,7 @@ typedef struct ir_limits {
 #define IR_DEFAULT_MAX_NODES ((uint64_t)1 << 20)
 #define IR_DEFAULT_MAX_NESTING 64
 #define IR_DEFAULT_MAX_PARSE_BYTES ((uint64_t)4 << 30)
+#define IR_DEFAULT_MAX_LOOP_ITERATIONS ((uint64_t)1 << 20)
 
 void ir_limits_default(ir_limits *limits);
 

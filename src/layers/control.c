@@ -1,8 +1,10 @@
 /* Control flow: If, which runs one of two subgraphs (then_branch, else_branch) chosen by a bool
- * condition, and Loop, which runs its body while a trip count and a condition allow, carrying
- * values from one iteration to the next and stacking per-iteration scan outputs. Subgraphs read the enclosing graph's tensors through the node's implicit
- * inputs (ir_node.num_implicit_inputs); it runs on the CPU reference only, unless a pass
- * inlines the branch a constant condition chooses (src/graph/passes/inline.c). */
+ * condition, and Loop, which runs its body while a trip count and a condition allow (at most
+ * max_loop_iterations times), carrying values from one iteration to the next and stacking
+ * per-iteration scan outputs. Subgraphs read the enclosing graph's tensors through the node's
+ * implicit inputs (ir_node.num_implicit_inputs); it runs on the CPU reference only, unless a
+ * pass inlines the branch a constant condition chooses (src/graph/passes/inline.c). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,8 +352,16 @@ static tci_status loop_iterate(const ir_node *node, const tci_tensor *const *in,
     if (!bind) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Loop");
     int64_t trips = in[0] ? op_read_int(in[0], 0) : INT64_MAX;
     uint8_t cond = in[1] ? ((const uint8_t *)in[1]->data)[0] != 0 : 1;
+    const uint64_t limit = p->body->limits.max_loop_iterations;
     tci_status st = TCI_OK;
     for (int64_t i = 0; i < trips && cond && st == TCI_OK; i++) {
+        if ((uint64_t)i >= limit) {
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "the Loop is still running after %" PRIu64 " iterations, the limit "
+                               "(max_loop_iterations)",
+                               limit);
+            break;
+        }
         int64_t iter = i;
         tci_tensor iter_t = {.dtype = TCI_DTYPE_INT64, .rank = 0, .data = &iter};
         tci_tensor cond_t = {.dtype = TCI_DTYPE_BOOL, .rank = 0, .data = &cond};

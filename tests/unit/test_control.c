@@ -261,6 +261,36 @@ START_TEST(test_loop_trip_count_and_condition) {
 }
 END_TEST
 
+/* max_loop_iterations: a run needing more iterations is refused naming the Loop, never left
+ * running; one within it runs (loop_while needs 4 iterations for M = 5, 2 for M = 2). */
+START_TEST(test_loop_iteration_limit) {
+    ir_limits limits;
+    ir_limits_default(&limits);
+    ck_assert_uint_eq(limits.max_loop_iterations, (uint64_t)1 << 20);
+    limits.max_loop_iterations = 3;
+    ir_graph *g;
+    ck_assert_tci_ok(onnx_load_file_limits(FIXTURE("loop_while.onnx"), &limits, &g));
+    ck_assert_tci_ok(pass_optimize(g));
+    int64_t three = 3, five = 5, two = 2;
+    const float x[3] = {1.f, 2.f, 3.f}, limit = 2.5f;
+    const uint8_t yes = 1;
+    tci_tensor in[4] = {th_tensor(TCI_DTYPE_INT64, 0, NULL, &five),
+                        th_tensor(TCI_DTYPE_BOOL, 0, NULL, &yes),
+                        th_tensor(TCI_DTYPE_FLOAT, 1, &three, x),
+                        th_tensor(TCI_DTYPE_FLOAT, 0, NULL, &limit)};
+    exec_cpu *e;
+    ck_assert_tci_ok(exec_cpu_create(g, &e));
+    ck_assert_tci_error(exec_cpu_run(e, in, 4), TCI_ERR_UNSUPPORTED,
+                        "node 'loop' (Loop): the Loop is still running after 3 iterations, the "
+                        "limit (max_loop_iterations)");
+    in[0] = th_tensor(TCI_DTYPE_INT64, 0, NULL, &two);
+    ck_assert_tci_ok(exec_cpu_run(e, in, 4));
+    th_assert_dims(exec_cpu_output(e, 1), 2, (const int64_t[]){2, 3});
+    exec_cpu_destroy(e);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_loop_refusals) {
     ir_graph *g = load_ok(FIXTURE("loop_forever.onnx"));
     ck_assert_tci_error(pass_optimize(g), TCI_ERR_UNSUPPORTED,
@@ -340,6 +370,7 @@ int main(void) {
     TCase *loops = tcase_create("loop_scan");
     tcase_add_test(loops, test_loop_trip_count_and_condition);
     tcase_add_test(loops, test_loop_refusals);
+    tcase_add_test(loops, test_loop_iteration_limit);
     tcase_add_test(loops, test_scan_axes_and_directions);
     tcase_add_test(loops, test_scan_attribute_errors);
     suite_add_tcase(s, loops);
