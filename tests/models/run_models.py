@@ -44,6 +44,14 @@ MODELS = [
     "onnx_attention_block",
 ]
 
+# models (and GPU precisions; None: every one) the GPU engine refuses, with the node its error must
+# name: ops that run on the CPU reference only (README "What runs where"). The refusal is checked;
+# a model here that builds on the GPU fails the run until it is taken off this list.
+GPU_REFUSED = {
+    "llama_block": (None, "'rmsnormalization_0' (RMSNormalization)"),
+    "onnx_attention_block": ({"fp32", "tf32"}, "'attention_0' (Attention)"),
+}
+
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them
 # with --shape (sequence 13: a size no kernel tile divides)
 FIRST_DIMS = {"N": 1, "S": 16}
@@ -131,7 +139,27 @@ def compare(actual, expected):
     return rel, float(np.max(np.abs(a - b))) if a.size else 0.0, None
 
 
+def gpu_precision(tcinfer_args):
+    """The --precision among the extra tcinfer arguments (fp16, the GPU's default, where none)."""
+    for i, arg in enumerate(tcinfer_args):
+        if arg == "--precision" and i + 1 < len(tcinfer_args):
+            return tcinfer_args[i + 1]
+        if arg.startswith("--precision="):
+            return arg.split("=", 1)[1]
+    return "fp16"
+
+
+def expected_refusal(args, name):
+    """The node the GPU engine's error must name for this model, or None where it must run."""
+    if args.backend != "gpu" or name not in GPU_REFUSED:
+        return None
+    precisions, node = GPU_REFUSED[name]
+    precision = gpu_precision(args.tcinfer_arg).split("@")[0]
+    return node if precisions is None or precision in precisions else None
+
+
 def check_model(args, name, rows):
+    refusal = expected_refusal(args, name)
     path = os.path.join(args.models_dir, f"{name}.onnx")
     if not os.path.exists(path):
         rows.append((name, "-", "-", "-", "-", f"FAIL: {path} missing (run models/generate.py)"))
@@ -157,6 +185,14 @@ def check_model(args, name, rows):
         with tempfile.TemporaryDirectory(prefix=f"tci_{name}_") as work:
             actual, error = run_tcinfer(args.tcinfer, path, feeds, shapes, work, args.timeout,
                                         args.backend, args.tcinfer_arg)
+        if refusal is not None:
+            if error and "exit 3:" in error and refusal in error:
+                rows.append((name, label, "-", "-", "-", "refused as expected: " + refusal))
+            else:
+                rows.append((name, label, "-", "-", "-", "FAIL: expected the GPU engine to "
+                             f"refuse {refusal} (GPU_REFUSED), got: {error or 'a run'}"))
+                ok = False
+            continue
         if error:
             rows.append((name, label, "-", "-", "-", f"FAIL: {error}"))
             ok = False
