@@ -11,7 +11,8 @@
  * input (Transpose, Reshape/Squeeze/Unsqueeze/Flatten, a Gather of one constant index, a constant
  * Slice, Split) and through constant scalar scalings of Q' and K', to the tensors that hold
  * their values (a packed QKV projection read three times, or three projections): the step reads
- * them there through strides and offsets. The output is followed forward through Transposes and
+ * them there through strides and offsets (view.h: dims merged on the way that no one stride
+ * says, batch and heads of a packed tensor, are fine once split again). The output is followed forward through Transposes and
  * Reshapes (the head merge before an output projection) and written there through strides. A
  * tensor between them that anything outside the attention reads stops the walk there.
  * The nodes stay in the graph, marked fused_into, so the CPU reference runs them as before. Roles
@@ -22,6 +23,7 @@
 #include <string.h>
 
 #include "graph/passes.h"
+#include "graph/passes/view.h"
 #include "layers/op.h"
 
 /* The node's role; none for a node another fusion has taken. */
@@ -119,58 +121,6 @@ typedef struct attn_match {
     bool may_be_causal;
 } attn_match;
 
-/* An element view of a dense tensor: element (i0, i1, ...) is at offset + sum(i_d strides[d]). */
-typedef struct view {
-    int rank;
-    int64_t dims[TCI_MAX_RANK], strides[TCI_MAX_RANK], offset;
-} view;
-
-static void view_dense(view *v, const ir_tensor *t) {
-    v->rank = t->rank;
-    v->offset = 0;
-    int64_t s = 1;
-    for (int d = t->rank - 1; d >= 0; d--) {
-        v->dims[d] = t->dims[d];
-        v->strides[d] = s;
-        s *= t->dims[d];
-    }
-}
-
-/* v with the same elements in row-major order seen with new dims, where strides can say it
- * (the rule of a strided tensor's view: each run of merged or split dims must be contiguous). */
-static bool view_reshape(view *v, int rank, const int64_t *dims) {
-    int64_t n_old = 1, n_new = 1;
-    for (int d = 0; d < v->rank; d++) n_old *= v->dims[d];
-    for (int d = 0; d < rank; d++) n_new *= dims[d];
-    if (n_old != n_new || n_old < 1 || v->rank < 1 || rank < 1) return false;
-    int64_t st[TCI_MAX_RANK];
-    int vd = rank - 1;
-    int64_t base = v->strides[v->rank - 1], t_numel = 1, v_numel = 1;
-    for (int td = v->rank - 1; td >= 0; td--) {
-        t_numel *= v->dims[td];
-        if (td == 0 ||
-            (v->dims[td - 1] != 1 && v->strides[td - 1] != t_numel * base)) {
-            while (vd >= 0 && (v_numel < t_numel || dims[vd] == 1)) {
-                st[vd] = v_numel * base;
-                v_numel *= dims[vd];
-                vd--;
-            }
-            if (v_numel != t_numel) return false;
-            if (td > 0) {
-                base = v->strides[td - 1];
-                t_numel = v_numel = 1;
-            }
-        }
-    }
-    if (vd != -1) return false;
-    v->rank = rank;
-    for (int d = 0; d < rank; d++) {
-        v->dims[d] = dims[d];
-        v->strides[d] = st[d];
-    }
-    return true;
-}
-
 /* The input whose values a movement node or a scaling moves: the scaled one, else 0. */
 static int data_input(const ir_node *n) {
     float f;
@@ -195,60 +145,44 @@ static bool movement_node(const ir_node *n, const ir_tensor *out, bool scales, o
 
 /* v, a view of n's input 0, becomes the view of n's output out (movement_node's pat). */
 static bool view_forward(view *v, const ir_node *n, const ir_tensor *out, const op_pattern *pat) {
-    int64_t dims[TCI_MAX_RANK];
+    int64_t start[TCI_MAX_RANK], step[TCI_MAX_RANK], len[TCI_MAX_RANK];
     switch (pat->kind) {
     case OP_PATTERN_NONE: break; /* a scaling */
-    case OP_PATTERN_TRANSPOSE: {
+    case OP_PATTERN_TRANSPOSE:
         if (pat->rank != v->rank) return false;
-        int64_t st[TCI_MAX_RANK];
-        for (int d = 0; d < v->rank; d++) {
-            dims[d] = v->dims[pat->perm[d]];
-            st[d] = v->strides[pat->perm[d]];
-        }
-        for (int d = 0; d < v->rank; d++) {
-            v->dims[d] = dims[d];
-            v->strides[d] = st[d];
-        }
+        view_permute(v, pat->perm, false);
         break;
-    }
     case OP_PATTERN_RESHAPE:
         if (!view_reshape(v, out->rank, out->dims)) return false;
         break;
     case OP_PATTERN_SELECT: {
         const int drop = pat->drop_axis;
         if (pat->rank != v->rank || out->rank != v->rank - (drop >= 0)) return false;
-        int o = 0;
-        for (int d = 0; d < v->rank; d++) {
-            int64_t len = d == drop ? 1 : out->dims[o++];
-            if (pat->step[d] < 1 || pat->start[d] < 0 ||
-                (len > 0 && pat->start[d] + pat->step[d] * (len - 1) >= v->dims[d]))
-                return false;
-            v->offset += pat->start[d] * v->strides[d];
-            v->strides[d] *= pat->step[d];
-            v->dims[d] = len;
+        for (int d = 0, o = 0; d < v->rank; d++) {
+            start[d] = pat->start[d];
+            step[d] = pat->step[d];
+            len[d] = d == drop ? 1 : out->dims[o++];
         }
-        if (drop >= 0) {
-            for (int d = drop; d + 1 < v->rank; d++) {
-                v->dims[d] = v->dims[d + 1];
-                v->strides[d] = v->strides[d + 1];
-            }
-            v->rank--;
-        }
+        if (!view_select(v, start, step, len, drop)) return false;
         break;
     }
     case OP_PATTERN_SPLIT: {
         const int axis = pat->axis;
-        if (out->rank != v->rank || axis >= v->rank) return false;
-        int64_t start = 0;
+        if (out->rank != v->rank || axis < 0 || axis >= v->rank) return false;
+        int64_t first = 0;
         int k = 0;
         for (; k < n->num_outputs && n->outputs[k] != out; k++) {
             if (!n->outputs[k] || n->outputs[k]->rank != v->rank || n->outputs[k]->dims[axis] < 0)
                 return false;
-            start += n->outputs[k]->dims[axis];
+            first += n->outputs[k]->dims[axis];
         }
-        if (k == n->num_outputs || start + out->dims[axis] > v->dims[axis]) return false;
-        v->offset += start * v->strides[axis];
-        v->dims[axis] = out->dims[axis];
+        if (k == n->num_outputs) return false;
+        for (int d = 0; d < v->rank; d++) {
+            start[d] = d == axis ? first : 0;
+            step[d] = 1;
+            len[d] = d == axis ? out->dims[axis] : v->dims[d];
+        }
+        if (!view_select(v, start, step, len, -1)) return false;
         break;
     }
     default: return false;
@@ -261,17 +195,17 @@ static bool view_forward(view *v, const ir_node *n, const ir_tensor *out, const 
 }
 
 /* The view of c's operand (outs[0]) in c->src, through the first num nodes of c (num < c->num:
- * src is outs[num]). */
+ * src is outs[num]); false where it is not one stride a dim (dims between may be several). */
 static bool chain_view(const operand_chain *c, int num, bool scales, view *v) {
     const ir_tensor *src = num == c->num ? c->src : c->outs[num];
-    view_dense(v, src);
+    view_dense(v, src->rank, src->dims);
     for (int i = num - 1; i >= 0; i--) {
         op_pattern pat;
         if (!movement_node(c->nodes[i], c->outs[i], scales, &pat) ||
             !view_forward(v, c->nodes[i], c->outs[i], &pat))
             return false;
     }
-    return true;
+    return view_plain(v);
 }
 
 /* Whether n may fold into the attention that owner computes: in a shape variant (g->like), only
@@ -378,7 +312,7 @@ static bool prune_once(const int *consumers, attn_match *m, ir_node *pv, bool *o
 /* The four kernel strides (batch, head, position, d) of a logical operand view of rank r. */
 static void kernel_strides(const view *v, int r, bool swap_last, int64_t *out) {
     int64_t st[4];
-    for (int i = 0; i < r; i++) st[i] = v->strides[i];
+    for (int i = 0; i < r; i++) st[i] = view_stride(v, i);
     if (swap_last) {
         int64_t t = st[r - 1];
         st[r - 1] = st[r - 2];
@@ -399,7 +333,7 @@ static void walk_output(const int *consumers, const ir_graph *g, ir_node *pv, at
     ir_tensor *y = pv->outputs[0];
     const int r = y->rank;
     view v;
-    view_dense(&v, y);
+    view_dense(&v, y->rank, y->dims);
     kernel_strides(&v, r, false, y_strides);
     m->num_after = 0;
     for (;;) {
@@ -416,7 +350,7 @@ static void walk_output(const int *consumers, const ir_graph *g, ir_node *pv, at
             return;
         /* Y in the new last tensor: back from its dense view through the inverses */
         m->after[m->num_after++] = next;
-        view_dense(&v, next->outputs[0]);
+        view_dense(&v, next->outputs[0]->rank, next->outputs[0]->dims);
         bool ok = true;
         for (int i = m->num_after - 1; i >= 0 && ok; i--) {
             const ir_node *n = m->after[i];
@@ -425,16 +359,11 @@ static void walk_output(const int *consumers, const ir_graph *g, ir_node *pv, at
             if (pat.kind == OP_PATTERN_RESHAPE) {
                 ok = view_reshape(&v, in->rank, in->dims);
             } else {
-                view w = v;
                 ok = pat.rank == v.rank;
-                for (int d = 0; ok && d < v.rank; d++) {
-                    w.dims[pat.perm[d]] = v.dims[d];
-                    w.strides[pat.perm[d]] = v.strides[d];
-                }
-                v = w;
+                if (ok) view_permute(&v, pat.perm, true);
             }
         }
-        if (!ok || v.rank != r) {
+        if (!ok || v.rank != r || !view_plain(&v)) {
             m->num_after--;
             return;
         }
