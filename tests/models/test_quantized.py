@@ -200,10 +200,10 @@ def main_gpu(args, work, fp32, inputs):
                           "gpu")[0].astype(np.float64)
         worst_steps = max(worst_steps, float(np.abs(got - want).max() / step))
         worst_rel = max(worst_rel, float(np.linalg.norm(got - want) / np.linalg.norm(want)))
-    passed = worst_rel <= args.gpu_tolerance
+    passed = worst_rel <= args.gpu_tolerance and worst_steps <= args.gpu_steps
     print(f"{'ok  ' if passed else 'FAIL'} QDQ on the GPU (fp16) against onnxruntime: y within "
-          f"{worst_steps:.3g} output steps, relative L2 {worst_rel:.3g} (bound "
-          f"{args.gpu_tolerance:g})")
+          f"{worst_steps:.3g} output steps (bound {args.gpu_steps:g}), relative L2 "
+          f"{worst_rel:.3g} (bound {args.gpu_tolerance:g})")
     return passed
 
 
@@ -214,8 +214,11 @@ def main(argv):
     p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                    help="gpu: the QDQ model on the fp16 engine (exit 77, skipped, where there is "
                         "no GPU)")
-    p.add_argument("--gpu-tolerance", type=float, default=2e-2,
+    # the H200 (2026-12-02): 1.02 steps, relative L2 8.3e-3; the bounds leave half as much again
+    p.add_argument("--gpu-tolerance", type=float, default=1.25e-2,
                    help="relative L2 bound of the GPU run")
+    p.add_argument("--gpu-steps", type=float, default=1.5,
+                   help="bound of the GPU run's largest difference, in output quantisation steps")
     p.add_argument("--keep", help="write the fp32 and quantised models into this folder")
     args = p.parse_args(argv)
     if args.backend == "gpu":
