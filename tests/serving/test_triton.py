@@ -245,20 +245,41 @@ class TritonBackendTest(unittest.TestCase):
             self.assert_close(r.as_numpy("probs_out"), want)
 
     def test_load_script(self):
-        # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md)
+        # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md):
+        # tensors in the requests, then in system shared memory (two client processes, each
+        # with its own region), with the server's statistics over each measured window
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                               "triton_load.py")
-        proc = subprocess.run([sys.executable, script, "--url", self.grpc_url, "--model", "mlp",
-                               "--concurrency", "1,4", "--batch", "2", "--seconds", "1",
-                               "--warmup", "0.2"], capture_output=True, text=True, timeout=60)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        reports = [json.loads(line) for line in proc.stdout.splitlines()]
-        self.assertEqual([r["concurrency"] for r in reports], [1, 4])
-        for r in reports:
-            self.assertEqual(r["errors"], 0, r["first_error"])
-            self.assertGreater(r["requests"], 0)
-            self.assertAlmostEqual(r["items_per_s"], 2 * r["requests_per_s"])
-            self.assertLessEqual(r["p50_ms"], r["p99_ms"])
+        for shm, processes in (("none", 1), ("system", 2)):
+            proc = subprocess.run([sys.executable, script, "--url", self.grpc_url, "--model",
+                                   "mlp", "--concurrency", "1,4", "--batch", "2", "--seconds",
+                                   "0.5", "--warmup", "0.1", "--shm", shm, "--processes",
+                                   str(processes)], capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            reports = [json.loads(line) for line in proc.stdout.splitlines()]
+            self.assertEqual([r["concurrency"] for r in reports], [1, 4])
+            for r in reports:
+                self.assertEqual(r["errors"], 0, r["first_error"])
+                self.assertEqual(r["shm"], shm)
+                self.assertGreater(r["requests"], 0)
+                self.assertAlmostEqual(r["items_per_s"], 2 * r["requests_per_s"])
+                self.assertLessEqual(r["p50_ms"], r["p99_ms"])
+                s = r["server"]  # the window's statistics (read by another clock): batch 2 each
+                self.assertGreater(s["requests"], 0.8 * r["requests"])
+                self.assertEqual(s["inferences"], 2 * s["requests"])
+                self.assertGreaterEqual(s["rows_per_execution"], 2)
+                self.assertLessEqual(s["rows_per_execution"], 4)  # max_batch_size
+                phases = sum(s[k] for k in ("queue_us", "compute_input_us", "compute_infer_us",
+                                            "compute_output_us"))
+                self.assertGreater(s["compute_infer_us"], 0)
+                self.assertLessEqual(phases, s["request_us"] * 1.001)
+                if shm == "none":
+                    self.assertNotIn("shm_max_abs_diff", r)
+                else:  # the answers in shared memory are the body's
+                    self.assertEqual(r["shm_max_abs_diff"], 0.0)
+            self.assertEqual(reports[1]["processes"], processes)
+        status = self.grpc.get_system_shared_memory_status(as_json=True)
+        self.assertEqual(status.get("regions", {}), {})  # every region unregistered
 
     def test_fixed_shape_model(self):
         # auto-completion of a model without a symbolic batch dim: max_batch_size 0, full dims
