@@ -6,7 +6,8 @@ errors while the server keeps serving. The test starts the server on free local 
 stops it.
 
   test_triton.py --tcinfer build/tcinfer --backend-dir build/triton_backends
-                 --models-dir build/models [unittest options]
+                 --models-dir build/models --perf-analyzer .venv/perf_analyzer
+                 [unittest options]
 """
 import argparse
 import concurrent.futures
@@ -281,6 +282,31 @@ class TritonBackendTest(unittest.TestCase):
         status = self.grpc.get_system_shared_memory_status(as_json=True)
         self.assertEqual(status.get("regions", {}), {})  # every region unregistered
 
+    def test_perf_analyzer(self):
+        # Triton's C++ load generator through bench/triton_perf_analyzer.py, as
+        # bench/triton_gpu.py --perf-analyzer runs it: tensors in the requests and in system
+        # shared memory, each row with the server's statistics
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "bench"))
+        import triton_perf_analyzer
+        binary = os.path.join(ARGS.perf_analyzer, "bin", "perf_analyzer")
+        self.assertTrue(os.path.isfile(binary), f"{binary} is missing: run scripts/setup.sh")
+        config = self.grpc.get_model_config("mlp", as_json=True)["config"]
+        for shm in ("none", "system"):
+            row = triton_perf_analyzer.run(ARGS.perf_analyzer, self.grpc_url, "mlp", config, 2,
+                                           0.6, shm, os.path.join(self.workdir, "pa"))
+            self.assertNotIn("error", row)
+            self.assertEqual((row["shm"], row["concurrency"]), (shm, 2))
+            self.assertGreater(row["requests_per_s"], 0)
+            self.assertLessEqual(row["p50_ms"], row["p99_ms"])
+            s = row["server"]
+            self.assertGreater(s["inferences"], 0)
+            self.assertGreaterEqual(s["rows_per_execution"], 1)
+            self.assertLessEqual(s["rows_per_execution"], 2)  # two requests of one row in flight
+            self.assertGreater(s["compute_infer_us"], 0)
+        status = self.grpc.get_system_shared_memory_status(as_json=True)
+        self.assertEqual(status.get("regions", {}), {})  # perf_analyzer unregistered its own
+
     def test_fixed_shape_model(self):
         # auto-completion of a model without a symbolic batch dim: max_batch_size 0, full dims
         cfg = self.http.get_model_config("demo")
@@ -365,6 +391,9 @@ def main():
     p.add_argument("--tcinfer", required=True)
     p.add_argument("--backend-dir", required=True)
     p.add_argument("--models-dir", required=True)
+    p.add_argument("--perf-analyzer", required=True,
+                   help="the folder scripts/setup.sh unpacks perf_analyzer into "
+                        "(.venv/perf_analyzer)")
     ARGS, rest = p.parse_known_args()
     unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
 
