@@ -349,7 +349,8 @@ def run_level(args, level, pool, stats_client):
     latencies = [x for lat, _, _ in results for x in lat]
     errors = [e for _, err, _ in results for e in err]
     report = level_report(level, latencies, errors, args.seconds)
-    report.update(model=args.model, batch=args.batch, processes=len(shares), shm=args.shm,
+    report.update(client="triton_load.py", model=args.model, batch=args.batch,
+                  processes=len(shares), shm=args.shm,
                   items_per_s=report["requests_per_s"] * args.batch,
                   server=stats_report(before, after))
     if args.shm != "none":
