@@ -363,6 +363,13 @@ def http_checks(server, client, name, inputs, outputs, req, got, batch):
               flush=True)
 
 
+def server_args(args):
+    """tritonserver's options besides the repository and ports: its gRPC front end keeps as many
+    request and response objects for reuse as the most requests in flight (default 8: past that
+    each request allocates and frees its own, with the tensors' bytes)."""
+    return ["--grpc-infer-allocation-pool-size", str(max(8, max(args.concurrency)))]
+
+
 def load_command(args, url, name, shm):
     return [sys.executable, os.path.join(HERE, "triton_load.py"), "--url", url, "--model", name,
             "--concurrency", ",".join(map(str, args.concurrency)), "--seconds",
@@ -423,7 +430,7 @@ def serve_and_measure(args, repo, models):
     rows = []
     try:
         server = LocalServer(repo, args.backend_dir, os.path.join(args.work, "server.log"),
-                             site_packages=args.server)
+                             site_packages=args.server, extra_args=server_args(args))
     except RuntimeError as e:
         sys.exit(str(e))
     url = server.grpc_url
@@ -490,6 +497,7 @@ def main(argv=None):
                         print("# bench: " + " ".join(bench_command(args, path, inputs, b, gpu)))
             for shm in args.load_shm:
                 print("# load: " + " ".join(load_command(args, "URL", name, shm)))
+        print("# server: tritonserver ... " + " ".join(server_args(args)))
         return
     rows = serve_and_measure(args, repo, models)
 

@@ -153,6 +153,7 @@ def check_dry_run(tmp, tcinfer, image, tokens):
                     f"--quiet --bench 200 --precision fp16 {tokens}") in text, text
     assert ":128x" not in text, text
     assert "dynamic_batching { max_queue_delay_microseconds: 0 }" in text, text
+    assert "# server: tritonserver ... --grpc-infer-allocation-pool-size 128" in text, text
     for shm in ("none", "system", "cuda"):
         assert (f"triton_load.py --url URL --model bert_like --concurrency 1,16,128 --seconds "
                 f"10.0 --processes 1 --shm {shm}") in text, text
