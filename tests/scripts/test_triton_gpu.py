@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import triton_gpu  # noqa: E402
 import triton_load  # noqa: E402
 import triton_perf_analyzer  # noqa: E402
+import triton_standin  # noqa: E402
 
 BASE = ["--tcinfer", "tcinfer", "--backend-dir", "b", "--work", "w", "--model", "m.onnx"]
 
@@ -122,6 +123,10 @@ def check_inputs(tmp):
     assert (b["attention_mask"] == 1).all()
     b2 = triton_gpu.make_batch(ins, 3, 7)
     assert (b2["input_ids"] == b["input_ids"]).all()  # seeded
+    standin = os.path.join(tmp, "standin.onnx")  # ResNet-50's input and output
+    onnx.save(triton_standin.standin_model(), standin)
+    assert triton_gpu.io_of(standin) == ([("input", "TYPE_FP32", [3, 224, 224])],
+                                         [("output", "TYPE_FP32", [1000])])
     im_ins, _ = triton_gpu.io_of(image)
     x = triton_gpu.make_batch(im_ins, 2, 1)["input"]
     assert x.shape == (2, 3, 8, 8) and x.dtype == np.float32 and -1 <= x.min() and x.max() < 1
