@@ -279,7 +279,7 @@ def check_perf_analyzer(tmp):
                                              "o.csv")
     assert argv[0] == "/pa/bin/perf_analyzer" and env["LD_LIBRARY_PATH"].startswith("/pa/lib")
     joined = " ".join(argv)
-    for part in ("-m m -u h:1 -i grpc -b 1 --concurrency-range 16 -p 1000",
+    for part in ("-m m -u h:1 -i grpc -b 1 --concurrency-range 16 -p 1000 -s 999 -r 3",
                  f"--input-data {path} --shared-memory system -f o.csv",
                  "--output-shared-memory-size 4000"):
         assert part in joined, joined
