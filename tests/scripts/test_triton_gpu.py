@@ -4,10 +4,12 @@ server: the --gpus, --concurrency, --load-shm and --model handling, the configur
 two-GPU instance group, the inputs of an image and of a token model (ids, mask), a whole
 --dry-run on tiny generated models standing in for ResNet-50 and BERT, the CLI command of the
 accuracy check run through the real tcinfer on the CPU backend, the load generator's inputs,
-shared memory layout and server statistics, perf_analyzer's command and the parsing of its
-results, and the load table."""
+shared memory layout, CUDA shared memory region (its copies over a stand-in for the CUDA
+runtime) and server statistics, perf_analyzer's command and the parsing of its results, and the
+load table."""
 import argparse
 import contextlib
+import ctypes
 import io
 import json
 import os
@@ -248,6 +250,55 @@ def check_load_statistics():
             assert e.code == 2 and "invalid choice: 'disk'" in err.getvalue(), err.getvalue()
 
 
+class FakeCudart:
+    """The CUDA runtime calls of triton_load.CudaRegion over host memory: its offsets, copies
+    and handle without a GPU."""
+
+    def __init__(self):
+        self.buffers, self.freed, self.device = {}, [], None
+
+    def cudaSetDevice(self, device):
+        self.device = device
+        return 0
+
+    def cudaMalloc(self, ptr_ref, size):
+        buf = ctypes.create_string_buffer(size.value)
+        ptr_ref._obj.value = ctypes.addressof(buf)
+        self.buffers[ctypes.addressof(buf)] = buf
+        return 0
+
+    def cudaIpcGetMemHandle(self, handle_ref, ptr):
+        ctypes.memmove(ctypes.addressof(handle_ref._obj), b"h" * 64, 64)
+        return 0
+
+    def cudaMemcpy(self, dst, src, n, kind):
+        assert kind in (1, 2), kind
+        ctypes.memmove(dst, src, n.value)
+        return 0
+
+    def cudaFree(self, ptr):
+        self.freed.append(ptr.value)
+        return 0
+
+
+def check_cuda_region():
+    import triton_cuda_shm
+    fake = FakeCudart()
+    real, triton_cuda_shm._cudart = triton_cuda_shm._cudart, lambda: fake
+    try:
+        region = triton_load.CudaRegion("r", 256)
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        region.write(64, x)
+        region.write(0, np.full(16, 7, np.float32))  # another tensor before it, untouched
+        assert np.array_equal(region.read(64, [2, 3], np.float32), x)
+        assert np.array_equal(region.read(0, [16], np.float32), np.full(16, 7, np.float32))
+        assert region.raw == b"h" * 64 and fake.device == 0
+        region.close()
+        assert fake.freed == [region.ptr.value]
+    finally:
+        triton_cuda_shm._cudart = real
+
+
 PA_STDOUT = """Request concurrency: 16
   Client:
     Request count: 5335
@@ -314,12 +365,13 @@ def main():
     check_arguments()
     check_load_inputs()
     check_load_statistics()
+    check_cuda_region()
     with tempfile.TemporaryDirectory() as tmp:
         check_perf_analyzer(tmp)
         image, tokens = check_inputs(tmp)
         check_dry_run(tmp, os.path.abspath(args.tcinfer), image, tokens)
         check_cli_command(tmp, os.path.abspath(args.tcinfer), tokens)
-    print("triton_gpu.py: 7 checks passed")
+    print("triton_gpu.py: 8 checks passed")
 
 
 if __name__ == "__main__":
