@@ -381,12 +381,21 @@ def load(args, client, url, name):
     rows (triton_load.py's JSON)."""
     rows = []
     for shm in args.load_shm:
-        r = run(load_command(args, url, name, shm),
-                timeout=60 + 20 * len(args.concurrency) * (args.seconds + 3))
-        for line in r.stdout.splitlines():
-            if line.startswith("{"):
-                rows.append(json.loads(line))
-                print(line, flush=True)
+        try:  # a mode that fails is a row with its error; the others still run
+            r = subprocess.run(load_command(args, url, name, shm), capture_output=True, text=True,
+                               timeout=60 + 20 * len(args.concurrency) * (args.seconds + 3))
+            failure = f"exited {r.returncode}: {r.stderr[-600:]}" if r.returncode else None
+            out = r.stdout
+        except subprocess.TimeoutExpired as e:
+            failure, out = "timed out", e.stdout or ""
+            out = out.decode() if isinstance(out, bytes) else out
+        done = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        if failure:
+            done.append({"concurrency": "-", "client": "triton_load.py", "model": name,
+                         "shm": shm, "error": f"triton_load.py {failure}"})
+        for row in done:
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     if args.perf_analyzer:
         import triton_perf_analyzer
         config = client.get_model_config(name, as_json=True)["config"]

@@ -270,7 +270,10 @@ async def process_level(url, model, batch, workers, start_at, seconds, warmup, s
 
 
 def process_main(task):
-    return asyncio.run(process_level(*task))
+    try:
+        return asyncio.run(process_level(*task))
+    except Exception as e:  # tritonclient's exceptions do not survive the trip back (pickling)
+        raise RuntimeError(f"client process: {type(e).__name__}: {e}") from None
 
 
 def process_init(barrier):
@@ -327,10 +330,12 @@ def split(concurrency, processes):
     return [concurrency // n + (1 if i < concurrency % n else 0) for i in range(n)]
 
 
-def sleep_until(t):
-    delay = t - time.time()
-    if delay > 0:
-        time.sleep(delay)
+def wait_until(pending, t):
+    """Waits until time.time() reaches t, or raises at once the error of a client process that
+    failed before."""
+    pending.wait(max(0.0, t - time.time()))
+    if pending.ready() and not pending.successful():
+        pending.get()
 
 
 def run_level(args, level, pool, stats_client):
@@ -340,10 +345,10 @@ def run_level(args, level, pool, stats_client):
     start_at = time.time() + 0.5  # every process connected (and its region registered)
     tasks = [(args.url, args.model, args.batch, w, start_at, args.seconds, args.warmup,
               args.shm) for w in shares]
-    pending = pool.map_async(process_main, tasks)
-    sleep_until(start_at + args.warmup)
+    pending = pool.map_async(process_main, tasks, chunksize=1)
+    wait_until(pending, start_at + args.warmup)
     before = server_stats(stats_client, args.model)
-    sleep_until(start_at + args.warmup + args.seconds)
+    wait_until(pending, start_at + args.warmup + args.seconds)
     after = server_stats(stats_client, args.model)
     results = pending.get()
     latencies = [x for lat, _, _ in results for x in lat]
@@ -389,7 +394,11 @@ def main(argv=None):
     with ctx.Pool(args.processes, process_init, (ready,)) as pool:
         ready.wait(120)  # every level's processes start at the same moment
         for level in args.concurrency:
-            print(json.dumps(run_level(args, level, pool, stats_client)), flush=True)
+            try:
+                report = run_level(args, level, pool, stats_client)
+            except Exception as e:  # a client process's, or the statistics' request
+                sys.exit(f"triton_load.py: concurrency {level}: {e}")
+            print(json.dumps(report), flush=True)
 
 
 if __name__ == "__main__":

@@ -358,6 +358,29 @@ def check_perf_analyzer(tmp):
     assert lines[3].startswith("| m | perf_analyzer | none | 1 | failed: "), lines
 
 
+def check_failed_load_mode():
+    """A load mode whose triton_load.py fails is a row with its error (after the rows it printed),
+    in the table too, and the modes after it still run."""
+    args = triton_gpu.parse_args(BASE + ["--dry-run", "--kind", "cpu", "--concurrency", "1",
+                                         "--seconds", "0.2", "--load-shm", "none,system"])
+    row = '{"concurrency": 1, "client": "triton_load.py", "model": "m", "shm": "%s"}'
+    fake = {"none": "print('%s'); sys.exit('no server')" % (row % "none"),
+            "system": "print('%s')" % (row % "system")}
+    real = triton_gpu.load_command
+    triton_gpu.load_command = lambda a, url, name, shm: [sys.executable, "-c",
+                                                         "import sys; " + fake[shm]]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            rows = triton_gpu.load(args, None, "URL", "m")
+    finally:
+        triton_gpu.load_command = real
+    assert [(r["shm"], r["concurrency"], "error" in r) for r in rows] == [
+        ("none", 1, False), ("none", "-", True), ("system", 1, False)], rows
+    assert rows[1]["error"] == "triton_load.py exited 1: no server\n", rows[1]
+    table = triton_gpu.load_table(rows[1:2])
+    assert "| m | triton_load.py | none | - | failed: triton_load.py exited 1: no server" in table
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tcinfer", required=True)
@@ -368,10 +391,11 @@ def main():
     check_cuda_region()
     with tempfile.TemporaryDirectory() as tmp:
         check_perf_analyzer(tmp)
+        check_failed_load_mode()
         image, tokens = check_inputs(tmp)
         check_dry_run(tmp, os.path.abspath(args.tcinfer), image, tokens)
         check_cli_command(tmp, os.path.abspath(args.tcinfer), tokens)
-    print("triton_gpu.py: 8 checks passed")
+    print("triton_gpu.py: 9 checks passed")
 
 
 if __name__ == "__main__":
