@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The Triton backend (libtriton_tcinfer.so) inside the Triton Inference Server of the PyPI package
 nvidia-pytriton, on CPU instances: HTTP and gRPC requests against the CLI's outputs, a batch of
-concurrent requests, auto-completed configurations, and malformed requests answered with clear
-errors while the server keeps serving. The test starts the server on free local ports and always
+concurrent requests, auto-completed configurations, malformed requests answered with clear
+errors while the server keeps serving, and the load generators (bench/triton_load.py with the
+tensors in the requests and in system shared memory, perf_analyzer) with the server's statistics. The test starts the server on free local ports and always
 stops it.
 
   test_triton.py --tcinfer build/tcinfer --backend-dir build/triton_backends
