@@ -3,8 +3,8 @@
 nvidia-pytriton, on CPU instances: HTTP and gRPC requests against the CLI's outputs, a batch of
 concurrent requests, auto-completed configurations, malformed requests answered with clear
 errors while the server keeps serving, and the load generators (bench/triton_load.py with the
-tensors in the requests and in system shared memory, perf_analyzer) with the server's statistics. The test starts the server on free local ports and always
-stops it.
+tensors in the requests and in system shared memory, perf_analyzer) with the server's
+statistics. The test starts the server on free local ports and always stops it.
 
   test_triton.py --tcinfer build/tcinfer --backend-dir build/triton_backends
                  --models-dir build/models --perf-analyzer .venv/perf_analyzer
