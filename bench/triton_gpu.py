@@ -12,11 +12,15 @@ and dynamic batching; then, per model,
    the last batch over HTTP against the gRPC answer;
 2. malformed requests (a wrong shape over gRPC; a wrong dtype, a missing input and an unknown
    output over HTTP), each answered with its error, the server serving on;
-3. load: bench/triton_load.py at the given concurrencies (batch-1 requests);
+3. load at the given concurrencies (default 1, 8, 64, 128; batch-1 requests): bench/triton_load.py
+   with the tensors in the requests and in shared memory (--load-shm; default none, system and,
+   with GPU instances, cuda), and with --perf-analyzer Triton's C++ perf_analyzer in the same
+   modes; each point with the server's statistics over it (rows per execution, queue and
+   compute times per request);
 4. the CLI's --bench at batch 1 and at the largest concurrency (at most --max-batch), on each
    of --gpus, for the engine's own time.
 
-Prints one JSON object per result and a markdown table at the end.
+Prints one JSON object per result and markdown tables at the end.
 
   triton_gpu.py --tcinfer build/tcinfer --backend-dir build/triton_backends \\
       --server SITE_PACKAGES --model out/bench/resnet50.onnx \\
@@ -84,13 +88,24 @@ def parse_args(argv=None):
                    help="the GPUs of the instance group (default 0), e.g. 0,1")
     p.add_argument("--instances", type=int, default=2,
                    help="KIND_GPU instances on each of --gpus (Triton's count: per listed GPU)")
-    p.add_argument("--queue-delay-us", type=int, default=200)
+    p.add_argument("--queue-delay-us", type=int, default=0,
+                   help="dynamic_batching's max_queue_delay_microseconds (default 0: a request "
+                        "waits only while the instances are busy; a delay is added to every "
+                        "request that finds an instance idle)")
     p.add_argument("--concurrency", type=lambda t: index_list(t, "--concurrency", 1),
-                   default=[1, 16, 128])
-    p.add_argument("--seconds", type=float, default=10.0)
+                   default=[1, 8, 64, 128])
+    p.add_argument("--seconds", type=float, default=10.0, help="measured time per load point")
     p.add_argument("--load-processes", type=int, default=1,
                    help="client processes of bench/triton_load.py (one Python process limits "
                         "the load at high concurrency)")
+    p.add_argument("--load-shm", type=shm_list, default=None,
+                   help="comma-separated: where the load's tensors travel, none (in the "
+                        "requests), system or cuda (shared memory); default none,system and, "
+                        "with --kind gpu, cuda")
+    p.add_argument("--perf-analyzer", metavar="DIR",
+                   help="also load with perf_analyzer (DIR/bin/perf_analyzer, its libraries in "
+                        "DIR/lib: .venv/perf_analyzer, which scripts/setup.sh installs), in the "
+                        "modes of --load-shm")
     p.add_argument("--accuracy-batch", type=int, default=8)
     p.add_argument("--kind", choices=("gpu", "cpu"), default="gpu",
                    help="cpu: CPU instances and no CLI timing (to try the script without a GPU)")
@@ -110,10 +125,29 @@ def parse_args(argv=None):
         p.error("--gpus places KIND_GPU instances: not with --kind cpu")
     if not args.dry_run and not args.server:
         p.error("--server is needed (all but --dry-run start the server)")
+    if args.load_shm is None:
+        args.load_shm = ["none", "system"] + (["cuda"] if args.kind == "gpu" else [])
+    if "cuda" in args.load_shm and args.kind == "cpu":
+        p.error("--load-shm cuda needs GPU instances (--kind gpu)")
+    if args.perf_analyzer and not os.path.isfile(os.path.join(args.perf_analyzer, "bin",
+                                                               "perf_analyzer")):
+        p.error(f"--perf-analyzer {args.perf_analyzer}: no bin/perf_analyzer there")
+    if args.queue_delay_us < 0:
+        p.error("--queue-delay-us wants 0 or more")
     names = [model_name(m) for m in args.model]
     if len(set(names)) != len(names):
         p.error(f"two --model files give the same model name: {names}")
     return args
+
+
+def shm_list(text):
+    """'none,system' -> ['none', 'system']: distinct modes of triton_load.py's --shm."""
+    items = [t.strip() for t in text.split(",")]
+    if not items or any(t not in ("none", "system", "cuda") for t in items) or \
+            len(set(items)) != len(items):
+        raise argparse.ArgumentTypeError(f"--load-shm wants distinct modes of none, system and "
+                                         f"cuda, got {text!r}")
+    return items
 
 
 def model_name(path):
@@ -329,13 +363,83 @@ def http_checks(server, client, name, inputs, outputs, req, got, batch):
               flush=True)
 
 
+def server_args(args):
+    """tritonserver's options besides the repository and ports: its gRPC front end keeps as many
+    request and response objects for reuse as the most requests in flight (default 8: past that
+    each request allocates and frees its own, with the tensors' bytes)."""
+    return ["--grpc-infer-allocation-pool-size", str(max(8, max(args.concurrency)))]
+
+
+def load_command(args, url, name, shm):
+    return [sys.executable, os.path.join(HERE, "triton_load.py"), "--url", url, "--model", name,
+            "--concurrency", ",".join(map(str, args.concurrency)), "--seconds",
+            str(args.seconds), "--processes", str(args.load_processes), "--shm", shm]
+
+
+def load(args, client, url, name):
+    """Step 3 for one model: triton_load.py, then perf_analyzer, in each --load-shm mode; the
+    rows (triton_load.py's JSON)."""
+    rows = []
+    for shm in args.load_shm:
+        try:  # a mode that fails is a row with its error; the others still run
+            r = subprocess.run(load_command(args, url, name, shm), capture_output=True, text=True,
+                               timeout=60 + 20 * len(args.concurrency) * (args.seconds + 3))
+            failure = f"exited {r.returncode}: {r.stderr[-600:]}" if r.returncode else None
+            out = r.stdout
+        except subprocess.TimeoutExpired as e:
+            failure, out = "timed out", e.stdout or ""
+            out = out.decode() if isinstance(out, bytes) else out
+        done = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        if failure:
+            done.append({"concurrency": "-", "client": "triton_load.py", "model": name,
+                         "shm": shm, "error": f"triton_load.py {failure}"})
+        for row in done:
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.perf_analyzer:
+        import triton_perf_analyzer
+        config = client.get_model_config(name, as_json=True)["config"]
+        for shm in args.load_shm:
+            for c in args.concurrency:
+                row = triton_perf_analyzer.run(args.perf_analyzer, url, name, config, c,
+                                               args.seconds, shm, os.path.join(args.work, "pa"))
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def load_table(rows):
+    """The load rows as a markdown table: the client's view and the server's statistics."""
+    lines = ["| model | client | shm | concurrency | requests/s | p50 ms | p99 ms | errors | "
+             "rows/exec | queue us | compute input us | infer us | output us |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"| {row['model']} | {row['client']} | {row['shm']} | "
+                         f"{row['concurrency']} | failed: {row['error'][:120]} |")
+            continue
+        s = row.get("server", {})
+        lines.append(f"| {row['model']} | {row['client']} | {row['shm']} | {row['concurrency']} | "
+                     f"{row['requests_per_s']:.0f} | {fmt(row['p50_ms'], '.2f')} | "
+                     f"{fmt(row['p99_ms'], '.2f')} | {row['errors']} | "
+                     f"{fmt(s.get('rows_per_execution'), '.1f')} | "
+                     f"{fmt(s.get('queue_us'), '.0f')} | {fmt(s.get('compute_input_us'), '.0f')} | "
+                     f"{fmt(s.get('compute_infer_us'), '.0f')} | "
+                     f"{fmt(s.get('compute_output_us'), '.0f')} |")
+    return "\n".join(lines)
+
+
 def serve_and_measure(args, repo, models):
     import tritonclient.grpc as grpcclient
     from local_server import LocalServer
     rows = []
     try:
         server = LocalServer(repo, args.backend_dir, os.path.join(args.work, "server.log"),
-                             site_packages=args.server)
+                             site_packages=args.server, extra_args=server_args(args))
     except RuntimeError as e:
         sys.exit(str(e))
     url = server.grpc_url
@@ -373,14 +477,7 @@ def serve_and_measure(args, repo, models):
                   flush=True)
             http_checks(server, client, name, inputs, outputs, req, got, batch)
             # 3. load
-            r = run([sys.executable, os.path.join(HERE, "triton_load.py"), "--url", url,
-                     "--model", name, "--concurrency", ",".join(map(str, args.concurrency)),
-                     "--seconds", str(args.seconds), "--processes", str(args.load_processes)],
-                    timeout=60 + 20 * len(args.concurrency) * (args.seconds + 3))
-            for line in r.stdout.splitlines():
-                if line.startswith("{"):
-                    rows.append(json.loads(line))
-                    print(line, flush=True)
+            rows += load(args, client, url, name)
             stats = client.get_inference_statistics(name, as_json=True)["model_stats"][0]
             print(json.dumps({"check": "statistics", "model": name, "inference_count":
                               stats.get("inference_count"), "execution_count":
@@ -407,6 +504,9 @@ def main(argv=None):
                 for gpu in args.gpus:
                     for b in bench_batches(args):
                         print("# bench: " + " ".join(bench_command(args, path, inputs, b, gpu)))
+            for shm in args.load_shm:
+                print("# load: " + " ".join(load_command(args, "URL", name, shm)))
+        print("# server: tritonserver ... " + " ".join(server_args(args)))
         return
     rows = serve_and_measure(args, repo, models)
 
@@ -425,11 +525,7 @@ def main(argv=None):
 
     print(f"\nGPUs {args.gpus}, {args.instances} instance(s) per GPU, max_batch_size "
           f"{args.max_batch}\n")
-    print("| model | concurrency | requests/s | p50 ms | p99 ms | errors |\n"
-          "| --- | --- | --- | --- | --- | --- |")
-    for row in rows:
-        print(f"| {row['model']} | {row['concurrency']} | {row['requests_per_s']:.0f} | "
-              f"{row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['errors']} |")
+    print(load_table(rows))
     for c in cli:
         print(f"\nCLI --bench {c['model']} device {c['device']} batch {c['batch']}: median "
               f"{c['median_ms']:.3f} ms, p99 {c['p99_ms']:.3f} ms, {c['items_per_s']:.0f} items/s")

@@ -43,6 +43,7 @@ typedef struct tct_instance {
     const char **input_names; /* engine order; the strings live as long as the engine */
     void **scratch;           /* per input: where the batch is gathered */
     size_t *scratch_bytes;
+    int pinned_scratch; /* a GPU instance's scratch is pinned host memory (cudaHostAlloc) */
 } tct_instance;
 
 #define RETURN_IF_ERROR(expr)                                                                     \
@@ -406,10 +407,8 @@ static TRITONSERVER_Error *model_engine(tct_model *m, int device, const tci_engi
 static void model_free(tct_model *m) {
     if (!m) return;
     tci_engine_destroy(m->cpu_engine);
-    for (int d = 0; d < TCT_MAX_DEVICES; d++) {
-        if (!m->gpu_engines[d]) continue;
+    for (int d = 0; d < TCT_MAX_DEVICES; d++)
         tci_engine_destroy(m->gpu_engines[d]); /* on its device, as every call on it */
-    }
     tct_config_free(&m->config);
     pthread_mutex_destroy(&m->lock);
     free(m->name);
@@ -554,7 +553,13 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
 static void instance_free(tct_instance *in) {
     if (!in) return;
     tci_context_destroy(in->ctx); /* on its engine's device */
-    for (size_t i = 0; in->scratch && i < in->num_inputs; i++) free(in->scratch[i]);
+    for (size_t i = 0; in->scratch && i < in->num_inputs; i++) {
+#if TCI_HAVE_CUDA
+        if (in->pinned_scratch) cudaFreeHost(in->scratch[i]);
+        else
+#endif
+            free(in->scratch[i]);
+    }
     free(in->scratch);
     free(in->scratch_bytes);
     free(in->input_names);
@@ -591,6 +596,7 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
     in->scratch_bytes = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->scratch_bytes);
     if (!in->input_names || !in->scratch || !in->scratch_bytes)
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    in->pinned_scratch = in->device >= 0;
     for (size_t i = 0; i < in->num_inputs; i++) {
         tci_tensor_info info;
         tci_tensor_info_init(&info);
@@ -727,6 +733,31 @@ static TRITONSERVER_Error *gather_input(TRITONBACKEND_Input *input, char *dst, u
     return NULL;
 }
 
+/* Makes input i's scratch hold need bytes (max_batch_size rows where row > 0). A GPU instance's
+ * is pinned: a batch goes to the device in one DMA, not staged by the driver (a 2nd host copy). */
+static TRITONSERVER_Error *grow_scratch(tct_instance *in, size_t i, size_t need, size_t row) {
+    if (need <= in->scratch_bytes[i]) return NULL;
+    int max_batch = in->model->config.max_batch;
+    size_t largest = max_batch > 0 ? row * (size_t)max_batch : 0;
+    size_t size = need <= largest ? largest : need;
+    void *p = NULL;
+#if TCI_HAVE_CUDA
+    if (in->pinned_scratch) {
+        cudaError_t e = cudaHostAlloc(&p, size, cudaHostAllocPortable);
+        if (e != cudaSuccess)
+            return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': pinning %zu bytes of host "
+                             "memory for input '%s': %s", in->model->name, size,
+                             in->input_names[i], cudaGetErrorString(e));
+        cudaFreeHost(in->scratch[i]);
+    }
+#endif
+    if (!in->pinned_scratch && !(p = realloc(in->scratch[i], size)))
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    in->scratch[i] = p;
+    in->scratch_bytes[i] = size;
+    return NULL;
+}
+
 /* Writes the requested outputs of request r, rows [row, row + r->batch) of the run's outputs. */
 static TRITONSERVER_Error *respond(tct_instance *in, tct_request *r, int64_t row, int64_t total,
                                    TRITONBACKEND_Response *response) {
@@ -810,20 +841,12 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
             t->data = (void *)direct; /* read only */
             continue;
         }
-        size_t need = (size_t)bytes / (size_t)group[0]->batch * (size_t)total;
+        size_t row = (size_t)bytes / (size_t)group[0]->batch, need = row * (size_t)total;
         if (need == 0) { /* an empty batch: no data to read */
             t->data = in->scratch[i];
             continue;
         }
-        if (need > in->scratch_bytes[i]) {
-            void *grown = realloc(in->scratch[i], need);
-            if (!grown) {
-                err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
-                break;
-            }
-            in->scratch[i] = grown;
-            in->scratch_bytes[i] = need;
-        }
+        if ((err = grow_scratch(in, i, need, batched ? row : 0))) break;
         size_t at = 0;
         for (size_t g = 0; !err && g < n; g++) {
             uint64_t b;

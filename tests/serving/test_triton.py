@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The Triton backend (libtriton_tcinfer.so) inside the Triton Inference Server of the PyPI package
 nvidia-pytriton, on CPU instances: HTTP and gRPC requests against the CLI's outputs, a batch of
-concurrent requests, auto-completed configurations, and malformed requests answered with clear
-errors while the server keeps serving. The test starts the server on free local ports and always
-stops it.
+concurrent requests, auto-completed configurations, malformed requests answered with clear
+errors while the server keeps serving, and the load generators (bench/triton_load.py with the
+tensors in the requests and in system shared memory, perf_analyzer) with the server's
+statistics. The test starts the server on free local ports and always stops it.
 
   test_triton.py --tcinfer build/tcinfer --backend-dir build/triton_backends
-                 --models-dir build/models [unittest options]
+                 --models-dir build/models --perf-analyzer .venv/perf_analyzer
+                 [unittest options]
 """
 import argparse
 import concurrent.futures
@@ -245,20 +247,66 @@ class TritonBackendTest(unittest.TestCase):
             self.assert_close(r.as_numpy("probs_out"), want)
 
     def test_load_script(self):
-        # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md)
+        # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md):
+        # tensors in the requests, then in system shared memory (two client processes, each
+        # with its own region), with the server's statistics over each measured window
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                               "triton_load.py")
-        proc = subprocess.run([sys.executable, script, "--url", self.grpc_url, "--model", "mlp",
-                               "--concurrency", "1,4", "--batch", "2", "--seconds", "1",
-                               "--warmup", "0.2"], capture_output=True, text=True, timeout=60)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        reports = [json.loads(line) for line in proc.stdout.splitlines()]
-        self.assertEqual([r["concurrency"] for r in reports], [1, 4])
-        for r in reports:
-            self.assertEqual(r["errors"], 0, r["first_error"])
-            self.assertGreater(r["requests"], 0)
-            self.assertAlmostEqual(r["items_per_s"], 2 * r["requests_per_s"])
-            self.assertLessEqual(r["p50_ms"], r["p99_ms"])
+        for shm, processes in (("none", 1), ("system", 2)):
+            proc = subprocess.run([sys.executable, script, "--url", self.grpc_url, "--model",
+                                   "mlp", "--concurrency", "1,4", "--batch", "2", "--seconds",
+                                   "0.5", "--warmup", "0.1", "--shm", shm, "--processes",
+                                   str(processes)], capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            reports = [json.loads(line) for line in proc.stdout.splitlines()]
+            self.assertEqual([r["concurrency"] for r in reports], [1, 4])
+            for r in reports:
+                self.assertEqual(r["errors"], 0, r["first_error"])
+                self.assertEqual(r["shm"], shm)
+                self.assertGreater(r["requests"], 0)
+                self.assertAlmostEqual(r["items_per_s"], 2 * r["requests_per_s"])
+                self.assertLessEqual(r["p50_ms"], r["p99_ms"])
+                s = r["server"]  # the window's statistics (read by another clock): batch 2 each
+                self.assertGreater(s["requests"], 0.8 * r["requests"])
+                self.assertEqual(s["inferences"], 2 * s["requests"])
+                self.assertGreaterEqual(s["rows_per_execution"], 2)
+                self.assertLessEqual(s["rows_per_execution"], 4)  # max_batch_size
+                phases = sum(s[k] for k in ("queue_us", "compute_input_us", "compute_infer_us",
+                                            "compute_output_us"))
+                self.assertGreater(s["compute_infer_us"], 0)
+                self.assertLessEqual(phases, s["request_us"] * 1.001)
+                if shm == "none":
+                    self.assertNotIn("shm_max_abs_diff", r)
+                else:  # the answers in shared memory are the body's
+                    self.assertEqual(r["shm_max_abs_diff"], 0.0)
+            self.assertEqual(reports[1]["processes"], processes)
+        status = self.grpc.get_system_shared_memory_status(as_json=True)
+        self.assertEqual(status.get("regions", {}), {})  # every region unregistered
+
+    def test_perf_analyzer(self):
+        # Triton's C++ load generator through bench/triton_perf_analyzer.py, as
+        # bench/triton_gpu.py --perf-analyzer runs it: tensors in the requests and in system
+        # shared memory, each row with the server's statistics
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "bench"))
+        import triton_perf_analyzer
+        binary = os.path.join(ARGS.perf_analyzer, "bin", "perf_analyzer")
+        self.assertTrue(os.path.isfile(binary), f"{binary} is missing: run scripts/setup.sh")
+        config = self.grpc.get_model_config("mlp", as_json=True)["config"]
+        for shm in ("none", "system"):
+            row = triton_perf_analyzer.run(ARGS.perf_analyzer, self.grpc_url, "mlp", config, 2,
+                                           0.6, shm, os.path.join(self.workdir, "pa"))
+            self.assertNotIn("error", row)
+            self.assertEqual((row["shm"], row["concurrency"]), (shm, 2))
+            self.assertGreater(row["requests_per_s"], 0)
+            self.assertLessEqual(row["p50_ms"], row["p99_ms"])
+            s = row["server"]
+            self.assertGreater(s["inferences"], 0)
+            self.assertGreaterEqual(s["rows_per_execution"], 1)
+            self.assertLessEqual(s["rows_per_execution"], 2)  # two requests of one row in flight
+            self.assertGreater(s["compute_infer_us"], 0)
+        status = self.grpc.get_system_shared_memory_status(as_json=True)
+        self.assertEqual(status.get("regions", {}), {})  # perf_analyzer unregistered its own
 
     def test_fixed_shape_model(self):
         # auto-completion of a model without a symbolic batch dim: max_batch_size 0, full dims
@@ -344,6 +392,9 @@ def main():
     p.add_argument("--tcinfer", required=True)
     p.add_argument("--backend-dir", required=True)
     p.add_argument("--models-dir", required=True)
+    p.add_argument("--perf-analyzer", required=True,
+                   help="the folder scripts/setup.sh unpacks perf_analyzer into "
+                        "(.venv/perf_analyzer)")
     ARGS, rest = p.parse_known_args()
     unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
 
