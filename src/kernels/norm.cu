@@ -1,6 +1,6 @@
-// Softmax, LayerNormalization, GroupNormalization, LRN and the reductions of util/reduce_ops.h
-// on fp16, bf16 or fp32 storage with fp32 arithmetic; see norm.h for the contracts. Rows up to
-// 1024 elements get a warp each, longer rows a block.
+// Softmax, LayerNormalization and RMSNormalization, GroupNormalization, LRN and the reductions of
+// util/reduce_ops.h on fp16, bf16 or fp32 storage with fp32 arithmetic; see norm.h for the
+// contracts. Rows up to 1024 elements get a warp each, longer rows a block.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -307,10 +307,13 @@ __device__ __forceinline__ void load_input(const T *x, const T *residual, int64_
     for (int k = 0; k < VEC; k++) f[k] = to_float(from_float<T>(f[k] + r[k]));
 }
 
+// rms: RMSNormalization, the same rows without the mean: the first pass sums the squares, the
+// second is skipped, and each value is scaled by 1 / sqrt(mean(x^2) + epsilon).
 template <typename T, int VEC, bool BLOCK>
 __global__ void layernorm_rows_kernel(const T *x, const T *residual, const T *gamma, const T *beta,
                                       T *y, T *sum_out, float *mean_out, float *inv_std_out,
-                                      int64_t rows, int64_t len, float epsilon, int group) {
+                                      int64_t rows, int64_t len, float epsilon, int group,
+                                      bool rms) {
     __shared__ float shared[kWarp];
     const RowWalk<BLOCK> w(group);
     const float inv_len = 1.0f / (float)len;
@@ -327,19 +330,22 @@ __global__ void layernorm_rows_kernel(const T *x, const T *residual, const T *ga
                 load_input<T, VEC>(xr, rr, i, f);
                 if (sum_out) store_vec<VEC>(sum_out + row * len + i, f);
 #pragma unroll
-                for (int k = 0; k < VEC; k++) sum += f[k];
+                for (int k = 0; k < VEC; k++) sum += rms ? f[k] * f[k] : f[k];
             }
         sum = BLOCK ? block_sum(sum, shared) : group_sum(sum, group);
-        const float mean = sum * inv_len;
-        float sq = 0.0f;
-        if (valid)
-            for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
-                float f[VEC];
-                load_input<T, VEC>(xr, rr, i, f);
+        // rms is the same for every thread: the second pass's reduction is skipped by all
+        const float mean = rms ? 0.0f : sum * inv_len;
+        float sq = rms ? sum : 0.0f;
+        if (!rms) {
+            if (valid)
+                for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
+                    float f[VEC];
+                    load_input<T, VEC>(xr, rr, i, f);
 #pragma unroll
-                for (int k = 0; k < VEC; k++) sq += (f[k] - mean) * (f[k] - mean);
-            }
-        sq = BLOCK ? block_sum(sq, shared) : group_sum(sq, group);
+                    for (int k = 0; k < VEC; k++) sq += (f[k] - mean) * (f[k] - mean);
+                }
+            sq = BLOCK ? block_sum(sq, shared) : group_sum(sq, group);
+        }
         if (!valid) continue;
         const float inv_std = 1.0f / sqrtf(sq * inv_len + epsilon);
         if (w.tid == 0) {
@@ -362,18 +368,18 @@ template <typename T, int VEC>
 tci_status launch_layernorm(const void *x, const void *residual, const void *gamma,
                             const void *beta, void *y, void *sum_out, float *mean_out,
                             float *inv_std_out, int64_t rows, int64_t len, float epsilon,
-                            cudaStream_t stream) {
+                            bool rms, cudaStream_t stream) {
     if (len <= kWarpRowsMax) {
         int group = row_group(ceil_div(len, VEC));
         layernorm_rows_kernel<T, VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
                                             stream>>>(
             (const T *)x, (const T *)residual, (const T *)gamma, (const T *)beta, (T *)y,
-            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, group);
+            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, group, rms);
     } else {
         unsigned grid = (unsigned)min64(rows, kMaxGridX);
         layernorm_rows_kernel<T, VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
             (const T *)x, (const T *)residual, (const T *)gamma, (const T *)beta, (T *)y,
-            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, kWarp);
+            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, kWarp, rms);
     }
     KERN_LAUNCH_CHECK("layernorm_rows_kernel");
     return TCI_OK;
@@ -780,38 +786,54 @@ extern "C" tci_status kern_layernorm_rows_dtype(const void *x, const void *gamma
                                               inv_std_out, rows, len, epsilon, dtype, stream);
 }
 
-extern "C" tci_status kern_layernorm_residual_rows_dtype(const void *x, const void *residual,
-                                                         const void *gamma, const void *beta,
-                                                         void *y, void *sum_out, float *mean_out,
-                                                         float *inv_std_out, int64_t rows,
-                                                         int64_t len, float epsilon,
-                                                         tci_dtype dtype, cudaStream_t stream) {
+// LayerNormalization (rms false) or RMSNormalization (rms true) of rows of x (+ residual).
+static tci_status norm_rows(const char *who, const void *x, const void *residual,
+                            const void *gamma, const void *beta, void *y, void *sum_out,
+                            float *mean_out, float *inv_std_out, int64_t rows, int64_t len,
+                            float epsilon, bool rms, tci_dtype dtype, cudaStream_t stream) {
     Storage st = Storage::kHalf;
-    TRY_STATUS(storage_type("kern_layernorm_rows", dtype, &st));
+    TRY_STATUS(storage_type(who, dtype, &st));
     if (rows < 0 || len < 0)
-        return status_error(TCI_ERR_INVALID_ARGUMENT,
-                         "kern_layernorm_rows: negative extent (rows %lld, len %lld)",
-                         (long long)rows, (long long)len);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: negative extent (rows %lld, len %lld)",
+                            who, (long long)rows, (long long)len);
     if (!(epsilon >= 0.0f))
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: epsilon %g is not >= 0",
-                         (double)epsilon);
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: epsilon %g is not >= 0", who,
+                            (double)epsilon);
     if (rows == 0 || len == 0) return TCI_OK;
     if (!x || !y || !gamma)
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_layernorm_rows: NULL %s",
-                         !gamma ? "gamma" : "buffer");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: NULL %s", who,
+                            !gamma ? "gamma" : "buffer");
     if (!residual && sum_out)
-        return status_error(TCI_ERR_INVALID_ARGUMENT,
-                            "kern_layernorm_rows: a sum output without a residual");
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "%s: a sum output without a residual", who);
     bool vec = len % 8 == 0 && aligned16(x) && aligned16(y) && aligned16(gamma) &&
                (!beta || aligned16(beta)) && (!residual || aligned16(residual)) &&
                (!sum_out || aligned16(sum_out));
     return with_storage(st, [&](auto tag) {
         using T = typename decltype(tag)::type;
         return vec ? launch_layernorm<T, 8>(x, residual, gamma, beta, y, sum_out, mean_out,
-                                            inv_std_out, rows, len, epsilon, stream)
+                                            inv_std_out, rows, len, epsilon, rms, stream)
                    : launch_layernorm<T, 1>(x, residual, gamma, beta, y, sum_out, mean_out,
-                                            inv_std_out, rows, len, epsilon, stream);
+                                            inv_std_out, rows, len, epsilon, rms, stream);
     });
+}
+
+extern "C" tci_status kern_layernorm_residual_rows_dtype(const void *x, const void *residual,
+                                                         const void *gamma, const void *beta,
+                                                         void *y, void *sum_out, float *mean_out,
+                                                         float *inv_std_out, int64_t rows,
+                                                         int64_t len, float epsilon,
+                                                         tci_dtype dtype, cudaStream_t stream) {
+    return norm_rows("kern_layernorm_rows", x, residual, gamma, beta, y, sum_out, mean_out,
+                     inv_std_out, rows, len, epsilon, false, dtype, stream);
+}
+
+extern "C" tci_status kern_rmsnorm_residual_rows_dtype(const void *x, const void *residual,
+                                                       const void *gamma, void *y, void *sum_out,
+                                                       float *inv_rms_out, int64_t rows,
+                                                       int64_t len, float epsilon, tci_dtype dtype,
+                                                       cudaStream_t stream) {
+    return norm_rows("kern_rmsnorm_rows", x, residual, gamma, NULL, y, sum_out, NULL, inv_rms_out,
+                     rows, len, epsilon, true, dtype, stream);
 }
 
 extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *dims,

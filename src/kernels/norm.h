@@ -1,6 +1,6 @@
 /* Row-wise normalisations and reductions on dense fp16 tensors: softmax, log-softmax,
- * GroupNormalization / InstanceNormalization, LRN,
- * LayerNormalization, the reductions of util/reduce_ops.h. Storage is fp16 (passed as void *);
+ * GroupNormalization / InstanceNormalization, LRN, LayerNormalization and RMSNormalization, the
+ * reductions of util/reduce_ops.h. Storage is fp16 (passed as void *);
  * every sum, maximum and statistic is kept in fp32 and rounded to fp16 once on output.
  *
  * Each launcher has a *_dtype twin taking the storage type of its tensors (x, y, and gamma /
@@ -75,6 +75,17 @@ tci_status kern_layernorm_residual_rows_dtype(const void *x, const void *residua
                                               void *sum_out, float *mean_out, float *inv_std_out,
                                               int64_t rows, int64_t len, float epsilon,
                                               tci_dtype dtype, cudaStream_t stream);
+
+/* RMSNormalization over each of `rows` contiguous rows of `len` elements, LayerNormalization's
+ * kernel without the mean:
+ *   y = x / sqrt(mean(x^2) + epsilon) * gamma
+ * (the mean of squares in fp32). With residual, x + residual rounded to the storage type once is
+ * normalised and sum_out (may be NULL) receives those sums, as kern_layernorm_residual_rows_dtype
+ * does; inv_rms_out (rows fp32 values, may be NULL) receives 1 / sqrt(mean(x^2) + epsilon). */
+tci_status kern_rmsnorm_residual_rows_dtype(const void *x, const void *residual,
+                                            const void *gamma, void *y, void *sum_out,
+                                            float *inv_rms_out, int64_t rows, int64_t len,
+                                            float epsilon, tci_dtype dtype, cudaStream_t stream);
 
 /* The reduction op (a row of util/reduce_ops.h: sum, mean, max, min, prod, L1, L2, log-sum-exp,
  * sum of squares) of a row-major fp16 tensor of `rank` (0..6) dims over the dims whose bit is set
