@@ -54,7 +54,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_LAYOUT,     /* NHWC8 <-> dense conversion */
     PLAN_STEP_CAST,       /* dtype conversion, dense */
     PLAN_STEP_SOFTMAX,    /* rows of the last axis; log flag */
-    PLAN_STEP_LAYERNORM,  /* rows of the last axes, optionally of x + residual */
+    PLAN_STEP_LAYERNORM,  /* rows of the last axes, optionally of x + residual; or RMS rows */
     PLAN_STEP_REDUCE,     /* a reduce_op (util/reduce_ops.h) over dims */
     PLAN_STEP_RESIZE,     /* NHWC8 2-D nearest/linear */
     PLAN_STEP_GATHER,
@@ -73,6 +73,7 @@ typedef enum plan_step_kind {
     PLAN_STEP_GROUPNORM,  /* per (image, channel group) statistics, NHWC8 or dense */
     PLAN_STEP_LRN,        /* across-channel local response normalisation, NHWC8 or dense */
     PLAN_STEP_ATTENTION,  /* y = softmax(scale q k^T + mask) v in one kernel (plan_attention) */
+    PLAN_STEP_ROTARY,     /* rotary positional embedding of each head's first values (u.rotary) */
 } plan_step_kind;
 
 /* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
@@ -234,6 +235,7 @@ typedef struct plan_step {
             /* inputs x, scale, bias (-1: none), residual (-1: none): normalises x + residual;
              * outputs y and, when num_outputs is 2, that sum */
             bool has_residual;
+            bool rms; /* RMSNormalization: no mean subtracted, no bias */
         } layernorm;
         struct {
             plan_strided view; /* dims of the input; strides[0] of the input */
@@ -300,6 +302,15 @@ typedef struct plan_step {
             int64_t size;
             float alpha, beta, bias;
         } lrn;
+        /* inputs x, cos_cache, sin_cache, position_ids (-1: none), all dense; output y, x's
+         * shape: (batch, heads, seq, head_size) when heads_first, else (batch, seq,
+         * heads * head_size). The caches are (cache_batch, seq, rotary_dim / 2) without
+         * position ids, (positions, rotary_dim / 2) with them; ids (ids_batch, seq). */
+        struct {
+            int64_t batch, heads, seq, head_size, rotary_dim;
+            int64_t cache_batch, positions, ids_batch;
+            bool heads_first, interleaved;
+        } rotary;
     } u;
 } plan_step;
 

@@ -476,7 +476,8 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
     if (gather_error) {
         cudaMemset(c->gather_error, 0, sizeof(int));
         return status_error(TCI_ERR_INVALID_ARGUMENT,
-                         "an index input of a gather or scatter was out of range");
+                         "an index input of a gather or scatter (or a RotaryEmbedding's "
+                         "position_ids) was out of range");
     }
     return TCI_OK;
 }

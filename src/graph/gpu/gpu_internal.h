@@ -115,7 +115,8 @@ struct exec_gpu_context {
     void **input_staging;      /* by engine input: the caller's data as given (fp32, int64...) */
     void **output_staging;     /* by engine output: fp32 / int64 / bool, dense NCHW */
     tci_tensor *outputs;       /* host copies */
-    int *gather_error;         /* device flag: an index (gather, scatter) out of range */
+    int *gather_error;         /* device flag: an index (gather, scatter, position id) out of
+                                  range */
     unsigned int *nonfinite;   /* device: NaN/Inf values by output in the last run, then one
                                   counter for exec_gpu_locate_nonfinite */
     unsigned int *nonfinite_host; /* by output: the host copy (exec_gpu_run) */

@@ -14,6 +14,7 @@
 #include "kernels/pool.h"
 #include "kernels/resize.h"
 #include "kernels/rnn.h"
+#include "kernels/rope.h"
 #include "kernels/wgmma_gemm.h"
 #include "layers/op.h"
 
@@ -269,12 +270,35 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                                               s->u.softmax.length, y->dtype, stream)
                                 : kern_softmax_rows_dtype(in[0], out, s->u.softmax.rows,
                                                           s->u.softmax.length, y->dtype, stream);
-    case PLAN_STEP_LAYERNORM:
+    case PLAN_STEP_LAYERNORM: {
+        const void *residual = s->u.layernorm.has_residual ? in[3] : NULL;
+        void *sum = s->num_outputs > 1 ? gpu_tensor_ptr(e, c, arena, s->outputs[1]) : NULL;
+        if (s->u.layernorm.rms)
+            return kern_rmsnorm_residual_rows_dtype(in[0], residual, in[1], out, sum, NULL,
+                                                    s->u.layernorm.rows, s->u.layernorm.length,
+                                                    s->u.layernorm.epsilon, y->dtype, stream);
         return kern_layernorm_residual_rows_dtype(
-            in[0], s->u.layernorm.has_residual ? in[3] : NULL, in[1],
-            s->u.layernorm.has_bias ? in[2] : NULL, out,
-            s->num_outputs > 1 ? gpu_tensor_ptr(e, c, arena, s->outputs[1]) : NULL, NULL, NULL,
+            in[0], residual, in[1], s->u.layernorm.has_bias ? in[2] : NULL, out, sum, NULL, NULL,
             s->u.layernorm.rows, s->u.layernorm.length, s->u.layernorm.epsilon, y->dtype, stream);
+    }
+    case PLAN_STEP_ROTARY: {
+        kern_rope_desc d;
+        memset(&d, 0, sizeof d);
+        d.batch = s->u.rotary.batch;
+        d.heads = s->u.rotary.heads;
+        d.seq = s->u.rotary.seq;
+        d.head_size = s->u.rotary.head_size;
+        d.heads_first = s->u.rotary.heads_first;
+        d.rotary_dim = s->u.rotary.rotary_dim;
+        d.interleaved = s->u.rotary.interleaved;
+        d.cache_batch = s->u.rotary.cache_batch;
+        d.positions = s->u.rotary.positions;
+        d.ids_batch = s->u.rotary.ids_batch;
+        d.ids_int32 =
+            s->inputs[3] >= 0 && gpu_tensor_of(p, s->inputs[3])->dtype == TCI_DTYPE_INT32;
+        d.dtype = y->dtype;
+        return kern_rotary_embedding(&d, in[0], in[1], in[2], in[3], out, c->gather_error, stream);
+    }
     case PLAN_STEP_GROUPNORM:
         return kern_groupnorm_dtype(in[0], in[1], in[2], out, s->u.groupnorm.n, s->u.groupnorm.c,
                                     s->u.groupnorm.spatial, y->layout == PLAN_LAYOUT_NHWC8,

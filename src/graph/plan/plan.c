@@ -24,10 +24,12 @@ const char *plan_step_kernel(const plan_step *step) {
     case PLAN_STEP_LAYOUT: return "tcinfer layout";
     case PLAN_STEP_CAST: return "tcinfer cast";
     case PLAN_STEP_SOFTMAX: return "tcinfer softmax";
-    case PLAN_STEP_LAYERNORM: return "tcinfer layernorm";
+    case PLAN_STEP_LAYERNORM:
+        return step->u.layernorm.rms ? "tcinfer rmsnorm" : "tcinfer layernorm";
     case PLAN_STEP_GROUPNORM: return "tcinfer groupnorm";
     case PLAN_STEP_LRN: return "tcinfer lrn";
     case PLAN_STEP_ATTENTION: return "tcinfer flash_attention";
+    case PLAN_STEP_ROTARY: return "tcinfer rotary_embedding";
     case PLAN_STEP_REDUCE: return "tcinfer reduce";
     case PLAN_STEP_RESIZE: return "tcinfer resize";
     case PLAN_STEP_GATHER: return "tcinfer gather";
