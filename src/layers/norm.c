@@ -686,19 +686,39 @@ static tci_status softmax_gpu_lower(plan_builder *b, const ir_node *node) {
 
 static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {
     const layernorm_params *p = node->params;
-    const ir_tensor *x = node->inputs[0], *y = node->outputs[0];
-    const ir_tensor *scale = node->inputs[1], *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
-    TRY_STATUS(lower_require_known(node, x));
     for (int o = 1; o < node->num_outputs; o++)
         if (node->outputs[o] && lower_is_read(b, node->outputs[o]))
             return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                  "the Mean/InvStdDev outputs have no GPU path");
+    return layer_lower_norm_rows(b, node, p->axis, p->epsilon,
+                                 node->num_inputs > 2 ? node->inputs[2] : NULL, false);
+}
+
+tci_status layer_lower_norm_rows(plan_builder *b, const ir_node *node, int64_t axis_attr,
+                                 float epsilon, const ir_tensor *bias, bool rms) {
+    const ir_tensor *x = node->inputs[0], *y = node->outputs[0], *scale = node->inputs[1];
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, scale));
+    if (bias) TRY_STATUS(lower_require_known(node, bias));
     int axis;
-    TRY_STATUS(op_normalize_axis(node, p->axis, x->rank, &axis));
+    TRY_STATUS(op_normalize_axis(node, axis_attr, x->rank, &axis));
     int64_t length = lower_prod(x->dims, axis, x->rank);
-    if (lower_count(scale) != length || (bias && lower_count(bias) != length))
+    /* the step reads one row of scale (and bias) for every row of X */
+    tci_tensor xv, sv, bv;
+    ir_tensor_view(x, &xv);
+    ir_tensor_view(scale, &sv);
+    if (bias) ir_tensor_view(bias, &bv);
+    if (!per_row(&sv, &xv, axis) || (bias && !per_row(&bv, &xv, axis))) {
+        char ss[128], xs[128];
+        const ir_tensor *t = per_row(&sv, &xv, axis) ? bias : scale;
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "scale and bias must cover the normalised dims on the GPU");
+                             "%s of shape %s is not one full row of X's dims from axis %d on "
+                             "(X is %s): the GPU step reads that one row for every row of X "
+                             "(run it with --backend cpu)",
+                             t == scale ? "scale" : "bias",
+                             ir_format_dims(t->rank, t->dims, ss, sizeof ss), axis,
+                             ir_format_dims(x->rank, x->dims, xs, sizeof xs));
+    }
     /* a residual Add folded in (fuse.c): its operands are read instead of its sum, which is
      * written as a second output when something else reads it */
     ir_epilogue none;
@@ -715,9 +735,10 @@ static tci_status layernorm_gpu_lower(plan_builder *b, const ir_node *node) {
     TRY_STATUS(lower_step(b, PLAN_STEP_LAYERNORM, node, lower_intern(b, e->label), &s));
     s->u.layernorm.rows = lower_prod(x->dims, 0, axis);
     s->u.layernorm.length = length;
-    s->u.layernorm.epsilon = p->epsilon;
+    s->u.layernorm.epsilon = epsilon;
     s->u.layernorm.has_bias = bias != NULL;
     s->u.layernorm.has_residual = add != NULL;
+    s->u.layernorm.rms = rms;
     lower_step_io(s, 4, (int[]){xi, si, bi, ri}, sum_t >= 0 ? 2 : 1, (int[]){yt, sum_t});
     return TCI_OK;
 }

@@ -314,6 +314,13 @@ tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const i
 tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, float *shift,
                                 bool *folded);
 
+/* One PLAN_STEP_LAYERNORM for node (norm.c): LayerNormalization (bias may be NULL) or, rms,
+ * RMSNormalization (inputs X and scale) over X's dims from axis_attr on, with the residual Add
+ * the fusion folded in (OP_PROLOGUE_RESIDUAL). Refused naming the node where scale or bias
+ * vary over the dims before the axis. */
+tci_status layer_lower_norm_rows(plan_builder *b, const ir_node *node, int64_t axis_attr,
+                                 float epsilon, const ir_tensor *bias, bool rms);
+
 /* The GPU lowering of a MatMul that the attention fusion made the owner of a whole attention
  * (e->attention; attention.c): one fused attention step (*out_fused), or, where the kernel has no
  * variant for it, the steps of every other node of the chain, leaving the MatMul's own GEMM to

@@ -1,5 +1,6 @@
 /* Op family 'rmsnorm': RMSNormalization (opset 23), Y = X / sqrt(mean(X^2 over [axis:]) + epsilon)
- * * Scale, Scale broadcast unidirectionally to X. The mean of squares accumulates in double. */
+ * * Scale, Scale broadcast unidirectionally to X. The mean of squares accumulates in double. On the
+ * GPU it is LayerNormalization's step without the mean (fp32 statistics). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -90,7 +91,13 @@ static tci_status rmsnorm_forward(const ir_node *node, const tci_tensor *const *
     return TCI_OK;
 }
 
+/* LayerNormalization's step in its RMS mode (norm.c), with a residual Add before it folded in. */
+static tci_status rmsnorm_gpu_lower(plan_builder *b, const ir_node *node) {
+    const rmsnorm_params *p = node->params;
+    return layer_lower_norm_rows(b, node, p->axis, p->epsilon, NULL, true);
+}
+
 OP_DESC(rmsnorm_desc, "RMSNormalization", OP_VERSIONS(23), rmsnorm_parse, rmsnorm_infer,
-        rmsnorm_forward, 0, NULL, NULL, BINARY_NONE);
+        rmsnorm_forward, OP_PROLOGUE_RESIDUAL, rmsnorm_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_rmsnorm_ops[] = {&rmsnorm_desc, NULL};

@@ -1,7 +1,8 @@
 /* Op family 'rotary': RotaryEmbedding (opset 23), rotary positional embeddings. Each head's first
  * rotary_embedding_dim values are rotated in pairs (the two halves, or neighbours when
  * interleaved) by the angle whose cosine and sine the caches hold for the token's position; the
- * rest are copied. X is (batch, heads, seq, head_size) or (batch, seq, heads * head_size). */
+ * rest are copied. X is (batch, heads, seq, head_size) or (batch, seq, heads * head_size). On the
+ * GPU: one step, src/kernels/rope.cu. */
 #include <string.h>
 
 #include "layers/op.h"
@@ -185,7 +186,47 @@ static tci_status rotary_forward(const ir_node *node, const tci_tensor *const *i
     return TCI_OK;
 }
 
+/* One PLAN_STEP_ROTARY (src/kernels/rope.h) over the dense X, caches and position ids. */
+static tci_status rotary_gpu_lower(plan_builder *b, const ir_node *node) {
+    const rotary_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *cos = node->inputs[1], *sin = node->inputs[2];
+    const ir_tensor *pos = node->num_inputs > 3 ? node->inputs[3] : NULL;
+    const ir_tensor *y = node->outputs[0];
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, cos));
+    TRY_STATUS(lower_require_known(node, sin));
+    if (pos) TRY_STATUS(lower_require_known(node, pos));
+    tci_tensor xv;
+    ir_tensor_view(x, &xv);
+    rotary_geom g;
+    TRY_STATUS(rotary_geometry(node, &xv, &g));
+    if (pos && cos->dims[0] == 0 && lower_count(x) > 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "the caches hold no position for position_ids to name");
+    int xi, ci, si, pi = -1, yt;
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, cos, PLAN_LAYOUT_DENSE, &ci));
+    TRY_STATUS(lower_input(b, node, sin, PLAN_LAYOUT_DENSE, &si));
+    if (pos) TRY_STATUS(lower_input(b, node, pos, PLAN_LAYOUT_DENSE, &pi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_ROTARY, node, NULL, &s));
+    s->u.rotary.batch = g.batch;
+    s->u.rotary.heads = g.heads;
+    s->u.rotary.seq = g.seq;
+    s->u.rotary.head_size = g.head;
+    s->u.rotary.rotary_dim = g.rot;
+    s->u.rotary.heads_first = x->rank == 4;
+    s->u.rotary.interleaved = p->interleaved != 0;
+    /* a cache or position_ids of batch 1 serves every batch (rotary_infer checked the shapes) */
+    s->u.rotary.cache_batch = pos ? 1 : cos->dims[0];
+    s->u.rotary.positions = pos ? cos->dims[0] : 0;
+    s->u.rotary.ids_batch = pos ? pos->dims[0] : 1;
+    lower_step_io(s, 4, (int[]){xi, ci, si, pi}, 1, &yt);
+    return TCI_OK;
+}
+
 OP_DESC(rotary_desc, "RotaryEmbedding", OP_VERSIONS(23), rotary_parse, rotary_infer,
-        rotary_forward, 0, NULL, NULL, BINARY_NONE);
+        rotary_forward, 0, rotary_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_rotary_ops[] = {&rotary_desc, NULL};
