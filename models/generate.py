@@ -917,12 +917,11 @@ def audio_frontend():
 # LLaMA-style decoder layers with ONNX's own ops (opset 23): RMSNormalization, RotaryEmbedding
 # and Attention, as newer exporters write them.
 LLAMA_E, LLAMA_HEADS, LLAMA_KV_HEADS, LLAMA_FF, LLAMA_POSITIONS = 64, 4, 2, 128, 64
-LLAMA_D = LLAMA_E // LLAMA_HEADS
 
 
-def rope_caches(b):
+def rope_caches(b, d_head):
     """cos and sin of position p times LLaMA's frequencies 10000^(-2i/d), (positions, d/2)."""
-    freqs = 10000.0 ** (-np.arange(0, LLAMA_D, 2, dtype=np.float64) / LLAMA_D)
+    freqs = 10000.0 ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)
     angles = np.arange(LLAMA_POSITIONS, dtype=np.float64)[:, None] * freqs[None, :]
     return (b.const(np.cos(angles).astype(np.float32), "rope_cos"),
             b.const(np.sin(angles).astype(np.float32), "rope_sin"))
@@ -933,24 +932,26 @@ def rms_norm(b, x):
     return b.node("RMSNormalization", [x, scale], axis=-1, epsilon=1e-6)
 
 
-def llama_layer(b, x, caches, positions, keep, four_d):
-    """Pre-norm attention (grouped-query, causal, the padding as a bool mask) and a SwiGLU MLP.
-    Three-D: Q, K and V stay (N, S, heads * D); four-D: split into heads first."""
+def llama_layer(b, x, caches, positions, keep, four_d, q_heads, kv_heads):
+    """Pre-norm attention (grouped-query where kv_heads < q_heads, causal, the padding as a bool
+    mask) and a SwiGLU MLP. Three-D: Q, K and V stay (N, S, heads * D); four-D: split into heads
+    first."""
     cos, sin = caches
+    d_head = LLAMA_E // q_heads
     n = rms_norm(b, x)
     proj = {}
-    for name, heads in (("q", LLAMA_HEADS), ("k", LLAMA_KV_HEADS), ("v", LLAMA_KV_HEADS)):
-        w = b.weight((LLAMA_E, heads * LLAMA_D), LLAMA_E, 1.0, f"{name}_w")
+    for name, heads in (("q", q_heads), ("k", kv_heads), ("v", kv_heads)):
+        w = b.weight((LLAMA_E, heads * d_head), LLAMA_E, 1.0, f"{name}_w")
         t = b.node("MatMul", [n, w])
         if four_d:
-            t = split_heads(b, t, heads, LLAMA_D, [0, 2, 1, 3])
+            t = split_heads(b, t, heads, d_head, [0, 2, 1, 3])
         proj[name] = t
-    rope = {} if four_d else {"num_heads": LLAMA_HEADS}
+    rope = {} if four_d else {"num_heads": q_heads}
     q = b.node("RotaryEmbedding", [proj["q"], cos, sin, positions], **rope)
     if not four_d:
-        rope["num_heads"] = LLAMA_KV_HEADS
+        rope["num_heads"] = kv_heads
     k = b.node("RotaryEmbedding", [proj["k"], cos, sin, positions], **rope)
-    heads = {} if four_d else {"q_num_heads": LLAMA_HEADS, "kv_num_heads": LLAMA_KV_HEADS}
+    heads = {} if four_d else {"q_num_heads": q_heads, "kv_num_heads": kv_heads}
     ctx = b.node("Attention", [q, k, proj["v"], keep], is_causal=1, **heads)
     if four_d:
         ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]),
@@ -965,7 +966,7 @@ def llama_layer(b, x, caches, positions, keep, four_d):
     return b.node("Add", [h, b.node("MatMul", [act, down])])
 
 
-def llama_block():
+def llama_layers(name, q_heads, kv_heads, doc):
     b = Builder(29)
     n, s = dims_of(b, "input", [0, 1])
     # position ids 0..S-1 for every sequence; the padding mask (N, S) as a bool (N, 1, S, S)
@@ -978,18 +979,31 @@ def llama_block():
     keep = b.node("Unsqueeze", [b.node("Cast", ["mask"], to=TensorProto.BOOL),
                                 b.ints([1, 2], "axes")])
     keep = b.node("Expand", [keep, b.node("Concat", [n, b.ints([1]), s, s], axis=0)])
-    caches = rope_caches(b)
-    h = llama_layer(b, "input", caches, positions, keep, four_d=False)
-    h = llama_layer(b, h, caches, positions, keep, four_d=True)
+    caches = rope_caches(b, LLAMA_E // q_heads)
+    h = llama_layer(b, "input", caches, positions, keep, False, q_heads, kv_heads)
+    h = llama_layer(b, h, caches, positions, keep, True, q_heads, kv_heads)
     b.node("Identity", [rms_norm(b, h)], name="hidden")
-    return b.model("llama_block",
+    return b.model(name,
                    [tensor("input", ["N", "S", LLAMA_E]),
                     tensor("mask", ["N", "S"], TensorProto.INT64)],
-                   [tensor("hidden_out", ["N", "S", LLAMA_E])], 23,
-                   "Two LLaMA-style decoder layers with ONNX's own RMSNormalization, "
-                   "RotaryEmbedding and Attention (grouped-query, causal, a bool padding mask; "
-                   "3-D Q/K/V in the first layer, 4-D in the second), opset 23, symbolic batch "
-                   "and sequence.")
+                   [tensor("hidden_out", ["N", "S", LLAMA_E])], 23, doc)
+
+
+def llama_block():
+    return llama_layers("llama_block", LLAMA_HEADS, LLAMA_KV_HEADS,
+                        "Two LLaMA-style decoder layers with ONNX's own RMSNormalization, "
+                        "RotaryEmbedding and Attention (grouped-query, causal, a bool padding "
+                        "mask; 3-D Q/K/V in the first layer, 4-D in the second), opset 23, "
+                        "symbolic batch and sequence.")
+
+
+def llama_mha_block():
+    """llama_block with as many K/V heads as query heads, of size 32: what the GPU's fused
+    attention step takes, so the whole block (RMSNormalization, RotaryEmbedding) runs there."""
+    return llama_layers("llama_mha_block", 2, 2,
+                        "llama_block's two decoder layers with multi-head attention (2 heads of "
+                        "32 for Q, K and V), which the GPU's fused attention step takes; opset "
+                        "23, symbolic batch and sequence.")
 
 
 def onnx_attention_block():
@@ -1047,6 +1061,7 @@ MODELS = {
     "convnext_blocks": convnext_blocks,
     "split_blocks": split_blocks,
     "llama_block": llama_block,
+    "llama_mha_block": llama_mha_block,
     "onnx_attention_block": onnx_attention_block,
 }
 

@@ -1362,6 +1362,31 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(rc, 0, err)
                 self.assertEqual(out.count("tcinfer flash_attention"), 2, out)
 
+    def test_plan_llama(self):
+        """RMSNormalization and RotaryEmbedding run on the GPU (--list-ops), and the GPU plans of
+        the generated LLaMA blocks (no GPU needed): llama_mha_block's five RMSNormalizations and
+        four RotaryEmbeddings are steps of their own, its two Attentions fused; llama_block's
+        grouped-query Attention has no GPU path, and the planner names it and says why."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.plan_llama)")
+        rc, out, err = self.list_ops_result
+        self.assertEqual(rc, 0, err)
+        for op in ("RMSNormalization", "RotaryEmbedding"):
+            self.assertRegex(out, rf"(?m)^{op} 23-\d+ cpu,gpu$")
+        path = os.path.join(MODELS_DIR, "llama_mha_block.onnx")
+        for shape in ("1x16", "2x13"):
+            with self.subTest(shape=shape):
+                rc, out, err = run("--plan", "--backend", "gpu", "--shape",
+                                   f"input:{shape}x64", "--shape", f"mask:{shape}", path)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out.count("tcinfer rmsnorm"), 5, out)
+                self.assertEqual(out.count("tcinfer rotary_embedding"), 4, out)
+                self.assertEqual(out.count("tcinfer flash_attention"), 2, out)
+        path = os.path.join(MODELS_DIR, "llama_block.onnx")
+        self.assert_error(run("--plan", "--backend", "gpu", "--shape", "input:2x13x64",
+                              "--shape", "mask:2x13", path), 3,
+                          r"node 'attention_0' \(Attention\): grouped-query heads")
+
     def test_hf_attention_masks(self):
         """Hugging Face's bool attention masks (the generated bert_block and gpt2_block): the GPU
         plan (no GPU needed) is one fused attention step per block, no softmax left; the CPU
