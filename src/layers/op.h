@@ -35,8 +35,9 @@ enum {
     /* an element-wise step in its inputs' layout (activations, binaries, Concat): NHWC8 when a
      * non-constant input is NHWC8 and every non-constant input is float */
     OP_FOLLOWS_LAYOUT = 1u << 10,
-    /* The step may add a preceding residual Add's operands itself (LayerNormalization): an Add of
-     * two computed tensors of input 0's shape that produces input 0 folds into it (fuse.c). */
+    /* The step may add a preceding residual Add's operands itself (LayerNormalization,
+     * RMSNormalization): an Add of two computed tensors of input 0's shape that produces input 0
+     * folds into it (fuse.c). */
     OP_PROLOGUE_RESIDUAL = 1u << 11,
     /* Control flow (If, Loop, Scan): the node runs subgraphs (GRAPH attributes) as run-time values
      * decide; no GPU path, and the planner says to run it on the CPU reference. */
