@@ -703,6 +703,11 @@ tci_status layer_lower_norm_rows(plan_builder *b, const ir_node *node, int64_t a
     int axis;
     TRY_STATUS(op_normalize_axis(node, axis_attr, x->rank, &axis));
     int64_t length = lower_prod(x->dims, axis, x->rank);
+    if (!(epsilon >= 0.0f))
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "epsilon %g is negative: the GPU step takes epsilon >= 0 (run it "
+                             "with --backend cpu)",
+                             (double)epsilon);
     /* the step reads one row of scale (and bias) for every row of X */
     tci_tensor xv, sv, bv;
     ir_tensor_view(x, &xv);

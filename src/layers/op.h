@@ -317,8 +317,9 @@ tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, fl
 
 /* One PLAN_STEP_LAYERNORM for node (norm.c): LayerNormalization (bias may be NULL) or, rms,
  * RMSNormalization (inputs X and scale) over X's dims from axis_attr on, with the residual Add
- * the fusion folded in (OP_PROLOGUE_RESIDUAL). Refused naming the node where scale or bias
- * vary over the dims before the axis. */
+ * the fusion folded in (OP_PROLOGUE_RESIDUAL). Refused naming the node where scale or bias is
+ * not one full row of those dims for every row of X (it varies before the axis or broadcasts
+ * after it), or where epsilon is negative. */
 tci_status layer_lower_norm_rows(plan_builder *b, const ir_node *node, int64_t axis_attr,
                                  float epsilon, const ir_tensor *bias, bool rms);
 

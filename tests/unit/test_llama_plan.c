@@ -162,21 +162,39 @@ START_TEST(test_rms_plan_residual) {
 }
 END_TEST
 
-/* A scale that is not one row for every row of X: refused at plan build, naming it. */
+/* A scale that is not one row for every row of X (varying over the rows, or broadcast within
+ * one), and a negative epsilon: refused at plan build, naming the node and what. */
 START_TEST(test_rms_plan_refusal) {
-    ir_graph *g;
-    ck_assert_tci_ok(ir_graph_create(&g));
-    const int64_t xd[3] = {2, 3, 8}, sd[3] = {2, 1, 8};
-    float scale[16] = {0};
-    ir_tensor *in[2] = {th_named(g, "x", F, 3, xd, NULL), th_named(g, "scale", F, 3, sd, scale)};
-    ir_tensor *out = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
-    th_node_io(g, "rms", "RMSNormalization", 23, in, 2, &out, 1);
-    th_graph_io(g, in, 1, &out, 1);
-    plan *p = NULL;
-    ck_assert_tci_error(th_plan_for_gpu(g, &p), TCI_ERR_UNSUPPORTED,
-                        "node 'rms' (RMSNormalization): scale of shape 2x1x8 is not one full row "
-                        "of X's dims from axis 2 on (X is 2x3x8)");
-    ir_graph_destroy(g);
+    static const struct {
+        int scale_rank;
+        int64_t scale_dims[3];
+        float epsilon;
+        const char *want;
+    } cases[] = {
+        {3, {2, 1, 8}, 1e-5f, "scale of shape 2x1x8 is not one full row of X's dims from axis 2 "
+                              "on (X is 2x3x8)"},
+        {1, {1}, 1e-5f, "scale of shape 1 is not one full row"},
+        {1, {8}, -1.0f, "epsilon -1 is negative"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        const int64_t xd[3] = {2, 3, 8};
+        float scale[16] = {0};
+        ir_tensor *in[2] = {th_named(g, "x", F, 3, xd, NULL),
+                            th_named(g, "scale", F, cases[c].scale_rank, cases[c].scale_dims,
+                                     scale)};
+        ir_tensor *out = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+        ir_node *n = th_node_io(g, "rms", "RMSNormalization", 23, in, 2, &out, 1);
+        th_attr_float(g, n, "epsilon", cases[c].epsilon);
+        th_graph_io(g, in, 1, &out, 1);
+        plan *p = NULL;
+        ck_assert_tci_error(th_plan_for_gpu(g, &p), TCI_ERR_UNSUPPORTED,
+                            "node 'rms' (RMSNormalization): ");
+        ck_assert_msg(strstr(tci_last_error(), cases[c].want), "%s lacks %s", tci_last_error(),
+                      cases[c].want);
+        ir_graph_destroy(g);
+    }
 }
 END_TEST
 
