@@ -52,6 +52,8 @@ GPU_REFUSED = {
     # grouped-query heads (and head size 16): the fused attention step takes neither
     "llama_block": (None, "'attention_0' (Attention)"),
     "onnx_attention_block": ({"fp32", "tf32"}, "'attention_0' (Attention)"),
+    # its RMSNormalizations and RotaryEmbeddings run in fp32 too; the fused attention step does not
+    "llama_mha_block": ({"fp32", "tf32"}, "'attention_0' (Attention)"),
 }
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them
