@@ -49,7 +49,6 @@ MODELS = [
 # a model here that builds on the GPU fails the run until it is taken off this list.
 GPU_REFUSED = {
     "llama_block": (None, "'rmsnormalization_0' (RMSNormalization)"),
-    "onnx_attention_block": ({"fp32", "tf32"}, "'attention_0' (Attention)"),
 }
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them
