@@ -73,7 +73,6 @@ static void operand_strides(int rank, int64_t heads, int64_t len, int64_t head, 
 static tci_status copy_into(const unfused *u, const char *part, int src, int dst,
                             const int64_t *dims, const int64_t *in_st, const int64_t *out_st,
                             int64_t out_offset) {
-    if (dims[0] * dims[1] * dims[2] * dims[3] == 0) return TCI_OK;
     const size_t elem = tci_dtype_size(lower_tensor(u->b, dst)->dtype);
     plan_step *s;
     TRY_STATUS(lower_step(u->b, PLAN_STEP_COPY, u->node, label(u, part), &s));
@@ -195,26 +194,23 @@ static tci_status scalar(const unfused *u, const char *name, float value, int *o
 }
 
 /* The (q seq, total) constant of the causal frontier and the window (0 kept, -inf dropped), as
- * the reference composes them; *empty_row when some query keeps no key. */
-static tci_status constant_bias(const unfused *u, int *out, bool *empty_row) {
+ * the reference composes them. */
+static tci_status constant_bias(const unfused *u, int *out) {
     const sdpa_params *p = u->p;
     const sdpa_geom *g = u->g;
     float *c = malloc((size_t)(g->q_len * g->total > 0 ? g->q_len * g->total : 1) * sizeof *c);
     if (!c) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory lowering attention");
-    *empty_row = false;
-    for (int64_t i = 0; i < g->q_len; i++) {
-        bool any = false;
+    for (int64_t i = 0; i < g->q_len; i++)
         for (int64_t j = 0; j < g->total; j++) {
             const int64_t diff = i + g->past - j;
             bool drop = (p->causal && diff < 0) || (p->left >= 0 && diff > p->left) ||
                         (p->right >= 0 && -diff > p->right);
             c[i * g->total + j] = drop ? -INFINITY : 0.0f;
-            any |= !drop;
         }
-        if (!any) *empty_row = true;
-    }
     const int64_t dims[2] = {g->q_len, g->total};
-    tci_status st = lower_host_data(u->b, "attention causal/window bias", c, 2, dims, u->dtype, out);
+    char name[256];
+    snprintf(name, sizeof name, "%s:causal/window bias", u->node->name ? u->node->name : "");
+    tci_status st = lower_host_data(u->b, name, c, 2, dims, u->dtype, out);
     free(c);
     return st;
 }
@@ -282,9 +278,8 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
     }
     /* the bias: the mask (a bool one as 0 / -inf) with the constant of causal and window */
     int bias = -1, neg_inf = -1;
-    bool empty_row = false;
     int ci = -1;
-    if (has_const) TRY_STATUS(constant_bias(&u, &ci, &empty_row));
+    if (has_const) TRY_STATUS(constant_bias(&u, &ci));
     if (mask && mask->dtype == TCI_DTYPE_BOOL) TRY_STATUS(scalar(&u, "-inf", -INFINITY, &neg_inf));
     if (mask) {
         int mi;
@@ -321,8 +316,11 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
                            (act_params){ACT_NONE, 0.0f, 0.0f}));
         s = biased;
     }
-    /* P = softmax(S), and the rows whose bias drops every key zeros where there may be one */
-    const bool guard = mask || empty_row;
+    /* P = softmax(S), and the rows whose bias drops every key zeros where there may be one: a
+     * mask, or a left window bound (queries past every key); causal and the right bound always
+     * keep key 0. Decided on the node, not the shapes, so that a shape variant (a shorter
+     * sequence) has the built plan's steps. */
+    const bool guard = mask || p->left >= 0;
     int prob;
     if (guard) {
         const int64_t dims[4] = {g->batch, g->q_heads, g->q_len, g->total};

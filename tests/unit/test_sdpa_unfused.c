@@ -173,6 +173,7 @@ typedef struct sdpa_case {
     float softcap, scale; /* 0: none */
     int qk_mode;          /* -1: no qk_matmul_output output */
     bool present;         /* present_key / present_value outputs */
+    bool empty_past;      /* past_key / past_value of 0 positions (past 0) */
     int opset;
     int64_t left, right;  /* -1: unbounded */
 } sdpa_case;
@@ -242,7 +243,7 @@ static void build(sdpa_graph *t, const sdpa_case *c) {
     if (c->mask_dtype != TCI_DTYPE_UNDEFINED)
         node_in[3] = th_named(g, "mask", c->mask_dtype, c->mask_rank, c->mask_dims, NULL);
     if (node_in[3]) num_node_in = 4;
-    if (c->past) {
+    if (c->past || c->empty_past) {
         node_in[4] = th_named(g, "past_key", F, 4, pk, NULL);
         node_in[5] = th_named(g, "past_value", F, 4, pv, NULL);
         num_node_in = 6;
@@ -389,12 +390,38 @@ START_TEST(test_unfused_past_present_qk) {
 }
 END_TEST
 
-/* Attention-25's sliding window, with rows it leaves no key (queries past every key). */
+static int steps_of(const sdpa_case *c) {
+    sdpa_graph t;
+    build(&t, c);
+    plan *p = NULL;
+    ck_assert_tci_ok(plan_at(&t, TCI_PRECISION_FP32, &p));
+    int n = p->num_steps;
+    plan_destroy(p);
+    destroy(&t);
+    return n;
+}
+
+/* Attention-25's sliding window, with rows it leaves no key (queries past every key); the
+ * steps do not depend on whether the shapes leave such a row (a shape variant, a shorter
+ * sequence, must have the built plan's steps). */
 START_TEST(test_unfused_window) {
     sdpa_case c = {.rank = 4, .batch = 1, .q_heads = 2, .kv_heads = 1, .q_len = 9, .kv_len = 6,
                    .head = 8, .v_head = 8, .mask_dtype = TCI_DTYPE_UNDEFINED, .qk_mode = -1,
                    .opset = 25, .left = 2, .right = 0};
     check_case(&c);
+    const int steps = steps_of(&c);
+    c.q_len = 3;
+    check_case(&c);
+    ck_assert_int_eq(steps_of(&c), steps);
+    /* the past's length likewise: an empty past is still its copy step */
+    sdpa_case d = {.rank = 4, .batch = 1, .q_heads = 2, .kv_heads = 2, .q_len = 3, .kv_len = 3,
+                   .past = 4, .head = 8, .v_head = 8, .mask_dtype = TCI_DTYPE_UNDEFINED,
+                   .causal = 1, .qk_mode = -1, .present = true, .left = -1, .right = -1};
+    const int with_past = steps_of(&d);
+    d.past = 0;
+    d.empty_past = true;
+    check_case(&d);
+    ck_assert_int_eq(steps_of(&d), with_past);
 }
 END_TEST
 
