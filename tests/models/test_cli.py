@@ -1349,16 +1349,21 @@ class CliTest(unittest.TestCase):
     def test_plan_onnx_attention(self):
         """The GPU plan of the generated ONNX-Attention model (no GPU needed): each of its two
         Attention nodes (3-D with is_causal and a bool mask; 4-D with an additive mask) is one
-        fused attention step."""
+        fused attention step in fp16 and bf16, and the unfused steps in fp32 and tf32."""
         if not MODELS_DIR:
             self.skipTest("needs --models-dir (ctest runs it as cli.plan_attention)")
         path = os.path.join(MODELS_DIR, "onnx_attention_block.onnx")
         for shape in ("1x16", "2x13"):
-            with self.subTest(shape=shape):
-                rc, out, err = run("--plan", "--shape", f"input:{shape}x256", "--shape",
-                                   f"mask:{shape}", path)
-                self.assertEqual(rc, 0, err)
-                self.assertEqual(out.count("tcinfer flash_attention"), 2, out)
+            for precision in ("fp16", "bf16", "fp32", "tf32"):
+                with self.subTest(shape=shape, precision=precision):
+                    rc, out, err = run("--plan", "--precision", precision, "--shape",
+                                       f"input:{shape}x256", "--shape", f"mask:{shape}", path)
+                    self.assertEqual(rc, 0, err)
+                    fused = precision in ("fp16", "bf16")
+                    self.assertEqual(out.count("tcinfer flash_attention"), 2 if fused else 0,
+                                     out)
+                    self.assertEqual(out.count("Attention Q K^T (unfused: fp32 storage"),
+                                     0 if fused else 2, out)
 
     def attention_model(self, name, rank=4, batch=2, q_heads=4, kv_heads=4, q_len=5, kv_len=7,
                         head=32, v_head=None, mask=None, past=0, present=False, qk=False,
