@@ -12,7 +12,11 @@
  *                 bias is -inf everywhere (ONNX's rule; the softmax makes them NaN): a row
  *                 maximum of the bias, compared with -inf
  *   Y = P V       one batched GEMM, copied to the heads-merged layout of a 3-D Y.
- * Every step runs in the node's float storage (fp32 in fp32 and tf32 plans). */
+ * Q, K, V, the two GEMMs and Y are in the node's float storage; from the scores to P, the bias,
+ * the softmax and the row rule run in fp32 in every plan (16-bit ones cast the scores and the
+ * mask to fp32 and P back), as the fused step computes them: a mask's fill near fp16's limit
+ * (-65504, what Hugging Face writes for fp16 models) added to a score stays finite there, so
+ * its row is the softmax of the scores, not a mix of -inf and finite values. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,9 +192,33 @@ static tci_status eltwise(const unfused *u, const char *part, binary_op op, cons
     return TCI_OK;
 }
 
+/* A one-element fp32 constant (the bias and the row rule run in fp32). */
 static tci_status scalar(const unfused *u, const char *name, float value, int *out) {
     const int64_t one[1] = {1};
-    return lower_host_data(u->b, name, &value, 1, one, u->dtype, out);
+    return lower_host_data(u->b, name, &value, 1, one, TCI_DTYPE_FLOAT, out);
+}
+
+/* A cast step from src into dst (same dims, another float dtype). */
+static tci_status cast_into(const unfused *u, const char *part, int src, int dst) {
+    const plan_tensor *t = lower_tensor(u->b, dst);
+    int64_t count = 1;
+    for (int d = 0; d < t->rank; d++) count *= t->dims[d];
+    plan_step *s;
+    TRY_STATUS(lower_step(u->b, PLAN_STEP_CAST, u->node, label(u, part), &s));
+    s->u.cast.count = count;
+    lower_step_io(s, 1, &src, 1, &dst);
+    return TCI_OK;
+}
+
+/* src as fp32: itself in fp32 plans, else a cast into a new temporary. */
+static tci_status to_fp32(const unfused *u, const char *part, int src, int *out) {
+    if (u->dtype == TCI_DTYPE_FLOAT) {
+        *out = src;
+        return TCI_OK;
+    }
+    const plan_tensor t = *lower_tensor(u->b, src);
+    TRY_STATUS(temporary(u, part, TCI_DTYPE_FLOAT, t.rank, t.dims, out));
+    return cast_into(u, part, src, *out);
 }
 
 /* The (q seq, total) constant of the causal frontier and the window (0 kept, -inf dropped), as
@@ -210,20 +238,22 @@ static tci_status constant_bias(const unfused *u, int *out) {
     const int64_t dims[2] = {g->q_len, g->total};
     char name[256];
     snprintf(name, sizeof name, "%s:causal/window bias", u->node->name ? u->node->name : "");
-    tci_status st = lower_host_data(u->b, name, c, 2, dims, u->dtype, out);
+    tci_status st = lower_host_data(u->b, name, c, 2, dims, TCI_DTYPE_FLOAT, out);
     free(c);
     return st;
 }
 
-/* The qk_matmul_output output where its mode is `stage`, else a temporary of the scores' dims. */
-static tci_status stage_tensor(const unfused *u, int stage, int mode, const char *part, int *out) {
+/* The qk_matmul_output output where its mode is `stage` and the stage is in the storage dtype,
+ * else a temporary of the scores' dims in dtype. */
+static tci_status stage_tensor(const unfused *u, int stage, int mode, const char *part,
+                               tci_dtype dtype, int *out) {
     const sdpa_geom *g = u->g;
-    if (u->qk >= 0 && stage == mode) {
+    if (u->qk >= 0 && stage == mode && dtype == u->dtype) {
         *out = u->qk;
         return TCI_OK;
     }
     const int64_t dims[4] = {g->batch, g->q_heads, g->q_len, g->total};
-    return temporary(u, part, u->dtype, 4, dims, out);
+    return temporary(u, part, dtype, 4, dims, out);
 }
 
 /* What the unfused steps do not compute (NULL: nothing). */
@@ -266,17 +296,20 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
     const float scale = layer_sdpa_scale(p, g->head);
     act_params act = {ACT_NONE, 0.0f, 0.0f};
     if (p->softcap > 0.0f) act.kind = ACT_TANH;
-    TRY_STATUS(stage_tensor(&u, SDPA_QK_RAW, mode, "scores", &s));
+    TRY_STATUS(stage_tensor(&u, SDPA_QK_RAW, mode, "scores", u.dtype, &s));
     TRY_STATUS(gemm(&u, "Q K^T", qi, ki, s, group * g->q_len, g->total, g->head, true,
                     p->softcap > 0.0f ? scale / p->softcap : scale, act));
     if (p->softcap > 0.0f) {
         int capped;
-        TRY_STATUS(stage_tensor(&u, SDPA_QK_SOFTCAPPED, mode, "softcapped scores", &capped));
+        TRY_STATUS(
+            stage_tensor(&u, SDPA_QK_SOFTCAPPED, mode, "softcapped scores", u.dtype, &capped));
         TRY_STATUS(eltwise(&u, "softcap", BINARY_NONE, &s, 1, capped,
                            (act_params){ACT_SCALE, p->softcap, 0.0f}));
         s = capped;
     }
-    /* the bias: the mask (a bool one as 0 / -inf) with the constant of causal and window */
+    TRY_STATUS(to_fp32(&u, "scores to fp32", s, &s));
+    /* the bias, in fp32: the mask (a bool one as 0 / -inf) with the constant of causal and
+     * window */
     int bias = -1, neg_inf = -1;
     int ci = -1;
     if (has_const) TRY_STATUS(constant_bias(&u, &ci));
@@ -284,6 +317,7 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
     if (mask) {
         int mi;
         TRY_STATUS(lower_input(b, node, mask, PLAN_LAYOUT_DENSE, &mi));
+        if (mask->dtype != TCI_DTYPE_BOOL) TRY_STATUS(to_fp32(&u, "mask to fp32", mi, &mi));
         int64_t dims[4];
         for (int d = 0; d < 4; d++) {
             const int i = d - (4 - mask->rank);
@@ -296,11 +330,11 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
         if (mask->dtype == TCI_DTYPE_BOOL) {
             int zero = ci;
             if (zero < 0) TRY_STATUS(scalar(&u, "0", 0.0f, &zero));
-            TRY_STATUS(temporary(&u, "bias", u.dtype, 4, dims, &bias));
+            TRY_STATUS(temporary(&u, "bias", TCI_DTYPE_FLOAT, 4, dims, &bias));
             TRY_STATUS(eltwise(&u, "bool mask", BINARY_WHERE, (int[]){mi, zero, neg_inf}, 3,
                                bias, (act_params){ACT_NONE, 0.0f, 0.0f}));
         } else if (has_const) {
-            TRY_STATUS(temporary(&u, "bias", u.dtype, 4, dims, &bias));
+            TRY_STATUS(temporary(&u, "bias", TCI_DTYPE_FLOAT, 4, dims, &bias));
             TRY_STATUS(eltwise(&u, "mask and causal", BINARY_ADD, (int[]){mi, ci}, 2, bias,
                                (act_params){ACT_NONE, 0.0f, 0.0f}));
         } else {
@@ -311,10 +345,13 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
     }
     if (bias >= 0) {
         int biased;
-        TRY_STATUS(stage_tensor(&u, SDPA_QK_BIASED, mode, "biased scores", &biased));
+        TRY_STATUS(
+            stage_tensor(&u, SDPA_QK_BIASED, mode, "biased scores", TCI_DTYPE_FLOAT, &biased));
         TRY_STATUS(eltwise(&u, "bias", BINARY_ADD, (int[]){s, bias}, 2, biased,
                            (act_params){ACT_NONE, 0.0f, 0.0f}));
         s = biased;
+        if (u.qk >= 0 && mode == SDPA_QK_BIASED && u.dtype != TCI_DTYPE_FLOAT)
+            TRY_STATUS(cast_into(&u, "qk output", s, u.qk));
     }
     /* P = softmax(S), and the rows whose bias drops every key zeros where there may be one: a
      * mask, or a left window bound (queries past every key); causal and the right bound always
@@ -324,9 +361,10 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
     int prob;
     if (guard) {
         const int64_t dims[4] = {g->batch, g->q_heads, g->q_len, g->total};
-        TRY_STATUS(temporary(&u, "softmax", u.dtype, 4, dims, &prob));
+        TRY_STATUS(temporary(&u, "softmax", TCI_DTYPE_FLOAT, 4, dims, &prob));
     } else {
-        TRY_STATUS(stage_tensor(&u, SDPA_QK_SOFTMAX, mode, "probabilities", &prob));
+        TRY_STATUS(
+            stage_tensor(&u, SDPA_QK_SOFTMAX, mode, "probabilities", TCI_DTYPE_FLOAT, &prob));
     }
     plan_step *st;
     TRY_STATUS(lower_step(b, PLAN_STEP_SOFTMAX, node, label(&u, "softmax"), &st));
@@ -339,7 +377,7 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
         int64_t rdims[4];
         for (int d = 0; d < bt.rank; d++) rdims[d] = d == bt.rank - 1 ? 1 : bt.dims[d];
         int row_max, keeps;
-        TRY_STATUS(temporary(&u, "bias row max", u.dtype, bt.rank, rdims, &row_max));
+        TRY_STATUS(temporary(&u, "bias row max", TCI_DTYPE_FLOAT, bt.rank, rdims, &row_max));
         TRY_STATUS(lower_step(b, PLAN_STEP_REDUCE, node, label(&u, "bias row max"), &st));
         plan_strided *v = &st->u.reduce.view;
         memset(v, 0, sizeof *v);
@@ -357,10 +395,17 @@ tci_status layer_sdpa_lower_unfused(plan_builder *b, const ir_node *node, const 
         TRY_STATUS(eltwise(&u, "row keeps a key", BINARY_GREATER, (int[]){row_max, neg_inf}, 2,
                            keeps, (act_params){ACT_NONE, 0.0f, 0.0f}));
         int kept;
-        TRY_STATUS(stage_tensor(&u, SDPA_QK_SOFTMAX, mode, "probabilities", &kept));
+        TRY_STATUS(
+            stage_tensor(&u, SDPA_QK_SOFTMAX, mode, "probabilities", TCI_DTYPE_FLOAT, &kept));
         TRY_STATUS(eltwise(&u, "rows without a key", BINARY_WHERE, (int[]){keeps, prob, zero}, 3,
                            kept, (act_params){ACT_NONE, 0.0f, 0.0f}));
         prob = kept;
+    }
+    if (u.dtype != TCI_DTYPE_FLOAT) { /* P in the storage dtype for the GEMM (the qk output) */
+        int stored;
+        TRY_STATUS(stage_tensor(&u, SDPA_QK_SOFTMAX, mode, "probabilities", u.dtype, &stored));
+        TRY_STATUS(cast_into(&u, "probabilities from fp32", prob, stored));
+        prob = stored;
     }
     /* Y = P V, heads merged after it for a 3-D Y */
     const ir_tensor *y = node->outputs[SDPA_OUT_Y];

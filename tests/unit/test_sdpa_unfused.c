@@ -33,7 +33,15 @@ static int64_t count_of(const plan_tensor *t) {
     return c;
 }
 
-/* Buffers for every tensor: constants converted, inputs copied from in[] (bools as bytes). */
+/* x rounded to a 16-bit storage dtype (FLOAT16, BFLOAT16); as it is otherwise. */
+static float stored(tci_dtype dtype, float x) {
+    if (dtype == TCI_DTYPE_FLOAT16) return half_to_float(float_to_half(x));
+    if (dtype == TCI_DTYPE_BFLOAT16) return bfloat16_to_float(float_to_bfloat16(x));
+    return x;
+}
+
+/* Buffers for every tensor: constants converted, inputs copied from in[] (bools as bytes; float
+ * ones rounded to their storage, as the engine's input conversion does). */
 static void replay_init(replay *r, const plan *p, const void *const *in) {
     r->p = p;
     r->buf = calloc((size_t)p->num_tensors, sizeof *r->buf);
@@ -48,10 +56,15 @@ static void replay_init(replay *r, const plan *p, const void *const *in) {
         const void *src = pt->memory == PLAN_MEM_CONSTANT ? pt->host_data
                           : pt->input_index >= 0         ? in[pt->input_index]
                                                          : NULL;
+        const bool input = pt->memory != PLAN_MEM_CONSTANT;
         for (int64_t i = 0; src && i < n; i++) {
-            if (pt->dtype == TCI_DTYPE_FLOAT) b[i] = ((const float *)src)[i];
+            if (input && pt->dtype != TCI_DTYPE_BOOL)
+                b[i] = stored(pt->dtype, ((const float *)src)[i]);
+            else if (pt->dtype == TCI_DTYPE_FLOAT) b[i] = ((const float *)src)[i];
             else if (pt->dtype == TCI_DTYPE_BOOL) b[i] = ((const uint8_t *)src)[i] != 0;
             else if (pt->dtype == TCI_DTYPE_FLOAT16) b[i] = half_to_float(((const uint16_t *)src)[i]);
+            else if (pt->dtype == TCI_DTYPE_BFLOAT16)
+                b[i] = bfloat16_to_float(((const uint16_t *)src)[i]);
             else ck_abort_msg("tensor '%s' of dtype %s", pt->name, tci_dtype_name(pt->dtype));
         }
         if (pt->memory == PLAN_MEM_ARENA && pt->input_index < 0)
@@ -156,8 +169,12 @@ static void replay_run(replay *r) {
         case PLAN_STEP_ELTWISE: replay_eltwise(s, in, y); break;
         case PLAN_STEP_SOFTMAX: replay_softmax(s, in[0], y); break;
         case PLAN_STEP_REDUCE: replay_reduce(s, in[0], y); break;
+        case PLAN_STEP_CAST: memcpy(y, in[0], (size_t)s->u.cast.count * sizeof *y); break;
         default: ck_abort_msg("step %d (%s) of kind %d", i, s->label, (int)s->kind);
         }
+        /* every step stores its output in the output's dtype */
+        const plan_tensor *out = &r->p->tensors[s->outputs[0]];
+        for (int64_t e = 0; e < count_of(out); e++) y[e] = stored(out->dtype, y[e]);
     }
 }
 
@@ -291,13 +308,16 @@ static int count_kind(const plan *p, plan_step_kind kind) {
     return n;
 }
 
-/* The fp32 plan replayed against the CPU reference, every output; NaN only where the reference
- * has it. */
-static void check_case(const sdpa_case *c) {
+/* The plan of precision replayed against the CPU reference, every output within tol
+ * (relative, 1 + |want|); NaN and infinities only where the reference has them. tweak, when
+ * given, sets input values after build. */
+static void check_plan(const sdpa_case *c, tci_precision precision, float tol,
+                       void (*tweak)(sdpa_graph *)) {
     sdpa_graph t;
     build(&t, c);
+    if (tweak) tweak(&t);
     plan *p = NULL;
-    ck_assert_tci_ok(plan_at(&t, TCI_PRECISION_FP32, &p));
+    ck_assert_tci_ok(plan_at(&t, precision, &p));
     ck_assert_int_eq(count_kind(p, PLAN_STEP_ATTENTION), 0);
     ck_assert_int_eq(count_kind(p, PLAN_STEP_GEMM), 2);
     replay r;
@@ -321,7 +341,7 @@ static void check_case(const sdpa_case *c) {
                               (double)w[i]);
                 continue;
             }
-            ck_assert_msg(fabsf(got[i] - w[i]) <= 2e-5f * (1.0f + fabsf(w[i])),
+            ck_assert_msg(fabsf(got[i] - w[i]) <= tol * (1.0f + fabsf(w[i])),
                           "output %d [%lld]: %g, want %g", o, (long long)i, (double)got[i],
                           (double)w[i]);
         }
@@ -331,6 +351,8 @@ static void check_case(const sdpa_case *c) {
     plan_destroy(p);
     destroy(&t);
 }
+
+static void check_case(const sdpa_case *c) { check_plan(c, TCI_PRECISION_FP32, 2e-5f, NULL); }
 
 /* 3-D with grouped-query heads (4 query heads on 2 K/V heads), head size 8, is_causal and a
  * bool mask (batch, 1, q, keys) leaving rows without a key. */
@@ -449,11 +471,51 @@ START_TEST(test_unfused_fp16_choice) {
         for (int s = 0; s < p->num_steps; s++) {
             const plan_step *st = &p->steps[s];
             if (cases[i].why) ck_assert_msg(strstr(st->label, cases[i].why), "%s", st->label);
-            ck_assert_int_eq(p->tensors[st->outputs[0]].dtype, TCI_DTYPE_FLOAT16);
+            /* the GEMMs in fp16, the softmax in fp32 */
+            if (st->kind == PLAN_STEP_GEMM || st->kind == PLAN_STEP_ATTENTION)
+                ck_assert_int_eq(p->tensors[st->outputs[0]].dtype, TCI_DTYPE_FLOAT16);
+            if (st->kind == PLAN_STEP_SOFTMAX)
+                ck_assert_int_eq(p->tensors[st->outputs[0]].dtype, TCI_DTYPE_FLOAT);
         }
         plan_destroy(p);
         destroy(&t);
     }
+}
+END_TEST
+
+/* Query 1 of every head scores -72 on every key (Q -3, K 3, scale 1, head 8), and its mask row
+ * is fp16's -65504 everywhere (Hugging Face's fill for fp16 models): -72 - 65504 overflows fp16
+ * but not fp32, where the bias and the softmax run, so the row is the mean of V as on the CPU,
+ * not NaN. */
+static void fill_overflow(sdpa_graph *t) {
+    float *q = t->data[0], *k = t->data[1], *m = t->data[3];
+    const ir_tensor *qt = t->in[0], *mt = t->in[3];
+    const int64_t heads = qt->dims[1], len = qt->dims[2], d = qt->dims[3];
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t e = 0; e < d; e++) q[(h * len + 1) * d + e] = -3.0f;
+    for (int64_t i = 0; i < lower_count(t->in[1]); i++) k[i] = 3.0f;
+    const int64_t keys = mt->dims[3];
+    for (int64_t j = 0; j < keys; j++) m[1 * keys + j] = -65504.0f;
+}
+
+/* fp16 and bf16 plans replayed with their storage rounding: the unfused steps (grouped-query
+ * heads, head size 8) against the CPU reference within the storage's bound, on a float mask
+ * of -inf and -3.4e38 keys (dropped: -3.4e38 is -inf in fp16 and bf16) and rows of -inf alone
+ * (zeros), and on the fp16 fill row of fill_overflow. (A row of -3.4e38 alone is zeros in 16
+ * bits, the mean of V on the CPU: test_cli's test_gpu_onnx_attention holds the GPU to it.) */
+START_TEST(test_unfused_16bit) {
+    sdpa_case c = {.rank = 4, .batch = 1, .q_heads = 2, .kv_heads = 1, .q_len = 4, .kv_len = 6,
+                   .head = 8, .v_head = 8, .mask_dtype = F, .mask_rank = 4,
+                   .mask_dims = {1, 1, 4, 6}, .scale = 1.0f, .qk_mode = -1, .left = -1,
+                   .right = -1};
+    check_plan(&c, TCI_PRECISION_FP16, 1e-2f, fill_overflow);
+    check_plan(&c, TCI_PRECISION_BF16, 6e-2f, fill_overflow);
+    /* 3-D, is_causal, a bool mask */
+    sdpa_case d = {.rank = 3, .batch = 2, .q_heads = 4, .kv_heads = 2, .q_len = 5, .kv_len = 7,
+                   .head = 8, .v_head = 8, .mask_dtype = TCI_DTYPE_BOOL, .mask_rank = 4,
+                   .mask_dims = {2, 1, 5, 7}, .causal = 1, .qk_mode = -1, .left = -1,
+                   .right = -1};
+    check_plan(&d, TCI_PRECISION_FP16, 1e-2f, NULL);
 }
 END_TEST
 
@@ -495,6 +557,7 @@ int main(void) {
     tcase_add_test(t, test_unfused_past_present_qk);
     tcase_add_test(t, test_unfused_window);
     tcase_add_test(t, test_unfused_fp16_choice);
+    tcase_add_test(t, test_unfused_16bit);
     tcase_add_test(t, test_unfused_refusals);
     suite_add_tcase(s, t);
     return test_run_suite(s);
