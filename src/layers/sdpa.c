@@ -4,31 +4,18 @@
  * and the padding of nonpad_kv_seqlen, softmax (a row whose bias is -inf everywhere is zeros),
  * times V. Grouped-query heads share K/V heads (query head h reads K/V head h / (q_heads /
  * kv_heads)). On the GPU it is the fused attention step (attention.c's PLAN_STEP_ATTENTION) where
- * its parameters are what that step computes, and refused, naming what is not, elsewhere. */
+ * its parameters are what that step computes, and the unfused steps of sdpa_unfused.c elsewhere. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers/op.h"
+#include "layers/sdpa.h"
 
-enum { IN_Q, IN_K, IN_V, IN_MASK, IN_PAST_K, IN_PAST_V, IN_NONPAD };
-enum { OUT_Y, OUT_PRESENT_K, OUT_PRESENT_V, OUT_QK };
-
-/* qk_matmul_output_mode: what output 3 holds */
-enum { QK_RAW, QK_SOFTCAPPED, QK_BIASED, QK_SOFTMAX };
-
-typedef struct sdpa_params {
-    int causal;
-    int64_t q_heads, kv_heads; /* 0: not given */
-    bool has_scale;
-    float scale;
-    float softcap; /* 0: none */
-    int qk_mode;
-    tci_dtype softmax_dtype; /* FLOAT when not given */
-    int64_t left, right;     /* the window's bounds (Attention-25); -1: unbounded */
-} sdpa_params;
+enum { IN_Q = SDPA_IN_Q, IN_K, IN_V, IN_MASK, IN_PAST_K, IN_PAST_V, IN_NONPAD };
+enum { OUT_Y = SDPA_OUT_Y, OUT_PRESENT_K, OUT_PRESENT_V, OUT_QK };
+enum { QK_RAW = SDPA_QK_RAW, QK_SOFTCAPPED, QK_BIASED, QK_SOFTMAX };
 
 static tci_status sdpa_parse(ir_node *node, mem_arena *arena) {
     const int v = node->since_version;
@@ -102,12 +89,6 @@ static tci_status sdpa_parse(ir_node *node, mem_arena *arena) {
     return TCI_OK;
 }
 
-/* Q, K and V as (batch, heads, seq, head_size); -1 where unknown. */
-typedef struct sdpa_geom {
-    int rank; /* of Q, K and V: 3 or 4 */
-    int64_t batch, q_heads, kv_heads, q_len, kv_len, past, total, head, v_head;
-} sdpa_geom;
-
 static bool differ(int64_t a, int64_t b) { return a >= 0 && b >= 0 && a != b; }
 
 /* hidden / heads, -1 when hidden is unknown; an error when heads does not divide it. */
@@ -137,8 +118,7 @@ static tci_status check_past(const ir_node *node, const char *what, const tci_te
                          (long long)g->batch, (long long)g->kv_heads, (long long)head);
 }
 
-/* The geometry of known-rank Q, K, V and the past states, every inconsistency an error. */
-static tci_status sdpa_geometry(const ir_node *node, const tci_tensor *const *in, sdpa_geom *g) {
+tci_status layer_sdpa_geometry(const ir_node *node, const tci_tensor *const *in, sdpa_geom *g) {
     const sdpa_params *p = node->params;
     const tci_tensor *q = in[IN_Q], *k = in[IN_K], *v = in[IN_V];
     if (q->rank != 3 && q->rank != 4)
@@ -279,7 +259,7 @@ static tci_status sdpa_infer(const ir_node *node, const tci_tensor *const *in,
         if (out[o]) op_set_unknown(out[o], o == OUT_PRESENT_V ? v->dtype : q->dtype);
     if (q->rank < 0 || k->rank < 0 || v->rank < 0) return TCI_OK;
     sdpa_geom g;
-    TRY_STATUS(sdpa_geometry(node, in, &g));
+    TRY_STATUS(layer_sdpa_geometry(node, in, &g));
     if (mask) TRY_STATUS(check_mask(node, mask, &g));
     if (nonpad && nonpad->rank >= 0 &&
         (nonpad->rank != 1 || differ(nonpad->dims[0], g.batch))) {
@@ -308,9 +288,9 @@ static tci_status sdpa_infer(const ir_node *node, const tci_tensor *const *in,
     return TCI_OK;
 }
 
-/* What Q K^T is multiplied by: ONNX scales Q and K each by sqrt(scale) (default
- * 1/sqrt(head size)) in fp32, so the product by that root's square. */
-static float sdpa_scale(const sdpa_params *p, int64_t head) {
+/* ONNX scales Q and K each by sqrt(scale) (default 1/sqrt(head size)) in fp32, so the product
+ * by that root's square. */
+float layer_sdpa_scale(const sdpa_params *p, int64_t head) {
     const double scale = p->has_scale ? (double)p->scale : 1.0 / sqrt((double)head);
     const float root = (float)sqrt(scale);
     return root * root;
@@ -416,7 +396,7 @@ static tci_status sdpa_forward(const ir_node *node, const tci_tensor *const *in,
     tci_tensor *pres_v = node->num_outputs > OUT_PRESENT_V ? out[OUT_PRESENT_V] : NULL;
     tci_tensor *qk_out = node->num_outputs > OUT_QK ? out[OUT_QK] : NULL;
     sdpa_geom g;
-    TRY_STATUS(sdpa_geometry(node, in, &g));
+    TRY_STATUS(layer_sdpa_geometry(node, in, &g));
     const int64_t T = g.total, D = g.head, Dv = g.v_head, Sq = g.q_len;
     TRY_STATUS(op_check_blas_dims(node, Sq, T, D));
     TRY_STATUS(op_check_blas_dims(node, Sq, Dv, T));
@@ -452,7 +432,7 @@ static tci_status sdpa_forward(const ir_node *node, const tci_tensor *const *in,
     }
     fill_present(&g, past_k, k, D, keys);
     fill_present(&g, past_v, v, Dv, vals);
-    const float alpha = sdpa_scale(p, D);
+    const float alpha = layer_sdpa_scale(p, D);
     const int64_t group = g.q_heads / g.kv_heads;
     const int64_t q_ld = g.rank == 4 ? D : g.q_heads * D;
     const int64_t y_ld = g.rank == 4 ? Dv : g.q_heads * Dv;
@@ -549,7 +529,8 @@ static const char *gpu_refusal(plan_builder *b, const ir_node *node, const sdpa_
 }
 
 /* One PLAN_STEP_ATTENTION reading Q, K, V (and the mask) in place through their strides and
- * writing Y in the node's layout (3-D: heads merged), where gpu_refusal finds nothing. */
+ * writing Y in the node's layout (3-D: heads merged), where gpu_refusal finds nothing; the
+ * unfused steps (sdpa_unfused.c) elsewhere. */
 static tci_status sdpa_gpu_lower(plan_builder *b, const ir_node *node) {
     const sdpa_params *p = node->params;
     const ir_tensor *q = node->inputs[IN_Q], *k = node->inputs[IN_K], *v = node->inputs[IN_V];
@@ -563,14 +544,10 @@ static tci_status sdpa_gpu_lower(plan_builder *b, const ir_node *node) {
             in[i] = &views[i];
         }
     sdpa_geom g;
-    TRY_STATUS(sdpa_geometry(node, in, &g));
+    TRY_STATUS(layer_sdpa_geometry(node, in, &g));
     char why[96];
     const char *refused = gpu_refusal(b, node, &g, mask, why, sizeof why);
-    if (refused)
-        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                             "%s: no GPU path (the op lowers only to the fused attention "
-                             "step, which lacks it)",
-                             refused);
+    if (refused) return layer_sdpa_lower_unfused(b, node, &g, refused);
     int qi, ki, vi, mi = -1, yi;
     TRY_STATUS(lower_input(b, node, q, PLAN_LAYOUT_DENSE, &qi));
     TRY_STATUS(lower_input(b, node, k, PLAN_LAYOUT_DENSE, &ki));
@@ -602,7 +579,7 @@ static tci_status sdpa_gpu_lower(plan_builder *b, const ir_node *node) {
         pa->has_keep = mask->dtype == TCI_DTYPE_BOOL;
         pa->has_mask = !pa->has_keep;
     }
-    pa->scale = sdpa_scale(p, g.head);
+    pa->scale = layer_sdpa_scale(p, g.head);
     pa->causal = p->causal;
     pa->keep_row_mean = false; /* ONNX: a row that keeps no key is zeros */
     lower_step_io(s, 4, (int[]){qi, ki, vi, mi}, 1, &yi);

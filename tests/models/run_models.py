@@ -48,13 +48,7 @@ MODELS = [
 # models (and GPU precisions; None: every one) the GPU engine refuses, with the node its error must
 # name: ops that run on the CPU reference only (README "What runs where"). The refusal is checked;
 # a model here that builds on the GPU fails the run until it is taken off this list.
-GPU_REFUSED = {
-    # grouped-query heads (and head size 16): the fused attention step takes neither
-    "llama_block": (None, "'attention_0' (Attention)"),
-    "onnx_attention_block": ({"fp32", "tf32"}, "'attention_0' (Attention)"),
-    # its RMSNormalizations and RotaryEmbeddings run in fp32 too; the fused attention step does not
-    "llama_mha_block": ({"fp32", "tf32"}, "'attention_0' (Attention)"),
-}
+GPU_REFUSED = {}  # none at present
 
 # sizes of the symbolic dims: the first run leaves them to the .npy files, the second says them
 # with --shape (sequence 13: a size no kernel tile divides)

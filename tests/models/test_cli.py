@@ -1351,22 +1351,158 @@ class CliTest(unittest.TestCase):
     def test_plan_onnx_attention(self):
         """The GPU plan of the generated ONNX-Attention model (no GPU needed): each of its two
         Attention nodes (3-D with is_causal and a bool mask; 4-D with an additive mask) is one
-        fused attention step."""
+        fused attention step in fp16 and bf16, and the unfused steps in fp32 and tf32."""
         if not MODELS_DIR:
             self.skipTest("needs --models-dir (ctest runs it as cli.plan_attention)")
         path = os.path.join(MODELS_DIR, "onnx_attention_block.onnx")
         for shape in ("1x16", "2x13"):
-            with self.subTest(shape=shape):
-                rc, out, err = run("--plan", "--shape", f"input:{shape}x256", "--shape",
-                                   f"mask:{shape}", path)
-                self.assertEqual(rc, 0, err)
-                self.assertEqual(out.count("tcinfer flash_attention"), 2, out)
+            for precision in ("fp16", "bf16", "fp32", "tf32"):
+                with self.subTest(shape=shape, precision=precision):
+                    rc, out, err = run("--plan", "--precision", precision, "--shape",
+                                       f"input:{shape}x256", "--shape", f"mask:{shape}", path)
+                    self.assertEqual(rc, 0, err)
+                    fused = precision in ("fp16", "bf16")
+                    self.assertEqual(out.count("tcinfer flash_attention"), 2 if fused else 0,
+                                     out)
+                    self.assertEqual(out.count("Attention Q K^T (unfused: fp32 storage"),
+                                     0 if fused else 2, out)
+
+    def attention_model(self, name, rank=4, batch=2, q_heads=4, kv_heads=4, q_len=5, kv_len=7,
+                        head=32, v_head=None, mask=None, past=0, present=False, qk=False,
+                        **attrs):
+        """One ONNX Attention node (opset 23) and seeded inputs for it: mask None, "bool"
+        (batch, 1, q, keys; row 1 of batch 0 keeps no key) or "float" (batch, 1, q, keys) of
+        small values with -inf and -3.4e38 among them, row 1 of batch 0 all -3.4e38 and row 3
+        all -inf. Returns the path and the inputs."""
+        v_head = v_head or head
+        rng = np.random.default_rng(len(name))
+        total = past + kv_len
+
+        def dims(heads, length, size):
+            return [batch, heads, length, size] if rank == 4 else [batch, length, heads * size]
+
+        feeds = {"q": dims(q_heads, q_len, head), "k": dims(kv_heads, kv_len, head),
+                 "v": dims(kv_heads, kv_len, v_head)}
+        feeds = {k: rng.uniform(-1, 1, d).astype(np.float32) for k, d in feeds.items()}
+        names = ["q", "k", "v"]
+        if mask == "bool":
+            m = rng.uniform(0, 1, (batch, 1, q_len, total)) < 0.7
+            m[..., 0] = True
+            m[0, 0, 1, :] = False
+            feeds["mask"] = m
+        elif mask == "float":
+            m = rng.uniform(-1, 1, (batch, 1, q_len, total)).astype(np.float32)
+            m[rng.uniform(0, 1, m.shape) < 0.2] = -np.inf
+            m[rng.uniform(0, 1, m.shape) < 0.2] = np.finfo(np.float32).min
+            m[..., 0] = 0.0
+            m[0, 0, 1, :] = np.finfo(np.float32).min
+            m[0, 0, 3, :] = -np.inf
+            feeds["mask"] = m
+        names.append("mask" if mask else "")
+        if past:
+            feeds["past_key"] = rng.uniform(-1, 1, (batch, kv_heads, past, head)).astype(
+                np.float32)
+            feeds["past_value"] = rng.uniform(-1, 1, (batch, kv_heads, past, v_head)).astype(
+                np.float32)
+            names += ["past_key", "past_value"]
+        while names and not names[-1]:
+            names.pop()
+        outs = ["y"] + (["present_key", "present_value"] if present or qk else [])
+        outs += ["qk"] if qk else []
+        if rank == 3:
+            attrs.update(q_num_heads=q_heads, kv_num_heads=kv_heads)
+        node = helper.make_node("Attention", names, outs, name="attention", **attrs)
+        inputs = [value(k, list(x.shape), TensorProto.BOOL if x.dtype == bool
+                        else TensorProto.FLOAT) for k, x in feeds.items()]
+        out_dims = {"y": dims(q_heads, q_len, v_head) if rank == 3
+                    else [batch, q_heads, q_len, v_head],
+                    "present_key": [batch, kv_heads, total, head],
+                    "present_value": [batch, kv_heads, total, v_head],
+                    "qk": [batch, q_heads, q_len, total]}
+        outputs = [value(o, out_dims[o]) for o in outs]
+        path = self.save(make_model([node], inputs, outputs, opset=23), name + ".onnx")
+        return path, feeds
+
+    # name: (model arguments, whether fp16 and bf16 take the fused step)
+    ATTENTION_CASES = {
+        "gqa_head8_causal_bool": (dict(rank=3, q_heads=4, kv_heads=2, head=8, mask="bool",
+                                       is_causal=1), False),
+        "float_mask": (dict(mask="float"), True),
+        "float_mask_softcap": (dict(mask="float", softcap=2.0, scale=0.2), False),
+        "past_present_qk": (dict(q_heads=4, kv_heads=2, past=6, qk=True, is_causal=1,
+                                 qk_matmul_output_mode=3), False),
+        "v_head_other": (dict(head=40, v_head=24), False),
+    }
+
+    def test_plan_onnx_attention_unfused(self):
+        """The GPU plans of ONNX Attention nodes (no GPU needed): in fp32 and tf32 the unfused
+        steps (two GEMMs, no fused step), labelled with why; in fp16 and bf16 the fused step
+        where it fits, the unfused steps elsewhere (grouped-query heads, head size 8, softcap,
+        the caches, V's head size other than Q's)."""
+        for name, (kwargs, fused) in self.ATTENTION_CASES.items():
+            path, _ = self.attention_model(name, **kwargs)
+            for precision in ("fp32", "tf32", "fp16", "bf16"):
+                with self.subTest(model=name, precision=precision):
+                    rc, out, err = run("--plan", "--precision", precision, path)
+                    self.assertEqual(rc, 0, err)
+                    takes_step = fused and precision in ("fp16", "bf16")
+                    self.assertEqual(out.count("tcinfer flash_attention"), int(takes_step), out)
+                    self.assertEqual(out.count("Attention Q K^T (unfused: "), 1 - takes_step, out)
+                    self.assertEqual(out.count("Attention P V (unfused: "), 1 - takes_step, out)
+                    if precision in ("fp32", "tf32"):
+                        self.assertIn("(unfused: fp32 storage", out)
+
+    def test_gpu_onnx_attention(self):
+        """On the GPU (skipped without one): each Attention case of test_plan_onnx_attention_unfused
+        in every precision against the CPU reference, every output (y, the present states, the
+        qk output) finite and within the precision's relative L2 bound. A float mask's -inf and
+        -3.4e38 drop their keys; a row of -inf alone is zeros; a row of -3.4e38 alone is the
+        mean of V in fp32 and tf32, as on the CPU, and zeros in fp16 and bf16, whose storage
+        holds the fill as -inf."""
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        bounds = {"fp32": 1e-4, "tf32": 2e-3, "fp16": 5e-3, "bf16": 4e-2}
+        for name, (kwargs, _) in self.ATTENTION_CASES.items():
+            path, feeds = self.attention_model(name, **kwargs)
+            args = []
+            for k, x in feeds.items():
+                np.save(self.path(f"{name}_{k}.npy"), x)
+                args.append(f"{k}={self.path(f'{name}_{k}.npy')}")
+            results = {}
+            for backend, precision in (("cpu", "fp32"), ("gpu", "fp32"), ("gpu", "tf32"),
+                                       ("gpu", "fp16"), ("gpu", "bf16")):
+                out_dir = self.path(f"{name}_{backend}_{precision}")
+                os.makedirs(out_dir)
+                rc, out, err = run("--quiet", "--backend", backend, "--precision", precision,
+                                   "--output-dir", out_dir, path, *args, timeout=300)
+                self.assertEqual(rc, 0, f"{name} {backend} {precision}: {err}")
+                results[backend, precision] = {
+                    f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir)}
+            want = results["cpu", "fp32"]
+            for precision, bound in bounds.items():
+                got = results["gpu", precision]
+                for out_name, w in want.items():
+                    with self.subTest(model=name, precision=precision, output=out_name):
+                        g = got[out_name].astype(np.float64)
+                        w = w.astype(np.float64)
+                        self.assertTrue(np.all(np.isfinite(w)))
+                        self.assertTrue(np.all(np.isfinite(g)))
+                        if kwargs.get("mask") == "float" and out_name == "y":
+                            # batch 0, query 1: every key -3.4e38
+                            row = (0, slice(None), 1) if kwargs.get("rank", 4) == 4 else (0, 1)
+                            if precision in ("fp16", "bf16"):
+                                self.assertTrue(np.all(g[row] == 0.0))
+                                g[row] = w[row] = 0.0
+                            self.assertTrue(np.all(w[0, :, 3] == 0.0))  # every key -inf
+                        rel = np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30)
+                        self.assertLessEqual(rel, bound)
 
     def test_plan_llama(self):
         """RMSNormalization and RotaryEmbedding run on the GPU (--list-ops), and the GPU plans of
         the generated LLaMA blocks (no GPU needed): llama_mha_block's five RMSNormalizations and
         four RotaryEmbeddings are steps of their own, its two Attentions fused; llama_block's
-        grouped-query Attention has no GPU path, and the planner names it and says why."""
+        grouped-query Attention with heads of 16 (no fused variant) runs as unfused steps, each
+        labelled with the reason."""
         if not MODELS_DIR:
             self.skipTest("needs --models-dir (ctest runs it as cli.plan_llama)")
         rc, out, err = self.list_ops_result
@@ -1383,9 +1519,12 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(out.count("tcinfer rotary_embedding"), 4, out)
                 self.assertEqual(out.count("tcinfer flash_attention"), 2, out)
         path = os.path.join(MODELS_DIR, "llama_block.onnx")
-        self.assert_error(run("--plan", "--backend", "gpu", "--shape", "input:2x13x64",
-                              "--shape", "mask:2x13", path), 3,
-                          r"node 'attention_0' \(Attention\): grouped-query heads")
+        rc, out, err = run("--plan", "--backend", "gpu", "--shape", "input:2x13x64",
+                           "--shape", "mask:2x13", path)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("tcinfer flash_attention"), 0, out)
+        self.assertEqual(out.count("tcinfer rmsnorm"), 5, out)
+        self.assertEqual(out.count("Attention Q K^T (unfused: grouped-query heads"), 2, out)
 
     def test_hf_attention_masks(self):
         """Hugging Face's bool attention masks (the generated bert_block and gpt2_block): the GPU

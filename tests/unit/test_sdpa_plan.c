@@ -1,7 +1,8 @@
 /* The GPU plan of ONNX's own Attention op (src/layers/sdpa.c): one fused attention step where the
  * node's parameters are what the step computes, the step replayed on the host with the kernel's
  * rules against the CPU reference (4-D with is_causal and a bool mask that leaves rows without a
- * key; 3-D with a float mask and a scale), and each refusal with its reason. No GPU needed. */
+ * key; 3-D with a float mask and a scale), the unfused steps where the step lacks a parameter
+ * (test_sdpa_unfused replays them), and each refusal with its reason. No GPU needed. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -160,20 +161,23 @@ START_TEST(test_sdpa_plan_3d_float_mask) {
 }
 END_TEST
 
-/* Each parameter the fused step lacks: refused at plan build, naming it. */
+/* Each parameter the fused step lacks: the unfused steps instead (two GEMMs, no attention
+ * step; test_sdpa_unfused checks what they compute), or, for what they lack too, refused at
+ * plan build naming it. */
 START_TEST(test_sdpa_plan_refusals) {
     static const struct {
         int64_t kv_heads, d;
         const char *attr;
         int64_t value;
         int num_outputs;
-        const char *want;
+        const char *want; /* NULL: the unfused steps */
     } cases[] = {
-        {1, D, NULL, 0, 1, "grouped-query heads (q heads != kv heads): no GPU path"},
-        {H, 8, NULL, 0, 1, "head size 8 (the kernel has 32, 64, 80, 96, 128)"},
-        {H, D, "softcap", 0, 1, "softcap: no GPU path"},
-        {H, D, "softmax_precision", TCI_DTYPE_DOUBLE, 1, "a softmax_precision other than float"},
-        {H, D, NULL, 0, 4, "the present_key/present_value outputs"},
+        {1, D, NULL, 0, 1, NULL},
+        {H, 8, NULL, 0, 1, NULL},
+        {H, D, "softcap", 0, 1, NULL},
+        {H, D, NULL, 0, 4, NULL},
+        {H, D, "softmax_precision", TCI_DTYPE_DOUBLE, 1,
+         "a softmax_precision other than float: no GPU path"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         sdpa_graph t;
@@ -183,11 +187,20 @@ START_TEST(test_sdpa_plan_refusals) {
         else if (cases[c].attr)
             th_attr_int(t.g, t.node, cases[c].attr, cases[c].value);
         plan *p = NULL;
-        ck_assert_tci_error(th_plan_for_gpu(t.g, &p), TCI_ERR_UNSUPPORTED, cases[c].want);
+        if (cases[c].want) {
+            ck_assert_tci_error(th_plan_for_gpu(t.g, &p), TCI_ERR_UNSUPPORTED, cases[c].want);
+        } else {
+            ck_assert_tci_ok(th_plan_for_gpu(t.g, &p));
+            ck_assert_ptr_null(attention_step(p));
+            int gemms = 0;
+            for (int i = 0; i < p->num_steps; i++) gemms += p->steps[i].kind == PLAN_STEP_GEMM;
+            ck_assert_int_eq(gemms, 2);
+            plan_destroy(p);
+        }
         ir_graph_destroy(t.g);
     }
-    /* fp32 storage: the whole plan (TCI_PRECISION_FP32), or the node kept in fp32; a bf16 plan
-     * takes the step */
+    /* fp32 storage: the whole plan (TCI_PRECISION_FP32), or the node kept in fp32, lowers
+     * unfused, in fp32; a bf16 plan takes the step */
     for (int kept = 0; kept < 3; kept++) {
         sdpa_graph t;
         build(&t, 4, H, H, D, F, 0, NULL, 1);
@@ -199,14 +212,19 @@ START_TEST(test_sdpa_plan_refusals) {
                                                  : TCI_PRECISION_FP32,
                           .fp32_layers = kept == 1 ? layers : NULL};
         plan *p = NULL;
+        ck_assert_tci_ok(plan_build(t.g, &o, &p));
         if (kept == 2) {
-            ck_assert_tci_ok(plan_build(t.g, &o, &p));
             ck_assert_ptr_nonnull(attention_step(p));
-            plan_destroy(p);
         } else {
-            ck_assert_tci_error(plan_build(t.g, &o, &p), TCI_ERR_UNSUPPORTED,
-                                "fp32 storage (the kernel has fp16 and bf16): no GPU path");
+            ck_assert_ptr_null(attention_step(p));
+            for (int i = 0; i < p->num_steps; i++) {
+                const plan_step *st = &p->steps[i];
+                if (st->kind != PLAN_STEP_GEMM) continue;
+                ck_assert_int_eq(p->tensors[st->outputs[0]].dtype, TCI_DTYPE_FLOAT);
+                ck_assert_msg(strstr(st->label, "(unfused: fp32 storage"), "%s", st->label);
+            }
         }
+        plan_destroy(p);
         ir_graph_destroy(t.g);
     }
     /* a mask over fewer keys than K holds (ONNX masks the rest) */
