@@ -406,5 +406,6 @@ extern const op_desc *const layer_linalg_ops[];    /* linalg.c: Det */
 extern const op_desc *const layer_image_ops[];     /* image.c: CenterCropPad, Col2Im */
 extern const op_desc *const layer_loss_ops[];      /* loss.c: NegativeLogLikelihoodLoss,
                                                       SoftmaxCrossEntropyLoss */
+extern const op_desc *const layer_roi_ops[];       /* roi.c: RoiAlign */
 
 #endif

@@ -104,6 +104,19 @@ def cases():
     yield "SoftmaxCrossEntropyLoss mean of nothing (NaN)", \
         node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"], ignore_index=-1), \
         [x4, np.full((2, 5, 4), -1, np.int64)], 12
+    feat = normal(2, 3, 10, 12)
+    boxes = np.array([[0, 0, 9, 9], [2.5, 1.2, 11.7, 8.3], [-3, -2, 4, 5], [6, 7, 30, 20],
+                      [4, 4, 4.2, 4.1]], np.float32)
+    owners = np.array([0, 1, 1, 0, 1], np.int64)
+    yield "RoiAlign adaptive sampling, boxes past the edges", \
+        node("RoiAlign", ["x", "r", "b"], ["y"], output_height=3, output_width=4,
+             spatial_scale=0.8), [feat, boxes, owners], 16
+    yield "RoiAlign max adaptive", \
+        node("RoiAlign", ["x", "r", "b"], ["y"], mode="max", output_height=2, output_width=2), \
+        [feat, boxes, owners], 16
+    yield "RoiAlign opset 10 (output_half_pixel), sampling_ratio 3", \
+        node("RoiAlign", ["x", "r", "b"], ["y"], output_height=2, output_width=3,
+             sampling_ratio=3, spatial_scale=0.5), [feat, boxes, owners], 10
 
 
 def main():
