@@ -407,5 +407,6 @@ extern const op_desc *const layer_image_ops[];     /* image.c: CenterCropPad, Co
 extern const op_desc *const layer_loss_ops[];      /* loss.c: NegativeLogLikelihoodLoss,
                                                       SoftmaxCrossEntropyLoss */
 extern const op_desc *const layer_roi_ops[];       /* roi.c: RoiAlign */
+extern const op_desc *const layer_spectral_ops[];  /* spectral.c: DFT, STFT, MelWeightMatrix */
 
 #endif
