@@ -408,5 +408,7 @@ extern const op_desc *const layer_loss_ops[];      /* loss.c: NegativeLogLikelih
                                                       SoftmaxCrossEntropyLoss */
 extern const op_desc *const layer_roi_ops[];       /* roi.c: RoiAlign */
 extern const op_desc *const layer_spectral_ops[];  /* spectral.c: DFT, STFT, MelWeightMatrix */
+extern const op_desc *const layer_unique_ops[];    /* unique.c: Unique */
+extern const op_desc *const layer_unpool_ops[];    /* unpool.c: MaxUnpool */
 
 #endif

@@ -24,11 +24,11 @@ def normal(*shape):
 
 def model(node, inputs, opset):
     dtypes = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64,
-              np.dtype(np.int32): TP.INT32, np.dtype(np.bool_): TP.BOOL}
+              np.dtype(np.int32): TP.INT32, np.dtype(np.bool_): TP.BOOL, np.dtype(np.int8): TP.INT8}
     names = [n for n in node.input if n]
     ins = [helper.make_tensor_value_info(n, dtypes[v.dtype], list(v.shape))
            for n, v in zip(names, inputs)]
-    outs = [helper.make_empty_tensor_value_info(n) for n in node.output]
+    outs = [helper.make_empty_tensor_value_info(n) for n in node.output if n]
     m = helper.make_model(helper.make_graph([node], "g", ins, outs),
                           opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 10
@@ -153,6 +153,31 @@ def cases():
         node("MelWeightMatrix", ["m", "d", "r", "lo", "hi"], ["y"], output_datatype=TP.DOUBLE), \
         [np.array(8, np.int32), np.array(100, np.int32), np.array(8000, np.int32),
          np.array(0, np.float32), np.array(3000, np.float32)], 17
+    ints = RNG.integers(0, 3, (3, 4, 2)).astype(np.int64)
+    ints[:, 2] = ints[:, 0]  # a repeated slice along axis 1
+    yield "Unique axis 1 of int64, not sorted, four outputs", \
+        node("Unique", ["x"], ["y", "i", "v", "c"], axis=1, sorted=0), [ints], 11
+    yield "Unique axis -1 of float, sorted", \
+        node("Unique", ["x"], ["y", "i", "v", "c"], axis=-1), \
+        [np.round(normal(2, 6)).astype(np.float32)[:, [0, 1, 0, 2, 3, 1]]], 11
+    yield "Unique flattened int8, Y alone, not sorted", \
+        node("Unique", ["x"], ["y"], sorted=0), \
+        [RNG.integers(-4, 4, (5, 7)).astype(np.int8)], 11
+    yield "Unique flattened, Y and counts", node("Unique", ["x"], ["y", "", "", "c"]), \
+        [np.round(x * 2)], 11
+    # MaxPool's indices of a 5 x 5 map (kernel 2, stride 2: the last row and column unread)
+    # into output_shape, the map's own shape
+    pooled = np.array([[[[5, 6], [7, 8]], [[1, 2], [3, 4]]]], np.float32)
+    pool_idx = np.array([[[[6, 8], [16, 18]], [[25, 28], [40, 43]]]], np.int64)
+    yield "MaxUnpool output_shape of MaxPool's input (5 x 5)", \
+        node("MaxUnpool", ["x", "i", "s"], ["y"], kernel_shape=[2, 2], strides=[2, 2]), \
+        [pooled, pool_idx, np.array([1, 2, 5, 5], np.int64)], 11
+    yield "MaxUnpool 1-D with pads, opset 9", \
+        node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[3], strides=[2], pads=[1, 0]), \
+        [normal(2, 1, 4), np.array([[[0, 2, 4, 7]], [[9, 10, 13, 15]]], np.int64)], 9
+    yield "MaxUnpool 3-D", \
+        node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2, 2, 2], strides=[2, 2, 2]), \
+        [normal(1, 1, 1, 2, 1), np.array([[[[[3], [13]]]]], np.int64)], 22
 
 
 def main():
