@@ -1,9 +1,9 @@
 /* Op family 'unique': Unique, the distinct elements (or slices along an axis) of a tensor, sorted
  * or in order of first occurrence, with where each first occurs, where each element went and how
  * often each occurs. Output sizes follow from the values: infer computes them once the input is
- * known (the reference's run). Every stored type but bfloat16; NaNs are one value, after every
- * number (numpy's unique). CPU reference only (no GPU path: the planner refuses it naming the
- * node). */
+ * known (the reference's run). Every stored type (version 28 adds bfloat16, which tcinfer does
+ * not store); NaNs are one value, after every number (numpy's unique). CPU reference only (no
+ * GPU path: the planner refuses it naming the node). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -227,7 +227,7 @@ static tci_status unique_forward(const ir_node *node, const tci_tensor *const *i
 
 /* ---- descriptors ---- */
 
-OP_DESC(unique_desc, "Unique", OP_VERSIONS(11), unique_parse, unique_infer, unique_forward, 0,
+OP_DESC(unique_desc, "Unique", OP_VERSIONS(11, 28), unique_parse, unique_infer, unique_forward, 0,
         NULL, NULL, BINARY_NONE);
 
 const op_desc *const layer_unique_ops[] = {&unique_desc, NULL};

@@ -24,7 +24,8 @@ def normal(*shape):
 
 def model(node, inputs, opset):
     dtypes = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64,
-              np.dtype(np.int32): TP.INT32, np.dtype(np.bool_): TP.BOOL, np.dtype(np.int8): TP.INT8}
+              np.dtype(np.int32): TP.INT32, np.dtype(np.bool_): TP.BOOL, np.dtype(np.int8): TP.INT8,
+              np.dtype(np.uint8): TP.UINT8}
     names = [n for n in node.input if n]
     ins = [helper.make_tensor_value_info(n, dtypes[v.dtype], list(v.shape))
            for n, v in zip(names, inputs)]
@@ -178,6 +179,19 @@ def cases():
     yield "MaxUnpool 3-D", \
         node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[2, 2, 2], strides=[2, 2, 2]), \
         [normal(1, 1, 1, 2, 1), np.array([[[[[3], [13]]]]], np.int64)], 22
+    yield "BitwiseXor int8 broadcast (2, 1, 4) ^ (3, 1)", node("BitwiseXor", ["a", "b"], ["y"]), \
+        [RNG.integers(-128, 128, (2, 1, 4)).astype(np.int8),
+         RNG.integers(-128, 128, (3, 1)).astype(np.int8)], 18
+    yield "BitwiseAnd int64 broadcast", node("BitwiseAnd", ["a", "b"], ["y"]), \
+        [RNG.integers(-2**62, 2**62, (3, 4)), RNG.integers(-2**62, 2**62, (4,))], 18
+    yield "BitwiseNot int32", node("BitwiseNot", ["a"], ["y"]), \
+        [RNG.integers(-2**31, 2**31, (2, 5)).astype(np.int32)], 18
+    yield "BitShift uint8 LEFT broadcast, opset 11", \
+        node("BitShift", ["a", "b"], ["y"], direction="LEFT"), \
+        [RNG.integers(0, 256, (2, 3)).astype(np.uint8), np.array([0, 3, 7], np.uint8)], 11
+    yield "BitShift uint8 RIGHT, opset 11", \
+        node("BitShift", ["a", "b"], ["y"], direction="RIGHT"), \
+        [RNG.integers(0, 256, (4,)).astype(np.uint8), np.array([1, 2, 5, 7], np.uint8)], 11
 
 
 def main():
