@@ -1,5 +1,6 @@
 /* RoiAlign (roi.c): hand-computed values in both modes and coordinate transformations, opset 10's
  * attributes, and the errors ONNX's cases do not reach. */
+#include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
 
@@ -125,11 +126,29 @@ START_TEST(test_roi_align_errors) {
 }
 END_TEST
 
+/* The GPU planner refuses it naming the node (no GPU path: CPU reference only). */
+START_TEST(test_roi_align_gpu_plan) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    ir_tensor *x = th_named(g, "x", F, 4, (const int64_t[]){1, 8, 6, 6}, NULL);
+    ir_tensor *r = th_named(g, "r", F, 2, (const int64_t[]){3, 4}, NULL);
+    ir_tensor *b = th_named(g, "b", TCI_DTYPE_INT64, 1, (const int64_t[]){3}, NULL);
+    ir_tensor *y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    th_graph_io(g, (ir_tensor *[]){x, r, b}, 3, &y, 1);
+    th_node_io(g, "roi", "RoiAlign", 16, (ir_tensor *[]){x, r, b}, 3, (ir_tensor *[]){y}, 1);
+    plan *p = NULL;
+    ck_assert_tci_error(th_plan_for_gpu(g, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'roi' (RoiAlign): op RoiAlign has no GPU path yet");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("roi");
     TCase *t = tcase_create("roi");
     tcase_add_test(t, test_roi_align_values);
     tcase_add_test(t, test_roi_align_errors);
+    tcase_add_test(t, test_roi_align_gpu_plan);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }
