@@ -415,5 +415,11 @@ extern const op_desc *const layer_linalg_ops[];    /* linalg.c: Det */
 extern const op_desc *const layer_image_ops[];     /* image.c: CenterCropPad, Col2Im */
 extern const op_desc *const layer_loss_ops[];      /* loss.c: NegativeLogLikelihoodLoss,
                                                       SoftmaxCrossEntropyLoss */
+extern const op_desc *const layer_roi_ops[];       /* roi.c: RoiAlign */
+extern const op_desc *const layer_spectral_ops[];  /* spectral.c: DFT, STFT, MelWeightMatrix */
+extern const op_desc *const layer_unique_ops[];    /* unique.c: Unique */
+extern const op_desc *const layer_unpool_ops[];    /* unpool.c: MaxUnpool */
+extern const op_desc *const layer_bitwise_ops[];   /* bitwise.c: BitwiseAnd, BitwiseOr, BitwiseXor,
+                                                      BitwiseNot, BitShift */
 
 #endif
