@@ -46,7 +46,7 @@ bool fft_plan_init(fft_plan *plan, int64_t n) {
     /* each twiddle from its own angle (no recurrence, so no error builds up along k) */
     for (int64_t k = 0; k < m / 2; k++) {
         double a = -two_pi * (double)k / (double)m;
-        plan->tw[k] = CMPLX(cos(a), sin(a));
+        plan->tw[k] = fft_complex(cos(a), sin(a));
     }
     if (m == n) return true;
     plan->chirp = malloc((size_t)n * sizeof *plan->chirp);
@@ -60,7 +60,7 @@ bool fft_plan_init(fft_plan *plan, int64_t n) {
     int64_t k2 = 0;
     for (int64_t k = 0; k < n; k++) {
         double a = -two_pi / 2 * (double)k2 / (double)n;
-        plan->chirp[k] = CMPLX(cos(a), sin(a));
+        plan->chirp[k] = fft_complex(cos(a), sin(a));
         k2 = (k2 + 2 * k + 1) % (2 * n);
     }
     plan->kernel[0] = conj(plan->chirp[0]);

@@ -24,4 +24,21 @@ void fft_plan_free(fft_plan *plan);
  * unnormalised (the caller divides an inverse by n). */
 void fft_run(const fft_plan *plan, double complex *data, bool inverse);
 
+/* re + i im, exactly (also for infinities and NaN, which re + im * I mixes into the real part):
+ * C11's CMPLX where the compiler has it (clang before 12 does not), else through the layout C11
+ * gives a complex number, an array of its two parts. */
+static inline double complex fft_complex(double re, double im) {
+#ifdef CMPLX
+    return CMPLX(re, im);
+#else
+    union {
+        double complex z;
+        double parts[2];
+    } u;
+    u.parts[0] = re;
+    u.parts[1] = im;
+    return u.z;
+#endif
+}
+
 #endif

@@ -185,7 +185,7 @@ static tci_status dft_forward(const ir_node *node, const tci_tensor *const *in,
             for (int64_t k = 0; k < n; k++) line[k] = 0;
             for (int64_t k = 0; k < take; k++) {
                 const float *v = xd + ((o * len + k) * inner + i) * c;
-                line[k] = CMPLX(v[0], c == 2 ? v[1] : 0.0);
+                line[k] = fft_complex(v[0], c == 2 ? v[1] : 0.0);
             }
             if (irfft) {
                 /* the Hermitian spectrum: X[n - k] = conj(X[k]); the imaginary parts of X[0]
@@ -320,7 +320,7 @@ static tci_status stft_forward(const ir_node *node, const tci_tensor *const *in,
             const float *frame = xd + (b * signal + t * s.step) * c;
             for (int64_t k = 0; k < n; k++) {
                 float wk = w ? w[k] : 1.0f;
-                line[k] = CMPLX(frame[k * c] * wk, c == 2 ? frame[k * c + 1] * wk : 0.0f);
+                line[k] = fft_complex(frame[k * c] * wk, c == 2 ? frame[k * c + 1] * wk : 0.0f);
             }
             fft_run(&fft, line, false);
             float *y = yd + (b * s.frames + t) * s.bins * 2;
