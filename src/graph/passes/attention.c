@@ -12,9 +12,10 @@
  * Slice, Split) and through constant scalar scalings of Q' and K', to the tensors that hold
  * their values (a packed QKV projection read three times, or three projections): the step reads
  * them there through strides and offsets (view.h: dims merged on the way that no one stride
- * says, batch and heads of a packed tensor, are fine once split again). The output is followed forward through Transposes and
- * Reshapes (the head merge before an output projection) and written there through strides. A
- * tensor between them that anything outside the attention reads stops the walk there.
+ * says, batch and heads of a packed tensor, are fine once split again). The output is followed
+ * forward through Transposes and Reshapes (the head merge before an output projection) and
+ * written there through strides. A tensor between them that anything outside the attention reads
+ * stops the walk there.
  * The nodes stay in the graph, marked fused_into, so the CPU reference runs them as before. Roles
  * come from the descriptors (op_desc.pattern, op_desc.binary), never from op names. */
 #include <math.h>
