@@ -1,0 +1,57 @@
+/* The Triton backend's shared parts (backend.c: the entry points, instances and execution;
+ * engines.c: building and checking a model's engines). */
+#ifndef TCI_SERVING_TRITON_BACKEND_H
+#define TCI_SERVING_TRITON_BACKEND_H
+
+#include <pthread.h>
+
+#include "model_config.h"
+
+#define TCT_MAX_DEVICES 64
+
+typedef struct tct_model {
+    char *name;
+    char *repo_dir;   /* the model's folder: config.pbtxt, version folders */
+    char *model_path; /* <repo_dir>/<version>/model.onnx (or model.tci, an engine file) */
+    int is_engine_file;
+    tct_model_config config;
+    pthread_mutex_t lock; /* guards the engines below while instances are created */
+    tci_engine *cpu_engine;
+    tci_engine *gpu_engines[TCT_MAX_DEVICES];
+} tct_model;
+
+typedef struct tct_instance {
+    tct_model *model;
+    TRITONBACKEND_ModelInstance *triton;
+    int device; /* -1: a CPU instance */
+    const tci_engine *engine;
+    tci_context *ctx;
+    size_t num_inputs;
+    const char **input_names; /* engine order; the strings live as long as the engine */
+    void **scratch;           /* per input: where the batch is gathered */
+    size_t *scratch_bytes;
+    int pinned_scratch; /* a GPU instance's scratch is pinned host memory (cudaHostAlloc) */
+} tct_instance;
+
+#define RETURN_IF_ERROR(expr)                                                                     \
+    do {                                                                                          \
+        TRITONSERVER_Error *err_ = (expr);                                                        \
+        if (err_) return err_;                                                                    \
+    } while (0)
+
+void tct_log_message(TRITONSERVER_LogLevel level, const char *msg);
+/* tcinfer's log callback: the message into Triton's log, user the model's name */
+void tct_engine_log(tci_log_level level, const char *message, void *user);
+/* A failed tcinfer call as a Triton error carrying tcinfer's message. */
+TRITONSERVER_Error *tct_tci_failure(tci_status status, const char *model);
+/* a "/" b, malloc'ed (NULL when out of memory) */
+char *tct_join_path(const char *a, const char *b);
+
+/* m's engine options (precision, fp32 layers, timing cache from its config; the log) */
+void tct_engine_options(const tct_model *m, tci_engine_options *o);
+/* Whether engine e's inputs and outputs are what m's config says (gpu: a GPU engine). */
+TRITONSERVER_Error *tct_check_engine(const tct_model *m, const tci_engine *e, int gpu);
+/* m's engine for device (-1: the CPU reference), built or loaded once and shared. */
+TRITONSERVER_Error *tct_model_engine(tct_model *m, int device, const tci_engine **out);
+
+#endif
