@@ -17,6 +17,7 @@
 #include "kernels/eltwise.h"
 #include "kernels/gemm_cublas.h"
 #include "kernels/rnn_cudnn.h"
+#include "kernels/rope.h"
 #include "kernels/wmma_conv.h"
 #include "kernels/wmma_gemm.h"
 
@@ -178,6 +179,9 @@ void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *
 tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
                         cudaStream_t stream);
 tci_status gpu_step_error(const plan_step *s, tci_status st);
+/* The rotary step's kernel description (s->u.rotary's geometry; position ids int32 or int64,
+ * the storage dtype). */
+void gpu_rope_desc(const plan_step *s, bool ids_int32, tci_dtype dtype, kern_rope_desc *d);
 
 /* pack.c: constants packed and uploaded */
 tci_status gpu_upload_bytes(const void *host, size_t bytes, void **out);

@@ -154,6 +154,22 @@ static tci_status run_rnn(const exec_gpu_engine *e, const exec_gpu_context *c, v
     return status_error(TCI_ERR_INTERNAL, "unknown recurrent step phase %d", (int)r->phase);
 }
 
+void gpu_rope_desc(const plan_step *s, bool ids_int32, tci_dtype dtype, kern_rope_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->batch = s->u.rotary.batch;
+    d->heads = s->u.rotary.heads;
+    d->seq = s->u.rotary.seq;
+    d->head_size = s->u.rotary.head_size;
+    d->heads_first = s->u.rotary.heads_first;
+    d->rotary_dim = s->u.rotary.rotary_dim;
+    d->interleaved = s->u.rotary.interleaved;
+    d->cache_batch = s->u.rotary.cache_batch;
+    d->positions = s->u.rotary.positions;
+    d->ids_batch = s->u.rotary.ids_batch;
+    d->ids_int32 = ids_int32;
+    d->dtype = dtype;
+}
+
 tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
                         cudaStream_t stream) {
     const plan *p = e->plan;
@@ -283,20 +299,9 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
     }
     case PLAN_STEP_ROTARY: {
         kern_rope_desc d;
-        memset(&d, 0, sizeof d);
-        d.batch = s->u.rotary.batch;
-        d.heads = s->u.rotary.heads;
-        d.seq = s->u.rotary.seq;
-        d.head_size = s->u.rotary.head_size;
-        d.heads_first = s->u.rotary.heads_first;
-        d.rotary_dim = s->u.rotary.rotary_dim;
-        d.interleaved = s->u.rotary.interleaved;
-        d.cache_batch = s->u.rotary.cache_batch;
-        d.positions = s->u.rotary.positions;
-        d.ids_batch = s->u.rotary.ids_batch;
-        d.ids_int32 =
+        const bool ids_int32 =
             s->inputs[3] >= 0 && gpu_tensor_of(p, s->inputs[3])->dtype == TCI_DTYPE_INT32;
-        d.dtype = y->dtype;
+        gpu_rope_desc(s, ids_int32, y->dtype, &d);
         return kern_rotary_embedding(&d, in[0], in[1], in[2], in[3], out, c->gather_error, stream);
     }
     case PLAN_STEP_GROUPNORM:
