@@ -11,6 +11,7 @@
 
 #include "gpu_harness.h"
 #include "graph/cpu/exec_cpu.h"
+#include "graph/gpu/gpu_internal.h"
 #include "graph/plan.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
@@ -66,20 +67,6 @@ static void assert_close(tci_dtype dt, const float *got, const float *want, size
     }
 }
 
-/* Output `index` of graph g run on the CPU reference (a malloc'd copy). */
-static float *cpu_output(ir_graph *g, const tci_tensor *in, size_t num_in, size_t index) {
-    exec_cpu *ex;
-    ck_assert_tci_ok(exec_cpu_create(g, &ex));
-    ck_assert_tci_ok(exec_cpu_run(ex, in, num_in));
-    const tci_tensor *y = exec_cpu_output(ex, index);
-    size_t bytes = (size_t)op_count(y) * sizeof(float);
-    float *copy = malloc(bytes ? bytes : 1);
-    ck_assert_ptr_nonnull(copy);
-    memcpy(copy, y->data, bytes);
-    exec_cpu_destroy(ex);
-    return copy;
-}
-
 /* ---- RMSNormalization ---- */
 
 /* RMSNormalization of X (rank dims) over its dims from axis on, the scale one row of those; with
@@ -120,7 +107,7 @@ static void check_rms(tci_dtype dt, int rank, const int64_t *dims, int64_t axis,
     /* the CPU reference sums in fp32; the step rounds the sum to dt, so the reference runs on
      * that rounded sum */
     tci_tensor tin[2] = {th_tensor(F32, rank, dims, a), th_tensor(F32, rank, dims, r)};
-    float *sum = residual ? cpu_output(g, tin, 2, 1) : NULL;
+    float *sum = residual ? th_cpu_output(g, tin, 2, 1) : NULL;
     if (sum) gpu_round_to(dt, sum, (size_t)n);
     ir_graph *ref;
     ck_assert_tci_ok(ir_graph_create(&ref));
@@ -135,7 +122,7 @@ static void check_rms(tci_dtype dt, int rank, const int64_t *dims, int64_t axis,
         th_graph_io(ref, &rx, 1, &ry, 1);
     }
     tci_tensor rin = th_tensor(F32, rank, dims, sum ? sum : a);
-    float *want = cpu_output(ref, &rin, 1, 0);
+    float *want = th_cpu_output(ref, &rin, 1, 0);
     void *da = upload_as(dt, a, (size_t)n), *dr = upload_as(dt, r, (size_t)n);
     void *dsc = upload_as(dt, scale, (size_t)len);
     void *dy = gpu_upload(NULL, gpu_dtype_size(dt) * (size_t)n);
@@ -213,18 +200,7 @@ static float *run_rope(tci_dtype dt, const plan_step *s, const float *x, size_t 
                        const float *cosv, const float *sinv, size_t cache_n, const int64_t *ids,
                        size_t num_ids, int *flag) {
     kern_rope_desc d;
-    memset(&d, 0, sizeof d);
-    d.batch = s->u.rotary.batch;
-    d.heads = s->u.rotary.heads;
-    d.seq = s->u.rotary.seq;
-    d.head_size = s->u.rotary.head_size;
-    d.heads_first = s->u.rotary.heads_first;
-    d.rotary_dim = s->u.rotary.rotary_dim;
-    d.interleaved = s->u.rotary.interleaved;
-    d.cache_batch = s->u.rotary.cache_batch;
-    d.positions = s->u.rotary.positions;
-    d.ids_batch = s->u.rotary.ids_batch;
-    d.dtype = dt;
+    gpu_rope_desc(s, false, dt, &d); /* ids, where given, are int64 */
     void *dx = upload_as(dt, x, n), *dy = gpu_upload(NULL, gpu_dtype_size(dt) * n);
     void *dc = upload_as(dt, cosv, cache_n), *ds = upload_as(dt, sinv, cache_n);
     void *di = ids ? gpu_upload(ids, sizeof(int64_t) * num_ids) : NULL;
@@ -278,7 +254,7 @@ static void check_rope(tci_dtype dt, const rope_case *k, uint64_t seed) {
     ck_assert_ptr_nonnull(s);
     tci_tensor tin[2] = {th_tensor(F32, k->rank, k->rank == 4 ? x4 : x3, x),
                          th_tensor(TCI_DTYPE_INT64, 2, idd, ids)};
-    float *want = cpu_output(g, tin, k->with_ids ? 2 : 1, 0);
+    float *want = th_cpu_output(g, tin, k->with_ids ? 2 : 1, 0);
     int flag = -1;
     float *got = run_rope(dt, s, x, n, cosv, sinv, cache_n, k->with_ids ? ids : NULL,
                           (size_t)(idd[0] * RS), &flag);

@@ -1,6 +1,7 @@
 /* Shared bits of the Check unit tests. */
 #include "harness.h"
 
+#include "graph/cpu/exec_cpu.h"
 #include "graph/passes.h"
 #include "graph/plan.h"
 
@@ -120,6 +121,20 @@ tci_status th_run(ir_graph *graph, ir_node *node, const tci_tensor *inputs, tci_
     tci_status st = op_prepare_node(node, graph->arena);
     if (st != TCI_OK) return st;
     return op_run_node(node, in, out);
+}
+
+float *th_cpu_output(ir_graph *graph, const tci_tensor *in, size_t num_in, size_t index) {
+    exec_cpu *ex;
+    ck_assert_tci_ok(exec_cpu_create(graph, &ex));
+    ck_assert_tci_ok(exec_cpu_run(ex, in, num_in));
+    const tci_tensor *y = exec_cpu_output(ex, index);
+    ck_assert_int_eq(y->dtype, TCI_DTYPE_FLOAT);
+    size_t bytes = (size_t)op_count(y) * sizeof(float);
+    float *copy = malloc(bytes ? bytes : 1);
+    ck_assert_ptr_nonnull(copy);
+    memcpy(copy, y->data, bytes);
+    exec_cpu_destroy(ex);
+    return copy;
 }
 
 void th_free(tci_tensor *outputs, int count) {

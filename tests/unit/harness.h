@@ -56,6 +56,10 @@ tci_tensor th_tensor(tci_dtype dtype, int rank, const int64_t *dims, const void 
 tci_status th_run(ir_graph *graph, ir_node *node, const tci_tensor *inputs, tci_tensor *outputs);
 void th_free(tci_tensor *outputs, int count);
 
+/* Runs the whole graph on the CPU reference executor with inputs in[] (graph input order) and
+ * returns a malloc'd copy of float output `index`. */
+float *th_cpu_output(ir_graph *graph, const tci_tensor *in, size_t num_in, size_t index);
+
 /* Asserts |got[i] - want[i]| <= tol for all i, reporting the first index that differs. */
 void th_assert_near(const float *got, const float *want, size_t count, float tol);
 

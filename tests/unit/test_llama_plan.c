@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/cpu/exec_cpu.h"
 #include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
@@ -28,20 +27,6 @@ static int count_steps(const plan *p, plan_step_kind kind) {
 
 static void fill(float *v, int64_t n, float a, float b) {
     for (int64_t i = 0; i < n; i++) v[i] = sinf(a * (float)i + b) * 1.5f;
-}
-
-/* Runs graph g on the CPU reference with inputs in[] and returns a copy of output `index`. */
-static float *cpu_output(ir_graph *g, const tci_tensor *in, size_t num_in, size_t index) {
-    exec_cpu *ex;
-    ck_assert_tci_ok(exec_cpu_create(g, &ex));
-    ck_assert_tci_ok(exec_cpu_run(ex, in, num_in));
-    const tci_tensor *y = exec_cpu_output(ex, index);
-    size_t bytes = (size_t)op_count(y) * sizeof(float);
-    float *copy = malloc(bytes);
-    ck_assert_ptr_nonnull(copy);
-    memcpy(copy, y->data, bytes);
-    exec_cpu_destroy(ex);
-    return copy;
 }
 
 /* ---- RMSNormalization ---- */
@@ -101,7 +86,7 @@ START_TEST(test_rms_plan_axes) {
         fill(x, 48, 0.7f, 0.2f);
         replay_rms(s, x, NULL, scale, got, NULL);
         tci_tensor tin = th_tensor(F, 3, xd, x);
-        float *want = cpu_output(g, &tin, 1, 0);
+        float *want = th_cpu_output(g, &tin, 1, 0);
         th_assert_near(got, want, 48, 1e-5f);
         free(want);
         plan_destroy(p);
@@ -154,7 +139,7 @@ START_TEST(test_rms_plan_residual) {
     replay_rms(s, ra_v, rb_v, scale, yv, hv);
     for (int i = 0; i < 80; i++) got[i] = yv[i] + hv[i];
     tci_tensor tin[2] = {th_tensor(F, 2, xd, av), th_tensor(F, 2, xd, bv)};
-    float *want = cpu_output(g, tin, 2, 0);
+    float *want = th_cpu_output(g, tin, 2, 0);
     th_assert_near(got, want, 80, 1e-5f);
     free(want);
     plan_destroy(p);
@@ -318,7 +303,7 @@ START_TEST(test_rotary_plan_replay) {
         replay_rotary(s, x, cosv, sinv, k->with_ids ? ids : NULL, got);
         tci_tensor tin[2] = {th_tensor(F, k->rank, k->rank == 4 ? x4 : x3, x),
                              th_tensor(TCI_DTYPE_INT64, 2, idd, ids)};
-        float *want = cpu_output(g, tin, k->with_ids ? 2 : 1, 0);
+        float *want = th_cpu_output(g, tin, k->with_ids ? 2 : 1, 0);
         th_assert_near(got, want, N, 1e-6f);
         free(want);
         plan_destroy(p);
