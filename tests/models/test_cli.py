@@ -1473,7 +1473,9 @@ class CliTest(unittest.TestCase):
                                        ("gpu", "fp16"), ("gpu", "bf16")):
                 out_dir = self.path(f"{name}_{backend}_{precision}")
                 os.makedirs(out_dir)
-                rc, out, err = run("--quiet", "--backend", backend, "--precision", precision,
+                # (the CPU reference is fp32 and takes no --precision)
+                chosen = ["--precision", precision] if backend == "gpu" else []
+                rc, out, err = run("--quiet", "--backend", backend, *chosen,
                                    "--output-dir", out_dir, path, *args, timeout=300)
                 self.assertEqual(rc, 0, f"{name} {backend} {precision}: {err}")
                 results[backend, precision] = {

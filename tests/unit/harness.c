@@ -124,6 +124,10 @@ tci_status th_run(ir_graph *graph, ir_node *node, const tci_tensor *inputs, tci_
 }
 
 float *th_cpu_output(ir_graph *graph, const tci_tensor *in, size_t num_in, size_t index) {
+    /* the executor runs what the passes bound: a graph fresh from th_node_io has no op yet */
+    for (size_t i = 0; i < graph->num_nodes; i++)
+        ck_assert_msg(graph->nodes[i]->desc, "th_cpu_output: node '%s' is not bound to its op: "
+                      "run pass_optimize first", graph->nodes[i]->name);
     exec_cpu *ex;
     ck_assert_tci_ok(exec_cpu_create(graph, &ex));
     ck_assert_tci_ok(exec_cpu_run(ex, in, num_in));
