@@ -5,8 +5,10 @@
  * (instance_group gpus: [N]) is its engine's tci_engine_options.device, which every tcinfer call
  * on the engine and its contexts makes current; the backend sets it itself only for its own
  * copies to and from Triton's buffers. All requests of one execute call
- * whose non-batch dims agree run as one batch. Inputs are gathered from Triton's buffers (CPU
- * memory, or GPU memory copied over), outputs written into the buffers Triton hands out. */
+ * whose non-batch dims agree run as one batch, padded with zero rows up to the instance's next
+ * batch bucket (parameter batch_buckets: a GPU engine plans and captures each batch size it
+ * meets). Inputs are gathered from Triton's buffers (CPU memory, or GPU memory copied over),
+ * outputs written into the buffers Triton hands out. */
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
 
@@ -273,7 +275,77 @@ static void instance_free(tct_instance *in) {
     free(in->scratch);
     free(in->scratch_bytes);
     free(in->input_names);
+    free(in->buckets);
     free(in);
+}
+
+static TRITONSERVER_Error *grow_scratch(tct_instance *in, size_t i, size_t need, size_t row);
+
+/* The instance's batch buckets: parameter batch_buckets where given, else on a GPU instance of a
+ * batching model the powers of two below max_batch_size and max_batch_size itself. */
+static TRITONSERVER_Error *choose_buckets(tct_instance *in) {
+    const tct_model_config *c = &in->model->config;
+    size_t n = 0;
+    if (c->buckets_set) {
+        if (c->num_batch_buckets && c->max_batch <= 0)
+            return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': parameter batch_buckets "
+                             "pads batches, but max_batch_size is 0 (no batch dim)",
+                             in->model->name);
+        for (size_t i = 0; i < c->num_batch_buckets; i++)
+            if (c->batch_buckets[i] > c->max_batch)
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "model '%s': parameter "
+                                 "batch_buckets has %lld, above max_batch_size %d",
+                                 in->model->name, (long long)c->batch_buckets[i], c->max_batch);
+        n = c->num_batch_buckets;
+    } else if (in->device >= 0 && c->max_batch > 1) {
+        for (int64_t b = 1; b < c->max_batch; b *= 2) n++;
+        n++;
+    }
+    if (n == 0) return NULL;
+    if (!(in->buckets = calloc(n, sizeof *in->buckets)))
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    if (c->buckets_set) memcpy(in->buckets, c->batch_buckets, n * sizeof *in->buckets);
+    else
+        for (size_t i = 0; i < n; i++) in->buckets[i] = i + 1 < n ? (int64_t)1 << i : c->max_batch;
+    in->num_buckets = n;
+    return NULL;
+}
+
+/* Runs each bucket once on zero inputs, so that its shape variant is planned (and on a GPU
+ * captured) while the model loads rather than on a request. Models with other variable dims
+ * than the batch are left to warm up on their requests. */
+static TRITONSERVER_Error *warm_up(tct_instance *in) {
+    tci_tensor tensors[64];
+    if (in->num_inputs > sizeof tensors / sizeof tensors[0]) return NULL;
+    uint64_t start = now_ns();
+    for (size_t b = 0; b < in->num_buckets; b++) {
+        for (size_t i = 0; i < in->num_inputs; i++) {
+            tci_tensor_info info;
+            tci_tensor_info_init(&info);
+            tci_status st = tci_engine_input_info(in->engine, i, &info);
+            if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
+            size_t row = tci_dtype_size(info.dtype);
+            for (int d = 1; d < info.rank; d++) {
+                if (info.dims[d] < 1) return NULL;
+                row *= (size_t)info.dims[d];
+            }
+            size_t need = row * (size_t)in->buckets[b];
+            RETURN_IF_ERROR(grow_scratch(in, i, need, row));
+            memset(in->scratch[i], 0, need);
+            tensors[i] = (tci_tensor){.name = info.name, .dtype = info.dtype, .rank = info.rank,
+                                      .data = in->scratch[i]};
+            memcpy(tensors[i].dims, info.dims, sizeof info.dims);
+            tensors[i].dims[0] = in->buckets[b];
+        }
+        tci_status st = tci_context_run(in->ctx, tensors, in->num_inputs);
+        if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
+    }
+    char msg[256];
+    snprintf(msg, sizeof msg, "model '%s': %zu batch sizes (%lld to %lld) warmed up in %.0f ms",
+             in->model->name, in->num_buckets, (long long)in->buckets[0],
+             (long long)in->buckets[in->num_buckets - 1], (double)(now_ns() - start) / 1e6);
+    tct_log_message(TRITONSERVER_LOG_INFO, msg);
+    return NULL;
 }
 
 static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelInstance *instance) {
@@ -314,7 +386,8 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
             return tct_tci_failure(st, in->model->name);
         in->input_names[i] = info.name;
     }
-    return NULL;
+    RETURN_IF_ERROR(choose_buckets(in));
+    return in->device >= 0 ? warm_up(in) : NULL;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
@@ -519,6 +592,13 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
     int batched = in->model->config.max_batch > 0;
     int64_t total = 0;
     for (size_t g = 0; g < n; g++) total += group[g]->batch;
+    /* the run's batch: the smallest bucket that holds the rows, the rest zeros */
+    int64_t padded = total;
+    for (size_t b = 0; batched && b < in->num_buckets; b++)
+        if (in->buckets[b] >= total) {
+            padded = in->buckets[b];
+            break;
+        }
     tci_tensor tensors[64];
     TRITONSERVER_Error *err = NULL;
     if (in->num_inputs > sizeof tensors / sizeof tensors[0])
@@ -536,9 +616,9 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
         t->dtype = tct_tci_dtype(dt);
         t->rank = (int)rank;
         memcpy(t->dims, shape, rank * sizeof *shape);
-        if (batched) t->dims[0] = total;
+        if (batched) t->dims[0] = padded;
         const void *direct = NULL;
-        if (n == 1 && buffers == 1) { /* one request in CPU memory: no copy */
+        if (n == 1 && buffers == 1 && padded == total) { /* one request in CPU memory: no copy */
             uint64_t size;
             TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
             int64_t type_id = 0;
@@ -551,7 +631,7 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
             t->data = (void *)direct; /* read only */
             continue;
         }
-        size_t row = (size_t)bytes / (size_t)group[0]->batch, need = row * (size_t)total;
+        size_t row = (size_t)bytes / (size_t)group[0]->batch, need = row * (size_t)padded;
         if (need == 0) { /* an empty batch: no data to read */
             t->data = in->scratch[i];
             continue;
@@ -565,6 +645,7 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
             if (!err) err = gather_input(group[g]->inputs[i], (char *)in->scratch[i] + at, b);
             at += (size_t)b;
         }
+        if (!err) memset((char *)in->scratch[i] + at, 0, need - at); /* the padding rows */
         t->data = in->scratch[i];
     }
     uint64_t compute_start = now_ns();
@@ -579,7 +660,7 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
                                                                TRITONSERVER_ErrorMessage(err))
                                        : TRITONBACKEND_ResponseNew(&response, r->request);
         if (!rerr) {
-            rerr = respond(in, r, row, total, response);
+            rerr = respond(in, r, row, padded, response);
             TRITONSERVER_Error *serr = TRITONBACKEND_ResponseSend(
                 response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL, rerr);
             if (serr) { /* not sent: the response is still ours */

@@ -31,6 +31,11 @@ typedef struct tct_instance {
     void **scratch;           /* per input: where the batch is gathered */
     size_t *scratch_bytes;
     int pinned_scratch; /* a GPU instance's scratch is pinned host memory (cudaHostAlloc) */
+    /* the batch sizes a batch is padded up to (zero rows), increasing: each new batch size is
+     * a new shape variant of the engine (planned and captured on first use, 16 kept), so a
+     * GPU instance runs a few sizes only; NULL: every batch as it comes */
+    int64_t *buckets;
+    size_t num_buckets;
 } tct_instance;
 
 #define RETURN_IF_ERROR(expr)                                                                     \

@@ -151,6 +151,30 @@ static TRITONSERVER_Error *split_list(const char *key, const char *text, char **
     return NULL;
 }
 
+/* "none", or increasing batch sizes from 1 up, comma-separated */
+static TRITONSERVER_Error *parse_buckets(const char *text, tct_model_config *c) {
+    c->buckets_set = 1;
+    if (strcmp(text, "none") == 0) return NULL;
+    char **list = NULL;
+    TRITONSERVER_Error *err = split_list("batch_buckets", text, &list);
+    size_t n = 0;
+    while (list && list[n]) n++;
+    if (!err && !(c->batch_buckets = calloc(n + 1, sizeof *c->batch_buckets)))
+        err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    for (size_t i = 0; !err && i < n; i++) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(list[i], &end, 10);
+        if (*end || errno || v < 1 || (i > 0 && v <= c->batch_buckets[i - 1]))
+            err = tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter batch_buckets '%s': "
+                            "expected 'none' or increasing batch sizes from 1 up", text);
+        else c->batch_buckets[c->num_batch_buckets++] = v;
+    }
+    for (size_t i = 0; list && list[i]; i++) free(list[i]);
+    free(list);
+    return err;
+}
+
 static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config *c) {
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "parameters");
     const cJSON *p;
@@ -203,10 +227,13 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
                 return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter cpu_threads '%s': "
                                  "expected a count 0..1024", v);
             c->cpu_threads = (int)n;
+        } else if (strcmp(p->string, "batch_buckets") == 0) {
+            TRITONSERVER_Error *err = parse_buckets(v, c);
+            if (err) return err;
         } else {
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "unknown parameter '%s' (the tcinfer "
                              "backend takes precision, fp32_layers, keep_precision, timing_cache, "
-                             "cpu_threads, accuracy_target, calibration_inputs)",
+                             "cpu_threads, accuracy_target, calibration_inputs, batch_buckets)",
                              p->string);
         }
     }
@@ -269,6 +296,7 @@ void tct_config_free(tct_model_config *c) {
         free(c->calibration_inputs[i]);
     free(c->calibration_inputs);
     free(c->timing_cache);
+    free(c->batch_buckets);
     free(c->model_filename);
     free_tensors(c->inputs, c->num_inputs);
     free_tensors(c->outputs, c->num_outputs);

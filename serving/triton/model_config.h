@@ -32,6 +32,10 @@ typedef struct tct_model_config {
     int kept_set;                 /* the parameter is given */
     char *timing_cache;           /* parameter "timing_cache": a file, relative to the model folder */
     int cpu_threads;              /* parameter "cpu_threads": OpenBLAS threads of CPU instances */
+    int64_t *batch_buckets;       /* parameter "batch_buckets": the batch sizes a batch is padded
+                                     up to, increasing; "none": num 0 */
+    size_t num_batch_buckets;
+    int buckets_set;              /* the parameter is given */
     char *model_filename;         /* default_model_filename, or NULL */
     tct_tensor_config *inputs;
     size_t num_inputs;

@@ -77,6 +77,20 @@ class TritonBackendTest(unittest.TestCase):
                     'instance_group [{ kind: KIND_CPU, count: 2 }]\n'
                     'parameters { key: "cpu_threads" value { string_value: "1" } }\n'
                     'parameters { key: "precision" value { string_value: "bf16" } }\n')
+        # batches padded up to 4 or 8 rows (on a GPU instance: few shape variants to plan)
+        write_model(repo, "mlp_buckets", cls.mlp,
+                    'max_batch_size: 8\n'
+                    'instance_group [{ kind: KIND_CPU, count: 1 }]\n'
+                    'dynamic_batching { max_queue_delay_microseconds: 100000 }\n'
+                    'parameters { key: "batch_buckets" value { string_value: "4, 8" } }\n')
+        write_model(repo, "bad_buckets", cls.mlp,
+                    'max_batch_size: 8\n'
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "batch_buckets" value { string_value: "8,4" } }\n')
+        write_model(repo, "bad_buckets_max", cls.mlp,
+                    'max_batch_size: 8\n'
+                    'instance_group [{ kind: KIND_CPU }]\n'
+                    'parameters { key: "batch_buckets" value { string_value: "4,16" } }\n')
         # variable channels in the config: a wrong count reaches tcinfer, whose error is returned
         write_model(repo, "small_var", cls.small,
                     'max_batch_size: 0\n'
@@ -246,6 +260,20 @@ class TritonBackendTest(unittest.TestCase):
             want = cli_outputs(self.mlp, x, self.workdir, f"mlp{k}")["probs_out"]
             self.assert_close(r.as_numpy("probs_out"), want)
 
+    def test_batch_buckets_pad_and_split(self):
+        # requests of 1, 3 and 5 rows, alone and together: runs of 4 or 8 rows, the padding rows
+        # zeros, each request answered with its own rows only
+        rng = np.random.default_rng(5)
+        xs = [rng.uniform(-1, 1, (k, 784)).astype(np.float32) for k in (1, 3, 5, 1, 2)]
+        with concurrent.futures.ThreadPoolExecutor(5) as pool:
+            results = list(pool.map(lambda x: self.grpc_infer("mlp_buckets", x), xs))
+        results.append(self.grpc_infer("mlp_buckets", xs[2]))  # alone: 5 rows run as 8
+        for k, (x, r) in enumerate(zip(xs + [xs[2]], results)):
+            want = cli_outputs(self.mlp, x, self.workdir, f"bucket{k}")["probs_out"]
+            self.assert_close(r.as_numpy("probs_out"), want)
+        stats = self.http.get_inference_statistics("mlp_buckets")["model_stats"][0]
+        self.assertEqual(stats["inference_count"], 17)
+
     def test_load_script(self):
         # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md):
         # tensors in the requests, then in system shared memory (two client processes, each
@@ -377,6 +405,9 @@ class TritonBackendTest(unittest.TestCase):
                     "bad_keep_fp32": "parameter keep_precision sets what fp16 engines keep their "
                                      "fp32_layers in",
                     "bad_keep_target": "it fixes overflow, not accuracy",
+                    "bad_buckets": "parameter batch_buckets '8,4': expected 'none' or "
+                                   "increasing batch sizes from 1 up",
+                    "bad_buckets_max": "parameter batch_buckets has 16, above max_batch_size 8",
                     "no_file": "no model file",
                     "broken": "model 'broken': tcinfer: model file"}
         for name, reason in expected.items():
