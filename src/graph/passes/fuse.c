@@ -390,20 +390,6 @@ static void fuse_bias(const fuse_ctx *c, ir_node *n, building *b) {
     absorb(b, n, next, "+Add");
 }
 
-/* A new anonymous constant of float values (copied into the graph arena). */
-static tci_status float_constant(ir_graph *g, const float *values, int rank,
-                                 const int64_t *dims, ir_tensor **out) {
-    TRY_STATUS(ir_graph_add_tensor(g, NULL, out));
-    ir_tensor *t = *out;
-    int64_t count = 1;
-    t->dtype = TCI_DTYPE_FLOAT;
-    t->rank = rank;
-    for (int i = 0; i < rank; i++) count *= t->dims[i] = dims[i];
-    t->data = arena_memdup(g->arena, values, (size_t)count * sizeof(float));
-    return t->data || !count ? TCI_OK
-                             : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
-}
-
 /* Conv + BatchNormalization: the statistics folded into new weights and bias (Conv's constant
  * float weights, BN's constant statistics of K channels; otherwise nothing happens). */
 static tci_status fold_batchnorm(ir_graph *g, const fuse_ctx *c, ir_node *n, building *b) {
@@ -429,9 +415,9 @@ static tci_status fold_batchnorm(ir_graph *g, const fuse_ctx *c, ir_node *n, bui
     if (st == TCI_OK && done) {
         const float *src = w->data;
         for (int64_t i = 0; i < k * per; i++) folded[i] = src[i] * scale[i / per];
-        st = float_constant(g, folded, w->rank, w->dims, &b->e.weights);
+        st = ir_graph_add_float_constant(g, folded, w->rank, w->dims, &b->e.weights);
         int64_t bd[1] = {k};
-        if (st == TCI_OK) st = float_constant(g, shift, 1, bd, &b->e.bias);
+        if (st == TCI_OK) st = ir_graph_add_float_constant(g, shift, 1, bd, &b->e.bias);
         if (st == TCI_OK) absorb(b, n, next, "+BatchNormalization");
     }
     free(scale);
