@@ -125,6 +125,10 @@ typedef struct ir_epilogue {
      * (residual its second operand); sum_output that Add's result when something else reads it
      * (the step writes it too), else NULL */
     ir_tensor *sum_output;
+    /* A GEMM whose channels-last result [N, H, W, C] went on through a Transpose to NCHW that
+     * views it as NHWC8 (C a multiple of 8: the same bytes): output is laid out NHWC8, the
+     * step's rows, and its residual is read NHWC8, the same rows */
+    bool nhwc_output;
 } ir_epilogue;
 
 typedef struct ir_node {

@@ -220,9 +220,11 @@ static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g
     }
     free(bias);
     TRY_STATUS(st);
-    /* conversions the residual needs are its Add's steps, in the Add's precision */
+    /* conversions the residual needs are its Add's steps, in the Add's precision; read in the
+     * output's layout (an NHWC8 output holds the step's dense rows) */
     if (e->residual)
-        TRY_STATUS(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_DENSE, &c_index));
+        TRY_STATUS(lower_input(b, e->residual_add, e->residual,
+                               e->nhwc_output ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE, &c_index));
     TRY_STATUS(lower_output(b, node, e->output, &yt));
     plan_step *step;
     TRY_STATUS(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, e->label), &step));
