@@ -77,8 +77,18 @@ tci_status pass_assign_layouts(ir_graph *graph);
  * them by name). */
 tci_status pass_emulate_qdq(ir_graph *graph);
 
-/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fuse_for_gpu, then
- * pass_assign_layouts. */
+/* For the GPU engine, after pass_optimize and before pass_fuse_for_gpu (layer_scale.c): each
+ * Mul of a GEMM's result by a constant per output channel (ConvNeXt's layer scale gamma), the
+ * result reaching it directly or through a constant bias Add and then a Transpose (the
+ * channels-last rows to NCHW), every tensor between read by the next node alone, is folded:
+ * the GEMM (op_desc.scale_columns) and the bias Add read new constants, the old ones left as
+ * they are for other readers, and the Mul's readers read its input; the Mul is removed. The
+ * graph computes the same values in fp32; the residual Add after it can then fuse into the
+ * GEMM's step. A graph already fused is left as it is. */
+tci_status pass_fold_layer_scale(ir_graph *graph);
+
+/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fold_layer_scale,
+ * pass_fuse_for_gpu, then pass_assign_layouts. */
 tci_status pass_prepare_for_gpu(ir_graph *graph);
 
 #endif
