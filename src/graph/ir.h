@@ -125,6 +125,10 @@ typedef struct ir_epilogue {
      * (residual its second operand); sum_output that Add's result when something else reads it
      * (the step writes it too), else NULL */
     ir_tensor *sum_output;
+    /* A GEMM whose channels-last result [N, H, W, C] went on through a Transpose to NCHW that
+     * views it as NHWC8 (C a multiple of 8: the same bytes): output is laid out NHWC8, the
+     * step's rows, and its residual is read NHWC8, the same rows */
+    bool nhwc_output;
 } ir_epilogue;
 
 typedef struct ir_node {
@@ -233,6 +237,10 @@ ir_tensor *ir_graph_find_tensor(const ir_graph *graph, const char *name);
 /* Adds a tensor with that name (copied); error if one exists. name may be NULL for an anonymous
  * temporary. */
 tci_status ir_graph_add_tensor(ir_graph *graph, const char *name, ir_tensor **out_tensor);
+/* Adds an anonymous float constant of the given shape holding a copy of values (in the graph's
+ * arena): what passes that fold weights make, never writing into existing constant data. */
+tci_status ir_graph_add_float_constant(ir_graph *graph, const float *values, int rank,
+                                       const int64_t *dims, ir_tensor **out_tensor);
 /* Adds a node; inputs/outputs arrays are allocated (NULL-filled) with the given counts. */
 tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_type,
                              const char *domain, int num_inputs, int num_outputs,

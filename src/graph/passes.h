@@ -32,7 +32,8 @@ tci_status pass_optimize(ir_graph *graph);
 /* For the GPU engine, after pass_optimize: the attention subgraphs (pass_fuse_attention), then
  * folds each BatchNormalization that follows a Conv into new weights and bias, and records which
  * following nodes (residual Add, a Linear layer's bias, activations, SiLU's Sigmoid+Mul, the
- * erf and tanh Gelus as exporters expand them, a GEMM result's Reshape that keeps its rows) each
+ * erf and tanh Gelus as exporters expand them, a GEMM result's Reshape that keeps its rows or
+ * Transpose of its channels-last rows to NCHW that views them as NHWC8) each
  * node's step computes as its epilogue, as the ops' descriptors allow (OP_FOLDS_BATCHNORM,
  * OP_EPILOGUE_*), and the residual Add before each OP_PROLOGUE_RESIDUAL node
  * (LayerNormalization). The fused nodes stay in the graph, marked fused_into; the CPU executor ignores the marks, the planner lowers the epilogues. Running
@@ -63,8 +64,9 @@ void pass_mark_variant_dims(ir_graph *graph, const ir_graph *ref);
  * keeps_nhwc says so for their NHWC8 input 0, and of ops whose views_as_nhwc says their dense
  * input 0 is an NHWC8 tensor's bytes; for engine inputs read as input 0 by an
  * OP_NHWC_INPUT op; dense for everything else. The outputs of fused nodes take the layout of the
- * step that computes them. The planner lowers every tensor in its recorded layout and refuses a
- * graph this pass has not run on. Running it again gives the same layouts. */
+ * step that computes them (NHWC8 for what a GEMM writes through an NHWC8 view:
+ * ir_epilogue.nhwc_output). The planner lowers every tensor in its recorded layout and refuses
+ * a graph this pass has not run on. Running it again gives the same layouts. */
 tci_status pass_assign_layouts(ir_graph *graph);
 
 /* For the GPU engine, after pass_optimize and before pass_fuse_for_gpu (qdq.c): each
@@ -75,8 +77,18 @@ tci_status pass_assign_layouts(ir_graph *graph);
  * them by name). */
 tci_status pass_emulate_qdq(ir_graph *graph);
 
-/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fuse_for_gpu, then
- * pass_assign_layouts. */
+/* For the GPU engine, after pass_optimize and before pass_fuse_for_gpu (layer_scale.c): each
+ * Mul of a GEMM's result by a constant per output channel (ConvNeXt's layer scale gamma), the
+ * result reaching it directly or through a constant bias Add and then a Transpose (the
+ * channels-last rows to NCHW), every tensor between read by the next node alone, is folded:
+ * the GEMM (op_desc.scale_columns) and the bias Add read new constants, the old ones left as
+ * they are for other readers, and the Mul's readers read its input; the Mul is removed. The
+ * graph computes the same values in fp32; the residual Add after it can then fuse into the
+ * GEMM's step. A graph already fused is left as it is. */
+tci_status pass_fold_layer_scale(ir_graph *graph);
+
+/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fold_layer_scale,
+ * pass_fuse_for_gpu, then pass_assign_layouts. */
 tci_status pass_prepare_for_gpu(ir_graph *graph);
 
 #endif

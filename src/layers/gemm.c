@@ -128,9 +128,87 @@ static tci_status gemm_forward(const ir_node *node, const tci_tensor *const *in,
     return TCI_OK;
 }
 
-OP_DESC(gemm_desc, "Gemm", gemm_versions, gemm_parse, gemm_infer, gemm_forward,
-        OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_SCALE | OP_EPILOGUE_ACT, gemm_gpu_lower, NULL,
-        BINARY_NONE);
+/* ---- the layer-scale fold (op_desc.scale_columns) ---- */
+
+static bool constant_float(const ir_tensor *t) {
+    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) return false;
+    return true;
+}
+
+/* A copy of the constant float w, each element multiplied by the scale of its index along dim
+ * col (scale[0] throughout when count is 1), added to g. */
+static tci_status scaled_copy(ir_graph *g, const ir_tensor *w, int col, const float *scale,
+                              int64_t count, ir_tensor **out) {
+    int64_t total = lower_count(w), inner = lower_prod(w->dims, col + 1, w->rank);
+    float *v = malloc((size_t)(total > 0 ? total : 1) * sizeof *v);
+    if (!v) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding a layer scale");
+    const float *src = w->data;
+    for (int64_t i = 0; i < total; i++)
+        v[i] = src[i] * scale[count == 1 ? 0 : (i / inner) % w->dims[col]];
+    tci_status st = ir_graph_add_float_constant(g, v, w->rank, w->dims, out);
+    free(v);
+    return st;
+}
+
+/* Column j of alpha A B + beta C times scale[j]: B's columns (its rows under transB) and C,
+ * broadcast to N columns first, scaled. */
+static tci_status gemm_scale_columns(ir_graph *g, ir_node *node, const float *scale,
+                                     int64_t count, bool *done) {
+    const gemm_params *p = node->params;
+    ir_tensor *w = node->inputs[1], *c = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    const ir_tensor *y = node->outputs[0];
+    bool use_c = c && p->beta != 0.0f;
+    *done = false;
+    if (!constant_float(w) || w->rank != 2 || y->rank != 2 || y->dims[1] < 0 ||
+        (count != 1 && count != y->dims[1]) || (use_c && (!constant_float(c) || c->rank > 2)))
+        return TCI_OK;
+    int64_t n = y->dims[1], rows = use_c && c->rank == 2 ? c->dims[0] : 1;
+    ir_tensor *scaled_w = NULL, *scaled_c = NULL;
+    TRY_STATUS(scaled_copy(g, w, p->trans_b ? 0 : 1, scale, count, &scaled_w));
+    if (use_c) {
+        float *v = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof *v);
+        if (!v) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding a layer scale");
+        tci_tensor view;
+        ir_tensor_view(c, &view);
+        broadcast_c(&view, rows, n, v);
+        for (int64_t i = 0; i < rows * n; i++) v[i] *= scale[count == 1 ? 0 : i % n];
+        int64_t dims[2] = {rows, n};
+        tci_status st = c->rank == 2 ? ir_graph_add_float_constant(g, v, 2, dims, &scaled_c)
+                                     : ir_graph_add_float_constant(g, v, 1, dims + 1, &scaled_c);
+        free(v);
+        TRY_STATUS(st);
+        node->inputs[2] = scaled_c;
+    }
+    node->inputs[1] = scaled_w;
+    *done = true;
+    return TCI_OK;
+}
+
+/* Column j of A B times scale[j]: B's last dim scaled (a constant B of rank 2 or more). */
+static tci_status matmul_scale_columns(ir_graph *g, ir_node *node, const float *scale,
+                                       int64_t count, bool *done) {
+    ir_tensor *w = node->inputs[1], *scaled = NULL;
+    *done = false;
+    if (!constant_float(w) || w->rank < 2 || (count != 1 && count != w->dims[w->rank - 1]))
+        return TCI_OK;
+    TRY_STATUS(scaled_copy(g, w, w->rank - 1, scale, count, &scaled));
+    node->inputs[1] = scaled;
+    *done = true;
+    return TCI_OK;
+}
+
+static const op_desc gemm_desc = {.op_type = "Gemm",
+                                  .versions = gemm_versions,
+                                  .parse = gemm_parse,
+                                  .infer = gemm_infer,
+                                  .cpu_forward = gemm_forward,
+                                  .flags = OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_SCALE |
+                                           OP_EPILOGUE_ACT,
+                                  .gpu_lower = gemm_gpu_lower,
+                                  .binary = BINARY_NONE,
+                                  .scale_columns = gemm_scale_columns};
 
 /* ---- MatMul ---- */
 
@@ -220,9 +298,11 @@ static tci_status finish_gemm(plan_builder *b, const ir_node *node, plan_gemm *g
     }
     free(bias);
     TRY_STATUS(st);
-    /* conversions the residual needs are its Add's steps, in the Add's precision */
+    /* conversions the residual needs are its Add's steps, in the Add's precision; read in the
+     * output's layout (an NHWC8 output holds the step's dense rows) */
     if (e->residual)
-        TRY_STATUS(lower_input(b, e->residual_add, e->residual, PLAN_LAYOUT_DENSE, &c_index));
+        TRY_STATUS(lower_input(b, e->residual_add, e->residual,
+                               e->nhwc_output ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE, &c_index));
     TRY_STATUS(lower_output(b, node, e->output, &yt));
     plan_step *step;
     TRY_STATUS(lower_step(b, PLAN_STEP_GEMM, node, lower_intern(b, e->label), &step));
@@ -341,10 +421,16 @@ static void matmul_pattern(const ir_node *node, op_pattern *out) {
     out->kind = OP_PATTERN_MATMUL;
 }
 
-OP_DESC_PATTERN(matmul_desc, "MatMul", matmul_versions, matmul_parse, matmul_infer,
-                matmul_forward,
-                OP_EPILOGUE_BIAS | OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_SCALE | OP_EPILOGUE_ACT,
-                matmul_gpu_lower,
-                matmul_pattern);
+static const op_desc matmul_desc = {.op_type = "MatMul",
+                                    .versions = matmul_versions,
+                                    .parse = matmul_parse,
+                                    .infer = matmul_infer,
+                                    .cpu_forward = matmul_forward,
+                                    .flags = OP_EPILOGUE_BIAS | OP_EPILOGUE_RESIDUAL |
+                                             OP_EPILOGUE_SCALE | OP_EPILOGUE_ACT,
+                                    .gpu_lower = matmul_gpu_lower,
+                                    .binary = BINARY_NONE,
+                                    .pattern = matmul_pattern,
+                                    .scale_columns = matmul_scale_columns};
 
 const op_desc *const layer_linear_ops[] = {&gemm_desc, &matmul_desc, NULL};

@@ -125,6 +125,13 @@ typedef struct op_desc {
      * node's is. The layout pass then records the output NHWC8, and the step is an alias
      * (lower_alias_across_layouts). NULL: never. */
     bool (*views_as_nhwc)(const ir_node *node);
+    /* For an op whose output's last dim holds the columns of a product with constant weights
+     * (Gemm, MatMul): points node at new constants (copies added to g, the old ones left as they
+     * are) that multiply column j of its result by scale[j] (count: the columns, or 1 for all),
+     * so that a per-channel Mul after it folds away (pass_fold_layer_scale). *done false, and
+     * nothing changed, where its weights (or its bias) are not constant float. NULL: never. */
+    tci_status (*scale_columns)(ir_graph *g, ir_node *node, const float *scale, int64_t count,
+                                bool *done);
     /* Control flow, whose output shapes follow only from running it: replaces infer, the
      * allocation and cpu_forward on the reference (op_run_node), allocating each non-NULL out[]
      * with malloc (the names kept), no output over max_elements elements. NULL: every other op. */

@@ -36,8 +36,9 @@ static int tensor_named(const plan *p, const char *name) {
 }
 
 /* x[2, C, 6, 6] -> depthwise 3x3 Conv -> Transpose(0, 2, 3, 1) -> LayerNormalization ->
- * MatMul(C x C) -> Transpose(0, 3, 1, 2) -> Add(x) -> y: a ConvNeXt block. */
-static ir_graph *block(int64_t c) {
+ * MatMul(C x C) -> Transpose(0, 3, 1, 2) -> Add(x) -> y: a ConvNeXt block. nchw_output: the
+ * Transpose's result is a graph output too, so the GEMM cannot fuse the Add through it. */
+static ir_graph *block(int64_t c, bool nchw_output) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[4] = {2, c, 6, 6}, wd[4] = {c, 1, 3, 3}, md[2] = {c, c};
@@ -55,7 +56,7 @@ static ir_graph *block(int64_t c) {
     free(ones);
     ir_tensor *dw = act(g, "dw"), *nhwc = act(g, "nhwc"), *ln = act(g, "ln"), *mm = act(g, "mm"),
               *nchw = act(g, "nchw"), *y = act(g, "y");
-    th_graph_io(g, &x, 1, &y, 1);
+    th_graph_io(g, &x, 1, (ir_tensor *[]){y, nchw}, nchw_output ? 2 : 1);
     ir_node *conv = th_node_io(g, "dwconv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &dw, 1);
     th_attr_ints(g, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
     th_attr_int(g, conv, "group", c);
@@ -71,11 +72,11 @@ static ir_graph *block(int64_t c) {
     return g;
 }
 
-/* 16 channels: conv, layernorm, GEMM and the Add; no copies, no conversions; the
- * LayerNormalization reads the convolution's NHWC8 memory as dense (2, 6, 6, 16), the Add reads
- * the GEMM's dense rows as NHWC8 (2, 16, 6, 6). */
+/* 16 channels, the Transpose's result read twice: conv, layernorm, GEMM and the Add; no copies,
+ * no conversions; the LayerNormalization reads the convolution's NHWC8 memory as dense
+ * (2, 6, 6, 16), the Add reads the GEMM's dense rows as NHWC8 (2, 16, 6, 6). */
 START_TEST(test_whole_groups_share_memory) {
-    ir_graph *g = block(16);
+    ir_graph *g = block(16, true);
     ck_assert_int_eq(ir_graph_find_tensor(g, "nchw")->layout, PLAN_LAYOUT_NHWC8);
     ck_assert_int_eq(ir_graph_find_tensor(g, "nhwc")->layout, PLAN_LAYOUT_DENSE);
     plan *p;
@@ -117,9 +118,38 @@ START_TEST(test_whole_groups_share_memory) {
 }
 END_TEST
 
+/* 16 channels, the Transpose read by the Add alone: the GEMM step writes its rows as the Add's
+ * NHWC8 result and adds x, read NHWC8 as the same rows, itself: conv, layernorm and the GEMM. */
+START_TEST(test_residual_fuses_through_the_view) {
+    ir_graph *g = block(16, false);
+    ck_assert_int_eq(ir_graph_find_tensor(g, "y")->layout, PLAN_LAYOUT_NHWC8);
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 3);
+    ck_assert_int_eq(p->num_layout_conversions, 0);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_COPY), 0);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 0);
+    const plan_step *s = &p->steps[2];
+    ck_assert_int_eq(s->kind, PLAN_STEP_GEMM);
+    ck_assert_str_eq(s->label, "MatMul+Transpose+Add");
+    ck_assert(s->u.gemm.has_c);
+    ck_assert_int_eq(s->u.gemm.m, 2 * 6 * 6);
+    ck_assert_int_eq(s->u.gemm.ldc, 16);
+    const plan_tensor *out = &p->tensors[s->outputs[0]];
+    ck_assert_str_eq(out->name, "y");
+    ck_assert_int_eq(out->layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(out->padded_channels, 16);
+    ck_assert_int_eq(p->tensors[s->inputs[3]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(root(p, s->inputs[3]), root(p, tensor_named(p, "x")));
+    ck_assert_int_eq(tensor_named(p, "nchw"), -1);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* 12 channels (NHWC8 pads them to 16): the Transposes copy, with the layout conversions. */
 START_TEST(test_padded_channels_copy) {
-    ir_graph *g = block(12);
+    ir_graph *g = block(12, false);
     ck_assert_int_eq(ir_graph_find_tensor(g, "nchw")->layout, PLAN_LAYOUT_DENSE);
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
@@ -197,6 +227,7 @@ int main(void) {
     Suite *s = suite_create("channels_last");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_whole_groups_share_memory);
+    tcase_add_test(tc, test_residual_fuses_through_the_view);
     tcase_add_test(tc, test_padded_channels_copy);
     tcase_add_test(tc, test_channel_selections_stay_nhwc8);
     suite_add_tcase(s, tc);

@@ -1,6 +1,7 @@
 /* The GPU fusion passes: the attention subgraphs first (attention.c), BatchNormalization folded
  * into the Conv before it, the epilogues (residual Add, a Linear layer's bias, activations,
- * SiLU's Sigmoid+Mul, the expanded erf and tanh Gelus, through a Reshape of a GEMM's rows) that a
+ * SiLU's Sigmoid+Mul, the expanded erf and tanh Gelus, through a Reshape of a GEMM's rows or a
+ * Transpose that views its channels-last rows as NHWC8) that a
  * step computes on its accumulator before the one rounding to 16 bits,
  * and the residual Add before a LayerNormalization, which its step adds itself. Decisions are recorded in the IR
  * (ir_node.epilogue, ir_node.fused_into); what each op can fuse comes from its descriptor. */
@@ -338,6 +339,25 @@ static ir_node *fuse_reshape_view(const fuse_ctx *c, ir_node *n, building *b) {
     return next;
 }
 
+/* A GEMM's channels-last result [N, H, W, C] transposed to NCHW where the Transpose views it as
+ * NHWC8 (op_desc.views_as_nhwc: C a multiple of 8, no padding), read by it alone: the step goes
+ * on fusing after it (ConvNeXt's residual Add) and writes the NCHW tensor NHWC8, which holds
+ * its rows' bytes. The node absorbed, else NULL. */
+static ir_node *fuse_nhwc_view(const fuse_ctx *c, ir_node *n, building *b) {
+    const ir_tensor *out = b->e.output;
+    ir_node *next = single_consumer(c, out);
+    if (!next || next->fused_into || next->epilogue || !next->desc ||
+        !next->desc->views_as_nhwc || next->num_inputs < 1 || next->inputs[0] != out ||
+        next->num_outputs < 1 || out->dtype != TCI_DTYPE_FLOAT || out->rank != 4 ||
+        !next->desc->views_as_nhwc(next))
+        return NULL;
+    char part[64];
+    snprintf(part, sizeof part, "+%s", next->op_type);
+    absorb(b, n, next, part);
+    b->e.nhwc_output = true;
+    return next;
+}
+
 static bool same_shape(const ir_tensor *a, const ir_tensor *b) {
     if (a->rank != b->rank || a->rank < 1) return false;
     for (int i = 0; i < a->rank; i++)
@@ -390,20 +410,6 @@ static void fuse_bias(const fuse_ctx *c, ir_node *n, building *b) {
     absorb(b, n, next, "+Add");
 }
 
-/* A new anonymous constant of float values (copied into the graph arena). */
-static tci_status float_constant(ir_graph *g, const float *values, int rank,
-                                 const int64_t *dims, ir_tensor **out) {
-    TRY_STATUS(ir_graph_add_tensor(g, NULL, out));
-    ir_tensor *t = *out;
-    int64_t count = 1;
-    t->dtype = TCI_DTYPE_FLOAT;
-    t->rank = rank;
-    for (int i = 0; i < rank; i++) count *= t->dims[i] = dims[i];
-    t->data = arena_memdup(g->arena, values, (size_t)count * sizeof(float));
-    return t->data || !count ? TCI_OK
-                             : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
-}
-
 /* Conv + BatchNormalization: the statistics folded into new weights and bias (Conv's constant
  * float weights, BN's constant statistics of K channels; otherwise nothing happens). */
 static tci_status fold_batchnorm(ir_graph *g, const fuse_ctx *c, ir_node *n, building *b) {
@@ -429,9 +435,9 @@ static tci_status fold_batchnorm(ir_graph *g, const fuse_ctx *c, ir_node *n, bui
     if (st == TCI_OK && done) {
         const float *src = w->data;
         for (int64_t i = 0; i < k * per; i++) folded[i] = src[i] * scale[i / per];
-        st = float_constant(g, folded, w->rank, w->dims, &b->e.weights);
+        st = ir_graph_add_float_constant(g, folded, w->rank, w->dims, &b->e.weights);
         int64_t bd[1] = {k};
-        if (st == TCI_OK) st = float_constant(g, shift, 1, bd, &b->e.bias);
+        if (st == TCI_OK) st = ir_graph_add_float_constant(g, shift, 1, bd, &b->e.bias);
         if (st == TCI_OK) absorb(b, n, next, "+BatchNormalization");
     }
     free(scale);
@@ -497,12 +503,13 @@ static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
     if (b.e.output && !one_input) {
         if (f & OP_FOLDS_BATCHNORM) TRY_STATUS(fold_batchnorm(g, c, n, &b));
         if (f & OP_EPILOGUE_BIAS) fuse_bias(c, n, &b);
-        /* a GEMM (a residual epilogue, dense output) fuses on through a reshape of its rows;
-         * the reshape stays apart where nothing after it fuses */
+        /* a GEMM (a residual epilogue, dense output) fuses on through a reshape of its rows,
+         * or a Transpose of channels-last rows that views them as NHWC8; the view stays apart
+         * where nothing after it fuses */
         building before = b;
-        ir_node *view = (f & OP_EPILOGUE_RESIDUAL) && !(f & OP_NHWC_OUTPUT)
-                            ? fuse_reshape_view(c, n, &b)
-                            : NULL;
+        bool gemm = (f & OP_EPILOGUE_RESIDUAL) && !(f & OP_NHWC_OUTPUT);
+        ir_node *view = gemm ? fuse_reshape_view(c, n, &b) : NULL;
+        if (gemm && !view) view = fuse_nhwc_view(c, n, &b);
         if (f & OP_EPILOGUE_RESIDUAL) fuse_residual(c, n, &b);
         ir_node *gelu[4];
         float divisor;

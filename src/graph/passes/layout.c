@@ -61,12 +61,15 @@ tci_status pass_assign_layouts(ir_graph *graph) {
      * step computes it, and its outputs (the epilogue's output among them) are that step's */
     for (size_t i = 0; i < graph->num_nodes; i++) {
         const ir_node *n = graph->nodes[i];
-        plan_layout layout = step_layout(n->fused_into ? n->fused_into : n);
+        const ir_node *step = n->fused_into ? n->fused_into : n;
+        plan_layout layout = step_layout(step);
+        const ir_epilogue *e = step->epilogue;
         for (int o = 0; o < n->num_outputs; o++) {
             ir_tensor *t = n->outputs[o];
+            /* a GEMM writing channels-last rows as the NHWC8 tensor (ir_epilogue.nhwc_output) */
+            bool nhwc = layout == PLAN_LAYOUT_NHWC8 || (e && e->nhwc_output && t == e->output);
             if (is_computed(t))
-                t->layout = layout == PLAN_LAYOUT_NHWC8 && can_be_nhwc(t) ? PLAN_LAYOUT_NHWC8
-                                                                          : PLAN_LAYOUT_DENSE;
+                t->layout = nhwc && can_be_nhwc(t) ? PLAN_LAYOUT_NHWC8 : PLAN_LAYOUT_DENSE;
         }
     }
     graph->layouts_assigned = true;
@@ -75,6 +78,7 @@ tci_status pass_assign_layouts(ir_graph *graph) {
 
 tci_status pass_prepare_for_gpu(ir_graph *graph) {
     TRY_STATUS(pass_emulate_qdq(graph));
+    TRY_STATUS(pass_fold_layer_scale(graph));
     TRY_STATUS(pass_fuse_for_gpu(graph));
     return pass_assign_layouts(graph);
 }
