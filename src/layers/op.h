@@ -364,6 +364,9 @@ tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 
 /* Each family file exports a NULL-terminated table of its descriptors. */
+extern const op_desc *const layer_deform_conv_ops[]; /* deform_conv.c: DeformConv */
+extern const op_desc *const layer_linear_attention_ops[]; /* linear_attention.c:
+                                                   CausalConvWithState, LinearAttention */
 extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
 extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN,
                                                       LpPool */
