@@ -353,19 +353,22 @@ tci_status layer_conv_window_of(const ir_node *node, const tci_tensor *x, const 
     return conv_geometry_of(node, x, w, NULL, out_window);
 }
 
+tci_status layer_conv_output(const layer_window *g, tci_tensor *y) {
+    y->dtype = TCI_DTYPE_FLOAT;
+    y->rank = g->spatial < 0 ? -1 : g->spatial + 2;
+    if (y->rank < 0) return TCI_OK;
+    y->dims[0] = g->batch;
+    y->dims[1] = g->out_channels;
+    for (int i = 0; i < g->spatial; i++) y->dims[i + 2] = g->out[i];
+    int64_t count;
+    return ir_count_elements(y->rank, y->dims, &count);
+}
+
 static tci_status conv_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     layer_window g;
     TRY_STATUS(conv_geometry(node, in, &g));
-    tci_tensor *y = out[0];
-    y->dtype = TCI_DTYPE_FLOAT;
-    y->rank = g.spatial < 0 ? -1 : g.spatial + 2;
-    if (y->rank < 0) return TCI_OK;
-    y->dims[0] = g.batch;
-    y->dims[1] = g.out_channels;
-    for (int i = 0; i < g.spatial; i++) y->dims[i + 2] = g.out[i];
-    int64_t count;
-    return ir_count_elements(y->rank, y->dims, &count);
+    return layer_conv_output(&g, out[0]);
 }
 
 /* ---- forward ---- */

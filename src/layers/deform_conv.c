@@ -70,15 +70,7 @@ static tci_status deform_conv_infer(const ir_node *node, const tci_tensor *const
                                     tci_tensor *const *out) {
     layer_window g;
     TRY_STATUS(deform_conv_geometry(node, in, &g));
-    tci_tensor *y = out[0];
-    y->dtype = TCI_DTYPE_FLOAT;
-    y->rank = g.spatial < 0 ? -1 : g.spatial + 2;
-    if (y->rank < 0) return TCI_OK;
-    y->dims[0] = g.batch;
-    y->dims[1] = g.out_channels;
-    for (int i = 0; i < g.spatial; i++) y->dims[i + 2] = g.out[i];
-    int64_t count;
-    return ir_count_elements(y->rank, y->dims, &count);
+    return layer_conv_output(&g, out[0]);
 }
 
 /* The image (spatial dims in[]) sampled at pos[], multilinearly from its 2^spatial neighbours,

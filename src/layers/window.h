@@ -37,6 +37,10 @@ tci_status layer_conv_parse_attrs(ir_node *node, mem_arena *arena);
 tci_status layer_conv_window_of(const ir_node *node, const tci_tensor *x, const tci_tensor *w,
                                 layer_window *out_window);
 
+/* A convolution's float output Y (N, out_channels, output dims) from its window: rank -1 while
+ * the spatial rank is unknown, -1 dims where the window has them; an error when too large. */
+tci_status layer_conv_output(const layer_window *g, tci_tensor *y);
+
 /* DeformConv (deform_conv.c): Conv's attributes less auto_pad, with offset_group, parsed into
  * node->params (the caller checks the arity); its window is layer_conv_window_of's. */
 tci_status layer_deform_conv_parse_attrs(ir_node *node, mem_arena *arena);
