@@ -11,7 +11,7 @@ static const op_desc *const *const families[] = {
     layer_range_ops,    layer_index_ops,  layer_rearrange_ops, layer_rnn_ops, layer_argreduce_ops,
     layer_logic_ops,    layer_groupnorm_ops, layer_unary_ops, layer_einsum_ops,
     layer_select_ops,   layer_grid_sample_ops,
-    layer_quant_ops,    layer_quant_linear_ops, layer_control_ops,
+    layer_quant_ops,    layer_quant_linear_ops, layer_control_ops, layer_scan_ops,
     layer_axisnorm_ops, layer_generate_ops, layer_pick_ops, layer_linalg_ops, layer_image_ops,
     layer_loss_ops,
     /* the LLM-era ops (opset 23+) */

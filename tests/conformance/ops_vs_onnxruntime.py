@@ -225,6 +225,13 @@ def cases():
     yield "CausalConvWithState kernel 6, a 2-long input", \
         node("CausalConvWithState", ["x", "w", "", "s"], ["y", "st"]), \
         [normal(1, 3, 2), normal(3, 1, 6), normal(1, 3, 5)], 27
+    vec = [helper.make_tensor_value_info(n, TP.FLOAT, [3]) for n in ("s", "a", "r", "s1", "o")]
+    body = helper.make_graph([node("Add", ["s", "a"], ["s1"]), node("Mul", ["s1", "r"], ["o"])],
+                             "body", vec[:3], vec[3:])
+    xs = normal(2, 4, 3)
+    yield "Scan-8 sequence_lens 4 and 2 (zeros past them), a reversed scan input", \
+        node("Scan", ["lens", "init", "x", "xr"], ["final", "ys"], body=body, num_scan_inputs=2,
+             directions=[0, 1]), [np.array([4, 2], np.int64), normal(2, 3), xs, xs + 1], 8
     decay = -np.abs(normal(2, 6, 2)) * 0.3
     yield "LinearAttention gated_delta, GQA 2, d_k 4 != d_v 3, per-head decay, beta 1, scale", \
         node("LinearAttention", ["q", "k", "v", "s", "g", "b"], ["y", "st"], q_num_heads=4,
