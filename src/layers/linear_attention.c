@@ -15,6 +15,11 @@ static const tci_tensor *input_at(const ir_node *node, const tci_tensor *const *
     return node->num_inputs > i ? in[i] : NULL;
 }
 
+/* The present state output, NULL when the node leaves it out. */
+static tci_tensor *state_output(const ir_node *node, tci_tensor *const *out) {
+    return node->num_outputs > 1 ? out[1] : NULL;
+}
+
 static bool has_input(const ir_node *node, int i) {
     return node->num_inputs > i && node->inputs[i];
 }
@@ -79,10 +84,11 @@ static tci_status causal_conv_infer(const ir_node *node, const tci_tensor *const
     int64_t state[3] = {batch, channels, k < 0 ? -1 : k - 1};
     TRY_STATUS(check_dims(node, past, "past_state", 3, state, "(batch, channels, kernel - 1)"));
     op_same_shape(out[0], x);
-    if (out[1]) {
-        out[1]->dtype = TCI_DTYPE_FLOAT;
-        out[1]->rank = 3;
-        memcpy(out[1]->dims, state, sizeof state);
+    tci_tensor *present = state_output(node, out);
+    if (present) {
+        present->dtype = TCI_DTYPE_FLOAT;
+        present->rank = 3;
+        memcpy(present->dims, state, sizeof state);
     }
     return TCI_OK;
 }
@@ -93,6 +99,7 @@ static tci_status causal_conv_forward(const ir_node *node, const tci_tensor *con
     const tci_tensor *bias = input_at(node, in, 2), *past = input_at(node, in, 3);
     int64_t batch = in[0]->dims[0], channels = in[0]->dims[1], len = in[0]->dims[2];
     int64_t k = in[1]->dims[2], keep = k - 1, padded_len = len + keep;
+    tci_tensor *present = state_output(node, out);
     float *padded = malloc((size_t)(padded_len + 1) * sizeof *padded);
     if (!padded) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
     for (int64_t bc = 0; bc < batch * channels; bc++) {
@@ -110,8 +117,8 @@ static tci_status causal_conv_forward(const ir_node *node, const tci_tensor *con
             for (int64_t j = 0; j < k; j++) sum += w[j] * padded[t + j];
             y[t] = p->silu ? act_apply_host(ACT_SILU, sum, 0.0f, 0.0f) : sum;
         }
-        if (out[1])
-            memcpy((float *)out[1]->data + bc * keep, padded + len, (size_t)keep * sizeof *padded);
+        if (present)
+            memcpy((float *)present->data + bc * keep, padded + len, (size_t)keep * sizeof *padded);
     }
     free(padded);
     return TCI_OK;
@@ -257,13 +264,14 @@ static tci_status linear_attention_infer(const ir_node *node, const tci_tensor *
     out[0]->dims[0] = g.batch;
     out[0]->dims[1] = g.seq;
     out[0]->dims[2] = g.d_v < 0 ? -1 : p->q_heads * g.d_v;
-    if (out[1]) {
-        out[1]->dtype = TCI_DTYPE_FLOAT;
-        out[1]->rank = 4;
-        out[1]->dims[0] = g.batch;
-        out[1]->dims[1] = p->kv_heads;
-        out[1]->dims[2] = g.d_k;
-        out[1]->dims[3] = g.d_v;
+    tci_tensor *present = state_output(node, out);
+    if (present) {
+        present->dtype = TCI_DTYPE_FLOAT;
+        present->rank = 4;
+        present->dims[0] = g.batch;
+        present->dims[1] = p->kv_heads;
+        present->dims[2] = g.d_k;
+        present->dims[3] = g.d_v;
     }
     return TCI_OK;
 }
@@ -282,6 +290,7 @@ static tci_status linear_attention_forward(const ir_node *node, const tci_tensor
     float *state = malloc((state_size + (size_t)dv + 1) * sizeof *state);
     if (!state) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for the state");
     float *update = state + state_size;
+    tci_tensor *present = state_output(node, out);
     float *y = out[0]->data;
     for (int64_t b = 0; b < g.batch; b++)
         for (int64_t h = 0; h < hkv; h++) {
@@ -325,8 +334,8 @@ static tci_status linear_attention_forward(const ir_node *node, const tci_tensor
                     for (int64_t m = 0; m < dv; m++) ot[m] *= scale;
                 }
             }
-            if (out[1])
-                memcpy((float *)out[1]->data + (b * hkv + h) * (int64_t)state_size, state,
+            if (present)
+                memcpy((float *)present->data + (b * hkv + h) * (int64_t)state_size, state,
                        state_size * sizeof *state);
         }
     free(state);

@@ -387,14 +387,18 @@ static tci_status scan8_sizes(const ir_node *node, const tci_tensor *const *in, 
                               int64_t *seq) {
     const scan_params *p = node->params;
     *batch = *seq = -1;
+    int from = 0; /* the input that gave *batch */
     for (int k = 0; k < p->states + p->inputs; k++) {
         const tci_tensor *x = in[k + 1];
         if (x->rank < 1) continue;
         if (*batch >= 0 && x->dims[0] >= 0 && x->dims[0] != *batch)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                  "input %d has batch size %lld, input %d %lld", k + 1,
-                                 (long long)x->dims[0], p->states + 1, (long long)*batch);
-        if (x->dims[0] >= 0) *batch = x->dims[0];
+                                 (long long)x->dims[0], from, (long long)*batch);
+        if (x->dims[0] >= 0 && *batch < 0) {
+            *batch = x->dims[0];
+            from = k + 1;
+        }
         if (k >= p->states && x->rank >= 2 && x->dims[1] >= 0) *seq = x->dims[1];
     }
     const tci_tensor *lens = in[0];
@@ -479,6 +483,7 @@ static tci_status scan8_place(const ir_node *node, int64_t b, int64_t batch, int
 
 static tci_status scan8_run(const ir_node *node, const tci_tensor *const *in,
                             tci_tensor *const *out, int64_t max_elements) {
+    const scan_params *p = node->params;
     int64_t batch, seq;
     TRY_STATUS(scan8_sizes(node, in, &batch, &seq));
     int nout = node->num_outputs;
@@ -502,6 +507,15 @@ static tci_status scan8_run(const ir_node *node, const tci_tensor *const *in,
             break;
         }
         st = scan8_views(node, in, b, len, views, vin);
+        if (st == TCI_OK && len == 0 && b > 0) {
+            /* no step: the initial states, the scan outputs left zeros */
+            for (int k = 0; k < p->states; k++) {
+                size_t bytes = (size_t)op_count(&views[k]) * tci_dtype_size(views[k].dtype);
+                if (out[k] && bytes)
+                    memcpy((char *)out[k]->data + (size_t)b * bytes, views[k].data, bytes);
+            }
+            continue;
+        }
         if (st == TCI_OK) st = scan_run(node, vin, one_out, max_elements);
         if (st == TCI_OK) st = scan8_place(node, b, batch, seq, one, out, max_elements);
         for (int k = 0; k < nout; k++) {

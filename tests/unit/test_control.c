@@ -356,8 +356,9 @@ START_TEST(test_scan_attribute_errors) {
 }
 END_TEST
 
-/* Scan-8: the body runs per batch entry for its sequence_lens steps; the scan output is zeros
- * past them, and a length past the scan inputs' is an error naming the entry. */
+/* Scan-8: the body runs per batch entry for its sequence_lens steps (none: the initial state);
+ * the scan output is zeros past them, and a length past the scan inputs' is an error naming the
+ * entry. */
 START_TEST(test_scan8_batch_and_lengths) {
     ir_graph *g = load_ok(FIXTURE("scan8_lens.onnx"));
     ck_assert_tci_ok(pass_optimize(g));
@@ -376,6 +377,12 @@ START_TEST(test_scan8_batch_and_lengths) {
     th_assert_near(exec_cpu_output(e, 1)->data,
                    (const float[]){1.f, 3.f, 4.f, 7.f, 9.f, 13.f, 17.f, 28.f, 0.f, 0.f, 0.f, 0.f},
                    12, 0.f);
+    /* an entry of length 0 keeps its initial state */
+    lens[1] = 0;
+    ck_assert_tci_ok(exec_cpu_run(e, in, 3));
+    th_assert_near(exec_cpu_output(e, 0)->data, (const float[]){9.f, 13.f, 10.f, 20.f}, 4, 0.f);
+    th_assert_near((const float *)exec_cpu_output(e, 1)->data + 6,
+                   (const float[]){0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, 6, 0.f);
     lens[1] = 4;
     ck_assert_tci_error(exec_cpu_run(e, in, 3), TCI_ERR_INVALID_ARGUMENT,
                         "node 'scan' (Scan): sequence_lens[1] is 4; the scan inputs hold 3 steps");

@@ -158,6 +158,10 @@ START_TEST(test_causal_conv_with_state) {
     th_assert_dims(&out[1], 3, (const int64_t[]){1, 1, 2});
     th_assert_near(out[1].data, state, 2, 0.0f);
     th_free(out, 2);
+    n = th_node(g, "CausalConvWithState", 27, 4, 1); /* present_state left out */
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    th_assert_near(out[0].data, want, 3, 0.0f);
+    th_free(out, 1);
     n = th_node(g, "CausalConvWithState", 27, 4, 2);
     th_attr_string(g, n, "activation", "relu");
     ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_INVALID_MODEL,
@@ -199,6 +203,15 @@ START_TEST(test_linear_attention) {
     th_assert_dims(&out[1], 4, (const int64_t[]){1, 1, 1, 2});
     th_assert_near(out[1].data, state, 2, 1e-6f);
     th_free(out, 2);
+    /* present_state left out: the node has one output */
+    n = th_node(g, "LinearAttention", 27, 3, 1);
+    th_attr_int(g, n, "q_num_heads", 2);
+    th_attr_int(g, n, "kv_num_heads", 1);
+    th_attr_string(g, n, "update_rule", "linear");
+    th_attr_float(g, n, "scale", 1.0f);
+    ck_assert_tci_ok(th_run(g, n, in, out));
+    th_assert_near(out[0].data, want, 8, 1e-6f);
+    th_free(out, 1);
     /* errors: the heads, the rule's inputs, the shapes */
     n = linear_attention(g, 3, 3, 2, NULL);
     ck_assert_tci_error(op_prepare_node(n, g->arena), TCI_ERR_INVALID_MODEL,
