@@ -1,5 +1,6 @@
 /* Op family 'cast': Cast between every dtype tcinfer holds, converting as onnxruntime does on
- * x86 (float to integer truncates; NaN and out-of-range values give the integer minimum). */
+ * x86 (float to integer truncates; NaN and out-of-range values give the integer minimum), and
+ * BitCast, the same bytes seen as another type of the same width (CPU reference only). */
 #include <math.h>
 #include <string.h>
 
@@ -32,19 +33,13 @@ static tci_status cast_parse_rounding(const ir_node *node) {
     return TCI_OK;
 }
 
-static tci_status cast_parse(ir_node *node, mem_arena *arena) {
-    static const char *const known_v6[] = {"to", NULL};
-    static const char *const known_v19[] = {"to", "saturate", NULL};
-    static const char *const known_v24[] = {"to", "saturate", "round_mode", NULL};
-    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
-    TRY_STATUS(ir_check_attrs(node, node->since_version >= 24   ? known_v24
-                                 : node->since_version >= 19 ? known_v19
-                                                             : known_v6));
+/* The attribute 'to' as a dtype tcinfer holds: INVALID_MODEL when absent or no ONNX type,
+ * UNSUPPORTED when tcinfer does not store it. */
+static tci_status cast_parse_to(ir_node *node, tci_dtype *out) {
     if (!ir_node_attr(node, "to"))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'to' is required");
     int64_t to;
     TRY_STATUS(ir_attr_int(node, "to", 0, &to));
-    TRY_STATUS(cast_parse_rounding(node));
     if (!op_onnx_type_name(to))
         return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                              "attribute 'to' value %lld is not an ONNX data type", (long long)to);
@@ -55,8 +50,23 @@ static tci_status cast_parse(ir_node *node, mem_arena *arena) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "attribute 'to' value %lld (%s) is not supported", (long long)to,
                              op_onnx_type_name(to));
+    *out = (tci_dtype)to;
+    return TCI_OK;
+}
+
+static tci_status cast_parse(ir_node *node, mem_arena *arena) {
+    static const char *const known_v6[] = {"to", NULL};
+    static const char *const known_v19[] = {"to", "saturate", NULL};
+    static const char *const known_v24[] = {"to", "saturate", "round_mode", NULL};
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, node->since_version >= 24   ? known_v24
+                                 : node->since_version >= 19 ? known_v19
+                                                             : known_v6));
+    tci_dtype to;
+    TRY_STATUS(cast_parse_to(node, &to));
+    TRY_STATUS(cast_parse_rounding(node));
     OP_ALLOC_PARAMS(node, arena, cast_params, p);
-    p->to = (tci_dtype)to;
+    p->to = to;
     return TCI_OK;
 }
 
@@ -66,6 +76,44 @@ static tci_status cast_infer(const ir_node *node, const tci_tensor *const *in,
     TRY_STATUS(op_check_dtype(node, in[0], 0, cast_types));
     op_same_shape(out[0], in[0]);
     out[0]->dtype = p->to;
+    return TCI_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * BitCast: the input's bytes (little endian, as tcinfer stores them) read as type 'to'
+ * ------------------------------------------------------------------------------------------- */
+
+static tci_status bit_cast_parse(ir_node *node, mem_arena *arena) {
+    static const char *const known[] = {"to", NULL};
+    TRY_STATUS(op_check_arity(node, 1, 1, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
+    tci_dtype to;
+    TRY_STATUS(cast_parse_to(node, &to));
+    OP_ALLOC_PARAMS(node, arena, cast_params, p);
+    p->to = to;
+    return TCI_OK;
+}
+
+static tci_status bit_cast_infer(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    const cast_params *p = node->params;
+    TRY_STATUS(op_check_dtype(node, in[0], 0, cast_types));
+    if (in[0]->dtype != TCI_DTYPE_UNDEFINED &&
+        tci_dtype_size(in[0]->dtype) != tci_dtype_size(p->to))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "BitCast keeps the bit width: input %s has %zu bits, 'to' %s %zu",
+                             tci_dtype_name(in[0]->dtype), tci_dtype_size(in[0]->dtype) * 8,
+                             tci_dtype_name(p->to), tci_dtype_size(p->to) * 8);
+    op_same_shape(out[0], in[0]);
+    out[0]->dtype = p->to;
+    return TCI_OK;
+}
+
+static tci_status bit_cast_forward(const ir_node *node, const tci_tensor *const *in,
+                                   tci_tensor *const *out) {
+    (void)node;
+    int64_t n = op_count(in[0]);
+    if (n) memcpy(out[0]->data, in[0]->data, (size_t)n * tci_dtype_size(in[0]->dtype));
     return TCI_OK;
 }
 
@@ -227,4 +275,7 @@ OP_DESC(cast_desc, "Cast", cast_versions, cast_parse, cast_infer, cast_forward, 
 OP_DESC(cast_like_desc, "CastLike", OP_VERSIONS(15, 19, 21, 23, 24, 25), cast_like_parse,
         cast_like_infer, cast_forward, 0, cast_gpu_lower, NULL, BINARY_NONE);
 
-const op_desc *const layer_cast_ops[] = {&cast_desc, &cast_like_desc, NULL};
+OP_DESC(bit_cast_desc, "BitCast", OP_VERSIONS(26), bit_cast_parse, bit_cast_infer,
+        bit_cast_forward, 0, NULL, NULL, BINARY_NONE);
+
+const op_desc *const layer_cast_ops[] = {&cast_desc, &cast_like_desc, &bit_cast_desc, NULL};

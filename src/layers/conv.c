@@ -31,6 +31,7 @@ typedef struct conv_params {
     bool transpose;
     conv_auto_pad auto_pad;
     int64_t group;
+    int64_t offset_group; /* DeformConv; 1 for the others */
     int spatial; /* spatial rank fixed by the list attributes; -1 when none is given */
     conv_list kernel_shape, pads, strides, dilations, output_padding, output_shape;
 } conv_params;
@@ -87,13 +88,18 @@ static tci_status parse_list(ir_node *node, mem_arena *arena, const char *name, 
     return TCI_OK;
 }
 
-static tci_status conv_parse_attrs(ir_node *node, mem_arena *arena, bool transpose) {
+/* deform: DeformConv's attributes, Conv's less auto_pad and with offset_group */
+static tci_status conv_parse_attrs(ir_node *node, mem_arena *arena, bool transpose, bool deform) {
     static const char *const conv_attrs[] = {"auto_pad", "dilations", "group", "kernel_shape",
                                              "pads",     "strides",   NULL};
+    static const char *const deform_attrs[] = {"dilations", "group",   "kernel_shape",
+                                               "offset_group", "pads", "strides", NULL};
     static const char *const transpose_attrs[] = {"auto_pad",       "dilations",    "group",
                                                   "kernel_shape",   "pads",         "strides",
                                                   "output_padding", "output_shape", NULL};
-    TRY_STATUS(ir_check_attrs(node, transpose ? transpose_attrs : conv_attrs));
+    TRY_STATUS(ir_check_attrs(node, transpose ? transpose_attrs
+                                    : deform  ? deform_attrs
+                                              : conv_attrs));
 
     conv_params *p = arena_alloc(arena, sizeof *p);
     if (!p) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory parsing attributes");
@@ -115,6 +121,10 @@ static tci_status conv_parse_attrs(ir_node *node, mem_arena *arena, bool transpo
     if (p->group < 1 || p->group > CONV_MAX_DIM)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "group %lld must be >= 1",
                              (long long)p->group);
+    TRY_STATUS(ir_attr_int(node, "offset_group", 1, &p->offset_group));
+    if (p->offset_group < 1 || p->offset_group > CONV_MAX_DIM)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "offset_group %lld must be >= 1",
+                             (long long)p->offset_group);
 
     TRY_STATUS(parse_list(node, arena, "kernel_shape", 1, 1, CONV_MAX_ATTR, p, &p->kernel_shape));
     TRY_STATUS(parse_list(node, arena, "strides", 1, 1, CONV_MAX_ATTR, p, &p->strides));
@@ -146,16 +156,20 @@ static tci_status conv_parse_attrs(ir_node *node, mem_arena *arena, bool transpo
 
 static tci_status conv_parse(ir_node *node, mem_arena *arena) {
     TRY_STATUS(op_check_arity(node, 2, 3, 1, 1));
-    return conv_parse_attrs(node, arena, false);
+    return conv_parse_attrs(node, arena, false, false);
 }
 
 static tci_status conv_transpose_parse(ir_node *node, mem_arena *arena) {
     TRY_STATUS(op_check_arity(node, 2, 3, 1, 1));
-    return conv_parse_attrs(node, arena, true);
+    return conv_parse_attrs(node, arena, true, false);
 }
 
 tci_status layer_conv_parse_attrs(ir_node *node, mem_arena *arena) {
-    return conv_parse_attrs(node, arena, false);
+    return conv_parse_attrs(node, arena, false, false);
+}
+
+tci_status layer_deform_conv_parse_attrs(ir_node *node, mem_arena *arena) {
+    return conv_parse_attrs(node, arena, false, true);
 }
 
 /* ---- geometry ---- */
@@ -259,6 +273,7 @@ static tci_status conv_geometry_of(const ir_node *node, const tci_tensor *x, con
     const conv_params *p = node->params;
     memset(g, 0, sizeof *g);
     g->group = p->group;
+    g->offset_group = p->offset_group;
     g->spatial = p->spatial;
     TRY_STATUS(check_rank(node, p, x, "X", &g->spatial));
     TRY_STATUS(check_rank(node, p, w, "W", &g->spatial));
@@ -338,19 +353,22 @@ tci_status layer_conv_window_of(const ir_node *node, const tci_tensor *x, const 
     return conv_geometry_of(node, x, w, NULL, out_window);
 }
 
+tci_status layer_conv_output(const layer_window *g, tci_tensor *y) {
+    y->dtype = TCI_DTYPE_FLOAT;
+    y->rank = g->spatial < 0 ? -1 : g->spatial + 2;
+    if (y->rank < 0) return TCI_OK;
+    y->dims[0] = g->batch;
+    y->dims[1] = g->out_channels;
+    for (int i = 0; i < g->spatial; i++) y->dims[i + 2] = g->out[i];
+    int64_t count;
+    return ir_count_elements(y->rank, y->dims, &count);
+}
+
 static tci_status conv_infer(const ir_node *node, const tci_tensor *const *in,
                              tci_tensor *const *out) {
     layer_window g;
     TRY_STATUS(conv_geometry(node, in, &g));
-    tci_tensor *y = out[0];
-    y->dtype = TCI_DTYPE_FLOAT;
-    y->rank = g.spatial < 0 ? -1 : g.spatial + 2;
-    if (y->rank < 0) return TCI_OK;
-    y->dims[0] = g.batch;
-    y->dims[1] = g.out_channels;
-    for (int i = 0; i < g.spatial; i++) y->dims[i + 2] = g.out[i];
-    int64_t count;
-    return ir_count_elements(y->rank, y->dims, &count);
+    return layer_conv_output(&g, out[0]);
 }
 
 /* ---- forward ---- */

@@ -1,5 +1,6 @@
-/* Op family 'index': GatherElements, ScatterElements (and Scatter, its old name), ScatterND and
- * OneHot, which read or write elements at positions an integer tensor gives. Indices may be int32
+/* Op family 'index': GatherElements, ScatterElements (and Scatter, its old name), ScatterND,
+ * OneHot and TensorScatter (a KV cache's update; CPU reference only), which read or write
+ * elements at positions an integer tensor gives. Indices may be int32
  * or int64 and negative (counted from the end); one still out of range is an error on the CPU
  * reference and is skipped (flagged, never written out of bounds) on the GPU. */
 #include <limits.h>
@@ -472,6 +473,104 @@ static tci_status one_hot_gpu_lower(plan_builder *b, const ir_node *node) {
     return TCI_OK;
 }
 
+/* ---- TensorScatter: update's rows along axis written into a copy of past_cache from each batch
+ * entry's write index on (circular: modulo the cache length) ---- */
+
+typedef struct tensor_scatter_params {
+    bool circular;
+    int64_t axis; /* as given; normalised against the cache's rank */
+} tensor_scatter_params;
+
+static tci_status tensor_scatter_parse(ir_node *node, mem_arena *arena) {
+    static const char *const known[] = {"axis", "mode", NULL};
+    TRY_STATUS(op_check_arity(node, 2, 3, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
+    PARAMS(tensor_scatter_params, p);
+    const char *mode;
+    TRY_STATUS(ir_attr_string(node, "mode", "linear", &mode));
+    if (strcmp(mode, "linear") != 0 && strcmp(mode, "circular") != 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "attribute 'mode' is '%s'; expected 'linear' or 'circular'", mode);
+    p->circular = strcmp(mode, "circular") == 0;
+    return ir_attr_int(node, "axis", -2, &p->axis);
+}
+
+/* The sequence axis, which may not be the batch axis 0 (write_indices are per batch entry). */
+static tci_status tensor_scatter_axis(const ir_node *node, int rank, int *out_axis) {
+    const tensor_scatter_params *p = node->params;
+    TRY_STATUS(op_normalize_axis(node, p->axis, rank, out_axis));
+    if (*out_axis == 0)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "axis %lld is the batch axis; the sequence axis comes after it",
+                             (long long)p->axis);
+    return TCI_OK;
+}
+
+static tci_status tensor_scatter_infer(const ir_node *node, const tci_tensor *const *in,
+                                       tci_tensor *const *out) {
+    const tci_tensor *past = in[0], *update = in[1];
+    const tci_tensor *wi = node->num_inputs > 2 ? in[2] : NULL;
+    TRY_STATUS(op_check_same_dtype(node, past, 0, update, 1));
+    if (wi) TRY_STATUS(op_check_dtype(node, wi, 2, (const tci_dtype[]){TCI_DTYPE_INT64, 0}));
+    op_same_shape(out[0], past);
+    if (past->rank < 0) return TCI_OK;
+    int axis;
+    TRY_STATUS(tensor_scatter_axis(node, past->rank, &axis));
+    if (update->rank >= 0) {
+        bool fits = update->rank == past->rank;
+        for (int d = 0; fits && d < past->rank; d++) {
+            int64_t u = update->dims[d], c = past->dims[d];
+            if (u >= 0 && c >= 0) fits = d == axis ? u <= c : u == c;
+        }
+        if (!fits) {
+            char ps[128], us[128];
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "update %s does not fit past_cache %s: the same dims but a "
+                                 "sequence (axis %d) no longer than the cache's",
+                                 ir_format_dims(update->rank, update->dims, us, sizeof us),
+                                 ir_format_dims(past->rank, past->dims, ps, sizeof ps), axis);
+        }
+    }
+    if (wi && wi->rank >= 0 &&
+        (wi->rank != 1 || (wi->dims[0] >= 0 && past->dims[0] >= 0 && wi->dims[0] != past->dims[0])))
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "write_indices must be 1-D with one index per batch entry (%lld)",
+                             (long long)past->dims[0]);
+    return TCI_OK;
+}
+
+static tci_status tensor_scatter_forward(const ir_node *node, const tci_tensor *const *in,
+                                         tci_tensor *const *out) {
+    const tensor_scatter_params *p = node->params;
+    const tci_tensor *past = in[0], *update = in[1];
+    const tci_tensor *wi = node->num_inputs > 2 ? in[2] : NULL;
+    int axis;
+    TRY_STATUS(tensor_scatter_axis(node, past->rank, &axis));
+    size_t elem = tci_dtype_size(past->dtype);
+    int64_t count = op_count(past);
+    if (count) memcpy(out[0]->data, past->data, (size_t)count * elem);
+    int64_t max_len = past->dims[axis], seq = update->dims[axis], inner = 1, per_batch = 1;
+    for (int d = axis + 1; d < past->rank; d++) inner *= past->dims[d];
+    for (int d = 1; d < axis; d++) per_batch *= past->dims[d];
+    int64_t outer = past->dims[0] * per_batch;
+    size_t row = (size_t)inner * elem;
+    for (int64_t o = 0; o < outer && seq; o++) {
+        int64_t start = wi ? ((const int64_t *)wi->data)[o / per_batch] : 0;
+        if (start < 0 || (!p->circular && start > max_len - seq))
+            return ir_node_error(node, TCI_ERR_INVALID_ARGUMENT,
+                                 "write index %lld of batch entry %lld: %lld rows do not fit "
+                                 "a cache of %lld in mode '%s'",
+                                 (long long)start, (long long)(o / per_batch), (long long)seq,
+                                 (long long)max_len, p->circular ? "circular" : "linear");
+        for (int64_t t = 0; t < seq; t++) {
+            int64_t at = (start % max_len + t) % max_len;
+            memcpy((char *)out[0]->data + ((size_t)(o * max_len + at)) * row,
+                   (const char *)update->data + ((size_t)(o * seq + t)) * row, row);
+        }
+    }
+    return TCI_OK;
+}
+
 /* ---- descriptors ---- */
 
 SHAPE_OP(gather_elements_op, "GatherElements", gather_elements_parse, gather_elements_infer,
@@ -490,11 +589,15 @@ SHAPE_OP(scatter_nd_op, "ScatterND", scatter_nd_parse, scatter_nd_infer, scatter
 SHAPE_OP(one_hot_op, "OneHot", one_hot_parse, one_hot_infer, one_hot_forward, 0,
          one_hot_gpu_lower, 9, 11, 28);
 
+SHAPE_OP(tensor_scatter_op, "TensorScatter", tensor_scatter_parse, tensor_scatter_infer,
+         tensor_scatter_forward, 0, NULL, 24);
+
 const op_desc *const layer_index_ops[] = {
     &gather_elements_op,
     &scatter_elements_op,
     &scatter_op,
     &scatter_nd_op,
     &one_hot_op,
+    &tensor_scatter_op,
     NULL,
 };

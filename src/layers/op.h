@@ -367,10 +367,27 @@ tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
                            const tci_tensor *const *node_in, tci_tensor *outs,
                            int64_t max_elements);
 
+/* The iterations' values of one scan output, stacked as they come. */
+typedef struct op_value_stack {
+    tci_tensor first;   /* shape and dtype of every iteration's value */
+    unsigned char *data;
+    size_t bytes, cap;  /* bytes used and allocated */
+    int64_t count;      /* iterations stacked */
+} op_value_stack;
+/* Appends v (a copy of its data) to s; scan output k's iterations must agree in dtype and shape
+ * (INVALID_ARGUMENT naming the node otherwise). The caller frees s->data. */
+tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tci_tensor *v);
+/* dst (its name kept) becomes src with a malloc'd copy of its data: a value the loop does not
+ * own (an initial value never replaced). */
+tci_status op_copy_value(const ir_node *node, tci_tensor *dst, const tci_tensor *src);
+
 /* Calls fn for every registered descriptor. */
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 
 /* Each family file exports a NULL-terminated table of its descriptors. */
+extern const op_desc *const layer_deform_conv_ops[]; /* deform_conv.c: DeformConv */
+extern const op_desc *const layer_linear_attention_ops[]; /* linear_attention.c:
+                                                   CausalConvWithState, LinearAttention */
 extern const op_desc *const layer_conv_ops[];      /* conv.c: Conv, ConvTranspose */
 extern const op_desc *const layer_pool_ops[];      /* pool.c: MaxPool, AveragePool, Global*, LRN,
                                                       LpPool */
@@ -411,7 +428,8 @@ extern const op_desc *const layer_quant_linear_ops[]; /* quant_linear.c: MatMulI
 extern const op_desc *const layer_rmsnorm_ops[];   /* rmsnorm.c: RMSNormalization */
 extern const op_desc *const layer_rotary_ops[];    /* rotary.c: RotaryEmbedding */
 extern const op_desc *const layer_sdpa_ops[];      /* sdpa.c: Attention (ONNX's own op) */
-extern const op_desc *const layer_control_ops[];   /* control.c: If, Loop, Scan */
+extern const op_desc *const layer_control_ops[];   /* control.c: If, Loop */
+extern const op_desc *const layer_scan_ops[];      /* scan.c: Scan */
 extern const op_desc *const layer_axisnorm_ops[];  /* axisnorm.c: Hardmax, LpNormalization,
                                                       MeanVarianceNormalization */
 extern const op_desc *const layer_generate_ops[];  /* generate.c: EyeLike, HannWindow,

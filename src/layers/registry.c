@@ -11,13 +11,14 @@ static const op_desc *const *const families[] = {
     layer_range_ops,    layer_index_ops,  layer_rearrange_ops, layer_rnn_ops, layer_argreduce_ops,
     layer_logic_ops,    layer_groupnorm_ops, layer_unary_ops, layer_einsum_ops,
     layer_select_ops,   layer_grid_sample_ops,
-    layer_quant_ops,    layer_quant_linear_ops, layer_control_ops,
+    layer_quant_ops,    layer_quant_linear_ops, layer_control_ops, layer_scan_ops,
     layer_axisnorm_ops, layer_generate_ops, layer_pick_ops, layer_linalg_ops, layer_image_ops,
     layer_loss_ops,
     /* the LLM-era ops (opset 23+) */
     layer_rmsnorm_ops, layer_rotary_ops, layer_sdpa_ops,
     /* detection heads, audio front ends, set and bit ops (CPU reference only) */
     layer_roi_ops, layer_spectral_ops, layer_unique_ops, layer_unpool_ops, layer_bitwise_ops,
+    layer_deform_conv_ops, layer_linear_attention_ops,
 };
 
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user) {

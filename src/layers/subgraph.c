@@ -1,5 +1,6 @@
 /* The subgraphs of control-flow ops: preparing them once, inferring their outputs from the
- * enclosing node's inputs, and running them on the fp32 reference, node by node. */
+ * enclosing node's inputs, and running them on the fp32 reference, node by node; the stacking
+ * of their per-iteration values that Loop and Scan share. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,4 +202,44 @@ tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
         }
     values_free(sub, &s);
     return st;
+}
+
+/* ---- per-iteration values (Loop, Scan) ---- */
+
+tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tci_tensor *v) {
+    if (s->count == 0) {
+        s->first = *v;
+        s->first.data = NULL;
+    } else if (v->dtype != s->first.dtype || v->rank != s->first.rank ||
+               memcmp(v->dims, s->first.dims, sizeof(int64_t) * (size_t)v->rank) != 0) {
+        char a[128], b[128];
+        return ir_node_error(node, TCI_ERR_INVALID_ARGUMENT,
+                             "scan output %d is %s at iteration %lld, %s at the first", k,
+                             ir_format_dims(v->rank, v->dims, a, sizeof a), (long long)s->count,
+                             ir_format_dims(s->first.rank, s->first.dims, b, sizeof b));
+    }
+    size_t bytes = (size_t)op_count(v) * tci_dtype_size(v->dtype);
+    if (s->bytes + bytes > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        while (cap < s->bytes + bytes) cap *= 2;
+        unsigned char *grown = realloc(s->data, cap);
+        if (!grown) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory stacking");
+        s->data = grown;
+        s->cap = cap;
+    }
+    if (bytes) memcpy(s->data + s->bytes, v->data, bytes);
+    s->bytes += bytes;
+    s->count++;
+    return TCI_OK;
+}
+
+tci_status op_copy_value(const ir_node *node, tci_tensor *dst, const tci_tensor *src) {
+    const char *name = dst->name;
+    size_t bytes = (size_t)op_count(src) * tci_dtype_size(src->dtype);
+    *dst = *src;
+    dst->name = name;
+    dst->data = malloc(bytes ? bytes : 1);
+    if (!dst->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (bytes) memcpy(dst->data, src->data, bytes);
+    return TCI_OK;
 }

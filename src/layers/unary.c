@@ -1,7 +1,8 @@
 /* Op family 'unary': the element-wise activations and math functions of one
  * input (Relu, Sigmoid, Gelu, Exp, Sin, Shrink...), each a row of
  * util/elementwise.h's ACT_LIST, and Clip; one element-wise step on the GPU, or
- * an epilogue of the step before. */
+ * an epilogue of the step before. SwiGLU, the Swish of one input gating another
+ * of its shape, is the CPU reference's only (no GPU path). */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -397,6 +398,56 @@ UNARY_OP(shrink_op, "Shrink", 9);
 UNARY_OP(swish_op, "Swish", 24);
 OP(clip_op, "Clip", clip, activation_gpu_lower, clip_epilogue, OP_FOLLOWS_LAYOUT, 6, 11, 12, 13);
 
+/* ---- SwiGLU: Y = Swish_alpha(A) * B, A and B of one shape (no broadcast) ---- */
+
+typedef struct swiglu_params {
+    float alpha;
+} swiglu_params;
+
+static tci_status swiglu_parse(ir_node *node, mem_arena *arena) {
+    static const char *const known[] = {"alpha", NULL};
+    TRY_STATUS(op_check_arity(node, 2, 2, 1, 1));
+    TRY_STATUS(ir_check_attrs(node, known));
+    OP_ALLOC_PARAMS(node, arena, swiglu_params, p);
+    return ir_attr_float(node, "alpha", 1.0f, &p->alpha);
+}
+
+static tci_status swiglu_infer(const ir_node *node, const tci_tensor *const *in,
+                               tci_tensor *const *out) {
+    const tci_tensor *a = in[0], *b = in[1];
+    TRY_STATUS(op_check_dtype(node, a, 0, op_float_types));
+    TRY_STATUS(op_check_dtype(node, b, 1, op_float_types));
+    bool differ = a->rank >= 0 && b->rank >= 0 && a->rank != b->rank;
+    for (int d = 0; !differ && a->rank >= 0 && d < a->rank && b->rank == a->rank; d++)
+        differ = a->dims[d] >= 0 && b->dims[d] >= 0 && a->dims[d] != b->dims[d];
+    if (differ) {
+        char as[128], bs[128];
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                             "A %s and B %s differ in shape (SwiGLU does not broadcast)",
+                             ir_format_dims(a->rank, a->dims, as, sizeof as),
+                             ir_format_dims(b->rank, b->dims, bs, sizeof bs));
+    }
+    op_same_shape(out[0], a->rank >= 0 ? a : b);
+    if (a->rank >= 0 && b->rank == a->rank)
+        for (int d = 0; d < a->rank; d++)
+            if (out[0]->dims[d] < 0) out[0]->dims[d] = b->dims[d];
+    out[0]->dtype = TCI_DTYPE_FLOAT;
+    return TCI_OK;
+}
+
+static tci_status swiglu_forward(const ir_node *node, const tci_tensor *const *in,
+                                 tci_tensor *const *out) {
+    const swiglu_params *p = node->params;
+    const float *a = in[0]->data, *b = in[1]->data;
+    float *y = out[0]->data;
+    int64_t n = op_count(out[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = act_apply_host(ACT_SWISH, a[i], p->alpha, 0.0f) * b[i];
+    return TCI_OK;
+}
+
+OP_DESC(swiglu_op, "SwiGLU", OP_VERSIONS(28), swiglu_parse, swiglu_infer, swiglu_forward, 0, NULL,
+        NULL, BINARY_NONE);
+
 const op_desc *const layer_unary_ops[] = {
     &relu_op,  &leaky_relu_op, &sigmoid_op,    &hard_sigmoid_op, &hard_swish_op,
     &tanh_op,  &elu_op,        &selu_op,       &softplus_op,     &sqrt_op,
@@ -405,5 +456,6 @@ const op_desc *const layer_unary_ops[] = {
     &round_op, &softsign_op,   &mish_op,       &celu_op,         &thresholded_relu_op,
     &sin_op,   &cos_op,        &tan_op,        &asin_op,         &acos_op,
     &atan_op,  &sinh_op,       &cosh_op,       &asinh_op,        &acosh_op,
-    &atanh_op, &shrink_op,     &swish_op,      &clip_op,         NULL,
+    &atanh_op, &shrink_op,     &swish_op,      &clip_op,         &swiglu_op,
+    NULL,
 };

@@ -15,6 +15,7 @@
 typedef struct layer_window {
     int spatial;
     int64_t batch, in_channels, out_channels, group; /* group: 1 for pooling */
+    int64_t offset_group;              /* DeformConv only (1 for the other convolutions) */
     int64_t in[LAYER_MAX_SPATIAL], out[LAYER_MAX_SPATIAL], kernel[LAYER_MAX_SPATIAL];
     int64_t stride[LAYER_MAX_SPATIAL], dilation[LAYER_MAX_SPATIAL];
     int64_t pad_begin[LAYER_MAX_SPATIAL], pad_end[LAYER_MAX_SPATIAL];
@@ -35,6 +36,14 @@ tci_status layer_pool_window(const ir_node *node, const tci_tensor *const *in,
 tci_status layer_conv_parse_attrs(ir_node *node, mem_arena *arena);
 tci_status layer_conv_window_of(const ir_node *node, const tci_tensor *x, const tci_tensor *w,
                                 layer_window *out_window);
+
+/* A convolution's float output Y (N, out_channels, output dims) from its window: rank -1 while
+ * the spatial rank is unknown, -1 dims where the window has them; an error when too large. */
+tci_status layer_conv_output(const layer_window *g, tci_tensor *y);
+
+/* DeformConv (deform_conv.c): Conv's attributes less auto_pad, with offset_group, parsed into
+ * node->params (the caller checks the arity); its window is layer_conv_window_of's. */
+tci_status layer_deform_conv_parse_attrs(ir_node *node, mem_arena *arena);
 
 /* The 2-D geometry (spatial axes 0 and 1) of a window, as the plan steps carry it. */
 void layer_window_geom(const layer_window *win, conv_geom *out);

@@ -25,8 +25,9 @@ def normal(*shape):
 def model(node, inputs, opset):
     dtypes = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64,
               np.dtype(np.int32): TP.INT32, np.dtype(np.bool_): TP.BOOL, np.dtype(np.int8): TP.INT8,
-              np.dtype(np.uint8): TP.UINT8}
+              np.dtype(np.uint8): TP.UINT8, np.dtype(np.float64): TP.DOUBLE}
     names = [n for n in node.input if n]
+    inputs = [v for v in inputs if v is not None]  # None: an omitted optional input
     ins = [helper.make_tensor_value_info(n, dtypes[v.dtype], list(v.shape))
            for n, v in zip(names, inputs)]
     outs = [helper.make_empty_tensor_value_info(n) for n in node.output if n]
@@ -192,6 +193,61 @@ def cases():
     yield "BitShift uint8 RIGHT, opset 11", \
         node("BitShift", ["a", "b"], ["y"], direction="RIGHT"), \
         [RNG.integers(0, 256, (4,)).astype(np.uint8), np.array([1, 2, 5, 7], np.uint8)], 11
+    special = np.array([[0.0, -0.0, np.inf], [-np.inf, np.nan, 1.5e-40]], np.float32)
+    yield "BitCast float to int32: -0, infinities, NaN, a denormal", \
+        node("BitCast", ["x"], ["y"], to=TP.INT32), [special], 26
+    yield "BitCast int64 to double", node("BitCast", ["x"], ["y"], to=TP.DOUBLE), \
+        [RNG.integers(-2**62, 2**62, (2, 3))], 26
+    yield "BitCast int32 to float", node("BitCast", ["x"], ["y"], to=TP.FLOAT), \
+        [RNG.integers(-2**31, 2**31, (5,)).astype(np.int32) & 0x3FFFFFFF], 26
+    yield "BitCast uint8 to int8", node("BitCast", ["x"], ["y"], to=TP.INT8), \
+        [RNG.integers(0, 256, (2, 4)).astype(np.uint8)], 26
+    # taps reach past the image's edges; atol 1e-5: the fp32 sums of 18 to 27 products in
+    # another order than onnxruntime's (both within 2e-6 of a float64 evaluation)
+    offsets = normal(2, 2 * 9 * 2, 3, 3) * 2
+    yield "DeformConv group 2, offset_group 2, stride 2, pads, mask and bias", \
+        node("DeformConv", ["x", "w", "o", "b", "m"], ["y"], group=2, offset_group=2,
+             strides=[2, 2], pads=[1, 1, 1, 1]), \
+        [normal(2, 4, 6, 5), normal(6, 2, 3, 3), offsets, normal(6),
+         RNG.random((2, 2 * 9, 3, 3)).astype(np.float32)], 22, 1e-5
+    yield "DeformConv dilation 2, rectangular kernel, no pads", \
+        node("DeformConv", ["x", "w", "o"], ["y"], dilations=[2, 1], kernel_shape=[2, 3]), \
+        [normal(1, 3, 7, 6), normal(2, 3, 2, 3), normal(1, 2 * 6, 5, 4)], 19, 1e-5
+    yield "TensorScatter axis 1 of (batch, seq, dim), circular wrap", \
+        node("TensorScatter", ["c", "u", "i"], ["y"], axis=1, mode="circular"), \
+        [normal(3, 5, 4), normal(3, 3, 4), np.array([0, 3, 4], np.int64)], 24
+    yield "TensorScatter axis -3 of (batch, seq, heads, dim), no write_indices", \
+        node("TensorScatter", ["c", "u"], ["y"], axis=-3), \
+        [normal(2, 6, 2, 3), normal(2, 4, 2, 3)], 24
+    yield "CausalConvWithState kernel 3, bias, past_state, silu, length 9", \
+        node("CausalConvWithState", ["x", "w", "b", "s"], ["y", "st"], activation="silu"), \
+        [normal(3, 5, 9), normal(5, 1, 3), normal(5), normal(3, 5, 2)], 27
+    yield "CausalConvWithState kernel 6, a 2-long input", \
+        node("CausalConvWithState", ["x", "w", "", "s"], ["y", "st"]), \
+        [normal(1, 3, 2), normal(3, 1, 6), normal(1, 3, 5)], 27
+    vec = [helper.make_tensor_value_info(n, TP.FLOAT, [3]) for n in ("s", "a", "r", "s1", "o")]
+    body = helper.make_graph([node("Add", ["s", "a"], ["s1"]), node("Mul", ["s1", "r"], ["o"])],
+                             "body", vec[:3], vec[3:])
+    xs = normal(2, 4, 3)
+    yield "Scan-8 sequence_lens 4 and 2 (zeros past them), a reversed scan input", \
+        node("Scan", ["lens", "init", "x", "xr"], ["final", "ys"], body=body, num_scan_inputs=2,
+             directions=[0, 1]), [np.array([4, 2], np.int64), normal(2, 3), xs, xs + 1], 8
+    decay = -np.abs(normal(2, 6, 2)) * 0.3
+    yield "LinearAttention gated_delta, GQA 2, d_k 4 != d_v 3, per-head decay, beta 1, scale", \
+        node("LinearAttention", ["q", "k", "v", "s", "g", "b"], ["y", "st"], q_num_heads=4,
+             kv_num_heads=2, scale=0.7), \
+        [normal(2, 6, 16), normal(2, 6, 8) * 0.5, normal(2, 6, 6), normal(2, 2, 4, 3), decay,
+         RNG.random((2, 6, 1)).astype(np.float32)], 27, 1e-5
+    yield "LinearAttention delta with past_state, d_k 3, d_v 5", \
+        node("LinearAttention", ["q", "k", "v", "s", "", "b"], ["y", "st"], q_num_heads=2,
+             kv_num_heads=2, update_rule="delta"), \
+        [normal(1, 5, 6), normal(1, 5, 6) * 0.5, normal(1, 5, 10), normal(1, 2, 3, 5), None,
+         RNG.random((1, 5, 2)).astype(np.float32)], 27, 1e-5
+    yield "LinearAttention gated, MQA (4 query heads, 1 KV head), per-key decay", \
+        node("LinearAttention", ["q", "k", "v", "", "g"], ["y", "st"], q_num_heads=4,
+             kv_num_heads=1, update_rule="gated"), \
+        [normal(2, 3, 8), normal(2, 3, 2), normal(2, 3, 4), None,
+         -np.abs(normal(2, 3, 2))], 27, 1e-5
 
 
 def main():

@@ -376,6 +376,12 @@ def loops():
     save(scan("scan", ["s", "xs"], num_scan_inputs=1, scan_input_directions=[2]),
          "scan_bad_direction.onnx")
     save(scan("scan", ["s", "xs"], num_scan_inputs=3), "scan_bad_count.onnx")
+    # Scan-8: batch axis 0 on every value, sequence_lens first
+    save(model([helper.make_node("Scan", ["lens", "s", "xs"], ["s_final", "y"], name="scan",
+                                 body=step, num_scan_inputs=1)],
+               inputs=[out("lens", T.INT64, [2]), out("s", shape=[2, 2]),
+                       out("xs", shape=[2, 3, 2])],
+               outputs=[out("s_final"), out("y")], opsets=(("", 8),)), "scan8_lens.onnx")
 
 
 def main():

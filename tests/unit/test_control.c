@@ -356,6 +356,41 @@ START_TEST(test_scan_attribute_errors) {
 }
 END_TEST
 
+/* Scan-8: the body runs per batch entry for its sequence_lens steps (none: the initial state);
+ * the scan output is zeros past them, and a length past the scan inputs' is an error naming the
+ * entry. */
+START_TEST(test_scan8_batch_and_lengths) {
+    ir_graph *g = load_ok(FIXTURE("scan8_lens.onnx"));
+    ck_assert_tci_ok(pass_optimize(g));
+    const ir_tensor *y = ir_graph_find_tensor(g, "y");
+    th_assert_dims(&(tci_tensor){.rank = y->rank, .dims = {y->dims[0], y->dims[1], y->dims[2]}},
+                   3, (const int64_t[]){2, 3, 2});
+    int64_t two = 2, sd[2] = {2, 2}, xd[3] = {2, 3, 2}, lens[2] = {3, 1};
+    const float s[4] = {0.f, 1.f, 10.f, 20.f};
+    const float xs[12] = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f, 9.f, 9.f, 9.f};
+    tci_tensor in[3] = {th_tensor(TCI_DTYPE_INT64, 1, &two, lens),
+                        th_tensor(TCI_DTYPE_FLOAT, 2, sd, s),
+                        th_tensor(TCI_DTYPE_FLOAT, 3, xd, xs)};
+    exec_cpu *e = run_graph(g, in, 3);
+    th_assert_near(exec_cpu_output(e, 0)->data, (const float[]){9.f, 13.f, 17.f, 28.f}, 4, 0.f);
+    th_assert_dims(exec_cpu_output(e, 1), 3, xd);
+    th_assert_near(exec_cpu_output(e, 1)->data,
+                   (const float[]){1.f, 3.f, 4.f, 7.f, 9.f, 13.f, 17.f, 28.f, 0.f, 0.f, 0.f, 0.f},
+                   12, 0.f);
+    /* an entry of length 0 keeps its initial state */
+    lens[1] = 0;
+    ck_assert_tci_ok(exec_cpu_run(e, in, 3));
+    th_assert_near(exec_cpu_output(e, 0)->data, (const float[]){9.f, 13.f, 10.f, 20.f}, 4, 0.f);
+    th_assert_near((const float *)exec_cpu_output(e, 1)->data + 6,
+                   (const float[]){0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, 6, 0.f);
+    lens[1] = 4;
+    ck_assert_tci_error(exec_cpu_run(e, in, 3), TCI_ERR_INVALID_ARGUMENT,
+                        "node 'scan' (Scan): sequence_lens[1] is 4; the scan inputs hold 3 steps");
+    exec_cpu_destroy(e);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("control");
     TCase *tc = tcase_create("if");
@@ -373,6 +408,7 @@ int main(void) {
     tcase_add_test(loops, test_loop_iteration_limit);
     tcase_add_test(loops, test_scan_axes_and_directions);
     tcase_add_test(loops, test_scan_attribute_errors);
+    tcase_add_test(loops, test_scan8_batch_and_lengths);
     suite_add_tcase(s, loops);
     return test_run_suite(s);
 }
