@@ -75,6 +75,47 @@ class ZooVerdictTest(unittest.TestCase):
         # an overflow without a retry (an older result file) stays the failure it was
         self.assertEqual(zoo.gpu_verdict({"error": OVERFLOW}), (False, "GPU: " + OVERFLOW))
 
+    def test_zero_reference_is_a_failure(self):
+        import numpy as np
+        ref = [np.zeros((4, 10), np.float32)]
+        # a zero answer against a zero reference has rel L2 0: nothing was compared
+        e, problem = zoo.compare_outputs([np.zeros((4, 10), np.float32)], ref, None)
+        self.assertEqual(e, float("inf"))
+        self.assertIn("output 0 of the reference is all zeros", problem)
+        ok = zoo.compare_outputs([np.ones((2, 3))], [np.full((2, 3), 1.0 + 1e-7)], 1e-5)
+        self.assertIsNone(ok[1])
+
+    def test_zero_weights_filled(self):
+        import numpy as np
+
+        class Param:  # the part of torch.nn.Parameter that no_zero_weights reads
+            def __init__(self, a):
+                self.a = a
+
+            def dim(self):
+                return self.a.ndim
+
+            def is_floating_point(self):
+                return True
+
+            def any(self):
+                return bool(self.a.any())
+
+            def normal_(self, mean, std):
+                self.a[...] = np.random.default_rng(0).normal(mean, std, self.a.shape)
+
+        class Torch:
+            @staticmethod
+            def no_grad():
+                return contextlib.nullcontext()
+
+        head, bias, conv = Param(np.zeros((10, 8))), Param(np.zeros(10)), Param(np.ones((4, 3)))
+        model = type("M", (), {"parameters": lambda self: [head, bias, conv]})()
+        self.assertEqual(zoo.no_zero_weights(Torch, model), 1)
+        self.assertTrue(head.a.any())         # the zeroed classifier head gets values
+        self.assertFalse(bias.a.any())        # a zero bias is a real initialisation: kept
+        self.assertTrue((conv.a == 1).all())  # weights with values are left alone
+
     def test_verdict_and_passes(self):
         info = row("tv/swin_v2_t", {"rel_l2": 2e-3, "pytorch_fp16_rel_l2": float("inf"),
                                     "top1": 4, "auto": {"fp32_layers": ["a", "b", "c"]}})
