@@ -2,8 +2,9 @@
 """The model zoo sweep: public architectures exported to ONNX and run through tcinfer.
 
 Runs on the GPU machine (PyTorch with torchvision, timm and transformers; onnxruntime on the
-CPU). Random weights (seed 0; BatchNorm statistics measured on random inputs so activations keep
-a trained network's scale). For each model, one row:
+CPU). Random weights (seed 0; zero-initialised weight matrices filled; BatchNorm statistics
+measured on random inputs so activations keep a trained network's scale). For each model, one
+row:
 
 - the exporter and opset;
 - tcinfer's CPU reference against onnxruntime on the same inputs (relative L2 <= 1e-5 per
@@ -826,7 +827,9 @@ def report(results_dir, path):
     lines = [
         "# The model zoo sweep", "",
         "`bench/zoo.py`, rendered %s: public architectures with random weights (seed 0; "
-        "BatchNorm statistics measured on random inputs), exported to ONNX and run through "
+        "BatchNorm statistics measured on random inputs; weight matrices an initialiser leaves "
+        "all zeros, such as the classifier heads of ViTs and MLP mixers, filled with seeded "
+        "random values), exported to ONNX and run through "
         "tcinfer. The CPU and plan checks need no GPU (`--phase cpu`); the GPU accuracy and "
         "speed columns come from runs on the H200 (`--phase acc` and `bench`) and are filled "
         "only for the models such a run reached. "
