@@ -735,8 +735,15 @@ def gpu_problem(gpu):
     if not e <= GPU_ERROR_MARGIN * pt:
         return "rel L2 %.3g > %g x PyTorch fp16's %.3g" % (e, GPU_ERROR_MARGIN, pt)
     if "top1" in gpu and gpu["top1"] != ACC_BATCH:
-        return "top-1 %d/%d" % (gpu["top1"], ACC_BATCH)
+        return "top-1 %d/%d%s" % (gpu["top1"], ACC_BATCH, _pytorch_top1(gpu))
     return None
+
+
+def _pytorch_top1(gpu):
+    """PyTorch fp16's own top-1 agreement on the same rows, shown beside tcinfer's (the verdict
+    reads tcinfer's alone)."""
+    return " (PyTorch fp16 %d/%d)" % (gpu["pytorch_top1"], ACC_BATCH) if "pytorch_top1" in gpu \
+        else ""
 
 
 def cpu_within_fp64(cpu):
@@ -820,7 +827,7 @@ def report(results_dir, path):
         if "rel_l2" in gpu:
             gpu_cell = "%.2e vs %.2e" % (gpu["rel_l2"], gpu["pytorch_fp16_rel_l2"])
             if "top1" in gpu:
-                gpu_cell += ", top-1 %d/%d" % (gpu["top1"], ACC_BATCH)
+                gpu_cell += ", top-1 %d/%d%s" % (gpu["top1"], ACC_BATCH, _pytorch_top1(gpu))
         rows.append([i["name"], _cell(i.get("exporter", "-"), 40), cpu_cell, gpu_cell]
                     + _bench_cells(i) + [_cell(verdict(i))])
     date = datetime.date.today().isoformat()

@@ -63,7 +63,11 @@ class ZooVerdictTest(unittest.TestCase):
         self.assertEqual(text, "GPU (auto: 1 layer fp32): rel L2 0.005 > 1.1 x PyTorch fp16's "
                                "0.001")
         flipped = dict(auto2, top1=3)
-        self.assertEqual(zoo.gpu_verdict(flipped), (False, "GPU (auto: 2 layers fp32): top-1 3/4"))
+        self.assertEqual(zoo.gpu_verdict(flipped), (False, "GPU (auto: 2 layers fp32): top-1 3/4 "
+                                                       "(PyTorch fp16 4/4)"))
+        # PyTorch fp16 flipping rows too is shown, and the row still fails
+        self.assertEqual(zoo.gpu_verdict(dict(plain, top1=3, pytorch_top1=2)),
+                         (False, "GPU: top-1 3/4 (PyTorch fp16 2/4)"))
         # the search failed: the row fails, saying both
         failed = {"error": "fp16 overflow; --precision auto: tcinfer: error: TCI_PRECISION_AUTO: "
                            "engine input 0 holds NaN/Inf in fp16",
