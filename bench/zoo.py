@@ -602,9 +602,9 @@ def pytorch_bench(torch, model, make, batch, iters):
         torch.cuda.empty_cache()
 
 
-def sweep_one(torch, binary, info, work, timeout, iters, phases):
+def sweep_one(torch, binary, info, work, timeout, iters, phases, extra=()):
     """Fills info with the GPU accuracy ("acc" in phases) and timing ("bench") results; the
-    CPU check ran in the export worker."""
+    CPU check ran in the export worker. extra: more arguments of every GPU tcinfer run."""
     name = info["name"]
     spec = {s.name: s for s in all_specs()}[name]
     model, _, _ = spec.build(torch)
@@ -618,15 +618,15 @@ def sweep_one(torch, binary, info, work, timeout, iters, phases):
         return make_inputs(torch, desc, batch, seed)
 
     if "acc" in phases:
-        gpu_check(torch, binary, info, model, work, timeout)
+        gpu_check(torch, binary, info, model, work, timeout, extra)
     if "bench" in phases:
-        bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters)
+        bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters, extra)
     del model
     torch.cuda.empty_cache()
     return info
 
 
-def gpu_check(torch, binary, info, model, work, timeout):
+def gpu_check(torch, binary, info, model, work, timeout, extra=()):
     """tcinfer's GPU fp16 engine against PyTorch fp32, next to PyTorch fp16's own error."""
     import numpy as np
     folder = os.path.join(work, slug(info["name"]))
@@ -637,7 +637,7 @@ def gpu_check(torch, binary, info, model, work, timeout):
         pt16 = pytorch_run(torch, model, x, half=True)
         pt_err = compare_outputs(pt16, ref32, None)[0]
         got, err = tcinfer_outputs(binary, info["onnx"], "gpu", input_args, shape_args,
-                                   os.path.join(folder, "gpu"), timeout)
+                                   os.path.join(folder, "gpu"), timeout, extra)
         auto = None
         if is_fp16_overflow(err):
             # the product's answer to an overflow: --precision auto, the same inputs calibrating
@@ -645,7 +645,7 @@ def gpu_check(torch, binary, info, model, work, timeout):
             got, auto_err = tcinfer_outputs(binary, info["onnx"], "gpu", input_args, shape_args,
                                             os.path.join(folder, "gpu_auto"),
                                             timeout * AUTO_TIMEOUT_FACTOR,
-                                            auto_args(folder), doc)
+                                            list(extra) + auto_args(folder), doc)
             auto = dict(auto_record(doc, auto_err), fp16_error=err)
             err = auto_err and "fp16 overflow; --precision auto: " + auto_err
         if err:
@@ -670,7 +670,7 @@ def gpu_check(torch, binary, info, model, work, timeout):
     info["gpu_s"] = round(time.time() - t0, 1)
 
 
-def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters):
+def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters, extra=()):
     """Batch-1 latency and batch-64 throughput, tcinfer and PyTorch fp16 (CUDA graphs)."""
     t0 = time.time()
     info["bench"] = {}
@@ -687,7 +687,7 @@ def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters):
             folder = os.path.join(os.path.dirname(info["onnx"]), slug(info["name"]))
             row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters,
                                            timeout * (AUTO_TIMEOUT_FACTOR if auto else 1),
-                                           auto_args(folder) if auto else ())
+                                           list(extra) + (auto_args(folder) if auto else []))
         try:
             row["pytorch"] = pytorch_bench(torch, model, make, b, iters)
         except Exception as exc:
@@ -937,6 +937,10 @@ def main(argv=None):
     p.add_argument("--cpu-batch", type=int, default=ACC_BATCH,
                    help="rows of the CPU check (default %%(default)s; the GPU check always runs "
                         "%d rows): fewer make a sweep's CPU half faster" % ACC_BATCH)
+    p.add_argument("--tcinfer-arg", action="append", default=[], metavar="ARG",
+                   help="one more argument of every GPU tcinfer run (repeatable), e.g. "
+                        "--tcinfer-arg=--kernels --tcinfer-arg=wmma to see which kernel family "
+                        "a row's error comes from (give it its own --results folder)")
     p.add_argument("--deadline", type=float, default=0,
                    help="stop starting models after this many seconds (0: none)")
     p.add_argument("--report", metavar="MD", help="render every result JSON into MD and exit")
@@ -995,7 +999,10 @@ def main(argv=None):
                 info = earlier
             if "error" not in info:
                 try:
-                    sweep_one(torch, binary, info, args.work, args.timeout, args.iters, phases)
+                    if args.tcinfer_arg:
+                        info["tcinfer_args"] = args.tcinfer_arg
+                    sweep_one(torch, binary, info, args.work, args.timeout, args.iters, phases,
+                              args.tcinfer_arg)
                 except Exception as exc:
                     info["error"] = "sweep: " + error_text(exc)
                     info["traceback"] = traceback.format_exc()[-2000:]
