@@ -21,6 +21,10 @@
 #include <cuda_runtime.h>
 #endif
 
+/* Copy threads per instance beside its own for the batch gather (gather.h): one thread copies
+ * about 10 GB/s, 2.9 ms for 45 rows of ResNet-50 on the H200; the gather is split four ways */
+#define TCT_GATHER_WORKERS 3
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts); /* Triton's steady clock */
@@ -276,6 +280,8 @@ static void instance_free(tct_instance *in) {
     free(in->scratch_bytes);
     free(in->input_names);
     free(in->buckets);
+    tct_copier_free(in->copier);
+    free(in->copies);
     free(in);
 }
 
@@ -386,6 +392,10 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
             return tct_tci_failure(st, in->model->name);
         in->input_names[i] = info.name;
     }
+    int e = tct_copier_create(TCT_GATHER_WORKERS, &in->copier);
+    if (e)
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': starting %d copy threads: %s",
+                         in->model->name, TCT_GATHER_WORKERS, strerror(e));
     RETURN_IF_ERROR(choose_buckets(in));
     return in->device >= 0 ? warm_up(in) : NULL;
 }
@@ -493,8 +503,23 @@ static int same_item_shape(const tct_instance *in, const tct_request *a, const t
     return 1;
 }
 
-/* Copies an input of a request to dst (bytes: its size, checked). */
-static TRITONSERVER_Error *gather_input(TRITONBACKEND_Input *input, char *dst, uint64_t bytes) {
+/* Adds a host copy to the batch's list (run by the copy workers once every request is read). */
+static TRITONSERVER_Error *add_copy(tct_instance *in, void *dst, const void *src, size_t bytes) {
+    if (in->num_copies == in->copies_cap) {
+        size_t cap = in->copies_cap ? 2 * in->copies_cap : 64;
+        tct_copy *grown = realloc(in->copies, cap * sizeof *grown);
+        if (!grown) return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+        in->copies = grown;
+        in->copies_cap = cap;
+    }
+    in->copies[in->num_copies++] = (tct_copy){dst, src, bytes};
+    return NULL;
+}
+
+/* Gathers an input of a request to dst (bytes: its size, checked): buffers in GPU memory are
+ * copied at once, those in host memory are added to the instance's copy list. */
+static TRITONSERVER_Error *gather_input(tct_instance *in, TRITONBACKEND_Input *input, char *dst,
+                                        uint64_t bytes) {
     uint32_t buffers;
     RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, NULL, NULL, NULL, NULL, NULL, &buffers));
     uint64_t at = 0;
@@ -507,7 +532,10 @@ static TRITONSERVER_Error *gather_input(TRITONBACKEND_Input *input, char *dst, u
         if (size > bytes - at)
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input buffers exceed %llu bytes",
                              (unsigned long long)bytes);
-        RETURN_IF_ERROR(copy_bytes(dst + at, TRITONSERVER_MEMORY_CPU, buf, type, size));
+        if (type == TRITONSERVER_MEMORY_GPU)
+            RETURN_IF_ERROR(copy_bytes(dst + at, TRITONSERVER_MEMORY_CPU, buf, type, size));
+        else if (size)
+            RETURN_IF_ERROR(add_copy(in, dst + at, buf, size));
         at += size;
     }
     if (at != bytes)
@@ -601,6 +629,7 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
         }
     tci_tensor tensors[64];
     TRITONSERVER_Error *err = NULL;
+    in->num_copies = 0;
     if (in->num_inputs > sizeof tensors / sizeof tensors[0])
         err = tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "more than 64 inputs");
     for (size_t i = 0; !err && i < in->num_inputs; i++) {
@@ -642,12 +671,13 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
             uint64_t b;
             err = TRITONBACKEND_InputProperties(group[g]->inputs[i], NULL, NULL, NULL, NULL, &b,
                                                 NULL);
-            if (!err) err = gather_input(group[g]->inputs[i], (char *)in->scratch[i] + at, b);
+            if (!err) err = gather_input(in, group[g]->inputs[i], (char *)in->scratch[i] + at, b);
             at += (size_t)b;
         }
         if (!err) memset((char *)in->scratch[i] + at, 0, need - at); /* the padding rows */
         t->data = in->scratch[i];
     }
+    if (!err) tct_copier_run(in->copier, in->copies, in->num_copies);
     uint64_t compute_start = now_ns();
     tci_status st = err ? TCI_OK : tci_context_run(in->ctx, tensors, in->num_inputs);
     if (st != TCI_OK) err = tct_tci_failure(st, in->model->name);

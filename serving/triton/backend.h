@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include "gather.h"
 #include "model_config.h"
 
 #define TCT_MAX_DEVICES 64
@@ -36,6 +37,10 @@ typedef struct tct_instance {
      * GPU instance runs a few sizes only; NULL: every batch as it comes */
     int64_t *buckets;
     size_t num_buckets;
+    /* the gather's copy workers (gather.h), and the host copies of the batch being gathered */
+    tct_copier *copier;
+    tct_copy *copies;
+    size_t num_copies, copies_cap;
 } tct_instance;
 
 #define RETURN_IF_ERROR(expr)                                                                     \
