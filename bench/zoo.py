@@ -917,6 +917,27 @@ def cpu_phase(args, specs):
     return 0
 
 
+def with_earlier_cpu(info, out):
+    """--gpu-only: the export info with the CPU check of the result file out (a JSON an earlier
+    acc run left), or None (said) where there is none."""
+    earlier = None
+    if os.path.exists(out):
+        with open(out) as fh:
+            earlier = json.load(fh)
+    if not earlier or "cpu" not in earlier:
+        print("%-40s no earlier CPU check in %s: run --phase acc without --gpu-only" %
+              (info["name"], out), flush=True)
+        return None
+    if "inputs" not in info:  # exported earlier into this --work folder
+        info = dict(earlier, onnx=info["onnx"])
+    for k in ("cpu", "cpu_batch", "cpu_s", "graph_inputs"):
+        if k in earlier:
+            info[k] = earlier[k]
+    for k in ("gpu", "gpu_s", "bench", "bench_s"):
+        info.pop(k, None)
+    return info
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tcinfer", default="build/tcinfer")
@@ -941,6 +962,12 @@ def main(argv=None):
                    help="one more argument of every GPU tcinfer run (repeatable), e.g. "
                         "--tcinfer-arg=--kernels --tcinfer-arg=wmma to see which kernel family "
                         "a row's error comes from (give it its own --results folder)")
+    p.add_argument("--gpu-only", action="store_true",
+                   help="acc phase: no CPU check; each row keeps the CPU check of the result file "
+                        "an earlier acc run left in --results (rows without one are left out): "
+                        "a GPU re-run after a GPU change takes a fraction of the time; write "
+                        "into a copy of the results, without --resume, which would leave out "
+                        "the rows that already hold GPU results)")
     p.add_argument("--deadline", type=float, default=0,
                    help="stop starting models after this many seconds (0: none)")
     p.add_argument("--report", metavar="MD", help="render every result JSON into MD and exit")
@@ -953,6 +980,8 @@ def main(argv=None):
     if args.report:
         report(args.results, args.report)
         return 0
+    if args.gpu_only and args.phase not in ("acc", "all"):
+        p.error("--gpu-only goes with --phase acc or all")
     if args.replan:
         replan(args.results, args.work, resolve_binary(args.tcinfer), args.timeout)
         return 0
@@ -980,7 +1009,7 @@ def main(argv=None):
     os.makedirs(args.results, exist_ok=True)
     started = time.time()
     with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
-        check_cpu = binary if args.phase != "bench" else None
+        check_cpu = binary if args.phase != "bench" and not args.gpu_only else None
         futures = [pool.submit(export_one, s.name, args.work, check_cpu, args.timeout,
                                args.cpu_batch) for s in specs]
         for f in futures:
@@ -997,6 +1026,10 @@ def main(argv=None):
                     continue  # the acc run's row stands
                 earlier["onnx"] = info["onnx"]
                 info = earlier
+            elif args.gpu_only and "error" not in info:
+                info = with_earlier_cpu(info, out)
+                if info is None:
+                    continue
             if "error" not in info:
                 try:
                     if args.tcinfer_arg:

@@ -120,6 +120,35 @@ class ZooVerdictTest(unittest.TestCase):
         self.assertFalse(bias.a.any())        # a zero bias is a real initialisation: kept
         self.assertTrue((conv.a == 1).all())  # weights with values are left alone
 
+    def test_gpu_only_keeps_earlier_cpu(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "tv__resnet18.json")
+            fresh = {"name": "tv/resnet18", "onnx": "/w/new.onnx", "inputs": {"input": []},
+                     "exporter": "TorchScript, opset 17"}
+            with contextlib.redirect_stdout(io.StringIO()) as said:
+                self.assertIsNone(zoo.with_earlier_cpu(dict(fresh), out))  # no earlier file
+            self.assertIn("no earlier CPU check", said.getvalue())
+            earlier = dict(row("tv/resnet18", {"rel_l2": 1.0, "pytorch_fp16_rel_l2": 1e-3}),
+                           onnx="/w/old.onnx", graph_inputs=["input"], cpu_batch=2,
+                           bench={"1": {}}, inputs={"input": ["image", [3, 8, 8], None]})
+            with open(out, "w") as f:
+                json.dump(earlier, f)
+            got = zoo.with_earlier_cpu(dict(fresh), out)
+            self.assertEqual(got["cpu"], earlier["cpu"])          # the CPU check carried over
+            self.assertEqual(got["graph_inputs"], ["input"])
+            self.assertEqual(got["cpu_batch"], 2)
+            self.assertEqual(got["onnx"], "/w/new.onnx")          # this run's export
+            self.assertNotIn("gpu", got)                          # to be measured again
+            self.assertNotIn("bench", got)
+            # exported into the same folder before: everything else from the earlier file
+            got = zoo.with_earlier_cpu({"name": "tv/resnet18", "onnx": "/w/o.onnx"}, out)
+            self.assertEqual(got["inputs"], earlier["inputs"])
+            self.assertEqual(got["onnx"], "/w/o.onnx")
+            with open(out, "w") as f:
+                json.dump({"name": "tv/resnet18", "error": "export: failed"}, f)
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertIsNone(zoo.with_earlier_cpu(dict(fresh), out))
+
     def test_verdict_and_passes(self):
         info = row("tv/swin_v2_t", {"rel_l2": 2e-3, "pytorch_fp16_rel_l2": float("inf"),
                                     "top1": 4, "auto": {"fp32_layers": ["a", "b", "c"]}})
