@@ -168,6 +168,24 @@ typedef enum tci_kernels {
     TCI_KERNELS_LIBRARY = 2, /* cuDNN (and cuBLASLt for GEMMs) only */
 } tci_kernels;
 
+/* Since 0.2, the values of tci_engine_options.mark_all_outputs: which tensors an engine built for
+ * per-layer comparisons also makes outputs (after the model's own, in execution order, under
+ * their ONNX tensor names, so that they match the CPU reference's by name). */
+typedef enum tci_mark_outputs {
+    TCI_MARK_OUTPUTS_NONE = 0,    /* the model's outputs only (the default) */
+    TCI_MARK_OUTPUTS_UNFUSED = 1, /* the first output of every node, marked before the GPU
+                                     fusion passes, as Polygraphy's "mark all" does: fusion does
+                                     not cross a marked tensor, so a GPU engine runs unfused */
+    /* GPU: the engine as it ships: the tensor every step of the normal build writes, marked
+     * after fusion and layout assignment (a fused step, "Conv+BatchNormalization+Add+Relu", at
+     * its output, the tensor of its last node; tci_engine_output_nodes names the nodes it
+     * covers). The steps (ops, fused chains, kernels, precision, layouts) are the normal
+     * build's; only the outputs' copies are added. Skipped: steps the normal build drops as
+     * unread, and tensors a GPU pass gave other values than the model's (a layer scale folded
+     * into its GEMM). On the CPU backend, which does not fuse, as TCI_MARK_OUTPUTS_UNFUSED. */
+    TCI_MARK_OUTPUTS_AS_SHIPPED = 2,
+} tci_mark_outputs;
+
 /* Log levels, most severe first: a callback gets messages at or above its engine's log_level. */
 typedef enum tci_log_level {
     TCI_LOG_ERROR = 0,   /* a call failed: the text of tci_last_error() */
@@ -197,9 +215,12 @@ typedef struct tci_engine_options {
     /* GPU: only build the plan (steps, fusion, layouts, memory) for tci_engine_gpu_report and
      * tci_engine_layers; needs no GPU, and no context can run the engine. */
     int plan_only;
-    /* Makes the first output of every node an engine output too (after the model's own), as
-     * Polygraphy's "mark all" does, for per-layer comparisons. Fusion does not cross a marked
-     * tensor, so the engine runs unfused. */
+    /* Per-layer comparisons: a tci_mark_outputs value. TCI_MARK_OUTPUTS_UNFUSED (1) makes the
+     * first output of every node an engine output too (after the model's own), as Polygraphy's
+     * "mark all" does; fusion does not cross a marked tensor, so the engine runs unfused.
+     * Since 0.2, TCI_MARK_OUTPUTS_AS_SHIPPED (2): on the GPU, the output of every step of the
+     * engine as it ships (fused). Another value: TCI_ERR_INVALID_ARGUMENT. An engine built
+     * with either runs at its built shapes only. */
     int mark_all_outputs;
     /* GPU: precision of the whole engine (TCI_PRECISION_FP16 by default). */
     tci_precision precision;
@@ -248,11 +269,11 @@ typedef struct tci_engine_options {
     size_t num_calibration_inputs;
     /* Since 0.2, TCI_PRECISION_AUTO: > 0 also holds the outputs' relative L2 error against the
      * GPU fp32 engine, on the calibration inputs, to at most this. Where it is over, every layer
-     * is measured (the engines built with mark_all_outputs, each layer's output against the
-     * fp32 engine's), the layers are ranked by the error each adds to what it reads, and the
-     * fewest from the top of that ranking that bring the error to the target join the fp32
-     * layers, found by bisection on the engine as it ships (fused). 0 (the default): overflow
-     * only.
+     * is measured (the engines built with TCI_MARK_OUTPUTS_UNFUSED, each layer's output
+     * against the fp32 engine's), the layers are ranked by the error each adds to what it
+     * reads, and the fewest from the top of that ranking that bring the error to the target
+     * join the fp32 layers, found by bisection on the engine as it ships (fused). 0 (the
+     * default): overflow only.
      * Negative, not finite, or given with another precision: TCI_ERR_INVALID_ARGUMENT. */
     double accuracy_target;
     /* Since 0.2, GPU: the CUDA device (index as cudaSetDevice counts them, 0 by default) the
@@ -527,6 +548,16 @@ tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out_r
 typedef void (*tci_layer_fn)(size_t index, const char *node, const char *fused_ops,
                              const char *kernel, const char *layout, void *user);
 tci_status tci_engine_layers(const tci_engine *engine, tci_layer_fn fn, void *user);
+
+/* Since 0.2: the ONNX nodes whose computation engine output `index` is the result of, in graph
+ * order, through fn (node name and op type): on a GPU engine the nodes of the step that computes
+ * it (a fused step: the node it begins at and every node fused into it, e.g. Conv,
+ * BatchNormalization, Add and Relu, the output being the last one's), otherwise the node that
+ * computes it alone; none for an output that is an engine input or a constant. For the
+ * per-layer outputs of tci_engine_options.mark_all_outputs. */
+typedef void (*tci_node_fn)(const char *node, const char *op_type, void *user);
+tci_status tci_engine_output_nodes(const tci_engine *engine, size_t index, tci_node_fn fn,
+                                   void *user);
 
 /* Times `iterations` runs on the inputs of the last tci_context_run, after `warmup` untimed ones:
  * GPU: device time of the whole plan by CUDA events (no host copies); CPU: wall time of a run.

@@ -67,6 +67,10 @@ fi
 # keep them in those instead
 run "cli overflow" python3 tests/models/test_cli.py --tcinfer "$build/tcinfer" -k overflow \
     -k precision_auto -k accuracy_target -k keep_precision
+# --compare-layers on resnet_mini: every step of the engine as it ships compared with the CPU
+# reference at its output (a fused step at its last node's tensor), within 1e-2; and =unfused
+run "cli compare_layers" python3 tests/models/test_cli.py --tcinfer "$build/tcinfer" \
+    --models-dir "$work/models" -k compare_layers
 # softmax over inputs near 10^4 cannot be held in fp16: known failures of the fp16 engine, which
 # pass below with the softmax layers in fp32; their expanded forms (ReduceMax, Sub, Exp,
 # ReduceSum...) likewise

@@ -21,6 +21,7 @@ _BACKENDS = {"cpu": 0, "gpu": 1}
 _PRECISIONS = {"fp16": 0, "fp32": 1, "tf32": 2, "bf16": 3, "auto": 4}
 _KEPT = {"fp32": 1, "tf32": 2, "bf16": 3}
 _KERNELS = {"auto": 0, "wmma": 1, "cudnn": 2, "library": 2}
+_MARKS = {"none": 0, "unfused": 1, "shipped": 2}  # tci_mark_outputs
 
 TensorInfo = collections.namedtuple("TensorInfo", "name dtype shape")
 TensorInfo.__doc__ = """An engine input or output: numpy dtype (None if tcinfer's dtype has no
@@ -79,8 +80,9 @@ class Engine(_Closes):
     model: a path, or the bytes of a serialized ModelProto (base_dir: where its external data
     lives). backend "cpu" (fp32 reference) or "gpu" (tensor cores); shapes: {input name: dims}
     fixing symbolic dims; precision "fp16"|"bf16"|"tf32"|"fp32"|"auto", fp32_layers, kernels
-    "auto"|"wmma"|"cudnn", no_cuda_graph, timing_cache, mark_all_outputs: as in
-    tci_engine_options. precision "auto" (GPU) keeps the layers that overflow fp16 in fp32,
+    "auto"|"wmma"|"cudnn", no_cuda_graph, timing_cache: as in tci_engine_options;
+    mark_all_outputs "unfused" (or True: every node's output, the GPU engine unfused) or
+    "shipped" (every step's output of the GPU engine as it ships, fused). precision "auto" (GPU) keeps the layers that overflow fp16 in fp32,
     found by running calibration_inputs (numpy arrays in engine input order; None: seeded
     random inputs), and with accuracy_target > 0 also those that hold the outputs' relative L2
     error above it; fp32_layers() lists them, auto_error() gives the error reached.
@@ -100,7 +102,10 @@ class Engine(_Closes):
         opts.precision = _choice(_PRECISIONS, precision, "precision")
         opts.kernels = _choice(_KERNELS, kernels, "kernels")
         opts.no_cuda_graph = int(bool(no_cuda_graph))
-        opts.mark_all_outputs = int(bool(mark_all_outputs))
+        if isinstance(mark_all_outputs, str):
+            opts.mark_all_outputs = _choice(_MARKS, mark_all_outputs, "mark_all_outputs")
+        else:  # True: every node's output, as before the modes had names
+            opts.mark_all_outputs = _MARKS["unfused"] if mark_all_outputs else _MARKS["none"]
         opts.accuracy_target = float(accuracy_target)
         opts.kept_precision = _choice(_KEPT, keep_precision, "keep_precision")
         opts.device = int(device)

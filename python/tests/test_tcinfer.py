@@ -113,6 +113,19 @@ def test_unknown_backend_is_a_value_error():
         tcinfer.Engine(MODEL, backend="tpu")
 
 
+def test_mark_all_outputs(x):
+    """mark_all_outputs: True and "unfused" mark every node's output; "shipped" marks the GPU
+    engine's steps, and on the CPU backend (no fusion) every node's as well."""
+    with tcinfer.Engine(MODEL) as plain, tcinfer.Engine(MODEL, mark_all_outputs=True) as a, \
+            tcinfer.Engine(MODEL, mark_all_outputs="unfused") as b, \
+            tcinfer.Engine(MODEL, mark_all_outputs="shipped") as c:
+        assert len(a.outputs) > len(plain.outputs) + 2
+        assert a.outputs == b.outputs == c.outputs
+        assert len(c.run(x)) == len(c.outputs)
+    with pytest.raises(ValueError, match="mark_all_outputs"):
+        tcinfer.Engine(MODEL, mark_all_outputs="fused")
+
+
 def test_device_option(x):
     """device reaches tci_engine_options: refused with the CPU backend, negative, or past the
     last GPU (a clear failure where there is none); device 0 given explicitly runs as the

@@ -59,26 +59,12 @@ static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o)
     return TCI_OK;
 }
 
-/* Appends the first output of every node to the graph outputs (see mark_all_outputs). */
-static tci_status mark_all_outputs(ir_graph *g) {
-    size_t n = g->num_outputs;
-    ir_tensor **outputs = arena_alloc(g->arena, (n + g->num_nodes + 1) * sizeof *outputs);
-    if (!outputs) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory marking outputs");
-    for (size_t i = 0; i < n; i++) outputs[i] = g->outputs[i];
-    for (size_t i = 0; i < g->num_nodes; i++) {
-        ir_tensor *t = g->nodes[i]->num_outputs ? g->nodes[i]->outputs[0] : NULL;
-        if (!t || !t->name || t->is_graph_output) continue;
-        t->is_graph_output = true;
-        outputs[n++] = t;
-    }
-    g->outputs = outputs;
-    g->num_outputs = n;
-    return TCI_OK;
-}
-
-/* The GPU plan of an optimised graph: the fusion and layout passes, then the planner. */
-static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, plan **out_plan) {
+/* The GPU plan of an optimised graph: the fusion and layout passes, then the planner; mark: the
+ * options' mark_all_outputs (TCI_MARK_OUTPUTS_AS_SHIPPED marks the steps' outputs here). */
+static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, int mark,
+                               plan **out_plan) {
     TRY_STATUS(pass_prepare_for_gpu(g));
+    if (mark == TCI_MARK_OUTPUTS_AS_SHIPPED) return api_plan_as_shipped(g, options, out_plan);
     return plan_build(g, options, out_plan);
 }
 
@@ -105,8 +91,12 @@ static tci_status build(ir_graph *g, const tci_engine_options *options, ir_graph
     if (options->progress_fn) options->progress_fn(stage, 0, 1, options->progress_user);
     TRY_STATUS(pass_optimize(g));
     if (options->progress_fn) options->progress_fn(stage, 1, 1, options->progress_user);
-    /* after the passes: in execution order, and only tensors that are really computed */
-    return options->mark_all_outputs ? mark_all_outputs(g) : TCI_OK;
+    /* after the passes: in execution order, and only tensors that are really computed (the
+     * GPU marks the engine as it ships after its own passes: plan_for_gpu) */
+    bool unfused = options->mark_all_outputs == TCI_MARK_OUTPUTS_UNFUSED ||
+                   (options->mark_all_outputs == TCI_MARK_OUTPUTS_AS_SHIPPED &&
+                    options->backend == TCI_BACKEND_CPU);
+    return unfused ? api_mark_all_outputs(g) : TCI_OK;
 }
 
 /* A NULL-terminated deep copy (NULL for NULL). */
@@ -133,7 +123,7 @@ static tci_status create_gpu(tci_engine *e, ir_graph *g, const tci_engine_option
     plan *built = NULL;
     TRY_STATUS(exec_gpu_check_device());
     TRY_STATUS(api_device_check(options->device));
-    TRY_STATUS(plan_for_gpu(g, &e->plan_options, &built));
+    TRY_STATUS(plan_for_gpu(g, &e->plan_options, options->mark_all_outputs, &built));
     api_device scope;
     tci_status st = api_device_enter(options->device, &scope);
     if (st != TCI_OK) {
@@ -212,6 +202,12 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
                           "tci_engine_options.device is %d, but the backend is TCI_BACKEND_CPU, "
                           "which runs on no GPU: leave the device at 0 or use TCI_BACKEND_GPU",
                           options->device);
+    if (st == TCI_OK && (options->mark_all_outputs < TCI_MARK_OUTPUTS_NONE ||
+                         options->mark_all_outputs > TCI_MARK_OUTPUTS_AS_SHIPPED))
+        st = status_error(TCI_ERR_INVALID_ARGUMENT,
+                          "tci_engine_options.mark_all_outputs is %d: TCI_MARK_OUTPUTS_NONE (0), "
+                          "_UNFUSED (1) or _AS_SHIPPED (2)",
+                          options->mark_all_outputs);
     if (st == TCI_OK && options->precision == TCI_PRECISION_AUTO && !choices)
         return api_auto_create(g, options, out_engine);
     if (st == TCI_OK && (options->calibration_inputs || options->num_calibration_inputs ||
@@ -264,7 +260,7 @@ tci_status api_finish_create(ir_graph *g, const tci_engine_options *given, const
         e->backend = options->backend;
         e->use_cuda_graph = !options->no_cuda_graph;
         if (e->backend == TCI_BACKEND_GPU && options->plan_only)
-            st = plan_for_gpu(g, &e->plan_options, &e->plan_only);
+            st = plan_for_gpu(g, &e->plan_options, options->mark_all_outputs, &e->plan_only);
 #if TCI_HAVE_CUDA
         else if (e->backend == TCI_BACKEND_GPU)
             st = create_gpu(e, g, options, choices);

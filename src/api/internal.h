@@ -87,6 +87,16 @@ tci_status api_read_options(const tci_engine_options *given, tci_engine_options 
 tci_status api_finish_create(ir_graph *g, const tci_engine_options *options, const char *choices,
                              tci_engine **out_engine);
 
+/* mark_outputs.c: the per-layer outputs of tci_engine_options.mark_all_outputs. */
+/* TCI_MARK_OUTPUTS_UNFUSED: the first output of every node of g (optimised, not fused) made a
+ * graph output, after the model's own, in node order. */
+tci_status api_mark_all_outputs(ir_graph *g);
+/* TCI_MARK_OUTPUTS_AS_SHIPPED, on g prepared for the GPU (pass_prepare_for_gpu): plans g, makes
+ * the tensor each step of that plan writes (named, not rescaled) a graph output, and plans it
+ * again: *out_plan, whose steps are checked to be those of the first plan
+ * (TCI_ERR_INTERNAL naming the first step that differs). */
+tci_status api_plan_as_shipped(ir_graph *g, const plan_options *options, plan **out_plan);
+
 /* shapes.c: the shapes a GPU engine runs below the built ones. */
 /* By input of g (before tci_engine_options.shapes fixes its dims): bit d set where dim d may run
  * smaller than built: the leading dim (the batch) and every dim the model leaves symbolic or

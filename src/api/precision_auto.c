@@ -182,7 +182,7 @@ static void auto_progress_update(const char *stage, size_t done, size_t total, v
 /* An engine from a copy of g: options with this precision and these fp32 layers (kept in
  * options->kept_precision in an fp16 engine; the fp32 engine keeps nothing). */
 static tci_status build_copy(const ir_graph *g, const tci_engine_options *options,
-                             tci_precision precision, char *const *fp32_layers, bool mark_all,
+                             tci_precision precision, char *const *fp32_layers, int mark_all,
                              auto_progress *progress, tci_engine **out) {
     ir_graph *copy = NULL;
     TRY_STATUS(ir_graph_clone(g, &copy));
@@ -435,7 +435,8 @@ static tci_status measure(const ir_graph *g, const tci_engine_options *options,
     tci_status st = TCI_OK;
     if (!m->fp32) {
         snprintf(progress->build, sizeof progress->build, "precision auto, fp32 layers");
-        st = build_copy(g, options, TCI_PRECISION_FP32, NULL, true, progress, &m->fp32);
+        st = build_copy(g, options, TCI_PRECISION_FP32, NULL, TCI_MARK_OUTPUTS_UNFUSED, progress,
+                        &m->fp32);
         if (st == TCI_OK) st = tci_context_create(m->fp32, &m->base);
         if (st == TCI_OK) st = tci_context_run(m->base, inputs, num_inputs);
         TRY_STATUS(st);
@@ -443,7 +444,8 @@ static tci_status measure(const ir_graph *g, const tci_engine_options *options,
     tci_engine *e = NULL;
     tci_context *c = NULL;
     snprintf(progress->build, sizeof progress->build, "precision auto, fp16 layers");
-    st = build_copy(g, options, TCI_PRECISION_FP16, list->names, true, progress, &e);
+    st = build_copy(g, options, TCI_PRECISION_FP16, list->names, TCI_MARK_OUTPUTS_UNFUSED, progress,
+                    &e);
     if (st == TCI_OK) st = tci_context_create(e, &c);
     if (st == TCI_OK) st = tci_context_run(c, inputs, num_inputs);
     size_t n = st == TCI_OK ? e->graph->num_nodes : 0;
@@ -509,7 +511,8 @@ static tci_status try_list(const ir_graph *g, const tci_engine_options *options,
                            tci_engine **out, double *error, uint64_t *mismatches,
                            tci_nonfinite_report *report) {
     snprintf(progress->build, sizeof progress->build, "precision auto, %s", what);
-    TRY_STATUS(build_copy(g, options, TCI_PRECISION_FP16, list->names, false, progress, out));
+    TRY_STATUS(build_copy(g, options, TCI_PRECISION_FP16, list->names, TCI_MARK_OUTPUTS_NONE,
+                          progress, out));
     tci_status st = run_round(*out, base, inputs, num_inputs, mismatches, error, report);
     if (st != TCI_OK) {
         tci_engine_destroy(*out);
@@ -759,7 +762,8 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
         st = list_push(&list, options->fp32_layers[i]);
     snprintf(progress.build, sizeof progress.build, "precision auto, fp32 engine");
     if (st == TCI_OK)
-        st = build_copy(g, options, TCI_PRECISION_FP32, NULL, false, &progress, &fp32);
+        st = build_copy(g, options, TCI_PRECISION_FP32, NULL, TCI_MARK_OUTPUTS_NONE, &progress,
+                        &fp32);
     const tci_tensor *inputs = options->calibration_inputs;
     size_t num_inputs = options->num_calibration_inputs;
     if (st == TCI_OK && inputs && num_inputs != fp32->graph->num_inputs)
@@ -781,11 +785,13 @@ tci_status api_auto_create(ir_graph *g, const tci_engine_options *options,
     size_t moved = e ? e->num_auto_fp32 : 0;
     double error = e ? e->auto_error : -1;
     if (st == TCI_OK && options->mark_all_outputs) {
-        /* the search compares the engine as it runs (fused); the layers marked, it is rebuilt */
+        /* the search compares the engine as it runs (fused); the layers marked as asked, it is
+         * rebuilt */
         tci_engine_destroy(e);
         e = NULL;
         snprintf(progress.build, sizeof progress.build, "precision auto, all outputs marked");
-        st = build_copy(g, options, TCI_PRECISION_FP16, list.names, true, &progress, &e);
+        st = build_copy(g, options, TCI_PRECISION_FP16, list.names, options->mark_all_outputs,
+                        &progress, &e);
         if (st == TCI_OK) {
             e->num_auto_fp32 = moved;
             e->auto_error = error;

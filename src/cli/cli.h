@@ -40,6 +40,7 @@ typedef struct cli_args {
     const char *output_file;
     const char *output_dir;
     bool quiet, info, list_ops, random, compare, compare_layers, no_graph, plan, json, verbose;
+    bool compare_unfused; /* --compare-layers=unfused: every node's output, fusion off */
     uint64_t seed;
     int backend; /* -1: GPU where one exists, else CPU */
     int device;        /* --device: the CUDA device of the GPU engines (0 by default) */
@@ -139,9 +140,11 @@ const char *cli_precision_name(tci_precision p);
  * --profile computed; each is a no-op on a NULL report. */
 cli_report *cli_report_create(const cli_args *a); /* NULL: failed, and said why */
 void cli_report_destroy(cli_report *r);
-/* Every float tensor --compare measured (layers: with --compare-layers), in its order. */
+/* Every float tensor --compare measured (layers: with --compare-layers), in its order;
+ * step_nodes: the nodes of the fused GPU step that computed it, joined by '+' (NULL: one). */
 void cli_report_compared(cli_report *r, bool layers, const tci_tensor *test,
-                         const tci_tensor *ref, const tci_compare_result *result);
+                         const tci_tensor *ref, const tci_compare_result *result,
+                         const char *step_nodes);
 /* --compare-layers' verdict: indices into the compared tensors, -1 where none. */
 void cli_report_layer_jump(cli_report *r, double threshold, int jump, int over);
 void cli_report_profile_step(cli_report *r, size_t index, const char *node, const char *fused,

@@ -27,7 +27,9 @@ static tci_status run_baseline(const cli_args *a, const tci_engine *engine, bool
     options.backend = a->baseline_gpu ? TCI_BACKEND_GPU : TCI_BACKEND_CPU;
     if (a->baseline_gpu) options.device = a->device; /* beside the engine compared */
     options.precision = TCI_PRECISION_FP32;
-    options.mark_all_outputs = all_outputs;
+    /* every node's output: a superset of the layers of either marking of the engine compared,
+     * matched by name */
+    options.mark_all_outputs = all_outputs ? TCI_MARK_OUTPUTS_UNFUSED : TCI_MARK_OUTPUTS_NONE;
     options.cpu_threads = a->threads;
     options.log_fn = cli_log;
     options.log_level = a->verbose ? TCI_LOG_DEBUG : TCI_LOG_ERROR;
@@ -142,6 +144,33 @@ static const char *element_position(const tci_tensor *t, size_t index, char *buf
     return buf;
 }
 
+/* What --compare-layers says of one engine output: the ONNX nodes of the step that computes it
+ * (tci_engine_output_nodes), the last of them the output's own. */
+typedef struct layer_nodes {
+    char names[1024], ops[512];
+    const char *last, *last_op; /* into the engine, valid while it lives */
+    size_t count;
+} layer_nodes;
+
+static void append(char *buf, size_t size, const char *sep, const char *text) {
+    size_t len = strlen(buf);
+    if (len + 1 < size) snprintf(buf + len, size - len, "%s%s", len ? sep : "", text);
+}
+
+static void add_layer_node(const char *node, const char *op_type, void *user) {
+    layer_nodes *l = user;
+    append(l->names, sizeof l->names, "+", node);
+    append(l->ops, sizeof l->ops, "+", op_type);
+    l->last = node;
+    l->last_op = op_type;
+    l->count++;
+}
+
+static void add_json_node(const char *node, const char *op_type, void *user) {
+    (void)op_type;
+    json_add(user, NULL, json_string(node));
+}
+
 /* --atol / --rtol given */
 static bool has_bound(const cli_args *a) { return a->atol >= 0 || a->rtol >= 0; }
 
@@ -245,12 +274,12 @@ int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_conte
         tci_status st =
             run_baseline(a, engine, a->compare_layers, inputs, num_inputs, &cpu, &base);
         rc = st == TCI_OK ? 0 : cli_fail(st);
-        n = rc == 0 ? tci_engine_output_count(cpu) : 0;
+        n = rc == 0 ? tci_engine_output_count(engine) : 0;
     }
     double *errors = calloc(n + 1, sizeof *errors);
-    const char **names = calloc(n + 1, sizeof *names);
+    const char **names = calloc(n + 1, sizeof *names), **node_names = calloc(n + 1, sizeof *names);
     size_t layers = 0;
-    if (!errors || !names) rc = EXIT_FAILURE;
+    if (!errors || !names || !node_names) rc = EXIT_FAILURE;
     json_value *j = json ? json_add_object(json, "compare") : NULL;
     json_value *list = NULL;
     if (j) {
@@ -262,15 +291,24 @@ int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_conte
         list = json_add_array(j, a->compare_layers ? "layers" : "outputs");
     }
     bool bounded = a->tolerance >= 0 || has_bound(a);
+    size_t unmatched = 0;
+    if (!j && a->compare_layers && rc == 0)
+        printf("per-layer error against the fp32 %s, %s:\n", a->baseline_gpu ? "GPU" : "CPU",
+               a->compare_unfused ? "every node's output of the engine built unfused"
+                                  : "every step's output of the engine as it ships");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         tci_tensor test, ref;
         tci_context_output(ctx, i, &test);
+        size_t at = i;
         if (saved) {
             ref = files.tensors[i];
             rc = check_reference(&test, &ref, files.paths[i]);
             if (rc) break;
+        } else if (a->compare_layers && tci_engine_output_index(cpu, test.name, &at) != TCI_OK) {
+            unmatched++; /* a tensor the GPU passes made, which the model does not have */
+            continue;
         } else {
-            tci_context_output(base, i, &ref);
+            tci_context_output(base, at, &ref);
         }
         if (test.dtype != TCI_DTYPE_FLOAT) {
             size_t bytes = (size_t)tci_tensor_count(&ref) * tci_dtype_size(ref.dtype);
@@ -302,19 +340,33 @@ int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_conte
             rc = cli_fail(st);
             break;
         }
+        layer_nodes nodes;
+        memset(&nodes, 0, sizeof nodes);
+        if (a->compare_layers) tci_engine_output_nodes(engine, i, add_layer_node, &nodes);
         errors[layers] = r.relative_l2;
-        names[layers++] = test.name;
-        cli_report_compared(a->collect, a->compare_layers, &test, &ref, &r);
+        names[layers] = test.name;
+        node_names[layers++] = nodes.last ? nodes.last : test.name;
+        cli_report_compared(a->collect, a->compare_layers, &test, &ref, &r,
+                            nodes.count > 1 ? nodes.names : NULL);
         bool over = a->tolerance >= 0 && !(r.relative_l2 <= a->tolerance);
         json_value *o = NULL;
         if (list) {
             o = json_result(test.name, &r);
             if (saved) json_add_string(o, "reference", files.paths[i]);
             if (a->tolerance >= 0) json_add_bool(o, "within_tolerance", !over);
+            if (nodes.last) {
+                json_add_string(o, "node", nodes.last);
+                json_add_string(o, "op", nodes.last_op);
+                json_add_string(o, "step_ops", nodes.ops);
+                tci_engine_output_nodes(engine, i, add_json_node, json_add_array(o, "step_nodes"));
+            }
             json_add(list, NULL, o);
         } else if (a->compare_layers) {
-            printf("  %4zu  %-40s rel L2 %-10.3g max abs %.3g\n", i, test.name, r.relative_l2,
+            printf("  %4zu  %-40s rel L2 %-10.3g max abs %-10.3g", i, test.name, r.relative_l2,
                    r.max_abs);
+            if (nodes.count > 1) printf(" %s: %s (%s)\n", nodes.last, nodes.names, nodes.ops);
+            else if (nodes.count) printf(" %s (%s)\n", nodes.last, nodes.ops);
+            else printf("\n");
         } else {
             if (saved)
                 printf("compare '%s' (%s vs reference %s): ", test.name, engine_label(a),
@@ -347,21 +399,31 @@ int cli_run_compare(const cli_args *a, const tci_engine *engine, const tci_conte
             json_add_number(j, "threshold", threshold);
             json_add(j, "first_jump", jump >= 0 ? json_string(names[jump])
                                                              : json_null());
+            json_add(j, "first_jump_node", jump >= 0 ? json_string(node_names[jump])
+                                                     : json_null());
             json_add(j, "first_over", over >= 0 ? json_string(names[over])
                                                              : json_null());
+            json_add(j, "first_over_node", over >= 0 ? json_string(node_names[over])
+                                                     : json_null());
+            if (unmatched) json_add_number(j, "not_in_baseline", (double)unmatched);
         } else if (jump >= 0) {
-            printf("first layer whose error jumps past %g: '%s' (rel L2 %.3g%s)\n", threshold,
-                   names[jump], errors[jump], jump ? ", 10x the layer before" : "");
+            printf("first layer whose error jumps past %g: '%s' (node %s; rel L2 %.3g%s)\n",
+                   threshold, names[jump], node_names[jump], errors[jump],
+                   jump ? ", 10x the layer before" : "");
         } else if (over >= 0) {
-            printf("no jump; the error first exceeds %g at '%s' (rel L2 %.3g)\n", threshold,
-                   names[over], errors[over]);
+            printf("no jump; the error first exceeds %g at '%s' (node %s; rel L2 %.3g)\n",
+                   threshold, names[over], node_names[over], errors[over]);
         } else {
             printf("every layer within relative L2 %g of the fp32 baseline\n", threshold);
         }
+        if (unmatched && !j)
+            printf("%zu engine outputs not compared: tensors the GPU passes made, which the "
+                   "model does not have\n", unmatched);
         if (over >= 0 && a->tolerance >= 0) rc = EXIT_FAILURE;
     }
     free(errors);
     free(names);
+    free(node_names);
     cli_free_references(&files);
     tci_context_destroy(base);
     tci_engine_destroy(cpu);

@@ -273,7 +273,7 @@ static int calibration_inputs(const cli_args *a, const tci_engine_options *optio
     o.kept_precision = TCI_PRECISION_FP32;
     o.kernels = TCI_KERNELS_AUTO;
     o.timing_cache = NULL;
-    o.mark_all_outputs = 0;
+    o.mark_all_outputs = TCI_MARK_OUTPUTS_NONE;
     o.progress_fn = NULL;
     tci_engine *cpu = NULL;
     tci_status st = tci_engine_create_from_file(a->model, &o, &cpu);
@@ -360,7 +360,9 @@ static int run_cli(cli_args *a) {
     options.shapes = a->shapes;
     options.num_shapes = (size_t)a->num_shapes;
     options.no_cuda_graph = a->no_graph;
-    options.mark_all_outputs = a->compare_layers;
+    options.mark_all_outputs = !a->compare_layers   ? TCI_MARK_OUTPUTS_NONE
+                               : a->compare_unfused ? TCI_MARK_OUTPUTS_UNFUSED
+                                                    : TCI_MARK_OUTPUTS_AS_SHIPPED;
     options.precision = a->precision;
     options.fp32_layers = a->fp32_text ? a->fp32_layers : NULL;
     options.kept_precision = a->kept_precision;

@@ -24,9 +24,13 @@ enum {
 typedef struct cli_option {
     const char *name;
     int id;         /* a short option's letter, else an OPT_ value */
-    const char *value; /* the value's placeholder; NULL: a flag */
+    /* the value's placeholder; NULL: a flag; "=VALUE": a value that may be left out, given only
+     * as --name=VALUE */
+    const char *value;
     const char *help;
 } cli_option;
+
+static bool optional_value(const cli_option *o) { return o->value && o->value[0] == '='; }
 
 static const cli_option options[] = {
     {NULL, 0, NULL, "Inputs and outputs:"},
@@ -81,8 +85,11 @@ static const cli_option options[] = {
                                    "max/mean abs error, relative L2, cosine, top-1/top-5;\n"
                                    "with --reference, the engine that runs (the CPU reference\n"
                                    "where there is no GPU) against saved outputs"},
-    {"compare-layers", OPT_COMPARE_LAYERS, NULL, "--compare for every layer's output (unfused),\n"
-                                                 "naming the first layer whose error jumps"},
+    {"compare-layers", OPT_COMPARE_LAYERS, "=unfused",
+     "--compare for every GPU step's output of the engine as it\n"
+     "ships (fused: a fused step at its last node's output),\n"
+     "naming the first layer whose error jumps; =unfused: every\n"
+     "node's output, the engine built without fusion"},
     {"baseline", OPT_BASELINE, "cpu|gpu-fp32", "the --compare baseline: the fp32 CPU reference\n"
                                                "(default) or the GPU engine in fp32"},
     {"reference", OPT_REFERENCE, "FILE|DIR|NAME=FILE",
@@ -140,6 +147,8 @@ static void print_usage(FILE *f) {
         if (o->id < 256)
             snprintf(head, sizeof head, "-%c, --%s%s%s", o->id, o->name, o->value ? " " : "",
                      o->value ? o->value : "");
+        else if (optional_value(o))
+            snprintf(head, sizeof head, "--%s[%s]", o->name, o->value);
         else
             snprintf(head, sizeof head, "--%s%s%s", o->name, o->value ? " " : "",
                      o->value ? o->value : "");
@@ -359,7 +368,13 @@ static int apply_option(cli_args *a, int id, char *value) {
     case OPT_INFO: a->info = true; return 0;
     case OPT_LIST_OPS: a->list_ops = true; return 0;
     case OPT_COMPARE: a->compare = true; return 0;
-    case OPT_COMPARE_LAYERS: a->compare = a->compare_layers = true; return 0;
+    case OPT_COMPARE_LAYERS:
+        if (value && strcmp(value, "unfused") != 0)
+            return cli_usage_error("--compare-layers takes no value (the engine as it ships) or "
+                                   "=unfused, got '%s'", value);
+        a->compare = a->compare_layers = true;
+        a->compare_unfused = value != NULL;
+        return 0;
     case OPT_NO_GRAPH: a->no_graph = true; return 0;
     case OPT_PLAN: a->plan = true; return 0;
     case OPT_PROFILE: a->profile = value; return 0;
@@ -575,8 +590,10 @@ int cli_parse_args(int argc, char **argv, cli_args *a) {
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const cli_option *o = &options[i];
         if (!o->name) continue;
-        long_options[n++] = (struct option){o->name, o->value ? required_argument : no_argument,
-                                            NULL, o->id};
+        int has_arg = optional_value(o) ? optional_argument
+                      : o->value  ? required_argument
+                                  : no_argument;
+        long_options[n++] = (struct option){o->name, has_arg, NULL, o->id};
         if (o->id < 256) {
             size_t len = strlen(short_options);
             short_options[len] = (char)o->id;

@@ -20,6 +20,7 @@ enum { HIST_BINS = 48, MAX_HISTOGRAMS = 8 };
 typedef struct rep_compared {
     char *name;       /* the tensor */
     const char *node; /* the ONNX node that computes it (name when the model does not say) */
+    char *step;       /* the nodes of the fused step computing it, joined by '+', or NULL */
     tci_compare_result r;
     bool model_output;
 } rep_compared;
@@ -93,7 +94,10 @@ cli_report *cli_report_create(const cli_args *a) {
 void cli_report_destroy(cli_report *r) {
     if (!r) return;
     cli_onnx_graph_free(&r->model);
-    for (size_t i = 0; i < r->num_compared; i++) free(r->compared[i].name);
+    for (size_t i = 0; i < r->num_compared; i++) {
+        free(r->compared[i].name);
+        free(r->compared[i].step);
+    }
     for (size_t i = 0; i < r->num_hist; i++) free(r->hist[i].name);
     for (size_t i = 0; i < r->num_steps; i++) {
         free(r->steps[i].node);
@@ -135,10 +139,12 @@ static void add_hist(cli_report *r, const tci_tensor *test, const tci_tensor *re
 }
 
 void cli_report_compared(cli_report *r, bool layers, const tci_tensor *test,
-                         const tci_tensor *ref, const tci_compare_result *result) {
+                         const tci_tensor *ref, const tci_compare_result *result,
+                         const char *step_nodes) {
     if (!r) return;
     rep_compared *c = push((void **)&r->compared, &r->num_compared, &r->cap_compared, sizeof *c);
-    if (!c || !(c->name = dup(test->name))) {
+    if (!c || !(c->name = dup(test->name)) || (step_nodes && !(c->step = dup(step_nodes)))) {
+        if (c) free(c->name);
         if (c) r->num_compared--;
         r->failed = true;
         return;
@@ -392,9 +398,11 @@ static void write_layer_errors(out *o) {
     const double pw = W - L - R, ph = H - T - B;
     char b1[32], b2[32], b3[32], b4[32];
     fputs("<h2>Per-layer error against the fp32 baseline</h2>\n", o->f);
-    fprintf(o->f, "<p>Relative L2 error of every layer's output (unfused engine, "
-            "<code>--compare-layers</code>), in execution order, then the model's outputs. "
-            "Threshold %s.", val(b1, "%g", r->threshold));
+    fprintf(o->f, "<p>Relative L2 error of every layer's output (%s), in execution order, then "
+            "the model's outputs. Threshold %s.", o->a->compare_unfused
+                ? "every node's, the engine built unfused, <code>--compare-layers=unfused</code>"
+                : "every step's of the engine as it ships, a fused step's at its last node, "
+                  "<code>--compare-layers</code>", val(b1, "%g", r->threshold));
     if (r->jump >= 0) {
         fputs(" First jump (past the threshold and 10&times; the layer before): <b>", o->f);
         esc(o, r->compared[r->jump].node);
@@ -438,6 +446,10 @@ static void write_layer_errors(out *o) {
             fputs(" (", o->f);
             esc(o, c->name);
             fputs(")", o->f);
+        }
+        if (c->step) {
+            fputs(", step ", o->f);
+            esc(o, c->step);
         }
         fprintf(o->f, ": rel L2 %s</title></circle>\n", val(b3, "%.3g", c->r.relative_l2));
     }
@@ -813,9 +825,16 @@ static void write_layer_table(out *o) {
             long c = find_compared(r, nd ? nd->output : "");
             char b1[32], b2[32];
             bool over = c >= 0 && !(r->compared[c].r.relative_l2 <= r->threshold);
+            if (c >= 0 && r->compared[c].step) { /* a fused step's output: say which nodes */
+                fprintf(o->f, "<td class=\"n%s\" title=\"step ", over ? " bad" : "");
+                esc(o, r->compared[c].step);
+                fputs("\">", o->f);
+            } else if (c >= 0) {
+                fprintf(o->f, "<td class=\"n%s\">", over ? " bad" : "");
+            }
             if (c >= 0)
-                fprintf(o->f, "<td class=\"n%s\">%s</td><td class=\"n\">%s</td>",
-                        over ? " bad" : "", val(b1, "%.3g", r->compared[c].r.relative_l2),
+                fprintf(o->f, "%s</td><td class=\"n\">%s</td>",
+                        val(b1, "%.3g", r->compared[c].r.relative_l2),
                         val(b2, "%.3g", r->compared[c].r.max_abs));
             else
                 fputs("<td class=\"n\">-</td><td class=\"n\">-</td>", o->f);

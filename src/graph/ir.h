@@ -43,6 +43,10 @@ typedef struct ir_tensor {
      * variant of (a batch or sequence of 1 re-planned from an engine built for more): a
      * Transpose that moves it is a copy there, and stays one here (pass_mark_variant_dims). */
     unsigned variant_dims;
+    /* Holds other values than the model's tensor of this name: a layer scale was folded into
+     * the GEMM computing it (pass_fold_layer_scale), so per-layer comparisons with the CPU
+     * reference, which runs the model's graph, leave it out. */
+    bool rescaled;
 } ir_tensor;
 
 /* Values follow ONNX's AttributeProto.AttributeType. */

@@ -1252,6 +1252,10 @@ class CliTest(unittest.TestCase):
         self.assert_error(run("--reference", r, "--compare-layers", path, x), 2, "--compare-layers")
         self.assert_error(run("--compare-layers", "--atol", "1", path, x), 2, "--compare-layers")
         self.assert_error(run("--reference", "=x", path, x), 2, "--reference wants NAME=FILE")
+        self.assert_error(run("--compare-layers=fused", path, x), 2,
+                          r"--compare-layers takes no value .* or =unfused, got 'fused'")
+        self.assert_error(run("--reference", r, "--compare-layers=unfused", path, x), 2,
+                          "--compare-layers")
 
     # progress lines ----------------------------------------------------------------------------
     def test_progress_lines_not_a_tty(self):
@@ -1664,6 +1668,93 @@ class CliTest(unittest.TestCase):
                                                           "Reshape")) and "Softmax" not in f]
                 self.assertFalse(left, out)
                 self.assertFalse([f for f in fused if f in ("And", "Expand")], out)
+
+    def test_plan_compare_layers(self):
+        """--compare-layers on the GPU plan of resnet_mini (no GPU needed): the engine as it
+        ships has the normal build's steps (nodes, fused chains, kernels, layouts and precision),
+        one output per step after the model's own, each named after the last node it fuses (the
+        Relu of Conv+BatchNormalization+Add+Relu); =unfused plans every node on its own."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.compare_layers)")
+        path = os.path.join(MODELS_DIR, "resnet_mini.onnx")
+        plans = {}
+        for mode in ([], ["--compare-layers"], ["--compare-layers=unfused"]):
+            rc, out, err = run("--plan", "--json", *mode, path)
+            self.assertEqual(rc, 0, err)
+            plans[" ".join(mode)] = json.loads(out)
+        plain, shipped = plans[""], plans["--compare-layers"]
+        unfused = plans["--compare-layers=unfused"]
+        steps = plain["gpu_plan"]["layers"]
+        self.assertEqual(shipped["gpu_plan"]["layers"], steps)
+        self.assertGreater(len(unfused["gpu_plan"]["layers"]), len(steps) + 40)
+        names = [o["name"] for o in shipped["outputs"]]
+        self.assertEqual(names[0], "fc_out")
+        self.assertEqual(len(names), len(steps))  # fc's step writes the model's output
+        self.assertLessEqual(set(names), {o["name"] for o in unfused["outputs"]})
+        graph = onnx.load(path, load_external_data=False).graph
+        producer = {n.output[0]: n for n in graph.node}
+        residual = [s for s in steps if s["ops"] == "Conv+BatchNormalization+Add+Relu"]
+        self.assertEqual(len(residual), 4)
+        for s in residual:
+            # the Relu after the Add the step's BatchNormalization feeds
+            bn = next(n for n in graph.node if n.op_type == "BatchNormalization" and
+                      producer[n.input[0]].name == s["node"])
+            add = next(n for n in graph.node if n.op_type == "Add" and bn.output[0] in n.input)
+            relu = next(n for n in graph.node if n.op_type == "Relu" and add.output[0] in n.input)
+            self.assertIn(relu.output[0], names)
+            self.assertNotIn(add.output[0], names)
+            self.assertNotIn(bn.output[0], names)
+
+    def test_gpu_compare_layers(self):
+        """On the GPU (skipped without one): --compare-layers compares resnet_mini as it ships
+        against the CPU reference, one layer per GPU step of the plan, each fused step at its
+        last node's tensor and naming every node it covers; every error finite and within 1e-2
+        relative L2 (--tolerance, so the run itself fails past it). The bound: each step rounds
+        its inputs, weights and output to fp16 once (2^-11 relative each, fp32 accumulation),
+        and the deepest path has 14 steps: the errors add up to about 14 * 3 * 2^-11 = 2e-2
+        at worst and 5e-3 by root sum of squares; the model's output is held to 5e-3 in
+        scripts/gpu_suite.sh. =unfused compares every node of the unfused engine."""
+        if not MODELS_DIR:
+            self.skipTest("needs --models-dir (ctest runs it as cli.compare_layers)")
+        if self.gpus() == 0:
+            self.skipTest("no GPU")
+        path = os.path.join(MODELS_DIR, "resnet_mini.onnx")
+        rc, out, err = run("--plan", "--json", "--compare-layers", path)
+        self.assertEqual(rc, 0, err)
+        planned = json.loads(out)
+        steps = planned["gpu_plan"]["layers"]
+        results = {}
+        for mode in ("--compare-layers", "--compare-layers=unfused"):
+            rc, out, err = run("--json", "--random", "0", "--tolerance", "1e-2", mode, path,
+                               timeout=300)
+            self.assertEqual(rc, 0, f"{mode}: {err}\n{out}")
+            results[mode] = json.loads(out)["compare"]
+        shipped = results["--compare-layers"]
+        layers = shipped["layers"]
+        self.assertEqual([l["name"] for l in layers],
+                         [o["name"] for o in planned["outputs"]])
+        self.assertEqual(len(layers), len(steps))
+        self.assertNotIn("not_in_baseline", shipped)
+        by_first = {l["step_nodes"][0]: l for l in layers}
+        for s in steps:
+            with self.subTest(step=s["node"], ops=s["ops"]):
+                layer = by_first[s["node"]]
+                self.assertEqual(layer["step_nodes"][-1], layer["node"])
+                self.assertEqual(layer["name"], layer["node"] + "_out")
+                if "+" in s["ops"]:
+                    self.assertEqual(layer["step_ops"], s["ops"])
+                    self.assertEqual(len(layer["step_nodes"]), s["ops"].count("+") + 1)
+                if s["ops"] == "Conv+BatchNormalization+Add+Relu":
+                    self.assertEqual(layer["op"], "Relu")
+        for mode, result in results.items():
+            for layer in result["layers"]:
+                with self.subTest(mode=mode, layer=layer["name"]):
+                    self.assertEqual(layer["non_finite"], 0)
+                    self.assertTrue(math.isfinite(layer["relative_l2"]))
+                    self.assertLessEqual(layer["relative_l2"], 1e-2)
+                    self.assertTrue(layer["within_tolerance"])
+            self.assertIsNone(result["first_over"])
+        self.assertGreater(len(results["--compare-layers=unfused"]["layers"]), len(layers) + 25)
 
     def test_report_generated_models(self):
         """--report on the CPU backend for every generated model: well-formed, self-contained,

@@ -208,19 +208,22 @@ START_TEST(gpu_shaped_report) {
     tci_compare_result res;
     tci_compare_result_init(&res);
     ck_assert_tci_ok(tci_compare(&test, &out, &res));
-    /* the model's output first, then the layers, as --compare-layers measures them */
-    cli_report_compared(r, true, &test, &out, &res);
-    const char *layers[] = {"conv_0_out", "relu_0_out", "conv_1_out", "relu_1_out",
-                            "maxpool_0_out", "conv_2_out", "relu_2_out", "gemm_0_out"};
-    double errors[] = {2e-4, 3e-4, 4e-4, 5e-4, 5e-4, 8e-3, 9e-2, 0};
-    for (int i = 0; i < 8; i++) {
+    /* the model's output first, then the layers, as --compare-layers measures them on the
+     * engine as it ships: each step's output, a fused step's under its last node */
+    cli_report_compared(r, true, &test, &out, &res, NULL);
+    const char *layers[] = {"relu_0_out", "relu_1_out", "maxpool_0_out", "relu_2_out",
+                            "gemm_0_out"};
+    const char *steps[] = {"conv_0+batchnormalization_0+relu_0", "conv_1+relu_1", NULL,
+                           "conv_2+relu_2", NULL};
+    double errors[] = {3e-4, 5e-4, 5e-4, 9e-2, 0};
+    for (int i = 0; i < 5; i++) {
         tci_compare_result l = res;
         l.relative_l2 = errors[i];
         tci_tensor t = test;
         t.name = layers[i];
-        cli_report_compared(r, true, &t, &out, &l);
+        cli_report_compared(r, true, &t, &out, &l, steps[i]);
     }
-    cli_report_layer_jump(r, 1e-2, 7, 7);
+    cli_report_layer_jump(r, 1e-2, 4, 4);
     /* the GPU plan of the model with gemm_0 in fp32, built without a GPU, gives the steps */
     tci_engine_options po;
     tci_engine_options_init(&po);
@@ -258,7 +261,17 @@ START_TEST(gpu_shaped_report) {
     ck_assert_ptr_nonnull(strstr(html, "wmma conv 64x64 &lt;fast&gt;"));
     ck_assert_ptr_nonnull(strstr(html, "stroke-dasharray=\"6 4\""));    /* the threshold line */
     ck_assert_ptr_nonnull(strstr(html, ">probabilities_out</td>"));     /* the outputs table */
-    ck_assert_ptr_nonnull(strstr(html, "<title>relu_2 (relu_2_out): rel L2 0.09</title>"));
+    ck_assert_ptr_nonnull(
+        strstr(html, "<title>relu_2 (relu_2_out), step conv_2+relu_2: rel L2 0.09</title>"));
+    ck_assert_ptr_nonnull(strstr(html, "<title>maxpool_0 (maxpool_0_out): rel L2 0.0005</title>"));
+    ck_assert_ptr_nonnull(strstr(html, "every step's of the engine as it ships"));
+    /* in the layer table the fused step's error is on its last node's row, naming the step */
+    const char *row = strstr(html, "<td class=\"name\">relu_0</td>");
+    ck_assert_ptr_nonnull(row);
+    ck_assert(strstr(row, "title=\"step conv_0+batchnormalization_0+relu_0\">0.0003</td>") <
+              strstr(row, "</tr>"));
+    row = strstr(html, "<td class=\"name\">conv_0</td>");
+    ck_assert(strstr(row, "<td class=\"n\">-</td>") < strstr(row, "</tr>"));
     ck_assert_ptr_null(strstr(html, "class=\"omitted\""));             /* every section drawn */
     /* the nodes the labels name, each consuming the one before, are marked fused */
     const char *fused = strstr(html, "<td class=\"name\">batchnormalization_0</td>");

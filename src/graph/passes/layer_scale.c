@@ -83,6 +83,7 @@ static tci_status fold_one(ir_graph *g, int *readers, ir_node *m, bool *done) {
     ir_tensor *t = with_constant(m, BINARY_MUL, &gamma, &side);
     if (!t || y->is_graph_output || !private_tensor(readers, t)) return TCI_OK;
     ir_tensor *cur = t;
+    ir_tensor *chain[3] = {t, NULL, NULL}; /* t back to the GEMM's result: scaled once folded */
     int axis = t->rank - 1;
     ir_node *p = cur->producer;
     op_pattern pat;
@@ -92,7 +93,7 @@ static tci_status fold_one(ir_graph *g, int *readers, ir_node *m, bool *done) {
         private_tensor(readers, p->inputs[0])) {
         for (int d = 0; d < pat.rank; d++)
             if (pat.perm[d] == pat.rank - 1) axis = d;
-        cur = p->inputs[0];
+        cur = chain[1] = p->inputs[0];
         p = cur->producer;
     }
     int64_t n = cur->dims[cur->rank - 1], count, bias_count = 0;
@@ -104,7 +105,7 @@ static tci_status fold_one(ir_graph *g, int *readers, ir_node *m, bool *done) {
     if (u && private_tensor(readers, u) &&
         per_channel(bias, cur, cur->rank - 1, &bias_count)) {
         add = p;
-        cur = u;
+        cur = chain[2] = u;
         p = cur->producer;
     }
     /* a per-channel gamma only (a scalar scale is left to the attention fusion's scalings) */
@@ -114,6 +115,8 @@ static tci_status fold_one(ir_graph *g, int *readers, ir_node *m, bool *done) {
     TRY_STATUS(p->desc->scale_columns(g, p, gamma->data, count, done));
     if (!*done) return TCI_OK;
     if (add) TRY_STATUS(scale_bias(g, add, bias_side, bias_count, gamma->data, n));
+    for (int i = 0; i < 3; i++)
+        if (chain[i]) chain[i]->rescaled = true;
     for (size_t i = 0; i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_inputs; k++)
             if (g->nodes[i]->inputs[k] == y) g->nodes[i]->inputs[k] = t;
