@@ -1,6 +1,7 @@
 /* The subgraphs of control-flow ops: preparing them once, inferring their outputs from the
- * enclosing node's inputs, and running them on the fp32 reference, node by node; the stacking
- * of their per-iteration values that Loop and Scan share. */
+ * enclosing node's inputs, and running them on the fp32 reference, node by node; what Loop and
+ * Scan share: the hand-over of carried values between iterations and the stacking of
+ * per-iteration scan outputs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +207,70 @@ tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
 
 /* ---- per-iteration values (Loop, Scan) ---- */
 
+tci_status op_carried_infer(const ir_node *node, const char *what, int k, const tci_tensor *init,
+                            const tci_tensor *body, tci_tensor *out) {
+    if (body->dtype != TCI_DTYPE_UNDEFINED && init->dtype != TCI_DTYPE_UNDEFINED &&
+        body->dtype != init->dtype)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s %d is %s, the body makes it %s",
+                             what, k, tci_dtype_name(init->dtype), tci_dtype_name(body->dtype));
+    out->dtype = init->dtype;
+    out->rank = body->rank == init->rank ? init->rank : -1;
+    for (int d = 0; d < TCI_MAX_RANK; d++)
+        out->dims[d] = d < out->rank && body->dims[d] == init->dims[d] ? init->dims[d] : -1;
+    return TCI_OK;
+}
+
+tci_status op_carried_init(const ir_node *node, op_carried *c, const char *what, int n,
+                           const tci_tensor *const *init) {
+    c->what = what;
+    c->count = n;
+    c->v = calloc((size_t)n + 1, sizeof *c->v);
+    c->owned = calloc((size_t)n + 1, sizeof *c->owned);
+    if (!c->v || !c->owned) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < n; k++) c->v[k] = *init[k];
+    return TCI_OK;
+}
+
+tci_status op_carried_take(const ir_node *node, op_carried *c, tci_tensor *body) {
+    for (int k = 0; k < c->count; k++)
+        if (body[k].dtype != c->v[k].dtype)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s %d is %s, the body makes it %s",
+                                 c->what, k, tci_dtype_name(c->v[k].dtype),
+                                 tci_dtype_name(body[k].dtype));
+    for (int k = 0; k < c->count; k++) {
+        if (c->owned[k]) free(c->v[k].data);
+        c->v[k] = body[k];
+        c->owned[k] = true;
+        body[k].data = NULL;
+    }
+    return TCI_OK;
+}
+
+tci_status op_carried_out(const ir_node *node, op_carried *c, tci_tensor *const *out) {
+    for (int k = 0; k < c->count; k++) {
+        if (!out[k]) continue;
+        const char *name = out[k]->name;
+        *out[k] = c->v[k];
+        out[k]->name = name;
+        if (c->owned[k]) {
+            c->owned[k] = false;
+            continue;
+        }
+        size_t bytes = (size_t)op_count(&c->v[k]) * tci_dtype_size(c->v[k].dtype);
+        out[k]->data = malloc(bytes ? bytes : 1);
+        if (!out[k]->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (bytes) memcpy(out[k]->data, c->v[k].data, bytes);
+    }
+    return TCI_OK;
+}
+
+void op_carried_free(op_carried *c) {
+    for (int k = 0; c->owned && k < c->count; k++)
+        if (c->owned[k]) free(c->v[k].data);
+    free(c->v);
+    free(c->owned);
+}
+
 tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tci_tensor *v) {
     if (s->count == 0) {
         s->first = *v;
@@ -230,16 +295,5 @@ tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tc
     if (bytes) memcpy(s->data + s->bytes, v->data, bytes);
     s->bytes += bytes;
     s->count++;
-    return TCI_OK;
-}
-
-tci_status op_copy_value(const ir_node *node, tci_tensor *dst, const tci_tensor *src) {
-    const char *name = dst->name;
-    size_t bytes = (size_t)op_count(src) * tci_dtype_size(src->dtype);
-    *dst = *src;
-    dst->name = name;
-    dst->data = malloc(bytes ? bytes : 1);
-    if (!dst->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    if (bytes) memcpy(dst->data, src->data, bytes);
     return TCI_OK;
 }

@@ -356,6 +356,20 @@ START_TEST(test_scan_attribute_errors) {
 }
 END_TEST
 
+/* A state or loop-carried value the body gives another dtype is an error naming the value. */
+START_TEST(test_carried_dtype_errors) {
+    ir_graph *g = load_ok(FIXTURE("scan_state_dtype.onnx"));
+    ck_assert_tci_error(pass_optimize(g), TCI_ERR_INVALID_MODEL,
+                        "node 'scan' (Scan): state 0 is float, the body makes it int64");
+    ir_graph_destroy(g);
+    g = load_ok(FIXTURE("loop_carried_dtype.onnx"));
+    ck_assert_tci_error(pass_optimize(g), TCI_ERR_INVALID_MODEL,
+                        "node 'loop' (Loop): loop-carried value 0 is float, the body makes it "
+                        "int64");
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* Scan-8: the body runs per batch entry for its sequence_lens steps (none: the initial state);
  * the scan output is zeros past them, and a length past the scan inputs' is an error naming the
  * entry. */
@@ -409,6 +423,7 @@ int main(void) {
     tcase_add_test(loops, test_scan_axes_and_directions);
     tcase_add_test(loops, test_scan_attribute_errors);
     tcase_add_test(loops, test_scan8_batch_and_lengths);
+    tcase_add_test(loops, test_carried_dtype_errors);
     suite_add_tcase(s, loops);
     return test_run_suite(s);
 }
