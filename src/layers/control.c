@@ -326,42 +326,6 @@ static tci_status loop_iterate(const ir_node *node, const tci_tensor *const *in,
     return st;
 }
 
-/* The per-iteration shapes of the scan outputs of a loop that ran no iteration: the body's
- * inference from the initial values, which must know them. */
-static tci_status loop_empty_shapes(const ir_node *node, const tci_tensor *const *in,
-                                    op_value_stack *stacks) {
-    const loop_params *p = node->params;
-    int n = p->carried;
-    tci_tensor *outs = calloc((size_t)n + (size_t)p->scans, sizeof *outs);
-    tci_tensor **views = calloc((size_t)n + (size_t)p->scans, sizeof *views);
-    tci_status st = TCI_OK;
-    if (!outs || !views) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int k = 0; st == TCI_OK && k < n + p->scans; k++) {
-        outs[k].rank = -1;
-        views[k] = &outs[k];
-    }
-    if (st == TCI_OK) st = loop_infer(node, in, views);
-    for (int k = 0; st == TCI_OK && k < p->scans; k++) {
-        if (stacks[k].count) continue;
-        const tci_tensor *o = &outs[n + k];
-        int64_t count = -1;
-        if (o->rank >= 1) ir_count_elements(o->rank - 1, o->dims + 1, &count);
-        if (count < 0 || o->dtype == TCI_DTYPE_UNDEFINED) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "the loop ran no iteration and the body's inference does not "
-                               "give scan output %d's shape",
-                               k);
-            break;
-        }
-        stacks[k].first.dtype = o->dtype;
-        stacks[k].first.rank = o->rank - 1;
-        memcpy(stacks[k].first.dims, o->dims + 1, sizeof(int64_t) * (size_t)(o->rank - 1));
-    }
-    free(outs);
-    free(views);
-    return st;
-}
-
 static tci_status loop_run(const ir_node *node, const tci_tensor *const *in,
                            tci_tensor *const *out, int64_t max_elements) {
     const loop_params *p = node->params;
@@ -377,38 +341,11 @@ static tci_status loop_run(const ir_node *node, const tci_tensor *const *in,
     if (st == TCI_OK) st = loop_iterate(node, in, &c, stacks, body_out, max_elements);
     if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Loop)", node->name);
     /* no iteration ran: each scan output is empty, its other dims from the body's inference */
-    bool empty = false;
-    for (int k = 0; st == TCI_OK && k < p->scans; k++) empty = empty || stacks[k].count == 0;
-    if (st == TCI_OK && empty) st = loop_empty_shapes(node, in, stacks);
+    if (st == TCI_OK) st = op_stack_infer_empty(node, loop_infer, in, n, p->scans, stacks, NULL);
     if (st == TCI_OK) st = op_carried_out(node, &c, out);
-    for (int k = 0; st == TCI_OK && k < p->scans; k++) {
-        tci_tensor *o = out[n + k];
-        op_value_stack *s = &stacks[k];
-        if (!o) continue;
-        if (s->first.rank >= TCI_MAX_RANK) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "scan output %d would have rank %d; at most %d is supported", k,
-                               s->first.rank + 1, TCI_MAX_RANK);
-            break;
-        }
-        const char *name = o->name;
-        memset(o, 0, sizeof *o);
-        o->name = name;
-        o->dtype = s->first.dtype;
-        o->rank = s->first.rank + 1;
-        o->dims[0] = s->count;
-        for (int d = 0; d < s->first.rank; d++) o->dims[d + 1] = s->first.dims[d];
-        if (op_count(o) > max_elements) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "scan output %d would have %lld elements, over the limit of %lld "
-                               "(max_tensor_elements)",
-                               k, (long long)op_count(o), (long long)max_elements);
-            break;
-        }
-        o->data = s->data ? s->data : malloc(1);
-        s->data = NULL;
-        if (!o->data) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    }
+    for (int k = 0; st == TCI_OK && k < p->scans; k++)
+        if (out[n + k])
+            st = op_stack_output(node, k, &stacks[k], 0, false, max_elements, out[n + k]);
     if (st != TCI_OK)
         for (int k = 0; k < node->num_outputs; k++)
             if (out[k]) {

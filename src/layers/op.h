@@ -399,6 +399,20 @@ typedef struct op_value_stack {
 /* Appends v (a copy of its data) to s; scan output k's iterations must agree in dtype and shape
  * (INVALID_ARGUMENT naming the node otherwise). The caller frees s->data. */
 tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tci_tensor *v);
+/* When no iteration ran: stacks[0..n) (scan outputs first_out..) take their per-iteration dtype
+ * and dims from infer(node, in) (the node's outputs, stacked along axes[k]; NULL: 0), which must
+ * know them (UNSUPPORTED naming the node otherwise). Nothing when every stack has a value. */
+tci_status op_stack_infer_empty(const ir_node *node,
+                                tci_status (*infer)(const ir_node *, const tci_tensor *const *,
+                                                    tci_tensor *const *),
+                                const tci_tensor *const *in, int first_out, int n,
+                                op_value_stack *stacks, const int64_t *axes);
+/* out (its name kept) becomes scan output k: s's iterations along axis (reverse: the last
+ * first), s->count of them (0: an empty output of s->first's other dims), in data it takes from
+ * s or allocates; UNSUPPORTED naming the node past TCI_MAX_RANK or max_elements. */
+tci_status op_stack_output(const ir_node *node, int k, op_value_stack *s, int64_t axis,
+                           bool reverse, int64_t max_elements, tci_tensor *out);
+
 /* Calls fn for every registered descriptor. */
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);
 

@@ -166,37 +166,13 @@ static tci_status scan_infer(const ir_node *node, const tci_tensor *const *in,
     return st;
 }
 
-/* Element block geometry of an axis: outer blocks of len * inner elements. */
-static void scan_geometry(int rank, const int64_t *dims, int axis, int64_t *outer,
-                          int64_t *inner) {
-    *outer = 1;
-    *inner = 1;
-    for (int d = 0; d < axis; d++) *outer *= dims[d];
-    for (int d = axis + 1; d < rank; d++) *inner *= dims[d];
-}
-
 /* slice = x[..., index, ...] along axis (its data allocated by the caller). */
 static void scan_slice(const tci_tensor *x, int axis, int64_t index, tci_tensor *slice) {
-    int64_t outer, inner, len = x->dims[axis];
-    scan_geometry(x->rank, x->dims, axis, &outer, &inner);
-    size_t es = tci_dtype_size(x->dtype), row = (size_t)inner * es;
+    int64_t outer = lower_prod(x->dims, 0, axis), len = x->dims[axis];
+    size_t row = (size_t)lower_prod(x->dims, axis + 1, x->rank) * tci_dtype_size(x->dtype);
     for (int64_t o = 0; o < outer; o++)
         memcpy((char *)slice->data + (size_t)o * row,
                (const char *)x->data + ((size_t)(o * len + index)) * row, row);
-}
-
-/* The stacked iterations (iteration order) into out, along axis, reversed when asked. */
-static void scan_place(const op_value_stack *s, int axis, bool reverse, tci_tensor *out) {
-    int64_t len = s->count, outer, inner;
-    scan_geometry(out->rank, out->dims, axis, &outer, &inner);
-    size_t es = tci_dtype_size(out->dtype), row = (size_t)inner * es;
-    size_t per = (size_t)op_count(&s->first) * es;
-    for (int64_t t = 0; t < len; t++) {
-        int64_t pos = reverse ? len - 1 - t : t;
-        for (int64_t o = 0; o < outer; o++)
-            memcpy((char *)out->data + ((size_t)(o * len + pos)) * row,
-                   s->data + (size_t)t * per + (size_t)o * row, row);
-    }
 }
 
 static tci_status scan_steps(const ir_node *node, const tci_tensor *const *in, int64_t len,
@@ -263,38 +239,15 @@ static tci_status scan_run(const ir_node *node, const tci_tensor *const *in,
     if (st == TCI_OK) st = scan_slices(node, in, slices);
     if (st == TCI_OK) st = scan_steps(node, in, len, &c, slices, stacks, body_out, max_elements);
     if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Scan)", node->name);
-    if (st == TCI_OK && len == 0 && p->outputs)
-        st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                           "the scan inputs are empty along their axis: no iteration gives the "
-                           "scan outputs' shapes");
+    /* the scan inputs are empty along their axis: each scan output is empty along its own, its
+     * other dims from the body's inference */
+    if (st == TCI_OK)
+        st = op_stack_infer_empty(node, scan_infer, in, n, p->outputs, stacks, p->out_axes);
     if (st == TCI_OK) st = op_carried_out(node, &c, out);
-    for (int k = 0; st == TCI_OK && k < p->outputs; k++) {
-        tci_tensor *o = out[n + k];
-        const op_value_stack *s = &stacks[k];
-        if (!o) continue;
-        if (s->first.rank >= TCI_MAX_RANK) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "scan output %d would have rank %d; at most %d is supported", k,
-                               s->first.rank + 1, TCI_MAX_RANK);
-            break;
-        }
-        int axis;
-        st = op_normalize_axis(node, p->out_axes ? p->out_axes[k] : 0, s->first.rank + 1, &axis);
-        if (st != TCI_OK) break;
-        const char *name = o->name;
-        memset(o, 0, sizeof *o);
-        o->name = name;
-        o->dtype = s->first.dtype;
-        o->rank = s->first.rank + 1;
-        for (int d = 0, j = 0; d < o->rank; d++) o->dims[d] = d == axis ? len : s->first.dims[j++];
-        size_t bytes = (size_t)op_count(o) * tci_dtype_size(o->dtype);
-        o->data = malloc(bytes ? bytes : 1);
-        if (!o->data) {
-            st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-            break;
-        }
-        scan_place(s, axis, p->out_dirs && p->out_dirs[k], o);
-    }
+    for (int k = 0; st == TCI_OK && k < p->outputs; k++)
+        if (out[n + k])
+            st = op_stack_output(node, k, &stacks[k], p->out_axes ? p->out_axes[k] : 0,
+                                 p->out_dirs && p->out_dirs[k], max_elements, out[n + k]);
     if (st != TCI_OK)
         for (int k = 0; k < node->num_outputs; k++)
             if (out[k]) {

@@ -297,3 +297,83 @@ tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tc
     s->count++;
     return TCI_OK;
 }
+
+tci_status op_stack_infer_empty(const ir_node *node,
+                                tci_status (*infer)(const ir_node *, const tci_tensor *const *,
+                                                    tci_tensor *const *),
+                                const tci_tensor *const *in, int first_out, int n,
+                                op_value_stack *stacks, const int64_t *axes) {
+    bool empty = false;
+    for (int k = 0; k < n; k++) empty = empty || stacks[k].count == 0;
+    if (!empty) return TCI_OK;
+    size_t nout = (size_t)node->num_outputs;
+    tci_tensor *outs = calloc(nout + 1, sizeof *outs);
+    tci_tensor **views = calloc(nout + 1, sizeof *views);
+    tci_status st = TCI_OK;
+    if (!outs || !views) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t o = 0; st == TCI_OK && o < nout; o++) {
+        outs[o].rank = -1;
+        views[o] = &outs[o];
+    }
+    if (st == TCI_OK) st = infer(node, in, views);
+    for (int k = 0; st == TCI_OK && k < n; k++) {
+        if (stacks[k].count) continue;
+        const tci_tensor *o = &outs[first_out + k];
+        tci_tensor *f = &stacks[k].first;
+        int axis = -1;
+        int64_t count = -1;
+        if (o->rank >= 1 && op_normalize_axis(node, axes ? axes[k] : 0, o->rank, &axis) == TCI_OK) {
+            f->dtype = o->dtype;
+            f->rank = o->rank - 1;
+            for (int d = 0, j = 0; d < o->rank; d++)
+                if (d != axis) f->dims[j++] = o->dims[d];
+            ir_count_elements(f->rank, f->dims, &count);
+        }
+        if (count < 0 || o->dtype == TCI_DTYPE_UNDEFINED)
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "no iteration ran and the body's inference does not give scan "
+                               "output %d's shape",
+                               k);
+    }
+    free(outs);
+    free(views);
+    return st;
+}
+
+tci_status op_stack_output(const ir_node *node, int k, op_value_stack *s, int64_t axis,
+                           bool reverse, int64_t max_elements, tci_tensor *out) {
+    if (s->first.rank >= TCI_MAX_RANK)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "scan output %d would have rank %d; at most %d is supported", k,
+                             s->first.rank + 1, TCI_MAX_RANK);
+    int a;
+    TRY_STATUS(op_normalize_axis(node, axis, s->first.rank + 1, &a));
+    const char *name = out->name;
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = s->first.dtype;
+    out->rank = s->first.rank + 1;
+    for (int d = 0, j = 0; d < out->rank; d++) out->dims[d] = d == a ? s->count : s->first.dims[j++];
+    if (op_count(out) > max_elements)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "scan output %d would have %lld elements, over the limit of %lld "
+                             "(max_tensor_elements)",
+                             k, (long long)op_count(out), (long long)max_elements);
+    if (a == 0 && !reverse) { /* the stack is the output as it is */
+        out->data = s->data ? s->data : malloc(1);
+        s->data = NULL;
+        return out->data ? TCI_OK : ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    /* the iterations interleave: outer blocks of count x inner elements around the axis */
+    int64_t len = s->count, outer = lower_prod(out->dims, 0, a);
+    size_t row = (size_t)lower_prod(out->dims, a + 1, out->rank) * tci_dtype_size(out->dtype);
+    out->data = malloc(s->bytes ? s->bytes : 1);
+    if (!out->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t t = 0; t < len; t++) {
+        int64_t pos = reverse ? len - 1 - t : t;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy((char *)out->data + (size_t)(o * len + pos) * row,
+                   s->data + (size_t)(t * outer + o) * row, row);
+    }
+    return TCI_OK;
+}

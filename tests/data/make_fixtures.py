@@ -395,6 +395,16 @@ def loops():
                                  body=cast_loop)],
                inputs=[out("M", T.INT64, []), out("x", shape=[3])],
                outputs=[out("x_final")]), "loop_carried_dtype.onnx")
+    # a scan input of any length (a run may give it none), s + x_t stacked along the last axis
+    add_step = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="acc"),
+         helper.make_node("Identity", ["s_out"], ["y_t"], name="emit")],
+        "add_step", [out("s_in", shape=[2]), out("x_t", shape=[])],
+        [out("s_out", shape=[2]), out("y_t", shape=[2])])
+    save(model([helper.make_node("Scan", ["s", "xs"], ["s_final", "y"], name="scan",
+                                 body=add_step, num_scan_inputs=1, scan_output_axes=[-1])],
+               inputs=[out("s", shape=[2]), out("xs", shape=["t"])],
+               outputs=[out("s_final"), out("y")], opsets=(("", 11),)), "scan_any_length.onnx")
     # Scan-8: batch axis 0 on every value, sequence_lens first
     save(model([helper.make_node("Scan", ["lens", "s", "xs"], ["s_final", "y"], name="scan",
                                  body=step, num_scan_inputs=1)],
