@@ -267,19 +267,7 @@ static tci_status loop_infer(const ir_node *node, const tci_tensor *const *in,
         if (!out[k]) continue;
         const tci_tensor *b = &body_out[1 + k];
         if (k < n) {
-            const tci_tensor *init = in[2 + k];
-            if (b->dtype != TCI_DTYPE_UNDEFINED && init->dtype != TCI_DTYPE_UNDEFINED &&
-                b->dtype != init->dtype) {
-                st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                                   "loop-carried value %d is %s, the body makes it %s", k,
-                                   tci_dtype_name(init->dtype), tci_dtype_name(b->dtype));
-                break;
-            }
-            out[k]->dtype = init->dtype;
-            out[k]->rank = b->rank == init->rank ? init->rank : -1;
-            for (int d = 0; d < TCI_MAX_RANK; d++)
-                out[k]->dims[d] = d < out[k]->rank && b->dims[d] == init->dims[d] ? init->dims[d]
-                                                                                 : -1;
+            st = op_carried_infer(node, "loop-carried value", k, in[2 + k], b, out[k]);
         } else if (b->rank >= TCI_MAX_RANK) {
             st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
                                "scan output %d would have rank %d; at most %d is supported",
@@ -296,11 +284,11 @@ static tci_status loop_infer(const ir_node *node, const tci_tensor *const *in,
     return st;
 }
 
-static tci_status loop_iterate(const ir_node *node, const tci_tensor *const *in,
-                               tci_tensor *carried, bool *owned, op_value_stack *stacks,
-                               tci_tensor *body_out, int64_t max_elements) {
+static tci_status loop_iterate(const ir_node *node, const tci_tensor *const *in, op_carried *c,
+                               op_value_stack *stacks, tci_tensor *body_out,
+                               int64_t max_elements) {
     const loop_params *p = node->params;
-    int n = p->carried;
+    int n = p->carried, nb = (int)p->body->num_outputs;
     const tci_tensor **bind = calloc((size_t)(2 + n), sizeof *bind);
     if (!bind) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Loop");
     int64_t trips = in[0] ? op_read_int(in[0], 0) : INT64_MAX;
@@ -320,145 +308,52 @@ static tci_status loop_iterate(const ir_node *node, const tci_tensor *const *in,
         tci_tensor cond_t = {.dtype = TCI_DTYPE_BOOL, .rank = 0, .data = &cond};
         bind[0] = &iter_t;
         bind[1] = &cond_t;
-        for (int k = 0; k < n; k++) bind[2 + k] = &carried[k];
+        for (int k = 0; k < n; k++) bind[2 + k] = &c->v[k];
         st = op_run_subgraph(p->body, bind, in, body_out, max_elements);
         if (st != TCI_OK) break;
-        const tci_tensor *c = &body_out[0];
-        if (c->dtype != TCI_DTYPE_BOOL || op_count(c) != 1)
+        const tci_tensor *next = &body_out[0];
+        if (next->dtype != TCI_DTYPE_BOOL || op_count(next) != 1)
             st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                "the body's condition output is not one bool");
         else if (in[1])
-            cond = ((const uint8_t *)c->data)[0] != 0;
-        for (int k = 0; k < n && st == TCI_OK; k++)
-            if (body_out[1 + k].dtype != carried[k].dtype)
-                st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                                   "loop-carried value %d is %s, the body makes it %s", k,
-                                   tci_dtype_name(carried[k].dtype),
-                                   tci_dtype_name(body_out[1 + k].dtype));
+            cond = ((const uint8_t *)next->data)[0] != 0;
+        if (st == TCI_OK) st = op_carried_take(node, c, body_out + 1);
         for (int k = 0; k < p->scans && st == TCI_OK; k++)
             st = op_stack_push(node, k, &stacks[k], &body_out[1 + n + k]);
-        free(body_out[0].data);
-        for (int k = 0; k < n; k++) {
-            if (st != TCI_OK) {
-                free(body_out[1 + k].data);
-                continue;
-            }
-            if (owned[k]) free(carried[k].data);
-            carried[k] = body_out[1 + k];
-            owned[k] = true;
-        }
-        for (int k = 0; k < p->scans; k++) free(body_out[1 + n + k].data);
+        for (int k = 0; k < nb; k++) free(body_out[k].data);
     }
     free(bind);
-    return st;
-}
-
-/* The per-iteration shapes of the scan outputs of a loop that ran no iteration: the body's
- * inference from the initial values, which must know them. */
-static tci_status loop_empty_shapes(const ir_node *node, const tci_tensor *const *in,
-                                    op_value_stack *stacks) {
-    const loop_params *p = node->params;
-    int n = p->carried;
-    tci_tensor *outs = calloc((size_t)n + (size_t)p->scans, sizeof *outs);
-    tci_tensor **views = calloc((size_t)n + (size_t)p->scans, sizeof *views);
-    tci_status st = TCI_OK;
-    if (!outs || !views) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int k = 0; st == TCI_OK && k < n + p->scans; k++) {
-        outs[k].rank = -1;
-        views[k] = &outs[k];
-    }
-    if (st == TCI_OK) st = loop_infer(node, in, views);
-    for (int k = 0; st == TCI_OK && k < p->scans; k++) {
-        if (stacks[k].count) continue;
-        const tci_tensor *o = &outs[n + k];
-        int64_t count = -1;
-        if (o->rank >= 1) ir_count_elements(o->rank - 1, o->dims + 1, &count);
-        if (count < 0 || o->dtype == TCI_DTYPE_UNDEFINED) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "the loop ran no iteration and the body's inference does not "
-                               "give scan output %d's shape",
-                               k);
-            break;
-        }
-        stacks[k].first.dtype = o->dtype;
-        stacks[k].first.rank = o->rank - 1;
-        memcpy(stacks[k].first.dims, o->dims + 1, sizeof(int64_t) * (size_t)(o->rank - 1));
-    }
-    free(outs);
-    free(views);
     return st;
 }
 
 static tci_status loop_run(const ir_node *node, const tci_tensor *const *in,
                            tci_tensor *const *out, int64_t max_elements) {
     const loop_params *p = node->params;
-    int n = p->carried, nb = (int)p->body->num_outputs;
+    int n = p->carried;
     if (in[0]) TRY_STATUS(loop_scalar(node, in[0], 0, trip_types));
     if (in[1]) TRY_STATUS(loop_scalar(node, in[1], 1, cond_types));
-    tci_tensor *carried = calloc((size_t)n + 1, sizeof *carried);
-    bool *owned = calloc((size_t)n + 1, sizeof *owned);
+    op_carried c = {0};
     op_value_stack *stacks = calloc((size_t)p->scans + 1, sizeof *stacks);
-    tci_tensor *body_out = calloc((size_t)nb, sizeof *body_out);
-    tci_status st = TCI_OK;
-    if (!carried || !owned || !stacks || !body_out)
-        st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Loop");
-    for (int k = 0; st == TCI_OK && k < n; k++) carried[k] = *in[2 + k];
-    if (st == TCI_OK) st = loop_iterate(node, in, carried, owned, stacks, body_out, max_elements);
+    tci_tensor *body_out = calloc(p->body->num_outputs, sizeof *body_out);
+    tci_status st = stacks && body_out
+                        ? op_carried_init(node, &c, "loop-carried value", n, in + 2)
+                        : ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Loop");
+    if (st == TCI_OK) st = loop_iterate(node, in, &c, stacks, body_out, max_elements);
     if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Loop)", node->name);
     /* no iteration ran: each scan output is empty, its other dims from the body's inference */
-    bool empty = false;
-    for (int k = 0; st == TCI_OK && k < p->scans; k++) empty = empty || stacks[k].count == 0;
-    if (st == TCI_OK && empty) st = loop_empty_shapes(node, in, stacks);
-    for (int k = 0; st == TCI_OK && k < n; k++) {
-        if (!out[k]) continue;
-        if (owned[k]) {
-            const char *name = out[k]->name;
-            *out[k] = carried[k];
-            out[k]->name = name;
-            owned[k] = false;
-        } else {
-            st = op_copy_value(node, out[k], &carried[k]);
-        }
-    }
-    for (int k = 0; st == TCI_OK && k < p->scans; k++) {
-        tci_tensor *o = out[n + k];
-        op_value_stack *s = &stacks[k];
-        if (!o) continue;
-        if (s->first.rank >= TCI_MAX_RANK) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "scan output %d would have rank %d; at most %d is supported", k,
-                               s->first.rank + 1, TCI_MAX_RANK);
-            break;
-        }
-        const char *name = o->name;
-        memset(o, 0, sizeof *o);
-        o->name = name;
-        o->dtype = s->first.dtype;
-        o->rank = s->first.rank + 1;
-        o->dims[0] = s->count;
-        for (int d = 0; d < s->first.rank; d++) o->dims[d + 1] = s->first.dims[d];
-        if (op_count(o) > max_elements) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "scan output %d would have %lld elements, over the limit of %lld "
-                               "(max_tensor_elements)",
-                               k, (long long)op_count(o), (long long)max_elements);
-            break;
-        }
-        o->data = s->data ? s->data : malloc(1);
-        s->data = NULL;
-        if (!o->data) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    }
+    if (st == TCI_OK) st = op_stack_infer_empty(node, loop_infer, in, n, p->scans, stacks, NULL);
+    if (st == TCI_OK) st = op_carried_out(node, &c, out);
+    for (int k = 0; st == TCI_OK && k < p->scans; k++)
+        if (out[n + k])
+            st = op_stack_output(node, k, &stacks[k], 0, false, max_elements, out[n + k]);
     if (st != TCI_OK)
         for (int k = 0; k < node->num_outputs; k++)
             if (out[k]) {
                 free(out[k]->data);
                 out[k]->data = NULL;
             }
-    for (int k = 0; owned && k < n; k++)
-        if (owned[k]) free(carried[k].data);
+    op_carried_free(&c);
     for (int k = 0; stacks && k < p->scans; k++) free(stacks[k].data);
-    free(carried);
-    free(owned);
     free(stacks);
     free(body_out);
     return st;

@@ -367,6 +367,28 @@ tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
                            const tci_tensor *const *node_in, tci_tensor *outs,
                            int64_t max_elements);
 
+/* The values Loop (loop-carried values) and Scan (state values) carry from one iteration's body
+ * outputs to the next iteration's inputs; `what` names them in errors. */
+typedef struct op_carried {
+    const char *what;
+    int count;
+    tci_tensor *v; /* the values the next iteration reads: the node's inputs at first */
+    bool *owned;   /* v[k].data is a body output's, freed when replaced */
+} op_carried;
+/* Carried value k's inferred output: init's dtype (the body's must be the same: INVALID_MODEL
+ * naming the node, `what` and k), the dims body leaves as in init, -1 where it changes them. */
+tci_status op_carried_infer(const ir_node *node, const char *what, int k, const tci_tensor *init,
+                            const tci_tensor *body, tci_tensor *out);
+/* c (zeroed by the caller, freed by op_carried_free even on failure) holds n values, *init[k]. */
+tci_status op_carried_init(const ir_node *node, op_carried *c, const char *what, int n,
+                           const tci_tensor *const *init);
+/* body[0..count) become the values (owned ones replaced are freed; each taken body[k].data set
+ * NULL), each keeping its value's dtype: otherwise INVALID_MODEL naming `what` and k, none taken. */
+tci_status op_carried_take(const ir_node *node, op_carried *c, tci_tensor *body);
+/* Each non-NULL out[k] (its name kept) receives value k: moved when owned, else a copy. */
+tci_status op_carried_out(const ir_node *node, op_carried *c, tci_tensor *const *out);
+void op_carried_free(op_carried *c);
+
 /* The iterations' values of one scan output, stacked as they come. */
 typedef struct op_value_stack {
     tci_tensor first;   /* shape and dtype of every iteration's value */
@@ -377,9 +399,19 @@ typedef struct op_value_stack {
 /* Appends v (a copy of its data) to s; scan output k's iterations must agree in dtype and shape
  * (INVALID_ARGUMENT naming the node otherwise). The caller frees s->data. */
 tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tci_tensor *v);
-/* dst (its name kept) becomes src with a malloc'd copy of its data: a value the loop does not
- * own (an initial value never replaced). */
-tci_status op_copy_value(const ir_node *node, tci_tensor *dst, const tci_tensor *src);
+/* When no iteration ran: stacks[0..n) (scan outputs first_out..) take their per-iteration dtype
+ * and dims from infer(node, in) (the node's outputs, stacked along axes[k]; NULL: 0), which must
+ * know them (UNSUPPORTED naming the node otherwise). Nothing when every stack has a value. */
+tci_status op_stack_infer_empty(const ir_node *node,
+                                tci_status (*infer)(const ir_node *, const tci_tensor *const *,
+                                                    tci_tensor *const *),
+                                const tci_tensor *const *in, int first_out, int n,
+                                op_value_stack *stacks, const int64_t *axes);
+/* out (its name kept) becomes scan output k: s's iterations along axis (reverse: the last
+ * first), s->count of them (0: an empty output of s->first's other dims), in data it takes from
+ * s or allocates; UNSUPPORTED naming the node past TCI_MAX_RANK or max_elements. */
+tci_status op_stack_output(const ir_node *node, int k, op_value_stack *s, int64_t axis,
+                           bool reverse, int64_t max_elements, tci_tensor *out);
 
 /* Calls fn for every registered descriptor. */
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user);

@@ -143,19 +143,7 @@ static tci_status scan_infer(const ir_node *node, const tci_tensor *const *in,
         if (!out[k]) continue;
         const tci_tensor *b = &body_out[k];
         if (k < p->states) {
-            const tci_tensor *init = in[k];
-            if (b->dtype != TCI_DTYPE_UNDEFINED && init->dtype != TCI_DTYPE_UNDEFINED &&
-                b->dtype != init->dtype) {
-                st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                                   "state %d is %s, the body makes it %s", k,
-                                   tci_dtype_name(init->dtype), tci_dtype_name(b->dtype));
-                break;
-            }
-            out[k]->dtype = init->dtype;
-            out[k]->rank = b->rank == init->rank ? init->rank : -1;
-            for (int d = 0; d < TCI_MAX_RANK; d++)
-                out[k]->dims[d] = d < out[k]->rank && b->dims[d] == init->dims[d] ? init->dims[d]
-                                                                                 : -1;
+            st = op_carried_infer(node, "state", k, in[k], b, out[k]);
             continue;
         }
         out[k]->dtype = b->dtype;
@@ -178,49 +166,25 @@ static tci_status scan_infer(const ir_node *node, const tci_tensor *const *in,
     return st;
 }
 
-/* Element block geometry of an axis: outer blocks of len * inner elements. */
-static void scan_geometry(int rank, const int64_t *dims, int axis, int64_t *outer,
-                          int64_t *inner) {
-    *outer = 1;
-    *inner = 1;
-    for (int d = 0; d < axis; d++) *outer *= dims[d];
-    for (int d = axis + 1; d < rank; d++) *inner *= dims[d];
-}
-
 /* slice = x[..., index, ...] along axis (its data allocated by the caller). */
 static void scan_slice(const tci_tensor *x, int axis, int64_t index, tci_tensor *slice) {
-    int64_t outer, inner, len = x->dims[axis];
-    scan_geometry(x->rank, x->dims, axis, &outer, &inner);
-    size_t es = tci_dtype_size(x->dtype), row = (size_t)inner * es;
+    int64_t outer = lower_prod(x->dims, 0, axis), len = x->dims[axis];
+    size_t row = (size_t)lower_prod(x->dims, axis + 1, x->rank) * tci_dtype_size(x->dtype);
     for (int64_t o = 0; o < outer; o++)
         memcpy((char *)slice->data + (size_t)o * row,
                (const char *)x->data + ((size_t)(o * len + index)) * row, row);
 }
 
-/* The stacked iterations (iteration order) into out, along axis, reversed when asked. */
-static void scan_place(const op_value_stack *s, int axis, bool reverse, tci_tensor *out) {
-    int64_t len = s->count, outer, inner;
-    scan_geometry(out->rank, out->dims, axis, &outer, &inner);
-    size_t es = tci_dtype_size(out->dtype), row = (size_t)inner * es;
-    size_t per = (size_t)op_count(&s->first) * es;
-    for (int64_t t = 0; t < len; t++) {
-        int64_t pos = reverse ? len - 1 - t : t;
-        for (int64_t o = 0; o < outer; o++)
-            memcpy((char *)out->data + ((size_t)(o * len + pos)) * row,
-                   s->data + (size_t)t * per + (size_t)o * row, row);
-    }
-}
-
 static tci_status scan_steps(const ir_node *node, const tci_tensor *const *in, int64_t len,
-                             tci_tensor *states, bool *owned, tci_tensor *slices,
-                             op_value_stack *stacks, tci_tensor *body_out, int64_t max_elements) {
+                             op_carried *c, tci_tensor *slices, op_value_stack *stacks,
+                             tci_tensor *body_out, int64_t max_elements) {
     const scan_params *p = node->params;
     int n = p->states, nin = p->states + p->inputs;
     const tci_tensor **bind = calloc((size_t)nin, sizeof *bind);
     if (!bind) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Scan");
     tci_status st = TCI_OK;
     for (int64_t t = 0; t < len && st == TCI_OK; t++) {
-        for (int k = 0; k < n; k++) bind[k] = &states[k];
+        for (int k = 0; k < n; k++) bind[k] = &c->v[k];
         for (int j = 0; j < p->inputs; j++) {
             const tci_tensor *x = in[n + j];
             int axis;
@@ -231,24 +195,10 @@ static tci_status scan_steps(const ir_node *node, const tci_tensor *const *in, i
         }
         st = op_run_subgraph(p->body, bind, in, body_out, max_elements);
         if (st != TCI_OK) break;
-        for (int k = 0; k < n && st == TCI_OK; k++)
-            if (body_out[k].dtype != states[k].dtype)
-                st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
-                                   "state %d is %s, the body makes it %s", k,
-                                   tci_dtype_name(states[k].dtype),
-                                   tci_dtype_name(body_out[k].dtype));
+        st = op_carried_take(node, c, body_out);
         for (int k = 0; k < p->outputs && st == TCI_OK; k++)
             st = op_stack_push(node, k, &stacks[k], &body_out[n + k]);
-        for (int k = 0; k < n; k++) {
-            if (st != TCI_OK) {
-                free(body_out[k].data);
-                continue;
-            }
-            if (owned[k]) free(states[k].data);
-            states[k] = body_out[k];
-            owned[k] = true;
-        }
-        for (int k = 0; k < p->outputs; k++) free(body_out[n + k].data);
+        for (int k = 0; k < n + p->outputs; k++) free(body_out[k].data);
     }
     free(bind);
     return st;
@@ -279,73 +229,34 @@ static tci_status scan_run(const ir_node *node, const tci_tensor *const *in,
     int n = p->states;
     int64_t len;
     TRY_STATUS(scan_length(node, in, &len));
-    tci_tensor *states = calloc((size_t)n + 1, sizeof *states);
-    bool *owned = calloc((size_t)n + 1, sizeof *owned);
+    op_carried c = {0};
     tci_tensor *slices = calloc((size_t)p->inputs, sizeof *slices);
     op_value_stack *stacks = calloc((size_t)p->outputs + 1, sizeof *stacks);
     tci_tensor *body_out = calloc((size_t)(n + p->outputs) + 1, sizeof *body_out);
-    tci_status st = TCI_OK;
-    if (!states || !owned || !slices || !stacks || !body_out)
-        st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Scan");
-    for (int k = 0; st == TCI_OK && k < n; k++) states[k] = *in[k];
+    tci_status st = slices && stacks && body_out
+                        ? op_carried_init(node, &c, "state", n, in)
+                        : ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Scan");
     if (st == TCI_OK) st = scan_slices(node, in, slices);
+    if (st == TCI_OK) st = scan_steps(node, in, len, &c, slices, stacks, body_out, max_elements);
+    if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Scan)", node->name);
+    /* the scan inputs are empty along their axis: each scan output is empty along its own, its
+     * other dims from the body's inference */
     if (st == TCI_OK)
-        st = scan_steps(node, in, len, states, owned, slices, stacks, body_out, max_elements);
-    if (st != TCI_OK && states) st = status_error_prefix(st, "node '%s' (Scan)", node->name);
-    if (st == TCI_OK && len == 0 && p->outputs)
-        st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                           "the scan inputs are empty along their axis: no iteration gives the "
-                           "scan outputs' shapes");
-    for (int k = 0; st == TCI_OK && k < n; k++) {
-        if (!out[k]) continue;
-        if (owned[k]) {
-            const char *name = out[k]->name;
-            *out[k] = states[k];
-            out[k]->name = name;
-            owned[k] = false;
-        } else {
-            st = op_copy_value(node, out[k], &states[k]);
-        }
-    }
-    for (int k = 0; st == TCI_OK && k < p->outputs; k++) {
-        tci_tensor *o = out[n + k];
-        const op_value_stack *s = &stacks[k];
-        if (!o) continue;
-        if (s->first.rank >= TCI_MAX_RANK) {
-            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
-                               "scan output %d would have rank %d; at most %d is supported", k,
-                               s->first.rank + 1, TCI_MAX_RANK);
-            break;
-        }
-        int axis;
-        st = op_normalize_axis(node, p->out_axes ? p->out_axes[k] : 0, s->first.rank + 1, &axis);
-        if (st != TCI_OK) break;
-        const char *name = o->name;
-        memset(o, 0, sizeof *o);
-        o->name = name;
-        o->dtype = s->first.dtype;
-        o->rank = s->first.rank + 1;
-        for (int d = 0, j = 0; d < o->rank; d++) o->dims[d] = d == axis ? len : s->first.dims[j++];
-        size_t bytes = (size_t)op_count(o) * tci_dtype_size(o->dtype);
-        o->data = malloc(bytes ? bytes : 1);
-        if (!o->data) {
-            st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-            break;
-        }
-        scan_place(s, axis, p->out_dirs && p->out_dirs[k], o);
-    }
+        st = op_stack_infer_empty(node, scan_infer, in, n, p->outputs, stacks, p->out_axes);
+    if (st == TCI_OK) st = op_carried_out(node, &c, out);
+    for (int k = 0; st == TCI_OK && k < p->outputs; k++)
+        if (out[n + k])
+            st = op_stack_output(node, k, &stacks[k], p->out_axes ? p->out_axes[k] : 0,
+                                 p->out_dirs && p->out_dirs[k], max_elements, out[n + k]);
     if (st != TCI_OK)
         for (int k = 0; k < node->num_outputs; k++)
             if (out[k]) {
                 free(out[k]->data);
                 out[k]->data = NULL;
             }
-    for (int k = 0; owned && k < n; k++)
-        if (owned[k]) free(states[k].data);
+    op_carried_free(&c);
     for (int j = 0; slices && j < p->inputs; j++) free(slices[j].data);
     for (int k = 0; stacks && k < p->outputs; k++) free(stacks[k].data);
-    free(states);
-    free(owned);
     free(slices);
     free(stacks);
     free(body_out);

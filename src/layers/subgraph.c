@@ -1,6 +1,7 @@
 /* The subgraphs of control-flow ops: preparing them once, inferring their outputs from the
- * enclosing node's inputs, and running them on the fp32 reference, node by node; the stacking
- * of their per-iteration values that Loop and Scan share. */
+ * enclosing node's inputs, and running them on the fp32 reference, node by node; what Loop and
+ * Scan share: the hand-over of carried values between iterations and the stacking of
+ * per-iteration scan outputs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +207,70 @@ tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
 
 /* ---- per-iteration values (Loop, Scan) ---- */
 
+tci_status op_carried_infer(const ir_node *node, const char *what, int k, const tci_tensor *init,
+                            const tci_tensor *body, tci_tensor *out) {
+    if (body->dtype != TCI_DTYPE_UNDEFINED && init->dtype != TCI_DTYPE_UNDEFINED &&
+        body->dtype != init->dtype)
+        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s %d is %s, the body makes it %s",
+                             what, k, tci_dtype_name(init->dtype), tci_dtype_name(body->dtype));
+    out->dtype = init->dtype;
+    out->rank = body->rank == init->rank ? init->rank : -1;
+    for (int d = 0; d < TCI_MAX_RANK; d++)
+        out->dims[d] = d < out->rank && body->dims[d] == init->dims[d] ? init->dims[d] : -1;
+    return TCI_OK;
+}
+
+tci_status op_carried_init(const ir_node *node, op_carried *c, const char *what, int n,
+                           const tci_tensor *const *init) {
+    c->what = what;
+    c->count = n;
+    c->v = calloc((size_t)n + 1, sizeof *c->v);
+    c->owned = calloc((size_t)n + 1, sizeof *c->owned);
+    if (!c->v || !c->owned) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < n; k++) c->v[k] = *init[k];
+    return TCI_OK;
+}
+
+tci_status op_carried_take(const ir_node *node, op_carried *c, tci_tensor *body) {
+    for (int k = 0; k < c->count; k++)
+        if (body[k].dtype != c->v[k].dtype)
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s %d is %s, the body makes it %s",
+                                 c->what, k, tci_dtype_name(c->v[k].dtype),
+                                 tci_dtype_name(body[k].dtype));
+    for (int k = 0; k < c->count; k++) {
+        if (c->owned[k]) free(c->v[k].data);
+        c->v[k] = body[k];
+        c->owned[k] = true;
+        body[k].data = NULL;
+    }
+    return TCI_OK;
+}
+
+tci_status op_carried_out(const ir_node *node, op_carried *c, tci_tensor *const *out) {
+    for (int k = 0; k < c->count; k++) {
+        if (!out[k]) continue;
+        const char *name = out[k]->name;
+        *out[k] = c->v[k];
+        out[k]->name = name;
+        if (c->owned[k]) {
+            c->owned[k] = false;
+            continue;
+        }
+        size_t bytes = (size_t)op_count(&c->v[k]) * tci_dtype_size(c->v[k].dtype);
+        out[k]->data = malloc(bytes ? bytes : 1);
+        if (!out[k]->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+        if (bytes) memcpy(out[k]->data, c->v[k].data, bytes);
+    }
+    return TCI_OK;
+}
+
+void op_carried_free(op_carried *c) {
+    for (int k = 0; c->owned && k < c->count; k++)
+        if (c->owned[k]) free(c->v[k].data);
+    free(c->v);
+    free(c->owned);
+}
+
 tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tci_tensor *v) {
     if (s->count == 0) {
         s->first = *v;
@@ -233,13 +298,82 @@ tci_status op_stack_push(const ir_node *node, int k, op_value_stack *s, const tc
     return TCI_OK;
 }
 
-tci_status op_copy_value(const ir_node *node, tci_tensor *dst, const tci_tensor *src) {
-    const char *name = dst->name;
-    size_t bytes = (size_t)op_count(src) * tci_dtype_size(src->dtype);
-    *dst = *src;
-    dst->name = name;
-    dst->data = malloc(bytes ? bytes : 1);
-    if (!dst->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
-    if (bytes) memcpy(dst->data, src->data, bytes);
+tci_status op_stack_infer_empty(const ir_node *node,
+                                tci_status (*infer)(const ir_node *, const tci_tensor *const *,
+                                                    tci_tensor *const *),
+                                const tci_tensor *const *in, int first_out, int n,
+                                op_value_stack *stacks, const int64_t *axes) {
+    bool empty = false;
+    for (int k = 0; k < n; k++) empty = empty || stacks[k].count == 0;
+    if (!empty) return TCI_OK;
+    size_t nout = (size_t)node->num_outputs;
+    tci_tensor *outs = calloc(nout + 1, sizeof *outs);
+    tci_tensor **views = calloc(nout + 1, sizeof *views);
+    tci_status st = TCI_OK;
+    if (!outs || !views) st = ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t o = 0; st == TCI_OK && o < nout; o++) {
+        outs[o].rank = -1;
+        views[o] = &outs[o];
+    }
+    if (st == TCI_OK) st = infer(node, in, views);
+    for (int k = 0; st == TCI_OK && k < n; k++) {
+        if (stacks[k].count) continue;
+        const tci_tensor *o = &outs[first_out + k];
+        tci_tensor *f = &stacks[k].first;
+        int axis = -1;
+        int64_t count = -1;
+        if (o->rank >= 1 && op_normalize_axis(node, axes ? axes[k] : 0, o->rank, &axis) == TCI_OK) {
+            f->dtype = o->dtype;
+            f->rank = o->rank - 1;
+            for (int d = 0, j = 0; d < o->rank; d++)
+                if (d != axis) f->dims[j++] = o->dims[d];
+            ir_count_elements(f->rank, f->dims, &count);
+        }
+        if (count < 0 || o->dtype == TCI_DTYPE_UNDEFINED)
+            st = ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                               "no iteration ran and the body's inference does not give scan "
+                               "output %d's shape",
+                               k);
+    }
+    free(outs);
+    free(views);
+    return st;
+}
+
+tci_status op_stack_output(const ir_node *node, int k, op_value_stack *s, int64_t axis,
+                           bool reverse, int64_t max_elements, tci_tensor *out) {
+    if (s->first.rank >= TCI_MAX_RANK)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "scan output %d would have rank %d; at most %d is supported", k,
+                             s->first.rank + 1, TCI_MAX_RANK);
+    int a;
+    TRY_STATUS(op_normalize_axis(node, axis, s->first.rank + 1, &a));
+    const char *name = out->name;
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = s->first.dtype;
+    out->rank = s->first.rank + 1;
+    for (int d = 0, j = 0; d < out->rank; d++) out->dims[d] = d == a ? s->count : s->first.dims[j++];
+    if (op_count(out) > max_elements)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED,
+                             "scan output %d would have %lld elements, over the limit of %lld "
+                             "(max_tensor_elements)",
+                             k, (long long)op_count(out), (long long)max_elements);
+    if (a == 0 && !reverse) { /* the stack is the output as it is */
+        out->data = s->data ? s->data : malloc(1);
+        s->data = NULL;
+        return out->data ? TCI_OK : ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    /* the iterations interleave: outer blocks of count x inner elements around the axis */
+    int64_t len = s->count, outer = lower_prod(out->dims, 0, a);
+    size_t row = (size_t)lower_prod(out->dims, a + 1, out->rank) * tci_dtype_size(out->dtype);
+    out->data = malloc(s->bytes ? s->bytes : 1);
+    if (!out->data) return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t t = 0; t < len; t++) {
+        int64_t pos = reverse ? len - 1 - t : t;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy((char *)out->data + (size_t)(o * len + pos) * row,
+                   s->data + (size_t)(t * outer + o) * row, row);
+    }
     return TCI_OK;
 }

@@ -376,6 +376,35 @@ def loops():
     save(scan("scan", ["s", "xs"], num_scan_inputs=1, scan_input_directions=[2]),
          "scan_bad_direction.onnx")
     save(scan("scan", ["s", "xs"], num_scan_inputs=3), "scan_bad_count.onnx")
+    # a state and a loop-carried value the body turns into int64: errors naming the value
+    cast = helper.make_graph(
+        [helper.make_node("Cast", ["s_in"], ["s_out"], name="to_int", to=T.INT64),
+         helper.make_node("Identity", ["x_t"], ["y_t"], name="emit")],
+        "cast", [out("s_in", shape=[2]), out("x_t", shape=[2])],
+        [out("s_out", T.INT64, [2]), out("y_t", shape=[2])])
+    save(model([helper.make_node("Scan", ["s", "xs"], ["s_final", "y"], name="scan", body=cast,
+                                 num_scan_inputs=1)],
+               inputs=[out("s", shape=[2]), out("xs", shape=[3, 2])],
+               outputs=[out("s_final"), out("y")], opsets=(("", 11),)), "scan_state_dtype.onnx")
+    cast_loop = helper.make_graph(
+        [helper.make_node("Cast", ["x_in"], ["x_out"], name="to_int", to=T.INT64),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep")],
+        "cast_loop", [out("i", T.INT64, []), out("cond_in", T.BOOL, []), out("x_in", shape=[3])],
+        [out("cond_out", T.BOOL, []), out("x_out", T.INT64, [3])])
+    save(model([helper.make_node("Loop", ["M", "", "x"], ["x_final"], name="loop",
+                                 body=cast_loop)],
+               inputs=[out("M", T.INT64, []), out("x", shape=[3])],
+               outputs=[out("x_final")]), "loop_carried_dtype.onnx")
+    # a scan input of any length (a run may give it none), s + x_t stacked along the last axis
+    add_step = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="acc"),
+         helper.make_node("Identity", ["s_out"], ["y_t"], name="emit")],
+        "add_step", [out("s_in", shape=[2]), out("x_t", shape=[])],
+        [out("s_out", shape=[2]), out("y_t", shape=[2])])
+    save(model([helper.make_node("Scan", ["s", "xs"], ["s_final", "y"], name="scan",
+                                 body=add_step, num_scan_inputs=1, scan_output_axes=[-1])],
+               inputs=[out("s", shape=[2]), out("xs", shape=["t"])],
+               outputs=[out("s_final"), out("y")], opsets=(("", 11),)), "scan_any_length.onnx")
     # Scan-8: batch axis 0 on every value, sequence_lens first
     save(model([helper.make_node("Scan", ["lens", "s", "xs"], ["s_final", "y"], name="scan",
                                  body=step, num_scan_inputs=1)],

@@ -356,6 +356,54 @@ START_TEST(test_scan_attribute_errors) {
 }
 END_TEST
 
+/* A state or loop-carried value the body gives another dtype is an error naming the value. */
+START_TEST(test_carried_dtype_errors) {
+    ir_graph *g = load_ok(FIXTURE("scan_state_dtype.onnx"));
+    ck_assert_tci_error(pass_optimize(g), TCI_ERR_INVALID_MODEL,
+                        "node 'scan' (Scan): state 0 is float, the body makes it int64");
+    ir_graph_destroy(g);
+    g = load_ok(FIXTURE("loop_carried_dtype.onnx"));
+    ck_assert_tci_error(pass_optimize(g), TCI_ERR_INVALID_MODEL,
+                        "node 'loop' (Loop): loop-carried value 0 is float, the body makes it "
+                        "int64");
+    ir_graph_destroy(g);
+}
+END_TEST
+
+/* Scan inputs of length 0 along their axis: the states stay as given, each scan output is
+ * empty along its axis with the other dims the body's inference gives; a run whose stacked
+ * scan output is over max_tensor_elements is refused naming the output. */
+START_TEST(test_scan_empty_and_limit) {
+    ir_limits limits;
+    ir_limits_default(&limits);
+    limits.max_tensor_elements = 6;
+    ir_graph *g;
+    ck_assert_tci_ok(onnx_load_file_limits(FIXTURE("scan_any_length.onnx"), &limits, &g));
+    ck_assert_tci_ok(pass_optimize(g));
+    int64_t two = 2, len = 0;
+    const float s[2] = {1.f, 2.f}, xs[4] = {1.f, 2.f, 3.f, 4.f};
+    tci_tensor in[2] = {th_tensor(TCI_DTYPE_FLOAT, 1, &two, s),
+                        th_tensor(TCI_DTYPE_FLOAT, 1, &len, xs)};
+    exec_cpu *e = run_graph(g, in, 2);
+    th_assert_near(exec_cpu_output(e, 0)->data, s, 2, 0.f);
+    th_assert_dims(exec_cpu_output(e, 1), 2, (const int64_t[]){2, 0});
+    len = 3; /* y is 2 x 3 */
+    in[1] = th_tensor(TCI_DTYPE_FLOAT, 1, &len, xs);
+    ck_assert_tci_ok(exec_cpu_run(e, in, 2));
+    th_assert_near(exec_cpu_output(e, 0)->data, (const float[]){7.f, 8.f}, 2, 0.f);
+    th_assert_dims(exec_cpu_output(e, 1), 2, (const int64_t[]){2, 3});
+    th_assert_near(exec_cpu_output(e, 1)->data,
+                   (const float[]){2.f, 4.f, 7.f, 3.f, 5.f, 8.f}, 6, 0.f);
+    len = 4; /* y would be 2 x 4 */
+    in[1] = th_tensor(TCI_DTYPE_FLOAT, 1, &len, xs);
+    ck_assert_tci_error(exec_cpu_run(e, in, 2), TCI_ERR_UNSUPPORTED,
+                        "node 'scan' (Scan): scan output 0 would have 8 elements, over the limit "
+                        "of 6 (max_tensor_elements)");
+    exec_cpu_destroy(e);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* Scan-8: the body runs per batch entry for its sequence_lens steps (none: the initial state);
  * the scan output is zeros past them, and a length past the scan inputs' is an error naming the
  * entry. */
@@ -409,6 +457,8 @@ int main(void) {
     tcase_add_test(loops, test_scan_axes_and_directions);
     tcase_add_test(loops, test_scan_attribute_errors);
     tcase_add_test(loops, test_scan8_batch_and_lengths);
+    tcase_add_test(loops, test_carried_dtype_errors);
+    tcase_add_test(loops, test_scan_empty_and_limit);
     suite_add_tcase(s, loops);
     return test_run_suite(s);
 }
