@@ -341,8 +341,10 @@ static tci_status tfidf_forward(const ir_node *node, const tci_tensor *const *in
     if (!acc || !tokens) {
         free(acc);
         free(tokens);
-        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for %" PRId64
-                             " columns of %" PRId64 " tokens", p->columns, c);
+        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY,
+                             "out of memory for a row of %" PRId64 " tokens and %" PRId64
+                             " columns",
+                             c, p->columns);
     }
     float *y = out[0]->data;
     for (int64_t r = 0; r < rows; r++, y += p->columns) {
