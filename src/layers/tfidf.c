@@ -14,36 +14,42 @@
 
 typedef enum tfidf_mode { TFIDF_MODE_TF, TFIDF_MODE_IDF, TFIDF_MODE_TFIDF } tfidf_mode;
 
-/* The pool's n-grams of one length n, sorted lexicographically: n-gram g is
- * keys[g * n .. g * n + n), counted in output column columns[g] with weight weights[g]. */
-typedef struct tfidf_level {
-    int64_t count;
-    int64_t *keys;
-    int64_t *columns;
-    float *weights;
-} tfidf_level;
+/* The pool's in-range n-grams as the reference holds them, a trie: a node at depth k is a
+ * distinct k-item prefix of those n-grams, and where one of them ends there, its output column
+ * and weight. The nodes of one depth are sorted by their parent, then their key, so a node's
+ * children are one run of the next depth's nodes, looked up by binary search. */
+typedef struct tfidf_node {
+    int64_t key;
+    int64_t column; /* -1: no n-gram ends here */
+    float weight;
+    int64_t child_begin, child_end; /* in the next depth's nodes */
+} tfidf_node;
 
 typedef struct tfidf_params {
     tfidf_mode mode;
     int64_t min_gram, max_gram, max_skip;
     int64_t columns; /* the output's row length: max(ngram_indexes) + 1 */
-    /* levels[n - 1]: the n-grams of length n, filled for min_gram <= n <= max_gram only (the
-     * others are never counted); num_levels is ngram_counts' length */
-    int64_t num_levels;
-    tfidf_level *levels;
+    /* nodes[k] (num_nodes[k] of them): depth k + 1, for k < depth; depth 1's are the root's
+     * children. depth is the longest n-gram loaded (0: none in range). */
+    int64_t depth;
+    tfidf_node **nodes;
+    int64_t *num_nodes;
 } tfidf_params;
 
-/* One pool n-gram while the levels are sorted. */
+/* One pool n-gram while the trie is built. */
 typedef struct tfidf_gram {
     const int64_t *items;
     int64_t n;      /* its length */
     int64_t number; /* its position among the pool's n-grams (what ngram_indexes follows) */
 } tfidf_gram;
 
+/* Lexicographic, a prefix before what extends it; equal n-grams by their pool position. */
 static int gram_cmp(const void *pa, const void *pb) {
     const tfidf_gram *a = pa, *b = pb;
-    for (int64_t k = 0; k < a->n; k++)
+    int64_t common = a->n < b->n ? a->n : b->n;
+    for (int64_t k = 0; k < common; k++)
         if (a->items[k] != b->items[k]) return a->items[k] < b->items[k] ? -1 : 1;
+    if (a->n != b->n) return a->n < b->n ? -1 : 1;
     return (a->number > b->number) - (a->number < b->number);
 }
 
@@ -60,43 +66,94 @@ static const char *format_gram(const int64_t *items, int64_t n, char *buf, size_
     return buf;
 }
 
-/* Sorts the in-range n-grams of length n (pool items start .. start + count * n) into level,
- * refusing one that the pool holds twice (which column would count it is then ambiguous). */
-static tci_status build_level(const ir_node *node, mem_arena *arena, const int64_t *pool,
-                              int64_t start, int64_t n, int64_t count, int64_t first_number,
-                              const int64_t *ngram_indexes, const float *weights,
-                              tfidf_level *level) {
-    level->count = count;
-    level->keys = arena_alloc(arena, (size_t)(count * n) * sizeof *level->keys);
-    level->columns = arena_alloc(arena, (size_t)count * sizeof *level->columns);
-    level->weights = arena_alloc(arena, (size_t)count * sizeof *level->weights);
-    tfidf_gram *grams = malloc((size_t)count * sizeof *grams);
-    if (!level->keys || !level->columns || !level->weights || !grams) {
-        free(grams);
-        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for %" PRId64
-                             " %" PRId64 "-grams", count, n);
-    }
-    for (int64_t g = 0; g < count; g++)
-        grams[g] = (tfidf_gram){.items = pool + start + g * n, .n = n, .number = first_number + g};
-    qsort(grams, (size_t)count, sizeof *grams, gram_cmp);
+/* Adds the sorted n-grams to the trie in p (its depth arrays allocated, empty), refusing one
+ * that the pool holds twice (which column would count it is then ambiguous). Each n-gram shares
+ * the nodes of its common prefix with the one before it and adds nodes for the rest, so nodes
+ * come in sorted order and a parent's children one after the other. */
+static tci_status fill_trie(const ir_node *node, const tfidf_gram *grams, int64_t count,
+                            const int64_t *ngram_indexes, const float *weights,
+                            int64_t *current, tfidf_params *p) {
+    /* current[k]: the node at depth k + 1 of the n-gram being added */
     for (int64_t g = 0; g < count; g++) {
-        if (g && memcmp(grams[g - 1].items, grams[g].items, (size_t)n * sizeof(int64_t)) == 0) {
+        const tfidf_gram *a = &grams[g], *prev = g ? &grams[g - 1] : NULL;
+        int64_t shared = 0;
+        if (prev)
+            while (shared < a->n && shared < prev->n && a->items[shared] == prev->items[shared])
+                shared++;
+        if (prev && shared == a->n && prev->n == a->n) {
             char text[160];
-            tci_status st = ir_node_error(
-                node, TCI_ERR_INVALID_MODEL,
-                "attribute 'pool_int64s' holds the %" PRId64 "-gram %s twice (n-grams %" PRId64
-                " and %" PRId64 ")",
-                n, format_gram(grams[g].items, n, text, sizeof text), grams[g - 1].number,
-                grams[g].number);
-            free(grams);
-            return st;
+            return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                 "attribute 'pool_int64s' holds the %" PRId64
+                                 "-gram %s twice (n-grams %" PRId64 " and %" PRId64 ")",
+                                 a->n, format_gram(a->items, a->n, text, sizeof text),
+                                 prev->number, a->number);
         }
-        memcpy(level->keys + g * n, grams[g].items, (size_t)n * sizeof(int64_t));
-        level->columns[g] = ngram_indexes[grams[g].number];
-        level->weights[g] = weights ? weights[grams[g].number] : 1.0f;
+        for (int64_t k = shared; k < a->n; k++) {
+            int64_t at = p->num_nodes[k]++;
+            p->nodes[k][at] = (tfidf_node){.key = a->items[k], .column = -1};
+            current[k] = at;
+            if (k) {
+                tfidf_node *parent = &p->nodes[k - 1][current[k - 1]];
+                if (parent->child_begin == parent->child_end) parent->child_begin = at;
+                parent->child_end = at + 1;
+            }
+        }
+        tfidf_node *end = &p->nodes[a->n - 1][current[a->n - 1]];
+        end->column = ngram_indexes[a->number];
+        end->weight = weights ? weights[a->number] : 1.0f;
     }
-    free(grams);
     return TCI_OK;
+}
+
+/* The trie of the n-grams of lengths min_gram_length to max_gram_length; per_level[i]: the
+ * pool's (i + 1)-grams, from starts[i]; their numbers among the pool's n-grams follow on. */
+static tci_status build_trie(const ir_node *node, mem_arena *arena, const int64_t *pool,
+                             const int64_t *starts, const int64_t *per_level, size_t levels,
+                             const int64_t *ngram_indexes, const float *weights,
+                             tfidf_params *p) {
+    int64_t count = 0, number = 0;
+    p->depth = 0;
+    for (size_t i = 0; i < levels; i++) {
+        int64_t n = (int64_t)i + 1;
+        if (n >= p->min_gram && n <= p->max_gram && per_level[i] > 0) {
+            count += per_level[i];
+            p->depth = n;
+        }
+    }
+    size_t depth = (size_t)(p->depth ? p->depth : 1);
+    p->nodes = arena_alloc(arena, depth * sizeof *p->nodes);
+    p->num_nodes = arena_alloc(arena, depth * sizeof *p->num_nodes);
+    tfidf_gram *grams = malloc((size_t)(count ? count : 1) * sizeof *grams);
+    int64_t *current = malloc(depth * sizeof *current);
+    bool ok = p->nodes && p->num_nodes && grams && current;
+    if (ok) p->num_nodes[0] = 0;
+    for (int64_t k = 0; ok && k < p->depth; k++) {
+        int64_t longer = 0; /* n-grams of k + 1 items or more: the most nodes at depth k + 1 */
+        for (int64_t n = k + 1; n <= p->depth; n++)
+            if (n >= p->min_gram) longer += per_level[n - 1];
+        p->num_nodes[k] = 0;
+        p->nodes[k] = arena_alloc(arena, (size_t)longer * sizeof **p->nodes);
+        ok = p->nodes[k] != NULL;
+    }
+    if (!ok) {
+        free(grams);
+        free(current);
+        return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for %" PRId64
+                             " n-grams", count);
+    }
+    int64_t g = 0;
+    for (size_t i = 0; i < levels; i++) {
+        int64_t n = (int64_t)i + 1;
+        for (int64_t j = 0; j < per_level[i]; j++, number++)
+            if (n >= p->min_gram && n <= p->max_gram)
+                grams[g++] = (tfidf_gram){.items = pool + starts[i] + j * n, .n = n,
+                                          .number = number};
+    }
+    qsort(grams, (size_t)count, sizeof *grams, gram_cmp);
+    tci_status st = fill_trie(node, grams, count, ngram_indexes, weights, current, p);
+    free(grams);
+    free(current);
+    return st;
 }
 
 static tci_status require_attrs(const ir_node *node, const char *const *names) {
@@ -235,10 +292,8 @@ static tci_status tfidf_parse(ir_node *node, mem_arena *arena) {
     if (levels == 0)
         return ir_node_error(node, TCI_ERR_INVALID_MODEL, "attribute 'ngram_counts' is empty");
     int64_t *per_level = arena_alloc(arena, levels * sizeof *per_level);
-    p->levels = arena_alloc(arena, levels * sizeof *p->levels);
-    if (!per_level || !p->levels)
+    if (!per_level)
         return ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory for parameters");
-    p->num_levels = (int64_t)levels;
     int64_t total = 0;
     TRY_STATUS(count_grams(node, starts, levels, pool_len, per_level, &total));
     const int64_t *indexes;
@@ -246,16 +301,7 @@ static tci_status tfidf_parse(ir_node *node, mem_arena *arena) {
     size_t num_indexes;
     TRY_STATUS(ir_attr_ints(node, "ngram_indexes", &indexes, &num_indexes));
     TRY_STATUS(parse_columns(node, indexes, num_indexes, total, p, &weights));
-    int64_t number = 0; /* the first n-gram of this length among the pool's n-grams */
-    for (size_t i = 0; i < levels; i++) {
-        int64_t n = (int64_t)i + 1;
-        p->levels[i] = (tfidf_level){0};
-        if (n >= p->min_gram && n <= p->max_gram && per_level[i] > 0)
-            TRY_STATUS(build_level(node, arena, pool, starts[i], n, per_level[i], number, indexes,
-                                   weights, &p->levels[i]));
-        number += per_level[i];
-    }
-    return TCI_OK;
+    return build_trie(node, arena, pool, starts, per_level, levels, indexes, weights, p);
 }
 
 static tci_status tfidf_infer(const ir_node *node, const tci_tensor *const *in,
@@ -279,48 +325,46 @@ static tci_status tfidf_infer(const ir_node *node, const tci_tensor *const *in,
     return TCI_OK;
 }
 
-/* The entry of the n-gram x[0], x[skip], ..., x[(n - 1) * skip] in level (sorted), or -1 when
- * the pool does not hold it. */
-static int64_t find_gram(const tfidf_level *level, int64_t n, const int64_t *x, int64_t skip) {
-    int64_t lo = 0, hi = level->count;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        const int64_t *key = level->keys + mid * n;
-        int c = 0;
-        for (int64_t k = 0; k < n && !c; k++)
-            if (key[k] != x[k * skip]) c = key[k] < x[k * skip] ? -1 : 1;
-        if (!c) return mid;
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
+/* The node among nodes[begin, end) (sorted by key) whose key is value, or -1. */
+static int64_t find_child(const tfidf_node *nodes, int64_t begin, int64_t end, int64_t value) {
+    while (begin < end) {
+        int64_t mid = begin + (end - begin) / 2;
+        if (nodes[mid].key == value) return mid;
+        if (nodes[mid].key < value) begin = mid + 1;
+        else end = mid;
     }
     return -1;
 }
 
-/* One row (x: its c tokens) into acc (its columns, zeroed). Each skip distance d from 1 to
- * max_skip_count + 1 finds the n-grams x[s], x[s + d], ... of every length in range from every
- * start s; unigrams, the same at every distance, only at distance 1 (the reference's rule). Each
- * n-gram found adds 1 to its column (TF), its weight (TFIDF), or sets the column to its weight
- * (IDF: where n-grams share a column, the last found, as onnxruntime). acc is double so that a
- * count times a weight is rounded once, at the end. */
+/* One row (x: its c tokens) into acc (its columns, zeroed), the reference's walk: for each skip
+ * distance d from 1 to max_skip_count + 1 and each start s, the trie is followed along x[s],
+ * x[s + d], ... while it has the prefix, and each n-gram of a length in range that ends on the
+ * way is found. Unigrams, the same at every distance, are found at distance 1 only. Each n-gram
+ * found adds 1 to its column (TF), its weight (TFIDF), or sets the column to its weight (IDF:
+ * where n-grams share a column, the last found, as onnxruntime). acc is double so that a count
+ * times a weight is rounded once, at the end. */
 static void count_row(const tfidf_params *p, const int64_t *x, int64_t c, double *acc) {
-    int64_t top = p->max_gram < p->num_levels ? p->max_gram : p->num_levels;
     /* from distance c on no n-gram of two or more fits in the row */
     int64_t max_distance = p->max_skip < c - 1 ? p->max_skip + 1 : (c > 1 ? c - 1 : 1);
     int64_t start = p->min_gram;
     for (int64_t d = 1; d <= max_distance; d++) {
         for (int64_t s = 0; s < c; s++) {
             if ((c - 1 - s) / d < start - 1) break; /* no n-gram in range fits from s on */
-            for (int64_t n = start; n <= top && (c - 1 - s) / d >= n - 1; n++) {
-                const tfidf_level *level = &p->levels[n - 1];
-                if (!level->count) continue;
-                int64_t g = find_gram(level, n, x + s, d);
-                if (g < 0) continue;
-                double *y = &acc[level->columns[g]];
-                switch (p->mode) {
-                case TFIDF_MODE_TF: *y += 1; break;
-                case TFIDF_MODE_IDF: *y = level->weights[g]; break;
-                case TFIDF_MODE_TFIDF: *y += level->weights[g]; break;
+            int64_t begin = 0, end = p->num_nodes[0];
+            for (int64_t k = 0; k < p->depth && begin < end && s + k * d < c; k++) {
+                int64_t at = find_child(p->nodes[k], begin, end, x[s + k * d]);
+                if (at < 0) break;
+                const tfidf_node *hit = &p->nodes[k][at];
+                if (k + 1 >= start && hit->column >= 0) {
+                    double *y = &acc[hit->column];
+                    switch (p->mode) {
+                    case TFIDF_MODE_TF: *y += 1; break;
+                    case TFIDF_MODE_IDF: *y = hit->weight; break;
+                    case TFIDF_MODE_TFIDF: *y += hit->weight; break;
+                    }
                 }
+                begin = hit->child_begin;
+                end = hit->child_end;
             }
         }
         if (start == 1) {
