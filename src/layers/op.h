@@ -476,6 +476,7 @@ extern const op_desc *const layer_roi_ops[];       /* roi.c: RoiAlign */
 extern const op_desc *const layer_spectral_ops[];  /* spectral.c: DFT, STFT, MelWeightMatrix */
 extern const op_desc *const layer_unique_ops[];    /* unique.c: Unique */
 extern const op_desc *const layer_unpool_ops[];    /* unpool.c: MaxUnpool */
+extern const op_desc *const layer_tfidf_ops[];     /* tfidf.c: TfIdfVectorizer */
 extern const op_desc *const layer_bitwise_ops[];   /* bitwise.c: BitwiseAnd, BitwiseOr, BitwiseXor,
                                                       BitwiseNot, BitShift */
 

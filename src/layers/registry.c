@@ -16,9 +16,9 @@ static const op_desc *const *const families[] = {
     layer_loss_ops,
     /* the LLM-era ops (opset 23+) */
     layer_rmsnorm_ops, layer_rotary_ops, layer_sdpa_ops,
-    /* detection heads, audio front ends, set and bit ops (CPU reference only) */
+    /* detection heads, audio front ends, set, bit and text-feature ops (CPU reference only) */
     layer_roi_ops, layer_spectral_ops, layer_unique_ops, layer_unpool_ops, layer_bitwise_ops,
-    layer_deform_conv_ops, layer_linear_attention_ops,
+    layer_deform_conv_ops, layer_linear_attention_ops, layer_tfidf_ops,
 };
 
 void op_registry_each(void (*fn)(const op_desc *desc, void *user), void *user) {

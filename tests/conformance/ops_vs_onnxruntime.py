@@ -248,6 +248,35 @@ def cases():
              kv_num_heads=1, update_rule="gated"), \
         [normal(2, 3, 8), normal(2, 3, 2), normal(2, 3, 4), None,
          -np.abs(normal(2, 3, 2))], 27, 1e-5
+    # a pool of 6 unigrams, 8 bigrams and 4 trigrams of tokens 0..9 (distinct, as onnxruntime
+    # requires), in shuffled output columns; rows of 12 tokens drawn from the same 10
+    grams = [RNG.choice(10, 6, replace=False).reshape(6, 1)]
+    for n, count in ((2, 8), (3, 4)):
+        seen = {}
+        while len(seen) < count:
+            g = tuple(int(t) for t in RNG.integers(0, 10, n))
+            seen[g] = g
+        grams.append(np.array(list(seen.values())))
+    pool = np.concatenate([g.reshape(-1) for g in grams]).astype(np.int64).tolist()
+    tfidf = dict(ngram_counts=[0, 6, 22], ngram_indexes=RNG.permutation(18).tolist(),
+                 pool_int64s=pool)
+    idf = (RNG.random(18) * 3).astype(np.float32).tolist()
+    tokens = RNG.integers(0, 10, (5, 12))
+    tokens[1, 3:6] = grams[2][0]  # a trigram for sure, and one at skip 1
+    tokens[2, [0, 2, 4]] = grams[2][1]
+    yield "TfIdfVectorizer TF 1- to 3-grams, skips up to 2, shuffled columns", \
+        node("TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=3,
+             max_skip_count=2, **tfidf), [tokens], 9
+    yield "TfIdfVectorizer TFIDF bigrams and trigrams, weights, int32", \
+        node("TfIdfVectorizer", ["x"], ["y"], mode="TFIDF", min_gram_length=2, max_gram_length=3,
+             max_skip_count=1, weights=idf, **tfidf), [tokens.astype(np.int32)], 9
+    yield "TfIdfVectorizer IDF unigrams and bigrams, weights, 1-D, skip 4", \
+        node("TfIdfVectorizer", ["x"], ["y"], mode="IDF", min_gram_length=1, max_gram_length=2,
+             max_skip_count=4, weights=idf, **tfidf), [tokens[0]], 9
+    yield "TfIdfVectorizer TFIDF unigrams, two n-grams per column", \
+        node("TfIdfVectorizer", ["x"], ["y"], mode="TFIDF", min_gram_length=1, max_gram_length=1,
+             max_skip_count=0, ngram_counts=[0], ngram_indexes=[0, 1, 0, 2, 1, 0],
+             pool_int64s=[0, 1, 2, 3, 4, 5], weights=[0.5, 1, 2, 4, 8, 16]), [tokens], 9
 
 
 def main():
