@@ -322,25 +322,28 @@ static TRITONSERVER_Error *choose_buckets(tct_instance *in) {
  * than the batch are left to warm up on their requests. */
 static TRITONSERVER_Error *warm_up(tct_instance *in) {
     tci_tensor tensors[64];
+    size_t rows[64];
     if (in->num_inputs > sizeof tensors / sizeof tensors[0]) return NULL;
     uint64_t start = now_ns();
+    for (size_t i = 0; i < in->num_inputs; i++) { /* each input's dims, and its bytes a row */
+        tci_tensor_info info;
+        tci_tensor_info_init(&info);
+        tci_status st = tci_engine_input_info(in->engine, i, &info);
+        if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
+        rows[i] = tci_dtype_size(info.dtype);
+        for (int d = 1; d < info.rank; d++) {
+            if (info.dims[d] < 1) return NULL;
+            rows[i] *= (size_t)info.dims[d];
+        }
+        tensors[i] = (tci_tensor){.name = info.name, .dtype = info.dtype, .rank = info.rank};
+        memcpy(tensors[i].dims, info.dims, sizeof info.dims);
+    }
     for (size_t b = 0; b < in->num_buckets; b++) {
         for (size_t i = 0; i < in->num_inputs; i++) {
-            tci_tensor_info info;
-            tci_tensor_info_init(&info);
-            tci_status st = tci_engine_input_info(in->engine, i, &info);
-            if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
-            size_t row = tci_dtype_size(info.dtype);
-            for (int d = 1; d < info.rank; d++) {
-                if (info.dims[d] < 1) return NULL;
-                row *= (size_t)info.dims[d];
-            }
-            size_t need = row * (size_t)in->buckets[b];
-            RETURN_IF_ERROR(grow_scratch(in, i, need, row));
+            size_t need = rows[i] * (size_t)in->buckets[b];
+            RETURN_IF_ERROR(grow_scratch(in, i, need, rows[i]));
             memset(in->scratch[i], 0, need);
-            tensors[i] = (tci_tensor){.name = info.name, .dtype = info.dtype, .rank = info.rank,
-                                      .data = in->scratch[i]};
-            memcpy(tensors[i].dims, info.dims, sizeof info.dims);
+            tensors[i].data = in->scratch[i];
             tensors[i].dims[0] = in->buckets[b];
         }
         tci_status st = tci_context_run(in->ctx, tensors, in->num_inputs);
