@@ -310,7 +310,10 @@ static tci_status loop_iterate(const ir_node *node, const tci_tensor *const *in,
         bind[1] = &cond_t;
         for (int k = 0; k < n; k++) bind[2 + k] = &c->v[k];
         st = op_run_subgraph(p->body, bind, in, body_out, max_elements);
-        if (st != TCI_OK) break;
+        if (st != TCI_OK) { /* named by the body's node: this one's name goes before */
+            st = status_error_prefix(st, "node '%s' (Loop)", node->name);
+            break;
+        }
         const tci_tensor *next = &body_out[0];
         if (next->dtype != TCI_DTYPE_BOOL || op_count(next) != 1)
             st = ir_node_error(node, TCI_ERR_INVALID_MODEL,
@@ -339,7 +342,6 @@ static tci_status loop_run(const ir_node *node, const tci_tensor *const *in,
                         ? op_carried_init(node, &c, "loop-carried value", n, in + 2)
                         : ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Loop");
     if (st == TCI_OK) st = loop_iterate(node, in, &c, stacks, body_out, max_elements);
-    if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Loop)", node->name);
     /* no iteration ran: each scan output is empty, its other dims from the body's inference */
     if (st == TCI_OK) st = op_stack_infer_empty(node, loop_infer, in, n, p->scans, stacks, NULL);
     if (st == TCI_OK) st = op_carried_out(node, &c, out);

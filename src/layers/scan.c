@@ -137,8 +137,9 @@ static tci_status scan_infer(const ir_node *node, const tci_tensor *const *in,
         body_in[k].rank = in[k]->rank - 1;
         for (int d = axis; d < TCI_MAX_RANK - 1; d++) body_in[k].dims[d] = in[k]->dims[d + 1];
     }
-    if (st == TCI_OK) st = op_infer_subgraph(p->body, bind, in, body_out);
-    if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Scan)", node->name);
+    /* the body's errors name the body's node: this one's name goes before */
+    if (st == TCI_OK && (st = op_infer_subgraph(p->body, bind, in, body_out)) != TCI_OK)
+        st = status_error_prefix(st, "node '%s' (Scan)", node->name);
     for (int k = 0; st == TCI_OK && k < nout; k++) {
         if (!out[k]) continue;
         const tci_tensor *b = &body_out[k];
@@ -194,7 +195,10 @@ static tci_status scan_steps(const ir_node *node, const tci_tensor *const *in, i
             bind[n + j] = &slices[j];
         }
         st = op_run_subgraph(p->body, bind, in, body_out, max_elements);
-        if (st != TCI_OK) break;
+        if (st != TCI_OK) { /* named by the body's node: this one's name goes before */
+            st = status_error_prefix(st, "node '%s' (Scan)", node->name);
+            break;
+        }
         st = op_carried_take(node, c, body_out);
         for (int k = 0; k < p->outputs && st == TCI_OK; k++)
             st = op_stack_push(node, k, &stacks[k], &body_out[n + k]);
@@ -238,7 +242,6 @@ static tci_status scan_run(const ir_node *node, const tci_tensor *const *in,
                         : ir_node_error(node, TCI_ERR_OUT_OF_MEMORY, "out of memory running Scan");
     if (st == TCI_OK) st = scan_slices(node, in, slices);
     if (st == TCI_OK) st = scan_steps(node, in, len, &c, slices, stacks, body_out, max_elements);
-    if (st != TCI_OK) st = status_error_prefix(st, "node '%s' (Scan)", node->name);
     /* the scan inputs are empty along their axis: each scan output is empty along its own, its
      * other dims from the body's inference */
     if (st == TCI_OK)

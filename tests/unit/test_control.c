@@ -283,6 +283,9 @@ START_TEST(test_loop_iteration_limit) {
     ck_assert_tci_error(exec_cpu_run(e, in, 4), TCI_ERR_UNSUPPORTED,
                         "node 'loop' (Loop): the Loop is still running after 3 iterations, the "
                         "limit (max_loop_iterations)");
+    /* the node named once: only the body's errors get its name put before theirs */
+    ck_assert_ptr_eq(strstr(tci_last_error(), "node 'loop' (Loop)"), tci_last_error());
+    ck_assert_ptr_null(strstr(tci_last_error() + 1, "node 'loop' (Loop)"));
     in[0] = th_tensor(TCI_DTYPE_INT64, 0, NULL, &two);
     ck_assert_tci_ok(exec_cpu_run(e, in, 4));
     th_assert_dims(exec_cpu_output(e, 1), 2, (const int64_t[]){2, 3});
