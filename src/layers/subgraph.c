@@ -207,12 +207,18 @@ tci_status op_run_subgraph(const ir_graph *sub, const tci_tensor *const *inputs,
 
 /* ---- per-iteration values (Loop, Scan) ---- */
 
+/* Carried value k (what names it) is of dtype want, the body makes it got. */
+static tci_status carried_dtype_error(const ir_node *node, const char *what, int k,
+                                      tci_dtype want, tci_dtype got) {
+    return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s %d is %s, the body makes it %s", what,
+                         k, tci_dtype_name(want), tci_dtype_name(got));
+}
+
 tci_status op_carried_infer(const ir_node *node, const char *what, int k, const tci_tensor *init,
                             const tci_tensor *body, tci_tensor *out) {
     if (body->dtype != TCI_DTYPE_UNDEFINED && init->dtype != TCI_DTYPE_UNDEFINED &&
         body->dtype != init->dtype)
-        return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s %d is %s, the body makes it %s",
-                             what, k, tci_dtype_name(init->dtype), tci_dtype_name(body->dtype));
+        return carried_dtype_error(node, what, k, init->dtype, body->dtype);
     out->dtype = init->dtype;
     out->rank = body->rank == init->rank ? init->rank : -1;
     for (int d = 0; d < TCI_MAX_RANK; d++)
@@ -234,9 +240,7 @@ tci_status op_carried_init(const ir_node *node, op_carried *c, const char *what,
 tci_status op_carried_take(const ir_node *node, op_carried *c, tci_tensor *body) {
     for (int k = 0; k < c->count; k++)
         if (body[k].dtype != c->v[k].dtype)
-            return ir_node_error(node, TCI_ERR_INVALID_MODEL, "%s %d is %s, the body makes it %s",
-                                 c->what, k, tci_dtype_name(c->v[k].dtype),
-                                 tci_dtype_name(body[k].dtype));
+            return carried_dtype_error(node, c->what, k, c->v[k].dtype, body[k].dtype);
     for (int k = 0; k < c->count; k++) {
         if (c->owned[k]) free(c->v[k].data);
         c->v[k] = body[k];
