@@ -199,6 +199,15 @@ static tci_status matmul_scale_columns(ir_graph *g, ir_node *node, const float *
     return TCI_OK;
 }
 
+/* Row i of A B + C is row i of A times B, plus C's row where C has one row for all of them. */
+static void gemm_pattern(const ir_node *node, op_pattern *out) {
+    const gemm_params *p = node->params;
+    const ir_tensor *c = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    if (!p || p->trans_a) return;
+    if (c && p->beta != 0.0f && (c->rank < 0 || (c->rank == 2 && c->dims[0] != 1))) return;
+    out->kind = OP_PATTERN_ROWS;
+}
+
 static const op_desc gemm_desc = {.op_type = "Gemm",
                                   .versions = gemm_versions,
                                   .parse = gemm_parse,
@@ -208,6 +217,7 @@ static const op_desc gemm_desc = {.op_type = "Gemm",
                                            OP_EPILOGUE_ACT,
                                   .gpu_lower = gemm_gpu_lower,
                                   .binary = BINARY_NONE,
+                                  .pattern = gemm_pattern,
                                   .scale_columns = gemm_scale_columns};
 
 /* ---- MatMul ---- */

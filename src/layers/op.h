@@ -70,6 +70,11 @@ typedef enum op_pattern_kind {
      * DequantizeLinear; blocked ones play no role) */
     OP_PATTERN_QUANTIZE,
     OP_PATTERN_DEQUANTIZE,
+    /* row i of output 0 (along its last dim) is a function of row i of input 0 alone, the other
+     * inputs the same for every row (Gemm without transA, its C one row or none): a permutation
+     * of input 0's rows permutes output 0's the same way (rows.c). A MatMul by a 2-D input 1 is
+     * such a product too, from its MATMUL role and shapes. */
+    OP_PATTERN_ROWS,
 } op_pattern_kind;
 
 typedef struct op_pattern {
