@@ -49,7 +49,10 @@ tci_status pass_fuse_for_gpu(ir_graph *graph);
  * Flatten, one-index Gather, constant Slice, Split) and constant scalings that lead from the
  * tensors Q, K and V are read from, and the Transposes and Reshapes of its output, as far as
  * strides can say them and nothing outside reads what lies between; those nodes are marked
- * fused_into it. */
+ * fused_into it. First, each Transpose of the leading dims next to row-wise products (the
+ * (batch, seq) swaps around torchvision's projections) is moved through them (rows.c), and the
+ * move kept only where an attention step with a kernel head dim folds it: the graph then has new
+ * nodes and tensors (the CPU reference computes the same values from it). */
 tci_status pass_fuse_attention(ir_graph *graph);
 
 /* For a graph optimised at smaller input shapes than ref (the same model, optimised at the

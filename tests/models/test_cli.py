@@ -1338,19 +1338,25 @@ class CliTest(unittest.TestCase):
         each block is its projections and one fused attention step, the Gathers, Split, Slices,
         Transposes and Reshapes around it read through strides; at batch 2 too (the packed
         thirds seen as (seq, batch * heads, head) on the way are strided again once split back to
-        (batch, heads, ...)), but for torchvision's two batch/sequence Transposes around the
-        projections, which stay copies."""
+        (batch, heads, ...)), and torchvision's batch/sequence Transposes around the projections
+        move onto the attention's reads and writes (rows.c): no copy at either batch, and the
+        out_proj's step adds the residual (12 steps: the mask's three, then GEMM, attention,
+        GEMM per block)."""
         if not MODELS_DIR:
             self.skipTest("needs --models-dir (ctest runs it as cli.plan_attention)")
         path = os.path.join(MODELS_DIR, "packed_attention_block.onnx")
-        for shape, copies in (("1x16", 0), ("2x13", 2)):
+        for shape in ("1x16", "2x13"):
             with self.subTest(shape=shape):
-                rc, out, err = run("--plan", "--shape", f"input:{shape}x128", "--shape",
-                                   f"mask:{shape}", path)
+                rc, out, err = run("--plan", "--json", "--shape", f"input:{shape}x128",
+                                   "--shape", f"mask:{shape}", path)
                 self.assertEqual(rc, 0, err)
-                self.assertEqual(out.count("tcinfer flash_attention"), 3, out)
-                self.assertEqual(out.count("tcinfer strided_copy"), copies, out)
-                self.assertNotIn("tcinfer gather", out)
+                steps = json.loads(out)["gpu_plan"]["layers"]
+                kernels = [s["kernel"] for s in steps]
+                self.assertEqual(kernels.count("tcinfer flash_attention"), 3, out)
+                self.assertNotIn("tcinfer strided_copy", kernels, out)
+                self.assertNotIn("tcinfer gather", kernels, out)
+                self.assertEqual(len(steps), 12, out)
+                self.assertIn("Gemm+Reshape+Add", [s["ops"] for s in steps], out)
 
     def test_plan_onnx_attention(self):
         """The GPU plan of the generated ONNX-Attention model (no GPU needed): each of its two

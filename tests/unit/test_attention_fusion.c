@@ -329,6 +329,16 @@ START_TEST(test_unfused_fallback) {
         build_sdpa(&t, round == 0 ? 40 : 64, 4, md, false, -1);
         ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
         ck_assert_ptr_nonnull(t.pv->epilogue->attention);
+        /* Q's head Transpose moves after its scaling (rows.c) where the kernel takes the head
+         * dim; at 40 the move is put back and the attention matched again on the model's graph */
+        ck_assert_ptr_eq(t.qt->fused_into, t.pv);
+        if (round == 0) {
+            ck_assert_ptr_eq(t.qt->inputs[0], t.xq);
+            ck_assert_ptr_eq(t.mq->inputs[0], t.qt->outputs[0]);
+        } else {
+            ck_assert_ptr_eq(t.mq->inputs[0], t.xq);
+            ck_assert_ptr_eq(t.qt->inputs[0], t.mq->outputs[0]);
+        }
         plan_options o = {.precision = round == 1 ? TCI_PRECISION_FP32 : TCI_PRECISION_FP16,
                           .fp32_layers = round == 2 ? keep_softmax : NULL};
         plan *p;

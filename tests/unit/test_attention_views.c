@@ -2,7 +2,8 @@
  * from a packed QKV projection through the movement nodes exporters put before the attention
  * (torchvision's MultiheadAttention: Reshape, Unsqueeze, Transpose, Squeeze, three Gathers,
  * Reshapes and Transposes; timm: Reshape, Transpose, Split, Squeezes; a constant Slice per
- * operand), and Y written through the head merge after it (Transpose, Reshape). Each case checks
+ * operand), and Y written through the head merge after it (Transpose, Reshape); torchvision's
+ * whole layer, its (batch, seq) Transposes moved through the projections (rows.c). Each case checks
  * which steps the plan keeps and replays the plan's attention step on the host, reading and
  * writing through its offsets and strides exactly as the kernel does, against the CPU
  * reference run of the unfused graph. No GPU needed. */
@@ -49,6 +50,10 @@ typedef struct views_graph {
     ir_tensor *qkv, *out;
     ir_node *pv, *gathers[3];
     int64_t b, s;
+    /* the whole layer (build_torchvision_layer): input x (b, s, E), the Transposes to and from
+     * (s, b, E), the in_proj MatMul and its bias Add, the out_proj Gemm */
+    ir_tensor *x, *xt;
+    ir_node *to_seq, *to_batch, *in_proj, *in_bias, *out_proj;
 } views_graph;
 
 /* The scores, softmax and P V part on Q (b, h, s, d), K (b, h, s, d) and V; Q and K^T scaled by
@@ -69,17 +74,12 @@ static ir_tensor *sdpa(views_graph *t, ir_tensor *q, ir_tensor *k, ir_tensor *v)
     return y;
 }
 
-/* torchvision's MultiheadAttention export on a packed (s, b, 3E) projection; Y merged back to
- * (s * b, E) for the output projection. squeeze_is_output: the (3, s, b, E) tensor before the
- * Gathers is a graph output too. */
-static void build_torchvision(views_graph *t, int64_t b, int64_t s, bool squeeze_is_output) {
-    memset(t, 0, sizeof *t);
-    t->b = b;
-    t->s = s;
-    ck_assert_tci_ok(ir_graph_create(&t->g));
+/* torchvision's MultiheadAttention export from the packed (s, b, 3E) projection t->qkv to Y
+ * merged back to (s * b, E) for the output projection (t->out); sq, the (3, s, b, E) tensor before
+ * the Gathers, in *sq_out. */
+static void torchvision_heads(views_graph *t, ir_tensor **sq_out) {
     ir_graph *g = t->g;
-    const int64_t qd[3] = {s, b, 3 * E};
-    t->qkv = th_named(g, "qkv", TCI_DTYPE_FLOAT, 3, qd, NULL);
+    const int64_t b = t->b, s = t->s;
     ir_tensor *r = named(g, "r"), *u = named(g, "u"), *tr = named(g, "tr"), *sq = named(g, "sq");
     t->out = named(g, "out");
     node1(g, "split_heads", "Reshape",
@@ -109,8 +109,76 @@ static void build_torchvision(views_graph *t, int64_t b, int64_t s, bool squeeze
     transpose(g, "merge", y, yt, (const int64_t[]){2, 0, 1, 3}, 4);
     node1(g, "flat", "Reshape", (ir_tensor *[]){yt, ints(g, "shape2", 2, (const int64_t[]){s * b, E})},
           2, t->out);
+    *sq_out = sq;
+}
+
+/* torchvision's MultiheadAttention export on a packed (s, b, 3E) projection; Y merged back to
+ * (s * b, E) for the output projection. squeeze_is_output: the (3, s, b, E) tensor before the
+ * Gathers is a graph output too. */
+static void build_torchvision(views_graph *t, int64_t b, int64_t s, bool squeeze_is_output) {
+    memset(t, 0, sizeof *t);
+    t->b = b;
+    t->s = s;
+    ck_assert_tci_ok(ir_graph_create(&t->g));
+    const int64_t qd[3] = {s, b, 3 * E};
+    t->qkv = th_named(t->g, "qkv", TCI_DTYPE_FLOAT, 3, qd, NULL);
+    ir_tensor *sq;
+    torchvision_heads(t, &sq);
     ir_tensor *outs[2] = {t->out, sq};
-    th_graph_io(g, &t->qkv, 1, outs, squeeze_is_output ? 2 : 1);
+    th_graph_io(t->g, &t->qkv, 1, outs, squeeze_is_output ? 2 : 1);
+    ck_assert_tci_ok(pass_optimize(t->g));
+}
+
+/* The projections' weights and biases, the same in every graph built: in_proj W (E, 3E) as the
+ * MatMul reads it and its bias (3E), out_proj W (E, E) as the Gemm reads it under transB and
+ * its bias (E). */
+static float layer_weight(int which, int64_t i) {
+    return 0.08f * sinf(0.7f * (float)i + 1.3f * (float)which) + 0.01f * (float)which;
+}
+
+/* The whole layer of nn.MultiheadAttention(batch_first=True) as torch.onnx writes it: x (b, s,
+ * E), Transpose to (s, b, E), in_proj MatMul + bias Add, the heads above, out_proj Gemm (transB,
+ * bias C), Reshape (s, b, E), Transpose back and the residual Add of x. qkv_is_output: the packed
+ * projection is a graph output too. */
+static void build_torchvision_layer(views_graph *t, int64_t b, int64_t s, bool qkv_is_output) {
+    memset(t, 0, sizeof *t);
+    t->b = b;
+    t->s = s;
+    ck_assert_tci_ok(ir_graph_create(&t->g));
+    ir_graph *g = t->g;
+    const int64_t xd[3] = {b, s, E}, wd[2] = {E, 3 * E}, bd[1] = {3 * E}, ed[1] = {E};
+    const int64_t od[2] = {E, E};
+    float *w = malloc(sizeof(float) * 3 * E * E), *ob = malloc(sizeof(float) * 3 * E);
+    ck_assert(w && ob);
+    for (int64_t i = 0; i < 3 * E * E; i++) w[i] = layer_weight(0, i);
+    for (int64_t i = 0; i < 3 * E; i++) ob[i] = layer_weight(1, i);
+    ir_tensor *wi = th_named(g, "in_proj_weight", TCI_DTYPE_FLOAT, 2, wd, w);
+    ir_tensor *bi = th_named(g, "in_proj_bias", TCI_DTYPE_FLOAT, 1, bd, ob);
+    for (int64_t i = 0; i < E * E; i++) w[i] = layer_weight(2, i);
+    for (int64_t i = 0; i < E; i++) ob[i] = layer_weight(3, i);
+    ir_tensor *wo = th_named(g, "out_proj_weight", TCI_DTYPE_FLOAT, 2, od, w);
+    ir_tensor *bo = th_named(g, "out_proj_bias", TCI_DTYPE_FLOAT, 1, ed, ob);
+    free(w);
+    free(ob);
+    t->x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
+    t->xt = named(g, "xt");
+    ir_tensor *mm = named(g, "mm");
+    t->qkv = named(g, "qkv");
+    t->to_seq = transpose(g, "to_seq", t->x, t->xt, (const int64_t[]){1, 0, 2}, 3);
+    t->in_proj = node1(g, "in_proj", "MatMul", (ir_tensor *[]){t->xt, wi}, 2, mm);
+    t->in_bias = node1(g, "in_bias", "Add", (ir_tensor *[]){mm, bi}, 2, t->qkv);
+    ir_tensor *sq, *o = named(g, "o"), *o3 = named(g, "o3"), *ob3 = named(g, "ob3");
+    ir_tensor *y = named(g, "layer_out");
+    torchvision_heads(t, &sq);
+    t->out_proj = node1(g, "out_proj", "Gemm", (ir_tensor *[]){t->out, wo, bo}, 3, o);
+    th_attr_int(g, t->out_proj, "transB", 1);
+    ir_tensor *sbe = ints(g, "shape_sbe", 3, (const int64_t[]){s, b, E});
+    node1(g, "unflat", "Reshape", (ir_tensor *[]){o, sbe}, 2, o3);
+    t->to_batch = transpose(g, "to_batch", o3, ob3, (const int64_t[]){1, 0, 2}, 3);
+    node1(g, "residual", "Add", (ir_tensor *[]){t->x, ob3}, 2, y);
+    t->out = y;
+    ir_tensor *outs[2] = {y, t->qkv};
+    th_graph_io(g, &t->x, 1, outs, qkv_is_output ? 2 : 1);
     ck_assert_tci_ok(pass_optimize(g));
 }
 
@@ -251,6 +319,68 @@ static void check_replay(views_graph *t, const plan *p,
     for (int k = 0; k < 3 && source; k++) free(src[k]);
     free(qkv);
     free(got);
+}
+
+/* A deterministic x of the layer's input shape (malloc'd). */
+static float *layer_input(const views_graph *t) {
+    const int64_t n = t->b * t->s * E;
+    float *x = malloc((size_t)n * sizeof(float));
+    ck_assert_ptr_nonnull(x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = sinf(0.29f * (float)i) + 0.3f * cosf(0.013f * (float)(i * i % 1013));
+    return x;
+}
+
+/* The plan of the whole layer computed on the host as its steps do: the in_proj GEMM with its
+ * bias into the tensor the attention step reads (rows in x's (b, s) order), the attention step
+ * replayed through its offsets and strides into the tensor the out_proj reads, then the out_proj
+ * with its bias and the residual; against the CPU reference of want_graph (the model's graph). */
+static void check_layer_replay(const views_graph *t, const plan *p, ir_graph *want_graph) {
+    const int64_t rows = t->b * t->s;
+    float *x = layer_input(t), *qkv = malloc(sizeof(float) * (size_t)(rows * 3 * E));
+    float *ctx = malloc(sizeof(float) * (size_t)(rows * E));
+    float *got = malloc(sizeof(float) * (size_t)(rows * E));
+    ck_assert(qkv && ctx && got);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < 3 * E; j++) {
+            double acc = layer_weight(1, j);
+            for (int64_t k = 0; k < E; k++)
+                acc += (double)x[r * E + k] * layer_weight(0, k * 3 * E + j);
+            qkv[r * 3 * E + j] = (float)acc;
+        }
+    const plan_step *st = find_step(p, PLAN_STEP_ATTENTION);
+    ck_assert_ptr_nonnull(st);
+    replay(&st->u.attention, qkv, qkv, qkv, ctx, rows * E);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < E; j++) {
+            double acc = layer_weight(3, j) + x[r * E + j];
+            for (int64_t k = 0; k < E; k++)
+                acc += (double)ctx[r * E + k] * layer_weight(2, j * E + k);
+            got[r * E + j] = (float)acc;
+        }
+    const int64_t xd[3] = {t->b, t->s, E};
+    tci_tensor in = th_tensor(TCI_DTYPE_FLOAT, 3, xd, x);
+    float *want = th_cpu_output(want_graph, &in, 1, 0);
+    th_assert_near(got, want, (size_t)(rows * E), 2e-5f);
+    free(want);
+    free(x);
+    free(qkv);
+    free(ctx);
+    free(got);
+}
+
+/* Graph output `index` of the layer's graph as the GPU passes left it, run on the CPU
+ * reference, against the model's graph (built alike, untouched): the same values. */
+static void check_same_values(const views_graph *t, ir_graph *model, size_t index) {
+    float *x = layer_input(t);
+    const int64_t xd[3] = {t->b, t->s, E};
+    tci_tensor in = th_tensor(TCI_DTYPE_FLOAT, 3, xd, x);
+    float *got = th_cpu_output(t->g, &in, 1, index), *want = th_cpu_output(model, &in, 1, index);
+    const ir_tensor *out = model->outputs[index];
+    th_assert_near(got, want, (size_t)(t->b * t->s * out->dims[out->rank - 1]), 1e-6f);
+    free(got);
+    free(want);
+    free(x);
 }
 
 /* Batch 1: every movement node between the packed projection and the attention, and after it,
@@ -413,11 +543,15 @@ END_TEST
  * batch marked, the variant folds exactly what the built plan folds (the engine refuses a
  * variant whose steps differ), and its attention step still computes the graph. */
 START_TEST(test_batch_variant_plans_like_built) {
-    for (int form = 0; form < 2; form++) {
-        views_graph built, variant;
+    for (int form = 0; form < 3; form++) {
+        views_graph built, variant, model;
         if (form == 0) {
             build_torchvision(&built, 2, 6, false);
             build_torchvision(&variant, 1, 6, false);
+        } else if (form == 2) { /* the whole layer: the moved Transposes fold alike */
+            build_torchvision_layer(&built, 2, 6, false);
+            build_torchvision_layer(&variant, 1, 6, false);
+            build_torchvision_layer(&model, 1, 6, false);
         } else {
             build_packed(&variant, 1, 6, false);
             build_packed(&built, 2, 6, false);
@@ -437,12 +571,98 @@ START_TEST(test_batch_variant_plans_like_built) {
             ck_assert_str_eq(pv->steps[i].label, pb->steps[i].label);
         }
         ck_assert_int_eq(count_steps(pv, PLAN_STEP_ATTENTION), 1);
-        check_replay(&variant, pv, NULL);
+        ck_assert_int_eq(count_steps(pv, PLAN_STEP_COPY), 0);
+        if (form == 2) {
+            ck_assert_ptr_eq(variant.to_seq->fused_into, variant.pv);
+            ck_assert_ptr_eq(variant.to_batch->fused_into, variant.pv);
+            check_layer_replay(&variant, pv, model.g);
+            ir_graph_destroy(model.g);
+        } else {
+            check_replay(&variant, pv, NULL);
+        }
         plan_destroy(pb);
         plan_destroy(pv);
         ir_graph_destroy(built.g);
         ir_graph_destroy(variant.g);
     }
+}
+END_TEST
+
+/* The layer with the (b, s, E) <-> (s, b, E) Transposes around its projections, batches 1 and 2:
+ * the Transpose before the in_proj moves after it and the one after the out_proj before it
+ * (rows.c), and both fold into the attention step, which reads the projection's (b, s, 3E) rows
+ * and writes Y as the out_proj's (b * s, E) rows: three steps (GEMM, attention, GEMM with the
+ * bias and the residual), no copy. The rewritten graph computes the model's values on the CPU
+ * reference, and so does the plan, replayed. */
+START_TEST(test_torchvision_layer_transposes_fold) {
+    for (int64_t b = 1; b <= 2; b++) {
+        views_graph t, model;
+        build_torchvision_layer(&t, b, 7, false);
+        build_torchvision_layer(&model, b, 7, false);
+        ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+        ck_assert_ptr_eq(t.to_seq->fused_into, t.pv);
+        ck_assert_ptr_eq(t.to_batch->fused_into, t.pv);
+        ck_assert_ptr_eq(t.in_proj->inputs[0], t.x);
+        ck_assert_ptr_eq(t.to_seq->outputs[0], t.qkv);
+        const ir_attention *a = t.pv->epilogue->attention;
+        ck_assert_ptr_eq(a->q, t.in_bias->outputs[0]);
+        ck_assert_str_eq(a->q->name, "qkv/rows");
+        ck_assert_int_eq(a->q->dims[0], b);
+        ck_assert_ptr_eq(t.out_proj->inputs[0], t.pv->epilogue->output);
+        plan *p;
+        ck_assert_tci_ok(plan_build(t.g, NULL, &p));
+        ck_assert_int_eq(p->num_steps, 3);
+        ck_assert_int_eq(p->steps[0].kind, PLAN_STEP_GEMM);
+        ck_assert_int_eq(p->steps[1].kind, PLAN_STEP_ATTENTION);
+        ck_assert_int_eq(p->steps[2].kind, PLAN_STEP_GEMM);
+        ck_assert_str_eq(p->steps[2].label, "Gemm+Reshape+Add");
+        ck_assert_int_eq(count_steps(p, PLAN_STEP_COPY), 0);
+        /* qkv (b, s, 3, H, D) read as (b, h, s, d); Y into (b, s, H, D) */
+        const plan_attention *pa = &p->steps[1].u.attention;
+        const int64_t qs[4] = {7 * 3 * E, D, 3 * E, 1}, ys[4] = {7 * E, D, E, 1};
+        for (int i = b == 1; i < 4; i++) {
+            ck_assert_int_eq(pa->q_strides[i], qs[i]);
+            ck_assert_int_eq(pa->v_strides[i], qs[i]);
+            ck_assert_int_eq(pa->y_strides[i], ys[i]);
+        }
+        ck_assert_int_eq(pa->k_offset, E);
+        check_layer_replay(&t, p, model.g);
+        check_same_values(&t, model.g, 0);
+        plan_destroy(p);
+        ir_graph_destroy(t.g);
+        ir_graph_destroy(model.g);
+    }
+}
+END_TEST
+
+/* The packed projection is a graph output too: the attention's chains stop at it, so the
+ * Transpose moved after the in_proj would fold into nothing and stay a copy, of the 3E-wide
+ * projection instead of the E-wide input; that move is put back (the in_proj reads the
+ * Transpose's output, which is a copy step again), while the one after the out_proj stays. */
+START_TEST(test_torchvision_layer_unfolded_move_put_back) {
+    views_graph t, model;
+    build_torchvision_layer(&t, 2, 5, true);
+    build_torchvision_layer(&model, 2, 5, true);
+    ck_assert_tci_ok(pass_prepare_for_gpu(t.g));
+    ck_assert_ptr_nonnull(t.pv->epilogue->attention);
+    ck_assert_ptr_null(t.to_seq->fused_into);
+    ck_assert_ptr_eq(t.to_seq->inputs[0], t.x);
+    ck_assert_ptr_eq(t.to_seq->outputs[0], t.xt);
+    ck_assert_ptr_eq(t.in_proj->inputs[0], t.xt);
+    ck_assert_ptr_eq(t.in_bias->outputs[0], t.qkv);
+    ck_assert_ptr_eq(t.pv->epilogue->attention->q, t.qkv);
+    ck_assert_ptr_eq(t.to_batch->fused_into, t.pv);
+    for (size_t i = 0; i < t.g->num_nodes; i++) /* the Reshapes made for the one put back: none */
+        ck_assert_ptr_null(strstr(t.g->nodes[i]->name, "to_seq/"));
+    plan *p;
+    ck_assert_tci_ok(plan_build(t.g, NULL, &p));
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_COPY), 1);
+    ck_assert_ptr_eq(find_step(p, PLAN_STEP_COPY)->node, t.to_seq);
+    check_same_values(&t, model.g, 0);
+    check_same_values(&t, model.g, 1); /* the packed projection */
+    plan_destroy(p);
+    ir_graph_destroy(t.g);
+    ir_graph_destroy(model.g);
 }
 END_TEST
 
@@ -492,6 +712,8 @@ int main(void) {
     tcase_add_test(tc, test_unfused_lowers_folded_nodes);
     tcase_add_test(tc, test_batch_variant_plans_like_built);
     tcase_add_test(tc, test_unit_transpose_alias);
+    tcase_add_test(tc, test_torchvision_layer_transposes_fold);
+    tcase_add_test(tc, test_torchvision_layer_unfolded_move_put_back);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

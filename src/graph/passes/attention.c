@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "graph/passes.h"
+#include "graph/passes/rows.h"
 #include "graph/passes/view.h"
 #include "layers/op.h"
 
@@ -705,7 +706,7 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
     return TCI_OK;
 }
 
-tci_status pass_fuse_attention(ir_graph *g) {
+static tci_status fuse_all(ir_graph *g) {
     int *consumers = calloc(g->num_tensors + 1, sizeof(int));
     if (!consumers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing attention");
     for (size_t i = 0; i < g->num_nodes; i++)
@@ -723,4 +724,15 @@ tci_status pass_fuse_attention(ir_graph *g) {
     free(m);
     free(consumers);
     return st;
+}
+
+/* The row Transposes around the projections moved first (rows.c), kept where a step folds them. */
+tci_status pass_fuse_attention(ir_graph *g) {
+    rows_moves moves;
+    TRY_STATUS(rows_move_transposes(g, &moves));
+    bool refuse = false;
+    tci_status st = fuse_all(g);
+    tci_status kept = rows_keep_folded(g, &moves, &refuse);
+    if (st == TCI_OK) st = kept;
+    return st == TCI_OK && refuse ? fuse_all(g) : st;
 }
