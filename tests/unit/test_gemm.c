@@ -37,6 +37,45 @@ START_TEST(test_gemm_alpha_beta_bias_row) {
 }
 END_TEST
 
+/* The pattern role a pass moves row permutations through (OP_PATTERN_ROWS): row i of the
+ * result from row i of A alone, so not under transA, nor with a C of more than one row that
+ * beta keeps. */
+START_TEST(test_gemm_rows_role) {
+    const struct {
+        int trans_a, c_rank;
+        int64_t c_rows;
+        float beta;
+        bool rows;
+    } cases[] = {
+        {0, 0, 0, 1.0f, true},  /* no C */
+        {0, 1, 0, 1.0f, true},  /* C (N) */
+        {0, 2, 1, 1.0f, true},  /* C (1, N) */
+        {0, 2, 4, 1.0f, false}, /* C (M, N) */
+        {0, 2, 4, 0.0f, true},  /* beta 0: C is not read */
+        {1, 1, 0, 1.0f, false}, /* transA */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        ir_node *n = th_node(g, "Gemm", 13, cases[i].c_rank ? 3 : 2, 1);
+        th_attr_int(g, n, "transA", cases[i].trans_a);
+        th_attr_float(g, n, "beta", cases[i].beta);
+        if (cases[i].c_rank) {
+            ir_tensor *c = n->inputs[2];
+            c->dtype = F;
+            c->rank = cases[i].c_rank;
+            c->dims[0] = cases[i].c_rank == 2 ? cases[i].c_rows : 3;
+            c->dims[c->rank - 1] = 3;
+        }
+        ck_assert_tci_ok(op_prepare_node(n, g->arena));
+        op_pattern pat = {0};
+        n->desc->pattern(n, &pat);
+        ck_assert_msg((pat.kind == OP_PATTERN_ROWS) == cases[i].rows, "case %zu", i);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
 START_TEST(test_gemm_transposes) {
     const float want[] = {4, 5, 10, 11};
     for (int ta = 0; ta < 2; ta++)
@@ -404,6 +443,7 @@ int main(void) {
     TCase *gemm = tcase_create("gemm");
     tcase_add_test(gemm, test_gemm_alpha_beta_bias_row);
     tcase_add_test(gemm, test_gemm_transposes);
+    tcase_add_test(gemm, test_gemm_rows_role);
     tcase_add_test(gemm, test_gemm_bias_broadcast_shapes);
     tcase_add_test(gemm, test_gemm_beta_zero_ignores_c);
     tcase_add_test(gemm, test_gemm_empty_k_and_m);
