@@ -20,10 +20,12 @@ typedef struct rows_moves {
  * OP_PATTERN_ROWS; an element-wise binary op whose other operand is the same for every row),
  * through such products as far as each result is read by the next alone, moves after them: they
  * compute their rows in the Transpose's input order, and the Transpose permutes the last result
- * into the tensor it was. A Transpose whose input such products compute (directly, or as the
- * rows of a 2-D product split by a reshape, its K columns its N) moves before them likewise (for
- * the 2-D product between Reshapes that split and merge its rows). The graph computes the same
- * values, sorted again; every tensor whose values or dims change is a new one named
+ * into the tensor it was. A Transpose whose input such products compute moves before them
+ * likewise: directly where they keep the Transpose's rank, and where the input is a 2-D
+ * product's result with its rows split by a reshape (torchvision's out_proj Gemm, as many input
+ * columns as output columns), that reshape splits the product's input instead, the Transpose
+ * permutes it, a Reshape made here merges the rows again for the product, and another splits its
+ * result into the Transpose's output. The graph computes the same values, sorted again; every tensor whose values or dims change is a new one named
  * "<tensor>/rows", so nothing keeps a model tensor's name with other values. *out lists the
  * moves (rows_keep_folded frees it). */
 tci_status rows_move_transposes(ir_graph *graph, rows_moves *out);
