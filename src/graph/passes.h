@@ -94,10 +94,11 @@ tci_status pass_fold_layer_scale(ir_graph *graph);
  * per column, become one product over their weights side by side (and one Add of the biases
  * side by side): Hugging Face's query, key and value Linears. Each part's tensor is then a Slice
  * of the packed result's last dim; the other products and Adds are removed, the model's
- * constants left as they are. Only where it pays: every part, through Transposes, Reshapes and
- * constant scalar scalings each read once, reaches a product of two computed tensors (an
- * attention's, whose fused step reads the part in place), and no part's tensor is a graph
- * output. The graph computes the same values in fp32. A graph already fused is left as it is. */
+ * constants left as they are. Only where it pays: every part's tensor is what an attention step
+ * reads its Q, K or V from (pass_fuse_attention run on the graph as it is, its marks taken off
+ * again), read by nothing else, so that the step reads the part in place in the packed result
+ * and no copy is added. The graph computes the same values in fp32. A graph already fused is
+ * left as it is. */
 tci_status pass_merge_sibling_gemms(ir_graph *graph);
 
 /* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fold_layer_scale,

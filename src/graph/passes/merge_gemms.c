@@ -12,8 +12,6 @@
 
 /* The opset the Slices are created at: starts, ends and axes as inputs. */
 enum { MERGE_SLICE_OPSET = 13 };
-/* The movement nodes a part's way to its product may pass through. */
-enum { MERGE_WALK_MAX = 16 };
 
 /* One GEMM of a group: the product, its bias Add (or NULL) and what the rest of the graph reads
  * (the Add's output, else the product's). */
@@ -27,6 +25,7 @@ typedef struct gemm_part {
 typedef struct merge_state {
     int *readers;      /* the node inputs reading each tensor */
     ir_node **reader;  /* the last node found reading it (the only one where readers is 1) */
+    bool *source;      /* the tensor is what a fused attention reads its Q, K or V from */
 } merge_state;
 
 static bool known_float(const ir_tensor *t) {
@@ -62,37 +61,6 @@ static bool bias_of(const ir_tensor *c, const ir_tensor *y) {
     return c->rank == 0 || c->dims[c->rank - 1] == 1 || c->dims[c->rank - 1] == y->dims[y->rank - 1];
 }
 
-/* n multiplies or divides x by a constant scalar (a scaling the attention fusion folds). */
-static bool scalar_scaling(const ir_node *n, const ir_tensor *x) {
-    if (!n->desc || n->num_inputs != 2 || n->num_outputs != 1) return false;
-    binary_op op = n->desc->binary;
-    int side = n->inputs[0] == x ? 1 : 0;
-    const ir_tensor *c = n->inputs[side];
-    if (op != BINARY_MUL && !(op == BINARY_DIV && side == 1)) return false;
-    if (!c || !c->data || n->inputs[1 - side] != x) return false;
-    for (int i = 0; i < c->rank; i++)
-        if (c->dims[i] != 1) return false;
-    return true;
-}
-
-/* Whether the merge pays for part t: followed through the nodes that only re-index it
- * (Transpose, Reshape) and constant scalar scalings, each tensor read once, it reaches an
- * operand of a product of two computed tensors (the attention's Q K^T or P V), where the
- * attention fusion reads it at its offset in the packed result, no copy. */
-static bool feeds_product(const merge_state *s, const ir_tensor *t) {
-    for (int hop = 0; hop < MERGE_WALK_MAX && read_once(s, t); hop++) {
-        const ir_node *n = s->reader[t->index];
-        op_pattern_kind k = role_of(n);
-        if (k == OP_PATTERN_MATMUL)
-            return n->num_inputs == 2 && !n->inputs[0]->data && !n->inputs[1]->data;
-        if ((k != OP_PATTERN_TRANSPOSE && k != OP_PATTERN_RESHAPE && !scalar_scaling(n, t)) ||
-            n->num_outputs != 1 || !known_float(n->outputs[0]))
-            return false;
-        t = n->outputs[0];
-    }
-    return false;
-}
-
 /* The activation n reads: its input 0, or, where that is a reshape read by n alone, the
  * reshape's input (the dynamo exporter's Linears each reshape the same tensor to rows). */
 static const ir_tensor *activation_of(const merge_state *s, const ir_node *n) {
@@ -103,9 +71,10 @@ static const ir_tensor *activation_of(const merge_state *s, const ir_node *n) {
     return a;
 }
 
-/* Fills *part for n when it is a product with constant weights (op_desc.merge_columns) read
- * once by nothing but an optional bias Add whose result, like the product's, only feeds a
- * product of computed tensors; the weights read by n alone. */
+/* Fills *part for n when it is a product with constant weights (op_desc.merge_columns), its
+ * weights read by it alone, followed by an optional bias Add, whose result a fused attention
+ * reads Q, K or V from, through nodes it folds, and nothing else reads: the attention step will
+ * read the part in place in the packed result, so the merge adds no copy. */
 static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
     memset(part, 0, sizeof *part);
     if (!n->desc || !n->desc->merge_columns || n->fused_into || n->epilogue ||
@@ -127,16 +96,16 @@ static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
             part->out = add->outputs[0];
         }
     }
-    return feeds_product(s, part->out);
+    const ir_node *reader = read_once(s, part->out) ? s->reader[part->out->index] : NULL;
+    return s->source[part->out->index] && reader && reader->fused_into;
 }
 
-/* A computed float tensor of like's dims but the last, named after base where that name is
- * free (the same name in the graph a shape variant is planned like). */
+/* A computed tensor of like's dtype and dims but the last. Anonymous: the model has no tensor
+ * of its values, so per-layer comparisons with the CPU reference (matched by name) leave it
+ * out. */
 static tci_status packed_tensor(ir_graph *g, const ir_tensor *like, int64_t columns,
-                                const char *base, ir_tensor **out) {
-    char name[512];
-    snprintf(name, sizeof name, "%s/packed", base);
-    TRY_STATUS(ir_graph_add_tensor(g, ir_graph_find_tensor(g, name) ? NULL : name, out));
+                                ir_tensor **out) {
+    TRY_STATUS(ir_graph_add_tensor(g, NULL, out));
     ir_tensor *t = *out;
     t->dtype = like->dtype;
     t->rank = like->rank;
@@ -195,7 +164,7 @@ static tci_status merge_group(ir_graph *g, gemm_part *parts, int count, bool *do
     if (!*done) return TCI_OK;
     ir_node *gemm = parts[0].gemm, *add = parts[0].add;
     ir_tensor *product, *packed;
-    TRY_STATUS(packed_tensor(g, gemm->outputs[0], total, gemm->name, &product));
+    TRY_STATUS(packed_tensor(g, gemm->outputs[0], total, &product));
     gemm->outputs[0] = product;
     packed = product;
     if (add) {
@@ -213,7 +182,7 @@ static tci_status merge_group(ir_graph *g, gemm_part *parts, int count, bool *do
         tci_status st = ir_graph_add_float_constant(g, bias, 1, &total, &merged_bias);
         free(bias);
         TRY_STATUS(st);
-        TRY_STATUS(packed_tensor(g, add->outputs[0], total, add->name, &packed));
+        TRY_STATUS(packed_tensor(g, add->outputs[0], total, &packed));
         add->inputs[parts[0].bias_side] = merged_bias;
         add->inputs[1 - parts[0].bias_side] = product;
         add->outputs[0] = packed;
@@ -266,17 +235,40 @@ static tci_status merge_all(ir_graph *g, merge_state *s, bool *any) {
     return st;
 }
 
+/* The attention fusion as it finds the graph: which tensors its steps read Q, K and V from
+ * (s->source); its marks are taken off again, for the fusion proper after the merge. */
+static tci_status find_attention_sources(ir_graph *g, merge_state *s) {
+    TRY_STATUS(pass_fuse_attention(g));
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        const ir_epilogue *e = g->nodes[i]->epilogue;
+        if (!e || !e->attention) continue;
+        const ir_attention *a = e->attention;
+        s->source[a->q->index] = s->source[a->k->index] = s->source[a->v->index] = true;
+    }
+    return TCI_OK;
+}
+
+static void forget_fusion(ir_graph *g) {
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        g->nodes[i]->epilogue = NULL;
+        g->nodes[i]->fused_into = NULL;
+    }
+}
+
 tci_status pass_merge_sibling_gemms(ir_graph *g) {
-    /* a fused graph's tensors are read by its steps: merge before fusing only */
+    /* a fused graph's tensors are read by its steps: merge before fusing only (and the marks
+     * that the attention fusion leaves below are then all its own) */
     for (size_t i = 0; i < g->num_nodes; i++)
         if (g->nodes[i]->epilogue || g->nodes[i]->fused_into) return TCI_OK;
     merge_state s;
     s.readers = calloc(g->num_tensors + 1, sizeof *s.readers);
     s.reader = calloc(g->num_tensors + 1, sizeof *s.reader);
+    s.source = calloc(g->num_tensors + 1, sizeof *s.source);
     tci_status st = TCI_OK;
     bool any = false;
-    if (!s.readers || !s.reader)
+    if (!s.readers || !s.reader || !s.source)
         st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMMs");
+    if (st == TCI_OK) st = find_attention_sources(g, &s);
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_inputs; k++) {
             const ir_tensor *t = g->nodes[i]->inputs[k];
@@ -284,9 +276,12 @@ tci_status pass_merge_sibling_gemms(ir_graph *g) {
             s.readers[t->index]++;
             s.reader[t->index] = g->nodes[i];
         }
+    /* the parts are chosen on the marks; the merge changes what the fusion will find */
     if (st == TCI_OK) st = merge_all(g, &s, &any);
+    forget_fusion(g);
     free(s.readers);
     free(s.reader);
+    free(s.source);
     if (st != TCI_OK || !any) return st;
     TRY_STATUS(ir_graph_sort(g));
     return pass_eliminate_dead_nodes(g);
