@@ -125,6 +125,84 @@ static void check_model(const char *name, int steps, int causal, int row_mean) {
     ir_graph_destroy(g);
 }
 
+/* The plan of models_dir/name.onnx at (N, S), with or without the siblings' merge
+ * (pass_merge_sibling_gemms; without it, the other GPU passes in pass_prepare_for_gpu's order):
+ * its steps, GEMM steps and copy steps counted, and with the merge each attention step checked
+ * to read Q, K and V from one tensor that a GEMM step writes, at offsets 0, E and 2 E. */
+static void count_steps(const char *name, bool merge, int *steps, int *gemms, int *copies) {
+    const char *dir = getenv("TCI_TEST_MODELS_DIR");
+    ck_assert_msg(dir != NULL, "TCI_TEST_MODELS_DIR is not set (ctest sets it)");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    ir_graph *g;
+    ck_assert_tci_ok(onnx_load_file(path, &g));
+    for (size_t i = 0; i < g->num_inputs; i++) {
+        g->inputs[i]->dims[0] = N;
+        g->inputs[i]->dims[1] = S;
+    }
+    ck_assert_tci_ok(pass_optimize(g));
+    if (merge) {
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    } else {
+        ck_assert_tci_ok(pass_emulate_qdq(g));
+        ck_assert_tci_ok(pass_fold_layer_scale(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
+    }
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    *steps = p->num_steps;
+    *gemms = *copies = 0;
+    for (int i = 0; i < p->num_steps; i++) {
+        const plan_step *st = &p->steps[i];
+        *gemms += st->kind == PLAN_STEP_GEMM;
+        *copies += st->kind == PLAN_STEP_COPY;
+        if (st->kind != PLAN_STEP_ATTENTION) continue;
+        const ir_attention *a = st->node->epilogue->attention;
+        const ir_node *producer = a->q->producer;
+        if (merge) {
+            ck_assert_ptr_eq(a->k, a->q);
+            ck_assert_ptr_eq(a->v, a->q);
+            ck_assert_int_eq(a->q_offset, 0);
+            ck_assert_int_eq(a->k_offset, E);
+            ck_assert_int_eq(a->v_offset, 2 * E);
+        } else {
+            ck_assert_ptr_ne(a->k, a->q);
+        }
+        /* what the step reads is what a GEMM step writes (its bias Add fused into it) */
+        const ir_node *gemm = producer->fused_into ? producer->fused_into : producer;
+        bool written = false;
+        for (int j = 0; j < i; j++)
+            written = written || (p->steps[j].kind == PLAN_STEP_GEMM && p->steps[j].node == gemm);
+        ck_assert_msg(written, "%s: attention step %d reads '%s', which no GEMM step writes",
+                      name, i, a->q->name);
+    }
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+
+/* Hugging Face's separate query, key and value projections: three GEMM steps a block without
+ * the merge, one with it, and no copy either way. */
+static void check_merge(const char *name, int steps_before, int gemms_before) {
+    int steps, gemms, copies;
+    count_steps(name, false, &steps, &gemms, &copies);
+    ck_assert_int_eq(steps, steps_before);
+    ck_assert_int_eq(gemms, gemms_before);
+    ck_assert_int_eq(copies, 0);
+    count_steps(name, true, &steps, &gemms, &copies);
+    ck_assert_int_eq(steps, steps_before - 4); /* two blocks, two GEMMs fewer each */
+    ck_assert_int_eq(gemms, gemms_before - 4);
+    ck_assert_int_eq(copies, 0);
+}
+
+/* the mask's Cast and And, 2 x (Q, K, V, attention, output projection) */
+START_TEST(test_bert_block_merged_projections) { check_merge("bert_block", 12, 8); }
+END_TEST
+
+/* 5 LayerNorms, 2 x (Q, K, V, attention, output projection, FC1, FC2) */
+START_TEST(test_vit_layers_merged_projections) { check_merge("vit_layers", 19, 12); }
+END_TEST
+
 /* two blocks: -inf fill with the guard, then the finite torch.finfo.min fill */
 START_TEST(test_bert_block) { check_model("bert_block", 2, 0, 1); }
 END_TEST
@@ -138,6 +216,8 @@ int main(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_bert_block);
     tcase_add_test(tc, test_gpt2_block);
+    tcase_add_test(tc, test_bert_block_merged_projections);
+    tcase_add_test(tc, test_vit_layers_merged_projections);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
