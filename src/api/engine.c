@@ -63,6 +63,7 @@ static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o)
  * options' mark_all_outputs (TCI_MARK_OUTPUTS_AS_SHIPPED marks the steps' outputs here). */
 static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, int mark,
                                plan **out_plan) {
+    g->float_storage = plan_all_fp32(options);
     TRY_STATUS(pass_prepare_for_gpu(g));
     if (mark == TCI_MARK_OUTPUTS_AS_SHIPPED) return api_plan_as_shipped(g, options, out_plan);
     return plan_build(g, options, out_plan);

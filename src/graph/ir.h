@@ -204,6 +204,10 @@ typedef struct ir_graph {
      * engine was built for (src/api/shapes.c); pass_fuse_attention folds here only the movement
      * nodes it folded there, so that the two plans have the same steps. NULL: none. */
     const struct ir_graph *like;
+    /* Set by the api before pass_prepare_for_gpu where the plan will store every float tensor
+     * as FLOAT (FP32 and TF32 engines: plan_all_fp32): an attention step lowers as its unfused
+     * steps there, so what pays only where it is one step is left out (the siblings' merge). */
+    bool float_storage;
     ir_limits limits;        /* the defaults unless the loader was given others */
     uint64_t constant_bytes; /* data of constants so far, against limits.max_constant_bytes */
     ir_tensor **by_name;     /* open-addressing hash index of the named tensors (malloc'd) */

@@ -63,6 +63,8 @@ typedef struct variant {
     bool key_is_output;     /* the key's Linear's result is a graph output too */
     bool no_bias;           /* MatMuls without their bias Adds */
     bool gemm;              /* Reshape to rows [B S, E], then Gemm(rows, w^T, bias) */
+    int heads;              /* 0: HEADS (of D values each) */
+    bool float_storage;     /* the graph prepared for an fp32 or tf32 plan */
 } variant;
 
 /* x [B, S, E] -> {query, key, value}: MatMul(w) + Add(bias) (or variant's) -> Reshape
@@ -74,13 +76,14 @@ static ir_graph *attention_graph(const block *k, const variant *v) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[3] = {B, S, E}, wd[2] = {E, E}, e = E, four = 4, three = 3;
-    const int64_t heads_shape[4] = {B, S, HEADS, D}, merged_shape[3] = {B, S, E};
+    const int heads = v->heads ? v->heads : HEADS;
+    const int64_t heads_shape[4] = {B, S, heads, E / heads}, merged_shape[3] = {B, S, E};
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
     ir_tensor *split = th_named(g, "heads_shape", TCI_DTYPE_INT64, 1, &four, heads_shape);
     ir_tensor *merge = th_named(g, "merged_shape", TCI_DTYPE_INT64, 1, &three, merged_shape);
     const int64_t two = 2, rows_dims[2] = {B * S, E};
     ir_tensor *rows_shape = th_named(g, "rows_shape", TCI_DTYPE_INT64, 1, &two, rows_dims);
-    float root = sqrtf((float)D);
+    float root = sqrtf((float)(E / heads));
     ir_tensor *scale = th_named(g, "root_d", TCI_DTYPE_FLOAT, 0, NULL, &root);
     ir_tensor *ops[PARTS], *outs[3];
     int num_outs = 0;
@@ -136,6 +139,7 @@ static ir_graph *attention_graph(const block *k, const variant *v) {
     th_node_io(g, "ctx.merge", "Reshape", 17, (ir_tensor *[]){ctx_t, merge}, 2, &y, 1);
     th_graph_io(g, &x, 1, outs, num_outs);
     ck_assert_tci_ok(pass_optimize(g));
+    g->float_storage = v->float_storage;
     return g;
 }
 
@@ -253,6 +257,16 @@ START_TEST(test_output_part_stays) {
 }
 END_TEST
 
+/* Where the attention step would be its unfused steps, the Slices would be copies of their own:
+ * nothing merges, for a head dim the kernel lacks (8) or a plan storing fp32. */
+START_TEST(test_no_merge_where_attention_unfused) {
+    variant small_heads = {.heads = E / 8};
+    ck_assert_int_eq(merge_and_compare(&small_heads, NULL), PARTS);
+    variant fp32 = {.float_storage = true};
+    ck_assert_int_eq(merge_and_compare(&fp32, NULL), PARTS);
+}
+END_TEST
+
 /* Planned for the GPU: one GEMM step (the packed projection with its bias) and the attention
  * step reading Q, K and V from its output at offsets 0, E and 2E: no copy between. */
 START_TEST(test_plan_one_gemm_read_in_place) {
@@ -367,6 +381,7 @@ int main(void) {
     tcase_add_test(tc, test_merges_without_bias);
     tcase_add_test(tc, test_shared_weight_stays);
     tcase_add_test(tc, test_output_part_stays);
+    tcase_add_test(tc, test_no_merge_where_attention_unfused);
     tcase_add_test(tc, test_plan_one_gemm_read_in_place);
     tcase_add_test(tc, test_gemm_trans_b_merge);
     tcase_add_test(tc, test_descriptor_refuses_other_trans_a);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/lower.h"
 #include "graph/passes.h"
 #include "layers/op.h"
 
@@ -236,12 +237,15 @@ static tci_status merge_all(ir_graph *g, merge_state *s, bool *any) {
 }
 
 /* The attention fusion as it finds the graph: which tensors its steps read Q, K and V from
- * (s->source); its marks are taken off again, for the fusion proper after the merge. */
+ * (s->source), where the step is one kernel (a head dim it has, 16-bit storage: elsewhere its
+ * movement nodes, the Slices among them, are copy steps of their own); its marks are taken off
+ * again, for the fusion proper after the merge. */
 static tci_status find_attention_sources(ir_graph *g, merge_state *s) {
+    if (g->float_storage) return TCI_OK;
     TRY_STATUS(pass_fuse_attention(g));
     for (size_t i = 0; i < g->num_nodes; i++) {
         const ir_epilogue *e = g->nodes[i]->epilogue;
-        if (!e || !e->attention) continue;
+        if (!e || !e->attention || !plan_attention_head_dim_ok(e->attention->head_dim)) continue;
         const ir_attention *a = e->attention;
         s->source[a->q->index] = s->source[a->k->index] = s->source[a->v->index] = true;
     }
