@@ -328,6 +328,16 @@ START_TEST(test_gemm_trans_b_merge) {
 }
 END_TEST
 
+/* The descriptor's merge of n1 and n2 (weights b1 and another) is refused, n1 left as it was. */
+static void assert_refused(ir_graph *g, ir_node *n1, ir_node *n2, const ir_tensor *b1) {
+    ck_assert_tci_ok(op_prepare_node(n1, g->arena));
+    ck_assert_tci_ok(op_prepare_node(n2, g->arena));
+    bool done = true;
+    ck_assert_tci_ok(n1->desc->merge_columns(g, (ir_node *[]){n1, n2}, 2, &done));
+    ck_assert(!done);
+    ck_assert_ptr_eq(n1->inputs[1], b1);
+}
+
 /* Gemms of which one reads its A transposed (another K where A is not square, another
  * operand where it is) never merge. */
 START_TEST(test_descriptor_refuses_other_trans_a) {
@@ -342,12 +352,7 @@ START_TEST(test_descriptor_refuses_other_trans_a) {
     ir_node *n1 = th_node_io(g, "g1", "Gemm", 13, (ir_tensor *[]){a, b1}, 2, &y1, 1);
     ir_node *n2 = th_node_io(g, "g2", "Gemm", 13, (ir_tensor *[]){a, b2}, 2, &y2, 1);
     th_attr_int(g, n2, "transA", 1);
-    ck_assert_tci_ok(op_prepare_node(n1, g->arena));
-    ck_assert_tci_ok(op_prepare_node(n2, g->arena));
-    bool done = true;
-    ck_assert_tci_ok(n1->desc->merge_columns(g, (ir_node *[]){n1, n2}, 2, &done));
-    ck_assert(!done);
-    ck_assert_ptr_eq(n1->inputs[1], b1);
+    assert_refused(g, n1, n2, b1);
     ir_graph_destroy(g);
 }
 END_TEST
@@ -364,12 +369,7 @@ START_TEST(test_descriptor_refuses_other_k) {
     ir_tensor *y1 = act(g, "y1"), *y2 = act(g, "y2");
     ir_node *n1 = th_node_io(g, "m1", "MatMul", 13, (ir_tensor *[]){a, b1}, 2, &y1, 1);
     ir_node *n2 = th_node_io(g, "m2", "MatMul", 13, (ir_tensor *[]){a, b2}, 2, &y2, 1);
-    ck_assert_tci_ok(op_prepare_node(n1, g->arena));
-    ck_assert_tci_ok(op_prepare_node(n2, g->arena));
-    bool done = true;
-    ck_assert_tci_ok(n1->desc->merge_columns(g, (ir_node *[]){n1, n2}, 2, &done));
-    ck_assert(!done);
-    ck_assert_ptr_eq(n1->inputs[1], b1);
+    assert_refused(g, n1, n2, b1);
     ir_graph_destroy(g);
 }
 END_TEST
