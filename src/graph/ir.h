@@ -156,6 +156,11 @@ typedef struct ir_node {
     size_t index;            /* position in graph->nodes, kept by ir_graph_sort */
     ir_epilogue *epilogue;   /* set by the GPU fusion passes, else NULL */
     struct ir_node *fused_into; /* computed by that node's GPU step (fusion passes), else NULL */
+    /* The GPU plan keeps it out of 16-bit storage (plan_options.fp32_layers; every node of an
+     * FP32 or TF32 plan): set by the api before pass_prepare_for_gpu (api_mark_kept_nodes), so
+     * that a pass leaves out what pays only in 16-bit steps (an attention with a kept node
+     * lowers as its unfused steps: the siblings' merge). */
+    bool kept;
 } ir_node;
 
 typedef struct ir_opset {
@@ -204,10 +209,6 @@ typedef struct ir_graph {
      * engine was built for (src/api/shapes.c); pass_fuse_attention folds here only the movement
      * nodes it folded there, so that the two plans have the same steps. NULL: none. */
     const struct ir_graph *like;
-    /* Set by the api before pass_prepare_for_gpu where the plan will store every float tensor
-     * as FLOAT (FP32 and TF32 engines: plan_all_fp32): an attention step lowers as its unfused
-     * steps there, so what pays only where it is one step is left out (the siblings' merge). */
-    bool float_storage;
     ir_limits limits;        /* the defaults unless the loader was given others */
     uint64_t constant_bytes; /* data of constants so far, against limits.max_constant_bytes */
     ir_tensor **by_name;     /* open-addressing hash index of the named tensors (malloc'd) */

@@ -1562,6 +1562,14 @@ class CliTest(unittest.TestCase):
                         self.assertEqual(fused.count("MatMul+Add"), 2, out)
                         self.assertEqual(fused.count("MatMul+Add+Add"), 2, out)
                         self.assertNotIn("strided_copy", out)
+                        # fp32 storage: the attention is its unfused steps, where the packed
+                        # projection's Slices would be copies; three GEMMs a block instead
+                        rc, fp32, err = run("--plan", "--precision", "fp32", "--shape",
+                                            f"input:{shape}x128", "--shape", f"mask:{shape}",
+                                            path)
+                        self.assertEqual(rc, 0, err)
+                        self.assertNotIn("Slice", fp32)
+                        self.assertEqual(fp32.count("cuBLASLt GEMM"), 12, fp32)
                     self.assertNotIn("tcinfer softmax", out)
             x = self.rng.standard_normal((3, 13, 128)).astype(np.float32)
             mask = np.ones((3, 13), np.int64)

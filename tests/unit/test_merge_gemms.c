@@ -64,7 +64,8 @@ typedef struct variant {
     bool no_bias;           /* MatMuls without their bias Adds */
     bool gemm;              /* Reshape to rows [B S, E], then Gemm(rows, w^T, bias) */
     int heads;              /* 0: HEADS (of D values each) */
-    bool float_storage;     /* the graph prepared for an fp32 or tf32 plan */
+    const char *kept;       /* the node the plan keeps out of 16-bit storage ("*": every node,
+                               an fp32 or tf32 plan), ir_node.kept; NULL: none */
 } variant;
 
 /* x [B, S, E] -> {query, key, value}: MatMul(w) + Add(bias) (or variant's) -> Reshape
@@ -139,7 +140,8 @@ static ir_graph *attention_graph(const block *k, const variant *v) {
     th_node_io(g, "ctx.merge", "Reshape", 17, (ir_tensor *[]){ctx_t, merge}, 2, &y, 1);
     th_graph_io(g, &x, 1, outs, num_outs);
     ck_assert_tci_ok(pass_optimize(g));
-    g->float_storage = v->float_storage;
+    for (size_t i = 0; v->kept && i < g->num_nodes; i++)
+        g->nodes[i]->kept = strcmp(v->kept, "*") == 0 || strcmp(v->kept, g->nodes[i]->name) == 0;
     return g;
 }
 
@@ -258,12 +260,16 @@ START_TEST(test_output_part_stays) {
 END_TEST
 
 /* Where the attention step would be its unfused steps, the Slices would be copies of their own:
- * nothing merges, for a head dim the kernel lacks (8) or a plan storing fp32. */
+ * nothing merges, for a head dim the kernel lacks (8), a plan storing fp32, a node of the
+ * attention kept in fp32 (the softmax; the head merge after it). A projection kept in fp32
+ * stays as it is; the other two merge (the packed product has one precision). */
 START_TEST(test_no_merge_where_attention_unfused) {
-    variant small_heads = {.heads = E / 8};
-    ck_assert_int_eq(merge_and_compare(&small_heads, NULL), PARTS);
-    variant fp32 = {.float_storage = true};
-    ck_assert_int_eq(merge_and_compare(&fp32, NULL), PARTS);
+    const variant unfused[] = {{.heads = E / 8}, {.kept = "*"}, {.kept = "softmax"},
+                               {.kept = "ctx.merge"}};
+    for (size_t i = 0; i < sizeof unfused / sizeof unfused[0]; i++)
+        ck_assert_int_eq(merge_and_compare(&unfused[i], NULL), PARTS);
+    variant kept_key = {.kept = "key.mm"};
+    ck_assert_int_eq(merge_and_compare(&kept_key, NULL), 2);
 }
 END_TEST
 

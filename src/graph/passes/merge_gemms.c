@@ -73,12 +73,13 @@ static const ir_tensor *activation_of(const merge_state *s, const ir_node *n) {
 }
 
 /* Fills *part for n when it is a product with constant weights (op_desc.merge_columns), its
- * weights read by it alone, followed by an optional bias Add, whose result a fused attention
+ * weights read by it alone, not kept out of 16-bit storage (nor its Add: the packed product
+ * has one precision), followed by an optional bias Add, whose result a fused attention
  * reads Q, K or V from, through nodes it folds, and nothing else reads: the attention step will
  * read the part in place in the packed result, so the merge adds no copy. */
 static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
     memset(part, 0, sizeof *part);
-    if (!n->desc || !n->desc->merge_columns || n->fused_into || n->epilogue ||
+    if (!n->desc || !n->desc->merge_columns || n->fused_into || n->epilogue || n->kept ||
         n->num_inputs < 2 || n->num_outputs != 1 || !n->inputs[0] || n->inputs[0]->data ||
         !known_float(n->inputs[0]) || !known_float(n->outputs[0]) || !n->inputs[1] ||
         !n->inputs[1]->data || n->inputs[1]->is_graph_output || s->readers[n->inputs[1]->index] != 1)
@@ -91,7 +92,8 @@ static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
         add->num_outputs == 1 && known_float(add->outputs[0]) &&
         same_dims(add->outputs[0], part->out)) {
         int side = add->inputs[0] == part->out ? 1 : 0;
-        if (add->inputs[1 - side] == part->out && bias_of(add->inputs[side], part->out)) {
+        if (add->inputs[1 - side] == part->out && bias_of(add->inputs[side], part->out) &&
+            !add->kept) {
             part->add = add;
             part->bias_side = side;
             part->out = add->outputs[0];
@@ -236,16 +238,23 @@ static tci_status merge_all(ir_graph *g, merge_state *s, bool *any) {
     return st;
 }
 
-/* The attention fusion as it finds the graph: which tensors its steps read Q, K and V from
- * (s->source), where the step is one kernel (a head dim it has, 16-bit storage: elsewhere its
- * movement nodes, the Slices among them, are copy steps of their own); its marks are taken off
- * again, for the fusion proper after the merge. */
+/* Whether the attention step is one kernel: a head dim it has, none of its nodes kept out of
+ * 16-bit storage (ir_node.kept); elsewhere its movement nodes, the Slices among them, are copy
+ * steps of their own. */
+static bool one_kernel(const ir_attention *a) {
+    if (!plan_attention_head_dim_ok(a->head_dim)) return false;
+    for (int i = 0; i < a->num_nodes; i++)
+        if (a->nodes[i]->kept) return false;
+    return true;
+}
+
+/* The attention fusion as it finds the graph: which tensors its one-kernel steps read Q, K and
+ * V from (s->source); its marks are taken off again, for the fusion proper after the merge. */
 static tci_status find_attention_sources(ir_graph *g, merge_state *s) {
-    if (g->float_storage) return TCI_OK;
     TRY_STATUS(pass_fuse_attention(g));
     for (size_t i = 0; i < g->num_nodes; i++) {
         const ir_epilogue *e = g->nodes[i]->epilogue;
-        if (!e || !e->attention || !plan_attention_head_dim_ok(e->attention->head_dim)) continue;
+        if (!e || !e->attention || !one_kernel(e->attention)) continue;
         const ir_attention *a = e->attention;
         s->source[a->q->index] = s->source[a->k->index] = s->source[a->v->index] = true;
     }
