@@ -27,6 +27,7 @@ typedef struct merge_state {
     int *readers;      /* the node inputs reading each tensor */
     ir_node **reader;  /* the last node found reading it (the only one where readers is 1) */
     bool *source;      /* the tensor is what a fused attention reads its Q, K or V from */
+    bool *folded;      /* the node (by index) is folded into an attention step */
 } merge_state;
 
 static bool known_float(const ir_tensor *t) {
@@ -79,7 +80,7 @@ static const ir_tensor *activation_of(const merge_state *s, const ir_node *n) {
  * read the part in place in the packed result, so the merge adds no copy. */
 static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
     memset(part, 0, sizeof *part);
-    if (!n->desc || !n->desc->merge_columns || n->fused_into || n->epilogue || n->kept ||
+    if (!n->desc || !n->desc->merge_columns || n->kept ||
         n->num_inputs < 2 || n->num_outputs != 1 || !n->inputs[0] || n->inputs[0]->data ||
         !known_float(n->inputs[0]) || !known_float(n->outputs[0]) || !n->inputs[1] ||
         !n->inputs[1]->data || n->inputs[1]->is_graph_output || s->readers[n->inputs[1]->index] != 1)
@@ -100,7 +101,7 @@ static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
         }
     }
     const ir_node *reader = read_once(s, part->out) ? s->reader[part->out->index] : NULL;
-    return s->source[part->out->index] && reader && reader->fused_into;
+    return s->source[part->out->index] && reader && s->folded[reader->index];
 }
 
 /* A computed tensor of like's dtype and dims but the last. Anonymous: the model has no tensor
@@ -248,38 +249,51 @@ static bool one_kernel(const ir_attention *a) {
     return true;
 }
 
-/* The attention fusion as it finds the graph: which tensors its one-kernel steps read Q, K and
- * V from (s->source); its marks are taken off again, for the fusion proper after the merge. */
-static tci_status find_attention_sources(ir_graph *g, merge_state *s) {
-    TRY_STATUS(pass_fuse_attention(g));
-    for (size_t i = 0; i < g->num_nodes; i++) {
-        const ir_epilogue *e = g->nodes[i]->epilogue;
+/* The attention fusion as it finds the graph, run on a copy: it rewrites the graph it fuses
+ * (rows.c moves Transposes, adds tensors and nodes), and the merge decides on g as it is. Which
+ * tensors of g its one-kernel steps read Q, K and V from (s->source) and which nodes of g fold
+ * into a step (s->folded): the copy's tensors and nodes of g's indices are g's (ir_graph_clone),
+ * the ones the fusion made have no counterpart in g and are left out. */
+static tci_status find_attention_sources(const ir_graph *g, merge_state *s) {
+    ir_graph *c = NULL;
+    const size_t num_nodes = g->num_nodes, num_tensors = g->num_tensors;
+    ir_node **copies = malloc((num_nodes + 1) * sizeof *copies);
+    if (!copies) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMMs");
+    tci_status st = ir_graph_clone(g, &c);
+    if (st == TCI_OK) {
+        c->like = g->like;
+        /* the fusion sorts the copy again: its nodes of g's, by g's index, taken before */
+        memcpy(copies, c->nodes, num_nodes * sizeof *copies);
+    }
+    for (size_t i = 0; st == TCI_OK && i < num_nodes; i++)
+        st = op_prepare_node(c->nodes[i], c->arena);
+    if (st == TCI_OK) st = pass_fuse_attention(c);
+    for (size_t i = 0; st == TCI_OK && i < num_nodes; i++) {
+        s->folded[i] = copies[i]->fused_into != NULL;
+        const ir_epilogue *e = copies[i]->epilogue;
         if (!e || !e->attention || !one_kernel(e->attention)) continue;
         const ir_attention *a = e->attention;
-        s->source[a->q->index] = s->source[a->k->index] = s->source[a->v->index] = true;
+        const ir_tensor *read[3] = {a->q, a->k, a->v};
+        for (int k = 0; k < 3; k++)
+            if (read[k]->index < num_tensors) s->source[read[k]->index] = true;
     }
-    return TCI_OK;
-}
-
-static void forget_fusion(ir_graph *g) {
-    for (size_t i = 0; i < g->num_nodes; i++) {
-        g->nodes[i]->epilogue = NULL;
-        g->nodes[i]->fused_into = NULL;
-    }
+    ir_graph_destroy(c);
+    free(copies);
+    return st;
 }
 
 tci_status pass_merge_sibling_gemms(ir_graph *g) {
-    /* a fused graph's tensors are read by its steps: merge before fusing only (and the marks
-     * that the attention fusion leaves below are then all its own) */
+    /* a fused graph's tensors are read by its steps: merge before fusing only */
     for (size_t i = 0; i < g->num_nodes; i++)
         if (g->nodes[i]->epilogue || g->nodes[i]->fused_into) return TCI_OK;
     merge_state s;
     s.readers = calloc(g->num_tensors + 1, sizeof *s.readers);
     s.reader = calloc(g->num_tensors + 1, sizeof *s.reader);
     s.source = calloc(g->num_tensors + 1, sizeof *s.source);
+    s.folded = calloc(g->num_nodes + 1, sizeof *s.folded);
     tci_status st = TCI_OK;
     bool any = false;
-    if (!s.readers || !s.reader || !s.source)
+    if (!s.readers || !s.reader || !s.source || !s.folded)
         st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMMs");
     if (st == TCI_OK) st = find_attention_sources(g, &s);
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++)
@@ -289,12 +303,11 @@ tci_status pass_merge_sibling_gemms(ir_graph *g) {
             s.readers[t->index]++;
             s.reader[t->index] = g->nodes[i];
         }
-    /* the parts are chosen on the marks; the merge changes what the fusion will find */
     if (st == TCI_OK) st = merge_all(g, &s, &any);
-    forget_fusion(g);
     free(s.readers);
     free(s.reader);
     free(s.source);
+    free(s.folded);
     if (st != TCI_OK || !any) return st;
     TRY_STATUS(ir_graph_sort(g));
     return pass_eliminate_dead_nodes(g);
