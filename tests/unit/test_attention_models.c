@@ -228,6 +228,60 @@ START_TEST(test_attention_block_merged_projections) {
 }
 END_TEST
 
+/* torchvision's MultiheadAttention, where the attention fusion moves the Transposes around the
+ * projections (rows.c) before it matches: the merge finds the attention steps on a copy, so the
+ * graph it is given stays as it is (no node, tensor or edge changed, no fusion mark) when there
+ * is nothing to merge, and the fusion proper still moves and folds the Transposes: the plan has
+ * its 12 steps, three attention steps and no copy step. */
+START_TEST(test_merge_probe_leaves_graph) {
+    ir_graph *g = load_model("packed_attention_block");
+    const size_t num_nodes = g->num_nodes, num_tensors = g->num_tensors;
+    ir_node **nodes = malloc(num_nodes * sizeof *nodes);
+    ir_tensor **edges = malloc(num_nodes * 2 * 8 * sizeof *edges);
+    ck_assert_ptr_nonnull(nodes);
+    ck_assert_ptr_nonnull(edges);
+    for (size_t i = 0; i < num_nodes; i++) {
+        nodes[i] = g->nodes[i];
+        ck_assert_int_le(nodes[i]->num_inputs, 8);
+        ck_assert_int_le(nodes[i]->num_outputs, 8);
+        for (int k = 0; k < nodes[i]->num_inputs; k++) edges[i * 16 + k] = nodes[i]->inputs[k];
+        for (int k = 0; k < nodes[i]->num_outputs; k++)
+            edges[i * 16 + 8 + k] = nodes[i]->outputs[k];
+    }
+    ck_assert_tci_ok(pass_merge_sibling_gemms(g));
+    ck_assert_uint_eq(g->num_nodes, num_nodes);
+    ck_assert_uint_eq(g->num_tensors, num_tensors);
+    for (size_t i = 0; i < num_nodes; i++) {
+        const ir_node *n = g->nodes[i];
+        ck_assert_ptr_eq(n, nodes[i]);
+        ck_assert_ptr_null(n->epilogue);
+        ck_assert_ptr_null(n->fused_into);
+        for (int k = 0; k < n->num_inputs; k++) ck_assert_ptr_eq(n->inputs[k], edges[i * 16 + k]);
+        for (int k = 0; k < n->num_outputs; k++)
+            ck_assert_ptr_eq(n->outputs[k], edges[i * 16 + 8 + k]);
+        for (int k = 0; k < n->num_outputs; k++)
+            if (n->outputs[k]) ck_assert_ptr_eq(n->outputs[k]->producer, n);
+    }
+    free(nodes);
+    free(edges);
+    ir_graph_destroy(g);
+    g = load_model("packed_attention_block");
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    int attentions = 0, copies = 0;
+    for (int i = 0; i < p->num_steps; i++) {
+        attentions += p->steps[i].kind == PLAN_STEP_ATTENTION;
+        copies += p->steps[i].kind == PLAN_STEP_COPY;
+    }
+    ck_assert_int_eq(p->num_steps, 12);
+    ck_assert_int_eq(attentions, 3);
+    ck_assert_int_eq(copies, 0);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* two blocks: -inf fill with the guard, then the finite torch.finfo.min fill */
 START_TEST(test_bert_block) { check_model("bert_block", 2, 0, 1); }
 END_TEST
@@ -244,6 +298,7 @@ int main(void) {
     tcase_add_test(tc, test_bert_block_merged_projections);
     tcase_add_test(tc, test_vit_layers_merged_projections);
     tcase_add_test(tc, test_attention_block_merged_projections);
+    tcase_add_test(tc, test_merge_probe_leaves_graph);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
