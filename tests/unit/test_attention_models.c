@@ -134,9 +134,11 @@ static void check_model(const char *name, int steps, int causal, int row_mean) {
 /* The graph of models_dir/name.onnx at (N, S) prepared for the GPU with or without the
  * siblings' merge (pass_merge_sibling_gemms; without it, the other GPU passes in
  * pass_prepare_for_gpu's order), and its plan's steps, GEMM steps and copy steps; with the
- * merge, each attention step checked to read Q, K and V from one tensor at offsets 0, E and
- * 2 E, and either way what it reads checked to be what a GEMM step writes. */
-static ir_graph *count_steps(const char *name, bool merge, int *steps, int *gemms, int *copies) {
+ * merge, and either way for the first `packed` attention steps (a packed QKV projection's),
+ * each attention step checked to read Q, K and V from one tensor at offsets 0, E and 2 E, and
+ * either way what it reads checked to be what a GEMM step writes. */
+static ir_graph *count_steps(const char *name, bool merge, int packed, int *steps, int *gemms,
+                             int *copies) {
     ir_graph *g = load_model(name);
     if (merge) {
         ck_assert_tci_ok(pass_prepare_for_gpu(g));
@@ -150,14 +152,14 @@ static ir_graph *count_steps(const char *name, bool merge, int *steps, int *gemm
     ck_assert_tci_ok(plan_build(g, NULL, &p));
     *steps = p->num_steps;
     *gemms = *copies = 0;
-    for (int i = 0; i < p->num_steps; i++) {
+    for (int i = 0, attention = 0; i < p->num_steps; i++) {
         const plan_step *st = &p->steps[i];
         *gemms += st->kind == PLAN_STEP_GEMM;
         *copies += st->kind == PLAN_STEP_COPY;
         if (st->kind != PLAN_STEP_ATTENTION) continue;
         const ir_attention *a = st->node->epilogue->attention;
         const ir_node *producer = a->q->producer;
-        if (merge) {
+        if (merge || attention++ < packed) {
             ck_assert_ptr_eq(a->k, a->q);
             ck_assert_ptr_eq(a->v, a->q);
             ck_assert_int_eq(a->q_offset, 0);
@@ -192,16 +194,17 @@ static float *cpu_output(ir_graph *g) {
 }
 
 /* Hugging Face's separate query, key and value projections: three GEMM steps a block without
- * the merge, one with it in each of `blocks` blocks, no copy step added; the merged graph
- * computes on the CPU reference what the unmerged one does. */
-static void check_merge(const char *name, int blocks, int steps_before, int gemms_before,
-                        int copies_before) {
+ * the merge, one with it in each of `blocks` blocks, no copy step added, after `packed` blocks
+ * on a packed projection; the merged graph computes on the CPU reference what the unmerged one
+ * does. */
+static void check_merge(const char *name, int packed, int blocks, int steps_before,
+                        int gemms_before, int copies_before) {
     int steps, gemms, copies;
-    ir_graph *unmerged = count_steps(name, false, &steps, &gemms, &copies);
+    ir_graph *unmerged = count_steps(name, false, packed, &steps, &gemms, &copies);
     ck_assert_int_eq(steps, steps_before);
     ck_assert_int_eq(gemms, gemms_before);
     ck_assert_int_eq(copies, copies_before);
-    ir_graph *merged = count_steps(name, true, &steps, &gemms, &copies);
+    ir_graph *merged = count_steps(name, true, packed, &steps, &gemms, &copies);
     ck_assert_int_eq(steps, steps_before - 2 * blocks);
     ck_assert_int_eq(gemms, gemms_before - 2 * blocks);
     ck_assert_int_eq(copies, copies_before);
@@ -214,17 +217,26 @@ static void check_merge(const char *name, int blocks, int steps_before, int gemm
 }
 
 /* the mask's Cast and And, 2 x (Q, K, V, attention, output projection) */
-START_TEST(test_bert_block_merged_projections) { check_merge("bert_block", 2, 12, 8, 0); }
+START_TEST(test_bert_block_merged_projections) { check_merge("bert_block", 0, 2, 12, 8, 0); }
 END_TEST
 
 /* 5 LayerNorms, 2 x (Q, K, V, attention, output projection, FC1, FC2) */
-START_TEST(test_vit_layers_merged_projections) { check_merge("vit_layers", 2, 19, 12, 0); }
+START_TEST(test_vit_layers_merged_projections) { check_merge("vit_layers", 0, 2, 19, 12, 0); }
 END_TEST
 
 /* four blocks: SDPA's export with a padding mask, the manual causal form, head dims 40 and 128;
  * the third (head dim 40) lowers as unfused steps, where the merge would add copies: not it */
 START_TEST(test_attention_block_merged_projections) {
-    check_merge("attention_block", 3, 30, 18, 4);
+    check_merge("attention_block", 0, 3, 30, 18, 4);
+}
+END_TEST
+
+/* torchvision's MultiheadAttention (its Transposes moved onto the attention step's strided reads
+ * and writes: no copy either way) then the SDPA export's separate Q, K and V projections, merged:
+ * the cast, sub and mul of the mask, in_proj, attention, out_proj, then Q, K, V (one GEMM
+ * merged), attention, output projection */
+START_TEST(test_mixed_attention_block_merged_projections) {
+    check_merge("mixed_attention_block", 1, 1, 11, 6, 0);
 }
 END_TEST
 
@@ -299,6 +311,7 @@ int main(void) {
     tcase_add_test(tc, test_vit_layers_merged_projections);
     tcase_add_test(tc, test_attention_block_merged_projections);
     tcase_add_test(tc, test_merge_probe_leaves_graph);
+    tcase_add_test(tc, test_mixed_attention_block_merged_projections);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
