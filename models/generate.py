@@ -464,6 +464,23 @@ def packed_attention_block():
 
 
 
+def mixed_attention_block():
+    b = Builder(32)
+    keep = b.node("Sub", [b.scalar(1.0, "one"),
+                          b.node("Cast", ["mask"], to=TensorProto.FLOAT)])
+    bias = b.node("Unsqueeze", [b.node("Mul", [keep, b.scalar(-10000.0, "big")]),
+                                b.ints([1, 2], "axes")])
+    h = torchvision_mha_block(b, "input", bias)      # packed in_proj between Transposes
+    b.node("Identity", [sdpa_export_block(b, h, bias)], name="hidden")  # separate Q, K, V
+    return b.model("mixed_attention_block",
+                   [tensor("input", ["N", "S", ATT_MODEL]),
+                    tensor("mask", ["N", "S"], TensorProto.INT64)],
+                   [tensor("hidden_out", ["N", "S", ATT_MODEL])], 17,
+                   "torchvision's MultiheadAttention (its (batch, seq) Transposes around the "
+                   "packed projections) then PyTorch's SDPA export on separate query, key and "
+                   "value Linears, one padding mask, opset 17, symbolic batch and sequence.")
+
+
 # Hugging Face transformers' eager attention as torch.onnx (opset 17) writes it: the attention
 # mask built as bools (padding from the attention_mask input, GPT-2's causal part from Range
 # comparisons, And-ed and Expanded to [N, 1, S, S]), added to the scores as Where(keep, 0, fill),
@@ -1048,6 +1065,7 @@ MODELS = {
     "transformer_block": transformer_block,
     "attention_block": attention_block,
     "packed_attention_block": packed_attention_block,
+    "mixed_attention_block": mixed_attention_block,
     "bert_block": bert_block,
     "gpt2_block": gpt2_block,
     "gpt2_layers": gpt2_layers,

@@ -59,10 +59,20 @@ static tci_status apply_shape_override(ir_graph *g, const tci_shape_override *o)
     return TCI_OK;
 }
 
+tci_status api_mark_kept_nodes(ir_graph *g, const plan_options *options) {
+    bool *kept = calloc(g->num_nodes + 1, sizeof *kept);
+    if (!kept) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory marking kept nodes");
+    bool known = plan_fp32_nodes(g, options, kept) == TCI_OK;
+    for (size_t i = 0; i < g->num_nodes; i++) g->nodes[i]->kept = known && kept[i];
+    free(kept);
+    return TCI_OK;
+}
+
 /* The GPU plan of an optimised graph: the fusion and layout passes, then the planner; mark: the
  * options' mark_all_outputs (TCI_MARK_OUTPUTS_AS_SHIPPED marks the steps' outputs here). */
 static tci_status plan_for_gpu(ir_graph *g, const plan_options *options, int mark,
                                plan **out_plan) {
+    TRY_STATUS(api_mark_kept_nodes(g, options));
     TRY_STATUS(pass_prepare_for_gpu(g));
     if (mark == TCI_MARK_OUTPUTS_AS_SHIPPED) return api_plan_as_shipped(g, options, out_plan);
     return plan_build(g, options, out_plan);

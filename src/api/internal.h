@@ -97,6 +97,11 @@ tci_status api_mark_all_outputs(ir_graph *g);
  * (TCI_ERR_INTERNAL naming the first step that differs). */
 tci_status api_plan_as_shipped(ir_graph *g, const plan_options *options, plan **out_plan);
 
+/* Sets ir_node.kept on every node of g (optimised, before pass_prepare_for_gpu) as a plan built
+ * with options keeps it; an fp32_layers entry that selects nothing keeps none here (plan_build
+ * reports it). */
+tci_status api_mark_kept_nodes(ir_graph *g, const plan_options *options);
+
 /* shapes.c: the shapes a GPU engine runs below the built ones. */
 /* By input of g (before tci_engine_options.shapes fixes its dims): bit d set where dim d may run
  * smaller than built: the leading dim (the batch) and every dim the model leaves symbolic or

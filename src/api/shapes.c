@@ -108,6 +108,8 @@ tci_status api_replan(void *user, const plan *built, const int64_t *dims, ir_gra
     /* the graph the built plan came from, fused for the GPU: the dims of length 1 only at this
      * shape, and the attention folds, as there, so that both plans have the same steps */
     if (st == TCI_OK) st = optimised_copy(e, built, NULL, &ref);
+    if (st == TCI_OK) st = api_mark_kept_nodes(ref, &e->plan_options);
+    if (st == TCI_OK) st = api_mark_kept_nodes(g, &e->plan_options);
     if (st == TCI_OK) st = pass_prepare_for_gpu(ref);
     if (st == TCI_OK) {
         pass_mark_variant_dims(g, ref);

@@ -156,6 +156,11 @@ typedef struct ir_node {
     size_t index;            /* position in graph->nodes, kept by ir_graph_sort */
     ir_epilogue *epilogue;   /* set by the GPU fusion passes, else NULL */
     struct ir_node *fused_into; /* computed by that node's GPU step (fusion passes), else NULL */
+    /* The GPU plan keeps it out of 16-bit storage (plan_options.fp32_layers; every node of an
+     * FP32 or TF32 plan): set by the api before pass_prepare_for_gpu (api_mark_kept_nodes), so
+     * that a pass leaves out what pays only in 16-bit steps (an attention with a kept node
+     * lowers as its unfused steps: the siblings' merge). */
+    bool kept;
 } ir_node;
 
 typedef struct ir_opset {

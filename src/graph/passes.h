@@ -90,8 +90,23 @@ tci_status pass_emulate_qdq(ir_graph *graph);
  * GEMM's step. A graph already fused is left as it is. */
 tci_status pass_fold_layer_scale(ir_graph *graph);
 
+/* For the GPU engine, after pass_fold_layer_scale and before pass_fuse_for_gpu (merge_gemms.c):
+ * two or more products with constant 2-D weights (op_desc.merge_columns: MatMul, Gemm) that
+ * read the same activation (one tensor, or reshapes of one tensor to the same dims that nothing
+ * else reads), each with its weights read by it alone and, optionally, a bias Add of a constant
+ * per column, become one product over their weights side by side (and one Add of the biases
+ * side by side): Hugging Face's query, key and value Linears. Each part's tensor is then a Slice
+ * of the packed result's last dim; the other products and Adds are removed, the model's
+ * constants left as they are. Only where it pays: every part's tensor is what an attention step
+ * reads its Q, K or V from (pass_fuse_attention run on a copy of the graph as it is, which that
+ * pass rewrites: graph is not), read by nothing else, and that step is one kernel (a head dim it has, none of its
+ * nodes ir_node.kept), so that it reads the part in place in the packed result and no copy is
+ * added; no part kept. The graph computes the same values in fp32. A graph already fused is
+ * left as it is. */
+tci_status pass_merge_sibling_gemms(ir_graph *graph);
+
 /* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fold_layer_scale,
- * pass_fuse_for_gpu, then pass_assign_layouts. */
+ * pass_merge_sibling_gemms, pass_fuse_for_gpu, then pass_assign_layouts. */
 tci_status pass_prepare_for_gpu(ir_graph *graph);
 
 #endif

@@ -208,6 +208,90 @@ static void gemm_pattern(const ir_node *node, op_pattern *out) {
     out->kind = OP_PATTERN_ROWS;
 }
 
+/* ---- the siblings' merge (op_desc.merge_columns) ---- */
+
+/* K and the columns of all the nodes' B together (*total); false where a B is not constant
+ * float 2-D of nodes[0]'s K. */
+static bool same_k_weights(ir_node *const *nodes, int count, bool trans_b, int64_t *k,
+                           int64_t *total) {
+    *total = 0;
+    for (int i = 0; i < count; i++) {
+        const ir_tensor *w = nodes[i]->inputs[1];
+        if (!constant_float(w) || w->rank != 2) return false;
+        int64_t wk = w->dims[trans_b ? 1 : 0];
+        if (i == 0) *k = wk;
+        if (wk != *k) return false;
+        *total += w->dims[trans_b ? 0 : 1];
+    }
+    return *total > 0;
+}
+
+/* The nodes' B side by side in a new constant: [K, N_i] each in [K, sum N], or under transB
+ * [N_i, K] one after another in [sum N, K]. */
+static tci_status merged_weights(ir_graph *g, ir_node *const *nodes, int count, bool trans_b,
+                                 int64_t k, int64_t total, ir_tensor **out) {
+    float *v = malloc((size_t)(k * total > 0 ? k * total : 1) * sizeof *v);
+    if (!v) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMM weights");
+    int64_t first = 0;
+    for (int i = 0; i < count; i++) {
+        const ir_tensor *w = nodes[i]->inputs[1];
+        const float *src = w->data;
+        int64_t n = w->dims[trans_b ? 0 : 1];
+        if (trans_b) {
+            memcpy(v + first * k, src, (size_t)(n * k) * sizeof *v);
+        } else {
+            for (int64_t r = 0; r < k; r++)
+                memcpy(v + r * total + first, src + r * n, (size_t)n * sizeof *v);
+        }
+        first += n;
+    }
+    int64_t dims[2] = {trans_b ? total : k, trans_b ? k : total};
+    tci_status st = ir_graph_add_float_constant(g, v, 2, dims, out);
+    free(v);
+    return st;
+}
+
+/* Gemms of one transA, transB and alpha, each with a C of one row (a Linear layer's bias) and
+ * one beta, or none with a C: B and C side by side. */
+static tci_status gemm_merge_columns(ir_graph *g, ir_node *const *nodes, int count, bool *done) {
+    const gemm_params *p = nodes[0]->params;
+    bool with_c = nodes[0]->num_inputs > 2 && nodes[0]->inputs[2];
+    int64_t k, total;
+    *done = false;
+    for (int i = 0; i < count; i++) {
+        const gemm_params *q = nodes[i]->params;
+        const ir_tensor *c = nodes[i]->num_inputs > 2 ? nodes[i]->inputs[2] : NULL;
+        if (nodes[i]->desc != nodes[0]->desc || q->trans_a != p->trans_a ||
+            q->trans_b != p->trans_b || q->alpha != p->alpha || (c != NULL) != with_c)
+            return TCI_OK;
+        if (c && (q->beta != p->beta || !constant_float(c) || c->rank > 2 ||
+                  (c->rank == 2 && c->dims[0] != 1)))
+            return TCI_OK;
+    }
+    if (!same_k_weights(nodes, count, p->trans_b, &k, &total)) return TCI_OK;
+    ir_tensor *w = NULL, *c = NULL;
+    TRY_STATUS(merged_weights(g, nodes, count, p->trans_b, k, total, &w));
+    if (with_c) {
+        float *v = malloc((size_t)total * sizeof *v);
+        if (!v) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMM biases");
+        int64_t first = 0;
+        for (int i = 0; i < count; i++) {
+            tci_tensor view;
+            ir_tensor_view(nodes[i]->inputs[2], &view);
+            int64_t n = nodes[i]->inputs[1]->dims[p->trans_b ? 0 : 1];
+            broadcast_c(&view, 1, n, v + first);
+            first += n;
+        }
+        tci_status st = ir_graph_add_float_constant(g, v, 1, &total, &c);
+        free(v);
+        TRY_STATUS(st);
+        nodes[0]->inputs[2] = c;
+    }
+    nodes[0]->inputs[1] = w;
+    *done = true;
+    return TCI_OK;
+}
+
 static const op_desc gemm_desc = {.op_type = "Gemm",
                                   .versions = gemm_versions,
                                   .parse = gemm_parse,
@@ -218,7 +302,8 @@ static const op_desc gemm_desc = {.op_type = "Gemm",
                                   .gpu_lower = gemm_gpu_lower,
                                   .binary = BINARY_NONE,
                                   .pattern = gemm_pattern,
-                                  .scale_columns = gemm_scale_columns};
+                                  .scale_columns = gemm_scale_columns,
+                                  .merge_columns = gemm_merge_columns};
 
 /* ---- MatMul ---- */
 
@@ -431,6 +516,21 @@ static void matmul_pattern(const ir_node *node, op_pattern *out) {
     out->kind = OP_PATTERN_MATMUL;
 }
 
+/* MatMuls of 2-D constant weights of one K: B side by side. */
+static tci_status matmul_merge_columns(ir_graph *g, ir_node *const *nodes, int count,
+                                       bool *done) {
+    int64_t k, total;
+    ir_tensor *w = NULL;
+    *done = false;
+    for (int i = 0; i < count; i++)
+        if (nodes[i]->desc != nodes[0]->desc) return TCI_OK;
+    if (!same_k_weights(nodes, count, false, &k, &total)) return TCI_OK;
+    TRY_STATUS(merged_weights(g, nodes, count, false, k, total, &w));
+    nodes[0]->inputs[1] = w;
+    *done = true;
+    return TCI_OK;
+}
+
 static const op_desc matmul_desc = {.op_type = "MatMul",
                                     .versions = matmul_versions,
                                     .parse = matmul_parse,
@@ -441,6 +541,7 @@ static const op_desc matmul_desc = {.op_type = "MatMul",
                                     .gpu_lower = matmul_gpu_lower,
                                     .binary = BINARY_NONE,
                                     .pattern = matmul_pattern,
-                                    .scale_columns = matmul_scale_columns};
+                                    .scale_columns = matmul_scale_columns,
+                                    .merge_columns = matmul_merge_columns};
 
 const op_desc *const layer_linear_ops[] = {&gemm_desc, &matmul_desc, NULL};

@@ -137,6 +137,15 @@ typedef struct op_desc {
      * nothing changed, where its weights (or its bias) are not constant float. NULL: never. */
     tci_status (*scale_columns)(ir_graph *g, ir_node *node, const float *scale, int64_t count,
                                 bool *done);
+    /* For an op whose output's last dim holds the columns of a product of input 0 with constant
+     * weights (Gemm, MatMul): points nodes[0] at new constants (copies added to g, the old ones
+     * left as they are) whose columns are those of nodes[0], nodes[1], ... nodes[count - 1] in
+     * that order, so that it computes every one's result, side by side in its last dim, from its
+     * own input 0 (the caller has checked that all read the same values there; the siblings'
+     * merge, pass_merge_sibling_gemms). *done false, and nothing changed, where the nodes are
+     * not all this op with the same attributes, or their weights (and any bias the op holds)
+     * are not constant float of one K. NULL: never. */
+    tci_status (*merge_columns)(ir_graph *g, ir_node *const *nodes, int count, bool *done);
     /* Control flow, whose output shapes follow only from running it: replaces infer, the
      * allocation and cpu_forward on the reference (op_run_node), allocating each non-NULL out[]
      * with malloc (the names kept), no output over max_elements elements. NULL: every other op. */

@@ -43,6 +43,7 @@ MODELS = [
     "llama_block",
     "llama_mha_block",
     "onnx_attention_block",
+    "mixed_attention_block",
 ]
 
 # models (and GPU precisions; None: every one) the GPU engine refuses, with the node its error must

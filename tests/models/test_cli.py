@@ -1540,7 +1540,8 @@ class CliTest(unittest.TestCase):
 
     def test_hf_attention_masks(self):
         """Hugging Face's bool attention masks (the generated bert_block and gpt2_block): the GPU
-        plan (no GPU needed) is one fused attention step per block, no softmax left; the CPU
+        plan (no GPU needed) is one fused attention step per block, no softmax left, reading
+        BERT's query, key and value from one GEMM step with no copy between; the CPU
         backend matches onnxruntime on masks that leave query rows without a key (a sequence all
         padding; GPT-2's left padding under the causal mask), which the -inf fill's NaN guard
         makes zeros and the finite torch.finfo.min fill the mean of V."""
@@ -1558,6 +1559,23 @@ class CliTest(unittest.TestCase):
                     self.assertEqual(out.count("bool mask"), 2, out)
                     if name == "gpt2_block":  # the causal part a flag, the padding read
                         self.assertEqual(out.count("(attention, causal, bool mask)"), 2, out)
+                    if name == "bert_block":
+                        # the mask's Cast and And, 2 x (one GEMM for Q, K and V together,
+                        # attention reading it in place, output projection)
+                        self.assertIn("GPU plan: 8 steps", out)
+                        steps = out[out.index("step  node"):].splitlines()[1:]
+                        fused = [line.split()[2] for line in steps]
+                        self.assertEqual(fused.count("MatMul+Add"), 2, out)
+                        self.assertEqual(fused.count("MatMul+Add+Add"), 2, out)
+                        self.assertNotIn("strided_copy", out)
+                        # fp32 storage: the attention is its unfused steps, where the packed
+                        # projection's Slices would be copies; three GEMMs a block instead
+                        rc, fp32, err = run("--plan", "--precision", "fp32", "--shape",
+                                            f"input:{shape}x128", "--shape", f"mask:{shape}",
+                                            path)
+                        self.assertEqual(rc, 0, err)
+                        self.assertNotIn("Slice", fp32)
+                        self.assertEqual(fp32.count("cuBLASLt GEMM"), 12, fp32)
                     self.assertNotIn("tcinfer softmax", out)
             x = self.rng.standard_normal((3, 13, 128)).astype(np.float32)
             mask = np.ones((3, 13), np.int64)
@@ -1642,7 +1660,7 @@ class CliTest(unittest.TestCase):
         projection, FC2) and the MLP's expanded Gelu (tanh form: Pow(x, 3) in GPT-2's first
         layer, x * (x * x) in its second; erf form in ViT's) into its epilogue; no element-wise
         step is left for a Gelu or a residual Add, nor for mask nodes the attention does not
-        read."""
+        read; ViT's query, key and value Gemms are one GEMM step (pass_merge_sibling_gemms)."""
         if not MODELS_DIR:
             self.skipTest("needs --models-dir (ctest runs it as cli.plan_transformer_layers)")
         cases = {
@@ -1652,8 +1670,9 @@ class CliTest(unittest.TestCase):
             "gpt2_layers": (16, {"Gemm+Reshape+Add": 4,
                                  "Gemm+Reshape+Pow+Mul+Add+Mul+Tanh+Mul+Add+Mul": 1,
                                  "Gemm+Reshape+Mul+Mul+Mul+Add+Mul+Tanh+Add+Mul+Mul": 1}),
-            # 5 LayerNorms, 2 x (6 GEMMs, attention)
-            "vit_layers": (19, {"Gemm+Reshape+Add": 4, "Gemm+Reshape+Div+Erf+Add+Mul+Mul": 2}),
+            # 5 LayerNorms, 2 x (4 GEMMs: one for Q, K and V together, attention)
+            "vit_layers": (15, {"Gemm+Reshape+Add": 4, "Gemm+Reshape+Div+Erf+Add+Mul+Mul": 2,
+                                "Gemm": 2}),
         }
         for name, (count, labels) in cases.items():
             with self.subTest(model=name):

@@ -39,22 +39,28 @@ static size_t output_index(ir_graph *g, ir_tensor *t) {
     return g->num_outputs++;
 }
 
-/* Loads models_dir/name.onnx at (N, S), plans it, replays its attention steps (expected:
- * `steps`, of which `causal` with the causal flag and `row_mean` with keep_row_mean). */
-static void check_model(const char *name, int steps, int causal, int row_mean) {
+/* models_dir/name.onnx, every input's first two dims (N, S), optimised. */
+static ir_graph *load_model(const char *name) {
     const char *dir = getenv("TCI_TEST_MODELS_DIR");
     ck_assert_msg(dir != NULL, "TCI_TEST_MODELS_DIR is not set (ctest sets it)");
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
     ir_graph *g;
     ck_assert_tci_ok(onnx_load_file(path, &g));
-    ck_assert_int_eq(g->num_inputs, 2);
     for (size_t i = 0; i < g->num_inputs; i++) {
         ir_tensor *t = g->inputs[i];
         t->dims[0] = N;
         t->dims[1] = S;
     }
     ck_assert_tci_ok(pass_optimize(g));
+    return g;
+}
+
+/* Loads models_dir/name.onnx at (N, S), plans it, replays its attention steps (expected:
+ * `steps`, of which `causal` with the causal flag and `row_mean` with keep_row_mean). */
+static void check_model(const char *name, int steps, int causal, int row_mean) {
+    ir_graph *g = load_model(name);
+    ck_assert_int_eq(g->num_inputs, 2);
     ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
     ck_assert_tci_ok(plan_build(g, NULL, &p));
@@ -125,6 +131,169 @@ static void check_model(const char *name, int steps, int causal, int row_mean) {
     ir_graph_destroy(g);
 }
 
+/* The graph of models_dir/name.onnx at (N, S) prepared for the GPU with or without the
+ * siblings' merge (pass_merge_sibling_gemms; without it, the other GPU passes in
+ * pass_prepare_for_gpu's order), and its plan's steps, GEMM steps and copy steps; with the
+ * merge, and either way for the first `packed` attention steps (a packed QKV projection's),
+ * each attention step checked to read Q, K and V from one tensor at offsets 0, E and 2 E, and
+ * either way what it reads checked to be what a GEMM step writes. */
+static ir_graph *count_steps(const char *name, bool merge, int packed, int *steps, int *gemms,
+                             int *copies) {
+    ir_graph *g = load_model(name);
+    if (merge) {
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    } else {
+        ck_assert_tci_ok(pass_emulate_qdq(g));
+        ck_assert_tci_ok(pass_fold_layer_scale(g));
+        ck_assert_tci_ok(pass_fuse_for_gpu(g));
+        ck_assert_tci_ok(pass_assign_layouts(g));
+    }
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    *steps = p->num_steps;
+    *gemms = *copies = 0;
+    for (int i = 0, attention = 0; i < p->num_steps; i++) {
+        const plan_step *st = &p->steps[i];
+        *gemms += st->kind == PLAN_STEP_GEMM;
+        *copies += st->kind == PLAN_STEP_COPY;
+        if (st->kind != PLAN_STEP_ATTENTION) continue;
+        const ir_attention *a = st->node->epilogue->attention;
+        const ir_node *producer = a->q->producer;
+        if (merge || attention++ < packed) {
+            ck_assert_ptr_eq(a->k, a->q);
+            ck_assert_ptr_eq(a->v, a->q);
+            ck_assert_int_eq(a->q_offset, 0);
+            ck_assert_int_eq(a->k_offset, E);
+            ck_assert_int_eq(a->v_offset, 2 * E);
+        } else {
+            ck_assert_ptr_ne(a->k, a->q);
+        }
+        /* what the step reads is what a GEMM step writes (its bias Add fused into it) */
+        const ir_node *gemm = producer->fused_into ? producer->fused_into : producer;
+        bool written = false;
+        for (int j = 0; j < i; j++)
+            written = written || (p->steps[j].kind == PLAN_STEP_GEMM && p->steps[j].node == gemm);
+        ck_assert_msg(written, "%s: attention step %d reads a tensor no GEMM step writes", name,
+                      i);
+    }
+    plan_destroy(p);
+    return g;
+}
+
+/* Output 0 of g on the CPU reference: input [N, S, E] and, where g has one, the mask [N, S]
+ * keeping the first S - 2 keys of each sequence. */
+static float *cpu_output(ir_graph *g) {
+    static float x[N * S * E];
+    int64_t mask[N * S];
+    for (int i = 0; i < N * S * E; i++) x[i] = sinf(0.21f * (float)i) + 0.2f * cosf(0.07f * (float)i);
+    for (int i = 0; i < N * S; i++) mask[i] = i % S < S - 2;
+    const int64_t xd[3] = {N, S, E}, md[2] = {N, S};
+    tci_tensor in[2] = {th_tensor(TCI_DTYPE_FLOAT, 3, xd, x),
+                        th_tensor(TCI_DTYPE_INT64, 2, md, mask)};
+    return th_cpu_output(g, in, g->num_inputs, 0);
+}
+
+/* Hugging Face's separate query, key and value projections: three GEMM steps a block without
+ * the merge, one with it in each of `blocks` blocks, no copy step added, after `packed` blocks
+ * on a packed projection; the merged graph computes on the CPU reference what the unmerged one
+ * does. */
+static void check_merge(const char *name, int packed, int blocks, int steps_before,
+                        int gemms_before, int copies_before) {
+    int steps, gemms, copies;
+    ir_graph *unmerged = count_steps(name, false, packed, &steps, &gemms, &copies);
+    ck_assert_int_eq(steps, steps_before);
+    ck_assert_int_eq(gemms, gemms_before);
+    ck_assert_int_eq(copies, copies_before);
+    ir_graph *merged = count_steps(name, true, packed, &steps, &gemms, &copies);
+    ck_assert_int_eq(steps, steps_before - 2 * blocks);
+    ck_assert_int_eq(gemms, gemms_before - 2 * blocks);
+    ck_assert_int_eq(copies, copies_before);
+    float *want = cpu_output(unmerged), *got = cpu_output(merged);
+    th_assert_near(got, want, N * S * E, 1e-5f);
+    free(got);
+    free(want);
+    ir_graph_destroy(unmerged);
+    ir_graph_destroy(merged);
+}
+
+/* the mask's Cast and And, 2 x (Q, K, V, attention, output projection) */
+START_TEST(test_bert_block_merged_projections) { check_merge("bert_block", 0, 2, 12, 8, 0); }
+END_TEST
+
+/* 5 LayerNorms, 2 x (Q, K, V, attention, output projection, FC1, FC2) */
+START_TEST(test_vit_layers_merged_projections) { check_merge("vit_layers", 0, 2, 19, 12, 0); }
+END_TEST
+
+/* four blocks: SDPA's export with a padding mask, the manual causal form, head dims 40 and 128;
+ * the third (head dim 40) lowers as unfused steps, where the merge would add copies: not it */
+START_TEST(test_attention_block_merged_projections) {
+    check_merge("attention_block", 0, 3, 30, 18, 4);
+}
+END_TEST
+
+/* torchvision's MultiheadAttention (its Transposes moved onto the attention step's strided reads
+ * and writes: no copy either way) then the SDPA export's separate Q, K and V projections, merged:
+ * the cast, sub and mul of the mask, in_proj, attention, out_proj, then Q, K, V (one GEMM
+ * merged), attention, output projection */
+START_TEST(test_mixed_attention_block_merged_projections) {
+    check_merge("mixed_attention_block", 1, 1, 11, 6, 0);
+}
+END_TEST
+
+/* torchvision's MultiheadAttention, where the attention fusion moves the Transposes around the
+ * projections (rows.c) before it matches: the merge finds the attention steps on a copy, so the
+ * graph it is given stays as it is (no node, tensor or edge changed, no fusion mark) when there
+ * is nothing to merge, and the fusion proper still moves and folds the Transposes: the plan has
+ * its 12 steps, three attention steps and no copy step. */
+START_TEST(test_merge_probe_leaves_graph) {
+    ir_graph *g = load_model("packed_attention_block");
+    const size_t num_nodes = g->num_nodes, num_tensors = g->num_tensors;
+    ir_node **nodes = malloc(num_nodes * sizeof *nodes);
+    ir_tensor **edges = malloc(num_nodes * 2 * 8 * sizeof *edges);
+    ck_assert_ptr_nonnull(nodes);
+    ck_assert_ptr_nonnull(edges);
+    for (size_t i = 0; i < num_nodes; i++) {
+        nodes[i] = g->nodes[i];
+        ck_assert_int_le(nodes[i]->num_inputs, 8);
+        ck_assert_int_le(nodes[i]->num_outputs, 8);
+        for (int k = 0; k < nodes[i]->num_inputs; k++) edges[i * 16 + k] = nodes[i]->inputs[k];
+        for (int k = 0; k < nodes[i]->num_outputs; k++)
+            edges[i * 16 + 8 + k] = nodes[i]->outputs[k];
+    }
+    ck_assert_tci_ok(pass_merge_sibling_gemms(g));
+    ck_assert_uint_eq(g->num_nodes, num_nodes);
+    ck_assert_uint_eq(g->num_tensors, num_tensors);
+    for (size_t i = 0; i < num_nodes; i++) {
+        const ir_node *n = g->nodes[i];
+        ck_assert_ptr_eq(n, nodes[i]);
+        ck_assert_ptr_null(n->epilogue);
+        ck_assert_ptr_null(n->fused_into);
+        for (int k = 0; k < n->num_inputs; k++) ck_assert_ptr_eq(n->inputs[k], edges[i * 16 + k]);
+        for (int k = 0; k < n->num_outputs; k++)
+            ck_assert_ptr_eq(n->outputs[k], edges[i * 16 + 8 + k]);
+        for (int k = 0; k < n->num_outputs; k++)
+            if (n->outputs[k]) ck_assert_ptr_eq(n->outputs[k]->producer, n);
+    }
+    free(nodes);
+    free(edges);
+    ir_graph_destroy(g);
+    g = load_model("packed_attention_block");
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    int attentions = 0, copies = 0;
+    for (int i = 0; i < p->num_steps; i++) {
+        attentions += p->steps[i].kind == PLAN_STEP_ATTENTION;
+        copies += p->steps[i].kind == PLAN_STEP_COPY;
+    }
+    ck_assert_int_eq(p->num_steps, 12);
+    ck_assert_int_eq(attentions, 3);
+    ck_assert_int_eq(copies, 0);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* two blocks: -inf fill with the guard, then the finite torch.finfo.min fill */
 START_TEST(test_bert_block) { check_model("bert_block", 2, 0, 1); }
 END_TEST
@@ -138,6 +307,11 @@ int main(void) {
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_bert_block);
     tcase_add_test(tc, test_gpt2_block);
+    tcase_add_test(tc, test_bert_block_merged_projections);
+    tcase_add_test(tc, test_vit_layers_merged_projections);
+    tcase_add_test(tc, test_attention_block_merged_projections);
+    tcase_add_test(tc, test_merge_probe_leaves_graph);
+    tcase_add_test(tc, test_mixed_attention_block_merged_projections);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
