@@ -225,17 +225,28 @@ tci_status ir_graph_add_tensor(ir_graph *graph, const char *name, ir_tensor **ou
     return TCI_OK;
 }
 
-tci_status ir_graph_add_float_constant(ir_graph *graph, const float *values, int rank,
-                                       const int64_t *dims, ir_tensor **out_tensor) {
+static tci_status add_constant(ir_graph *graph, tci_dtype dtype, size_t elem, const void *values,
+                               int rank, const int64_t *dims, ir_tensor **out_tensor) {
     TRY_STATUS(ir_graph_add_tensor(graph, NULL, out_tensor));
     ir_tensor *t = *out_tensor;
     int64_t count = 1;
-    t->dtype = TCI_DTYPE_FLOAT;
+    t->dtype = dtype;
     t->rank = rank;
     for (int i = 0; i < rank; i++) count *= t->dims[i] = dims[i];
-    t->data = arena_memdup(graph->arena, values, (size_t)count * sizeof(float));
-    return t->data || !count ? TCI_OK
-                             : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding weights");
+    t->data = arena_memdup(graph->arena, values, (size_t)count * elem);
+    if (!t->data && count)
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory adding a constant");
+    return TCI_OK;
+}
+
+tci_status ir_graph_add_float_constant(ir_graph *graph, const float *values, int rank,
+                                       const int64_t *dims, ir_tensor **out_tensor) {
+    return add_constant(graph, TCI_DTYPE_FLOAT, sizeof(float), values, rank, dims, out_tensor);
+}
+
+tci_status ir_graph_add_int64_constant(ir_graph *graph, const int64_t *values, int rank,
+                                       const int64_t *dims, ir_tensor **out_tensor) {
+    return add_constant(graph, TCI_DTYPE_INT64, sizeof(int64_t), values, rank, dims, out_tensor);
 }
 
 tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_type,

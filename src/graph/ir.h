@@ -250,6 +250,9 @@ tci_status ir_graph_add_tensor(ir_graph *graph, const char *name, ir_tensor **ou
  * arena): what passes that fold weights make, never writing into existing constant data. */
 tci_status ir_graph_add_float_constant(ir_graph *graph, const float *values, int rank,
                                        const int64_t *dims, ir_tensor **out_tensor);
+/* The same for int64 values (a Reshape's shape, a Slice's starts). */
+tci_status ir_graph_add_int64_constant(ir_graph *graph, const int64_t *values, int rank,
+                                       const int64_t *dims, ir_tensor **out_tensor);
 /* Adds a node; inputs/outputs arrays are allocated (NULL-filled) with the given counts. */
 tci_status ir_graph_add_node(ir_graph *graph, const char *name, const char *op_type,
                              const char *domain, int num_inputs, int num_outputs,

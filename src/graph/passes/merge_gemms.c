@@ -119,22 +119,13 @@ static tci_status packed_tensor(ir_graph *g, const ir_tensor *like, int64_t colu
     return TCI_OK;
 }
 
-static tci_status int64_constant(ir_graph *g, int64_t value, ir_tensor **out) {
-    TRY_STATUS(ir_graph_add_tensor(g, NULL, out));
-    ir_tensor *t = *out;
-    t->dtype = TCI_DTYPE_INT64;
-    t->rank = 1;
-    t->dims[0] = 1;
-    t->data = arena_memdup(g->arena, &value, sizeof value);
-    return t->data ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMMs");
-}
-
 /* part = Slice(packed, first, first + columns, last axis), named after the part. */
 static tci_status add_slice(ir_graph *g, ir_tensor *packed, int64_t first, ir_tensor *part) {
     ir_tensor *in[4] = {packed, NULL, NULL, NULL};
-    TRY_STATUS(int64_constant(g, first, &in[1]));
-    TRY_STATUS(int64_constant(g, first + part->dims[part->rank - 1], &in[2]));
-    TRY_STATUS(int64_constant(g, -1, &in[3]));
+    /* starts, ends and axes, one value each */
+    const int64_t one = 1, args[3] = {first, first + part->dims[part->rank - 1], -1};
+    for (int i = 0; i < 3; i++)
+        TRY_STATUS(ir_graph_add_int64_constant(g, &args[i], 1, &one, &in[i + 1]));
     char name[512];
     snprintf(name, sizeof name, "%s/slice", part->name ? part->name : "merged");
     ir_node *n;

@@ -62,12 +62,7 @@ static bool same_params(const ir_tensor *s1, const ir_tensor *z1, const ir_tenso
 
 /* A scalar float constant. */
 static tci_status scalar(ir_graph *g, float value, ir_tensor **out) {
-    TRY_STATUS(ir_graph_add_tensor(g, NULL, out));
-    ir_tensor *t = *out;
-    t->dtype = TCI_DTYPE_FLOAT;
-    t->rank = 0;
-    t->data = arena_memdup(g->arena, &value, sizeof value);
-    return t->data ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory in pass");
+    return ir_graph_add_float_constant(g, &value, 0, NULL, out);
 }
 
 /* A float tensor of x's shape named name (anonymous where the model has that name), or out

@@ -146,12 +146,8 @@ static tci_status add_reshape(ir_graph *g, const ir_node *p, const char *what, i
     char name[512];
     snprintf(name, sizeof name, "%s/%s", p->name, what);
     ir_tensor *shape;
-    TRY_STATUS(ir_graph_add_tensor(g, NULL, &shape));
-    shape->dtype = TCI_DTYPE_INT64;
-    shape->rank = 1;
-    shape->dims[0] = y->rank;
-    shape->data = arena_memdup(g->arena, y->dims, (size_t)y->rank * sizeof y->dims[0]);
-    if (!shape->data) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory moving rows");
+    const int64_t rank = y->rank;
+    TRY_STATUS(ir_graph_add_int64_constant(g, y->dims, 1, &rank, &shape));
     ir_node *n;
     TRY_STATUS(ir_graph_add_node(g, name, "Reshape", "", 2, 1, out_node));
     n = *out_node;
