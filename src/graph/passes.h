@@ -98,11 +98,11 @@ tci_status pass_fold_layer_scale(ir_graph *graph);
  * side by side): Hugging Face's query, key and value Linears. Each part's tensor is then a Slice
  * of the packed result's last dim; the other products and Adds are removed, the model's
  * constants left as they are. Only where it pays: every part's tensor is what an attention step
- * reads its Q, K or V from (pass_fuse_attention run on a copy of the graph as it is, which that
- * pass rewrites: graph is not), read by nothing else, and that step is one kernel (a head dim it has, none of its
- * nodes ir_node.kept), so that it reads the part in place in the packed result and no copy is
- * added; no part kept. The graph computes the same values in fp32. A graph already fused is
- * left as it is. */
+ * reads its Q, K or V from (found by pass_fuse_attention on a copy of the graph, since that pass
+ * rewrites the graph it fuses; run only where two products could merge at all), read by nothing
+ * else, and that step is one kernel (a head dim it has, none of its nodes ir_node.kept), so that
+ * it reads the part in place in the packed result and no copy is added; no part kept. The graph
+ * computes the same values in fp32. A graph already fused is left as it is. */
 tci_status pass_merge_sibling_gemms(ir_graph *graph);
 
 /* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fold_layer_scale,

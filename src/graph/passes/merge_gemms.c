@@ -75,10 +75,8 @@ static const ir_tensor *activation_of(const merge_state *s, const ir_node *n) {
 
 /* Fills *part for n when it is a product with constant weights (op_desc.merge_columns), its
  * weights read by it alone, not kept out of 16-bit storage (nor its Add: the packed product
- * has one precision), followed by an optional bias Add, whose result a fused attention
- * reads Q, K or V from, through nodes it folds, and nothing else reads: the attention step will
- * read the part in place in the packed result, so the merge adds no copy. */
-static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
+ * has one precision), followed by an optional bias Add. */
+static bool product_part(const merge_state *s, ir_node *n, gemm_part *part) {
     memset(part, 0, sizeof *part);
     if (!n->desc || !n->desc->merge_columns || n->kept ||
         n->num_inputs < 2 || n->num_outputs != 1 || !n->inputs[0] || n->inputs[0]->data ||
@@ -100,8 +98,40 @@ static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
             part->out = add->outputs[0];
         }
     }
+    return true;
+}
+
+/* product_part, whose result a fused attention reads Q, K or V from (s->source, s->folded:
+ * find_attention_sources), through nodes it folds, and nothing else reads: the attention step
+ * will read the part in place in the packed result, so the merge adds no copy. */
+static bool part_of(const merge_state *s, ir_node *n, gemm_part *part) {
+    if (!product_part(s, n, part)) return false;
     const ir_node *reader = read_once(s, part->out) ? s->reader[part->out->index] : NULL;
     return s->source[part->out->index] && reader && s->folded[reader->index];
+}
+
+/* Whether parts a and b can be one product: the same op, both with a bias Add or neither, on
+ * the same activation of the same dims. */
+static bool siblings(const merge_state *s, const gemm_part *a, const gemm_part *b) {
+    return a->gemm->desc == b->gemm->desc && (a->add != NULL) == (b->add != NULL) &&
+           activation_of(s, a->gemm) == activation_of(s, b->gemm) &&
+           same_dims(a->gemm->inputs[0], b->gemm->inputs[0]);
+}
+
+/* Whether two products of g could merge at all, before asking which ones an attention reads:
+ * most graphs have none, and need no attention probe. */
+static tci_status any_siblings(const ir_graph *g, const merge_state *s, bool *found) {
+    gemm_part *parts = calloc(g->num_nodes + 1, sizeof *parts);
+    if (!parts) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMMs");
+    size_t num = 0;
+    *found = false;
+    for (size_t i = 0; i < g->num_nodes && !*found; i++) {
+        if (!product_part(s, g->nodes[i], &parts[num])) continue;
+        for (size_t j = 0; j < num && !*found; j++) *found = siblings(s, &parts[j], &parts[num]);
+        num++;
+    }
+    free(parts);
+    return TCI_OK;
 }
 
 /* A computed tensor of like's dtype and dims but the last. Anonymous: the model has no tensor
@@ -210,13 +240,8 @@ static tci_status merge_all(ir_graph *g, merge_state *s, bool *any) {
         if (taken[i]) continue;
         gemm_part group[64];
         int count = 0;
-        const ir_tensor *x = activation_of(s, parts[i].gemm);
         for (size_t j = i; j < num && count < 64; j++) {
-            if (taken[j] || parts[j].gemm->desc != parts[i].gemm->desc ||
-                (parts[j].add != NULL) != (parts[i].add != NULL) ||
-                activation_of(s, parts[j].gemm) != x ||
-                !same_dims(parts[j].gemm->inputs[0], parts[i].gemm->inputs[0]))
-                continue;
+            if (taken[j] || !siblings(s, &parts[i], &parts[j])) continue;
             group[count++] = parts[j];
             taken[j] = true;
         }
@@ -286,7 +311,6 @@ tci_status pass_merge_sibling_gemms(ir_graph *g) {
     bool any = false;
     if (!s.readers || !s.reader || !s.source || !s.folded)
         st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory merging GEMMs");
-    if (st == TCI_OK) st = find_attention_sources(g, &s);
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_inputs; k++) {
             const ir_tensor *t = g->nodes[i]->inputs[k];
@@ -294,7 +318,10 @@ tci_status pass_merge_sibling_gemms(ir_graph *g) {
             s.readers[t->index]++;
             s.reader[t->index] = g->nodes[i];
         }
-    if (st == TCI_OK) st = merge_all(g, &s, &any);
+    bool candidates = false;
+    if (st == TCI_OK) st = any_siblings(g, &s, &candidates);
+    if (st == TCI_OK && candidates) st = find_attention_sources(g, &s);
+    if (st == TCI_OK && candidates) st = merge_all(g, &s, &any);
     free(s.readers);
     free(s.reader);
     free(s.source);
