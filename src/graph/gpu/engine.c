@@ -194,13 +194,15 @@ static bool step_matches(const plan_step *a, const plan_step *b, const step_impl
 }
 
 /* The parent's device copy of constant t when the variant's is the same bytes in the same
- * layout (weights always are; shape-derived constants may differ with the shapes). */
+ * layout (weights always are; shape-derived constants may differ with the shapes). A constant
+ * a pass made (a folded BatchNormalization's, merged GEMMs' weights) has no name. */
 static void *borrow_constant(const exec_gpu_engine *parent, const plan_tensor *t, int index) {
     const plan *p = parent->plan;
     if (index >= p->num_tensors) return NULL;
     const plan_tensor *u = &p->tensors[index];
+    bool same_name = u->name && t->name ? strcmp(u->name, t->name) == 0 : u->name == t->name;
     if (u->memory != PLAN_MEM_CONSTANT || !parent->constants[index] || u->dtype != t->dtype ||
-        u->layout != t->layout || u->bytes != t->bytes || strcmp(u->name, t->name) != 0)
+        u->layout != t->layout || u->bytes != t->bytes || !same_name)
         return NULL;
     if (t->bytes && (!u->host_data || !t->host_data || memcmp(u->host_data, t->host_data, t->bytes)))
         return NULL;
