@@ -512,6 +512,14 @@ void ir_tensor_view(const ir_tensor *t, tci_tensor *out) {
     out->data = t->data;
 }
 
+bool ir_float_scalar(const ir_tensor *t, float *out_value) {
+    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] != 1) return false;
+    *out_value = *(const float *)t->data;
+    return true;
+}
+
 const char *ir_format_dims(int rank, const int64_t *dims, char *buf, size_t size) {
     if (rank < 0) {
         snprintf(buf, size, "(unknown rank)");

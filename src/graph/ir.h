@@ -296,6 +296,9 @@ void ir_tensor_copy_shape(ir_tensor *dst, const tci_tensor *src);
 /* Fills a tci_tensor view of an IR tensor (data included). */
 void ir_tensor_view(const ir_tensor *t, tci_tensor *out);
 
+/* The value of a constant float tensor of one element (rank 0, or dims of 1), else false. */
+bool ir_float_scalar(const ir_tensor *t, float *out_value);
+
 /* "1x3x224x224" or "?x3x224x224" into buf. */
 const char *ir_format_dims(int rank, const int64_t *dims, char *buf, size_t size);
 

@@ -562,6 +562,19 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
     const ir_tensor *final_out = e->output;
     act = last_act ? *last_act : e->act;
     label = lower_intern(b, e->label);
+    /* a Div that took its erf-expanded Gelu (fuse.c): the activation reads the dividend and
+     * divides in fp32 itself */
+    if (op == BINARY_DIV && act.kind == ACT_GELU_SCALED)
+        return lower_eltwise_step(b, node, BINARY_NONE, inputs, 1, final_out, act, label, -1);
+    /* x * c, c * x or x / c by a float scalar constant, nothing fused: the factor in fp32
+     * (ACT_SCALE over x), as PyTorch's half-precision ops take a Python number. The constant
+     * read in the storage type (1 / sqrt(384) is not exact in fp16) would scale every output by
+     * the same relative error, up to 2^-12, which every mean over the tensor keeps. */
+    float factor;
+    int x = act.kind == ACT_NONE && n == 2 ? op_scaling_input(node, &factor) : -1;
+    if (x >= 0 && node->inputs[x]->dtype == TCI_DTYPE_FLOAT)
+        return lower_eltwise_step(b, node, BINARY_NONE, &inputs[x], 1, final_out,
+                                  (act_params){ACT_SCALE, factor, 0.0f}, label, -1);
     act_params none = {0};
     int acc = -1;
     for (int i = 1; i < n; i++) {

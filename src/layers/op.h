@@ -278,6 +278,11 @@ tci_status op_matmul_shape(const ir_node *node, const tci_tensor *a, const tci_t
  * where it broadcasts). */
 void op_matmul_batch_strides(const op_matmul_side *s, int out_batch_rank, int64_t *strides);
 
+/* node = x * c, c * x (Mul) or x / c (Div) with c a finite, nonzero constant float scalar
+ * (ir_float_scalar) and the output of x's dims: x's input index and *factor (c, or 1 / c where
+ * that is finite); else -1. */
+int op_scaling_input(const ir_node *node, float *factor);
+
 /* The TensorProto.DataType name of an attribute's type value ("INT16", "FLOAT8E4M3FN"), for
  * messages about types tcinfer does not hold; NULL when type is no ONNX data type. */
 const char *op_onnx_type_name(int64_t type);

@@ -20,6 +20,24 @@ static const char *const onnx_type_names[] = {
     "FLOAT8E8M0", "UINT2",      "INT2",          "FLOAT6E2M3", "FLOAT6E3M2",
 };
 
+int op_scaling_input(const ir_node *node, float *factor) {
+    if (!node || !node->desc || node->num_inputs != 2 || !node->outputs[0]) return -1;
+    binary_op op = node->desc->binary;
+    float c;
+    int x = -1;
+    if (op == BINARY_MUL && ir_float_scalar(node->inputs[1], &c)) x = 0;
+    else if (op == BINARY_MUL && ir_float_scalar(node->inputs[0], &c)) x = 1;
+    else if (op == BINARY_DIV && ir_float_scalar(node->inputs[1], &c)) x = 0;
+    if (x < 0 || !isfinite(c) || c == 0.0f) return -1;
+    float f = op == BINARY_DIV ? 1.0f / c : c;
+    const ir_tensor *in = node->inputs[x], *out = node->outputs[0];
+    if (!in || !isfinite(f) || in->rank != out->rank) return -1;
+    for (int i = 0; i < in->rank; i++)
+        if (in->dims[i] != out->dims[i]) return -1;
+    *factor = f;
+    return x;
+}
+
 const char *op_onnx_type_name(int64_t type) {
     const int64_t count = (int64_t)(sizeof onnx_type_names / sizeof onnx_type_names[0]);
     return type > 0 && type < count ? onnx_type_names[type] : NULL;

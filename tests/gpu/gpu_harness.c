@@ -178,6 +178,7 @@ double gpu_act_reference(act_kind act, double x, double a, double b) {
     case ACT_SWISH: return x / (1 + exp(-a * x));
     case ACT_SCALE: return a * x;
     case ACT_GELU_OF_DIV: return 0.5 * a * x * (1 + erf(x));
+    case ACT_GELU_SCALED: return 0.5 * x * (1 + erf(x * a));
     default: ck_abort_msg("no reference for activation %d", (int)act); return 0;
     }
 }

@@ -239,6 +239,7 @@ static void set_act_params(kern_eltwise_desc *d, act_kind act) {
     case ACT_SWISH: d->act_alpha = 1.3f; break;
     case ACT_SCALE: d->act_alpha = 1.7f; break;
     case ACT_GELU_OF_DIV: d->act_alpha = 1.41421356f; break;
+    case ACT_GELU_SCALED: d->act_alpha = 0.70710678f; break;
     default: break;
     }
 }

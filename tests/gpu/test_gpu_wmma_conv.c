@@ -288,6 +288,8 @@ static const wc_case cases[] = {
     {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, false, NO_RESIDUAL, A(SCALE), 1.7f, 0, 1, 0},
     /* the erf GELU of a division by sqrt(2) (the fused Div -> Erf -> Add -> Mul -> Mul chain) */
     {1, 1, 16, 5, 4, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, RESIDUAL, A(GELU_OF_DIV), 1.41421356f, 0, 1, 0},
+    /* the same Gelu with the division by sqrt(2) in the activation (alpha 1 / sqrt(2)) */
+    {1, 1, 16, 4, 5, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true, NO_RESIDUAL, A(GELU_SCALED), 0.70710678f, 0, 1, 0},
 };
 #undef A
 

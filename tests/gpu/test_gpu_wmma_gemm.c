@@ -492,6 +492,7 @@ START_TEST(family_every_activation) {
         case ACT_SWISH: s.act_alpha = 1.3f; break;
         case ACT_SCALE: s.act_alpha = 1.7f; break;
         case ACT_GELU_OF_DIV: s.act_alpha = 1.41421356f; break;
+        case ACT_GELU_SCALED: s.act_alpha = 0.70710678f; break;
         default: break;
         }
         s.out = act % 3 == 0 ? TCI_DTYPE_FLOAT : TCI_DTYPE_FLOAT16;

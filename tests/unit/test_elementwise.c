@@ -21,7 +21,8 @@ START_TEST(test_numbering) {
     ck_assert_int_eq(ACT_TAN, 34);
     ck_assert_int_eq(ACT_SCALE, 45);
     ck_assert_int_eq(ACT_GELU_OF_DIV, 46);
-    ck_assert_int_eq(ACT_COUNT, 47);
+    ck_assert_int_eq(ACT_GELU_SCALED, 47);
+    ck_assert_int_eq(ACT_COUNT, 48);
     ck_assert_int_eq(BINARY_NONE, 0);
     ck_assert_int_eq(BINARY_ADD, 1);
     ck_assert_int_eq(BINARY_PRELU, 8);

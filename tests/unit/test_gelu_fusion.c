@@ -1,7 +1,7 @@
 /* The erf-expanded Gelu (src/graph/passes/fuse.c): Div(x, c) -> Erf -> Add 1 -> Mul x -> Mul 0.5
- * fuses into the Div's element-wise step as ACT_GELU_OF_DIV (alpha c); the host formula of that
- * step equals the CPU reference of the unfused chain; a chain that differs anywhere keeps its
- * steps. No GPU needed. */
+ * fuses into the Div's element-wise step as ACT_GELU_SCALED (alpha 1 / c) over the dividend;
+ * the host formula of that step equals the CPU reference of the unfused chain; a chain that
+ * differs anywhere keeps its steps. No GPU needed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +56,8 @@ START_TEST(test_gelu_fuses) {
     gelu_graph t;
     build(&t, c, 1.0f, 0.5f);
     ck_assert_ptr_nonnull(t.div->epilogue);
-    ck_assert_int_eq(t.div->epilogue->act.kind, ACT_GELU_OF_DIV);
-    ck_assert_float_eq(t.div->epilogue->act.alpha, c);
+    ck_assert_int_eq(t.div->epilogue->act.kind, ACT_GELU_SCALED);
+    ck_assert_float_eq(t.div->epilogue->act.alpha, 1.0f / c);
     for (int i = 0; i < 4; i++) ck_assert_ptr_eq(t.nodes[i]->fused_into, t.div);
     ck_assert_ptr_nonnull(strstr(t.div->epilogue->label, "(Gelu)"));
     plan *p;
@@ -65,10 +65,12 @@ START_TEST(test_gelu_fuses) {
     ck_assert_int_eq(p->num_steps, 1);
     const plan_step *s = &p->steps[0];
     ck_assert_int_eq(s->kind, PLAN_STEP_ELTWISE);
-    ck_assert_int_eq(s->u.eltwise.op, BINARY_DIV);
-    ck_assert_int_eq(s->u.eltwise.act.kind, ACT_GELU_OF_DIV);
+    /* the step reads the dividend alone and divides in fp32: no constant c in the storage type */
+    ck_assert_int_eq(s->u.eltwise.op, BINARY_NONE);
+    ck_assert_int_eq(s->num_inputs, 1);
+    ck_assert_int_eq(s->u.eltwise.act.kind, ACT_GELU_SCALED);
     ck_assert_int_eq(s->outputs[0], p->output_tensors[0]);
-    /* the step's formula, act(x / c), against the CPU reference of the five nodes */
+    /* the step's formula, act(x), against the CPU reference of the five nodes */
     float x[N], want[N];
     for (int i = 0; i < N; i++) x[i] = -4.0f + 8.0f * (float)i / (N - 1);
     exec_cpu *ex;
@@ -77,7 +79,7 @@ START_TEST(test_gelu_fuses) {
     ck_assert_tci_ok(exec_cpu_run(ex, &in, 1));
     const float *ref = exec_cpu_output(ex, 0)->data;
     for (int i = 0; i < N; i++) {
-        want[i] = act_apply_host(ACT_GELU_OF_DIV, x[i] / c, c, 0.0f);
+        want[i] = act_apply_host(ACT_GELU_SCALED, x[i], 1.0f / c, 0.0f);
         ck_assert_float_eq_tol(want[i], 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0))), 1e-6);
     }
     th_assert_near(want, ref, N, 1e-6f);

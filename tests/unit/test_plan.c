@@ -592,6 +592,48 @@ START_TEST(test_mod_lowering) {
 }
 END_TEST
 
+/* x * c, c * x and x / c by a float scalar constant: one step over x alone whose activation
+ * scales in fp32 (ACT_SCALE c, 1 / c), no constant read in the storage type; a scalar Mul with
+ * a fused Relu and a Mul by a vector stay binary steps. */
+START_TEST(test_scalar_factor_lowering) {
+    const float c = 0.05103103630798288f; /* 1 / sqrt(384): no fp16 value */
+    for (int k = 0; k < 5; k++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        int64_t xd[2] = {2, 3}, one = 1, three = 3;
+        const float v[3] = {c, c, c};
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL);
+        ir_tensor *f = k == 4 ? th_named(g, "c", TCI_DTYPE_FLOAT, 1, &three, v)
+                              : th_named(g, "c", TCI_DTYPE_FLOAT, k == 1 ? 0 : 1, &one, &c);
+        ir_tensor *z = act(g, "z"), *w = act(g, "w");
+        const char *op = k == 2 ? "Div" : "Mul";
+        th_node_io(g, "scale", op, 14, k == 1 ? (ir_tensor *[]){f, x} : (ir_tensor *[]){x, f}, 2,
+                   &z, 1);
+        if (k == 3) th_node_io(g, "relu", "Relu", 14, &z, 1, &w, 1);
+        th_graph_io(g, &x, 1, k == 3 ? &w : &z, 1);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        ck_assert_int_eq(p->num_steps, 1);
+        const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, 0);
+        ck_assert_ptr_nonnull(s);
+        if (k <= 2) {
+            ck_assert_int_eq(s->u.eltwise.op, BINARY_NONE);
+            ck_assert_int_eq(s->num_inputs, 1);
+            ck_assert_int_eq(s->u.eltwise.act.kind, ACT_SCALE);
+            ck_assert_float_eq(s->u.eltwise.act.alpha, k == 2 ? 1.0f / c : c);
+        } else {
+            ck_assert_int_eq(s->u.eltwise.op, BINARY_MUL);
+            ck_assert_int_eq(s->num_inputs, 2);
+            ck_assert_int_eq(s->u.eltwise.act.kind, k == 3 ? ACT_RELU : ACT_NONE);
+        }
+        plan_destroy(p);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
 /* A reduction with noop_with_empty_axes and no axes reduces nothing, but still maps each value
  * (|x| for ReduceL1): a REDUCE step with no reduced dim, not an alias of its input. */
 START_TEST(test_reduce_noop_lowering) {
@@ -1091,6 +1133,7 @@ int main(void) {
     tcase_add_test(tc, test_reduce_noop_lowering);
     tcase_add_test(tc, test_argreduce_lowering);
     tcase_add_test(tc, test_mod_lowering);
+    tcase_add_test(tc, test_scalar_factor_lowering);
     tcase_add_test(tc, test_logic_lowering);
     tcase_add_test(tc, test_matmul_1d_operands);
     tcase_add_test(tc, test_fp32_layers);

@@ -55,43 +55,11 @@ static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
     return true;
 }
 
-/* The value of a constant float tensor of one element, whatever it is. */
-static bool scalar_value(const ir_tensor *t, float *v) {
-    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT) return false;
-    for (int i = 0; i < t->rank; i++)
-        if (t->dims[i] != 1) return false;
-    *v = *(const float *)t->data;
-    return true;
-}
-
-/* The value of a constant float tensor of one element, finite and not 0. */
-static bool scalar_constant(const ir_tensor *t, float *v) {
-    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT) return false;
-    for (int i = 0; i < t->rank; i++)
-        if (t->dims[i] != 1) return false;
-    *v = *(const float *)t->data;
-    return isfinite(*v) && *v != 0.0f;
-}
-
-/* n = x * c, c * x or x / c with c a constant scalar and the output of x's shape: x's index and
- * the factor, else -1. */
+/* n = x * c, c * x or x / c with c a constant scalar (op_scaling_input), n not fused yet: x's
+ * index and the factor, else -1. */
 static int scaling_input(const ir_node *n, float *factor) {
-    if (!n || !n->desc || n->fused_into || n->epilogue || n->num_inputs != 2) return -1;
-    binary_op op = n->desc->binary;
-    float c;
-    int x = -1;
-    if (op == BINARY_MUL && scalar_constant(n->inputs[1], &c)) {
-        x = 0;
-        *factor = c;
-    } else if (op == BINARY_MUL && scalar_constant(n->inputs[0], &c)) {
-        x = 1;
-        *factor = c;
-    } else if (op == BINARY_DIV && scalar_constant(n->inputs[1], &c)) {
-        x = 0;
-        *factor = 1.0f / c;
-    }
-    if (x < 0 || !n->inputs[x] || !same_dims(n->inputs[x], n->outputs[0])) return -1;
-    return x;
+    if (!n || n->fused_into || n->epilogue) return -1;
+    return op_scaling_input(n, factor);
 }
 
 #define CHAIN_MAX 16
@@ -494,8 +462,8 @@ static bool match_keep(const int *consumers, ir_tensor *mask, const ir_tensor *s
         return false;
     ir_tensor *keep = w->inputs[0];
     if (!keep || keep->dtype != TCI_DTYPE_BOOL || !broadcasts(keep, scores) ||
-        !same_dims(keep, mask) || !scalar_value(w->inputs[1], &zero) || zero != 0.0f ||
-        !scalar_value(w->inputs[2], &fill))
+        !same_dims(keep, mask) || !ir_float_scalar(w->inputs[1], &zero) || zero != 0.0f ||
+        !ir_float_scalar(w->inputs[2], &fill))
         return false;
     if (keep->data || (fill == -INFINITY ? !guarded : !(isfinite(fill) && fill <= -1e30f)))
         return false;
@@ -521,7 +489,7 @@ static ir_tensor *skip_nan_guard(const int *consumers, ir_tensor *probs, attn_ma
     ir_node *test = cond ? cond->producer : NULL;
     if (!p || p->data || p->is_graph_output || consumers[p->index] != 2 ||
         !private_tensor(consumers, cond) || role_of(test, &pat) != OP_PATTERN_IS_NAN ||
-        test->num_inputs != 1 || test->inputs[0] != p || !scalar_value(w->inputs[1], &zero) ||
+        test->num_inputs != 1 || test->inputs[0] != p || !ir_float_scalar(w->inputs[1], &zero) ||
         zero != 0.0f || !same_dims(p, probs))
         return probs;
     m->core[m->num_core++] = w;

@@ -74,15 +74,6 @@ static bool silu_pair(const fuse_ctx *c, const ir_tensor *t, ir_node **out_sigmo
     return true;
 }
 
-/* The value of a constant float scalar (any number of length-1 dims), else false. */
-static bool float_scalar(const ir_tensor *t, float *v) {
-    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
-    for (int i = 0; i < t->rank; i++)
-        if (t->dims[i] != 1) return false;
-    *v = *(const float *)t->data;
-    return true;
-}
-
 /* n's other operand when n is the binary op with t as one operand, else NULL. */
 static ir_tensor *other_operand(const ir_node *n, binary_op op, const ir_tensor *t) {
     if (!n || !is_binary(n, op) || n->epilogue) return NULL;
@@ -92,14 +83,14 @@ static ir_tensor *other_operand(const ir_node *n, binary_op op, const ir_tensor 
 /* n = Mul or Add (binary op) of t and a constant scalar of value want, either side. */
 static bool with_scalar(const ir_node *n, binary_op op, const ir_tensor *t, float want) {
     float v;
-    return float_scalar(other_operand(n, op, t), &v) && v == want;
+    return ir_float_scalar(other_operand(n, op, t), &v) && v == want;
 }
 
 /* The erf-expanded Gelu as exporters write it after Div (n) of x by a constant c:
  * Erf -> Add 1 -> Mul x -> Mul 0.5, every intermediate read once: the four nodes. */
 static bool erf_gelu_chain(const fuse_ctx *c, const ir_node *n, float *divisor,
                            ir_node **chain) {
-    if (!is_binary(n, BINARY_DIV) || !float_scalar(n->inputs[1], divisor) || !(*divisor > 0.0f))
+    if (!is_binary(n, BINARY_DIV) || !ir_float_scalar(n->inputs[1], divisor) || !(*divisor > 0.0f))
         return false;
     const ir_tensor *x = n->inputs[0];
     bool is_act;
@@ -129,7 +120,7 @@ static bool near_value(float v, float want) {
 /* t is a constant float scalar within fp32 rounding of want. */
 static bool near_scalar(const ir_tensor *t, float want) {
     float v;
-    return float_scalar(t, &v) && near_value(v, want);
+    return ir_float_scalar(t, &v) && near_value(v, want);
 }
 
 /* n = op(t, constant scalar near want), either side, n not yet fused. */
@@ -514,8 +505,10 @@ static tci_status fuse_node(ir_graph *g, const fuse_ctx *c, ir_node *n) {
         ir_node *gelu[4];
         float divisor;
         if ((f & OP_EPILOGUE_ACT) && erf_gelu_chain(c, n, &divisor, gelu)) {
-            /* the Div's step applies 0.5 c u (1 + erf(u)) to its u = x / c: Gelu(x) */
-            b.e.act = (act_params){ACT_GELU_OF_DIV, divisor, 0.0f};
+            /* the Div's step applies the Gelu to its dividend x, dividing by c in fp32 (the
+             * constant c read in the storage type, sqrt(2) as 1.4140625 in fp16, would scale
+             * every output by the same 1e-4: invisible per element, a bias in every mean) */
+            b.e.act = (act_params){ACT_GELU_SCALED, 1.0f / divisor, 0.0f};
             for (int i = 0; i < 4; i++) absorb(&b, n, gelu[i], i ? "" : "+Erf+Add+Mul+Mul (Gelu)");
         } else if ((f & OP_EPILOGUE_ACT) &&
                    !((f & OP_EPILOGUE_SCALE) && fuse_erf_gelu_after(c, n, &b)) &&
