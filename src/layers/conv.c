@@ -721,6 +721,32 @@ static tci_status conv_gpu_lower(plan_builder *b, const ir_node *node) {
     return conv1d_output(b, node, out, yt);
 }
 
+tci_status layer_lower_channel_affine(plan_builder *b, const ir_node *node, const ir_tensor *x,
+                                      const float *scale, const float *shift, act_params act,
+                                      const ir_tensor *out, const char *label) {
+    const int64_t c = x->dims[1], wdims[4] = {c, 1, 1, 1}, bdims[1] = {c};
+    int wt = -1, bt = -1, xt = -1, yt = -1;
+    TRY_STATUS(lower_host_constant(b, "channel_scale", scale, 4, wdims, TCI_DTYPE_FLOAT,
+                                   PLAN_LAYOUT_DENSE, &wt));
+    TRY_STATUS(lower_host_constant(b, "channel_shift", shift, 1, bdims, TCI_DTYPE_FLOAT,
+                                   PLAN_LAYOUT_DENSE, &bt));
+    TRY_STATUS(conv_nhwc_input(b, node, x, &xt));
+    TRY_STATUS(conv_step_output(b, node, out, &yt));
+    plan_step *step;
+    TRY_STATUS(lower_step(b, PLAN_STEP_CONV, node, label, &step));
+    plan_conv *pc = &step->u.conv;
+    pc->geom = (conv_geom){.n = x->dims[0], .c = c, .h = x->dims[2], .w = x->dims[3], .k = c,
+                           .kernel_h = 1, .kernel_w = 1, .out_h = x->dims[2],
+                           .out_w = x->dims[3], .stride_h = 1, .stride_w = 1, .dilation_h = 1,
+                           .dilation_w = 1, .groups = c};
+    pc->has_bias = true;
+    pc->fused = step->label;
+    pc->depthwise = true;
+    pc->act = act;
+    lower_step_io(step, 4, (int[]){xt, wt, bt, -1}, 1, &yt);
+    return TCI_OK;
+}
+
 /* 1-D and 2-D ConvTranspose: cuDNN's backward data; weights stay in ONNX order for the
  * executor to pack, activations follow as an in-place step. */
 static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node) {

@@ -548,9 +548,11 @@ static void batchnorm_dense_view(const ir_tensor *x, bool spatial, plan_strided 
     }
 }
 
-/* Standalone BatchNormalization: y = x * scale + shift per channel, two element-wise steps; a
- * 4-D X in NHWC8, any other rank (LeViT's 2-D and 3-D) dense. Training mode folds at build when
- * X is a constant (weight standardisation); a computed X has no GPU path. */
+/* Standalone BatchNormalization: y = x * scale + shift per channel. A 4-D X (NHWC8) is one
+ * depthwise 1x1 convolution step (layer_lower_channel_affine: one rounding, the shift in fp32,
+ * the activation fused, one pass); any other rank (LeViT's 2-D and 3-D) two dense element-wise
+ * steps. Training mode folds at build when X is a constant (weight standardisation); a computed
+ * X has no GPU path. */
 static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     const batchnorm_params *p = node->params;
     const ir_tensor *x = node->inputs[0];
@@ -581,8 +583,6 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
         scale[i] = (float)(gamma[i] / sqrt((double)var[i] + p->epsilon));
         shift[i] = beta[i] - mean[i] * scale[i];
     }
-    /* the vectors are NHWC8 (1, c, 1, 1) constants in either case: uploaded as they are in the
-     * device dtype, c contiguous values (dense fp32 host constants are packing sources) */
     ir_epilogue none;
     const ir_epilogue *e = lower_epilogue(node, &none);
     const char *label = lower_intern(b, e->label);
@@ -596,6 +596,14 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
         return ir_node_error(node, TCI_ERR_UNSUPPORTED,
                              "spatial=0 on a 4-D input has no GPU path");
     }
+    if (nhwc) {
+        tci_status st = layer_lower_channel_affine(b, node, x, scale, shift, act, out, label);
+        free(scale);
+        free(shift);
+        return st;
+    }
+    /* the vectors as (1, c, 1, 1) constants uploaded as they are in the device dtype, c
+     * contiguous values (dense fp32 host constants are packing sources) */
     int64_t dims[4] = {1, c, 1, 1};
     int si = -1, hi = -1, xi = -1, tmp = -1, yt = -1;
     tci_status st = lower_host_constant(b, "bn_scale", scale, 4, dims, lower_float_dtype(b),
@@ -616,14 +624,7 @@ static tci_status batchnorm_gpu_lower(plan_builder *b, const ir_node *node) {
         TRY_STATUS(lower_step(b, PLAN_STEP_ELTWISE, node, label, &s));
         s->u.eltwise.op = k == 0 ? BINARY_MUL : BINARY_ADD;
         if (k == 1) s->u.eltwise.act = act;
-        if (nhwc) {
-            const plan_tensor *o = lower_tensor(b, pairs[k][2]);
-            lower_output_view(o, &s->u.eltwise.view);
-            lower_operand_strides(o, lower_tensor(b, pairs[k][0]), s->u.eltwise.view.strides[0]);
-            lower_operand_strides(o, lower_tensor(b, pairs[k][1]), s->u.eltwise.view.strides[1]);
-        } else {
-            batchnorm_dense_view(x, spatial, &s->u.eltwise.view);
-        }
+        batchnorm_dense_view(x, spatial, &s->u.eltwise.view);
         lower_step_io(s, 2, pairs[k], 1, &pairs[k][2]);
     }
     return TCI_OK;

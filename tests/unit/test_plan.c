@@ -592,6 +592,51 @@ START_TEST(test_mod_lowering) {
 }
 END_TEST
 
+/* A standalone 4-D BatchNormalization (its input no convolution's) and its Relu: one depthwise
+ * 1x1 convolution step, the folded scale as its weights and the shift as its fp32 bias. */
+START_TEST(test_batchnorm_as_depthwise_step) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {2, 10, 5, 5};
+    float gamma[10], beta[10], mean[10], var[10];
+    for (int i = 0; i < 10; i++)
+        gamma[i] = 1.0f + i, beta[i] = 0.5f * i, mean[i] = 0.1f * i, var[i] = 4.0f;
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *bn = act(g, "bn"), *y = act(g, "y");
+    ir_tensor *ga = vec(g, "gamma", gamma, 10), *be = vec(g, "beta", beta, 10),
+              *me = vec(g, "mean", mean, 10), *va = vec(g, "var", var, 10);
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &bn, 1);
+    th_node_io(g, "relu", "Relu", 14, &bn, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_null(find_step(p, PLAN_STEP_ELTWISE, 0));
+    ck_assert_str_eq(s->label, "BatchNormalization+Relu");
+    const plan_conv *c = &s->u.conv;
+    ck_assert(c->depthwise && c->has_bias && !c->has_residual);
+    ck_assert_int_eq(c->geom.groups, 10);
+    ck_assert_int_eq(c->geom.k, 10);
+    ck_assert_int_eq(c->geom.kernel_h * c->geom.kernel_w, 1);
+    ck_assert_int_eq(c->geom.out_h * c->geom.out_w, 25);
+    ck_assert_int_eq(c->act.kind, ACT_RELU);
+    const plan_tensor *w = &p->tensors[s->inputs[1]], *b = &p->tensors[s->inputs[2]];
+    ck_assert_int_eq(w->dtype, TCI_DTYPE_FLOAT);
+    ck_assert_int_eq(b->dtype, TCI_DTYPE_FLOAT);
+    const float *wv = w->host_data, *bv = b->host_data;
+    for (int i = 0; i < 10; i++) {
+        float scale = (float)(gamma[i] / sqrt(4.0 + 1e-5));
+        ck_assert_float_eq_tol(wv[i], scale, 1e-6f);
+        ck_assert_float_eq_tol(bv[i], beta[i] - mean[i] * scale, 1e-6f);
+    }
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 /* x * c, c * x and x / c by a float scalar constant: one step over x alone whose activation
  * scales in fp32 (ACT_SCALE c, 1 / c), no constant read in the storage type; a scalar Mul with
  * a fused Relu and a Mul by a vector stay binary steps. */
@@ -1134,6 +1179,7 @@ int main(void) {
     tcase_add_test(tc, test_argreduce_lowering);
     tcase_add_test(tc, test_mod_lowering);
     tcase_add_test(tc, test_scalar_factor_lowering);
+    tcase_add_test(tc, test_batchnorm_as_depthwise_step);
     tcase_add_test(tc, test_logic_lowering);
     tcase_add_test(tc, test_matmul_1d_operands);
     tcase_add_test(tc, test_fp32_layers);
