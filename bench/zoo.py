@@ -408,8 +408,10 @@ def replan(results_dir, work, binary, timeout):
     for f in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
         with open(f) as fh:
             info = json.load(fh)
-        if "plan" not in info or not os.path.exists(info.get("onnx", "")):
+        path = os.path.join(work, slug(info["name"]) + ".onnx")
+        if "plan" not in info or not os.path.exists(path):
             continue
+        info["onnx"] = path
         batch = info.get("cpu_batch", ACC_BATCH)
         shapes = []
         for n, (_, shape, _) in info["inputs"].items():
@@ -417,8 +419,7 @@ def replan(results_dir, work, binary, timeout):
                 shapes += ["--shape", "%s:%s" % (n, "x".join(str(d) for d in [batch] + shape))]
         _, err = run_tcinfer(binary, [info["onnx"], "--plan"] + shapes, timeout)
         info["plan"] = {"error": err} if err else {"ok": True}
-        with open(f, "w") as fh:
-            json.dump(info, fh, indent=1)
+        save_result(f, info)
         print("%-40s %s" % (info["name"], "plan builds" if not err else err), flush=True)
 
 
@@ -904,8 +905,7 @@ def cpu_phase(args, specs):
                 for key in ("gpu", "bench", "gpu_s", "bench_s"):
                     if key in earlier and "error" not in info:
                         info[key] = earlier[key]
-            with open(out, "w") as fh:
-                json.dump(info, fh, indent=1)
+            save_result(out, info)
             print("%-40s %s  (export %ss, cpu %ss)" % (info["name"], verdict(info),
                                                        info.get("export_s"), info.get("cpu_s")),
                   flush=True)
@@ -915,6 +915,13 @@ def cpu_phase(args, specs):
                     g.cancel()
                 break
     return 0
+
+
+def save_result(path, info):
+    """Writes one model's result JSON, without "onnx": the path of the export on the machine
+    that ran it, which means nothing elsewhere (the next run sets it from its own export)."""
+    with open(path, "w") as fh:
+        json.dump({k: v for k, v in info.items() if k != "onnx"}, fh, indent=1)
 
 
 def with_earlier_cpu(info, out):
@@ -1039,8 +1046,7 @@ def main(argv=None):
                 except Exception as exc:
                     info["error"] = "sweep: " + error_text(exc)
                     info["traceback"] = traceback.format_exc()[-2000:]
-            with open(out, "w") as fh:
-                json.dump(info, fh, indent=1)
+            save_result(out, info)
             print("%-40s %s  (export %ss, cpu %ss, gpu %ss, bench %ss)" % (
                 info["name"], verdict(info), info.get("export_s"), info.get("cpu_s"),
                 info.get("gpu_s"), info.get("bench_s")), flush=True)
