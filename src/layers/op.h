@@ -341,11 +341,6 @@ tci_status layer_lower_global_pool(plan_builder *b, const ir_node *node, const i
 tci_status layer_batchnorm_fold(const ir_node *node, int64_t k, float *scale, float *shift,
                                 bool *folded);
 
-/* One PLAN_STEP_LAYERNORM for node (norm.c): LayerNormalization (bias may be NULL) or, rms,
- * RMSNormalization (inputs X and scale) over X's dims from axis_attr on, with the residual Add
- * the fusion folded in (OP_PROLOGUE_RESIDUAL). Refused naming the node where scale or bias is
- * not one full row of those dims for every row of X (it varies before the axis or broadcasts
- * after it), or where epsilon is negative. */
 /* y = act(x * scale + shift) per channel of a 4-D x (NHWC8) as one depthwise 1x1 convolution
  * step (conv.c): fp32 arithmetic, the shift in fp32 and one rounding, any activation fused.
  * scale and shift hold x's C values. Standalone BatchNormalization's step. */
@@ -353,6 +348,11 @@ tci_status layer_lower_channel_affine(plan_builder *b, const ir_node *node, cons
                                       const float *scale, const float *shift, act_params act,
                                       const ir_tensor *out, const char *label);
 
+/* One PLAN_STEP_LAYERNORM for node (norm.c): LayerNormalization (bias may be NULL) or, rms,
+ * RMSNormalization (inputs X and scale) over X's dims from axis_attr on, with the residual Add
+ * the fusion folded in (OP_PROLOGUE_RESIDUAL). Refused naming the node where scale or bias is
+ * not one full row of those dims for every row of X (it varies before the axis or broadcasts
+ * after it), or where epsilon is negative. */
 tci_status layer_lower_norm_rows(plan_builder *b, const ir_node *node, int64_t axis_attr,
                                  float epsilon, const ir_tensor *bias, bool rms);
 

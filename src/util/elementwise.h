@@ -88,9 +88,9 @@
     /* alpha: the factor (Mean's 1/n after its sum) */                                             \
     X(SCALE, "Scale", alpha * x, 0)                                                                \
     /* the erf-expanded Gelu after its Div: x = v / alpha, 0.5 v (1 + erf(x)) (alpha sqrt(2)) */   \
-    X(GELU_OF_DIV, "GeluOfDiv", 0.5f * alpha * x * (1.0f + erff(x)), 0)                        \
-    /* the erf-expanded Gelu of x with alpha = 1 / its Div's divisor, divided in fp32: for a Div  \
-     * step that takes its Gelu, so that the divisor is not its constant rounded to 16 bits */   \
+    X(GELU_OF_DIV, "GeluOfDiv", 0.5f * alpha * x * (1.0f + erff(x)), 0)                            \
+    /* the erf-expanded Gelu of x with alpha = 1 / its Div's divisor, divided in fp32: for a Div   \
+     * step that takes its Gelu, so that the divisor is not its constant rounded to 16 bits */     \
     X(GELU_SCALED, "GeluScaled", 0.5f * x * (1.0f + erff(x * alpha)), 0)
 /* clang-format on */
 
