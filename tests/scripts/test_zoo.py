@@ -190,5 +190,28 @@ class ZooVerdictTest(unittest.TestCase):
                       lines["tv/swin_v2_b"])
 
 
+
+class ZooTraceTest(unittest.TestCase):
+    """bench/zoo_trace.py's measures: a systematic error (every value scaled by the same 1e-3)
+    and a random one of the same size look alike per element; the spatial mean tells them apart."""
+
+    def test_mean_error_finds_a_bias(self):
+        import numpy as np
+        import zoo_trace
+        rng = np.random.default_rng(0)
+        ref = rng.normal(0.0, 1.0, (2, 8, 16, 16)) + rng.normal(0.0, 0.5, (1, 8, 1, 1))
+        noisy = ref * (1.0 + 1e-3 * rng.normal(0.0, 1.0, ref.shape))
+        biased = ref * (1.0 + 1e-3)
+        rel_n, mean_n, bias_n = zoo_trace.stats(noisy, ref)
+        rel_b, mean_b, bias_b = zoo_trace.stats(biased, ref)
+        self.assertAlmostEqual(rel_b, 1e-3, delta=1e-6)
+        self.assertLess(abs(rel_n / rel_b - 1.0), 0.1)  # alike per element
+        self.assertAlmostEqual(mean_b, 1e-3, delta=1e-6)  # the bias survives the mean
+        self.assertGreater(mean_b, 5 * mean_n)  # random rounding averages away
+        self.assertGreater(bias_b, 3 * bias_n)
+        # tokens (rank 3): the mean over the sequence; rank 2: no mean
+        self.assertAlmostEqual(zoo_trace.stats(biased[0], ref[0])[1], 1e-3, delta=1e-6)
+        self.assertTrue(np.isnan(zoo_trace.stats(biased[0, 0], ref[0, 0])[1]))
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
