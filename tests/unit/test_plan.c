@@ -17,6 +17,15 @@ static ir_tensor *vec(ir_graph *g, const char *name, const float *v, int64_t n) 
     return th_named(g, name, TCI_DTYPE_FLOAT, 1, &n, v);
 }
 
+/* g optimised, prepared for the GPU and planned with the default options. */
+static plan *gpu_plan(ir_graph *g) {
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p = NULL;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    return p;
+}
+
 static const plan_step *find_step(const plan *p, plan_step_kind kind, int nth) {
     for (int i = 0; i < p->num_steps; i++)
         if (p->steps[i].kind == kind && nth-- == 0) return &p->steps[i];
@@ -49,11 +58,7 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){c, ga, be, me, va}, 5, &bn, 1);
     th_node_io(g, "add", "Add", 14, (ir_tensor *[]){bn, short_cut}, 2, &sum, 1);
     th_node_io(g, "relu", "Relu", 14, &sum, 1, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     ck_assert_int_eq(p->num_steps, 2);
     const plan_step *s = find_step(p, PLAN_STEP_CONV, 1);
     ck_assert_ptr_nonnull(s);
@@ -102,10 +107,7 @@ START_TEST(test_head_conversion_and_gemm_fusion) {
     ir_node *gemm = th_node_io(g, "fc", "Gemm", 17, (ir_tensor *[]){flat, wt, bt}, 3, &fc, 1);
     th_attr_int(g, gemm, "transB", 1);
     th_node_io(g, "relu", "Relu", 14, &fc, 1, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     ck_assert_int_eq(p->num_layout_conversions, 1);
     ck_assert_ptr_nonnull(find_step(p, PLAN_STEP_GLOBAL_POOL, 0));
     ck_assert_ptr_nonnull(find_step(p, PLAN_STEP_LAYOUT, 0));
@@ -150,10 +152,7 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
         th_node_io(g, name, i % 2 ? "Mul" : "Sigmoid", 14, (ir_tensor *[]){t[i - 1], ct},
                    i % 2 ? 2 : 1, &t[i], 1);
     }
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
     ck_assert_ptr_nonnull(mul);
     ck_assert_int_eq(mul->u.eltwise.op, BINARY_MUL);
@@ -185,10 +184,7 @@ START_TEST(test_lrn_lowering) {
         ir_node *lrn = th_node_io(g, "norm1", "LRN", 13, &x, 1, &y, 1);
         th_attr_int(g, lrn, "size", 3);
         th_attr_float(g, lrn, "alpha", 0.5f);
-        ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
-        plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        plan *p = gpu_plan(g);
         const plan_step *s = find_step(p, PLAN_STEP_LRN, 0);
         ck_assert_ptr_nonnull(s);
         ck_assert_int_eq(s->u.lrn.n, 2);
@@ -230,10 +226,7 @@ START_TEST(test_grouped_conv_merge) {
         ir_node *conv = th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wt}, 2, &y, 1);
         th_attr_int(g, conv, "group", group);
         th_attr_ints(g, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
-        ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
-        plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        plan *p = gpu_plan(g);
         const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
         ck_assert_ptr_nonnull(s);
         ck_assert_int_eq(s->u.conv.geom.groups, cases[t].want_groups);
@@ -274,10 +267,7 @@ START_TEST(test_batchnorm_any_rank_lowering) {
         th_graph_io(g, &x, 1, &y, 1);
         th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &y,
                    1);
-        ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
-        plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        plan *p = gpu_plan(g);
         ck_assert_int_eq(p->num_steps, 2);
         for (int k = 0; k < 2; k++) {
             const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, k);
@@ -321,10 +311,7 @@ START_TEST(test_batchnorm_training_lowering) {
                              (ir_tensor *[]){wraw, ga, be, me, va}, 5, &wstd, 1);
     th_attr_int(g, bn, "training_mode", 1);
     th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wstd}, 2, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     ck_assert_int_eq(p->num_steps, 1);
     const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
     ck_assert_ptr_nonnull(s);
@@ -380,10 +367,7 @@ START_TEST(test_groupnorm_lowering) {
     th_attr_int(g, n, "num_groups", 3);
     th_node_io(g, "in", "InstanceNormalization", 6,
                (ir_tensor *[]){gn, vec(g, "s6", s6, 6), vec(g, "b6", b6, 6)}, 3, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     const plan_step *s = find_step(p, PLAN_STEP_GROUPNORM, 0);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(s->u.groupnorm.n, 2);
@@ -508,10 +492,7 @@ START_TEST(test_reduce_max_lowering) {
     th_graph_io(g, &x, 1, &y, 1);
     ir_node *n = th_node_io(g, "rmax", "ReduceMax", 18, (ir_tensor *[]){x, axes}, 2, &y, 1);
     th_attr_int(g, n, "keepdims", 0);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     ck_assert_int_eq(p->num_steps, 1);
     const plan_step *s = find_step(p, PLAN_STEP_REDUCE, 0);
     ck_assert_ptr_nonnull(s);
@@ -575,10 +556,7 @@ START_TEST(test_mod_lowering) {
             th_node_io(g, "relu", "Relu", 14, &z, 1, &w, 1);
         }
         th_graph_io(g, in, 2, fmod_attr ? &w : &z, 1);
-        ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
-        plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        plan *p = gpu_plan(g);
         ck_assert_int_eq(p->num_steps, 1);
         const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, 0);
         ck_assert_ptr_nonnull(s);
@@ -608,10 +586,7 @@ START_TEST(test_batchnorm_as_depthwise_step) {
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &bn, 1);
     th_node_io(g, "relu", "Relu", 14, &bn, 1, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
     ck_assert_ptr_nonnull(s);
     ck_assert_ptr_null(find_step(p, PLAN_STEP_ELTWISE, 0));
@@ -656,10 +631,7 @@ START_TEST(test_scalar_factor_lowering) {
                    &z, 1);
         if (k == 3) th_node_io(g, "relu", "Relu", 14, &z, 1, &w, 1);
         th_graph_io(g, &x, 1, k == 3 ? &w : &z, 1);
-        ck_assert_tci_ok(pass_optimize(g));
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
-        plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        plan *p = gpu_plan(g);
         ck_assert_int_eq(p->num_steps, 1);
         const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, 0);
         ck_assert_ptr_nonnull(s);
@@ -822,10 +794,7 @@ START_TEST(test_logic_lowering) {
     th_node_io(g, "less", "Less", 13, (ir_tensor *[]){r, c}, 2, &l, 1);
     th_node_io(g, "not", "Not", 1, &l, 1, &nl, 1);
     th_node_io(g, "isnan", "IsNaN", 20, &r, 1, &nan, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
     ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 4);
     const plan_step *s = find_step(p, PLAN_STEP_ELTWISE, 1);
     ck_assert_int_eq(s->u.eltwise.op, BINARY_LESS);
@@ -1068,10 +1037,7 @@ START_TEST(test_conv1d_lowering) {
     ir_node *convt = th_node_io(g, "up", "ConvTranspose", 17, (ir_tensor *[]){r, tw}, 2, &y, 1);
     th_attr_ints(g, convt, "strides", (const int64_t[]){2}, 1);
     th_attr_ints(g, convt, "pads", (const int64_t[]){1, 1}, 2);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    plan *p = gpu_plan(g);
 
     const plan_step *s = find_step(p, PLAN_STEP_CONV, 0);
     ck_assert_ptr_nonnull(s);
