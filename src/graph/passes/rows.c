@@ -351,7 +351,9 @@ static void unfuse(ir_node *owner) {
 tci_status rows_keep_folded(ir_graph *g, rows_moves *moves, bool *refuse) {
     bool undone = false;
     *refuse = false;
-    for (size_t i = 0; i < moves->num; i++) {
+    /* the last move first: a node two moves rewired gets back the state before both (each
+     * move saved it as the one before it left it) */
+    for (size_t i = moves->num; i-- > 0;) {
         rows_move *mv = &moves->moves[i];
         ir_node *parts[3] = {mv->transpose, mv->added[0], mv->added[1]}, *owner = NULL;
         for (int k = 0; k < 3 && !owner; k++) owner = attention_of(parts[k]);
