@@ -112,14 +112,20 @@ static void torchvision_heads(views_graph *t, ir_tensor **sq_out) {
     *sq_out = sq;
 }
 
-/* torchvision's MultiheadAttention export on a packed (s, b, 3E) projection; Y merged back to
- * (s * b, E) for the output projection. squeeze_is_output: the (3, s, b, E) tensor before the
- * Gathers is a graph output too. */
-static void build_torchvision(views_graph *t, int64_t b, int64_t s, bool squeeze_is_output) {
+/* t emptied, for batch b and sequence s, with a new graph: that graph. */
+static ir_graph *new_views_graph(views_graph *t, int64_t b, int64_t s) {
     memset(t, 0, sizeof *t);
     t->b = b;
     t->s = s;
     ck_assert_tci_ok(ir_graph_create(&t->g));
+    return t->g;
+}
+
+/* torchvision's MultiheadAttention export on a packed (s, b, 3E) projection; Y merged back to
+ * (s * b, E) for the output projection. squeeze_is_output: the (3, s, b, E) tensor before the
+ * Gathers is a graph output too. */
+static void build_torchvision(views_graph *t, int64_t b, int64_t s, bool squeeze_is_output) {
+    new_views_graph(t, b, s);
     const int64_t qd[3] = {s, b, 3 * E};
     t->qkv = th_named(t->g, "qkv", TCI_DTYPE_FLOAT, 3, qd, NULL);
     ir_tensor *sq;
@@ -141,11 +147,7 @@ static float layer_weight(int which, int64_t i) {
  * bias C), Reshape (s, b, E), Transpose back and the residual Add of x. qkv_is_output: the packed
  * projection is a graph output too. */
 static void build_torchvision_layer(views_graph *t, int64_t b, int64_t s, bool qkv_is_output) {
-    memset(t, 0, sizeof *t);
-    t->b = b;
-    t->s = s;
-    ck_assert_tci_ok(ir_graph_create(&t->g));
-    ir_graph *g = t->g;
+    ir_graph *g = new_views_graph(t, b, s);
     const int64_t xd[3] = {b, s, E}, wd[2] = {E, 3 * E}, bd[1] = {3 * E}, ed[1] = {E};
     const int64_t od[2] = {E, E};
     float *w = malloc(sizeof(float) * 3 * E * E), *ob = malloc(sizeof(float) * 3 * E);
@@ -186,11 +188,7 @@ static void build_torchvision_layer(views_graph *t, int64_t b, int64_t s, bool q
  * to (3, b, H, s, D), Split and Squeeze; or (slice) one constant Slice of the last dim per operand
  * then Reshape (b, s, H, D) and Transpose; Y merged to (b, s, E). */
 static void build_packed(views_graph *t, int64_t b, int64_t s, bool slice) {
-    memset(t, 0, sizeof *t);
-    t->b = b;
-    t->s = s;
-    ck_assert_tci_ok(ir_graph_create(&t->g));
-    ir_graph *g = t->g;
+    ir_graph *g = new_views_graph(t, b, s);
     const int64_t qd[3] = {b, s, 3 * E};
     t->qkv = th_named(g, "qkv", TCI_DTYPE_FLOAT, 3, qd, NULL);
     t->out = named(g, "out");
