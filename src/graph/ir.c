@@ -512,6 +512,16 @@ void ir_tensor_view(const ir_tensor *t, tci_tensor *out) {
     out->data = t->data;
 }
 
+int *ir_graph_count_readers(const ir_graph *g) {
+    int *readers = calloc(g->num_tensors + 1, sizeof *readers);
+    if (!readers) return NULL;
+    for (size_t i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            if (g->nodes[i]->inputs[k]) readers[g->nodes[i]->inputs[k]->index]++;
+    for (size_t i = 0; i < g->num_outputs; i++) readers[g->outputs[i]->index]++;
+    return readers;
+}
+
 bool ir_float_scalar(const ir_tensor *t, float *out_value) {
     if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
     for (int i = 0; i < t->rank; i++)

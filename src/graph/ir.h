@@ -296,6 +296,10 @@ void ir_tensor_copy_shape(ir_tensor *dst, const tci_tensor *src);
 /* Fills a tci_tensor view of an IR tensor (data included). */
 void ir_tensor_view(const ir_tensor *t, tci_tensor *out);
 
+/* How many times each tensor (by index) is read: once per node input naming it and once per
+ * graph output it is. calloc'd, num_tensors + 1 entries; NULL when out of memory. */
+int *ir_graph_count_readers(const ir_graph *graph);
+
 /* The value of a constant float tensor of one element (rank 0, or dims of 1), else false. */
 bool ir_float_scalar(const ir_tensor *t, float *out_value);
 

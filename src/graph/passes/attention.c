@@ -675,12 +675,8 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
 }
 
 static tci_status fuse_all(ir_graph *g) {
-    int *consumers = calloc(g->num_tensors + 1, sizeof(int));
+    int *consumers = ir_graph_count_readers(g);
     if (!consumers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing attention");
-    for (size_t i = 0; i < g->num_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
-            if (g->nodes[i]->inputs[k]) consumers[g->nodes[i]->inputs[k]->index]++;
-    for (size_t i = 0; i < g->num_outputs; i++) consumers[g->outputs[i]->index]++;
     tci_status st = TCI_OK;
     attn_match *m = malloc(sizeof *m);
     if (!m) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing attention");

@@ -534,12 +534,8 @@ tci_status pass_fuse_for_gpu(ir_graph *g) {
     /* attention first: its scores MatMul must not take the mask as a bias; it may move the
      * Transposes around projections (rows.c), so the readers are counted after it */
     TRY_STATUS(pass_fuse_attention(g));
-    fuse_ctx c = {g, calloc(g->num_tensors + 1, sizeof(int))};
+    fuse_ctx c = {g, ir_graph_count_readers(g)};
     if (!c.consumers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing epilogues");
-    for (size_t i = 0; i < g->num_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
-            if (g->nodes[i]->inputs[k]) c.consumers[g->nodes[i]->inputs[k]->index]++;
-    for (size_t i = 0; i < g->num_outputs; i++) c.consumers[g->outputs[i]->index]++;
     tci_status st = TCI_OK;
     for (size_t i = 0; st == TCI_OK && i < g->num_nodes; i++)
         if (!g->nodes[i]->fused_into && !g->nodes[i]->epilogue) st = fuse_node(g, &c, g->nodes[i]);

@@ -286,20 +286,10 @@ static tci_status pull_up(ir_graph *g, const int *readers, ir_node *p, const op_
     return TCI_OK;
 }
 
-static int *count_readers(const ir_graph *g) {
-    int *readers = calloc(g->num_tensors + 1, sizeof *readers);
-    if (!readers) return NULL;
-    for (size_t i = 0; i < g->num_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
-            if (g->nodes[i]->inputs[k]) readers[g->nodes[i]->inputs[k]->index]++;
-    for (size_t i = 0; i < g->num_outputs; i++) readers[g->outputs[i]->index]++;
-    return readers;
-}
-
 tci_status rows_move_transposes(ir_graph *g, rows_moves *out) {
     memset(out, 0, sizeof *out);
     size_t num_nodes = g->num_nodes; /* the Reshapes added below are not visited */
-    int *readers = count_readers(g);
+    int *readers = ir_graph_count_readers(g);
     out->moves = calloc(num_nodes + 1, sizeof *out->moves);
     if (!readers || !out->moves) {
         free(readers);
@@ -322,7 +312,7 @@ tci_status rows_move_transposes(ir_graph *g, rows_moves *out) {
             out->num++;
             /* the tensors a move rewired are no longer private to the next one's walk */
             free(readers);
-            readers = count_readers(g);
+            readers = ir_graph_count_readers(g);
             if (!readers) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory moving rows");
         }
     }
