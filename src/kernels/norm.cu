@@ -364,22 +364,126 @@ __global__ void layernorm_rows_kernel(const T *x, const T *residual, const T *ga
     }
 }
 
+// layernorm_rows_kernel with the row held in registers: each thread's CHUNKS vectors of VEC
+// values (chunk c at (c * threads + tid) * VEC, the three-pass kernel's order, so the sums and
+// the results are the same bits) are read from global memory once instead of three times.
+template <typename T, int VEC, bool BLOCK, int CHUNKS>
+__global__ void layernorm_cached_kernel(const T *x, const T *residual, const T *gamma,
+                                        const T *beta, T *y, T *sum_out, float *mean_out,
+                                        float *inv_std_out, int64_t rows, int64_t len,
+                                        float epsilon, int group, bool rms) {
+    __shared__ float shared[kWarp];
+    const RowWalk<BLOCK> w(group);
+    const float inv_len = 1.0f / (float)len;
+    for (int64_t base = w.first; base < rows; base += w.step) {
+        const int64_t row = base + w.sub;
+        const bool valid = row < rows;
+        const T *xr = x + row * len;
+        const T *rr = residual ? residual + row * len : nullptr;
+        float v[CHUNKS][VEC];
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++) {
+            const int64_t i = ((int64_t)c * w.threads + w.tid) * VEC;
+            if (!valid || i >= len) continue;
+            load_input<T, VEC>(xr, rr, i, v[c]);
+            if (sum_out) store_vec<VEC>(sum_out + row * len + i, v[c]);
+#pragma unroll
+            for (int k = 0; k < VEC; k++) sum += rms ? v[c][k] * v[c][k] : v[c][k];
+        }
+        sum = BLOCK ? block_sum(sum, shared) : group_sum(sum, group);
+        const float mean = rms ? 0.0f : sum * inv_len;
+        float sq = rms ? sum : 0.0f;
+        if (!rms) {
+#pragma unroll
+            for (int c = 0; c < CHUNKS; c++) {
+                const int64_t i = ((int64_t)c * w.threads + w.tid) * VEC;
+                if (!valid || i >= len) continue;
+#pragma unroll
+                for (int k = 0; k < VEC; k++) sq += (v[c][k] - mean) * (v[c][k] - mean);
+            }
+            sq = BLOCK ? block_sum(sq, shared) : group_sum(sq, group);
+        }
+        if (!valid) continue;
+        const float inv_std = 1.0f / sqrtf(sq * inv_len + epsilon);
+        if (w.tid == 0) {
+            if (mean_out) mean_out[row] = mean;
+            if (inv_std_out) inv_std_out[row] = inv_std;
+        }
+        T *yr = y + row * len;
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++) {
+            const int64_t i = ((int64_t)c * w.threads + w.tid) * VEC;
+            if (i >= len) continue;
+            float g[VEC], b[VEC];
+            load_vec<VEC>(gamma + i, g);
+            if (beta) load_vec<VEC>(beta + i, b);
+#pragma unroll
+            for (int k = 0; k < VEC; k++)
+                v[c][k] = (v[c][k] - mean) * inv_std * g[k] + (beta ? b[k] : 0.0f);
+            store_vec<VEC>(yr + i, v[c]);
+        }
+    }
+}
+
+// Calls f(std::integral_constant<int, C>{}) for the fewest chunks C of 1, 2, 4, 8 that hold
+// `accesses` vectors over `threads` threads; false (f not called) where a row needs more.
+template <typename F> bool with_chunks(int64_t accesses, int64_t threads, F &&f) {
+    const int64_t need = ceil_div(accesses, threads);
+    if (need <= 1) return f(std::integral_constant<int, 1>{}), true;
+    if (need <= 2) return f(std::integral_constant<int, 2>{}), true;
+    if (need <= 4) return f(std::integral_constant<int, 4>{}), true;
+    if (need <= 8) return f(std::integral_constant<int, 8>{}), true;
+    return false;
+}
+
 template <typename T, int VEC>
 tci_status launch_layernorm(const void *x, const void *residual, const void *gamma,
                             const void *beta, void *y, void *sum_out, float *mean_out,
                             float *inv_std_out, int64_t rows, int64_t len, float epsilon,
                             bool rms, cudaStream_t stream) {
+    const T *xt = (const T *)x, *rt = (const T *)residual, *gt = (const T *)gamma,
+            *bt = (const T *)beta;
+    T *yt = (T *)y, *st = (T *)sum_out;
+    if constexpr (VEC == 8) {
+        bool launched;
+        if (len <= kWarpRowsMax) {
+            /* a warp (or less) per row, in blocks of 2 warps where the rows are few, so that a
+             * transformer's 197 or 128 rows spread over the SMs (8 warps a block leave most of
+             * them idle) */
+            const int group = row_group(ceil_div(len, VEC));
+            const int warps = rows * group >= (int64_t)8 * 1024 * kWarp ? kRowsPerBlock : 2;
+            const unsigned grid = (unsigned)min64(
+                ceil_div(rows, (int64_t)warps * (kWarp / group)), kMaxGridX);
+            launched = with_chunks(ceil_div(len, VEC), group, [&](auto chunks) {
+                layernorm_cached_kernel<T, VEC, false, decltype(chunks)::value>
+                    <<<grid, warps * kWarp, 0, stream>>>(xt, rt, gt, bt, yt, st, mean_out,
+                                                         inv_std_out, rows, len, epsilon, group,
+                                                         rms);
+            });
+        } else {
+            const unsigned grid = (unsigned)min64(rows, kMaxGridX);
+            const int threads = block_threads(len / VEC);
+            launched = with_chunks(ceil_div(len, VEC), threads, [&](auto chunks) {
+                layernorm_cached_kernel<T, VEC, true, decltype(chunks)::value>
+                    <<<grid, threads, 0, stream>>>(xt, rt, gt, bt, yt, st, mean_out,
+                                                   inv_std_out, rows, len, epsilon, kWarp, rms);
+            });
+        }
+        if (launched) {
+            KERN_LAUNCH_CHECK("layernorm_cached_kernel");
+            return TCI_OK;
+        }
+    }
     if (len <= kWarpRowsMax) {
         int group = row_group(ceil_div(len, VEC));
         layernorm_rows_kernel<T, VEC, false><<<group_grid(rows, group), kRowsPerBlock * kWarp, 0,
-                                            stream>>>(
-            (const T *)x, (const T *)residual, (const T *)gamma, (const T *)beta, (T *)y,
-            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, group, rms);
+                                            stream>>>(xt, rt, gt, bt, yt, st, mean_out,
+                                                      inv_std_out, rows, len, epsilon, group, rms);
     } else {
         unsigned grid = (unsigned)min64(rows, kMaxGridX);
         layernorm_rows_kernel<T, VEC, true><<<grid, block_threads(len / VEC), 0, stream>>>(
-            (const T *)x, (const T *)residual, (const T *)gamma, (const T *)beta, (T *)y,
-            (T *)sum_out, mean_out, inv_std_out, rows, len, epsilon, kWarp, rms);
+            xt, rt, gt, bt, yt, st, mean_out, inv_std_out, rows, len, epsilon, kWarp, rms);
     }
     KERN_LAUNCH_CHECK("layernorm_rows_kernel");
     return TCI_OK;
