@@ -338,16 +338,44 @@ static void unfuse(ir_node *owner) {
     owner->epilogue = NULL;
 }
 
+/* Whether an attention fused while the moves were in place reads what a node put back
+ * computes: it was matched on the moved graph, and reading through the restored nodes (a
+ * Transpose after the projection, which an engine file's graph holds from the build that
+ * moved it) it may fold more of them. */
+static bool reads_restored(const ir_node *owner, ir_node *const *restored, size_t num) {
+    const ir_attention *a = owner->epilogue->attention;
+    for (int i = 0; i < a->num_nodes; i++)
+        for (int k = 0; k < a->nodes[i]->num_inputs; k++)
+            for (size_t r = 0; r < num; r++)
+                if (a->nodes[i]->inputs[k] && a->nodes[i]->inputs[k] == restored[r]->outputs[0])
+                    return true;
+    return false;
+}
+
 tci_status rows_keep_folded(ir_graph *g, rows_moves *moves, bool *refuse) {
     bool undone = false;
     *refuse = false;
+    size_t num_restored = 0, num_kept = 0;
+    ir_node **restored = malloc((moves->num * (ROWS_MAX_SAVED + 1) + 1) * sizeof *restored);
+    ir_node **kept = malloc((moves->num + 1) * sizeof *kept);
+    if (!restored || !kept) {
+        free(restored);
+        free(kept);
+        free(moves->moves);
+        moves->moves = NULL;
+        moves->num = 0;
+        return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory keeping row moves");
+    }
     /* the last move first: a node two moves rewired gets back the state before both (each
      * move saved it as the one before it left it) */
     for (size_t i = moves->num; i-- > 0;) {
         rows_move *mv = &moves->moves[i];
         ir_node *parts[3] = {mv->transpose, mv->added[0], mv->added[1]}, *owner = NULL;
         for (int k = 0; k < 3 && !owner; k++) owner = attention_of(parts[k]);
-        if (owner && plan_attention_head_dim_ok(owner->epilogue->attention->head_dim)) continue;
+        if (owner && plan_attention_head_dim_ok(owner->epilogue->attention->head_dim)) {
+            kept[num_kept++] = owner;
+            continue;
+        }
         if (owner) { /* strides into the moved graph, for unfused steps: match it again after */
             unfuse(owner);
             *refuse = true;
@@ -357,7 +385,9 @@ tci_status rows_keep_folded(ir_graph *g, rows_moves *moves, bool *refuse) {
             for (int k = 0; k < sv->node->num_inputs && k < ROWS_MAX_INPUTS; k++)
                 sv->node->inputs[k] = sv->inputs[k];
             sv->node->outputs[0] = sv->output;
+            restored[num_restored++] = sv->node;
         }
+        restored[num_restored++] = mv->transpose;
         /* the Reshapes made write nothing anyone reads now: dead nodes */
         for (int k = 0; k < 2; k++)
             if (mv->added[k]) mv->added[k]->outputs[0] = NULL;
@@ -366,6 +396,19 @@ tci_status rows_keep_folded(ir_graph *g, rows_moves *moves, bool *refuse) {
     free(moves->moves);
     moves->moves = NULL;
     moves->num = 0;
+    /* (an attention that folds a kept move stays as it is: matched again it might not) */
+    for (size_t i = 0; undone && i < g->num_nodes; i++) {
+        ir_node *n = g->nodes[i];
+        bool keeps = false;
+        for (size_t k = 0; k < num_kept && !keeps; k++) keeps = kept[k] == n;
+        if (!keeps && n->epilogue && n->epilogue->attention &&
+            reads_restored(n, restored, num_restored)) {
+            unfuse(n);
+            *refuse = true;
+        }
+    }
+    free(restored);
+    free(kept);
     if (!undone) return TCI_OK;
     TRY_STATUS(pass_eliminate_dead_nodes(g));
     return ir_graph_sort(g);
