@@ -90,6 +90,12 @@ typedef enum plan_scatter_reduce {
 /* The largest K a PLAN_STEP_TOPK takes (kern_topk keeps the best K of a run per thread). */
 #define PLAN_TOPK_MAX_K 64
 
+/* One input of a Concat as a 2-D block of its output, in elements: rows x len read src_ld
+ * apart, written dst_ld apart from dst_offset. */
+typedef struct plan_copy_block {
+    int64_t rows, len, src_ld, dst_ld, dst_offset;
+} plan_copy_block;
+
 /* Physical view for strided kernels: shape of the output and the strides of each operand (in
  * elements, 0 where broadcast). */
 typedef struct plan_strided {
@@ -213,6 +219,10 @@ typedef struct plan_step {
         struct {
             plan_strided view;
             size_t elem_size;
+            /* num_blocks > 0: a Concat's inputs (inputs[k]) copied as 2-D blocks in one launch
+             * (view unused) */
+            int num_blocks;
+            plan_copy_block blocks[PLAN_MAX_STEP_INPUTS];
         } copy;
         struct {
             double value;

@@ -386,6 +386,99 @@ uint4 replicate(uint64_t value_bits, int elem_size) {
 
 } // namespace
 
+// ---------------------------------------------------------------- blocks (Concat)
+
+namespace {
+
+struct BlocksDesc {
+    const void *src[KERN_COPY_MAX_BLOCKS];
+    int64_t rows[KERN_COPY_MAX_BLOCKS], len[KERN_COPY_MAX_BLOCKS]; // len in vectors
+    int64_t src_ld[KERN_COPY_MAX_BLOCKS], dst_ld[KERN_COPY_MAX_BLOCKS];
+    int64_t dst_offset[KERN_COPY_MAX_BLOCKS];
+};
+
+// blockIdx.y picks the block; the threads walk its rows x len vectors, grid-stride
+template <typename T> __global__ void copy_blocks_kernel(T *__restrict__ dst, BlocksDesc d) {
+    const int b = blockIdx.y;
+    const T *__restrict__ src = static_cast<const T *>(d.src[b]);
+    const int64_t len = d.len[b], total = d.rows[b] * len;
+    T *out = dst + d.dst_offset[b];
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / len, c = i - r * len;
+        out[r * d.dst_ld[b] + c] = src[r * d.src_ld[b] + c];
+    }
+}
+
+template <typename T>
+tci_status launch_blocks(void *dst, const BlocksDesc &d, int n, int64_t most, cudaStream_t stream) {
+    constexpr int kThreads = 256;
+    dim3 grid((unsigned)min64(ceil_div(most, kThreads), kMaxGridX), (unsigned)n);
+    copy_blocks_kernel<T><<<grid, kThreads, 0, stream>>>((T *)dst, d);
+    KERN_LAUNCH_CHECK("copy_blocks_kernel");
+    return TCI_OK;
+}
+
+} // namespace
+
+extern "C" tci_status kern_copy_blocks(void *dst, const void *const *srcs,
+                                       const kern_copy_block *blocks, int num_blocks,
+                                       int elem_size, cudaStream_t stream) {
+    if (!blocks || !srcs || num_blocks < 0 || num_blocks > KERN_COPY_MAX_BLOCKS)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "kern_copy_blocks: %d blocks (at most %d, with their sources)",
+                            num_blocks, KERN_COPY_MAX_BLOCKS);
+    if (!valid_elem_size(elem_size))
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "kern_copy_blocks: element size %d is not 1, 2, 4 or 8", elem_size);
+    // the widest vector every block allows: lengths, strides, offsets and addresses
+    int v = 16;
+    int n = 0;
+    for (int b = 0; b < num_blocks; b++) {
+        const kern_copy_block *k = &blocks[b];
+        if (k->rows < 0 || k->len < 0 || k->src_ld < k->len || k->dst_ld < k->len ||
+            k->dst_offset < 0)
+            return status_error(TCI_ERR_INVALID_ARGUMENT,
+                                "kern_copy_blocks: block %d: rows %lld, len %lld, src_ld %lld, "
+                                "dst_ld %lld, offset %lld",
+                                b, (long long)k->rows, (long long)k->len, (long long)k->src_ld,
+                                (long long)k->dst_ld, (long long)k->dst_offset);
+        if (!k->rows || !k->len) continue;
+        if (!dst || !srcs[b])
+            return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_copy_blocks: NULL buffer");
+        const int64_t bytes[4] = {k->len * elem_size, k->src_ld * elem_size,
+                                  k->dst_ld * elem_size, k->dst_offset * elem_size};
+        const int w = vector_bytes(elem_size, dst, srcs[b], bytes, 4);
+        if (w < v) v = w;
+        n++;
+    }
+    if (n == 0) return TCI_OK;
+    const int per = v / elem_size;
+    BlocksDesc d;
+    memset(&d, 0, sizeof d);
+    int64_t most = 0;
+    int at = 0;
+    for (int b = 0; b < num_blocks; b++) {
+        const kern_copy_block *k = &blocks[b];
+        if (!k->rows || !k->len) continue;
+        d.src[at] = srcs[b];
+        d.rows[at] = k->rows;
+        d.len[at] = k->len / per;
+        d.src_ld[at] = k->src_ld / per;
+        d.dst_ld[at] = k->dst_ld / per;
+        d.dst_offset[at] = k->dst_offset / per;
+        if (k->rows * d.len[at] > most) most = k->rows * d.len[at];
+        at++;
+    }
+    switch (v) {
+    case 1: return launch_blocks<uint8_t>(dst, d, n, most, stream);
+    case 2: return launch_blocks<uint16_t>(dst, d, n, most, stream);
+    case 4: return launch_blocks<uint32_t>(dst, d, n, most, stream);
+    case 8: return launch_blocks<uint2>(dst, d, n, most, stream);
+    default: return launch_blocks<uint4>(dst, d, n, most, stream);
+    }
+}
+
 // ---------------------------------------------------------------- launchers
 
 extern "C" tci_status kern_strided_copy(void *dst, const void *src, const kern_copy_desc *desc,

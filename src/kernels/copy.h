@@ -42,6 +42,19 @@ typedef struct kern_copy_desc {
 tci_status kern_strided_copy(void *dst, const void *src, const kern_copy_desc *desc,
                              cudaStream_t stream);
 
+/* Up to KERN_COPY_MAX_BLOCKS 2-D blocks in one launch (a Concat's inputs into their windows of
+ * the output): block b copies rows x len elements from srcs[b] (rows src_ld apart) to dst +
+ * dst_offset (rows dst_ld apart), counted in elements of elem_size (1, 2, 4 or 8) bytes. The
+ * blocks must not overlap in dst, nor any src with dst. Vectors of up to 16 bytes move where
+ * every block's lengths, strides, offsets and base addresses allow. */
+#define KERN_COPY_MAX_BLOCKS 8
+typedef struct kern_copy_block {
+    int64_t rows, len, src_ld, dst_ld, dst_offset;
+} kern_copy_block;
+
+tci_status kern_copy_blocks(void *dst, const void *const *srcs, const kern_copy_block *blocks,
+                            int num_blocks, int elem_size, cudaStream_t stream);
+
 /* Gather along one axis of data viewed as (outer, axis_dim, inner), elements of elem_size bytes,
  * row-major; out is (outer, num_indices, inner). indices are int64 (index_is_int32 == 0) or
  * int32, num_indices of them, on the device. A negative index counts from the end (adds

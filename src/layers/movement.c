@@ -731,48 +731,10 @@ static tci_status transpose_gpu_lower(plan_builder *b, const ir_node *node) {
     return lower_copy_step(b, node, xi, yt, strides, 0);
 }
 
-/* Copies a block of `src` into `dst` at logical element offsets `at` along dst's dims; the
- * block has src's logical dims. Both share a layout; in NHWC8 only the real channels move. */
-static tci_status block_copy(plan_builder *b, const ir_node *node, int src, int dst,
-                             const int64_t *at) {
-    const plan_tensor *x = lower_tensor(b, src), *y = lower_tensor(b, dst);
-    plan_step *s;
-    TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
-    plan_strided *v = &s->u.copy.view;
-    memset(v, 0, sizeof *v);
-    v->pad_dim = -1;
-    s->u.copy.elem_size = tci_dtype_size(y->dtype);
-    int64_t xs[TCI_MAX_RANK], ys[TCI_MAX_RANK];
-    if (y->layout == PLAN_LAYOUT_NHWC8) {
-        /* physical (N, H, W, C) with the channel count of the block */
-        static const int logical[4] = {0, 2, 3, 1};
-        int64_t xcp = x->padded_channels, ycp = y->padded_channels;
-        int64_t xstr[4] = {x->dims[2] * x->dims[3] * xcp, x->dims[3] * xcp, xcp, 1};
-        int64_t ystr[4] = {y->dims[2] * y->dims[3] * ycp, y->dims[3] * ycp, ycp, 1};
-        v->rank = 4;
-        for (int i = 0; i < 4; i++) {
-            v->dims[i] = x->dims[logical[i]];
-            v->strides[0][i] = xstr[i];
-            v->out_strides[i] = ystr[i];
-            v->out_offset += at[logical[i]] * ystr[i];
-        }
-        /* a block with the same padded channels as dst copies its (zero) padding too */
-        if (x->dims[1] == y->dims[1]) v->dims[3] = xcp;
-    } else {
-        op_strides(x->rank, x->dims, xs);
-        op_strides(y->rank, y->dims, ys);
-        v->rank = x->rank;
-        for (int i = 0; i < x->rank; i++) {
-            v->dims[i] = x->dims[i];
-            v->strides[0][i] = xs[i];
-            v->out_strides[i] = ys[i];
-            v->out_offset += at[i] * ys[i];
-        }
-    }
-    lower_step_io(s, 1, &src, 1, &dst);
-    return TCI_OK;
-}
-
+/* Each input of a Concat is a 2-D block of the output (rows of the dims before the axis, the
+ * axis and the dims after it in a row; NHWC8 is dense over (N, H, W, padded C), the block of a
+ * channel window holding its real channels): up to PLAN_MAX_STEP_INPUTS blocks a step, one
+ * launch (DenseNet's Concats of up to 64 inputs were a launch each). */
 static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     const axis_params *p = node->params;
     const ir_tensor *y = node->outputs[0];
@@ -782,17 +744,45 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     plan_layout layout = y->layout; /* the layout pass's: its inputs' when they are NHWC8 */
     int yt;
     TRY_STATUS(lower_output(b, node, y, &yt));
+    const plan_tensor *yp = lower_tensor(b, yt);
+    const bool nhwc = layout == PLAN_LAYOUT_NHWC8;
     /* padding channels between NHWC8 blocks must end up zero */
-    if (layout == PLAN_LAYOUT_NHWC8 && axis == 1 && y->dims[1] % 8)
-        TRY_STATUS(lower_fill_step(b, node, yt, 0));
-    int64_t at[TCI_MAX_RANK] = {0};
+    if (nhwc && axis == 1 && y->dims[1] % 8) TRY_STATUS(lower_fill_step(b, node, yt, 0));
+    static const int physical[4] = {0, 3, 1, 2}; /* NHWC8's dim of each logical one */
+    const int pa = nhwc ? physical[axis] : axis, rank = nhwc ? 4 : y->rank;
+    const int64_t phys[4] = {y->dims[0], nhwc ? y->dims[2] : 0, nhwc ? y->dims[3] : 0,
+                             yp->padded_channels};
+    const int64_t *ydims = nhwc ? phys : y->dims;
+    int64_t outer = 1, inner = 1, at = 0;
+    for (int d = 0; d < pa; d++) outer *= ydims[d];
+    for (int d = pa + 1; d < rank; d++) inner *= ydims[d];
+    int ins[PLAN_MAX_STEP_INPUTS], pending = 0;
+    plan_copy_block parts[PLAN_MAX_STEP_INPUTS];
     for (int i = 0; i < node->num_inputs; i++) {
         const ir_tensor *x = node->inputs[i];
         if (lower_count(x) == 0) continue;
-        int xi;
-        TRY_STATUS(lower_input(b, node, x, layout, &xi));
-        TRY_STATUS(block_copy(b, node, xi, yt, at));
-        at[axis] += x->dims[axis];
+        TRY_STATUS(lower_input(b, node, x, layout, &ins[pending]));
+        /* the input's extent along the axis as stored: its padded channels in NHWC8 */
+        const int64_t xa = nhwc && pa == 3 ? lower_tensor(b, ins[pending])->padded_channels
+                                           : x->dims[axis];
+        plan_copy_block *pb = &parts[pending++];
+        *pb = (plan_copy_block){outer, xa * inner, xa * inner, ydims[pa] * inner, at * inner};
+        /* a channel window holds the real channels; one input as wide as the output copies
+         * its (zero) padding too */
+        if (nhwc && pa == 3 && x->dims[1] != y->dims[1]) pb->len = x->dims[1];
+        at += x->dims[axis];
+        bool last = true;
+        for (int k = i + 1; k < node->num_inputs && last; k++)
+            last = lower_count(node->inputs[k]) == 0;
+        if (pending < PLAN_MAX_STEP_INPUTS && !last) continue;
+        plan_step *s;
+        TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
+        s->u.copy.view.pad_dim = -1;
+        s->u.copy.elem_size = tci_dtype_size(yp->dtype);
+        s->u.copy.num_blocks = pending;
+        memcpy(s->u.copy.blocks, parts, (size_t)pending * sizeof parts[0]);
+        lower_step_io(s, pending, ins, 1, &yt);
+        pending = 0;
     }
     return TCI_OK;
 }

@@ -159,6 +159,70 @@ START_TEST(test_concat_padded_channels) {
 }
 END_TEST
 
+/* kern_copy_blocks: `num` NHWC8 inputs of channels c[k] (each padded to 8) into the channels of
+ * one output in one launch, the output's padding zero-filled first; every element bit for bit
+ * (elements of elem bytes: 2 moves 16-byte vectors where the channels allow, odd counts less). */
+static void check_blocks(int elem, int64_t pixels, int num, const int64_t *c) {
+    int64_t cp[KERN_COPY_MAX_BLOCKS], at[KERN_COPY_MAX_BLOCKS], total = 0;
+    for (int k = 0; k < num; k++) {
+        cp[k] = (c[k] + 7) / 8 * 8;
+        at[k] = total;
+        total += c[k];
+    }
+    const int64_t ycp = (total + 7) / 8 * 8;
+    unsigned char *x[KERN_COPY_MAX_BLOCKS];
+    const void *dx[KERN_COPY_MAX_BLOCKS];
+    kern_copy_block blocks[KERN_COPY_MAX_BLOCKS];
+    for (int k = 0; k < num; k++) {
+        x[k] = random_bytes((size_t)(pixels * cp[k] * elem), 40 + (uint64_t)k);
+        dx[k] = gpu_upload(x[k], (size_t)(pixels * cp[k] * elem));
+        blocks[k] = (kern_copy_block){pixels, c[k], cp[k], ycp, at[k]};
+    }
+    unsigned char *got = malloc((size_t)(pixels * ycp * elem));
+    void *dy = gpu_upload(NULL, (size_t)(pixels * ycp * elem));
+    ck_assert_tci_ok(kern_fill(dy, pixels * ycp, elem, 0, 0));
+    ck_assert_tci_ok(kern_copy_blocks(dy, dx, blocks, num, elem, 0));
+    gpu_sync();
+    gpu_download(got, dy, (size_t)(pixels * ycp * elem));
+    for (int64_t p = 0; p < pixels; p++)
+        for (int64_t ch = 0; ch < ycp; ch++) {
+            int k = 0;
+            while (k + 1 < num && ch >= at[k + 1]) k++;
+            const unsigned char *want =
+                ch < total ? x[k] + (p * cp[k] + ch - at[k]) * elem : NULL;
+            const unsigned char *g = got + (p * ycp + ch) * elem;
+            for (int e = 0; e < elem; e++)
+                ck_assert_msg(g[e] == (want ? want[e] : 0),
+                              "%d blocks, pixel %lld channel %lld byte %d differs", num,
+                              (long long)p, (long long)ch, e);
+        }
+    for (int k = 0; k < num; k++) {
+        gpu_free((void *)dx[k]);
+        free(x[k]);
+    }
+    gpu_free(dy);
+    free(got);
+}
+
+START_TEST(test_copy_blocks) {
+    check_blocks(2, 3 * 56 * 56, 5, (const int64_t[]){64, 32, 32, 32, 32}); /* DenseNet, 16 B */
+    check_blocks(2, 7 * 9, 3, (const int64_t[]){3, 5, 2});                  /* odd: 2 B */
+    check_blocks(4, 100, 8, (const int64_t[]){8, 16, 4, 12, 8, 8, 24, 2});  /* fp32, 8 blocks */
+    check_blocks(1, 1, 1, (const int64_t[]){7});
+    /* empty blocks are passed over; bad ones refused */
+    kern_copy_block none = {0, 8, 8, 8, 0};
+    const void *src = NULL;
+    ck_assert_tci_ok(kern_copy_blocks(NULL, &src, &none, 1, 2, 0));
+    kern_copy_block wide = {1, 16, 8, 16, 0};
+    ck_assert_tci_error(kern_copy_blocks(NULL, &src, &wide, 1, 2, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "src_ld 8");
+    ck_assert_tci_error(kern_copy_blocks(NULL, &src, &none, KERN_COPY_MAX_BLOCKS + 1, 2, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "at most");
+    ck_assert_tci_error(kern_copy_blocks(NULL, &src, &none, 1, 3, 0), TCI_ERR_INVALID_ARGUMENT,
+                        "element size 3");
+}
+END_TEST
+
 START_TEST(test_concat_and_split_dense) {
     /* Concat (2,3,4) and (2,5,4) on axis 1 into (2,8,4); then Split it back as (2,8,4)->(2,8,1..)
      * windows on the inner axis */
@@ -600,6 +664,7 @@ int main(void) {
     tcase_add_test(tc, test_transpose_element_sizes);
     tcase_add_test(tc, test_concat_padded_channels);
     tcase_add_test(tc, test_concat_and_split_dense);
+    tcase_add_test(tc, test_copy_blocks);
     tcase_add_test(tc, test_slice_negative_steps);
     tcase_add_test(tc, test_expand);
     tcase_add_test(tc, test_copy_rank0_and_empty);

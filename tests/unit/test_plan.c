@@ -1127,6 +1127,79 @@ START_TEST(test_pad8) {
 }
 END_TEST
 
+/* DenseNet's Concat: 7 convolutions' NHWC8 outputs (16, 8, 8, 8, 8, 8 and 3 channels) joined on
+ * the channels, then a dense Concat of 6 inputs on axis 1: each input a 2-D block of the output,
+ * up to PLAN_MAX_STEP_INPUTS blocks a step (one launch), the NHWC8 padding filled first. */
+START_TEST(test_concat_blocks) {
+    enum { K = 7, D = 6 };
+    static const int64_t ch[K] = {16, 8, 8, 8, 8, 8, 3};
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {1, 8, 6, 6}, zd[2] = {2, 3};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *z = th_named(g, "z", TCI_DTYPE_FLOAT, 2, zd, NULL);
+    static float w[16 * 8];
+    for (int i = 0; i < 16 * 8; i++) w[i] = 0.01f * (float)(i % 13);
+    ir_tensor *parts[K], *dparts[D];
+    for (int k = 0; k < K; k++) {
+        char name[16];
+        int64_t wd[4] = {ch[k], 8, 1, 1};
+        snprintf(name, sizeof name, "w%d", k);
+        ir_tensor *wt = th_named(g, name, TCI_DTYPE_FLOAT, 4, wd, w);
+        snprintf(name, sizeof name, "c%d", k);
+        parts[k] = act(g, name);
+        th_node_io(g, name, "Conv", 17, (ir_tensor *[]){x, wt}, 2, &parts[k], 1);
+    }
+    for (int k = 0; k < D; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "e%d", k);
+        dparts[k] = act(g, name);
+        th_node_io(g, name, "Relu", 14, &z, 1, &dparts[k], 1);
+    }
+    ir_tensor *cat = act(g, "cat"), *y = act(g, "y"), *dcat = act(g, "dcat");
+    th_attr_int(g, th_node_io(g, "cat", "Concat", 13, parts, K, &cat, 1), "axis", 1);
+    th_node_io(g, "relu", "Relu", 14, &cat, 1, &y, 1);
+    th_attr_int(g, th_node_io(g, "dcat", "Concat", 13, dparts, D, &dcat, 1), "axis", 1);
+    th_graph_io(g, (ir_tensor *[]){x, z}, 2, (ir_tensor *[]){y, dcat}, 2);
+    plan *p = gpu_plan(g);
+    const plan_step *s0 = find_step(p, PLAN_STEP_COPY, 0), *s1 = find_step(p, PLAN_STEP_COPY, 1);
+    ck_assert_ptr_nonnull(s0);
+    ck_assert_ptr_nonnull(s1);
+    ck_assert_int_eq(p->tensors[s0->outputs[0]].layout, PLAN_LAYOUT_NHWC8);
+    ck_assert_int_eq(s0->u.copy.num_blocks, 5);
+    ck_assert_int_eq(s1->u.copy.num_blocks, 2);
+    ck_assert_int_eq(s1->outputs[0], s0->outputs[0]);
+    const int64_t at[K] = {0, 16, 24, 32, 40, 48, 56};
+    for (int k = 0; k < K; k++) {
+        const plan_copy_block *b = &(k < 5 ? s0 : s1)->u.copy.blocks[k < 5 ? k : k - 5];
+        const int64_t cp = (ch[k] + 7) / 8 * 8;
+        ck_assert_int_eq(b->rows, 36);
+        ck_assert_int_eq(b->len, ch[k]);
+        ck_assert_int_eq(b->src_ld, cp);
+        ck_assert_int_eq(b->dst_ld, 64); /* 59 channels, padded */
+        ck_assert_int_eq(b->dst_offset, at[k]);
+    }
+    const plan_step *fill = find_step(p, PLAN_STEP_FILL, 0);
+    ck_assert_ptr_nonnull(fill);
+    ck_assert(fill < s0);
+    /* the dense Concat: 6 blocks of (2 rows, 3), 18 apart, in two steps */
+    const plan_step *d0 = find_step(p, PLAN_STEP_COPY, 2), *d1 = find_step(p, PLAN_STEP_COPY, 3);
+    ck_assert_ptr_nonnull(d1);
+    ck_assert_ptr_null(find_step(p, PLAN_STEP_COPY, 4));
+    ck_assert_int_eq(d0->u.copy.num_blocks, 5);
+    ck_assert_int_eq(d1->u.copy.num_blocks, 1);
+    ck_assert_int_eq(p->tensors[d0->outputs[0]].layout, PLAN_LAYOUT_DENSE);
+    const plan_copy_block *last = &d1->u.copy.blocks[0];
+    ck_assert_int_eq(last->rows, 2);
+    ck_assert_int_eq(last->len, 3);
+    ck_assert_int_eq(last->src_ld, 3);
+    ck_assert_int_eq(last->dst_ld, 18);
+    ck_assert_int_eq(last->dst_offset, 15);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("core");
@@ -1154,6 +1227,7 @@ int main(void) {
     tcase_add_test(tc, test_bf16);
     tcase_add_test(tc, test_pad8);
     tcase_add_test(tc, test_conv1d_lowering);
+    tcase_add_test(tc, test_concat_blocks);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

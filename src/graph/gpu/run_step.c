@@ -253,6 +253,19 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                                       s->u.pool.geom.c, s->u.pool.geom.h, s->u.pool.geom.w,
                                       y->dtype, stream);
     case PLAN_STEP_COPY: {
+        _Static_assert(PLAN_MAX_STEP_INPUTS <= KERN_COPY_MAX_BLOCKS, "a step's blocks in a launch");
+        if (s->u.copy.num_blocks > 0) {
+            kern_copy_block blocks[PLAN_MAX_STEP_INPUTS];
+            const void *srcs[PLAN_MAX_STEP_INPUTS];
+            for (int k = 0; k < s->u.copy.num_blocks; k++) {
+                const plan_copy_block *pb = &s->u.copy.blocks[k];
+                blocks[k] = (kern_copy_block){pb->rows, pb->len, pb->src_ld, pb->dst_ld,
+                                              pb->dst_offset};
+                srcs[k] = in[k];
+            }
+            return kern_copy_blocks(out, srcs, blocks, s->u.copy.num_blocks,
+                                    (int)s->u.copy.elem_size, stream);
+        }
         const plan_strided *v = &s->u.copy.view;
         kern_copy_desc d = {0};
         d.rank = v->rank;
