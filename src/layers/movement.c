@@ -744,7 +744,9 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     plan_layout layout = y->layout; /* the layout pass's: its inputs' when they are NHWC8 */
     int yt;
     TRY_STATUS(lower_output(b, node, y, &yt));
+    /* (read before lower_input, which may add tensors and move the plan's array) */
     const plan_tensor *yp = lower_tensor(b, yt);
+    const size_t elem_size = tci_dtype_size(yp->dtype);
     const bool nhwc = layout == PLAN_LAYOUT_NHWC8;
     /* padding channels between NHWC8 blocks must end up zero */
     if (nhwc && axis == 1 && y->dims[1] % 8) TRY_STATUS(lower_fill_step(b, node, yt, 0));
@@ -778,7 +780,7 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
         plan_step *s;
         TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
         s->u.copy.view.pad_dim = -1;
-        s->u.copy.elem_size = tci_dtype_size(yp->dtype);
+        s->u.copy.elem_size = elem_size;
         s->u.copy.num_blocks = pending;
         memcpy(s->u.copy.blocks, parts, (size_t)pending * sizeof parts[0]);
         lower_step_io(s, pending, ins, 1, &yt);
