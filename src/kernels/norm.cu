@@ -147,6 +147,31 @@ __device__ __forceinline__ void load_input(const T *x, const T *residual, int64_
     for (int k = 0; k < VEC; k++) f[k] = to_float(from_float<T>(f[k] + r[k]));
 }
 
+// The row's 1 / sqrt(variance + epsilon) from its sum of squared deviations; the row's first
+// thread writes the statistics asked for.
+__device__ __forceinline__ float row_inv_std(float sq, float inv_len, float epsilon, float mean,
+                                             int tid, int64_t row, float *mean_out,
+                                             float *inv_std_out) {
+    const float inv_std = 1.0f / sqrtf(sq * inv_len + epsilon);
+    if (tid == 0) {
+        if (mean_out) mean_out[row] = mean;
+        if (inv_std_out) inv_std_out[row] = inv_std;
+    }
+    return inv_std;
+}
+
+// y[i .. i + VEC) = (f - mean) * inv_std * gamma + beta (beta may be NULL), f overwritten.
+template <typename T, int VEC>
+__device__ __forceinline__ void store_normalized(T *yr, const T *gamma, const T *beta, int64_t i,
+                                                 float *f, float mean, float inv_std) {
+    float g[VEC], b[VEC];
+    load_vec<VEC>(gamma + i, g);
+    if (beta) load_vec<VEC>(beta + i, b);
+#pragma unroll
+    for (int k = 0; k < VEC; k++) f[k] = (f[k] - mean) * inv_std * g[k] + (beta ? b[k] : 0.0f);
+    store_vec<VEC>(yr + i, f);
+}
+
 // rms: RMSNormalization, the same rows without the mean: the first pass sums the squares, the
 // second is skipped, and each value is scaled by 1 / sqrt(mean(x^2) + epsilon).
 template <typename T, int VEC, bool BLOCK>
@@ -187,19 +212,12 @@ __global__ void layernorm_rows_kernel(const T *x, const T *residual, const T *ga
             sq = BLOCK ? block_sum(sq, shared) : group_sum(sq, group);
         }
         if (!valid) continue;
-        const float inv_std = 1.0f / sqrtf(sq * inv_len + epsilon);
-        if (w.tid == 0) {
-            if (mean_out) mean_out[row] = mean;
-            if (inv_std_out) inv_std_out[row] = inv_std;
-        }
+        const float inv_std =
+            row_inv_std(sq, inv_len, epsilon, mean, w.tid, row, mean_out, inv_std_out);
         for (int64_t i = (int64_t)w.tid * VEC; i < len; i += (int64_t)w.threads * VEC) {
-            float f[VEC], g[VEC], b[VEC];
+            float f[VEC];
             load_input<T, VEC>(xr, rr, i, f);
-            load_vec<VEC>(gamma + i, g);
-            if (beta) load_vec<VEC>(beta + i, b);
-#pragma unroll
-            for (int k = 0; k < VEC; k++) f[k] = (f[k] - mean) * inv_std * g[k] + (beta ? b[k] : 0.0f);
-            store_vec<VEC>(yr + i, f);
+            store_normalized<T, VEC>(yr, gamma, beta, i, f, mean, inv_std);
         }
     }
 }
@@ -245,23 +263,13 @@ __global__ void layernorm_cached_kernel(const T *x, const T *residual, const T *
             sq = BLOCK ? block_sum(sq, shared) : group_sum(sq, group);
         }
         if (!valid) continue;
-        const float inv_std = 1.0f / sqrtf(sq * inv_len + epsilon);
-        if (w.tid == 0) {
-            if (mean_out) mean_out[row] = mean;
-            if (inv_std_out) inv_std_out[row] = inv_std;
-        }
+        const float inv_std =
+            row_inv_std(sq, inv_len, epsilon, mean, w.tid, row, mean_out, inv_std_out);
         T *yr = y + row * len;
 #pragma unroll
         for (int c = 0; c < CHUNKS; c++) {
             const int64_t i = ((int64_t)c * w.threads + w.tid) * VEC;
-            if (i >= len) continue;
-            float g[VEC], b[VEC];
-            load_vec<VEC>(gamma + i, g);
-            if (beta) load_vec<VEC>(beta + i, b);
-#pragma unroll
-            for (int k = 0; k < VEC; k++)
-                v[c][k] = (v[c][k] - mean) * inv_std * g[k] + (beta ? b[k] : 0.0f);
-            store_vec<VEC>(yr + i, v[c]);
+            if (i < len) store_normalized<T, VEC>(yr, gamma, beta, i, v[c], mean, inv_std);
         }
     }
 }
