@@ -758,8 +758,10 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     int64_t outer = 1, inner = 1, at = 0;
     for (int d = 0; d < pa; d++) outer *= ydims[d];
     for (int d = pa + 1; d < rank; d++) inner *= ydims[d];
-    int ins[PLAN_MAX_STEP_INPUTS], pending = 0;
+    int ins[PLAN_MAX_STEP_INPUTS], pending = 0, last = -1; /* the last input with elements */
     plan_copy_block parts[PLAN_MAX_STEP_INPUTS];
+    for (int i = 0; i < node->num_inputs; i++)
+        if (lower_count(node->inputs[i])) last = i;
     for (int i = 0; i < node->num_inputs; i++) {
         const ir_tensor *x = node->inputs[i];
         if (lower_count(x) == 0) continue;
@@ -773,10 +775,7 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
          * its (zero) padding too */
         if (nhwc && pa == 3 && x->dims[1] != y->dims[1]) pb->len = x->dims[1];
         at += x->dims[axis];
-        bool last = true;
-        for (int k = i + 1; k < node->num_inputs && last; k++)
-            last = lower_count(node->inputs[k]) == 0;
-        if (pending < PLAN_MAX_STEP_INPUTS && !last) continue;
+        if (pending < PLAN_MAX_STEP_INPUTS && i != last) continue;
         plan_step *s;
         TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
         s->u.copy.view.pad_dim = -1;
