@@ -91,9 +91,10 @@ typedef enum plan_scatter_reduce {
 #define PLAN_TOPK_MAX_K 64
 
 /* One input of a Concat as a 2-D block of its output, in elements: rows x len read src_ld
- * apart, written dst_ld apart from dst_offset. */
+ * apart from src_offset, written dst_ld apart from dst_offset. */
 typedef struct plan_copy_block {
     int64_t rows, len, src_ld, dst_ld, dst_offset;
+    int64_t src_offset; /* from the start of the input (a Slice read in place) */
 } plan_copy_block;
 
 /* Physical view for strided kernels: shape of the output and the strides of each operand (in

@@ -105,8 +105,15 @@ tci_status pass_fold_layer_scale(ir_graph *graph);
  * computes the same values in fp32. A graph already fused is left as it is. */
 tci_status pass_merge_sibling_gemms(ir_graph *graph);
 
+/* For the GPU engine, after pass_assign_layouts: a dense Concat reads an input in place in the
+ * tensor a Slice selects it from (the Slice marked fused into the Concat), where the Slice is its
+ * only reader, steps by 1 and selects only along the Concat's axis: torch.roll exports as two
+ * Slices and a Concat (Swin's shifted windows), one copy instead of three. */
+tci_status pass_fold_slices_into_concats(ir_graph *graph);
+
 /* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fold_layer_scale,
- * pass_merge_sibling_gemms, pass_fuse_for_gpu, then pass_assign_layouts. */
+ * pass_merge_sibling_gemms, pass_fuse_for_gpu, pass_assign_layouts, then
+ * pass_fold_slices_into_concats. */
 tci_status pass_prepare_for_gpu(ir_graph *graph);
 
 #endif

@@ -760,24 +760,35 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
     for (int d = pa + 1; d < rank; d++) inner *= ydims[d];
     int ins[PLAN_MAX_STEP_INPUTS], pending = 0, last = -1; /* the last input with elements */
     plan_copy_block parts[PLAN_MAX_STEP_INPUTS];
+    bool slices = false; /* a step reading a Slice in place is labelled so */
     for (int i = 0; i < node->num_inputs; i++)
         if (lower_count(node->inputs[i])) last = i;
     for (int i = 0; i < node->num_inputs; i++) {
         const ir_tensor *x = node->inputs[i];
         if (lower_count(x) == 0) continue;
-        TRY_STATUS(lower_input(b, node, x, layout, &ins[pending]));
+        /* a Slice pass_fold_slices_into_concats folded: read in place in what it selects from */
+        const ir_node *slice = x->producer && x->producer->fused_into == node ? x->producer : NULL;
+        TRY_STATUS(lower_input(b, node, slice ? slice->inputs[0] : x, layout, &ins[pending]));
         /* the input's extent along the axis as stored: its padded channels in NHWC8 */
         const int64_t xa = nhwc && pa == 3 ? lower_tensor(b, ins[pending])->padded_channels
                                            : x->dims[axis];
         plan_copy_block *pb = &parts[pending++];
-        *pb = (plan_copy_block){outer, xa * inner, xa * inner, ydims[pa] * inner, at * inner};
+        *pb = (plan_copy_block){outer, xa * inner, xa * inner, ydims[pa] * inner, at * inner, 0};
+        if (slice) {
+            slices = true;
+            op_pattern pat;
+            slice->desc->pattern(slice, &pat);
+            pb->src_ld = slice->inputs[0]->dims[axis] * inner;
+            pb->src_offset = pat.start[axis] * inner;
+        }
         /* a channel window holds the real channels; one input as wide as the output copies
          * its (zero) padding too */
         if (nhwc && pa == 3 && x->dims[1] != y->dims[1]) pb->len = x->dims[1];
         at += x->dims[axis];
         if (pending < PLAN_MAX_STEP_INPUTS && i != last) continue;
         plan_step *s;
-        TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
+        TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, slices ? "Slice+Concat" : NULL, &s));
+        slices = false;
         s->u.copy.view.pad_dim = -1;
         s->u.copy.elem_size = elem_size;
         s->u.copy.num_blocks = pending;

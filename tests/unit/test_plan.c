@@ -1200,6 +1200,81 @@ START_TEST(test_concat_blocks) {
 }
 END_TEST
 
+/* A roll (torch.roll exports two Slices and a Concat) on axis 1, then one on axis 2 of its
+ * result, as Swin's shifted windows: each Concat reads its Slices in place (one step each, no
+ * Slice step), and the planned blocks, replayed on the host, give the CPU reference's output. */
+START_TEST(test_concat_reads_slices) {
+    enum { N = 2, H = 7, W = 5, C = 3 };
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[4] = {N, H, W, C};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    const int64_t one[1] = {1};
+    int64_t roll_h[2][2] = {{4, 7}, {0, 4}}, roll_w[2][2] = {{3, 5}, {0, 3}};
+    ir_tensor *t = x, *outs[2];
+    for (int r = 0; r < 2; r++) {
+        ir_tensor *parts[2];
+        for (int k = 0; k < 2; k++) {
+            char name[24];
+            const int64_t *range = r ? roll_w[k] : roll_h[k];
+            int64_t axis = r ? 2 : 1;
+            snprintf(name, sizeof name, "s%d%d", r, k);
+            ir_tensor *st = th_named(g, NULL, TCI_DTYPE_INT64, 1, one, &range[0]);
+            ir_tensor *en = th_named(g, NULL, TCI_DTYPE_INT64, 1, one, &range[1]);
+            ir_tensor *ax = th_named(g, NULL, TCI_DTYPE_INT64, 1, one, &axis);
+            parts[k] = act(g, name);
+            th_node_io(g, name, "Slice", 13, (ir_tensor *[]){t, st, en, ax}, 4, &parts[k], 1);
+        }
+        outs[r] = act(g, r ? "y" : "rolled_h");
+        th_attr_int(g, th_node_io(g, r ? "cat_w" : "cat_h", "Concat", 13, parts, 2, &outs[r], 1),
+                    "axis", r ? 2 : 1);
+        t = outs[r];
+    }
+    th_graph_io(g, &x, 1, &outs[1], 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan_options o = {.precision = TCI_PRECISION_FP32};
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, &o, &p));
+    ck_assert_int_eq(p->num_steps, 2);
+    float *buf[64] = {0};
+    ck_assert_int_lt(p->num_tensors, 64);
+    float xv[N * H * W * C];
+    for (int i = 0; i < N * H * W * C; i++) xv[i] = (float)i;
+    for (int i = 0; i < p->num_tensors; i++) {
+        const plan_tensor *pt = &p->tensors[i];
+        int64_t count = 1;
+        for (int d = 0; d < pt->rank; d++) count *= pt->dims[d];
+        buf[i] = calloc((size_t)count, sizeof(float));
+    }
+    memcpy(buf[p->input_tensors[0]], xv, sizeof xv);
+    for (int i = 0; i < p->num_steps; i++) {
+        const plan_step *s = &p->steps[i];
+        ck_assert_int_eq(s->kind, PLAN_STEP_COPY);
+        ck_assert_str_eq(s->label, "Slice+Concat");
+        ck_assert_int_eq(s->u.copy.num_blocks, 2);
+        for (int k = 0; k < s->u.copy.num_blocks; k++) {
+            const plan_copy_block *b = &s->u.copy.blocks[k];
+            const float *src = buf[s->inputs[k]] + b->src_offset;
+            float *dst = buf[s->outputs[0]] + b->dst_offset;
+            for (int64_t r = 0; r < b->rows; r++)
+                for (int64_t c = 0; c < b->len; c++) dst[r * b->dst_ld + c] = src[r * b->src_ld + c];
+        }
+    }
+    /* y[n, h, w, c] = x[n, (h + 4) % 7, (w + 3) % 5, c] */
+    const float *y = buf[p->output_tensors[0]];
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < W; w++)
+                for (int c = 0; c < C; c++)
+                    ck_assert_float_eq(y[((n * H + h) * W + w) * C + c],
+                                       xv[((n * H + (h + 4) % H) * W + (w + 3) % W) * C + c]);
+    for (int i = 0; i < p->num_tensors; i++) free(buf[i]);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("core");
@@ -1228,6 +1303,7 @@ int main(void) {
     tcase_add_test(tc, test_pad8);
     tcase_add_test(tc, test_conv1d_lowering);
     tcase_add_test(tc, test_concat_blocks);
+    tcase_add_test(tc, test_concat_reads_slices);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -261,7 +261,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                 const plan_copy_block *pb = &s->u.copy.blocks[k];
                 blocks[k] = (kern_copy_block){pb->rows, pb->len, pb->src_ld, pb->dst_ld,
                                               pb->dst_offset};
-                srcs[k] = in[k];
+                srcs[k] = (const char *)in[k] + pb->src_offset * (int64_t)s->u.copy.elem_size;
             }
             return kern_copy_blocks(out, srcs, blocks, s->u.copy.num_blocks,
                                     (int)s->u.copy.elem_size, stream);

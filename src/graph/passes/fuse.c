@@ -548,3 +548,45 @@ tci_status pass_fuse_for_gpu(ir_graph *g) {
     free(c.consumers);
     return st;
 }
+
+/* x is a Slice's output that concat (reading it as input) can read in place: the Slice's only
+ * reader, no graph output, both dense; it selects only along axis, in steps of 1. */
+static bool concat_reads_slice(const int *consumers, const ir_node *concat, const ir_tensor *x,
+                               int axis) {
+    const ir_node *s = x->producer;
+    op_pattern pat;
+    memset(&pat, 0, sizeof pat);
+    if (!s || s->fused_into || s->epilogue || !s->desc || !s->desc->pattern ||
+        strcmp(s->op_type, "Slice") != 0 || x->is_graph_output || consumers[x->index] != 1 ||
+        x->layout != PLAN_LAYOUT_DENSE || s->inputs[0]->layout != PLAN_LAYOUT_DENSE ||
+        s->inputs[0]->data || s->inputs[0]->dtype != x->dtype || x->rank != s->inputs[0]->rank ||
+        s == concat)
+        return false;
+    s->desc->pattern(s, &pat);
+    if (pat.kind != OP_PATTERN_SELECT || pat.drop_axis >= 0 || pat.rank != x->rank) return false;
+    for (int d = 0; d < x->rank; d++)
+        if (pat.step[d] != 1 || (d != axis && (pat.start[d] != 0 ||
+                                              x->dims[d] != s->inputs[0]->dims[d])))
+            return false;
+    return true;
+}
+
+tci_status pass_fold_slices_into_concats(ir_graph *g) {
+    int *consumers = ir_graph_count_readers(g);
+    if (!consumers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding slices");
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        ir_node *n = g->nodes[i];
+        const ir_tensor *y = n->num_outputs ? n->outputs[0] : NULL;
+        if (strcmp(n->op_type, "Concat") != 0 || n->fused_into || n->epilogue || !y ||
+            y->layout != PLAN_LAYOUT_DENSE || y->rank < 1 || !n->desc)
+            continue;
+        int64_t axis = 0;
+        if (ir_attr_int(n, "axis", 0, &axis) != TCI_OK) continue;
+        if (axis < 0) axis += y->rank;
+        for (int k = 0; k < n->num_inputs && axis >= 0 && axis < y->rank; k++)
+            if (n->inputs[k] && concat_reads_slice(consumers, n, n->inputs[k], (int)axis))
+                n->inputs[k]->producer->fused_into = n;
+    }
+    free(consumers);
+    return TCI_OK;
+}

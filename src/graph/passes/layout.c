@@ -81,7 +81,8 @@ tci_status pass_prepare_for_gpu(ir_graph *graph) {
     TRY_STATUS(pass_fold_layer_scale(graph));
     TRY_STATUS(pass_merge_sibling_gemms(graph));
     TRY_STATUS(pass_fuse_for_gpu(graph));
-    return pass_assign_layouts(graph);
+    TRY_STATUS(pass_assign_layouts(graph));
+    return pass_fold_slices_into_concats(graph);
 }
 
 void pass_mark_variant_dims(ir_graph *graph, const ir_graph *ref) {
