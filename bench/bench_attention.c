@@ -1,5 +1,7 @@
 /* Fused attention micro-benchmark: kern_attention's two kernels, the WMMA one and the FA2 one
- * (src/kernels/attention_fa2.h), forced through kern_attention_desc.impl, on the attention shapes
+ * (src/kernels/attention_fa2.h), forced through kern_attention_desc.impl, and cuDNN's fused
+ * attention (src/kernels/attention_cudnn.h, the candidate the engine times against FA2; the
+ * seconds its plan took to make beside it), on the attention shapes
  * of the bench's transformers: ViT-B/16 at batch 64 (Q, K, V read from the packed QKV
  * projection, Y into (b, s, h, d), as the executor passes them), BERT-base at batch 32 and
  * sequences 128 and 384 (also with a keep mask), GPT-2 causal at sequence 512 (batch 1 and 64),
@@ -16,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/attention.h"
+#include "kernels/attention_cudnn.h"
 #include "kernels/attention_fa2.h"
 #include "layers/op.h"
 
@@ -49,6 +53,10 @@ typedef struct {
     kern_attention_desc desc;
     const void *q, *k, *v, *keep;
     void *y;
+    cudnnHandle_t cudnn;
+    const kern_attention_cudnn_plan *sdpa; /* launch runs cuDNN's plan instead, where set */
+    void *workspace;
+    size_t workspace_bytes;
 } bench;
 
 static int fail(const char *what, const char *detail) {
@@ -63,6 +71,9 @@ static int fail(const char *what, const char *detail) {
     } while (0)
 
 static tci_status launch(const bench *x) {
+    if (x->sdpa)
+        return kern_attention_cudnn_run(x->sdpa, x->cudnn, x->stream, x->q, x->k, x->v, x->y,
+                                        x->workspace, x->workspace_bytes);
     return kern_attention(&x->desc, x->q, x->k, x->v, NULL, x->keep, x->y, x->stream);
 }
 
@@ -185,6 +196,7 @@ int main(int argc, char **argv) {
     bench x;
     memset(&x, 0, sizeof x);
     CUDA_OR_FAIL(cudaStreamCreate(&x.stream));
+    if (cudnnCreate(&x.cudnn) != CUDNN_STATUS_SUCCESS) return fail("cudnnCreate", "failed");
 
     /* one buffer each for Q, K, V (the packed projection uses Q's, 3x), uniform [-1, 1) fp16 */
     size_t max_elems = 0, max_keep = 1;
@@ -215,10 +227,12 @@ int main(int argc, char **argv) {
            "accumulation.\nms = median of 9 CUDA-graph replays; TFLOP/s = 4 b h d (query, key) "
            "pairs / time (causal: the pairs at or below the diagonal); speedup = WMMA ms / FA2 "
            "ms; split: FA2 with the keys split between two warp groups of a block (what it "
-           "runs where the grid is smaller than the GPU).\n\n",
-           prop.name, prop.multiProcessorCount);
+           "runs where the grid is smaller than the GPU); cuDNN: its fused attention (cuDNN "
+           "%zu), the seconds its plan took to make in brackets.\n\n",
+           prop.name, prop.multiProcessorCount, cudnnGetVersion());
     printf("| shape | b x h x s x d | WMMA ms | TFLOP/s | FA2 ms | TFLOP/s | speedup | FA2 split "
-           "ms | max|diff| |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+           "ms | cuDNN ms (plan s) | FA2 / cuDNN | max|diff| |\n| --- | --- | ---: | ---: | ---: | "
+           "---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int si = 0; si < SHAPE_COUNT; si++) {
         const shape *s = &k_shapes[si];
         if (quick && si >= 2) break;
@@ -257,21 +271,49 @@ int main(int argc, char **argv) {
             const double r = impl ? rel_diff(buf, ref, count) : 0.0;
             if (r > rel || r != r) rel = r;
         }
+        /* cuDNN's plan for the shape (a keep mask: refused), made, checked and timed */
+        char cudnn_text[160];
+        float cudnn_ms = -1.0f;
+        kern_attention_cudnn_plan *sdpa = NULL;
+        struct timespec t0, t1;
+        timespec_get(&t0, TIME_UTC);
+        tci_status st = kern_attention_cudnn_create(x.cudnn, &x.desc, s->keep != 0, &sdpa);
+        timespec_get(&t1, TIME_UTC);
+        const double plan_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (st == TCI_OK) {
+            x.workspace_bytes = kern_attention_cudnn_workspace(sdpa);
+            x.workspace = NULL;
+            if (x.workspace_bytes) CUDA_OR_FAIL(cudaMalloc(&x.workspace, x.workspace_bytes));
+            x.sdpa = sdpa;
+            if (run_once(&x, buf, count) || time_graph(&x, inner, &cudnn_ms)) return 1;
+            x.sdpa = NULL;
+            const double r = rel_diff(buf, ref, count);
+            if (r > rel || r != r) rel = r;
+            cudaFree(x.workspace);
+            kern_attention_cudnn_destroy(sdpa);
+            snprintf(cudnn_text, sizeof cudnn_text, "%.4f (%.2f) | %.2f", (double)cudnn_ms, plan_s,
+                     (double)(ms[1] / cudnn_ms));
+        } else {
+            snprintf(cudnn_text, sizeof cudnn_text, "refused | -");
+            fprintf(stderr, "bench_attention: %s: cuDNN refuses: %s\n", s->name, tci_last_error());
+        }
         if (!(rel < MATCH_BOUND)) {
-            fprintf(stderr, "bench_attention: %s: FA2 (either) against WMMA: max |diff| %.3g of "
+            fprintf(stderr, "bench_attention: %s: FA2 (either) or cuDNN against WMMA: max |diff| %.3g of "
                             "the largest value (bound %g)\n",
                     s->name, rel, MATCH_BOUND);
             return 1;
         }
-        printf("| %s | %lldx%lldx%lldx%lld%s | %.4f | %.1f | %.4f | %.1f | %.2fx | %.4f | "
+        printf("| %s | %lldx%lldx%lldx%lld%s | %.4f | %.1f | %.4f | %.1f | %.2fx | %.4f | %s | "
                "%.1e |\n",
                s->name, (long long)s->b, (long long)s->h, (long long)s->s, (long long)s->d,
                s->causal ? " causal" : "", (double)ms[0], tflops(s, ms[0]), (double)ms[1],
-               tflops(s, ms[1]), (double)(ms[0] / ms[1]), (double)ms[2], rel);
+               tflops(s, ms[1]), (double)(ms[0] / ms[1]), (double)ms[2], cudnn_text, rel);
         fflush(stdout);
     }
-    printf("\nFA2's output matched WMMA's within %g of the largest value on every shape.\n",
+    printf("\nFA2's and cuDNN's outputs matched WMMA's within %g of the largest value on every "
+           "shape.\n",
            MATCH_BOUND);
+    cudnnDestroy(x.cudnn);
     cudaStreamDestroy(x.stream);
     for (int w = 0; w < 3; w++) cudaFree(dbuf[w]);
     cudaFree(dy), cudaFree(dkeep);

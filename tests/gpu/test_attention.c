@@ -21,6 +21,7 @@
  * FA2 one (attention_fa2.h) wherever it applies (the 16-byte-load layouts), each against the
  * same reference. */
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 
 #include "gpu_harness.h"
 #include "kernels/attention.h"
+#include "kernels/attention_cudnn.h"
 #include "kernels/attention_fa2.h"
 
 #define F16 TCI_DTYPE_FLOAT16
@@ -116,8 +118,90 @@ static bool y_strides_of(enum layout_kind layout, const attn_case *c, int64_t *y
 
 static double tolerance(tci_dtype dt) { return dt == BF16 ? 1.6e-2 : 2e-3; }
 
-/* Runs one case; returns the largest error seen (and asserts it is within the bound). */
-static double run_case(const attn_case *c, uint64_t seed) {
+/* Y (on the device, through ys) against the reference: every value finite and within the
+ * bound; returns the largest error. */
+static double check_y(const attn_case *c, const int64_t ys[4], const void *dy, uint16_t *yh,
+                      float *y, const double *want_all, const char *kname) {
+    const int64_t b = c->batch, h = c->heads, sq = c->q_len, sk = c->kv_len, d = c->d;
+    const size_t nq = (size_t)(b * h * sq * d);
+    double worst = 0.0;
+    gpu_download(yh, dy, nq * 2);
+    gpu_decode(c->dtype, yh, y, nq);
+    for (int64_t bi = 0; bi < b; bi++)
+        for (int64_t hi = 0; hi < h; hi++)
+            for (int64_t i = 0; i < sq; i++)
+                for (int64_t e = 0; e < d; e++) {
+                    const double want = want_all[((bi * h + hi) * sq + i) * d + e];
+                    const float got = y[bi * ys[0] + hi * ys[1] + i * ys[2] + e * ys[3]];
+                    ck_assert_msg(isfinite(got),
+                                  "%s b%lld h%lld S%lldx%lld D%lld mask %d layout %d %s: "
+                                  "y[%lld][%lld] = %g",
+                                  kname, (long long)b, (long long)h, (long long)sq,
+                                  (long long)sk, (long long)d, (int)c->mask, (int)c->layout,
+                                  gpu_dtype_tag(c->dtype), (long long)i, (long long)e, got);
+                    const double err = fabs(got - want);
+                    if (err > worst) worst = err;
+                    ck_assert_msg(err <= tolerance(c->dtype),
+                                  "%s S%lldx%lld D%lld mask %d layout %d %s: y[b%lld h%lld "
+                                  "i%lld e%lld] = %.6f, want %.6f (error %.2e > %.2e)",
+                                  kname, (long long)sq, (long long)sk, (long long)d,
+                                  (int)c->mask, (int)c->layout, gpu_dtype_tag(c->dtype),
+                                  (long long)bi, (long long)hi, (long long)i, (long long)e, got,
+                                  want, err, tolerance(c->dtype));
+                }
+    return worst;
+}
+
+/* Y poisoned (NaN in fp16 and bf16 alike) before a kernel writes it. */
+static void poison(void *dy, uint16_t *yh, size_t n) {
+    for (size_t i = 0; i < n; i++) yh[i] = 0xffff;
+    ck_assert_int_eq(cudaMemcpy(dy, yh, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+}
+
+/* Cases cuDNN's fused attention ran, and refused (its reason printed), over the process. */
+static int cudnn_ran, cudnn_refused;
+
+/* The case through a plan of cuDNN's fused attention, where cuDNN takes it; the largest error. */
+static double run_cudnn(const attn_case *c, const kern_attention_desc *desc, const void *qp,
+                        const void *kp, const void *vp, void *dy, uint16_t *yh, float *y,
+                        const int64_t ys[4], const double *want_all) {
+    const bool masked = c->mask != MASK_NONE && c->mask != MASK_CAUSAL;
+    cudnnHandle_t cudnn = NULL;
+    ck_assert_int_eq(cudnnCreate(&cudnn), CUDNN_STATUS_SUCCESS);
+    kern_attention_cudnn_plan *cp = NULL;
+    tci_status st = kern_attention_cudnn_create(cudnn, desc, masked, &cp);
+    double worst = 0.0;
+    if (st == TCI_ERR_UNSUPPORTED) {
+        cudnn_refused++;
+        printf("cudnn S%lldx%lld D%lld mask %d layout %d %s: refused: %s\n",
+               (long long)c->q_len, (long long)c->kv_len, (long long)c->d, (int)c->mask,
+               (int)c->layout, gpu_dtype_tag(c->dtype), tci_last_error());
+    } else {
+        ck_assert_tci_ok(st);
+        ck_assert(kern_attention_cudnn_applies(cp, desc, qp, kp, vp, dy));
+        const size_t ws_bytes = kern_attention_cudnn_workspace(cp);
+        void *ws = ws_bytes ? gpu_upload(NULL, ws_bytes) : NULL;
+        const size_t nq = (size_t)(c->batch * c->heads * c->q_len * c->d);
+        poison(dy, yh, nq);
+        ck_assert_tci_ok(kern_attention_cudnn_run(cp, cudnn, 0, qp, kp, vp, dy, ws, ws_bytes));
+        gpu_sync();
+        worst = check_y(c, ys, dy, yh, y, want_all, kern_attention_cudnn_name(cp));
+        cudnn_ran++;
+        printf("cudnn S%lldx%lld D%lld mask %d layout %d %s: %s, workspace %zu, max error "
+               "%.2e\n",
+               (long long)c->q_len, (long long)c->kv_len, (long long)c->d, (int)c->mask,
+               (int)c->layout, gpu_dtype_tag(c->dtype), kern_attention_cudnn_name(cp), ws_bytes,
+               worst);
+        gpu_free(ws);
+        kern_attention_cudnn_destroy(cp);
+    }
+    cudnnDestroy(cudnn);
+    return worst;
+}
+
+/* Runs one case on tcinfer's kernels, and with_cudnn through cuDNN's fused attention too;
+ * returns the largest error seen (and asserts it is within the bound). */
+static double run_case_on(const attn_case *c, uint64_t seed, bool with_cudnn) {
     const int64_t b = c->batch, h = c->heads, sq = c->q_len, sk = c->kv_len, d = c->d;
     const size_t nq = (size_t)(b * h * sq * d), nk = (size_t)(b * h * sk * d);
     const size_t nm = c->mask == MASK_PADDING ? (size_t)(b * sk)
@@ -268,36 +352,13 @@ static double run_case(const attn_case *c, uint64_t seed) {
         const char *kname = impl == KERN_ATTENTION_FA2_SPLIT ? "fa2 split"
                             : impl == KERN_ATTENTION_FA2     ? "fa2"
                                                              : "wmma";
-        for (size_t i = 0; i < nq; i++) yh[i] = 0xffff;
-        ck_assert_int_eq(cudaMemcpy(dy, yh, nq * 2, cudaMemcpyHostToDevice), cudaSuccess);
+        poison(dy, yh, nq);
         ck_assert_tci_ok(kern_attention(&desc, qp, kp, vp, has_mask ? dm : NULL,
                                         keeps ? dkeep : NULL, dy, 0));
         gpu_sync();
-        gpu_download(yh, dy, nq * 2);
-        gpu_decode(c->dtype, yh, y, nq);
-        for (int64_t bi = 0; bi < b; bi++)
-            for (int64_t hi = 0; hi < h; hi++)
-                for (int64_t i = 0; i < sq; i++)
-                    for (int64_t e = 0; e < d; e++) {
-                        const double want = want_all[((bi * h + hi) * sq + i) * d + e];
-                        const float got = y[bi * ys[0] + hi * ys[1] + i * ys[2] + e * ys[3]];
-                        ck_assert_msg(isfinite(got),
-                                      "%s b%lld h%lld S%lldx%lld D%lld mask %d layout %d %s: "
-                                      "y[%lld][%lld] = %g",
-                                      kname, (long long)b, (long long)h, (long long)sq,
-                                      (long long)sk, (long long)d, (int)c->mask, (int)c->layout,
-                                      gpu_dtype_tag(c->dtype), (long long)i, (long long)e, got);
-                        const double err = fabs(got - want);
-                        if (err > worst) worst = err;
-                        ck_assert_msg(err <= tolerance(c->dtype),
-                                      "%s S%lldx%lld D%lld mask %d layout %d %s: y[b%lld h%lld "
-                                      "i%lld e%lld] = %.6f, want %.6f (error %.2e > %.2e)",
-                                      kname, (long long)sq, (long long)sk, (long long)d,
-                                      (int)c->mask, (int)c->layout, gpu_dtype_tag(c->dtype),
-                                      (long long)bi, (long long)hi, (long long)i, (long long)e,
-                                      got, want, err, tolerance(c->dtype));
-                    }
+        worst = fmax(worst, check_y(c, ys, dy, yh, y, want_all, kname));
     }
+    if (with_cudnn) worst = fmax(worst, run_cudnn(c, &desc, qp, kp, vp, dy, yh, y, ys, want_all));
     free(want_all);
     gpu_free(dq);
     gpu_free(dk);
@@ -310,6 +371,8 @@ static double run_case(const attn_case *c, uint64_t seed) {
     free(yh), free(srow), free(qst), free(kst), free(vst), free(qsh), free(ksh), free(vsh);
     return worst;
 }
+
+static double run_case(const attn_case *c, uint64_t seed) { return run_case_on(c, seed, false); }
 
 static void run_grid(tci_dtype dt, enum layout_kind layout, const int64_t *dims, int num_dims) {
     static const int64_t lengths[] = {1, 7, 64, 128, 197, 384};
@@ -396,6 +459,37 @@ START_TEST(test_attention_keep_mask) {
     /* a query length other than the key length: rows past the keys keep what causal gives */
     const attn_case other = {2, 2, 97, 45, 64, MASK_KEEP_MEAN, LAYOUT_DENSE, F16};
     run_case(&other, 800);
+}
+END_TEST
+
+/* cuDNN's fused attention, the candidate the engine times against tcinfer's kernel: unmasked
+ * and causal, the layouts the executor passes (dense, head split, packed QKV with Y in merged
+ * heads), sequence lengths across cuDNN's tiles (ViT's 197 included), head dims 64 and 128,
+ * fp16 and bf16, each against the same reference as tcinfer's kernels. A padding mask is
+ * refused (tcinfer offers cuDNN no masks). On a GPU of compute capability 8.0 or later cuDNN
+ * must run at least the unmasked cases: else the candidate would never be chosen. */
+START_TEST(test_attention_cudnn) {
+    const attn_case cases[] = {
+        {2, 12, 197, 197, 64, MASK_NONE, LAYOUT_PACKED, F16},
+        {2, 12, 197, 197, 64, MASK_NONE, LAYOUT_PACKED, BF16},
+        {2, 3, 64, 64, 64, MASK_NONE, LAYOUT_DENSE, F16},
+        {1, 2, 384, 384, 64, MASK_NONE, LAYOUT_HEAD_SPLIT, F16},
+        {2, 4, 197, 197, 128, MASK_NONE, LAYOUT_PACKED, F16},
+        {2, 3, 7, 7, 64, MASK_NONE, LAYOUT_DENSE, F16},
+        {1, 4, 513, 513, 64, MASK_CAUSAL, LAYOUT_PACKED, F16},
+        {2, 2, 128, 128, 128, MASK_CAUSAL, LAYOUT_HEAD_SPLIT, BF16},
+        {2, 2, 7, 197, 64, MASK_NONE, LAYOUT_DENSE, F16},
+        {2, 2, 64, 64, 64, MASK_PADDING, LAYOUT_DENSE, F16},
+    };
+    const int before = cudnn_refused;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case_on(&cases[i], 900 + i, true);
+    ck_assert_int_ge(cudnn_refused - before, 1); /* the padding mask */
+    int major = 0;
+    ck_assert_int_eq(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0),
+                     cudaSuccess);
+    printf("cudnn fused attention: %d cases ran, %d refused (cuDNN %zu)\n", cudnn_ran,
+           cudnn_refused, cudnnGetVersion());
+    if (major >= 8) ck_assert_int_ge(cudnn_ran, 5);
 }
 END_TEST
 
@@ -526,6 +620,7 @@ int main(void) {
     TCase *tc = tcase_create("attention");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_attention_errors);
+    tcase_add_test(tc, test_attention_cudnn);
     tcase_add_test(tc, test_attention_fully_masked);
     tcase_add_test(tc, test_attention_fa2_shapes);
     tcase_add_test(tc, test_attention_keep_mask);

@@ -1,6 +1,7 @@
-/* Autotuning: each convolution's, GEMM's and recurrence's kernel chosen by timing the candidates
- * (tcinfer's WMMA / wgmma configs against cuDNN / cuBLASLt; tcinfer's recurrence against cuDNN's
- * RNN, rnn_choice.c) inside CUDA graphs, or taken from the cache. */
+/* Autotuning: each convolution's, GEMM's, recurrence's and fused attention's kernel chosen by
+ * timing the candidates (tcinfer's WMMA / wgmma configs against cuDNN / cuBLASLt; tcinfer's
+ * recurrence against cuDNN's RNN, rnn_choice.c; tcinfer's attention kernel against cuDNN's,
+ * attention_choice.c) inside CUDA graphs, or taken from the cache. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -363,6 +364,8 @@ void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size)
     const step_impl *im = &e->impl[i];
     if (gpu_rnn_tuned_step(&e->plan->steps[i])) {
         snprintf(value, size, "rnn %s", im->rnn ? "cudnn" : "tcinfer");
+    } else if (gpu_attention_tuned_step(&e->plan->steps[i])) {
+        snprintf(value, size, "attention %s", im->sdpa ? "cudnn" : "tcinfer");
     } else if (im->wmma >= 0) {
         snprintf(value, size, "wmma %d", im->wmma);
     } else if (e->plan->steps[i].kind == PLAN_STEP_GEMM) {
@@ -379,11 +382,50 @@ void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size)
     }
 }
 
-/* Conv (not depthwise: our own kernel only), GEMM and recurrence (RNN STEPS) steps choose
- * their kernel by timing. */
+void gpu_describe_choice(step_impl *im, const char *kept, float kept_ms, const char *other,
+                         float other_ms, const char *why) {
+    int n = snprintf(im->text, sizeof im->text, "%s", kept);
+    if (n >= 0 && (size_t)n < sizeof im->text && kept_ms >= 0.0f)
+        n += snprintf(im->text + n, sizeof im->text - (size_t)n, " (%.1f us", 1e3 * kept_ms);
+    else if (n >= 0 && (size_t)n < sizeof im->text)
+        n += snprintf(im->text + n, sizeof im->text - (size_t)n, " (");
+    if (n >= 0 && (size_t)n < sizeof im->text) {
+        const char *sep = kept_ms >= 0.0f ? "; " : "";
+        if (why)
+            n += snprintf(im->text + n, sizeof im->text - (size_t)n, "%scuDNN refuses: %s)", sep,
+                          why);
+        else if (other_ms >= 0.0f)
+            n += snprintf(im->text + n, sizeof im->text - (size_t)n, "%s%s %.1f us)", sep, other,
+                          1e3 * other_ms);
+        else
+            n += snprintf(im->text + n, sizeof im->text - (size_t)n, "%s%s not timed)", sep,
+                          other);
+    }
+    im->kernel = im->text;
+}
+
+void gpu_describe_cached(step_impl *im, const char *kept, bool library_kept, const char *other,
+                         const cache_entry *hit) {
+    im->library_ms = hit->library_ms;
+    im->wmma_ms = hit->wmma_ms;
+    const float kept_ms = library_kept ? hit->library_ms : hit->wmma_ms;
+    const float other_ms = library_kept ? hit->wmma_ms : hit->library_ms;
+    int n = snprintf(im->text, sizeof im->text, "%s (%s", kept, hit->origin);
+    if (n >= 0 && (size_t)n < sizeof im->text && kept_ms >= 0.0f)
+        n += snprintf(im->text + n, sizeof im->text - (size_t)n, ": %.1f us", 1e3 * kept_ms);
+    if (n >= 0 && (size_t)n < sizeof im->text && other_ms >= 0.0f)
+        n += snprintf(im->text + n, sizeof im->text - (size_t)n, "; %s %.1f us", other,
+                      1e3 * other_ms);
+    if (n >= 0 && (size_t)n < sizeof im->text)
+        snprintf(im->text + n, sizeof im->text - (size_t)n, ")");
+    im->kernel = im->text;
+}
+
+/* Conv (not depthwise: our own kernel only), GEMM, recurrence (RNN STEPS) and fused attention
+ * steps choose their kernel by timing. */
 bool gpu_tuned_step(const plan_step *s) {
     return s->kind == PLAN_STEP_GEMM || (s->kind == PLAN_STEP_CONV && !s->u.conv.depthwise) ||
-           gpu_rnn_tuned_step(s);
+           gpu_rnn_tuned_step(s) || gpu_attention_tuned_step(s);
 }
 
 /* Tunes a conv or GEMM step: from the timing cache when it has the problem, else by timing
@@ -395,10 +437,11 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
     char key[512];
     gpu_problem_key(e, s, key, sizeof key);
     const cache_entry *hit = e->cache ? gpu_cache_find(e->cache, key) : NULL;
-    const bool rnn = gpu_rnn_tuned_step(s);
+    const bool rnn = gpu_rnn_tuned_step(s), attention = gpu_attention_tuned_step(s);
     if (hit) {
-        tci_status st = rnn ? gpu_rnn_apply_cached(e, i, hit, cudnn)
-                            : apply_cached(e, i, hit, cudnn, lt, stream, arena, workspace);
+        tci_status st = rnn         ? gpu_rnn_apply_cached(e, i, hit, cudnn)
+                        : attention ? gpu_attention_apply_cached(e, i, hit, cudnn)
+                                    : apply_cached(e, i, hit, cudnn, lt, stream, arena, workspace);
         if (st == TCI_OK) {
             /* the same problem as an earlier layer of this build takes its choice: identical
              * layers run identical kernels (and a saved engine reproduces them exactly) */
@@ -411,6 +454,8 @@ static tci_status tune_step(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cubl
         im->wmma = -1;
     }
     if (rnn) TRY_STATUS(gpu_rnn_choose(e, i, cudnn, lt, stream, arena, workspace));
+    else if (attention)
+        TRY_STATUS(gpu_attention_choose(e, i, cudnn, lt, stream, arena, workspace));
     else if (s->kind == PLAN_STEP_GEMM) TRY_STATUS(time_gemm(e, i, lt, stream, arena, workspace));
     else TRY_STATUS(time_conv(e, i, cudnn, stream, arena, workspace));
     e->layers_timed++;

@@ -91,6 +91,7 @@ void exec_gpu_engine_destroy(exec_gpu_engine *e) {
             kern_gemm_destroy(e->impl[i].gemm);
             kern_convt_destroy(e->impl[i].convt);
             kern_rnn_cudnn_destroy(e->impl[i].rnn);
+            kern_attention_cudnn_destroy(e->impl[i].sdpa);
             cudaFree(e->impl[i].weights);
             cudaFree(e->impl[i].bias);
             cudaFree(e->impl[i].bias_f32);

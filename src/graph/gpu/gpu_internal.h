@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "graph/gpu/exec_gpu.h"
+#include "kernels/attention_cudnn.h"
 #include "kernels/conv_cudnn.h"
 #include "kernels/conv_transpose_cudnn.h"
 #include "kernels/depthwise.h"
@@ -41,9 +42,11 @@ typedef struct step_impl {
                                   library (cuDNN, cuBLASLt) */
     kern_rnn_cudnn_plan *rnn;  /* a recurrence (RNN STEPS step) cuDNN runs, else NULL */
     int rnn_projection;        /* with rnn: the GEMM step whose projection cuDNN computes */
+    kern_attention_cudnn_plan *sdpa; /* an attention step cuDNN runs, else NULL */
     bool skipped;              /* a GEMM step whose work a later step's cuDNN RNN does: not run */
     float library_ms, wmma_ms; /* timed at build (-1: not timed / none applies); an RNN's:
-                                  cuDNN, and tcinfer's projection GEMM + recurrence */
+                                  cuDNN, and tcinfer's projection GEMM + recurrence; an
+                                  attention's: cuDNN and tcinfer's */
     const char *kernel;        /* what runs it, for reports */
     char text[160];            /* storage for kernel when it is composed */
 } step_impl;
@@ -157,6 +160,7 @@ void gpu_wmma_gemm_desc_of(const plan_gemm *g, tci_dtype dtype, kern_wmma_gemm_d
  * activation cuBLASLt does not document). tcinfer's kernels fuse every activation. */
 act_params gpu_gemm_library_post_act(const plan_gemm *g);
 void gpu_gemm_config_name(int cfg, char *buf, size_t size);
+void gpu_attention_desc_of(const plan_attention *a, tci_dtype dtype, kern_attention_desc *d);
 
 /* run_step.c: tensors' device storage, and one step launched */
 const plan_tensor *gpu_tensor_of(const plan *p, int index);
@@ -178,6 +182,9 @@ void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *
                      int index);
 tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *arena, int index,
                         cudaStream_t stream);
+/* An attention step's Q, K and V where the step reads them (NULL where absent). */
+void gpu_attention_operands(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
+                            int index, const void **q, const void **k, const void **v);
 tci_status gpu_step_error(const plan_step *s, tci_status st);
 /* The rotary step's kernel description (s->u.rotary's geometry; position ids int32 or int64,
  * the storage dtype). */
@@ -222,6 +229,14 @@ tci_status gpu_time_graph(gpu_launch_fn launch, const void *user, cudaStream_t s
                           float *out_ms);
 void gpu_choice_value(const exec_gpu_engine *e, int i, char *value, size_t size);
 bool gpu_tuned_step(const plan_step *s);
+/* The kernel text of a step timed between tcinfer's kernel and a library's: the kept one and
+ * its time (kept_ms < 0: not timed), then the other's time, or why the library refused. */
+void gpu_describe_choice(step_impl *im, const char *kept, float kept_ms, const char *other,
+                         float other_ms, const char *why);
+/* The same for a cached choice: kept (its name), where the choice came from, and the times the
+ * cache holds (library_kept: library_ms is the kept one's; other names the other family). */
+void gpu_describe_cached(step_impl *im, const char *kept, bool library_kept, const char *other,
+                         const cache_entry *hit);
 tci_status gpu_create_library_plans(exec_gpu_engine *e, tci_progress_fn progress,
                                     void *progress_user);
 
@@ -243,6 +258,18 @@ tci_status gpu_run_rnn_cudnn(const exec_gpu_engine *e, const exec_gpu_context *c
 /* The workspace the step's cuDNN plan needs at its plan's (a variant's) sizes; 0 without one. */
 tci_status gpu_rnn_workspace(const exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
                              size_t *out_bytes);
+
+/* attention_choice.c: a fused attention step on tcinfer's kernel or cuDNN's fused attention */
+bool gpu_attention_tuned_step(const plan_step *s);
+/* Times both (TCI_KERNELS_AUTO) or takes the family the engine was told to; cuDNN's refusals
+ * keep tcinfer's, the reason in the step's kernel text. */
+tci_status gpu_attention_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
+                                cublasLtHandle_t lt, cudaStream_t stream, void *arena,
+                                void *workspace);
+/* A cached choice ("attention cudnn" or "attention tcinfer") made real; TCI_ERR_UNSUPPORTED
+ * when cuDNN refuses the step now. */
+tci_status gpu_attention_apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit,
+                                      cudnnHandle_t cudnn);
 
 /* engine.c: shape variants (dims as exec_gpu_replan_fn takes them). cudnn (the calling
  * context's handle) sizes the variant's workspace_bytes: cuDNN's algorithms may need more

@@ -153,28 +153,6 @@ static void keep_cudnn(exec_gpu_engine *e, int i, kern_rnn_cudnn_plan *rnn, int 
     e->impl[j].kernel = e->impl[j].text;
 }
 
-static void describe(step_impl *im, const char *kept, float kept_ms, const char *other,
-                     float other_ms, const char *why) {
-    int n = snprintf(im->text, sizeof im->text, "%s", kept);
-    if (n >= 0 && (size_t)n < sizeof im->text && kept_ms >= 0.0f)
-        n += snprintf(im->text + n, sizeof im->text - (size_t)n, " (%.1f us", 1e3 * kept_ms);
-    else if (n >= 0 && (size_t)n < sizeof im->text)
-        n += snprintf(im->text + n, sizeof im->text - (size_t)n, " (");
-    if (n >= 0 && (size_t)n < sizeof im->text) {
-        const char *sep = kept_ms >= 0.0f ? "; " : "";
-        if (why)
-            n += snprintf(im->text + n, sizeof im->text - (size_t)n, "%scuDNN refuses: %s)", sep,
-                          why);
-        else if (other_ms >= 0.0f)
-            n += snprintf(im->text + n, sizeof im->text - (size_t)n, "%s%s %.1f us)", sep, other,
-                          1e3 * other_ms);
-        else
-            n += snprintf(im->text + n, sizeof im->text - (size_t)n, "%s%s not timed)", sep,
-                          other);
-    }
-    im->kernel = im->text;
-}
-
 static const char OURS[] = "tcinfer rnn (projection GEMM + per-step kernel)";
 
 tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublasLtHandle_t lt,
@@ -192,7 +170,7 @@ tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublas
     }
     if (!rnn) {
         if (e->kernels == TCI_KERNELS_WMMA) snprintf(im->text, sizeof im->text, "%s", OURS);
-        else describe(im, OURS, -1.0f, "cuDNN", -1.0f, why);
+        else gpu_describe_choice(im, OURS, -1.0f, "cuDNN", -1.0f, why);
         im->kernel = im->text;
         return TCI_OK;
     }
@@ -212,7 +190,7 @@ tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublas
         status_error_clear();
         kern_rnn_cudnn_destroy(rnn);
         im->library_ms = -1.0f;
-        describe(im, OURS, -1.0f, "cuDNN", -1.0f, why);
+        gpu_describe_choice(im, OURS, -1.0f, "cuDNN", -1.0f, why);
         return TCI_OK;
     }
     if (st == TCI_OK && e->kernels == TCI_KERNELS_LIBRARY) {
@@ -232,10 +210,10 @@ tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublas
     }
     if (im->library_ms < im->wmma_ms) {
         keep_cudnn(e, i, rnn, j);
-        describe(im, kern_rnn_cudnn_name(rnn), im->library_ms, OURS, im->wmma_ms, NULL);
+        gpu_describe_choice(im, kern_rnn_cudnn_name(rnn), im->library_ms, OURS, im->wmma_ms, NULL);
     } else {
         kern_rnn_cudnn_destroy(rnn);
-        describe(im, OURS, im->wmma_ms, "cuDNN RNN", im->library_ms, NULL);
+        gpu_describe_choice(im, OURS, im->wmma_ms, "cuDNN RNN", im->library_ms, NULL);
     }
     return TCI_OK;
 }
@@ -243,29 +221,15 @@ tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublas
 tci_status gpu_rnn_apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit,
                                 cudnnHandle_t cudnn) {
     step_impl *im = &e->impl[i];
-    char text[sizeof im->text];
     if (strcmp(hit->value, "rnn cudnn") == 0) {
         kern_rnn_cudnn_plan *rnn = NULL;
         TRY_STATUS(create_plan(e, i, cudnn, &rnn));
         keep_cudnn(e, i, rnn, projection_step(e->plan, i));
-        snprintf(text, sizeof text, "%s (%s", kern_rnn_cudnn_name(rnn), hit->origin);
+        gpu_describe_cached(im, kern_rnn_cudnn_name(rnn), true, "tcinfer", hit);
     } else if (strcmp(hit->value, "rnn tcinfer") == 0) {
-        snprintf(text, sizeof text, "%s (%s", OURS, hit->origin);
+        gpu_describe_cached(im, OURS, false, "cuDNN", hit);
     } else {
         return status_error(TCI_ERR_UNSUPPORTED, "malformed cached RNN choice");
     }
-    im->library_ms = hit->library_ms;
-    im->wmma_ms = hit->wmma_ms;
-    const bool cudnn_kept = im->rnn != NULL;
-    float kept = cudnn_kept ? hit->library_ms : hit->wmma_ms;
-    float other = cudnn_kept ? hit->wmma_ms : hit->library_ms;
-    size_t n = strlen(text);
-    if (kept >= 0.0f) n += (size_t)snprintf(text + n, sizeof text - n, ": %.1f us", 1e3 * kept);
-    if (other >= 0.0f && n < sizeof text)
-        n += (size_t)snprintf(text + n, sizeof text - n, "; %s %.1f us",
-                              cudnn_kept ? "tcinfer" : "cuDNN", 1e3 * other);
-    if (n < sizeof text) snprintf(text + n, sizeof text - n, ")");
-    snprintf(im->text, sizeof im->text, "%s", text);
-    im->kernel = im->text;
     return TCI_OK;
 }

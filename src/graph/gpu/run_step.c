@@ -112,6 +112,20 @@ void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *
     return gpu_device_ptr(e, arena, index);
 }
 
+void gpu_attention_operands(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
+                            int index, const void **q, const void **k, const void **v) {
+    const plan_step *s = &e->plan->steps[index];
+    const plan_attention *a = &s->u.attention;
+    const size_t es = tci_dtype_size(gpu_tensor_of(e->plan, s->outputs[0])->dtype);
+    const int64_t offsets[3] = {a->q_offset, a->k_offset, a->v_offset};
+    const void **out[3] = {q, k, v};
+    /* each starts at its element offset into the tensor read (a packed projection) */
+    for (int i = 0; i < 3; i++)
+        *out[i] = s->inputs[i] >= 0 ? (const char *)gpu_tensor_ptr(e, c, arena, s->inputs[i]) +
+                                          (size_t)offsets[i] * es
+                                    : NULL;
+}
+
 /* One of a recurrent layer's three steps (plan_rnn in graph/lower.h). */
 static tci_status run_rnn(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
                           int index, void *const *in, cudaStream_t stream) {
@@ -399,24 +413,7 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
     case PLAN_STEP_ATTENTION: {
         const plan_attention *a = &s->u.attention;
         kern_attention_desc d;
-        memset(&d, 0, sizeof d);
-        d.batch = a->batch;
-        d.heads = a->heads;
-        d.q_len = a->q_len;
-        d.kv_len = a->kv_len;
-        d.head_dim = a->head_dim;
-        for (int i = 0; i < 4; i++) {
-            d.q_strides[i] = a->q_strides[i];
-            d.k_strides[i] = a->k_strides[i];
-            d.v_strides[i] = a->v_strides[i];
-            d.mask_strides[i] = a->mask_strides[i];
-            d.keep_strides[i] = a->keep_strides[i];
-            d.y_strides[i] = a->y_strides[i];
-        }
-        d.scale = a->scale;
-        d.causal = a->causal;
-        d.keep_row_mean = a->keep_row_mean;
-        d.dtype = y->dtype;
+        gpu_attention_desc_of(a, y->dtype, &d);
         for (int k = 0; k < s->num_inputs; k++) {
             /* the keep mask (inputs[3] with has_keep) is bool, the rest the storage type */
             const tci_dtype want = k == 3 && a->has_keep ? TCI_DTYPE_BOOL : y->dtype;
@@ -424,13 +421,15 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
                 return status_error(TCI_ERR_INTERNAL, "attention input %d is not in %s", k,
                                     tci_dtype_name(want));
         }
-        /* Q, K and V start at their element offsets into the tensors read (a packed
-         * projection) */
-        const size_t es = tci_dtype_size(y->dtype);
-        const char *q = in[0], *k = in[1], *v = in[2];
-        return kern_attention(&d, q ? q + (size_t)a->q_offset * es : NULL,
-                              k ? k + (size_t)a->k_offset * es : NULL,
-                              v ? v + (size_t)a->v_offset * es : NULL, a->has_mask ? in[3] : NULL,
+        const void *q, *k, *v;
+        gpu_attention_operands(e, c, arena, index, &q, &k, &v);
+        /* cuDNN's plan, chosen at build (attention_choice.c), where it computes this shape
+         * on these buffers (a shape variant, a caller's unaligned buffer: tcinfer's) */
+        const kern_attention_cudnn_plan *sdpa = e->impl[index].sdpa;
+        if (sdpa && kern_attention_cudnn_applies(sdpa, &d, q, k, v, out))
+            return kern_attention_cudnn_run(sdpa, c->cudnn, stream, q, k, v, out, c->workspace,
+                                            e->workspace_bytes);
+        return kern_attention(&d, q, k, v, a->has_mask ? in[3] : NULL,
                               a->has_keep ? in[3] : NULL, out, stream);
     }
     case PLAN_STEP_ARG_REDUCE:

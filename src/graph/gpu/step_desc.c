@@ -135,3 +135,24 @@ void gpu_gemm_config_name(int cfg, char *buf, size_t size) {
              : cfg == WMMA_TF32 ? "tf32 16x16x8"
                                 : kern_wmma_gemm_config_name(cfg));
 }
+
+void gpu_attention_desc_of(const plan_attention *a, tci_dtype dtype, kern_attention_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->batch = a->batch;
+    d->heads = a->heads;
+    d->q_len = a->q_len;
+    d->kv_len = a->kv_len;
+    d->head_dim = a->head_dim;
+    for (int i = 0; i < 4; i++) {
+        d->q_strides[i] = a->q_strides[i];
+        d->k_strides[i] = a->k_strides[i];
+        d->v_strides[i] = a->v_strides[i];
+        d->mask_strides[i] = a->mask_strides[i];
+        d->keep_strides[i] = a->keep_strides[i];
+        d->y_strides[i] = a->y_strides[i];
+    }
+    d->scale = a->scale;
+    d->causal = a->causal;
+    d->keep_row_mean = a->keep_row_mean;
+    d->dtype = dtype;
+}

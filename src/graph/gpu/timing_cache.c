@@ -148,7 +148,7 @@ tci_status gpu_cache_save(const timing_cache *c) {
     return TCI_OK;
 }
 
-/* The problem a conv or GEMM step poses, as a cache key: every field its kernel choice depends
+/* The problem a conv, GEMM, recurrence or attention step poses, as a cache key: every field its kernel choice depends
  * on, the kernel families allowed, and the precision. */
 void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, size_t size) {
     bool fp32 = gpu_step_fp32(e->plan, s);
@@ -166,6 +166,22 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
         /* a residual (C) only where there is one: the keys of the others stay as they were */
         if (g->has_c && n >= 0 && (size_t)n < size)
             snprintf(buf + n, size - (size_t)n, " c%g", g->beta);
+        return;
+    }
+    if (gpu_attention_tuned_step(s)) {
+        const plan_attention *a = &s->u.attention;
+        int n = snprintf(buf, size,
+                         "attention %s k%d b%" PRId64 " h%" PRId64 " q%" PRId64 " kv%" PRId64
+                         " d%" PRId64 " c%d m%d,%d s%g",
+                         precision, (int)e->kernels, a->batch, a->heads, a->q_len, a->kv_len,
+                         a->head_dim, a->causal, a->has_mask, a->has_keep, a->scale);
+        /* the operands' strides and offsets (the alignment cuDNN needs) */
+        const int64_t *st[4] = {a->q_strides, a->k_strides, a->v_strides, a->y_strides};
+        const int64_t off[4] = {a->q_offset, a->k_offset, a->v_offset, 0};
+        for (int k = 0; k < 4 && n >= 0 && (size_t)n < size; k++)
+            n += snprintf(buf + n, size - (size_t)n,
+                          " %" PRId64 ":%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, off[k],
+                          st[k][0], st[k][1], st[k][2], st[k][3]);
         return;
     }
     if (gpu_rnn_tuned_step(s)) {
