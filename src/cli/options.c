@@ -72,8 +72,9 @@ static const cli_option options[] = {
      "tensor cores, or bfloat16 (fp32's range at tensor-core speed;\n"
      "against overflow, not with --accuracy-target)"},
     {"kernels", OPT_KERNELS, "auto|wmma|cudnn",
-     "GPU convolutions and GEMMs: per layer the faster of\n"
-     "tcinfer's WMMA kernels and cuDNN / cuBLASLt (auto), or one family"},
+     "GPU convolutions, GEMMs, recurrences and attention: per\n"
+     "layer the faster of tcinfer's kernels and cuDNN / cuBLASLt\n"
+     "(auto), or one family"},
     {"timing-cache", OPT_TIMING_CACHE, "FILE", "GPU: reuse and record the per-layer kernel choices"},
     {"no-graph", OPT_NO_GRAPH, NULL, "GPU: launch the steps one by one instead of a CUDA graph"},
     {"save-engine", OPT_SAVE_ENGINE, "FILE", "GPU: write the built engine to FILE; without inputs,\n"
