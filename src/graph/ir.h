@@ -93,6 +93,10 @@ typedef struct ir_attention {
     int64_t batch, heads, q_len, kv_len, head_dim;
     int rank;                /* of the logical operands: 3 or 4 */
     ir_tensor *mask;         /* additive, broadcastable to the scores; NULL: none */
+    /* > 0: the mask holds this many batch entries and batch b adds entry b % mask_batch_mod (a
+     * mask repeating along the batch: Swin's shifted windows, the masks of the nW windows of
+     * every image, the windows of all images making the batch); 0: it broadcasts as usual */
+    int64_t mask_batch_mod;
     float scale;             /* the product of the constant scalings folded (Div: 1/c) */
     bool causal;             /* mask is a constant that keeps exactly the keys j <= i */
     /* A bool mask broadcastable to the scores, the condition of the Where(keep, 0, fill) whose

@@ -186,6 +186,7 @@ typedef struct plan_attention {
     int64_t q_offset, k_offset, v_offset;
     /* the bool keep mask's element strides along (batch, head, query, key); 0 broadcasts */
     int64_t keep_strides[4];
+    int64_t mask_batch_mod; /* > 0: batch b reads the mask's batch b % mask_batch_mod */
     float scale;
     bool causal;   /* keys j > query i masked without reading a mask */
     bool has_mask; /* inputs[3] is the additive mask */

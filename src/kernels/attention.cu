@@ -63,6 +63,7 @@ struct Params {
     void *y;
     int64_t heads, q_len, kv_len, tiles_m;
     int64_t qs[4], ks[4], vs[4], ms[4], ps[4], ys[4];
+    int64_t mask_mod; // the mask's batch index is b % mask_mod (0: b)
     float scale_log2; // scale * log2(e): the softmax runs in base 2
     float dropped;    // the base-2 score of a key keep drops: -inf, or kDroppedScore
     bool causal, vec;
@@ -113,7 +114,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params p) {
     const T *q = static_cast<const T *>(p.q) + b * p.qs[0] + h * p.qs[1];
     const T *k = static_cast<const T *>(p.k) + b * p.ks[0] + h * p.ks[1];
     const T *v = static_cast<const T *>(p.v) + b * p.vs[0] + h * p.vs[1];
-    const T *mask = p.mask ? static_cast<const T *>(p.mask) + b * p.ms[0] + h * p.ms[1] : nullptr;
+    const T *mask = p.mask ? static_cast<const T *>(p.mask) +
+                                   (p.mask_mod ? b % p.mask_mod : b) * p.ms[0] + h * p.ms[1]
+                             : nullptr;
     const unsigned char *keep = p.keep ? p.keep + b * p.ps[0] + h * p.ps[1] : nullptr;
 
     load_tile<T, D>(sq, q, p.qs[2], p.qs[3], m0, p.q_len, p.vec);
@@ -261,7 +264,8 @@ extern "C" bool kern_attention_head_dim_ok(int64_t d) {
 extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q, const void *k,
                                      const void *v, const void *mask, const void *keep, void *y,
                                      cudaStream_t stream) {
-    if (!d || d->batch < 0 || d->heads < 0 || d->q_len < 0 || d->kv_len < 0 || d->head_dim < 0)
+    if (!d || d->batch < 0 || d->heads < 0 || d->q_len < 0 || d->kv_len < 0 || d->head_dim < 0 ||
+        d->mask_batch_mod < 0)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_attention: negative extent");
     if (d->dtype != TCI_DTYPE_FLOAT16 && d->dtype != TCI_DTYPE_BFLOAT16 &&
         d->dtype != TCI_DTYPE_UNDEFINED)
@@ -293,6 +297,7 @@ extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q
     p.q_len = d->q_len;
     p.kv_len = d->kv_len;
     p.tiles_m = kern_util::ceil_div(d->q_len, kBlockM);
+    p.mask_mod = d->mask_batch_mod;
     for (int i = 0; i < 4; ++i) {
         p.qs[i] = d->q_strides[i];
         p.ks[i] = d->k_strides[i];

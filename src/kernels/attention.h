@@ -44,6 +44,9 @@ typedef struct kern_attention_desc {
     int64_t q_strides[4], k_strides[4], v_strides[4];
     /* element strides of the additive mask along (batch, head, query, key); 0 broadcasts */
     int64_t mask_strides[4];
+    /* > 0: batch b reads the mask's batch b % mask_batch_mod (a mask that repeats along the
+     * batch: Swin's shifted windows, nW windows of each image in the batch); 0: b */
+    int64_t mask_batch_mod;
     /* element strides of the bool keep mask along (batch, head, query, key); 0 broadcasts */
     int64_t keep_strides[4];
     /* element strides of Y along (batch, head, query, head_dim); all 0: dense (batch, heads,

@@ -61,6 +61,7 @@ struct Fa2Params {
     void *y;
     int64_t heads, q_len, kv_len, tiles_m;
     int64_t qs[4], ks[4], vs[4], ms[4], ps[4], ys[4];
+    int64_t mask_mod; // the mask's batch index is b % mask_mod (0: b)
     float scale_log2; // scale * log2(e): the softmax runs in base 2
     float dropped;    // the base-2 score of a key keep drops: -inf, or kDroppedScore
     bool causal, y_vec;
@@ -196,7 +197,9 @@ __global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() 
     const T *q = static_cast<const T *>(p.q) + b * p.qs[0] + h * p.qs[1];
     const T *k = static_cast<const T *>(p.k) + b * p.ks[0] + h * p.ks[1];
     const T *v = static_cast<const T *>(p.v) + b * p.vs[0] + h * p.vs[1];
-    const T *mask = p.mask ? static_cast<const T *>(p.mask) + b * p.ms[0] + h * p.ms[1] : nullptr;
+    const T *mask = p.mask ? static_cast<const T *>(p.mask) +
+                                   (p.mask_mod ? b % p.mask_mod : b) * p.ms[0] + h * p.ms[1]
+                             : nullptr;
     const unsigned char *keep = p.keep ? p.keep + b * p.ps[0] + h * p.ps[1] : nullptr;
 
     int kv_end = kv_len;
@@ -492,6 +495,7 @@ extern "C" tci_status kern_attention_fa2(const kern_attention_desc *d, const voi
     p.q_len = d->q_len;
     p.kv_len = d->kv_len;
     p.tiles_m = kern_util::ceil_div(d->q_len, kBlockM);
+    p.mask_mod = d->mask_batch_mod;
     for (int i = 0; i < 4; ++i) {
         p.qs[i] = d->q_strides[i];
         p.ks[i] = d->k_strides[i];

@@ -92,6 +92,7 @@ tci_status layer_lower_attention(plan_builder *b, const ir_node *node, const ir_
     pa->has_mask = a->mask != NULL;
     pa->has_keep = a->keep != NULL;
     pa->keep_row_mean = a->keep_row_mean;
+    pa->mask_batch_mod = a->mask_batch_mod;
     lower_step_io(s, 4, (int[]){qi, ki, vi, mi}, 1, &yi);
     *out_fused = true;
     return TCI_OK;

@@ -36,7 +36,17 @@
 #define F16 TCI_DTYPE_FLOAT16
 #define BF16 TCI_DTYPE_BFLOAT16
 
-enum mask_kind { MASK_NONE = 0, MASK_PADDING, MASK_FULL, MASK_CAUSAL, MASK_KEEP, MASK_KEEP_MEAN };
+/* WINDOW: a full (2, heads, query, key) mask whose entry b % 2 batch b adds (Swin's shifted
+ * windows, mask_batch_mod) */
+enum mask_kind {
+    MASK_NONE = 0,
+    MASK_PADDING,
+    MASK_FULL,
+    MASK_CAUSAL,
+    MASK_KEEP,
+    MASK_KEEP_MEAN,
+    MASK_WINDOW
+};
 /* PACKED: Q, K, V each in its slot of a packed projection (b, s, 3, h, d), read at an element
  * offset (0, h*d, 2*h*d), Y written through strides into (b, s, h, d), the layout an output
  * projection reads; PACKED_ODD: the same one element further (no 16-byte loads) and Y into
@@ -204,9 +214,10 @@ static double run_cudnn(const attn_case *c, const kern_attention_desc *desc, con
 static double run_case_on(const attn_case *c, uint64_t seed, bool with_cudnn) {
     const int64_t b = c->batch, h = c->heads, sq = c->q_len, sk = c->kv_len, d = c->d;
     const size_t nq = (size_t)(b * h * sq * d), nk = (size_t)(b * h * sk * d);
-    const size_t nm = c->mask == MASK_PADDING ? (size_t)(b * sk)
-                      : c->mask == MASK_FULL  ? (size_t)(sq * sk)
-                                              : 1;
+    const size_t nm = c->mask == MASK_PADDING  ? (size_t)(b * sk)
+                      : c->mask == MASK_FULL   ? (size_t)(sq * sk)
+                      : c->mask == MASK_WINDOW ? (size_t)(2 * h * sq * sk)
+                                               : 1;
     float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float));
     float *v = malloc(nk * sizeof(float)), *m = malloc(nm * sizeof(float));
     float *y = malloc(nq * sizeof(float));
@@ -288,6 +299,12 @@ static double run_case_on(const attn_case *c, uint64_t seed, bool with_cudnn) {
     } else if (c->mask == MASK_FULL) { /* (1, 1, sq, sk) */
         desc.mask_strides[2] = sk;
         desc.mask_strides[3] = 1;
+    } else if (c->mask == MASK_WINDOW) { /* (2, h, sq, sk), entry b % 2 */
+        desc.mask_strides[0] = h * sq * sk;
+        desc.mask_strides[1] = sq * sk;
+        desc.mask_strides[2] = sk;
+        desc.mask_strides[3] = 1;
+        desc.mask_batch_mod = 2;
     }
     desc.scale = 1.0f / sqrtf((float)d);
     desc.causal = c->mask == MASK_CAUSAL;
@@ -302,7 +319,8 @@ static double run_case_on(const attn_case *c, uint64_t seed, bool with_cudnn) {
     void *dq = gpu_upload(qsh, cq * 2), *dk = gpu_upload(ksh, ck * 2), *dv = gpu_upload(vsh, cv * 2);
     void *dm = gpu_upload(mh, nm * 2), *dy = gpu_upload(NULL, nq * 2);
     void *dkeep = gpu_upload(keep, nkeep);
-    const bool has_mask = c->mask == MASK_PADDING || c->mask == MASK_FULL;
+    const bool has_mask = c->mask == MASK_PADDING || c->mask == MASK_FULL ||
+                          c->mask == MASK_WINDOW;
 
     /* the unfused steps in double, into want (logical (b, h, s, d)) */
     double *want_all = malloc(nq * sizeof(double));
@@ -322,6 +340,7 @@ static double run_case_on(const attn_case *c, uint64_t seed, bool with_cudnn) {
                     s *= (double)desc.scale;
                     if (c->mask == MASK_PADDING) s += m[bi * sk + j];
                     if (c->mask == MASK_FULL) s += m[i * sk + j];
+                    if (c->mask == MASK_WINDOW) s += m[(((bi % 2) * h + hi) * sq + i) * sk + j];
                     if (c->mask == MASK_CAUSAL && j > i) s = -INFINITY;
                     if (keeps && !krow[j]) s = -INFINITY;
                     /* every key dropped: a finite fill makes the scores equal (uniform), -inf
@@ -433,6 +452,23 @@ START_TEST(test_attention_other_shapes) {
             attn_case c = {2, 2, 100, 100, odd[i], (enum mask_kind)mk, LAYOUT_HEAD_SPLIT, F16};
             run_case(&c, 600 + (uint64_t)(i * 4 + mk));
         }
+}
+END_TEST
+
+/* a mask repeating along the batch (mask_batch_mod 2: Swin's shifted windows, 49 tokens of
+ * head dim 32), batches of 2, 4 and 6 windows, on both kernels and the layouts the executor
+ * passes */
+START_TEST(test_attention_window_mask) {
+    const attn_case cases[] = {
+        {4, 3, 49, 49, 32, MASK_WINDOW, LAYOUT_PACKED, F16},
+        {6, 2, 49, 49, 32, MASK_WINDOW, LAYOUT_DENSE, BF16},
+        {2, 3, 64, 64, 64, MASK_WINDOW, LAYOUT_HEAD_SPLIT, F16},
+        {6, 2, 100, 100, 32, MASK_WINDOW, LAYOUT_K_TRANSPOSED, F16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double worst = run_case(&cases[i], 950 + i);
+        printf("attention window mask case %zu: max error %.2e\n", i, worst);
+    }
 }
 END_TEST
 
@@ -621,6 +657,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_attention_errors);
     tcase_add_test(tc, test_attention_cudnn);
+    tcase_add_test(tc, test_attention_window_mask);
     tcase_add_test(tc, test_attention_fully_masked);
     tcase_add_test(tc, test_attention_fa2_shapes);
     tcase_add_test(tc, test_attention_keep_mask);

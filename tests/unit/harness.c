@@ -257,7 +257,8 @@ void th_replay_attention(const plan_attention *a, const float *q, const float *k
                                k[a->k_offset + b * a->k_strides[0] + h * a->k_strides[1] +
                                  j * a->k_strides[2] + e * a->k_strides[3]];
                     srow[j] = acc * a->scale;
-                    const int64_t mi = b * a->mask_strides[0] + h * a->mask_strides[1] +
+                    const int64_t mb = a->mask_batch_mod ? b % a->mask_batch_mod : b;
+                    const int64_t mi = mb * a->mask_strides[0] + h * a->mask_strides[1] +
                                        i * a->mask_strides[2] + j * a->mask_strides[3];
                     const int64_t ki = b * a->keep_strides[0] + h * a->keep_strides[1] +
                                        i * a->keep_strides[2] + j * a->keep_strides[3];

@@ -154,5 +154,6 @@ void gpu_attention_desc_of(const plan_attention *a, tci_dtype dtype, kern_attent
     d->scale = a->scale;
     d->causal = a->causal;
     d->keep_row_mean = a->keep_row_mean;
+    d->mask_batch_mod = a->mask_batch_mod;
     d->dtype = dtype;
 }

@@ -172,9 +172,10 @@ void gpu_problem_key(const exec_gpu_engine *e, const plan_step *s, char *buf, si
         const plan_attention *a = &s->u.attention;
         int n = snprintf(buf, size,
                          "attention %s k%d b%" PRId64 " h%" PRId64 " q%" PRId64 " kv%" PRId64
-                         " d%" PRId64 " c%d m%d,%d s%g",
+                         " d%" PRId64 " c%d m%d,%d,%" PRId64 " s%g",
                          precision, (int)e->kernels, a->batch, a->heads, a->q_len, a->kv_len,
-                         a->head_dim, a->causal, a->has_mask, a->has_keep, a->scale);
+                         a->head_dim, a->causal, a->has_mask, a->has_keep, a->mask_batch_mod,
+                         a->scale);
         /* the operands' strides and offsets (the alignment cuDNN needs) */
         const int64_t *st[4] = {a->q_strides, a->k_strides, a->v_strides, a->y_strides};
         const int64_t off[4] = {a->q_offset, a->k_offset, a->v_offset, 0};

@@ -65,6 +65,9 @@ static int scaling_input(const ir_node *n, float *factor) {
 #define CHAIN_MAX 16
 #define CORE_MAX 12
 #define ATTN_MAX_NODES (CORE_MAX + 4 * CHAIN_MAX + 1)
+#define WINDOW_ADDS_MAX 4
+/* the largest window mask made (elements, fp32 at build) */
+#define WINDOW_MASK_MAX ((int64_t)1 << 24)
 
 /* The nodes between an operand of the attention and the tensor its values are read from:
  * nodes[i] computes outs[i] from outs[i + 1] (from src for the last); outs[0] is the operand. */
@@ -89,6 +92,11 @@ typedef struct attn_match {
     /* a constant mask may become the causal flag (in a shape variant only where it did in the
      * built graph: at a sequence of 1 any mask keeps exactly the keys j <= i) */
     bool may_be_causal;
+    /* a window mask (match_window_mask): the Adds of constants whose sum record() makes the
+     * mask, which repeats every win_period batch entries */
+    ir_node *win_adds[WINDOW_ADDS_MAX];
+    int num_win_adds;
+    int64_t win_period;
 } attn_match;
 
 /* The input whose values a movement node or a scaling moves: the scaled one, else 0. */
@@ -473,6 +481,139 @@ static bool match_keep(const int *consumers, ir_tensor *mask, const ir_tensor *s
     return true;
 }
 
+/* The input of Add n that is a float constant broadcasting into its other input, whose dims
+ * are the Add's output's: its index, else -1. */
+static int constant_addend(const ir_node *n) {
+    if (!n || !n->desc || n->desc->binary != BINARY_ADD || n->num_inputs != 2 || n->fused_into ||
+        n->epilogue || !n->outputs[0])
+        return -1;
+    for (int side = 0; side < 2; side++) {
+        const ir_tensor *c = n->inputs[side], *x = n->inputs[1 - side];
+        if (c && x && c != x && c->data && known_float(c) && !x->data && known_float(x) &&
+            same_dims(x, n->outputs[0]) && broadcasts(c, x))
+            return side;
+    }
+    return -1;
+}
+
+/* After how many entries of its leading dim (of `entry` elements each) the constant c, added
+ * to a tensor of dims d (c right-aligned, broadcasting), repeats: its values depend on the
+ * flat index modulo the product of d from c's outermost dim that is not 1. 0 where that
+ * product neither divides entry nor is a multiple of it. */
+static int64_t addend_period(const ir_tensor *c, const ir_tensor *d, int64_t entry) {
+    int k = d->rank;
+    for (int i = 0; i < c->rank; i++)
+        if (c->dims[i] != 1) {
+            k = d->rank - c->rank + i;
+            break;
+        }
+    int64_t span = 1;
+    for (int i = k; i < d->rank; i++) span *= d->dims[i];
+    if (span % entry == 0) return span / entry;
+    return entry % span == 0 ? 1 : 0;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Swin's shifted windows: between the scores and the Softmax's input x, Reshapes and Adds of
+ * constants only, such as
+ *   S + bias(1, h, N, N) -> Reshape(B, nW, h, N, N) -> + mask(1, nW, 1, N, N) -> Reshape(B nW, h, N, N)
+ * (the windows of each image share the nW masks). Their sum is one additive mask of the scores'
+ * dims that repeats along the batch (the scores' dim 0) every win_period entries; the Adds go
+ * into m->win_adds, every node into the core, and record() makes the mask. At least one
+ * Reshape: a single Add of a broadcasting mask is the usual mask. */
+static bool match_window_mask(const int *consumers, ir_tensor *x, attn_match *m, float *scale,
+                              ir_node **out_qk) {
+    const int mark = m->num_core;
+    int reshapes = 0;
+    m->num_win_adds = 0;
+    ir_tensor *t = x;
+    for (int steps = 0; steps < 2 * WINDOW_ADDS_MAX; steps++) {
+        ir_node *p = t->producer;
+        op_pattern pat;
+        int side;
+        if (!private_tensor(consumers, t) || !p || p->fused_into || p->epilogue ||
+            m->num_core >= CORE_MAX - 4)
+            break;
+        if (role_of(p, &pat) == OP_PATTERN_RESHAPE && p->num_inputs >= 1 &&
+            known_float(p->inputs[0]) && known_float(t)) {
+            m->core[m->num_core++] = p;
+            reshapes++;
+            t = p->inputs[0];
+        } else if (m->num_win_adds < WINDOW_ADDS_MAX && (side = constant_addend(p)) >= 0) {
+            m->core[m->num_core++] = p;
+            m->win_adds[m->num_win_adds++] = p;
+            t = p->inputs[1 - side];
+        } else {
+            break;
+        }
+    }
+    float f = 1.0f;
+    ir_node *qk = NULL;
+    if (reshapes && m->num_win_adds && match_scores(consumers, t, m, &f, &qk) &&
+        qk->outputs[0]->rank == 4 && same_dims(t, qk->outputs[0]) && same_dims(x, t)) {
+        const ir_tensor *sc = qk->outputs[0];
+        const int64_t entry = sc->dims[1] * sc->dims[2] * sc->dims[3];
+        int64_t period = 1;
+        for (int i = 0; i < m->num_win_adds && period; i++) {
+            const ir_node *a = m->win_adds[i];
+            const int side = constant_addend(a);
+            const int64_t per = addend_period(a->inputs[side], a->inputs[1 - side], entry);
+            period = per ? period / gcd64(period, per) * per : 0;
+        }
+        if (period && sc->dims[0] % period == 0 && period * entry <= WINDOW_MASK_MAX) {
+            m->win_period = period;
+            *scale *= f;
+            *out_qk = qk;
+            return true;
+        }
+    }
+    m->num_core = mark;
+    m->num_win_adds = 0;
+    return false;
+}
+
+/* The mask match_window_mask found, of dims (win_period, h, Sq, Sk): at each flat index of the
+ * scores, the sum of every Add's constant at its place in that Add's dims. */
+static tci_status make_window_mask(ir_graph *g, attn_match *m, const ir_tensor *scores) {
+    const int64_t entry = scores->dims[1] * scores->dims[2] * scores->dims[3];
+    const int64_t n = m->win_period * entry;
+    TRY_STATUS(ir_graph_charge_constant(g, "an attention's window mask", n, sizeof(float)));
+    float *sum = calloc((size_t)n, sizeof(float));
+    if (!sum) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory making a window mask");
+    for (int i = 0; i < m->num_win_adds; i++) {
+        const ir_node *a = m->win_adds[i];
+        const int side = constant_addend(a);
+        const ir_tensor *c = a->inputs[side], *d = a->inputs[1 - side];
+        const float *cv = c->data;
+        int64_t cst[TCI_MAX_RANK];
+        op_strides(c->rank, c->dims, cst);
+        for (int64_t f = 0; f < n; f++) {
+            int64_t rest = f, at = 0;
+            for (int k = d->rank - 1; k >= 0; k--) {
+                const int64_t idx = rest % d->dims[k];
+                rest /= d->dims[k];
+                const int ck = k - (d->rank - c->rank);
+                if (ck >= 0 && c->dims[ck] != 1) at += idx * cst[ck];
+            }
+            sum[f] += cv[at];
+        }
+    }
+    const int64_t dims[4] = {m->win_period, scores->dims[1], scores->dims[2], scores->dims[3]};
+    tci_status st = ir_graph_add_float_constant(g, sum, 4, dims, &m->a.mask);
+    free(sum);
+    if (st != TCI_OK) return st;
+    m->a.mask_batch_mod = m->win_period > 1 && m->win_period < scores->dims[0] ? m->win_period : 0;
+    return TCI_OK;
+}
+
 /* The NaN guard Where(IsNaN(p), 0, p) that Hugging Face's exports put between the softmax and
  * the P V MatMul, reading probs: p, read by the guard's two nodes alone, else probs itself (no
  * guard); *guarded says which. The guard's nodes go into the core. */
@@ -554,7 +695,9 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
         m->a.mask = m->a.keep = NULL;
         m->a.causal = m->a.keep_row_mean = false;
         scale = 1.0f;
-        if (!match_scores(consumers, x, m, &scale, &qk)) return false;
+        if (!match_window_mask(consumers, x, m, &scale, &qk) &&
+            !match_scores(consumers, x, m, &scale, &qk))
+            return false;
     }
     /* shapes: scores (..., Sq, Sk) of rank 3 or 4, Q (..., Sq, D), K^T (..., D, Sk),
      * V (..., Sk, D), no broadcasting between them */
@@ -637,6 +780,7 @@ static bool match_attention(const int *consumers, const ir_graph *g, ir_node *pv
 static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
     ir_epilogue e;
     memset(&e, 0, sizeof e);
+    if (m->num_win_adds) TRY_STATUS(make_window_mask(g, m, pv->inputs[0]));
     /* the computing nodes by op type; the movement nodes folded into the strides by count */
     char label[256] = "";
     int moves = 0;
@@ -656,6 +800,7 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
             : m->a.causal            ? " (attention, causal)"
             : m->a.keep              ? (m->a.keep_row_mean ? " (attention, bool mask, finite fill)"
                                                            : " (attention, bool mask)")
+            : m->num_win_adds        ? " (attention, window mask)"
                                      : " (attention)",
             sizeof label - strlen(label) - 1);
     if (moves)
