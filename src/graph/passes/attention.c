@@ -819,6 +819,82 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
     return TCI_OK;
 }
 
+/* Whether t is read, through at most 4 Reshapes and Adds, by a Softmax over its last axis. */
+static bool softmax_follows(const ir_graph *g, const int *consumers, const ir_tensor *t) {
+    for (int steps = 0; steps < 5; steps++) {
+        if (!t || t->is_graph_output || consumers[t->index] != 1) return false;
+        const ir_node *next = NULL;
+        for (size_t i = 0; i < g->num_nodes && !next; i++)
+            for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+                if (g->nodes[i]->inputs[k] == t) next = g->nodes[i];
+        op_pattern pat;
+        const op_pattern_kind kind = role_of(next, &pat);
+        if (kind == OP_PATTERN_SOFTMAX_LAST) return true;
+        if (kind != OP_PATTERN_RESHAPE && !(next && next->desc && next->desc->binary == BINARY_ADD))
+            return false;
+        t = next->outputs[0];
+    }
+    return false;
+}
+
+/* Swin v2's cosine attention scales each head's scores by its own constant (the clamped exp of
+ * a learnt logit scale): Mul(MatMul(Q', K'), c) with c of dims (h, 1, 1), which the step's one
+ * scale cannot hold. The same product is Q' scaled per head, so the Mul moves before the
+ * MatMul: MatMul(Mul(Q', c), K'), computed by a step of its own on Q' (D values a query row
+ * instead of Sk), and the scores are the MatMul's again. Only where a Softmax over the last axis
+ * reads the scores (through Adds and Reshapes), c is not a scalar (a scalar is the step's
+ * scale already), varies only over the scores' dims before the last two, and Q' has the
+ * scores' leading dims. */
+static tci_status move_head_scales(ir_graph *g, bool *moved) {
+    *moved = false;
+    int *consumers = ir_graph_count_readers(g);
+    if (!consumers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing attention");
+    for (size_t i = 0; i < g->num_nodes; i++) {
+        ir_node *mul = g->nodes[i];
+        if (!mul->desc || mul->desc->binary != BINARY_MUL || mul->num_inputs != 2 ||
+            mul->fused_into || mul->epilogue || !mul->outputs[0])
+            continue;
+        for (int side = 0; side < 2; side++) {
+            ir_tensor *c = mul->inputs[side], *x = mul->inputs[1 - side];
+            ir_node *mm = x ? x->producer : NULL;
+            op_pattern pat;
+            float f;
+            if (!c || !c->data || !known_float(c) || ir_float_scalar(c, &f) || !x ||
+                !private_tensor(consumers, x) || role_of(mm, &pat) != OP_PATTERN_MATMUL ||
+                mm->num_inputs != 2 || !known_float(x) || x->rank < 3 || !broadcasts(c, x) ||
+                !same_dims(x, mul->outputs[0]))
+                continue;
+            const ir_tensor *a = mm->inputs[0];
+            bool fits = a && known_float(a) && a->rank == x->rank;
+            for (int k = 0; fits && k < c->rank; k++) {
+                const int d = x->rank - c->rank + k;
+                fits = d < x->rank - 2 ? true : c->dims[k] == 1;
+            }
+            for (int k = 0; fits && k < x->rank - 2; k++) fits = a->dims[k] == x->dims[k];
+            if (!fits || !softmax_follows(g, consumers, mul->outputs[0])) continue;
+            /* Mul(Q', c) -> q2, MatMul(q2, K') -> the Mul's output; x is read no more */
+            ir_tensor *q2, *scores = mul->outputs[0];
+            tci_status st = ir_graph_add_tensor(g, NULL, &q2);
+            if (st != TCI_OK) {
+                free(consumers);
+                return st;
+            }
+            q2->dtype = a->dtype;
+            q2->rank = a->rank;
+            memcpy(q2->dims, a->dims, sizeof(int64_t) * (size_t)a->rank);
+            mul->inputs[1 - side] = mm->inputs[0];
+            mul->outputs[0] = q2;
+            mm->inputs[0] = q2;
+            mm->outputs[0] = scores;
+            consumers[x->index] = 0;
+            *moved = true;
+            break;
+        }
+    }
+    free(consumers);
+    return *moved ? ir_graph_sort(g) : TCI_OK;
+}
+
 static tci_status fuse_all(ir_graph *g) {
     int *consumers = ir_graph_count_readers(g);
     if (!consumers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory fusing attention");
@@ -837,6 +913,8 @@ static tci_status fuse_all(ir_graph *g) {
 
 /* The row Transposes around the projections moved first (rows.c), kept where a step folds them. */
 tci_status pass_fuse_attention(ir_graph *g) {
+    bool moved;
+    TRY_STATUS(move_head_scales(g, &moved));
     rows_moves moves;
     TRY_STATUS(rows_move_transposes(g, &moves));
     bool refuse = false;
