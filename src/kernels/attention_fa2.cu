@@ -201,7 +201,6 @@ __global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() 
                                    (p.mask_mod ? b % p.mask_mod : b) * p.ms[0] + h * p.ms[1]
                              : nullptr;
     const unsigned char *keep = p.keep ? p.keep + b * p.ps[0] + h * p.ps[1] : nullptr;
-    const bool keep_bcast = p.ps[2] == 0, mask_bcast = p.ms[2] == 0; // the same for every query
 
     int kv_end = kv_len;
     if (p.causal && m0 + kBlockM < kv_end) kv_end = m0 + kBlockM; // no key past the last row
@@ -252,34 +251,21 @@ __global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() 
             const bool edge = n0 + kBlockN > kv_len || (p.causal && n0 + kBlockN - 1 > m0) ||
                               mask != nullptr || keep != nullptr;
             if (edge) {
-                // a mask broadcast over the queries (a padding mask: stride 0 along them) is
-                // read once per key column, for both of the thread's rows
 #pragma unroll
                 for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
-                    for (int c = 0; c < 2; ++c) {
-                        const int kj = n0 + j * 8 + 2 * t + c;
-                        const bool col_in = kj < kv_len;
-                        bool col_keep = true;
-                        float col_add = 0.0f;
-                        if (col_in && keep && keep_bcast) col_keep = keep[kj * p.ps[3]] != 0;
-                        if (col_in && mask && mask_bcast)
-                            col_add = to_float(mask[kj * p.ms[3]]) * kLog2e;
-#pragma unroll
-                        for (int r = 0; r < 2; ++r) {
-                            const int qi = qrow[r];
-                            float x = s[j][2 * r + c];
-                            if (!col_in || qi >= q_len || (p.causal && kj > qi)) {
-                                x = -INFINITY;
-                            } else if (keep && !(keep_bcast ? col_keep
-                                                            : keep[qi * p.ps[2] + kj * p.ps[3]] != 0)) {
-                                x = p.dropped;
-                            } else if (mask) {
-                                x += mask_bcast ? col_add
-                                                : to_float(mask[qi * p.ms[2] + kj * p.ms[3]]) * kLog2e;
-                            }
-                            s[j][2 * r + c] = x;
+                    for (int e = 0; e < 4; ++e) {
+                        const int qi = qrow[e / 2];
+                        const int kj = n0 + j * 8 + 2 * t + (e % 2);
+                        float x = s[j][e];
+                        if (kj >= kv_len || qi >= q_len || (p.causal && kj > qi)) {
+                            x = -INFINITY;
+                        } else if (keep && !keep[qi * p.ps[2] + kj * p.ps[3]]) {
+                            x = p.dropped;
+                        } else if (mask) {
+                            x += to_float(mask[qi * p.ms[2] + kj * p.ms[3]]) * kLog2e;
                         }
+                        s[j][e] = x;
                     }
             }
 
