@@ -281,9 +281,9 @@ extern "C" tci_status kern_attention(const kern_attention_desc *d, const void *q
     if (!q || !y || (d->kv_len > 0 && (!k || !v)))
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_attention: NULL operand");
     if (d->impl != KERN_ATTENTION_AUTO && d->impl != KERN_ATTENTION_WMMA &&
-        d->impl != KERN_ATTENTION_FA2 && d->impl != KERN_ATTENTION_FA2_SPLIT)
+        d->impl != KERN_ATTENTION_FA2)
         return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_attention: impl %d", (int)d->impl);
-    if (d->impl == KERN_ATTENTION_FA2 || d->impl == KERN_ATTENTION_FA2_SPLIT ||
+    if (d->impl == KERN_ATTENTION_FA2 ||
         (d->impl == KERN_ATTENTION_AUTO && kern_attention_fa2_applies(d, q, k, v)))
         return kern_attention_fa2(d, q, k, v, mask, keep, y, stream);
     Params p;

@@ -33,9 +33,7 @@ extern "C" {
 typedef enum kern_attention_impl {
     KERN_ATTENTION_AUTO = 0,
     KERN_ATTENTION_WMMA = 1,
-    KERN_ATTENTION_FA2 = 2,      /* 4 warps of a block walk every key tile */
-    KERN_ATTENTION_FA2_SPLIT = 3 /* two groups of 4 take every other tile and merge (AUTO's
-                                    choice where the grid is smaller than the GPU) */
+    KERN_ATTENTION_FA2 = 2
 } kern_attention_impl;
 
 typedef struct kern_attention_desc {

@@ -12,11 +12,6 @@
 // (src-size 0). Masks (the tail tile, causal, an additive or keep mask) are applied only on the
 // tiles that need them. Y is staged through Q's shared tile, then written through its strides.
 //
-// Where the grid is smaller than the GPU (batch 1: ViT-B/16's 12 heads x 4 tiles fill 48 of
-// 132 multiprocessors), a block of 8 warps takes the same 64 rows: two groups of 4, each with its
-// own K and V stages, take every other key tile, and the second hands its O, maximum and sum to
-// the first at the end (SPLIT 2), halving each block's walk over the keys.
-//
 // Why 64 rows and 4 warps, not 128 and 8: a warp's registers are the same either way (16 rows:
 // Q fragments D/4, S 32, O D/2 fp32 per thread; ptxas: min_blocks below), so the choice is the
 // block's granularity. 197 queries (ViT) fill 4 tiles of 64 or 2 of 128 with the same padding,
@@ -46,13 +41,9 @@ static_assert(kBlockM == kBlockN, "Q, K and V tiles share one shape");
 template <int D> struct Fa2Smem {
     static constexpr int kLd = D + 8;             // elements per row
     static constexpr int kTile = kBlockM * kLd;   // elements per tile
+    static constexpr int kBytes = 5 * kTile * 2;  // Q, K[2], V[2]
     static_assert(D % 16 == 0, "head dim in whole k16 steps and ldmatrix x4 pairs");
     static_assert((kLd * 2) % 16 == 0, "16-byte aligned rows");
-    // SPLIT groups of 4 warps: Q, then K[2] and V[2] per group
-    template <int SPLIT> static constexpr int bytes() { return (1 + 4 * SPLIT) * kTile * 2; }
-    // what a group past the first hands the first at the end, per thread: O, m and l of 2 rows
-    static constexpr int kMergeFloats = D / 2 + 4;
-    static_assert(kThreads * kMergeFloats * 4 <= 4 * kTile * 2, "merge in a group's K/V tiles");
 };
 
 struct Fa2Params {
@@ -82,12 +73,6 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-// the kThreads threads of one warp group meet (named barrier 1 + group; 0 is __syncthreads')
-__device__ __forceinline__ void group_barrier(int group) {
-    if (group == 0) asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
-    else asm volatile("bar.sync 2, %0;\n" ::"n"(kThreads) : "memory");
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -149,13 +134,13 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // asynchronously; rows at or past `valid` are zero-filled
 template <typename T, int D>
 __device__ __forceinline__ void load_tile_async(T *dst, const T *src, int64_t row_stride,
-                                                int first, int valid, int tid) {
+                                                int first, int valid) {
     constexpr int kChunks = D / 8; // 16-byte chunks per row
     constexpr int kLd = Fa2Smem<D>::kLd;
     static_assert((kBlockM * kChunks) % kThreads == 0, "whole chunks per thread");
 #pragma unroll
     for (int it = 0; it < kBlockM * kChunks / kThreads; ++it) {
-        const int i = it * kThreads + tid;
+        const int i = it * kThreads + threadIdx.x;
         const int r = i / kChunks, c = (i % kChunks) * 8;
         const bool ok = first + r < valid;
         const T *g = ok ? src + (first + r) * row_stride + c : src;
@@ -163,28 +148,20 @@ __device__ __forceinline__ void load_tile_async(T *dst, const T *src, int64_t ro
     }
 }
 
-// Blocks per SM the register budget of the unsplit kernel is set for (ptxas -v, sm_90): D 32: 4
-// (115 registers), 64: 3 (153; 4 would cap it at 128 and spill), 80 and 96: 3 (157, and 168
-// with 48 bytes spilled: 163 and none before the split variant's restructuring), 128: 2 (237).
-// The split kernel (256 threads) runs one block an SM: 157 to 240 registers, no spills.
+// Blocks per SM the register budget is set for (ptxas -v, sm_90, no spills): D 32: 4 (114
+// registers), 64: 3 (152; 4 would cap it at 128 and spill), 80 and 96: 3 (158, 163), 128: 2
+// (238).
 // Shared memory allows as many (46 KB a block at D 64, 85 KB at 128).
 template <int D> constexpr int min_blocks() { return D <= 32 ? 4 : D <= 96 ? 3 : 2; }
 
-// SPLIT 1: the 4 warps of the block walk every key tile. SPLIT 2 (grids smaller than the GPU:
-// batch 1): a second group of 4 warps takes every other tile of the same 64 query rows, with
-// its own K and V stages, and hands its O, maximum and sum to the first at the end, which
-// rescales both to the larger maximum and adds them (the online softmax's own merge).
-template <typename T, int D, int SPLIT>
-__global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() : 1)
-    attention_fa2_kernel(Fa2Params p) {
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, min_blocks<D>()) attention_fa2_kernel(Fa2Params p) {
     using S = Fa2Smem<D>;
     constexpr int kLd = S::kLd;
     extern __shared__ __align__(128) unsigned char smem[];
-    const int group = SPLIT > 1 ? (int)threadIdx.x / kThreads : 0;
-    const int tid = SPLIT > 1 ? (int)threadIdx.x % kThreads : (int)threadIdx.x;
     T *sq = reinterpret_cast<T *>(smem);
-    T *sk = sq + S::kTile + group * 4 * S::kTile; // stage s at sk + s * kTile
-    T *sv = sk + 2 * S::kTile;                    // stage s at sv + s * kTile
+    T *sk = sq + S::kTile;     // stage s at sk + s * kTile
+    T *sv = sk + 2 * S::kTile; // stage s at sv + s * kTile
 
     // positions fit an int (kern_attention_fa2_applies): 32-bit index math
     const int q_len = (int)p.q_len, kv_len = (int)p.kv_len;
@@ -192,7 +169,7 @@ __global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() 
     const int64_t bh = blockIdx.x / p.tiles_m;
     const int64_t b = bh / p.heads, h = bh % p.heads;
     const int m0 = tile * kBlockM;
-    const int warp = tid / 32, lane = tid % 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4; // an accumulator's row (and row + 8) and column pair
     const T *q = static_cast<const T *>(p.q) + b * p.qs[0] + h * p.qs[1];
     const T *k = static_cast<const T *>(p.k) + b * p.ks[0] + h * p.ks[1];
@@ -205,13 +182,11 @@ __global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() 
     int kv_end = kv_len;
     if (p.causal && m0 + kBlockM < kv_end) kv_end = m0 + kBlockM; // no key past the last row
     const int n_tiles = (kv_end + kBlockN - 1) / kBlockN;
-    // this group's tiles: group, group + SPLIT, ...
-    const int n_own = n_tiles > group ? (n_tiles - group + SPLIT - 1) / SPLIT : 0;
 
-    if (group == 0) load_tile_async<T, D>(sq, q, p.qs[2], m0, q_len, tid);
-    if (n_own > 0) {
-        load_tile_async<T, D>(sk, k, p.ks[2], group * kBlockN, kv_len, tid);
-        load_tile_async<T, D>(sv, v, p.vs[2], group * kBlockN, kv_len, tid);
+    load_tile_async<T, D>(sq, q, p.qs[2], m0, q_len);
+    if (n_tiles > 0) {
+        load_tile_async<T, D>(sk, k, p.ks[2], 0, kv_len);
+        load_tile_async<T, D>(sv, v, p.vs[2], 0, kv_len);
     }
     cp_async_commit();
 
@@ -224,177 +199,123 @@ __global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() 
     float l_run[2] = {0.0f, 0.0f};           // this thread's part of each row's running sum
     uint32_t qf[D / 16][4];                  // Q's A fragments, loaded at the first tile
 
-    // one key tile (keys n0 ..) from K and V's shared tiles kt and vt into o, m_run, l_run
-    auto tile_step = [&](int n0, const T *kt, const T *vt) {
-            // S (16 x 64 per warp) = Q_w K^T
-            float s[kBlockN / 8][4];
+    for (int it = 0; it < n_tiles; ++it) {
+        const int stage = it & 1;
+        if (it + 1 < n_tiles) { // the next tile into the other stage, freed at the last barrier
+            const int n1 = (it + 1) * kBlockN;
+            load_tile_async<T, D>(sk + (stage ^ 1) * S::kTile, k, p.ks[2], n1, kv_len);
+            load_tile_async<T, D>(sv + (stage ^ 1) * S::kTile, v, p.vs[2], n1, kv_len);
+            cp_async_commit();
+            cp_async_wait<1>(); // this tile (and Q) landed; the next may still be in flight
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        if (it == 0) {
 #pragma unroll
-            for (int j = 0; j < kBlockN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-                for (int nb = 0; nb < kBlockN / 16; ++nb) {
-                    // matrices: keys +0 / +8 (lane / 16), d +0 / +8 ((lane / 8) % 2)
-                    uint32_t kb[4];
-                    ldmatrix_x4(kb, smem_addr(kt + (nb * 16 + (lane / 16) * 8 + lane % 8) * kLd +
-                                              kk * 16 + ((lane / 8) % 2) * 8));
-                    mma16816<T>(s[2 * nb], qf[kk], kb[0], kb[1]);
-                    mma16816<T>(s[2 * nb + 1], qf[kk], kb[2], kb[3]);
-                }
-            }
+            for (int kk = 0; kk < D / 16; ++kk)
+                ldmatrix_x4(qf[kk], smem_addr(sq + (warp * 16 + lane % 16) * kLd + kk * 16 +
+                                              (lane / 16) * 8));
+        }
 
-            // base-2 scores, the masks where this tile needs them (attention.cu's rules, in order)
+        // S (16 x 64 per warp) = Q_w K^T
+        const T *kt = sk + stage * S::kTile;
+        float s[kBlockN / 8][4];
+#pragma unroll
+        for (int j = 0; j < kBlockN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+            for (int nb = 0; nb < kBlockN / 16; ++nb) {
+                // matrices: keys +0 / +8 (lane / 16), d +0 / +8 ((lane / 8) % 2)
+                uint32_t kb[4];
+                ldmatrix_x4(kb, smem_addr(kt + (nb * 16 + (lane / 16) * 8 + lane % 8) * kLd +
+                                          kk * 16 + ((lane / 8) % 2) * 8));
+                mma16816<T>(s[2 * nb], qf[kk], kb[0], kb[1]);
+                mma16816<T>(s[2 * nb + 1], qf[kk], kb[2], kb[3]);
+            }
+        }
+
+        // base-2 scores, the masks where this tile needs them (attention.cu's rules, in order)
+        const int n0 = it * kBlockN;
+#pragma unroll
+        for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
+        const bool edge = n0 + kBlockN > kv_len || (p.causal && n0 + kBlockN - 1 > m0) ||
+                          mask != nullptr || keep != nullptr;
+        if (edge) {
 #pragma unroll
             for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) s[j][e] *= p.scale_log2;
-            const bool edge = n0 + kBlockN > kv_len || (p.causal && n0 + kBlockN - 1 > m0) ||
-                              mask != nullptr || keep != nullptr;
-            if (edge) {
-#pragma unroll
-                for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int qi = qrow[e / 2];
-                        const int kj = n0 + j * 8 + 2 * t + (e % 2);
-                        float x = s[j][e];
-                        if (kj >= kv_len || qi >= q_len || (p.causal && kj > qi)) {
-                            x = -INFINITY;
-                        } else if (keep && !keep[qi * p.ps[2] + kj * p.ps[3]]) {
-                            x = p.dropped;
-                        } else if (mask) {
-                            x += to_float(mask[qi * p.ms[2] + kj * p.ms[3]]) * kLog2e;
-                        }
-                        s[j][e] = x;
+                for (int e = 0; e < 4; ++e) {
+                    const int qi = qrow[e / 2];
+                    const int kj = n0 + j * 8 + 2 * t + (e % 2);
+                    float x = s[j][e];
+                    if (kj >= kv_len || qi >= q_len || (p.causal && kj > qi)) {
+                        x = -INFINITY;
+                    } else if (keep && !keep[qi * p.ps[2] + kj * p.ps[3]]) {
+                        x = p.dropped;
+                    } else if (mask) {
+                        x += to_float(mask[qi * p.ms[2] + kj * p.ms[3]]) * kLog2e;
                     }
-            }
-
-            // online softmax per row: the maximum over the quad, rescale, exponentials
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-                float mx = -INFINITY;
-#pragma unroll
-                for (int j = 0; j < kBlockN / 8; ++j)
-                    mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float m_new = fmaxf(m_run[r], mx);
-                // while every score so far is -inf, subtract 0: exp2(-inf) is 0, never NaN
-                const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-                const float alpha = fast_exp2(m_run[r] - m_use); // m_run -inf: 0
-                m_run[r] = m_new;
-                float sum = 0.0f;
-#pragma unroll
-                for (int j = 0; j < kBlockN / 8; ++j) {
-                    s[j][2 * r] = fast_exp2(s[j][2 * r] - m_use);
-                    s[j][2 * r + 1] = fast_exp2(s[j][2 * r + 1] - m_use);
-                    sum += s[j][2 * r] + s[j][2 * r + 1];
+                    s[j][e] = x;
                 }
-                l_run[r] = l_run[r] * alpha + sum;
-#pragma unroll
-                for (int j = 0; j < D / 8; ++j) {
-                    o[j][2 * r] *= alpha;
-                    o[j][2 * r + 1] *= alpha;
-                }
-            }
+        }
 
-            // O += P V: P's accumulator layout is the A fragment's, two n8 blocks per k16 step
-#pragma unroll
-            for (int kk = 0; kk < kBlockN / 16; ++kk) {
-                uint32_t a[4];
-                a[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-                a[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-                a[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-                a[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-                for (int db = 0; db < D / 16; ++db) {
-                    // matrices (transposed): keys +0 / +8 ((lane / 8) % 2), d +0 / +8 (lane / 16)
-                    uint32_t vb[4];
-                    const int key = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-                    ldmatrix_x4_trans(vb, smem_addr(vt + key * kLd + db * 16 + (lane / 16) * 8));
-                    mma16816<T>(o[2 * db], a, vb[0], vb[1]);
-                    mma16816<T>(o[2 * db + 1], a, vb[2], vb[3]);
-                }
-            }
-    };
-    auto load_q_fragments = [&]() {
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk)
-            ldmatrix_x4(qf[kk], smem_addr(sq + (warp * 16 + lane % 16) * kLd + kk * 16 +
-                                          (lane / 16) * 8));
-    };
-
-    if constexpr (SPLIT == 1) {
-        for (int it = 0; it < n_tiles; ++it) {
-            const int stage = it & 1;
-            if (it + 1 < n_tiles) { // the next tile into the other stage, freed at the last barrier
-                const int n1 = (it + 1) * kBlockN;
-                load_tile_async<T, D>(sk + (stage ^ 1) * S::kTile, k, p.ks[2], n1, kv_len, tid);
-                load_tile_async<T, D>(sv + (stage ^ 1) * S::kTile, v, p.vs[2], n1, kv_len, tid);
-                cp_async_commit();
-                cp_async_wait<1>(); // this tile (and Q) landed; the next may still be in flight
-            } else {
-                cp_async_wait<0>();
-            }
-            __syncthreads();
-            if (it == 0) load_q_fragments();
-            tile_step(it * kBlockN, sk + stage * S::kTile, sv + stage * S::kTile);
-            __syncthreads(); // every warp is done with this stage before it is refilled
-        }
-        cp_async_wait<0>(); // no tile at all: Q's copy still lands before its tile is reused
-        __syncthreads();
-    } else {
-        // Q (group 0's copy) and each group's first tile landed, seen by the whole block
-        cp_async_wait<0>();
-        __syncthreads();
-        load_q_fragments();
-        for (int i = 0; i < n_own; ++i) {
-            const int stage = i & 1;
-            if (i + 1 < n_own) { // the group's next tile into its other stage
-                const int n1 = (group + (i + 1) * SPLIT) * kBlockN;
-                load_tile_async<T, D>(sk + (stage ^ 1) * S::kTile, k, p.ks[2], n1, kv_len, tid);
-                load_tile_async<T, D>(sv + (stage ^ 1) * S::kTile, v, p.vs[2], n1, kv_len, tid);
-                cp_async_commit();
-            }
-            if (i > 0) { // (the first was waited for above)
-                if (i + 1 < n_own) cp_async_wait<1>();
-                else cp_async_wait<0>();
-                group_barrier(group);
-            }
-            tile_step((group + i * SPLIT) * kBlockN, sk + stage * S::kTile,
-                      sv + stage * S::kTile);
-            group_barrier(group); // the group is done with this stage before it is refilled
-        }
-        cp_async_wait<0>();
-        __syncthreads(); // every group's tiles done: its K/V tiles are free for the merge
-        float *merge = reinterpret_cast<float *>(sq + S::kTile + 4 * S::kTile) +
-                       tid * S::kMergeFloats;
-        if (group == 1) {
-#pragma unroll
-            for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) merge[4 * j + e] = o[j][e];
-            merge[D / 2] = m_run[0];
-            merge[D / 2 + 1] = m_run[1];
-            merge[D / 2 + 2] = l_run[0];
-            merge[D / 2 + 3] = l_run[1];
-        }
-        __syncthreads();
-        if (group != 0) return; // (no block-wide barrier follows)
+        // online softmax per row: the maximum over the quad, rescale, exponentials
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            const float m1 = merge[D / 2 + r], m = fmaxf(m_run[r], m1);
-            const float m_use = m == -INFINITY ? 0.0f : m;
-            const float a0 = fast_exp2(m_run[r] - m_use), a1 = fast_exp2(m1 - m_use);
-            m_run[r] = m;
-            l_run[r] = l_run[r] * a0 + merge[D / 2 + 2 + r] * a1;
+            float mx = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < kBlockN / 8; ++j)
+                mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m_run[r], mx);
+            // while every score so far is -inf, subtract 0: exp2(-inf) is 0, never NaN
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+            const float alpha = fast_exp2(m_run[r] - m_use); // m_run -inf: 0
+            m_run[r] = m_new;
+            float sum = 0.0f;
+#pragma unroll
+            for (int j = 0; j < kBlockN / 8; ++j) {
+                s[j][2 * r] = fast_exp2(s[j][2 * r] - m_use);
+                s[j][2 * r + 1] = fast_exp2(s[j][2 * r + 1] - m_use);
+                sum += s[j][2 * r] + s[j][2 * r + 1];
+            }
+            l_run[r] = l_run[r] * alpha + sum;
 #pragma unroll
             for (int j = 0; j < D / 8; ++j) {
-                o[j][2 * r] = o[j][2 * r] * a0 + merge[4 * j + 2 * r] * a1;
-                o[j][2 * r + 1] = o[j][2 * r + 1] * a0 + merge[4 * j + 2 * r + 1] * a1;
+                o[j][2 * r] *= alpha;
+                o[j][2 * r + 1] *= alpha;
             }
         }
+
+        // O += P V: P's accumulator layout is the A fragment's, two n8 blocks per k16 step
+        const T *vt = sv + stage * S::kTile;
+#pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; ++kk) {
+            uint32_t a[4];
+            a[0] = pack2<T>(s[2 * kk][0], s[2 * kk][1]);
+            a[1] = pack2<T>(s[2 * kk][2], s[2 * kk][3]);
+            a[2] = pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            a[3] = pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+            for (int db = 0; db < D / 16; ++db) {
+                // matrices (transposed): keys +0 / +8 ((lane / 8) % 2), d +0 / +8 (lane / 16)
+                uint32_t vb[4];
+                ldmatrix_x4_trans(vb, smem_addr(vt + (kk * 16 + ((lane / 8) % 2) * 8 + lane % 8) *
+                                                         kLd +
+                                                db * 16 + (lane / 16) * 8));
+                mma16816<T>(o[2 * db], a, vb[0], vb[1]);
+                mma16816<T>(o[2 * db + 1], a, vb[2], vb[3]);
+            }
+        }
+        __syncthreads(); // every warp is done with this stage before it is refilled
     }
+    cp_async_wait<0>(); // no tile at all: Q's copy still lands before its tile is reused
+    __syncthreads();
 
     // Y: this warp's rows through its own rows of Q's tile (read by no other warp), rounded once
     T *so = sq + warp * 16 * kLd;
@@ -427,26 +348,26 @@ __global__ void __launch_bounds__(kThreads *SPLIT, SPLIT == 1 ? min_blocks<D>() 
     }
 }
 
-template <typename T, int D> tci_status launch(const Fa2Params &p, unsigned blocks, bool split,
+template <typename T, int D> tci_status launch(const Fa2Params &p, unsigned blocks,
                                                 cudaStream_t stream) {
-    const auto kernel = split ? attention_fa2_kernel<T, D, 2> : attention_fa2_kernel<T, D, 1>;
-    const int bytes = split ? Fa2Smem<D>::template bytes<2>() : Fa2Smem<D>::template bytes<1>();
+    const auto kernel = attention_fa2_kernel<T, D>;
+    constexpr int kBytes = Fa2Smem<D>::kBytes;
     // a per-function attribute, not stream work: legal while capturing
     KERN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel),
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    kernel<<<blocks, kThreads * (split ? 2 : 1), bytes, stream>>>(p);
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+    kernel<<<blocks, kThreads, kBytes, stream>>>(p);
     KERN_LAUNCH_CHECK("attention_fa2_kernel");
     return TCI_OK;
 }
 
 template <typename T> tci_status launch_dim(const Fa2Params &p, int64_t d, unsigned blocks,
-                                            bool split, cudaStream_t stream) {
+                                            cudaStream_t stream) {
     switch (d) {
-    case 32: return launch<T, 32>(p, blocks, split, stream);
-    case 64: return launch<T, 64>(p, blocks, split, stream);
-    case 80: return launch<T, 80>(p, blocks, split, stream);
-    case 96: return launch<T, 96>(p, blocks, split, stream);
-    case 128: return launch<T, 128>(p, blocks, split, stream);
+    case 32: return launch<T, 32>(p, blocks, stream);
+    case 64: return launch<T, 64>(p, blocks, stream);
+    case 80: return launch<T, 80>(p, blocks, stream);
+    case 96: return launch<T, 96>(p, blocks, stream);
+    case 128: return launch<T, 128>(p, blocks, stream);
     default:
         return status_error(TCI_ERR_UNSUPPORTED,
                             "kern_attention: head dim %lld has no FA2 kernel (32, 64, 80, 96, "
@@ -519,16 +440,7 @@ extern "C" tci_status kern_attention_fa2(const kern_attention_desc *d, const voi
     if (blocks > 0x7fffffffLL)
         return status_error(TCI_ERR_UNSUPPORTED, "kern_attention: %lld blocks exceed the grid",
                             (long long)blocks);
-    // the keys split between two warp groups where the grid leaves multiprocessors idle and
-    // there are 2 key tiles or more (KERN_ATTENTION_FA2_SPLIT forces it, FA2 rules it out)
-    bool split = d->impl == KERN_ATTENTION_FA2_SPLIT;
-    if (d->impl == KERN_ATTENTION_AUTO && d->kv_len > kBlockN) {
-        int device = 0, sms = 0;
-        KERN_CUDA_CHECK(cudaGetDevice(&device));
-        KERN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        split = blocks < sms;
-    }
     if (d->dtype == TCI_DTYPE_BFLOAT16)
-        return launch_dim<__nv_bfloat16>(p, d->head_dim, (unsigned)blocks, split, stream);
-    return launch_dim<__half>(p, d->head_dim, (unsigned)blocks, split, stream);
+        return launch_dim<__nv_bfloat16>(p, d->head_dim, (unsigned)blocks, stream);
+    return launch_dim<__half>(p, d->head_dim, (unsigned)blocks, stream);
 }

@@ -365,12 +365,10 @@ static double run_case_on(const attn_case *c, uint64_t seed, bool with_cudnn) {
     const void *qp = (uint16_t *)dq + qo, *kp = (uint16_t *)dk + ko, *vp = (uint16_t *)dv + vo;
     const bool fa2 = kern_attention_fa2_applies(&desc, qp, kp, vp);
     double worst = 0.0;
-    for (int impl = KERN_ATTENTION_WMMA; impl <= KERN_ATTENTION_FA2_SPLIT; impl++) {
-        if (impl >= KERN_ATTENTION_FA2 && !fa2) break;
+    for (int impl = KERN_ATTENTION_WMMA; impl <= KERN_ATTENTION_FA2; impl++) {
+        if (impl == KERN_ATTENTION_FA2 && !fa2) break;
         desc.impl = (kern_attention_impl)impl;
-        const char *kname = impl == KERN_ATTENTION_FA2_SPLIT ? "fa2 split"
-                            : impl == KERN_ATTENTION_FA2     ? "fa2"
-                                                             : "wmma";
+        const char *kname = impl == KERN_ATTENTION_FA2 ? "fa2" : "wmma";
         poison(dy, yh, nq);
         ck_assert_tci_ok(kern_attention(&desc, qp, kp, vp, has_mask ? dm : NULL,
                                         keeps ? dkeep : NULL, dy, 0));
@@ -577,7 +575,7 @@ START_TEST(test_attention_fully_masked) {
     void *dq = gpu_upload(qh, (size_t)(sq * d * 2)), *dkv = gpu_upload(kvh, (size_t)(sk * d * 2));
     void *dm = gpu_upload(mh, sizeof mh), *dy = gpu_upload(NULL, sizeof yh);
     ck_assert(kern_attention_fa2_applies(&desc, dq, dkv, dkv));
-    for (int impl = KERN_ATTENTION_WMMA; impl <= KERN_ATTENTION_FA2_SPLIT; impl++) {
+    for (int impl = KERN_ATTENTION_WMMA; impl <= KERN_ATTENTION_FA2; impl++) {
         desc.impl = (kern_attention_impl)impl;
         desc.kv_len = sk;
         ck_assert_int_eq(cudaMemset(dy, 0xff, sizeof yh), cudaSuccess);
