@@ -161,7 +161,7 @@ static tci_status matmul(kern_attention_cudnn_plan *p, cudnnBackendDescriptor_t 
 }
 
 /* The graph: S = Q K^T; S *= scale; [causal: S = row >= col ? S : -inf]; P = softmax(S) in
- * the storage type; O = P V. */
+ * the storage type (with its statistics, virtual); O = P V. */
 static tci_status build_graph(kern_attention_cudnn_plan *p, cudnnDataType_t io) {
     const kern_attention_desc *d = &p->d;
     const int64_t B = d->batch, H = d->heads, SQ = d->q_len, SK = d->kv_len, D = d->head_dim;
@@ -207,6 +207,14 @@ static tci_status build_graph(kern_attention_cudnn_plan *p, cudnnDataType_t io) 
     TRY_STATUS(pointwise(p, CUDNN_POINTWISE_EXP, f32, -1, sub, NULL, NULL, ex));
     TRY_STATUS(virt(p, f32, B, H, SQ, 1, &sum));
     TRY_STATUS(reduction(p, CUDNN_REDUCE_TENSOR_ADD, ex, sum));
+    /* the softmax statistics max + log(sum), into a virtual tensor: nothing reads them, but
+     * cuDNN's fused-attention engines recognise the softmax only with them (cuDNN 9.14 and 9.19
+     * on the H200: without them the heuristics return no engine) */
+    cudnnBackendDescriptor_t log_sum, stats;
+    TRY_STATUS(virt(p, f32, B, H, SQ, 1, &log_sum));
+    TRY_STATUS(pointwise(p, CUDNN_POINTWISE_LOG, f32, -1, sum, NULL, NULL, log_sum));
+    TRY_STATUS(virt(p, f32, B, H, SQ, 1, &stats));
+    TRY_STATUS(pointwise(p, CUDNN_POINTWISE_ADD, f32, -1, max, log_sum, NULL, stats));
     TRY_STATUS(virt(p, io, B, H, SQ, SK, &prob));
     TRY_STATUS(pointwise(p, CUDNN_POINTWISE_DIV, f32, -1, ex, sum, NULL, prob));
     return matmul(p, prob, v, o);

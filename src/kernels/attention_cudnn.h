@@ -1,9 +1,11 @@
 /* Fused scaled-dot-product attention through cuDNN's graph (backend) API: the candidate timed
  * against tcinfer's own kernel (attention.h) at engine build. The graph is the one cuDNN's fused
  * flash-attention engines recognise: Q K^T (fp32), times the scale, the causal mask where asked
- * (row index >= column index, else -inf), the softmax as max / subtract / exp / sum / divide,
- * the probabilities in the storage type, times V. A plan is made once for one descriptor (its
- * sizes and strides) and then runs any number of times, also inside CUDA graph capture. */
+ * (row index >= column index, else -inf), the softmax as max / subtract / exp / sum / divide
+ * (and the statistics max + log(sum) into a virtual tensor, without which cuDNN's engines do not
+ * recognise it), the probabilities in the storage type, times V. A plan is made once for one
+ * descriptor (its sizes and strides) and then runs any number of times, also inside CUDA graph
+ * capture. */
 #ifndef TCI_KERNELS_ATTENTION_CUDNN_H
 #define TCI_KERNELS_ATTENTION_CUDNN_H
 
