@@ -5,7 +5,7 @@
  * of the bench's transformers: ViT-B/16 at batch 64 (Q, K, V read from the packed QKV
  * projection, Y into (b, s, h, d), as the executor passes them), BERT-base at batch 32 and
  * sequences 128 and 384 (also with a keep mask), GPT-2 causal at sequence 512 (batch 1 and 64),
- * and head dim 128 (plain and causal).
+ * head dim 128 (plain and causal), and ViT-B/16 and BERT s128 at batch 1.
  *
  * Each time is the median of 9 replays of a CUDA graph of back-to-back launches; before it is
  * timed, FA2's output is compared with WMMA's (largest difference within 4e-3 of the largest
@@ -43,6 +43,8 @@ static const shape k_shapes[] = {
     {"d128 b16 h16 s1024", 16, 16, 1024, 128, 0, 0, 0},
     {"d128 b16 h16 s1024 causal", 16, 16, 1024, 128, 1, 0, 0},
     {"d128 b64 h12 s197 (packed QKV)", 64, 12, 197, 128, 0, 1, 0},
+    {"ViT-B/16 b1 (packed QKV)", 1, 12, 197, 64, 0, 1, 0},
+    {"BERT-base b1 s128", 1, 12, 128, 64, 0, 0, 0},
 };
 enum { SHAPE_COUNT = (int)(sizeof k_shapes / sizeof k_shapes[0]) };
 
