@@ -522,6 +522,16 @@ int *ir_graph_count_readers(const ir_graph *g) {
     return readers;
 }
 
+ir_node *ir_graph_reader(const ir_graph *g, const ir_tensor *t, size_t from, int *slot) {
+    for (size_t i = from; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            if (g->nodes[i]->inputs[k] == t) {
+                if (slot) *slot = k;
+                return g->nodes[i];
+            }
+    return NULL;
+}
+
 bool ir_float_scalar(const ir_tensor *t, float *out_value) {
     if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
     for (int i = 0; i < t->rank; i++)

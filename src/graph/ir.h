@@ -304,6 +304,10 @@ void ir_tensor_view(const ir_tensor *t, tci_tensor *out);
  * graph output it is. calloc'd, num_tensors + 1 entries; NULL when out of memory. */
 int *ir_graph_count_readers(const ir_graph *graph);
 
+/* The first node at graph position `from` or later reading t, and (slot not NULL) the input
+ * slot it reads t at; NULL where none does. */
+ir_node *ir_graph_reader(const ir_graph *graph, const ir_tensor *t, size_t from, int *slot);
+
 /* The value of a constant float tensor of one element (rank 0, or dims of 1), else false. */
 bool ir_float_scalar(const ir_tensor *t, float *out_value);
 

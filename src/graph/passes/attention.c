@@ -317,10 +317,7 @@ static void walk_output(const int *consumers, const ir_graph *g, ir_node *pv, at
     for (;;) {
         ir_tensor *t = m->num_after ? m->after[m->num_after - 1]->outputs[0] : y;
         if (!private_tensor(consumers, t) || m->num_after == CHAIN_MAX) return;
-        ir_node *next = NULL;
-        for (size_t i = pv->index + 1; i < g->num_nodes && !next; i++)
-            for (int k = 0; k < g->nodes[i]->num_inputs; k++)
-                if (g->nodes[i]->inputs[k] == t) next = g->nodes[i];
+        ir_node *next = ir_graph_reader(g, t, pv->index + 1, NULL);
         op_pattern pat;
         if (!next || next->inputs[0] != t || next->num_outputs != 1 ||
             !movement_node(next, next->outputs[0], false, &pat) || !folds_like(g, next, pv) ||
@@ -823,10 +820,7 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
 static bool softmax_follows(const ir_graph *g, const int *consumers, const ir_tensor *t) {
     for (int steps = 0; steps < 5; steps++) {
         if (!t || t->is_graph_output || consumers[t->index] != 1) return false;
-        const ir_node *next = NULL;
-        for (size_t i = 0; i < g->num_nodes && !next; i++)
-            for (int k = 0; k < g->nodes[i]->num_inputs; k++)
-                if (g->nodes[i]->inputs[k] == t) next = g->nodes[i];
+        const ir_node *next = ir_graph_reader(g, t, 0, NULL);
         op_pattern pat;
         const op_pattern_kind kind = role_of(next, &pat);
         if (kind == OP_PATTERN_SOFTMAX_LAST) return true;

@@ -21,10 +21,7 @@ typedef struct fuse_ctx {
 /* t's only reader (not a graph output), or NULL. */
 static ir_node *single_consumer(const fuse_ctx *c, const ir_tensor *t) {
     if (c->consumers[t->index] != 1 || t->is_graph_output) return NULL;
-    for (size_t i = 0; i < c->g->num_nodes; i++)
-        for (int k = 0; k < c->g->nodes[i]->num_inputs; k++)
-            if (c->g->nodes[i]->inputs[k] == t) return c->g->nodes[i];
-    return NULL;
+    return ir_graph_reader(c->g, t, 0, NULL);
 }
 
 /* The activation node computes as an epilogue, if its descriptor says it is one and its result

@@ -102,17 +102,6 @@ static bool row_wise(const ir_node *n, int k) {
     return true;
 }
 
-/* The one node reading t (t private), and the input slot it reads t at. */
-static ir_node *only_reader(const ir_graph *g, const ir_tensor *t, int *slot) {
-    for (size_t i = 0; i < g->num_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
-            if (g->nodes[i]->inputs[k] == t) {
-                *slot = k;
-                return g->nodes[i];
-            }
-    return NULL;
-}
-
 /* A new float tensor of these dims in place of `like` (named "<like>/rows" where that name is
  * free, so that a shape variant's graph finds it by name; anonymous otherwise), with the dims of
  * length 1 here that the built graph's tensor of that name has longer marked as a variant's. */
@@ -185,7 +174,7 @@ static tci_status push_down(ir_graph *g, const int *readers, ir_node *p, const o
     if (!private_tensor(readers, t)) return TCI_OK;
     while (num < ROWS_CHAIN_MAX) {
         int k = -1;
-        ir_node *r = only_reader(g, cur, &k);
+        ir_node *r = ir_graph_reader(g, cur, 0, &k);
         if (!row_wise(r, k)) break;
         chain[num] = r;
         slot[num++] = k;
