@@ -306,6 +306,9 @@ typedef struct plan_step {
         } axis;
         struct {
             int64_t n, c, spatial, groups;
+            /* > 1: each group's statistics gathered by up to `chunks` blocks, which meet in the
+             * step's second output (float, 2 * n * groups * chunks values) */
+            int64_t chunks;
             float epsilon;
             bool scale_per_group; /* scale/bias hold one value per group, else per channel */
         } groupnorm;

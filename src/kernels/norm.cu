@@ -1,4 +1,4 @@
-// Softmax, LayerNormalization and RMSNormalization, GroupNormalization, LRN and the reductions of
+// Softmax, LayerNormalization and RMSNormalization, LRN and the reductions of
 // util/reduce_ops.h on fp16, bf16 or fp32 storage with fp32 arithmetic; see norm.h for the
 // contracts. Rows up to 1024 elements get a warp each, longer rows a block.
 #include <cuda_bf16.h>
@@ -78,13 +78,6 @@ __global__ void softmax_strided_kernel(const T *x, T *y, int64_t outer, int64_t 
             yc[i * inner] = from_float<T>(LOG ? f - shift : expf(f - shift) * inv);
         }
     }
-}
-
-// Threads for a block-per-row kernel: about four accesses each, 128..1024.
-int block_threads(int64_t accesses) {
-    int t = 128;
-    while (t < 1024 && (int64_t)t * 4 < accesses) t *= 2;
-    return t;
 }
 
 // Grid for the group-per-row paths: 8 warps per block, 32 / group rows per warp.
@@ -337,58 +330,6 @@ tci_status launch_layernorm(const void *x, const void *residual, const void *gam
     return TCI_OK;
 }
 
-
-// ---------------------------------------------------------------- group normalisation
-
-// Element i of an image's group: dense (N, C, spatial) runs channel by channel, NHWC8
-// (N, spatial, cp) position by position; returns the offset from the image's start and the
-// channel in *ch.
-__device__ __forceinline__ int64_t group_element(int64_t i, int64_t g, int64_t per,
-                                                 int64_t spatial, int64_t cp, bool nhwc,
-                                                 int64_t *ch) {
-    if (nhwc) {
-        *ch = g * per + i % per;
-        return i / per * cp + *ch;
-    }
-    *ch = g * per + i / spatial;
-    return *ch * spatial + i % spatial;
-}
-
-// One block per (image, group) over len = channels-per-group x spatial values. Two-pass
-// statistics in fp32. In NHWC8 the last group's block also writes the padding channels' zeros.
-template <typename T>
-__global__ void groupnorm_kernel(const T *x, const T *gamma, const T *beta, T *y, int64_t n,
-                                 int64_t c, int64_t cp, int64_t spatial, int64_t groups,
-                                 float epsilon, bool per_group, bool nhwc) {
-    __shared__ float shared[kWarp];
-    const int64_t per = c / groups, len = per * spatial, image = cp * spatial;
-    const float inv_len = 1.0f / (float)len;
-    for (int64_t blk = blockIdx.x; blk < n * groups; blk += gridDim.x) {
-        const int64_t g = blk % groups;
-        const T *xi = x + blk / groups * image;
-        T *yi = y + blk / groups * image;
-        int64_t ch;
-        float sum = 0.0f;
-        for (int64_t i = threadIdx.x; i < len; i += blockDim.x)
-            sum += to_float(xi[group_element(i, g, per, spatial, cp, nhwc, &ch)]);
-        const float mean = block_sum(sum, shared) * inv_len;
-        float sq = 0.0f;
-        for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
-            const float d = to_float(xi[group_element(i, g, per, spatial, cp, nhwc, &ch)]) - mean;
-            sq += d * d;
-        }
-        const float inv_std = 1.0f / sqrtf(block_sum(sq, shared) * inv_len + epsilon);
-        for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
-            const int64_t at = group_element(i, g, per, spatial, cp, nhwc, &ch);
-            const int64_t k = per_group ? g : ch;
-            yi[at] = from_float<T>((to_float(xi[at]) - mean) * inv_std * to_float(gamma[k]) +
-                                   to_float(beta[k]));
-        }
-        if (g == groups - 1 && cp > c)
-            for (int64_t i = threadIdx.x; i < spatial * (cp - c); i += blockDim.x)
-                yi[i / (cp - c) * cp + c + i % (cp - c)] = from_float<T>(0.0f);
-    }
-}
 
 // ---------------------------------------------------------------- local response normalisation
 
@@ -824,34 +765,6 @@ extern "C" tci_status kern_reduce_dtype(const void *x, void *y, int rank, const 
 extern "C" tci_status kern_reduce(const void *x, void *y, int rank, const int64_t *dims,
                                   unsigned reduce_mask, reduce_op op, cudaStream_t stream) {
     return kern_reduce_dtype(x, y, rank, dims, reduce_mask, op, TCI_DTYPE_FLOAT16, stream);
-}
-
-extern "C" tci_status kern_groupnorm_dtype(const void *x, const void *gamma, const void *beta,
-                                           void *y, int64_t n, int64_t c, int64_t spatial,
-                                           int nhwc8, int64_t groups, int scale_per_group,
-                                           float epsilon, tci_dtype dtype, cudaStream_t stream) {
-    Storage st = Storage::kHalf;
-    TRY_STATUS(storage_type("kern_groupnorm", dtype, &st));
-    if (n < 0 || c < 0 || spatial < 0 || groups < 1 || c % groups)
-        return status_error(TCI_ERR_INVALID_ARGUMENT,
-                         "kern_groupnorm: bad extents (n %lld, c %lld, spatial %lld, groups %lld)",
-                         (long long)n, (long long)c, (long long)spatial, (long long)groups);
-    if (!(epsilon >= 0.0f))
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: epsilon %g is not >= 0",
-                         (double)epsilon);
-    if (n == 0 || c == 0 || spatial == 0) return TCI_OK;
-    if (!x || !y || !gamma || !beta)
-        return status_error(TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
-    const int64_t len = c / groups * spatial, cp = nhwc8 ? (c + 7) / 8 * 8 : c;
-    unsigned grid = (unsigned)min64(n * groups, kMaxGridX);
-    return with_storage(st, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        groupnorm_kernel<T><<<grid, block_threads(len), 0, stream>>>(
-            (const T *)x, (const T *)gamma, (const T *)beta, (T *)y, n, c, cp, spatial, groups,
-            epsilon, scale_per_group != 0, nhwc8 != 0);
-        KERN_LAUNCH_CHECK("groupnorm_kernel");
-        return TCI_OK;
-    });
 }
 
 extern "C" tci_status kern_lrn_dtype(const void *x, void *y, int64_t n, int64_t c,

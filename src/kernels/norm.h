@@ -106,14 +106,18 @@ tci_status kern_reduce_dtype(const void *x, void *y, int rank, const int64_t *di
 /* GroupNormalization (and InstanceNormalization, groups == c) of n images of c channels and
  * `spatial` positions, stored dense (n, c, spatial) or, with nhwc8 != 0, NHWC8 (n, spatial,
  * round_up(c, 8)), where the padding channels of y are written as zeros. Each image's c / groups
- * consecutive channels share mean and variance (two-pass, fp32):
+ * consecutive channels share mean and variance (fp32; two-pass within a block):
  *   y = (x - mean) / sqrt(var + epsilon) * gamma[k] + beta[k]
  * k is the group (scale_per_group != 0: gamma and beta hold `groups` values) or the channel (c
- * values). gamma and beta have the dtype of x and y. groups must divide c. */
+ * values). gamma and beta have the dtype of x and y. groups must divide c.
+ * chunks <= 1: one block per (image, group). chunks > 1 (for few groups, e.g. GroupNorm(1) at
+ * batch 1): each group is cut into up to `chunks` pieces, a block each, whose statistics meet in
+ * `partials` (float, 2 * n * groups * chunks values, device memory the call may overwrite);
+ * two launches. */
 tci_status kern_groupnorm_dtype(const void *x, const void *gamma, const void *beta, void *y,
                                 int64_t n, int64_t c, int64_t spatial, int nhwc8, int64_t groups,
-                                int scale_per_group, float epsilon, tci_dtype dtype,
-                                cudaStream_t stream);
+                                int scale_per_group, float epsilon, int64_t chunks,
+                                float *partials, tci_dtype dtype, cudaStream_t stream);
 
 /* LRN across channels (ONNX's formula, as the CPU reference computes it, sum in fp32):
  *   y = x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)/2, c + size/2])^beta

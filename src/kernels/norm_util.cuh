@@ -175,6 +175,13 @@ struct RowWalk {
     }
 };
 
+// Threads for a block-per-row kernel: about four accesses each, 128..1024.
+inline int block_threads(int64_t accesses) {
+    int t = 128;
+    while (t < 1024 && (int64_t)t * 4 < accesses) t *= 2;
+    return t;
+}
+
 // Lanes per row for the warp paths: enough for one access each, up to a warp.
 inline int row_group(int64_t accesses) {
     int g = 1;

@@ -117,6 +117,17 @@ static tci_status groupnorm_forward(const ir_node *node, const tci_tensor *const
     return TCI_OK;
 }
 
+/* Blocks a group's statistics are gathered by on the GPU (kern_groupnorm_dtype's chunks): one
+ * per (image, group) where there are enough of those to fill the GPU, else enough chunks of at
+ * least 2048 values to make about 256 blocks (GroupNorm(1) at batch 1: one block would walk a
+ * whole 64 x 56 x 56 image). */
+static int64_t groupnorm_chunks(int64_t pairs, int64_t len) {
+    const int64_t target = 256, least = 2048;
+    if (pairs >= target / 2 || len < 2 * least) return 1;
+    int64_t chunks = (target + pairs - 1) / pairs, most = len / least;
+    return chunks < most ? chunks : most;
+}
+
 /* One PLAN_STEP_GROUPNORM: a 4-D X in NHWC8 (the layout of the convolutions around it), any other
  * rank dense; scale and bias are read as device tensors, so they need not be constants. */
 static tci_status groupnorm_gpu_lower(plan_builder *b, const ir_node *node) {
@@ -132,15 +143,25 @@ static tci_status groupnorm_gpu_lower(plan_builder *b, const ir_node *node) {
     TRY_STATUS(lower_input(b, node, scale, PLAN_LAYOUT_DENSE, &si));
     TRY_STATUS(lower_input(b, node, bias, PLAN_LAYOUT_DENSE, &bi));
     TRY_STATUS(lower_output(b, node, node->outputs[0], &yt));
+    const int64_t n = x->dims[0], spatial = lower_prod(x->dims, 2, x->rank);
+    const int64_t groups = p->groups ? p->groups : c;
+    const int64_t chunks = groupnorm_chunks(n * groups, c / groups * spatial);
+    int outs[2] = {yt, -1};
+    if (chunks > 1) {
+        int64_t count = 2 * n * groups * chunks;
+        TRY_STATUS(lower_temporary(b, "groupnorm_partials", TCI_DTYPE_FLOAT, PLAN_LAYOUT_DENSE, 1,
+                                   &count, &outs[1]));
+    }
     plan_step *s;
     TRY_STATUS(lower_step(b, PLAN_STEP_GROUPNORM, node, NULL, &s));
-    s->u.groupnorm.n = x->dims[0];
+    s->u.groupnorm.n = n;
     s->u.groupnorm.c = c;
-    s->u.groupnorm.spatial = lower_prod(x->dims, 2, x->rank);
-    s->u.groupnorm.groups = p->groups ? p->groups : c;
+    s->u.groupnorm.spatial = spatial;
+    s->u.groupnorm.groups = groups;
+    s->u.groupnorm.chunks = chunks;
     s->u.groupnorm.epsilon = p->epsilon;
     s->u.groupnorm.scale_per_group = p->scale_per_group;
-    lower_step_io(s, 3, (int[]){xi, si, bi}, 1, &yt);
+    lower_step_io(s, 3, (int[]){xi, si, bi}, chunks > 1 ? 2 : 1, outs);
     return TCI_OK;
 }
 

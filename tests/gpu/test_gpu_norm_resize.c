@@ -690,8 +690,8 @@ static double tol_any(tci_dtype dt) { return dt == F32 ? 1e-5 : tol_for(dt, 4e-3
 /* kern_groupnorm_dtype against the reference in double (what groupnorm.c's cpu_forward
  * computes): per (image, group) mean and biased variance, over dense (n, c, spatial) or NHWC8
  * (n, spatial, round_up(c, 8)), whose padding channels must come out zero. */
-static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial, int nhwc8,
-                            int64_t groups, int per_group, uint64_t seed) {
+static void check_groupnorm_chunks(tci_dtype dt, int64_t n, int64_t c, int64_t spatial, int nhwc8,
+                                   int64_t groups, int per_group, int64_t chunks, uint64_t seed) {
     int64_t cp = nhwc8 ? (c + 7) / 8 * 8 : c;
     size_t count = (size_t)(n * cp * spatial);
     int64_t ns = per_group ? groups : c;
@@ -736,18 +736,34 @@ static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial,
         dy = gpu_upload(junk, es * count);
         free(junk);
     }
+    float *partials = chunks > 1 ? gpu_upload(NULL, sizeof(float) * 2 * (size_t)(n * groups * chunks))
+                                 : NULL;
     ck_assert_tci_ok(kern_groupnorm_dtype(dx, dg, db, dy, n, c, spatial, nhwc8, groups, per_group,
-                                          eps, dt, 0));
+                                          eps, chunks, partials, dt, 0));
     gpu_sync();
     float *got = download_any(dt, dy, count);
     assert_close(got, want, count, tol_any(dt), 1.0, "groupnorm");
     gpu_free(dx), gpu_free(dy), gpu_free(dg), gpu_free(db);
+    if (partials) gpu_free(partials);
     free(xh), free(gh), free(bh), free(x), free(g), free(b), free(want), free(got);
+}
+
+static void check_groupnorm(tci_dtype dt, int64_t n, int64_t c, int64_t spatial, int nhwc8,
+                            int64_t groups, int per_group, uint64_t seed) {
+    check_groupnorm_chunks(dt, n, c, spatial, nhwc8, groups, per_group, 1, seed);
 }
 
 START_TEST(test_groupnorm) {
     const tci_dtype dts[] = {F16, BF16, F32};
     for (int d = 0; d < 3; d++) {
+        /* chunked: GroupNorm(1) as PoolFormer's (contiguous, 16-byte vectors, dense and NHWC8) */
+        check_groupnorm_chunks(dts[d], 1, 64, 3136, 1, 1, 0, 98, 81);
+        check_groupnorm_chunks(dts[d], 1, 64, 3136, 0, 1, 0, 98, 82);
+        check_groupnorm_chunks(dts[d], 2, 64, 49, 0, 4, 1, 5, 83);  /* groups per image */
+        check_groupnorm_chunks(dts[d], 1, 5, 7, 0, 1, 0, 3, 84);    /* odd length: scalar */
+        check_groupnorm_chunks(dts[d], 2, 6, 45, 1, 1, 0, 4, 85);   /* NHWC8 padding */
+        check_groupnorm_chunks(dts[d], 1, 16, 9, 1, 2, 0, 7, 86);   /* NHWC8, two groups */
+        check_groupnorm_chunks(dts[d], 1, 8, 3, 0, 1, 0, 40, 87);   /* more chunks than fit */
         for (int nhwc8 = 0; nhwc8 <= 1; nhwc8++) {
             check_groupnorm(dts[d], 2, 6, 9, nhwc8, 3, 1, 71);      /* GroupNormalization-18 */
             check_groupnorm(dts[d], 2, 6, 9, nhwc8, 3, 0, 72);      /* 21: per channel */
@@ -758,14 +774,18 @@ START_TEST(test_groupnorm) {
         check_groupnorm(dts[d], 2, 3, 1, 0, 1, 1, 75); /* rank 2: one value a channel */
     }
     void *p16 = (void *)16;
-    ck_assert_tci_error(kern_groupnorm_dtype(p16, p16, p16, p16, 1, 6, 4, 0, 4, 0, 1e-5f, F16, 0),
+    ck_assert_tci_error(kern_groupnorm_dtype(p16, p16, p16, p16, 1, 6, 4, 0, 4, 0, 1e-5f, 1, NULL,
+                                             F16, 0),
                         TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: bad extents");
-    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f, F16,
-                                             0),
+    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f, 1,
+                                             NULL, F16, 0),
                         TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: NULL buffer");
-    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f,
-                                             TCI_DTYPE_INT32, 0),
+    ck_assert_tci_error(kern_groupnorm_dtype(NULL, NULL, NULL, NULL, 1, 6, 4, 0, 3, 0, 1e-5f, 1,
+                                             NULL, TCI_DTYPE_INT32, 0),
                         TCI_ERR_UNSUPPORTED, "kern_groupnorm: dtype int32");
+    ck_assert_tci_error(kern_groupnorm_dtype(p16, p16, p16, p16, 1, 6, 4, 0, 3, 0, 1e-5f, 4, NULL,
+                                             F16, 0),
+                        TCI_ERR_INVALID_ARGUMENT, "kern_groupnorm: 4 chunks need the partials");
 }
 END_TEST
 

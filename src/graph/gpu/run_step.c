@@ -332,11 +332,12 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
         return kern_rotary_embedding(&d, in[0], in[1], in[2], in[3], out, c->gather_error, stream);
     }
     case PLAN_STEP_GROUPNORM:
-        return kern_groupnorm_dtype(in[0], in[1], in[2], out, s->u.groupnorm.n, s->u.groupnorm.c,
-                                    s->u.groupnorm.spatial, y->layout == PLAN_LAYOUT_NHWC8,
-                                    s->u.groupnorm.groups,
-                                    s->u.groupnorm.scale_per_group, s->u.groupnorm.epsilon,
-                                    y->dtype, stream);
+        return kern_groupnorm_dtype(
+            in[0], in[1], in[2], out, s->u.groupnorm.n, s->u.groupnorm.c, s->u.groupnorm.spatial,
+            y->layout == PLAN_LAYOUT_NHWC8, s->u.groupnorm.groups, s->u.groupnorm.scale_per_group,
+            s->u.groupnorm.epsilon, s->u.groupnorm.chunks,
+            s->num_outputs > 1 ? gpu_tensor_ptr(e, c, arena, s->outputs[1]) : NULL, y->dtype,
+            stream);
     case PLAN_STEP_LRN:
         return kern_lrn_dtype(in[0], out, s->u.lrn.n, s->u.lrn.c, s->u.lrn.spatial,
                               y->layout == PLAN_LAYOUT_NHWC8, s->u.lrn.size, s->u.lrn.alpha,
