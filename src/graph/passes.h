@@ -90,6 +90,15 @@ tci_status pass_emulate_qdq(ir_graph *graph);
  * GEMM's step. A graph already fused is left as it is. */
 tci_status pass_fold_layer_scale(ir_graph *graph);
 
+/* For the GPU engine, before pass_fold_layer_scale (layer_scale.c): a GroupNorm exported as
+ * Reshape(x, (N, G, -1)) -> InstanceNormalization(per-group scale, bias) -> Reshape back to x's
+ * shape -> Mul(per-channel gamma) -> Add(per-channel beta), the Mul and Add optional and every
+ * tensor between read by the next node alone (TorchScript's export of nn.GroupNorm before
+ * opset 18, timm's GroupNorm(1)), becomes one GroupNormalization-21 of x with the combined
+ * per-channel scale and bias: one step, in NHWC8 beside convolutions, where the chain took a
+ * normalisation, two element-wise steps and layout conversions. Same values in fp32. */
+tci_status pass_fold_group_norm_chains(ir_graph *graph);
+
 /* For the GPU engine, after pass_fold_layer_scale and before pass_fuse_for_gpu (merge_gemms.c):
  * two or more products with constant 2-D weights (op_desc.merge_columns: MatMul, Gemm) that
  * read the same activation (one tensor, or reshapes of one tensor to the same dims that nothing
@@ -111,7 +120,8 @@ tci_status pass_merge_sibling_gemms(ir_graph *graph);
  * Slices and a Concat (Swin's shifted windows), one copy instead of three. */
 tci_status pass_fold_slices_into_concats(ir_graph *graph);
 
-/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_fold_layer_scale,
+/* What the GPU planner needs after pass_optimize: pass_emulate_qdq,
+ * pass_fold_group_norm_chains, pass_fold_layer_scale,
  * pass_merge_sibling_gemms, pass_fuse_for_gpu, pass_assign_layouts, then
  * pass_fold_slices_into_concats. */
 tci_status pass_prepare_for_gpu(ir_graph *graph);

@@ -789,10 +789,35 @@ static tci_status conv_transpose_gpu_lower(plan_builder *b, const ir_node *node)
 static const int conv_versions[] = {1, 11, 22, 0};
 static const int conv_transpose_versions[] = {1, 11, 22, 0};
 
-OP_DESC(conv_desc, "Conv", conv_versions, conv_parse, conv_infer, conv_forward,
-        OP_NHWC_INPUT | OP_NHWC_OUTPUT | OP_FOLDS_BATCHNORM | OP_EPILOGUE_RESIDUAL |
-            OP_EPILOGUE_ACT,
-        conv_gpu_lower, NULL, BINARY_NONE);
+/* Output channel k (output dim 1) of the convolution times scale[k]: its weights (K, C / group,
+ * ...) along K and its bias (op_desc.scale_columns; PoolFormer's layer scale after its MLP). */
+static tci_status conv_scale_columns(ir_graph *g, ir_node *node, int axis, const float *scale,
+                                     int64_t count, bool *done) {
+    ir_tensor *w = node->inputs[1], *bias = node->num_inputs > 2 ? node->inputs[2] : NULL;
+    *done = false;
+    if (axis != 1 || !op_constant_float(w) || w->rank < 3 ||
+        (count != 1 && count != w->dims[0]) ||
+        (bias && (!op_constant_float(bias) || bias->rank != 1)))
+        return TCI_OK;
+    ir_tensor *scaled_w = NULL, *scaled_b = NULL;
+    TRY_STATUS(op_scaled_copy(g, w, 0, scale, count, &scaled_w));
+    if (bias) TRY_STATUS(op_scaled_copy(g, bias, 0, scale, count, &scaled_b));
+    node->inputs[1] = scaled_w;
+    if (bias) node->inputs[2] = scaled_b;
+    *done = true;
+    return TCI_OK;
+}
+
+static const op_desc conv_desc = {.op_type = "Conv",
+                                  .versions = conv_versions,
+                                  .parse = conv_parse,
+                                  .infer = conv_infer,
+                                  .cpu_forward = conv_forward,
+                                  .flags = OP_NHWC_INPUT | OP_NHWC_OUTPUT | OP_FOLDS_BATCHNORM |
+                                           OP_EPILOGUE_RESIDUAL | OP_EPILOGUE_ACT,
+                                  .gpu_lower = conv_gpu_lower,
+                                  .binary = BINARY_NONE,
+                                  .scale_columns = conv_scale_columns};
 
 OP_DESC(conv_transpose_desc, "ConvTranspose", conv_transpose_versions, conv_transpose_parse,
         conv_infer, conv_transpose_forward, OP_NHWC_OUTPUT | OP_EPILOGUE_ACT,

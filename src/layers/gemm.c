@@ -130,43 +130,21 @@ static tci_status gemm_forward(const ir_node *node, const tci_tensor *const *in,
 
 /* ---- the layer-scale fold (op_desc.scale_columns) ---- */
 
-static bool constant_float(const ir_tensor *t) {
-    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
-    for (int i = 0; i < t->rank; i++)
-        if (t->dims[i] < 0) return false;
-    return true;
-}
-
-/* A copy of the constant float w, each element multiplied by the scale of its index along dim
- * col (scale[0] throughout when count is 1), added to g. */
-static tci_status scaled_copy(ir_graph *g, const ir_tensor *w, int col, const float *scale,
-                              int64_t count, ir_tensor **out) {
-    int64_t total = lower_count(w), inner = lower_prod(w->dims, col + 1, w->rank);
-    float *v = malloc((size_t)(total > 0 ? total : 1) * sizeof *v);
-    if (!v) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding a layer scale");
-    const float *src = w->data;
-    for (int64_t i = 0; i < total; i++)
-        v[i] = src[i] * scale[count == 1 ? 0 : (i / inner) % w->dims[col]];
-    tci_status st = ir_graph_add_float_constant(g, v, w->rank, w->dims, out);
-    free(v);
-    return st;
-}
-
 /* Column j of alpha A B + beta C times scale[j]: B's columns (its rows under transB) and C,
  * broadcast to N columns first, scaled. */
-static tci_status gemm_scale_columns(ir_graph *g, ir_node *node, const float *scale,
+static tci_status gemm_scale_columns(ir_graph *g, ir_node *node, int axis, const float *scale,
                                      int64_t count, bool *done) {
     const gemm_params *p = node->params;
     ir_tensor *w = node->inputs[1], *c = node->num_inputs > 2 ? node->inputs[2] : NULL;
     const ir_tensor *y = node->outputs[0];
     bool use_c = c && p->beta != 0.0f;
     *done = false;
-    if (!constant_float(w) || w->rank != 2 || y->rank != 2 || y->dims[1] < 0 ||
-        (count != 1 && count != y->dims[1]) || (use_c && (!constant_float(c) || c->rank > 2)))
+    if (axis != 1 || !op_constant_float(w) || w->rank != 2 || y->rank != 2 || y->dims[1] < 0 ||
+        (count != 1 && count != y->dims[1]) || (use_c && (!op_constant_float(c) || c->rank > 2)))
         return TCI_OK;
     int64_t n = y->dims[1], rows = use_c && c->rank == 2 ? c->dims[0] : 1;
     ir_tensor *scaled_w = NULL, *scaled_c = NULL;
-    TRY_STATUS(scaled_copy(g, w, p->trans_b ? 0 : 1, scale, count, &scaled_w));
+    TRY_STATUS(op_scaled_copy(g, w, p->trans_b ? 0 : 1, scale, count, &scaled_w));
     if (use_c) {
         float *v = malloc((size_t)(rows * n > 0 ? rows * n : 1) * sizeof *v);
         if (!v) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding a layer scale");
@@ -187,13 +165,14 @@ static tci_status gemm_scale_columns(ir_graph *g, ir_node *node, const float *sc
 }
 
 /* Column j of A B times scale[j]: B's last dim scaled (a constant B of rank 2 or more). */
-static tci_status matmul_scale_columns(ir_graph *g, ir_node *node, const float *scale,
+static tci_status matmul_scale_columns(ir_graph *g, ir_node *node, int axis, const float *scale,
                                        int64_t count, bool *done) {
     ir_tensor *w = node->inputs[1], *scaled = NULL;
     *done = false;
-    if (!constant_float(w) || w->rank < 2 || (count != 1 && count != w->dims[w->rank - 1]))
+    if (!op_constant_float(w) || w->rank < 2 || !node->outputs[0] ||
+        axis != node->outputs[0]->rank - 1 || (count != 1 && count != w->dims[w->rank - 1]))
         return TCI_OK;
-    TRY_STATUS(scaled_copy(g, w, w->rank - 1, scale, count, &scaled));
+    TRY_STATUS(op_scaled_copy(g, w, w->rank - 1, scale, count, &scaled));
     node->inputs[1] = scaled;
     *done = true;
     return TCI_OK;
@@ -217,7 +196,7 @@ static bool same_k_weights(ir_node *const *nodes, int count, bool trans_b, int64
     *total = 0;
     for (int i = 0; i < count; i++) {
         const ir_tensor *w = nodes[i]->inputs[1];
-        if (!constant_float(w) || w->rank != 2) return false;
+        if (!op_constant_float(w) || w->rank != 2) return false;
         int64_t wk = w->dims[trans_b ? 1 : 0];
         if (i == 0) *k = wk;
         if (wk != *k) return false;
@@ -264,7 +243,7 @@ static tci_status gemm_merge_columns(ir_graph *g, ir_node *const *nodes, int cou
         if (nodes[i]->desc != nodes[0]->desc || q->trans_a != p->trans_a ||
             q->trans_b != p->trans_b || q->alpha != p->alpha || (c != NULL) != with_c)
             return TCI_OK;
-        if (c && (q->beta != p->beta || !constant_float(c) || c->rank > 2 ||
+        if (c && (q->beta != p->beta || !op_constant_float(c) || c->rank > 2 ||
                   (c->rank == 2 && c->dims[0] != 1)))
             return TCI_OK;
     }

@@ -130,13 +130,14 @@ typedef struct op_desc {
      * node's is. The layout pass then records the output NHWC8, and the step is an alias
      * (lower_alias_across_layouts). NULL: never. */
     bool (*views_as_nhwc)(const ir_node *node);
-    /* For an op whose output's last dim holds the columns of a product with constant weights
-     * (Gemm, MatMul): points node at new constants (copies added to g, the old ones left as they
-     * are) that multiply column j of its result by scale[j] (count: the columns, or 1 for all),
-     * so that a per-channel Mul after it folds away (pass_fold_layer_scale). *done false, and
-     * nothing changed, where its weights (or its bias) are not constant float. NULL: never. */
-    tci_status (*scale_columns)(ir_graph *g, ir_node *node, const float *scale, int64_t count,
-                                bool *done);
+    /* For an op whose output holds the channels of a product with constant weights along one
+     * dim (Gemm, MatMul: the last; Conv: 1): points node at new constants (copies added to g,
+     * the old ones left as they are) that multiply channel j of its result along output dim
+     * axis by scale[j] (count: the channels, or 1 for all), so that a per-channel Mul after it
+     * folds away (pass_fold_layer_scale). *done false, and nothing changed, where axis is not
+     * that dim or its weights (or its bias) are not constant float. NULL: never. */
+    tci_status (*scale_columns)(ir_graph *g, ir_node *node, int axis, const float *scale,
+                                int64_t count, bool *done);
     /* For an op whose output's last dim holds the columns of a product of input 0 with constant
      * weights (Gemm, MatMul): points nodes[0] at new constants (copies added to g, the old ones
      * left as they are) whose columns are those of nodes[0], nodes[1], ... nodes[count - 1] in
@@ -209,6 +210,14 @@ typedef struct op_desc {
 /* Checks min <= num_inputs <= max and that required inputs (indices < min) are present; same for
  * outputs. Errors name the node. */
 tci_status op_check_arity(const ir_node *node, int min_in, int max_in, int min_out, int max_out);
+
+/* t is a constant float tensor of known dims. */
+bool op_constant_float(const ir_tensor *t);
+
+/* A copy of the constant float w, each element multiplied by the scale of its index along dim
+ * col (scale[0] throughout when count is 1), added to g (the layer-scale folds). */
+tci_status op_scaled_copy(ir_graph *g, const ir_tensor *w, int col, const float *scale,
+                          int64_t count, ir_tensor **out);
 
 /* Requires in->dtype to be one of the listed types (0-terminated); UNSUPPORTED otherwise, naming
  * node, input index and dtype. An UNDEFINED dtype passes (not yet known). */

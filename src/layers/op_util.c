@@ -1,6 +1,7 @@
 /* Helpers shared by the op family files: arity, dtype and broadcast checks, element access. */
 #include <math.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layers/op.h"
@@ -350,4 +351,24 @@ void op_matmul_batch_strides(const op_matmul_side *s, int out_batch_rank, int64_
         strides[i] = d == 1 ? 0 : st;
         st *= d;
     }
+}
+
+bool op_constant_float(const ir_tensor *t) {
+    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) return false;
+    return true;
+}
+
+tci_status op_scaled_copy(ir_graph *g, const ir_tensor *w, int col, const float *scale,
+                          int64_t count, ir_tensor **out) {
+    int64_t total = lower_count(w), inner = lower_prod(w->dims, col + 1, w->rank);
+    float *v = malloc((size_t)(total > 0 ? total : 1) * sizeof *v);
+    if (!v) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding a layer scale");
+    const float *src = w->data;
+    for (int64_t i = 0; i < total; i++)
+        v[i] = src[i] * scale[count == 1 ? 0 : (i / inner) % w->dims[col]];
+    tci_status st = ir_graph_add_float_constant(g, v, w->rank, w->dims, out);
+    free(v);
+    return st;
 }

@@ -319,6 +319,151 @@ START_TEST(test_plan_padded_channels_fold_only) {
 }
 END_TEST
 
+static int count_op(const ir_graph *g, const char *op_type) {
+    int count = 0;
+    for (size_t i = 0; i < g->num_nodes; i++)
+        if (strcmp(g->nodes[i]->op_type, op_type) == 0) count++;
+    return count;
+}
+
+static int count_steps(const plan *p, plan_step_kind kind) {
+    int count = 0;
+    for (int i = 0; i < p->num_steps; i++) count += p->steps[i].kind == kind;
+    return count;
+}
+
+/* x0 [NB, 8, H, W] -> Conv 1x1 (+bias) -> Mul(gamma of gamma_dims) -> Add(x0) -> y: PoolFormer's
+ * MLP tail. Whether the Mul folded into the convolution; the folded graph's output must equal
+ * the unfolded one's on the CPU reference. */
+static bool check_conv_fold(int gamma_rank, const int64_t *gamma_dims) {
+    enum { C = 8 };
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    float w[C * C], b[C], gamma[C * H], x0[NB * C * H * W];
+    fill(w, C * C, 11);
+    fill(b, C, 12);
+    fill(gamma, C * H, 13);
+    fill(x0, NB * C * H * W, 14);
+    int64_t c = C, xd[4] = {NB, C, H, W}, wd[4] = {C, C, 1, 1};
+    ir_tensor *x = th_named(g, "x0", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
+    ir_tensor *bt = th_named(g, "b", TCI_DTYPE_FLOAT, 1, &c, b);
+    ir_tensor *gt = th_named(g, "gamma", TCI_DTYPE_FLOAT, gamma_rank, gamma_dims, gamma);
+    ir_tensor *conv = act(g, "conv"), *scaled = act(g, "scaled"), *y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "fc2", "Conv", 17, (ir_tensor *[]){x, wt, bt}, 3, &conv, 1);
+    th_node_io(g, "layer_scale", "Mul", 17, (ir_tensor *[]){conv, gt}, 2, &scaled, 1);
+    th_node_io(g, "residual", "Add", 17, (ir_tensor *[]){x, scaled}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    tci_tensor in = th_tensor(TCI_DTYPE_FLOAT, 4, xd, x0);
+    float *want = th_cpu_output(g, &in, 1, 0);
+    ck_assert_tci_ok(pass_fold_layer_scale(g));
+    bool folded = count_binary(g, BINARY_MUL) == 0;
+    float *got = th_cpu_output(g, &in, 1, 0);
+    th_assert_near(got, want, NB * C * H * W, 1e-5f);
+    ck_assert_mem_eq(wt->data, w, sizeof w); /* the model's own weights untouched */
+    if (folded) { /* planned: the residual Add in the convolution's epilogue, one step */
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        ck_assert_int_eq(count_steps(p, PLAN_STEP_CONV), 1);
+        ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 0);
+        plan_destroy(p);
+    }
+    free(got);
+    free(want);
+    ir_graph_destroy(g);
+    return folded;
+}
+
+START_TEST(test_conv_fold) {
+    const int64_t c11[3] = {8, 1, 1}, c1c11[4] = {1, 8, 1, 1}, h1[2] = {H, 1}, one[1] = {1};
+    ck_assert(check_conv_fold(3, c11));
+    ck_assert(check_conv_fold(4, c1c11));
+    ck_assert(!check_conv_fold(2, h1));  /* along H: not the output channels */
+    ck_assert(!check_conv_fold(1, one)); /* a scalar is left alone */
+}
+END_TEST
+
+/* x0 [NB, 8, H, W] -> Reshape(0, groups, -1) -> InstanceNormalization(s, b of groups values) ->
+ * Reshape(x0's shape) -> [Mul(gamma (8, 1, 1))] -> [Add(beta (1, 8, 1, 1))] -> y, as TorchScript
+ * exports nn.GroupNorm: one GroupNormalization after pass_fold_group_norm_chains, with the same
+ * output on the CPU reference, and one GPU step. extra_reader: the Reshape's result is also a
+ * graph output, and nothing folds. */
+static void check_group_norm_chain(int64_t groups, bool mul, bool add, bool extra_reader) {
+    enum { C = 8 };
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    float s[C], b[C], gamma[C], beta[C], x0[NB * C * H * W];
+    fill(s, C, 21);
+    fill(b, C, 22);
+    fill(gamma, C, 23);
+    fill(beta, C, 24);
+    fill(x0, NB * C * H * W, 25);
+    for (int i = 0; i < NB * C * H * W; i++) x0[i] = 3.0f * x0[i] + 0.5f * (float)(i % 7);
+    int64_t xd[4] = {NB, C, H, W}, sd[1] = {3}, fd[1] = {4}, gd[3] = {C, 1, 1},
+            bd[4] = {1, C, 1, 1};
+    const int64_t split[3] = {0, groups, -1};
+    ir_tensor *x = th_named(g, "x0", TCI_DTYPE_FLOAT, 4, xd, NULL);
+    ir_tensor *split_t = th_named(g, "split", TCI_DTYPE_INT64, 1, sd, split);
+    ir_tensor *back_t = th_named(g, "back", TCI_DTYPE_INT64, 1, fd, xd);
+    ir_tensor *st = th_named(g, "s", TCI_DTYPE_FLOAT, 1, &groups, s);
+    ir_tensor *bt = th_named(g, "b", TCI_DTYPE_FLOAT, 1, &groups, b);
+    ir_tensor *gt = th_named(g, "gamma", TCI_DTYPE_FLOAT, 3, gd, gamma);
+    ir_tensor *betat = th_named(g, "beta", TCI_DTYPE_FLOAT, 4, bd, beta);
+    ir_tensor *v = act(g, "v"), *nv = act(g, "nv"), *r = act(g, "r"), *m = act(g, "m"),
+              *y = act(g, "y");
+    ir_tensor *last = add ? y : mul ? m : r;
+    if (!add && mul) m = y, last = y;
+    if (!add && !mul) r = y, last = y;
+    th_graph_io(g, &x, 1, extra_reader ? (ir_tensor *[]){last, v} : &last, extra_reader ? 2 : 1);
+    th_node_io(g, "norm/Reshape", "Reshape", 14, (ir_tensor *[]){x, split_t}, 2, &v, 1);
+    ir_node *in = th_node_io(g, "norm/InstanceNormalization", "InstanceNormalization", 6,
+                             (ir_tensor *[]){v, st, bt}, 3, &nv, 1);
+    th_attr_float(g, in, "epsilon", 1e-3f);
+    th_node_io(g, "norm/Reshape_1", "Reshape", 14, (ir_tensor *[]){nv, back_t}, 2, &r, 1);
+    if (mul) th_node_io(g, "norm/Mul", "Mul", 14, (ir_tensor *[]){r, gt}, 2, &m, 1);
+    if (add)
+        th_node_io(g, "norm/Add", "Add", 14, (ir_tensor *[]){betat, mul ? m : r}, 2, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    tci_tensor input = th_tensor(TCI_DTYPE_FLOAT, 4, xd, x0);
+    float *want = th_cpu_output(g, &input, 1, 0);
+    ck_assert_tci_ok(pass_fold_group_norm_chains(g));
+    float *got = th_cpu_output(g, &input, 1, 0);
+    th_assert_near(got, want, NB * C * H * W, 1e-5f);
+    if (extra_reader) {
+        ck_assert_int_eq(count_op(g, "InstanceNormalization"), 1);
+        ck_assert_int_eq(count_op(g, "GroupNormalization"), 0);
+    } else {
+        ck_assert_int_eq(count_op(g, "InstanceNormalization"), 0);
+        ck_assert_int_eq(count_op(g, "Reshape"), 0);
+        ck_assert_int_eq(count_binary(g, BINARY_MUL) + count_binary(g, BINARY_ADD), 0);
+        ck_assert_int_eq(g->num_nodes, 1);
+        ck_assert_str_eq(g->nodes[0]->name, "norm/GroupNormalization");
+        ck_assert_int_eq(g->nodes[0]->since_version, 21);
+        ck_assert_ptr_eq(g->nodes[0]->inputs[0], x);
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, NULL, &p));
+        ck_assert_int_eq(count_steps(p, PLAN_STEP_GROUPNORM), 1);
+        ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 0);
+        plan_destroy(p);
+    }
+    free(got);
+    free(want);
+    ir_graph_destroy(g);
+}
+
+START_TEST(test_group_norm_chain) {
+    check_group_norm_chain(1, true, true, false); /* timm's GroupNorm(1) */
+    check_group_norm_chain(2, true, true, false);
+    check_group_norm_chain(4, true, false, false);
+    check_group_norm_chain(2, false, true, false);
+    check_group_norm_chain(8, false, false, false);
+    check_group_norm_chain(2, true, true, true);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("layer_scale");
     TCase *tc = tcase_create("fold");
@@ -328,6 +473,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_gemm_fold);
     tcase_add_test(tc, test_plan_fuses_residual_through_view);
     tcase_add_test(tc, test_plan_padded_channels_fold_only);
+    tcase_add_test(tc, test_conv_fold);
+    tcase_add_test(tc, test_group_norm_chain);
     suite_add_tcase(s, tc);
     return s;
 }

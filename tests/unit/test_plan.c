@@ -129,7 +129,8 @@ START_TEST(test_head_conversion_and_gemm_fusion) {
 END_TEST
 
 /* A chain of element-wise ops reuses memory: the arena is far below the naive sum, and the
- * broadcast strides of a per-channel operand are zero where it broadcasts. */
+ * broadcast strides of a per-channel operand are zero where it broadcasts. (The chain starts
+ * with a Sigmoid: a per-channel Mul right after the Conv would fold into its weights.) */
 START_TEST(test_eltwise_chain_memory_and_strides) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -139,18 +140,18 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
     ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
     ir_tensor *ct = th_named(g, "chan", TCI_DTYPE_FLOAT, 4, cd, chan);
-    ir_tensor *t[8];
+    ir_tensor *t[12];
     char name[8];
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 12; i++) {
         snprintf(name, sizeof name, "t%d", i);
         t[i] = act(g, name);
     }
-    th_graph_io(g, &x, 1, &t[7], 1);
+    th_graph_io(g, &x, 1, &t[11], 1);
     th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &t[0], 1);
-    for (int i = 1; i < 8; i++) {
+    for (int i = 1; i < 12; i++) {
         snprintf(name, sizeof name, "mul%d", i);
-        th_node_io(g, name, i % 2 ? "Mul" : "Sigmoid", 14, (ir_tensor *[]){t[i - 1], ct},
-                   i % 2 ? 2 : 1, &t[i], 1);
+        th_node_io(g, name, i % 2 ? "Sigmoid" : "Mul", 14, (ir_tensor *[]){t[i - 1], ct},
+                   i % 2 ? 1 : 2, &t[i], 1);
     }
     plan *p = gpu_plan(g);
     const plan_step *mul = find_step(p, PLAN_STEP_ELTWISE, 0);
@@ -406,6 +407,35 @@ START_TEST(test_groupnorm_lowering) {
     ck_assert_int_eq(s->u.groupnorm.spatial, 7);
     ck_assert(!s->u.groupnorm.scale_per_group);
     ck_assert_int_eq(p->tensors[s->inputs[0]].layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(s->u.groupnorm.chunks, 1); /* 4 (image, group) pairs of 21 values */
+    ck_assert_int_eq(s->num_outputs, 1);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+
+    /* GroupNorm(1) over one long image: its statistics gathered by 98 blocks of 2048 values,
+     * which meet in a float temporary, the step's second output */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t dl[3] = {1, 64, 3136};
+    float ones[64], zeros[64];
+    for (int i = 0; i < 64; i++) ones[i] = 1.0f, zeros[i] = 0.0f;
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, dl, NULL);
+    y = act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    n = th_node_io(g, "gn", "GroupNormalization", 21,
+                   (ir_tensor *[]){x, vec(g, "s64", ones, 64), vec(g, "b64", zeros, 64)}, 3, &y,
+                   1);
+    th_attr_int(g, n, "num_groups", 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    s = find_step(p, PLAN_STEP_GROUPNORM, 0);
+    ck_assert_int_eq(s->u.groupnorm.chunks, 98);
+    ck_assert_int_eq(s->num_outputs, 2);
+    const plan_tensor *partials = &p->tensors[s->outputs[1]];
+    ck_assert_int_eq(partials->dtype, TCI_DTYPE_FLOAT);
+    ck_assert_int_eq(partials->rank, 1);
+    ck_assert_int_eq(partials->dims[0], 2 * 98);
+    ck_assert_int_eq(partials->memory, PLAN_MEM_ARENA);
     plan_destroy(p);
     ir_graph_destroy(g);
 }
