@@ -332,6 +332,16 @@ static int count_steps(const plan *p, plan_step_kind kind) {
     return count;
 }
 
+/* g planned for the GPU: one step of kind, and no element-wise step. */
+static void assert_one_step(ir_graph *g, plan_step_kind kind) {
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(count_steps(p, kind), 1);
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 0);
+    plan_destroy(p);
+}
+
 /* x0 [NB, 8, H, W] -> Conv 1x1 (+bias) -> Mul(gamma of gamma_dims) -> Add(x0) -> y: PoolFormer's
  * MLP tail. Whether the Mul folded into the convolution; the folded graph's output must equal
  * the unfolded one's on the CPU reference. */
@@ -362,14 +372,8 @@ static bool check_conv_fold(int gamma_rank, const int64_t *gamma_dims) {
     float *got = th_cpu_output(g, &in, 1, 0);
     th_assert_near(got, want, NB * C * H * W, 1e-5f);
     ck_assert_mem_eq(wt->data, w, sizeof w); /* the model's own weights untouched */
-    if (folded) { /* planned: the residual Add in the convolution's epilogue, one step */
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
-        plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
-        ck_assert_int_eq(count_steps(p, PLAN_STEP_CONV), 1);
-        ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 0);
-        plan_destroy(p);
-    }
+    if (folded) /* planned: the residual Add in the convolution's epilogue, one step */
+        assert_one_step(g, PLAN_STEP_CONV);
     free(got);
     free(want);
     ir_graph_destroy(g);
@@ -442,12 +446,7 @@ static void check_group_norm_chain(int64_t groups, bool mul, bool add, bool extr
         ck_assert_str_eq(g->nodes[0]->name, "norm/GroupNormalization");
         ck_assert_int_eq(g->nodes[0]->since_version, 21);
         ck_assert_ptr_eq(g->nodes[0]->inputs[0], x);
-        ck_assert_tci_ok(pass_prepare_for_gpu(g));
-        plan *p;
-        ck_assert_tci_ok(plan_build(g, NULL, &p));
-        ck_assert_int_eq(count_steps(p, PLAN_STEP_GROUPNORM), 1);
-        ck_assert_int_eq(count_steps(p, PLAN_STEP_ELTWISE), 0);
-        plan_destroy(p);
+        assert_one_step(g, PLAN_STEP_GROUPNORM);
     }
     free(got);
     free(want);

@@ -196,6 +196,22 @@ static void group_norm_name(const ir_node *in, char *name, size_t size) {
         snprintf(name, size, "%s/GroupNormalization", in->name);
 }
 
+/* The node reading *end alone when it is op(*end, c) with c constant per channel of x (dim 1):
+ * c (its value count in *count), with *end and *last moved on to that node's output and the
+ * node; else NULL. */
+static const ir_tensor *channel_step(const ir_graph *g, const int *readers, binary_op op,
+                                     const ir_tensor *x, ir_tensor **end, ir_node **last,
+                                     int64_t *count) {
+    ir_node *n = sole_reader(g, readers, *end);
+    ir_tensor *c = NULL;
+    int side;
+    if (!n || with_constant(n, op, &c, &side) != *end || !per_channel(c, x, 1, count))
+        return NULL;
+    *last = n;
+    *end = n->outputs[0];
+    return c;
+}
+
 /* Instance norm node `in` whose input is Reshape(x, (N, G, -1)) of a float x of rank 3 or more
  * (N, C, ...) and whose result goes on through a Reshape back to x's shape, then optionally a Mul
  * and an Add by per-channel constants (each read by the next node alone): one
@@ -223,26 +239,11 @@ static tci_status fold_group_norm(ir_graph *g, const int *readers, ir_node *in, 
         return TCI_OK;
     ir_node *r2 = sole_reader(g, readers, in->outputs[0]);
     if (!is_op(r2, "Reshape") || !r2->outputs[0] || !same_dims(r2->outputs[0], x)) return TCI_OK;
-    ir_tensor *end = r2->outputs[0], *gamma = NULL, *beta = NULL;
+    ir_tensor *end = r2->outputs[0];
     ir_node *last = r2;
-    int side;
     int64_t gamma_count = 0, beta_count = 0;
-    ir_node *m = sole_reader(g, readers, end);
-    if (m && with_constant(m, BINARY_MUL, &gamma, &side) == end &&
-        per_channel(gamma, x, 1, &gamma_count)) {
-        last = m;
-        end = m->outputs[0];
-    } else {
-        gamma = NULL;
-    }
-    ir_node *a = sole_reader(g, readers, end);
-    if (a && with_constant(a, BINARY_ADD, &beta, &side) == end &&
-        per_channel(beta, x, 1, &beta_count)) {
-        last = a;
-        end = a->outputs[0];
-    } else {
-        beta = NULL;
-    }
+    const ir_tensor *gamma = channel_step(g, readers, BINARY_MUL, x, &end, &last, &gamma_count);
+    const ir_tensor *beta = channel_step(g, readers, BINARY_ADD, x, &end, &last, &beta_count);
     float *scale = malloc((size_t)c * 2 * sizeof *scale);
     if (!scale) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory folding a GroupNorm");
     float *bias = scale + c;
