@@ -532,6 +532,11 @@ ir_node *ir_graph_reader(const ir_graph *g, const ir_tensor *t, size_t from, int
     return NULL;
 }
 
+ir_node *ir_graph_sole_reader(const ir_graph *g, const int *readers, const ir_tensor *t) {
+    if (!t || t->is_graph_output || readers[t->index] != 1) return NULL;
+    return ir_graph_reader(g, t, 0, NULL);
+}
+
 bool ir_float_scalar(const ir_tensor *t, float *out_value) {
     if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
     for (int i = 0; i < t->rank; i++)

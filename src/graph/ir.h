@@ -308,6 +308,10 @@ int *ir_graph_count_readers(const ir_graph *graph);
  * slot it reads t at; NULL where none does. */
 ir_node *ir_graph_reader(const ir_graph *graph, const ir_tensor *t, size_t from, int *slot);
 
+/* t's only reader where readers (counts as ir_graph_count_readers gives, or the caller's own)
+ * holds 1 for t and t is no graph output; else NULL. */
+ir_node *ir_graph_sole_reader(const ir_graph *graph, const int *readers, const ir_tensor *t);
+
 /* The value of a constant float tensor of one element (rank 0, or dims of 1), else false. */
 bool ir_float_scalar(const ir_tensor *t, float *out_value);
 

@@ -819,12 +819,12 @@ static tci_status record(ir_graph *g, ir_node *pv, attn_match *m) {
 /* Whether t is read, through at most 4 Reshapes and Adds, by a Softmax over its last axis. */
 static bool softmax_follows(const ir_graph *g, const int *consumers, const ir_tensor *t) {
     for (int steps = 0; steps < 5; steps++) {
-        if (!t || t->is_graph_output || consumers[t->index] != 1) return false;
-        const ir_node *next = ir_graph_reader(g, t, 0, NULL);
+        const ir_node *next = ir_graph_sole_reader(g, consumers, t);
+        if (!next) return false;
         op_pattern pat;
         const op_pattern_kind kind = role_of(next, &pat);
         if (kind == OP_PATTERN_SOFTMAX_LAST) return true;
-        if (kind != OP_PATTERN_RESHAPE && !(next && next->desc && next->desc->binary == BINARY_ADD))
+        if (kind != OP_PATTERN_RESHAPE && !(next->desc && next->desc->binary == BINARY_ADD))
             return false;
         t = next->outputs[0];
     }

@@ -20,8 +20,7 @@ typedef struct fuse_ctx {
 
 /* t's only reader (not a graph output), or NULL. */
 static ir_node *single_consumer(const fuse_ctx *c, const ir_tensor *t) {
-    if (c->consumers[t->index] != 1 || t->is_graph_output) return NULL;
-    return ir_graph_reader(c->g, t, 0, NULL);
+    return ir_graph_sole_reader(c->g, c->consumers, t);
 }
 
 /* The activation node computes as an epilogue, if its descriptor says it is one and its result

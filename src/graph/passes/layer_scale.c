@@ -168,21 +168,13 @@ tci_status pass_fold_layer_scale(ir_graph *g) {
 
 /* ---- GroupNorm chains ---- */
 
-/* The only node reading t (not a graph output), else NULL. */
-static ir_node *sole_reader(const ir_graph *g, const int *readers, const ir_tensor *t) {
-    if (!t || t->is_graph_output || readers[t->index] != 1) return NULL;
-    return ir_graph_reader(g, t, 0, NULL);
-}
-
 static bool is_op(const ir_node *n, const char *op_type) {
     return n && n->desc && n->domain[0] == '\0' && strcmp(n->op_type, op_type) == 0;
 }
 
 /* A constant float vector of count values. */
 static const float *constant_vector(const ir_tensor *t, int64_t count) {
-    if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank != 1 || t->dims[0] != count)
-        return NULL;
-    return t->data;
+    return op_constant_float(t) && t->rank == 1 && t->dims[0] == count ? t->data : NULL;
 }
 
 /* Node name for the GroupNormalization replacing instance norm `in`: its name with
@@ -202,7 +194,7 @@ static void group_norm_name(const ir_node *in, char *name, size_t size) {
 static const ir_tensor *channel_step(const ir_graph *g, const int *readers, binary_op op,
                                      const ir_tensor *x, ir_tensor **end, ir_node **last,
                                      int64_t *count) {
-    ir_node *n = sole_reader(g, readers, *end);
+    ir_node *n = ir_graph_sole_reader(g, readers, *end);
     ir_tensor *c = NULL;
     int side;
     if (!n || with_constant(n, op, &c, &side) != *end || !per_channel(c, x, 1, count))
@@ -237,7 +229,7 @@ static tci_status fold_group_norm(ir_graph *g, const int *readers, ir_node *in, 
     if (v->dims[0] != n || groups < 1 || c % groups || v->dims[2] != c / groups * spatial ||
         !in_scale || !in_bias)
         return TCI_OK;
-    ir_node *r2 = sole_reader(g, readers, in->outputs[0]);
+    ir_node *r2 = ir_graph_sole_reader(g, readers, in->outputs[0]);
     if (!is_op(r2, "Reshape") || !r2->outputs[0] || !same_dims(r2->outputs[0], x)) return TCI_OK;
     ir_tensor *end = r2->outputs[0];
     ir_node *last = r2;
