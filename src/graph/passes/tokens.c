@@ -37,11 +37,6 @@ static bool transposes(const ir_node *n, const int64_t *perm, int rank) {
     return memcmp(p, perm, (size_t)rank * sizeof *p) == 0;
 }
 
-/* t is read by node n alone and is no graph output. */
-static bool only_read_by(const int *readers, const ir_tensor *t) {
-    return !t->is_graph_output && readers[t->index] == 1;
-}
-
 /* Node op_type(in, extra) -> out, named after the node it replaces. */
 static tci_status add_node(ir_graph *g, const ir_node *old, const char *op_type, ir_tensor *in,
                            ir_tensor *extra, ir_tensor *out, ir_node **made) {
@@ -106,8 +101,8 @@ static tci_status rewrite(ir_graph *g, ir_node *old_second, ir_tensor *x, const 
 static tci_status to_image(ir_graph *g, const int *readers, ir_node *tr, bool *done) {
     static const int64_t swap[3] = {0, 2, 1}, to_nchw[4] = {0, 3, 1, 2};
     ir_tensor *t = tr->inputs[0], *u = tr->outputs[0];
-    if (!transposes(tr, swap, 3) || !known_float(t, 3) || !only_read_by(readers, u)) return TCI_OK;
-    ir_node *r = ir_graph_reader(g, u, 0, NULL);
+    if (!transposes(tr, swap, 3) || !known_float(t, 3)) return TCI_OK;
+    ir_node *r = ir_graph_sole_reader(g, readers, u);
     if (!is_op(r, "Reshape") || r->inputs[0] != u || !known_float(r->outputs[0], 4))
         return TCI_OK;
     const int64_t *y = r->outputs[0]->dims;
@@ -123,8 +118,8 @@ static tci_status to_tokens(ir_graph *g, const int *readers, ir_node *r, bool *d
     static const int64_t swap[3] = {0, 2, 1}, to_last[4] = {0, 2, 3, 1};
     if (!is_op(r, "Reshape") || r->num_inputs != 2) return TCI_OK;
     ir_tensor *x = r->inputs[0], *u = r->outputs[0];
-    if (!known_float(x, 4) || !known_float(u, 3) || !only_read_by(readers, u)) return TCI_OK;
-    ir_node *tr = ir_graph_reader(g, u, 0, NULL);
+    if (!known_float(x, 4) || !known_float(u, 3)) return TCI_OK;
+    ir_node *tr = ir_graph_sole_reader(g, readers, u);
     if (!transposes(tr, swap, 3) || !known_float(tr->outputs[0], 3)) return TCI_OK;
     const int64_t *d = x->dims;
     if (u->dims[0] != d[0] || u->dims[1] != d[1] || u->dims[2] != d[2] * d[3]) return TCI_OK;
