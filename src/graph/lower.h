@@ -12,6 +12,7 @@
 #include "graph/ir.h"
 #include "util/conv_geom.h"
 #include "util/elementwise.h"
+#include "util/grid_sample_math.h"
 #include "util/pool_kinds.h"
 #include "util/reduce_ops.h"
 #include "util/resize_modes.h"
@@ -74,6 +75,8 @@ typedef enum plan_step_kind {
     PLAN_STEP_LRN,        /* across-channel local response normalisation, NHWC8 or dense */
     PLAN_STEP_ATTENTION,  /* y = softmax(scale q k^T + mask) v in one kernel (plan_attention) */
     PLAN_STEP_ROTARY,     /* rotary positional embedding of each head's first values (u.rotary) */
+    PLAN_STEP_GRID_SAMPLE, /* y (N, C, out...) = x (N, C, in...) sampled at grid (N, out..., r),
+                              all dense (u.grid_sample) */
 } plan_step_kind;
 
 /* How a scatter combines an update with the element it lands on (ONNX 'reduction'). */
@@ -317,6 +320,14 @@ typedef struct plan_step {
             int64_t size;
             float alpha, beta, bias;
         } lrn;
+        struct {
+            int64_t n, c;
+            int r;                              /* spatial dims */
+            int64_t in[GS_MAX_SPATIAL], out[GS_MAX_SPATIAL];
+            gs_mode mode;
+            gs_padding padding;
+            bool align_corners;
+        } grid_sample;
         /* inputs x, cos_cache, sin_cache, position_ids (-1: none), all dense; output y, x's
          * shape: (batch, heads, seq, head_size) when heads_first, else (batch, seq,
          * heads * head_size). The caches are (cache_batch, seq, rotary_dim / 2) without

@@ -90,6 +90,13 @@ tci_status pass_emulate_qdq(ir_graph *graph);
  * GEMM's step. A graph already fused is left as it is. */
 tci_status pass_fold_layer_scale(ir_graph *graph);
 
+/* For the GPU engine, first of the GPU passes (tokens.c): Transpose(0, 2, 1) -> Reshape(B, C, H, W)
+ * of tokens (B, H W, C) becomes Reshape(B, H, W, C) -> Transpose(0, 3, 1, 2), and Reshape(B, C,
+ * H W) -> Transpose(0, 2, 1) of an image becomes Transpose(0, 2, 3, 1) -> Reshape(B, H W, C),
+ * the tensor between read by the second node alone: the same values, whose Transposes view
+ * NHWC8 where C is a multiple of 8 (no copies where there were two each way). */
+tci_status pass_token_image_views(ir_graph *graph);
+
 /* For the GPU engine, before pass_fold_layer_scale (layer_scale.c): a GroupNorm exported as
  * Reshape(x, (N, G, -1)) -> InstanceNormalization(per-group scale, bias) -> Reshape back to x's
  * shape -> Mul(per-channel gamma) -> Add(per-channel beta), the Mul and Add optional and every
@@ -120,7 +127,7 @@ tci_status pass_merge_sibling_gemms(ir_graph *graph);
  * Slices and a Concat (Swin's shifted windows), one copy instead of three. */
 tci_status pass_fold_slices_into_concats(ir_graph *graph);
 
-/* What the GPU planner needs after pass_optimize: pass_emulate_qdq,
+/* What the GPU planner needs after pass_optimize: pass_emulate_qdq, pass_token_image_views,
  * pass_fold_group_norm_chains, pass_fold_layer_scale,
  * pass_merge_sibling_gemms, pass_fuse_for_gpu, pass_assign_layouts, then
  * pass_fold_slices_into_concats. */

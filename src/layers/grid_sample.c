@@ -4,23 +4,21 @@
  * nearest modes, two for cubic; zeros, border and reflection padding; computed as PyTorch's
  * grid_sample does (onnxruntime follows it), in float. And AffineGrid, the grid such a sampler
  * reads: every output position's normalised coordinates moved by an affine matrix, as PyTorch's
- * affine_grid. No GPU path yet: the planner refuses the nodes, naming them. */
+ * affine_grid. The arithmetic is util/grid_sample_math.h's, which the GPU kernel shares;
+ * GridSample runs on the GPU too (one step, dense), AffineGrid on the CPU reference only (its
+ * output is usually a constant, folded at build). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "layers/op.h"
-
-typedef enum { GS_LINEAR, GS_NEAREST, GS_CUBIC } gs_mode;
-typedef enum { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_padding;
+#include "util/grid_sample_math.h"
 
 typedef struct grid_sample_params {
     gs_mode mode;
     gs_padding padding;
     bool align_corners;
 } grid_sample_params;
-
-enum { GS_MAX_SPATIAL = 3 };
 
 static tci_status grid_sample_parse(ir_node *node, mem_arena *arena) {
     static const char *const known[] = {"align_corners", "mode", "padding_mode", NULL};
@@ -98,107 +96,6 @@ static tci_status grid_sample_infer(const ir_node *node, const tci_tensor *const
     return TCI_OK;
 }
 
-/* PyTorch's grid_sampler helpers: the normalised position in pixels, reflection about the
- * borders, and the padding applied to a position. */
-static float unnormalize(float g, int64_t size, bool align) {
-    return align ? (g + 1.0f) / 2.0f * (float)(size - 1) : ((g + 1.0f) * (float)size - 1.0f) / 2.0f;
-}
-
-static float reflect(float v, float twice_low, float twice_high) {
-    if (twice_low == twice_high) return 0.0f;
-    float lo = twice_low / 2.0f, span = (twice_high - twice_low) / 2.0f;
-    v = fabsf(v - lo);
-    float extra = fmodf(v, span);
-    int flips = (int)floorf(v / span);
-    return flips % 2 == 0 ? extra + lo : span - extra + lo;
-}
-
-static float clip_to(float v, int64_t size) {
-    return fminf(fmaxf(v, 0.0f), (float)(size - 1));
-}
-
-static float pad_coord(float v, int64_t size, gs_padding padding, bool align) {
-    if (padding == GS_BORDER) return clip_to(v, size);
-    if (padding == GS_REFLECTION) {
-        v = align ? reflect(v, 0.0f, 2.0f * (float)(size - 1))
-                  : reflect(v, -1.0f, 2.0f * (float)size - 1.0f);
-        return clip_to(v, size);
-    }
-    return v;
-}
-
-/* X[plane] at integer position pos (r dims), 0 outside. */
-static float tap(const float *plane, const int64_t *size, const int64_t *pos, int r) {
-    int64_t off = 0;
-    for (int d = 0; d < r; d++) {
-        if (pos[d] < 0 || pos[d] >= size[d]) return 0.0f;
-        off = off * size[d] + pos[d];
-    }
-    return plane[off];
-}
-
-static float cubic1(float x, float a) {
-    return ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
-}
-
-static float cubic2(float x, float a) {
-    return ((a * x - 5.0f * a) * x + 8.0f * a) * x - 4.0f * a;
-}
-
-/* One output value: pixel coordinates c (dims in X's order, before padding). */
-static float sample(const grid_sample_params *p, const float *plane, const int64_t *size, int r,
-                    const float *c) {
-    int64_t pos[GS_MAX_SPATIAL];
-    if (p->mode == GS_NEAREST) {
-        for (int d = 0; d < r; d++)
-            pos[d] = (int64_t)nearbyintf(pad_coord(c[d], size[d], p->padding, p->align_corners));
-        return tap(plane, size, pos, r);
-    }
-    if (p->mode == GS_LINEAR) {
-        float pc[GS_MAX_SPATIAL], frac[GS_MAX_SPATIAL];
-        int64_t base[GS_MAX_SPATIAL];
-        for (int d = 0; d < r; d++) {
-            pc[d] = pad_coord(c[d], size[d], p->padding, p->align_corners);
-            base[d] = (int64_t)floorf(pc[d]);
-            frac[d] = pc[d] - (float)base[d];
-        }
-        float acc = 0.0f;
-        for (int corner = 0; corner < (1 << r); corner++) {
-            float w = 1.0f;
-            for (int d = 0; d < r; d++) {
-                int up = (corner >> (r - 1 - d)) & 1;
-                pos[d] = base[d] + up;
-                w *= up ? frac[d] : 1.0f - frac[d];
-            }
-            acc += w * tap(plane, size, pos, r);
-        }
-        return acc;
-    }
-    /* cubic, two dims: 4x4 taps around the position, the padding applied to each tap */
-    const float a = -0.75f;
-    float coef[2][4];
-    int64_t base[2];
-    for (int d = 0; d < 2; d++) {
-        float f = floorf(c[d]);
-        float t = c[d] - f;
-        base[d] = (int64_t)f - 1;
-        coef[d][0] = cubic2(t + 1.0f, a);
-        coef[d][1] = cubic1(t, a);
-        coef[d][2] = cubic1(1.0f - t, a);
-        coef[d][3] = cubic2(2.0f - t, a);
-    }
-    float acc = 0.0f;
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            int64_t q[2] = {base[0] + i, base[1] + j};
-            for (int d = 0; d < 2; d++)
-                if (p->padding != GS_ZEROS)
-                    q[d] = (int64_t)pad_coord((float)q[d], size[d], p->padding, p->align_corners);
-            acc += coef[0][i] * coef[1][j] * tap(plane, size, q, 2);
-        }
-    return acc;
-}
-
 static tci_status grid_sample_forward(const ir_node *node, const tci_tensor *const *in,
                                       tci_tensor *const *out) {
     const grid_sample_params *p = node->params;
@@ -215,14 +112,44 @@ static tci_status grid_sample_forward(const ir_node *node, const tci_tensor *con
     float *y = out[0]->data;
     for (int64_t b = 0; b < n; b++)
         for (int64_t o = 0; o < out_plane; o++) {
-            /* grid's last dim lists x (the last spatial dim) first */
-            const float *g = gd + (b * out_plane + o) * r;
-            float c[GS_MAX_SPATIAL];
-            for (int d = 0; d < r; d++) c[d] = unnormalize(g[r - 1 - d], size[d], p->align_corners);
-            for (int64_t ch = 0; ch < channels; ch++)
-                y[(b * channels + ch) * out_plane + o] =
-                    sample(p, xd + (b * channels + ch) * in_plane, size, r, c);
+            int64_t pos[GS_MAX_TAPS][GS_MAX_SPATIAL], at[GS_MAX_TAPS];
+            float w[GS_MAX_TAPS];
+            const int taps = gs_taps(p->mode, p->padding, p->align_corners, r, size,
+                                     gd + (b * out_plane + o) * r, pos, w);
+            for (int t = 0; t < taps; t++) at[t] = gs_offset(size, pos[t], r);
+            for (int64_t ch = 0; ch < channels; ch++) {
+                const float *plane = xd + (b * channels + ch) * in_plane;
+                float acc = 0.0f;
+                for (int t = 0; t < taps; t++) acc += w[t] * (at[t] < 0 ? 0.0f : plane[at[t]]);
+                y[(b * channels + ch) * out_plane + o] = acc;
+            }
         }
+    return TCI_OK;
+}
+
+/* One PLAN_STEP_GRID_SAMPLE: X, grid and Y dense, in the plan's float dtype. */
+static tci_status grid_sample_gpu_lower(plan_builder *b, const ir_node *node) {
+    const grid_sample_params *p = node->params;
+    const ir_tensor *x = node->inputs[0], *grid = node->inputs[1], *y = node->outputs[0];
+    TRY_STATUS(lower_require_known(node, x));
+    TRY_STATUS(lower_require_known(node, grid));
+    int xi, gi, yt;
+    TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
+    TRY_STATUS(lower_input(b, node, grid, PLAN_LAYOUT_DENSE, &gi));
+    TRY_STATUS(lower_output(b, node, y, &yt));
+    plan_step *s;
+    TRY_STATUS(lower_step(b, PLAN_STEP_GRID_SAMPLE, node, NULL, &s));
+    s->u.grid_sample.n = x->dims[0];
+    s->u.grid_sample.c = x->dims[1];
+    s->u.grid_sample.r = x->rank - 2;
+    for (int d = 0; d < x->rank - 2; d++) {
+        s->u.grid_sample.in[d] = x->dims[2 + d];
+        s->u.grid_sample.out[d] = y->dims[2 + d];
+    }
+    s->u.grid_sample.mode = p->mode;
+    s->u.grid_sample.padding = p->padding;
+    s->u.grid_sample.align_corners = p->align_corners;
+    lower_step_io(s, 2, (int[]){xi, gi}, 1, &yt);
     return TCI_OK;
 }
 
@@ -347,6 +274,6 @@ OP_DESC(affine_grid_desc, "AffineGrid", OP_VERSIONS(20), affine_grid_parse, affi
         affine_grid_forward, 0, NULL, NULL, BINARY_NONE);
 
 OP_DESC(grid_sample_desc, "GridSample", OP_VERSIONS(16, 20, 22), grid_sample_parse,
-        grid_sample_infer, grid_sample_forward, 0, NULL, NULL, BINARY_NONE);
+        grid_sample_infer, grid_sample_forward, 0, grid_sample_gpu_lower, NULL, BINARY_NONE);
 
 const op_desc *const layer_grid_sample_ops[] = {&grid_sample_desc, &affine_grid_desc, NULL};

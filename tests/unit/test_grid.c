@@ -1,5 +1,7 @@
 /* AffineGrid (grid_sample.c): the coordinates of either corner rule, single positions, the x-first
- * order, shape inference before the size's values, and the errors. */
+ * order, shape inference before the size's values, and the errors; GridSample's GPU step. */
+#include "graph/passes.h"
+#include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
 
@@ -62,10 +64,52 @@ START_TEST(test_affine_grid) {
 }
 END_TEST
 
+/* GridSample planned for the GPU: one step, X, grid and Y dense, the attributes carried. */
+START_TEST(test_grid_sample_gpu_step) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    const int64_t xd[4] = {2, 3, 5, 7}, gd[4] = {2, 4, 6, 2};
+    ir_tensor *x = th_named(g, "x", F, 4, xd, NULL), *grid = th_named(g, "grid", F, 4, gd, NULL);
+    ir_tensor *y = th_named(g, "y", TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+    th_graph_io(g, (ir_tensor *[]){x, grid}, 2, &y, 1);
+    ir_node *n = th_node_io(g, "gs", "GridSample", 16, (ir_tensor *[]){x, grid}, 2, &y, 1);
+    th_attr_string(g, n, "mode", "bicubic");
+    th_attr_string(g, n, "padding_mode", "reflection");
+    th_attr_int(g, n, "align_corners", 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_int_eq(p->num_steps, 1);
+    const plan_step *s = &p->steps[0];
+    ck_assert_int_eq(s->kind, PLAN_STEP_GRID_SAMPLE);
+    ck_assert_int_eq(s->u.grid_sample.n, 2);
+    ck_assert_int_eq(s->u.grid_sample.c, 3);
+    ck_assert_int_eq(s->u.grid_sample.r, 2);
+    ck_assert_int_eq(s->u.grid_sample.in[0], 5);
+    ck_assert_int_eq(s->u.grid_sample.in[1], 7);
+    ck_assert_int_eq(s->u.grid_sample.out[0], 4);
+    ck_assert_int_eq(s->u.grid_sample.out[1], 6);
+    ck_assert_int_eq(s->u.grid_sample.mode, GS_CUBIC);
+    ck_assert_int_eq(s->u.grid_sample.padding, GS_REFLECTION);
+    ck_assert(s->u.grid_sample.align_corners);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(p->tensors[s->inputs[i]].layout, PLAN_LAYOUT_DENSE);
+    ck_assert_int_eq(p->tensors[s->outputs[0]].layout, PLAN_LAYOUT_DENSE);
+    const plan_tensor *yt = &p->tensors[s->outputs[0]];
+    ck_assert_int_eq(yt->rank, 4);
+    ck_assert_int_eq(yt->dims[2], 4);
+    ck_assert_int_eq(yt->dims[3], 6);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("grid");
     TCase *t = tcase_create("grid");
     tcase_add_test(t, test_affine_grid);
+    tcase_add_test(t, test_grid_sample_gpu_step);
     suite_add_tcase(s, t);
     return test_run_suite(s);
 }

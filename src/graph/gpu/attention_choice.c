@@ -38,7 +38,7 @@ static tci_status create_plan(exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
 /* The step as the engine runs it (cuDNN's plan where impl's sdpa is set, else tcinfer's), on a
  * context made of the tuning's handles, arena and workspace. */
 typedef struct attention_trial {
-    const exec_gpu_engine *e;
+    exec_gpu_engine *e;
     exec_gpu_context *c;
     void *arena;
     int step;
@@ -49,14 +49,23 @@ static tci_status launch_attention_trial(const void *user, cudaStream_t stream) 
     return gpu_run_step(t->e, t->c, t->arena, t->step, stream);
 }
 
+static void select_plan(void *trial, void *lib) {
+    attention_trial *t = trial;
+    t->e->impl[t->step].sdpa = lib;
+}
+
+static void keep_plan(exec_gpu_engine *e, int i, void *lib) { e->impl[i].sdpa = lib; }
+
+static const char *plan_name(const void *lib) { return kern_attention_cudnn_name(lib); }
+
+static void destroy_plan(void *lib) { kern_attention_cudnn_destroy(lib); }
+
 static const char OURS[] = "tcinfer attention";
 
 tci_status gpu_attention_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
                                 cublasLtHandle_t lt, cudaStream_t stream, void *arena,
                                 void *workspace) {
-    step_impl *im = &e->impl[i];
-    im->library_ms = im->wmma_ms = -1.0f;
-    im->sdpa = NULL;
+    e->impl[i].sdpa = NULL;
     kern_attention_cudnn_plan *sdpa = NULL;
     char why[256] = "";
     if (e->kernels != TCI_KERNELS_WMMA) {
@@ -65,67 +74,29 @@ tci_status gpu_attention_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn,
         if (st != TCI_OK) snprintf(why, sizeof why, "%s", tci_last_error());
         status_error_clear();
     }
-    if (!sdpa) {
-        if (e->kernels == TCI_KERNELS_WMMA) snprintf(im->text, sizeof im->text, "%s", OURS);
-        else gpu_describe_choice(im, OURS, -1.0f, "cuDNN", -1.0f, why);
-        im->kernel = im->text;
-        return TCI_OK;
-    }
     exec_gpu_context tuning;
     memset(&tuning, 0, sizeof tuning);
     tuning.cudnn = cudnn;
     tuning.lt = lt;
     tuning.workspace = workspace;
     attention_trial t = {e, &tuning, arena, i};
-    /* the timing must run cuDNN's plan, which the step runs only where it applies */
-    kern_attention_desc d;
-    const plan_step *s = &e->plan->steps[i];
-    gpu_attention_desc_of(&s->u.attention, gpu_tensor_of(e->plan, s->outputs[0])->dtype, &d);
-    const void *q, *k, *v;
-    gpu_attention_operands(e, &tuning, arena, i, &q, &k, &v);
-    if (!kern_attention_cudnn_applies(sdpa, &d, q, k, v,
-                                      gpu_tensor_ptr(e, &tuning, arena, s->outputs[0]))) {
-        kern_attention_cudnn_destroy(sdpa);
-        gpu_describe_choice(im, OURS, -1.0f, "cuDNN", -1.0f,
-                            "the step's buffers are not 16-byte aligned");
-        return TCI_OK;
+    if (sdpa) { /* the timing must run cuDNN's plan, which the step runs only where it applies */
+        kern_attention_desc d;
+        const plan_step *s = &e->plan->steps[i];
+        gpu_attention_desc_of(&s->u.attention, gpu_tensor_of(e->plan, s->outputs[0])->dtype, &d);
+        const void *q, *k, *v;
+        gpu_attention_operands(e, &tuning, arena, i, &q, &k, &v);
+        if (!kern_attention_cudnn_applies(sdpa, &d, q, k, v,
+                                          gpu_tensor_ptr(e, &tuning, arena, s->outputs[0]))) {
+            kern_attention_cudnn_destroy(sdpa);
+            sdpa = NULL;
+            snprintf(why, sizeof why, "the step's buffers are not 16-byte aligned");
+        }
     }
-    /* cuDNN is timed also where it is forced: a failure inside the CUDA graph (an engine that
-     * does not capture) leaves the step to tcinfer's kernel, the reason in its kernel text */
-    im->sdpa = sdpa;
-    tci_status st = gpu_time_graph(launch_attention_trial, &t, stream, &im->library_ms);
-    im->sdpa = NULL;
-    if (st == TCI_ERR_CUDA && !gpu_context_broken(why, sizeof why)) {
-        snprintf(why, sizeof why, "cuDNN's attention failed in a CUDA graph: %s",
-                 tci_last_error());
-        status_error_clear();
-        kern_attention_cudnn_destroy(sdpa);
-        im->library_ms = -1.0f;
-        gpu_describe_choice(im, OURS, -1.0f, "cuDNN", -1.0f, why);
-        return TCI_OK;
-    }
-    if (st == TCI_OK && e->kernels == TCI_KERNELS_LIBRARY) {
-        im->sdpa = sdpa;
-        snprintf(im->text, sizeof im->text, "%s (%.1f us; tcinfer's not timed)",
-                 kern_attention_cudnn_name(sdpa), 1e3 * im->library_ms);
-        im->kernel = im->text;
-        return TCI_OK;
-    }
-    if (st == TCI_OK) st = gpu_time_graph(launch_attention_trial, &t, stream, &im->wmma_ms);
-    if (st != TCI_OK) {
-        kern_attention_cudnn_destroy(sdpa);
-        return st;
-    }
-    if (im->library_ms < im->wmma_ms) {
-        im->sdpa = sdpa;
-        gpu_describe_choice(im, kern_attention_cudnn_name(sdpa), im->library_ms, OURS,
-                            im->wmma_ms, NULL);
-    } else {
-        kern_attention_cudnn_destroy(sdpa);
-        gpu_describe_choice(im, OURS, im->wmma_ms, "cuDNN fused attention", im->library_ms,
-                            NULL);
-    }
-    return TCI_OK;
+    const gpu_library_choice k = {OURS,        "cuDNN fused attention", "cuDNN's attention",
+                                  launch_attention_trial, &t, select_plan, keep_plan, plan_name,
+                                  destroy_plan};
+    return gpu_choose_library(e, i, sdpa, why, &k, stream);
 }
 
 tci_status gpu_attention_apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit,

@@ -404,6 +404,51 @@ void gpu_describe_choice(step_impl *im, const char *kept, float kept_ms, const c
     im->kernel = im->text;
 }
 
+tci_status gpu_choose_library(exec_gpu_engine *e, int i, void *lib, const char *why,
+                              const gpu_library_choice *k, cudaStream_t stream) {
+    step_impl *im = &e->impl[i];
+    im->library_ms = im->wmma_ms = -1.0f;
+    if (!lib) {
+        if (e->kernels == TCI_KERNELS_WMMA) snprintf(im->text, sizeof im->text, "%s", k->ours);
+        else gpu_describe_choice(im, k->ours, -1.0f, "cuDNN", -1.0f, why);
+        im->kernel = im->text;
+        return TCI_OK;
+    }
+    char failure[256] = "";
+    k->select(k->trial, lib);
+    tci_status st = gpu_time_graph(k->launch, k->trial, stream, &im->library_ms);
+    k->select(k->trial, NULL);
+    if (st == TCI_ERR_CUDA && !gpu_context_broken(failure, sizeof failure)) {
+        snprintf(failure, sizeof failure, "%s failed in a CUDA graph: %s", k->failed,
+                 tci_last_error());
+        status_error_clear();
+        k->destroy(lib);
+        im->library_ms = -1.0f;
+        gpu_describe_choice(im, k->ours, -1.0f, "cuDNN", -1.0f, failure);
+        return TCI_OK;
+    }
+    if (st == TCI_OK && e->kernels == TCI_KERNELS_LIBRARY) {
+        k->keep(e, i, lib);
+        snprintf(im->text, sizeof im->text, "%s (%.1f us; tcinfer's not timed)", k->name(lib),
+                 1e3 * im->library_ms);
+        im->kernel = im->text;
+        return TCI_OK;
+    }
+    if (st == TCI_OK) st = gpu_time_graph(k->launch, k->trial, stream, &im->wmma_ms);
+    if (st != TCI_OK) {
+        k->destroy(lib);
+        return st;
+    }
+    if (im->library_ms < im->wmma_ms) {
+        k->keep(e, i, lib);
+        gpu_describe_choice(im, k->name(lib), im->library_ms, k->ours, im->wmma_ms, NULL);
+    } else {
+        k->destroy(lib);
+        gpu_describe_choice(im, k->ours, im->wmma_ms, k->library, im->library_ms, NULL);
+    }
+    return TCI_OK;
+}
+
 void gpu_describe_cached(step_impl *im, const char *kept, bool library_kept, const char *other,
                          const cache_entry *hit) {
     im->library_ms = hit->library_ms;

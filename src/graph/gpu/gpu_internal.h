@@ -240,6 +240,27 @@ void gpu_describe_cached(step_impl *im, const char *kept, bool library_kept, con
 tci_status gpu_create_library_plans(exec_gpu_engine *e, tci_progress_fn progress,
                                     void *progress_user);
 
+/* A library's plan for a step against tcinfer's kernel (cuDNN's RNN, cuDNN's fused attention):
+ * what gpu_choose_library needs from the step's kind. */
+typedef struct gpu_library_choice {
+    const char *ours;    /* tcinfer's kernel as reports name it */
+    const char *library; /* the library's candidate, named when tcinfer's is kept */
+    const char *failed;  /* "cuDNN's RNN": "<failed> failed in a CUDA graph: <why>" */
+    gpu_launch_fn launch; /* runs the step on whichever candidate select set last */
+    void *trial;          /* launch's user */
+    void (*select)(void *trial, void *lib); /* the trial runs lib (NULL: tcinfer's kernel) */
+    void (*keep)(exec_gpu_engine *e, int i, void *lib); /* step i runs lib from now on */
+    const char *(*name)(const void *lib);
+    void (*destroy)(void *lib);
+} gpu_library_choice;
+/* Step i's choice between the library's plan lib (NULL where the library refused: why says
+ * why, or the kernels are forced to tcinfer's) and tcinfer's kernel: both timed in CUDA graphs
+ * and the faster kept (the library alone where it is forced, timed all the same); a library
+ * failure inside the graph (a call that does not capture) leaves the step to tcinfer's kernel,
+ * the reason in its kernel text. lib is kept (k->keep) or destroyed. */
+tci_status gpu_choose_library(exec_gpu_engine *e, int i, void *lib, const char *why,
+                              const gpu_library_choice *k, cudaStream_t stream);
+
 /* rnn_choice.c: a recurrence (its RNN STEPS step, with the GEMM step projecting its input) on
  * tcinfer's kernels or cuDNN's RNN */
 bool gpu_rnn_tuned_step(const plan_step *s);

@@ -153,13 +153,20 @@ static void keep_cudnn(exec_gpu_engine *e, int i, kern_rnn_cudnn_plan *rnn, int 
     e->impl[j].kernel = e->impl[j].text;
 }
 
+static void select_plan(void *trial, void *lib) { ((rnn_trial *)trial)->rnn = lib; }
+
+static void keep_plan(exec_gpu_engine *e, int i, void *lib) {
+    keep_cudnn(e, i, lib, projection_step(e->plan, i));
+}
+
+static const char *plan_name(const void *lib) { return kern_rnn_cudnn_name(lib); }
+
+static void destroy_plan(void *lib) { kern_rnn_cudnn_destroy(lib); }
+
 static const char OURS[] = "tcinfer rnn (projection GEMM + per-step kernel)";
 
 tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublasLtHandle_t lt,
                           cudaStream_t stream, void *arena, void *workspace) {
-    step_impl *im = &e->impl[i];
-    im->library_ms = im->wmma_ms = -1.0f;
-    const int j = projection_step(e->plan, i);
     kern_rnn_cudnn_plan *rnn = NULL;
     char why[256] = "";
     if (e->kernels != TCI_KERNELS_WMMA) {
@@ -168,54 +175,18 @@ tci_status gpu_rnn_choose(exec_gpu_engine *e, int i, cudnnHandle_t cudnn, cublas
         if (st != TCI_OK) snprintf(why, sizeof why, "%s", tci_last_error());
         status_error_clear();
     }
-    if (!rnn) {
-        if (e->kernels == TCI_KERNELS_WMMA) snprintf(im->text, sizeof im->text, "%s", OURS);
-        else gpu_describe_choice(im, OURS, -1.0f, "cuDNN", -1.0f, why);
-        im->kernel = im->text;
-        return TCI_OK;
-    }
     exec_gpu_context tuning;
     memset(&tuning, 0, sizeof tuning);
     tuning.cudnn = cudnn;
     tuning.lt = lt;
     tuning.workspace = workspace;
-    rnn_trial t = {e, &tuning, arena, i, j, rnn};
     /* the workspace the trials get is the tuning's (WORKSPACE_LIMIT), which the engine's
-     * workspace_bytes, passed to the kernels, never exceeds. cuDNN is timed also where it is
-     * forced: the run captures it in a CUDA graph, and a failure there (a cuDNN call that does
-     * not capture) leaves the layer to tcinfer's recurrence, the reason in its kernel text */
-    tci_status st = gpu_time_graph(launch_rnn_trial, &t, stream, &im->library_ms);
-    if (st == TCI_ERR_CUDA && !gpu_context_broken(why, sizeof why)) {
-        snprintf(why, sizeof why, "cuDNN's RNN failed in a CUDA graph: %s", tci_last_error());
-        status_error_clear();
-        kern_rnn_cudnn_destroy(rnn);
-        im->library_ms = -1.0f;
-        gpu_describe_choice(im, OURS, -1.0f, "cuDNN", -1.0f, why);
-        return TCI_OK;
-    }
-    if (st == TCI_OK && e->kernels == TCI_KERNELS_LIBRARY) {
-        keep_cudnn(e, i, rnn, j);
-        snprintf(im->text, sizeof im->text, "%s (%.1f us; tcinfer's not timed)",
-                 kern_rnn_cudnn_name(rnn), 1e3 * im->library_ms);
-        im->kernel = im->text;
-        return TCI_OK;
-    }
-    if (st == TCI_OK) {
-        t.rnn = NULL;
-        st = gpu_time_graph(launch_rnn_trial, &t, stream, &im->wmma_ms);
-    }
-    if (st != TCI_OK) {
-        kern_rnn_cudnn_destroy(rnn);
-        return st;
-    }
-    if (im->library_ms < im->wmma_ms) {
-        keep_cudnn(e, i, rnn, j);
-        gpu_describe_choice(im, kern_rnn_cudnn_name(rnn), im->library_ms, OURS, im->wmma_ms, NULL);
-    } else {
-        kern_rnn_cudnn_destroy(rnn);
-        gpu_describe_choice(im, OURS, im->wmma_ms, "cuDNN RNN", im->library_ms, NULL);
-    }
-    return TCI_OK;
+     * workspace_bytes, passed to the kernels, never exceeds */
+    rnn_trial t = {e, &tuning, arena, i, projection_step(e->plan, i), NULL};
+    const gpu_library_choice k = {OURS,   "cuDNN RNN",  "cuDNN's RNN", launch_rnn_trial,
+                                  &t,     select_plan,  keep_plan,     plan_name,
+                                  destroy_plan};
+    return gpu_choose_library(e, i, rnn, why, &k, stream);
 }
 
 tci_status gpu_rnn_apply_cached(exec_gpu_engine *e, int i, const cache_entry *hit,

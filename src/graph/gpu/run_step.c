@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/cast.h"
 #include "kernels/copy.h"
+#include "kernels/grid_sample.h"
 #include "kernels/index.h"
 #include "kernels/layout.h"
 #include "kernels/norm.h"
@@ -338,6 +339,23 @@ tci_status gpu_run_step(const exec_gpu_engine *e, exec_gpu_context *c, void *are
             s->u.groupnorm.epsilon, s->u.groupnorm.chunks,
             s->num_outputs > 1 ? gpu_tensor_ptr(e, c, arena, s->outputs[1]) : NULL, y->dtype,
             stream);
+    case PLAN_STEP_GRID_SAMPLE: {
+        kern_grid_sample_desc d;
+        memset(&d, 0, sizeof d);
+        d.n = s->u.grid_sample.n;
+        d.c = s->u.grid_sample.c;
+        d.r = s->u.grid_sample.r;
+        for (int k = 0; k < d.r; k++) {
+            d.in[k] = s->u.grid_sample.in[k];
+            d.out[k] = s->u.grid_sample.out[k];
+        }
+        d.mode = s->u.grid_sample.mode;
+        d.padding = s->u.grid_sample.padding;
+        d.align_corners = s->u.grid_sample.align_corners;
+        d.dtype = y->dtype;
+        d.grid_dtype = gpu_tensor_of(p, s->inputs[1])->dtype;
+        return kern_grid_sample(in[0], in[1], out, &d, stream);
+    }
     case PLAN_STEP_LRN:
         return kern_lrn_dtype(in[0], out, s->u.lrn.n, s->u.lrn.c, s->u.lrn.spatial,
                               y->layout == PLAN_LAYOUT_NHWC8, s->u.lrn.size, s->u.lrn.alpha,

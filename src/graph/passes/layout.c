@@ -78,6 +78,7 @@ tci_status pass_assign_layouts(ir_graph *graph) {
 
 tci_status pass_prepare_for_gpu(ir_graph *graph) {
     TRY_STATUS(pass_emulate_qdq(graph));
+    TRY_STATUS(pass_token_image_views(graph));
     TRY_STATUS(pass_fold_group_norm_chains(graph));
     TRY_STATUS(pass_fold_layer_scale(graph));
     TRY_STATUS(pass_merge_sibling_gemms(graph));

@@ -28,6 +28,7 @@ const char *plan_step_kernel(const plan_step *step) {
         return step->u.layernorm.rms ? "tcinfer rmsnorm" : "tcinfer layernorm";
     case PLAN_STEP_GROUPNORM: return "tcinfer groupnorm";
     case PLAN_STEP_LRN: return "tcinfer lrn";
+    case PLAN_STEP_GRID_SAMPLE: return "tcinfer grid_sample";
     case PLAN_STEP_ATTENTION: return "tcinfer flash_attention";
     case PLAN_STEP_ROTARY: return "tcinfer rotary_embedding";
     case PLAN_STEP_REDUCE: return "tcinfer reduce";
