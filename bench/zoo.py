@@ -686,6 +686,8 @@ def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters, 
             # a row that needed --precision auto is timed with it (its answer)
             auto = "auto" in gpu and "error" not in gpu
             folder = os.path.join(os.path.dirname(info["onnx"]), slug(info["name"]))
+            if auto:  # its timing cache's folder (a bench run in a new --work has none)
+                os.makedirs(folder, exist_ok=True)
             row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters,
                                            timeout * (AUTO_TIMEOUT_FACTOR if auto else 1),
                                            list(extra) + (auto_args(folder) if auto else []))

@@ -537,6 +537,9 @@ typedef struct tci_gpu_report {
     size_t layout_conversions;     /* NHWC8 <-> dense conversions the plan had to insert */
     size_t layers_timed;           /* conv / GEMM layers whose kernel was chosen by timing */
     size_t layers_cached;          /* ... and taken from the timing cache */
+    /* Since 0.2: parts of a tensor (a Split's or Slice's contiguous part, starting on the
+     * arena's 256-byte alignment) that its readers read in place: no copy step */
+    size_t views;
 } tci_gpu_report;
 void tci_gpu_report_init(tci_gpu_report *report);
 /* TCI_ERR_INVALID_ARGUMENT for a CPU engine. */

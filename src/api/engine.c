@@ -840,6 +840,7 @@ tci_status tci_engine_gpu_report(const tci_engine *engine, tci_gpu_report *out) 
     out_report->arena_bytes = p->arena_bytes;
     out_report->naive_activation_bytes = p->naive_bytes;
     out_report->layout_conversions = (size_t)p->num_layout_conversions;
+    out_report->views = (size_t)p->num_views;
 #if TCI_HAVE_CUDA
     if (engine->gpu) {
         int timed = 0, cached = 0;

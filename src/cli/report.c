@@ -141,6 +141,7 @@ static void print_gpu_info(const tci_engine *engine, const char *choices_from, c
         json_value *g = json_add_object(json, "gpu_plan");
         json_add_number(g, "steps", (double)r.num_steps);
         json_add_number(g, "layout_conversions", (double)r.layout_conversions);
+        json_add_number(g, "views", (double)r.views);
         json_add_number(g, "weight_bytes", (double)r.weight_bytes);
         json_add_number(g, "arena_bytes", (double)r.arena_bytes);
         json_add_number(g, "naive_activation_bytes", (double)r.naive_activation_bytes);
@@ -152,7 +153,8 @@ static void print_gpu_info(const tci_engine *engine, const char *choices_from, c
         tci_engine_layers(engine, print_layer, json_add_array(g, "layers"));
         return;
     }
-    printf("GPU plan: %zu steps, %zu layout conversions\n", r.num_steps, r.layout_conversions);
+    printf("GPU plan: %zu steps, %zu layout conversions, %zu parts read in place\n", r.num_steps,
+           r.layout_conversions, r.views);
     printf("  weights on the device: %.2f MB\n", (double)r.weight_bytes / 1e6);
     printf("  activation arena: %.2f MB (naive sum of activations %.2f MB, %.1f%%)\n",
            (double)r.arena_bytes / 1e6, (double)r.naive_activation_bytes / 1e6,

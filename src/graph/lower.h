@@ -17,6 +17,10 @@
 #include "util/reduce_ops.h"
 #include "util/resize_modes.h"
 
+/* every arena tensor starts at a multiple of this many bytes (what the kernels and cuBLASLt's
+ * heuristics assume of their operands), views included */
+enum { PLAN_ALIGNMENT = 256 };
+
 typedef enum plan_memory {
     PLAN_MEM_ARENA = 0, /* an activation: offset in the context's arena */
     PLAN_MEM_CONSTANT,  /* uploaded once at build from host_data (already in device layout) */
@@ -38,6 +42,9 @@ typedef struct plan_tensor {
     bool packed_source;          /* PLAN_MEM_CONSTANT fp32 weights / bias a Conv, ConvTranspose or
                                     GEMM step packs for its kernel: not uploaded as such */
     int alias_of;                /* shares the memory of this tensor (Reshape of dense), or -1 */
+    size_t view_bytes;           /* alias_of >= 0: where it starts in that memory (a contiguous
+                                    part a Split or Slice selects), a multiple of
+                                    PLAN_ALIGNMENT; 0 for a whole-tensor alias */
     int input_index;             /* PLAN_MEM_INPUT: engine input index */
     int output_index;            /* an engine output: its index, else -1 */
     int first_step, last_step;   /* lifetime in steps, for the memory planner */
@@ -354,6 +361,7 @@ typedef struct plan {
     size_t naive_bytes;          /* one buffer per activation */
     size_t weight_bytes;         /* constants */
     int num_layout_conversions;  /* conversions inserted between layouts */
+    int num_views;               /* Split and Slice parts read in place (view_bytes), no step */
 } plan;
 
 /* ---- the lowering interface (implemented by src/graph/plan/builder.c) ---- */

@@ -55,6 +55,9 @@ const char *plan_kept_name(const plan_options *options);
  * values. Steps whose results no later step and no engine output reads are dropped. */
 tci_status plan_build(const ir_graph *graph, const plan_options *options, plan **out_plan);
 void plan_destroy(plan *p);
+/* Whether tensor t of p is a part of the memory it aliases (from view_bytes on, or fewer bytes
+ * than it): not all of it. */
+bool plan_is_part(const plan *p, int t);
 
 /* Which nodes of graph plan_build keeps (fp32_layers, in options->kept_precision; by node index,
  * graph->num_nodes entries), or the error it would give for options->fp32_layers. */

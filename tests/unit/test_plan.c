@@ -1305,6 +1305,86 @@ START_TEST(test_concat_reads_slices) {
 }
 END_TEST
 
+static int plan_tensor_named(const plan *p, const char *name) {
+    for (int i = 0; i < p->num_tensors; i++)
+        if (p->tensors[i].name && strcmp(p->tensors[i].name, name) == 0) return i;
+    ck_abort_msg("no plan tensor '%s'", name);
+    return -1;
+}
+
+/* r = Relu(x[6, 64]); Split(r, [2, 1, 3]) along rows: a part that starts on the plan's
+ * alignment is a view of r (no step), one that does not is copied. fp16 rows are 128 bytes (the
+ * third part starts at 384: copied), fp32 rows 256 (every part a view). */
+START_TEST(test_split_views) {
+    for (int fp32 = 0; fp32 < 2; fp32++) {
+        ir_graph *g;
+        ck_assert_tci_ok(ir_graph_create(&g));
+        int64_t xd[2] = {6, 64};
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = act(g, "r");
+        th_node_io(g, "relu", "Relu", 13, &x, 1, &r, 1);
+        const int64_t sizes[3] = {2, 1, 3}, three = 3;
+        ir_tensor *split = th_named(g, NULL, TCI_DTYPE_INT64, 1, &three, sizes);
+        ir_tensor *parts[3] = {act(g, "a"), act(g, "b"), act(g, "c")};
+        th_attr_int(g, th_node_io(g, "split", "Split", 13, (ir_tensor *[]){r, split}, 2, parts, 3),
+                    "axis", 0);
+        ir_tensor *ys[3] = {act(g, "ya"), act(g, "yb"), act(g, "yc")};
+        for (int k = 0; k < 3; k++) th_node_io(g, NULL, "Sigmoid", 13, &parts[k], 1, &ys[k], 1);
+        th_graph_io(g, &x, 1, ys, 3);
+        ck_assert_tci_ok(pass_optimize(g));
+        ck_assert_tci_ok(pass_prepare_for_gpu(g));
+        plan_options o = {.precision = fp32 ? TCI_PRECISION_FP32 : TCI_PRECISION_FP16};
+        plan *p;
+        ck_assert_tci_ok(plan_build(g, &o, &p));
+        ck_assert_int_eq(count_steps(p, PLAN_STEP_COPY), fp32 ? 0 : 1);
+        ck_assert_int_eq(p->num_views, fp32 ? 3 : 2);
+        ck_assert_int_eq(p->num_steps, fp32 ? 4 : 5);
+        const size_t row = (size_t)64 * (fp32 ? 4 : 2);
+        int ri = plan_tensor_named(p, "r");
+        for (int k = 0; k < 3; k++) {
+            const plan_tensor *t = &p->tensors[plan_tensor_named(p, (const char *[]){"a", "b", "c"}[k])];
+            bool view = fp32 || k < 2;
+            ck_assert_int_eq(t->alias_of, view ? ri : -1);
+            ck_assert_uint_eq(t->view_bytes, view ? row * (size_t)(k ? sizes[0] + (k > 1) : 0) : 0);
+            if (view) ck_assert_uint_eq(t->offset, p->tensors[ri].offset + t->view_bytes);
+        }
+        plan_destroy(p);
+        ir_graph_destroy(g);
+    }
+}
+END_TEST
+
+/* y = Add(b, r) with b the second row of r[2, 64] (a view at 256 bytes in fp32), after a Sigmoid
+ * of the first row: r dies at the Add and is y's size, but the Add reads b where it would write
+ * y, so y gets memory of its own. */
+START_TEST(test_no_write_over_a_viewed_tensor) {
+    ir_graph *g;
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t xd[2] = {2, 64};
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = act(g, "r");
+    th_node_io(g, "relu", "Relu", 13, &x, 1, &r, 1);
+    ir_tensor *parts[2] = {act(g, "a"), act(g, "b")}, *y = act(g, "y"), *ya = act(g, "ya");
+    th_attr_int(g, th_node_io(g, "split", "Split", 18, &r, 1, parts, 2), "axis", 0);
+    th_attr_int(g, g->nodes[g->num_nodes - 1], "num_outputs", 2);
+    th_node_io(g, "sig", "Sigmoid", 13, &parts[0], 1, &ya, 1);
+    th_node_io(g, "add", "Add", 14, (ir_tensor *[]){parts[1], r}, 2, &y, 1);
+    th_graph_io(g, &x, 1, (ir_tensor *[]){y, ya}, 2);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    plan_options o = {.precision = TCI_PRECISION_FP32};
+    plan *p;
+    ck_assert_tci_ok(plan_build(g, &o, &p));
+    ck_assert_int_eq(count_steps(p, PLAN_STEP_COPY), 0);
+    const plan_tensor *rt = &p->tensors[plan_tensor_named(p, "r")];
+    const plan_tensor *bt = &p->tensors[plan_tensor_named(p, "b")];
+    const plan_tensor *yt = &p->tensors[plan_tensor_named(p, "y")];
+    ck_assert_uint_eq(bt->view_bytes, 256);
+    /* y's bytes and r's do not overlap */
+    ck_assert(yt->offset >= rt->offset + rt->bytes || rt->offset >= yt->offset + yt->bytes);
+    plan_destroy(p);
+    ir_graph_destroy(g);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("core");
@@ -1334,6 +1414,8 @@ int main(void) {
     tcase_add_test(tc, test_conv1d_lowering);
     tcase_add_test(tc, test_concat_blocks);
     tcase_add_test(tc, test_concat_reads_slices);
+    tcase_add_test(tc, test_split_views);
+    tcase_add_test(tc, test_no_write_over_a_viewed_tensor);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -237,8 +237,9 @@ static tci_status set_device_io(exec_gpu_context *c, void *const *io) {
         int t = p->output_tensors[k];
         int root = p->tensors[t].alias_of >= 0 ? p->tensors[t].alias_of : t;
         /* written in place where the output owns arena storage no other output claimed; views
-         * of inputs or constants and shared storage are copied at the end */
-        c->copy_output[k] = p->tensors[root].memory != PLAN_MEM_ARENA || c->redirect[root];
+         * of inputs or constants, parts of a tensor and shared storage are copied at the end */
+        c->copy_output[k] = p->tensors[root].memory != PLAN_MEM_ARENA || c->redirect[root] ||
+                            plan_is_part(p, t);
         if (!c->copy_output[k]) c->redirect[root] = io[p->num_inputs + k];
     }
     return TCI_OK;

@@ -107,8 +107,9 @@ tci_status gpu_run_library_gemm(const plan_gemm *g, const step_impl *im, cublasL
 void *gpu_tensor_ptr(const exec_gpu_engine *e, const exec_gpu_context *c, void *arena,
                      int index) {
     if (c && c->redirect && index < c->redirect_count) {
-        int root = e->plan->tensors[index].alias_of >= 0 ? e->plan->tensors[index].alias_of : index;
-        if (c->redirect[root]) return c->redirect[root];
+        const plan_tensor *t = &e->plan->tensors[index];
+        int root = t->alias_of >= 0 ? t->alias_of : index;
+        if (c->redirect[root]) return (char *)c->redirect[root] + t->view_bytes;
     }
     return gpu_device_ptr(e, arena, index);
 }

@@ -319,6 +319,7 @@ tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t,
         pt->host_data = copy.host_data;
     } else {
         pt->alias_of = root;
+        pt->view_bytes = copy.view_bytes;
     }
     b->primary[t->index] = idx;
     *out_index = idx;
@@ -342,6 +343,7 @@ tci_status lower_alias_across_layouts(plan_builder *b, const ir_node *node, cons
     int idx;
     TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, t->layout, t->rank, t->dims, &idx));
     b->p->tensors[idx].alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
+    b->p->tensors[idx].view_bytes = copy.view_bytes;
     b->primary[t->index] = idx;
     *out_index = idx;
     return TCI_OK;
@@ -356,6 +358,7 @@ tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *
     TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, copy.layout, copy.rank, copy.dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
     pt->alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
+    pt->view_bytes = copy.view_bytes;
     if (copy.memory == PLAN_MEM_CONSTANT) {
         pt->alias_of = -1;
         pt->memory = PLAN_MEM_CONSTANT;
@@ -538,6 +541,31 @@ tci_status lower_fill_step(plan_builder *b, const ir_node *node, int yt, double 
     return TCI_OK;
 }
 
+/* Whether the part of the dense x that start and step select as y's dims is one run of x's
+ * elements: y is 1 along the axes before some axis k, and whole along the axes after it. */
+static bool selects_run(const plan_tensor *x, const plan_tensor *y, const int64_t *start,
+                        const int64_t *step) {
+    int k = 0;
+    while (k < y->rank - 1 && y->dims[k] == 1) k++;
+    if (y->rank && y->dims[k] > 1 && step[k] != 1) return false;
+    for (int d = k + 1; d < y->rank; d++)
+        if (y->dims[d] != x->dims[d] || start[d] != 0 || step[d] != 1) return false;
+    return true;
+}
+
+/* y as a view of x from element offset on (no step), where that is allowed: x is computed (not
+ * a constant), in y's dtype, and the view starts on the plan's alignment. */
+static bool select_as_view(plan_builder *b, int xi, int yt, int64_t offset) {
+    const plan_tensor *x = &b->p->tensors[xi];
+    plan_tensor *y = &b->p->tensors[yt];
+    size_t at = x->view_bytes + (size_t)offset * tci_dtype_size(x->dtype);
+    if (x->memory == PLAN_MEM_CONSTANT || x->dtype != y->dtype || at % PLAN_ALIGNMENT) return false;
+    y->alias_of = x->alias_of >= 0 ? x->alias_of : xi;
+    y->view_bytes = at;
+    b->p->num_views++;
+    return true;
+}
+
 tci_status lower_select_step(plan_builder *b, const ir_node *node, int xi, int yt,
                              const int64_t *start, const int64_t *step) {
     const plan_tensor x = b->p->tensors[xi], y = b->p->tensors[yt];
@@ -551,6 +579,7 @@ tci_status lower_select_step(plan_builder *b, const ir_node *node, int xi, int y
             strides[d] = xs[d] * step[d];
             offset += start[d] * xs[d];
         }
+        if (selects_run(&x, &y, start, step) && select_as_view(b, xi, yt, offset)) return TCI_OK;
         return lower_copy_step(b, node, xi, yt, strides, offset);
     }
     /* NHWC8: physical (N, H, W, padded C); xs by logical dim (N, C, H, W) */

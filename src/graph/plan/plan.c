@@ -12,8 +12,6 @@
 #include "graph/plan/memplan.h"
 #include "layers/op.h"
 
-enum { PLAN_ALIGNMENT = 256 };
-
 const char *plan_step_kernel(const plan_step *step) {
     switch (step->kind) {
     case PLAN_STEP_ELTWISE: return "tcinfer eltwise";
@@ -121,6 +119,21 @@ static tci_status drop_unread_steps(plan *p) {
     return TCI_OK;
 }
 
+bool plan_is_part(const plan *p, int t) {
+    const plan_tensor *pt = &p->tensors[t];
+    return pt->alias_of >= 0 && (pt->view_bytes != 0 || pt->bytes != p->tensors[pt->alias_of].bytes);
+}
+
+/* Whether step st reads a part of the tensor r (a view that is not all of it): its elements
+ * sit elsewhere than where the step writes them, so st cannot write over r. */
+static bool reads_part_of(const plan *p, const plan_step *st, int r) {
+    for (int k = 0; k < st->num_inputs; k++) {
+        int in = st->inputs[k];
+        if (in >= 0 && root_of(p, in) == r && plan_is_part(p, in)) return true;
+    }
+    return false;
+}
+
 /* Lifetimes from the step order, then offsets from the memory planner. */
 static tci_status assign_memory(plan *p) {
     int n = p->num_tensors;
@@ -172,7 +185,8 @@ static tci_status assign_memory(plan *p) {
             if (in < 0 || in == out) continue;
             int r = root_of(p, in);
             if (p->tensors[r].memory == PLAN_MEM_ARENA && p->tensors[r].bytes == p->tensors[out].bytes &&
-                p->tensors[r].last_step == s && p->tensors[r].output_index < 0) {
+                p->tensors[r].last_step == s && p->tensors[r].output_index < 0 &&
+                !reads_part_of(p, st, r)) {
                 buffers[out].inplace_of = r;
                 break;
             }
@@ -183,7 +197,9 @@ static tci_status assign_memory(plan *p) {
     if (st == TCI_OK) {
         for (int t = 0; t < n; t++) p->tensors[t].offset = offsets[t];
         for (int t = 0; t < n; t++)
-            if (p->tensors[t].alias_of >= 0) p->tensors[t].offset = p->tensors[p->tensors[t].alias_of].offset;
+            if (p->tensors[t].alias_of >= 0)
+                p->tensors[t].offset =
+                    p->tensors[p->tensors[t].alias_of].offset + p->tensors[t].view_bytes;
         p->arena_bytes = totals.arena_bytes;
         p->naive_bytes = totals.naive_bytes;
     }
