@@ -296,7 +296,12 @@ class TritonBackendTest(unittest.TestCase):
                 self.assertLessEqual(r["p50_ms"], r["p99_ms"])
                 s = r["server"]  # the window's statistics (read by another clock): batch 2 each
                 self.assertGreater(s["requests"], 0.8 * r["requests"])
-                self.assertEqual(s["inferences"], 2 * s["requests"])
+                # the snapshots are read under load, and Triton counts a request's success and
+                # its batch's inferences at separate moments: a request in flight at either end
+                # of the window (at most `concurrency` at each) can be counted on one side only
+                # (962 inferences for 482 requests seen once)
+                self.assertLessEqual(abs(s["inferences"] - 2 * s["requests"]),
+                                     2 * 2 * r["concurrency"])
                 self.assertGreaterEqual(s["rows_per_execution"], 2)
                 self.assertLessEqual(s["rows_per_execution"], 4)  # max_batch_size
                 phases = sum(s[k] for k in ("queue_us", "compute_input_us", "compute_infer_us",
