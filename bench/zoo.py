@@ -976,7 +976,9 @@ def main(argv=None):
                         "an earlier acc run left in --results (rows without one are left out): "
                         "a GPU re-run after a GPU change takes a fraction of the time; write "
                         "into a copy of the results, without --resume, which would leave out "
-                        "the rows that already hold GPU results")
+                        "the rows that already hold GPU results. It drops a row's timings (they "
+                        "were of the earlier build): --phase all --gpu-only times each row again "
+                        "right after its accuracy run")
     p.add_argument("--deadline", type=float, default=0,
                    help="stop starting models after this many seconds (0: none)")
     p.add_argument("--report", metavar="MD", help="render every result JSON into MD and exit")
