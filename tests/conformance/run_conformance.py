@@ -261,7 +261,9 @@ def main(argv):
     p.add_argument("--tcinfer", required=True, help="path of the tcinfer binary")
     p.add_argument("--min-passed", type=int, default=0,
                    help="fail when fewer cases pass (guards against everything being skipped)")
-    p.add_argument("--filter", default="", help="only cases whose name contains this")
+    p.add_argument("--filter", default="",
+                   help="only cases whose name this regular expression matches somewhere "
+                        "(a plain word: the names that contain it; 'split|slice': either)")
     p.add_argument("--keep", help="write the case folders here and keep them")
     p.add_argument("--jobs", type=int, default=2, help="cases run at once")
     p.add_argument("--timeout", type=float, default=60, help="seconds per case")
@@ -293,7 +295,8 @@ def main(argv):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # onnx's case generators warn about deliberate overflow
         from onnx.backend.test.case.node import collect_testcases
-        cases = [c for c in collect_testcases() if args.filter in c.name]
+        pattern = re.compile(args.filter)
+        cases = [c for c in collect_testcases() if pattern.search(c.name)]
     cases.sort(key=lambda c: c.name)
 
     results = {}
