@@ -304,6 +304,14 @@ static tci_status layout_mismatch(const ir_node *node, const ir_tensor *t) {
                          t->name);
 }
 
+/* Plan tensor t shares src's memory from `bytes` past where src starts (src's root: an alias
+ * of an alias is one of the root). */
+static void share_memory(plan *p, int t, int src, size_t bytes) {
+    const plan_tensor *s = &p->tensors[src];
+    p->tensors[t].alias_of = s->alias_of >= 0 ? s->alias_of : src;
+    p->tensors[t].view_bytes = s->view_bytes + bytes;
+}
+
 /* An output sharing the memory of src with new dims (Reshape and friends on dense data). */
 tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t, int src,
                                int *out_index) {
@@ -313,13 +321,11 @@ tci_status lower_alias(plan_builder *b, const ir_node *node, const ir_tensor *t,
     int idx;
     TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, PLAN_LAYOUT_DENSE, t->rank, t->dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
-    int root = copy.alias_of >= 0 ? copy.alias_of : src;
     if (copy.memory == PLAN_MEM_CONSTANT) {
         pt->memory = PLAN_MEM_CONSTANT;
         pt->host_data = copy.host_data;
     } else {
-        pt->alias_of = root;
-        pt->view_bytes = copy.view_bytes;
+        share_memory(b->p, idx, src, 0);
     }
     b->primary[t->index] = idx;
     *out_index = idx;
@@ -342,8 +348,7 @@ tci_status lower_alias_across_layouts(plan_builder *b, const ir_node *node, cons
                              copy.name);
     int idx;
     TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, t->layout, t->rank, t->dims, &idx));
-    b->p->tensors[idx].alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
-    b->p->tensors[idx].view_bytes = copy.view_bytes;
+    share_memory(b->p, idx, src, 0);
     b->primary[t->index] = idx;
     *out_index = idx;
     return TCI_OK;
@@ -357,12 +362,11 @@ tci_status lower_forward(plan_builder *b, const ir_node *node, const ir_tensor *
     if (copy.layout == PLAN_LAYOUT_DENSE) return lower_alias(b, node, t, src, &idx);
     TRY_STATUS(builder_new_tensor(b, t->name, copy.dtype, copy.layout, copy.rank, copy.dims, &idx));
     plan_tensor *pt = &b->p->tensors[idx];
-    pt->alias_of = copy.alias_of >= 0 ? copy.alias_of : src;
-    pt->view_bytes = copy.view_bytes;
     if (copy.memory == PLAN_MEM_CONSTANT) {
-        pt->alias_of = -1;
         pt->memory = PLAN_MEM_CONSTANT;
         pt->host_data = copy.host_data;
+    } else {
+        share_memory(b->p, idx, src, 0);
     }
     b->primary[t->index] = idx;
     return TCI_OK;
@@ -556,12 +560,12 @@ static bool selects_run(const plan_tensor *x, const plan_tensor *y, const int64_
 /* y as a view of x from element offset on (no step), where that is allowed: x is computed (not
  * a constant), in y's dtype, and the view starts on the plan's alignment. */
 static bool select_as_view(plan_builder *b, int xi, int yt, int64_t offset) {
-    const plan_tensor *x = &b->p->tensors[xi];
-    plan_tensor *y = &b->p->tensors[yt];
-    size_t at = x->view_bytes + (size_t)offset * tci_dtype_size(x->dtype);
-    if (x->memory == PLAN_MEM_CONSTANT || x->dtype != y->dtype || at % PLAN_ALIGNMENT) return false;
-    y->alias_of = x->alias_of >= 0 ? x->alias_of : xi;
-    y->view_bytes = at;
+    const plan_tensor *x = &b->p->tensors[xi], *y = &b->p->tensors[yt];
+    size_t bytes = (size_t)offset * tci_dtype_size(x->dtype);
+    if (x->memory == PLAN_MEM_CONSTANT || x->dtype != y->dtype ||
+        (x->view_bytes + bytes) % PLAN_ALIGNMENT)
+        return false;
+    share_memory(b->p, yt, xi, bytes);
     b->p->num_views++;
     return true;
 }
