@@ -777,7 +777,7 @@ static tci_status concat_gpu_lower(plan_builder *b, const ir_node *node) {
         if (slice) {
             slices = true;
             op_pattern pat;
-            slice->desc->pattern(slice, &pat);
+            op_node_pattern(slice, &pat);
             pb->src_ld = slice->inputs[0]->dims[axis] * inner;
             pb->src_offset = pat.start[axis] * inner;
         }

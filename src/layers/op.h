@@ -214,6 +214,10 @@ tci_status op_check_arity(const ir_node *node, int min_in, int max_in, int min_o
 /* t is a constant float tensor of known dims. */
 bool op_constant_float(const ir_tensor *t);
 
+/* The role node plays for the graph passes, from its descriptor's pattern, into out (zeroed
+ * first; kind OP_PATTERN_NONE for a NULL node or an op without one); returns out->kind. */
+op_pattern_kind op_node_pattern(const ir_node *node, op_pattern *out);
+
 /* A copy of the constant float w, each element multiplied by the scale of its index along dim
  * col (scale[0] throughout when count is 1), added to g (the layer-scale folds). */
 tci_status op_scaled_copy(ir_graph *g, const ir_tensor *w, int col, const float *scale,

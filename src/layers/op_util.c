@@ -353,6 +353,12 @@ void op_matmul_batch_strides(const op_matmul_side *s, int out_batch_rank, int64_
     }
 }
 
+op_pattern_kind op_node_pattern(const ir_node *node, op_pattern *out) {
+    memset(out, 0, sizeof *out);
+    if (node && node->desc && node->desc->pattern) node->desc->pattern(node, out);
+    return out->kind;
+}
+
 bool op_constant_float(const ir_tensor *t) {
     if (!t || !t->data || t->dtype != TCI_DTYPE_FLOAT || t->rank < 0) return false;
     for (int i = 0; i < t->rank; i++)

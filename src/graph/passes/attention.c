@@ -30,10 +30,7 @@
 
 /* The node's role; none for a node another fusion has taken. */
 static op_pattern_kind role_of(const ir_node *n, op_pattern *pat) {
-    memset(pat, 0, sizeof *pat);
-    if (!n || !n->desc || !n->desc->pattern || n->fused_into || n->epilogue) return OP_PATTERN_NONE;
-    n->desc->pattern(n, pat);
-    return pat->kind;
+    return op_node_pattern(n && !n->fused_into && !n->epilogue ? n : NULL, pat);
 }
 
 /* t is read once, by the next node of the chain, and is no graph output. */

@@ -307,11 +307,10 @@ static ir_node *fuse_reshape_view(const fuse_ctx *c, ir_node *n, building *b) {
     const ir_tensor *out = b->e.output;
     ir_node *next = single_consumer(c, out);
     op_pattern pat;
-    memset(&pat, 0, sizeof pat);
-    if (!next || next->fused_into || next->epilogue || !next->desc || !next->desc->pattern ||
-        next->num_inputs < 1 || next->inputs[0] != out || next->num_outputs < 1)
+    if (!next || next->fused_into || next->epilogue || next->num_inputs < 1 ||
+        next->inputs[0] != out || next->num_outputs < 1)
         return NULL;
-    next->desc->pattern(next, &pat);
+    op_node_pattern(next, &pat);
     const ir_tensor *y = next->outputs[0];
     int64_t out_count, y_count;
     if (pat.kind != OP_PATTERN_RESHAPE || !y || y->dtype != TCI_DTYPE_FLOAT ||
@@ -551,15 +550,14 @@ static bool concat_reads_slice(const int *consumers, const ir_node *concat, cons
                                int axis) {
     const ir_node *s = x->producer;
     op_pattern pat;
-    memset(&pat, 0, sizeof pat);
-    if (!s || s->fused_into || s->epilogue || !s->desc || !s->desc->pattern ||
-        strcmp(s->op_type, "Slice") != 0 || x->is_graph_output || consumers[x->index] != 1 ||
+    if (!s || s->fused_into || s->epilogue || strcmp(s->op_type, "Slice") != 0 || x->is_graph_output || consumers[x->index] != 1 ||
         x->layout != PLAN_LAYOUT_DENSE || s->inputs[0]->layout != PLAN_LAYOUT_DENSE ||
         s->inputs[0]->data || s->inputs[0]->dtype != x->dtype || x->rank != s->inputs[0]->rank ||
         s == concat)
         return false;
-    s->desc->pattern(s, &pat);
-    if (pat.kind != OP_PATTERN_SELECT || pat.drop_axis >= 0 || pat.rank != x->rank) return false;
+    if (op_node_pattern(s, &pat) != OP_PATTERN_SELECT || pat.drop_axis >= 0 ||
+        pat.rank != x->rank)
+        return false;
     for (int d = 0; d < x->rank; d++)
         if (pat.step[d] != 1 || (d != axis && (pat.start[d] != 0 ||
                                               x->dims[d] != s->inputs[0]->dims[d])))

@@ -109,9 +109,7 @@ static tci_status fold_one(ir_graph *g, int *readers, ir_node *m, bool *done) {
     int cur_axis = axis;
     ir_node *p = cur->producer;
     op_pattern pat;
-    memset(&pat, 0, sizeof pat);
-    if (p && p->desc && p->desc->pattern) p->desc->pattern(p, &pat);
-    if (pat.kind == OP_PATTERN_TRANSPOSE && p->outputs[0] == cur &&
+    if (op_node_pattern(p, &pat) == OP_PATTERN_TRANSPOSE && p->outputs[0] == cur &&
         private_tensor(readers, p->inputs[0])) {
         cur_axis = pat.perm[axis]; /* output dim d is input dim perm[d] */
         cur = chain[1] = p->inputs[0];

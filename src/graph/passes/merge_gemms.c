@@ -43,10 +43,7 @@ static bool same_dims(const ir_tensor *a, const ir_tensor *b) {
 
 static op_pattern_kind role_of(const ir_node *n) {
     op_pattern pat;
-    memset(&pat, 0, sizeof pat);
-    if (!n || !n->desc || !n->desc->pattern) return OP_PATTERN_NONE;
-    n->desc->pattern(n, &pat);
-    return pat.kind;
+    return op_node_pattern(n, &pat);
 }
 
 /* t is computed, read by one node input, and no graph output. */

@@ -20,9 +20,7 @@
 enum { QDQ_OPSET = 13 };
 
 static bool pattern_of(const ir_node *n, op_pattern_kind kind, op_pattern *out) {
-    if (!n || n->fused_into || !n->desc || !n->desc->pattern) return false;
-    n->desc->pattern(n, out);
-    return out->kind == kind;
+    return n && !n->fused_into && op_node_pattern(n, out) == kind;
 }
 
 static int64_t count_of(const ir_tensor *t) {

@@ -54,10 +54,7 @@ static bool private_tensor(const int *readers, const ir_tensor *t) {
 }
 
 static op_pattern_kind role_of(const ir_node *n, op_pattern *pat) {
-    memset(pat, 0, sizeof *pat);
-    if (!n || !n->desc || !n->desc->pattern || n->fused_into || n->epilogue) return OP_PATTERN_NONE;
-    n->desc->pattern(n, pat);
-    return pat->kind;
+    return op_node_pattern(n && !n->fused_into && !n->epilogue ? n : NULL, pat);
 }
 
 /* n is a Transpose of a known float tensor that keeps the last dim last and moves another. */

@@ -14,9 +14,9 @@
 #include "graph/passes.h"
 #include "layers/op.h"
 
-static bool is_op(const ir_node *n, const char *op_type) {
-    return n && n->desc && n->domain[0] == '\0' && strcmp(n->op_type, op_type) == 0 &&
-           n->num_outputs == 1 && n->outputs[0];
+/* n plays role kind (op_desc.pattern) and has its one output. */
+static bool plays(const ir_node *n, op_pattern_kind kind, op_pattern *pat) {
+    return op_node_pattern(n, pat) == kind && n->num_outputs == 1 && n->outputs[0];
 }
 
 static bool known_float(const ir_tensor *t, int rank) {
@@ -26,15 +26,17 @@ static bool known_float(const ir_tensor *t, int rank) {
     return true;
 }
 
-/* n is a Transpose whose permutation is perm (rank values). */
-static bool transposes(const ir_node *n, const int64_t *perm, int rank) {
-    if (!is_op(n, "Transpose") || n->num_inputs != 1) return false;
-    const int64_t *p;
-    size_t count;
-    if (!ir_node_attr(n, "perm") || ir_attr_ints(n, "perm", &p, &count) != TCI_OK ||
-        count != (size_t)rank)
-        return false;
-    return memcmp(p, perm, (size_t)rank * sizeof *p) == 0;
+/* n is a Transpose of (0, 2, 1): tokens and channels swapped. */
+static bool swaps_last_two(const ir_node *n) {
+    op_pattern pat;
+    return plays(n, OP_PATTERN_TRANSPOSE, &pat) && pat.rank == 3 && pat.perm[0] == 0 &&
+           pat.perm[1] == 2 && pat.perm[2] == 1;
+}
+
+/* n is a Reshape (or another op keeping the row-major order) of u. */
+static bool reshapes(const ir_node *n, const ir_tensor *u) {
+    op_pattern pat;
+    return plays(n, OP_PATTERN_RESHAPE, &pat) && n->inputs[0] == u;
 }
 
 /* Node op_type(in, extra) -> out, named after the node it replaces. */
@@ -99,12 +101,11 @@ static tci_status rewrite(ir_graph *g, ir_node *old_second, ir_tensor *x, const 
 
 /* t (B, N, C) -> Transpose(0, 2, 1) -> Reshape(B, C, H, W), N = H W: *done when rewritten. */
 static tci_status to_image(ir_graph *g, const int *readers, ir_node *tr, bool *done) {
-    static const int64_t swap[3] = {0, 2, 1}, to_nchw[4] = {0, 3, 1, 2};
+    static const int64_t to_nchw[4] = {0, 3, 1, 2};
+    if (!swaps_last_two(tr) || !known_float(tr->inputs[0], 3)) return TCI_OK;
     ir_tensor *t = tr->inputs[0], *u = tr->outputs[0];
-    if (!transposes(tr, swap, 3) || !known_float(t, 3)) return TCI_OK;
     ir_node *r = ir_graph_sole_reader(g, readers, u);
-    if (!is_op(r, "Reshape") || r->inputs[0] != u || !known_float(r->outputs[0], 4))
-        return TCI_OK;
+    if (!reshapes(r, u) || !known_float(r->outputs[0], 4)) return TCI_OK;
     const int64_t *y = r->outputs[0]->dims;
     if (y[0] != t->dims[0] || y[1] != t->dims[2] || y[2] * y[3] != t->dims[1]) return TCI_OK;
     const int64_t mid[4] = {y[0], y[2], y[3], y[1]};
@@ -115,12 +116,13 @@ static tci_status to_image(ir_graph *g, const int *readers, ir_node *tr, bool *d
 
 /* y (B, C, H, W) -> Reshape(B, C, H W) -> Transpose(0, 2, 1): *done when rewritten. */
 static tci_status to_tokens(ir_graph *g, const int *readers, ir_node *r, bool *done) {
-    static const int64_t swap[3] = {0, 2, 1}, to_last[4] = {0, 2, 3, 1};
-    if (!is_op(r, "Reshape") || r->num_inputs != 2) return TCI_OK;
+    static const int64_t to_last[4] = {0, 2, 3, 1};
+    op_pattern pat;
+    if (!plays(r, OP_PATTERN_RESHAPE, &pat)) return TCI_OK;
     ir_tensor *x = r->inputs[0], *u = r->outputs[0];
     if (!known_float(x, 4) || !known_float(u, 3)) return TCI_OK;
     ir_node *tr = ir_graph_sole_reader(g, readers, u);
-    if (!transposes(tr, swap, 3) || !known_float(tr->outputs[0], 3)) return TCI_OK;
+    if (!swaps_last_two(tr) || !known_float(tr->outputs[0], 3)) return TCI_OK;
     const int64_t *d = x->dims;
     if (u->dims[0] != d[0] || u->dims[1] != d[1] || u->dims[2] != d[2] * d[3]) return TCI_OK;
     const int64_t mid[4] = {d[0], d[2], d[3], d[1]}, tokens[3] = {d[0], d[2] * d[3], d[1]};
