@@ -287,3 +287,14 @@ tci_status th_plan_for_gpu(ir_graph *g, plan **out_plan) {
     ck_assert_tci_ok(pass_prepare_for_gpu(g));
     return plan_build(g, NULL, out_plan);
 }
+
+ir_tensor *th_act(ir_graph *graph, const char *name) {
+    return th_named(graph, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
+}
+
+void th_fill(float *v, int64_t n, unsigned seed) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+}

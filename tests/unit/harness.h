@@ -67,6 +67,10 @@ void th_assert_near(const float *got, const float *want, size_t count, float tol
 
 /* A named tensor; data (count * dtype size bytes) is copied into the graph arena when given,
  * making it a constant. */
+/* A named activation of a graph under construction: dtype and dims left for inference. */
+ir_tensor *th_act(ir_graph *graph, const char *name);
+/* n deterministic values in about [-1, 1] from seed (a linear congruential sequence). */
+void th_fill(float *v, int64_t n, unsigned seed);
 ir_tensor *th_named(ir_graph *graph, const char *name, tci_dtype dtype, int rank,
                     const int64_t *dims, const void *data);
 /* A node wired to existing tensors. */

@@ -9,10 +9,6 @@
 #include "graph/plan.h"
 #include "harness.h"
 
-static ir_tensor *act(ir_graph *g, const char *name) {
-    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
-}
-
 static int count_steps(const plan *p, plan_step_kind kind) {
     int n = 0;
     for (int i = 0; i < p->num_steps; i++) n += p->steps[i].kind == kind;
@@ -54,8 +50,8 @@ static ir_graph *block(int64_t c, bool nchw_output) {
     free(w);
     free(m);
     free(ones);
-    ir_tensor *dw = act(g, "dw"), *nhwc = act(g, "nhwc"), *ln = act(g, "ln"), *mm = act(g, "mm"),
-              *nchw = act(g, "nchw"), *y = act(g, "y");
+    ir_tensor *dw = th_act(g, "dw"), *nhwc = th_act(g, "nhwc"), *ln = th_act(g, "ln"), *mm = th_act(g, "mm"),
+              *nchw = th_act(g, "nchw"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, (ir_tensor *[]){y, nchw}, nchw_output ? 2 : 1);
     ir_node *conv = th_node_io(g, "dwconv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &dw, 1);
     th_attr_ints(g, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);
@@ -183,7 +179,7 @@ START_TEST(test_channel_selections_stay_nhwc8) {
     ir_tensor *ends = th_named(g, "ends", TCI_DTYPE_INT64, 1, &two, end_v);
     ir_tensor *axes = th_named(g, "axes", TCI_DTYPE_INT64, 1, &two, axes_v);
     ir_tensor *steps = th_named(g, "steps", TCI_DTYPE_INT64, 1, &two, step_v);
-    ir_tensor *c = act(g, "c"), *a = act(g, "a"), *bt = act(g, "b"), *y = act(g, "y");
+    ir_tensor *c = th_act(g, "c"), *a = th_act(g, "a"), *bt = th_act(g, "b"), *y = th_act(g, "y");
     ir_tensor *outs[2] = {a, y};
     th_graph_io(g, &x, 1, outs, 2);
     th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);

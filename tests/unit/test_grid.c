@@ -1,6 +1,5 @@
 /* AffineGrid (grid_sample.c): the coordinates of either corner rule, single positions, the x-first
  * order, shape inference before the size's values, and the errors; GridSample's GPU step. */
-#include "graph/passes.h"
 #include "graph/plan.h"
 #include "harness.h"
 #include "layers/op.h"
@@ -76,10 +75,8 @@ START_TEST(test_grid_sample_gpu_step) {
     th_attr_string(g, n, "mode", "bicubic");
     th_attr_string(g, n, "padding_mode", "reflection");
     th_attr_int(g, n, "align_corners", 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
     plan *p;
-    ck_assert_tci_ok(plan_build(g, NULL, &p));
+    ck_assert_tci_ok(th_plan_for_gpu(g, &p));
     ck_assert_int_eq(p->num_steps, 1);
     const plan_step *s = &p->steps[0];
     ck_assert_int_eq(s->kind, PLAN_STEP_GRID_SAMPLE);

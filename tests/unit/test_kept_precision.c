@@ -15,10 +15,6 @@
 #include "onnx/writer.h"
 #include "util/half.h"
 
-static ir_tensor *act(ir_graph *g, const char *name) {
-    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
-}
-
 static const plan_step *find_step(const plan *p, plan_step_kind kind, int nth) {
     for (int i = 0; i < p->num_steps; i++)
         if (p->steps[i].kind == kind && nth-- == 0) return &p->steps[i];
@@ -49,8 +45,8 @@ static ir_graph *net(void) {
               *w2t = th_named(g, "w2", TCI_DTYPE_FLOAT, 4, w2d, w2),
               *fwt = th_named(g, "fc.w", TCI_DTYPE_FLOAT, 2, fd, fc_w),
               *fbt = th_named(g, "fc.b", TCI_DTYPE_FLOAT, 1, bd, fb);
-    ir_tensor *c1 = act(g, "c1"), *r1 = act(g, "r1"), *c2 = act(g, "c2"), *gap = act(g, "gap"),
-              *flat = act(g, "flat"), *fc = act(g, "fc"), *y = act(g, "y");
+    ir_tensor *c1 = th_act(g, "c1"), *r1 = th_act(g, "r1"), *c2 = th_act(g, "c2"), *gap = th_act(g, "gap"),
+              *flat = th_act(g, "flat"), *fc = th_act(g, "fc"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     ir_node *conv = th_node_io(g, "c1", "Conv", 17, (ir_tensor *[]){x, w1t}, 2, &c1, 1);
     th_attr_ints(g, conv, "pads", (const int64_t[]){1, 1, 1, 1}, 4);

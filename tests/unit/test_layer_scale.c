@@ -15,18 +15,6 @@
 
 enum { NB = 2, H = 3, W = 4, MAXC = 24 };
 
-static ir_tensor *act(ir_graph *g, const char *name) {
-    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
-}
-
-/* Deterministic values in about [-1, 1]. */
-static void fill(float *v, int64_t n, unsigned seed) {
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-}
-
 static int count_binary(const ir_graph *g, binary_op op) {
     int count = 0;
     for (size_t i = 0; i < g->num_nodes; i++)
@@ -63,12 +51,12 @@ typedef struct block {
 static void block_init(block *k, int c) {
     memset(k, 0, sizeof *k);
     k->c = c;
-    fill(k->conv_w, c * c, 1);
-    fill(k->conv_b, c, 2);
-    fill(k->w, c * c, 3);
-    fill(k->bias, c, 4);
-    fill(k->gamma, c, 5);
-    fill(k->x0, NB * c * H * W, 6);
+    th_fill(k->conv_w, c * c, 1);
+    th_fill(k->conv_b, c, 2);
+    th_fill(k->w, c * c, 3);
+    th_fill(k->bias, c, 4);
+    th_fill(k->gamma, c, 5);
+    th_fill(k->x0, NB * c * H * W, 6);
 }
 
 /* x0 [NB, c, H, W] -> Conv 1x1 (+bias) -> x; Transpose(x, 0 2 3 1) -> MatMul(w [c, c]) ->
@@ -87,8 +75,8 @@ static ir_graph *block_graph(const block *k, int gamma_rank, bool extra_reader) 
     ir_tensor *b = th_named(g, "pw2.b", TCI_DTYPE_FLOAT, 1, &c, k->bias);
     ir_tensor *gamma = th_named(g, "gamma", TCI_DTYPE_FLOAT, gamma_rank, gd + 4 - gamma_rank,
                                 k->gamma);
-    ir_tensor *x = act(g, "x"), *rows = act(g, "rows"), *mm = act(g, "mm"), *lin = act(g, "lin"),
-              *back = act(g, "back"), *scaled = act(g, "scaled"), *y = act(g, "y");
+    ir_tensor *x = th_act(g, "x"), *rows = th_act(g, "rows"), *mm = th_act(g, "mm"), *lin = th_act(g, "lin"),
+              *back = th_act(g, "back"), *scaled = th_act(g, "scaled"), *y = th_act(g, "y");
     th_graph_io(g, &x0, 1, extra_reader ? (ir_tensor *[]){y, mm} : &y, extra_reader ? 2 : 1);
     th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x0, cw, cb}, 3, &x, 1);
     ir_node *t = th_node_io(g, "to_rows", "Transpose", 17, &x, 1, &rows, 1);
@@ -180,16 +168,16 @@ static bool check_gemm(int s_rank, const int64_t *s_dims, int c_rank, const int6
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     float a[M * K], w[N * K], c[M * N], s[M * N];
-    fill(a, M * K, 7);
-    fill(w, N * K, 8);
-    fill(c, M * N, 9);
-    fill(s, M * N, 10);
+    th_fill(a, M * K, 7);
+    th_fill(w, N * K, 8);
+    th_fill(c, M * N, 9);
+    th_fill(s, M * N, 10);
     int64_t ad[2] = {M, K}, wd[2] = {N, K};
     ir_tensor *at = th_named(g, "a", TCI_DTYPE_FLOAT, 2, ad, NULL);
     ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 2, wd, w);
     ir_tensor *ct = c_rank ? th_named(g, "c", TCI_DTYPE_FLOAT, c_rank, c_dims, c) : NULL;
     ir_tensor *st = th_named(g, "s", TCI_DTYPE_FLOAT, s_rank, s_dims, s);
-    ir_tensor *y0 = act(g, "y0"), *y = act(g, "y"), *r = act(g, "r"), *other = act(g, "other");
+    ir_tensor *y0 = th_act(g, "y0"), *y = th_act(g, "y"), *r = th_act(g, "r"), *other = th_act(g, "other");
     th_graph_io(g, &at, 1, (ir_tensor *[]){r, other}, 2);
     ir_node *gemm = th_node_io(g, "fc", "Gemm", 13, (ir_tensor *[]){at, wt, ct}, ct ? 3 : 2,
                                &y0, 1);
@@ -350,16 +338,16 @@ static bool check_conv_fold(int gamma_rank, const int64_t *gamma_dims) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     float w[C * C], b[C], gamma[C * H], x0[NB * C * H * W];
-    fill(w, C * C, 11);
-    fill(b, C, 12);
-    fill(gamma, C * H, 13);
-    fill(x0, NB * C * H * W, 14);
+    th_fill(w, C * C, 11);
+    th_fill(b, C, 12);
+    th_fill(gamma, C * H, 13);
+    th_fill(x0, NB * C * H * W, 14);
     int64_t c = C, xd[4] = {NB, C, H, W}, wd[4] = {C, C, 1, 1};
     ir_tensor *x = th_named(g, "x0", TCI_DTYPE_FLOAT, 4, xd, NULL);
     ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
     ir_tensor *bt = th_named(g, "b", TCI_DTYPE_FLOAT, 1, &c, b);
     ir_tensor *gt = th_named(g, "gamma", TCI_DTYPE_FLOAT, gamma_rank, gamma_dims, gamma);
-    ir_tensor *conv = act(g, "conv"), *scaled = act(g, "scaled"), *y = act(g, "y");
+    ir_tensor *conv = th_act(g, "conv"), *scaled = th_act(g, "scaled"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "fc2", "Conv", 17, (ir_tensor *[]){x, wt, bt}, 3, &conv, 1);
     th_node_io(g, "layer_scale", "Mul", 17, (ir_tensor *[]){conv, gt}, 2, &scaled, 1);
@@ -399,11 +387,11 @@ static void check_group_norm_chain(int64_t groups, bool mul, bool add, bool extr
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     float s[C], b[C], gamma[C], beta[C], x0[NB * C * H * W];
-    fill(s, C, 21);
-    fill(b, C, 22);
-    fill(gamma, C, 23);
-    fill(beta, C, 24);
-    fill(x0, NB * C * H * W, 25);
+    th_fill(s, C, 21);
+    th_fill(b, C, 22);
+    th_fill(gamma, C, 23);
+    th_fill(beta, C, 24);
+    th_fill(x0, NB * C * H * W, 25);
     for (int i = 0; i < NB * C * H * W; i++) x0[i] = 3.0f * x0[i] + 0.5f * (float)(i % 7);
     int64_t xd[4] = {NB, C, H, W}, sd[1] = {3}, fd[1] = {4}, gd[3] = {C, 1, 1},
             bd[4] = {1, C, 1, 1};
@@ -415,8 +403,8 @@ static void check_group_norm_chain(int64_t groups, bool mul, bool add, bool extr
     ir_tensor *bt = th_named(g, "b", TCI_DTYPE_FLOAT, 1, &groups, b);
     ir_tensor *gt = th_named(g, "gamma", TCI_DTYPE_FLOAT, 3, gd, gamma);
     ir_tensor *betat = th_named(g, "beta", TCI_DTYPE_FLOAT, 4, bd, beta);
-    ir_tensor *v = act(g, "v"), *nv = act(g, "nv"), *r = act(g, "r"), *m = act(g, "m"),
-              *y = act(g, "y");
+    ir_tensor *v = th_act(g, "v"), *nv = th_act(g, "nv"), *r = th_act(g, "r"), *m = th_act(g, "m"),
+              *y = th_act(g, "y");
     ir_tensor *last = add ? y : mul ? m : r;
     if (!add && mul) m = y, last = y;
     if (!add && !mul) r = y, last = y;

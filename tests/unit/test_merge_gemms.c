@@ -15,18 +15,6 @@
 
 enum { B = 2, S = 5, E = 64, HEADS = 2, D = 32, PARTS = 3 };
 
-/* Deterministic values in about [-1, 1]. */
-static void fill(float *v, int64_t n, unsigned seed) {
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-}
-
-static ir_tensor *act(ir_graph *g, const char *name) {
-    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
-}
-
 static const ir_node *node_named(const ir_graph *g, const char *name) {
     for (size_t i = 0; i < g->num_nodes; i++)
         if (strcmp(g->nodes[i]->name, name) == 0) return g->nodes[i];
@@ -50,10 +38,10 @@ typedef struct block {
 } block;
 
 static void block_init(block *k) {
-    fill(k->x, B * S * E, 1);
+    th_fill(k->x, B * S * E, 1);
     for (int p = 0; p < PARTS; p++) {
-        fill(k->w[p], E * E, 10 + (unsigned)p);
-        fill(k->bias[p], E, 20 + (unsigned)p);
+        th_fill(k->w[p], E * E, 10 + (unsigned)p);
+        th_fill(k->bias[p], E, 20 + (unsigned)p);
     }
 }
 
@@ -88,7 +76,7 @@ static ir_graph *attention_graph(const block *k, const variant *v) {
     ir_tensor *scale = th_named(g, "root_d", TCI_DTYPE_FLOAT, 0, NULL, &root);
     ir_tensor *ops[PARTS], *outs[3];
     int num_outs = 0;
-    ir_tensor *y = act(g, "y");
+    ir_tensor *y = th_act(g, "y");
     outs[num_outs++] = y;
     for (int p = 0; p < PARTS; p++) {
         char name[64], out[64];
@@ -97,10 +85,10 @@ static ir_graph *attention_graph(const block *k, const variant *v) {
         snprintf(name, sizeof name, "%s.b", names[p]);
         ir_tensor *bias = th_named(g, name, TCI_DTYPE_FLOAT, 1, &e, k->bias[p]);
         snprintf(out, sizeof out, "%s.mm", names[p]);
-        ir_tensor *mm = act(g, out);
+        ir_tensor *mm = th_act(g, out);
         if (v->gemm) {
             snprintf(name, sizeof name, "%s.rows", names[p]);
-            ir_tensor *rows = act(g, name);
+            ir_tensor *rows = th_act(g, name);
             th_node_io(g, name, "Reshape", 17, (ir_tensor *[]){x, rows_shape}, 2, &rows, 1);
             ir_node *n = th_node_io(g, out, "Gemm", 17, (ir_tensor *[]){rows, w, bias}, 3, &mm, 1);
             th_attr_int(g, n, "transB", 1);
@@ -110,26 +98,26 @@ static ir_graph *attention_graph(const block *k, const variant *v) {
         ir_tensor *lin = mm;
         if (!v->no_bias && !v->gemm) {
             snprintf(out, sizeof out, "%s.lin", names[p]);
-            lin = act(g, out);
+            lin = th_act(g, out);
             th_node_io(g, out, "Add", 17, (ir_tensor *[]){mm, bias}, 2, &lin, 1);
         }
         if (p == 1 && v->key_is_output) outs[num_outs++] = lin;
         if (p == 1 && v->shared_key_weight) {
-            ir_tensor *other = act(g, "other");
+            ir_tensor *other = th_act(g, "other");
             th_node_io(g, "other", "MatMul", 17, (ir_tensor *[]){x, w}, 2, &other, 1);
             outs[num_outs++] = other;
         }
         snprintf(out, sizeof out, "%s.heads", names[p]);
-        ir_tensor *h = act(g, out);
+        ir_tensor *h = th_act(g, out);
         th_node_io(g, out, "Reshape", 17, (ir_tensor *[]){lin, split}, 2, &h, 1);
         snprintf(out, sizeof out, "%s.t", names[p]);
-        ops[p] = act(g, out);
+        ops[p] = th_act(g, out);
         ir_node *t = th_node_io(g, out, "Transpose", 17, &h, 1, &ops[p], 1);
         th_attr_ints(g, t, "perm", p == 1 ? (const int64_t[]){0, 2, 3, 1}
                                           : (const int64_t[]){0, 2, 1, 3}, 4);
     }
-    ir_tensor *scores = act(g, "scores"), *scaled = act(g, "scaled"), *probs = act(g, "probs"),
-              *ctx = act(g, "ctx"), *ctx_t = act(g, "ctx_t");
+    ir_tensor *scores = th_act(g, "scores"), *scaled = th_act(g, "scaled"), *probs = th_act(g, "probs"),
+              *ctx = th_act(g, "ctx"), *ctx_t = th_act(g, "ctx_t");
     th_node_io(g, "qk", "MatMul", 17, (ir_tensor *[]){ops[0], ops[1]}, 2, &scores, 1);
     th_node_io(g, "scale", "Div", 17, (ir_tensor *[]){scores, scale}, 2, &scaled, 1);
     ir_node *sm = th_node_io(g, "softmax", "Softmax", 17, &scaled, 1, &probs, 1);
@@ -354,7 +342,7 @@ START_TEST(test_descriptor_refuses_other_trans_a) {
     ir_tensor *a = th_named(g, "a", TCI_DTYPE_FLOAT, 2, wd, NULL);
     ir_tensor *b1 = th_named(g, "b1", TCI_DTYPE_FLOAT, 2, wd, w);
     ir_tensor *b2 = th_named(g, "b2", TCI_DTYPE_FLOAT, 2, wd, w);
-    ir_tensor *y1 = act(g, "y1"), *y2 = act(g, "y2");
+    ir_tensor *y1 = th_act(g, "y1"), *y2 = th_act(g, "y2");
     ir_node *n1 = th_node_io(g, "g1", "Gemm", 13, (ir_tensor *[]){a, b1}, 2, &y1, 1);
     ir_node *n2 = th_node_io(g, "g2", "Gemm", 13, (ir_tensor *[]){a, b2}, 2, &y2, 1);
     th_attr_int(g, n2, "transA", 1);
@@ -372,7 +360,7 @@ START_TEST(test_descriptor_refuses_other_k) {
     ir_tensor *a = th_named(g, "a", TCI_DTYPE_FLOAT, 2, ad, NULL);
     ir_tensor *b1 = th_named(g, "b1", TCI_DTYPE_FLOAT, 2, d1, w1);
     ir_tensor *b2 = th_named(g, "b2", TCI_DTYPE_FLOAT, 2, d2, w2);
-    ir_tensor *y1 = act(g, "y1"), *y2 = act(g, "y2");
+    ir_tensor *y1 = th_act(g, "y1"), *y2 = th_act(g, "y2");
     ir_node *n1 = th_node_io(g, "m1", "MatMul", 13, (ir_tensor *[]){a, b1}, 2, &y1, 1);
     ir_node *n2 = th_node_io(g, "m2", "MatMul", 13, (ir_tensor *[]){a, b2}, 2, &y2, 1);
     assert_refused(g, n1, n2, b1);

@@ -9,10 +9,6 @@
 #include "harness.h"
 #include "layers/op.h"
 
-static ir_tensor *act(ir_graph *g, const char *name) {
-    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
-}
-
 static ir_tensor *vec(ir_graph *g, const char *name, const float *v, int64_t n) {
     return th_named(g, name, TCI_DTYPE_FLOAT, 1, &n, v);
 }
@@ -49,8 +45,8 @@ START_TEST(test_conv_bn_add_relu_fuse) {
     ir_tensor *b = vec(g, "b", bias, 4);
     ir_tensor *ga = vec(g, "gamma", gamma, 4), *be = vec(g, "beta", beta, 4),
               *me = vec(g, "mean", mean, 4), *va = vec(g, "var", var, 4);
-    ir_tensor *short_cut = act(g, "shortcut"), *c = act(g, "c"), *bn = act(g, "bn"),
-              *sum = act(g, "sum"), *y = act(g, "y");
+    ir_tensor *short_cut = th_act(g, "shortcut"), *c = th_act(g, "c"), *bn = th_act(g, "bn"),
+              *sum = th_act(g, "sum"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "proj", "Conv", 17, (ir_tensor *[]){x, w1t}, 2, &short_cut, 1);
     ir_node *conv = th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt, b}, 3, &c, 1);
@@ -100,7 +96,7 @@ START_TEST(test_head_conversion_and_gemm_fusion) {
     for (int i = 0; i < 60; i++) w[i] = 0.01f * (float)i;
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
     ir_tensor *wt = th_named(g, "fc.w", TCI_DTYPE_FLOAT, 2, wd, w), *bt = vec(g, "fc.b", bias, 5);
-    ir_tensor *gap = act(g, "gap"), *flat = act(g, "flat"), *fc = act(g, "fc"), *y = act(g, "y");
+    ir_tensor *gap = th_act(g, "gap"), *flat = th_act(g, "flat"), *fc = th_act(g, "fc"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "gap", "GlobalAveragePool", 17, &x, 1, &gap, 1);
     th_node_io(g, "flatten", "Flatten", 17, &gap, 1, &flat, 1);
@@ -144,7 +140,7 @@ START_TEST(test_eltwise_chain_memory_and_strides) {
     char name[8];
     for (int i = 0; i < 12; i++) {
         snprintf(name, sizeof name, "t%d", i);
-        t[i] = act(g, name);
+        t[i] = th_act(g, name);
     }
     th_graph_io(g, &x, 1, &t[11], 1);
     th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &t[0], 1);
@@ -180,7 +176,7 @@ START_TEST(test_lrn_lowering) {
         ir_graph *g;
         ck_assert_tci_ok(ir_graph_create(&g));
         int64_t xd[4] = {2, 5, 3, 3};
-        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, rank, xd, NULL), *y = act(g, "y");
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, rank, xd, NULL), *y = th_act(g, "y");
         th_graph_io(g, &x, 1, &y, 1);
         ir_node *lrn = th_node_io(g, "norm1", "LRN", 13, &x, 1, &y, 1);
         th_attr_int(g, lrn, "size", 3);
@@ -222,7 +218,7 @@ START_TEST(test_grouped_conv_merge) {
         ck_assert_ptr_nonnull(w);
         for (int64_t i = 0; i < wn; i++) w[i] = (float)(i % 11) + 1.0f; /* never 0 */
         ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
-        ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *y = act(g, "y");
+        ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *y = th_act(g, "y");
         th_graph_io(g, &x, 1, &y, 1);
         ir_node *conv = th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wt}, 2, &y, 1);
         th_attr_int(g, conv, "group", group);
@@ -262,7 +258,7 @@ START_TEST(test_batchnorm_any_rank_lowering) {
         int64_t xd[3] = {2, 4, 5};
         const float gamma[4] = {1, 2, 3, 4}, beta[4] = {0, 1, 0, 1}, mean[4] = {0, 0, 1, 1},
                     var[4] = {1, 1, 1, 1};
-        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, rank, xd, NULL), *y = act(g, "y");
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, rank, xd, NULL), *y = th_act(g, "y");
         ir_tensor *ga = vec(g, "gamma", gamma, 4), *be = vec(g, "beta", beta, 4),
                   *me = vec(g, "mean", mean, 4), *va = vec(g, "var", var, 4);
         th_graph_io(g, &x, 1, &y, 1);
@@ -304,9 +300,9 @@ START_TEST(test_batchnorm_training_lowering) {
     const float gamma[3] = {1, 1, 1}, beta[3] = {0, 0, 0}, zero[3] = {0, 0, 0},
                 one[3] = {1, 1, 1};
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
-    ir_tensor *wraw = th_named(g, "wraw", TCI_DTYPE_FLOAT, 4, wd, w), *wstd = act(g, "wstd");
+    ir_tensor *wraw = th_named(g, "wraw", TCI_DTYPE_FLOAT, 4, wd, w), *wstd = th_act(g, "wstd");
     ir_tensor *ga = vec(g, "gamma", gamma, 3), *be = vec(g, "beta", beta, 3),
-              *me = vec(g, "mean", zero, 3), *va = vec(g, "var", one, 3), *y = act(g, "y");
+              *me = vec(g, "mean", zero, 3), *va = vec(g, "var", one, 3), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     ir_node *bn = th_node_io(g, "ws", "BatchNormalization", 15,
                              (ir_tensor *[]){wraw, ga, be, me, va}, 5, &wstd, 1);
@@ -333,7 +329,7 @@ START_TEST(test_batchnorm_training_lowering) {
     int64_t d2[2] = {2, 3};
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, d2, NULL);
     ga = vec(g, "gamma", gamma, 3), be = vec(g, "beta", beta, 3), me = vec(g, "mean", zero, 3),
-    va = vec(g, "var", one, 3), y = act(g, "y");
+    va = vec(g, "var", one, 3), y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     bn = th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &y,
                     1);
@@ -358,8 +354,8 @@ START_TEST(test_groupnorm_lowering) {
     const float s3[3] = {1, 2, 3}, b3[3] = {0, 0, 1}, s6[6] = {1, 1, 1, 2, 2, 2},
                 b6[6] = {0, 0, 0, 1, 1, 1};
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
-    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *c = act(g, "c"),
-              *gn = act(g, "gn"), *y = act(g, "y");
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *c = th_act(g, "c"),
+              *gn = th_act(g, "gn"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "conv", "Conv", 11, (ir_tensor *[]){x, wt}, 2, &c, 1);
     ir_node *n = th_node_io(g, "gn", "GroupNormalization", 18,
@@ -394,7 +390,7 @@ START_TEST(test_groupnorm_lowering) {
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t d3[3] = {2, 6, 7};
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, d3, NULL);
-    y = act(g, "y");
+    y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     n = th_node_io(g, "gn", "GroupNormalization", 21,
                    (ir_tensor *[]){x, vec(g, "s6", s6, 6), vec(g, "b6", b6, 6)}, 3, &y, 1);
@@ -419,7 +415,7 @@ START_TEST(test_groupnorm_lowering) {
     float ones[64], zeros[64];
     for (int i = 0; i < 64; i++) ones[i] = 1.0f, zeros[i] = 0.0f;
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, dl, NULL);
-    y = act(g, "y");
+    y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     n = th_node_io(g, "gn", "GroupNormalization", 21,
                    (ir_tensor *[]){x, vec(g, "s64", ones, 64), vec(g, "b64", zeros, 64)}, 3, &y,
@@ -447,7 +443,7 @@ START_TEST(test_needs_layout_pass) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[4] = {1, 4, 3, 3};
-    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL), *y = act(g, "y");
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "relu", "Relu", 14, &x, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
@@ -467,8 +463,8 @@ START_TEST(test_gpu_refusals) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[2] = {3, 4};
-    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *y = act(g, "y"),
-              *mask = act(g, "mask");
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *y = th_act(g, "y"),
+              *mask = th_act(g, "mask");
     ir_tensor *outs[2] = {y, mask};
     th_graph_io(g, &x, 1, outs, 2);
     th_node_io(g, "drop", "Dropout", 13, &x, 1, outs, 2);
@@ -484,7 +480,7 @@ START_TEST(test_gpu_refusals) {
     int64_t one = 1;
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL);
     ir_tensor *e = th_named(g, "e", TCI_DTYPE_INT32, 1, &one, &two);
-    y = act(g, "y");
+    y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "pow", "Pow", 15, (ir_tensor *[]){x, e}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
@@ -499,7 +495,7 @@ START_TEST(test_gpu_refusals) {
     const float wv[4] = {1, 2, 3, 4};
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 5, x5, NULL);
     ir_tensor *w = th_named(g, "w", TCI_DTYPE_FLOAT, 5, w5, wv);
-    y = act(g, "y");
+    y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "conv3d", "Conv", 11, (ir_tensor *[]){x, w}, 2, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
@@ -517,7 +513,7 @@ START_TEST(test_reduce_max_lowering) {
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[3] = {2, 3, 4}, one = 1;
     const int64_t last = -1;
-    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL), *y = act(g, "y");
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL), *y = th_act(g, "y");
     ir_tensor *axes = th_named(g, "axes", TCI_DTYPE_INT64, 1, &one, &last);
     th_graph_io(g, &x, 1, &y, 1);
     ir_node *n = th_node_io(g, "rmax", "ReduceMax", 18, (ir_tensor *[]){x, axes}, 2, &y, 1);
@@ -539,8 +535,8 @@ START_TEST(test_reduce_max_lowering) {
     float w[12];
     for (int i = 0; i < 12; i++) w[i] = 0.1f * (float)i;
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, cd, NULL);
-    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *c = act(g, "c");
-    y = act(g, "y");
+    ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w), *c = th_act(g, "c");
+    y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
     n = th_node_io(g, "rmax", "ReduceMax", 13, &c, 1, &y, 1);
@@ -559,7 +555,7 @@ START_TEST(test_reduce_max_lowering) {
 
     ck_assert_tci_ok(ir_graph_create(&g));
     x = th_named(g, "x", TCI_DTYPE_INT64, 3, xd, NULL);
-    y = act(g, "y");
+    y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "rmax", "ReduceMax", 13, &x, 1, &y, 1);
     ck_assert_tci_ok(pass_optimize(g));
@@ -579,7 +575,7 @@ START_TEST(test_mod_lowering) {
         tci_dtype dt = fmod_attr ? TCI_DTYPE_FLOAT : TCI_DTYPE_INT64;
         int64_t xd[2] = {2, 3}, yd[1] = {3};
         ir_tensor *in[2] = {th_named(g, "x", dt, 2, xd, NULL), th_named(g, "y", dt, 1, yd, NULL)};
-        ir_tensor *z = act(g, "z"), *w = act(g, "w");
+        ir_tensor *z = th_act(g, "z"), *w = th_act(g, "w");
         ir_node *mod = th_node_io(g, "mod", "Mod", 13, in, 2, &z, 1);
         if (fmod_attr) {
             th_attr_int(g, mod, "fmod", 1);
@@ -610,7 +606,7 @@ START_TEST(test_batchnorm_as_depthwise_step) {
     for (int i = 0; i < 10; i++)
         gamma[i] = 1.0f + i, beta[i] = 0.5f * i, mean[i] = 0.1f * i, var[i] = 4.0f;
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
-    ir_tensor *bn = act(g, "bn"), *y = act(g, "y");
+    ir_tensor *bn = th_act(g, "bn"), *y = th_act(g, "y");
     ir_tensor *ga = vec(g, "gamma", gamma, 10), *be = vec(g, "beta", beta, 10),
               *me = vec(g, "mean", mean, 10), *va = vec(g, "var", var, 10);
     th_graph_io(g, &x, 1, &y, 1);
@@ -655,7 +651,7 @@ START_TEST(test_scalar_factor_lowering) {
         ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL);
         ir_tensor *f = k == 4 ? th_named(g, "c", TCI_DTYPE_FLOAT, 1, &three, v)
                               : th_named(g, "c", TCI_DTYPE_FLOAT, k == 1 ? 0 : 1, &one, &c);
-        ir_tensor *z = act(g, "z"), *w = act(g, "w");
+        ir_tensor *z = th_act(g, "z"), *w = th_act(g, "w");
         const char *op = k == 2 ? "Div" : "Mul";
         th_node_io(g, "scale", op, 14, k == 1 ? (ir_tensor *[]){f, x} : (ir_tensor *[]){x, f}, 2,
                    &z, 1);
@@ -687,7 +683,7 @@ START_TEST(test_reduce_noop_lowering) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[2] = {4, 6};
-    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *y = act(g, "y");
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     ir_node *n = th_node_io(g, "l1", "ReduceL1", 18, &x, 1, &y, 1);
     th_attr_int(g, n, "noop_with_empty_axes", 1);
@@ -716,7 +712,7 @@ START_TEST(test_argreduce_lowering) {
     const int64_t k2 = 2;
     const int32_t axis1 = 1;
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
-    ir_tensor *am = act(g, "am"), *cs = act(g, "cs"), *tv = act(g, "tv"), *ti = act(g, "ti");
+    ir_tensor *am = th_act(g, "am"), *cs = th_act(g, "cs"), *tv = th_act(g, "tv"), *ti = th_act(g, "ti");
     ir_tensor *kt = th_named(g, "k", TCI_DTYPE_INT64, 1, &one, &k2);
     ir_tensor *at = th_named(g, "axis", TCI_DTYPE_INT32, 0, NULL, &axis1);
     ir_tensor *outs[4] = {am, cs, tv, ti};
@@ -754,7 +750,7 @@ START_TEST(test_argreduce_lowering) {
     int64_t wide[2] = {2, 100};
     const int64_t k65 = 65;
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, wide, NULL);
-    tv = act(g, "tv"), ti = act(g, "ti");
+    tv = th_act(g, "tv"), ti = th_act(g, "ti");
     kt = th_named(g, "k", TCI_DTYPE_INT64, 1, &one, &k65);
     th_graph_io(g, &x, 1, (ir_tensor *[]){tv, ti}, 2);
     th_node_io(g, "topk", "TopK", 11, (ir_tensor *[]){x, kt}, 2, (ir_tensor *[]){tv, ti}, 2);
@@ -766,7 +762,7 @@ START_TEST(test_argreduce_lowering) {
 
     ck_assert_tci_ok(ir_graph_create(&g));
     x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
-    cs = act(g, "cs");
+    cs = th_act(g, "cs");
     at = th_named(g, "axis", TCI_DTYPE_INT32, 0, NULL, NULL);
     th_graph_io(g, (ir_tensor *[]){x, at}, 2, &cs, 1);
     th_node_io(g, "csum", "CumSum", 14, (ir_tensor *[]){x, at}, 2, &cs, 1);
@@ -788,8 +784,8 @@ static ir_graph *head_graph(void) {
     for (int i = 0; i < 60; i++) w[i] = 0.01f * (float)i;
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 4, xd, NULL);
     ir_tensor *wt = th_named(g, "fc.w", TCI_DTYPE_FLOAT, 2, wd, w), *bt = vec(g, "fc.b", bias, 5);
-    ir_tensor *gap = act(g, "gap"), *flat = act(g, "flat"), *fc = act(g, "fc"), *y = act(g, "y"),
-              *z = act(g, "z");
+    ir_tensor *gap = th_act(g, "gap"), *flat = th_act(g, "flat"), *fc = th_act(g, "fc"), *y = th_act(g, "y"),
+              *z = th_act(g, "z");
     th_graph_io(g, &x, 1, (ir_tensor *[]){y, z}, 2);
     th_node_io(g, "gap", "GlobalAveragePool", 17, &x, 1, &gap, 1);
     th_node_io(g, "flatten", "Flatten", 17, &gap, 1, &flat, 1);
@@ -816,8 +812,8 @@ START_TEST(test_logic_lowering) {
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[2] = {2, 3};
     const float cv[3] = {0, 1, 2};
-    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = act(g, "r");
-    ir_tensor *c = vec(g, "c", cv, 3), *l = act(g, "l"), *nl = act(g, "nl"), *nan = act(g, "nan");
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = th_act(g, "r");
+    ir_tensor *c = vec(g, "c", cv, 3), *l = th_act(g, "l"), *nl = th_act(g, "nl"), *nan = th_act(g, "nan");
     ir_tensor *outs[2] = {nl, nan};
     th_graph_io(g, &x, 1, outs, 2);
     th_node_io(g, "relu", "Relu", 14, &x, 1, &r, 1);
@@ -846,7 +842,7 @@ START_TEST(test_logic_lowering) {
     ck_assert_tci_ok(ir_graph_create(&g));
     ir_tensor *in[2] = {th_named(g, "a", TCI_DTYPE_INT64, 2, xd, NULL),
                         th_named(g, "b", TCI_DTYPE_INT64, 2, xd, NULL)};
-    ir_tensor *sum = act(g, "sum"), *sg = act(g, "sg");
+    ir_tensor *sum = th_act(g, "sum"), *sg = th_act(g, "sg");
     th_graph_io(g, in, 2, &sg, 1);
     th_node_io(g, "add", "Add", 14, in, 2, &sum, 1);
     th_node_io(g, "sign", "Sign", 13, &sum, 1, &sg, 1);
@@ -866,7 +862,7 @@ START_TEST(test_logic_lowering) {
                            "node 'n' (Less): input dtype int32 has no GPU path (float, int64)"};
     for (int k = 0; k < 2; k++) {
         ck_assert_tci_ok(ir_graph_create(&g));
-        ir_tensor *a = th_named(g, "a", TCI_DTYPE_INT32, 2, xd, NULL), *y = act(g, "y");
+        ir_tensor *a = th_named(g, "a", TCI_DTYPE_INT32, 2, xd, NULL), *y = th_act(g, "y");
         th_graph_io(g, &a, 1, &y, 1);
         th_node_io(g, "n", ops[k], 13, (ir_tensor *[]){a, a}, k + 1, &y, 1);
         ck_assert_tci_ok(pass_optimize(g));
@@ -887,7 +883,7 @@ START_TEST(test_matmul_1d_operands) {
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, ad, NULL);
     ir_tensor *m = th_named(g, "m", TCI_DTYPE_FLOAT, 3, bd, NULL);
     ir_tensor *v = th_named(g, "v", TCI_DTYPE_FLOAT, 1, vd, NULL);
-    ir_tensor *w = vec(g, "w", proj, 4), *y1 = act(g, "y1"), *y2 = act(g, "y2");
+    ir_tensor *w = vec(g, "w", proj, 4), *y1 = th_act(g, "y1"), *y2 = th_act(g, "y2");
     th_graph_io(g, (ir_tensor *[]){x, m, v}, 3, (ir_tensor *[]){y1, y2}, 2);
     th_node_io(g, "col", "MatMul", 13, (ir_tensor *[]){x, w}, 2, &y1, 1);
     th_node_io(g, "row", "MatMul", 13, (ir_tensor *[]){v, m}, 2, &y2, 1);
@@ -1057,7 +1053,7 @@ START_TEST(test_conv1d_lowering) {
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, xd, NULL);
     ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 3, wd, w);
     ir_tensor *tw = th_named(g, "tw", TCI_DTYPE_FLOAT, 3, td, wt_values);
-    ir_tensor *c = act(g, "c"), *r = act(g, "r"), *y = act(g, "y");
+    ir_tensor *c = th_act(g, "c"), *r = th_act(g, "r"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     ir_node *conv = th_node_io(g, "conv", "Conv", 17, (ir_tensor *[]){x, wt}, 2, &c, 1);
     th_attr_ints(g, conv, "pads", (const int64_t[]){2, 2}, 2);
@@ -1177,16 +1173,16 @@ START_TEST(test_concat_blocks) {
         snprintf(name, sizeof name, "w%d", k);
         ir_tensor *wt = th_named(g, name, TCI_DTYPE_FLOAT, 4, wd, w);
         snprintf(name, sizeof name, "c%d", k);
-        parts[k] = act(g, name);
+        parts[k] = th_act(g, name);
         th_node_io(g, name, "Conv", 17, (ir_tensor *[]){x, wt}, 2, &parts[k], 1);
     }
     for (int k = 0; k < D; k++) {
         char name[16];
         snprintf(name, sizeof name, "e%d", k);
-        dparts[k] = act(g, name);
+        dparts[k] = th_act(g, name);
         th_node_io(g, name, "Relu", 14, &z, 1, &dparts[k], 1);
     }
-    ir_tensor *cat = act(g, "cat"), *y = act(g, "y"), *dcat = act(g, "dcat");
+    ir_tensor *cat = th_act(g, "cat"), *y = th_act(g, "y"), *dcat = th_act(g, "dcat");
     th_attr_int(g, th_node_io(g, "cat", "Concat", 13, parts, K, &cat, 1), "axis", 1);
     th_node_io(g, "relu", "Relu", 14, &cat, 1, &y, 1);
     th_attr_int(g, th_node_io(g, "dcat", "Concat", 13, dparts, D, &dcat, 1), "axis", 1);
@@ -1252,10 +1248,10 @@ START_TEST(test_concat_reads_slices) {
             ir_tensor *st = th_named(g, NULL, TCI_DTYPE_INT64, 1, one, &range[0]);
             ir_tensor *en = th_named(g, NULL, TCI_DTYPE_INT64, 1, one, &range[1]);
             ir_tensor *ax = th_named(g, NULL, TCI_DTYPE_INT64, 1, one, &axis);
-            parts[k] = act(g, name);
+            parts[k] = th_act(g, name);
             th_node_io(g, name, "Slice", 13, (ir_tensor *[]){t, st, en, ax}, 4, &parts[k], 1);
         }
-        outs[r] = act(g, r ? "y" : "rolled_h");
+        outs[r] = th_act(g, r ? "y" : "rolled_h");
         th_attr_int(g, th_node_io(g, r ? "cat_w" : "cat_h", "Concat", 13, parts, 2, &outs[r], 1),
                     "axis", r ? 2 : 1);
         t = outs[r];
@@ -1320,14 +1316,14 @@ START_TEST(test_split_views) {
         ir_graph *g;
         ck_assert_tci_ok(ir_graph_create(&g));
         int64_t xd[2] = {6, 64};
-        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = act(g, "r");
+        ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = th_act(g, "r");
         th_node_io(g, "relu", "Relu", 13, &x, 1, &r, 1);
         const int64_t sizes[3] = {2, 1, 3}, three = 3;
         ir_tensor *split = th_named(g, NULL, TCI_DTYPE_INT64, 1, &three, sizes);
-        ir_tensor *parts[3] = {act(g, "a"), act(g, "b"), act(g, "c")};
+        ir_tensor *parts[3] = {th_act(g, "a"), th_act(g, "b"), th_act(g, "c")};
         th_attr_int(g, th_node_io(g, "split", "Split", 13, (ir_tensor *[]){r, split}, 2, parts, 3),
                     "axis", 0);
-        ir_tensor *ys[3] = {act(g, "ya"), act(g, "yb"), act(g, "yc")};
+        ir_tensor *ys[3] = {th_act(g, "ya"), th_act(g, "yb"), th_act(g, "yc")};
         for (int k = 0; k < 3; k++) th_node_io(g, NULL, "Sigmoid", 13, &parts[k], 1, &ys[k], 1);
         th_graph_io(g, &x, 1, ys, 3);
         ck_assert_tci_ok(pass_optimize(g));
@@ -1360,9 +1356,9 @@ START_TEST(test_no_write_over_a_viewed_tensor) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
     int64_t xd[2] = {2, 64};
-    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = act(g, "r");
+    ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 2, xd, NULL), *r = th_act(g, "r");
     th_node_io(g, "relu", "Relu", 13, &x, 1, &r, 1);
-    ir_tensor *parts[2] = {act(g, "a"), act(g, "b")}, *y = act(g, "y"), *ya = act(g, "ya");
+    ir_tensor *parts[2] = {th_act(g, "a"), th_act(g, "b")}, *y = th_act(g, "y"), *ya = th_act(g, "ya");
     th_attr_int(g, th_node_io(g, "split", "Split", 18, &r, 1, parts, 2), "axis", 0);
     th_attr_int(g, g->nodes[g->num_nodes - 1], "num_outputs", 2);
     th_node_io(g, "sig", "Sigmoid", 13, &parts[0], 1, &ya, 1);

@@ -12,17 +12,6 @@
 
 enum { B = 2, H = 3, W = 5 };
 
-static ir_tensor *act(ir_graph *g, const char *name) {
-    return th_named(g, name, TCI_DTYPE_UNDEFINED, -1, NULL, NULL);
-}
-
-static void fill(float *v, int64_t n, unsigned seed) {
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-}
-
 static void check(int64_t c, int want_steps) {
     ir_graph *g;
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -30,17 +19,17 @@ static void check(int64_t c, int want_steps) {
                   wd[4] = {c, 1, 3, 3}, four = 4, three = 3;
     float *w = malloc(sizeof(float) * (size_t)(c * 9)), *b = malloc(sizeof(float) * (size_t)c);
     float *x0 = malloc(sizeof(float) * (size_t)(B * n * c));
-    fill(w, c * 9, 1);
-    fill(b, c, 2);
-    fill(x0, B * n * c, 3);
+    th_fill(w, c * 9, 1);
+    th_fill(b, c, 2);
+    th_fill(x0, B * n * c, 3);
     const int64_t swap[3] = {0, 2, 1};
     ir_tensor *x = th_named(g, "x", TCI_DTYPE_FLOAT, 3, td, NULL);
     ir_tensor *img_shape = th_named(g, "img_shape", TCI_DTYPE_INT64, 1, &four, img);
     ir_tensor *flat_shape = th_named(g, "flat_shape", TCI_DTYPE_INT64, 1, &three, flat);
     ir_tensor *wt = th_named(g, "w", TCI_DTYPE_FLOAT, 4, wd, w);
     ir_tensor *bt = th_named(g, "b", TCI_DTYPE_FLOAT, 1, &c, b);
-    ir_tensor *t1 = act(g, "t1"), *feat = act(g, "feat"), *conv = act(g, "conv"),
-              *sum = act(g, "sum"), *f2 = act(g, "f2"), *y = act(g, "y");
+    ir_tensor *t1 = th_act(g, "t1"), *feat = th_act(g, "feat"), *conv = th_act(g, "conv"),
+              *sum = th_act(g, "sum"), *f2 = th_act(g, "f2"), *y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     ir_node *n1 = th_node_io(g, "cpe/Transpose", "Transpose", 17, &x, 1, &t1, 1);
     th_attr_ints(g, n1, "perm", swap, 3);
