@@ -522,6 +522,12 @@ int *ir_graph_count_readers(const ir_graph *g) {
     return readers;
 }
 
+tci_status ir_graph_recount_readers(const ir_graph *g, int **readers, const char *what) {
+    free(*readers);
+    *readers = ir_graph_count_readers(g);
+    return *readers ? TCI_OK : status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory %s", what);
+}
+
 ir_node *ir_graph_reader(const ir_graph *g, const ir_tensor *t, size_t from, int *slot) {
     for (size_t i = from; i < g->num_nodes; i++)
         for (int k = 0; k < g->nodes[i]->num_inputs; k++)

@@ -304,6 +304,12 @@ void ir_tensor_view(const ir_tensor *t, tci_tensor *out);
  * graph output it is. calloc'd, num_tensors + 1 entries; NULL when out of memory. */
 int *ir_graph_count_readers(const ir_graph *graph);
 
+/* *readers (ir_graph_count_readers' counts, or NULL) freed and counted again for the graph as it
+ * is now: a pass that rewrites while it walks calls it after each rewrite, which adds tensors
+ * (indices the old counts do not reach) and readers. On out of memory *readers is NULL and the
+ * status names what (the pass's words). */
+tci_status ir_graph_recount_readers(const ir_graph *graph, int **readers, const char *what);
+
 /* The first node at graph position `from` or later reading t, and (slot not NULL) the input
  * slot it reads t at; NULL where none does. */
 ir_node *ir_graph_reader(const ir_graph *graph, const ir_tensor *t, size_t from, int *slot);

@@ -297,9 +297,7 @@ tci_status rows_move_transposes(ir_graph *g, rows_moves *out) {
         if (moved) {
             out->num++;
             /* the tensors a move rewired are no longer private to the next one's walk */
-            free(readers);
-            readers = ir_graph_count_readers(g);
-            if (!readers) st = status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory moving rows");
+            st = ir_graph_recount_readers(g, &readers, "moving rows");
         }
     }
     free(readers);

@@ -134,13 +134,14 @@ static tci_status to_tokens(ir_graph *g, const int *readers, ir_node *r, bool *d
 tci_status pass_token_image_views(ir_graph *g) {
     for (size_t i = 0; i < g->num_nodes; i++)
         if (g->nodes[i]->epilogue || g->nodes[i]->fused_into) return TCI_OK;
-    int *readers = ir_graph_count_readers(g);
-    if (!readers) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory rewriting tokens");
     tci_status st = TCI_OK;
-    bool any = false;
+    bool any = false, done = true;
+    int *readers = NULL;
     const size_t num_nodes = g->num_nodes; /* the nodes added are not visited */
     for (size_t i = 0; st == TCI_OK && i < num_nodes; i++) {
-        bool done = false;
+        if (done) st = ir_graph_recount_readers(g, &readers, "rewriting tokens");
+        if (st != TCI_OK) break;
+        done = false;
         st = to_image(g, readers, g->nodes[i], &done);
         if (st == TCI_OK && !done) st = to_tokens(g, readers, g->nodes[i], &done);
         any = any || done;
