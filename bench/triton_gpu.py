@@ -92,6 +92,10 @@ def parse_args(argv=None):
                    help="dynamic_batching's max_queue_delay_microseconds (default 0: a request "
                         "waits only while the instances are busy; a delay is added to every "
                         "request that finds an instance idle)")
+    p.add_argument("--pipeline-depth", type=int, choices=(1, 2), default=None,
+                   help="the backend's parameter pipeline_depth (default: left out, the "
+                        "backend's choice: 2 on GPU instances, the next batch gathered while the "
+                        "engine runs one; 1 on CPU instances)")
     p.add_argument("--concurrency", type=lambda t: index_list(t, "--concurrency", 1),
                    default=[1, 8, 64, 128])
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per load point")
@@ -192,6 +196,9 @@ def model_config(args, inputs, outputs):
             f'output [{tensors(outputs)}]\n'
             f'instance_group [{instance_group(args.kind, args.instances, args.gpus)}]\n'
             f'dynamic_batching {{ max_queue_delay_microseconds: {args.queue_delay_us} }}\n')
+    if args.pipeline_depth:
+        text += (f'parameters {{ key: "pipeline_depth" value {{ string_value: '
+                 f'"{args.pipeline_depth}" }} }}\n')
     if args.kind == "gpu":
         text += f'parameters {{ key: "precision" value {{ string_value: "{args.precision}" }} }}\n'
         if args.accuracy_target:

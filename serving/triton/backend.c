@@ -266,18 +266,26 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
 
 /* ---- instances ---- */
 
+static void run_job(void *job, void *instance);
+
+/* Stops the pipeline once it has answered every submitted batch, then frees what the instance
+ * owns. */
 static void instance_free(tct_instance *in) {
     if (!in) return;
+    tct_pipeline_free(in->pipeline);
     tci_context_destroy(in->ctx); /* on its engine's device */
-    for (size_t i = 0; in->scratch && i < in->num_inputs; i++) {
+    for (int s = 0; s < TCT_PIPELINE_MAX_SLOTS; s++) {
+        tct_slot *slot = &in->slots[s];
+        for (size_t i = 0; slot->scratch && i < in->num_inputs; i++) {
 #if TCI_HAVE_CUDA
-        if (in->pinned_scratch) cudaFreeHost(in->scratch[i]);
-        else
+            if (in->pinned_scratch) cudaFreeHost(slot->scratch[i]);
+            else
 #endif
-            free(in->scratch[i]);
+                free(slot->scratch[i]);
+        }
+        free(slot->scratch);
+        free(slot->scratch_bytes);
     }
-    free(in->scratch);
-    free(in->scratch_bytes);
     free(in->input_names);
     free(in->buckets);
     tct_copier_free(in->copier);
@@ -285,7 +293,8 @@ static void instance_free(tct_instance *in) {
     free(in);
 }
 
-static TRITONSERVER_Error *grow_scratch(tct_instance *in, size_t i, size_t need, size_t row);
+static TRITONSERVER_Error *grow_scratch(tct_instance *in, tct_slot *slot, size_t i, size_t need,
+                                        size_t row);
 
 /* The instance's batch buckets: parameter batch_buckets where given, else on a GPU instance of a
  * batching model the powers of two below max_batch_size and max_batch_size itself. */
@@ -321,9 +330,9 @@ static TRITONSERVER_Error *choose_buckets(tct_instance *in) {
  * captured) while the model loads rather than on a request. Models with other variable dims
  * than the batch are left to warm up on their requests. */
 static TRITONSERVER_Error *warm_up(tct_instance *in) {
-    tci_tensor tensors[64];
-    size_t rows[64];
-    if (in->num_inputs > sizeof tensors / sizeof tensors[0]) return NULL;
+    tci_tensor tensors[TCT_MAX_INPUTS];
+    size_t rows[TCT_MAX_INPUTS];
+    tct_slot *slot = &in->slots[0]; /* before the runner starts: the instance's thread alone */
     uint64_t start = now_ns();
     for (size_t i = 0; i < in->num_inputs; i++) { /* each input's dims, and its bytes a row */
         tci_tensor_info info;
@@ -341,9 +350,9 @@ static TRITONSERVER_Error *warm_up(tct_instance *in) {
     for (size_t b = 0; b < in->num_buckets; b++) {
         for (size_t i = 0; i < in->num_inputs; i++) {
             size_t need = rows[i] * (size_t)in->buckets[b];
-            RETURN_IF_ERROR(grow_scratch(in, i, need, rows[i]));
-            memset(in->scratch[i], 0, need);
-            tensors[i].data = in->scratch[i];
+            RETURN_IF_ERROR(grow_scratch(in, slot, i, need, rows[i]));
+            memset(slot->scratch[i], 0, need);
+            tensors[i].data = slot->scratch[i];
             tensors[i].dims[0] = in->buckets[b];
         }
         tci_status st = tci_context_run(in->ctx, tensors, in->num_inputs);
@@ -382,11 +391,24 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
     tci_status st = tci_context_create(in->engine, &in->ctx); /* on the engine's device */
     if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
     in->num_inputs = tci_engine_input_count(in->engine);
-    in->input_names = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->input_names);
-    in->scratch = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->scratch);
-    in->scratch_bytes = calloc(in->num_inputs ? in->num_inputs : 1, sizeof *in->scratch_bytes);
-    if (!in->input_names || !in->scratch || !in->scratch_bytes)
-        return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    if (in->num_inputs > TCT_MAX_INPUTS)
+        return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "model '%s' has %zu inputs; the tcinfer "
+                         "backend serves models of at most %d", in->model->name, in->num_inputs,
+                         TCT_MAX_INPUTS);
+    const size_t slots = in->num_inputs ? in->num_inputs : 1;
+    in->input_names = calloc(slots, sizeof *in->input_names);
+    if (!in->input_names) return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    /* the CPU engine's threads would share the cores with the next batch's gather: CPU instances
+     * pipeline only when asked to */
+    in->num_slots = in->model->config.pipeline_depth ? in->model->config.pipeline_depth
+                    : in->device >= 0                ? 2
+                                                     : 1;
+    for (int s = 0; s < in->num_slots; s++) {
+        in->slots[s].scratch = calloc(slots, sizeof *in->slots[s].scratch);
+        in->slots[s].scratch_bytes = calloc(slots, sizeof *in->slots[s].scratch_bytes);
+        if (!in->slots[s].scratch || !in->slots[s].scratch_bytes)
+            return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    }
     in->pinned_scratch = in->device >= 0;
     for (size_t i = 0; i < in->num_inputs; i++) {
         tci_tensor_info info;
@@ -400,7 +422,11 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': starting %d copy threads: %s",
                          in->model->name, TCT_GATHER_WORKERS, strerror(e));
     RETURN_IF_ERROR(choose_buckets(in));
-    return in->device >= 0 ? warm_up(in) : NULL;
+    if (in->device >= 0) RETURN_IF_ERROR(warm_up(in));
+    if ((e = tct_pipeline_create(in->num_slots, run_job, in, &in->pipeline)))
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': starting the instance's "
+                         "runner thread: %s", in->model->name, strerror(e));
+    return NULL;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
@@ -427,7 +453,8 @@ typedef struct tct_request {
     TRITONSERVER_Error *error; /* set: answered with this error */
     TRITONBACKEND_Input **inputs;
     int64_t batch; /* rows of the leading dim (1 where the model takes no batch dim) */
-    int done;
+    int taken;     /* in a group */
+    int queued;    /* in a job: the runner answers it */
 } tct_request;
 
 static TRITONSERVER_Error *check_request(const tct_instance *in, tct_request *r) {
@@ -547,10 +574,11 @@ static TRITONSERVER_Error *gather_input(tct_instance *in, TRITONBACKEND_Input *i
     return NULL;
 }
 
-/* Makes input i's scratch hold need bytes (max_batch_size rows where row > 0). A GPU instance's
- * is pinned: a batch goes to the device in one DMA, not staged by the driver (a 2nd host copy). */
-static TRITONSERVER_Error *grow_scratch(tct_instance *in, size_t i, size_t need, size_t row) {
-    if (need <= in->scratch_bytes[i]) return NULL;
+/* Makes input i's buffer in slot hold need bytes (max_batch_size rows where row > 0); pinned on a
+ * GPU instance. */
+static TRITONSERVER_Error *grow_scratch(tct_instance *in, tct_slot *slot, size_t i, size_t need,
+                                        size_t row) {
+    if (need <= slot->scratch_bytes[i]) return NULL;
     int max_batch = in->model->config.max_batch;
     size_t largest = max_batch > 0 ? row * (size_t)max_batch : 0;
     size_t size = need <= largest ? largest : need;
@@ -562,27 +590,27 @@ static TRITONSERVER_Error *grow_scratch(tct_instance *in, size_t i, size_t need,
             return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': pinning %zu bytes of host "
                              "memory for input '%s': %s", in->model->name, size,
                              in->input_names[i], cudaGetErrorString(e));
-        cudaFreeHost(in->scratch[i]);
+        cudaFreeHost(slot->scratch[i]);
     }
 #endif
-    if (!in->pinned_scratch && !(p = realloc(in->scratch[i], size)))
+    if (!in->pinned_scratch && !(p = realloc(slot->scratch[i], size)))
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
-    in->scratch[i] = p;
-    in->scratch_bytes[i] = size;
+    slot->scratch[i] = p;
+    slot->scratch_bytes[i] = size;
     return NULL;
 }
 
-/* Writes the requested outputs of request r, rows [row, row + r->batch) of the run's outputs. */
-static TRITONSERVER_Error *respond(tct_instance *in, tct_request *r, int64_t row, int64_t total,
-                                   TRITONBACKEND_Response *response) {
+/* Writes the requested outputs of request, rows [row, row + batch) of the run's outputs. */
+static TRITONSERVER_Error *respond(tct_instance *in, TRITONBACKEND_Request *request, int64_t batch,
+                                   int64_t row, int64_t total, TRITONBACKEND_Response *response) {
     int batched = in->model->config.max_batch > 0;
     uint32_t count;
-    RETURN_IF_ERROR(TRITONBACKEND_RequestOutputCount(r->request, &count));
+    RETURN_IF_ERROR(TRITONBACKEND_RequestOutputCount(request, &count));
     for (uint32_t k = 0; k < count; k++) {
         const char *name;
         size_t index;
         tci_tensor t;
-        RETURN_IF_ERROR(TRITONBACKEND_RequestOutputName(r->request, k, &name));
+        RETURN_IF_ERROR(TRITONBACKEND_RequestOutputName(request, k, &name));
         tci_status st = tci_engine_output_index(in->engine, name, &index);
         if (st == TCI_OK) st = tci_context_output(in->ctx, index, &t);
         if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
@@ -598,8 +626,8 @@ static TRITONSERVER_Error *respond(tct_instance *in, tct_request *r, int64_t row
                                  t.rank < 1 ? 0LL : (long long)t.dims[0], (long long)total);
             bytes = total ? bytes / (size_t)total : 0;
             offset = bytes * (size_t)row;
-            bytes *= (size_t)r->batch;
-            shape[0] = r->batch;
+            bytes *= (size_t)batch;
+            shape[0] = batch;
         }
         TRITONSERVER_DataType dt = tct_triton_dtype(t.dtype);
         if (dt == TRITONSERVER_TYPE_INVALID)
@@ -618,23 +646,104 @@ static TRITONSERVER_Error *respond(tct_instance *in, tct_request *r, int64_t row
     return NULL;
 }
 
-/* Runs requests group[0..n) as one batch and answers each that it can. */
-static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t exec_start) {
+/* An error the backend cannot hand on: into the log. */
+static void log_error(TRITONSERVER_Error *e) {
+    if (!e) return;
+    tct_log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+}
+
+/* Answers request and releases it, its statistics reported: with error where one is given (the
+ * caller keeps it), else with its outputs, rows [row, row + batch) of the run of instance in
+ * (padded rows in all). */
+static void answer(TRITONBACKEND_ModelInstance *instance, tct_instance *in,
+                   TRITONBACKEND_Request *request, TRITONSERVER_Error *error, int64_t batch,
+                   int64_t row, int64_t padded, const uint64_t times[3]) {
+    TRITONBACKEND_Response *response = NULL;
+    TRITONSERVER_Error *rerr = TRITONBACKEND_ResponseNew(&response, request);
+    int ok = 0;
+    if (rerr) {
+        log_error(rerr); /* no response to send: Triton answers the released request */
+    } else {
+        rerr = error ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(error),
+                                             TRITONSERVER_ErrorMessage(error))
+                     : respond(in, request, batch, row, padded, response);
+        ok = !rerr;
+        TRITONSERVER_Error *serr = TRITONBACKEND_ResponseSend(
+            response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL, rerr);
+        if (serr) { /* not sent: the response is still ours */
+            log_error(serr);
+            log_error(TRITONBACKEND_ResponseDelete(response));
+        }
+        if (rerr) TRITONSERVER_ErrorDelete(rerr);
+    }
+    log_error(TRITONBACKEND_ModelInstanceReportStatistics(instance, request, ok, times[0],
+                                                          times[1], times[2], now_ns()));
+    log_error(TRITONBACKEND_RequestRelease(request, TCI_TRITONSERVER_REQUEST_RELEASE_ALL));
+}
+
+static void job_free(tct_job *job) {
+    if (!job) return;
+    free(job->requests);
+    free(job->batches);
+    free(job);
+}
+
+/* The pipeline's run: runs a job's batch, answers its requests and frees the job. */
+static void run_job(void *arg, void *instance) {
+    tct_job *job = arg;
+    tct_instance *in = instance;
+    TRITONSERVER_Error *err = NULL;
+#if TCI_HAVE_CUDA
+    /* the backend's own copies to Triton's GPU buffers, on the instance's device */
+    if (in->device >= 0) err = set_device(in->device);
+#endif
+    uint64_t times[3] = {job->exec_start, now_ns(), 0};
+    tci_status st = err ? TCI_OK : tci_context_run(in->ctx, job->tensors, in->num_inputs);
+    if (st != TCI_OK) err = tct_tci_failure(st, in->model->name);
+    times[2] = now_ns();
+    int64_t row = 0;
+    for (size_t g = 0; g < job->num_requests; g++) {
+        answer(in->triton, in, job->requests[g], err, job->batches[g], row, job->padded, times);
+        row += job->batches[g];
+    }
+    if (!err)
+        log_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+            in->triton, (uint64_t)row, times[0], times[1], times[2], now_ns()));
+    if (err) TRITONSERVER_ErrorDelete(err);
+    job_free(job);
+}
+
+/* Gathers requests group[0..n) into one batch in a free slot (waited for): *out, the job to
+ * submit. On an error the slot is free again and the requests are the caller's to answer. */
+static TRITONSERVER_Error *gather_group(tct_instance *in, tct_request **group, size_t n,
+                                        uint64_t exec_start, tct_job **out) {
     int batched = in->model->config.max_batch > 0;
     int64_t total = 0;
     for (size_t g = 0; g < n; g++) total += group[g]->batch;
+    tct_job *job = calloc(1, sizeof *job);
+    if (!job || !(job->requests = calloc(n, sizeof *job->requests)) ||
+        !(job->batches = calloc(n, sizeof *job->batches))) {
+        job_free(job);
+        return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+    }
+    job->num_requests = n;
+    job->exec_start = exec_start;
+    for (size_t g = 0; g < n; g++) {
+        job->requests[g] = group[g]->request;
+        job->batches[g] = group[g]->batch;
+    }
     /* the run's batch: the smallest bucket that holds the rows, the rest zeros */
-    int64_t padded = total;
+    job->padded = total;
     for (size_t b = 0; batched && b < in->num_buckets; b++)
         if (in->buckets[b] >= total) {
-            padded = in->buckets[b];
+            job->padded = in->buckets[b];
             break;
         }
-    tci_tensor tensors[64];
+    job->slot = tct_pipeline_take(in->pipeline);
+    tct_slot *slot = &in->slots[job->slot];
     TRITONSERVER_Error *err = NULL;
     in->num_copies = 0;
-    if (in->num_inputs > sizeof tensors / sizeof tensors[0])
-        err = tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "more than 64 inputs");
     for (size_t i = 0; !err && i < in->num_inputs; i++) {
         TRITONSERVER_DataType dt;
         const int64_t *shape;
@@ -643,14 +752,15 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
         err = TRITONBACKEND_InputProperties(group[0]->inputs[i], NULL, &dt, &shape, &rank, &bytes,
                                             &buffers);
         if (err) break;
-        tci_tensor *t = &tensors[i];
+        tci_tensor *t = &job->tensors[i];
         t->name = in->input_names[i];
         t->dtype = tct_tci_dtype(dt);
         t->rank = (int)rank;
         memcpy(t->dims, shape, rank * sizeof *shape);
-        if (batched) t->dims[0] = padded;
+        if (batched) t->dims[0] = job->padded;
         const void *direct = NULL;
-        if (n == 1 && buffers == 1 && padded == total) { /* one request in CPU memory: no copy */
+        if (n == 1 && buffers == 1 && job->padded == total) {
+            /* one request in CPU memory: read where it is (until the runner releases it) */
             uint64_t size;
             TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
             int64_t type_id = 0;
@@ -663,101 +773,31 @@ static void run_group(tct_instance *in, tct_request **group, size_t n, uint64_t 
             t->data = (void *)direct; /* read only */
             continue;
         }
-        size_t row = (size_t)bytes / (size_t)group[0]->batch, need = row * (size_t)padded;
+        size_t row = (size_t)bytes / (size_t)group[0]->batch, need = row * (size_t)job->padded;
         if (need == 0) { /* an empty batch: no data to read */
-            t->data = in->scratch[i];
+            t->data = slot->scratch[i];
             continue;
         }
-        if ((err = grow_scratch(in, i, need, batched ? row : 0))) break;
+        if ((err = grow_scratch(in, slot, i, need, batched ? row : 0))) break;
         size_t at = 0;
         for (size_t g = 0; !err && g < n; g++) {
             uint64_t b;
             err = TRITONBACKEND_InputProperties(group[g]->inputs[i], NULL, NULL, NULL, NULL, &b,
                                                 NULL);
-            if (!err) err = gather_input(in, group[g]->inputs[i], (char *)in->scratch[i] + at, b);
+            if (!err) err = gather_input(in, group[g]->inputs[i], (char *)slot->scratch[i] + at, b);
             at += (size_t)b;
         }
-        if (!err) memset((char *)in->scratch[i] + at, 0, need - at); /* the padding rows */
-        t->data = in->scratch[i];
+        if (!err) memset((char *)slot->scratch[i] + at, 0, need - at); /* the padding rows */
+        t->data = slot->scratch[i];
     }
     if (!err) tct_copier_run(in->copier, in->copies, in->num_copies);
-    uint64_t compute_start = now_ns();
-    tci_status st = err ? TCI_OK : tci_context_run(in->ctx, tensors, in->num_inputs);
-    if (st != TCI_OK) err = tct_tci_failure(st, in->model->name);
-    uint64_t compute_end = now_ns();
-    int64_t row = 0;
-    for (size_t g = 0; g < n; g++) {
-        tct_request *r = group[g];
-        TRITONBACKEND_Response *response = NULL;
-        TRITONSERVER_Error *rerr = err ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(err),
-                                                               TRITONSERVER_ErrorMessage(err))
-                                       : TRITONBACKEND_ResponseNew(&response, r->request);
-        if (!rerr) {
-            rerr = respond(in, r, row, padded, response);
-            TRITONSERVER_Error *serr = TRITONBACKEND_ResponseSend(
-                response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL, rerr);
-            if (serr) { /* not sent: the response is still ours */
-                tct_log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(serr));
-                TRITONSERVER_ErrorDelete(serr);
-                serr = TRITONBACKEND_ResponseDelete(response);
-                if (serr) TRITONSERVER_ErrorDelete(serr);
-            }
-            if (rerr) { /* answered with it */
-                TRITONSERVER_ErrorDelete(rerr);
-                rerr = NULL;
-            }
-            r->done = 1;
-        } else {
-            r->error = rerr; /* answered by the caller */
-        }
-        row += r->batch;
-        uint64_t exec_end = now_ns();
-        TRITONSERVER_Error *serr = TRITONBACKEND_ModelInstanceReportStatistics(
-            in->triton, r->request, !err && !r->error, exec_start, compute_start, compute_end,
-            exec_end);
-        if (serr) TRITONSERVER_ErrorDelete(serr);
+    if (err) {
+        tct_pipeline_give_back(in->pipeline, job->slot);
+        job_free(job);
+        return err;
     }
-    if (!err) {
-        TRITONSERVER_Error *serr = TRITONBACKEND_ModelInstanceReportBatchStatistics(
-            in->triton, (uint64_t)total, exec_start, compute_start, compute_end, now_ns());
-        if (serr) TRITONSERVER_ErrorDelete(serr);
-    }
-    if (err) TRITONSERVER_ErrorDelete(err);
-}
-
-/* Answers a request with its error (statistics: a failure) and releases it. */
-static void finish_request(TRITONBACKEND_ModelInstance *instance, tct_request *r,
-                           uint64_t exec_start) {
-    if (r->error) {
-        TRITONBACKEND_Response *response = NULL;
-        TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&response, r->request);
-        if (!e) {
-            e = TRITONBACKEND_ResponseSend(response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL,
-                                           r->error);
-            if (e) { /* not sent: the response is still ours */
-                TRITONSERVER_Error *d = TRITONBACKEND_ResponseDelete(response);
-                if (d) TRITONSERVER_ErrorDelete(d);
-            }
-        }
-        if (e) {
-            tct_log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
-            TRITONSERVER_ErrorDelete(e);
-        }
-        if (!r->done) {
-            uint64_t t = now_ns();
-            e = TRITONBACKEND_ModelInstanceReportStatistics(instance, r->request, false,
-                                                            exec_start, t, t, t);
-            if (e) TRITONSERVER_ErrorDelete(e);
-        }
-        TRITONSERVER_ErrorDelete(r->error);
-        r->error = NULL;
-    }
-    TRITONSERVER_Error *e = TRITONBACKEND_RequestRelease(r->request,
-                                                         TCI_TRITONSERVER_REQUEST_RELEASE_ALL);
-    if (e) {
-        tct_log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
-        TRITONSERVER_ErrorDelete(e);
-    }
+    *out = job;
+    return NULL;
 }
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
@@ -775,22 +815,20 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
                                    sizeof *inputs))))
         err = tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
 #if TCI_HAVE_CUDA
-    /* the backend's own copies from and to Triton's GPU buffers, on the instance's device
-     * (tcinfer's calls make the engine's device current themselves) */
+    /* the backend's own copies from Triton's GPU buffers, on the instance's device (tcinfer's
+     * calls make the engine's device current themselves) */
     if (!err && in->device >= 0) err = set_device(in->device);
 #endif
     if (err) { /* every request gets the error */
-        for (uint32_t k = 0; reqs && k < request_count; k++) {
-            reqs[k].request = requests[k];
-            reqs[k].error = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
-                                                  TRITONSERVER_ErrorMessage(err));
-            finish_request(instance, &reqs[k], exec_start);
+        for (uint32_t k = 0; k < request_count; k++) {
+            uint64_t t = now_ns(), times[3] = {exec_start, t, t};
+            answer(instance, NULL, requests[k], err, 0, 0, 0, times);
         }
         TRITONSERVER_ErrorDelete(err);
         free(reqs);
         free(group);
         free(inputs);
-        return reqs ? NULL : tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+        return NULL;
     }
     for (uint32_t k = 0; k < request_count; k++) {
         reqs[k].request = requests[k];
@@ -799,26 +837,40 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
     }
     int batched = in->model->config.max_batch > 0;
     for (uint32_t k = 0; k < request_count; k++) {
-        if (reqs[k].error || reqs[k].done) continue;
+        if (reqs[k].error || reqs[k].taken) continue;
         size_t n = 0;
         int64_t rows = 0;
         for (uint32_t j = k; j < request_count; j++) {
             tct_request *r = &reqs[j];
-            if (r->error || r->done || (n > 0 && !batched)) continue;
+            if (r->error || r->taken || (n > 0 && !batched)) continue;
             if (n > 0 && (rows + r->batch > in->model->config.max_batch ||
                           !same_item_shape(in, group[0], r)))
                 continue;
             group[n++] = r;
             rows += r->batch;
-            r->done = 1; /* taken; run_group answers it or sets its error */
+            r->taken = 1;
         }
-        for (size_t g = 0; g < n; g++) group[g]->done = 0;
-        run_group(in, group, n, exec_start);
-        for (size_t g = 0; g < n; g++) group[g]->done = 1;
+        tct_job *job = NULL;
+        TRITONSERVER_Error *gerr = gather_group(in, group, n, exec_start, &job);
+        for (size_t g = 0; g < n; g++) {
+            if (gerr)
+                group[g]->error = TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(gerr),
+                                                        TRITONSERVER_ErrorMessage(gerr));
+            else group[g]->queued = 1; /* the runner answers it */
+        }
+        if (gerr) TRITONSERVER_ErrorDelete(gerr);
+        else tct_pipeline_submit(in->pipeline, job->slot, job);
     }
-    for (uint32_t k = 0; k < request_count; k++) finish_request(instance, &reqs[k], exec_start);
+    for (uint32_t k = 0; k < request_count; k++) {
+        if (reqs[k].queued) continue;
+        uint64_t t = now_ns(), times[3] = {exec_start, t, t};
+        answer(instance, in, reqs[k].request, reqs[k].error, 0, 0, 0, times);
+        TRITONSERVER_ErrorDelete(reqs[k].error);
+    }
     free(reqs);
     free(group);
     free(inputs);
+    /* ready for the next batch once a slot is free: with one slot, once this batch is answered */
+    tct_pipeline_wait_free(in->pipeline);
     return NULL;
 }

@@ -7,6 +7,7 @@
 
 #include "gather.h"
 #include "model_config.h"
+#include "pipeline.h"
 
 #define TCT_MAX_DEVICES 64
 
@@ -21,17 +22,37 @@ typedef struct tct_model {
     tci_engine *gpu_engines[TCT_MAX_DEVICES];
 } tct_model;
 
+/* The most inputs a model served by the backend may have */
+#define TCT_MAX_INPUTS 64
+/* Where a batch's inputs are gathered: per input a buffer of at most max_batch_size rows (on a
+ * GPU instance pinned host memory: the engine's copy to the device is one DMA, not staged by the
+ * driver through a second host copy) */
+typedef struct tct_slot {
+    void **scratch;
+    size_t *scratch_bytes;
+} tct_slot;
+
+/* A gathered batch on its way to the engine: its inputs (a slot's buffers, or a lone request's
+ * own buffer) and its requests, which the pipeline's runner answers and releases */
+typedef struct tct_job {
+    int slot;
+    tci_tensor tensors[TCT_MAX_INPUTS];
+    TRITONBACKEND_Request **requests;
+    int64_t *batches; /* each request's rows */
+    size_t num_requests;
+    int64_t padded; /* the rows run, zero rows after the requests' */
+    uint64_t exec_start;
+} tct_job;
+
 typedef struct tct_instance {
     tct_model *model;
     TRITONBACKEND_ModelInstance *triton;
     int device; /* -1: a CPU instance */
     const tci_engine *engine;
-    tci_context *ctx;
+    tci_context *ctx; /* run by the pipeline's runner alone once the instance is up */
     size_t num_inputs;
     const char **input_names; /* engine order; the strings live as long as the engine */
-    void **scratch;           /* per input: where the batch is gathered */
-    size_t *scratch_bytes;
-    int pinned_scratch; /* a GPU instance's scratch is pinned host memory (cudaHostAlloc) */
+    int pinned_scratch;       /* a GPU instance's slots are pinned host memory (cudaHostAlloc) */
     /* the batch sizes a batch is padded up to (zero rows), increasing: each new batch size is
      * a new shape variant of the engine (planned and captured on first use, 16 kept), so a
      * GPU instance runs a few sizes only; NULL: every batch as it comes */
@@ -41,6 +62,11 @@ typedef struct tct_instance {
     tct_copier *copier;
     tct_copy *copies;
     size_t num_copies, copies_cap;
+    /* the batches in flight (pipeline.h): the gather's buffers of each slot, and the pipeline
+     * whose runner runs the engine and answers the requests */
+    tct_slot slots[TCT_PIPELINE_MAX_SLOTS];
+    int num_slots;
+    tct_pipeline *pipeline;
 } tct_instance;
 
 #define RETURN_IF_ERROR(expr)                                                                     \

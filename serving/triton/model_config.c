@@ -230,10 +230,17 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
         } else if (strcmp(p->string, "batch_buckets") == 0) {
             TRITONSERVER_Error *err = parse_buckets(v, c);
             if (err) return err;
+        } else if (strcmp(p->string, "pipeline_depth") == 0) {
+            if (strcmp(v, "1") != 0 && strcmp(v, "2") != 0)
+                return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter pipeline_depth '%s': "
+                                 "expected 1 (each batch answered before the next is gathered) "
+                                 "or 2 (the next gathered while the engine runs one)", v);
+            c->pipeline_depth = v[0] - '0';
         } else {
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "unknown parameter '%s' (the tcinfer "
                              "backend takes precision, fp32_layers, keep_precision, timing_cache, "
-                             "cpu_threads, accuracy_target, calibration_inputs, batch_buckets)",
+                             "cpu_threads, accuracy_target, calibration_inputs, batch_buckets, "
+                             "pipeline_depth)",
                              p->string);
         }
     }

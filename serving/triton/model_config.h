@@ -36,6 +36,9 @@ typedef struct tct_model_config {
                                      up to, increasing; "none": num 0 */
     size_t num_batch_buckets;
     int buckets_set;              /* the parameter is given */
+    int pipeline_depth;           /* parameter "pipeline_depth": an instance's batches in flight,
+                                     1 or 2: with 2 the next batch is gathered while the engine
+                                     runs one; 0 (not given): 2 on GPU instances, 1 on CPU ones */
     char *model_filename;         /* default_model_filename, or NULL */
     tct_tensor_config *inputs;
     size_t num_inputs;

@@ -47,7 +47,7 @@ def check_arguments():
     a = triton_gpu.parse_args(BASE + ["--server", "s"])
     assert a.gpus == [0] and a.concurrency == [1, 8, 64, 128] and a.instances == 2, vars(a)
     assert a.load_shm == ["none", "system", "cuda"] and a.queue_delay_us == 0, vars(a)
-    assert a.perf_analyzer is None, vars(a)
+    assert a.perf_analyzer is None and a.pipeline_depth is None, vars(a)
     a = triton_gpu.parse_args(BASE + ["--server", "s", "--kind", "cpu"])
     assert a.load_shm == ["none", "system"], vars(a)
     a = triton_gpu.parse_args(BASE + ["--dry-run", "--load-shm", "system"])
@@ -141,13 +141,15 @@ def check_dry_run(tmp, tcinfer, image, tokens):
     with contextlib.redirect_stdout(out):
         triton_gpu.main(["--tcinfer", tcinfer, "--backend-dir", "b", "--work", work, "--model",
                          image, "--model", tokens, "--gpus", "0,1", "--instances", "3",
-                         "--max-batch", "32", "--concurrency", "1,16,128", "--dry-run"])
+                         "--max-batch", "32", "--concurrency", "1,16,128", "--pipeline-depth",
+                         "1", "--dry-run"])
     text = out.getvalue()
     for name in ("resnet_like", "bert_like"):
         config = open(os.path.join(work, "repo", name, "config.pbtxt")).read()
         assert "instance_group [{ kind: KIND_GPU, count: 3, gpus: [0, 1] }]" in config, config
         assert "max_batch_size: 32" in config, config
         assert 'string_value: "fp16"' in config, config
+        assert 'key: "pipeline_depth" value { string_value: "1" }' in config, config
         assert os.path.exists(os.path.join(work, "repo", name, "1", "model.onnx"))
         assert config in text, text
     config = open(os.path.join(work, "repo", "bert_like", "config.pbtxt")).read()
