@@ -67,7 +67,7 @@ test: build
 fuzz: setup
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCI_CUDA=OFF \
 	  -DTCI_FUZZ=ON -DBUILD_TESTING=OFF -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
-	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_model fuzz_tensor fuzz_engine_file
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_model fuzz_gpu_plan fuzz_tensor fuzz_engine_file
 	scripts/run_fuzz.sh $(FUZZ_BUILD) $(SECONDS)
 
 asan: setup

@@ -7,7 +7,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$1"; secs="$2"; shift 2
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_model fuzz_tensor fuzz_engine_file)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_model fuzz_gpu_plan fuzz_tensor fuzz_engine_file)
 py="$root/.venv/bin/python"; [ -x "$py" ] || py=python3
 
 # the malformed corpus (tests/malformed/make_corpus.py) joins the seeds
@@ -18,9 +18,9 @@ seed() { # target dir
     local t="$1" d="$2"
     mkdir -p "$d"
     case "$t" in
-    fuzz_model)
-        find "$root/models" "$root/tests/data" "$malformed" -type f -name '*.onnx' -size -256k \
-            -exec cp -t "$d" {} + 2>/dev/null ;;
+    fuzz_model|fuzz_gpu_plan) # and the generated models where a build has them (make test)
+        find "$root/models" "$root/tests/data" "$malformed" "$root/build/models" -type f \
+            -name '*.onnx' -size -256k -exec cp -t "$d" {} + 2>/dev/null ;;
     fuzz_tensor) # first byte: 0 .npy, 1 .pb
         local i=0
         while IFS= read -r f; do
