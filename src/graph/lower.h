@@ -444,8 +444,9 @@ const ir_epilogue *lower_epilogue(const ir_node *node, ir_epilogue *none);
 
 /* ---- views of plan tensors, for strided steps ---- */
 
-/* The contiguous output view of y: physical dims (NHWC8: N, H, W, Cp) and its strides. */
-void lower_output_view(const plan_tensor *y, plan_strided *view);
+/* The contiguous output view of y: physical dims (NHWC8: N, H, W, Cp) and its strides; a y of
+ * more than PLAN_MAX_PHYS_RANK dims is TCI_ERR_UNSUPPORTED naming node. */
+tci_status lower_output_view(const ir_node *node, const plan_tensor *y, plan_strided *view);
 /* Strides (elements) of operand `in` read along the physical dims of `out`, 0 where in
  * broadcasts. in has out's layout; a dense operand of lower rank is right-aligned. */
 void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_t *strides);

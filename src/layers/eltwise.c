@@ -598,7 +598,7 @@ static tci_status lower_binary(plan_builder *b, const ir_node *node, binary_op o
             s->u.eltwise.op = op;
             s->u.eltwise.act = last ? act : none;
             const plan_tensor *y = lower_tensor(b, yt);
-            lower_output_view(y, &s->u.eltwise.view);
+            TRY_STATUS(lower_output_view(node, y, &s->u.eltwise.view));
             lower_operand_strides(y, lower_tensor(b, acc), s->u.eltwise.view.strides[0]);
             lower_operand_strides(y, lower_tensor(b, other), s->u.eltwise.view.strides[1]);
             lower_step_io(s, 2, (int[]){acc, other}, 1, &yt);

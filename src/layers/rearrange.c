@@ -436,7 +436,7 @@ static tci_status expand_gpu_lower(plan_builder *b, const ir_node *node) {
     int xi, yt;
     TRY_STATUS(lower_input(b, node, x, PLAN_LAYOUT_DENSE, &xi));
     TRY_STATUS(lower_output(b, node, y, &yt));
-    int64_t strides[PLAN_MAX_PHYS_RANK];
+    int64_t strides[TCI_MAX_RANK]; /* y's rank: above PLAN_MAX_PHYS_RANK the copy step refuses */
     lower_operand_strides(lower_tensor(b, yt), lower_tensor(b, xi), strides);
     return lower_copy_step(b, node, xi, yt, strides, 0);
 }

@@ -185,7 +185,7 @@ static tci_status eltwise(const unfused *u, const char *part, binary_op op, cons
     s->u.eltwise.op = op;
     s->u.eltwise.act = act;
     const plan_tensor *yt = lower_tensor(u->b, y);
-    lower_output_view(yt, &s->u.eltwise.view);
+    TRY_STATUS(lower_output_view(u->node, yt, &s->u.eltwise.view));
     for (int i = 0; i < num_in; i++)
         lower_operand_strides(yt, lower_tensor(u->b, in[i]), s->u.eltwise.view.strides[i]);
     lower_step_io(s, num_in, in, 1, &y);

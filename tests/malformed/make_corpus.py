@@ -451,6 +451,14 @@ def cli_cases():
                                           inits=[pad]))
     cli("pad_empty_huge_dim", ["--backend", "cpu", "--random", "0", "{dir}/pad_empty_huge_dim.onnx"],
         0, "")
+    # found by fuzz_gpu_plan: a rank-8 element-wise op overran the GPU plan's 6-dim step view;
+    # the GPU planner (--plan needs no GPU) refuses it, naming the node
+    save("relu_rank8.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu8")],
+                                  inputs=[vi("x", (1, 2, 1, 2, 1, 2, 1, 2))],
+                                  outputs=[vi("y", None)]))
+    cli("gpu_plan_rank8_eltwise", ["--backend", "gpu", "--plan", "{dir}/relu_rank8.onnx"], 3,
+        "node 'relu8' (Relu): a rank-8 output of an element-wise or strided step; the GPU path "
+        "has at most 6 dims")
     cli("cli_unknown_option", ["--frobnicate", "{dir}/ok.onnx"], 2, "unknown option '--frobnicate'")
     cli("cli_bad_shape", ["--shape", "x:1xx4", "{dir}/ok.onnx"], 2, "--shape wants NAME:DxDx...")
     cli("cli_shape_then_usage_error", ["--shape", "x:1x4", "--bench", "many", "{dir}/ok.onnx"], 2,

@@ -503,6 +503,21 @@ START_TEST(test_gpu_refusals) {
     ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
                         "node 'conv3d' (Conv): only 1-D and 2-D convolutions run on the GPU");
     ir_graph_destroy(g);
+
+    /* element-wise steps take at most 6 dims: a rank-8 Relu is refused naming it (found by
+     * fuzz_gpu_plan: the view's arrays were overrun) */
+    ck_assert_tci_ok(ir_graph_create(&g));
+    int64_t x8[8] = {1, 2, 1, 2, 1, 2, 1, 2};
+    x = th_named(g, "x", TCI_DTYPE_FLOAT, 8, x8, NULL);
+    y = th_act(g, "y");
+    th_graph_io(g, &x, 1, &y, 1);
+    th_node_io(g, "relu8", "Relu", 14, &x, 1, &y, 1);
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
+                        "node 'relu8' (Relu): a rank-8 output of an element-wise or strided "
+                        "step; the GPU path has at most 6 dims");
+    ir_graph_destroy(g);
 }
 END_TEST
 

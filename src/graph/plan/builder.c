@@ -523,8 +523,12 @@ void lower_operand_strides(const plan_tensor *out, const plan_tensor *in, int64_
     }
 }
 
-void lower_output_view(const plan_tensor *out, plan_strided *v) {
+tci_status lower_output_view(const ir_node *node, const plan_tensor *out, plan_strided *v) {
     memset(v, 0, sizeof *v);
+    if (out->layout != PLAN_LAYOUT_NHWC8 && out->rank > PLAN_MAX_PHYS_RANK)
+        return ir_node_error(node, TCI_ERR_UNSUPPORTED, "a rank-%d output of an element-wise or "
+                             "strided step; the GPU path has at most %d dims", out->rank,
+                             PLAN_MAX_PHYS_RANK);
     v->rank = physical_dims(out, v->dims);
     int64_t s = 1;
     for (int i = v->rank - 1; i >= 0; i--) {
@@ -533,6 +537,7 @@ void lower_output_view(const plan_tensor *out, plan_strided *v) {
     }
     v->pad_dim = out->layout == PLAN_LAYOUT_NHWC8 ? 3 : -1;
     v->real_channels = out->layout == PLAN_LAYOUT_NHWC8 ? out->dims[1] : 0;
+    return TCI_OK;
 }
 
 tci_status lower_fill_step(plan_builder *b, const ir_node *node, int yt, double value) {
@@ -620,7 +625,7 @@ tci_status lower_copy_step(plan_builder *b, const ir_node *node, int xi, int yt,
     plan_step *s;
     TRY_STATUS(lower_step(b, PLAN_STEP_COPY, node, NULL, &s));
     const plan_tensor *y = lower_tensor(b, yt);
-    lower_output_view(y, &s->u.copy.view);
+    TRY_STATUS(lower_output_view(node, y, &s->u.copy.view));
     s->u.copy.view.pad_dim = -1;
     s->u.copy.elem_size = tci_dtype_size(y->dtype);
     for (int i = 0; i < s->u.copy.view.rank; i++) s->u.copy.view.strides[0][i] = strides[i];
@@ -643,7 +648,7 @@ tci_status lower_eltwise_step(plan_builder *b, const ir_node *node, binary_op op
     s->u.eltwise.op = op;
     s->u.eltwise.act = act;
     const plan_tensor *y = &b->p->tensors[yt];
-    lower_output_view(y, &s->u.eltwise.view);
+    TRY_STATUS(lower_output_view(node, y, &s->u.eltwise.view));
     for (int i = 0; i < num_inputs; i++) {
         s->inputs[i] = idx[i];
         lower_operand_strides(y, &b->p->tensors[idx[i]], s->u.eltwise.view.strides[i]);
