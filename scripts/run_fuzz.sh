@@ -18,9 +18,12 @@ seed() { # target dir
     local t="$1" d="$2"
     mkdir -p "$d"
     case "$t" in
-    fuzz_model|fuzz_gpu_plan) # and the generated models where a build has them (make test)
-        find "$root/models" "$root/tests/data" "$malformed" "$root/build/models" -type f \
-            -name '*.onnx' -size -256k -exec cp -t "$d" {} + 2>/dev/null ;;
+    fuzz_model|fuzz_gpu_plan) # and the generated models, their weights made by ConstantOfShape
+        find "$root/models" "$root/tests/data" "$malformed" -type f -name '*.onnx' -size -256k \
+            -exec cp -t "$d" {} + 2>/dev/null
+        [ -d "$build/fuzz/generated" ] ||
+            "$py" "$root/models/generate.py" "$build/fuzz/generated" >/dev/null
+        "$py" "$root/tests/fuzz/shrink_models.py" "$build/fuzz/generated" "$d" ;;
     fuzz_tensor) # first byte: 0 .npy, 1 .pb
         local i=0
         while IFS= read -r f; do
