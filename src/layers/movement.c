@@ -166,7 +166,10 @@ static tci_status split_sizes(const ir_node *node, const tci_tensor *const *in, 
             if (sizes[i] < 0)
                 return ir_node_error(node, TCI_ERR_INVALID_MODEL,
                                      "split size %d is negative (%lld)", i, (long long)sizes[i]);
-            sum += sizes[i];
+            if (__builtin_add_overflow(sum, sizes[i], &sum))
+                return ir_node_error(node, TCI_ERR_INVALID_MODEL,
+                                     "split sizes add up past int64 (size %d is %lld)", i,
+                                     (long long)sizes[i]);
         }
         if (dim >= 0 && sum != dim)
             return ir_node_error(node, TCI_ERR_INVALID_MODEL,

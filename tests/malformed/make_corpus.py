@@ -331,6 +331,9 @@ def shape_cases():
     # found by fuzz_model: the output dims were the input's times the repeats, unchecked (UBSan)
     c("tile_repeats_overflow", [helper.make_node("Tile", ["x", "r"], ["y"])], [i64("r", [1, 1 << 62])],
       "TCI_ERR_INVALID_MODEL", "overflows int64")
+    # found by fuzz_model: split sizes were summed unchecked (UBSan)
+    c("split_sizes_overflow", [helper.make_node("Split", ["x", "s"], ["y", "z"], axis=1)],
+      [i64("s", [1 << 62, 1 << 62])], "TCI_ERR_INVALID_MODEL", "split sizes add up past int64")
     c("matmul_mismatch", [helper.make_node("MatMul", ["x", "w"], ["y"])],
       [helper.make_tensor("w", TensorProto.FLOAT, [3, 2], [1.0] * 6)], "TCI_ERR_INVALID_MODEL", "MatMul")
     c("broadcast_mismatch", [helper.make_node("Add", ["x", "w"], ["y"])],
