@@ -28,6 +28,15 @@ static const plan_step *find_step(const plan *p, plan_step_kind kind, int nth) {
     return NULL;
 }
 
+/* g, optimized and prepared for the GPU, refused by the planner with message; g destroyed. */
+static void expect_gpu_refusal(ir_graph *g, const char *message) {
+    plan *p;
+    ck_assert_tci_ok(pass_optimize(g));
+    ck_assert_tci_ok(pass_prepare_for_gpu(g));
+    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED, message);
+    ir_graph_destroy(g);
+}
+
 /* x[1,3,5,5] -> Conv(4 out, 3x3, pad 1) -> BN -> Add(x2) -> Relu -> y, where x2 = Conv1x1(x):
  * the second conv's output is computed first, so the 3x3 conv takes it as its residual. */
 START_TEST(test_conv_bn_add_relu_fuse) {
@@ -334,12 +343,8 @@ START_TEST(test_batchnorm_training_lowering) {
     bn = th_node_io(g, "bn", "BatchNormalization", 15, (ir_tensor *[]){x, ga, be, me, va}, 5, &y,
                     1);
     th_attr_int(g, bn, "training_mode", 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "node 'bn' (BatchNormalization): training_mode=1 on a computed X has no "
-                        "GPU path");
-    ir_graph_destroy(g);
+    expect_gpu_refusal(g, "node 'bn' (BatchNormalization): training_mode=1 on a computed X has no "
+                       "GPU path");
 }
 END_TEST
 
@@ -483,11 +488,7 @@ START_TEST(test_gpu_refusals) {
     y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "pow", "Pow", 15, (ir_tensor *[]){x, e}, 2, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "inputs of dtypes float and int32: mixed dtypes have no GPU path");
-    ir_graph_destroy(g);
+    expect_gpu_refusal(g, "inputs of dtypes float and int32: mixed dtypes have no GPU path");
 
     /* a 3-D convolution has no GPU path (1-D and 2-D ones do) */
     ck_assert_tci_ok(ir_graph_create(&g));
@@ -498,11 +499,7 @@ START_TEST(test_gpu_refusals) {
     y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "conv3d", "Conv", 11, (ir_tensor *[]){x, w}, 2, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "node 'conv3d' (Conv): only 1-D and 2-D convolutions run on the GPU");
-    ir_graph_destroy(g);
+    expect_gpu_refusal(g, "node 'conv3d' (Conv): only 1-D and 2-D convolutions run on the GPU");
 
     /* element-wise steps take at most 6 dims: a rank-8 Relu is refused naming it (found by
      * fuzz_gpu_plan: the view's arrays were overrun) */
@@ -512,12 +509,8 @@ START_TEST(test_gpu_refusals) {
     y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "relu8", "Relu", 14, &x, 1, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "node 'relu8' (Relu): a rank-8 output of an element-wise or strided "
-                        "step; the GPU path has at most 6 dims");
-    ir_graph_destroy(g);
+    expect_gpu_refusal(g, "node 'relu8' (Relu): a rank-8 output of an element-wise or strided "
+                       "step; the GPU path has at most 6 dims");
 }
 END_TEST
 
@@ -573,11 +566,7 @@ START_TEST(test_reduce_max_lowering) {
     y = th_act(g, "y");
     th_graph_io(g, &x, 1, &y, 1);
     th_node_io(g, "rmax", "ReduceMax", 13, &x, 1, &y, 1);
-    ck_assert_tci_ok(pass_optimize(g));
-    ck_assert_tci_ok(pass_prepare_for_gpu(g));
-    ck_assert_tci_error(plan_build(g, NULL, &p), TCI_ERR_UNSUPPORTED,
-                        "node 'rmax' (ReduceMax): int64 reductions have no GPU path");
-    ir_graph_destroy(g);
+    expect_gpu_refusal(g, "node 'rmax' (ReduceMax): int64 reductions have no GPU path");
 }
 END_TEST
 
