@@ -3,7 +3,9 @@
  * attention fusion, layouts, token views, merged GEMMs) and the planner (steps, aliases and
  * views, the arena), which fuzz_model's CPU engine never reaches; then the plan's report. The
  * GPU engine is built for fixed shapes: the inputs' symbolic dims (read from a CPU engine of the
- * same bytes) are fixed to 2, as a user's --shape would. */
+ * same bytes) are fixed to 2, as a user's --shape would. The input's size picks the precision
+ * (fp16, bf16, fp32, tf32, fp16 with every Relu kept in fp32) and the outputs marked (none,
+ * unfused, as shipped), so that every planner path is reached from the same corpus. */
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,8 +32,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         num_shapes += symbolic;
     }
+    static const tci_precision precisions[] = {TCI_PRECISION_FP16, TCI_PRECISION_BF16,
+                                               TCI_PRECISION_FP32, TCI_PRECISION_TF32,
+                                               TCI_PRECISION_FP16};
+    static const char *const relu[] = {"Relu", NULL};
     o.backend = TCI_BACKEND_GPU;
     o.plan_only = 1;
+    o.precision = precisions[size % 5];
+    if (size % 5 == 4) o.fp32_layers = relu; /* an op type: no error where the model has none */
+    o.mark_all_outputs = (int)(size / 5 % 3);
     o.shapes = shapes;
     o.num_shapes = num_shapes;
     tci_engine *g = NULL;
