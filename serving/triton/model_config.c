@@ -63,8 +63,10 @@ static char *dup_string(const char *s) {
 /* an integer that Triton's JSON writes as a number or (int64 fields) as a string */
 static int json_int(const cJSON *item, int64_t *out) {
     if (cJSON_IsNumber(item)) {
-        *out = (int64_t)item->valuedouble;
-        return (double)*out == item->valuedouble;
+        double v = item->valuedouble; /* converted only within int64's range (else undefined) */
+        if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return 0;
+        *out = (int64_t)v;
+        return (double)*out == v;
     }
     if (cJSON_IsString(item) && item->valuestring[0]) {
         char *end;
