@@ -25,6 +25,15 @@ tci_status pass_remove_passthrough(ir_graph *graph);
 /* Removes nodes none of whose outputs is read by another node or is a graph output. */
 tci_status pass_eliminate_dead_nodes(ir_graph *graph);
 
+/* One node's rewrite in a pass_rewrite_each walk: readers counts each tensor's readers
+ * (ir_graph_count_readers) as the graph is now; *done (false on entry) set where it rewrote. */
+typedef tci_status (*pass_rewrite_fn)(ir_graph *graph, const int *readers, ir_node *node,
+                                      bool *done);
+/* Offers each node of the graph as it is (not those the rewrites add) to fn, counting the readers
+ * again after each rewrite (which adds tensors and readers); where any rewrote, the graph is
+ * sorted and the nodes left unread removed. what names the work in an out-of-memory error. */
+tci_status pass_rewrite_each(ir_graph *graph, pass_rewrite_fn fn, const char *what);
+
 /* The whole optimisation: sort, prepare every node (resolve op, parse attributes), then the
  * passes above in order (inference and inlining repeated while inlining finds a node). */
 tci_status pass_optimize(ir_graph *graph);

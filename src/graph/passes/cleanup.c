@@ -45,6 +45,24 @@ tci_status pass_remove_passthrough(ir_graph *g) {
     return TCI_OK;
 }
 
+tci_status pass_rewrite_each(ir_graph *g, pass_rewrite_fn fn, const char *what) {
+    tci_status st = TCI_OK;
+    bool any = false, done = true;
+    int *readers = NULL;
+    const size_t num_nodes = g->num_nodes; /* the nodes added are not visited */
+    for (size_t i = 0; st == TCI_OK && i < num_nodes; i++) {
+        if (done) st = ir_graph_recount_readers(g, &readers, what);
+        if (st != TCI_OK) break;
+        done = false;
+        st = fn(g, readers, g->nodes[i], &done);
+        any = any || done;
+    }
+    free(readers);
+    if (st != TCI_OK || !any) return st;
+    TRY_STATUS(ir_graph_sort(g));
+    return pass_eliminate_dead_nodes(g);
+}
+
 tci_status pass_eliminate_dead_nodes(ir_graph *g) {
     if (g->num_nodes == 0) return TCI_OK;
     bool *remove = calloc(g->num_nodes, sizeof *remove);

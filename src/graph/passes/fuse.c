@@ -550,7 +550,8 @@ static bool concat_reads_slice(const int *consumers, const ir_node *concat, cons
                                int axis) {
     const ir_node *s = x->producer;
     op_pattern pat;
-    if (!s || s->fused_into || s->epilogue || strcmp(s->op_type, "Slice") != 0 || x->is_graph_output || consumers[x->index] != 1 ||
+    if (!s || s->fused_into || s->epilogue || strcmp(s->op_type, "Slice") != 0 ||
+        x->is_graph_output || consumers[x->index] != 1 ||
         x->layout != PLAN_LAYOUT_DENSE || s->inputs[0]->layout != PLAN_LAYOUT_DENSE ||
         s->inputs[0]->data || s->inputs[0]->dtype != x->dtype || x->rank != s->inputs[0]->rank ||
         s == concat)

@@ -280,20 +280,5 @@ static tci_status fold_group_norm(ir_graph *g, const int *readers, ir_node *in, 
 }
 
 tci_status pass_fold_group_norm_chains(ir_graph *g) {
-    tci_status st = TCI_OK;
-    bool any = false, done = true;
-    int *readers = NULL;
-    const size_t num_nodes = g->num_nodes; /* the nodes added are not visited */
-    for (size_t i = 0; st == TCI_OK && i < num_nodes; i++) {
-        /* a fold adds tensors and rewires readers: counted again after each */
-        if (done) st = ir_graph_recount_readers(g, &readers, "folding GroupNorms");
-        if (st != TCI_OK) break;
-        done = false;
-        st = fold_group_norm(g, readers, g->nodes[i], &done);
-        any = any || done;
-    }
-    free(readers);
-    if (st != TCI_OK || !any) return st;
-    TRY_STATUS(ir_graph_sort(g));
-    return pass_eliminate_dead_nodes(g);
+    return pass_rewrite_each(g, fold_group_norm, "folding GroupNorms");
 }

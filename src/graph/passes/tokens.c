@@ -131,23 +131,13 @@ static tci_status to_tokens(ir_graph *g, const int *readers, ir_node *r, bool *d
     return TCI_OK;
 }
 
+static tci_status to_image_or_tokens(ir_graph *g, const int *readers, ir_node *n, bool *done) {
+    TRY_STATUS(to_image(g, readers, n, done));
+    return *done ? TCI_OK : to_tokens(g, readers, n, done);
+}
+
 tci_status pass_token_image_views(ir_graph *g) {
     for (size_t i = 0; i < g->num_nodes; i++)
         if (g->nodes[i]->epilogue || g->nodes[i]->fused_into) return TCI_OK;
-    tci_status st = TCI_OK;
-    bool any = false, done = true;
-    int *readers = NULL;
-    const size_t num_nodes = g->num_nodes; /* the nodes added are not visited */
-    for (size_t i = 0; st == TCI_OK && i < num_nodes; i++) {
-        if (done) st = ir_graph_recount_readers(g, &readers, "rewriting tokens");
-        if (st != TCI_OK) break;
-        done = false;
-        st = to_image(g, readers, g->nodes[i], &done);
-        if (st == TCI_OK && !done) st = to_tokens(g, readers, g->nodes[i], &done);
-        any = any || done;
-    }
-    free(readers);
-    if (st != TCI_OK || !any) return st;
-    TRY_STATUS(ir_graph_sort(g));
-    return pass_eliminate_dead_nodes(g);
+    return pass_rewrite_each(g, to_image_or_tokens, "rewriting tokens");
 }
