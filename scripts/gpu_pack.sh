@@ -22,6 +22,13 @@ cp -L "$build/libtcinfer.so.0" "$stage/new/" 2>/dev/null || true
 find "$build" -maxdepth 1 -name 'tcinfer_bench_*' -type f -exec cp {} "$stage/new/" \;
 find "$build" -name libtriton_tcinfer.so -type f \
     -exec cp {} "$stage/new/triton_backends/tcinfer/" \; -quit
+# the GPU machine has no libcJSON, which the backend links: beside the CLI, on the
+# LD_LIBRARY_PATH of docs/serving.md's command
+backend=$(find "$stage/new/triton_backends/tcinfer" -name libtriton_tcinfer.so)
+if [ -n "$backend" ]; then
+    cjson=$(ldd "$backend" | awk '$1 == "libcjson.so.1" { print $3 }')
+    [ -n "$cjson" ] && cp -L "$cjson" "$stage/new/"
+fi
 find "$build/tests/gpu" -maxdepth 1 -name 'gpu_test_*' -type f | grep -E "$only" |
     xargs -r cp -t "$stage/new/tests/gpu/"
 find "$stage" -type f -exec strip {} + 2>/dev/null || true
