@@ -519,6 +519,22 @@ def auto_args(folder):
     return ["--precision", "auto", "--timing-cache", os.path.join(folder, "auto.timing")]
 
 
+def auto_bench_args(info, gpu, timeout, extra):
+    """(timeout, arguments) of a row's timing runs. A row that needed --precision auto is timed
+    with its answer: the fp16 engine with the layers the accuracy phase's search kept in fp32
+    (--fp32-layers, the engine that search built, without searching again), or a search of its
+    own where those names cannot be listed."""
+    auto = gpu.get("auto") if "error" not in gpu else None
+    if not auto:
+        return timeout, list(extra)
+    layers = auto.get("fp32_layers") or []
+    if layers and not any("," in n or "*" in n for n in layers):
+        return timeout, list(extra) + ["--fp32-layers", ",".join(layers)]
+    folder = os.path.join(os.path.dirname(info["onnx"]), slug(info["name"]))
+    os.makedirs(folder, exist_ok=True)  # its timing cache's (a bench run in a new --work has none)
+    return timeout * AUTO_TIMEOUT_FACTOR, list(extra) + auto_args(folder)
+
+
 def tcinfer_bench(binary, onnx_path, shape_args, iters, timeout, extra=()):
     args = [onnx_path, "--backend", "gpu", "--random", "0", "--quiet", "--bench", str(iters),
             "--warmup", "10"] + list(extra) + shape_args
@@ -683,14 +699,8 @@ def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters, 
                 shapes += ["--shape", "%s:%s" % (n, "x".join(str(d) for d in [b] + list(shape)))]
         gpu = info.get("gpu", {"error": 1})
         if "error" not in gpu or b == 1:
-            # a row that needed --precision auto is timed with it (its answer)
-            auto = "auto" in gpu and "error" not in gpu
-            folder = os.path.join(os.path.dirname(info["onnx"]), slug(info["name"]))
-            if auto:  # its timing cache's folder (a bench run in a new --work has none)
-                os.makedirs(folder, exist_ok=True)
             row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters,
-                                           timeout * (AUTO_TIMEOUT_FACTOR if auto else 1),
-                                           list(extra) + (auto_args(folder) if auto else []))
+                                           *auto_bench_args(info, gpu, timeout, extra))
         try:
             row["pytorch"] = pytorch_bench(torch, model, make, b, iters)
         except Exception as exc:
@@ -878,14 +888,18 @@ def report(results_dir, path):
 # ---------------------------------------------------------------- main
 
 def phase_done(results, name, phase):
-    """Whether an earlier run left NAME's result for PHASE (an export error counts as done)."""
+    """Whether an earlier run left NAME's result for PHASE (an export error counts as done; a
+    timing that tcinfer could not run does not: it is tried again)."""
     path = os.path.join(results, slug(name) + ".json")
     if not os.path.exists(path):
         return False
     with open(path) as fh:
         earlier = json.load(fh)
     keys = {"acc": ("gpu",), "bench": ("bench",), "all": ("gpu", "bench"), "cpu": ("cpu",)}[phase]
-    return "error" in earlier or all(k in earlier for k in keys)
+    timed = all("error" not in cell.get("tcinfer", {})
+                for cell in earlier.get("bench", {}).values())
+    return "error" in earlier or (all(k in earlier for k in keys) and
+                                  ("bench" not in keys or timed))
 
 
 def cpu_phase(args, specs):

@@ -191,6 +191,50 @@ class ZooVerdictTest(unittest.TestCase):
 
 
 
+class ZooResumeTest(unittest.TestCase):
+    """--resume's choice of rows and the timing runs of an auto row."""
+
+    def write(self, folder, name, doc):
+        with open(os.path.join(folder, zoo.slug(name) + ".json"), "w") as fh:
+            json.dump(doc, fh)
+
+    def test_failed_timing_is_tried_again(self):
+        timed = {"tcinfer": {"median_ms": 0.4}, "pytorch": {"median_ms": 0.9}}
+        failed = {"tcinfer": {"error": "tcinfer: cannot write the timing cache x.tmp"},
+                  "pytorch": {"median_ms": 0.9}}
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "a/timed", {"gpu": {}, "bench": {"1": timed, "64": timed}})
+            self.write(d, "a/failed", {"gpu": {}, "bench": {"1": failed}})
+            self.write(d, "a/untimed", {"gpu": {}})
+            self.write(d, "a/export_error", {"error": "export: unsupported"})
+            done = {n: zoo.phase_done(d, "a/" + n, "bench")
+                    for n in ("timed", "failed", "untimed", "export_error", "missing")}
+            self.assertEqual(done, {"timed": True, "failed": False, "untimed": False,
+                                    "export_error": True, "missing": False})
+            # the accuracy phase does not look at timings
+            self.assertTrue(zoo.phase_done(d, "a/failed", "acc"))
+            self.assertFalse(zoo.phase_done(d, "a/failed", "all"))
+
+    def test_auto_row_timed_with_its_layers(self):
+        info = {"name": "tv/swin_v2_t", "onnx": os.path.join("w", "tv__swin_v2_t.onnx")}
+        layers = ["/features/attn/MatMul", "/features/attn/Div_3"]
+        gpu = {"rel_l2": 1e-3, "auto": {"fp32_layers": layers, "relative_l2": 1e-3}}
+        self.assertEqual(zoo.auto_bench_args(info, gpu, 300, ["--x"]),
+                         (300, ["--x", "--fp32-layers", ",".join(layers)]))
+        # a plain row, or one whose GPU run failed: no precision arguments
+        self.assertEqual(zoo.auto_bench_args(info, {"rel_l2": 1e-3}, 300, []), (300, []))
+        self.assertEqual(zoo.auto_bench_args(info, {"error": "x", "auto": gpu["auto"]}, 300, []),
+                         (300, []))
+        # a name --fp32-layers would split or read as a pattern: the search, with its cache
+        with tempfile.TemporaryDirectory() as d:
+            info["onnx"] = os.path.join(d, "tv__swin_v2_t.onnx")
+            gpu["auto"]["fp32_layers"] = ["/a,b/MatMul"]
+            timeout, args = zoo.auto_bench_args(info, gpu, 300, [])
+            self.assertEqual(timeout, 300 * zoo.AUTO_TIMEOUT_FACTOR)
+            self.assertEqual(args[:2], ["--precision", "auto"])
+            self.assertTrue(os.path.isdir(os.path.dirname(args[-1])))
+
+
 class ZooTraceTest(unittest.TestCase):
     """bench/zoo_trace.py's measures: a systematic error (every value scaled by the same 1e-3)
     and a random one of the same size look alike per element; the spatial mean tells them apart."""
