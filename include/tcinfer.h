@@ -483,6 +483,19 @@ tci_status tci_context_run_device(tci_context *context, const void *const *input
                                   size_t num_inputs, void *const *outputs, size_t num_outputs,
                                   const int64_t *leading_dims, void *cuda_stream);
 
+/* Runs like tci_context_run (same checks, outputs on the host after it), with each input's data
+ * in the memory of the engine's GPU instead of the host's: dense, row-major, in the input's
+ * dtype, as tci_context_run takes them (e.g. an inference server's CUDA shared memory). The
+ * engine copies them into its own device buffers, device to device, before the run; nothing
+ * crosses to the host but the outputs. GPU engines only: a CPU engine's context, a pointer the
+ * GPU cannot address, memory of another device or an allocation smaller than the tensor is
+ * TCI_ERR_INVALID_ARGUMENT naming the input. The engine's stream does not wait for the caller's:
+ * the GPU work that writes the inputs must be complete when the call is made (e.g. after
+ * cudaStreamSynchronize on its stream; a device-to-device cudaMemcpy can return before its copy
+ * is done). The buffers are the caller's again when the call returns. */
+tci_status tci_context_run_device_inputs(tci_context *context, const tci_tensor *inputs,
+                                         size_t num_inputs);
+
 /* Output `index` of the last run. Its data belongs to the context and stays valid until the next
  * run or tci_context_destroy. */
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor);

@@ -95,7 +95,9 @@ static void set_cpu_threads(const tci_engine *e) {
     if (want > 0 && openblas_get_num_threads() != want) openblas_set_num_threads(want);
 }
 
-static tci_status run(tci_context *context, const tci_tensor *inputs, size_t num_inputs) {
+/* Runs on host inputs, or (device_inputs) on inputs in the GPU engine's device memory. */
+static tci_status run(tci_context *context, const tci_tensor *inputs, size_t num_inputs,
+                      bool device_inputs) {
 #if TCI_HAVE_CUDA
     if (context->gpu) {
         TRY_STATUS(exec_gpu_check_lost(context->gpu));
@@ -103,11 +105,15 @@ static tci_status run(tci_context *context, const tci_tensor *inputs, size_t num
             TRY_STATUS(api_check_run_shapes(context->engine, inputs, num_inputs));
         api_device scope;
         TRY_STATUS(api_device_enter(context->engine->device, &scope));
-        return api_device_leave(&scope, exec_gpu_guard(context->gpu, exec_gpu_run(context->gpu,
-                                                                                  inputs,
-                                                                                  num_inputs)));
+        return api_device_leave(&scope, exec_gpu_guard(context->gpu,
+                                                       exec_gpu_run(context->gpu, inputs,
+                                                                    num_inputs, device_inputs)));
     }
 #endif
+    if (device_inputs)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "inputs in device memory need a GPU engine; this context runs on the "
+                            "CPU");
     set_cpu_threads(context->engine);
     TRY_STATUS(exec_cpu_run(context->cpu, inputs, num_inputs));
     return keep_inputs(context, inputs, num_inputs);
@@ -116,7 +122,14 @@ static tci_status run(tci_context *context, const tci_tensor *inputs, size_t num
 tci_status tci_context_run(tci_context *context, const tci_tensor *inputs, size_t num_inputs) {
     if (!context) return status_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
     if (num_inputs && !inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs is NULL");
-    return api_log_failure(&context->engine->log, run(context, inputs, num_inputs));
+    return api_log_failure(&context->engine->log, run(context, inputs, num_inputs, false));
+}
+
+tci_status tci_context_run_device_inputs(tci_context *context, const tci_tensor *inputs,
+                                         size_t num_inputs) {
+    if (!context) return status_error(TCI_ERR_INVALID_ARGUMENT, "context is NULL");
+    if (num_inputs && !inputs) return status_error(TCI_ERR_INVALID_ARGUMENT, "inputs is NULL");
+    return api_log_failure(&context->engine->log, run(context, inputs, num_inputs, true));
 }
 
 /* inputs put in engine order by name (ordered[i]: engine input i). */
@@ -155,7 +168,7 @@ tci_status tci_context_run_named(tci_context *context, const char *const *names,
     tci_tensor *ordered = calloc(want + 1, sizeof *ordered);
     if (!ordered) return status_error(TCI_ERR_OUT_OF_MEMORY, "out of memory");
     tci_status st = order_by_name(context->engine, names, inputs, num_inputs, ordered);
-    if (st == TCI_OK) st = run(context, ordered, want);
+    if (st == TCI_OK) st = run(context, ordered, want, false);
     free(ordered);
     return api_log_failure(&context->engine->log, st);
 }

@@ -1,7 +1,8 @@
 /* GPU tests of the engine's run-time flexibility through the public API, on the generated test
  * models (TCI_TEST_MODELS_DIR): batches below the built one without rebuilding (CNN and
  * transformer, switching back and forth), device-buffer runs in the engine's device formats on
- * a caller's stream (zero-copy), re-capture when the buffers change, the timing cache, and the
+ * a caller's stream (zero-copy), re-capture when the buffers change, model-format inputs in
+ * device memory (tci_context_run_device_inputs), the timing cache, and the
  * refusals; engine files (saved, loaded, bit-identical; what TCI_PRECISION_AUTO chose;
  * refusals). */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
@@ -316,6 +317,59 @@ START_TEST(test_device_buffers) {
     gpu_free(d_in);
     gpu_free(d_out[0]);
     gpu_free(d_out[1]);
+    tci_context_destroy(c);
+    tci_engine_destroy(e);
+}
+END_TEST
+
+/* tci_context_run_device_inputs: the host run's dense fp32 input in device memory gives the
+ * host run's output bits, at the built batch and at a smaller one; host pointers, allocations
+ * smaller than the tensor and CPU engines are refused naming what is wrong. */
+START_TEST(test_device_inputs) {
+    enum { B = 4, C = 3, H = 32, W = 32 };
+    tci_shape_override shape = {"input", 4, {B, C, H, W}};
+    tci_engine *e = gpu_engine("small_cnn", &shape, 1);
+    tci_context *c = NULL;
+    ck_assert(tci_context_create(e, &c) == TCI_OK);
+    size_t bytes = (size_t)B * C * H * W * sizeof(float);
+    float *x = malloc(bytes);
+    gpu_fill_random(x, bytes / sizeof(float), 5, -1.0f, 1.0f);
+    void *d_x = gpu_upload(x, bytes);
+    for (int64_t rows = B; rows >= 2; rows -= 2) {
+        tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {rows, C, H, W}, x};
+        ck_assert(tci_context_run(c, &in, 1) == TCI_OK);
+        int64_t count, dcount;
+        float *want = output_copy(c, 0, &count);
+        in.data = d_x;
+        ck_assert_msg(tci_context_run_device_inputs(c, &in, 1) == TCI_OK, "batch %lld: %s",
+                      (long long)rows, tci_last_error());
+        float *got = output_copy(c, 0, &dcount);
+        ck_assert_int_eq(dcount, count);
+        ck_assert_msg(memcmp(got, want, (size_t)count * sizeof(float)) == 0,
+                      "batch %lld: the device inputs' output differs from the host run's",
+                      (long long)rows);
+        tci_nonfinite_report r;
+        tci_nonfinite_report_init(&r);
+        ck_assert_msg(tci_context_nonfinite(c, &r) == TCI_OK, "%s", tci_last_error());
+        ck_assert_uint_eq(r.count, 0);
+        free(got);
+        free(want);
+    }
+    tci_tensor in = {"input", TCI_DTYPE_FLOAT, 4, {B, C, H, W}, x};
+    ck_assert_int_eq(tci_context_run_device_inputs(c, &in, 1), TCI_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tci_last_error(), "input 'input'") &&
+                      strstr(tci_last_error(), "not memory the GPU can address"),
+                  "%s", tci_last_error());
+    void *half = gpu_upload(NULL, bytes / 2);
+    in.data = half;
+    ck_assert_int_eq(tci_context_run_device_inputs(c, &in, 1), TCI_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tci_last_error(), "it needs"), "%s", tci_last_error());
+    in.data = d_x;
+    in.dims[2] = H + 1;
+    ck_assert_int_eq(tci_context_run_device_inputs(c, &in, 1), TCI_ERR_INVALID_ARGUMENT);
+    gpu_free(half);
+    gpu_free(d_x);
+    free(x);
     tci_context_destroy(c);
     tci_engine_destroy(e);
 }
@@ -834,6 +888,7 @@ int main(void) {
     tcase_add_test(tc, test_smaller_batches_packed_attention);
     tcase_add_test(tc, test_every_smaller_batch_library);
     tcase_add_test(tc, test_device_buffers);
+    tcase_add_test(tc, test_device_inputs);
     tcase_add_test(tc, test_timing_cache);
     tcase_add_loop_test(tc, test_engine_file, 0, (int)(sizeof saved_cases / sizeof saved_cases[0]));
     tcase_add_test(tc, test_engine_file_refusals);

@@ -425,6 +425,16 @@ START_TEST(test_run_named) {
                         "no tensor given for input 'a' (1 of the engine's 2 inputs given)");
     ck_assert_tci_error(tci_context_run_named(c, names, NULL, 2), TCI_ERR_INVALID_ARGUMENT,
                         "inputs is NULL");
+    /* inputs in device memory: GPU engines only (nothing is read) */
+    ck_assert_tci_error(tci_context_run_device_inputs(c, ordered, 2), TCI_ERR_INVALID_ARGUMENT,
+                        "inputs in device memory need a GPU engine; this context runs on the CPU");
+    ck_assert_tci_error(tci_context_run_device_inputs(NULL, ordered, 2), TCI_ERR_INVALID_ARGUMENT,
+                        "context is NULL");
+    ck_assert_tci_error(tci_context_run_device_inputs(c, NULL, 2), TCI_ERR_INVALID_ARGUMENT,
+                        "inputs is NULL");
+    /* the outputs of the last good run are still there */
+    ck_assert_tci_ok(tci_context_output(c, 0, &view));
+    ck_assert_int_eq(memcmp(view.data, diff, sizeof diff), 0);
     tci_context_destroy(c);
     tci_engine_destroy(e);
 }

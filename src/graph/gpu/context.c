@@ -414,7 +414,32 @@ static tci_status select_variant(exec_gpu_context *c, const int64_t *dims) {
     return TCI_OK;
 }
 
-tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t num_inputs) {
+/* An input of exec_gpu_run with device_inputs: memory of the current device (the engine's)
+ * that holds bytes from data on. */
+static tci_status check_device_input(const plan_tensor *t, const void *data, size_t bytes) {
+    int device = 0, owner;
+    size_t room;
+    KERN_CUDA_CHECK(cudaGetDevice(&device));
+    if (!gpu_device_accessible(data))
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "input '%s' (%p) is not memory the GPU can address (a host pointer? "
+                            "tci_context_run takes those)",
+                            t->name, data);
+    if ((owner = gpu_device_of(data)) >= 0 && owner != device)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "input '%s' (%p) is memory of CUDA device %d; the engine runs on "
+                            "device %d",
+                            t->name, data, owner, device);
+    if (gpu_device_room(data, &room) && room < bytes)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "input '%s' has %zu bytes from its pointer to the end of its "
+                            "allocation; it needs %zu",
+                            t->name, room, bytes);
+    return TCI_OK;
+}
+
+tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t num_inputs,
+                        bool device_inputs) {
     const plan *bp = c->base->plan;
     char want[128], got[128];
     if (num_inputs != (size_t)bp->num_inputs)
@@ -451,8 +476,12 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
         size_t bytes = (size_t)gpu_count_of(t) * tci_dtype_size(host_dtype(t));
         if (bytes && !inputs[i].data)
             return status_error(TCI_ERR_INVALID_ARGUMENT, "input '%s' has no data", t->name);
-        if (bytes) KERN_CUDA_CHECK(cudaMemcpyAsync(c->input_staging[i], inputs[i].data, bytes,
-                                                   cudaMemcpyHostToDevice, c->stream));
+        if (bytes && device_inputs) TRY_STATUS(check_device_input(t, inputs[i].data, bytes));
+        if (bytes)
+            KERN_CUDA_CHECK(cudaMemcpyAsync(c->input_staging[i], inputs[i].data, bytes,
+                                            device_inputs ? cudaMemcpyDefault
+                                                          : cudaMemcpyHostToDevice,
+                                            c->stream));
     }
     for (int i = 0; i < p->num_outputs; i++) {
         const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);

@@ -71,14 +71,16 @@ tci_status exec_gpu_context_create(const exec_gpu_engine *engine, bool use_graph
                                    exec_gpu_context **out_context);
 void exec_gpu_context_destroy(exec_gpu_context *context);
 
-/* Host inputs in engine order (fp32 NCHW for float inputs) -> outputs on the host (fp32 for
- * float outputs), valid until the next run. Each input has the built rank and dims from 1 up to
+/* Inputs in engine order (fp32 NCHW for float inputs: the host's, or with device_inputs,
+ * dense buffers in the memory of the engine's device) -> outputs on the host (fp32 for float
+ * outputs), valid until the next run. Each input has the built rank and dims from 1 up to
  * the built ones (smaller ones re-plan: see exec_gpu_engine_create); the outputs then have the
  * shapes of that variant. A context keeps up to EXEC_GPU_MAX_VARIANTS shape variants besides
  * the built one, each with its own CUDA graph; a new one past that replaces the one used least
  * recently (planned again if its shapes come back). */
 enum { EXEC_GPU_MAX_VARIANTS = 16 };
-tci_status exec_gpu_run(exec_gpu_context *context, const tci_tensor *inputs, size_t num_inputs);
+tci_status exec_gpu_run(exec_gpu_context *context, const tci_tensor *inputs, size_t num_inputs,
+                        bool device_inputs);
 const tci_tensor *exec_gpu_output(const exec_gpu_context *context, size_t index);
 
 /* The plan tensor of engine input / output index (its device dtype, layout and dims as built),
