@@ -101,6 +101,13 @@ static TRITONSERVER_Error *copy_bytes(void *dst, TRITONSERVER_MemoryType dst_typ
 #endif
 }
 
+/* An error the backend cannot hand on: into the log. */
+static void log_error(TRITONSERVER_Error *e) {
+    if (!e) return;
+    tct_log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
+    TRITONSERVER_ErrorDelete(e);
+}
+
 /* ---- backend ---- */
 
 TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
@@ -274,10 +281,15 @@ static void instance_free(tct_instance *in) {
     if (!in) return;
     tct_pipeline_free(in->pipeline);
     tci_context_destroy(in->ctx); /* on its engine's device */
+#if TCI_HAVE_CUDA
+    if (in->device >= 0) log_error(set_device(in->device)); /* the device buffers' */
+    if (in->copy_stream) cudaStreamDestroy((cudaStream_t)in->copy_stream);
+#endif
     for (int s = 0; s < TCT_PIPELINE_MAX_SLOTS; s++) {
         tct_slot *slot = &in->slots[s];
         for (size_t i = 0; slot->scratch && i < in->num_inputs; i++) {
 #if TCI_HAVE_CUDA
+            if (slot->device_scratch) cudaFree(slot->device_scratch[i]);
             if (in->pinned_scratch) cudaFreeHost(slot->scratch[i]);
             else
 #endif
@@ -285,6 +297,8 @@ static void instance_free(tct_instance *in) {
         }
         free(slot->scratch);
         free(slot->scratch_bytes);
+        free(slot->device_scratch);
+        free(slot->device_scratch_bytes);
     }
     free(in->input_names);
     free(in->buckets);
@@ -294,7 +308,7 @@ static void instance_free(tct_instance *in) {
 }
 
 static TRITONSERVER_Error *grow_scratch(tct_instance *in, tct_slot *slot, size_t i, size_t need,
-                                        size_t row);
+                                        size_t row, int on_device);
 
 /* The instance's batch buckets: parameter batch_buckets where given, else on a GPU instance of a
  * batching model the powers of two below max_batch_size and max_batch_size itself. */
@@ -350,7 +364,7 @@ static TRITONSERVER_Error *warm_up(tct_instance *in) {
     for (size_t b = 0; b < in->num_buckets; b++) {
         for (size_t i = 0; i < in->num_inputs; i++) {
             size_t need = rows[i] * (size_t)in->buckets[b];
-            RETURN_IF_ERROR(grow_scratch(in, slot, i, need, rows[i]));
+            RETURN_IF_ERROR(grow_scratch(in, slot, i, need, rows[i], 0));
             memset(slot->scratch[i], 0, need);
             tensors[i].data = slot->scratch[i];
             tensors[i].dims[0] = in->buckets[b];
@@ -407,6 +421,10 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
         in->slots[s].scratch = calloc(slots, sizeof *in->slots[s].scratch);
         in->slots[s].scratch_bytes = calloc(slots, sizeof *in->slots[s].scratch_bytes);
         if (!in->slots[s].scratch || !in->slots[s].scratch_bytes)
+            return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
+        if (in->device >= 0 &&
+            (!(in->slots[s].device_scratch = calloc(slots, sizeof(void *))) ||
+             !(in->slots[s].device_scratch_bytes = calloc(slots, sizeof(size_t)))))
             return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
     }
     in->pinned_scratch = in->device >= 0;
@@ -546,10 +564,64 @@ static TRITONSERVER_Error *add_copy(tct_instance *in, void *dst, const void *src
     return NULL;
 }
 
-/* Gathers an input of a request to dst (bytes: its size, checked): buffers in GPU memory are
- * copied at once, those in host memory are added to the instance's copy list. */
+#if TCI_HAVE_CUDA
+/* A failed CUDA call of the device gather as a Triton error. */
+static TRITONSERVER_Error *gather_cuda_error(const tct_instance *in, cudaError_t e,
+                                             const char *what) {
+    return e == cudaSuccess ? NULL
+                            : tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s', GPU %d: %s: %s",
+                                        in->model->name, in->device, what, cudaGetErrorString(e));
+}
+
+/* *out: whether every buffer of every input of group[0..n) lies in the memory of the GPU
+ * instance's device (CUDA shared memory), so that the batch is gathered there. */
+static TRITONSERVER_Error *all_on_device(const tct_instance *in, tct_request **group, size_t n,
+                                         int *out) {
+    *out = in->device >= 0;
+    for (size_t g = 0; *out && g < n; g++)
+        for (size_t i = 0; *out && i < in->num_inputs; i++) {
+            uint32_t buffers;
+            RETURN_IF_ERROR(TRITONBACKEND_InputProperties(group[g]->inputs[i], NULL, NULL, NULL,
+                                                          NULL, NULL, &buffers));
+            for (uint32_t k = 0; *out && k < buffers; k++) {
+                const void *buf;
+                uint64_t size;
+                TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
+                int64_t type_id = 0;
+                RETURN_IF_ERROR(TRITONBACKEND_InputBuffer(group[g]->inputs[i], k, &buf, &size,
+                                                          &type, &type_id));
+                *out = type == TRITONSERVER_MEMORY_GPU && type_id == in->device;
+            }
+        }
+    return NULL;
+}
+#endif
+
+/* n bytes from src (NULL: zeros) to dst, both in the GPU instance's memory, on its copy stream
+ * (which the caller synchronizes). */
+static TRITONSERVER_Error *device_fill(tct_instance *in, void *dst, const void *src, size_t n) {
+    if (n == 0) return NULL;
+#if TCI_HAVE_CUDA
+    cudaStream_t stream = (cudaStream_t)in->copy_stream;
+    return src ? gather_cuda_error(in,
+                                   cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream),
+                                   "gathering an input on the device")
+               : gather_cuda_error(in, cudaMemsetAsync(dst, 0, n, stream),
+                                   "zeroing the padding rows on the device");
+#else
+    (void)dst;
+    (void)src;
+    return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "model '%s': a device gather, but this "
+                     "tcinfer backend is built without CUDA", in->model->name);
+#endif
+}
+
+/* Gathers an input of a request to dst (bytes: its size, checked). On the host (on_device 0):
+ * buffers in GPU memory are copied at once, those in host memory are added to the instance's
+ * copy list. On the device (dst and every buffer in the GPU instance's memory): copied there on
+ * the instance's copy stream, which the caller synchronizes. */
 static TRITONSERVER_Error *gather_input(tct_instance *in, TRITONBACKEND_Input *input, char *dst,
-                                        uint64_t bytes) {
+                                        uint64_t bytes, int on_device) {
     uint32_t buffers;
     RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, NULL, NULL, NULL, NULL, NULL, &buffers));
     uint64_t at = 0;
@@ -562,7 +634,9 @@ static TRITONSERVER_Error *gather_input(tct_instance *in, TRITONBACKEND_Input *i
         if (size > bytes - at)
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "input buffers exceed %llu bytes",
                              (unsigned long long)bytes);
-        if (type == TRITONSERVER_MEMORY_GPU)
+        if (on_device)
+            RETURN_IF_ERROR(device_fill(in, dst + at, buf, size));
+        else if (type == TRITONSERVER_MEMORY_GPU)
             RETURN_IF_ERROR(copy_bytes(dst + at, TRITONSERVER_MEMORY_CPU, buf, type, size));
         else if (size)
             RETURN_IF_ERROR(add_copy(in, dst + at, buf, size));
@@ -574,29 +648,34 @@ static TRITONSERVER_Error *gather_input(tct_instance *in, TRITONBACKEND_Input *i
     return NULL;
 }
 
-/* Makes input i's buffer in slot hold need bytes (max_batch_size rows where row > 0); pinned on a
- * GPU instance. */
+/* Makes input i's buffer in slot hold need bytes (max_batch_size rows where row > 0): on the
+ * host, pinned on a GPU instance; or (on_device) in the GPU instance's memory. */
 static TRITONSERVER_Error *grow_scratch(tct_instance *in, tct_slot *slot, size_t i, size_t need,
-                                        size_t row) {
-    if (need <= slot->scratch_bytes[i]) return NULL;
+                                        size_t row, int on_device) {
+    void **buf = on_device ? &slot->device_scratch[i] : &slot->scratch[i];
+    size_t *have = on_device ? &slot->device_scratch_bytes[i] : &slot->scratch_bytes[i];
+    if (need <= *have) return NULL;
     int max_batch = in->model->config.max_batch;
     size_t largest = max_batch > 0 ? row * (size_t)max_batch : 0;
     size_t size = need <= largest ? largest : need;
     void *p = NULL;
 #if TCI_HAVE_CUDA
-    if (in->pinned_scratch) {
-        cudaError_t e = cudaHostAlloc(&p, size, cudaHostAllocPortable);
+    if (on_device || in->pinned_scratch) {
+        cudaError_t e = on_device ? cudaMalloc(&p, size)
+                                  : cudaHostAlloc(&p, size, cudaHostAllocPortable);
         if (e != cudaSuccess)
-            return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': pinning %zu bytes of host "
-                             "memory for input '%s': %s", in->model->name, size,
+            return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': %s %zu bytes for input "
+                             "'%s': %s", in->model->name,
+                             on_device ? "allocating on the GPU" : "pinning host memory of", size,
                              in->input_names[i], cudaGetErrorString(e));
-        cudaFreeHost(slot->scratch[i]);
+        if (on_device) cudaFree(*buf);
+        else cudaFreeHost(*buf);
     }
 #endif
-    if (!in->pinned_scratch && !(p = realloc(slot->scratch[i], size)))
+    if (!on_device && !in->pinned_scratch && !(p = realloc(*buf, size)))
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
-    slot->scratch[i] = p;
-    slot->scratch_bytes[i] = size;
+    *buf = p;
+    *have = size;
     return NULL;
 }
 
@@ -646,13 +725,6 @@ static TRITONSERVER_Error *respond(tct_instance *in, TRITONBACKEND_Request *requ
     return NULL;
 }
 
-/* An error the backend cannot hand on: into the log. */
-static void log_error(TRITONSERVER_Error *e) {
-    if (!e) return;
-    tct_log_message(TRITONSERVER_LOG_ERROR, TRITONSERVER_ErrorMessage(e));
-    TRITONSERVER_ErrorDelete(e);
-}
-
 /* Answers request and releases it, its statistics reported: with error where one is given (the
  * caller keeps it), else with its outputs, rows [row, row + batch) of the run of instance in
  * (padded rows in all). */
@@ -699,7 +771,10 @@ static void run_job(void *arg, void *instance) {
     if (in->device >= 0) err = set_device(in->device);
 #endif
     uint64_t times[3] = {job->exec_start, now_ns(), 0};
-    tci_status st = err ? TCI_OK : tci_context_run(in->ctx, job->tensors, in->num_inputs);
+    tci_status st = err                 ? TCI_OK
+                    : job->device_inputs ? tci_context_run_device_inputs(in->ctx, job->tensors,
+                                                                         in->num_inputs)
+                                         : tci_context_run(in->ctx, job->tensors, in->num_inputs);
     if (st != TCI_OK) err = tct_tci_failure(st, in->model->name);
     times[2] = now_ns();
     int64_t row = 0;
@@ -744,6 +819,19 @@ static TRITONSERVER_Error *gather_group(tct_instance *in, tct_request **group, s
     tct_slot *slot = &in->slots[job->slot];
     TRITONSERVER_Error *err = NULL;
     in->num_copies = 0;
+    /* inputs all in the GPU instance's memory: gathered there, the engine reading them device
+     * to device (else through the slot's host buffers) */
+    int on_device = 0;
+#if TCI_HAVE_CUDA
+    err = all_on_device(in, group, n, &on_device);
+    if (!err && on_device && !in->copy_stream) {
+        cudaStream_t stream = NULL;
+        err = gather_cuda_error(in, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                                "creating the gather's stream");
+        in->copy_stream = stream;
+    }
+#endif
+    job->device_inputs = on_device;
     for (size_t i = 0; !err && i < in->num_inputs; i++) {
         TRITONSERVER_DataType dt;
         const int64_t *shape;
@@ -766,7 +854,7 @@ static TRITONSERVER_Error *gather_group(tct_instance *in, tct_request **group, s
             int64_t type_id = 0;
             err = TRITONBACKEND_InputBuffer(group[0]->inputs[i], 0, &direct, &size, &type,
                                             &type_id);
-            if (type == TRITONSERVER_MEMORY_GPU) direct = NULL;
+            if (type == TRITONSERVER_MEMORY_GPU && !on_device) direct = NULL;
         }
         if (err) break;
         if (direct) {
@@ -774,22 +862,32 @@ static TRITONSERVER_Error *gather_group(tct_instance *in, tct_request **group, s
             continue;
         }
         size_t row = (size_t)bytes / (size_t)group[0]->batch, need = row * (size_t)job->padded;
+        void **scratch = on_device ? slot->device_scratch : slot->scratch;
         if (need == 0) { /* an empty batch: no data to read */
-            t->data = slot->scratch[i];
+            t->data = scratch[i];
             continue;
         }
-        if ((err = grow_scratch(in, slot, i, need, batched ? row : 0))) break;
+        if ((err = grow_scratch(in, slot, i, need, batched ? row : 0, on_device))) break;
         size_t at = 0;
         for (size_t g = 0; !err && g < n; g++) {
             uint64_t b;
             err = TRITONBACKEND_InputProperties(group[g]->inputs[i], NULL, NULL, NULL, NULL, &b,
                                                 NULL);
-            if (!err) err = gather_input(in, group[g]->inputs[i], (char *)slot->scratch[i] + at, b);
+            if (!err)
+                err = gather_input(in, group[g]->inputs[i], (char *)scratch[i] + at, b, on_device);
             at += (size_t)b;
         }
-        if (!err) memset((char *)slot->scratch[i] + at, 0, need - at); /* the padding rows */
-        t->data = slot->scratch[i];
+        /* the padding rows */
+        if (!err && on_device) err = device_fill(in, (char *)scratch[i] + at, NULL, need - at);
+        else if (!err) memset((char *)scratch[i] + at, 0, need - at);
+        t->data = scratch[i];
     }
+#if TCI_HAVE_CUDA
+    /* the engine's stream does not wait for this one */
+    if (!err && on_device)
+        err = gather_cuda_error(in, cudaStreamSynchronize((cudaStream_t)in->copy_stream),
+                                "gathering the inputs on the device");
+#endif
     if (!err) tct_copier_run(in->copier, in->copies, in->num_copies);
     if (err) {
         tct_pipeline_give_back(in->pipeline, job->slot);

@@ -30,6 +30,10 @@ typedef struct tct_model {
 typedef struct tct_slot {
     void **scratch;
     size_t *scratch_bytes;
+    /* a GPU instance's buffers on its device, for batches whose inputs all lie in its memory
+     * (CUDA shared memory): gathered there and read by the engine device to device */
+    void **device_scratch;
+    size_t *device_scratch_bytes;
 } tct_slot;
 
 /* A gathered batch on its way to the engine: its inputs (a slot's buffers, or a lone request's
@@ -42,6 +46,7 @@ typedef struct tct_job {
     size_t num_requests;
     int64_t padded; /* the rows run, zero rows after the requests' */
     uint64_t exec_start;
+    int device_inputs; /* the tensors' data lie in the GPU instance's memory */
 } tct_job;
 
 typedef struct tct_instance {
@@ -53,6 +58,7 @@ typedef struct tct_instance {
     size_t num_inputs;
     const char **input_names; /* engine order; the strings live as long as the engine */
     int pinned_scratch;       /* a GPU instance's slots are pinned host memory (cudaHostAlloc) */
+    void *copy_stream;        /* a GPU instance's stream (cudaStream_t) for the device gather */
     /* the batch sizes a batch is padded up to (zero rows), increasing: each new batch size is
      * a new shape variant of the engine (planned and captured on first use, 16 kept), so a
      * GPU instance runs a few sizes only; NULL: every batch as it comes */
