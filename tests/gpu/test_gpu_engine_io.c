@@ -324,7 +324,8 @@ END_TEST
 
 /* tci_context_run_device_inputs: the host run's dense fp32 input in device memory gives the
  * host run's output bits, at the built batch and at a smaller one; host pointers, allocations
- * smaller than the tensor and CPU engines are refused naming what is wrong. */
+ * smaller than the tensor and dims past the built ones are refused naming what is wrong (a CPU
+ * engine's refusal: test_api's test_run_named). */
 START_TEST(test_device_inputs) {
     enum { B = 4, C = 3, H = 32, W = 32 };
     tci_shape_override shape = {"input", 4, {B, C, H, W}};
