@@ -530,6 +530,12 @@ def auto_bench_args(info, gpu, timeout, extra):
     layers = auto.get("fp32_layers") or []
     if layers and not any("," in n or "*" in n for n in layers):
         return timeout, list(extra) + ["--fp32-layers", ",".join(layers)]
+    return auto_search_args(info, timeout, extra)
+
+
+def auto_search_args(info, timeout, extra):
+    """(timeout, arguments) of a timing run that searches its own fp32 layers, calibrated on
+    the timing's input (tcinfer's --random)."""
     folder = os.path.join(os.path.dirname(info["onnx"]), slug(info["name"]))
     os.makedirs(folder, exist_ok=True)  # its timing cache's (a bench run in a new --work has none)
     return timeout * AUTO_TIMEOUT_FACTOR, list(extra) + auto_args(folder)
@@ -699,8 +705,14 @@ def bench(torch, binary, info, model, make, desc, graph_inputs, timeout, iters, 
                 shapes += ["--shape", "%s:%s" % (n, "x".join(str(d) for d in [b] + list(shape)))]
         gpu = info.get("gpu", {"error": 1})
         if "error" not in gpu or b == 1:
-            row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters,
-                                           *auto_bench_args(info, gpu, timeout, extra))
+            run_timeout, args = auto_bench_args(info, gpu, timeout, extra)
+            row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters, run_timeout, args)
+            if "--fp32-layers" in args and is_fp16_overflow(row["tcinfer"].get("error")):
+                # the layers the accuracy input needed in fp32 do not cover the timing's input
+                # (uniform --random against the accuracy phase's): a search on that input
+                row["tcinfer"] = tcinfer_bench(binary, info["onnx"], shapes, iters,
+                                               *auto_search_args(info, timeout, extra))
+                row["tcinfer"]["own_search"] = True
         try:
             row["pytorch"] = pytorch_bench(torch, model, make, b, iters)
         except Exception as exc:
@@ -808,12 +820,13 @@ def _bench_cells(info):
             cells.append("-")
             continue
         if b == 1:
-            cells.append("%s / %s (%.2fx)" % (fmt_ms(tc["median_ms"]), fmt_ms(pt["median_ms"]),
-                                              pt["median_ms"] / tc["median_ms"]))
+            cell = "%s / %s (%.2fx)" % (fmt_ms(tc["median_ms"]), fmt_ms(pt["median_ms"]),
+                                        pt["median_ms"] / tc["median_ms"])
         else:
-            cells.append("%.0f / %.0f (%.2fx)" % (1000 * b / tc["median_ms"],
-                                                 1000 * b / pt["median_ms"],
-                                                 pt["median_ms"] / tc["median_ms"]))
+            cell = "%.0f / %.0f (%.2fx)" % (1000 * b / tc["median_ms"], 1000 * b / pt["median_ms"],
+                                           pt["median_ms"] / tc["median_ms"])
+        # the accuracy phase's fp32 layers overflowed on the timing's input: a search of its own
+        cells.append(cell + (", own search" if tc.get("own_search") else ""))
     return cells
 
 

@@ -234,6 +234,37 @@ class ZooResumeTest(unittest.TestCase):
             self.assertEqual(args[:2], ["--precision", "auto"])
             self.assertTrue(os.path.isdir(os.path.dirname(args[-1])))
 
+    def test_auto_row_overflowing_on_the_timing_input_searches(self):
+        """The accuracy phase's fp32 layers overflow on the timing's input: that batch is timed
+        with a search of its own, and the table says so."""
+        layers = ["/stages/attn/MatMul_1"]
+        calls = []
+
+        def fake_bench(binary, onnx_path, shapes, iters, timeout, extra=()):
+            calls.append(list(extra))
+            if "--fp32-layers" in extra:
+                return {"error": OVERFLOW}
+            return {"median_ms": 0.5 if shapes[1].startswith("x:1x") else 8.0}
+
+        saved = zoo.tcinfer_bench, zoo.pytorch_bench
+        zoo.tcinfer_bench = fake_bench
+        zoo.pytorch_bench = lambda torch, model, make, b, iters: {"median_ms": 1.0 * b}
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                info = row("timm/efficientvit_b0", {"rel_l2": 3e-3, "pytorch_fp16_rel_l2": 8e-3,
+                                                    "auto": {"fp32_layers": layers}})
+                info["onnx"] = os.path.join(d, "timm__efficientvit_b0.onnx")
+                zoo.bench(None, "tcinfer", info, None, None, {"x": ("float", [3, 8, 8], None)},
+                          ["x"], 300, 5)
+        finally:
+            zoo.tcinfer_bench, zoo.pytorch_bench = saved
+        # each batch: the accuracy phase's layers, then the search
+        self.assertEqual([c[:2] for c in calls],
+                         [["--fp32-layers", layers[0]], ["--precision", "auto"]] * 2)
+        self.assertEqual(info["bench"]["1"]["tcinfer"], {"median_ms": 0.5, "own_search": True})
+        self.assertEqual(zoo._bench_cells(info),
+                         ["0.500 / 1.000 (2.00x), own search", "8000 / 1000 (8.00x), own search"])
+
 
 class ZooTraceTest(unittest.TestCase):
     """bench/zoo_trace.py's measures: a systematic error (every value scaled by the same 1e-3)
