@@ -65,7 +65,9 @@ typedef struct tct_instance {
     int64_t *buckets;
     size_t num_buckets;
     /* the gather's copy workers (gather.h), and the host copies of the batch being gathered */
-    tct_copier *copier;
+    tct_workers *copier;
+    /* the threads that answer a batch's requests beside the runner (gather.h) */
+    tct_workers *answerers;
     tct_copy *copies;
     size_t num_copies, copies_cap;
     /* the batches in flight (pipeline.h): the gather's buffers of each slot, and the pipeline

@@ -1,5 +1,5 @@
-/* The copy workers of gather.h: each run splits the concatenated bytes of its copies into one
- * equal range per thread (the caller's included), cut at cache-line multiples. */
+/* The workers of gather.h, and the copies: each copy run splits the concatenated bytes of its
+ * copies into one equal range per slot (the caller's included), cut at cache-line multiples. */
 #include "gather.h"
 
 #include <errno.h>
@@ -8,17 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct tct_copier {
+struct tct_workers {
     pthread_mutex_t lock;
     pthread_cond_t work; /* a new job, or stop */
-    pthread_cond_t done; /* the last worker finished its range */
+    pthread_cond_t done; /* the last worker finished its slot */
     pthread_t *threads;
     int workers;
-    /* the job, set under lock by tct_copier_run and stable until pending is 0 */
-    const tct_copy *copies;
-    size_t n, total;
+    /* the job, set under lock by tct_workers_each and stable until pending is 0 */
+    void (*fn)(void *arg, int slot, int slots);
+    void *arg;
     unsigned long generation;
-    int next_slot; /* the range the next waking worker takes (slot 0 is the caller's) */
+    int next_slot; /* the slot the next waking worker takes (slot 0 is the caller's) */
     int pending;   /* workers not done with this job */
     int stop;
 };
@@ -44,7 +44,7 @@ static void slot_range(size_t total, int parts, int k, size_t *from, size_t *to)
 }
 
 static void *worker(void *arg) {
-    tct_copier *c = arg;
+    tct_workers *c = arg;
     unsigned long seen = 0;
     pthread_mutex_lock(&c->lock);
     for (;;) {
@@ -52,11 +52,10 @@ static void *worker(void *arg) {
         if (c->stop) break;
         seen = c->generation;
         int slot = c->next_slot++;
-        const tct_copy *copies = c->copies;
-        size_t n = c->n, from, to;
-        slot_range(c->total, c->workers + 1, slot, &from, &to);
+        void (*fn)(void *, int, int) = c->fn;
+        void *job = c->arg;
         pthread_mutex_unlock(&c->lock);
-        copy_range(copies, n, from, to);
+        fn(job, slot, c->workers + 1);
         pthread_mutex_lock(&c->lock);
         if (--c->pending == 0) pthread_cond_signal(&c->done);
     }
@@ -64,10 +63,10 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int tct_copier_create(int workers, tct_copier **out) {
+int tct_workers_create(int workers, tct_workers **out) {
     *out = NULL;
     if (workers < 1 || workers > 64) return EINVAL;
-    tct_copier *c = calloc(1, sizeof *c);
+    tct_workers *c = calloc(1, sizeof *c);
     if (!c) return ENOMEM;
     c->threads = calloc((size_t)workers, sizeof *c->threads);
     if (!c->threads) {
@@ -88,14 +87,14 @@ int tct_copier_create(int workers, tct_copier **out) {
         c->workers++;
     }
     if (e) {
-        tct_copier_free(c);
+        tct_workers_free(c);
         return e;
     }
     *out = c;
     return 0;
 }
 
-void tct_copier_free(tct_copier *c) {
+void tct_workers_free(tct_workers *c) {
     if (!c) return;
     pthread_mutex_lock(&c->lock);
     c->stop = 1;
@@ -109,26 +108,40 @@ void tct_copier_free(tct_copier *c) {
     free(c);
 }
 
-void tct_copier_run(tct_copier *c, const tct_copy *copies, size_t n) {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) total += copies[i].bytes;
-    if (!c || total < TCT_COPY_PARALLEL_MIN) {
-        copy_range(copies, n, 0, total);
+void tct_workers_each(tct_workers *c, void (*fn)(void *arg, int slot, int slots), void *arg) {
+    if (!c) {
+        fn(arg, 0, 1);
         return;
     }
-    size_t from, to;
     pthread_mutex_lock(&c->lock);
-    c->copies = copies;
-    c->n = n;
-    c->total = total;
+    c->fn = fn;
+    c->arg = arg;
     c->next_slot = 1;
     c->pending = c->workers;
     c->generation++;
     pthread_cond_broadcast(&c->work);
     pthread_mutex_unlock(&c->lock);
-    slot_range(total, c->workers + 1, 0, &from, &to);
-    copy_range(copies, n, from, to);
+    fn(arg, 0, c->workers + 1);
     pthread_mutex_lock(&c->lock);
     while (c->pending) pthread_cond_wait(&c->done, &c->lock);
     pthread_mutex_unlock(&c->lock);
+}
+
+typedef struct {
+    const tct_copy *copies;
+    size_t n, total;
+} copy_job;
+
+static void copy_slot(void *arg, int slot, int slots) {
+    const copy_job *job = arg;
+    size_t from, to;
+    slot_range(job->total, slots, slot, &from, &to);
+    copy_range(job->copies, job->n, from, to);
+}
+
+void tct_copy_run(tct_workers *c, const tct_copy *copies, size_t n) {
+    copy_job job = {copies, n, 0};
+    for (size_t i = 0; i < n; i++) job.total += copies[i].bytes;
+    if (job.total < TCT_COPY_PARALLEL_MIN) c = NULL;
+    tct_workers_each(c, copy_slot, &job);
 }

@@ -10,7 +10,7 @@
 
 /* n requests of the given sizes gathered back to back into one batch by copier (NULL: inline),
  * checked against the sources. */
-static void check_gather(tct_copier *copier, const size_t *sizes, size_t n) {
+static void check_gather(tct_workers *copier, const size_t *sizes, size_t n) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) total += sizes[i];
     unsigned char *batch = malloc(total + 1), **src = calloc(n, sizeof *src);
@@ -25,7 +25,7 @@ static void check_gather(tct_copier *copier, const size_t *sizes, size_t n) {
         copies[i] = (tct_copy){batch + at, src[i], sizes[i]};
         at += sizes[i];
     }
-    tct_copier_run(copier, copies, n);
+    tct_copy_run(copier, copies, n);
     at = 0;
     for (size_t i = 0; i < n; i++) {
         ck_assert_msg(memcmp(batch + at, src[i], sizes[i]) == 0, "copy %zu of %zu (%zu bytes)",
@@ -40,8 +40,8 @@ static void check_gather(tct_copier *copier, const size_t *sizes, size_t n) {
 }
 
 START_TEST(test_gather_parallel) {
-    tct_copier *c;
-    ck_assert_int_eq(tct_copier_create(3, &c), 0);
+    tct_workers *c;
+    ck_assert_int_eq(tct_workers_create(3, &c), 0);
     /* ResNet-50-sized rows: 45 requests of 602,112 bytes, split four ways */
     size_t rows[45];
     for (int i = 0; i < 45; i++) rows[i] = 602112;
@@ -58,22 +58,55 @@ START_TEST(test_gather_parallel) {
         check_gather(c, one, 1);
     }
     check_gather(c, NULL, 0);
-    tct_copier_free(c);
+    tct_workers_free(c);
 }
 END_TEST
 
 START_TEST(test_gather_inline_and_errors) {
     size_t sizes[] = {5 << 20, 3};
     check_gather(NULL, sizes, 2); /* no workers: the caller copies */
-    tct_copier *c = (tct_copier *)1;
-    ck_assert_int_eq(tct_copier_create(0, &c), EINVAL);
+    tct_workers *c = (tct_workers *)1;
+    ck_assert_int_eq(tct_workers_create(0, &c), EINVAL);
     ck_assert_ptr_null(c);
-    ck_assert_int_eq(tct_copier_create(65, &c), EINVAL);
-    tct_copier_free(NULL);
+    ck_assert_int_eq(tct_workers_create(65, &c), EINVAL);
+    tct_workers_free(NULL);
     /* one worker: two ways */
-    ck_assert_int_eq(tct_copier_create(1, &c), 0);
+    ck_assert_int_eq(tct_workers_create(1, &c), 0);
     check_gather(c, sizes, 2);
-    tct_copier_free(c);
+    tct_workers_free(c);
+}
+END_TEST
+
+/* tct_workers_each's record of which slots ran, and with what count */
+typedef struct {
+    int calls[8];
+    int slots_seen[8];
+} each_record;
+
+static void record_slot(void *arg, int slot, int slots) {
+    each_record *r = arg;
+    r->calls[slot]++; /* each slot has its own element: no two threads write one */
+    r->slots_seen[slot] = slots;
+}
+
+START_TEST(test_workers_each) {
+    tct_workers *w;
+    ck_assert_int_eq(tct_workers_create(3, &w), 0);
+    for (int run = 0; run < 100; run++) {
+        each_record r = {{0}, {0}};
+        tct_workers_each(w, record_slot, &r);
+        for (int k = 0; k < 4; k++) {
+            ck_assert_int_eq(r.calls[k], 1);
+            ck_assert_int_eq(r.slots_seen[k], 4);
+        }
+        ck_assert_int_eq(r.calls[4], 0);
+    }
+    tct_workers_free(w);
+    each_record r = {{0}, {0}};
+    tct_workers_each(NULL, record_slot, &r); /* no workers: slot 0 of 1 on the caller */
+    ck_assert_int_eq(r.calls[0], 1);
+    ck_assert_int_eq(r.slots_seen[0], 1);
+    ck_assert_int_eq(r.calls[1], 0);
 }
 END_TEST
 
@@ -82,6 +115,7 @@ int main(void) {
     TCase *tc = tcase_create("gather");
     tcase_add_test(tc, test_gather_parallel);
     tcase_add_test(tc, test_gather_inline_and_errors);
+    tcase_add_test(tc, test_workers_each);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
