@@ -96,6 +96,9 @@ def parse_args(argv=None):
                    help="the backend's parameter pipeline_depth (default: left out, the "
                         "backend's choice: 2 on GPU instances, the next batch gathered while the "
                         "engine runs one; 1 on CPU instances)")
+    p.add_argument("--batch-buckets", metavar="LIST",
+                   help="the backend's parameter batch_buckets, e.g. 1,2,4,8,16,24,32 (default: "
+                        "left out, the backend's choice: powers of two and max_batch_size)")
     p.add_argument("--concurrency", type=lambda t: index_list(t, "--concurrency", 1),
                    default=[1, 8, 64, 128])
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per load point")
@@ -199,6 +202,9 @@ def model_config(args, inputs, outputs):
     if args.pipeline_depth:
         text += (f'parameters {{ key: "pipeline_depth" value {{ string_value: '
                  f'"{args.pipeline_depth}" }} }}\n')
+    if args.batch_buckets:
+        text += (f'parameters {{ key: "batch_buckets" value {{ string_value: '
+                 f'"{args.batch_buckets}" }} }}\n')
     if args.kind == "gpu":
         text += f'parameters {{ key: "precision" value {{ string_value: "{args.precision}" }} }}\n'
         if args.accuracy_target:

@@ -318,7 +318,7 @@ static TRITONSERVER_Error *grow_scratch(tct_instance *in, tct_slot *slot, size_t
                                         size_t row, int on_device);
 
 /* The instance's batch buckets: parameter batch_buckets where given, else on a GPU instance of a
- * batching model the powers of two below max_batch_size and max_batch_size itself. */
+ * batching model tct_default_buckets. */
 static TRITONSERVER_Error *choose_buckets(tct_instance *in) {
     const tct_model_config *c = &in->model->config;
     size_t n = 0;
@@ -334,15 +334,13 @@ static TRITONSERVER_Error *choose_buckets(tct_instance *in) {
                                  in->model->name, (long long)c->batch_buckets[i], c->max_batch);
         n = c->num_batch_buckets;
     } else if (in->device >= 0 && c->max_batch > 1) {
-        for (int64_t b = 1; b < c->max_batch; b *= 2) n++;
-        n++;
+        n = tct_default_buckets(c->max_batch, NULL);
     }
     if (n == 0) return NULL;
     if (!(in->buckets = calloc(n, sizeof *in->buckets)))
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "out of memory");
     if (c->buckets_set) memcpy(in->buckets, c->batch_buckets, n * sizeof *in->buckets);
-    else
-        for (size_t i = 0; i < n; i++) in->buckets[i] = i + 1 < n ? (int64_t)1 << i : c->max_batch;
+    else tct_default_buckets(c->max_batch, in->buckets);
     in->num_buckets = n;
     return NULL;
 }

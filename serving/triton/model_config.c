@@ -409,3 +409,21 @@ TRITONSERVER_Error *tct_config_autocomplete(const char *json, size_t size, const
     cJSON_Delete(root);
     return err;
 }
+
+/* The buckets of tct_default_buckets for one step, into out where given; returns their count. */
+static size_t buckets_of_step(int64_t max_batch, int64_t step, int64_t *out) {
+    size_t n = 0;
+    for (int64_t b = 1; b < step && b < max_batch; b *= 2, n++)
+        if (out) out[n] = b;
+    for (int64_t b = step; b < max_batch; b += step, n++)
+        if (out) out[n] = b;
+    if (out) out[n] = max_batch;
+    return n + 1;
+}
+
+size_t tct_default_buckets(int64_t max_batch, int64_t *out) {
+    int64_t step = 8;
+    while (step < max_batch && buckets_of_step(max_batch, step, NULL) > TCT_DEFAULT_BUCKETS_MAX)
+        step *= 2;
+    return buckets_of_step(max_batch, step, out);
+}

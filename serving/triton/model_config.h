@@ -47,6 +47,15 @@ typedef struct tct_model_config {
 } tct_model_config;
 
 /* Parses the configuration JSON; unknown parameters and bad values are errors naming them. */
+/* The default batch buckets of a GPU instance for max_batch (> 1): the powers of two below a
+ * step, the multiples of the step below max_batch, and max_batch, the step the least power of
+ * two from 8 up that keeps the buckets at most TCT_DEFAULT_BUCKETS_MAX (the engine keeps 16
+ * shape variants; above 2048 no step does, and the buckets are the powers of two and
+ * max_batch): 1,2,4,8,16,24,...,56,64 for 64. Writes them into out (NULL: counts only) and
+ * returns how many. */
+#define TCT_DEFAULT_BUCKETS_MAX 12
+size_t tct_default_buckets(int64_t max_batch, int64_t *out);
+
 TRITONSERVER_Error *tct_config_parse(const char *json, size_t size, tct_model_config *out);
 void tct_config_free(tct_model_config *config);
 

@@ -168,6 +168,36 @@ END_TEST
 
 /* Inputs, outputs and max_batch_size filled from a CPU engine of the generated small_cnn
  * (input [N, 3, 32, 32], output [N, 10]); what the configuration gives is kept. */
+/* tct_default_buckets: fine steps for the usual maximum batches, never more than the cap */
+static void check_buckets(int64_t max_batch, const int64_t *want, size_t n) {
+    int64_t got[64];
+    ck_assert_uint_eq(tct_default_buckets(max_batch, NULL), n);
+    ck_assert_uint_eq(tct_default_buckets(max_batch, got), n);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i], "max %lld: bucket %zu is %lld, want %lld",
+                      (long long)max_batch, i, (long long)got[i], (long long)want[i]);
+}
+
+START_TEST(test_default_buckets) {
+    check_buckets(64, (int64_t[]){1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64}, 11);
+    check_buckets(128, (int64_t[]){1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 112, 128}, 12);
+    check_buckets(8, (int64_t[]){1, 2, 4, 8}, 4);
+    check_buckets(6, (int64_t[]){1, 2, 4, 6}, 4);
+    check_buckets(2, (int64_t[]){1, 2}, 2);
+    check_buckets(20, (int64_t[]){1, 2, 4, 8, 16, 20}, 6);
+    for (int64_t m = 2; m <= 100000; m = m * 3 / 2 + 1) {
+        int64_t got[64];
+        size_t n = tct_default_buckets(m, got);
+        size_t powers = 1; /* the powers of two below m, and m */
+        for (int64_t b = 1; b < m; b *= 2) powers++;
+        ck_assert_uint_le(n, m <= 2048 ? TCT_DEFAULT_BUCKETS_MAX : powers);
+        ck_assert_int_eq(got[0], 1);
+        ck_assert_int_eq(got[n - 1], m);
+        for (size_t i = 1; i < n; i++) ck_assert_int_gt(got[i], got[i - 1]);
+    }
+}
+END_TEST
+
 START_TEST(test_autocomplete) {
     const char *dir = getenv("TCI_TEST_MODELS_DIR");
     ck_assert_msg(dir != NULL, "TCI_TEST_MODELS_DIR is not set");
@@ -220,6 +250,7 @@ int main(void) {
     tcase_add_test(tc, test_full_configuration);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_autocomplete);
+    tcase_add_test(tc, test_default_buckets);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
