@@ -97,8 +97,8 @@ def parse_args(argv=None):
                         "backend's choice: 2 on GPU instances, the next batch gathered while the "
                         "engine runs one; 1 on CPU instances)")
     p.add_argument("--batch-buckets", metavar="LIST",
-                   help="the backend's parameter batch_buckets, e.g. 1,2,4,8,16,24,32 (default: "
-                        "left out, the backend's choice: powers of two and max_batch_size)")
+                   help="the backend's parameter batch_buckets, e.g. 1,2,4,8,16,32,64 (default: "
+                        "left out, the backend's choice: 1,2,4, then steps of 8 to max_batch_size)")
     p.add_argument("--concurrency", type=lambda t: index_list(t, "--concurrency", 1),
                    default=[1, 8, 64, 128])
     p.add_argument("--seconds", type=float, default=10.0, help="measured time per load point")
