@@ -73,6 +73,15 @@ int cli_check_nonfinite(const cli_args *a, const tci_engine *engine, tci_context
     else if (r.found)
         snprintf(where, sizeof where, "they first appear in the output of layer '%s' (%s)",
                  r.layer, r.op_type);
+    if (!a->model) { /* --load-engine: no ONNX model to build the fp32 reference from */
+        fprintf(stderr,
+                "tcinfer: error: the GPU outputs hold %llu NaN/Inf values (first in '%s'); %s. "
+                "An engine file holds no fp32 reference to tell an overflow from NaN/Inf of the "
+                "model itself: run the ONNX model (without --load-engine) on the same inputs to "
+                "compare.\n",
+                (unsigned long long)r.count, out.name, where);
+        return EXIT_FAILURE;
+    }
     tci_engine *ref_engine = NULL;
     tci_context *ref = NULL;
     tci_nonfinite_report rr;

@@ -702,6 +702,15 @@ class CliTest(unittest.TestCase):
             rc, out, err = run("--quiet", "--random", 1, *fix, path)
             self.assertEqual(rc, 0, f"{fix}: {err}")
             self.assertNotIn("NaN/Inf", err)
+        # an engine file has no ONNX model for the fp32 reference: the NaN/Inf still fail the
+        # run, said as such (it once failed with "path is NULL")
+        plan = self.path("overflow.tci")
+        rc, out, err = run("--quiet", "--save-engine", plan, path)
+        self.assertEqual(rc, 0, err)
+        err = self.assert_error(run("--quiet", "--load-engine", plan, "--random", 1), 1,
+                                r"the GPU outputs hold \d+ NaN/Inf values \(first in 'y'\)",
+                                r"An engine file holds no fp32 reference")
+        self.assertNotIn("path is NULL", err)
 
     def gpus(self):
         m = re.search(r"GPUs: (\d+)", run("--devices")[1])
