@@ -24,10 +24,10 @@
 /* Copy threads per instance beside its own for the batch gather (gather.h): one thread copies
  * about 10 GB/s, 2.9 ms for 45 rows of ResNet-50 on the H200; the gather is split four ways */
 #define TCT_GATHER_WORKERS 3
-/* Threads per instance beside its runner that answer a batch's requests: Triton takes about
- * 30 us to make and send a response (1.4 ms for 45 rows of ResNet-50 on the H200, as long as
- * half the engine's run), so batches of TCT_ANSWER_PARALLEL_MIN requests or more are answered
- * four ways */
+/* Threads per instance beside its runner that answer a batch's requests: Triton takes 30-70 us
+ * to make and send a response (on the H200, answered on the runner alone, a request of a batch
+ * of 20-44 waited 0.7 ms on average for its answer: docs/serving.md), so batches of
+ * TCT_ANSWER_PARALLEL_MIN requests or more are answered four ways */
 #define TCT_ANSWER_WORKERS 3
 #define TCT_ANSWER_PARALLEL_MIN 4
 
