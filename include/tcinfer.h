@@ -500,6 +500,17 @@ tci_status tci_context_run_device_inputs(tci_context *context, const tci_tensor 
  * run or tci_context_destroy. */
 tci_status tci_context_output(const tci_context *context, size_t index, tci_tensor *out_tensor);
 
+/* Output `index` of the last tci_context_run (or tci_context_run_device_inputs) in the memory of
+ * the engine's GPU: what tci_context_output holds on the host (dense, row-major, the output's
+ * dtype and the run's dims), the data a device pointer, e.g. to copy device to device into an
+ * inference server's CUDA shared memory. It belongs to the context and stays valid until the
+ * next run or tci_context_destroy; the GPU is done writing it when the run returns (a run
+ * refused before it starts, e.g. for its input's dims, leaves the last outputs as they were).
+ * A CPU engine's context, no run yet, a run that failed on the GPU or a last run through
+ * tci_context_run_device (whose outputs are the caller's buffers) is TCI_ERR_INVALID_ARGUMENT. */
+tci_status tci_context_output_device(const tci_context *context, size_t index,
+                                     tci_tensor *out_tensor);
+
 /* Copies output `index` of the last run into host_buffer, a caller's buffer of `bytes` bytes
  * (dense, row-major, the output's dtype; the output's dims from tci_context_output or, when
  * fixed, tci_engine_output_info). A buffer smaller than the output is TCI_ERR_INVALID_ARGUMENT

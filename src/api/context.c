@@ -249,6 +249,24 @@ tci_status tci_context_output(const tci_context *context, size_t index, tci_tens
     return TCI_OK;
 }
 
+tci_status tci_context_output_device(const tci_context *context, size_t index,
+                                    tci_tensor *out_tensor) {
+    if (!context || !out_tensor) return status_error(TCI_ERR_INVALID_ARGUMENT, "NULL argument");
+    if (index >= context->engine->graph->num_outputs)
+        return status_error(TCI_ERR_INVALID_ARGUMENT, "no output %zu", index);
+#if TCI_HAVE_CUDA
+    if (context->gpu) {
+        TRY_STATUS(exec_gpu_check_lost(context->gpu));
+        TRY_STATUS(exec_gpu_output_device(context->gpu, index, out_tensor));
+        out_tensor->name = context->engine->graph->outputs[index]->name;
+        return TCI_OK;
+    }
+#endif
+    return status_error(TCI_ERR_INVALID_ARGUMENT,
+                        "outputs on the device belong to GPU engines; this context runs on the "
+                        "CPU (tci_context_output has its outputs)");
+}
+
 tci_status tci_context_output_into(const tci_context *context, size_t index, void *host_buffer,
                                    size_t bytes) {
     tci_tensor t;

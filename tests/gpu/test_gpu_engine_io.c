@@ -290,6 +290,10 @@ START_TEST(test_device_buffers) {
         gpu_from_half(bits, got, (size_t)(rows * classes));
         expect_rows(got, want, rows * classes, "device-buffer run");
     }
+    /* a device run's outputs are the caller's buffers: none in the context's memory */
+    tci_tensor staged;
+    ck_assert_int_eq(tci_context_output_device(c, 0, &staged), TCI_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tci_last_error(), "no output on the device"), "%s", tci_last_error());
 
     /* refusals: misaligned or NULL buffers, too large a batch, wrong counts */
     const void *bad_in[1] = {(const char *)d_in + 2};
@@ -349,6 +353,23 @@ START_TEST(test_device_inputs) {
         ck_assert_msg(memcmp(got, want, (size_t)count * sizeof(float)) == 0,
                       "batch %lld: the device inputs' output differs from the host run's",
                       (long long)rows);
+        /* the same output in the device's memory (tci_context_output_device) */
+        tci_tensor on_device, on_host;
+        ck_assert_msg(tci_context_output_device(c, 0, &on_device) == TCI_OK, "%s",
+                      tci_last_error());
+        ck_assert(tci_context_output(c, 0, &on_host) == TCI_OK);
+        ck_assert_str_eq(on_device.name, on_host.name);
+        ck_assert_int_eq(on_device.dtype, on_host.dtype);
+        ck_assert_int_eq(on_device.rank, on_host.rank);
+        ck_assert_int_eq(on_device.dims[0], rows);
+        ck_assert(memcmp(on_device.dims, on_host.dims, sizeof on_host.dims) == 0);
+        ck_assert(on_device.data != on_host.data);
+        float *copied = malloc((size_t)count * sizeof(float));
+        gpu_download(copied, on_device.data, (size_t)count * sizeof(float));
+        ck_assert_msg(memcmp(copied, want, (size_t)count * sizeof(float)) == 0,
+                      "batch %lld: tci_context_output_device differs from tci_context_output",
+                      (long long)rows);
+        free(copied);
         tci_nonfinite_report r;
         tci_nonfinite_report_init(&r);
         ck_assert_msg(tci_context_nonfinite(c, &r) == TCI_OK, "%s", tci_last_error());
@@ -364,6 +385,10 @@ START_TEST(test_device_inputs) {
     void *half = gpu_upload(NULL, bytes / 2);
     in.data = half;
     ck_assert_int_eq(tci_context_run_device_inputs(c, &in, 1), TCI_ERR_INVALID_ARGUMENT);
+    /* a refused run leaves the last outputs on the device; a device run's are the caller's */
+    tci_tensor last;
+    ck_assert_msg(tci_context_output_device(c, 0, &last) == TCI_OK, "%s", tci_last_error());
+    ck_assert_int_eq(last.dims[0], 2);
     ck_assert_msg(strstr(tci_last_error(), "it needs"), "%s", tci_last_error());
     in.data = d_x;
     in.dims[2] = H + 1;

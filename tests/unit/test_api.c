@@ -432,6 +432,14 @@ START_TEST(test_run_named) {
                         "context is NULL");
     ck_assert_tci_error(tci_context_run_device_inputs(c, NULL, 2), TCI_ERR_INVALID_ARGUMENT,
                         "inputs is NULL");
+    /* outputs on the device: GPU engines only */
+    ck_assert_tci_error(tci_context_output_device(c, 0, &view), TCI_ERR_INVALID_ARGUMENT,
+                        "outputs on the device belong to GPU engines; this context runs on the "
+                        "CPU");
+    ck_assert_tci_error(tci_context_output_device(c, 2, &view), TCI_ERR_INVALID_ARGUMENT,
+                        "no output 2");
+    ck_assert_tci_error(tci_context_output_device(c, 0, NULL), TCI_ERR_INVALID_ARGUMENT,
+                        "NULL argument");
     /* the outputs of the last good run are still there */
     ck_assert_tci_ok(tci_context_output(c, 0, &view));
     ck_assert_int_eq(memcmp(view.data, diff, sizeof diff), 0);

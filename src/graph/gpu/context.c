@@ -487,6 +487,7 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
         const plan_tensor *t = gpu_tensor_of(p, p->output_tensors[i]);
         for (int d = 0; d < t->rank; d++) c->outputs[i].dims[d] = t->dims[d];
     }
+    c->outputs_staged = false; /* until the run below has written them */
     TRY_STATUS(launch(c));
     for (int i = 0; i < p->num_outputs; i++) {
         tci_tensor *o = &c->outputs[i];
@@ -503,6 +504,7 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
                                         cudaMemcpyDeviceToHost, c->stream));
     KERN_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     c->nonfinite_on_host = true;
+    c->outputs_staged = !gather_error;
     if (gather_error) {
         cudaMemset(c->gather_error, 0, sizeof(int));
         return status_error(TCI_ERR_INVALID_ARGUMENT,
@@ -514,6 +516,18 @@ tci_status exec_gpu_run(exec_gpu_context *c, const tci_tensor *inputs, size_t nu
 
 const tci_tensor *exec_gpu_output(const exec_gpu_context *c, size_t index) {
     return &c->outputs[index];
+}
+
+tci_status exec_gpu_output_device(const exec_gpu_context *c, size_t index, tci_tensor *out) {
+    if (!c->outputs_staged)
+        return status_error(TCI_ERR_INVALID_ARGUMENT,
+                            "no output on the device: the last run was not a tci_context_run "
+                            "(or tci_context_run_device_inputs) that succeeded; "
+                            "tci_context_run_device writes the outputs into the caller's "
+                            "buffers");
+    *out = c->outputs[index];
+    out->data = c->output_staging[index];
+    return TCI_OK;
 }
 
 tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, void *const *outputs,
@@ -586,6 +600,7 @@ tci_status exec_gpu_run_device(exec_gpu_context *c, const void *const *inputs, v
     KERN_CUDA_CHECK(cudaEventRecord(c->caller_ready, caller));
     KERN_CUDA_CHECK(cudaStreamWaitEvent(c->stream, c->caller_ready, 0));
     c->nonfinite_on_host = false;
+    c->outputs_staged = false;
     TRY_STATUS(launch(c));
     KERN_CUDA_CHECK(cudaEventRecord(c->done, c->stream));
     KERN_CUDA_CHECK(cudaStreamWaitEvent(caller, c->done, 0));

@@ -82,6 +82,11 @@ enum { EXEC_GPU_MAX_VARIANTS = 16 };
 tci_status exec_gpu_run(exec_gpu_context *context, const tci_tensor *inputs, size_t num_inputs,
                         bool device_inputs);
 const tci_tensor *exec_gpu_output(const exec_gpu_context *context, size_t index);
+/* Output index of the last exec_gpu_run in the device's memory (dense, the host dtype: what
+ * exec_gpu_output holds on the host), valid until the next run; *out gets exec_gpu_output's
+ * name, dtype and dims with the device pointer. After a device run, or before any run:
+ * TCI_ERR_INVALID_ARGUMENT. */
+tci_status exec_gpu_output_device(const exec_gpu_context *context, size_t index, tci_tensor *out);
 
 /* The plan tensor of engine input / output index (its device dtype, layout and dims as built),
  * or NULL. */

@@ -125,6 +125,8 @@ struct exec_gpu_context {
                                   counter for exec_gpu_locate_nonfinite */
     unsigned int *nonfinite_host; /* by output: the host copy (exec_gpu_run) */
     bool nonfinite_on_host;    /* nonfinite_host holds the last run's (not a device run's) */
+    bool outputs_staged;       /* output_staging holds the last run's outputs (it was an
+                                  exec_gpu_run that succeeded) */
     bool use_graph;
     cudaEvent_t *events;       /* 2 per step, for profiling */
     /* device I/O (exec_gpu_run_device): the caller's buffers, inputs then outputs, or NULLs */
