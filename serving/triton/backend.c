@@ -27,9 +27,12 @@
 /* Threads per instance beside its runner that answer a batch's requests: Triton takes 30-70 us
  * to make and send a response (on the H200, answered on the runner alone, a request of a batch
  * of 20-44 waited 0.7 ms on average for its answer: docs/serving.md), so batches of
- * TCT_ANSWER_PARALLEL_MIN requests or more are answered four ways */
-#define TCT_ANSWER_WORKERS 3
+ * TCT_ANSWER_PARALLEL_MIN requests or more are answered TCT_ANSWER_THREADS ways (backend.h) */
+#define TCT_ANSWER_WORKERS (TCT_ANSWER_THREADS - 1)
 #define TCT_ANSWER_PARALLEL_MIN 4
+/* An answering thread makes this many responses, then waits once for their copies to Triton's
+ * GPU buffers, then sends them */
+#define TCT_ANSWER_CHUNK 16
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -290,6 +293,8 @@ static void instance_free(tct_instance *in) {
 #if TCI_HAVE_CUDA
     if (in->device >= 0) log_error(set_device(in->device)); /* the device buffers' */
     if (in->copy_stream) cudaStreamDestroy((cudaStream_t)in->copy_stream);
+    for (int k = 0; k < TCT_ANSWER_THREADS; k++)
+        if (in->answer_streams[k]) cudaStreamDestroy((cudaStream_t)in->answer_streams[k]);
 #endif
     for (int s = 0; s < TCT_PIPELINE_MAX_SLOTS; s++) {
         tct_slot *slot = &in->slots[s];
@@ -448,6 +453,17 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': starting %d answer threads: "
                          "%s", in->model->name, TCT_ANSWER_WORKERS, strerror(e));
     RETURN_IF_ERROR(choose_buckets(in));
+#if TCI_HAVE_CUDA
+    if (in->device >= 0) RETURN_IF_ERROR(set_device(in->device)); /* the streams' device */
+    for (int k = 0; in->device >= 0 && k < TCT_ANSWER_THREADS; k++) {
+        cudaStream_t stream = NULL;
+        cudaError_t ce = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        if (ce != cudaSuccess)
+            return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': creating the answers' "
+                             "streams: %s", in->model->name, cudaGetErrorString(ce));
+        in->answer_streams[k] = stream;
+    }
+#endif
     if (in->device >= 0) RETURN_IF_ERROR(warm_up(in));
     if ((e = tct_pipeline_create(in->num_slots, run_job, in, &in->pipeline)))
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': starting the instance's "
@@ -687,9 +703,39 @@ static TRITONSERVER_Error *grow_scratch(tct_instance *in, tct_slot *slot, size_t
     return NULL;
 }
 
-/* Writes the requested outputs of request, rows [row, row + batch) of the run's outputs. */
-static TRITONSERVER_Error *respond(tct_instance *in, TRITONBACKEND_Request *request, int64_t batch,
-                                   int64_t row, int64_t total, TRITONBACKEND_Response *response) {
+/* Copies bytes of output index (offset bytes in) to buf, a Triton output buffer in memory
+ * type: from the host copy t, or on a GPU instance into GPU memory from the run's output on the
+ * device, on stream (NULL: copied before the call returns; else *queued is set and the caller
+ * synchronizes stream before sending the response). */
+static TRITONSERVER_Error *copy_output(tct_instance *in, void *stream, size_t index,
+                                       const tci_tensor *t, size_t offset, size_t bytes, void *buf,
+                                       TRITONSERVER_MemoryType type, int *queued) {
+#if TCI_HAVE_CUDA
+    tci_tensor dt;
+    if (bytes && stream && type == TRITONSERVER_MEMORY_GPU && in->device >= 0 &&
+        tci_context_output_device(in->ctx, index, &dt) == TCI_OK) {
+        cudaError_t e = cudaMemcpyAsync(buf, (const char *)dt.data + offset, bytes,
+                                        cudaMemcpyDefault, (cudaStream_t)stream);
+        if (e != cudaSuccess)
+            return tct_error(TRITONSERVER_ERROR_INTERNAL, "copying %zu bytes of output '%s' "
+                             "into GPU memory: %s", bytes, t->name, cudaGetErrorString(e));
+        *queued = 1;
+        return NULL;
+    }
+#else
+    (void)in;
+    (void)stream;
+    (void)index;
+    (void)queued;
+#endif
+    return copy_bytes(buf, type, (const char *)t->data + offset, TRITONSERVER_MEMORY_CPU, bytes);
+}
+
+/* Writes the requested outputs of request, rows [row, row + batch) of the run's outputs (copies
+ * into GPU memory queued on stream where one is given: copy_output). */
+static TRITONSERVER_Error *respond(tct_instance *in, void *stream, TRITONBACKEND_Request *request,
+                                   int64_t batch, int64_t row, int64_t total,
+                                   TRITONBACKEND_Response *response, int *queued) {
     int batched = in->model->config.max_batch > 0;
     uint32_t count;
     RETURN_IF_ERROR(TRITONBACKEND_RequestOutputCount(request, &count));
@@ -727,39 +773,59 @@ static TRITONSERVER_Error *respond(tct_instance *in, TRITONBACKEND_Request *requ
         RETURN_IF_ERROR(TRITONBACKEND_ResponseOutput(response, &out, name, dt, shape,
                                                      (uint32_t)t.rank));
         RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(out, &buf, bytes, &type, &type_id));
-        RETURN_IF_ERROR(copy_bytes(buf, type, (const char *)t.data + offset,
-                                   TRITONSERVER_MEMORY_CPU, bytes));
+        RETURN_IF_ERROR(copy_output(in, stream, index, &t, offset, bytes, buf, type, queued));
     }
     return NULL;
 }
 
-/* Answers request and releases it, its statistics reported: with error where one is given (the
- * caller keeps it), else with its outputs, rows [row, row + batch) of the run of instance in
- * (padded rows in all). */
+/* A response being made: its error (NULL: its outputs are written) */
+typedef struct {
+    TRITONBACKEND_Response *response; /* NULL: none could be made */
+    TRITONSERVER_Error *error;
+} tct_answer;
+
+/* Makes request's response: with error where one is given (the caller keeps it), else with its
+ * outputs, rows [row, row + batch) of the run of instance in (padded rows in all), copies into
+ * GPU memory queued on stream where one is given (*queued set: see copy_output). */
+static tct_answer answer_make(tct_instance *in, void *stream, TRITONBACKEND_Request *request,
+                              TRITONSERVER_Error *error, int64_t batch, int64_t row,
+                              int64_t padded, int *queued) {
+    tct_answer a = {NULL, NULL};
+    TRITONSERVER_Error *rerr = TRITONBACKEND_ResponseNew(&a.response, request);
+    if (rerr) {
+        log_error(rerr); /* no response to send: Triton answers the released request */
+        a.response = NULL;
+        return a;
+    }
+    a.error = error ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(error),
+                                            TRITONSERVER_ErrorMessage(error))
+                    : respond(in, stream, request, batch, row, padded, a.response, queued);
+    return a;
+}
+
+/* Sends a made response (its copies done) and releases request, its statistics reported. */
+static void answer_send(TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request *request,
+                        tct_answer a, const uint64_t times[3]) {
+    if (a.response) {
+        TRITONSERVER_Error *serr = TRITONBACKEND_ResponseSend(
+            a.response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL, a.error);
+        if (serr) { /* not sent: the response is still ours */
+            log_error(serr);
+            log_error(TRITONBACKEND_ResponseDelete(a.response));
+        }
+    }
+    log_error(TRITONBACKEND_ModelInstanceReportStatistics(
+        instance, request, a.response && !a.error, times[0], times[1], times[2], now_ns()));
+    if (a.error) TRITONSERVER_ErrorDelete(a.error);
+    log_error(TRITONBACKEND_RequestRelease(request, TCI_TRITONSERVER_REQUEST_RELEASE_ALL));
+}
+
+/* Answers request at once (no copies queued): answer_make, then answer_send. */
 static void answer(TRITONBACKEND_ModelInstance *instance, tct_instance *in,
                    TRITONBACKEND_Request *request, TRITONSERVER_Error *error, int64_t batch,
                    int64_t row, int64_t padded, const uint64_t times[3]) {
-    TRITONBACKEND_Response *response = NULL;
-    TRITONSERVER_Error *rerr = TRITONBACKEND_ResponseNew(&response, request);
-    int ok = 0;
-    if (rerr) {
-        log_error(rerr); /* no response to send: Triton answers the released request */
-    } else {
-        rerr = error ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(error),
-                                             TRITONSERVER_ErrorMessage(error))
-                     : respond(in, request, batch, row, padded, response);
-        ok = !rerr;
-        TRITONSERVER_Error *serr = TRITONBACKEND_ResponseSend(
-            response, TCI_TRITONSERVER_RESPONSE_COMPLETE_FINAL, rerr);
-        if (serr) { /* not sent: the response is still ours */
-            log_error(serr);
-            log_error(TRITONBACKEND_ResponseDelete(response));
-        }
-        if (rerr) TRITONSERVER_ErrorDelete(rerr);
-    }
-    log_error(TRITONBACKEND_ModelInstanceReportStatistics(instance, request, ok, times[0],
-                                                          times[1], times[2], now_ns()));
-    log_error(TRITONBACKEND_RequestRelease(request, TCI_TRITONSERVER_REQUEST_RELEASE_ALL));
+    answer_send(instance, request, answer_make(in, NULL, request, error, batch, row, padded, NULL),
+                times);
 }
 
 static void job_free(tct_job *job) {
@@ -790,10 +856,28 @@ static void answer_slot(void *arg, int slot, int slots) {
 #endif
     int64_t row = 0;
     for (size_t g = 0; g < lo; g++) row += a->job->batches[g];
-    for (size_t g = lo; g < hi; g++) {
-        answer(a->in->triton, a->in, a->job->requests[g], err, a->job->batches[g], row,
-               a->job->padded, a->times);
-        row += a->job->batches[g];
+    void *stream = a->in->answer_streams[slot];
+    /* in chunks: the responses made (copies to GPU buffers queued on the thread's stream), one
+     * wait for the copies, the responses sent */
+    for (size_t first = lo; first < hi; first += TCT_ANSWER_CHUNK) {
+        size_t end = first + TCT_ANSWER_CHUNK < hi ? first + TCT_ANSWER_CHUNK : hi;
+        tct_answer made[TCT_ANSWER_CHUNK];
+        int queued = 0;
+        for (size_t g = first; g < end; g++) {
+            made[g - first] = answer_make(a->in, stream, a->job->requests[g], err,
+                                          a->job->batches[g], row, a->job->padded, &queued);
+            row += a->job->batches[g];
+        }
+#if TCI_HAVE_CUDA
+        cudaError_t e = queued ? cudaStreamSynchronize((cudaStream_t)stream) : cudaSuccess;
+        for (size_t g = first; e != cudaSuccess && g < end; g++)
+            if (made[g - first].response && !made[g - first].error)
+                made[g - first].error = tct_error(TRITONSERVER_ERROR_INTERNAL, "copying the "
+                                                  "outputs into GPU memory: %s",
+                                                  cudaGetErrorString(e));
+#endif
+        for (size_t g = first; g < end; g++)
+            answer_send(a->in->triton, a->job->requests[g], made[g - first], a->times);
     }
     if (device_err) TRITONSERVER_ErrorDelete(device_err);
 }

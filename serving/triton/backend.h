@@ -22,6 +22,8 @@ typedef struct tct_model {
     tci_engine *gpu_engines[TCT_MAX_DEVICES];
 } tct_model;
 
+/* The threads answering a batch's requests: the runner and TCT_ANSWER_THREADS - 1 workers */
+#define TCT_ANSWER_THREADS 4
 /* The most inputs a model served by the backend may have */
 #define TCT_MAX_INPUTS 64
 /* Where a batch's inputs are gathered: per input a buffer of at most max_batch_size rows (on a
@@ -59,6 +61,9 @@ typedef struct tct_instance {
     const char **input_names; /* engine order; the strings live as long as the engine */
     int pinned_scratch;       /* a GPU instance's slots are pinned host memory (cudaHostAlloc) */
     void *copy_stream;        /* a GPU instance's stream (cudaStream_t) for the device gather */
+    /* a GPU instance's streams (cudaStream_t) for the answers' copies into Triton's GPU
+     * buffers, one per answering thread (tct_workers_each's slots) */
+    void *answer_streams[TCT_ANSWER_THREADS];
     /* the batch sizes a batch is padded up to (zero rows), increasing: each new batch size is
      * a new shape variant of the engine (planned and captured on first use, 16 kept), so a
      * GPU instance runs a few sizes only; NULL: every batch as it comes */
