@@ -113,6 +113,10 @@ def parse_args(argv=None):
                    help="also load with perf_analyzer (DIR/bin/perf_analyzer, its libraries in "
                         "DIR/lib: .venv/perf_analyzer, which scripts/setup.sh installs), in the "
                         "modes of --load-shm")
+    p.add_argument("--request-batch", type=lambda t: index_list(t, "--request-batch", 1),
+                   default=[1], metavar="LIST",
+                   help="rows per perf_analyzer request, e.g. 1,8 (default 1): each point of "
+                        "--concurrency at each; bench/triton_load.py sends batch 1")
     p.add_argument("--accuracy-batch", type=int, default=8)
     p.add_argument("--kind", choices=("gpu", "cpu"), default="gpu",
                    help="cpu: CPU instances and no CLI timing (to try the script without a GPU)")
@@ -413,11 +417,13 @@ def load(args, client, url, name):
         import triton_perf_analyzer
         config = client.get_model_config(name, as_json=True)["config"]
         for shm in args.load_shm:
-            for c in args.concurrency:
-                row = triton_perf_analyzer.run(args.perf_analyzer, url, name, config, c,
-                                               args.seconds, shm, os.path.join(args.work, "pa"))
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+            for b in args.request_batch:
+                for c in args.concurrency:
+                    row = triton_perf_analyzer.run(args.perf_analyzer, url, name, config, c,
+                                                   args.seconds, shm, os.path.join(args.work, "pa"),
+                                                   b)
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
     return rows
 
 
@@ -427,17 +433,22 @@ def fmt(value, spec):
 
 def load_table(rows):
     """The load rows as a markdown table: the client's view and the server's statistics."""
-    lines = ["| model | client | shm | concurrency | requests/s | p50 ms | p99 ms | errors | "
-             "rows/exec | queue us | compute input us | infer us | output us |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| model | client | shm | concurrency | rows/request | requests/s | rows/s | p50 ms | "
+             "p99 ms | errors | rows/exec | queue us | compute input us | infer us | output us |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+             "| --- |"]
     for row in rows:
         if "error" in row:
             lines.append(f"| {row['model']} | {row['client']} | {row['shm']} | "
-                         f"{row['concurrency']} | failed: {row['error'][:120]} |")
+                         f"{row['concurrency']} | {row.get('batch', 1)} | failed: "
+                         f"{row['error'][:120]} |")
             continue
         s = row.get("server", {})
+        batch = row.get("batch", 1)
         lines.append(f"| {row['model']} | {row['client']} | {row['shm']} | {row['concurrency']} | "
-                     f"{row['requests_per_s']:.0f} | {fmt(row['p50_ms'], '.2f')} | "
+                     f"{batch} | {row['requests_per_s']:.0f} | "
+                     f"{row.get('items_per_s', row['requests_per_s'] * batch):.0f} | "
+                     f"{fmt(row['p50_ms'], '.2f')} | "
                      f"{fmt(row['p99_ms'], '.2f')} | {row['errors']} | "
                      f"{fmt(s.get('rows_per_execution'), '.1f')} | "
                      f"{fmt(s.get('queue_us'), '.0f')} | {fmt(s.get('compute_input_us'), '.0f')} | "

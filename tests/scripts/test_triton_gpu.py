@@ -47,7 +47,9 @@ def check_arguments():
     a = triton_gpu.parse_args(BASE + ["--server", "s"])
     assert a.gpus == [0] and a.concurrency == [1, 8, 64, 128] and a.instances == 2, vars(a)
     assert a.load_shm == ["none", "system", "cuda"] and a.queue_delay_us == 0, vars(a)
-    assert a.perf_analyzer is None and a.pipeline_depth is None, vars(a)
+    assert a.perf_analyzer is None and a.pipeline_depth is None and a.request_batch == [1], vars(a)
+    assert triton_gpu.parse_args(BASE + ["--server", "s", "--request-batch", "1,8"]).request_batch \
+        == [1, 8]
     a = triton_gpu.parse_args(BASE + ["--server", "s", "--kind", "cpu"])
     assert a.load_shm == ["none", "system"], vars(a)
     a = triton_gpu.parse_args(BASE + ["--dry-run", "--load-shm", "system"])
@@ -338,6 +340,16 @@ def check_perf_analyzer(tmp):
         assert part in joined, joined
     argv, _ = triton_perf_analyzer.command("/pa", "h:1", "m", 1, 0.3, "none", path, 4000, "o.csv")
     assert "--output-shared-memory-size" not in argv and argv[argv.index("-p") + 1] == "200"
+    # requests of 8 rows: -b 8, shared memory for 8 rows' outputs; rows/s are perf_analyzer's
+    # inferences, requests/s an eighth of them
+    argv, _ = triton_perf_analyzer.command("/pa", "h:1", "m", 16, 3.0, "cuda", path, 4000,
+                                           "o.csv", 8)
+    joined = " ".join(argv)
+    assert "-b 8 --concurrency-range 16" in joined and "--output-shared-memory-size 32000" in \
+        joined, joined
+    row8 = triton_perf_analyzer.parse(PA_STDOUT, PA_CSV, 16, "m", "cuda", 8)
+    assert row8["batch"] == 8 and row8["items_per_s"] == 1444.47, row8
+    assert abs(row8["requests_per_s"] - 1444.47 / 8) < 1e-9, row8
     row = triton_perf_analyzer.parse(PA_STDOUT, PA_CSV, 16, "m", "system")
     assert row["requests_per_s"] == 1444.47 and row["p50_ms"] == 9.926, row
     assert row["p99_ms"] == 35.26 and row["network_server_us"] == 2612, row
@@ -355,9 +367,11 @@ def check_perf_analyzer(tmp):
     assert "No such file" in missing["error"] and missing["client"] == "perf_analyzer", missing
     table = triton_gpu.load_table([row, missing])
     lines = table.splitlines()
-    assert lines[2] == ("| m | perf_analyzer | system | 16 | 1444 | 9.93 | 35.26 | 0 | 3.9 | "
-                        "1383 | 1006 | 4129 | 1904 |"), lines
-    assert lines[3].startswith("| m | perf_analyzer | none | 1 | failed: "), lines
+    assert lines[2] == ("| m | perf_analyzer | system | 16 | 1 | 1444 | 1444 | 9.93 | 35.26 | 0 | "
+                        "3.9 | 1383 | 1006 | 4129 | 1904 |"), lines
+    assert lines[3].startswith("| m | perf_analyzer | none | 1 | 1 | failed: "), lines
+    assert triton_gpu.load_table([row8]).splitlines()[2].startswith(
+        "| m | perf_analyzer | cuda | 16 | 8 | 181 | 1444 | "), triton_gpu.load_table([row8])
 
 
 def check_failed_load_mode():
@@ -380,7 +394,7 @@ def check_failed_load_mode():
         ("none", 1, False), ("none", "-", True), ("system", 1, False)], rows
     assert rows[1]["error"] == "triton_load.py exited 1: no server\n", rows[1]
     table = triton_gpu.load_table(rows[1:2])
-    assert "| m | triton_load.py | none | - | failed: triton_load.py exited 1: no server" in table
+    assert "| m | triton_load.py | none | - | 1 | failed: triton_load.py exited 1: no server" in table
 
 
 def main():
