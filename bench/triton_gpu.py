@@ -92,10 +92,10 @@ def parse_args(argv=None):
                    help="dynamic_batching's max_queue_delay_microseconds (default 0: a request "
                         "waits only while the instances are busy; a delay is added to every "
                         "request that finds an instance idle)")
-    p.add_argument("--pipeline-depth", type=int, choices=(1, 2), default=None,
+    p.add_argument("--pipeline-depth", type=int, choices=(1, 2, 3), default=None,
                    help="the backend's parameter pipeline_depth (default: left out, the "
                         "backend's choice: 2 on GPU instances, the next batch gathered while the "
-                        "engine runs one; 1 on CPU instances)")
+                        "engine runs one and the last answered; 1 on CPU instances)")
     p.add_argument("--batch-buckets", metavar="LIST",
                    help="the backend's parameter batch_buckets, e.g. 1,2,4,8,16,32,64 (default: "
                         "left out, the backend's choice: 1,2,4, then steps of 8 to max_batch_size)")
@@ -117,6 +117,11 @@ def parse_args(argv=None):
                    default=[1], metavar="LIST",
                    help="rows per perf_analyzer request, e.g. 1,8 (default 1): each point of "
                         "--concurrency at each; bench/triton_load.py sends batch 1")
+    p.add_argument("--bench-batches", type=lambda t: index_list(t, "--bench-batches", 1),
+                   metavar="LIST",
+                   help="the CLI's --bench at these batches, e.g. 1,16,24,32,64 (the engine's own "
+                        "rate at the batch sizes the server forms; default 1 and the largest "
+                        "concurrency, at most --max-batch)")
     p.add_argument("--accuracy-batch", type=int, default=8)
     p.add_argument("--kind", choices=("gpu", "cpu"), default="gpu",
                    help="cpu: CPU instances and no CLI timing (to try the script without a GPU)")
@@ -143,6 +148,8 @@ def parse_args(argv=None):
     if args.perf_analyzer and not os.path.isfile(os.path.join(args.perf_analyzer, "bin",
                                                                "perf_analyzer")):
         p.error(f"--perf-analyzer {args.perf_analyzer}: no bin/perf_analyzer there")
+    if args.bench_batches and max(args.bench_batches) > args.max_batch:
+        p.error(f"--bench-batches goes up to --max-batch ({args.max_batch})")
     if args.queue_delay_us < 0:
         p.error("--queue-delay-us wants 0 or more")
     names = [model_name(m) for m in args.model]
@@ -257,8 +264,10 @@ def bench_command(args, model, inputs, batch, gpu):
 
 
 def bench_batches(args):
-    """Batch 1 and the largest batch the server forms: the largest concurrency, at most
-    max_batch_size."""
+    """--bench-batches, else batch 1 and the largest batch the server forms: the largest
+    concurrency, at most max_batch_size."""
+    if args.bench_batches:
+        return sorted(set(args.bench_batches))
     return sorted({1, min(max(args.concurrency), args.max_batch)})
 
 

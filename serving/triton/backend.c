@@ -283,13 +283,15 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
 /* ---- instances ---- */
 
 static void run_job(void *job, void *instance);
+static void finish_job(void *job, void *instance);
 
 /* Stops the pipeline once it has answered every submitted batch, then frees what the instance
  * owns. */
 static void instance_free(tct_instance *in) {
     if (!in) return;
     tct_pipeline_free(in->pipeline);
-    tci_context_destroy(in->ctx); /* on its engine's device */
+    for (int k = 0; k < TCT_PIPELINE_MAX_SLOTS; k++)
+        tci_context_destroy(in->ctxs[k]); /* on its engine's device */
 #if TCI_HAVE_CUDA
     if (in->device >= 0) log_error(set_device(in->device)); /* the device buffers' */
     if (in->copy_stream) cudaStreamDestroy((cudaStream_t)in->copy_stream);
@@ -379,8 +381,10 @@ static TRITONSERVER_Error *warm_up(tct_instance *in) {
             tensors[i].data = slot->scratch[i];
             tensors[i].dims[0] = in->buckets[b];
         }
-        tci_status st = tci_context_run(in->ctx, tensors, in->num_inputs);
-        if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
+        for (int k = 0; k < in->num_slots; k++) {
+            tci_status st = tci_context_run(in->ctxs[k], tensors, in->num_inputs);
+            if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
+        }
     }
     char msg[256];
     snprintf(msg, sizeof msg, "model '%s': %zu batch sizes (%lld to %lld) warmed up in %.0f ms",
@@ -412,8 +416,6 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
                          "KIND_CPU instances run the fp32 reference: use KIND_GPU instances, or "
                          "leave the parameter out", in->model->name);
     RETURN_IF_ERROR(tct_model_engine(in->model, in->device, &in->engine));
-    tci_status st = tci_context_create(in->engine, &in->ctx); /* on the engine's device */
-    if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
     in->num_inputs = tci_engine_input_count(in->engine);
     if (in->num_inputs > TCT_MAX_INPUTS)
         return tct_error(TRITONSERVER_ERROR_UNSUPPORTED, "model '%s' has %zu inputs; the tcinfer "
@@ -428,6 +430,8 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
                     : in->device >= 0                ? 2
                                                      : 1;
     for (int s = 0; s < in->num_slots; s++) {
+        tci_status st = tci_context_create(in->engine, &in->ctxs[s]); /* on the engine's device */
+        if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
         in->slots[s].scratch = calloc(slots, sizeof *in->slots[s].scratch);
         in->slots[s].scratch_bytes = calloc(slots, sizeof *in->slots[s].scratch_bytes);
         if (!in->slots[s].scratch || !in->slots[s].scratch_bytes)
@@ -441,7 +445,8 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
     for (size_t i = 0; i < in->num_inputs; i++) {
         tci_tensor_info info;
         tci_tensor_info_init(&info);
-        if ((st = tci_engine_input_info(in->engine, i, &info)) != TCI_OK)
+        tci_status st = tci_engine_input_info(in->engine, i, &info);
+        if (st != TCI_OK)
             return tct_tci_failure(st, in->model->name);
         in->input_names[i] = info.name;
     }
@@ -465,7 +470,7 @@ static TRITONSERVER_Error *instance_init(tct_instance *in, TRITONBACKEND_ModelIn
     }
 #endif
     if (in->device >= 0) RETURN_IF_ERROR(warm_up(in));
-    if ((e = tct_pipeline_create(in->num_slots, run_job, in, &in->pipeline)))
+    if ((e = tct_pipeline_create(in->num_slots, run_job, finish_job, in, &in->pipeline)))
         return tct_error(TRITONSERVER_ERROR_INTERNAL, "model '%s': starting the instance's "
                          "runner thread: %s", in->model->name, strerror(e));
     return NULL;
@@ -707,13 +712,14 @@ static TRITONSERVER_Error *grow_scratch(tct_instance *in, tct_slot *slot, size_t
  * type: from the host copy t, or on a GPU instance into GPU memory from the run's output on the
  * device, on stream (NULL: copied before the call returns; else *queued is set and the caller
  * synchronizes stream before sending the response). */
-static TRITONSERVER_Error *copy_output(tct_instance *in, void *stream, size_t index,
+static TRITONSERVER_Error *copy_output(tct_instance *in, tci_context *ctx, void *stream,
+                                       size_t index,
                                        const tci_tensor *t, size_t offset, size_t bytes, void *buf,
                                        TRITONSERVER_MemoryType type, int *queued) {
 #if TCI_HAVE_CUDA
     tci_tensor dt;
     if (bytes && stream && type == TRITONSERVER_MEMORY_GPU && in->device >= 0 &&
-        tci_context_output_device(in->ctx, index, &dt) == TCI_OK) {
+        tci_context_output_device(ctx, index, &dt) == TCI_OK) {
         cudaError_t e = cudaMemcpyAsync(buf, (const char *)dt.data + offset, bytes,
                                         cudaMemcpyDefault, (cudaStream_t)stream);
         if (e != cudaSuccess)
@@ -724,6 +730,7 @@ static TRITONSERVER_Error *copy_output(tct_instance *in, void *stream, size_t in
     }
 #else
     (void)in;
+    (void)ctx;
     (void)stream;
     (void)index;
     (void)queued;
@@ -731,9 +738,10 @@ static TRITONSERVER_Error *copy_output(tct_instance *in, void *stream, size_t in
     return copy_bytes(buf, type, (const char *)t->data + offset, TRITONSERVER_MEMORY_CPU, bytes);
 }
 
-/* Writes the requested outputs of request, rows [row, row + batch) of the run's outputs (copies
- * into GPU memory queued on stream where one is given: copy_output). */
-static TRITONSERVER_Error *respond(tct_instance *in, void *stream, TRITONBACKEND_Request *request,
+/* Writes the requested outputs of request, rows [row, row + batch) of the outputs of ctx's run
+ * (copies into GPU memory queued on stream where one is given: copy_output). */
+static TRITONSERVER_Error *respond(tct_instance *in, tci_context *ctx, void *stream,
+                                   TRITONBACKEND_Request *request,
                                    int64_t batch, int64_t row, int64_t total,
                                    TRITONBACKEND_Response *response, int *queued) {
     int batched = in->model->config.max_batch > 0;
@@ -745,7 +753,7 @@ static TRITONSERVER_Error *respond(tct_instance *in, void *stream, TRITONBACKEND
         tci_tensor t;
         RETURN_IF_ERROR(TRITONBACKEND_RequestOutputName(request, k, &name));
         tci_status st = tci_engine_output_index(in->engine, name, &index);
-        if (st == TCI_OK) st = tci_context_output(in->ctx, index, &t);
+        if (st == TCI_OK) st = tci_context_output(ctx, index, &t);
         if (st != TCI_OK) return tct_tci_failure(st, in->model->name);
         int64_t n = tci_tensor_count(&t);
         if (n < 0) return tct_error(TRITONSERVER_ERROR_INTERNAL, "output '%s': bad dims", name);
@@ -773,7 +781,8 @@ static TRITONSERVER_Error *respond(tct_instance *in, void *stream, TRITONBACKEND
         RETURN_IF_ERROR(TRITONBACKEND_ResponseOutput(response, &out, name, dt, shape,
                                                      (uint32_t)t.rank));
         RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(out, &buf, bytes, &type, &type_id));
-        RETURN_IF_ERROR(copy_output(in, stream, index, &t, offset, bytes, buf, type, queued));
+        RETURN_IF_ERROR(copy_output(in, ctx, stream, index, &t, offset, bytes, buf, type,
+                                    queued));
     }
     return NULL;
 }
@@ -785,11 +794,11 @@ typedef struct {
 } tct_answer;
 
 /* Makes request's response: with error where one is given (the caller keeps it), else with its
- * outputs, rows [row, row + batch) of the run of instance in (padded rows in all), copies into
- * GPU memory queued on stream where one is given (*queued set: see copy_output). */
-static tct_answer answer_make(tct_instance *in, void *stream, TRITONBACKEND_Request *request,
-                              TRITONSERVER_Error *error, int64_t batch, int64_t row,
-                              int64_t padded, int *queued) {
+ * outputs, rows [row, row + batch) of the run of instance in on ctx (padded rows in all), copies
+ * into GPU memory queued on stream where one is given (*queued set: see copy_output). */
+static tct_answer answer_make(tct_instance *in, tci_context *ctx, void *stream,
+                              TRITONBACKEND_Request *request, TRITONSERVER_Error *error,
+                              int64_t batch, int64_t row, int64_t padded, int *queued) {
     tct_answer a = {NULL, NULL};
     TRITONSERVER_Error *rerr = TRITONBACKEND_ResponseNew(&a.response, request);
     if (rerr) {
@@ -799,7 +808,7 @@ static tct_answer answer_make(tct_instance *in, void *stream, TRITONBACKEND_Requ
     }
     a.error = error ? TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(error),
                                             TRITONSERVER_ErrorMessage(error))
-                    : respond(in, stream, request, batch, row, padded, a.response, queued);
+                    : respond(in, ctx, stream, request, batch, row, padded, a.response, queued);
     return a;
 }
 
@@ -820,12 +829,15 @@ static void answer_send(TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Req
     log_error(TRITONBACKEND_RequestRelease(request, TCI_TRITONSERVER_REQUEST_RELEASE_ALL));
 }
 
-/* Answers request at once (no copies queued): answer_make, then answer_send. */
-static void answer(TRITONBACKEND_ModelInstance *instance, tct_instance *in,
-                   TRITONBACKEND_Request *request, TRITONSERVER_Error *error, int64_t batch,
-                   int64_t row, int64_t padded, const uint64_t times[3]) {
-    answer_send(instance, request, answer_make(in, NULL, request, error, batch, row, padded, NULL),
-                times);
+/* Answers request with error at once (the caller keeps error). */
+static void answer_error(TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request *request,
+                         TRITONSERVER_Error *error, const uint64_t times[3]) {
+    TRITONSERVER_Error *none = error ? NULL
+                                     : tct_error(TRITONSERVER_ERROR_INTERNAL, "the request was "
+                                                 "neither run nor refused");
+    answer_send(instance, request,
+                answer_make(NULL, NULL, NULL, request, error ? error : none, 0, 0, 0, NULL), times);
+    if (none) TRITONSERVER_ErrorDelete(none);
 }
 
 static void job_free(tct_job *job) {
@@ -835,27 +847,27 @@ static void job_free(tct_job *job) {
     free(job);
 }
 
-/* A batch's answers shared by an instance's runner and its answer workers. */
+/* A batch's answers shared by an instance's finisher and its answer workers. */
 typedef struct {
     tct_instance *in;
     const tct_job *job;
-    TRITONSERVER_Error *err; /* the run's, or NULL */
-    const uint64_t *times;
 } answer_job;
 
 /* Answers slot's share of the job's requests (tct_workers_each). */
 static void answer_slot(void *arg, int slot, int slots) {
     const answer_job *a = arg;
-    size_t n = a->job->num_requests, lo = n * (size_t)slot / (size_t)slots,
+    const tct_job *job = a->job;
+    size_t n = job->num_requests, lo = n * (size_t)slot / (size_t)slots,
            hi = n * (size_t)(slot + 1) / (size_t)slots;
     if (lo == hi) return;
-    TRITONSERVER_Error *err = a->err, *device_err = NULL;
+    TRITONSERVER_Error *err = job->run_error, *device_err = NULL;
 #if TCI_HAVE_CUDA
-    /* a worker's own copies to Triton's GPU buffers, on the instance's device */
-    if (slot > 0 && a->in->device >= 0 && !err) err = device_err = set_device(a->in->device);
+    /* the thread's copies to Triton's GPU buffers, on the instance's device */
+    if (a->in->device >= 0 && !err) err = device_err = set_device(a->in->device);
 #endif
     int64_t row = 0;
-    for (size_t g = 0; g < lo; g++) row += a->job->batches[g];
+    for (size_t g = 0; g < lo; g++) row += job->batches[g];
+    tci_context *ctx = a->in->ctxs[job->slot];
     void *stream = a->in->answer_streams[slot];
     /* in chunks: the responses made (copies to GPU buffers queued on the thread's stream), one
      * wait for the copies, the responses sent */
@@ -864,9 +876,9 @@ static void answer_slot(void *arg, int slot, int slots) {
         tct_answer made[TCT_ANSWER_CHUNK];
         int queued = 0;
         for (size_t g = first; g < end; g++) {
-            made[g - first] = answer_make(a->in, stream, a->job->requests[g], err,
-                                          a->job->batches[g], row, a->job->padded, &queued);
-            row += a->job->batches[g];
+            made[g - first] = answer_make(a->in, ctx, stream, job->requests[g], err,
+                                          job->batches[g], row, job->padded, &queued);
+            row += job->batches[g];
         }
 #if TCI_HAVE_CUDA
         cudaError_t e = queued ? cudaStreamSynchronize((cudaStream_t)stream) : cudaSuccess;
@@ -877,36 +889,47 @@ static void answer_slot(void *arg, int slot, int slots) {
                                                   cudaGetErrorString(e));
 #endif
         for (size_t g = first; g < end; g++)
-            answer_send(a->in->triton, a->job->requests[g], made[g - first], a->times);
+            answer_send(a->in->triton, job->requests[g], made[g - first], job->times);
     }
     if (device_err) TRITONSERVER_ErrorDelete(device_err);
 }
 
-/* The pipeline's run: runs a job's batch, answers its requests and frees the job. */
+/* The pipeline's run: runs a job's batch on its slot's context. */
 static void run_job(void *arg, void *instance) {
     tct_job *job = arg;
     tct_instance *in = instance;
     TRITONSERVER_Error *err = NULL;
 #if TCI_HAVE_CUDA
-    /* the backend's own copies to Triton's GPU buffers, on the instance's device */
+    /* the engine's device (tcinfer's calls make it current themselves; the backend's own calls
+     * from this thread, none today, would need it) */
     if (in->device >= 0) err = set_device(in->device);
 #endif
-    uint64_t times[3] = {job->exec_start, now_ns(), 0};
+    tci_context *ctx = in->ctxs[job->slot];
+    job->times[0] = job->exec_start;
+    job->times[1] = now_ns();
     tci_status st = err                 ? TCI_OK
-                    : job->device_inputs ? tci_context_run_device_inputs(in->ctx, job->tensors,
+                    : job->device_inputs ? tci_context_run_device_inputs(ctx, job->tensors,
                                                                          in->num_inputs)
-                                         : tci_context_run(in->ctx, job->tensors, in->num_inputs);
+                                         : tci_context_run(ctx, job->tensors, in->num_inputs);
     if (st != TCI_OK) err = tct_tci_failure(st, in->model->name);
-    times[2] = now_ns();
-    answer_job answers = {in, job, err, times};
+    job->times[2] = now_ns();
+    job->run_error = err;
+}
+
+/* The pipeline's finish: answers a run job's requests (the finisher and the answer workers),
+ * reports the batch and frees the job. */
+static void finish_job(void *arg, void *instance) {
+    tct_job *job = arg;
+    tct_instance *in = instance;
+    answer_job answers = {in, job};
     tct_workers_each(job->num_requests >= TCT_ANSWER_PARALLEL_MIN ? in->answerers : NULL,
                      answer_slot, &answers);
     int64_t row = 0;
     for (size_t g = 0; g < job->num_requests; g++) row += job->batches[g];
-    if (!err)
+    if (!job->run_error)
         log_error(TRITONBACKEND_ModelInstanceReportBatchStatistics(
-            in->triton, (uint64_t)row, times[0], times[1], times[2], now_ns()));
-    if (err) TRITONSERVER_ErrorDelete(err);
+            in->triton, (uint64_t)row, job->times[0], job->times[1], job->times[2], now_ns()));
+    if (job->run_error) TRITONSERVER_ErrorDelete(job->run_error);
     job_free(job);
 }
 
@@ -1041,7 +1064,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
     if (err) { /* every request gets the error */
         for (uint32_t k = 0; k < request_count; k++) {
             uint64_t t = now_ns(), times[3] = {exec_start, t, t};
-            answer(instance, NULL, requests[k], err, 0, 0, 0, times);
+            answer_error(instance, requests[k], err, times);
         }
         TRITONSERVER_ErrorDelete(err);
         free(reqs);
@@ -1083,7 +1106,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
     for (uint32_t k = 0; k < request_count; k++) {
         if (reqs[k].queued) continue;
         uint64_t t = now_ns(), times[3] = {exec_start, t, t};
-        answer(instance, in, reqs[k].request, reqs[k].error, 0, 0, 0, times);
+        answer_error(instance, reqs[k].request, reqs[k].error, times);
         TRITONSERVER_ErrorDelete(reqs[k].error);
     }
     free(reqs);

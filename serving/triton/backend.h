@@ -49,6 +49,9 @@ typedef struct tct_job {
     int64_t padded; /* the rows run, zero rows after the requests' */
     uint64_t exec_start;
     int device_inputs; /* the tensors' data lie in the GPU instance's memory */
+    /* set by the run, for the answers */
+    TRITONSERVER_Error *run_error; /* NULL: the run succeeded */
+    uint64_t times[3];             /* execution start, compute start, compute end (ns) */
 } tct_job;
 
 typedef struct tct_instance {
@@ -56,7 +59,10 @@ typedef struct tct_instance {
     TRITONBACKEND_ModelInstance *triton;
     int device; /* -1: a CPU instance */
     const tci_engine *engine;
-    tci_context *ctx; /* run by the pipeline's runner alone once the instance is up */
+    /* a context per slot (pipeline.h), run by the pipeline's runner alone once the instance is
+     * up: a batch's outputs stay in its slot's context while the finisher answers them and the
+     * runner runs the next batch in another */
+    tci_context *ctxs[TCT_PIPELINE_MAX_SLOTS];
     size_t num_inputs;
     const char **input_names; /* engine order; the strings live as long as the engine */
     int pinned_scratch;       /* a GPU instance's slots are pinned host memory (cudaHostAlloc) */

@@ -233,10 +233,11 @@ static TRITONSERVER_Error *parse_parameters(const cJSON *root, tct_model_config 
             TRITONSERVER_Error *err = parse_buckets(v, c);
             if (err) return err;
         } else if (strcmp(p->string, "pipeline_depth") == 0) {
-            if (strcmp(v, "1") != 0 && strcmp(v, "2") != 0)
+            if (strcmp(v, "1") != 0 && strcmp(v, "2") != 0 && strcmp(v, "3") != 0)
                 return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "parameter pipeline_depth '%s': "
-                                 "expected 1 (each batch answered before the next is gathered) "
-                                 "or 2 (the next gathered while the engine runs one)", v);
+                                 "expected 1 (each batch answered before the next is gathered), "
+                                 "2 (the next gathered while the engine runs one) or 3 (a "
+                                 "third batch in flight)", v);
             c->pipeline_depth = v[0] - '0';
         } else {
             return tct_error(TRITONSERVER_ERROR_INVALID_ARG, "unknown parameter '%s' (the tcinfer "

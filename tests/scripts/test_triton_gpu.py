@@ -50,6 +50,9 @@ def check_arguments():
     assert a.perf_analyzer is None and a.pipeline_depth is None and a.request_batch == [1], vars(a)
     assert triton_gpu.parse_args(BASE + ["--server", "s", "--request-batch", "1,8"]).request_batch \
         == [1, 8]
+    assert triton_gpu.bench_batches(a) == [1, 64], triton_gpu.bench_batches(a)
+    a8 = triton_gpu.parse_args(BASE + ["--server", "s", "--bench-batches", "24,1,16"])
+    assert triton_gpu.bench_batches(a8) == [1, 16, 24], triton_gpu.bench_batches(a8)
     a = triton_gpu.parse_args(BASE + ["--server", "s", "--kind", "cpu"])
     assert a.load_shm == ["none", "system"], vars(a)
     a = triton_gpu.parse_args(BASE + ["--dry-run", "--load-shm", "system"])
@@ -63,6 +66,10 @@ def check_arguments():
     expect_usage_error(BASE + ["--dry-run", "--perf-analyzer", "/nonexistent"],
                        "no bin/perf_analyzer there")
     expect_usage_error(BASE + ["--dry-run", "--queue-delay-us", "-1"], "--queue-delay-us wants")
+    expect_usage_error(BASE + ["--dry-run", "--bench-batches", "1,65"],
+                       "--bench-batches goes up to --max-batch (64)")
+    expect_usage_error(BASE + ["--dry-run", "--request-batch", "0"],
+                       "--request-batch wants distinct integers >= 1")
     a = triton_gpu.parse_args(BASE + ["--dry-run", "--gpus", "0,1", "--concurrency", "1,16"])
     assert a.gpus == [0, 1] and a.concurrency == [1, 16] and a.server is None, vars(a)
     expect_usage_error(BASE + ["--dry-run", "--gpus", "0,0"], "--gpus wants distinct integers")

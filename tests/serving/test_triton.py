@@ -90,10 +90,15 @@ class TritonBackendTest(unittest.TestCase):
                     'instance_group [{ kind: KIND_CPU, count: 1 }]\n'
                     'dynamic_batching { max_queue_delay_microseconds: 2000 }\n'
                     'parameters { key: "pipeline_depth" value { string_value: "2" } }\n')
+        write_model(repo, "mlp_pipelined3", cls.mlp,
+                    'max_batch_size: 4\n'
+                    'instance_group [{ kind: KIND_CPU, count: 1 }]\n'
+                    'dynamic_batching { max_queue_delay_microseconds: 2000 }\n'
+                    'parameters { key: "pipeline_depth" value { string_value: "3" } }\n')
         write_model(repo, "bad_pipeline", cls.mlp,
                     'max_batch_size: 4\n'
                     'instance_group [{ kind: KIND_CPU }]\n'
-                    'parameters { key: "pipeline_depth" value { string_value: "3" } }\n')
+                    'parameters { key: "pipeline_depth" value { string_value: "4" } }\n')
         write_model(repo, "bad_buckets", cls.mlp,
                     'max_batch_size: 8\n'
                     'instance_group [{ kind: KIND_CPU }]\n'
@@ -271,18 +276,19 @@ class TritonBackendTest(unittest.TestCase):
             want = cli_outputs(self.mlp, x, self.workdir, f"mlp{k}")["probs_out"]
             self.assert_close(r.as_numpy("probs_out"), want)
 
-    def test_pipeline_depth_two(self):
-        rng = np.random.default_rng(6)
-        xs = [rng.uniform(-1, 1, (k % 3 + 1, 784)).astype(np.float32) for k in range(8)]
-        before = self.http.get_inference_statistics("mlp_pipelined")["model_stats"][0]
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            results = list(pool.map(lambda x: self.grpc_infer("mlp_pipelined", x), xs))
-        for k, (x, r) in enumerate(zip(xs, results)):
-            want = cli_outputs(self.mlp, x, self.workdir, f"pipelined{k}")["probs_out"]
-            self.assert_close(r.as_numpy("probs_out"), want)
-        after = self.http.get_inference_statistics("mlp_pipelined")["model_stats"][0]
-        self.assertEqual(after["inference_count"] - before["inference_count"],
-                         sum(x.shape[0] for x in xs))
+    def test_pipeline_depth_two_and_three(self):
+        for model in ("mlp_pipelined", "mlp_pipelined3"):
+            rng = np.random.default_rng(6)
+            xs = [rng.uniform(-1, 1, (k % 3 + 1, 784)).astype(np.float32) for k in range(8)]
+            before = self.http.get_inference_statistics(model)["model_stats"][0]
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                results = list(pool.map(lambda x: self.grpc_infer(model, x), xs))
+            for k, (x, r) in enumerate(zip(xs, results)):
+                want = cli_outputs(self.mlp, x, self.workdir, f"{model}_{k}")["probs_out"]
+                self.assert_close(r.as_numpy("probs_out"), want)
+            after = self.http.get_inference_statistics(model)["model_stats"][0]
+            self.assertEqual(after["inference_count"] - before["inference_count"],
+                             sum(x.shape[0] for x in xs), model)
 
     def test_batch_buckets_pad_and_split(self):
         # requests of 1, 3 and 5 rows, alone and together: runs of 4 or 8 rows, the padding rows
@@ -437,8 +443,8 @@ class TritonBackendTest(unittest.TestCase):
                     "bad_buckets": "parameter batch_buckets '8,4': expected 'none' or "
                                    "increasing batch sizes from 1 up",
                     "bad_buckets_max": "parameter batch_buckets has 16, above max_batch_size 8",
-                    "bad_pipeline": "parameter pipeline_depth '3': expected 1 (each batch "
-                                    "answered before the next is gathered) or 2",
+                    "bad_pipeline": "parameter pipeline_depth '4': expected 1 (each batch "
+                                    "answered before the next is gathered), 2",
                     "no_file": "no model file",
                     "broken": "model 'broken': tcinfer: model file"}
         for name, reason in expected.items():

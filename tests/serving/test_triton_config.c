@@ -114,7 +114,7 @@ START_TEST(test_refusals) {
     } bad[] = {
         {"precison", "fp16", "unknown parameter 'precison'"},
         {"precision", "fast", "expected fp16, bf16, tf32, fp32 or auto"},
-        {"pipeline_depth", "3", "parameter pipeline_depth '3': expected 1"},
+        {"pipeline_depth", "4", "parameter pipeline_depth '4': expected 1"},
         {"pipeline_depth", "0", "parameter pipeline_depth '0'"},
         {"batch_buckets", "4,2", "expected 'none' or increasing batch sizes"},
         {"batch_buckets", "1,,2", "has an empty entry"},
