@@ -86,8 +86,9 @@ def parse_args(argv=None):
     p.add_argument("--max-batch", type=int, default=64)
     p.add_argument("--gpus", type=lambda t: index_list(t, "--gpus", 0), default=[0],
                    help="the GPUs of the instance group (default 0), e.g. 0,1")
-    p.add_argument("--instances", type=int, default=2,
-                   help="KIND_GPU instances on each of --gpus (Triton's count: per listed GPU)")
+    p.add_argument("--instances", type=int, default=1,
+                   help="KIND_GPU instances on each of --gpus (Triton's count: per listed GPU; "
+                        "default 1, the fastest on the H200: docs/serving.md)")
     p.add_argument("--queue-delay-us", type=int, default=0,
                    help="dynamic_batching's max_queue_delay_microseconds (default 0: a request "
                         "waits only while the instances are busy; a delay is added to every "

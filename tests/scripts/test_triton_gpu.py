@@ -45,7 +45,7 @@ def expect_usage_error(argv, text):
 
 def check_arguments():
     a = triton_gpu.parse_args(BASE + ["--server", "s"])
-    assert a.gpus == [0] and a.concurrency == [1, 8, 64, 128] and a.instances == 2, vars(a)
+    assert a.gpus == [0] and a.concurrency == [1, 8, 64, 128] and a.instances == 1, vars(a)
     assert a.load_shm == ["none", "system", "cuda"] and a.queue_delay_us == 0, vars(a)
     assert a.perf_analyzer is None and a.pipeline_depth is None and a.request_batch == [1], vars(a)
     assert triton_gpu.parse_args(BASE + ["--server", "s", "--request-batch", "1,8"]).request_batch \
