@@ -514,6 +514,43 @@ template <typename T, typename IdxT, int ACT> __global__ void eltwise_fast(const
     }
 }
 
+// A Gelu (or Erf) step on a dense tensor, e.g. the erf Gelu after a cuBLASLt GEMM, whose
+// epilogue has only the tanh form: kDenseVecs vectors a thread, all loaded before any is
+// computed, so that a thread has several 16-byte loads in flight where eltwise_fast has one.
+// On the H200 (fp16, --profile): 64x197x3072 62.0 -> 50.5 us, 64x3136x384 115 -> 91 us, batch-1
+// sizes the same; a Relu of 64x197x3072 ran 2-5 % slower this way (43.0 against 43.7-45.2 us),
+// so the cheap activations keep eltwise_fast. In place (out == in) is safe: each thread reads
+// and writes its own vectors.
+constexpr int kDenseVecs = 4;
+
+bool dense_act(int act) {
+    return act == ACT_GELU || act == ACT_GELU_TANH || act == ACT_GELU_OF_DIV ||
+           act == ACT_GELU_SCALED || act == ACT_ERF;
+}
+
+template <typename T, typename IdxT, int ACT> __global__ void eltwise_unary_dense(const Fast<IdxT> p) {
+    constexpr int n = Vec<T>::n;
+    const IdxT vecs = p.total / n;
+    const IdxT first = (IdxT)blockIdx.x * (IdxT)blockDim.x * kDenseVecs + (IdxT)threadIdx.x;
+    float a[kDenseVecs][n];
+#pragma unroll
+    for (int u = 0; u < kDenseVecs; u++) {
+        const IdxT v = first + (IdxT)u * (IdxT)blockDim.x;
+        if (v < vecs)
+            ld_vec<T>(p.in[0], v * n, a[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kDenseVecs; u++) {
+        const IdxT v = first + (IdxT)u * (IdxT)blockDim.x;
+        if (v < vecs) {
+#pragma unroll
+            for (int j = 0; j < n; j++)
+                a[u][j] = act_apply<ACT, kFastMath<T>>(a[u][j] * p.scale[0], p.alpha, p.beta);
+            st_vec<T>(p.out, v * n, a[u]);
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Host side
 
@@ -724,6 +761,19 @@ template <typename IdxT> tci_status launch(const kern_eltwise_desc *d, const Sha
     Fast<IdxT> f;
     if (plan_fast<IdxT>(d, s, inputs, num_inputs, out, &f)) {
         const bool half = d->dtype == TCI_DTYPE_FLOAT16, bf16 = d->dtype == TCI_DTYPE_BFLOAT16;
+        const int64_t n = half || bf16 ? 8 : 4, per_block = (int64_t)kThreads * kDenseVecs;
+        const int64_t dense_blocks = (s.total / n + per_block - 1) / per_block;
+        if (f.op == BINARY_NONE && dense_act(d->act) && f.pad_mode == 0 && f.kind[0] == kFull &&
+            s.total % n == 0 && dense_blocks >= 1 && dense_blocks <= kMaxBlocks) {
+            TRY_STATUS(with_float_kernel(d, [&](auto type, auto act) {
+                using T = typename decltype(type)::type;
+                eltwise_unary_dense<T, IdxT, decltype(act)::value>
+                    <<<(unsigned)dense_blocks, kThreads, 0, stream>>>(f);
+                return TCI_OK;
+            }));
+            KERN_LAUNCH_CHECK("kern_eltwise");
+            return TCI_OK;
+        }
         const unsigned blocks =
             blocks_for(half || bf16 ? (s.total + 7) / 8 : (s.total + 3) / 4, kThreads);
         TRY_STATUS(with_float_kernel(d, [&](auto type, auto act) {
