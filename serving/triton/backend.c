@@ -900,8 +900,8 @@ static void run_job(void *arg, void *instance) {
     tct_instance *in = instance;
     TRITONSERVER_Error *err = NULL;
 #if TCI_HAVE_CUDA
-    /* the engine's device (tcinfer's calls make it current themselves; the backend's own calls
-     * from this thread, none today, would need it) */
+    /* the instance's device current on the runner as on the backend's other threads (tcinfer
+     * makes the engine's device current for its own calls) */
     if (in->device >= 0) err = set_device(in->device);
 #endif
     tci_context *ctx = in->ctxs[job->slot];
