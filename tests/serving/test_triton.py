@@ -332,8 +332,13 @@ class TritonBackendTest(unittest.TestCase):
                 # (962 inferences for 482 requests seen once)
                 self.assertLessEqual(abs(s["inferences"] - 2 * s["requests"]),
                                      2 * 2 * r["concurrency"])
-                self.assertGreaterEqual(s["rows_per_execution"], 2)
-                self.assertLessEqual(s["rows_per_execution"], 4)  # max_batch_size
+                # every execution runs 2 to 4 rows (max_batch_size); a request's inferences and
+                # its batch's execution are counted at separate moments too (the answers, then
+                # the batch), so the window's counts may differ by the requests in flight at
+                # either end (observed: 647 inferences in 324 executions)
+                skew = 2 * 2 * r["concurrency"]
+                self.assertGreaterEqual(s["inferences"], 2 * s["executions"] - skew)
+                self.assertLessEqual(s["inferences"], 4 * s["executions"] + skew)
                 phases = sum(s[k] for k in ("queue_us", "compute_input_us", "compute_infer_us",
                                             "compute_output_us"))
                 self.assertGreater(s["compute_infer_us"], 0)
