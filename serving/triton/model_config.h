@@ -46,7 +46,6 @@ typedef struct tct_model_config {
     size_t num_outputs;
 } tct_model_config;
 
-/* Parses the configuration JSON; unknown parameters and bad values are errors naming them. */
 /* The default batch buckets of a GPU instance for max_batch (> 1): the powers of two below a
  * step, the multiples of the step below max_batch, and max_batch, the step the least power of
  * two from 8 up that keeps the buckets at most TCT_DEFAULT_BUCKETS_MAX (the engine keeps 16
@@ -56,6 +55,7 @@ typedef struct tct_model_config {
 #define TCT_DEFAULT_BUCKETS_MAX 12
 size_t tct_default_buckets(int64_t max_batch, int64_t *out);
 
+/* Parses the configuration JSON; unknown parameters and bad values are errors naming them. */
 TRITONSERVER_Error *tct_config_parse(const char *json, size_t size, tct_model_config *out);
 void tct_config_free(tct_model_config *config);
 
