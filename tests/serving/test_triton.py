@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -31,6 +32,7 @@ from local_server import LocalServer  # noqa: E402
 
 ARGS = None
 SERVER_START_TIMEOUT_S = 60
+STATS_SETTLE_TIMEOUT_S = 10
 
 
 def write_model(repo, name, onnx_path, config, filename="model.onnx"):
@@ -226,6 +228,29 @@ class TritonBackendTest(unittest.TestCase):
         want = cli_outputs(self.small, x, self.workdir, "alive")["logits_out"]
         self.assert_close(self.http_infer("small", x).as_numpy("logits_out"), want)
 
+    def batch_rows(self, stats):
+        """Rows over the model's reported executions: batch_size times its executions."""
+        return {int(b["batch_size"]): int(b["compute_infer"]["count"])
+                for b in stats["batch_stats"]}
+
+    def settled_statistics(self, model, before, rows):
+        """The model's statistics once they account for rows more answered rows than before, in
+        inferences and in executed batches. Triton's statistics trail the answers: a backend
+        reports a request after sending its response and its batch after the batch's last
+        response (Triton's own backends in the same order), so a client that has every answer can
+        read statistics that lack the last batch. Waits up to STATS_SETTLE_TIMEOUT_S; what it
+        returns then is for the caller's assertions to judge."""
+        old = self.batch_rows(before)
+        deadline = time.monotonic() + STATS_SETTLE_TIMEOUT_S
+        while True:
+            after = self.http.get_inference_statistics(model)["model_stats"][0]
+            new = self.batch_rows(after)
+            executed = sum(b * (n - old.get(b, 0)) for b, n in new.items())
+            if ((after["inference_count"] - before["inference_count"] >= rows and executed >= rows)
+                    or time.monotonic() > deadline):
+                return after
+            time.sleep(0.02)
+
     def expect_error(self, call, *fragments):
         with self.assertRaises(InferenceServerException) as ctx:
             call()
@@ -259,13 +284,16 @@ class TritonBackendTest(unittest.TestCase):
         results = [p.get_result() for p in pending]
         for k, r in enumerate(results):
             self.assert_close(r.as_numpy("logits_out"), want[k:k + 1])
-        after = self.http.get_inference_statistics("small")["model_stats"][0]
+        after = self.settled_statistics("small", before, 8)
         inferences = after["inference_count"] - before["inference_count"]
         executions = after["execution_count"] - before["execution_count"]
         self.assertEqual(inferences, 8)
         self.assertLess(executions, 8, "the 8 concurrent requests ran one by one")
         self.assertGreater(int(after["inference_stats"]["compute_infer"]["ns"]), 0)
-        self.assertTrue(any(int(b["batch_size"]) > 1 for b in after["batch_stats"]))
+        old, new = self.batch_rows(before), self.batch_rows(after)
+        batches = {b: n - old.get(b, 0) for b, n in new.items() if n > old.get(b, 0)}
+        self.assertEqual(sum(b * n for b, n in batches.items()), 8, batches)
+        self.assertTrue(any(b > 1 for b in batches), batches)
 
     def test_mlp_concurrent_grpc_two_instances(self):
         rng = np.random.default_rng(4)
@@ -286,23 +314,24 @@ class TritonBackendTest(unittest.TestCase):
             for k, (x, r) in enumerate(zip(xs, results)):
                 want = cli_outputs(self.mlp, x, self.workdir, f"{model}_{k}")["probs_out"]
                 self.assert_close(r.as_numpy("probs_out"), want)
-            after = self.http.get_inference_statistics(model)["model_stats"][0]
-            self.assertEqual(after["inference_count"] - before["inference_count"],
-                             sum(x.shape[0] for x in xs), model)
+            rows = sum(x.shape[0] for x in xs)
+            after = self.settled_statistics(model, before, rows)
+            self.assertEqual(after["inference_count"] - before["inference_count"], rows, model)
 
     def test_batch_buckets_pad_and_split(self):
         # requests of 1, 3 and 5 rows, alone and together: runs of 4 or 8 rows, the padding rows
         # zeros, each request answered with its own rows only
         rng = np.random.default_rng(5)
         xs = [rng.uniform(-1, 1, (k, 784)).astype(np.float32) for k in (1, 3, 5, 1, 2)]
+        before = self.http.get_inference_statistics("mlp_buckets")["model_stats"][0]
         with concurrent.futures.ThreadPoolExecutor(5) as pool:
             results = list(pool.map(lambda x: self.grpc_infer("mlp_buckets", x), xs))
         results.append(self.grpc_infer("mlp_buckets", xs[2]))  # alone: 5 rows run as 8
         for k, (x, r) in enumerate(zip(xs + [xs[2]], results)):
             want = cli_outputs(self.mlp, x, self.workdir, f"bucket{k}")["probs_out"]
             self.assert_close(r.as_numpy("probs_out"), want)
-        stats = self.http.get_inference_statistics("mlp_buckets")["model_stats"][0]
-        self.assertEqual(stats["inference_count"], 17)
+        stats = self.settled_statistics("mlp_buckets", before, 17)
+        self.assertEqual(stats["inference_count"] - before["inference_count"], 17)
 
     def test_load_script(self):
         # bench/triton_load.py, the load generator for the GPU measurements (docs/serving.md):
