@@ -229,7 +229,7 @@ class TritonBackendTest(unittest.TestCase):
         self.assert_close(self.http_infer("small", x).as_numpy("logits_out"), want)
 
     def batch_rows(self, stats):
-        """Rows over the model's reported executions: batch_size times its executions."""
+        """The model's reported executions by batch size (rows: the sum of size times count)."""
         return {int(b["batch_size"]): int(b["compute_infer"]["count"])
                 for b in stats["batch_stats"]}
 
