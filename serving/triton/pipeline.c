@@ -96,36 +96,27 @@ int tct_pipeline_create(int slots, tct_run_fn run, tct_run_fn finish, void *user
     p->finish = finish;
     p->user = user;
     int e = pthread_mutex_init(&p->lock, NULL);
-    if (e) {
-        free(p);
-        return e;
-    }
-    if ((e = pthread_cond_init(&p->changed, NULL))) {
-        pthread_mutex_destroy(&p->lock);
-        free(p);
-        return e;
-    }
-    if (finish && (e = pthread_create(&p->finisher, NULL, finisher_main, p))) {
-        pthread_cond_destroy(&p->changed);
-        pthread_mutex_destroy(&p->lock);
-        free(p);
-        return e;
-    }
-    if ((e = pthread_create(&p->runner, NULL, runner_main, p))) {
-        if (finish) { /* nothing will run: the finisher stops at once */
-            pthread_mutex_lock(&p->lock);
-            p->runner_done = 1;
-            pthread_cond_broadcast(&p->changed);
-            pthread_mutex_unlock(&p->lock);
-            pthread_join(p->finisher, NULL);
-        }
-        pthread_cond_destroy(&p->changed);
-        pthread_mutex_destroy(&p->lock);
-        free(p);
-        return e;
-    }
+    if (e) goto no_lock;
+    if ((e = pthread_cond_init(&p->changed, NULL))) goto no_cond;
+    if (finish && (e = pthread_create(&p->finisher, NULL, finisher_main, p))) goto no_finisher;
+    if ((e = pthread_create(&p->runner, NULL, runner_main, p))) goto no_runner;
     *out = p;
     return 0;
+no_runner:
+    if (finish) { /* nothing will run: the finisher stops at once */
+        pthread_mutex_lock(&p->lock);
+        p->runner_done = 1;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->finisher, NULL);
+    }
+no_finisher:
+    pthread_cond_destroy(&p->changed);
+no_cond:
+    pthread_mutex_destroy(&p->lock);
+no_lock:
+    free(p);
+    return e;
 }
 
 void tct_pipeline_free(tct_pipeline *p) {
