@@ -454,10 +454,8 @@ def load_table(rows):
                          f"{row['error'][:120]} |")
             continue
         s = row.get("server", {})
-        batch = row.get("batch", 1)
         lines.append(f"| {row['model']} | {row['client']} | {row['shm']} | {row['concurrency']} | "
-                     f"{batch} | {row['requests_per_s']:.0f} | "
-                     f"{row.get('items_per_s', row['requests_per_s'] * batch):.0f} | "
+                     f"{row['batch']} | {row['requests_per_s']:.0f} | {row['items_per_s']:.0f} | "
                      f"{fmt(row['p50_ms'], '.2f')} | "
                      f"{fmt(row['p99_ms'], '.2f')} | {row['errors']} | "
                      f"{fmt(s.get('rows_per_execution'), '.1f')} | "
