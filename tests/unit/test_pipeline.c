@@ -3,8 +3,8 @@
  * call's wait for a free slot lasts until a run ends; with one slot the next take waits for the
  * run; freeing the pipeline runs what was submitted. With a finish stage, the next job runs
  * while the last is finished, jobs finish in order and after their runs, a slot is free only
- * once its job is finished, and freeing the pipeline finishes every job. A run is held at a gate the test opens, so
- * that "still waiting" is seen while the run provably has not ended. */
+ * once its job is finished, and freeing the pipeline finishes every job. A run is held at a
+ * gate the test opens, so that "still waiting" is seen while the run provably has not ended. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
